@@ -1,0 +1,123 @@
+"""Imports flow downward only (DESIGN.md, "Layers").
+
+Every module of dpfast gets a rank; a module may import dpfast modules of a
+strictly lower rank, or modules of its own package at the same rank.  The
+compiled ``dpfast._cffi`` may be imported by ``dpfast._native`` alone, and
+kernels import nothing but numpy, numba, math and other kernels.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1] / "dpfast"
+
+# lower number = lower layer
+RANKS: list[tuple[str, int]] = [
+    ("dpfast._cffi", 0),
+    ("dpfast._kernels", 1),
+    ("dpfast.accounting.events", 1),
+    ("dpfast._calibrate", 1),
+    ("dpfast._native", 2),
+    ("dpfast.random", 3),
+    ("dpfast._exact", 4),
+    ("dpfast.noise", 5),
+    ("dpfast.mechanisms", 6),
+    ("dpfast.selection", 6),
+    ("dpfast.local", 6),
+    ("dpfast.accounting", 7),
+    ("dpfast.budget", 8),
+    ("dpfast.dpsgd", 9),
+    ("dpfast.histogram", 9),
+    ("dpfast.dask", 9),
+    ("dpfast.cli", 10),
+    ("dpfast.__main__", 11),
+    ("dpfast", 12),  # the package __init__ re-exports lazily
+]
+
+KERNEL_ALLOWED = {"numpy", "numba", "math", "__future__"}
+
+
+def rank_of(module: str) -> tuple[str, int]:
+    best = None
+    for prefix, rank in RANKS:
+        if module == prefix or module.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, rank)
+    assert best is not None, f"no layer assigned to {module}; add it to RANKS"
+    return best
+
+
+def module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports_of(path: pathlib.Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    mod = module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None or target in ("dpfast", "dpfast.accounting", "dpfast._kernels"):
+                # "from . import x" / "from dpfast import x": each name is a submodule
+                found.extend(f"{target}.{alias.name}" for alias in node.names)
+            else:
+                found.append(target)
+    return found
+
+
+SOURCES = sorted(ROOT.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT.parent)))
+def test_imports_flow_downward(path: pathlib.Path) -> None:
+    mod = module_name(path)
+    if mod == "dpfast":
+        return  # lazy re-export hub; imports by name at run time only
+    my_prefix, my_rank = rank_of(mod)
+    for target in imports_of(path):
+        top = target.split(".")[0]
+        if mod.startswith("dpfast._kernels"):
+            assert top in KERNEL_ALLOWED or target.startswith("dpfast._kernels"), (
+                f"kernel {mod} imports {target}"
+            )
+        if top != "dpfast":
+            continue
+        if target == "dpfast._cffi" or target.startswith("dpfast._cffi."):
+            assert mod == "dpfast._native", f"{mod} imports the compiled module"
+            continue
+        t_prefix, t_rank = rank_of(target)
+        if mod.startswith("dpfast.accounting.events"):
+            raise AssertionError(f"events import nothing of dpfast: {mod} imports {target}")
+        same_package = t_prefix == my_prefix or (
+            my_rank == t_rank and target.rpartition(".")[0] == mod.rpartition(".")[0]
+        )
+        assert t_rank < my_rank or same_package, (
+            f"{mod} (layer {my_rank}) imports {target} (layer {t_rank}): imports flow downward"
+        )
+
+
+def test_mechanisms_never_import_accountants() -> None:
+    for name in ("mechanisms.py", "selection.py", "local.py"):
+        path = ROOT / name
+        if not path.exists():
+            continue
+        for target in imports_of(path):
+            if target.startswith("dpfast.accounting"):
+                assert target == "dpfast.accounting.events", f"{name} imports {target}"
