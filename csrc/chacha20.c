@@ -1,0 +1,146 @@
+/* ChaCha20 block function, RFC 8439 section 2.3, eight blocks at a time.
+ *
+ * Each 32-bit state word is held as an 8-lane vector (one lane per block), so the
+ * quarter-rounds are plain lane-wise adds, xors and rotates: GCC/Clang vector
+ * extensions compile them to SSE2 (portable x86-64 baseline) or, in the clone that is
+ * compiled with target("avx2") and chosen at run time, to AVX2.  No -march flags.
+ */
+#include <string.h>
+
+#include "dpfast.h"
+
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef uint8_t v32b __attribute__((vector_size(32)));
+
+#define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+/* Rotations by 16 and 8 bits are byte permutations within each 32-bit lane. */
+#define ROT16_MASK                                                                 \
+    (v32b){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,                    \
+           18, 19, 16, 17, 22, 23, 20, 21, 26, 27, 24, 25, 30, 31, 28, 29}
+#define ROT8_MASK                                                                  \
+    (v32b){3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,                    \
+           19, 16, 17, 18, 23, 20, 21, 22, 27, 24, 25, 26, 31, 28, 29, 30}
+#define VROT16(v) ((v8u)__builtin_shuffle((v32b)(v), ROT16_MASK))
+#define VROT8(v) ((v8u)__builtin_shuffle((v32b)(v), ROT8_MASK))
+#define QR(a, b, c, d)                   \
+    a += b; d ^= a; d = ROTL(d, 16);     \
+    c += d; b ^= c; b = ROTL(b, 12);     \
+    a += b; d ^= a; d = ROTL(d, 8);      \
+    c += d; b ^= c; b = ROTL(b, 7);
+#define VQR(a, b, c, d)                  \
+    a += b; d ^= a; d = VROT16(d);       \
+    c += d; b ^= c; b = ROTL(b, 12);     \
+    a += b; d ^= a; d = VROT8(d);        \
+    c += d; b ^= c; b = ROTL(b, 7);
+
+static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206574u};
+
+#define BLOCKS8_BODY                                                               \
+    v8u x[16], s[16];                                                              \
+    for (int i = 0; i < 4; i++) s[i] = (v8u){0} + SIGMA[i];                        \
+    for (int i = 0; i < 8; i++) s[4 + i] = (v8u){0} + key[i];                      \
+    s[12] = (v8u){0, 1, 2, 3, 4, 5, 6, 7} + counter;                               \
+    for (int i = 0; i < 3; i++) s[13 + i] = (v8u){0} + nonce[i];                   \
+    for (int i = 0; i < 16; i++) x[i] = s[i];                                      \
+    for (int r = 0; r < 10; r++) {                                                 \
+        VQR(x[0], x[4], x[8], x[12]);                                               \
+        VQR(x[1], x[5], x[9], x[13]);                                               \
+        VQR(x[2], x[6], x[10], x[14]);                                              \
+        VQR(x[3], x[7], x[11], x[15]);                                              \
+        VQR(x[0], x[5], x[10], x[15]);                                              \
+        VQR(x[1], x[6], x[11], x[12]);                                              \
+        VQR(x[2], x[7], x[8], x[13]);                                               \
+        VQR(x[3], x[4], x[9], x[14]);                                               \
+    }                                                                              \
+    for (int i = 0; i < 16; i++) x[i] += s[i];                                     \
+    for (int j = 0; j < 8; j++)                                                    \
+        for (int i = 0; i < 16; i++) out[16 * j + i] = x[i][j];
+
+/* 8 consecutive blocks starting at counter (caller ensures no wrap). */
+__attribute__((target("avx2"))) static void blocks8_avx2(const uint32_t *key,
+                                                         const uint32_t *nonce,
+                                                         uint32_t counter, uint32_t *out) {
+    BLOCKS8_BODY
+}
+
+static void blocks8_generic(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
+                            uint32_t *out) {
+    BLOCKS8_BODY
+}
+
+static void block1(const uint32_t *key, const uint32_t *nonce, uint32_t counter, uint32_t *out) {
+    uint32_t x[16], s[16];
+    for (int i = 0; i < 4; i++) s[i] = SIGMA[i];
+    for (int i = 0; i < 8; i++) s[4 + i] = key[i];
+    s[12] = counter;
+    for (int i = 0; i < 3; i++) s[13 + i] = nonce[i];
+    memcpy(x, s, sizeof x);
+    for (int r = 0; r < 10; r++) {
+        QR(x[0], x[4], x[8], x[12]);
+        QR(x[1], x[5], x[9], x[13]);
+        QR(x[2], x[6], x[10], x[14]);
+        QR(x[3], x[7], x[11], x[15]);
+        QR(x[0], x[5], x[10], x[15]);
+        QR(x[1], x[6], x[11], x[12]);
+        QR(x[2], x[7], x[8], x[13]);
+        QR(x[3], x[4], x[9], x[14]);
+    }
+    for (int i = 0; i < 16; i++) out[i] = x[i] + s[i];
+}
+
+typedef void (*blocks8_fn)(const uint32_t *, const uint32_t *, uint32_t, uint32_t *);
+
+static blocks8_fn pick_blocks8(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) return blocks8_avx2;
+#endif
+    return blocks8_generic;
+}
+
+int dpf_chacha20_simd_level(void) { return pick_blocks8() == blocks8_avx2 ? 2 : 1; }
+
+void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
+                         uint64_t nblocks, uint32_t *out) {
+    static blocks8_fn fn = 0;
+    if (!fn) fn = pick_blocks8();
+    uint64_t i = 0;
+    for (; i + 8 <= nblocks; i += 8) fn(key, nonce, counter + (uint32_t)i, out + 16 * i);
+    for (; i < nblocks; i++) block1(key, nonce, counter + (uint32_t)i, out + 16 * i);
+}
+
+void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces, const uint32_t *counters,
+                          uint64_t nstreams, uint64_t nblocks, uint32_t *out) {
+    for (uint64_t s = 0; s < nstreams; s++)
+        dpf_chacha20_blocks(key, nonces + 3 * s, counters[s], nblocks, out + s * nblocks * 16);
+}
+
+static uint32_t load32_le(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static void store32_le(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+
+void dpf_chacha20_keystream(const uint8_t *key, const uint8_t *nonce, uint32_t counter,
+                            uint8_t *out, uint64_t nbytes) {
+    uint32_t k[8], n[3], buf[16 * 8];
+    for (int i = 0; i < 8; i++) k[i] = load32_le(key + 4 * i);
+    for (int i = 0; i < 3; i++) n[i] = load32_le(nonce + 4 * i);
+    while (nbytes > 0) {
+        uint64_t nb = (nbytes + 63) / 64;
+        if (nb > 8) nb = 8;
+        dpf_chacha20_blocks(k, n, counter, nb, buf);
+        uint64_t take = nb * 64 < nbytes ? nb * 64 : nbytes;
+        for (uint64_t w = 0; w < (take + 3) / 4; w++) {
+            uint8_t tmp[4];
+            store32_le(tmp, buf[w]);
+            uint64_t m = take - 4 * w < 4 ? take - 4 * w : 4;
+            memcpy(out + 4 * w, tmp, m);
+        }
+        out += take;
+        nbytes -= take;
+        counter += (uint32_t)nb;
+    }
+}

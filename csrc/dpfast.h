@@ -1,0 +1,54 @@
+/* dpfast C kernels: C99, no Python.h.  Symbols are dpf_<noun>_<verb>. */
+#ifndef DPFAST_H
+#define DPFAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ChaCha20 (RFC 8439) keystream blocks.
+ * key: 8 little-endian words, nonce: 3 little-endian words (RFC 8439 96-bit nonce),
+ * counter: block counter of the first block.  Writes nblocks*16 words to out.
+ * The caller guarantees counter + nblocks <= 2^32 (the counter never wraps). */
+void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
+                         uint64_t nblocks, uint32_t *out);
+
+/* Same, for many streams at once: stream i uses nonces[3*i..3*i+2] and counters[i],
+ * and writes nblocks blocks to out + i*nblocks*16. */
+void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces, const uint32_t *counters,
+                          uint64_t nstreams, uint64_t nblocks, uint32_t *out);
+
+/* Byte keystream starting at block `counter`; nbytes need not be a multiple of 64. */
+void dpf_chacha20_keystream(const uint8_t *key, const uint8_t *nonce, uint32_t counter,
+                            uint8_t *out, uint64_t nbytes);
+
+/* 2 when the AVX2 path is used, 1 for the portable vector path. */
+int dpf_chacha20_simd_level(void);
+
+/* numpy bit generator state (see bitgen.c).  counter is the block counter of the next
+ * refill, in [0, 2^32]; pos indexes buf (32-bit words). */
+#define DPF_BITGEN_BLOCKS 8
+typedef struct {
+    uint32_t key[8];
+    uint32_t nonce[3];
+    uint64_t counter;
+    uint64_t stream_index;
+    uint32_t buf[16 * DPF_BITGEN_BLOCKS];
+    uint32_t pos;
+} dpf_bitgen_state;
+
+/* Same layout as numpy's bitgen_t (numpy/random/bitgen.h). */
+typedef struct {
+    void *state;
+    uint64_t (*next_uint64)(void *st);
+    uint32_t (*next_uint32)(void *st);
+    double (*next_double)(void *st);
+    uint64_t (*next_raw)(void *st);
+} dpf_bitgen_t;
+
+uint64_t dpf_bitgen_next_uint64(void *st);
+uint32_t dpf_bitgen_next_uint32(void *st);
+double dpf_bitgen_next_double(void *st);
+void dpf_bitgen_init(dpf_bitgen_t *bg, dpf_bitgen_state *st);
+void dpf_bitgen_fill(dpf_bitgen_state *st, uint64_t *out, uint64_t n);
+
+#endif

@@ -1,0 +1,88 @@
+"""The only importer of the compiled ``dpfast._cffi`` module (C kernels in ``csrc/``).
+
+Functions here take numpy arrays, check the buffers they hand to C (dtype, contiguity,
+size) and call C on whole arrays; cffi releases the GIL during each call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpfast._cffi import ffi, lib
+
+__all__ = ["chacha20_blocks", "chacha20_streams", "chacha20_keystream", "simd_level"]
+
+
+def _u32(a: np.ndarray, n: int | None = None) -> object:
+    if a.dtype != np.uint32 or not a.flags.c_contiguous:
+        raise TypeError("internal: expected a C-contiguous uint32 array")
+    if n is not None and a.size < n:
+        raise ValueError("internal: buffer too small")
+    return ffi.cast("uint32_t *", ffi.from_buffer(a))
+
+
+def chacha20_blocks(key_words: np.ndarray, nonce_words: np.ndarray, counter: int,
+                    nblocks: int, out: np.ndarray) -> None:
+    """Write ``nblocks`` keystream blocks starting at ``counter`` into ``out`` (uint32)."""
+    if counter < 0 or counter + nblocks > 1 << 32:
+        raise ValueError("internal: block counter would wrap")
+    lib.dpf_chacha20_blocks(_u32(key_words, 8), _u32(nonce_words, 3), counter, nblocks,
+                            _u32(out, 16 * nblocks))
+
+
+def chacha20_streams(key_words: np.ndarray, nonces: np.ndarray, counters: np.ndarray,
+                     nblocks: int, out: np.ndarray) -> None:
+    """Fill ``out[i]`` with ``nblocks`` blocks of stream ``nonces[i]`` from ``counters[i]``."""
+    n = nonces.shape[0]
+    if np.any(counters.astype(np.uint64) + np.uint64(nblocks) > np.uint64(1 << 32)):
+        raise ValueError("internal: block counter would wrap")
+    lib.dpf_chacha20_streams(_u32(key_words, 8), _u32(nonces, 3 * n), _u32(counters, n), n,
+                             nblocks, _u32(out, 16 * nblocks * n))
+
+
+def chacha20_keystream(key: bytes, nonce: bytes, counter: int, nbytes: int) -> bytes:
+    """RFC 8439 keystream bytes (caller validated the arguments)."""
+    out = bytearray(nbytes)
+    if nbytes:
+        lib.dpf_chacha20_keystream(key, nonce, counter, ffi.from_buffer(out), nbytes)
+    return bytes(out)
+
+
+def simd_level() -> int:
+    """2 if the AVX2 keystream path runs on this CPU, 1 for the portable path."""
+    return int(lib.dpf_chacha20_simd_level())
+
+
+class BitgenState:
+    """C state of a numpy ``bitgen_t`` over ChaCha20 (keeps its cdata alive)."""
+
+    def __init__(self, key_words: np.ndarray, nonce_words: np.ndarray) -> None:
+        self._state = ffi.new("dpf_bitgen_state *")
+        self._bitgen = ffi.new("dpf_bitgen_t *")
+        self.rekey(key_words, nonce_words)
+        lib.dpf_bitgen_init(self._bitgen, self._state)
+
+    def rekey(self, key_words: np.ndarray, nonce_words: np.ndarray) -> None:
+        """Move to a new key and stream; drops buffered words."""
+        for i in range(8):
+            self._state.key[i] = int(key_words[i])
+        for i in range(3):
+            self._state.nonce[i] = int(nonce_words[i])
+        self._state.counter = 0
+        self._state.stream_index = 0
+        self._state.pos = 16 * 8
+
+    @property
+    def address(self) -> int:
+        """Address of the ``bitgen_t`` struct (for a PyCapsule)."""
+        return int(ffi.cast("uintptr_t", self._bitgen))
+
+    @property
+    def stream_index(self) -> int:
+        return int(self._state.stream_index)
+
+    def fill(self, out: np.ndarray) -> None:
+        """Fill a C-contiguous uint64 array with the next words."""
+        if out.dtype != np.uint64 or not out.flags.c_contiguous:
+            raise TypeError("internal: expected a C-contiguous uint64 array")
+        lib.dpf_bitgen_fill(self._state, ffi.cast("uint64_t *", ffi.from_buffer(out)), out.size)

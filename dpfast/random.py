@@ -1,0 +1,486 @@
+"""The CSPRNG: ChaCha20 (RFC 8439) keystream, generators and numpy interop.
+
+Every random bit dpfast uses comes from ChaCha20 keyed from ``os.urandom`` (or from a
+key the caller supplies for replayable runs).  Streams are counter based: a stream is
+the keystream of ``(key, stream id, block counter)`` with the 96-bit RFC 8439 nonce
+``stream.to_bytes(12, "little")``.
+
+Keystream policy (never reuse)
+------------------------------
+* A :class:`Generator` hands out consecutive words of its stream; each draw reserves its
+  words under a lock before they are computed, so threads sharing a generator never get
+  the same bytes.
+* A stream whose 32-bit block counter would wrap is abandoned for a fresh stream id; the
+  counter never wraps.
+* Stream ids are handed out by one allocator per key (the generator made by
+  :func:`default_rng` uses stream 0; :meth:`Generator.spawn`, the samplers' parallel
+  chunks and :class:`ChaCha20` take fresh ids from the allocator), so no two consumers of
+  one key ever share a stream.
+* After ``os.fork()`` the child re-keys every generator with
+  ``BLAKE2b(old key || 32 bytes of os.urandom || pid)`` (``os.register_at_fork``), also
+  for explicitly keyed generators: the child moves to a key the parent cannot reach and
+  never repeats its parent's bytes.  Output drawn in a forked child is therefore not
+  reproducible from the parent's key.
+
+Reproducibility: ``default_rng(key)`` with an explicit 32-byte key replays the same
+output for the same sequence of calls (tests, audits, distributed recomputation).
+**Whoever holds the key can regenerate, and so remove, the noise**: keep such keys as
+secret as the data, and use ``default_rng()`` (fresh OS entropy) for real releases.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import operator
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dpfast import _native
+
+__all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator"]
+
+_WORDS_PER_BLOCK = 8  # uint64 words per 64-byte block
+_BLOCKS_PER_STREAM = 1 << 32
+_WORDS_PER_STREAM = _WORDS_PER_BLOCK * _BLOCKS_PER_STREAM
+_MAX_STREAM = 1 << 96
+
+
+# --------------------------------------------------------------------------- validation
+def _check_key(key: Any, name: str = "key") -> bytes:
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        key = bytes(key)
+    else:
+        raise TypeError(f"{name} must be 32 bytes, got {type(key).__name__}")
+    if len(key) != 32:
+        raise ValueError(f"{name} must be exactly 32 bytes, got {len(key)}")
+    return key
+
+
+def _check_int(value: Any, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+
+
+def _check_size(size: Any, name: str = "size") -> tuple[int, ...]:
+    """Normalize a numpy-style size (None, int or sequence of ints) to a shape."""
+    if size is None:
+        return ()
+    if isinstance(size, (Sequence, np.ndarray)) and not isinstance(size, (str, bytes)):
+        shape = tuple(_check_int(s, name) for s in size)
+    else:
+        shape = (_check_int(size, name),)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{name} must be non-negative, got {size!r}")
+    return shape
+
+
+def _nonce(stream: int) -> bytes:
+    return stream.to_bytes(12, "little")
+
+
+def _nonce_words(streams: np.ndarray | Sequence[int]) -> np.ndarray:
+    """(n, 3) uint32 little-endian nonce words for consecutive stream ids."""
+    out = np.empty((len(streams), 3), np.uint32)
+    for i, s in enumerate(streams):
+        out[i] = (s & 0xFFFFFFFF, (s >> 32) & 0xFFFFFFFF, (s >> 64) & 0xFFFFFFFF)
+    return out
+
+
+def keystream(key: bytes, stream: int, nbytes: int, counter: int = 0) -> bytes:
+    """RFC 8439 ChaCha20 keystream.
+
+    Parameters
+    ----------
+    key : bytes
+        32-byte key.
+    stream : int
+        Stream id in ``[0, 2**96)``; the nonce is ``stream.to_bytes(12, "little")``.
+    nbytes : int
+        Number of bytes (any non-negative length, not only multiples of 64).
+    counter : int, optional
+        32-bit block counter of the first block.
+
+    Returns
+    -------
+    bytes
+        Equal to the ``cryptography`` package's ChaCha20 keystream with the 16-byte
+        nonce ``counter.to_bytes(4, "little") + stream.to_bytes(12, "little")``.
+
+    Raises
+    ------
+    ValueError
+        If the block counter would pass ``2**32 - 1`` (it never wraps), or an argument is
+        out of range.
+    """
+    key = _check_key(key)
+    stream = _check_int(stream, "stream")
+    nbytes = _check_int(nbytes, "nbytes")
+    counter = _check_int(counter, "counter")
+    if not 0 <= stream < _MAX_STREAM:
+        raise ValueError(f"stream must be in [0, 2**96), got {stream}")
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be non-negative, got {nbytes}")
+    if not 0 <= counter < _BLOCKS_PER_STREAM:
+        raise ValueError(f"counter must be in [0, 2**32), got {counter}")
+    if counter + (nbytes + 63) // 64 > _BLOCKS_PER_STREAM:
+        raise ValueError("counter + nbytes/64 exceeds 2**32 blocks: the 32-bit block counter "
+                         "would wrap (use another stream)")
+    return _native.chacha20_keystream(key, _nonce(stream), counter, nbytes)
+
+
+# --------------------------------------------------------------------------- key roots
+class _Root:
+    """Key material shared by a generator and everything spawned from it.
+
+    Holds the key and the allocator of stream ids for that key.  Re-keyed in a forked
+    child (see the module docstring).
+    """
+
+    def __init__(self, key: bytes, first_free_stream: int = 1) -> None:
+        self.lock = threading.RLock()
+        self.next_stream = first_free_stream
+        self._set_key(key)
+        self.bitgens: weakref.WeakSet = weakref.WeakSet()
+        _ROOTS.add(self)
+
+    def _set_key(self, key: bytes) -> None:
+        self.key = key
+        self.key_words = np.frombuffer(key, dtype="<u4").astype(np.uint32)
+
+    def allocate(self, n: int) -> int:
+        """Reserve ``n`` consecutive fresh stream ids; return the first."""
+        with self.lock:
+            first = self.next_stream
+            if first + n > _MAX_STREAM:
+                raise RuntimeError("stream ids of this key are exhausted; use a new key")
+            self.next_stream = first + n
+            return first
+
+    def rekey_after_fork(self) -> None:
+        self.lock = threading.RLock()  # a lock held by another thread at fork time is dead
+        h = hashlib.blake2b(digest_size=32)
+        h.update(self.key)
+        h.update(os.urandom(32))
+        h.update(os.getpid().to_bytes(8, "little"))
+        self._set_key(h.digest())
+        for bg in list(self.bitgens):
+            bg._after_fork()
+
+
+_ROOTS: weakref.WeakSet[_Root] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for root in list(_ROOTS):
+        root.rekey_after_fork()
+    global _DEFAULT, _DEFAULT_LOCK
+    _DEFAULT_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# --------------------------------------------------------------------------- Generator
+class Generator:
+    """Cryptographically secure generator over one ChaCha20 stream.
+
+    Create it with :func:`default_rng`.  Thread-safe: each draw reserves its keystream
+    words under a lock before computing them.
+
+    Notes
+    -----
+    Every method that consumes a data-dependent number of words (``integers``, the exact
+    samplers) runs on fresh streams taken from the key's allocator, split into fixed-size
+    chunks, so its output for a given key does not depend on the number of threads.
+    """
+
+    def __init__(self, _root: _Root, _stream: int) -> None:
+        if not isinstance(_root, _Root):
+            raise TypeError("use dpfast.default_rng() to create a Generator")
+        self._root = _root
+        self._stream = _stream
+        self._pos = 0  # next uint64 word of the stream
+
+    # -- introspection
+    @property
+    def stream(self) -> int:
+        """Current stream id (changes only if a stream's block counter is used up)."""
+        return self._stream
+
+    def __repr__(self) -> str:
+        return f"dpfast.Generator(ChaCha20, stream={self._stream})"
+
+    # -- raw words
+    def _reserve(self, nwords: int) -> list[tuple[int, int, int]]:
+        """Reserve ``nwords`` words: a list of (stream, first word, count) segments."""
+        segments = []
+        with self._root.lock:
+            while nwords > 0:
+                room = _WORDS_PER_STREAM - self._pos
+                if room == 0:
+                    self._stream = self._root.allocate(1)
+                    self._pos = 0
+                    continue
+                take = min(room, nwords)
+                segments.append((self._stream, self._pos, take))
+                self._pos += take
+                nwords -= take
+        return segments
+
+    def _words(self, nwords: int) -> np.ndarray:
+        out = np.empty(nwords, np.uint64)
+        done = 0
+        key_words = self._root.key_words
+        for stream, first, count in self._reserve(nwords):
+            b0 = first // _WORDS_PER_BLOCK
+            b1 = -(-(first + count) // _WORDS_PER_BLOCK)
+            tmp = np.empty((b1 - b0) * 16, np.uint32)
+            _native.chacha20_blocks(key_words, _nonce_words([stream])[0], b0, b1 - b0, tmp)
+            words = tmp.view("<u8")
+            off = first - b0 * _WORDS_PER_BLOCK
+            out[done:done + count] = words[off:off + count]
+            done += count
+        return out
+
+    def random_raw(self, size: Any = None) -> np.ndarray | int:
+        """Consecutive 64-bit words of this generator's keystream (little-endian).
+
+        Parameters
+        ----------
+        size : int or tuple of ints, optional
+            Output shape; ``None`` returns one Python int.
+        """
+        shape = _check_size(size)
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        words = self._words(n)
+        return int(words[0]) if size is None else words.reshape(shape)
+
+    def random(self, size: Any = None) -> np.ndarray | float:
+        """Uniform doubles on the grid ``k / 2**53``, ``k`` in ``[0, 2**53)``: ``[0, 1)``."""
+        shape = _check_size(size)
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        out = (self._words(n) >> np.uint64(11)).astype(np.float64) * (2.0 ** -53)
+        return float(out[0]) if size is None else out.reshape(shape)
+
+    def integers(self, low: int, high: int | None = None, size: Any = None,
+                 dtype: Any = np.int64) -> np.ndarray | int:
+        """Exactly uniform integers in ``[low, high)`` (Lemire's method, no modulo bias).
+
+        Parameters
+        ----------
+        low, high : int
+            Bounds; with ``high=None`` the range is ``[0, low)``.  The range may have up
+            to ``2**64`` values and must fit ``dtype``.
+        size : int or tuple of ints, optional
+            Output shape; ``None`` returns one Python int.
+        dtype : {numpy.int64, numpy.uint64, numpy.int32, ...}
+            Integer dtype of the result.
+        """
+        if high is None:
+            low, high = 0, low
+        low = _check_int(low, "low")
+        high = _check_int(high, "high")
+        if low >= high:
+            raise ValueError(f"low must be < high, got low={low}, high={high}")
+        dt = np.dtype(dtype)
+        if dt.kind not in "iu":
+            raise TypeError(f"dtype must be an integer dtype, got {dt}")
+        info = np.iinfo(dt)
+        if low < info.min or high - 1 > info.max:
+            raise ValueError(f"[low, high) = [{low}, {high}) does not fit dtype {dt}")
+        span = high - low
+        if span > 1 << 64:
+            raise ValueError("high - low must be at most 2**64")
+        shape = _check_size(size)
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        from dpfast import _drive  # local: keeps import dpfast light
+
+        vals = _drive.uniform_below(self, span, n)  # uint64 in [0, span)
+        # low + offset modulo 2**64, read back in two's complement: exact, since the true
+        # values fit dtype (checked above)
+        vals += np.uint64(low % (1 << 64))
+        out = vals.view(np.int64) if dt.kind == "i" else vals
+        out = out.astype(dt, copy=False)
+        return int(out[0]) if size is None else out.reshape(shape)
+
+    def spawn(self, n: int) -> list[Generator]:
+        """``n`` generators on fresh stream ids of the same key.
+
+        The ids come from the key's allocator, so children never overlap each other,
+        the parent, or anything else drawn from this key.
+        """
+        n = _check_int(n, "n")
+        if n < 0:
+            raise ValueError(f"n must be non-negative, got {n}")
+        first = self._root.allocate(n)
+        return [Generator(self._root, first + i) for i in range(n)]
+
+    # -- exact samplers (kernels in dpfast._kernels, slow path in dpfast._exact)
+    def bernoulli_exp(self, gamma: Any, size: Any = None) -> np.ndarray | bool:
+        """Exact Bernoulli(exp(-gamma)) for rational ``gamma >= 0`` (CKS20 Alg. 1 target).
+
+        ``gamma`` may be a float (taken as the exact binary rational it encodes), an int,
+        a ``fractions.Fraction``, or an array of floats broadcast against ``size``.
+        See :mod:`dpfast.noise` for the exactness argument.
+        """
+        from dpfast import _drive
+
+        return _drive.bernoulli_exp(self, gamma, size)
+
+    def discrete_laplace(self, scale: Any, size: Any = None) -> np.ndarray | int:
+        """Exact discrete Laplace noise, ``P(x) ∝ exp(-|x| / scale)`` on the integers.
+
+        ``scale`` may be a positive float/int/Fraction or an array of positive floats
+        broadcast against ``size`` (per-cell noise levels).
+        """
+        from dpfast import _drive
+
+        return _drive.discrete_laplace(self, scale, size)
+
+    def discrete_gaussian(self, sigma: Any, size: Any = None) -> np.ndarray | int:
+        """Exact discrete Gaussian noise, ``P(x) ∝ exp(-x**2 / (2 sigma**2))``.
+
+        ``sigma`` may be a positive float/int/Fraction or an array of positive floats
+        broadcast against ``size``.
+        """
+        from dpfast import _drive
+
+        return _drive.discrete_gaussian(self, sigma, size)
+
+    # -- plumbing for the kernels
+    def _allocate_streams(self, n: int) -> int:
+        return self._root.allocate(n)
+
+    @property
+    def _key_words(self) -> np.ndarray:
+        return self._root.key_words
+
+    @property
+    def _key(self) -> bytes:
+        return self._root.key
+
+
+def default_rng(key: bytes | None = None) -> Generator:
+    """A new ChaCha20 :class:`Generator`.
+
+    Parameters
+    ----------
+    key : bytes, optional
+        32-byte key for a replayable stream.  ``None`` (the default, and the right choice
+        for real releases) keys from ``os.urandom``.  **Whoever holds the key can remove
+        the noise.**
+
+    Returns
+    -------
+    Generator
+        On stream 0 of the key; spawned generators and parallel chunks use fresh ids.
+    """
+    key = os.urandom(32) if key is None else _check_key(key)
+    return Generator(_Root(key), 0)
+
+
+_DEFAULT: Generator | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def _default_generator() -> Generator:
+    """The process-wide generator used when ``rng=None`` (urandom-keyed, fork-safe)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = default_rng()
+    return _DEFAULT
+
+
+def as_generator(rng: Any, name: str = "rng") -> Generator:
+    """Resolve an ``rng`` argument: None, a :class:`Generator` or a 32-byte key."""
+    if rng is None:
+        return _default_generator()
+    if isinstance(rng, Generator):
+        return rng
+    if isinstance(rng, (bytes, bytearray, memoryview)):
+        return default_rng(_check_key(rng, name))
+    raise TypeError(f"{name} must be None, a dpfast.Generator or a 32-byte key, "
+                    f"got {type(rng).__name__}")
+
+
+# --------------------------------------------------------------------------- numpy interop
+_STREAMS_PER_BITGEN = 1 << 16
+_CAPSULE_NAME = b"BitGenerator"
+_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
+_PyCapsule_New.restype = ctypes.py_object
+_PyCapsule_New.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class ChaCha20(np.random.BitGenerator):
+    """numpy ``BitGenerator`` over dpfast's ChaCha20: ``np.random.Generator(ChaCha20())``.
+
+    Parameters
+    ----------
+    key : bytes, optional
+        32-byte key (replayable; whoever holds it can remove the noise), or ``None`` for
+        a key from ``os.urandom``.
+
+    Notes
+    -----
+    The bit generator reserves ``2**16`` consecutive stream ids of its key and moves to
+    the next one whenever a stream's 32-bit block counter is used up, so it never reuses
+    keystream.  It is re-keyed in forked children like every dpfast generator.  Only the
+    bits are secure: numpy's distribution code (``normal``, ``laplace`` ...) is still
+    floating point and not exact; use dpfast's samplers for DP noise.
+    """
+
+    def __init__(self, key: bytes | None = None) -> None:
+        super().__init__(0)
+        key = os.urandom(32) if key is None else _check_key(key)
+        self._root = _Root(key)
+        self._first_stream = self._root.allocate(_STREAMS_PER_BITGEN)
+        self._state = _native.BitgenState(self._root.key_words,
+                                          _nonce_words([self._first_stream])[0])
+        self._capsule = _PyCapsule_New(self._state.address, _CAPSULE_NAME, None)
+        self._root.bitgens.add(self)
+
+    def _after_fork(self) -> None:
+        self._state.rekey(self._root.key_words, _nonce_words([self._first_stream])[0])
+
+    @property
+    def capsule(self) -> Any:  # numpy's Generator reads this attribute
+        return self._capsule
+
+    @property
+    def state(self) -> dict:
+        return {"bit_generator": "dpfast.ChaCha20", "stream": self._first_stream
+                + self._state.stream_index}
+
+    @state.setter
+    def state(self, value: dict) -> None:
+        raise TypeError("the state of a dpfast.ChaCha20 bit generator cannot be set")
+
+    def random_raw(self, size: Any = None, output: bool = True) -> Any:
+        """Raw 64-bit words (``size=None``: one int)."""
+        shape = _check_size(size)
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        out = np.empty(n, np.uint64)
+        with self.lock:
+            self._state.fill(out)
+        if not output:
+            return None
+        return int(out[0]) if size is None else out.reshape(shape)
+
+    def spawn(self, n_children: int) -> list[ChaCha20]:
+        raise TypeError("use dpfast.Generator.spawn; ChaCha20 bit generators do not spawn")
+
+    def __reduce__(self) -> Any:
+        raise TypeError("dpfast.ChaCha20 cannot be pickled (it would duplicate keystream)")
