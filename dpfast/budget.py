@@ -480,13 +480,17 @@ def _create_ledger_file(path: str, definition: dict[str, Any], timeout: float) -
 
 
 def _open_ledger_file(
-    path: str, definition: dict[str, Any], timeout: float
+    path: str,
+    definition: dict[str, Any],
+    timeout: float,
+    read_charges: Callable[[sqlite3.Connection], None],
 ) -> sqlite3.Connection:
     """Open an existing ledger: validate it read-only, then connect read-write.
 
     Nothing is written to a file before it has been recognised as a dpfast
-    ledger of the same definition (a read-only connection cannot replay a
-    foreign journal into a file that is not ours).
+    ledger of the same definition and ``read_charges`` has read its charges
+    (a read-only connection cannot replay a foreign journal into a file that
+    is not ours, nor write to a damaged one).
     """
     try:
         with open(path, "rb") as fh:
@@ -508,6 +512,12 @@ def _open_ledger_file(
         raise LedgerError(f"cannot open ledger {path!r}: {exc}") from exc
     try:
         _check_ledger(ro, path, definition)
+        try:
+            read_charges(ro)
+        except sqlite3.Error as exc:
+            raise LedgerError(
+                f"ledger {path!r} is damaged ({exc}); it was left untouched."
+            ) from exc
     finally:
         ro.close()
     try:
@@ -823,10 +833,9 @@ class Budget:
             conn = _connect(":memory:", tmo, uri=False)
             _init_schema(conn, self._definition)
             self._conn = conn
+            self._sync(conn)
         else:
-            self._conn = self._open_file()
-        with self._lock:
-            self._sync(self._conn)
+            self._conn = self._open_file()  # reads the charges (resumes the budget)
 
     # -- construction helpers ------------------------------------------------
 
@@ -861,7 +870,7 @@ class Budget:
                 _create_ledger_file(path, self._definition, self._timeout)
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot create ledger {path!r}: {exc}") from exc
-        return _open_ledger_file(path, self._definition, self._timeout)
+        return _open_ledger_file(path, self._definition, self._timeout, self._sync)
 
     def _connection(self) -> sqlite3.Connection:
         """This process's connection (call with the lock held)."""

@@ -1,0 +1,422 @@
+"""Budget ledger: durability, damaged files, threads, processes and SIGKILL.
+
+Processes use ``fork`` on Linux with Python < 3.12 (fast) and ``spawn`` otherwise
+(forking a multi-threaded process warns from 3.12 on, and warnings are errors here).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pathlib
+import signal
+import sqlite3
+import sys
+import threading
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from dpfast.accounting import events as ev
+from dpfast.budget import Budget, BudgetExceededError, LedgerError
+
+STEP = 2.0**-10  # exact binary charge: capacity of epsilon=1 is exactly 1024 charges
+
+
+def _context():
+    if sys.platform.startswith("linux") and sys.version_info < (3, 12):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _make_ledger(path, n=0, note_size=0, **kw):
+    kw.setdefault("accounting", "basic")
+    b = Budget(1.0, 1e-6, ledger=path, **kw)
+    for i in range(n):
+        b.spend(ev.Epsilon(2.0**-12), note="x" * note_size, analyst=f"a{i}")
+    return b
+
+
+# --------------------------------------------------------------------------- file format
+
+
+def test_new_ledger_is_wal_sqlite_with_meta(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    b = _make_ledger(path, 3)
+    b.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite"]  # no temp left
+    con = sqlite3.connect(path)
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        meta = dict(con.execute("SELECT key, value FROM meta"))
+        assert meta["format"] == "dpfast-ledger" and meta["version"] == "1"
+        assert json.loads(meta["definition"]) == {
+            "accounting": "basic",
+            "delta": 1e-06,
+            "epsilon": 1.0,
+            "orders": None,
+        }
+        rows = con.execute("SELECT id, analyst, event, epsilon, delta FROM charges").fetchall()
+        assert [r[0] for r in rows] == [1, 2, 3]
+        assert json.loads(rows[0][2]) == {"type": "Epsilon", "epsilon": 2.0**-12}
+        assert rows[0][3:] == (2.0**-12, 0.0)
+        # the audit log is append-only
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            con.execute("UPDATE charges SET epsilon = 0")
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            con.execute("DELETE FROM charges")
+        with pytest.raises(sqlite3.DatabaseError, match="immutable"):
+            con.execute("UPDATE meta SET value = '9' WHERE key = 'definition'")
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("accounting", ["basic", "zcdp", "rdp"])
+def test_reopen_resumes(tmp_path, accounting):
+    path = tmp_path / "ledger.sqlite"
+    event = ev.Gaussian(20.0) if accounting != "basic" else ev.Epsilon(0.125)
+    b = Budget(1.0, 1e-6, ledger=path, accounting=accounting)
+    for _ in range(3):
+        b.spend(event, note="before")
+    rem, hist = b.remaining(), b.history()
+    b.close()
+    again = Budget(1.0, 1e-6, ledger=str(path), accounting=accounting)
+    assert again.remaining() == rem
+    assert again.history() == hist
+    again.spend(event, note="after")
+    assert len(again.history()) == 4
+    # two open budgets on one file share it
+    other = Budget(1.0, 1e-6, ledger=path, accounting=accounting)
+    other.spend(event)
+    assert again.remaining() == other.remaining() and len(again.history()) == 5
+    again.close()
+    other.close()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epsilon": 2.0},
+        {"delta": 1e-7},
+        {"delta": 0.0, "accounting": "basic"},
+        {"accounting": "zcdp"},
+        {"orders": (2.0, 4.0)},
+    ],
+)
+def test_different_definition_raises_and_changes_nothing(tmp_path, kwargs):
+    path = tmp_path / "ledger.sqlite"
+    Budget(1.0, 1e-6, ledger=path).close()
+    before = path.read_bytes()
+    args = {"epsilon": 1.0, "delta": 1e-6, "accounting": "rdp"} | kwargs
+    with pytest.raises(ValueError, match="definition"):
+        Budget(
+            args.pop("epsilon"),
+            args.pop("delta"),
+            ledger=path,
+            **args,
+        )
+    assert path.read_bytes() == before
+    Budget(1.0, 1e-6, ledger=path).close()  # the right definition still opens
+
+
+# --------------------------------------------------------------------------- damaged files
+
+
+def _damaged_files(tmp_path):
+    rng = np.random.default_rng(1234)
+    good = tmp_path / "good.sqlite"
+    _make_ledger(good, 300, note_size=120).close()
+    data = good.read_bytes()
+    assert len(data) > 16 * 4096
+    files = {
+        "random": rng.bytes(8192),
+        "text": b"epsilon,delta\n1.0,1e-6\n" * 50,
+        "empty": b"",
+        "header_only": data[:100],
+        "truncated": data[: len(data) // 3],
+        "garbage_pages": data[:4096] + rng.bytes(len(data) - 4096),
+    }
+    out = {}
+    for name, content in files.items():
+        p = tmp_path / f"{name}.sqlite"
+        p.write_bytes(content)
+        out[name] = p
+    foreign = tmp_path / "foreign.sqlite"
+    con = sqlite3.connect(foreign)
+    con.execute("CREATE TABLE charges (x)")
+    con.execute("INSERT INTO charges VALUES (1)")
+    con.commit()
+    con.close()
+    out["foreign"] = foreign
+    return out
+
+
+def test_damaged_or_foreign_files_raise_and_stay_untouched(tmp_path):
+    for name, path in _damaged_files(tmp_path).items():
+        before = path.read_bytes()
+        with pytest.raises(LedgerError) as info:
+            Budget(1.0, 1e-6, ledger=path, accounting="basic")
+        assert str(path) in str(info.value), name
+        assert isinstance(info.value, ValueError)
+        assert path.read_bytes() == before, f"{name} was modified"
+        assert not pathlib.Path(str(path) + "-journal").exists()
+
+
+def test_directory_and_missing_directory(tmp_path):
+    with pytest.raises(LedgerError, match="directory"):
+        Budget(1.0, accounting="basic", ledger=tmp_path)
+    with pytest.raises(LedgerError, match="directory"):
+        Budget(1.0, accounting="basic", ledger=tmp_path / "nope" / "l.sqlite")
+
+
+def test_unknown_format_version(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    _make_ledger(path, 2).close()
+    con = sqlite3.connect(path)
+    con.execute("DROP TRIGGER meta_no_update")
+    con.execute("UPDATE meta SET value = '99' WHERE key = 'version'")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="version 99"):
+        Budget(1.0, 1e-6, ledger=path, accounting="basic")
+    assert path.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def _hammer(budgets, threads, per_thread):
+    accepted, refused = [], []
+    lock = threading.Lock()
+    barrier = threading.Barrier(threads)
+
+    def work(k):
+        b = budgets[k % len(budgets)]
+        barrier.wait()
+        for i in range(per_thread):
+            try:
+                c = b.spend(ev.Epsilon(STEP), note=f"{k}:{i}")
+                with lock:
+                    accepted.append(c.id)
+            except BudgetExceededError:
+                with lock:
+                    refused.append(k)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return accepted, refused
+
+
+def test_threads_share_one_budget():
+    b = Budget(1.0, accounting="basic")
+    accepted, refused = _hammer([b], 8, 160)
+    assert len(accepted) == 1024 and len(refused) == 8 * 160 - 1024
+    assert sorted(accepted) == [c.id for c in b.history()]
+    assert b.remaining().epsilon == 0.0
+
+
+def test_threads_with_several_budgets_on_one_file(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    budgets = [Budget(1.0, accounting="basic", ledger=path) for _ in range(4)]
+    accepted, refused = _hammer(budgets, 8, 160)
+    assert len(accepted) == 1024 and len(set(accepted)) == 1024
+    assert sorted(accepted) == [c.id for c in budgets[0].history()]
+    for b in budgets:
+        assert b.remaining().epsilon == 0.0
+        b.close()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _process_worker(path, n, barrier, queue):
+    b = Budget(1.0, accounting="basic", ledger=path, timeout=60.0)
+    barrier.wait()
+    accepted, refused = [], 0
+    for i in range(n):
+        try:
+            accepted.append(b.spend(ev.Epsilon(STEP), analyst=str(os.getpid()), note=str(i)).id)
+        except BudgetExceededError:
+            refused += 1
+    b.close()
+    queue.put((accepted, refused))
+
+
+def test_eight_processes_never_overspend(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    Budget(1.0, accounting="basic", ledger=path).close()
+    ctx = _context()
+    nproc, per = 8, 200
+    barrier = ctx.Barrier(nproc)
+    queue = ctx.Queue()
+    procs = [
+        ctx.Process(target=_process_worker, args=(path, per, barrier, queue))
+        for _ in range(nproc)
+    ]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    accepted = [i for acc, _ in results for i in acc]
+    refused = sum(r for _, r in results)
+    assert len(accepted) + refused == nproc * per
+    # capacity is exactly 1024 charges of 2**-10: all of it used, never more
+    assert len(accepted) == 1024 and len(set(accepted)) == 1024
+    b = Budget(1.0, accounting="basic", ledger=path)
+    hist = b.history()
+    assert sorted(accepted) == [c.id for c in hist]  # every accepted charge is recorded
+    assert sum(Fraction(c.cost.epsilon) for c in hist) == 1
+    assert b.remaining().epsilon == 0.0
+    assert len({c.analyst for c in hist}) > 1
+    b.close()
+
+
+def _create_worker(path, epsilon, barrier, queue):
+    barrier.wait()
+    try:
+        b = Budget(epsilon, accounting="basic", ledger=path)
+        b.spend(ev.Epsilon(0.125))
+        b.close()
+        queue.put("ok")
+    except Exception as exc:  # reported to the parent
+        queue.put(type(exc).__name__)
+
+
+def test_concurrent_creation_of_one_ledger(tmp_path):
+    path = str(tmp_path / "new.sqlite")
+    ctx = _context()
+    n = 6
+    barrier = ctx.Barrier(n)
+    queue = ctx.Queue()
+    epsilons = [1.0] * (n - 1) + [2.0]  # the last one disagrees on the definition
+    procs = [
+        ctx.Process(target=_create_worker, args=(path, e, barrier, queue)) for e in epsilons
+    ]
+    for p in procs:
+        p.start()
+    outcomes = sorted(queue.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    # whoever created it first fixed the definition; the other definition is refused
+    assert outcomes in (["ValueError"] + ["ok"] * (n - 1), ["ValueError"] * (n - 1) + ["ok"])
+    winner = 1.0 if outcomes.count("ok") == n - 1 else 2.0
+    b = Budget(winner, accounting="basic", ledger=path)
+    assert len(b.history()) == outcomes.count("ok")
+    b.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
+        "new.sqlite"
+    ]
+
+
+class _FileMechanism:
+    """Releases ``x`` by appending it to a file (one write() per release)."""
+
+    event = ev.Epsilon(2.0**-12)
+
+    def __init__(self, out_path):
+        self.fd = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def __call__(self, x, *, rng=None):
+        os.write(self.fd, f"{x}\n".encode())
+        return x
+
+
+def _release_loop(path, out_path):
+    b = Budget(1.0, accounting="basic", ledger=path)
+    mech = _FileMechanism(out_path)
+    i = 0
+    while True:
+        try:
+            b.release(mech, i)
+        except BudgetExceededError:
+            break
+        i += 1
+    os._exit(0)
+
+
+def _released_count(out_path):
+    data = pathlib.Path(out_path).read_bytes() if os.path.exists(out_path) else b""
+    return data.count(b"\n")
+
+
+def test_sigkill_never_releases_uncharged(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    out = str(tmp_path / "released.txt")
+    Budget(1.0, accounting="basic", ledger=path).close()
+    ctx = _context()
+    kills = 0
+    for delay in (0.05, 0.13, 0.21, 0.29):
+        start = _released_count(out)
+        p = ctx.Process(target=_release_loop, args=(path, out))
+        p.start()
+        deadline = time.monotonic() + 30
+        while _released_count(out) < start + 20 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(delay)
+        os.kill(p.pid, signal.SIGKILL)
+        p.join(timeout=30)
+        if p.exitcode == -signal.SIGKILL:
+            kills += 1
+        # the ledger is consistent and opens; spend >= released, at most one charge lost
+        b = Budget(1.0, accounting="basic", ledger=path)
+        charged = len(b.history())
+        released = _released_count(out)
+        assert released <= charged <= released + kills
+        assert b.spent().epsilon == charged * 2.0**-12
+        b.close()
+    assert kills >= 3
+    # a fresh process finishes the budget: exactly the capacity was charged in total
+    p = ctx.Process(target=_release_loop, args=(path, out))
+    p.start()
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    b = Budget(1.0, accounting="basic", ledger=path)
+    assert len(b.history()) == 4096 and b.remaining().epsilon == 0.0
+    assert 4096 - kills <= _released_count(out) <= 4096
+    b.close()
+
+
+# --------------------------------------------------------------------------- fork
+
+
+def _fork_child(budget_mem, budget_file, queue):
+    out = []
+    try:
+        budget_mem.spend(ev.Epsilon(0.125))
+        out.append("mem-ok")
+    except RuntimeError:
+        out.append("mem-refused")
+    budget_file.spend(ev.Epsilon(0.125), note="child")
+    out.append(budget_file.remaining().epsilon)
+    queue.put(out)
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or sys.version_info >= (3, 12),
+    reason="fork of the test process",
+)
+def test_budget_inherited_through_fork(tmp_path):
+    mem = Budget(1.0, accounting="basic")
+    fil = Budget(1.0, accounting="basic", ledger=tmp_path / "l.sqlite")
+    fil.spend(ev.Epsilon(0.125), note="parent")
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    p = ctx.Process(target=_fork_child, args=(mem, fil, queue))
+    p.start()
+    result = queue.get(timeout=60)
+    p.join(timeout=60)
+    # an in-memory budget is refused in the child: it would be a second budget
+    assert result == ["mem-refused", 0.75]
+    assert fil.remaining().epsilon == 0.75  # the parent sees the child's charge
+    assert [c.note for c in fil.history()] == ["parent", "child"]
+    mem.spend(ev.Epsilon(0.125))  # the parent's own budget still works
+    fil.close()
