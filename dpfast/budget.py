@@ -824,6 +824,7 @@ class Budget:
         self._closed = False
         self._conn: sqlite3.Connection | None = None
         self._abandoned: list[sqlite3.Connection] = []
+        self._cost_cache: dict[Any, tuple[float, ...]] = {}
         dims = len(self._thresholds)
         self._last_id = 0
         self._sums = [0] * dims
@@ -986,6 +987,20 @@ class Budget:
     # -- costs ---------------------------------------------------------------
 
     def _costs(self, event: Any) -> tuple[float, ...]:
+        """The event's cost vector (cached: events are frozen and hashable)."""
+        try:
+            return self._cost_cache[event]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable field: compute every time
+            return self._compute_costs(event)
+        costs = self._compute_costs(event)
+        if len(self._cost_cache) >= 1024:
+            self._cost_cache.clear()
+        self._cost_cache[event] = costs
+        return costs
+
+    def _compute_costs(self, event: Any) -> tuple[float, ...]:
         if self._accounting == "basic":
             from dpfast.accounting.pure import approx_dp
 
