@@ -12,15 +12,19 @@ call sequence, never on the number of threads.
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import threading
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import numba
 import numpy as np
 
-from dpfast import _native
+from dpfast import _exact, _native
+from dpfast._kernels import samplers as _sk
 from dpfast._kernels import uniform as _uk
+from dpfast._validate import check_size
 
 CHUNK = 1 << 16  # cells per chunk (fixed: part of the output definition for a key)
 BATCH_WORDS = 1 << 21  # uint64 words of pre-filled keystream per batch (16 MiB)
@@ -90,7 +94,7 @@ def batches(gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK
         c1 = min(nchunks, c0 + per_batch)
         nonces = _nonces(first_stream + c0, c1 - c0)
         buf = fill_streams(key_words, nonces, words)
-        st = np.zeros((c1 - c0, 3), np.int64)
+        st = np.zeros((c1 - c0, 5), np.int64)  # pos, next block, wrap, signs, nsigns
         st[:, 1] = words // 8
         yield c0 * chunk, min(n, c1 * chunk), buf, st, nonces
 
@@ -109,3 +113,248 @@ def uniform_below(gen: Any, span: int, n: int) -> np.ndarray:
         _uk.uniform_below(buf, st, gen._key_words, nonces, CHUNK, hi - lo, s, out[lo:hi])
         check_wrap(st)
     return out
+
+
+# ----------------------------------------------------------------------------- parameters
+MAX_SCALE = 2.0 ** 50  # discrete scales beyond this would overflow int64 noise
+MAX_GAMMA = 2.0 ** 60
+
+
+class Param:
+    """A positive rational parameter, scalar or per cell.
+
+    ``values`` is float64 of length 1 (scalar, stride 0) or n; ``exact(i)`` returns the
+    exact rational of cell i (a float is the binary rational it encodes).
+    """
+
+    def __init__(self, values: np.ndarray, exact_scalar: Fraction | None) -> None:
+        self.values = values
+        self.stride = 0 if values.size == 1 else 1
+        self._exact_scalar = exact_scalar
+
+    def exact(self, i: int) -> Fraction:
+        if self._exact_scalar is not None:
+            return self._exact_scalar
+        return Fraction(float(self.values[i * self.stride]))
+
+
+def parse_param(value: Any, name: str, *, allow_zero: bool = False,
+                upper: float = MAX_SCALE) -> tuple[np.ndarray | Fraction, tuple[int, ...]]:
+    """Validate a scale-like parameter.  Returns (Fraction or float64 array, shape)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a number or an array of numbers, got bool")
+    if isinstance(value, Fraction):
+        exact = value
+    elif isinstance(value, (int, np.integer)):
+        exact = Fraction(int(value))
+    elif isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, got {value}")
+        exact = Fraction(float(value))
+    else:
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iuf" or arr.dtype == np.bool_:
+            raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
+        if arr.ndim == 0:
+            return parse_param(arr.item(), name, allow_zero=allow_zero, upper=upper)
+        arr = arr.astype(np.float64)
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite (no NaN or inf)")
+        low_ok = np.all(arr >= 0) if allow_zero else np.all(arr > 0)
+        if not low_ok:
+            raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}")
+        if np.any(arr > upper):
+            raise ValueError(f"{name} must be <= {upper:g}")
+        return arr, arr.shape
+    if exact < 0 or (exact == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+    if exact > upper:
+        raise ValueError(f"{name} must be <= {upper:g}, got {value}")
+    return exact, ()
+
+
+def make_param(parsed: np.ndarray | Fraction, shape: tuple[int, ...]) -> Param:
+    if isinstance(parsed, Fraction):
+        return Param(np.array([float(parsed)]), parsed)
+    return Param(np.ascontiguousarray(np.broadcast_to(parsed, shape)).reshape(-1), None)
+
+
+def out_shape(size: Any, pshape: tuple[int, ...]) -> tuple[int, ...]:
+    if size is None:
+        return pshape
+    shape = check_size(size)
+    try:
+        if np.broadcast_shapes(shape, pshape) != shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"parameter shape {pshape} does not broadcast to size {shape}") from None
+    return shape
+
+
+# ----------------------------------------------------------------------------- slow path
+class _SlowStream:
+    """Words of one stream reserved per call for the exact continuation."""
+
+    def __init__(self, gen: Any) -> None:
+        self._gen = gen
+        self._stream = gen._allocate_streams(1)
+        self._word = 0
+        self._exact: _exact.Exact | None = None
+
+    def _fetch(self, n: int) -> np.ndarray:
+        b0 = self._word // 8
+        b1 = -(-(self._word + n) // 8)
+        tmp = np.empty((b1 - b0) * 16, np.uint32)
+        _native.chacha20_blocks(self._gen._key_words, _nonces(self._stream, 1)[0], b0, b1 - b0,
+                                tmp)
+        off = self._word - 8 * b0
+        self._word += n
+        return tmp.view("<u8")[off:off + n].copy()
+
+    @property
+    def exact(self) -> _exact.Exact:
+        if self._exact is None:
+            self._exact = _exact.Exact(_exact.WordSource(self._fetch))
+        return self._exact
+
+
+def _finish_laplace(ex: _exact.Exact, status: int, s: int, h: int, l: int, w: int,
+                    t: Fraction) -> int:
+    j, _ = _exact.split_scale(float(t))
+    if status == _sk.PENDING_INVERSION:
+        if j == 0:
+            g = ex.geo_inv_from(w, t, force=True)
+        else:
+            g = (ex.geo_inv_from(w, t / (1 << j), force=True) << j) + ex.sample_l(t, j)
+    else:  # pending rejection step of L
+        lv = l if ex.accept_l_from(l, w, t, force=True) else ex.sample_l(t, j)
+        g = (h << j) + lv
+    v = ex.finish_laplace(s, g)
+    return ex.discrete_laplace(t) if v is None else v
+
+
+def _finish_gaussian(ex: _exact.Exact, status: int, s: int, h: int, l: int, w: int,
+                     sigma: Fraction) -> int:
+    t = math.floor(sigma) + 1
+    if status == _sk.PENDING_BERNOULLI:
+        y, accept = h, ex.bern_exp_from(w, ex.gauss_gamma(h, sigma, t), force=True)
+    else:
+        y = _finish_laplace(ex, status, s, h, l, w, Fraction(t))
+        accept = ex.bern_exp_from(ex.src.next(), ex.gauss_gamma(y, sigma, t))
+    return y if accept else ex.discrete_gaussian(sigma)
+
+
+def _words_per_cell(kind: int, p: Param) -> float:
+    big = float(np.max(p.values)) >= 32.0
+    lap = 3.4 if big else 1.2
+    return lap if kind == 0 else 1.6 * (lap + 1.0)
+
+
+def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
+                 x: np.ndarray | None = None) -> None:
+    """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
+    added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow."""
+    force = _exact.forced_mode()
+    add = x is not None
+    xin = x if add else out
+    slow = _SlowStream(gen)
+    if kind == 1:
+        p2 = np.floor(p.values) + 1.0
+        if p._exact_scalar is not None:
+            p2 = np.array([float(math.floor(p._exact_scalar) + 1)])
+    else:
+        p2 = p.values
+    cap = CHUNK if force else 64
+    for lo, hi, buf, st, nonces in batches(gen, n, _words_per_cell(kind, p)):
+        nch = buf.shape[0]
+        start = lo + np.arange(nch, dtype=np.int64) * CHUNK
+        ends = np.minimum(start + CHUNK, hi)
+        resume = np.empty(nch, np.int64)
+        pcount = np.zeros(nch, np.int64)
+        pcell = np.empty((nch, cap), np.int64)
+        pkind = np.empty((nch, cap), np.int64)
+        ps = np.empty((nch, cap), np.int64)
+        ph = np.empty((nch, cap), np.int64)
+        pl = np.empty((nch, cap), np.int64)
+        pw = np.empty((nch, cap), np.uint64)
+        ovf = np.zeros(nch, np.int64)
+        while True:
+            _sk.discrete_kernel(kind, buf, st, gen._key_words, nonces, xin, out, add, lo,
+                                hi - lo, CHUNK, p.values, p2, p.stride, force, start, resume,
+                                pcount, pcell, pkind, ps, ph, pl, pw, ovf)
+            check_wrap(st)
+            if ovf.any():
+                raise OverflowError("noisy value does not fit the integer dtype of x")
+            for c in range(nch):
+                for k in range(int(pcount[c])):
+                    i = int(pcell[c, k])
+                    args = (int(pkind[c, k]), int(ps[c, k]), int(ph[c, k]), int(pl[c, k]),
+                            int(pw[c, k]), p.exact(i))
+                    v = (_finish_laplace if kind == 0 else _finish_gaussian)(slow.exact, *args)
+                    if add:
+                        v += int(xin[i])
+                        if not -(1 << 63) <= v < (1 << 63):
+                            raise OverflowError("noisy value does not fit the integer dtype of x")
+                    out[i] = v
+            pcount[:] = 0
+            if np.all(resume >= ends):
+                break
+            start = resume.copy()
+
+
+def discrete_laplace(gen: Any, scale: Any, size: Any) -> np.ndarray | int:
+    parsed, pshape = parse_param(scale, "scale")
+    return _generate(gen, 0, parsed, pshape, size)
+
+
+def discrete_gaussian(gen: Any, sigma: Any, size: Any) -> np.ndarray | int:
+    parsed, pshape = parse_param(sigma, "sigma")
+    return _generate(gen, 1, parsed, pshape, size)
+
+
+def _generate(gen: Any, kind: int, parsed: Any, pshape: tuple[int, ...],
+              size: Any) -> np.ndarray | int:
+    shape = out_shape(size, pshape)
+    n = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(n, np.int64)
+    if n:
+        run_discrete(gen, kind, make_param(parsed, shape), n, out)
+    if size is None and not shape:
+        return int(out[0])
+    return out.reshape(shape)
+
+
+def bernoulli_exp(gen: Any, gamma: Any, size: Any) -> np.ndarray | bool:
+    parsed, pshape = parse_param(gamma, "gamma", allow_zero=True, upper=MAX_GAMMA)
+    shape = out_shape(size, pshape)
+    n = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(n, np.uint8)
+    p = make_param(parsed, shape)
+    force = _exact.forced_mode()
+    cap = CHUNK if force else 64
+    slow = _SlowStream(gen)
+    for lo, hi, buf, st, nonces in batches(gen, n, 1.0):
+        nch = buf.shape[0]
+        start = lo + np.arange(nch, dtype=np.int64) * CHUNK
+        ends = np.minimum(start + CHUNK, hi)
+        resume = np.empty(nch, np.int64)
+        pcount = np.zeros(nch, np.int64)
+        pcell = np.empty((nch, cap), np.int64)
+        pw = np.empty((nch, cap), np.uint64)
+        while True:
+            _sk.bernoulli_exp_kernel(buf, st, gen._key_words, nonces, out, lo, hi - lo, CHUNK,
+                                     p.values, p.stride, force, start, resume, pcount, pcell,
+                                     pw)
+            check_wrap(st)
+            for c in range(nch):
+                for k in range(int(pcount[c])):
+                    i = int(pcell[c, k])
+                    out[i] = slow.exact.bern_exp_from(int(pw[c, k]), p.exact(i), force=True)
+            pcount[:] = 0
+            if np.all(resume >= ends):
+                break
+            start = resume.copy()
+    res = out.astype(bool)
+    if size is None and not shape:
+        return bool(res[0])
+    return res.reshape(shape)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import operator
 import os
 import threading
 import weakref
@@ -42,6 +41,9 @@ from typing import Any
 import numpy as np
 
 from dpfast import _native
+from dpfast._validate import check_int as _check_int
+from dpfast._validate import check_key as _check_key
+from dpfast._validate import check_size as _check_size
 
 __all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator"]
 
@@ -49,39 +51,6 @@ _WORDS_PER_BLOCK = 8  # uint64 words per 64-byte block
 _BLOCKS_PER_STREAM = 1 << 32
 _WORDS_PER_STREAM = _WORDS_PER_BLOCK * _BLOCKS_PER_STREAM
 _MAX_STREAM = 1 << 96
-
-
-# --------------------------------------------------------------------------- validation
-def _check_key(key: Any, name: str = "key") -> bytes:
-    if isinstance(key, (bytes, bytearray, memoryview)):
-        key = bytes(key)
-    else:
-        raise TypeError(f"{name} must be 32 bytes, got {type(key).__name__}")
-    if len(key) != 32:
-        raise ValueError(f"{name} must be exactly 32 bytes, got {len(key)}")
-    return key
-
-
-def _check_int(value: Any, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-
-
-def _check_size(size: Any, name: str = "size") -> tuple[int, ...]:
-    """Normalize a numpy-style size (None, int or sequence of ints) to a shape."""
-    if size is None:
-        return ()
-    if isinstance(size, (Sequence, np.ndarray)) and not isinstance(size, (str, bytes)):
-        shape = tuple(_check_int(s, name) for s in size)
-    else:
-        shape = (_check_int(size, name),)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{name} must be non-negative, got {size!r}")
-    return shape
 
 
 def _nonce(stream: int) -> bytes:

@@ -1,0 +1,259 @@
+"""Exact samplers' fast paths: float decisions certified by rigorous error bounds.
+
+Every decision compares a uniform U, known from 64 random bits as
+U in [w/2^64, (w+1)/2^64), with a threshold computed in floating point.  The decision is
+taken only when the float error bound cannot change it; otherwise the cell is recorded
+as *pending* with the bits it drew and finished exactly in Python (``dpfast._exact``).
+Nothing is resampled.
+
+Geometric with P(G >= k) = exp(-k/t):
+  * t < 32: inversion G = floor(-t ln U).
+  * t >= 32: G = 2^J H + L with J = floor(log2 t) - 4, H geometric with scale t/2^J in
+    [16, 32) (inversion) and L on [0, 2^J) with P(L = l) ∝ exp(-l/t), independent of H
+    (the pmf factorizes); L by uniform proposal accepted with probability exp(-l/t),
+    which is >= 15/16, so U >= 1/16 accepts without evaluating anything.
+Discrete Laplace: sign bit + geometric, rejecting (negative, 0) [CKS20 Alg. 2 structure].
+Discrete Gaussian: CKS20 Alg. 3: discrete Laplace proposal of scale floor(sigma) + 1,
+accepted with probability exp(-(|y| - sigma^2/t)^2 / (2 sigma^2)).
+
+Error model: glibc's log, exp and expm1 are accurate to about 1 ulp; every float
+threshold below is widened by a relative 2^-48 (16x that, plus input roundings).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from dpfast._kernels.chacha import next_u64
+
+REL = 2.0 ** -48
+INV64 = 2.0 ** -64
+TOP4 = np.uint64(1 << 60)
+ST_COLS = 5  # st columns: pos, next block, wrap flag, sign reservoir, signs left
+
+PENDING_INVERSION = 1
+PENDING_REJECTION = 2
+PENDING_BERNOULLI = 3
+
+
+@nb.njit(cache=True, inline="always")
+def split_scale(t):
+    """(J, t/2^J): J = 0 for t < 32, else floor(log2 t) - 4."""
+    if t < 32.0:
+        return 0, t
+    _, e = math.frexp(t)
+    j = e - 5
+    return j, math.ldexp(t, -j)
+
+
+@nb.njit(cache=True, inline="always")
+def geo_inv(buf, pos, st, key, nonce, t, forced):
+    """(G or -1 if undecided, pos, bits) for G = floor(-t ln U)."""
+    m, pos = next_u64(buf, pos, st, key, nonce)
+    if forced or m == 0:
+        return -1, pos, m
+    mf = np.float64(m)
+    y = -t * math.log((mf + 0.5) * INV64)
+    err = (t * (0.5 / mf + 2.0 ** -50) + y * REL) * 1.01
+    a = math.floor(y - err)
+    if a != math.floor(y + err):
+        return -1, pos, m
+    return np.int64(a), pos, m
+
+
+@nb.njit(cache=True, inline="always")
+def accept_l(l, w, t, forced):
+    """Accept proposal l with probability exp(-l/t) given U's bits w: 1, 0 or -1."""
+    if forced:
+        return -1
+    if w >= TOP4:
+        return 1
+    d = -math.expm1(-np.float64(l) / t)
+    wf = np.float64(w) * INV64
+    if wf * (1.0 - 2.0 ** -52) >= d * (1.0 + 2.0 ** -46):
+        return 1
+    if wf * (1.0 + 2.0 ** -52) + INV64 <= d * (1.0 - 2.0 ** -46):
+        return 0
+    return -1
+
+
+@nb.njit(cache=True, inline="always")
+def bern_exp_decide(g, eg, w):
+    """Decide U < exp(-g') where |g' - g| <= eg: 1, 0 or -1 (undecided)."""
+    if eg > 2.0 ** -20:
+        return -1
+    e = math.exp(-g)
+    err = e * (eg * (1.0 + eg) * 1.01 + REL) + 2.0 ** -1070
+    wf = np.float64(w) * INV64
+    if wf * (1.0 + 2.0 ** -52) + INV64 <= e - err:
+        return 1
+    if wf * (1.0 - 2.0 ** -52) >= e + err:
+        return 0
+    return -1
+
+
+@nb.njit(cache=True, inline="always")
+def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
+    """One discrete Laplace sample (j, th = split_scale(t); signs: bit reservoir).
+
+    Returns (value, pos, status, sign, h, l, bits, signs, nsigns): status 0 = done,
+    else pending at an inversion (1) or a rejection step (2) with the state needed to
+    finish exactly.
+    """
+    while True:
+        if nsigns == 0:
+            signs, pos = next_u64(buf, pos, st, key, nonce)
+            nsigns = 64
+        s = np.int64(signs & np.uint64(1))
+        signs = signs >> np.uint64(1)
+        nsigns -= 1
+        if j == 0:
+            g, pos, m = geo_inv(buf, pos, st, key, nonce, t, force == 1)
+            if g < 0:
+                return 0, pos, PENDING_INVERSION, s, 0, 0, m, signs, nsigns
+        else:
+            h, pos, m = geo_inv(buf, pos, st, key, nonce, th, force == 1)
+            if h < 0:
+                return 0, pos, PENDING_INVERSION, s, 0, 0, m, signs, nsigns
+            first = True
+            while True:
+                x, pos = next_u64(buf, pos, st, key, nonce)
+                l = np.int64(x >> np.uint64(64 - j))
+                w, pos = next_u64(buf, pos, st, key, nonce)
+                a = accept_l(l, w, t, force == 2 and first)
+                first = False
+                if a == 1:
+                    break
+                if a < 0:
+                    return 0, pos, PENDING_REJECTION, s, h, l, w, signs, nsigns
+            g = (h << j) + l
+        if s == 1 and g == 0:
+            continue
+        return (-g if s == 1 else g), pos, 0, s, 0, 0, np.uint64(0), signs, nsigns
+
+
+@nb.njit(cache=True, inline="always")
+def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns):
+    """One discrete Gaussian sample (CKS20 Alg. 3); pending states as dlap_cell, plus
+    status 3 = pending Bernoulli acceptance of proposal ``h``.  (j, th) split tg."""
+    s2 = sigma * sigma
+    b = s2 / tg
+    a2 = 2.0 * s2
+    while True:
+        y, pos, status, s, h, l, w, signs, nsigns = dlap_cell(buf, pos, st, key, nonce, tg, j,
+                                                               th, force, signs, nsigns)
+        if status != 0:
+            return 0, pos, status, s, h, l, w, signs, nsigns
+        w, pos = next_u64(buf, pos, st, key, nonce)
+        if force == 3:
+            return 0, pos, PENDING_BERNOULLI, 0, y, 0, w, signs, nsigns
+        d = abs(np.float64(y)) - b
+        ed = (b + abs(d)) * 2.0 ** -49
+        g = d * d / a2
+        eg = (2.0 * abs(d) * ed + ed * ed) / a2 * 1.01 + g * REL + 2.0 ** -1060
+        a = bern_exp_decide(g, eg, w)
+        if a == 1:
+            return y, pos, 0, 0, 0, 0, np.uint64(0), signs, nsigns
+        if a < 0:
+            return 0, pos, PENDING_BERNOULLI, 0, y, 0, w, signs, nsigns
+
+
+@nb.njit(cache=True, inline="always")
+def _store(x, out, add, i, v, ovf, c):
+    if add:
+        xi = x[i]
+        r = xi + v
+        if (xi > 0 and v > 0 and r < 0) or (xi < 0 and v < 0 and r >= 0):
+            ovf[c] = 1
+        else:
+            out[i] = r
+    else:
+        out[i] = v
+
+
+@nb.njit(cache=True, parallel=True)
+def discrete_kernel(kind, buf, st, key, nonces, x, out, add, base, n, chunk, p1, p2, pstride,
+                    force, start, resume, pcount, pcell, pkind, ps, ph, pl, pw, ovf):
+    """Fill cells [base, base+n) of ``out`` (int64) with discrete noise (+ x if add).
+
+    kind 0: discrete Laplace with scale p2[i] (p1 unused); kind 1: discrete Gaussian
+    with sigma p1[i] and proposal scale p2[i] = floor(sigma) + 1.  Parameters are indexed
+    ``i * pstride`` (pstride 0 for a scalar).  Chunk c covers cells
+    [base + c*chunk, ...) and starts at start[c]; it stops early when its pending list is
+    full, leaving resume[c] < its end.
+    """
+    for c in nb.prange(buf.shape[0]):
+        hi = min(base + n, base + (c + 1) * chunk)
+        b = buf[c]
+        s_ = st[c]
+        nonce = nonces[c]
+        pos = s_[0]
+        signs = np.uint64(s_[3])
+        nsigns = s_[4]
+        k = pcount[c]
+        cap = pcell.shape[1]
+        i = start[c]
+        t = p2[0]
+        j, th = split_scale(t)
+        while i < hi:
+            if k == cap:
+                break
+            if pstride != 0:
+                t = p2[i]
+                j, th = split_scale(t)
+            if kind == 0:
+                v, pos, status, sg, h, l, w, signs, nsigns = dlap_cell(
+                    b, pos, s_, key, nonce, t, j, th, force, signs, nsigns)
+            else:
+                v, pos, status, sg, h, l, w, signs, nsigns = dgauss_cell(
+                    b, pos, s_, key, nonce, p1[i * pstride], t, j, th, force, signs, nsigns)
+            if status == 0:
+                _store(x, out, add, i, v, ovf, c)
+            else:
+                pcell[c, k] = i
+                pkind[c, k] = status
+                ps[c, k] = sg
+                ph[c, k] = h
+                pl[c, k] = l
+                pw[c, k] = w
+                k += 1
+            i += 1
+        resume[c] = i
+        pcount[c] = k
+        s_[0] = pos
+        s_[3] = np.int64(signs)
+        s_[4] = nsigns
+
+
+@nb.njit(cache=True, parallel=True)
+def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride, force,
+                         start, resume, pcount, pcell, pw):
+    """out[i] = 1{U_i < exp(-gam[i])}; undecided cells become pending with their bits."""
+    for c in nb.prange(buf.shape[0]):
+        hi = min(base + n, base + (c + 1) * chunk)
+        b = buf[c]
+        s_ = st[c]
+        nonce = nonces[c]
+        pos = s_[0]
+        k = pcount[c]
+        cap = pcell.shape[1]
+        i = start[c]
+        while i < hi:
+            if k == cap:
+                break
+            w, pos = next_u64(b, pos, s_, key, nonce)
+            g = gam[i * pstride]
+            a = -1 if force == 3 else bern_exp_decide(g, g * 2.0 ** -50, w)
+            if a >= 0:
+                out[i] = a
+            else:
+                pcell[c, k] = i
+                pw[c, k] = w
+                k += 1
+            i += 1
+        resume[c] = i
+        pcount[c] = k
+        s_[0] = pos
