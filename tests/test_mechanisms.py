@@ -1,0 +1,353 @@
+"""Mechanisms: calibration against exact formulas, events, confidence intervals, validation."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+
+KEY = bytes(range(32))
+
+
+def mechanisms():
+    """dpfast.mechanisms, or a skip while the modules it builds on have not landed."""
+    for dep in ("dpfast.noise", "dpfast._calibrate"):
+        if importlib.util.find_spec(dep) is None:
+            pytest.skip(f"{dep} has not landed yet")
+    return importlib.import_module("dpfast.mechanisms")
+
+
+def prev_float(x: float) -> float:
+    return math.nextafter(x, 0.0)
+
+
+def mp(q) -> mpmath.mpf:
+    q = Fraction(q)
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+# --------------------------------------------------------------------------- exact references
+
+
+def dlap_tail(t, w) -> mpmath.mpf:
+    """P(|K| > w), K discrete Laplace of scale t, by summing the pmf."""
+    with mpmath.workdps(60):
+        t = mp(t)
+        p = mpmath.exp(-1 / t)
+        z = (1 + p) / (1 - p)
+        return 2 * mpmath.nsum(lambda k: p**k, [w + 1, mpmath.inf]) / z
+
+
+@functools.cache
+def dgauss_pmf_table(sigma, width=15):
+    """pmf of N_Z(0, sigma^2) on [-K, K], K = width * sigma, in mpmath (dps 40)."""
+    with mpmath.workdps(40):
+        s = mp(sigma)
+        k_max = int(width * float(sigma)) + 2
+        ks = range(-k_max, k_max + 1)
+        w = [mpmath.exp(-mpmath.mpf(k) ** 2 / (2 * s * s)) for k in ks]
+        z = mpmath.fsum(w)
+        return {k: v / z for k, v in zip(ks, w, strict=True)}
+
+
+def dgauss_tail(table, w) -> mpmath.mpf:
+    with mpmath.workdps(40):
+        return mpmath.fsum(v for k, v in table.items() if abs(k) > w)
+
+
+def analytic_gaussian_delta(eps, sigma, sens) -> mpmath.mpf:
+    """Balle & Wang 2018, Thm. 8: delta of the continuous Gaussian mechanism."""
+    with mpmath.workdps(50):
+        e, s, d = mp(eps), mp(sigma), mp(sens)
+        return mpmath.ncdf(d / (2 * s) - e * s / d) - mpmath.exp(e) * mpmath.ncdf(
+            -d / (2 * s) - e * s / d
+        )
+
+
+def cks20_delta(eps, sigma, sens) -> mpmath.mpf:
+    """CKS20 Thm. 7: exact delta of the discrete Gaussian with integer sensitivity."""
+    table = dgauss_pmf_table(sigma)
+    with mpmath.workdps(40):
+        e, s, d = mp(eps), mp(sigma), mp(sens)
+        a = e * s * s / d - d / 2
+        b = e * s * s / d + d / 2
+        return mpmath.fsum(v for k, v in table.items() if k > a) - mpmath.exp(e) * mpmath.fsum(
+            v for k, v in table.items() if k > b
+        )
+
+
+# --------------------------------------------------------------------------- Laplace
+
+
+@pytest.mark.parametrize("eps, sens, m", [(1.0, 1.0, 1), (0.1, 2.0, 1), (0.37, 1.5, 1000),
+                                          (5.0, 1e-3, 7)])
+def test_laplace_calibration_is_smallest_safe_scale(eps, sens, m):
+    M = mechanisms()
+    from dpfast import noise
+
+    mech = M.LaplaceMechanism(eps, sens, max_changed=m)
+    g = mech.granularity
+    assert g == noise.granularity(mech.scale)
+    assert math.frexp(g)[0] == 0.5
+    # (Delta + m g) / scale <= epsilon, exactly
+    assert (Fraction(sens) + m * Fraction(g)) / Fraction(mech.scale) <= Fraction(eps)
+    # the next float down fails the same test (with its own grid)
+    s = prev_float(mech.scale)
+    assert (Fraction(sens) + m * Fraction(noise.granularity(s))) / Fraction(s) > Fraction(eps)
+    # the event's noise multiplier is a lower bound: 1/nm >= true epsilon, ~ target
+    nm = Fraction(mech.event.noise_multiplier)
+    assert 1 / nm >= (Fraction(sens) + m * Fraction(g)) / Fraction(mech.scale)
+    assert float(1 / nm) <= eps * (1 + 1e-12)
+    assert type(mech.event).__name__ == "Laplace"
+
+
+def test_discrete_laplace_calibration():
+    M = mechanisms()
+    for eps, sens in [(1.0, 1), (0.3, 1), (0.1, 3), (2.0, 5)]:
+        mech = M.DiscreteLaplaceMechanism(eps, sens)
+        assert Fraction(mech.scale) >= Fraction(sens) / Fraction(eps)
+        assert Fraction(prev_float(mech.scale)) < Fraction(sens) / Fraction(eps)
+        assert Fraction(mech.event.noise_multiplier) <= Fraction(mech.scale) / sens
+        assert type(mech.event).__name__ == "DiscreteLaplace"
+
+
+@pytest.mark.parametrize("scale_eps", [0.05, 0.3, 1 / 3.7, 1.0, 0.01])
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-3, 1e-9])
+def test_discrete_laplace_confidence_interval_exact(scale_eps, alpha):
+    M = mechanisms()
+    mech = M.DiscreteLaplaceMechanism(scale_eps)
+    w = mech.confidence_interval(alpha)
+    assert isinstance(w, int) and w >= 0
+    assert dlap_tail(mech.scale, w) <= alpha
+    if w > 0:
+        assert dlap_tail(mech.scale, w - 1) > alpha
+
+
+def test_laplace_confidence_interval_on_grid():
+    M = mechanisms()
+    mech = M.LaplaceMechanism(0.5, 2.0)
+    g = mech.granularity
+    for alpha in (0.05, 1e-6):
+        w = mech.confidence_interval(alpha)
+        k = Fraction(w) / Fraction(g)
+        assert k.denominator == 1
+        # exact tail check in grid units, and minimality
+        t = Fraction(mech.scale) / Fraction(g)
+        with mpmath.workprec(256):
+            tt = mp(t)
+            p = mpmath.exp(-1 / tt)
+
+            def tail(j, tt=tt, p=p):
+                return 2 * mpmath.exp(-(j + 1) / tt) / (1 + p)
+
+            assert tail(int(k)) <= alpha < tail(int(k) - 1)
+        # continuous Laplace quantile scale * ln(1/alpha), within a grid step
+        assert abs(w - mech.scale * math.log(1 / alpha)) <= 2 * g
+
+
+# --------------------------------------------------------------------------- Gaussian
+
+
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 2.3, 31.5, 100.0, 400.0])
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-6])
+def test_discrete_gaussian_halfwidth_exact(sigma, alpha):
+    M = mechanisms()
+    table = dgauss_pmf_table(sigma)
+    w = M._discrete_gaussian_halfwidth(Fraction(sigma), Fraction(alpha))
+    assert dgauss_tail(table, w) <= alpha
+    if w > 0:
+        assert dgauss_tail(table, w - 1) > alpha
+
+
+@pytest.mark.parametrize("rho, sens, m", [(0.5, 1.0, 1), (0.01, 3.0, 1), (0.1, 1.0, 10**6)])
+def test_gaussian_zcdp_calibration(rho, sens, m):
+    M = mechanisms()
+    mech = M.GaussianMechanism(rho=rho, sensitivity=sens, max_changed=m)
+    d_eff = Fraction(sens) + M._ceil_sqrt(m) * Fraction(mech.granularity)
+    assert d_eff**2 / (2 * Fraction(mech.sigma) ** 2) <= Fraction(rho)
+    assert mech.sigma <= float(d_eff) / math.sqrt(2 * rho) * (1 + 1e-12)
+    assert Fraction(mech.event.noise_multiplier) <= Fraction(mech.sigma) / d_eff
+    assert mech.scale == mech.sigma
+
+
+@pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1.0), (0.1, 1e-6, 2.0), (4.0, 1e-9, 1.0)])
+def test_gaussian_analytic_calibration(eps, delta, sens):
+    M = mechanisms()
+    mech = M.GaussianMechanism(eps, delta, sensitivity=sens)
+    g = Fraction(mech.granularity)
+    d_eff = Fraction(sens) + g
+    eta = (1 + mp(math.exp(eps)) * (1 + mpmath.mpf(1e-15))) * mp(Fraction(4, 5) * g / Fraction(
+        mech.sigma))
+    # continuous profile at Delta + g plus the discretisation term stays below delta
+    assert analytic_gaussian_delta(eps, mech.sigma, d_eff) + eta <= delta
+    # and the calibration is tight: 1e-5 less noise would break the target
+    assert analytic_gaussian_delta(eps, mech.sigma * (1 - 1e-5), d_eff) + eta > delta
+
+
+@pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1), (0.5, 1e-6, 2), (3.0, 1e-8, 1)])
+def test_discrete_gaussian_cks20_calibration(eps, delta, sens):
+    M = mechanisms()
+    mech = M.DiscreteGaussianMechanism(eps, delta, sensitivity=sens)
+    assert cks20_delta(eps, mech.sigma, sens) <= delta
+    assert cks20_delta(eps, mech.sigma * (1 - 1e-6), sens) > delta
+    assert Fraction(mech.event.noise_multiplier) <= Fraction(mech.sigma) / sens
+    assert type(mech.event).__name__ == "DiscreteGaussian"
+
+
+def test_discrete_gaussian_zcdp_and_multi_coordinate():
+    M = mechanisms()
+    mech = M.DiscreteGaussianMechanism(rho=0.1, sensitivity=2)
+    assert Fraction(4) / (2 * Fraction(mech.sigma) ** 2) <= Fraction(1, 10)
+    assert prev_float(mech.sigma) < math.sqrt(4 / 0.2)
+    multi = M.DiscreteGaussianMechanism(1.0, 1e-5, max_changed=3)
+    rho = Fraction(1) / (2 * Fraction(multi.sigma) ** 2)
+    L = -math.log(1e-5)
+    assert float(rho) + 2 * math.sqrt(float(rho) * L) <= 1.0
+    assert multi.sigma > M.DiscreteGaussianMechanism(1.0, 1e-5).sigma
+
+
+def test_gaussian_confidence_interval_on_grid():
+    M = mechanisms()
+    mech = M.GaussianMechanism(1.0, 1e-6)
+    w = mech.confidence_interval(0.05)
+    assert (Fraction(w) / Fraction(mech.granularity)).denominator == 1
+    z = float(mpmath.sqrt(2) * mpmath.erfinv(0.95))
+    assert abs(w - mech.sigma * z) <= 2 * mech.granularity
+
+
+# --------------------------------------------------------------------------- snapping
+
+
+def test_snapping_calibration():
+    M = mechanisms()
+    from dpfast import noise
+
+    for eps, sens, bound in [(1.0, 1.0, 100.0), (0.5, 2.0, 1e4)]:
+        mech = M.SnappingMechanism(eps, sens, bound)
+        e = noise.snapping_epsilon(mech.scale, bound, sens)
+        assert e <= eps
+        assert mech.event.epsilon == e
+        try:
+            assert noise.snapping_epsilon(prev_float(mech.scale), bound, sens) > eps
+        except ValueError:
+            pass
+        assert mech.snap >= mech.scale and math.frexp(mech.snap)[0] == 0.5
+        w = mech.confidence_interval(0.05)
+        assert mech.scale * math.log(20) + mech.snap / 2 <= w <= 2 * bound
+
+
+def test_snapping_release():
+    M = mechanisms()
+    mech = M.SnappingMechanism(1.0, 1.0, 50.0)
+    x = np.array([-100.0, -3.0, 0.0, 2.5, 49.0, 1e9])
+    y = np.asarray(mech(x, rng=KEY))
+    assert y.shape == x.shape
+    assert np.all(np.abs(y) <= 50.0)
+    # coverage of the (rigorous) half-width, relative to the clamped input
+    xs = np.zeros(20_000)
+    ys = np.asarray(mech(xs, rng=KEY))
+    w = mech.confidence_interval(0.1)
+    assert np.mean(np.abs(ys) <= w) >= 0.9 - 5 * math.sqrt(0.09 / xs.size)
+
+
+# --------------------------------------------------------------------------- releases
+
+
+def test_releases_and_coverage():
+    M = mechanisms()
+    n = 100_000
+    x_int = np.arange(n, dtype=np.int64) % 7
+    x_flt = np.linspace(-3.0, 3.0, n)
+    alpha = 0.1
+    tol = 5 * math.sqrt(alpha * (1 - alpha) / n)
+    for mech, x in [
+        (M.DiscreteLaplaceMechanism(0.7), x_int),
+        (M.DiscreteGaussianMechanism(1.0, 1e-6), x_int),
+        (M.DiscreteGaussianMechanism(rho=0.02, sensitivity=3), x_int),
+    ]:
+        before = x.copy()
+        y = mech(x, rng=KEY)
+        np.testing.assert_array_equal(x, before)
+        assert y.dtype == x.dtype and y.shape == x.shape
+        np.testing.assert_array_equal(mech(x, rng=KEY), y)  # replayable with a key
+        w = mech.confidence_interval(alpha)
+        cover = np.mean(np.abs(y - x) <= w)
+        assert cover >= 1 - alpha - tol, (mech, cover)
+    for mech in [M.LaplaceMechanism(0.7), M.GaussianMechanism(1.0, 1e-6),
+                 M.GaussianMechanism(rho=0.3, sensitivity=2.0)]:
+        before = x_flt.copy()
+        y = mech(x_flt, rng=KEY)
+        np.testing.assert_array_equal(x_flt, before)
+        assert y.dtype == np.float64 and y.shape == x_flt.shape
+        g = mech.granularity
+        assert np.all(np.mod(y, g) == 0)  # every output on the grid
+        w = mech.confidence_interval(alpha)
+        cover = np.mean(np.abs(y - x_flt) <= w + g / 2)
+        assert cover >= 1 - alpha - tol, (mech, cover)
+
+
+def test_events_are_accounting_events():
+    M = mechanisms()
+    from dpfast.accounting import events
+
+    for mech in [M.LaplaceMechanism(1.0), M.DiscreteLaplaceMechanism(1.0),
+                 M.GaussianMechanism(1.0, 1e-5), M.DiscreteGaussianMechanism(rho=1.0),
+                 M.SnappingMechanism(1.0, 1.0, 10.0)]:
+        assert isinstance(mech.event, events.DpEvent)
+        assert events.from_dict(mech.event.to_dict()) == mech.event
+        assert type(mech).__name__ in repr(mech)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (-1.0, ValueError),
+                                      (float("nan"), ValueError), (float("inf"), ValueError),
+                                      ("1", TypeError), (True, TypeError), (None, None)])
+def test_epsilon_validation(bad, exc):
+    M = mechanisms()
+    if exc is None:
+        with pytest.raises((TypeError, ValueError), match="epsilon"):
+            M.LaplaceMechanism(bad)
+        return
+    for ctor in (M.LaplaceMechanism, M.DiscreteLaplaceMechanism,
+                 lambda e: M.GaussianMechanism(e, 1e-5),
+                 lambda e: M.DiscreteGaussianMechanism(e, 1e-5),
+                 lambda e: M.SnappingMechanism(e, 1.0, 10.0)):
+        with pytest.raises(exc, match="epsilon"):
+            ctor(bad)
+
+
+def test_other_validation():
+    M = mechanisms()
+    cases = [
+        (lambda: M.LaplaceMechanism(1.0, 0.0), "sensitivity"),
+        (lambda: M.LaplaceMechanism(1.0, float("nan")), "sensitivity"),
+        (lambda: M.LaplaceMechanism(1.0, max_changed=0), "max_changed"),
+        (lambda: M.LaplaceMechanism(1.0, max_changed=1.5), "max_changed"),
+        (lambda: M.DiscreteLaplaceMechanism(1.0, 1.5), "sensitivity"),
+        (lambda: M.DiscreteGaussianMechanism(rho=1.0, sensitivity=0.5), "sensitivity"),
+        (lambda: M.GaussianMechanism(1.0, 0.0), "delta"),
+        (lambda: M.GaussianMechanism(1.0, 1.0), "delta"),
+        (lambda: M.GaussianMechanism(1.0), "delta"),
+        (lambda: M.GaussianMechanism(), "rho"),
+        (lambda: M.GaussianMechanism(1.0, 1e-5, rho=1.0), "rho"),
+        (lambda: M.GaussianMechanism(rho=-1.0), "rho"),
+        (lambda: M.DiscreteGaussianMechanism(delta=1e-5), "epsilon"),
+        (lambda: M.SnappingMechanism(1.0, 1.0, 0.0), "bound"),
+        (lambda: M.SnappingMechanism(1.0, -1.0, 10.0), "sensitivity"),
+        (lambda: M.LaplaceMechanism(1e-13), "epsilon"),
+    ]
+    for make, word in cases:
+        with pytest.raises(ValueError, match=word):
+            make()
+    mech = M.DiscreteGaussianMechanism(rho=1.0)
+    for bad in (0.0, 1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="alpha"):
+            mech.confidence_interval(bad)
