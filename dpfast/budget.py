@@ -171,7 +171,8 @@ class Remaining:
         ``"basic"``, ``"zcdp"`` or ``"rdp"``.
     epsilon : float
         The largest ``epsilon'`` such that a charge for *any* ``epsilon'``-DP
-        mechanism still fits (rounded down).  ``basic``: the epsilon left.
+        mechanism still fits (rounded down; up to the accountant's own upward
+        rounding of that mechanism's cost).  ``basic``: the epsilon left.
         ``zcdp``: ``sqrt(2 * rho)`` since ``epsilon'``-DP implies
         ``epsilon'**2 / 2``-zCDP.  ``rdp``: the largest per-order remainder,
         since ``epsilon'``-DP implies ``(alpha, epsilon')``-RDP at every order.
