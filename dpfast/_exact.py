@@ -132,6 +132,7 @@ def _mul_hi(a: int, b: int, w: int) -> int:
     return -((-(a * b)) >> w)
 
 
+@functools.lru_cache(maxsize=4096)
 def exp_neg_bounds(x: Fraction, prec: int) -> tuple[int, int]:
     """(lo, hi) with lo <= exp(-x) * 2^prec <= hi, rigorous, for rational x >= 0."""
     if x < 0:
