@@ -15,7 +15,8 @@ derived from a privacy parameter is computed with rational arithmetic (or with a
 certified error bound) and rounded in the direction that keeps the stated guarantee.
 
 The float mechanisms (:class:`LaplaceMechanism`, :class:`GaussianMechanism`) round
-their input to a grid of spacing ``g`` (a power of two, about ``scale / 2^40``) before
+their input to a grid of spacing ``g`` (a power of two, ``scale / 2^40 <= g < scale /
+2^39``, :func:`dpfast.granularity`) before
 adding ``g`` times integer noise, which defeats floating-point attacks (Mironov 2012).
 The rounding can move each coordinate by up to ``g/2``, so two neighbouring inputs can
 differ after rounding by ``g`` more per differing coordinate; the calibration includes
@@ -312,7 +313,10 @@ def _discrete_gaussian_halfwidth(sigma: Fraction, alpha: Fraction) -> int:
         def tail(w: int) -> mpmath.mpf:
             return 2 * _dg_tail_sum(w + 1, s) / z
 
-        guess = int(mpmath.floor(s * mpmath.sqrt(2) * mpmath.erfinv(1 - a)))
+        if a > mpmath.mpf(10) ** -30:
+            guess = int(mpmath.floor(s * mpmath.sqrt(2) * mpmath.erfinv(1 - a)))
+        else:  # 1 - a is not representable: start from the sub-Gaussian bound
+            guess = int(mpmath.floor(s * mpmath.sqrt(2 * mpmath.log(2 / a))))
         return _integer_search(tail, a, guess)
 
 
@@ -520,7 +524,7 @@ class GaussianMechanism(_Mechanism):
       ``<k, Y>``, and each ``N_Z(0, s^2)`` coordinate is within Kolmogorov distance
       ``0.8 / s`` of ``N(0, s^2)`` (a unimodal sum against its integral), so
       ``delta_discrete(epsilon) <= delta_continuous(epsilon) + (1 + e^epsilon) m 0.8 g /
-      sigma``.  With ``g / sigma <= 2^-40`` this is about ``1e-12 (1 + e^epsilon) m``.
+      sigma``.  With ``g / sigma < 2^-39`` this is below ``1.5e-12 (1 + e^epsilon) m``.
       Guarantee: ``P[M(D) in S] <= exp(epsilon) P[M(D') in S] + delta``.
 
     Numerics
