@@ -16,6 +16,7 @@ idealisation.  The privacy cost of a training run is computed by the accountant:
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from fractions import Fraction
@@ -83,6 +84,7 @@ def _gamma(n: int) -> Fraction:
     return n * _U / (1 - n * _U)
 
 
+@functools.lru_cache(maxsize=256)
 def _clip_bound_factor(n_params: int) -> Fraction:
     """rho >= 1 with ||clipped row||_2 <= rho * clip_norm for the floating-point clipping.
 
@@ -121,15 +123,23 @@ def noise_sigma(clip_norm: float, noise_multiplier: float, n_params: int) -> tup
         The grid ``g = dpfast.granularity(sigma)`` (a power of two, about ``sigma/2^40``),
         found as a fixed point since it depends on ``sigma``.
     """
-    from dpfast import noise
-
-    c = Fraction(_check_clip_norm(clip_norm))
+    c = _check_clip_norm(clip_norm)
     nm = _real("noise_multiplier", noise_multiplier)
     if nm <= 0:
         raise ValueError(f"noise_multiplier must be > 0, got {nm!r}")
     if isinstance(n_params, bool) or not isinstance(n_params, numbers.Integral) or n_params < 1:
         raise ValueError(f"n_params must be a positive integer, got {n_params!r}")
-    n = int(n_params)
+    return _noise_sigma(c, nm, int(n_params))
+
+
+@functools.lru_cache(maxsize=256)
+def _noise_sigma(clip_norm: float, noise_multiplier: float, n_params: int) -> tuple[float, float]:
+    """Cached body of :func:`noise_sigma` (validated arguments)."""
+    from dpfast import noise
+
+    c = Fraction(clip_norm)
+    nm = noise_multiplier
+    n = n_params
     base = Fraction(nm) * _clip_bound_factor(n) * c
     root = _ceil_sqrt(n)
     sigma = _float_up(base)
@@ -174,9 +184,12 @@ def clip_per_example(per_example_grads: Any, clip_norm: float) -> np.ndarray:
     norms = np.empty(a.shape[0], np.float64)
     factors = np.empty(a.shape[0], np.float64)
     out = np.empty_like(a)
-    if a.size:
+    if a.size >= _k.PARALLEL_MIN:
         _k.clip_factors(a, c, norms, factors)
         _k.clip_rows(a, factors, out)
+    elif a.size:
+        _k.clip_factors_serial(a, c, norms, factors)
+        np.multiply(a, factors[:, None], out=out)
     return out
 
 
@@ -281,7 +294,11 @@ def clip_and_noise(
     if n_rows:
         norms = np.empty(n_rows, np.float64)
         factors = np.empty(n_rows, np.float64)
-        _k.clip_factors(a, c, norms, factors)
-        _k.clipped_grid_sum(a, factors, 1.0 / g, total)
+        if a.size >= _k.PARALLEL_MIN:
+            _k.clip_factors(a, c, norms, factors)
+            _k.clipped_grid_sum(a, factors, 1.0 / g, total)
+        else:
+            _k.clip_factors_serial(a, c, norms, factors)
+            _k.clipped_grid_sum_serial(a, factors, 1.0 / g, total)
     noisy = noise.discrete_gaussian(total, sigma / g, rng=rng, out=total)  # sigma/g exact
     return noisy.astype(np.float64) * g / denom

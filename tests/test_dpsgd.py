@@ -86,6 +86,18 @@ def test_grid_sum_is_exact_and_thread_independent():
     finally:
         numba.set_num_threads(threads)
     np.testing.assert_array_equal(out1, ref)
+    # the serial kernels used for small inputs agree bit for bit
+    norms_s = np.empty(50)
+    factors_s = np.empty(50)
+    kernels.clip_factors_serial(g, c, norms_s, factors_s)
+    np.testing.assert_array_equal(factors_s, factors)
+    np.testing.assert_array_equal(norms_s, norms)
+    out_s = np.empty(5000, np.int64)
+    kernels.clipped_grid_sum_serial(g, factors, inv_g, out_s)
+    np.testing.assert_array_equal(out_s, ref)
+    big = grads(rows=64, cols=2048, seed=4)  # above PARALLEL_MIN: parallel clip_rows
+    assert big.size >= kernels.PARALLEL_MIN
+    np.testing.assert_array_equal(dpsgd.clip_per_example(big, 1.0), reference_clip(big, 1.0))
 
 
 # --------------------------------------------------------------------------- noise level

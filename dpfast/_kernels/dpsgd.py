@@ -17,6 +17,8 @@ import numpy as np
 
 # columns handled by one parallel task of the summation
 COLUMN_BLOCK = 2048
+# below this many elements the serial kernels are used (thread start-up dominates)
+PARALLEL_MIN = 1 << 16
 
 
 @nb.njit(parallel=True, cache=True)
@@ -76,3 +78,26 @@ def clip_rows(grads, factors, out):
         f = factors[i]
         for j in range(n_cols):
             out[i, j] = grads[i, j] * f
+
+
+@nb.njit(cache=True)
+def clip_factors_serial(grads, clip_norm, norms, factors):
+    """Serial :func:`clip_factors` (identical results) for small inputs."""
+    n_rows, n_cols = grads.shape
+    for i in range(n_rows):
+        s = 0.0
+        for j in range(n_cols):
+            v = grads[i, j]
+            s += v * v
+        nrm = math.sqrt(s)
+        norms[i] = nrm
+        if nrm <= clip_norm:
+            factors[i] = 1.0
+        else:
+            factors[i] = clip_norm / nrm
+
+
+@nb.njit(cache=True)
+def clipped_grid_sum_serial(grads, factors, inv_g, out):
+    """Serial :func:`clipped_grid_sum` (identical results) for small inputs."""
+    _sum_block(grads, factors, inv_g, out, 0, grads.shape[1])
