@@ -165,8 +165,10 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
 def _store(x, out, add, i, v, ovf, c):
     if add:
         xi = x[i]
-        r = xi + v
-        if (xi > 0 and v > 0 and r < 0) or (xi < 0 and v < 0 and r >= 0):
+        # wrapping add in uint64 (signed overflow would be undefined behaviour for LLVM),
+        # then the two's-complement overflow test
+        r = np.int64(np.uint64(xi) + np.uint64(v))
+        if ((xi ^ r) & (v ^ r)) < 0:
             ovf[c] = 1
         else:
             out[i] = r
