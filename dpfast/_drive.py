@@ -227,7 +227,7 @@ def _finish_laplace(ex: _exact.Exact, status: int, s: int, h: int, l: int, w: in
         else:
             g = (ex.geo_inv_from(w, t / (1 << j), force=True) << j) + ex.sample_l(t, j)
     else:  # pending rejection step of L
-        lv = l if ex.accept_l_from(l, w, t, force=True) else ex.sample_l(t, j)
+        lv = l if ex.accept_l_kernel(l, w, t) else ex.sample_l(t, j)
         g = (h << j) + lv
     v = ex.finish_laplace(s, g)
     return ex.discrete_laplace(t) if v is None else v

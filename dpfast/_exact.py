@@ -258,6 +258,10 @@ class Exact:
         return self.geo_inv_from(self.src.next(), t)
 
     # L in [0, 2^J) with P(L = l) ∝ exp(-l/t), by uniform proposal and rejection
+    def accept_l_kernel(self, l: int, w: int, t: Fraction) -> bool:
+        """Finish a kernel's pending rejection step: there U = w / 2^68 + [0, 2^-68)."""
+        return not u_less_one_minus_exp(LazyUniform(w, self.src, n=68), Fraction(l) / t)
+
     def accept_l_from(self, l: int, w: int, t: Fraction, force: bool = False) -> bool:
         if not force:
             if w >= 1 << 60:

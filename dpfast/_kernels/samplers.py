@@ -11,7 +11,8 @@ Geometric with P(G >= k) = exp(-k/t):
   * t >= 32: G = 2^J H + L with J = floor(log2 t) - 4, H geometric with scale t/2^J in
     [16, 32) (inversion) and L on [0, 2^J) with P(L = l) ∝ exp(-l/t), independent of H
     (the pmf factorizes); L by uniform proposal accepted with probability exp(-l/t),
-    which is >= 15/16, so U >= 1/16 accepts without evaluating anything.
+    which is >= 15/16, so U >= 1/16 accepts without evaluating anything (l and the
+    first 4 bits of U share one 64-bit word).
 Discrete Laplace: sign bit + geometric, rejecting (negative, 0) [CKS20 Alg. 2 structure].
 Discrete Gaussian: CKS20 Alg. 3: discrete Laplace proposal of scale floor(sigma) + 1,
 accepted with probability exp(-(|y| - sigma^2/t)^2 / (2 sigma^2)).
@@ -31,7 +32,9 @@ from dpfast._kernels.chacha import next_u64
 
 REL = 2.0 ** -48
 INV64 = 2.0 ** -64
+INV68 = 2.0 ** -68
 TOP4 = np.uint64(1 << 60)
+BIG_M = np.uint64(1 << 32)
 ST_COLS = 5  # st columns: pos, next block, wrap flag, sign reservoir, signs left
 
 PENDING_INVERSION = 1
@@ -51,31 +54,46 @@ def split_scale(t):
 
 @nb.njit(cache=True, inline="always")
 def geo_inv(buf, pos, st, key, nonce, t, forced):
-    """(G or -1 if undecided, pos, bits) for G = floor(-t ln U)."""
+    """(G or -1 if undecided, pos, bits) for G = floor(-t ln U).
+
+    U lies in [m, m+1) / 2^64; the certificate covers that interval (ln((m+1)/m) <=
+    1/m), the rounding of m + 1/2 to a double, log's error and the product's rounding.
+    For m >= 2^32 the interval term is bounded by the constant 2^-33 (no division)."""
     m, pos = next_u64(buf, pos, st, key, nonce)
-    if forced or m == 0:
-        return -1, pos, m
-    mf = np.float64(m)
-    y = -t * math.log((mf + 0.5) * INV64)
-    err = (t * (0.5 / mf + 2.0 ** -50) + y * REL) * 1.01
+    if forced or m < BIG_M:
+        return geo_inv_small(m, t, forced), pos, m
+    y = -t * math.log((np.float64(m) + 0.5) * INV64)
+    err = (t * 2.0 ** -32 + y * REL) * 1.01
     a = math.floor(y - err)
-    if a != math.floor(y + err):
+    if y + err >= a + 1.0:
         return -1, pos, m
     return np.int64(a), pos, m
 
 
+@nb.njit(cache=True)
+def geo_inv_small(m, t, forced):
+    if forced or m == 0:
+        return -1
+    mf = np.float64(m)
+    y = -t * math.log((mf + 0.5) * INV64)
+    err = (t * (0.5 / mf + 2.0 ** -50) + y * REL) * 1.01
+    a = math.floor(y - err)
+    if y + err >= a + 1.0:
+        return -1
+    return np.int64(a)
+
+
 @nb.njit(cache=True, inline="always")
 def accept_l(l, w, t, forced):
-    """Accept proposal l with probability exp(-l/t) given U's bits w: 1, 0 or -1."""
+    """Accept proposal l with probability exp(-l/t) when U < 2^-4 is known as
+    U in [w, w+1) / 2^68: returns 1, 0 or -1 (undecided)."""
     if forced:
         return -1
-    if w >= TOP4:
-        return 1
     d = -math.expm1(-np.float64(l) / t)
-    wf = np.float64(w) * INV64
+    wf = np.float64(w) * INV68
     if wf * (1.0 - 2.0 ** -52) >= d * (1.0 + 2.0 ** -46):
         return 1
-    if wf * (1.0 + 2.0 ** -52) + INV64 <= d * (1.0 - 2.0 ** -46):
+    if wf * (1.0 + 2.0 ** -52) + INV68 <= d * (1.0 - 2.0 ** -46):
         return 0
     return -1
 
@@ -85,12 +103,23 @@ def bern_exp_decide(g, eg, w):
     """Decide U < exp(-g') where |g' - g| <= eg: 1, 0 or -1 (undecided)."""
     if eg > 2.0 ** -20:
         return -1
+    wf = np.float64(w) * INV64
+    u_lo = wf * (1.0 - 2.0 ** -52)
+    u_hi = wf * (1.0 + 2.0 ** -52) + INV64
+    gh = g + eg
+    if gh < 1.0:
+        # squeeze without exp: 1 - G + G^2/2 - G^3/6 <= e^-G <= 1 - G + G^2/2 (G >= 0);
+        # the polynomials' rounding error is far below the 2^-50 margin
+        if u_hi <= 1.0 - gh * (1.0 - gh * (0.5 - gh * (1.0 / 6.0))) - 2.0 ** -50:
+            return 1
+        gl = max(g - eg, 0.0)
+        if u_lo >= 1.0 - gl * (1.0 - 0.5 * gl) + 2.0 ** -50:
+            return 0
     e = math.exp(-g)
     err = e * (eg * (1.0 + eg) * 1.01 + REL) + 2.0 ** -1070
-    wf = np.float64(w) * INV64
-    if wf * (1.0 + 2.0 ** -52) + INV64 <= e - err:
+    if u_hi <= e - err:
         return 1
-    if wf * (1.0 - 2.0 ** -52) >= e + err:
+    if u_lo >= e + err:
         return 0
     return -1
 
@@ -120,8 +149,12 @@ def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
                 return 0, pos, PENDING_INVERSION, s, 0, 0, m, signs, nsigns
             first = True
             while True:
+                # one word: l = top J bits; the next 4 bits start U.  U >= 1/16 accepts
+                # at once (exp(-l/t) >= 15/16); otherwise U = w / 2^68 with a fresh w.
                 x, pos = next_u64(buf, pos, st, key, nonce)
                 l = np.int64(x >> np.uint64(64 - j))
+                if ((x << np.uint64(j)) >> np.uint64(60)) != np.uint64(0):
+                    break
                 w, pos = next_u64(buf, pos, st, key, nonce)
                 a = accept_l(l, w, t, force == 2 and first)
                 first = False
@@ -141,7 +174,7 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
     status 3 = pending Bernoulli acceptance of proposal ``h``.  (j, th) split tg."""
     s2 = sigma * sigma
     b = s2 / tg
-    a2 = 2.0 * s2
+    inv_a2 = 0.5 / s2  # rounding error (relative 2^-52) is inside the REL margin below
     while True:
         y, pos, status, s, h, l, w, signs, nsigns = dlap_cell(buf, pos, st, key, nonce, tg, j,
                                                                th, force, signs, nsigns)
@@ -152,8 +185,8 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
             return 0, pos, PENDING_BERNOULLI, 0, y, 0, w, signs, nsigns
         d = abs(np.float64(y)) - b
         ed = (b + abs(d)) * 2.0 ** -49
-        g = d * d / a2
-        eg = (2.0 * abs(d) * ed + ed * ed) / a2 * 1.01 + g * REL + 2.0 ** -1060
+        g = d * d * inv_a2
+        eg = (2.0 * abs(d) * ed + ed * ed) * inv_a2 * 1.01 + g * REL + 2.0 ** -1060
         a = bern_exp_decide(g, eg, w)
         if a == 1:
             return y, pos, 0, 0, 0, 0, np.uint64(0), signs, nsigns
