@@ -58,9 +58,10 @@ from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
+import numba
 import numpy as np
 
-from dpfast import _drive, _exact
+from dpfast import _drive, _exact, _native
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
 from dpfast.accounting import events as _events
@@ -82,10 +83,12 @@ __all__ = [
 _SEG = 1 << 16
 # makes _drive.batches size each chunk's buffer to exactly CHUNK words (one per cell)
 _WORDS_PER_CELL = 0.79921875
+_TOPK_KERNEL = 64  # largest k certified in the numba kernel (insertion lists)
 _MIN_C = 2.0 ** -1000  # c = epsilon / (2 sensitivity) must be a normal float
 _INF = math.inf
 
 _force = threading.local()
+_NUM_THREADS = numba.get_num_threads
 
 
 # --------------------------------------------------------------------------- test hook
@@ -111,8 +114,9 @@ def _forced() -> bool:
 
 
 # --------------------------------------------------------------------------- validation
-def _check_utilities(utilities: Any) -> tuple[np.ndarray, bool]:
-    """(float64 C-contiguous (rows, n) copy-or-view never written to, input was 1-D)."""
+def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(float64 C-contiguous (rows, n) array -- possibly the caller's, never written to --,
+    row maxima, input was 1-D)."""
     arr = np.asarray(utilities)
     if arr.dtype == np.bool_:
         raise TypeError("utilities must be real numbers, got dtype bool")
@@ -122,7 +126,7 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, bool]:
             raise ValueError("utilities: integer utilities must have magnitude < 2**53 "
                              "(larger integers are not exactly representable as float64)")
     elif arr.dtype.kind == "f" and arr.dtype.itemsize <= 8:
-        f = arr.astype(np.float64)
+        f = arr.astype(np.float64, copy=False)  # read only from here on
     else:
         raise TypeError(f"utilities must be real numbers (int or float up to 64 bits), "
                         f"got dtype {arr.dtype}")
@@ -131,10 +135,12 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, bool]:
                          f"got {f.ndim} dimensions")
     if f.size == 0:
         raise ValueError(f"utilities must be non-empty, got shape {f.shape}")
-    if not np.all(np.isfinite(f)):
-        raise ValueError("utilities must be finite (no NaN or inf)")
     one_d = f.ndim == 1
-    return np.ascontiguousarray(f.reshape(1, -1) if one_d else f), one_d
+    f2 = np.ascontiguousarray(f.reshape(1, -1) if one_d else f)
+    umax = np.empty(f2.shape[0])
+    if not _ks.row_max(f2.reshape(-1), f2.shape[1], umax):
+        raise ValueError("utilities must be finite (no NaN or inf)")
+    return f2, umax, one_d
 
 
 def _positive(value: Any, name: str) -> Fraction:
@@ -180,17 +186,35 @@ def _check_flag(value: Any, name: str) -> bool:
 def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
     """n uint64 keystream words, one per cell, from fresh per-chunk streams of ``gen``.
 
-    Cell ``i`` gets word ``i mod CHUNK`` of chunk ``i // CHUNK``'s stream
-    (:func:`dpfast._drive.batches`); the fill runs in parallel threads.
+    Cells are split into chunks of ``dpfast._drive.CHUNK``; chunk ``j`` reads its words
+    from block 0 of a fresh stream id (the same layout as :func:`dpfast._drive.batches`),
+    written in place by the C keystream in parallel threads (cffi releases the GIL).
+    The result depends only on the key and the call sequence, never on the thread count.
     """
-    out = np.empty(n, np.uint64)
     chunk = _drive.CHUNK
-    for lo, hi, buf, _st, _nonces in _drive.batches(gen, n, _WORDS_PER_CELL):
-        for k in range(buf.shape[0]):
-            a = lo + k * chunk
-            b = min(hi, a + chunk)
-            out[a:b] = buf[k, :b - a]
-    return out
+    nchunks = max(1, -(-n // chunk))
+    first = gen._allocate_streams(nchunks)
+    out = np.empty(nchunks * chunk, np.uint64)
+    flat = out.view(np.uint32)
+    nonces = _drive._nonces(first, nchunks)
+    key_words = gen._key_words
+    nblocks = chunk // 8
+    per = 16 * nblocks  # uint32 words per chunk
+    threads = min(_NUM_THREADS(), nchunks)
+
+    def work(a: int, b: int) -> None:
+        _native.chacha20_streams(key_words, nonces[a:b].copy(), np.zeros(b - a, np.uint32),
+                                 nblocks, flat[a * per:b * per])
+
+    if threads <= 1:
+        work(0, nchunks)
+    else:
+        bounds = np.linspace(0, nchunks, threads + 1).astype(int)
+        futures = [_drive._executor().submit(work, int(a), int(b))
+                   for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        for f in futures:
+            f.result()
+    return out[:n]
 
 
 def _uniform_spans(gen: _random.Generator, spans: np.ndarray) -> np.ndarray:
@@ -386,7 +410,7 @@ def _exact_top(words: np.ndarray, u_row: np.ndarray, c: Fraction, c_f: float, k:
     else:
         lo = np.empty(n)
         hi = np.empty(n)
-        _ks.row_bounds(words, u_row, um, c_f, lo, hi)
+        (_ks.row_bounds if n >= _SEG else _ks.row_bounds_serial)(words, u_row, um, c_f, lo, hi)
         blocks = _blocks(lo, hi, k)
     out: list[int] = []
     fum = Fraction(um)
@@ -403,14 +427,13 @@ def _exact_top(words: np.ndarray, u_row: np.ndarray, c: Fraction, c_f: float, k:
 
 
 # --------------------------------------------------------------------------- Gumbel-max
-def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, c: Fraction,
+def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, umax: np.ndarray, c: Fraction,
                    c_f: float) -> np.ndarray:
     rows, n = u2.shape
     out = np.zeros(rows, np.int64)
     if n == 1:
         return out
     m = _draw_words(gen, rows * n)
-    umax = u2.max(axis=1)
     flat = u2.reshape(-1)
     nps = -(-n // _SEG)
     nseg = rows * nps
@@ -497,11 +520,11 @@ def exponential(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     >>> import dpfast
     >>> i = dpfast.exponential([3.0, 1.0, 0.0], epsilon=1.0, rng=bytes(32))
     """
-    u2, one_d = _check_utilities(utilities)
+    u2, umax, one_d = _check_utilities(utilities)
     monotonic = _check_flag(monotonic, "monotonic")
     c, c_f = _coefficient(epsilon, sensitivity, 1 if monotonic else 2)
     gen = _random.as_generator(rng)
-    out = _gumbel_argmax(gen, u2, c, c_f)
+    out = _gumbel_argmax(gen, u2, umax, c, c_f)
     return int(out[0]) if one_d else out
 
 
@@ -567,7 +590,7 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     private selection", NeurIPS 2020.  Z. Ding, D. Kifer, et al., "The Permute-and-Flip
     Mechanism is Identical to Report-Noisy-Max with Exponential Noise", 2021.
     """
-    u2, one_d = _check_utilities(utilities)
+    u2, umax, one_d = _check_utilities(utilities)
     c, c_f = _coefficient(epsilon, sensitivity, 2)
     gen = _random.as_generator(rng)
     rows, n = u2.shape
@@ -575,7 +598,6 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     if n > 1:
         flat = u2.reshape(-1)
         m = _draw_words(gen, rows * n)
-        umax = u2.max(axis=1)
         flags = np.empty(rows * n, np.uint8)
         _ks.pf_flips(m, flat, umax, n, c_f, _forced(), flags)
         pending = np.flatnonzero(flags == _ks.PENDING)
@@ -707,7 +729,7 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
     D. Durfee, R. Rogers, "Practical Differentially Private Top-k Selection with
     Pay-what-you-get Composition", NeurIPS 2019.
     """
-    u2, one_d = _check_utilities(utilities)
+    u2, umax, one_d = _check_utilities(utilities)
     n = u2.shape[1]
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
         raise TypeError(f"k must be an integer, got {type(k).__name__}")
@@ -721,7 +743,13 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
     src = _LazySource(gen)
     forced = _forced()
     out = np.empty((rows, k), np.int64)
-    for r in range(rows):
+    if k <= _TOPK_KERNEL:
+        ok = np.empty(rows, np.bool_)
+        _ks.topk_scan(m, u2.reshape(-1), umax, n, k, c_f, _ks.GTABLE, forced, out, ok)
+        pending = np.flatnonzero(~ok)
+    else:
+        pending = np.arange(rows)
+    for r in pending:
         out[r] = _exact_top(m[r * n:(r + 1) * n], u2[r], c, c_f, k, src, forced)
     return out[0] if one_d else out
 

@@ -245,3 +245,83 @@ def pf_pick(flags, n, ranks, out):
                 k -= 1
         out[r] = res
 
+
+
+@nb.njit(cache=True, parallel=True)
+def row_max(u, n, umax):
+    """umax[r] = max of row r of the flattened (rows, n) ``u``; False if any is NaN/inf."""
+    bad = 0
+    for r in nb.prange(umax.shape[0]):
+        mx = -np.inf
+        nonfinite = False
+        for i in range(r * n, (r + 1) * n):
+            x = u[i]
+            if not np.isfinite(x):
+                nonfinite = True
+            elif x > mx:
+                mx = x
+        umax[r] = mx
+        if nonfinite:
+            bad += 1
+    return bad == 0
+
+
+@nb.njit(cache=True)
+def row_bounds_serial(m, u, um, c, lo, hi):
+    """:func:`row_bounds` without thread launch (short rows)."""
+    for i in range(m.shape[0]):
+        a, clamped = _score_a(c, u[i], um)
+        l, h, sp = cell_bounds(m[i], a)
+        lo[i] = NEG_INF if clamped else l
+        hi[i] = h
+
+
+@nb.njit(cache=True, parallel=True)
+def topk_scan(m, u, umax, n, k, c, table, force, out, ok):
+    """Certified one-shot Gumbel top-k per row (small k).
+
+    Keeps the k + 1 largest upper bounds of each row (insertion into a sorted list;
+    cells that cannot enter are skipped with ``table`` as in :func:`em_scan`).  The
+    ordered top k is certified when, for every rank t < k, the smallest lower bound of
+    ranks 0..t exceeds the (t+2)-th largest upper bound; then ``out[r]`` holds it and
+    ``ok[r]`` is True, otherwise the row is pending.
+    """
+    kk = k + 1
+    for r in nb.prange(umax.shape[0]):
+        his = np.full(kk, NEG_INF)
+        los = np.full(kk, NEG_INF)
+        idx = np.full(kk, -1, np.int64)
+        base = r * n
+        um = umax[r]
+        for i in range(base, base + n):
+            w = m[i]
+            a, clamped = _score_a(c, u[i], um)
+            thr = his[kk - 1]
+            ub = a + table[np.int64(w >> S52)]
+            if ub + (2.0 ** -20 + (abs(a) + 64.0) * 2.0 ** -48) < thr:
+                continue
+            lo, hi, sp = cell_bounds(w, a)
+            if clamped:
+                lo = NEG_INF
+            if not hi > thr:
+                continue
+            p = kk - 1
+            while p > 0 and his[p - 1] < hi:
+                his[p] = his[p - 1]
+                los[p] = los[p - 1]
+                idx[p] = idx[p - 1]
+                p -= 1
+            his[p] = hi
+            los[p] = lo
+            idx[p] = i - base
+        good = not force
+        pm = POS_INF
+        for t in range(k):
+            pm = min(pm, los[t])
+            if not pm > his[t + 1]:
+                good = False
+                break
+        ok[r] = good
+        if good:
+            for t in range(k):
+                out[r, t] = idx[t]
