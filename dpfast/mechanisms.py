@@ -459,6 +459,8 @@ class DiscreteLaplaceMechanism(_Mechanism):
         self.epsilon = float(epsilon)
         self.sensitivity = sens
         self.scale = _float_up(sens / eps)
+        if not math.isfinite(self.scale):
+            raise ValueError(f"epsilon is too small for sensitivity {sens}: scale overflows")
         self.event = _events.DiscreteLaplace(
             noise_multiplier=_float_down(Fraction(self.scale) / sens)
         )
