@@ -151,10 +151,10 @@ def em_scan(m, u, umax, n, seg, c, table, j1o, lo1o, hi1o, hi2o, spo):
         spo[s] = special
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def em_combine(nps, j1o, lo1o, hi1o, hi2o, spo, force, out):
     """Combine the segments of each row: out[r] = certified winner or -1 (pending)."""
-    for r in nb.prange(out.shape[0]):
+    for r in range(out.shape[0]):
         best = -1
         hi1 = NEG_INF
         hi2 = NEG_INF
