@@ -50,11 +50,12 @@ Power of Simple Tabulation Hashing", JACM 2012.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any, NamedTuple
 
@@ -96,7 +97,6 @@ _MAX_DOMAIN = 1 << 31
 _FP_PERSON = b"dpfast.local"
 _TAB_STREAM = 0x6C6F63616C5F746162  # b"local_tab": stream id of the hash tables
 _RAPPOR_TAG = 0x52415050  # nonce tag of the RAPPOR client PRF ("RAPP")
-_COHORT_TAG = 0x434F484F  # nonce tag of the cohort assignment ("COHO")
 
 
 # ============================================================================ validation
@@ -296,8 +296,9 @@ def _run_lanes(gen: Generator, n: int, words_per_cell: float, chunk: int, per_ce
         cap = per_cell * (min(chunk, n) + 1) if force else 4 * per_cell
         pidx = np.empty((nch, cap), np.int64)
         while True:
-            call(buf, st, gen._key_words, nonces, chunk, lo, hi - lo, force, start, resume,
-                 pcount, pidx)
+            with _threads((hi - lo) * words_per_cell):
+                call(buf, st, gen._key_words, nonces, chunk, lo, hi - lo, force, start,
+                     resume, pcount, pidx)
             _drive.check_wrap(st)
             if pcount.any():
                 if slow is None:
@@ -310,6 +311,24 @@ def _run_lanes(gen: Generator, n: int, words_per_cell: float, chunk: int, per_ce
             if np.all(resume >= ends):
                 break
             start = resume.copy()
+
+
+_PARALLEL_WORK = 1 << 16
+
+
+@contextlib.contextmanager
+def _threads(work: float) -> Iterator[None]:
+    """Run small kernel calls on one thread: waking a parallel team costs more than the
+    work (results never depend on the thread count)."""
+    if work >= _PARALLEL_WORK:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
 
 
 def _lanes_words(nlanes_per_cell: float) -> float:
@@ -343,7 +362,12 @@ def fingerprint(items: Any) -> np.ndarray:
         person=b"dpfast.local")`` and bytes to the same digest of the bytes themselves
         (distinct strings collide with probability about ``2^-64``).
     """
-    arr = np.asarray(items)
+    if not isinstance(items, np.ndarray) and isinstance(items, (list, tuple)) and any(
+            isinstance(x, (str, bytes, bytearray)) for x in items):
+        arr = np.empty(len(items), dtype=object)  # keep ints as ints (asarray: strings)
+        arr[:] = list(items)
+    else:
+        arr = np.asarray(items)
     if arr.dtype == np.bool_:
         return arr.astype(np.uint64).reshape(-1)
     if arr.dtype.kind == "i":
@@ -886,7 +910,8 @@ class OptimalLocalHashing:
         seeds, y = self._check(reports)
         parts = max(1, min(numba.get_num_threads() * 4, y.size // 1024 + 1))
         counts = np.zeros((parts, self.k), np.int64)
-        _lk.olh_support(seeds, y, self.g, self._lo32, self._hi32, parts, counts)
+        with _threads(y.size * self.k):
+            _lk.olh_support(seeds, y, self.g, self._lo32, self._hi32, parts, counts)
         return counts.sum(axis=0)
 
     def estimate(self, reports: OlhReports) -> FrequencyEstimate:
@@ -1097,7 +1122,8 @@ class CountMeanSketch(_SketchBase):
         parts = max(1, min(numba.get_num_threads(), rows.size // 4096 + 1))
         ones = np.zeros((parts, k, m), np.int64)
         totals = np.zeros((parts, k), np.int64)
-        _lk.count_bits(rows, words, k, m, parts, ones, totals)
+        with _threads(rows.size * m / 8):
+            _lk.count_bits(rows, words, k, m, parts, ones, totals)
         return Sketch(ones.sum(axis=0), totals.sum(axis=0), int(rows.size))
 
     def collect(self, items: Any, *, rng: Any = None, batch: int = 1 << 18) -> Sketch:
@@ -1396,13 +1422,14 @@ class Rappor:
     Notes
     -----
     The permanent response of client ``id`` for a value is a deterministic function of
-    ``(secret, id, value)``: the client key is the first half of ChaCha20 block 0 under
-    ``secret`` with nonce ``(id, 0x52415050)``, and the coins are the ChaCha20 stream under
-    that key with nonce ``(fingerprint(value), 0x52415051)``.  Re-encoding the same value
-    reuses the same permanent bits, which is what bounds the longitudinal privacy loss;
-    only the instantaneous response is fresh (from ``rng``).  A client's cohort is uniform
-    on ``[0, num_cohorts)`` from ``ChaCha20(secret, nonce=(id, 0x434f484f))``.  The
-    ``secret`` stays on the clients: whoever holds it can remove the permanent noise.
+    ``(secret, id, value)``: block 0 of ChaCha20 under ``secret`` with nonce
+    ``(id, 0x52415050)`` gives the client key (its first 32 bytes) and the client's cohort
+    (exactly uniform on ``[0, num_cohorts)`` from its last 32 bytes), and the coins are the
+    ChaCha20 stream under the client key with nonce ``(fingerprint(value), 0x52415051)``.
+    Re-encoding the same value reuses the same permanent bits, which is what bounds the
+    longitudinal privacy loss; only the instantaneous response is fresh (from ``rng``).
+    The ``secret`` stays on the clients: whoever holds it can remove the permanent
+    noise.
 
     **Privacy**
 
@@ -1488,17 +1515,18 @@ class Rappor:
         _, ids, key = self._clients(np.zeros(np.asarray(client_ids).size, np.int64),
                                     client_ids, secret)
         out = np.empty(ids.size, np.int64)
-        _lk.rappor_cohorts(key, ids, self.num_cohorts, _COHORT_TAG, out)
+        with _threads(ids.size * 32):
+            _lk.rappor_cohorts(key, ids, self.num_cohorts, _RAPPOR_TAG, out)
         return out
 
     def _prr_words(self, fp: np.ndarray, ids: np.ndarray, key: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
         coh = np.empty(ids.size, np.int64)
-        _lk.rappor_cohorts(key, ids, self.num_cohorts, _COHORT_TAG, coh)
         nw = -(-self.num_bits // 64)
         prr = np.empty((ids.size, nw), np.uint64)
-        _lk.rappor_prr(key, ids, fp, coh, self._tables, self.num_hashes, self.num_bits,
-                       self._fw, self._ft, _RAPPOR_TAG, prr)
+        with _threads(ids.size * 32 * nw):
+            _lk.rappor_prr(key, ids, fp, self.num_cohorts, self._tables, self.num_hashes,
+                           self.num_bits, self._fw, self._ft, _RAPPOR_TAG, coh, prr)
         return coh, prr
 
     def _pack(self, words: np.ndarray) -> np.ndarray:
@@ -1539,8 +1567,10 @@ class Rappor:
             nch = buf.shape[0]
             start = lo + np.arange(nch, dtype=np.int64) * chunk
             resume = np.empty(nch, np.int64)
-            _lk.rappor_irr_kernel(buf, st, gen._key_words, nonces, chunk, lo, hi - lo, prr, m,
-                                  self._qw, self._qt, self._pw, self._pt, out, start, resume)
+            with _threads((hi - lo) * wpc):
+                _lk.rappor_irr_kernel(buf, st, gen._key_words, nonces, chunk, lo, hi - lo,
+                                      prr, m, self._qw, self._qt, self._pw, self._pt, out,
+                                      start, resume)
             _drive.check_wrap(st)
         return RapporReports(coh, self._pack(out))
 
@@ -1563,8 +1593,32 @@ class Rappor:
         parts = max(1, min(numba.get_num_threads(), coh.size // 4096 + 1))
         counts = np.zeros((parts, self.num_cohorts, m), np.int64)
         totals = np.zeros((parts, self.num_cohorts), np.int64)
-        _lk.count_bits(coh, words.view(np.uint64), self.num_cohorts, m, parts, counts, totals)
+        with _threads(coh.size * m / 8):
+            _lk.count_bits(coh, words.view(np.uint64), self.num_cohorts, m, parts, counts,
+                           totals)
         return RapporCounts(counts.sum(axis=0), totals.sum(axis=0))
+
+    def bit_estimates(self, data: RapporReports | RapporCounts
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Unbiased estimates of how many clients of each cohort have each true Bloom bit
+        set, and their variances.
+
+        ``t_ji = (c_ji - p* N_j) / (q* - p*)`` with ``p* = p + f (q - p) / 2``,
+        ``q* - p* = (1 - f)(q - p)`` (paper sec. 4); variance
+        ``(t q* (1 - q*) + (N_j - t) p* (1 - p*)) / (q* - p*)^2`` (plug-in: ``t`` clipped
+        to ``[0, N_j]``; exact for the true ``t``, the clients' permanent responses being
+        fresh).
+        """
+        cnt = data if isinstance(data, RapporCounts) else self.aggregate(data)
+        counts = np.asarray(cnt.counts, np.float64)
+        totals = np.asarray(cnt.totals, np.float64)[:, None]
+        f, p, q = self.f, self.p, self.q
+        ps = p + f * (q - p) / 2
+        qs = ps + (1 - f) * (q - p)
+        t = (counts - ps * totals) / (qs - ps)
+        tc = np.clip(t, 0, totals)
+        var = (tc * qs * (1 - qs) + (totals - tc) * ps * (1 - ps)) / (qs - ps) ** 2
+        return t, var
 
     def bloom_bits(self, candidates: Any) -> np.ndarray:
         """``(num_cohorts, num_bits, len(candidates))`` 0/1 Bloom-filter design tensor."""
@@ -1601,11 +1655,9 @@ class Rappor:
         a = float(alpha)
         if not 0 < a < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-        counts = np.asarray(cnt.counts, np.float64)
         totals = np.asarray(cnt.totals, np.float64)
         n = float(totals.sum())
-        f, p, q = self.f, self.p, self.q
-        t = (counts - (p + f * (q - p) / 2) * totals[:, None]) / ((1 - f) * (q - p))
+        t, _ = self.bit_estimates(cnt)
         design = self.bloom_bits(cands) * (totals / max(n, 1.0))[:, None, None]
         x = design.reshape(-1, len(cands))
         y = t.reshape(-1)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from dpfast._kernels.chacha import chacha_block, next_u64
+from dpfast._kernels.chacha import chacha_words, next_u64
 from dpfast._kernels.uniform import below, mul64
 
 ZERO = np.uint64(0)
@@ -400,68 +400,67 @@ def hcms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, r
 
 
 @nb.njit(cache=True, inline="always")
-def _client_key(secret, cid, tag, blk, ckey):
-    """ckey[:8] = ChaCha20(secret, nonce = (cid, tag), block 0)[:8]; returns the block."""
+def _client_block(secret, cid, tag, ncoh, blk, ckey):
+    """Client PRF: block 0 of ChaCha20(secret, nonce = (cid, tag)) as 8 uint64 words
+    (``blk``).  Words 0-3 are the client key (``ckey``, 8 uint32); the cohort, uniform on
+    [0, ncoh), is drawn exactly (Lemire) from words 4-7, continuing with blocks 1, 2, ...
+    in the (astronomically rare) case all four are rejected.  Returns the cohort."""
     nonce = np.empty(3, np.uint32)
     nonce[0] = np.uint32(cid & M32)
     nonce[1] = np.uint32(cid >> S32)
     nonce[2] = np.uint32(tag)
-    chacha_block(secret, nonce, 0, blk)
-    for t in range(8):
-        ckey[t] = blk[t]
-
-
-@nb.njit(cache=True)
-def rappor_cohorts(secret, ids, ncoh, tag, out):
-    """Cohort of each client: uniform on [0, ncoh) from ChaCha20(secret, (id, tag)), exact
-    (Lemire rejection over successive blocks)."""
-    blk = np.empty(16, np.uint32)
-    nonce = np.empty(3, np.uint32)
+    chacha_words(secret, nonce, 0, blk)
+    for t in range(4):
+        ckey[2 * t] = np.uint32(blk[t] & M32)
+        ckey[2 * t + 1] = np.uint32(blk[t] >> S32)
     span = np.uint64(ncoh)
     thr = (ZERO - span) % span
-    for i in range(ids.shape[0]):
-        cid = ids[i]
-        nonce[0] = np.uint32(cid & M32)
-        nonce[1] = np.uint32(cid >> S32)
-        nonce[2] = np.uint32(tag)
-        counter = 0
-        done = False
-        while not done:
-            chacha_block(secret, nonce, counter, blk)
-            for t in range(8):
-                x = np.uint64(blk[2 * t]) | (np.uint64(blk[2 * t + 1]) << S32)
-                hi_, lo = mul64(x, span)
-                if lo >= thr:
-                    out[i] = np.int64(hi_)
-                    done = True
-                    break
-            counter += 1
+    counter = 0
+    first = 4
+    while True:
+        for t in range(first, 8):
+            hi_, lo = mul64(blk[t], span)
+            if lo >= thr:
+                return np.int64(hi_)
+        counter += 1
+        first = 0
+        chacha_words(secret, nonce, counter, blk)
 
 
 @nb.njit(cache=True, parallel=True)
-def rappor_prr(secret, ids, fp, cohorts, tables, h, m, fw, ft, tag, prr):
+def rappor_cohorts(secret, ids, ncoh, tag, out):
+    """Cohort of each client (see :func:`_client_block`)."""
+    for i in nb.prange(ids.shape[0]):
+        blk = np.empty(8, np.uint64)
+        ckey = np.empty(8, np.uint32)
+        out[i] = _client_block(secret, ids[i], tag, ncoh, blk, ckey)
+
+
+@nb.njit(cache=True, parallel=True)
+def rappor_prr(secret, ids, fp, ncoh, tables, h, m, fw, ft, tag, cohorts, prr):
     """Permanent randomized response of each (client, value): the Bloom filter of
-    ``fp[i]`` in cohort ``cohorts[i]`` (h tabulation hashes into m bits), each bit replaced
-    by a fair coin with probability f (binary-rational expansion ``fw``, terminal ``ft``).  The
-    randomness is the ChaCha20 stream keyed by ``ChaCha20(secret, (id, tag))[:8]`` with
-    nonce ``(fp_lo, fp_hi, tag + 1)``: a deterministic function of (secret, id, value)."""
+    ``fp[i]`` in the client's cohort (h tabulation hashes into m bits), each bit replaced
+    by a fair coin with probability f (binary-rational expansion ``fw``, terminal ``ft``).
+    The randomness is the ChaCha20 stream under the client key of
+    :func:`_client_block` with nonce ``(fp_lo, fp_hi, tag + 1)``: a deterministic
+    function of (secret, id, value).  Also writes the cohorts."""
     nw = (m + 63) // 64
     mm = np.uint64(m)
     n = ids.shape[0]
     for i in nb.prange(n):
-        blk = np.empty(16, np.uint32)
+        blk = np.empty(8, np.uint64)
         ckey = np.empty(8, np.uint32)
-        _client_key(secret, ids[i], tag, blk, ckey)
+        coh = _client_block(secret, ids[i], tag, ncoh, blk, ckey)
+        cohorts[i] = coh
         nonce = np.empty(3, np.uint32)
         x = fp[i]
         nonce[0] = np.uint32(x & M32)
         nonce[1] = np.uint32(x >> S32)
         nonce[2] = np.uint32(tag + 1)
-        buf = np.empty(16, np.uint64)
+        buf = np.empty(8, np.uint64)
         st = np.zeros(5, np.int64)
-        pos = 16  # empty: the first draw computes blocks 0 and 1
+        pos = 8  # empty: the first draw computes block 0
         bloom = np.zeros(nw, np.uint64)
-        coh = cohorts[i]
         for t in range(h):
             p = np.int64(bucket(tab_hash(tables, coh * h + t, x), mm))
             bloom[p // 64] |= ONE << np.uint64(p % 64)

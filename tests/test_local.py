@@ -1,0 +1,462 @@
+"""Local DP: exact reporting probabilities, audits, unbiased estimators with their exact
+variances (repeated trials), hashing shared by clients and servers, RAPPOR decoding,
+validation.  Fixed keys: every statistical test is deterministic."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+
+from dpfast import _exact
+from dpfast import local as L
+from dpfast.accounting import events
+
+KEY = bytes(range(32))
+SECRET = bytes(range(100, 132))
+LN3 = math.log(3)
+
+
+def key(i: int) -> bytes:
+    return hashlib.blake2b(i.to_bytes(8, "little"), digest_size=32).digest()
+
+
+def mp_keep(eps: float, k: int, dps: int = 60) -> mpmath.mpf:
+    with mpmath.workdps(dps):
+        e = mpmath.exp(mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator)
+        return e / (e + k - 1)
+
+
+def check_unbiased_and_variance(est: np.ndarray, truth: np.ndarray, var: np.ndarray) -> None:
+    """est (T, items) estimates over T independent trials; truth, var (items,)."""
+    t = est.shape[0]
+    mean_err = est.mean(axis=0) - truth
+    se = np.sqrt(var / t)
+    assert np.all(np.abs(mean_err) <= 3 * se), (mean_err / se)
+    emp = est.var(axis=0, ddof=1)
+    ratio = emp / var
+    assert np.all(np.abs(ratio - 1) <= 0.10), ratio
+
+
+# ============================================================================ exactness
+@pytest.mark.parametrize("eps,k", [(0.5, 2), (LN3, 2), (1.3, 5), (3.0, 40), (0.01, 3)])
+def test_threshold_words_are_exact_floor(eps, k):
+    thr = L._keep_threshold(Fraction(eps), k)
+    with mpmath.workdps(80):
+        want = int(mpmath.floor(mp_keep(eps, k) * mpmath.mpf(2) ** 64))
+    assert thr.terminal == 0 and int(thr.words[0]) == want
+    lo, hi = thr.bounds(300)
+    with mpmath.workdps(120):
+        c = mp_keep(eps, k, 120) * mpmath.mpf(2) ** 300
+        assert lo <= c <= hi and hi - lo <= 4
+
+
+def test_dyadic_thresholds():
+    t = L._Threshold(Fraction(0.3))
+    assert t.terminal == 1
+    m = 0
+    for w in t.words:
+        m = (m << 64) | int(w)
+    assert Fraction(m, 1 << (64 * len(t.words))) == Fraction(0.3)
+    assert L._Threshold(Fraction(1)).terminal == 2
+    z = L._Threshold(Fraction(0))
+    assert z.terminal == 1 and z.words.size == 0
+    tiny = L._Threshold(Fraction(1e-30))
+    assert tiny.terminal == 1 and len(tiny.words) == 3  # bits down to 2^-152
+
+
+def test_rr_probability_exact_large_sample():
+    eps = 0.5
+    n = 8_000_000
+    x = np.ones(n, bool)
+    y = L.randomized_response(x, eps, rng=KEY)
+    p = float(mp_keep(eps, 2))
+    se = math.sqrt(p * (1 - p) / n)
+    assert abs(y.mean() - p) <= 4 * se
+
+
+def test_krr_probability_exact_large_sample():
+    eps, k = 1.3, 5
+    n = 4_000_000
+    x = np.full(n, 2)
+    y = L.k_randomized_response(x, k, eps, rng=KEY)
+    freq = np.bincount(y, minlength=k) / n
+    p = float(mp_keep(eps, k))
+    q = (1 - p) / (k - 1)
+    for v in range(k):
+        want = p if v == 2 else q
+        assert abs(freq[v] - want) <= 4.5 * math.sqrt(want * (1 - want) / n)
+
+
+def test_forced_exact_continuation():
+    # every decision goes through the exact Python path; distribution unchanged
+    eps, k, n = 0.7, 3, 6000
+    with _exact.force_exact(3):
+        y = L.k_randomized_response(np.zeros(n, np.int64), k, eps, rng=KEY)
+        b = L.randomized_response(np.zeros(4000, bool), eps, rng=KEY)
+        o = L.OptimizedUnaryEncoding(6, 1.0).perturb(np.zeros(300, np.int64), rng=KEY)
+        c = L.CountMeanSketch(2.0, 2, 32, hash_seed=1).perturb(np.zeros(30, np.int64),
+                                                               rng=KEY)
+    p = float(mp_keep(eps, k))
+    assert abs((y == 0).mean() - p) <= 4 * math.sqrt(p * (1 - p) / n)
+    assert set(np.unique(y)) <= {0, 1, 2}
+    pf = 1 - float(mp_keep(eps, 2))
+    assert abs(b.mean() - pf) <= 4 * math.sqrt(pf * (1 - pf) / 4000)
+    q = 1 / (math.e + 1)
+    assert abs(o[:, 1:].mean() - q) <= 4 * math.sqrt(q * (1 - q) / o[:, 1:].size)
+    assert c.bits.shape == (30, 4)
+
+
+def test_deterministic_for_a_key_and_inputs_untouched():
+    x = np.arange(1000) % 7
+    x0 = x.copy()
+    a = L.k_randomized_response(x, 7, 1.0, rng=KEY)
+    b = L.k_randomized_response(x, 7, 1.0, rng=KEY)
+    assert np.array_equal(a, b) and np.array_equal(x, x0)
+    c = L.k_randomized_response(x, 7, 1.0, rng=key(5))
+    assert not np.array_equal(a, c)
+
+
+def test_rr_shape_and_dtype():
+    x = (np.arange(24).reshape(2, 3, 4) % 2).astype(np.int8)
+    y = L.randomized_response(x, 1.0, rng=KEY)
+    assert y.shape == x.shape and y.dtype == np.int8 and set(np.unique(y)) <= {0, 1}
+    yb = L.randomized_response(x.astype(bool), 1.0, rng=KEY)
+    assert yb.dtype == np.bool_ and yb.shape == x.shape
+    assert L.randomized_response(np.zeros(0, bool), 1.0, rng=KEY).shape == (0,)
+
+
+# ============================================================================ audit
+@pytest.mark.parametrize("k", [2, 4])
+def test_audit_ln3(k):
+    """Empirical audit: for every output y, P[y | v] <= e^eps P[y | v'] up to sampling
+    error (upper confidence bound of the ratio), and the bound is nearly attained."""
+    eps = LN3
+    n = 1_000_000
+    y0 = L.k_randomized_response(np.zeros(n, np.int64), k, eps, rng=key(10 + k))
+    y1 = L.k_randomized_response(np.ones(n, np.int64), k, eps, rng=key(20 + k))
+    f0 = np.bincount(y0, minlength=k) / n
+    f1 = np.bincount(y1, minlength=k) / n
+    for a, b in ((f0, f1), (f1, f0)):
+        for v in range(k):
+            ratio = a[v] / b[v]
+            rel = math.sqrt((1 - a[v]) / (n * a[v]) + (1 - b[v]) / (n * b[v]))
+            assert math.log(ratio) <= eps + 4 * rel
+    assert f0[0] / f1[0] == pytest.approx(3.0, rel=0.02)
+
+
+# ============================================================================ estimators
+T = 3000  # trials per estimator
+
+
+def test_binary_rr_estimator_unbiased_variance():
+    eps, n = 1.0, 400
+    truth = 130
+    x = np.zeros((T, n), bool)
+    x[:, :truth] = True
+    y = L.randomized_response(x, eps, rng=KEY)
+    est = np.array([L.randomized_response_estimate(y[t], eps).counts for t in range(T)])
+    ax = L.randomized_response_estimate(y, eps, axis=1)
+    assert np.allclose(ax.counts, est)
+    grr = L.GeneralizedRandomizedResponse(2, eps)
+    var = np.array([grr.variance(n, truth)])
+    check_unbiased_and_variance(est[:, None], np.array([truth]), var)
+
+
+def test_krr_estimator_unbiased_variance():
+    eps, k = 1.5, 6
+    counts = np.array([300, 200, 150, 100, 50, 0])
+    n = counts.sum()
+    x = np.repeat(np.arange(k), counts)
+    y = L.k_randomized_response(np.tile(x, T), k, eps, rng=KEY).reshape(T, n)
+    grr = L.GeneralizedRandomizedResponse(k, eps)
+    sup = np.stack([np.bincount(r, minlength=k) for r in y])
+    est = (sup - n * grr.q) / (grr.p - grr.q)
+    e0 = L.k_randomized_response_estimate(y[0], k, eps)
+    assert np.allclose(e0.counts, est[0])
+    check_unbiased_and_variance(est, counts, grr.variance(n, counts))
+
+
+def test_oue_estimator_unbiased_variance():
+    eps, k = 1.0, 8
+    counts = np.array([200, 120, 80, 50, 30, 15, 5, 0])
+    n = counts.sum()
+    x = np.tile(np.repeat(np.arange(k), counts), T)
+    oue = L.OptimizedUnaryEncoding(k, eps)
+    r = oue.perturb(x, rng=KEY).reshape(T, n, k)
+    est = (r.sum(axis=1) - n * oue.q) / (oue.p - oue.q)
+    e0 = oue.estimate(r[0])
+    assert np.allclose(e0.counts, est[0])
+    check_unbiased_and_variance(est, counts, oue.variance(n, counts))
+    # paper's formula for an absent value
+    e = math.exp(eps)
+    assert oue.variance(n) == pytest.approx(n * 4 * e / (e - 1) ** 2, rel=1e-12)
+
+
+def test_olh_estimator_unbiased_variance():
+    eps, k = 2.0, 8
+    counts = np.array([200, 120, 80, 50, 30, 15, 5, 0])
+    n = counts.sum()
+    olh = L.OptimalLocalHashing(k, eps)
+    assert olh.g == round(math.exp(eps)) + 1
+    rep = olh.perturb(np.tile(np.repeat(np.arange(k), counts), T), rng=KEY)
+    est = np.empty((T, k))
+    for t in range(T):
+        sl = slice(t * n, (t + 1) * n)
+        est[t] = olh.estimate(L.OlhReports(rep.seeds[sl], rep.values[sl])).counts
+    check_unbiased_and_variance(est, counts, olh.variance(n, counts))
+    g = olh.g
+    p = math.exp(eps) / (math.exp(eps) + g - 1)
+    assert olh.variance(n) == pytest.approx(n * (1 / g) * (1 - 1 / g) / (p - 1 / g) ** 2)
+
+
+def _sketch_trials(cls, eps, counts, m, k, trials):
+    n = counts.sum()
+    items = np.repeat(np.arange(counts.size), counts)
+    cands = np.arange(counts.size + 1)  # the last candidate is absent
+    est = np.empty((trials, cands.size))
+    sk = None
+    for t in range(trials):
+        sk = cls(eps, k, m, hash_seed=t + 1)  # fresh random hash functions per trial
+        est[t] = sk.estimate(sk.perturb(items, rng=key(t)), cands).counts
+    truth = np.append(counts, 0)
+    s2 = float(np.sum(counts.astype(float) ** 2))
+    var = np.array([sk.variance(n, c, s2 - c * c) for c in truth])
+    return est, truth, var
+
+
+def test_cms_estimator_unbiased_variance():
+    counts = np.array([150, 100, 60, 40, 30, 20])
+    est, truth, var = _sketch_trials(L.CountMeanSketch, 2.0, counts, 16, 4, T)
+    check_unbiased_and_variance(est, truth, var)
+
+
+def test_hcms_estimator_unbiased_variance():
+    counts = np.array([150, 100, 60, 40, 30, 20])
+    est, truth, var = _sketch_trials(L.HadamardCountMeanSketch, 2.0, counts, 16, 4, T)
+    check_unbiased_and_variance(est, truth, var)
+
+
+def test_cms_sketch_merge_and_collect():
+    cms = L.CountMeanSketch(3.0, 8, 64, hash_seed=3)
+    items = np.arange(5000) % 10
+    r1 = cms.perturb(items[:2000], rng=KEY)
+    r2 = cms.perturb(items[2000:], rng=KEY)
+    merged = cms.aggregate(r1) + cms.aggregate(r2)
+    both = cms.aggregate(L.CmsReports(np.concatenate([r1.rows, r2.rows]),
+                                      np.concatenate([r1.bits, r2.bits])))
+    assert np.array_equal(merged.ones, both.ones) and merged.n == 5000
+    sk = cms.collect(items, rng=KEY, batch=1500)
+    assert sk.n == 5000 and sk.totals.sum() == 5000
+    e = cms.estimate(sk, np.arange(10))
+    assert np.all(np.abs(e.counts - 500) <= 5 * e.std_error)
+
+
+def test_rappor_bit_estimates_unbiased_variance():
+    rap = L.Rappor(num_bits=16, num_hashes=2, num_cohorts=1, f=0.25, p=0.25, q=0.75,
+                   hash_seed=11)
+    counts = np.array([120, 60, 20])
+    n = counts.sum()
+    values = np.repeat(np.arange(3), counts)
+    bloom = rap.bloom_bits(np.arange(3))[0]  # (m, 3)
+    truth = bloom @ counts
+    trials = 2000
+    est = np.empty((trials, 16))
+    for t in range(trials):  # a fresh client secret per trial: fresh permanent responses
+        rep = rap.encode(values, np.arange(n), key(1000 + t), rng=key(t))
+        est[t] = rap.bit_estimates(rep)[0][0]
+    f, p, q = 0.25, 0.25, 0.75
+    ps = p + f * (q - p) / 2
+    qs = ps + (1 - f) * (q - p)
+    var = (truth * qs * (1 - qs) + (n - truth) * ps * (1 - ps)) / (qs - ps) ** 2
+    check_unbiased_and_variance(est, truth, var)
+
+
+# ============================================================================ hashing
+def test_fingerprints():
+    assert L.fingerprint([3, -1]).tolist() == [3, 2**64 - 1]
+    d = hashlib.blake2b("héllo".encode(), digest_size=8, person=b"dpfast.local").digest()
+    assert L.fingerprint(["héllo"])[0] == int.from_bytes(d, "little")
+    assert L.fingerprint([b"abc"])[0] == L.fingerprint(["abc"])[0]
+    assert L.fingerprint(np.array(["a", "b", "a"])).tolist() == L.fingerprint(
+        ["a", "b", "a"]).tolist()
+    with pytest.raises(TypeError, match="items"):
+        L.fingerprint([1.5])
+
+
+def _tab_py(tables, f, x):
+    h = 0
+    for i in range(8):
+        h ^= int(tables[f, i, (x >> (8 * i)) & 255])
+    return h
+
+
+def test_hash_tables_and_cms_clients_match_server():
+    cms = L.CountMeanSketch(80.0, 5, 100, hash_seed=12345)  # flips have prob ~e^-40
+    tab = L.hash_tables(12345, 5)
+    assert np.array_equal(tab, cms._tables)
+    from dpfast.random import keystream
+    raw = keystream((12345).to_bytes(32, "little"), L._TAB_STREAM, 5 * 8192)
+    assert np.array_equal(tab.reshape(-1), np.frombuffer(raw, "<u4"))
+    items = ["apple", "pear", 17, -3]
+    cols = cms.buckets(items)
+    fps = L.fingerprint(items)
+    for i, x in enumerate(fps):
+        for j in range(5):
+            assert cols[i, j] == (_tab_py(tab, j, int(x)) * 100) >> 32
+    rep = cms.perturb(np.array(items * 50, dtype=object), rng=KEY)
+    bits = np.unpackbits(rep.bits, axis=1, count=100, bitorder="little")
+    for u in range(len(rep.rows)):
+        assert bits[u].sum() == 1
+        assert bits[u].argmax() == cols[u % 4, rep.rows[u]]
+
+
+def test_olh_clients_use_documented_hash():
+    olh = L.OptimalLocalHashing(50, 60.0, g=37)  # keep probability 1 - ~e^-56
+    x = np.arange(2000) % 50
+    rep = olh.perturb(x, rng=KEY)
+    m64 = (1 << 64) - 1
+    for i in range(0, 2000, 97):
+        a0, a1, b = (int(w) for w in rep.seeds[i])
+        v = int(x[i])
+        h = (((a0 * (v & 0xFFFFFFFF) + a1 * (v >> 32) + b) & m64) >> 32)
+        assert rep.values[i] == (h * 37) >> 32
+    sup = olh.aggregate(rep)
+    assert np.array_equal(sup, np.bincount(x, minlength=50) + sup - np.bincount(
+        x, minlength=50))  # shape / dtype
+    assert np.all(sup >= np.bincount(x, minlength=50))
+
+
+# ============================================================================ RAPPOR
+def test_rappor_epsilons():
+    e1, einf = L.rappor_epsilon(0.5, 0.5, 0.75, 2)
+    with mpmath.workdps(50):
+        qs = mpmath.mpf(0.25) * 1.25 + 0.5 * 0.75
+        ps = mpmath.mpf(0.25) * 1.25 + 0.5 * 0.5
+        want1 = 2 * mpmath.log(qs * (1 - ps) / (ps * (1 - qs)))
+        wantinf = 4 * mpmath.log(3)
+        assert mpmath.mpf(e1) >= want1 and e1 - want1 < 1e-15
+        assert mpmath.mpf(einf) >= wantinf and einf - wantinf < 1e-15
+    assert e1 == pytest.approx(1.0743, abs=1e-4)  # the paper's value for these parameters
+    r = L.Rappor(f=0.5, p=0.5, q=0.75, num_hashes=2)
+    assert r.event == events.Epsilon(e1) and r.longitudinal_event == events.Epsilon(einf)
+
+
+def test_rappor_permanent_response_memoized():
+    rap = L.Rappor(num_bits=64, num_hashes=2, num_cohorts=8, hash_seed=5)
+    ids = np.arange(300)
+    vals = np.array(["a", "b", "c"] * 100)
+    p1 = rap.permanent(vals, ids, SECRET)
+    p2 = rap.permanent(vals, ids, SECRET)
+    assert np.array_equal(p1.bits, p2.bits) and np.array_equal(p1.cohorts, p2.cohorts)
+    assert np.array_equal(p1.cohorts, rap.cohorts(ids, SECRET))
+    other = rap.permanent(vals, ids, key(1))
+    assert not np.array_equal(p1.bits, other.bits)
+    changed = rap.permanent(np.array(["z"] * 300), ids, SECRET)
+    assert np.array_equal(changed.cohorts, p1.cohorts)
+    assert not np.array_equal(changed.bits, p1.bits)
+    r1 = rap.encode(vals, ids, SECRET, rng=key(2))
+    r2 = rap.encode(vals, ids, SECRET, rng=key(3))
+    assert not np.array_equal(r1.bits, r2.bits)
+    # IRR: P(report bit = 1) is q over permanent ones and p over permanent zeros
+    big = rap.encode(np.array(["a"] * 20000), np.arange(20000), SECRET, rng=key(4))
+    prr = np.unpackbits(rap.permanent(np.array(["a"] * 20000), np.arange(20000),
+                                      SECRET).bits, axis=1, bitorder="little").astype(bool)
+    rep = np.unpackbits(big.bits, axis=1, bitorder="little").astype(bool)
+    for mask, want in ((prr, 0.75), (~prr, 0.5)):
+        frac = rep[mask].mean()
+        assert abs(frac - want) <= 4 * math.sqrt(want * (1 - want) / mask.sum())
+
+
+def test_rappor_recovers_zipf_top_strings():
+    n, ncand = 1_000_000, 100
+    rng = np.random.default_rng(7)
+    cands = [f"candidate-{i:03d}" for i in range(ncand)]
+    w = 1.0 / np.arange(1, ncand + 1) ** 1.2
+    w /= w.sum()
+    idx = rng.choice(ncand, size=n, p=w)
+    vals = np.array(cands)[idx]
+    true = np.bincount(idx, minlength=ncand)
+    rap = L.Rappor(num_bits=128, num_hashes=2, num_cohorts=64, f=0.5, p=0.5, q=0.75,
+                   hash_seed=2014)
+    rep = rap.encode(vals, np.arange(n), SECRET, rng=KEY)
+    dec = rap.decode(rap.aggregate(rep), cands, alpha=0.05)
+    top = dec.top()
+    found = [c for c, _, _ in top]
+    assert all(cands[i] in found for i in range(10)), found
+    assert [c for c, _, _ in top[:3]] == cands[:3]
+    for i in range(10):
+        assert abs(dec.counts[i] - true[i]) <= 5 * dec.std_errors[i]
+    # false discoveries are rare: the detected set is dominated by true heavy hitters
+    assert sum(true[cands.index(c)] < 2000 for c in found) <= 2
+
+
+# ============================================================================ API / events
+def test_events_and_probabilities():
+    assert L.GeneralizedRandomizedResponse(5, 1.0).event == events.RandomizedResponse(1.0, 5)
+    olh = L.OptimalLocalHashing(100, 1.0)
+    assert olh.event == events.RandomizedResponse(1.0, olh.g)
+    assert L.OptimizedUnaryEncoding(4, 1.0).event == events.Epsilon(1.0)
+    cms = L.CountMeanSketch(2.0, 4, 32, hash_seed=0)
+    assert cms.event == events.Epsilon(2.0)
+    assert cms.flip_probability == pytest.approx(1 / (1 + math.exp(1.0)), rel=1e-15)
+    assert L.HadamardCountMeanSketch(2.0, 4, 32, hash_seed=0).flip_probability == \
+        pytest.approx(1 / (1 + math.exp(2.0)), rel=1e-15)
+
+
+def test_validation_names_parameter():
+    with pytest.raises(ValueError, match="epsilon"):
+        L.randomized_response([0, 1], -1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        L.k_randomized_response([0], 3, float("nan"))
+    with pytest.raises(TypeError, match="epsilon"):
+        L.randomized_response([0, 1], "1")
+    with pytest.raises(ValueError, match="values"):
+        L.randomized_response([0, 2], 1.0)
+    with pytest.raises(TypeError, match="values"):
+        L.randomized_response([0.5], 1.0)
+    with pytest.raises(ValueError, match="values"):
+        L.k_randomized_response([0, 3], 3, 1.0)
+    with pytest.raises(ValueError, match="k"):
+        L.k_randomized_response([0], 1, 1.0)
+    with pytest.raises(TypeError, match="k"):
+        L.GeneralizedRandomizedResponse(2.5, 1.0)
+    with pytest.raises(ValueError, match="g"):
+        L.OptimalLocalHashing(10, 1.0, g=1)
+    with pytest.raises(ValueError, match="sketch_size"):
+        L.HadamardCountMeanSketch(1.0, 4, 48)
+    with pytest.raises(ValueError, match="num_hashes"):
+        L.CountMeanSketch(1.0, 0, 16)
+    with pytest.raises(ValueError, match="hash_seed"):
+        L.CountMeanSketch(1.0, 2, 16, hash_seed=b"short")
+    with pytest.raises(ValueError, match="f"):
+        L.Rappor(f=1.5)
+    with pytest.raises(ValueError, match="p and q"):
+        L.Rappor(p=0.5, q=0.5)
+    with pytest.raises(TypeError, match="secret"):
+        L.Rappor().encode(["a"], [1], b"x")
+    with pytest.raises(ValueError, match="client_ids"):
+        L.Rappor().encode(["a", "b"], [1], SECRET)
+    with pytest.raises(ValueError, match="reports"):
+        L.OptimizedUnaryEncoding(4, 1.0).estimate(np.zeros((3, 5), bool))
+    with pytest.raises(ValueError, match="alpha"):
+        L.Rappor().decode(L.RapporCounts(np.zeros((64, 128)), np.ones(64)), ["a"], alpha=2)
+
+
+def test_rappor_cohorts_follow_documented_prf():
+    from dpfast.random import keystream
+
+    rap = L.Rappor(num_cohorts=37)
+    ids = np.array([0, 1, 2**40 + 5, 2**63 + 9], dtype=np.uint64)
+    got = rap.cohorts(ids, SECRET)
+    for cid, c in zip(ids.tolist(), got.tolist()):
+        block = keystream(SECRET, cid + (L._RAPPOR_TAG << 64), 64)
+        for t in range(4, 8):
+            x = int.from_bytes(block[8 * t:8 * t + 8], "little") * 37
+            if x % 2**64 >= (2**64 - 37) % 37:
+                assert c == x >> 64
+                break
