@@ -571,7 +571,7 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     Notes
     -----
     **Privacy.**  ``epsilon``-DP for neighbouring datasets under which every utility
-    changes by at most ``sensitivity`` (McKenna & Sheldon 2020, Thm. 1):
+    changes by at most ``sensitivity`` (McKenna & Sheldon 2020):
     ``P[M(x) = i] <= exp(epsilon) P[M(x') = i]``.  Its expected error is never worse than
     the exponential mechanism's at the same ``epsilon``.  It is distributed exactly as
     report-noisy-max with exponential noise of scale ``2 sensitivity / epsilon`` (Ding,
@@ -599,7 +599,7 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
         flat = u2.reshape(-1)
         m = _draw_words(gen, rows * n)
         flags = np.empty(rows * n, np.uint8)
-        _ks.pf_flips(m, flat, umax, n, c_f, _forced(), flags)
+        _ks.pf_flips(m, flat, umax, n, _SEG, c_f, _forced(), flags)
         pending = np.flatnonzero(flags == _ks.PENDING)
         if pending.size:
             src = _LazySource(gen)
@@ -653,12 +653,18 @@ def report_noisy_max(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     Returns
     -------
     int or numpy.ndarray of int64
+        The index of the largest noisy utility (1-D input) or one index per row.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`exponential`; also for an unknown ``noise``.
 
     Notes
     -----
     **Privacy.**  ``epsilon``-DP for neighbouring datasets under which each utility
-    changes by at most ``sensitivity`` (Dwork & Roth 2014, Claim 3.9 for the
-    one-sided noise; McSherry & Talwar 2007 for Gumbel).  Event:
+    changes by at most ``sensitivity`` (Dwork & Roth 2014, Sec. 3.3;
+    Ding, Kifer et al. 2021 for exponential noise; McSherry & Talwar 2007 for Gumbel).  Event:
     :func:`report_noisy_max_event`.
 
     **Numerics.**  Exact; see :func:`permute_and_flip` and :func:`exponential`.
@@ -713,7 +719,8 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
     -----
     **Privacy.**  The ordered output has exactly the distribution of ``k`` rounds of the
     peeling exponential mechanism (each ``epsilon``-DP, selecting without replacement
-    with ``P(i) ∝ exp(epsilon u_i / (2 sensitivity))``): Durfee & Rogers 2019, Lemma 4.2.
+    with ``P(i) ∝ exp(epsilon u_i / (2 sensitivity))``), Durfee & Rogers 2019 (one-shot
+    Gumbel top-k equals peeling).
     Hence ``k epsilon``-DP for neighbours under which every utility changes by at most
     ``sensitivity``, ``k epsilon^2 / 8``-zCDP by bounded-range composition (Cesar &
     Rogers 2021), and ``(epsilon', delta)``-DP by advanced composition.  Event:

@@ -114,6 +114,16 @@ def test_exponential_forced_exact_distribution() -> None:
     assert chi2_pvalue(counts, em_probs(u, 1)) > PMIN
 
 
+def test_forced_exact_far_behind_measurable() -> None:
+    """60 utility units behind at a small epsilon: measurable, through the exact path."""
+    u = [0.0, -60.0, -30.0]
+    with sel.force_exact():
+        idx = sel.exponential(np.tile(np.array(u), (3000, 1)), 0.05, rng=key(30))
+    counts = np.bincount(idx, minlength=3)
+    assert counts[1] > 0
+    assert chi2_pvalue(counts, em_probs(u, Fraction(0.05) / 2)) > PMIN
+
+
 def test_exponential_1d_and_large_row() -> None:
     i = sel.exponential([1.0, 2.0, 3.0], 1.0, rng=KEY)
     assert isinstance(i, int) and 0 <= i < 3

@@ -189,30 +189,47 @@ def row_bounds(m, u, um, c, lo, hi):
         hi[i] = h
 
 
+@nb.njit(cache=True, inline="always")
+def _pf_coin(w, g):
+    """1{U < exp(-gamma)} for U in [w/2^64, (w+1)/2^64), |gamma - g| <= g 2^-50; or PENDING.
+
+    Cheap certified tests first: exp(-gamma) <= 1 / (1 + gamma) rejects, and
+    exp(-gamma) >= 1 - gamma accepts, without evaluating exp.
+    """
+    if g > 64.0:  # gamma > 44.4: exp(-gamma) < 2^-64 <= U unless w == 0
+        return 0 if w != np.uint64(0) else PENDING
+    uf = np.float64(w) * INV64
+    if uf * (1.0 - 2.0 ** -52) >= (1.0 / (1.0 + g * (1.0 - 2.0 ** -50))) * (1.0 + 2.0 ** -50):
+        return 0
+    if (uf + INV64) * (1.0 + 2.0 ** -52) <= (1.0 - g * (1.0 + 2.0 ** -50)) * (1.0 - 2.0 ** -52):
+        return 1
+    dec = bern_exp_decide(g, g * 2.0 ** -50, w)
+    return dec if dec >= 0 else PENDING
+
+
 @nb.njit(cache=True, parallel=True)
-def pf_flips(m, u, umax, n, c, force, flags):
+def pf_flips(m, u, umax, n, seg, c, force, flags):
     """Permute-and-flip coins: flags[i] = 1{U_i < exp(-c (u_max - u_i))}, or PENDING.
 
-    ``c * (u_max - u_i)`` is computed with relative error < 2^-51 (bound 2^-50 passed
-    to :func:`bern_exp_decide`); the maximum itself flips with probability 1.  When the
-    float exponent exceeds 64 the true one exceeds 44.4, so exp(-gamma) < 2^-64 <= U
-    unless the word is 0 (pending).
+    ``c * (u_max - u_i)`` is computed with relative error < 2^-51 (bound 2^-50 used);
+    the maximum itself flips with probability 1.  Parallel over row segments.
     """
-    for i in nb.prange(m.shape[0]):
-        d = umax[i // n] - u[i]
-        if d == 0.0:
-            flags[i] = 1
-            continue
-        if force:
-            flags[i] = PENDING
-            continue
-        g = c * d
-        w = m[i]
-        if g > 64.0:
-            flags[i] = 0 if w != np.uint64(0) else PENDING
-            continue
-        dec = bern_exp_decide(g, g * 2.0 ** -50, w)
-        flags[i] = dec if dec >= 0 else PENDING
+    nps = (n + seg - 1) // seg
+    nseg = umax.shape[0] * nps
+    for s in nb.prange(nseg):
+        r = s // nps
+        p = s - r * nps
+        i0 = r * n + p * seg
+        i1 = min(i0 + seg, r * n + n)
+        um = umax[r]
+        for i in range(i0, i1):
+            d = um - u[i]
+            if d == 0.0:
+                flags[i] = 1
+            elif force:
+                flags[i] = PENDING
+            else:
+                flags[i] = _pf_coin(m[i], c * d)
 
 
 @nb.njit(cache=True, parallel=True)
