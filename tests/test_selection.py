@@ -391,6 +391,34 @@ def test_top_k_forced_and_python_path() -> None:
     assert one.shape == (1,)
 
 
+def test_top_k_python_path_distribution(monkeypatch) -> None:
+    """The per-row path (float blocks + exact ranking), used for k > 64, is exact too."""
+    monkeypatch.setattr(sel, "_TOPK_KERNEL", 0)
+    u = [0.0, 1.0, -0.5, 2.0]
+    idx = sel.top_k(np.tile(np.array(u), (20_000, 1)), 2, 1.0, rng=key(17))
+    assert _topk_check(u, 2, idx, Fraction(1, 2)) > PMIN
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_exact_top_matches_high_precision_order(forced) -> None:
+    rng = np.random.default_rng(21)
+    n, k = 25, 5
+    for trial in range(40):
+        words = rng.integers(0, 2 ** 64, size=n, dtype=np.uint64)
+        u = rng.normal(scale=0.3, size=n)
+        src = _source([], seed=trial)
+        got = sel._exact_top(words, u, Fraction(1), 1.0, k, lambda s=src: s, forced)
+        with mpmath.workprec(200):
+            um = float(u.max())
+            sc = [mpmath.mpf(float(u[j])) - um
+                  + _g((mpmath.mpf(int(words[j])) + 0.5) / mpmath.mpf(2) ** 64)
+                  for j in range(n)]
+        order = sorted(range(n), key=lambda j: -sc[j])
+        gaps = [sc[order[t]] - sc[order[t + 1]] for t in range(k)]
+        if min(gaps) > 1e-12:  # midpoint order is the exact order
+            assert got == order[:k]
+
+
 def test_top_k_matches_exponential_for_k1() -> None:
     u = np.random.default_rng(2).normal(size=(500, 30))
     assert np.array_equal(sel.top_k(u, 1, 1.0, rng=key(16))[:, 0],
