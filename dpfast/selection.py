@@ -490,16 +490,18 @@ def exponential(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     TypeError
         Non-numeric arguments.
 
-    Notes
-    -----
-    **Privacy.**  ``epsilon``-DP (McSherry & Talwar 2007): for neighbouring datasets
+    Privacy
+    -------
+    ``epsilon``-DP (McSherry & Talwar 2007): for neighbouring datasets
     ``x ~ x'`` (whatever relation the sensitivity is stated for) and every ``i``,
     ``P[M(x) = i] <= exp(epsilon) P[M(x') = i]``.  It is also ``epsilon``-bounded-range,
     hence ``epsilon^2 / 8``-zCDP (Cesar & Rogers 2021).  Event:
     :func:`exponential_event` (``dpfast.accounting.events.Exponential(epsilon)``) per
     row; the rows of a batch are separate mechanisms.
 
-    **Numerics.**  Exact (see the module docstring): every ``U_i`` starts from 64 bits
+    Numerics
+    --------
+    Exact (see the module docstring): every ``U_i`` starts from 64 bits
     of ChaCha20 keystream and the float score bounds are certified (error analysis in
     :mod:`dpfast._kernels.selection`); undecided rows (about ``1e-13`` of rows, plus
     rows with a word within ``2^-52`` of 1) refine the contenders' uniforms with fresh
@@ -568,16 +570,18 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     ValueError, TypeError
         As :func:`exponential`.
 
-    Notes
-    -----
-    **Privacy.**  ``epsilon``-DP for neighbouring datasets under which every utility
+    Privacy
+    -------
+    ``epsilon``-DP for neighbouring datasets under which every utility
     changes by at most ``sensitivity`` (McKenna & Sheldon 2020):
     ``P[M(x) = i] <= exp(epsilon) P[M(x') = i]``.  Its expected error is never worse than
     the exponential mechanism's at the same ``epsilon``.  It is distributed exactly as
     report-noisy-max with exponential noise of scale ``2 sensitivity / epsilon`` (Ding,
     Kifer et al. 2021).  Event: :func:`permute_and_flip_event` (pure ``epsilon``-DP) per row.
 
-    **Numerics.**  All ``n`` coins are drawn (the order is independent of the coins, so
+    Numerics
+    --------
+    All ``n`` coins are drawn (the order is independent of the coins, so
     "first head in a uniform order" is a uniformly random head); each coin compares a
     64-bit uniform with ``exp(-gamma)``, ``gamma = c (u_max - u_i)``, by a certified float
     test and otherwise exactly (lazily refined uniform against integer bounds of
@@ -660,14 +664,16 @@ def report_noisy_max(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     ValueError, TypeError
         As :func:`exponential`; also for an unknown ``noise``.
 
-    Notes
-    -----
-    **Privacy.**  ``epsilon``-DP for neighbouring datasets under which each utility
+    Privacy
+    -------
+    ``epsilon``-DP for neighbouring datasets under which each utility
     changes by at most ``sensitivity`` (Dwork & Roth 2014, Sec. 3.3;
     Ding, Kifer et al. 2021 for exponential noise; McSherry & Talwar 2007 for Gumbel).  Event:
     :func:`report_noisy_max_event`.
 
-    **Numerics.**  Exact; see :func:`permute_and_flip` and :func:`exponential`.
+    Numerics
+    --------
+    Exact; see :func:`permute_and_flip` and :func:`exponential`.
 
     References
     ----------
@@ -715,9 +721,9 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
     numpy.ndarray of int64, shape (k,) or (batch, k)
         Distinct indices in decreasing order of noisy utility.
 
-    Notes
-    -----
-    **Privacy.**  The ordered output has exactly the distribution of ``k`` rounds of the
+    Privacy
+    -------
+    The ordered output has exactly the distribution of ``k`` rounds of the
     peeling exponential mechanism (each ``epsilon``-DP, selecting without replacement
     with ``P(i) ∝ exp(epsilon u_i / (2 sensitivity))``), Durfee & Rogers 2019 (one-shot
     Gumbel top-k equals peeling).
@@ -726,7 +732,9 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
     Rogers 2021), and ``(epsilon', delta)``-DP by advanced composition.  Event:
     :func:`top_k_event` (``SelfComposed(Exponential(epsilon), k)``).
 
-    **Numerics.**  Exact: the set *and* order of the top ``k`` are decided on certified
+    Numerics
+    --------
+    Exact: the set *and* order of the top ``k`` are decided on certified
     score intervals; the certificate includes the cut between rank ``k`` and rank
     ``k + 1``, and candidates whose intervals overlap are ranked by the exact
     continuation of :func:`exponential` (refined uniforms, integer interval arithmetic).
