@@ -20,64 +20,159 @@ import numba as nb
 import numpy as np
 
 M32 = np.uint64(0xFFFFFFFF)
+S7 = np.uint64(7)
+S8 = np.uint64(8)
+S12 = np.uint64(12)
+S16 = np.uint64(16)
+S20 = np.uint64(20)
+S24 = np.uint64(24)
+S25 = np.uint64(25)
+S32 = np.uint64(32)
+
+# Kernels are compiled with NRT (reference counting) off: they allocate nothing, and
+# atomic reference counting of the arrays they pass around would cost more than the
+# sampling itself.
+KERNEL = {"cache": True, "_nrt": False}
 
 
-@nb.njit(cache=True, inline="always")
-def _rotl(x, n):
-    return ((x << np.uint64(n)) | (x >> np.uint64(32 - n))) & M32
+@nb.njit(cache=True, _nrt=False)
+def block_into(key, nonce, counter, out64, off):
+    """Write block ``counter`` as 8 little-endian uint64 words to out64[off:off+8].
 
-
-@nb.njit(cache=True, inline="always")
-def _qr(x, a, b, c, d):
-    x[a] = (x[a] + x[b]) & M32
-    x[d] = _rotl(x[d] ^ x[a], 16)
-    x[c] = (x[c] + x[d]) & M32
-    x[b] = _rotl(x[b] ^ x[c], 12)
-    x[a] = (x[a] + x[b]) & M32
-    x[d] = _rotl(x[d] ^ x[a], 8)
-    x[c] = (x[c] + x[d]) & M32
-    x[b] = _rotl(x[b] ^ x[c], 7)
-
-
-@nb.njit(cache=True)
-def chacha_block(key, nonce, counter, out32):
-    """Write the 16 words of block ``counter`` to ``out32`` (uint32[16])."""
-    s = np.empty(16, np.uint64)
-    s[0] = 0x61707865
-    s[1] = 0x3320646E
-    s[2] = 0x79622D32
-    s[3] = 0x6B206574
-    for i in range(8):
-        s[4 + i] = np.uint64(key[i])
-    s[12] = np.uint64(counter) & M32
-    for i in range(3):
-        s[13 + i] = np.uint64(nonce[i])
-    x = s.copy()
+    Allocation-free and call-free, so kernels that inline it keep their arrays out
+    of reference counting."""
+    s0 = np.uint64(0x61707865)
+    s1 = np.uint64(0x3320646E)
+    s2 = np.uint64(0x79622D32)
+    s3 = np.uint64(0x6B206574)
+    s4 = np.uint64(key[0])
+    s5 = np.uint64(key[1])
+    s6 = np.uint64(key[2])
+    s7 = np.uint64(key[3])
+    s8 = np.uint64(key[4])
+    s9 = np.uint64(key[5])
+    s10 = np.uint64(key[6])
+    s11 = np.uint64(key[7])
+    s12 = np.uint64(counter) & M32
+    s13 = np.uint64(nonce[0])
+    s14 = np.uint64(nonce[1])
+    s15 = np.uint64(nonce[2])
+    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15
     for _ in range(10):
-        _qr(x, 0, 4, 8, 12)
-        _qr(x, 1, 5, 9, 13)
-        _qr(x, 2, 6, 10, 14)
-        _qr(x, 3, 7, 11, 15)
-        _qr(x, 0, 5, 10, 15)
-        _qr(x, 1, 6, 11, 12)
-        _qr(x, 2, 7, 8, 13)
-        _qr(x, 3, 4, 9, 14)
-    for i in range(16):
-        out32[i] = np.uint32((x[i] + s[i]) & M32)
+        x0 = (x0 + x4) & M32
+        x12 ^= x0
+        x12 = ((x12 << S16) | (x12 >> S16)) & M32
+        x8 = (x8 + x12) & M32
+        x4 ^= x8
+        x4 = ((x4 << S12) | (x4 >> S20)) & M32
+        x0 = (x0 + x4) & M32
+        x12 ^= x0
+        x12 = ((x12 << S8) | (x12 >> S24)) & M32
+        x8 = (x8 + x12) & M32
+        x4 ^= x8
+        x4 = ((x4 << S7) | (x4 >> S25)) & M32
+        x1 = (x1 + x5) & M32
+        x13 ^= x1
+        x13 = ((x13 << S16) | (x13 >> S16)) & M32
+        x9 = (x9 + x13) & M32
+        x5 ^= x9
+        x5 = ((x5 << S12) | (x5 >> S20)) & M32
+        x1 = (x1 + x5) & M32
+        x13 ^= x1
+        x13 = ((x13 << S8) | (x13 >> S24)) & M32
+        x9 = (x9 + x13) & M32
+        x5 ^= x9
+        x5 = ((x5 << S7) | (x5 >> S25)) & M32
+        x2 = (x2 + x6) & M32
+        x14 ^= x2
+        x14 = ((x14 << S16) | (x14 >> S16)) & M32
+        x10 = (x10 + x14) & M32
+        x6 ^= x10
+        x6 = ((x6 << S12) | (x6 >> S20)) & M32
+        x2 = (x2 + x6) & M32
+        x14 ^= x2
+        x14 = ((x14 << S8) | (x14 >> S24)) & M32
+        x10 = (x10 + x14) & M32
+        x6 ^= x10
+        x6 = ((x6 << S7) | (x6 >> S25)) & M32
+        x3 = (x3 + x7) & M32
+        x15 ^= x3
+        x15 = ((x15 << S16) | (x15 >> S16)) & M32
+        x11 = (x11 + x15) & M32
+        x7 ^= x11
+        x7 = ((x7 << S12) | (x7 >> S20)) & M32
+        x3 = (x3 + x7) & M32
+        x15 ^= x3
+        x15 = ((x15 << S8) | (x15 >> S24)) & M32
+        x11 = (x11 + x15) & M32
+        x7 ^= x11
+        x7 = ((x7 << S7) | (x7 >> S25)) & M32
+        x0 = (x0 + x5) & M32
+        x15 ^= x0
+        x15 = ((x15 << S16) | (x15 >> S16)) & M32
+        x10 = (x10 + x15) & M32
+        x5 ^= x10
+        x5 = ((x5 << S12) | (x5 >> S20)) & M32
+        x0 = (x0 + x5) & M32
+        x15 ^= x0
+        x15 = ((x15 << S8) | (x15 >> S24)) & M32
+        x10 = (x10 + x15) & M32
+        x5 ^= x10
+        x5 = ((x5 << S7) | (x5 >> S25)) & M32
+        x1 = (x1 + x6) & M32
+        x12 ^= x1
+        x12 = ((x12 << S16) | (x12 >> S16)) & M32
+        x11 = (x11 + x12) & M32
+        x6 ^= x11
+        x6 = ((x6 << S12) | (x6 >> S20)) & M32
+        x1 = (x1 + x6) & M32
+        x12 ^= x1
+        x12 = ((x12 << S8) | (x12 >> S24)) & M32
+        x11 = (x11 + x12) & M32
+        x6 ^= x11
+        x6 = ((x6 << S7) | (x6 >> S25)) & M32
+        x2 = (x2 + x7) & M32
+        x13 ^= x2
+        x13 = ((x13 << S16) | (x13 >> S16)) & M32
+        x8 = (x8 + x13) & M32
+        x7 ^= x8
+        x7 = ((x7 << S12) | (x7 >> S20)) & M32
+        x2 = (x2 + x7) & M32
+        x13 ^= x2
+        x13 = ((x13 << S8) | (x13 >> S24)) & M32
+        x8 = (x8 + x13) & M32
+        x7 ^= x8
+        x7 = ((x7 << S7) | (x7 >> S25)) & M32
+        x3 = (x3 + x4) & M32
+        x14 ^= x3
+        x14 = ((x14 << S16) | (x14 >> S16)) & M32
+        x9 = (x9 + x14) & M32
+        x4 ^= x9
+        x4 = ((x4 << S12) | (x4 >> S20)) & M32
+        x3 = (x3 + x4) & M32
+        x14 ^= x3
+        x14 = ((x14 << S8) | (x14 >> S24)) & M32
+        x9 = (x9 + x14) & M32
+        x4 ^= x9
+        x4 = ((x4 << S7) | (x4 >> S25)) & M32
+    out64[off + 0] = ((x0 + s0) & M32) | (((x1 + s1) & M32) << S32)
+    out64[off + 1] = ((x2 + s2) & M32) | (((x3 + s3) & M32) << S32)
+    out64[off + 2] = ((x4 + s4) & M32) | (((x5 + s5) & M32) << S32)
+    out64[off + 3] = ((x6 + s6) & M32) | (((x7 + s7) & M32) << S32)
+    out64[off + 4] = ((x8 + s8) & M32) | (((x9 + s9) & M32) << S32)
+    out64[off + 5] = ((x10 + s10) & M32) | (((x11 + s11) & M32) << S32)
+    out64[off + 6] = ((x12 + s12) & M32) | (((x13 + s13) & M32) << S32)
+    out64[off + 7] = ((x14 + s14) & M32) | (((x15 + s15) & M32) << S32)
 
 
-@nb.njit(cache=True)
+@nb.njit(**KERNEL)
 def chacha_words(key, nonce, counter, out64):
     """Fill ``out64`` (uint64, length a multiple of 8) with blocks from ``counter`` on."""
-    blk = np.empty(16, np.uint32)
-    nblocks = out64.shape[0] // 8
-    for b in range(nblocks):
-        chacha_block(key, nonce, counter + b, blk)
-        for i in range(8):
-            out64[8 * b + i] = np.uint64(blk[2 * i]) | (np.uint64(blk[2 * i + 1]) << np.uint64(32))
+    for b in range(out64.shape[0] // 8):
+        block_into(key, nonce, counter + b, out64, 8 * b)
 
 
-@nb.njit(cache=True)
+@nb.njit(**KERNEL)
 def refill(buf, st, key, nonce):
     """Refill a chunk's buffer from its stream, continuing after the last block used."""
     nblocks = buf.shape[0] // 8
@@ -90,7 +185,7 @@ def refill(buf, st, key, nonce):
     st[1] = counter + nblocks
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def next_u64(buf, pos, st, key, nonce):
     """(next unused 64-bit word of the chunk's keystream, new position).
 

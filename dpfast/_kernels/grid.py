@@ -10,7 +10,7 @@ import numpy as np
 from dpfast._kernels.chacha import next_u64
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def grid_add(x, z, g, out):
     """out[i] = fl(rint(x[i]/g)*g + z[i]*g): both terms exact (g a power of two), one
     correctly rounded addition, i.e. the exact grid value (a + z) g rounded once."""
@@ -18,7 +18,7 @@ def grid_add(x, z, g, out):
         out[i] = np.rint(x[i] / g) * g + np.float64(z[i]) * g
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def uniform_double(buf, pos, st, key, nonce):
     """U* of Mironov 2012: the real uniform on (0, 1) rounded down to a double, i.e.
     each double d in (0, 1) with probability equal to its gap to the next double.
@@ -43,7 +43,7 @@ def uniform_double(buf, pos, st, key, nonce):
     return math.ldexp(1.0 + frac, -e), pos
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def snapping(buf, st, key, nonces, x, out, base, n, chunk, lam, Lam, bound):
     """out[i] = clamp_B(round_Lam(clamp_B(x[i]) + S * lam * ln(U*)))  (Mironov 2012)."""
     for c in nb.prange(buf.shape[0]):

@@ -42,7 +42,7 @@ PENDING_REJECTION = 2
 PENDING_BERNOULLI = 3
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def split_scale(t):
     """(J, t/2^J): J = 0 for t < 32, else floor(log2 t) - 4."""
     if t < 32.0:
@@ -52,7 +52,7 @@ def split_scale(t):
     return j, math.ldexp(t, -j)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def geo_inv(buf, pos, st, key, nonce, t, forced):
     """(G or -1 if undecided, pos, bits) for G = floor(-t ln U).
 
@@ -70,7 +70,7 @@ def geo_inv(buf, pos, st, key, nonce, t, forced):
     return np.int64(a), pos, m
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def geo_inv_small(m, t, forced):
     if forced or m == 0:
         return -1
@@ -83,7 +83,7 @@ def geo_inv_small(m, t, forced):
     return np.int64(a)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def accept_l(l, w, t, forced):
     """Accept proposal l with probability exp(-l/t) when U < 2^-4 is known as
     U in [w, w+1) / 2^68: returns 1, 0 or -1 (undecided)."""
@@ -98,7 +98,7 @@ def accept_l(l, w, t, forced):
     return -1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def bern_exp_decide(g, eg, w):
     """Decide U < exp(-g') where |g' - g| <= eg: 1, 0 or -1 (undecided)."""
     if eg > 2.0 ** -20:
@@ -124,7 +124,7 @@ def bern_exp_decide(g, eg, w):
     return -1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
     """One discrete Laplace sample (j, th = split_scale(t); signs: bit reservoir).
 
@@ -168,7 +168,7 @@ def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
         return (-g if s == 1 else g), pos, 0, s, 0, 0, np.uint64(0), signs, nsigns
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns):
     """One discrete Gaussian sample (CKS20 Alg. 3); pending states as dlap_cell, plus
     status 3 = pending Bernoulli acceptance of proposal ``h``.  (j, th) split tg."""
@@ -194,7 +194,7 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
             return 0, pos, PENDING_BERNOULLI, 0, y, 0, w, signs, nsigns
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def _store(x, out, add, i, v, ovf, c):
     if add:
         xi = x[i]
@@ -209,7 +209,7 @@ def _store(x, out, add, i, v, ovf, c):
         out[i] = v
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def discrete_kernel(kind, buf, st, key, nonces, x, out, add, base, n, chunk, p1, p2, pstride,
                     force, start, resume, pcount, pcell, pkind, ps, ph, pl, pw, ovf):
     """Fill cells [base, base+n) of ``out`` (int64) with discrete noise (+ x if add).
@@ -232,19 +232,21 @@ def discrete_kernel(kind, buf, st, key, nonces, x, out, add, base, n, chunk, p1,
         cap = pcell.shape[1]
         i = start[c]
         t = p2[0]
+        sigma = p1[0]
         j, th = split_scale(t)
         while i < hi:
             if k == cap:
                 break
             if pstride != 0:
                 t = p2[i]
+                sigma = p1[i]
                 j, th = split_scale(t)
             if kind == 0:
                 v, pos, status, sg, h, l, w, signs, nsigns = dlap_cell(
                     b, pos, s_, key, nonce, t, j, th, force, signs, nsigns)
             else:
                 v, pos, status, sg, h, l, w, signs, nsigns = dgauss_cell(
-                    b, pos, s_, key, nonce, p1[i * pstride], t, j, th, force, signs, nsigns)
+                    b, pos, s_, key, nonce, sigma, t, j, th, force, signs, nsigns)
             if status == 0:
                 _store(x, out, add, i, v, ovf, c)
             else:
@@ -263,7 +265,7 @@ def discrete_kernel(kind, buf, st, key, nonces, x, out, add, base, n, chunk, p1,
         s_[4] = nsigns
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride, force,
                          start, resume, pcount, pcell, pw):
     """out[i] = 1{U_i < exp(-gam[i])}; undecided cells become pending with their bits."""
@@ -276,12 +278,16 @@ def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride
         k = pcount[c]
         cap = pcell.shape[1]
         i = start[c]
+        g = gam[0]
         while i < hi:
             if k == cap:
                 break
             w, pos = next_u64(b, pos, s_, key, nonce)
-            g = gam[i * pstride]
-            a = -1 if force == 3 else bern_exp_decide(g, g * 2.0 ** -50, w)
+            if pstride != 0:
+                g = gam[i]
+            a = -1
+            if force != 3:
+                a = bern_exp_decide(g, g * 2.0 ** -50, w)
             if a >= 0:
                 out[i] = a
             else:

@@ -11,7 +11,7 @@ M32 = np.uint64(0xFFFFFFFF)
 S32 = np.uint64(32)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def mul64(a, b):
     """(high, low) 64-bit halves of the 128-bit product of two uint64."""
     a_lo = a & M32
@@ -27,7 +27,7 @@ def mul64(a, b):
     return hi, a * b
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def below(buf, pos, st, key, nonce, span):
     """(uniform on [0, span), new pos) for 1 <= span < 2**64 (span == 0 means 2**64)."""
     x, pos = next_u64(buf, pos, st, key, nonce)
@@ -42,7 +42,7 @@ def below(buf, pos, st, key, nonce, span):
     return hi, pos
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def uniform_below(buf, st, key, nonces, chunk, n, span, out):
     """out[i] uniform on [0, span) for the cells of this batch of chunks."""
     for c in nb.prange(buf.shape[0]):
