@@ -192,25 +192,29 @@ def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
     The result depends only on the key and the call sequence, never on the thread count.
     """
     chunk = _drive.CHUNK
-    nchunks = max(1, -(-n // chunk))
+    full, tail = divmod(n, chunk)
+    nchunks = full + (tail > 0)
     first = gen._allocate_streams(nchunks)
-    out = np.empty(nchunks * chunk, np.uint64)
+    tail_blocks = -(-tail // 8)
+    out = np.empty(full * chunk + 8 * tail_blocks, np.uint64)
     flat = out.view(np.uint32)
     nonces = _drive._nonces(first, nchunks)
     key_words = gen._key_words
-    nblocks = chunk // 8
-    per = 16 * nblocks  # uint32 words per chunk
-    threads = min(_NUM_THREADS(), nchunks)
+    per = 2 * chunk  # uint32 words per full chunk
 
-    def work(a: int, b: int) -> None:
+    def work(a: int, b: int, nblocks: int) -> None:
         _native.chacha20_streams(key_words, nonces[a:b].copy(), np.zeros(b - a, np.uint32),
-                                 nblocks, flat[a * per:b * per])
+                                 nblocks, flat[a * per:])
 
+    if tail:  # the last chunk needs only the prefix of its stream
+        work(full, full + 1, tail_blocks)
+    threads = min(_NUM_THREADS(), full)
     if threads <= 1:
-        work(0, nchunks)
+        if full:
+            work(0, full, chunk // 8)
     else:
-        bounds = np.linspace(0, nchunks, threads + 1).astype(int)
-        futures = [_drive._executor().submit(work, int(a), int(b))
+        bounds = np.linspace(0, full, threads + 1).astype(int)
+        futures = [_drive._executor().submit(work, int(a), int(b), chunk // 8)
                    for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
         for f in futures:
             f.result()
@@ -530,13 +534,20 @@ def exponential(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
     return int(out[0]) if one_d else out
 
 
+def _float_up(x: Fraction) -> float:
+    """The smallest float >= x (privacy parameters round to the safe side)."""
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, _INF)
+
+
 def exponential_event(epsilon: float) -> _events.Exponential:
     """Privacy event of one :func:`exponential` selection (one row).
 
     Returns ``dpfast.accounting.events.Exponential(epsilon)``: ``epsilon``-DP and
-    ``epsilon``-bounded-range (McSherry & Talwar 2007; Cesar & Rogers 2021).
+    ``epsilon``-bounded-range (McSherry & Talwar 2007; Cesar & Rogers 2021).  A
+    rational ``epsilon`` that is not a float is rounded up.
     """
-    return _events.Exponential(float(_positive(epsilon, "epsilon")))
+    return _events.Exponential(_float_up(_positive(epsilon, "epsilon")))
 
 
 # --------------------------------------------------------------------------- permute-and-flip
@@ -618,7 +629,7 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
 
 def permute_and_flip_event(epsilon: float) -> _events.Epsilon:
     """Privacy event of one :func:`permute_and_flip` selection: pure ``epsilon``-DP."""
-    return _events.Epsilon(float(_positive(epsilon, "epsilon")))
+    return _events.Epsilon(_float_up(_positive(epsilon, "epsilon")))
 
 
 # --------------------------------------------------------------------------- report noisy max

@@ -133,6 +133,16 @@ def test_exponential_1d_and_large_row() -> None:
     assert sel.exponential(u, 2.0, rng=KEY) == 123_456
 
 
+def test_draw_words_layout() -> None:
+    """One word per cell; a short tail chunk is the prefix of its own stream."""
+    from dpfast import default_rng
+
+    a = sel._draw_words(default_rng(KEY), 3 * 65536 + 13)
+    b = sel._draw_words(default_rng(KEY), 3 * 65536 + 13 + 100)
+    assert a.shape == (3 * 65536 + 13,) and np.array_equal(a, b[:a.shape[0]])
+    assert len(np.unique(a)) == a.shape[0]
+
+
 def test_exponential_deterministic_and_thread_independent() -> None:
     u = np.random.default_rng(5).normal(size=(50, 40_000))
     a = sel.exponential(u, 3.0, rng=key(4))
@@ -434,6 +444,8 @@ def test_events() -> None:
     assert sel.report_noisy_max_event(0.5, "gumbel") == events.Exponential(0.5)
     assert sel.report_noisy_max_event(0.5) == events.Epsilon(0.5)
     assert sel.top_k_event(0.25, 4) == events.SelfComposed(events.Exponential(0.25), 4)
+    third = sel.exponential_event(Fraction(1, 3)).epsilon
+    assert Fraction(third) >= Fraction(1, 3) and third == math.nextafter(1 / 3, 1)
     with pytest.raises(ValueError, match="epsilon"):
         sel.exponential_event(0.0)
     with pytest.raises(ValueError, match="k"):
