@@ -511,3 +511,20 @@ def test_pickling_and_closing(tmp_path):
     with pytest.raises(ValueError, match="closed"):
         b.spend(ev.Epsilon(0.1))
     assert "basic" in repr(b)
+
+
+@pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.1, 1e-9), (8.0, 1e-5)])
+def test_caps_agree_with_dpfast_conversions(epsilon, delta):
+    """The caps invert dpfast's own conversions (which round up by a few ulps)."""
+    from dpfast.accounting.rdp import epsilon_from_rdp
+    from dpfast.accounting.zcdp import zcdp_epsilon
+
+    (rho,) = Budget(epsilon, delta, accounting="zcdp").thresholds
+    assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-12)
+    assert zcdp_epsilon(rho * (1 + 1e-9), delta) > epsilon
+    b = Budget(epsilon, delta)
+    m = len(b.orders)
+    for alpha, cap in zip(b.orders, b.thresholds, strict=True):
+        if cap > 0:
+            eps, _ = epsilon_from_rdp([alpha], [cap], delta / m)
+            assert eps == pytest.approx(epsilon, rel=1e-12)
