@@ -1,0 +1,7 @@
+"""``python -m dpfast [demo]``."""
+
+import sys
+
+from dpfast.cli import main
+
+sys.exit(main())
