@@ -850,9 +850,6 @@ class OptimalLocalHashing:
             e = mpmath.exp(_mpf(self._eps))
             self.p = float(e / (e + self.g - 1))
         self.q = 1.0 / self.g
-        fps = np.arange(self.k, dtype=np.uint64)
-        self._lo32 = fps & np.uint64(0xFFFFFFFF)
-        self._hi32 = fps >> np.uint64(32)
 
     def __repr__(self) -> str:
         return f"OptimalLocalHashing(k={self.k}, epsilon={self.epsilon!r}, g={self.g})"
@@ -911,7 +908,7 @@ class OptimalLocalHashing:
         parts = max(1, min(numba.get_num_threads() * 4, y.size // 1024 + 1))
         counts = np.zeros((parts, self.k), np.int64)
         with _threads(y.size * self.k):
-            _lk.olh_support(seeds, y, self.g, self._lo32, self._hi32, parts, counts)
+            _lk.olh_support(seeds, y, self.g, self.k, parts, counts)
         return counts.sum(axis=0)
 
     def estimate(self, reports: OlhReports) -> FrequencyEstimate:

@@ -496,11 +496,16 @@ def rappor_irr_kernel(buf, st, key, nonces, chunk, base, n, prr, m, qw, qt, pw, 
 
 # ----------------------------------------------------------------------------- servers
 @nb.njit(cache=True, parallel=True)
-def olh_support(seeds, y, g, lo32, hi32, parts, counts):
-    """counts[p, j] = number of users in part p whose report supports item j, i.e.
-    ``bucket(mas_hash(seed, item_j), g) == y``; users split into ``parts`` ranges."""
+def olh_support(seeds, y, g, nitems, parts, counts):
+    """counts[p, j] = number of users in part p whose report supports item j in
+    [0, nitems), i.e. ``bucket(mas_hash(seed, j), g) == y``; users split into ``parts``.
+
+    For the items 0, 1, 2, ... (fingerprint high word 0) the hash argument
+    ``a0 j + b mod 2^64`` is an arithmetic progression, and ``bucket(h, g) == y`` iff
+    ``ceil(y 2^32 / g) <= h < ceil((y + 1) 2^32 / g)``, one unsigned comparison of the
+    progression: three integer operations per (user, item).
+    """
     n = y.shape[0]
-    nit = lo32.shape[0]
     gg = np.uint64(g)
     for p in nb.prange(parts):
         a = n * p // parts
@@ -508,13 +513,15 @@ def olh_support(seeds, y, g, lo32, hi32, parts, counts):
         cnt = counts[p]
         for i in range(a, e):
             a0 = seeds[i, 0]
-            a1 = seeds[i, 1]
-            bb = seeds[i, 2]
+            acc = seeds[i, 2]
             yi = np.uint64(y[i])
-            for j in range(nit):
-                hv = (a0 * lo32[j] + a1 * hi32[j] + bb) >> S32
-                if ((hv * gg) >> S32) == yi:
-                    cnt[j] += 1
+            lo = ((yi << S32) + gg - ONE) // gg
+            hi = (((yi + ONE) << S32) + gg - ONE) // gg
+            start = lo << S32
+            width = (hi - lo) << S32
+            for j in range(nitems):
+                cnt[j] += np.int64((acc - start) < width)
+                acc += a0
 
 
 @nb.njit(cache=True, parallel=True)
