@@ -557,26 +557,33 @@ class GaussianMechanism(_Mechanism):
         self.max_changed = m
 
         if mode == "zcdp":
+            rho_down = _float_down(r)
+
             def need(g: float, s: float) -> float:
-                return _calibrate.zcdp_gaussian_sigma(r, sens + root_m * Fraction(g))
+                d_eff = _float_up(sens + root_m * Fraction(g))
+                return _calibrate.gaussian_sigma_zcdp(rho_down, d_eff)
 
             start = need(0.0, 0.0)
         else:
             assert eps is not None and dlt is not None
             one_plus_exp = 1 + _exp_upper(eps)  # rational upper bound on 1 + e^eps
 
+            eps_down = _float_down(eps)
+
             def need(g: float, s: float) -> float:
                 if g == 0.0:
-                    return _calibrate.analytic_gaussian_sigma(eps, dlt, sens)
+                    return _calibrate.analytic_gaussian_sigma(eps_down, float(dlt), float(sens))
                 # discretisation term for sigma = s on the grid g (checked at the returned s)
                 eta = one_plus_exp * m * _KOLMOGOROV * Fraction(g) / Fraction(s)
-                d = dlt - eta
+                d = _float_down(dlt - eta)
                 if d <= 0:
                     raise ValueError(
                         "delta is too small for the float grid's discretisation term "
                         f"({float(eta):.3g}); use DiscreteGaussianMechanism or rho"
                     )
-                return _calibrate.analytic_gaussian_sigma(eps, d, sens + root_m * Fraction(g))
+                return _calibrate.analytic_gaussian_sigma(
+                    eps_down, d, _float_up(sens + root_m * Fraction(g))
+                )
 
             start = need(0.0, 0.0)
         self.sigma, self.granularity = _granularity_fixed_point(
@@ -659,9 +666,11 @@ class DiscreteGaussianMechanism(_Mechanism):
       ``sigma`` is calibrated with CKS20's exact formula (Thm. 7),
       ``delta = P[Y > eps sigma^2/Delta - Delta/2] - e^eps P[Y > eps sigma^2/Delta +
       Delta/2]``, ``Y ~ N_Z(0, sigma^2)``, rounded up.
-    * ``(epsilon, delta)`` with ``m > 1``: via zCDP, ``rho = (sqrt(L + eps) - sqrt(L))^2``
-      with ``L = ln(1/delta)``, since ``rho``-zCDP implies
-      ``(rho + 2 sqrt(rho L), delta)``-DP (Bun & Steinke 2016, Prop. 1.3) -- conservative.
+    * ``(epsilon, delta)`` with ``m > 1`` (L2 neighbouring relation as for ``rho``): via
+      zCDP, with the largest ``rho`` (to 1e-12) for which ``rho``-zCDP implies
+      ``(epsilon, delta)``-DP by CKS20, Cor. 13,
+      ``delta = inf_{a > 1} exp((a-1)(a rho - eps)) (1 - 1/a)^(a-1) / a``
+      (conservative: Thm. 7 is one-dimensional).
 
     Guarantee: ``P[M(D) in S] <= exp(epsilon) P[M(D') in S] + delta``.
 
@@ -688,11 +697,12 @@ class DiscreteGaussianMechanism(_Mechanism):
         self.sensitivity = sens
         self.max_changed = m
         if mode == "zcdp":
-            self.sigma = _calibrate.zcdp_gaussian_sigma(r, sens)
+            self.sigma = _calibrate.gaussian_sigma_zcdp(_float_down(r), sens)
         elif m == 1:
-            self.sigma = _calibrate.discrete_gaussian_sigma(eps, dlt, sens)
+            self.sigma = _calibrate.discrete_gaussian_sigma(_float_down(eps), float(dlt), sens)
         else:
-            self.sigma = _calibrate.zcdp_gaussian_sigma(_rho_for_approx_lower(eps, dlt), sens)
+            rho_ok = _largest_rho(_float_down(eps), float(dlt))
+            self.sigma = _calibrate.gaussian_sigma_zcdp(rho_ok, sens)
         self.event = _events.DiscreteGaussian(
             noise_multiplier=_float_down(Fraction(self.sigma) / sens)
         )
@@ -726,14 +736,26 @@ class DiscreteGaussianMechanism(_Mechanism):
         return _discrete_gaussian_halfwidth(Fraction(self.sigma), _alpha(alpha))
 
 
-def _rho_for_approx_lower(eps: Fraction, delta: Fraction) -> Fraction:
-    """A rational ``rho`` with ``rho + 2 sqrt(rho ln(1/delta)) <= eps`` (rounded down)."""
-    with mpmath.workprec(_PREC):
-        L = -mpmath.log(_mpf(delta))
-        v = (mpmath.sqrt(L + _mpf(eps)) - mpmath.sqrt(L)) ** 2 * (1 - mpmath.mpf(2) ** -100)
-        m, e = mpmath.frexp(v)
-        num = int(mpmath.floor(mpmath.ldexp(m, 200)))
-        return Fraction(num) * Fraction(2) ** (int(e) - 200)
+def _largest_rho(eps: float, delta: float) -> float:
+    """A float ``rho`` (within 1e-12 relative of the largest) with ``zcdp_delta(rho, eps) <=
+    delta``: ``rho``-zCDP then implies ``(eps, delta)``-DP (CKS20, Cor. 13)."""
+
+    def ok(r: float) -> bool:
+        return _calibrate.zcdp_delta(r, eps) <= delta
+
+    lo = hi = eps * eps / (4 * math.log(1 / delta) + 4 * eps)  # below the answer (checked)
+    while not ok(lo):
+        lo /= 2.0
+    hi = lo * 2.0
+    while ok(hi):
+        lo, hi = hi, hi * 2.0
+    while hi / lo > 1 + 1e-12:
+        mid = math.sqrt(lo * hi)
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 # --------------------------------------------------------------------------- snapping

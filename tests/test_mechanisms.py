@@ -82,6 +82,19 @@ def cks20_delta(eps, sigma, sens) -> mpmath.mpf:
         )
 
 
+def cor13_delta(rho, eps) -> mpmath.mpf:
+    """CKS20 Cor. 13, delta(a) = exp((a-1)(a rho - eps)) (1-1/a)^(a-1) / a at the best a."""
+    with mpmath.workdps(40):
+        r, e = mp(rho), mp(eps)
+
+        def logd(a):
+            return (a - 1) * (a * r - e) + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a)
+
+        a0 = (e + r) / (2 * r) + 1  # near the minimiser
+        a = mpmath.findroot(lambda b: mpmath.diff(logd, b), a0)
+        return mpmath.exp(logd(a))
+
+
 # --------------------------------------------------------------------------- Laplace
 
 
@@ -206,10 +219,13 @@ def test_discrete_gaussian_zcdp_and_multi_coordinate():
     assert Fraction(4) / (2 * Fraction(mech.sigma) ** 2) <= Fraction(1, 10)
     assert prev_float(mech.sigma) < math.sqrt(4 / 0.2)
     multi = M.DiscreteGaussianMechanism(1.0, 1e-5, max_changed=3)
+    # CKS20 Cor. 13 at rho = 1/(2 sigma^2): any order a > 1 gives a valid delta bound
     rho = Fraction(1) / (2 * Fraction(multi.sigma) ** 2)
-    L = -math.log(1e-5)
-    assert float(rho) + 2 * math.sqrt(float(rho) * L) <= 1.0
+    assert cor13_delta(rho, 1.0) <= 1e-5
+    # tight: 1e-6 less noise breaks it (at the best order, found numerically)
+    assert cor13_delta(rho / (1 - Fraction(1, 10**6)) ** 2, 1.0) > 1e-5
     assert multi.sigma > M.DiscreteGaussianMechanism(1.0, 1e-5).sigma
+    assert multi.sigma < 1.25 * M.DiscreteGaussianMechanism(1.0, 1e-5).sigma
 
 
 def test_gaussian_confidence_interval_on_grid():
