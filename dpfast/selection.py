@@ -138,7 +138,9 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     one_d = f.ndim == 1
     f2 = np.ascontiguousarray(f.reshape(1, -1) if one_d else f)
     umax = np.empty(f2.shape[0])
-    if not _ks.row_max(f2.reshape(-1), f2.shape[1], umax):
+    bad = np.empty(f2.shape[0], np.uint8)
+    _ks.row_max(f2.reshape(-1), f2.shape[1], umax, bad)
+    if bad.any():
         raise ValueError("utilities must be finite (no NaN or inf)")
     return f2, umax, one_d
 
@@ -771,7 +773,9 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
     out = np.empty((rows, k), np.int64)
     if k <= _TOPK_KERNEL:
         ok = np.empty(rows, np.bool_)
-        _ks.topk_scan(m, u2.reshape(-1), umax, n, k, c_f, _ks.GTABLE, forced, out, ok)
+        nw = min(rows, 256)
+        work = (np.empty((nw, k + 1)), np.empty((nw, k + 1)), np.empty((nw, k + 1), np.int64))
+        _ks.topk_scan(m, u2.reshape(-1), umax, n, k, c_f, _ks.GTABLE, forced, *work, out, ok)
         pending = np.flatnonzero(~ok)
     else:
         pending = np.arange(rows)

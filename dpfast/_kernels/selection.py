@@ -70,7 +70,7 @@ def _gumbel_table() -> np.ndarray:
 GTABLE = _gumbel_table()
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def cell_bounds(m, a):
     """(lo, hi, special): rigorous bounds of a + G(U), U in [m/2^64, (m+1)/2^64).
 
@@ -94,7 +94,7 @@ def cell_bounds(m, a):
     return s - e, s + e, False
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def _score_a(c, ui, um):
     a = c * (ui - um)
     if a >= CLAMP:
@@ -102,7 +102,7 @@ def _score_a(c, ui, um):
     return CLAMP, True  # also catches -inf from an overflowed difference
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def em_scan(m, u, umax, n, seg, c, table, j1o, lo1o, hi1o, hi2o, spo):
     """Certified Gumbel-max over segments of rows.
 
@@ -151,7 +151,7 @@ def em_scan(m, u, umax, n, seg, c, table, j1o, lo1o, hi1o, hi2o, spo):
         spo[s] = special
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def em_combine(nps, j1o, lo1o, hi1o, hi2o, spo, force, out):
     """Combine the segments of each row: out[r] = certified winner or -1 (pending)."""
     for r in range(out.shape[0]):
@@ -179,7 +179,7 @@ def em_combine(nps, j1o, lo1o, hi1o, hi2o, spo, force, out):
             out[r] = best
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def row_bounds(m, u, um, c, lo, hi):
     """Rigorous score intervals of every cell of one row (lo = -inf, hi = +inf when open)."""
     for i in nb.prange(m.shape[0]):
@@ -189,7 +189,7 @@ def row_bounds(m, u, um, c, lo, hi):
         hi[i] = h
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False, inline="always")
 def _pf_coin(w, g):
     """1{U < exp(-gamma)} for U in [w/2^64, (w+1)/2^64), |gamma - g| <= g 2^-50; or PENDING.
 
@@ -207,7 +207,7 @@ def _pf_coin(w, g):
     return dec if dec >= 0 else PENDING
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def pf_flips(m, u, umax, n, seg, c, force, flags):
     """Permute-and-flip coins: flags[i] = 1{U_i < exp(-c (u_max - u_i))}, or PENDING.
 
@@ -232,7 +232,7 @@ def pf_flips(m, u, umax, n, seg, c, force, flags):
                 flags[i] = _pf_coin(m[i], c * d)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def uniform_spans(buf, st, key, nonces, chunk, n, spans, out):
     """out[i] exactly uniform on [0, spans[i]) (Lemire), cells of one batch of chunks."""
     for c in nb.prange(buf.shape[0]):
@@ -247,7 +247,7 @@ def uniform_spans(buf, st, key, nonces, chunk, n, spans, out):
         s[0] = pos
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, parallel=True, _nrt=False)
 def pf_pick(flags, n, ranks, out):
     """out[r] = column of the ranks[r]-th (0-based) set flag of row r."""
     for r in nb.prange(out.shape[0]):
@@ -264,26 +264,24 @@ def pf_pick(flags, n, ranks, out):
 
 
 
-@nb.njit(cache=True, parallel=True)
-def row_max(u, n, umax):
-    """umax[r] = max of row r of the flattened (rows, n) ``u``; False if any is NaN/inf."""
-    bad = 0
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def row_max(u, n, umax, bad):
+    """umax[r] = max of row r of the flattened (rows, n) ``u``; bad[r] = 1 if the row
+    holds a NaN or an infinity."""
     for r in nb.prange(umax.shape[0]):
         mx = -np.inf
-        nonfinite = False
+        nonfinite = 0
         for i in range(r * n, (r + 1) * n):
             x = u[i]
             if not np.isfinite(x):
-                nonfinite = True
+                nonfinite = 1
             elif x > mx:
                 mx = x
         umax[r] = mx
-        if nonfinite:
-            bad += 1
-    return bad == 0
+        bad[r] = nonfinite
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def row_bounds_serial(m, u, um, c, lo, hi):
     """:func:`row_bounds` without thread launch (short rows)."""
     for i in range(m.shape[0]):
@@ -293,52 +291,57 @@ def row_bounds_serial(m, u, um, c, lo, hi):
         hi[i] = h
 
 
-@nb.njit(cache=True, parallel=True)
-def topk_scan(m, u, umax, n, k, c, table, force, out, ok):
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def topk_scan(m, u, umax, n, k, c, table, force, his_w, los_w, idx_w, out, ok):
     """Certified one-shot Gumbel top-k per row (small k).
 
     Keeps the k + 1 largest upper bounds of each row (insertion into a sorted list;
     cells that cannot enter are skipped with ``table`` as in :func:`em_scan`).  The
     ordered top k is certified when, for every rank t < k, the smallest lower bound of
     ranks 0..t exceeds the (t+2)-th largest upper bound; then ``out[r]`` holds it and
-    ``ok[r]`` is True, otherwise the row is pending.
+    ``ok[r]`` is True, otherwise the row is pending.  ``his_w``, ``los_w``, ``idx_w``
+    are (workers, k + 1) workspaces; worker ``b`` handles rows ``b, b + workers, ...``.
     """
     kk = k + 1
-    for r in nb.prange(umax.shape[0]):
-        his = np.full(kk, NEG_INF)
-        los = np.full(kk, NEG_INF)
-        idx = np.full(kk, -1, np.int64)
-        base = r * n
-        um = umax[r]
-        for i in range(base, base + n):
-            w = m[i]
-            a, clamped = _score_a(c, u[i], um)
-            thr = his[kk - 1]
-            ub = a + table[np.int64(w >> S52)]
-            if ub + (2.0 ** -20 + (abs(a) + 64.0) * 2.0 ** -48) < thr:
-                continue
-            lo, hi, sp = cell_bounds(w, a)
-            if clamped:
-                lo = NEG_INF
-            if not hi > thr:
-                continue
-            p = kk - 1
-            while p > 0 and his[p - 1] < hi:
-                his[p] = his[p - 1]
-                los[p] = los[p - 1]
-                idx[p] = idx[p - 1]
-                p -= 1
-            his[p] = hi
-            los[p] = lo
-            idx[p] = i - base
-        good = not force
-        pm = POS_INF
-        for t in range(k):
-            pm = min(pm, los[t])
-            if not pm > his[t + 1]:
-                good = False
-                break
-        ok[r] = good
-        if good:
+    nw = his_w.shape[0]
+    rows = umax.shape[0]
+    for b in nb.prange(nw):
+        for r in range(b, rows, nw):
+            for t in range(kk):
+                his_w[b, t] = NEG_INF
+                los_w[b, t] = NEG_INF
+                idx_w[b, t] = -1
+            base = r * n
+            um = umax[r]
+            for i in range(base, base + n):
+                w = m[i]
+                a, clamped = _score_a(c, u[i], um)
+                thr = his_w[b, kk - 1]
+                ub = a + table[np.int64(w >> S52)]
+                if ub + (2.0 ** -20 + (abs(a) + 64.0) * 2.0 ** -48) < thr:
+                    continue
+                lo, hi, sp = cell_bounds(w, a)
+                if clamped:
+                    lo = NEG_INF
+                if not hi > thr:
+                    continue
+                p = kk - 1
+                while p > 0 and his_w[b, p - 1] < hi:
+                    his_w[b, p] = his_w[b, p - 1]
+                    los_w[b, p] = los_w[b, p - 1]
+                    idx_w[b, p] = idx_w[b, p - 1]
+                    p -= 1
+                his_w[b, p] = hi
+                los_w[b, p] = lo
+                idx_w[b, p] = i - base
+            good = not force
+            pm = POS_INF
             for t in range(k):
-                out[r, t] = idx[t]
+                pm = min(pm, los_w[b, t])
+                if not pm > his_w[b, t + 1]:
+                    good = False
+                    break
+            ok[r] = good
+            if good:
+                for t in range(k):
+                    out[r, t] = idx_w[b, t]
