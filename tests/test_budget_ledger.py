@@ -320,7 +320,7 @@ def test_concurrent_creation_of_one_ledger(tmp_path):
 class _FileMechanism:
     """Releases ``x`` by appending it to a file (one write() per release)."""
 
-    event = ev.Epsilon(2.0**-12)
+    event = ev.Epsilon(2.0**-9)  # capacity of epsilon=1: exactly 512 releases
 
     def __init__(self, out_path):
         self.fd = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -354,14 +354,12 @@ def test_sigkill_never_releases_uncharged(tmp_path):
     Budget(1.0, accounting="basic", ledger=path).close()
     ctx = _context()
     kills = 0
-    for delay in (0.05, 0.13, 0.21, 0.29):
-        start = _released_count(out)
+    for target in (15, 40, 70, 110):  # kill once this many releases are out: mid-loop
         p = ctx.Process(target=_release_loop, args=(path, out))
         p.start()
         deadline = time.monotonic() + 30
-        while _released_count(out) < start + 20 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        time.sleep(delay)
+        while _released_count(out) < target and time.monotonic() < deadline:
+            time.sleep(0.0005)
         os.kill(p.pid, signal.SIGKILL)
         p.join(timeout=30)
         if p.exitcode == -signal.SIGKILL:
@@ -371,7 +369,7 @@ def test_sigkill_never_releases_uncharged(tmp_path):
         charged = len(b.history())
         released = _released_count(out)
         assert released <= charged <= released + kills
-        assert b.spent().epsilon == charged * 2.0**-12
+        assert b.spent().epsilon == charged * 2.0**-9
         b.close()
     assert kills >= 3
     # a fresh process finishes the budget: exactly the capacity was charged in total
@@ -380,8 +378,8 @@ def test_sigkill_never_releases_uncharged(tmp_path):
     p.join(timeout=60)
     assert p.exitcode == 0
     b = Budget(1.0, accounting="basic", ledger=path)
-    assert len(b.history()) == 4096 and b.remaining().epsilon == 0.0
-    assert 4096 - kills <= _released_count(out) <= 4096
+    assert len(b.history()) == 512 and b.remaining().epsilon == 0.0
+    assert 512 - kills <= _released_count(out) <= 512
     b.close()
 
 
