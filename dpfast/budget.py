@@ -716,8 +716,8 @@ class Budget:
         most :math:`m \cdot \delta/m = \delta`.  This is why ``delta`` is
         split across the orders: the order that ends up decisive is chosen
         adaptively, and a filter may not pick the best order after the fact
-        without paying for the choice.  The same union-bound construction is
-        used by Lecuyer (2021) for multi-order Renyi filters.
+        without paying for the choice.  See also Lecuyer (2021) on Renyi
+        filters and odometers.
 
     Numerics
     --------
