@@ -416,7 +416,7 @@ def _exact_top(words: np.ndarray, u_row: np.ndarray, c: Fraction, c_f: float, k:
     else:
         lo = np.empty(n)
         hi = np.empty(n)
-        (_ks.row_bounds if n >= _SEG else _ks.row_bounds_serial)(words, u_row, um, c_f, lo, hi)
+        _ks.row_bounds(words, u_row, um, c_f, lo, hi)
         blocks = _blocks(lo, hi, k)
     out: list[int] = []
     fum = Fraction(um)

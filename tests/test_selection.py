@@ -272,7 +272,7 @@ def test_cell_bounds_are_rigorous() -> None:
     m_arr = np.array(ms, np.uint64)
     lo = np.empty(len(ms))
     hi = np.empty(len(ms))
-    ks.row_bounds_serial(m_arr, utils, um, float(c), lo, hi)
+    ks.row_bounds(m_arr, utils, um, float(c), lo, hi)
     with mpmath.workprec(300):
         two64 = mpmath.mpf(2) ** 64
         for j, m in enumerate(ms):

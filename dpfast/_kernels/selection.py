@@ -179,16 +179,6 @@ def em_combine(nps, j1o, lo1o, hi1o, hi2o, spo, force, out):
             out[r] = best
 
 
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def row_bounds(m, u, um, c, lo, hi):
-    """Rigorous score intervals of every cell of one row (lo = -inf, hi = +inf when open)."""
-    for i in nb.prange(m.shape[0]):
-        a, clamped = _score_a(c, u[i], um)
-        l, h, sp = cell_bounds(m[i], a)
-        lo[i] = NEG_INF if clamped else l
-        hi[i] = h
-
-
 @nb.njit(cache=True, _nrt=False, inline="always")
 def _pf_coin(w, g):
     """1{U < exp(-gamma)} for U in [w/2^64, (w+1)/2^64), |gamma - g| <= g 2^-50; or PENDING.
@@ -232,10 +222,10 @@ def pf_flips(m, u, umax, n, seg, c, force, flags):
                 flags[i] = _pf_coin(m[i], c * d)
 
 
-@nb.njit(cache=True, parallel=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False)
 def uniform_spans(buf, st, key, nonces, chunk, n, spans, out):
     """out[i] exactly uniform on [0, spans[i]) (Lemire), cells of one batch of chunks."""
-    for c in nb.prange(buf.shape[0]):
+    for c in range(buf.shape[0]):
         lo = c * chunk
         hi = min(lo + chunk, n)
         b = buf[c]
@@ -247,10 +237,10 @@ def uniform_spans(buf, st, key, nonces, chunk, n, spans, out):
         s[0] = pos
 
 
-@nb.njit(cache=True, parallel=True, _nrt=False)
+@nb.njit(cache=True, _nrt=False)
 def pf_pick(flags, n, ranks, out):
     """out[r] = column of the ranks[r]-th (0-based) set flag of row r."""
-    for r in nb.prange(out.shape[0]):
+    for r in range(out.shape[0]):
         k = np.int64(ranks[r])
         base = r * n
         res = -1
@@ -282,8 +272,10 @@ def row_max(u, n, umax, bad):
 
 
 @nb.njit(cache=True, _nrt=False)
-def row_bounds_serial(m, u, um, c, lo, hi):
-    """:func:`row_bounds` without thread launch (short rows)."""
+def row_bounds(m, u, um, c, lo, hi):
+    """Rigorous score intervals of every cell of one row (lo = -inf, hi = +inf when open).
+
+    Serial: used for the rare rows that the scans leave undecided."""
     for i in range(m.shape[0]):
         a, clamped = _score_a(c, u[i], um)
         l, h, sp = cell_bounds(m[i], a)
