@@ -434,9 +434,10 @@ def _rr_rdp(eps: float, k: int, a: np.ndarray) -> np.ndarray:
     y = (a - 1.0) * eps
     log_am1 = _log_expm1(y) - y + _log_expm1(a * eps) - (
         eps + math.log1p((k - 1) * math.exp(-eps)))
-    val = _log1p_exp(log_am1) / (a - 1.0)
-    mag = np.abs(log_am1) + a * eps + 4.0
-    return np.minimum(_up(val, 16 * _ULP * mag), eps)
+    kk = _log1p_exp(log_am1)
+    val = kk / (a - 1.0)
+    abs_err = 16 * _ULP * (np.abs(log_am1) + 2.0 * a * eps + eps + math.log(k) + 4.0)
+    return np.minimum(_up(val, abs_err * _log_sensitivity(log_am1, kk) + 8 * _ULP), eps)
 
 
 def _laplace_rdp(b: float, a: np.ndarray) -> np.ndarray:
@@ -452,9 +453,12 @@ def _laplace_rdp(b: float, a: np.ndarray) -> np.ndarray:
         small = np.log1p((a * _expm1_minus_x(y) + (a - 1.0) * _expm1_minus_x(-a * e))
                          / (2.0 * a - 1.0))
         big = y + np.log(a + (a - 1.0) * np.exp(-(2.0 * a - 1.0) * e)) - np.log(2.0 * a - 1.0)
-    k = np.where(y > 1.0, big, small)
-    val = k / (a - 1.0)
-    return np.minimum(_up(val, 32 * _ULP * (a * e + 4.0)), _up(e))
+    kk = np.where(y > 1.0, big, small)
+    val = kk / (a - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel_big = np.where(y > 1.0, (y + np.log(2.0 * a) + 4.0) / kk, 0.0)
+    rel = 32 * _ULP * (1.0 + np.where(np.isfinite(rel_big), rel_big, 1e6))
+    return np.minimum(_up(val, rel), _up(e))
 
 
 def _effective_gaussian_sigma(event: ev.DpEvent) -> float | None:
