@@ -35,9 +35,9 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.dpsgd", 9),
     ("dpfast.histogram", 9),
     ("dpfast.dask", 9),
-    ("dpfast.cli", 10),
-    ("dpfast.__main__", 11),
-    ("dpfast", 12),  # the package __init__ re-exports lazily
+    ("dpfast", 10),  # the package __init__ re-exports lazily (imports at run time only)
+    ("dpfast.cli", 11),  # the command line uses the public facade
+    ("dpfast.__main__", 12),
 ]
 
 KERNEL_ALLOWED = {"numpy", "numba", "math", "__future__"}
