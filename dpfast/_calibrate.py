@@ -260,7 +260,7 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     The two tails are combined term by term,
     ``sum_{y > t} p(y) (1 - exp(eps - (2 y D + D^2)/(2 s^2)))`` with ``t = eps s^2/D - D/2``,
     whose terms are all positive; the sum runs over ``t < y <= max(t, 0) + 10 s + 2`` (the
-    rest is below ``exp(-50)`` relative and covered by an additive margin).  The
+    rest is below ``exp(-50)`` relative and covered by a relative margin).  The
     normaliser is bounded below, the sum rounded up.
     """
     e = _nonneg(epsilon, "epsilon")
@@ -284,7 +284,9 @@ def _dg_delta(e: float, s: float, d: int) -> float:
     tot = math.fsum(w)
     z = _dg_normalizer_lower(s)
     val = tot / z
-    margin = 1e-20 + val * 64 * _ULP * (1.0 + e + (abs(t) + 10 * s) ** 2 / (2.0 * s2))
+    # rounding of the terms, plus the truncated tails (< exp(-50) relative, see docstring)
+    margin = val * (64 * _ULP * (1.0 + e + (abs(t) + 10 * s) ** 2 / (2.0 * s2))
+                    + 1e-20 * (1.0 + s))
     return min(1.0, math.nextafter(val + margin, math.inf))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -19,10 +20,31 @@ def _up(x: float, ulps: int = 2) -> float:
     return math.nextafter(x * (1.0 + ulps * _ULP), math.inf)
 
 
+def _exact_up(x: float, exact: Fraction) -> float:
+    """``x`` if it is >= ``exact``, else the next float above (x is a rounded ``exact``)."""
+    while Fraction(x) < exact:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _mul_up(a: float, b: float) -> float:
+    """Smallest float >= ``a * b`` (exact product)."""
+    if math.isinf(a) or math.isinf(b):
+        return a * b
+    return _exact_up(a * b, Fraction(a) * Fraction(b))
+
+
+def _recip_up(b: float) -> float:
+    """Smallest float >= ``1 / b`` for ``b > 0``."""
+    return _exact_up(1.0 / b, 1 / Fraction(b))
+
+
 def _sum_up(values: list[float]) -> float:
-    """``math.fsum`` (correctly rounded) then one step up: an upper bound on the exact sum."""
-    s = math.fsum(values)
-    return math.nextafter(s, math.inf) if s > 0 else s
+    """Smallest float >= the exact sum (``math.fsum`` is correctly rounded)."""
+    if any(math.isinf(v) for v in values):
+        return math.fsum(values)
+    return _exact_up(math.fsum(values), sum((Fraction(v) for v in values), Fraction(0)))
+
 
 
 def _amplify(eps: float, delta: float, gamma: float) -> tuple[float, float]:
@@ -32,7 +54,7 @@ def _amplify(eps: float, delta: float, gamma: float) -> tuple[float, float]:
     if gamma == 1.0:
         return eps, delta
     e = _up(math.log1p(gamma * math.expm1(eps)), 4)
-    return min(e, eps), min(_up(gamma * delta), delta)
+    return min(e, eps), min(_mul_up(gamma, delta), delta)
 
 
 def approx_dp(event: ev.DpEvent) -> tuple[float, float]:
@@ -71,12 +93,12 @@ def approx_dp(event: ev.DpEvent) -> tuple[float, float]:
     if isinstance(event, ev.EpsilonDelta):
         return event.epsilon, event.delta
     if isinstance(event, ev.Laplace | ev.DiscreteLaplace):
-        return _up(1.0 / event.noise_multiplier), 0.0
+        return _recip_up(event.noise_multiplier), 0.0
     if isinstance(event, ev.SelfComposed):
         if event.count == 0:
             return 0.0, 0.0
         e, d = approx_dp(event.event)
-        return _up(event.count * e), min(1.0, _up(event.count * d))
+        return _mul_up(event.count, e), min(1.0, _mul_up(event.count, d))
     if isinstance(event, ev.Composed):
         parts = [approx_dp(e) for e in event.events]
         return _sum_up([p[0] for p in parts]), min(1.0, _sum_up([p[1] for p in parts]))
@@ -131,8 +153,8 @@ class PureDpAccountant:
             raise ValueError(f"count must be >= 0, got {count}")
         e, d = approx_dp(event)
         if count:
-            self._eps.append(_up(count * e))
-            self._delta.append(_up(count * d))
+            self._eps.append(_mul_up(count, e))
+            self._delta.append(_mul_up(count, d))
         return self
 
     def get_epsilon(self, delta: float = 1.0) -> float:

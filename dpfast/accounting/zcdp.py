@@ -7,6 +7,7 @@ order ``alpha > 1`` and neighbouring ``x, x'``.  zCDP composes by adding ``rho``
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from scipy import optimize
@@ -23,6 +24,33 @@ def _up(x: float, ulps: int = 2) -> float:
     if x == 0.0 or math.isinf(x):
         return x
     return math.nextafter(x * (1.0 + ulps * _ULP), math.inf)
+
+
+def _exact_up(x: float, exact: Fraction) -> float:
+    """``x`` if it is >= ``exact``, else the next float above (x is a rounded ``exact``)."""
+    while Fraction(x) < exact:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _mul_up(a: float, b: float) -> float:
+    """Smallest float >= ``a * b`` (exact product)."""
+    if math.isinf(a) or math.isinf(b):
+        return a * b
+    return _exact_up(a * b, Fraction(a) * Fraction(b))
+
+
+def _recip_up(b: float) -> float:
+    """Smallest float >= ``1 / b`` for ``b > 0``."""
+    return _exact_up(1.0 / b, 1 / Fraction(b))
+
+
+def _sum_up(values: list[float]) -> float:
+    """Smallest float >= the exact sum (``math.fsum`` is correctly rounded)."""
+    if any(math.isinf(v) for v in values):
+        return math.fsum(values)
+    return _exact_up(math.fsum(values), sum((Fraction(v) for v in values), Fraction(0)))
+
 
 
 def zcdp_rho(event: ev.DpEvent) -> float:
@@ -57,26 +85,26 @@ def zcdp_rho(event: ev.DpEvent) -> float:
     if isinstance(event, ev.Zcdp):
         return event.rho
     if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
-        s = event.noise_multiplier
-        return _up(0.5 / (s * s), 3)
+        s = Fraction(event.noise_multiplier)
+        return _exact_up(float(1 / (2 * s * s)), 1 / (2 * s * s))
     if isinstance(event, ev.Exponential):
-        return _up(event.epsilon * event.epsilon / 8.0)
+        return _exact_up(event.epsilon**2 / 8.0, Fraction(event.epsilon) ** 2 / 8)
     if isinstance(event, ev.Epsilon | ev.Snapping | ev.RandomizedResponse):
-        return _up(event.epsilon * event.epsilon / 2.0)
+        return _exact_up(event.epsilon**2 / 2.0, Fraction(event.epsilon) ** 2 / 2)
     if isinstance(event, ev.EpsilonDelta):
         if event.delta == 0.0:
-            return _up(event.epsilon * event.epsilon / 2.0)
+            return _exact_up(event.epsilon**2 / 2.0, Fraction(event.epsilon) ** 2 / 2)
         raise ValueError(
             f"zcdp_rho: an (epsilon, delta)-DP event with delta > 0 has no zCDP guarantee: "
             f"{event!r}"
         )
     if isinstance(event, ev.Laplace | ev.DiscreteLaplace):
-        e = _up(1.0 / event.noise_multiplier)
-        return _up(e * e / 2.0)
+        b = Fraction(event.noise_multiplier)
+        return _exact_up(float(1 / (2 * b * b)), 1 / (2 * b * b))
     if isinstance(event, ev.SelfComposed):
-        return _up(event.count * zcdp_rho(event.event)) if event.count else 0.0
+        return _mul_up(event.count, zcdp_rho(event.event)) if event.count else 0.0
     if isinstance(event, ev.Composed):
-        return _up(math.fsum(zcdp_rho(e) for e in event.events))
+        return _sum_up([zcdp_rho(e) for e in event.events])
     if isinstance(event, ev.PoissonSampled | ev.SampledWithoutReplacement):
         if isinstance(event, ev.PoissonSampled) and event.rate == 0.0:
             return 0.0
@@ -214,7 +242,7 @@ class ZcdpAccountant:
             raise ValueError(f"count must be >= 0, got {count}")
         rho = zcdp_rho(event)
         if count:
-            self._rho = _up(math.fsum([self._rho, _up(count * rho)]))
+            self._rho = _sum_up([self._rho, _mul_up(count, rho)])
         return self
 
     def get_epsilon(self, delta: float) -> float:
