@@ -12,6 +12,7 @@ call sequence, never on the number of threads.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import math
 import threading
 from collections.abc import Iterator
@@ -41,6 +42,21 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
                 max_workers=max(1, numba.config.NUMBA_NUM_THREADS),
                 thread_name_prefix="dpfast-keystream")
         return _pool
+
+
+@contextlib.contextmanager
+def threads_for(nchunks: int) -> Iterator[None]:
+    """Run a batch of one chunk on the calling thread: a parallel launch costs more than
+    a small batch's work.  Output never depends on the thread count."""
+    if nchunks > 1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
 
 
 def _nonces(first: int, n: int) -> np.ndarray:
@@ -110,7 +126,8 @@ def uniform_below(gen: Any, span: int, n: int) -> np.ndarray:
     s = np.uint64(span % (1 << 64))
     # expected words per draw: 1 / P(accept) <= 2; usually ~1
     for lo, hi, buf, st, nonces in batches(gen, n, 1.0):
-        _uk.uniform_below(buf, st, gen._key_words, nonces, CHUNK, hi - lo, s, out[lo:hi])
+        with threads_for(buf.shape[0]):
+            _uk.uniform_below(buf, st, gen._key_words, nonces, CHUNK, hi - lo, s, out[lo:hi])
         check_wrap(st)
     return out
 
@@ -279,9 +296,10 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
         pw = np.empty((nch, cap), np.uint64)
         ovf = np.zeros(nch, np.int64)
         while True:
-            _sk.discrete_kernel(kind, buf, st, gen._key_words, nonces, xin, out, add, lo,
-                                hi - lo, CHUNK, p.values, p2, p.stride, force, start, resume,
-                                pcount, pcell, pkind, ps, ph, pl, pw, ovf)
+            with threads_for(nch):
+                _sk.discrete_kernel(kind, buf, st, gen._key_words, nonces, xin, out, add, lo,
+                                    hi - lo, CHUNK, p.values, p2, p.stride, force, start,
+                                    resume, pcount, pcell, pkind, ps, ph, pl, pw, ovf)
             check_wrap(st)
             if ovf.any():
                 raise OverflowError("noisy value does not fit the integer dtype of x")
@@ -342,9 +360,10 @@ def bernoulli_exp(gen: Any, gamma: Any, size: Any) -> np.ndarray | bool:
         pcell = np.empty((nch, cap), np.int64)
         pw = np.empty((nch, cap), np.uint64)
         while True:
-            _sk.bernoulli_exp_kernel(buf, st, gen._key_words, nonces, out, lo, hi - lo, CHUNK,
-                                     p.values, p.stride, force, start, resume, pcount, pcell,
-                                     pw)
+            with threads_for(nch):
+                _sk.bernoulli_exp_kernel(buf, st, gen._key_words, nonces, out, lo, hi - lo,
+                                         CHUNK, p.values, p.stride, force, start, resume,
+                                         pcount, pcell, pw)
             check_wrap(st)
             for c in range(nch):
                 for k in range(int(pcount[c])):

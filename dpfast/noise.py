@@ -249,7 +249,8 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
     for lo in range(0, flat.size, _SLICE):
         hi = min(flat.size, lo + _SLICE)
         _drive.run_discrete(gen, kind, p, hi - lo, z[:hi - lo])
-        _grid.grid_add(flat[lo:hi], z[:hi - lo], g, result[lo:hi])
+        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK)):
+            _grid.grid_add(flat[lo:hi], z[:hi - lo], g, result[lo:hi])
     result = result.reshape(arr.shape)
     if out is None:
         return result
@@ -405,7 +406,8 @@ def snapping(x: Any, scale: Any, bound: Any, *, rng: Any = None) -> np.ndarray:
     if big_lam < lam:
         big_lam *= 2.0
     for lo, hi, buf, st, nonces in _drive.batches(gen, flat.size, 2.05):
-        _grid.snapping(buf, st, gen._key_words, nonces, flat, out, lo, hi - lo, _drive.CHUNK,
-                       lam, big_lam, b)
+        with _drive.threads_for(buf.shape[0]):
+            _grid.snapping(buf, st, gen._key_words, nonces, flat, out, lo, hi - lo,
+                           _drive.CHUNK, lam, big_lam, b)
         _drive.check_wrap(st)
     return out.reshape(arr.shape)
