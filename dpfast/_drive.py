@@ -22,7 +22,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from dpfast import _exact, _native
+from dpfast import _envelope, _exact, _native
 from dpfast._kernels import samplers as _sk
 from dpfast._kernels import uniform as _uk
 from dpfast._validate import check_size
@@ -271,6 +271,9 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
                  x: np.ndarray | None = None) -> None:
     """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow."""
+    if kind == 1 and p._exact_scalar is not None:
+        _run_gauss_table(gen, p._exact_scalar, n, out, x)
+        return
     force = _exact.forced_mode()
     add = x is not None
     xin = x if add else out
@@ -309,6 +312,58 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
                     args = (int(pkind[c, k]), int(ps[c, k]), int(ph[c, k]), int(pl[c, k]),
                             int(pw[c, k]), p.exact(i))
                     v = (_finish_laplace if kind == 0 else _finish_gaussian)(slow.exact, *args)
+                    if add:
+                        v += int(xin[i])
+                        if not -(1 << 63) <= v < (1 << 63):
+                            raise OverflowError("noisy value does not fit the integer dtype of x")
+                    out[i] = v
+            pcount[:] = 0
+            if np.all(resume >= ends):
+                break
+            start = resume.copy()
+
+
+def _run_gauss_table(gen: Any, sigma: Fraction, n: int, out: np.ndarray,
+                     x: np.ndarray | None) -> None:
+    """Discrete Gaussian for a scalar sigma by the envelope table (dpfast._envelope)."""
+    tab = _envelope.table(sigma)
+    force = _exact.forced_mode()
+    add = x is not None
+    xin = x if add else out
+    slow = _SlowStream(gen)
+    cap = CHUNK if force else 64
+    for lo, hi, buf, st, nonces in batches(gen, n, 2.2):
+        nch = buf.shape[0]
+        start = lo + np.arange(nch, dtype=np.int64) * CHUNK
+        ends = np.minimum(start + CHUNK, hi)
+        resume = np.empty(nch, np.int64)
+        pcount = np.zeros(nch, np.int64)
+        ints = [np.empty((nch, cap), np.int64) for _ in range(6)]
+        pcell, pkind, ps, pm, pi, pbits = ints
+        pu = np.empty((nch, cap), np.uint64)
+        pw = np.empty((nch, cap), np.uint64)
+        ovf = np.zeros(nch, np.int64)
+        while True:
+            with threads_for(nch):
+                _sk.dgauss_table_kernel(buf, st, gen._key_words, nonces, xin, out, add, lo,
+                                        hi - lo, CHUNK, tab.thresh, tab.alias, tab.f, tab.nb,
+                                        tab.p, tab.cbits, tab.inv2s2, force, start, resume,
+                                        pcount, pcell, pkind, ps, pm, pi, pu, pw, pbits, ovf)
+            check_wrap(st)
+            if ovf.any():
+                raise OverflowError("noisy value does not fit the integer dtype of x")
+            for c in range(nch):
+                for k in range(int(pcount[c])):
+                    i = int(pcell[c, k])
+                    if int(pkind[c, k]) == _sk.PENDING_ENV_TAIL:
+                        v = _envelope.finish_tail(slow.exact, tab, int(ps[c, k]))
+                    else:
+                        nbits = int(pbits[c, k])
+                        u_m = int(pu[c, k])
+                        if nbits > 64 - tab.p:
+                            u_m = (u_m << 64) | int(pw[c, k])
+                        v = _envelope.finish_accept(slow.exact, tab, int(ps[c, k]),
+                                                    int(pm[c, k]), int(pi[c, k]), u_m, nbits)
                     if add:
                         v += int(xin[i])
                         if not -(1 << 63) <= v < (1 << 63):

@@ -62,7 +62,7 @@ def demo(cells: int = 10_000_000, epsilon: float = 1.0, delta: float = 1e-6,
     out("")
     for name, mech, x in mechs:
         t = time.perf_counter()
-        noisy = budget.release(mech, x, note=f"demo: {name}", analyst="demo")
+        noisy = budget.release(mech, x, note=f"demo: {name}", analyst="demo", rng=rng)
         dt = time.perf_counter() - t
         noise = np.asarray(noisy, dtype=np.float64) - x
         hw = mech.confidence_interval(0.05)

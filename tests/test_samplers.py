@@ -182,11 +182,57 @@ def test_discrete_laplace_exact_continuation_fit(mode, scale) -> None:
     check_fit(x, DiscreteLaplaceLaw(Fraction(scale)), nbins=30)
 
 
-@pytest.mark.parametrize("mode,sigma", [(1, 2.3), (3, 1.0), (3, 100.0), (2, 100.0)], ids=str)
-def test_discrete_gaussian_exact_continuation_fit(mode, sigma) -> None:
+@pytest.mark.parametrize("mode,sigma,per_cell", [
+    (1, 2.3, True), (3, 1.0, True), (3, 100.0, True), (2, 100.0, True),  # CKS20 kernel
+    (3, 2.3, False), (3, 100.0, False), (3, 1e4, False),  # envelope-table kernel
+], ids=str)
+def test_discrete_gaussian_exact_continuation_fit(mode, sigma, per_cell) -> None:
+    """Scalar sigma runs the envelope-table sampler, per-cell sigma the CKS20 kernel."""
+    param = np.full(N_FORCED, sigma) if per_cell else sigma
     with _exact.force_exact(mode):
-        x = dpfast.default_rng(KEY).discrete_gaussian(sigma, N_FORCED)
+        x = dpfast.default_rng(KEY).discrete_gaussian(param, N_FORCED)
     check_fit(x, DiscreteGaussianLaw(Fraction(sigma)), nbins=30, bins_from_cdf=sigma < 50)
+
+
+@pytest.mark.parametrize("sigma", [0.3, 2.3, 100.0])
+def test_discrete_gaussian_per_cell_kernel_fit(sigma) -> None:
+    x = dpfast.default_rng(KEY).discrete_gaussian(np.full(N, sigma), N)
+    check_fit(x, DiscreteGaussianLaw(Fraction(sigma)), bins_from_cdf=sigma < 50)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0])
+def test_envelope_tail_item_is_exact(sigma) -> None:
+    """The tail item (|k| >= M, probability ~1e-15 per sample) is finished in Python:
+    conditioned on acceptance it must follow w(m) restricted to m >= M.  The restart
+    after a rejection is a fresh exact sample, so here we look at accepted tails only."""
+    from dpfast import _drive, _envelope
+
+    tab = _envelope.table(Fraction(sigma))
+    mt = tab.m_tail
+    gen = dpfast.default_rng(KEY)
+    ex = _drive._SlowStream(gen).exact
+    fresh = []
+    original = ex.discrete_gaussian
+    ex.discrete_gaussian = lambda s: fresh.append(1) or 10**9  # mark restarts
+    try:
+        vals = [_envelope.finish_tail(ex, tab, 0) for _ in range(4000)]
+    finally:
+        ex.discrete_gaussian = original
+    acc = np.array([v for v in vals if v != 10**9])
+    assert acc.size > 500 and np.all(acc >= mt)
+    # exact conditional law: P(m) ∝ exp(-m^2 / 2 sigma^2), m >= M
+    ms = np.arange(mt, mt + 12)
+    w = np.array([float(mp.exp(-mp.mpf(int(m) ** 2) / (2 * mp.mpf(sigma) ** 2)
+                                + mp.mpf(mt) ** 2 / (2 * mp.mpf(sigma) ** 2))) for m in ms])
+    w /= w.sum()
+    counts = np.array([(acc == m).sum() for m in ms])
+    keep = w * acc.size >= 5
+    exp_c = w[keep] * acc.size
+    obs = counts[keep]
+    if keep.sum() >= 2:
+        assert stats.chisquare(obs, exp_c * obs.sum() / exp_c.sum()).pvalue > P_MIN
+    else:
+        assert obs[0] == acc.size
 
 
 @pytest.mark.parametrize("gamma", [0.0, 0.25, 1.0, 2.5, Fraction(1, 3), 7.0])

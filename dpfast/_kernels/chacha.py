@@ -57,7 +57,8 @@ def block_into(key, nonce, counter, out64, off):
     s13 = np.uint64(nonce[0])
     s14 = np.uint64(nonce[1])
     s15 = np.uint64(nonce[2])
-    x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15 = s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15
+    x0, x1, x2, x3, x4, x5, x6, x7 = s0, s1, s2, s3, s4, s5, s6, s7
+    x8, x9, x10, x11, x12, x13, x14, x15 = s8, s9, s10, s11, s12, s13, s14, s15
     for _ in range(10):
         x0 = (x0 + x4) & M32
         x12 ^= x0

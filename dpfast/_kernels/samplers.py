@@ -298,3 +298,142 @@ def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride
         resume[c] = i
         pcount[c] = k
         s_[0] = pos
+
+
+# ----------------------------------------------------------------------------- table DG
+PENDING_ENV_ACCEPT = 4
+PENDING_ENV_TAIL = 5
+
+
+@nb.njit(cache=True, _nrt=False, inline="always")
+def env_decide(g, eg, f, u_lo, u_hi):
+    """Decide U < f exp(-g') with |g' - g| <= eg, f in (0, 1] known to 2^-52 relative,
+    U in [u_lo, u_hi]: 1 (yes), 0 (no) or -1 (undecided)."""
+    if eg > 2.0 ** -20:
+        return -1
+    gh = g + eg
+    if gh < 1.0:
+        lo = (1.0 - gh * (1.0 - gh * (0.5 - gh * (1.0 / 6.0))) - 2.0 ** -50) * f
+        if u_hi <= lo * (1.0 - 2.0 ** -50):
+            return 1
+        gl = max(g - eg, 0.0)
+        hi = (1.0 - gl * (1.0 - 0.5 * gl) + 2.0 ** -50) * f
+        if u_lo >= hi * (1.0 + 2.0 ** -50):
+            return 0
+    e = math.exp(-g)
+    err = e * (eg * (1.0 + eg) * 1.01 + REL) + 2.0 ** -1070
+    if u_hi <= (e - err) * f * (1.0 - 2.0 ** -50):
+        return 1
+    if u_lo >= (e + err) * f * (1.0 + 2.0 ** -50):
+        return 0
+    return -1
+
+
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def dgauss_table_kernel(buf, st, key, nonces, x, out, add, base, n, chunk, thresh, alias, f,
+                        nbins, p, cbits, inv2s2, force, start, resume, pcount, pcell, pkind,
+                        ps, pm, pi, pu, pw, pbits, ovf):
+    """Discrete Gaussian by rejection from the envelope table of ``dpfast._envelope``.
+
+    Pending: status 4 = acceptance undecided (U's prefix pu [, pw] of pbits bits),
+    status 5 = the proposal chose the tail item (finished in Python)."""
+    vmask = (np.uint64(1) << np.uint64(64 - cbits)) - np.uint64(1)
+    cshift = np.uint64(64 - cbits)
+    pshift = np.uint64(64 - p) if p > 0 else np.uint64(0)
+    umask = (np.uint64(1) << np.uint64(64 - p)) - np.uint64(1) if p > 0 else np.uint64(0)
+    ubits = 64 - p
+    uscale = math.ldexp(1.0, -ubits)
+    for c in nb.prange(buf.shape[0]):
+        hi = min(base + n, base + (c + 1) * chunk)
+        b = buf[c]
+        s_ = st[c]
+        nonce = nonces[c]
+        pos = s_[0]
+        signs = np.uint64(s_[3])
+        nsigns = s_[4]
+        k = pcount[c]
+        cap = pcell.shape[1]
+        i = start[c]
+        while i < hi:
+            if k == cap:
+                break
+            first = True
+            status = 0
+            v = np.int64(0)
+            sg = np.int64(0)
+            m = np.int64(0)
+            item = np.int64(0)
+            ux = np.uint64(0)
+            wv = np.uint64(0)
+            nbits = 0
+            while True:
+                xw, pos = next_u64(b, pos, s_, key, nonce)
+                col = np.int64(xw >> cshift)
+                item = col if (xw & vmask) < thresh[col] else alias[col]
+                if item == nbins + 1:
+                    continue  # padding: reject
+                if nsigns == 0:
+                    signs, pos = next_u64(b, pos, s_, key, nonce)
+                    nsigns = 64
+                sg = np.int64(signs & np.uint64(1))
+                signs = signs >> np.uint64(1)
+                nsigns -= 1
+                if item == nbins:
+                    status = PENDING_ENV_TAIL
+                    break
+                yw, pos = next_u64(b, pos, s_, key, nonce)
+                if p > 0:
+                    off = np.int64(yw >> pshift)
+                    ux = yw & umask
+                else:
+                    off = np.int64(0)
+                    ux = yw
+                a = item << p
+                m = a + off
+                if sg == 1 and m == 0:
+                    continue
+                g = np.float64(off) * np.float64(m + a) * inv2s2
+                eg = g * 2.0 ** -50
+                if force == 3 and first:
+                    status = PENDING_ENV_ACCEPT
+                    nbits = ubits
+                    break
+                first = False
+                uf = np.float64(ux) * uscale
+                dec = env_decide(g, eg, f[item], uf * (1.0 - 2.0 ** -52),
+                                 uf * (1.0 + 2.0 ** -52) + uscale)
+                if dec < 0 and p > 0:
+                    wv, pos = next_u64(b, pos, s_, key, nonce)
+                    uf2 = (np.float64(ux) + np.float64(wv) * INV64) * uscale
+                    sc2 = uscale * INV64
+                    dec = env_decide(g, eg, f[item], uf2 * (1.0 - 2.0 ** -52),
+                                     uf2 * (1.0 + 2.0 ** -52) + sc2)
+                    if dec < 0:
+                        status = PENDING_ENV_ACCEPT
+                        nbits = ubits + 64
+                        break
+                elif dec < 0:
+                    status = PENDING_ENV_ACCEPT
+                    nbits = ubits
+                    break
+                if dec == 1:
+                    v = -m if sg == 1 else m
+                    break
+            if status == 0:
+                _store(x, out, add, i, v, ovf, c)
+            else:
+                pcell[c, k] = i
+                pkind[c, k] = status
+                ps[c, k] = sg
+                pm[c, k] = m
+                pi[c, k] = item
+                pu[c, k] = ux
+                pw[c, k] = wv
+                pbits[c, k] = nbits
+                k += 1
+            i += 1
+        resume[c] = i
+        pcount[c] = k
+        s_[0] = pos
+        s_[3] = np.int64(signs)
+        s_[4] = nsigns
