@@ -26,6 +26,7 @@ _PUBLIC: dict[str, str] = {
     "snapping": "dpfast.noise",
     "granularity": "dpfast.noise",
     "snapping_epsilon": "dpfast.noise",
+    "keystream": "dpfast.random",
     # mechanisms
     "LaplaceMechanism": "dpfast.mechanisms",
     "DiscreteLaplaceMechanism": "dpfast.mechanisms",
@@ -37,15 +38,23 @@ _PUBLIC: dict[str, str] = {
     "permute_and_flip": "dpfast.selection",
     "report_noisy_max": "dpfast.selection",
     "top_k": "dpfast.selection",
+    "exponential_event": "dpfast.selection",
+    "permute_and_flip_event": "dpfast.selection",
+    "report_noisy_max_event": "dpfast.selection",
+    "top_k_event": "dpfast.selection",
     # accounting
     "RdpAccountant": "dpfast.accounting",
     "ZcdpAccountant": "dpfast.accounting",
     "PureDpAccountant": "dpfast.accounting",
     "dpsgd_epsilon": "dpfast.accounting",
     "calibrate_noise_multiplier": "dpfast.accounting",
+    "advanced_composition": "dpfast.accounting",
+    "optimal_composition": "dpfast.accounting",
+    "parallel_composition": "dpfast.accounting",
     # budget
     "Budget": "dpfast.budget",
     "BudgetExceededError": "dpfast.budget",
+    "LedgerError": "dpfast.budget",
 }
 
 _SUBMODULES = {
