@@ -25,7 +25,7 @@ def _best(fn: Callable[[], object], repeat: int = 3) -> float:
     return best
 
 
-def demo(cells: int = 10_000_000, epsilon: float = 1.0, delta: float = 1e-6,
+def demo(cells: int = 10_000_000, epsilon: float = 4.0, delta: float = 1e-6,
          out: Callable[[str], None] = print) -> None:
     """Noise a ``cells``-cell histogram under an (epsilon, delta) budget and report."""
     import numba
@@ -43,18 +43,24 @@ def demo(cells: int = 10_000_000, epsilon: float = 1.0, delta: float = 1e-6,
     out(f"histogram: {cells:,} cells, {int(counts.sum()):,} people; each person "
         "changes one cell by 1 (L1 = L2 sensitivity 1)")
 
-    budget = dpfast.Budget(epsilon=epsilon, delta=delta, accounting="rdp")
-    out(f"budget: epsilon={epsilon}, delta={delta:g}, Renyi-filter accounting, in memory")
+    budget = dpfast.Budget(epsilon=epsilon, delta=delta, accounting="zcdp")
+    out(f"budget: epsilon={epsilon}, delta={delta:g} as a zCDP filter "
+        f"(rho = {budget.remaining().rho:.4g}), in memory")
 
+    share = budget.remaining().rho / 5  # four releases, then one that would overspend
+    eps_share = (2 * share) ** 0.5  # epsilon-DP implies epsilon^2/2-zCDP
     mechs = [
-        ("discrete Laplace", dpfast.DiscreteLaplaceMechanism(epsilon=0.25 * epsilon), counts),
-        ("discrete Gaussian", dpfast.DiscreteGaussianMechanism(rho=0.02 * epsilon ** 2),
-         counts),
-        ("Laplace (2^k grid)", dpfast.LaplaceMechanism(epsilon=0.25 * epsilon),
+        ("discrete Laplace", dpfast.DiscreteLaplaceMechanism(epsilon=eps_share), counts),
+        ("discrete Gaussian", dpfast.DiscreteGaussianMechanism(rho=share), counts),
+        ("Laplace (2^k grid)", dpfast.LaplaceMechanism(epsilon=eps_share),
          counts.astype(np.float64)),
-        ("Gaussian (2^k grid)", dpfast.GaussianMechanism(rho=0.02 * epsilon ** 2),
+        ("Gaussian (2^k grid)", dpfast.GaussianMechanism(rho=share),
          counts.astype(np.float64)),
     ]
+    for fn in (dpfast.discrete_laplace, dpfast.discrete_gaussian):  # load compiled kernels
+        fn(np.zeros(10, np.int64), 1.0, rng=rng)
+    for fn in (dpfast.laplace, dpfast.gaussian):
+        fn(np.zeros(10), 1.0, rng=rng)
     np_rng = np.random.default_rng(1)
     t_numpy = _best(lambda: np_rng.laplace(0.0, 4.0, size=cells))
     out(f"numpy Generator.laplace (insecure float noise, PCG64): {cells / t_numpy:.3g} "
@@ -66,19 +72,21 @@ def demo(cells: int = 10_000_000, epsilon: float = 1.0, delta: float = 1e-6,
         dt = time.perf_counter() - t
         noise = np.asarray(noisy, dtype=np.float64) - x
         hw = mech.confidence_interval(0.05)
-        par = (f"scale={mech.scale:.6g}" if hasattr(mech, "scale")
-               else f"sigma={mech.sigma:.6g}")
+        par = (f"sigma={mech.sigma:.6g}" if hasattr(mech, "sigma")
+               else f"scale={mech.scale:.6g}")
         out(f"{name:20s} {par:22s} {cells / dt:10.3g} cells/s "
             f"({t_numpy / dt:4.2f}x numpy)  noise sd {noise.std():8.3f}  "
             f"95% half-width {hw:.4g}")
         out(f"{'':20s} event {mech.event}")
     rem = budget.remaining()
+    spent = budget.spent()
     out("")
-    out(f"privacy spent: {len(budget.history())} releases; epsilon still spendable "
-        f"~{rem.epsilon:.4g} (delta {delta:g} overall)")
+    out(f"privacy spent: {len(budget.history())} releases, rho = {spent.rho:.4g} of "
+        f"{budget.remaining().rho + spent.rho:.4g}; left: rho {rem.rho:.4g} "
+        f"(an epsilon-DP release of epsilon <= {rem.epsilon:.4g} still fits)")
     try:
-        budget.release(dpfast.DiscreteLaplaceMechanism(epsilon=epsilon), counts,
-                       note="one release too many", analyst="demo")
+        budget.release(dpfast.DiscreteLaplaceMechanism(epsilon=2 * eps_share), counts,
+                       note="one release too many", analyst="demo", rng=rng)
         out("ERROR: the overspend was not refused")
     except dpfast.BudgetExceededError as exc:
         out(f"refused before any noise was drawn: {type(exc).__name__}: {exc}")
@@ -90,14 +98,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd")
     p_demo = sub.add_parser("demo", help="noise a large histogram under a budget")
     p_demo.add_argument("--cells", type=int, default=10_000_000)
-    p_demo.add_argument("--epsilon", type=float, default=1.0)
+    p_demo.add_argument("--epsilon", type=float, default=4.0)
     p_demo.add_argument("--delta", type=float, default=1e-6)
     args = parser.parse_args(argv)
     if args.cmd in (None, "demo"):
         cells = getattr(args, "cells", 10_000_000)
         if cells <= 0:
             parser.error("--cells must be positive")
-        demo(cells=cells, epsilon=getattr(args, "epsilon", 1.0),
+        demo(cells=cells, epsilon=getattr(args, "epsilon", 4.0),
              delta=getattr(args, "delta", 1e-6))
         return 0
     parser.print_help()
