@@ -31,7 +31,8 @@ Poisson-subsampled Gaussian (Mironov, Talwar & Zhang 2019, "MTZ19") is computed
   ``tests/test_accounting_rdp.py``).  For very small ``sigma`` (grids above 200k
   nodes, roughly ``sigma < 0.015``) the fractional orders fall back to the chord of
   the convex cumulant between neighbouring integer orders: an upper bound, not exact.
-  dp_accounting's fractional-order series adds the absolute values of the alternating binomial terms and overestimates.
+  dp_accounting's fractional-order series adds the absolute values of the alternating
+  binomial terms and overestimates.
 """
 
 from __future__ import annotations
