@@ -35,6 +35,31 @@ typedef uint8_t v32b __attribute__((vector_size(32)));
 
 static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206574u};
 
+/* 8x8 transpose of 32-bit lanes (unpack 32, unpack 64, swap 128-bit halves): row i of
+ * the input holds state word i of 8 blocks; column j (block j) is stored to
+ * out + 16 j.  Compiles to vpunpck / vperm2i128 with AVX2, to SSE shuffles otherwise. */
+#define SHUF(a, b, ...) __builtin_shuffle((a), (b), (v8u){__VA_ARGS__})
+#define TRANSPOSE_STORE(r, out)                                                    \
+    do {                                                                           \
+        v8u t_[8], u_[8], c_;                                                      \
+        for (int i_ = 0; i_ < 8; i_ += 2) {                                        \
+            t_[i_] = SHUF((r)[i_], (r)[i_ + 1], 0, 8, 1, 9, 4, 12, 5, 13);         \
+            t_[i_ + 1] = SHUF((r)[i_], (r)[i_ + 1], 2, 10, 3, 11, 6, 14, 7, 15);   \
+        }                                                                          \
+        for (int h_ = 0; h_ < 8; h_ += 4) {                                        \
+            u_[h_] = SHUF(t_[h_], t_[h_ + 2], 0, 1, 8, 9, 4, 5, 12, 13);           \
+            u_[h_ + 1] = SHUF(t_[h_], t_[h_ + 2], 2, 3, 10, 11, 6, 7, 14, 15);     \
+            u_[h_ + 2] = SHUF(t_[h_ + 1], t_[h_ + 3], 0, 1, 8, 9, 4, 5, 12, 13);   \
+            u_[h_ + 3] = SHUF(t_[h_ + 1], t_[h_ + 3], 2, 3, 10, 11, 6, 7, 14, 15); \
+        }                                                                          \
+        for (int j_ = 0; j_ < 4; j_++) {                                           \
+            c_ = SHUF(u_[j_], u_[j_ + 4], 0, 1, 2, 3, 8, 9, 10, 11);               \
+            memcpy((out) + 16 * j_, &c_, sizeof c_);                               \
+            c_ = SHUF(u_[j_], u_[j_ + 4], 4, 5, 6, 7, 12, 13, 14, 15);             \
+            memcpy((out) + 16 * (j_ + 4), &c_, sizeof c_);                         \
+        }                                                                          \
+    } while (0)
+
 #define BLOCKS8_BODY                                                               \
     v8u x[16], s[16];                                                              \
     for (int i = 0; i < 4; i++) s[i] = (v8u){0} + SIGMA[i];                        \
@@ -53,8 +78,8 @@ static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206
         VQR(x[3], x[4], x[9], x[14]);                                               \
     }                                                                              \
     for (int i = 0; i < 16; i++) x[i] += s[i];                                     \
-    for (int j = 0; j < 8; j++)                                                    \
-        for (int i = 0; i < 16; i++) out[16 * j + i] = x[i][j];
+    TRANSPOSE_STORE(x, out);                                                       \
+    TRANSPOSE_STORE(x + 8, out + 8);
 
 /* 8 consecutive blocks starting at counter (caller ensures no wrap). */
 __attribute__((target("avx2"))) static void blocks8_avx2(const uint32_t *key,
