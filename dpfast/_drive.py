@@ -15,7 +15,7 @@ import concurrent.futures
 import contextlib
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -267,112 +267,112 @@ def _words_per_cell(kind: int, p: Param) -> float:
     return lap if kind == 0 else 1.6 * (lap + 1.0)
 
 
-def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
-                 x: np.ndarray | None = None) -> None:
-    """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
-    added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow."""
-    if kind == 1 and p._exact_scalar is not None:
-        _run_gauss_table(gen, p._exact_scalar, n, out, x)
-        return
+_OVERFLOW = "noisy value does not fit the integer dtype of x"
+
+
+def _run_pending(gen: Any, n: int, words_per_cell: float, n_int: int, n_u64: int,
+                 call: Callable[..., None], finish: Callable[[int, list[int], list[int]], Any],
+                 store: Callable[[int, Any], None]) -> None:
+    """Common driver of the exact kernels.
+
+    Runs ``call(buf, st, nonces, base, n, force, start, resume, pcount, ints, u64s, ovf)``
+    over batches of chunks.  The kernel records each undecided cell in the pending arrays
+    (``ints[0]`` = cell index, then ``n_int - 1`` int64 and ``n_u64`` uint64 state
+    columns); each is finished exactly, in cell order, by ``finish(i, ints, u64s)`` and
+    written by ``store(i, value)``.  A chunk whose pending list fills up stops and is
+    resumed, on the same stream, after its pending cells are finished.
+    """
     force = _exact.forced_mode()
-    add = x is not None
-    xin = x if add else out
-    slow = _SlowStream(gen)
-    if kind == 1:
-        p2 = np.floor(p.values) + 1.0
-        if p._exact_scalar is not None:
-            p2 = np.array([float(math.floor(p._exact_scalar) + 1)])
-    else:
-        p2 = p.values
     cap = CHUNK if force else 64
-    for lo, hi, buf, st, nonces in batches(gen, n, _words_per_cell(kind, p)):
+    for lo, hi, buf, st, nonces in batches(gen, n, words_per_cell):
         nch = buf.shape[0]
         start = lo + np.arange(nch, dtype=np.int64) * CHUNK
         ends = np.minimum(start + CHUNK, hi)
         resume = np.empty(nch, np.int64)
         pcount = np.zeros(nch, np.int64)
-        pcell = np.empty((nch, cap), np.int64)
-        pkind = np.empty((nch, cap), np.int64)
-        ps = np.empty((nch, cap), np.int64)
-        ph = np.empty((nch, cap), np.int64)
-        pl = np.empty((nch, cap), np.int64)
-        pw = np.empty((nch, cap), np.uint64)
+        ints = [np.empty((nch, cap), np.int64) for _ in range(n_int)]
+        u64s = [np.empty((nch, cap), np.uint64) for _ in range(n_u64)]
         ovf = np.zeros(nch, np.int64)
         while True:
             with threads_for(nch):
-                _sk.discrete_kernel(kind, buf, st, gen._key_words, nonces, xin, out, add, lo,
-                                    hi - lo, CHUNK, p.values, p2, p.stride, force, start,
-                                    resume, pcount, pcell, pkind, ps, ph, pl, pw, ovf)
+                call(buf, st, nonces, lo, hi - lo, force, start, resume, pcount, ints, u64s,
+                     ovf)
             check_wrap(st)
             if ovf.any():
-                raise OverflowError("noisy value does not fit the integer dtype of x")
+                raise OverflowError(_OVERFLOW)
             for c in range(nch):
                 for k in range(int(pcount[c])):
-                    i = int(pcell[c, k])
-                    args = (int(pkind[c, k]), int(ps[c, k]), int(ph[c, k]), int(pl[c, k]),
-                            int(pw[c, k]), p.exact(i))
-                    v = (_finish_laplace if kind == 0 else _finish_gaussian)(slow.exact, *args)
-                    if add:
-                        v += int(xin[i])
-                        if not -(1 << 63) <= v < (1 << 63):
-                            raise OverflowError("noisy value does not fit the integer dtype of x")
-                    out[i] = v
+                    i = int(ints[0][c, k])
+                    store(i, finish(i, [int(a[c, k]) for a in ints[1:]],
+                                    [int(a[c, k]) for a in u64s]))
             pcount[:] = 0
             if np.all(resume >= ends):
                 break
             start = resume.copy()
+
+
+def _int_store(out: np.ndarray, x: np.ndarray | None) -> Callable[[int, int], None]:
+    def store(i: int, v: int) -> None:
+        if x is not None:
+            v += int(x[i])
+            if not -(1 << 63) <= v < (1 << 63):
+                raise OverflowError(_OVERFLOW)
+        out[i] = v
+
+    return store
+
+
+def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
+                 x: np.ndarray | None = None) -> None:
+    """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
+    added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow.
+
+    A scalar Gaussian sigma uses the envelope table (dpfast._envelope); per-cell sigmas
+    use CKS20 Algorithm 3."""
+    if kind == 1 and p._exact_scalar is not None:
+        _run_gauss_table(gen, p._exact_scalar, n, out, x)
+        return
+    add = x is not None
+    xin = x if add else out
+    slow = _SlowStream(gen)
+    p2 = np.floor(p.values) + 1.0 if kind == 1 else p.values
+    key = gen._key_words
+    finisher = _finish_laplace if kind == 0 else _finish_gaussian
+
+    def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
+        _sk.discrete_kernel(kind, buf, st, key, nonces, xin, out, add, base, m, CHUNK,
+                            p.values, p2, p.stride, force, start, resume, pcount, *ints,
+                            *u64s, ovf)
+
+    def finish(i: int, state: list[int], u64: list[int]) -> int:
+        return finisher(slow.exact, *state, u64[0], p.exact(i))
+
+    _run_pending(gen, n, _words_per_cell(kind, p), 5, 1, call, finish, _int_store(out, x))
 
 
 def _run_gauss_table(gen: Any, sigma: Fraction, n: int, out: np.ndarray,
                      x: np.ndarray | None) -> None:
     """Discrete Gaussian for a scalar sigma by the envelope table (dpfast._envelope)."""
     tab = _envelope.table(sigma)
-    force = _exact.forced_mode()
     add = x is not None
     xin = x if add else out
     slow = _SlowStream(gen)
-    cap = CHUNK if force else 64
-    for lo, hi, buf, st, nonces in batches(gen, n, 2.2):
-        nch = buf.shape[0]
-        start = lo + np.arange(nch, dtype=np.int64) * CHUNK
-        ends = np.minimum(start + CHUNK, hi)
-        resume = np.empty(nch, np.int64)
-        pcount = np.zeros(nch, np.int64)
-        ints = [np.empty((nch, cap), np.int64) for _ in range(6)]
-        pcell, pkind, ps, pm, pi, pbits = ints
-        pu = np.empty((nch, cap), np.uint64)
-        pw = np.empty((nch, cap), np.uint64)
-        ovf = np.zeros(nch, np.int64)
-        while True:
-            with threads_for(nch):
-                _sk.dgauss_table_kernel(buf, st, gen._key_words, nonces, xin, out, add, lo,
-                                        hi - lo, CHUNK, tab.thresh, tab.alias, tab.f, tab.nb,
-                                        tab.p, tab.cbits, tab.inv2s2, force, start, resume,
-                                        pcount, pcell, pkind, ps, pm, pi, pu, pw, pbits, ovf)
-            check_wrap(st)
-            if ovf.any():
-                raise OverflowError("noisy value does not fit the integer dtype of x")
-            for c in range(nch):
-                for k in range(int(pcount[c])):
-                    i = int(pcell[c, k])
-                    if int(pkind[c, k]) == _sk.PENDING_ENV_TAIL:
-                        v = _envelope.finish_tail(slow.exact, tab, int(ps[c, k]))
-                    else:
-                        nbits = int(pbits[c, k])
-                        u_m = int(pu[c, k])
-                        if nbits > 64 - tab.p:
-                            u_m = (u_m << 64) | int(pw[c, k])
-                        v = _envelope.finish_accept(slow.exact, tab, int(ps[c, k]),
-                                                    int(pm[c, k]), int(pi[c, k]), u_m, nbits)
-                    if add:
-                        v += int(xin[i])
-                        if not -(1 << 63) <= v < (1 << 63):
-                            raise OverflowError("noisy value does not fit the integer dtype of x")
-                    out[i] = v
-            pcount[:] = 0
-            if np.all(resume >= ends):
-                break
-            start = resume.copy()
+    key = gen._key_words
+
+    def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
+        _sk.dgauss_table_kernel(buf, st, key, nonces, xin, out, add, base, m, CHUNK,
+                                tab.thresh, tab.alias, tab.f, tab.nb, tab.p, tab.cbits,
+                                tab.inv2s2, force, start, resume, pcount, *ints[:5], *u64s,
+                                ints[5], ovf)
+
+    def finish(i: int, state: list[int], u64: list[int]) -> int:
+        status, s, m, item, nbits = state
+        if status == _sk.PENDING_ENV_TAIL:
+            return _envelope.finish_tail(slow.exact, tab, s)
+        u_m = u64[0] if nbits <= 64 - tab.p else (u64[0] << 64) | u64[1]
+        return _envelope.finish_accept(slow.exact, tab, s, m, item, u_m, nbits)
+
+    _run_pending(gen, n, 2.2, 6, 2, call, finish, _int_store(out, x))
 
 
 def discrete_laplace(gen: Any, scale: Any, size: Any) -> np.ndarray | int:
@@ -403,31 +403,20 @@ def bernoulli_exp(gen: Any, gamma: Any, size: Any) -> np.ndarray | bool:
     n = int(np.prod(shape, dtype=np.int64))
     out = np.empty(n, np.uint8)
     p = make_param(parsed, shape)
-    force = _exact.forced_mode()
-    cap = CHUNK if force else 64
     slow = _SlowStream(gen)
-    for lo, hi, buf, st, nonces in batches(gen, n, 1.0):
-        nch = buf.shape[0]
-        start = lo + np.arange(nch, dtype=np.int64) * CHUNK
-        ends = np.minimum(start + CHUNK, hi)
-        resume = np.empty(nch, np.int64)
-        pcount = np.zeros(nch, np.int64)
-        pcell = np.empty((nch, cap), np.int64)
-        pw = np.empty((nch, cap), np.uint64)
-        while True:
-            with threads_for(nch):
-                _sk.bernoulli_exp_kernel(buf, st, gen._key_words, nonces, out, lo, hi - lo,
-                                         CHUNK, p.values, p.stride, force, start, resume,
-                                         pcount, pcell, pw)
-            check_wrap(st)
-            for c in range(nch):
-                for k in range(int(pcount[c])):
-                    i = int(pcell[c, k])
-                    out[i] = slow.exact.bern_exp_from(int(pw[c, k]), p.exact(i), force=True)
-            pcount[:] = 0
-            if np.all(resume >= ends):
-                break
-            start = resume.copy()
+    key = gen._key_words
+
+    def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
+        _sk.bernoulli_exp_kernel(buf, st, key, nonces, out, base, m, CHUNK, p.values,
+                                 p.stride, force, start, resume, pcount, ints[0], u64s[0])
+
+    def finish(i: int, state: list[int], u64: list[int]) -> bool:
+        return slow.exact.bern_exp_from(u64[0], p.exact(i), force=True)
+
+    def store(i: int, v: bool) -> None:
+        out[i] = v
+
+    _run_pending(gen, n, 1.0, 1, 1, call, finish, store)
     res = out.astype(bool)
     if size is None and not shape:
         return bool(res[0])
