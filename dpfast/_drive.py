@@ -102,7 +102,8 @@ def batches(gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK
     nchunks = max(1, -(-n // chunk))
     first_stream = gen._allocate_streams(nchunks)
     cells = min(chunk, max(n, 1))
-    words = int(cells * words_per_cell * 1.25) + 64
+    # expected use + 5% + a little: the kernels refill (slower, in numba) if it runs dry
+    words = int(cells * words_per_cell * 1.05) + 256
     words = -(-words // 8) * 8
     per_batch = max(1, BATCH_WORDS // words)
     key_words = gen._key_words
@@ -262,9 +263,11 @@ def _finish_gaussian(ex: _exact.Exact, status: int, s: int, h: int, l: int, w: i
 
 
 def _words_per_cell(kind: int, p: Param) -> float:
-    big = float(np.max(p.values)) >= 32.0
-    lap = 3.4 if big else 1.2
-    return lap if kind == 0 else 1.6 * (lap + 1.0)
+    """Expected keystream words per cell of the geometric / CKS20 kernels."""
+    t = float(np.max(p.values)) if kind == 0 else math.floor(float(np.max(p.values))) + 1.0
+    geo = 2.07 if t >= 32.0 else 1.0  # H inversion + L (one word, 1/16 a second; 15/16 ok)
+    lap = (geo + 1 / 64) / (1 - (1 - math.exp(-1 / t)) / 2)  # sign rejection of -0
+    return lap if kind == 0 else (lap + 1.0) / 0.5  # CKS20 acceptance >= ~0.54
 
 
 _OVERFLOW = "noisy value does not fit the integer dtype of x"
@@ -327,10 +330,10 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow.
 
-    A scalar Gaussian sigma uses the envelope table (dpfast._envelope); per-cell sigmas
-    use CKS20 Algorithm 3."""
-    if kind == 1 and p._exact_scalar is not None:
-        _run_gauss_table(gen, p._exact_scalar, n, out, x)
+    A scalar parameter uses the envelope table (dpfast._envelope); per-cell parameters
+    use the geometric kernels (Laplace) and CKS20 Algorithm 3 (Gaussian)."""
+    if p._exact_scalar is not None:
+        _run_table(gen, "laplace" if kind == 0 else "gauss", p._exact_scalar, n, out, x)
         return
     add = x is not None
     xin = x if add else out
@@ -350,20 +353,19 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     _run_pending(gen, n, _words_per_cell(kind, p), 5, 1, call, finish, _int_store(out, x))
 
 
-def _run_gauss_table(gen: Any, sigma: Fraction, n: int, out: np.ndarray,
-                     x: np.ndarray | None) -> None:
-    """Discrete Gaussian for a scalar sigma by the envelope table (dpfast._envelope)."""
-    tab = _envelope.table(sigma)
+def _run_table(gen: Any, law: str, param: Fraction, n: int, out: np.ndarray,
+               x: np.ndarray | None) -> None:
+    """Discrete Laplace/Gaussian for a scalar parameter by the envelope table."""
+    tab = _envelope.table(law, param)
     add = x is not None
     xin = x if add else out
     slow = _SlowStream(gen)
     key = gen._key_words
 
     def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
-        _sk.dgauss_table_kernel(buf, st, key, nonces, xin, out, add, base, m, CHUNK,
-                                tab.thresh, tab.alias, tab.f, tab.nb, tab.p, tab.cbits,
-                                tab.inv2s2, force, start, resume, pcount, *ints[:5], *u64s,
-                                ints[5], ovf)
+        _sk.table_kernel(tab.law_code, buf, st, key, nonces, xin, out, add, base, m, CHUNK,
+                         tab.thresh, tab.alias, tab.f, tab.nb, tab.p, tab.cbits, tab.coef,
+                         force, start, resume, pcount, *ints[:5], *u64s, ints[5], ovf)
 
     def finish(i: int, state: list[int], u64: list[int]) -> int:
         status, s, m, item, nbits = state
@@ -372,7 +374,7 @@ def _run_gauss_table(gen: Any, sigma: Fraction, n: int, out: np.ndarray,
         u_m = u64[0] if nbits <= 64 - tab.p else (u64[0] << 64) | u64[1]
         return _envelope.finish_accept(slow.exact, tab, s, m, item, u_m, nbits)
 
-    _run_pending(gen, n, 2.2, 6, 2, call, finish, _int_store(out, x))
+    _run_pending(gen, n, tab.words, 6, 2, call, finish, _int_store(out, x))
 
 
 def discrete_laplace(gen: Any, scale: Any, size: Any) -> np.ndarray | int:

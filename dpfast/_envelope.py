@@ -1,14 +1,17 @@
-"""Exact discrete Gaussian by rejection from a piecewise-constant envelope (scalar sigma).
+"""Exact discrete Gaussian / Laplace by rejection from a piecewise-constant envelope.
 
-Target on m = |k| >= 0: w(m) = exp(-m^2 / (2 sigma^2)); a uniform sign is attached and
-(negative, 0) rejected, which gives P(k) ∝ w(|k|) on the integers.
+Used for a scalar parameter.  Target on m = |k| >= 0: w(m) = exp(-x(m)) with
+x(m) = m^2 / (2 sigma^2) (discrete Gaussian) or x(m) = m / t (discrete Laplace); a uniform
+sign is attached and (negative, 0) rejected, which gives P(k) ∝ w(|k|) on the integers.
 
 Envelope, built once per sigma with rigorous integer interval arithmetic:
 
-* bins [i 2^p, (i+1) 2^p) for i < nb cover [0, M), M = nb 2^p >= 8 sigma; on bin i the
-  envelope density is a dyadic ê_i >= w(i 2^p) (the maximum of w on the bin);
-* a tail item for m >= M with the geometric envelope ê_T (1 - r) r^(m - M),
-  r = exp(-M / sigma^2), which dominates w there because m^2 >= M^2 + 2M(m - M);
+* bins [i 2^p, (i+1) 2^p) for i < nb cover [0, M), M = nb 2^p >= 8 sigma (Gaussian) or
+  40 t (Laplace); on bin i the envelope density is a dyadic ê_i >= w(i 2^p) (the
+  maximum of w on the bin);
+* a tail item for m >= M with the geometric envelope ê_T (1 - r) r^(m - M): for the
+  Gaussian r = exp(-M / sigma^2), which dominates w there because
+  m^2 >= M^2 + 2M(m - M); for the Laplace r = exp(-1/t) and the envelope is w itself;
 * a padding item that means "reject", so that the integer item weights fill an exact
   Walker alias table of ``ncol`` columns with capacity 2^(64 - log2 ncol) each.
 
@@ -16,7 +19,7 @@ A proposal is one 64-bit word (alias column + threshold), then a uniform offset 
 bin, accepted with probability w(k) / ê'_i (ê'_i the effective density, >= ê_i).  All
 weights are exact integers, so the proposal distribution is exactly the envelope; the
 acceptance decision is float-certified in the kernel and exact here when undecided.
-Acceptance is about 97-100%, with no logarithm and rarely an exponential.
+Acceptance is about 96-100%, with no logarithm and rarely an exponential.
 """
 
 from __future__ import annotations
@@ -30,14 +33,16 @@ import numpy as np
 
 from dpfast._exact import Exact, LazyUniform, exp_neg_bounds, u_less_than
 
-K_SIGMAS = 8  # the tail item starts at >= 8 sigma (mass ~1e-15)
-NBINS = 256  # target number of bins
+K_SIGMAS = 8  # Gaussian: the tail item starts at >= 8 sigma (mass ~1e-15)
+K_SCALES = 40  # Laplace: the tail item starts at >= 40 t (mass ~4e-18)
+NBINS = {"gauss": 256, "laplace": 1024}  # target number of bins
 PREC = 62  # envelope heights are multiples of 2^-62
 
 
 @dataclass(frozen=True)
-class GaussTable:
-    sigma: Fraction
+class Table:
+    law: str  # "gauss" (param = sigma) or "laplace" (param = scale t)
+    param: Fraction
     p: int  # log2 of the bin width
     nb: int  # number of bins; item nb = tail, item nb + 1 = padding
     m_tail: int  # M = nb << p
@@ -45,9 +50,21 @@ class GaussTable:
     thresh: np.ndarray  # uint64[ncol]: column keeps its own item when v < thresh
     alias: np.ndarray  # int64[ncol]
     f: np.ndarray  # float64[nb]: w(a_i) / ê'_i in (0, 1], rounded to nearest
-    inv2s2: float  # 1 / (2 sigma^2), rounded to nearest
+    coef: float  # 1 / (2 sigma^2) or 1 / t, rounded to nearest
     ehat: tuple[Fraction, ...]  # effective envelope density per bin
     ehat_tail: Fraction  # effective tail mass
+    t_tail: Fraction  # the tail's geometric scale
+    words: float  # expected keystream words per sample
+
+    @property
+    def law_code(self) -> int:
+        return 0 if self.law == "laplace" else 1
+
+    def x(self, m: int) -> Fraction:
+        """w(m) = exp(-x(m))."""
+        if self.law == "laplace":
+            return Fraction(m) / self.param
+        return Fraction(m * m) / (2 * self.param * self.param)
 
 
 def _vose(weights: list[int], ncol: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,23 +90,30 @@ def _vose(weights: list[int], ncol: int, cap: int) -> tuple[np.ndarray, np.ndarr
 
 
 @functools.lru_cache(maxsize=64)
-def table(sigma: Fraction) -> GaussTable:
-    """The envelope table for ``sigma`` (cached)."""
-    s2x2 = 2 * sigma * sigma
-    m_min = math.ceil(K_SIGMAS * sigma)
-    if m_min <= NBINS:
+def table(law: str, param: Fraction) -> Table:
+    """The envelope table for ``law`` ("gauss": sigma, "laplace": scale t), cached."""
+    if law == "gauss":
+        m_min = math.ceil(K_SIGMAS * param)
+        coef = float(1 / (2 * param * param))
+    else:
+        m_min = math.ceil(K_SCALES * param)
+        coef = float(1 / param)
+    nbins = NBINS[law]
+    if m_min <= nbins:
         p, nb = 0, max(1, m_min)
     else:
-        p = max(0, (m_min // NBINS).bit_length() - 1)
+        p = max(0, (m_min // nbins).bit_length() - 1)
         nb = -(-m_min // (1 << p))
     m_tail = nb << p
+    proto = Table(law, param, p, nb, m_tail, 0, np.empty(0, np.uint64), np.empty(0, np.int64),
+                  np.empty(0), coef, (), Fraction(0), Fraction(0), 0.0)
     one = 1 << PREC
     # bin needs (at scale 2^-PREC): hi bound of w(a_i), times the bin width
-    his = [exp_neg_bounds(Fraction((i << p) ** 2) / s2x2, PREC)[1] for i in range(nb)]
+    his = [exp_neg_bounds(proto.x(i << p), PREC)[1] for i in range(nb)]
     needs = [h << p for h in his]
-    # tail: W_T >= exp(-M^2 / 2s^2) / (1 - exp(-M / s^2))
-    t_tail = sigma * sigma / m_tail
-    e_hi = exp_neg_bounds(Fraction(m_tail * m_tail) / s2x2, PREC)[1]
+    # tail: W_T >= w(M) / (1 - r), r = exp(-1 / t_tail)
+    t_tail = param * param / m_tail if law == "gauss" else param
+    e_hi = exp_neg_bounds(proto.x(m_tail), PREC)[1]
     r_hi = exp_neg_bounds(1 / t_tail, PREC)[1]
     one_minus_r_lo = max(one - r_hi, 1)
     n_tail = -(-(e_hi << PREC) // one_minus_r_lo)  # W_T * 2^PREC, rounded up
@@ -109,10 +133,14 @@ def table(sigma: Fraction) -> GaussTable:
     ehat_tail = scale * weights[nb]
     f = np.empty(nb, np.float64)
     for i in range(nb):
-        lo, hi = exp_neg_bounds(Fraction((i << p) ** 2) / s2x2, 80)
+        lo, hi = exp_neg_bounds(proto.x(i << p), 80)
         f[i] = float(Fraction(lo + hi, 2 << 80) / ehat[i])
-    return GaussTable(sigma, p, nb, m_tail, cbits, thresh, alias, f,
-                      float(1 / s2x2), ehat, ehat_tail)
+    # a proposal costs ~2 words + a sign bit; m = 0 (probability ~ one / total of the
+    # envelope) loses half its proposals to the sign; the envelope is ~96-100% tight
+    p0 = min(one / total, 1.0)
+    words = (2.0 + 1.0 / 64.0) / (1.0 - p0 / 2.0) / 0.96
+    return Table(law, param, p, nb, m_tail, cbits, thresh, alias, f, coef, ehat, ehat_tail,
+                 t_tail, words)
 
 
 def _bounds_over(x: Fraction, denom: Fraction):
@@ -126,36 +154,42 @@ def _bounds_over(x: Fraction, denom: Fraction):
     return bounds
 
 
-def finish_accept(ex: Exact, tab: GaussTable, s: int, m: int, item: int, u_m: int,
+def _fresh(ex: Exact, tab: Table) -> int:
+    """A fresh exact sample (what the rejection loop restarts with)."""
+    if tab.law == "laplace":
+        return ex.discrete_laplace(tab.param)
+    return ex.discrete_gaussian(tab.param)
+
+
+def finish_accept(ex: Exact, tab: Table, s: int, m: int, item: int, u_m: int,
                   u_bits: int) -> int:
     """Finish a kernel sample pending at its acceptance test (U known to u_bits bits)."""
     u = LazyUniform(u_m, ex.src, n=u_bits)
-    x = Fraction(m * m) / (2 * tab.sigma * tab.sigma)
-    if u_less_than(u, _bounds_over(x, tab.ehat[item])):
+    if u_less_than(u, _bounds_over(tab.x(m), tab.ehat[item])):
         return -m if s else m
-    return ex.discrete_gaussian(tab.sigma)
+    return _fresh(ex, tab)
 
 
-def finish_tail(ex: Exact, tab: GaussTable, s: int) -> int:
-    """Finish a kernel sample whose proposal chose the tail item (probability ~1e-15)."""
-    sigma = tab.sigma
+def finish_tail(ex: Exact, tab: Table, s: int) -> int:
+    """Finish a kernel sample whose proposal chose the tail item (probability < 1e-14)."""
     mt = tab.m_tail
-    t_tail = sigma * sigma / mt
+    t_tail = tab.t_tail
     m = mt + ex.geometric(t_tail)  # P(m - M >= j) = r^j, r = exp(-1/t_tail)
-    # accept with w(m) / (ê'_T (1 - r) r^(m - M)) = c_A * exp(-(m - M)^2 / (2 sigma^2))
-    xa = Fraction(mt * mt) / (2 * sigma * sigma)
+    # accept with w(m) / (ê'_T (1 - r) r^(m - M)) = c_A * exp(-gamma_B), where
+    # c_A = w(M) / (ê'_T (1 - r)) <= 1 and gamma_B = x(m) - x(M) - (m - M) / t_tail >= 0
+    # (Gaussian: (m - M)^2 / (2 sigma^2); Laplace: 0)
+    xa = tab.x(mt)
 
     def bounds_a(prec: int) -> tuple[int, int]:
         e_lo, e_hi = exp_neg_bounds(xa, prec)
         r_lo, r_hi = exp_neg_bounds(1 / t_tail, prec)
         one = 1 << prec
-        # c_A = e / (ê'_T (1 - r)),  1 - r in [(one - r_hi), (one - r_lo)] / one
         lo = Fraction(e_lo * one) / (tab.ehat_tail * (one - r_lo))
         hi = Fraction(e_hi * one) / (tab.ehat_tail * max(one - r_hi, 1))
         return math.floor(lo), math.ceil(hi)
 
     if u_less_than(LazyUniform(ex.src.next(), ex.src), bounds_a):
-        gamma_b = Fraction((m - mt) ** 2) / (2 * sigma * sigma)
-        if ex.bern_exp_from(ex.src.next(), gamma_b):
+        gamma_b = tab.x(m) - xa - Fraction(m - mt) / t_tail
+        if gamma_b == 0 or ex.bern_exp_from(ex.src.next(), gamma_b):
             return -m if s else m
-    return ex.discrete_gaussian(sigma)
+    return _fresh(ex, tab)

@@ -300,7 +300,7 @@ def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride
         s_[0] = pos
 
 
-# ----------------------------------------------------------------------------- table DG
+# ----------------------------------------------------------------------------- tables
 PENDING_ENV_ACCEPT = 4
 PENDING_ENV_TAIL = 5
 
@@ -330,10 +330,11 @@ def env_decide(g, eg, f, u_lo, u_hi):
 
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
-def dgauss_table_kernel(buf, st, key, nonces, x, out, add, base, n, chunk, thresh, alias, f,
-                        nbins, p, cbits, inv2s2, force, start, resume, pcount, pcell, pkind,
-                        ps, pm, pi, pu, pw, pbits, ovf):
-    """Discrete Gaussian by rejection from the envelope table of ``dpfast._envelope``.
+def table_kernel(law, buf, st, key, nonces, x, out, add, base, n, chunk, thresh, alias, f,
+                 nbins, p, cbits, coef, force, start, resume, pcount, pcell, pkind, ps, pm,
+                 pi, pu, pw, pbits, ovf):
+    """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
+    rejection from the envelope table of ``dpfast._envelope``.
 
     Pending: status 4 = acceptance undecided (U's prefix pu [, pw] of pbits bits),
     status 5 = the proposal chose the tail item (finished in Python)."""
@@ -392,7 +393,10 @@ def dgauss_table_kernel(buf, st, key, nonces, x, out, add, base, n, chunk, thres
                 m = a + off
                 if sg == 1 and m == 0:
                     continue
-                g = np.float64(off) * np.float64(m + a) * inv2s2
+                # x(k) - x(a): off / t, or off (k + a) / (2 sigma^2); roundings << eg
+                g = np.float64(off) * coef
+                if law == 1:
+                    g *= np.float64(m + a)
                 eg = g * 2.0 ** -50
                 if force == 3 and first:
                     status = PENDING_ENV_ACCEPT
