@@ -271,6 +271,7 @@ def _words_per_cell(kind: int, p: Param) -> float:
 
 
 _OVERFLOW = "noisy value does not fit the integer dtype of x"
+TABLE_MIN_LAPLACE_SCALE = 32
 
 
 def _run_pending(gen: Any, n: int, words_per_cell: float, n_int: int, n_u64: int,
@@ -330,10 +331,13 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow.
 
-    A scalar parameter uses the envelope table (dpfast._envelope); per-cell parameters
-    use the geometric kernels (Laplace) and CKS20 Algorithm 3 (Gaussian)."""
-    if p._exact_scalar is not None:
-        _run_table(gen, "laplace" if kind == 0 else "gauss", p._exact_scalar, n, out, x)
+    Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 32, uses the envelope
+    table (dpfast._envelope: ~2 words and no log per sample); a Laplace scale < 32 uses
+    the geometric inversion (~1 word and one log: fewer bits, which scales better across
+    cores); per-cell sigmas use CKS20 Algorithm 3."""
+    sc = p._exact_scalar
+    if sc is not None and (kind == 1 or sc >= TABLE_MIN_LAPLACE_SCALE):
+        _run_table(gen, "laplace" if kind == 0 else "gauss", sc, n, out, x)
         return
     add = x is not None
     xin = x if add else out
