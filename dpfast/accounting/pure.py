@@ -3,49 +3,16 @@
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from . import events as ev
+from ._rounding import mul_up as _mul_up
+from ._rounding import recip_up as _recip_up
+from ._rounding import sum_up as _sum_up
+from ._rounding import up as _up
 
 __all__ = ["PureDpAccountant", "approx_dp"]
-
-_ULP = 2.0**-52
-
-
-def _up(x: float, ulps: int = 2) -> float:
-    if x == 0.0 or math.isinf(x):
-        return x
-    return math.nextafter(x * (1.0 + ulps * _ULP), math.inf)
-
-
-def _exact_up(x: float, exact: Fraction) -> float:
-    """``x`` if it is >= ``exact``, else the next float above (x is a rounded ``exact``)."""
-    while Fraction(x) < exact:
-        x = math.nextafter(x, math.inf)
-    return x
-
-
-def _mul_up(a: float, b: float) -> float:
-    """Smallest float >= ``a * b`` (exact product)."""
-    if math.isinf(a) or math.isinf(b):
-        return a * b
-    return _exact_up(a * b, Fraction(a) * Fraction(b))
-
-
-def _recip_up(b: float) -> float:
-    """Smallest float >= ``1 / b`` for ``b > 0``."""
-    return _exact_up(1.0 / b, 1 / Fraction(b))
-
-
-def _sum_up(values: list[float]) -> float:
-    """Smallest float >= the exact sum (``math.fsum`` is correctly rounded)."""
-    if any(math.isinf(v) for v in values):
-        return math.fsum(values)
-    return _exact_up(math.fsum(values), sum((Fraction(v) for v in values), Fraction(0)))
-
-
 
 def _amplify(eps: float, delta: float, gamma: float) -> tuple[float, float]:
     """Amplification by subsampling: ``(log(1 + g (e^eps - 1)), g delta)``."""
