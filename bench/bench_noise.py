@@ -109,24 +109,27 @@ def test_ratio_vs_opendp(benchmark, report) -> None:
 
 _MEM_SCRIPT = r"""
 import resource, sys, numpy as np, dpfast
-x = np.zeros(100_000_000, np.int64)
+fn = getattr(dpfast, sys.argv[1])
+x = np.zeros(100_000_000, sys.argv[2])
 x[:] = 5
-dpfast.discrete_laplace(x[:1000], 10.0, rng=bytes(32), out=x[:1000])
+fn(x[:1000], 10.0, rng=bytes(32), out=x[:1000])
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-dpfast.discrete_laplace(x, 10.0, rng=bytes(32), out=x)
+fn(x, 10.0, rng=bytes(32), out=x)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print((peak - base) / 1024.0)
 """
 
 
-def test_in_place_memory_10e8(benchmark, report) -> None:
+@pytest.mark.parametrize("fn,dtype", [("discrete_laplace", "int64"),
+                                      ("discrete_gaussian", "int64"), ("laplace", "float64")])
+def test_in_place_memory_10e8(benchmark, report, fn: str, dtype: str) -> None:
     def run() -> float:
-        res = subprocess.run([sys.executable, "-c", _MEM_SCRIPT], capture_output=True,
-                             text=True, check=True)
+        res = subprocess.run([sys.executable, "-c", _MEM_SCRIPT, fn, dtype],
+                             capture_output=True, text=True, check=True)
         return float(res.stdout.strip().splitlines()[-1])
 
     extra_mib = benchmark.pedantic(run, rounds=1, iterations=1)
     benchmark.extra_info["extra_peak_rss_MiB"] = extra_mib
-    report("in-place 10^8 int64 cells", f"peak RSS beyond the array: {extra_mib:.1f} MiB "
-           "(limit 64)")
+    report(f"in-place {fn}, 10^8 {dtype} cells", f"peak RSS beyond the array: "
+           f"{extra_mib:.1f} MiB (limit 64)")
     assert extra_mib <= 64

@@ -28,7 +28,7 @@ __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian", "gran
            "snapping", "snapping_epsilon", "GRANULARITY_BITS"]
 
 GRANULARITY_BITS = 40  # default grid: scale / granularity in (2^39, 2^40]
-_SLICE = 1 << 22  # float functions work in slices of this many cells (bounded memory)
+_SLICE = 1 << 20  # float functions work in slices of this many cells (bounded memory)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -55,7 +55,9 @@ def _float_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
     arr = np.asarray(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+    if arr.dtype.kind == "f" and arr.size and not (np.isfinite(np.max(arr))
+                                                   and np.isfinite(np.min(arr))):
+        # max/min propagate NaN and see inf, without allocating a mask of x's size
         raise ValueError("x must be finite (no NaN or inf)")
     if out is not None:
         if not isinstance(out, np.ndarray):
@@ -241,9 +243,12 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
                          "granularity")
     gen = as_generator(rng)
     flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
-    if flat.size and not np.all(np.isfinite(flat / g)):
+    if flat.size and not np.isfinite(max(abs(float(flat.max())), abs(float(flat.min()))) / g):
         raise ValueError("x / granularity overflows; x is too large for this granularity")
-    result = np.empty(flat.size, np.float64)
+    direct = out is not None and out.flags.c_contiguous
+    # with a contiguous out (out=x included: each cell is read before it is written) the
+    # result goes straight into it, so in-place noising allocates only the slice buffers
+    result = out.reshape(-1) if direct else np.empty(flat.size, np.float64)
     p = _drive.Param(np.array([float(t)]), t)
     z = np.empty(min(_SLICE, flat.size), np.int64)
     for lo in range(0, flat.size, _SLICE):
@@ -251,6 +256,8 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
         _drive.run_discrete(gen, kind, p, hi - lo, z[:hi - lo])
         with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK)):
             _grid.grid_add(flat[lo:hi], z[:hi - lo], g, result[lo:hi])
+    if direct:
+        return out
     result = result.reshape(arr.shape)
     if out is None:
         return result

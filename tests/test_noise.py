@@ -66,6 +66,17 @@ def test_in_place_out_and_separate_out() -> None:
     assert np.array_equal(x, np.arange(1000))
 
 
+@pytest.mark.parametrize("fn", [dpfast.laplace, dpfast.gaussian])
+def test_float_in_place_and_separate_out(fn) -> None:
+    x = np.linspace(-3, 3, 1001)
+    expect = fn(x, 1.5, rng=KEY)
+    y = x.copy()
+    assert fn(y, 1.5, rng=KEY, out=y) is y and np.array_equal(y, expect)
+    o = np.empty((1001, 2))[:, 0]  # non-contiguous out
+    assert fn(x, 1.5, rng=KEY, out=o) is o and np.array_equal(o, expect)
+    assert np.array_equal(x, np.linspace(-3, 3, 1001))
+
+
 def test_overflow_raises_never_wraps() -> None:
     big = np.full(1000, np.iinfo(np.int64).max - 2, dtype=np.int64)
     with pytest.raises(OverflowError):
