@@ -212,13 +212,22 @@ class Generator:
         done = 0
         key_words = self._root.key_words
         for stream, first, count in self._reserve(nwords):
-            b0 = first // _WORDS_PER_BLOCK
-            b1 = -(-(first + count) // _WORDS_PER_BLOCK)
-            tmp = np.empty((b1 - b0) * 16, np.uint32)
-            _native.chacha20_blocks(key_words, _nonce_words([stream])[0], b0, b1 - b0, tmp)
-            words = tmp.view("<u8")
-            off = first - b0 * _WORDS_PER_BLOCK
-            out[done:done + count] = words[off:off + count]
+            nonce = _nonce_words([stream])[0]
+            # whole blocks go straight into out; partial blocks at the ends via a copy
+            head = min(count, -first % _WORDS_PER_BLOCK)
+            body = (count - head) // _WORDS_PER_BLOCK * _WORDS_PER_BLOCK
+            for a, n in ((first, head), (first + head + body, count - head - body)):
+                if n:
+                    b0 = a // _WORDS_PER_BLOCK
+                    tmp = np.empty(16, np.uint32)
+                    _native.chacha20_blocks(key_words, nonce, b0, 1, tmp)
+                    off = a - b0 * _WORDS_PER_BLOCK
+                    dst = done + (a - first)
+                    out[dst:dst + n] = tmp.view("<u8")[off:off + n]
+            if body:
+                dst = out[done + head:done + head + body]
+                _native.chacha20_blocks(key_words, nonce, (first + head) // _WORDS_PER_BLOCK,
+                                        body // _WORDS_PER_BLOCK, dst.view(np.uint32))
             done += count
         return out
 

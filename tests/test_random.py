@@ -125,6 +125,13 @@ def test_random_raw_is_stream_zero() -> None:
     assert isinstance(g.random_raw(), int)
 
 
+def test_random_raw_consecutive_across_odd_sizes() -> None:
+    g = dpfast.default_rng(KEY)
+    parts = [g.random_raw(n) for n in (3, 5, 8, 13, 1, 64, 7, 100, 0, 9)]
+    words = np.concatenate(parts)
+    assert np.array_equal(words, np.frombuffer(dr.keystream(KEY, 0, 8 * words.size), "<u8"))
+
+
 def test_random_in_unit_interval() -> None:
     x = dpfast.default_rng(KEY).random(100_000)
     assert x.min() >= 0.0 and x.max() < 1.0
