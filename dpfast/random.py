@@ -252,7 +252,7 @@ class Generator:
         return float(out[0]) if size is None else out.reshape(shape)
 
     def integers(self, low: int, high: int | None = None, size: Any = None,
-                 dtype: Any = np.int64) -> np.ndarray | int:
+                 dtype: Any = None) -> np.ndarray | int:
         """Exactly uniform integers in ``[low, high)`` (Lemire's method, no modulo bias).
 
         Parameters
@@ -262,8 +262,10 @@ class Generator:
             to ``2**64`` values and must fit ``dtype``.
         size : int or tuple of ints, optional
             Output shape; ``None`` returns one Python int.
-        dtype : {numpy.int64, numpy.uint64, numpy.int32, ...}
-            Integer dtype of the result.
+        dtype : {None, numpy.int64, numpy.uint64, numpy.int32, ...}
+            Integer dtype of the result.  ``None`` (default): int64, or uint64 when the
+            range lies in ``[0, 2**64)`` but not in int64, or Python ints (object array)
+            when it fits neither (e.g. ``[-1, 2**63 + 1)``).
         """
         if high is None:
             low, high = 0, low
@@ -271,20 +273,31 @@ class Generator:
         high = _check_int(high, "high")
         if low >= high:
             raise ValueError(f"low must be < high, got low={low}, high={high}")
-        dt = np.dtype(dtype)
-        if dt.kind not in "iu":
-            raise TypeError(f"dtype must be an integer dtype, got {dt}")
-        info = np.iinfo(dt)
-        if low < info.min or high - 1 > info.max:
-            raise ValueError(f"[low, high) = [{low}, {high}) does not fit dtype {dt}")
         span = high - low
         if span > 1 << 64:
             raise ValueError("high - low must be at most 2**64")
+        if dtype is None:
+            if -(1 << 63) <= low and high - 1 < 1 << 63:
+                dtype = np.int64
+            elif low >= 0 and high - 1 < 1 << 64:
+                dtype = np.uint64
+            else:
+                dtype = object
+        dt = np.dtype(dtype)
+        if dt.kind not in "iuO":
+            raise TypeError(f"dtype must be an integer dtype, got {dt}")
+        if dt.kind != "O":
+            info = np.iinfo(dt)
+            if low < info.min or high - 1 > info.max:
+                raise ValueError(f"[low, high) = [{low}, {high}) does not fit dtype {dt}")
         shape = _check_size(size)
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
         from dpfast import _drive  # local: keeps import dpfast light
 
         vals = _drive.uniform_below(self, span, n)  # uint64 in [0, span)
+        if dt.kind == "O":
+            out = np.array([low + int(v) for v in vals], dtype=object)
+            return out[0] if size is None else out.reshape(shape)
         # low + offset modulo 2**64, read back in two's complement: exact, since the true
         # values fit dtype (checked above)
         vals += np.uint64(low % (1 << 64))

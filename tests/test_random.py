@@ -179,6 +179,15 @@ def test_integers_low_bits_uniform_on_huge_span() -> None:
     assert stats.chisquare(naive_counts).pvalue < 1e-12
 
 
+def test_integers_default_dtype_follows_the_range() -> None:
+    g = dpfast.default_rng(KEY)
+    assert g.integers(0, 7, 3).dtype == np.int64
+    assert g.integers(0, 2**63 + 1, 3).dtype == np.uint64
+    wide = g.integers(-1, 2**63 + 1, 1000)
+    assert wide.dtype == object and min(wide) >= -1 and max(wide) <= 2**63
+    assert isinstance(g.integers(2**64), int)
+
+
 def test_integers_bounds_and_negative_low() -> None:
     g = dpfast.default_rng(KEY)
     x = g.integers(-3, 4, 70_000)
