@@ -742,6 +742,12 @@ def epsilon_from_rdp(
     --------
     Each candidate is rounded up by its rounding error before the minimum is taken.
     """
+    a, r = _check_curve(orders, rdp)
+    return _eps_from_rdp(a, r, _check_delta(delta))
+
+
+def _check_curve(orders: Sequence[float], rdp: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Validated float64 arrays of an RDP curve (orders > 1, values >= 0 or inf)."""
     a = np.asarray(orders, dtype=np.float64)
     r = np.asarray(rdp, dtype=np.float64)
     if a.shape != r.shape or a.ndim != 1 or a.size == 0:
@@ -750,7 +756,7 @@ def epsilon_from_rdp(
         raise ValueError("orders must be > 1")
     if np.any(np.isnan(r)) or np.any(r < 0):
         raise ValueError("rdp values must be >= 0 (or inf)")
-    return _eps_from_rdp(a, r, _check_delta(delta))
+    return a, r
 
 
 def _eps_from_rdp(a: np.ndarray, r: np.ndarray, d: float) -> tuple[float, float]:
@@ -790,14 +796,7 @@ def delta_from_rdp(
     ``log delta = (a-1)(tau - eps + log1p(-1/a)) - log(a)``, and the total-variation
     bound ``delta <= sqrt(1 - exp(-tau))``; the minimum over orders, rounded up.
     """
-    a = np.asarray(orders, dtype=np.float64)
-    r = np.asarray(rdp, dtype=np.float64)
-    if a.shape != r.shape or a.ndim != 1 or a.size == 0:
-        raise ValueError("orders and rdp must be 1-D of the same non-zero length")
-    if np.any(np.isnan(a)) or np.any(a <= 1.0):
-        raise ValueError("orders must be > 1")
-    if np.any(np.isnan(r)) or np.any(r < 0):
-        raise ValueError("rdp values must be >= 0 (or inf)")
+    a, r = _check_curve(orders, rdp)
     e = _check_epsilon(epsilon)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         tv = 0.5 * np.log1p(-np.exp(-r))
