@@ -1,6 +1,6 @@
 """Private selection: exact exponential mechanism, permute-and-flip, report-noisy-max, top-k.
 
-Every function here is *exact* in the sense of DESIGN.md: assuming ideal random bits,
+Every function here is *exact* in the sense of docs/design.md: assuming ideal random bits,
 the output distribution equals the stated one exactly, with utilities taken as the
 binary rationals their float64 values encode and ``epsilon`` and ``sensitivity`` as
 exact rationals.

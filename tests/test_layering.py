@@ -1,4 +1,4 @@
-"""Imports flow downward only (DESIGN.md, "Layers").
+"""Imports flow downward only (docs/design.md, "Layers").
 
 Every module of dpfast gets a rank; a module may import dpfast modules of a
 strictly lower rank, or modules of its own package at the same rank.  The

@@ -5,7 +5,7 @@ A mechanism describes its guarantee with an *event*; accountants
 :mod:`dpfast.accounting.pure`) consume events and compose them.  Events are
 frozen, hashable dataclasses that validate their fields on construction and
 import nothing of dpfast, so that mechanisms can state their guarantee without
-depending on any accountant (DESIGN.md, "Layers").
+depending on any accountant (docs/design.md, "Layers").
 
 Conventions
 -----------

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpfast demo`` (the main job) and ``python -m dpfast bench``.
+"""``dpfast demo``: the main job.
 
 The demo noises a large synthetic histogram with each of dpfast's samplers, charging
 every release to a privacy budget first, and prints what it did: the privacy spent,
@@ -9,9 +9,8 @@ the budget left, a refused overspend, and throughput next to numpy's insecure
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -93,24 +92,26 @@ def demo(cells: int = 10_000_000, epsilon: float = 4.0, delta: float = 1e-6,
     out(f"total demo time {time.perf_counter() - t0:.1f} s")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dpfast", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd")
-    p_demo = sub.add_parser("demo", help="noise a large histogram under a budget")
-    p_demo.add_argument("--cells", type=int, default=10_000_000)
-    p_demo.add_argument("--epsilon", type=float, default=4.0)
-    p_demo.add_argument("--delta", type=float, default=1e-6)
-    args = parser.parse_args(argv)
-    if args.cmd in (None, "demo"):
-        cells = getattr(args, "cells", 10_000_000)
-        if cells <= 0:
-            parser.error("--cells must be positive")
-        demo(cells=cells, epsilon=getattr(args, "epsilon", 4.0),
-             delta=getattr(args, "delta", 1e-6))
-        return 0
-    parser.print_help()
-    return 2
+HELP = "noise a large histogram under a privacy budget and report privacy spent and speed"
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cells", type=int, default=10_000_000,
+                        help="number of histogram cells (default: 10,000,000)")
+    parser.add_argument("--epsilon", type=float, default=4.0,
+                        help="total privacy budget epsilon (default: 4.0)")
+    parser.add_argument("--delta", type=float, default=1e-6,
+                        help="total privacy budget delta (default: 1e-6)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpfast.cli import CliError
+
+    if args.cells <= 0:
+        raise CliError("--cells must be positive")
+    if not (args.epsilon > 0 and args.epsilon < float("inf")):
+        raise CliError("--epsilon must be a positive finite number")
+    if not (0 <= args.delta < 1):
+        raise CliError("--delta must be in [0, 1)")
+    demo(cells=args.cells, epsilon=args.epsilon, delta=args.delta)
+    return 0

@@ -1,0 +1,105 @@
+"""dpfast's command line: ``dpfast COMMAND [options]`` (also ``python -m dpfast``).
+
+Each command lives in its own module of this package and registers itself in
+``COMMANDS`` (name -> module).  A command module defines
+
+* ``HELP``: a one-line summary shown by ``dpfast --help``;
+* ``add_arguments(parser)``: adds its options (every option has a ``help=``);
+* ``run(args) -> int``: does the work and returns the exit code.
+
+Conventions (tested with real subprocess calls):
+
+* ``dpfast`` with no command prints the help and exits 0; ``--version`` prints it.
+* Exit codes: 0 success, 1 the work failed or was refused (for example a budget
+  overspend or a failed check), 2 bad usage or bad input.
+* Errors are one line on stderr (``dpfast: error: ...``), never a traceback; a
+  command raises :class:`CliError` (or ``ValueError``/``TypeError``/``OSError``
+  for bad input) and ``main`` prints it.
+* Output files are written atomically (:func:`write_atomic`): nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+
+# name -> module; modules are imported only when their command runs or help is shown
+COMMANDS: dict[str, str] = {
+    "demo": "dpfast.cli.demo",
+}
+
+
+class CliError(Exception):
+    """A one-line error for the user; ``code`` is the exit status (2: bad input, 1: refused)."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def write_atomic(path: str, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
+
+    A failure leaves ``path`` untouched (nothing half-written).
+    """
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".dpfast-", suffix=os.path.splitext(path)[1],
+                               dir=directory)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _version() -> str:
+    from dpfast import __version__
+
+    return __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpfast",
+        description="dpfast: exact, secure differential-privacy noise at numpy speed.",
+        epilog="Run 'dpfast COMMAND --help' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"dpfast {_version()}")
+    sub = parser.add_subparsers(dest="cmd", metavar="COMMAND")
+    for name, modname in COMMANDS.items():
+        module = importlib.import_module(modname)
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 1 failed/refused, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.cmd is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args._run(args) or 0)
+    except CliError as exc:
+        print(f"dpfast: error: {exc}", file=sys.stderr)
+        return exc.code
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"dpfast: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpfast: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
