@@ -12,6 +12,9 @@ import mpmath
 import numpy as np
 import pytest
 
+from dpfast.mechanisms._common import _ceil_sqrt
+from dpfast.mechanisms._tails import _discrete_gaussian_halfwidth
+
 KEY = bytes(range(32))
 
 
@@ -170,9 +173,8 @@ def test_laplace_confidence_interval_on_grid():
 @pytest.mark.parametrize("sigma", [0.3, 1.0, 2.3, 31.5, 100.0, 400.0])
 @pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-6])
 def test_discrete_gaussian_halfwidth_exact(sigma, alpha):
-    M = mechanisms()
     table = dgauss_pmf_table(sigma)
-    w = M._discrete_gaussian_halfwidth(Fraction(sigma), Fraction(alpha))
+    w = _discrete_gaussian_halfwidth(Fraction(sigma), Fraction(alpha))
     assert dgauss_tail(table, w) <= alpha
     if w > 0:
         assert dgauss_tail(table, w - 1) > alpha
@@ -182,7 +184,7 @@ def test_discrete_gaussian_halfwidth_exact(sigma, alpha):
 def test_gaussian_zcdp_calibration(rho, sens, m):
     M = mechanisms()
     mech = M.GaussianMechanism(rho=rho, sensitivity=sens, max_changed=m)
-    d_eff = Fraction(sens) + M._ceil_sqrt(m) * Fraction(mech.granularity)
+    d_eff = Fraction(sens) + _ceil_sqrt(m) * Fraction(mech.granularity)
     assert d_eff**2 / (2 * Fraction(mech.sigma) ** 2) <= Fraction(rho)
     assert mech.sigma <= float(d_eff) / math.sqrt(2 * rho) * (1 + 1e-12)
     assert Fraction(mech.event.noise_multiplier) <= Fraction(mech.sigma) / d_eff

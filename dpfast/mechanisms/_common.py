@@ -1,0 +1,167 @@
+"""Shared pieces of the mechanisms: argument checks, directed rounding, the grid fixed
+point, exact helpers and the base class."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+
+from dpfast import noise as _noise
+from dpfast.accounting import events as _events
+
+# precision (bits) of the mpmath evaluations behind the confidence intervals
+_PREC = 256
+
+# --------------------------------------------------------------------------- validation
+
+
+def _real(name: str, value: Any) -> Fraction:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    if isinstance(value, Fraction | numbers.Integral):
+        return Fraction(value)
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    return Fraction(x)
+
+
+def _positive(name: str, value: Any) -> Fraction:
+    q = _real(name, value)
+    if q <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return q
+
+
+def _positive_int(name: str, value: Any) -> int:
+    q = _positive(name, value)
+    if q.denominator != 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(q)
+
+
+def _delta(value: Any) -> Fraction:
+    q = _real("delta", value)
+    if not (0 < q < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {value!r}")
+    return q
+
+
+def _alpha(value: Any) -> Fraction:
+    q = _real("alpha", value)
+    if not (0 < q < 1):
+        raise ValueError(f"alpha must lie in (0, 1), got {value!r}")
+    return q
+
+
+def _float_up(q: Fraction | int) -> float:
+    """Smallest float >= q."""
+    q = Fraction(q)
+    try:
+        f = float(q)
+    except OverflowError:
+        return math.inf
+    if Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def _float_down(q: Fraction | int) -> float:
+    """Largest float <= q."""
+    q = Fraction(q)
+    f = float(q)
+    if Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _ceil_sqrt(n: int) -> int:
+    r = math.isqrt(n)
+    return r if r * r == n else r + 1
+
+
+def _privacy_mode(
+    epsilon: Any, delta: Any, rho: Any
+) -> tuple[str, Fraction | None, Fraction | None, Fraction | None]:
+    if rho is not None:
+        if epsilon is not None or delta is not None:
+            raise ValueError("pass either (epsilon, delta) or rho, not both")
+        return "zcdp", None, None, _positive("rho", rho)
+    if epsilon is None:
+        raise ValueError("pass (epsilon, delta) or rho")
+    eps = _positive("epsilon", epsilon)
+    if delta is None:
+        raise ValueError(
+            "delta is required with epsilon for Gaussian noise (use a Laplace mechanism "
+            "for pure epsilon-DP, or pass rho for zCDP)"
+        )
+    return "approx", eps, _delta(delta), None
+
+
+def _granularity_fixed_point(
+    need: Any, start: float, what: str
+) -> tuple[float, float]:
+    """A float ``s >= start`` with ``s >= need(g(s), s)`` where ``g = granularity``.
+
+    ``need(g, s)`` is the (rounded-up) scale required when the grid is ``g`` and the scale
+    is ``s``.  The iterates ``s_{k+1} = need(g(s_k), s_k)`` increase until one satisfies
+    the condition, which is then returned: the guarantee is checked for the returned pair
+    ``(s, g(s))`` itself, so correctness does not depend on monotonicity (which only
+    makes the result the smallest fixed point for the Laplace case).
+    """
+    s = start
+    for _ in range(400):
+        if not math.isfinite(s):
+            break
+        g = float(_noise.granularity(s))
+        n = need(g, s)
+        if n <= s:
+            # tighten: step down while the smaller candidate still satisfies the condition
+            for _ in range(100):
+                if n == s:
+                    break
+                g_n = float(_noise.granularity(n))
+                if need(g_n, n) > n:
+                    break
+                s, g = n, g_n
+                n = need(g, s)
+            return s, g
+        s = n
+    raise ValueError(
+        f"{what}: the grid term does not converge: {what} is too small for a grid of "
+        "about 2^-40 times the noise scale (use a discrete mechanism)"
+    )
+
+
+def _mpf(q: Fraction | float | int) -> mpmath.mpf:
+    q = Fraction(q)
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+def _exp_upper(x: Fraction) -> Fraction:
+    """A rational upper bound on ``exp(x)`` (relative error < 2^-100)."""
+    with mpmath.workprec(_PREC):
+        v = mpmath.exp(_mpf(x)) * (1 + mpmath.mpf(2) ** -120)
+        m, e = mpmath.frexp(v)
+        num = int(mpmath.ceil(mpmath.ldexp(m, 200)))
+        return Fraction(num) * Fraction(2) ** (int(e) - 200)
+
+
+# --------------------------------------------------------------------------- base
+
+
+class _Mechanism:
+    """Shared behaviour: repr and the confidence-interval argument check."""
+
+    event: _events.DpEvent
+
+    def _params(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        return {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+        return f"{type(self).__name__}({args})"

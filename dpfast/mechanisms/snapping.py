@@ -1,0 +1,140 @@
+"""Mironov's snapping mechanism."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from dpfast import noise as _noise
+from dpfast.accounting import events as _events
+from dpfast.mechanisms._common import (
+    _PREC,
+    _alpha,
+    _float_up,
+    _Mechanism,
+    _mpf,
+    _positive,
+)
+
+__all__ = ["SnappingMechanism"]
+
+
+class SnappingMechanism(_Mechanism):
+    """Mironov's snapping mechanism (CCS 2012): float Laplace made safe by clamp and snap.
+
+    Computes ``clamp_B(round_Lambda(clamp_B(x) + scale * S * ln U))`` with ``U`` a uniform
+    double of the exact distribution the paper requires, ``S`` a random sign and
+    ``Lambda`` the smallest power of two ``>= scale`` (:func:`dpfast.snapping`).
+
+    Parameters
+    ----------
+    epsilon : float
+        Target ``epsilon > 0``.
+    sensitivity : float
+        L1 sensitivity ``Delta > 0`` (scalar queries).
+    bound : float
+        Clamping bound ``B > 0``; inputs and outputs are clamped to ``[-B, B]``.
+
+    Attributes
+    ----------
+    scale : float
+        ``lambda``: the smallest float found with ``snapping_epsilon(lambda, B, Delta) <=
+        epsilon`` (bisection on the float grid, verified).
+    event : dpfast.accounting.events.Snapping
+        ``Snapping(epsilon=snapping_epsilon(scale, bound, sensitivity))``.
+
+    Privacy
+    -------
+    Neighbouring relation: ``|f(D) - f(D')| <= Delta``.  The snapping mechanism is
+    ``epsilon'``-DP with the paper's corrected ``epsilon'`` (Mironov 2012, Thm. 1, in the
+    form returned by :func:`dpfast.snapping_epsilon`, which also states its validity
+    range), ``epsilon' <= epsilon``: ``P[M(D) = y] <= exp(epsilon) P[M(D') = y]``.
+
+    Numerics
+    --------
+    The floating-point ``ln`` and additions are part of the analysed mechanism (that is the
+    point of snapping); outputs are multiples of ``Lambda`` clamped to ``[-B, B]``.
+    """
+
+    def __init__(self, epsilon: float, sensitivity: float, bound: float) -> None:
+        eps = _positive("epsilon", epsilon)
+        sens = _positive("sensitivity", sensitivity)
+        b = _positive("bound", bound)
+        self.epsilon = float(epsilon)
+        self.sensitivity = float(sensitivity)
+        self.bound = float(bound)
+        self.scale = self._calibrate(eps, sens, b)
+        self.event = _events.Snapping(epsilon=self._epsilon_of(self.scale))
+
+    def _epsilon_of(self, scale: float) -> float:
+        return float(_noise.snapping_epsilon(scale, self.bound, self.sensitivity))
+
+    def _ok(self, scale: float, eps: Fraction) -> bool:
+        try:
+            return Fraction(self._epsilon_of(scale)) <= eps
+        except ValueError:
+            return False
+
+    def _calibrate(self, eps: Fraction, sens: Fraction, b: Fraction) -> float:
+        hi = _float_up(sens / eps)
+        for _ in range(200):
+            if self._ok(hi, eps):
+                break
+            hi *= 2.0
+            if hi > float(b):
+                hi = float(b)
+                if self._ok(hi, eps):
+                    break
+                raise ValueError(
+                    "SnappingMechanism: no scale below bound reaches epsilon; increase "
+                    "bound or epsilon"
+                )
+        else:  # pragma: no cover
+            raise ValueError("SnappingMechanism: calibration did not converge")
+        # bisection on the bit patterns of positive floats: smallest ok scale in (lo, hi]
+        lo_bits = int(np.float64(hi / 2.0 if hi / 2.0 > 0 else 0.0).view(np.int64))
+        hi_bits = int(np.float64(hi).view(np.int64))
+        while hi_bits - lo_bits > 1:
+            mid_bits = (lo_bits + hi_bits) // 2
+            mid = float(np.int64(mid_bits).view(np.float64))
+            if self._ok(mid, eps):
+                hi_bits = mid_bits
+            else:
+                lo_bits = mid_bits
+        scale = float(np.int64(hi_bits).view(np.float64))
+        if not self._ok(scale, eps):  # pragma: no cover - guarded by the loop invariant
+            raise AssertionError("SnappingMechanism: calibration lost its invariant")
+        return scale
+
+    def _params(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "bound": self.bound}
+
+    @property
+    def snap(self) -> float:
+        """``Lambda``: the smallest power of two ``>= scale`` (output resolution)."""
+        m, e = math.frexp(self.scale)
+        return self.scale if m == 0.5 else math.ldexp(1.0, e)
+
+    def __call__(self, x: Any, *, rng: Any = None) -> np.ndarray:
+        """Return the snapped noisy value(s) of ``x`` (floats in ``[-bound, bound]``)."""
+        return _noise.snapping(x, self.scale, self.bound, rng=rng)
+
+    def confidence_interval(self, alpha: float) -> float:
+        """A rigorous ``w`` with ``P(|M(x) - clamp_B(x)| <= w) >= 1 - alpha``.
+
+        ``w = Lambda/2 + scale ln(1/alpha)`` plus a relative ``2^-40`` allowance for the
+        floating-point ``ln``, multiplication and addition, capped at ``2 B``.  Not the
+        exact quantile (the snapped distribution depends on ``x`` and on rounding), but
+        never too small: ``P(scale |ln U| <= scale ln(1/alpha)) = 1 - alpha``.
+        """
+        a = _alpha(alpha)
+        with mpmath.workprec(_PREC):
+            lam = _mpf(self.scale)
+            w = lam * mpmath.log(1 / _mpf(a)) + _mpf(self.snap) / 2
+            w = w * (1 + mpmath.mpf(2) ** -40) + _mpf(self.bound) * mpmath.mpf(2) ** -50
+            w_up = _float_up(Fraction(int(mpmath.ceil(mpmath.ldexp(w, 300)))) / 2**300)
+        return min(w_up, 2.0 * self.bound)
