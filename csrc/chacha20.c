@@ -1,9 +1,12 @@
-/* ChaCha20 block function, RFC 8439 section 2.3, eight blocks at a time.
+/* ChaCha20 block function, RFC 8439 section 2.3, 8 or 16 blocks at a time.
  *
- * Each 32-bit state word is held as an 8-lane vector (one lane per block), so the
- * quarter-rounds are plain lane-wise adds, xors and rotates: GCC/Clang vector
- * extensions compile them to SSE2 (portable x86-64 baseline) or, in the clone that is
- * compiled with target("avx2") and chosen at run time, to AVX2.  No -march flags.
+ * Each 32-bit state word is held as an L-lane vector (one lane per block, L = 8 or 16),
+ * so the quarter-rounds are plain lane-wise adds, xors and rotates written once with
+ * GCC/Clang vector extensions.  The same source is compiled several times:
+ *   - 8 lanes, portable (SSE2 on x86-64, the baseline) and target("avx2");
+ *   - 16 lanes, portable (any CPU: tested for equality everywhere) and
+ *     target("avx512f") (rotates become vprold), chosen at run time with
+ *     __builtin_cpu_supports.  No -march flags.
  */
 #include <string.h>
 
@@ -11,6 +14,7 @@
 
 typedef uint32_t v8u __attribute__((vector_size(32)));
 typedef uint8_t v32b __attribute__((vector_size(32)));
+typedef uint32_t v16u __attribute__((vector_size(64)));
 
 #define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
 /* Rotations by 16 and 8 bits are byte permutations within each 32-bit lane. */
@@ -81,6 +85,55 @@ static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206
     TRANSPOSE_STORE(x, out);                                                       \
     TRANSPOSE_STORE(x + 8, out + 8);
 
+/* 16 lanes: all rotations are plain shifts-or (AVX-512F has a rotate instruction; the
+ * portable clone lowers them to pairs of SSE2 shifts). */
+#define VQR16(a, b, c, d)                \
+    a += b; d ^= a; d = ROTL(d, 16);     \
+    c += d; b ^= c; b = ROTL(b, 12);     \
+    a += b; d ^= a; d = ROTL(d, 8);      \
+    c += d; b ^= c; b = ROTL(b, 7);
+
+/* The 16 state rows of 16 blocks are stored as four 8x8 transposes of their halves. */
+#define BLOCKS16_BODY                                                              \
+    v16u x[16], s[16];                                                             \
+    v8u lo_[16], hi_[16];                                                          \
+    for (int i = 0; i < 4; i++) s[i] = (v16u){0} + SIGMA[i];                       \
+    for (int i = 0; i < 8; i++) s[4 + i] = (v16u){0} + key[i];                     \
+    s[12] = (v16u){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} + counter; \
+    for (int i = 0; i < 3; i++) s[13 + i] = (v16u){0} + nonce[i];                  \
+    for (int i = 0; i < 16; i++) x[i] = s[i];                                      \
+    for (int r = 0; r < 10; r++) {                                                 \
+        VQR16(x[0], x[4], x[8], x[12]);                                             \
+        VQR16(x[1], x[5], x[9], x[13]);                                             \
+        VQR16(x[2], x[6], x[10], x[14]);                                            \
+        VQR16(x[3], x[7], x[11], x[15]);                                            \
+        VQR16(x[0], x[5], x[10], x[15]);                                            \
+        VQR16(x[1], x[6], x[11], x[12]);                                            \
+        VQR16(x[2], x[7], x[8], x[13]);                                             \
+        VQR16(x[3], x[4], x[9], x[14]);                                             \
+    }                                                                              \
+    for (int i = 0; i < 16; i++) {                                                 \
+        x[i] += s[i];                                                              \
+        memcpy(&lo_[i], &x[i], sizeof lo_[i]);                                     \
+        memcpy(&hi_[i], (const char *)&x[i] + sizeof lo_[i], sizeof hi_[i]);       \
+    }                                                                              \
+    TRANSPOSE_STORE(lo_, out);                                                     \
+    TRANSPOSE_STORE(lo_ + 8, out + 8);                                             \
+    TRANSPOSE_STORE(hi_, out + 128);                                               \
+    TRANSPOSE_STORE(hi_ + 8, out + 136);
+
+/* 16 consecutive blocks starting at counter (caller ensures no wrap). */
+__attribute__((target("avx512f"))) static void blocks16_avx512(const uint32_t *key,
+                                                              const uint32_t *nonce,
+                                                              uint32_t counter, uint32_t *out) {
+    BLOCKS16_BODY
+}
+
+static void blocks16_generic(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
+                             uint32_t *out) {
+    BLOCKS16_BODY
+}
+
 /* 8 consecutive blocks starting at counter (caller ensures no wrap). */
 __attribute__((target("avx2"))) static void blocks8_avx2(const uint32_t *key,
                                                          const uint32_t *nonce,
@@ -113,9 +166,11 @@ static void block1(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
     for (int i = 0; i < 16; i++) out[i] = x[i] + s[i];
 }
 
-typedef void (*blocks8_fn)(const uint32_t *, const uint32_t *, uint32_t, uint32_t *);
+typedef void (*blocks_fn)(const uint32_t *, const uint32_t *, uint32_t, uint32_t *);
 
-static blocks8_fn pick_blocks8(void) {
+/* The widest path this CPU runs, chosen once: 16 lanes with AVX-512F, else 8 lanes
+ * (AVX2 or portable). */
+static blocks_fn pick_blocks8(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) return blocks8_avx2;
@@ -123,14 +178,55 @@ static blocks8_fn pick_blocks8(void) {
     return blocks8_generic;
 }
 
-int dpf_chacha20_simd_level(void) { return pick_blocks8() == blocks8_avx2 ? 2 : 1; }
+static blocks_fn pick_blocks16(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return blocks16_avx512;
+#endif
+    return 0;
+}
+
+int dpf_chacha20_simd_level(void) {
+    if (pick_blocks16()) return 3;
+    return pick_blocks8() == blocks8_avx2 ? 2 : 1;
+}
+
+/* One implementation by number, for equality tests on any machine: 0 scalar, 1 portable
+ * 8-lane, 2 AVX2 8-lane, 3 portable 16-lane, 4 AVX-512 16-lane.  Returns -1 (and writes
+ * nothing) when this CPU cannot run the requested path. */
+int dpf_chacha20_blocks_impl(int impl, const uint32_t *key, const uint32_t *nonce,
+                             uint32_t counter, uint64_t nblocks, uint32_t *out) {
+    blocks_fn fn = 0;
+    uint64_t lanes = 1, i = 0;
+    switch (impl) {
+        case 0: break;
+        case 1: fn = blocks8_generic; lanes = 8; break;
+        case 2: if (pick_blocks8() != blocks8_avx2) return -1;
+                fn = blocks8_avx2; lanes = 8; break;
+        case 3: fn = blocks16_generic; lanes = 16; break;
+        case 4: if (!pick_blocks16()) return -1;
+                fn = blocks16_avx512; lanes = 16; break;
+        default: return -1;
+    }
+    if (fn)
+        for (; i + lanes <= nblocks; i += lanes) fn(key, nonce, counter + (uint32_t)i, out + 16 * i);
+    for (; i < nblocks; i++) block1(key, nonce, counter + (uint32_t)i, out + 16 * i);
+    return 0;
+}
 
 void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
                          uint64_t nblocks, uint32_t *out) {
-    static blocks8_fn fn = 0;
-    if (!fn) fn = pick_blocks8();
+    static blocks_fn fn8 = 0, fn16 = 0;
+    static int picked = 0;
+    if (!picked) {
+        fn8 = pick_blocks8();
+        fn16 = pick_blocks16();
+        picked = 1;
+    }
     uint64_t i = 0;
-    for (; i + 8 <= nblocks; i += 8) fn(key, nonce, counter + (uint32_t)i, out + 16 * i);
+    if (fn16)
+        for (; i + 16 <= nblocks; i += 16) fn16(key, nonce, counter + (uint32_t)i, out + 16 * i);
+    for (; i + 8 <= nblocks; i += 8) fn8(key, nonce, counter + (uint32_t)i, out + 16 * i);
     for (; i < nblocks; i++) block1(key, nonce, counter + (uint32_t)i, out + 16 * i);
 }
 
@@ -150,12 +246,23 @@ static void store32_le(uint8_t *p, uint32_t v) {
 
 void dpf_chacha20_keystream(const uint8_t *key, const uint8_t *nonce, uint32_t counter,
                             uint8_t *out, uint64_t nbytes) {
-    uint32_t k[8], n[3], buf[16 * 8];
+    uint32_t k[8], n[3], buf[16 * 16];
     for (int i = 0; i < 8; i++) k[i] = load32_le(key + 4 * i);
     for (int i = 0; i < 3; i++) n[i] = load32_le(nonce + 4 * i);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* Little-endian words are the RFC's byte order: whole blocks go straight to out in
+     * chunks (so a chunk stays in cache), without a staging copy. */
+    while (nbytes >= 64 * 256) {
+        if (((uintptr_t)out & 3u) != 0) break; /* unaligned: use the staged path */
+        dpf_chacha20_blocks(k, n, counter, 256, (uint32_t *)(void *)out);
+        out += 64 * 256;
+        nbytes -= 64 * 256;
+        counter += 256;
+    }
+#endif
     while (nbytes > 0) {
         uint64_t nb = (nbytes + 63) / 64;
-        if (nb > 8) nb = 8;
+        if (nb > 16) nb = 16;
         dpf_chacha20_blocks(k, n, counter, nb, buf);
         uint64_t take = nb * 64 < nbytes ? nb * 64 : nbytes;
         for (uint64_t w = 0; w < (take + 3) / 4; w++) {

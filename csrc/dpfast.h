@@ -21,8 +21,14 @@ void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces, const uin
 void dpf_chacha20_keystream(const uint8_t *key, const uint8_t *nonce, uint32_t counter,
                             uint8_t *out, uint64_t nbytes);
 
-/* 2 when the AVX2 path is used, 1 for the portable vector path. */
+/* 3 when the 16-lane AVX-512F path is used, 2 for the 8-lane AVX2 path, 1 for the
+ * portable 8-lane vector path. */
 int dpf_chacha20_simd_level(void);
+
+/* One implementation by number (0 scalar, 1 portable 8-lane, 2 AVX2 8-lane, 3 portable
+ * 16-lane, 4 AVX-512F 16-lane), for equality tests; -1 if this CPU cannot run it. */
+int dpf_chacha20_blocks_impl(int impl, const uint32_t *key, const uint32_t *nonce,
+                             uint32_t counter, uint64_t nblocks, uint32_t *out);
 
 /* numpy bit generator state (see bitgen.c).  counter is the block counter of the next
  * refill, in [0, 2^32]; pos indexes buf (32-bit words). */

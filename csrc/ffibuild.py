@@ -25,6 +25,8 @@ ffibuilder.cdef(
     void dpf_chacha20_keystream(const uint8_t *key, const uint8_t *nonce, uint32_t counter,
                                 uint8_t *out, uint64_t nbytes);
     int dpf_chacha20_simd_level(void);
+    int dpf_chacha20_blocks_impl(int impl, const uint32_t *key, const uint32_t *nonce,
+                                 uint32_t counter, uint64_t nblocks, uint32_t *out);
 
     #define DPF_BITGEN_BLOCKS 8
     typedef struct {

@@ -10,7 +10,11 @@ import numpy as np
 
 from dpfast._cffi import ffi, lib
 
-__all__ = ["chacha20_blocks", "chacha20_streams", "chacha20_keystream", "simd_level"]
+__all__ = ["chacha20_blocks", "chacha20_blocks_impl", "chacha20_streams", "chacha20_keystream",
+           "simd_level", "BLOCK_IMPLS"]
+
+# implementation numbers of dpf_chacha20_blocks_impl (csrc/chacha20.c)
+BLOCK_IMPLS = {"scalar": 0, "portable8": 1, "avx2": 2, "portable16": 3, "avx512": 4}
 
 
 def _u32(a: np.ndarray, n: int | None = None) -> object:
@@ -30,6 +34,20 @@ def chacha20_blocks(key_words: np.ndarray, nonce_words: np.ndarray, counter: int
                             _u32(out, 16 * nblocks))
 
 
+def chacha20_blocks_impl(impl: str, key_words: np.ndarray, nonce_words: np.ndarray,
+                         counter: int, nblocks: int, out: np.ndarray) -> bool:
+    """Like :func:`chacha20_blocks` with one named implementation (``BLOCK_IMPLS``).
+
+    Returns False (writing nothing) when this CPU cannot run it.  For equality tests.
+    """
+    if counter < 0 or counter + nblocks > 1 << 32:
+        raise ValueError("internal: block counter would wrap")
+    rc = lib.dpf_chacha20_blocks_impl(BLOCK_IMPLS[impl], _u32(key_words, 8),
+                                      _u32(nonce_words, 3), counter, nblocks,
+                                      _u32(out, 16 * nblocks))
+    return rc == 0
+
+
 def chacha20_streams(key_words: np.ndarray, nonces: np.ndarray, counters: np.ndarray,
                      nblocks: int, out: np.ndarray) -> None:
     """Fill ``out[i]`` with ``nblocks`` blocks of stream ``nonces[i]`` from ``counters[i]``."""
@@ -41,15 +59,28 @@ def chacha20_streams(key_words: np.ndarray, nonces: np.ndarray, counters: np.nda
 
 
 def chacha20_keystream(key: bytes, nonce: bytes, counter: int, nbytes: int) -> bytes:
-    """RFC 8439 keystream bytes (caller validated the arguments)."""
-    out = bytearray(nbytes)
-    if nbytes:
-        lib.dpf_chacha20_keystream(key, nonce, counter, ffi.from_buffer(out), nbytes)
-    return bytes(out)
+    """RFC 8439 keystream bytes (caller validated the arguments).
+
+    The keystream is written straight into the returned ``bytes`` object: it is created
+    here, nothing else holds a reference to it yet, and it has not been hashed, so
+    filling it in place (as C extensions do with ``PyBytes_FromStringAndSize(NULL, n)``)
+    saves the copy a ``bytearray`` would need.  Lengths 0 and 1 are shared singletons
+    in CPython and are filled through a ``bytearray`` instead.
+    """
+    if nbytes < 2:
+        small = bytearray(nbytes)
+        if nbytes:
+            lib.dpf_chacha20_keystream(key, nonce, counter, ffi.from_buffer(small), nbytes)
+        return bytes(small)
+    out = bytes(nbytes)
+    lib.dpf_chacha20_keystream(key, nonce, counter,
+                               ffi.from_buffer("uint8_t[]", out, require_writable=False),
+                               nbytes)
+    return out
 
 
 def simd_level() -> int:
-    """2 if the AVX2 keystream path runs on this CPU, 1 for the portable path."""
+    """3 if the 16-lane AVX-512F keystream path runs on this CPU, 2 for 8-lane AVX2, 1 portable."""
     return int(lib.dpf_chacha20_simd_level())
 
 
