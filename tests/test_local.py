@@ -15,6 +15,7 @@ import pytest
 from dpfast import _exact
 from dpfast import local as L
 from dpfast.accounting import events
+from dpfast.local import _lanes, hashing, rappor
 
 KEY = bytes(range(32))
 SECRET = bytes(range(100, 132))
@@ -45,7 +46,7 @@ def check_unbiased_and_variance(est: np.ndarray, truth: np.ndarray, var: np.ndar
 # ============================================================================ exactness
 @pytest.mark.parametrize("eps,k", [(0.5, 2), (LN3, 2), (1.3, 5), (3.0, 40), (0.01, 3)])
 def test_threshold_words_are_exact_floor(eps, k):
-    thr = L._keep_threshold(Fraction(eps), k)
+    thr = _lanes._keep_threshold(Fraction(eps), k)
     with mpmath.workdps(80):
         want = int(mpmath.floor(mp_keep(eps, k) * mpmath.mpf(2) ** 64))
     assert thr.terminal == 0 and int(thr.words[0]) == want
@@ -56,16 +57,16 @@ def test_threshold_words_are_exact_floor(eps, k):
 
 
 def test_dyadic_thresholds():
-    t = L._Threshold(Fraction(0.3))
+    t = _lanes._Threshold(Fraction(0.3))
     assert t.terminal == 1
     m = 0
     for w in t.words:
         m = (m << 64) | int(w)
     assert Fraction(m, 1 << (64 * len(t.words))) == Fraction(0.3)
-    assert L._Threshold(Fraction(1)).terminal == 2
-    z = L._Threshold(Fraction(0))
+    assert _lanes._Threshold(Fraction(1)).terminal == 2
+    z = _lanes._Threshold(Fraction(0))
     assert z.terminal == 1 and z.words.size == 0
-    tiny = L._Threshold(Fraction(1e-30))
+    tiny = _lanes._Threshold(Fraction(1e-30))
     assert tiny.terminal == 1 and len(tiny.words) == 3  # bits down to 2^-152
 
 
@@ -300,7 +301,7 @@ def test_hash_tables_and_cms_clients_match_server():
     tab = L.hash_tables(12345, 5)
     assert np.array_equal(tab, cms._tables)
     from dpfast.random import keystream
-    raw = keystream((12345).to_bytes(32, "little"), L._TAB_STREAM, 5 * 8192)
+    raw = keystream((12345).to_bytes(32, "little"), hashing._TAB_STREAM, 5 * 8192)
     assert np.array_equal(tab.reshape(-1), np.frombuffer(raw, "<u4"))
     items = ["apple", "pear", 17, -3]
     cols = cms.buckets(items)
@@ -454,7 +455,7 @@ def test_rappor_cohorts_follow_documented_prf():
     ids = np.array([0, 1, 2**40 + 5, 2**63 + 9], dtype=np.uint64)
     got = rap.cohorts(ids, SECRET)
     for cid, c in zip(ids.tolist(), got.tolist()):
-        block = keystream(SECRET, cid + (L._RAPPOR_TAG << 64), 64)
+        block = keystream(SECRET, cid + (rappor._RAPPOR_TAG << 64), 64)
         for t in range(4, 8):
             x = int.from_bytes(block[8 * t:8 * t + 8], "little") * 37
             if x % 2**64 >= (2**64 - 37) % 37:

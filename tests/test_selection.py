@@ -17,6 +17,8 @@ from dpfast import _exact
 from dpfast import selection as sel
 from dpfast._kernels import selection as ks
 from dpfast.accounting import events
+from dpfast.selection import _bits, gumbel, noisy_max
+from dpfast.selection import continuation as cont
 
 KEY = bytes(range(32))
 PMIN = 1e-4  # fixed keys: deterministic; a correct sampler passes with this margin
@@ -98,7 +100,7 @@ def test_exponential_distribution(u, eps, sens, mono) -> None:
 
 def test_exponential_multi_segment_rows(monkeypatch) -> None:
     """Rows split into several parallel segments combine to the same distribution."""
-    monkeypatch.setattr(sel, "_SEG", 3)
+    monkeypatch.setattr(gumbel, "_SEG", 3)
     u = [0.5, -0.5, 1.0, 0.0, 2.0, 1.5, -2.0]
     U = np.tile(np.array(u), (300_000, 1))
     idx = sel.exponential(U, 1.0, rng=key(2))
@@ -137,8 +139,8 @@ def test_draw_words_layout() -> None:
     """One word per cell; a short tail chunk is the prefix of its own stream."""
     from dpfast import default_rng
 
-    a = sel._draw_words(default_rng(KEY), 3 * 65536 + 13)
-    b = sel._draw_words(default_rng(KEY), 3 * 65536 + 13 + 100)
+    a = _bits._draw_words(default_rng(KEY), 3 * 65536 + 13)
+    b = _bits._draw_words(default_rng(KEY), 3 * 65536 + 13 + 100)
     assert a.shape == (3 * 65536 + 13,) and np.array_equal(a, b[:a.shape[0]])
     assert len(np.unique(a)) == a.shape[0]
 
@@ -207,9 +209,9 @@ def test_far_candidate_wins_when_its_bits_say_so() -> None:
     for forced in (True, False):
         # the contenders are refined together, so every refinement word is the same
         src = _source([ALL_ONES] * 4, seed=1)
-        assert sel._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, forced) == [1]
+        assert cont._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, forced) == [1]
         src = _source([0] * 4, seed=2)
-        assert sel._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, forced) == [0]
+        assert cont._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, forced) == [0]
     # the kernel never certifies a row with an all-ones word
     lo, hi, sp = ks.cell_bounds(np.uint64(ALL_ONES), -60.0)
     assert sp and hi == math.inf
@@ -234,7 +236,7 @@ def test_far_candidate_exact_conditional_probability() -> None:
         w0, w2 = (int(x) for x in gen.integers(0, 2 ** 64, size=2, dtype=np.uint64))
         crafted = (((1 << 23) - 1) << 41) | (w2 >> 23)
         src = _source([w0, crafted], seed=100 + t)
-        wins += sel._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, True) == [1]
+        wins += cont._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, True) == [1]
     se = math.sqrt(p * (1 - p) / trials)
     assert abs(wins / trials - p) < 4.5 * se
 
@@ -288,13 +290,13 @@ def test_cell_bounds_are_rigorous() -> None:
 def test_gumbel_interval_exact_path() -> None:
     with mpmath.workprec(400):
         for m, n in [(1, 64), (ALL_ONES - 1, 64), (12345, 64), (2, 2), ((1 << 128) - 2, 128)]:
-            glo, ghi = sel._gumbel_interval(m, n, n + 64)
+            glo, ghi = cont._gumbel_interval(m, n, n + 64)
             lo_true = _g(mpmath.mpf(m) / mpmath.mpf(2) ** n)
             hi_true = _g(mpmath.mpf(m + 1) / mpmath.mpf(2) ** n)
             assert mpmath.mpf(glo.numerator) / glo.denominator <= lo_true
             assert hi_true <= mpmath.mpf(ghi.numerator) / ghi.denominator
-    assert sel._gumbel_interval(0, 64, 128)[0] == -math.inf
-    assert sel._gumbel_interval(ALL_ONES, 64, 128)[1] == math.inf
+    assert cont._gumbel_interval(0, 64, 128)[0] == -math.inf
+    assert cont._gumbel_interval(ALL_ONES, 64, 128)[1] == math.inf
 
 
 def test_scan_marks_near_one_words_pending() -> None:
@@ -403,7 +405,7 @@ def test_top_k_forced_and_python_path() -> None:
 
 def test_top_k_python_path_distribution(monkeypatch) -> None:
     """The per-row path (float blocks + exact ranking), used for k > 64, is exact too."""
-    monkeypatch.setattr(sel, "_TOPK_KERNEL", 0)
+    monkeypatch.setattr(noisy_max, "_TOPK_KERNEL", 0)
     u = [0.0, 1.0, -0.5, 2.0]
     idx = sel.top_k(np.tile(np.array(u), (20_000, 1)), 2, 1.0, rng=key(17))
     assert _topk_check(u, 2, idx, Fraction(1, 2)) > PMIN
@@ -417,7 +419,7 @@ def test_exact_top_matches_high_precision_order(forced) -> None:
         words = rng.integers(0, 2 ** 64, size=n, dtype=np.uint64)
         u = rng.normal(scale=0.3, size=n)
         src = _source([], seed=trial)
-        got = sel._exact_top(words, u, Fraction(1), 1.0, k, lambda s=src: s, forced)
+        got = cont._exact_top(words, u, Fraction(1), 1.0, k, lambda s=src: s, forced)
         with mpmath.workprec(200):
             um = float(u.max())
             sc = [mpmath.mpf(float(u[j])) - um

@@ -1,0 +1,105 @@
+"""Local differential privacy: randomized response, OUE, OLH, count-mean sketches, RAPPOR.
+
+In the local model every user randomizes her own value before it leaves her device; a
+client mechanism ``M`` is ``epsilon``-LDP when for **any two inputs** ``v, v'`` and every
+set of outputs ``S``: ``P[M(v) in S] <= e^epsilon P[M(v') in S]``.  Each client function
+here states its per-report epsilon (**Privacy** sections) and exposes it as a privacy
+event (:mod:`dpfast.accounting.events`) for the accountants.  The servers' estimators are
+unbiased and come with their variances (exact formulas, and plug-in estimates on the
+returned :class:`FrequencyEstimate`).
+
+Exactness
+---------
+The reporting probabilities (``e^eps / (e^eps + k - 1)``, ``1 / (e^eps + 1)``,
+``1 / (1 + e^(eps/2))``) are irrational.  They are sampled **exactly**: 64 decisions at a
+time compare the bits of independent uniforms with the exact binary expansion of the
+probability (computed by integer interval arithmetic, :mod:`dpfast._exact`), and the rare
+comparison still undecided after 64 bits (probability ``2^-64``) is finished by refining
+that uniform lazily, never by resampling (see :mod:`dpfast._kernels.local`).  RAPPOR's
+``f, p, q`` and any other float probability are the exact binary rationals they encode and
+are compared bit by bit to completion.  Every random bit comes from dpfast's ChaCha20
+generator (``rng``: None, a :class:`dpfast.Generator` or a 32-byte key), split into fixed
+chunks on their own streams, so a key gives the same output whatever the thread count.
+The estimators themselves are float post-processing of integer counts.
+
+Hashing (identical on clients and servers)
+------------------------------------------
+Items are first mapped to 64-bit *fingerprints* (:func:`fingerprint`): integers to their
+two's-complement bit pattern, strings to BLAKE2b-64 of their UTF-8 bytes (bytes as they
+are), with personalization ``b"dpfast.local"``.  Then:
+
+* OLH uses, per user, a fresh strongly universal hash (multiply-add-shift with three
+  random 64-bit words that the user sends with her report).
+* Count-mean sketches and RAPPOR use ``num`` fixed public hash functions, each a simple
+  tabulation hash (3-independent; 8 tables of 256 random 32-bit words per function)
+  whose tables are the ChaCha20 keystream of the ``hash_seed``
+  (:func:`hash_tables`).  Server and clients built with the same ``hash_seed`` hash
+  identically; any other implementation can reproduce the tables from RFC 8439 ChaCha20.
+
+A 32-bit hash ``h`` selects bucket ``(h * m) >> 32`` of ``[0, m)``.
+
+Modules
+-------
+``rr`` (binary and k-ary randomized response), ``unary`` (OUE), ``olh`` (optimal local
+hashing), ``sketch`` (count-mean sketch and the :class:`Sketch` tallies), ``hadamard``
+(Hadamard count-mean sketch), ``rappor``, ``hashing`` (fingerprints and public tables),
+``estimate`` (:class:`FrequencyEstimate`); private: ``_validate`` (parameters and
+reports), ``_lanes`` (exact thresholds and the client-kernel driver).  Kernels live in
+:mod:`dpfast._kernels.local`.
+
+References
+----------
+Warner, "Randomized response", JASA 1965.  Wang, Blocki, Li, Jha, "Locally Differentially
+Private Protocols for Frequency Estimation", USENIX Security 2017.  Apple Differential
+Privacy Team, "Learning with Privacy at Scale", 2017.  Erlingsson, Pihur, Korolova,
+"RAPPOR: Randomized Aggregatable Privacy-Preserving Ordinal Response", CCS 2014.
+Thorup, "High Speed Hashing for Integers and Strings", 2015.  Patrascu, Thorup, "The
+Power of Simple Tabulation Hashing", JACM 2012.
+"""
+
+from __future__ import annotations
+
+from dpfast.local.estimate import FrequencyEstimate
+from dpfast.local.hadamard import HadamardCountMeanSketch
+from dpfast.local.hashing import fingerprint, hash_tables
+from dpfast.local.olh import OlhReports, OptimalLocalHashing
+from dpfast.local.rappor import (
+    Rappor,
+    RapporCounts,
+    RapporDecoding,
+    RapporReports,
+    rappor_epsilon,
+)
+from dpfast.local.rr import (
+    GeneralizedRandomizedResponse,
+    k_randomized_response,
+    k_randomized_response_estimate,
+    randomized_response,
+    randomized_response_estimate,
+)
+from dpfast.local.sketch import CmsReports, CountMeanSketch, HcmsReports, Sketch
+from dpfast.local.unary import OptimizedUnaryEncoding
+
+__all__ = [
+    "FrequencyEstimate",
+    "randomized_response",
+    "randomized_response_estimate",
+    "k_randomized_response",
+    "k_randomized_response_estimate",
+    "GeneralizedRandomizedResponse",
+    "OptimizedUnaryEncoding",
+    "OptimalLocalHashing",
+    "OlhReports",
+    "CountMeanSketch",
+    "HadamardCountMeanSketch",
+    "CmsReports",
+    "HcmsReports",
+    "Sketch",
+    "Rappor",
+    "RapporReports",
+    "RapporCounts",
+    "RapporDecoding",
+    "rappor_epsilon",
+    "fingerprint",
+    "hash_tables",
+]

@@ -1,0 +1,158 @@
+"""Apple's Hadamard count-mean sketch (HCMS): one bit per report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from dpfast import _exact
+from dpfast._kernels import local as _lk
+from dpfast.local._lanes import _chunk_for, _flip_threshold, _forced, _run_lanes
+from dpfast.local._validate import _mpf
+from dpfast.local.estimate import FrequencyEstimate
+from dpfast.local.hashing import fingerprint
+from dpfast.local.sketch import HcmsReports, Sketch, _SketchBase
+from dpfast.random import as_generator
+
+
+class HadamardCountMeanSketch(_SketchBase):
+    """Apple's Hadamard count-mean sketch (HCMS): one bit per report.
+
+    Parameters
+    ----------
+    epsilon : float
+        Per-report privacy parameter.
+    num_hashes : int
+        ``k`` rows.
+    sketch_size : int
+        ``m`` columns, a power of two.
+    hash_seed : int, bytes or None
+        Seed of the public hash functions.
+
+    Notes
+    -----
+    Client: ``j`` uniform in ``[0, k)``, ``l`` uniform in ``[0, m)``, the Hadamard entry
+    ``w = H_m[h_j(v), l]`` flipped with probability ``1 / (1 + e^eps)``; send
+    ``(j, l, w)``.  Server: ``M[j, l] += k c w`` with ``c = (e^eps + 1) / (e^eps - 1)``,
+    then ``M <- M H_m^T`` and the CMS estimator (Apple 2017, Algorithms 4-5).
+
+    **Privacy**
+
+    ``epsilon``-LDP: one bit of randomized response (ratio ``e^epsilon``); ``j`` and
+    ``l`` do not depend on the input (Apple 2017, Theorem 3.2).
+    Event: ``events.Epsilon(epsilon)``.
+
+    **Numerics**
+
+    The flip probability is irrational and sampled exactly; the transform is float
+    post-processing.
+    """
+
+    def __init__(self, epsilon: float, num_hashes: int = 64, sketch_size: int = 1024, *,
+                 hash_seed: Any = None) -> None:
+        super().__init__(epsilon, num_hashes, sketch_size, hash_seed)
+        m = self.sketch_size
+        if m & (m - 1):
+            raise ValueError(f"sketch_size must be a power of two, got {m}")
+        self._flip = _flip_threshold(self._eps)
+        with mpmath.workdps(40):
+            e = mpmath.exp(_mpf(self._eps))
+            self.flip_probability = float(1 / (1 + e))
+            self.c = float((e + 1) / (e - 1))
+
+    def __repr__(self) -> str:
+        return (f"HadamardCountMeanSketch(epsilon={self.epsilon!r}, "
+                f"num_hashes={self.num_hashes}, sketch_size={self.sketch_size})")
+
+    def perturb(self, items: Any, *, rng: Any = None) -> HcmsReports:
+        """Client side for every user at once (items: ints or strings, 1-D)."""
+        fp = fingerprint(items)
+        n = fp.size
+        k, m = self.num_hashes, self.sketch_size
+        rows = np.empty(n, np.int64)
+        cols = np.empty(n, np.int64)
+        out = np.empty(n, np.uint8)
+        thr = self._flip
+        cw, term = thr.words, thr.terminal
+        tables = self._tables
+        wpc = 7.5 / 64 + 2.1
+        chunk = _chunk_for(wpc)
+        forced = _forced()
+
+        def call(buf, st, key, nonces, chunk_, base, count, force, start, resume, pcount,
+                 pidx):
+            _lk.hcms_client_kernel(buf, st, key, nonces, chunk_, base, count, fp, tables, k,
+                                   m, rows, cols, out, cw, term, force, start, resume, pcount,
+                                   pidx)
+
+        def finish(i: int, src: _exact.WordSource) -> None:
+            if thr.decide(src, forced):
+                out[i] ^= 1
+
+        _run_lanes(as_generator(rng), n, wpc, chunk, 64, call, finish)
+        return HcmsReports(rows, cols, out)
+
+    def aggregate(self, reports: HcmsReports) -> Sketch:
+        """Integer tallies: ``ones[j, l]`` = sum of the ±1 report bits at (j, l)."""
+        if not isinstance(reports, tuple) or len(reports) != 3:
+            raise TypeError("reports must be an HcmsReports (rows, cols, bits) triple")
+        k, m = self.num_hashes, self.sketch_size
+        rows = np.asarray(reports[0], np.int64)
+        cols = np.asarray(reports[1], np.int64)
+        bits = np.asarray(reports[2])
+        n = rows.size
+        if cols.shape != (n,) or bits.shape != (n,) or rows.ndim != 1:
+            raise ValueError("reports.rows, .cols and .bits must be 1-D of equal length")
+        if n and (rows.min() < 0 or rows.max() >= k or cols.min() < 0 or cols.max() >= m):
+            raise ValueError("reports.rows / reports.cols out of the sketch's range")
+        cell = rows * m + cols
+        pm = 2 * bits.astype(np.int64) - 1
+        ones = np.bincount(cell, weights=pm, minlength=k * m)
+        ones = np.rint(ones).astype(np.int64).reshape(k, m)
+        totals = np.bincount(rows, minlength=k).astype(np.int64)
+        return Sketch(ones, totals, n)
+
+    def matrix(self, sketch: Sketch) -> np.ndarray:
+        """The transformed sketch ``M H^T`` (Apple's Algorithm 5)."""
+        mat = self.num_hashes * self.c * sketch.ones.astype(np.float64)
+        return _fwht(mat)
+
+    def estimate(self, data: HcmsReports | Sketch, candidates: Any) -> FrequencyEstimate:
+        """Unbiased count estimates of ``candidates`` (plug-in variances as for CMS)."""
+        sk = self._sketch_of(data)
+        counts = self._frequency(self.matrix(sk), sk.n, candidates)
+        return FrequencyEstimate(counts, self._plugin(counts, sk.n), sk.n)
+
+    def variance(self, n: float, count: float = 0.0, sum_sq_others: float | None = None
+                 ) -> float:
+        """Variance of a count estimate over the clients' randomness and random
+        (3-independent) hash functions:
+        ``(m/(m-1))^2 [n c^2 - c_d - (n - c_d) E[a^2] + S2 (1/(k m))(1 - 1/m)]`` with
+        ``E[a^2] = (1/(k m))(1 - 1/m) + 1/m^2``, ``c_d`` = ``count``,
+        ``S2 = sum over other items of n_v^2`` (default ``n - c_d``)."""
+        k, m = self.num_hashes, self.sketch_size
+        s2 = (n - count) if sum_sq_others is None else sum_sq_others
+        ea2 = (1 / (k * m)) * (1 - 1 / m) + 1 / m ** 2
+        v = n * self.c ** 2 - count - (n - count) * ea2 + s2 * (1 / (k * m)) * (1 - 1 / m)
+        return (m / (m - 1)) ** 2 * v
+
+
+def _fwht(a: np.ndarray) -> np.ndarray:
+    """Fast Walsh-Hadamard transform along the last axis (Sylvester order, unnormalized)."""
+    a = a.copy()
+    m = a.shape[-1]
+    h = 1
+    while h < m:
+        a = a.reshape(*a.shape[:-1], m // (2 * h), 2, h)
+        x = a[..., 0, :].copy()
+        y = a[..., 1, :]
+        a[..., 0, :] = x + y
+        a[..., 1, :] = x - y
+        a = a.reshape(*a.shape[:-3], m)
+        h *= 2
+    return a
+
+
+

@@ -1,0 +1,129 @@
+"""Validation, constants and the exact-path test hook shared by the selection mechanisms."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import Any
+
+import numba
+import numpy as np
+
+from dpfast._kernels import selection as _ks
+
+_SEG = 1 << 16
+# makes _drive.batches size each chunk's buffer to exactly CHUNK words (one per cell)
+_WORDS_PER_CELL = 0.79921875
+_MIN_C = 2.0 ** -1000  # c = epsilon / (2 sensitivity) must be a normal float
+_INF = math.inf
+
+_force = threading.local()
+_NUM_THREADS = numba.get_num_threads
+
+
+# --------------------------------------------------------------------------- test hook
+@contextlib.contextmanager
+def force_exact() -> Iterator[None]:
+    """Test hook: send every selection drawn in this thread through the exact path.
+
+    Inside the ``with`` block the float certificate is declared undecided for every row
+    (Gumbel-max) and every coin (permute-and-flip), so all decisions are taken by the
+    exact continuation: lazily refined uniforms and integer interval arithmetic.  The
+    output distribution is the same; only the speed differs.
+    """
+    old = getattr(_force, "on", False)
+    _force.on = True
+    try:
+        yield
+    finally:
+        _force.on = old
+
+
+def _forced() -> bool:
+    return bool(getattr(_force, "on", False))
+
+
+# --------------------------------------------------------------------------- validation
+def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(float64 C-contiguous (rows, n) array -- possibly the caller's, never written to --,
+    row maxima, input was 1-D)."""
+    arr = np.asarray(utilities)
+    if arr.dtype == np.bool_:
+        raise TypeError("utilities must be real numbers, got dtype bool")
+    if arr.dtype.kind in "iu":
+        f = arr.astype(np.float64)
+        if f.size and np.any(np.abs(f) >= 2.0 ** 53):
+            raise ValueError("utilities: integer utilities must have magnitude < 2**53 "
+                             "(larger integers are not exactly representable as float64)")
+    elif arr.dtype.kind == "f" and arr.dtype.itemsize <= 8:
+        f = arr.astype(np.float64, copy=False)  # read only from here on
+    else:
+        raise TypeError(f"utilities must be real numbers (int or float up to 64 bits), "
+                        f"got dtype {arr.dtype}")
+    if f.ndim not in (1, 2):
+        raise ValueError(f"utilities must be 1-D (candidates) or 2-D (batch, candidates), "
+                         f"got {f.ndim} dimensions")
+    if f.size == 0:
+        raise ValueError(f"utilities must be non-empty, got shape {f.shape}")
+    one_d = f.ndim == 1
+    f2 = np.ascontiguousarray(f.reshape(1, -1) if one_d else f)
+    umax = np.empty(f2.shape[0])
+    bad = np.empty(f2.shape[0], np.uint8)
+    _ks.row_max(f2.reshape(-1), f2.shape[1], umax, bad)
+    if bad.any():
+        raise ValueError("utilities must be finite (no NaN or inf)")
+    return f2, umax, one_d
+
+
+def _positive(value: Any, name: str) -> Fraction:
+    """A finite positive real as the exact rational it encodes."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got bool")
+    if isinstance(value, (Fraction, int, np.integer)):
+        x = Fraction(int(value)) if isinstance(value, (int, np.integer)) else value
+    elif isinstance(value, (numbers.Real, np.floating)):
+        v = float(value)
+        if not math.isfinite(v):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        x = Fraction(v)
+    else:
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    if x <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return x
+
+
+def _coefficient(epsilon: Any, sensitivity: Any, denom: int) -> tuple[Fraction, float]:
+    """(exact c, float c) with c = epsilon / (denom * sensitivity)."""
+    eps = _positive(epsilon, "epsilon")
+    sens = _positive(sensitivity, "sensitivity")
+    c = eps / (denom * sens)
+    try:
+        c_f = float(c)  # correctly rounded (integer true division)
+    except OverflowError:
+        c_f = _INF
+    if not _MIN_C <= c_f < _INF:
+        raise ValueError(f"epsilon / sensitivity = {float(eps / sens):g} is out of the supported "
+                         "range [2**-999, 2**1023]")
+    return c, c_f
+
+
+def _check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+_NOISES = ("exponential", "gumbel")
+
+
+def _check_noise(noise: Any) -> str:
+    if not isinstance(noise, str):
+        raise TypeError(f"noise must be 'exponential' or 'gumbel', got {type(noise).__name__}")
+    if noise not in _NOISES:
+        raise ValueError(f"noise must be 'exponential' or 'gumbel', got {noise!r}")
+    return noise
