@@ -34,11 +34,13 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.accounting", 8),
     ("dpfast.budget", 9),
     ("dpfast.dpsgd", 10),
-    ("dpfast.histogram", 10),
-    ("dpfast.dask", 10),
-    ("dpfast", 11),  # the package __init__ re-exports lazily (imports at run time only)
-    ("dpfast.cli", 12),  # the command line uses the public facade
-    ("dpfast.__main__", 13),
+    ("dpfast.metrics", 3),  # error measures: numpy only
+    ("dpfast.tables", 10),  # the release layer (count/sum/mean, bounding, selection, topdown)
+    ("dpfast.histogram", 11),  # numpy-style histograms, built on dpfast.tables
+    ("dpfast.dask", 11),  # scale-out, built on dpfast.tables
+    ("dpfast", 12),  # the package __init__ re-exports lazily (imports at run time only)
+    ("dpfast.cli", 13),  # the command line uses the public facade
+    ("dpfast.__main__", 14),
 ]
 
 KERNEL_ALLOWED = {"numpy", "numba", "math", "__future__"}

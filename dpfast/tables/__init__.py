@@ -1,0 +1,40 @@
+"""The release layer: raw records -> a published, differentially private table.
+
+A release is a pipeline of separable steps, each a function of its own module:
+
+``validate`` (:mod:`dpfast.tables._keys`: canonical keys and ids) -> ``bound``
+(:mod:`dpfast.tables.bounding`: per privacy id, at most ``max_partitions`` keys and
+``max_per_partition`` rows per key, chosen uniformly with a keyed CSPRNG) -> ``charge``
+(the :class:`dpfast.Budget`, before any noise) -> ``aggregate`` -> ``noise`` ->
+``post-process`` (private partition selection, :mod:`dpfast.tables.partition`) ->
+``report`` (:class:`dpfast.tables.TableRelease`, its confidence intervals and accuracy).
+
+Public names are loaded lazily (``import dpfast.tables`` imports no numba).  Where to
+add: a new aggregate goes in :mod:`dpfast.tables.aggregate` (and reuses ``bound`` /
+``charge`` / ``noise``), a new consistency post-processing (e.g. TopDown) in its own module
+of this package, re-exported here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> module of this package that defines it
+_PUBLIC: dict[str, str] = {
+    # filled as the modules land (count/sum/mean, TableRelease, ...)
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpfast.tables' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
