@@ -1,0 +1,190 @@
+"""Timing, JSON and the check of the performance gate (no benchmark definitions here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+# A setup returns (baseline, candidate, teardown); each call of baseline/candidate is one
+# timed unit of work.
+Setup = Callable[[bool], tuple[Callable[[], object], Callable[[], object], Callable[[], None]]]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One gated figure: ``ratio = baseline time / dpfast time`` (higher is better)."""
+
+    name: str
+    what: str
+    baseline: str
+    setup: Setup
+    needs: tuple[str, ...] = ()  # optional modules; the entry is skipped without them
+
+
+@dataclass
+class Result:
+    name: str
+    what: str
+    baseline: str
+    ratio: float | None  # None: skipped
+    ratios: list[float] = field(default_factory=list)
+    spread: float = 0.0  # (max - min) / median of the per-round ratios
+    seconds: float = 0.0  # dpfast's median time per unit
+    note: str = ""
+
+
+def _time(fn: Callable[[], object]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def measure(entry: Entry, *, quick: bool, rounds: int) -> Result:
+    """Median over ``rounds`` of (baseline time / dpfast time), timed back to back."""
+    for mod in entry.needs:
+        try:
+            __import__(mod)
+        except ImportError:
+            return Result(entry.name, entry.what, entry.baseline, None,
+                          note=f"skipped: {mod} not installed")
+    base, cand, teardown = entry.setup(quick)
+    try:
+        base()
+        cand()  # warm-up: kernels loaded, caches and pages touched
+        ratios, times = [], []
+        for r in range(rounds):
+            if r % 2:  # alternate the order so neither side always runs second
+                tc, tb = _time(cand), _time(base)
+            else:
+                tb, tc = _time(base), _time(cand)
+            ratios.append(tb / tc)
+            times.append(tc)
+    finally:
+        teardown()
+    med = statistics.median(ratios)
+    spread = (max(ratios) - min(ratios)) / med if med > 0 else 0.0
+    return Result(entry.name, entry.what, entry.baseline, med, ratios, spread,
+                  statistics.median(times))
+
+
+def run_suite(entries: Sequence[Entry], *, quick: bool = False, rounds: int | None = None,
+              only: Sequence[str] | None = None,
+              progress: Callable[[str], None] | None = None) -> list[Result]:
+    """Measure every entry (or those named in ``only``); at least 5 rounds each."""
+    rounds = max(5, rounds or (5 if quick else 9))
+    if only:
+        unknown = set(only) - {e.name for e in entries}
+        if unknown:
+            raise ValueError(f"only: unknown benchmark(s) {sorted(unknown)}; "
+                             f"choose from {[e.name for e in entries]}")
+        entries = [e for e in entries if e.name in only]
+    out = []
+    for e in entries:
+        if progress:
+            progress(e.name)
+        out.append(measure(e, quick=quick, rounds=rounds))
+    return out
+
+
+def host_info() -> dict[str, object]:
+    """What the ratios depend on: CPU SIMD flags, the ChaCha20 path, cores, Python."""
+    flags: list[str] = []
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("flags") and not flags:
+                    have = set(line.split(":", 1)[1].split())
+                    flags = [f for f in ("sse2", "avx2", "avx512f", "avx512bw") if f in have]
+                elif line.startswith("model name") and not model:
+                    model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    from dpfast import _native
+
+    return {"cpu": model, "simd_flags": flags, "chacha20_path": _native.simd_level(),
+            "cores": os.cpu_count(), "machine": platform.machine(),
+            "python": platform.python_version()}
+
+
+def results_to_json(results: Sequence[Result], *, quick: bool) -> dict[str, object]:
+    return {
+        "format": 1,
+        "quick": quick,
+        "host": host_info(),
+        "entries": {
+            r.name: {"ratio": r.ratio, "ratios": r.ratios, "spread": r.spread,
+                     "seconds": r.seconds, "what": r.what, "baseline": r.baseline,
+                     "note": r.note}
+            for r in results
+        },
+    }
+
+
+def results_from_json(data: dict[str, object]) -> list[Result]:
+    """The results stored by :func:`results_to_json` (for re-checking saved runs)."""
+    out = []
+    for name, e in data["entries"].items():  # type: ignore[union-attr]
+        out.append(Result(name, e.get("what", ""), e.get("baseline", ""), e.get("ratio"),
+                          list(e.get("ratios", [])), float(e.get("spread", 0.0)),
+                          float(e.get("seconds", 0.0)), e.get("note", "")))
+    return out
+
+
+def load_json(path: str) -> dict[str, object]:
+    with open(path) as fh:
+        data = json.load(fh)
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+        raise ValueError(f"{path}: not a dpfast bench JSON file (no 'entries')")
+    return data
+
+
+@dataclass(frozen=True)
+class Verdict:
+    name: str
+    ratio: float | None
+    baseline_ratio: float | None
+    tolerance: float
+    ok: bool
+    text: str
+
+
+def check(results: Sequence[Result], baseline: dict[str, object], *,
+          tolerance: float) -> tuple[list[Verdict], list[str]]:
+    """Compare ``results`` with a baseline JSON; returns verdicts and warnings.
+
+    An entry fails when ``ratio < baseline_ratio * (1 - tol)``, where ``tol`` is the
+    entry's own ``tolerance`` in the baseline file (chosen from the measured run-to-run
+    spread) if it has one, else ``tolerance``.  Skipped entries and entries missing from
+    the baseline never fail; a host whose SIMD flags or core count differ from the
+    baseline's is reported in the warnings (the ratios are then not like for like).
+    """
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+    warnings = []
+    here, there = host_info(), baseline.get("host", {})
+    for key in ("simd_flags", "chacha20_path", "cores"):
+        if isinstance(there, dict) and key in there and there[key] != here[key]:
+            warnings.append(f"baseline host differs: {key} {there[key]} there, {here[key]} "
+                            "here; ratios are not like for like")
+    entries = baseline["entries"]
+    verdicts = []
+    for r in results:
+        b = entries.get(r.name) if isinstance(entries, dict) else None
+        if r.ratio is None:
+            verdicts.append(Verdict(r.name, None, None, tolerance, True, r.note or "skipped"))
+            continue
+        if not isinstance(b, dict) or b.get("ratio") is None:
+            verdicts.append(Verdict(r.name, r.ratio, None, tolerance, True, "no baseline"))
+            continue
+        tol = float(b.get("tolerance", tolerance))
+        floor = float(b["ratio"]) * (1 - tol)
+        ok = r.ratio >= floor
+        text = "ok" if ok else f"REGRESSION: below {floor:.3g} (baseline -{tol:.0%})"
+        verdicts.append(Verdict(r.name, r.ratio, float(b["ratio"]), tol, ok, text))
+    return verdicts, warnings

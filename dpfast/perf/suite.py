@@ -1,0 +1,173 @@
+"""The gated benchmarks: each pairs a dpfast call with the baseline a user would otherwise
+run, on the same input (numpy's insecure float noise, OpenSSL's ChaCha20 through
+``cryptography``, numpy's PCG64, dp_accounting, a bare SQLite transaction).
+
+Sizes: the full run uses the README's sizes (10^7 cells); ``quick`` uses smaller inputs so
+the whole gate finishes in well under a minute on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from dpfast.perf.runner import Entry
+
+KEY = bytes(range(32))
+
+
+def _nothing() -> None:
+    return None
+
+
+def _chacha20_blocks(quick: bool):
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    from dpfast import _native
+
+    nbytes = (4 if quick else 16) << 20
+    src, dst = bytes(nbytes), bytearray(nbytes)
+    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    nonce = np.array([3, 0, 0], np.uint32)
+    out = np.empty(nbytes // 4, np.uint32)
+
+    def base() -> None:
+        Cipher(algorithms.ChaCha20(KEY, bytes(16)), mode=None).encryptor().update_into(src, dst)
+
+    return base, lambda: _native.chacha20_blocks(key_words, nonce, 0, nbytes // 64, out), \
+        _nothing
+
+
+def _keystream(quick: bool):
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    import dpfast
+
+    nbytes = (4 if quick else 16) << 20
+    src = bytes(nbytes)
+
+    def base() -> None:
+        Cipher(algorithms.ChaCha20(KEY, bytes(16)), mode=None).encryptor().update(src)
+
+    return base, lambda: dpfast.keystream(KEY, 3, nbytes), _nothing
+
+
+def _random_raw(quick: bool):
+    import dpfast
+
+    n = (1 if quick else 2) << 20
+    pcg, gen = np.random.PCG64(1), dpfast.default_rng(KEY)
+    return lambda: pcg.random_raw(n), lambda: gen.random_raw(n), _nothing
+
+
+def _cells(quick: bool) -> int:
+    return 2_000_000 if quick else 10_000_000
+
+
+def _noise(name: str, scale: float, dtype: type) -> Callable[[bool], tuple]:
+    def setup(quick: bool):
+        import dpfast
+
+        n = _cells(quick)
+        gen, npr = dpfast.default_rng(KEY), np.random.default_rng(1)
+        x = np.zeros(n, dtype)
+        fn = getattr(dpfast, name)
+        if dtype is np.int64:  # in place, as a histogram is noised
+            def cand() -> None:
+                fn(x, scale, rng=gen, out=x)
+        else:
+            def cand() -> None:
+                fn(x, scale, rng=gen)
+        return lambda: npr.laplace(0.0, scale, size=n), cand, _nothing
+
+    return setup
+
+
+def _exponential(quick: bool):
+    import dpfast
+
+    n = 10**6
+    u = np.random.default_rng(0).normal(scale=3.0, size=n)
+    gen, npr = dpfast.default_rng(KEY), np.random.default_rng(1)
+    return (lambda: np.argmax(u + npr.gumbel(scale=2.0, size=n)),
+            lambda: dpfast.exponential(u, 1.0, rng=gen), _nothing)
+
+
+def _dpsgd_epsilon(quick: bool):
+    import dp_accounting as dpa
+
+    from dpfast.accounting import dpsgd_epsilon
+
+    q, sigma, steps, delta = 0.01, 1.1, 10_000, 1e-5
+
+    def base() -> None:
+        acct = dpa.rdp.RdpAccountant()
+        acct.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), steps)
+        acct.get_epsilon(delta)
+
+    return base, lambda: dpsgd_epsilon(q, sigma, steps, delta), _nothing
+
+
+def _budget_spend(quick: bool):
+    import dpfast
+    from dpfast.accounting import events
+
+    n = 40 if quick else 200
+    tmp = tempfile.mkdtemp(prefix="dpfast-bench-")
+    con = sqlite3.connect(os.path.join(tmp, "raw.sqlite"), isolation_level=None)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA synchronous = FULL")
+    con.execute("CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL, "
+                "analyst TEXT, note TEXT, event TEXT, rdp TEXT)")
+    budget = dpfast.Budget(1e9, 1e-6, ledger=os.path.join(tmp, "ledger.sqlite"))
+    event = events.Gaussian(100.0)
+
+    def base() -> None:
+        for _ in range(n):
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("INSERT INTO charges (time, analyst, note, event, rdp) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (time.time(), "a", "n", '{"type":"Gaussian"}', "[0.1]"))
+            con.execute("COMMIT")
+
+    def cand() -> None:
+        for _ in range(n):
+            budget.spend(event, note="n", analyst="a")
+
+    def teardown() -> None:
+        con.close()
+        budget.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    return base, cand, teardown
+
+
+ENTRIES: list[Entry] = [
+    Entry("chacha20_blocks", "C ChaCha20 blocks into a buffer",
+          "cryptography ChaCha20 update_into (OpenSSL)", _chacha20_blocks),
+    Entry("keystream", "dpfast.keystream (new bytes)",
+          "cryptography ChaCha20 update (new bytes)", _keystream),
+    Entry("random_raw", "Generator.random_raw", "numpy PCG64.random_raw", _random_raw),
+    Entry("discrete_laplace_10", "discrete_laplace scale 10, in place",
+          "numpy Generator.laplace", _noise("discrete_laplace", 10.0, np.int64)),
+    Entry("discrete_laplace_1000", "discrete_laplace scale 1000, in place",
+          "numpy Generator.laplace", _noise("discrete_laplace", 1000.0, np.int64)),
+    Entry("discrete_gaussian_10", "discrete_gaussian sigma 10, in place",
+          "numpy Generator.laplace", _noise("discrete_gaussian", 10.0, np.int64)),
+    Entry("laplace_grid", "laplace (2^k grid) scale 10", "numpy Generator.laplace",
+          _noise("laplace", 10.0, np.float64)),
+    Entry("gaussian_grid", "gaussian (2^k grid) sigma 10", "numpy Generator.laplace",
+          _noise("gaussian", 10.0, np.float64)),
+    Entry("exponential_1e6", "exponential, 10^6 candidates",
+          "numpy argmax(u + Generator.gumbel)", _exponential),
+    Entry("dpsgd_epsilon", "dpsgd_epsilon (RDP, 10^4 steps)", "dp_accounting RdpAccountant",
+          _dpsgd_epsilon, needs=("dp_accounting",)),
+    Entry("budget_spend", "Budget.spend on a file ledger",
+          "bare durable SQLite transaction", _budget_spend),
+]
