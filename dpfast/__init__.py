@@ -59,7 +59,7 @@ _PUBLIC: dict[str, str] = {
 
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-    "dpsgd", "histogram", "events",
+    "dpsgd", "histogram", "events", "tables", "guidelines",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

@@ -22,6 +22,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.accounting.events", 1),
     ("dpfast._calibrate", 1),
     ("dpfast._validate", 1),
+    ("dpfast.guidelines", 1),  # data and a warning helper; imports nothing of dpfast
     ("dpfast._native", 2),
     ("dpfast._exact", 2),
     ("dpfast._envelope", 3),
@@ -36,6 +37,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.dpsgd", 10),
     ("dpfast.metrics", 3),  # error measures: numpy only
     ("dpfast.tables", 10),  # the release layer (count/sum/mean, bounding, selection, topdown)
+    ("dpfast.planning", 10),  # accuracy-first calibration (uses the mechanisms)
     ("dpfast.histogram", 11),  # numpy-style histograms, built on dpfast.tables
     ("dpfast.dask", 11),  # scale-out, built on dpfast.tables
     ("dpfast", 12),  # the package __init__ re-exports lazily (imports at run time only)

@@ -23,6 +23,9 @@ from typing import Any
 # name -> module of this package that defines it
 _PUBLIC: dict[str, str] = {
     # filled as the modules land (count/sum/mean, TableRelease, ...)
+    "topdown": "dpfast.tables.hierarchy",
+    "TopDownRelease": "dpfast.tables.hierarchy",
+    "aggregate_levels": "dpfast.tables.hierarchy",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -1,0 +1,72 @@
+"""dpfast.guidelines: the use-case table, deployments and the range warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from dpfast import guidelines as gl
+
+
+def test_table_matches_the_guidance() -> None:
+    expected = {
+        "government_statistics": (0.1, 1.0),
+        "healthcare": (0.5, 2.0),
+        "location": (1.0, 3.0),
+        "product_analytics": (1.0, 5.0),
+        "ab_testing": (2.0, 8.0),
+        "public_reporting": (0.5, 3.0),
+    }
+    assert {k: (u.low, u.high) for k, u in gl.USE_CASES.items()} == expected
+    assert all(u.source for u in gl.USE_CASES.values())
+
+
+def test_deployments_with_sources() -> None:
+    by_name = {d.name: d for d in gl.DEPLOYMENTS}
+    census = next(d for n, d in by_name.items() if "Census" in n)
+    assert census.low == census.high == 19.61 and "Census" in census.source
+    apple = [d for d in gl.DEPLOYMENTS if d.name.startswith("Apple")]
+    assert sorted(d.low for d in apple) == [4.0, 8.0]
+    rappor = next(d for d in gl.DEPLOYMENTS if "RAPPOR" in d.name)
+    assert (rappor.low, rappor.high) == (2.0, 9.0) and "Erlingsson" in rappor.source
+    assert all(d.source for d in gl.DEPLOYMENTS)
+
+
+@pytest.mark.parametrize("name", ["healthcare", "Healthcare analytics", "health",
+                                  "HEALTHCARE_ANALYTICS"])
+def test_aliases(name) -> None:
+    assert gl.use_case_range(name) == (0.5, 2.0)
+
+
+def test_ab_aliases() -> None:
+    assert gl.use_case("A/B testing").key == "ab_testing"
+    assert gl.use_case("ab-testing").key == "ab_testing"
+
+
+def test_check_warns_outside_only() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gl.check_use_case("healthcare", 0.5)
+        assert gl.check_use_case("healthcare", 2.0)
+        assert gl.check_use_case(None, 100.0)
+    with pytest.warns(UserWarning, match="above the range 0.5-2"):
+        assert not gl.check_use_case("healthcare", 2.5)
+    with pytest.warns(UserWarning, match="below the range 0.5-2"):
+        assert not gl.check_use_case("healthcare", 0.1)
+
+
+def test_bad_names() -> None:
+    with pytest.raises(ValueError, match="use_case must be one of"):
+        gl.use_case("astrology")
+    with pytest.raises(TypeError, match="use_case"):
+        gl.use_case(3)  # type: ignore[arg-type]
+
+
+def test_placement_lines() -> None:
+    lines = gl.placement(19.61, "government statistics")
+    assert lines[0] == "Government statistics: above the 0.1-1 range"
+    assert any(line.startswith("within US Census 2020") for line in lines)
+    assert any(line.startswith("above Apple emoji") for line in lines)
+    lines = gl.placement(1.5)
+    assert "Healthcare analytics" in lines[0] and "Government" not in lines[0]
