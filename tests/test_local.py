@@ -327,8 +327,13 @@ def test_olh_clients_use_documented_hash():
         h = (((a0 * (v & 0xFFFFFFFF) + a1 * (v >> 32) + b) & m64) >> 32)
         assert rep.values[i] == (h * 37) >> 32
     sup = olh.aggregate(rep)
-    assert np.array_equal(sup, np.bincount(x, minlength=50) + sup - np.bincount(
-        x, minlength=50))  # shape / dtype
+    assert sup.dtype == np.int64 and sup.shape == (50,)
+    want = np.zeros(50, np.int64)  # brute force: H_i(v) == y_i over every user and value
+    for (a0, _a1, b), y in zip(rep.seeds.tolist(), rep.values.tolist()):
+        for v in range(50):
+            h = ((a0 * v + b) & m64) >> 32  # v < 2^32: the a1 term vanishes
+            want[v] += ((h * 37) >> 32) == y
+    assert np.array_equal(sup, want)
     assert np.all(sup >= np.bincount(x, minlength=50))
 
 
@@ -426,7 +431,7 @@ def test_validation_names_parameter():
         L.k_randomized_response([0], 1, 1.0)
     with pytest.raises(TypeError, match="k"):
         L.GeneralizedRandomizedResponse(2.5, 1.0)
-    with pytest.raises(ValueError, match="g"):
+    with pytest.raises(ValueError, match=r"^g must be in \[2, 2147483648\], got 1$"):
         L.OptimalLocalHashing(10, 1.0, g=1)
     with pytest.raises(ValueError, match="sketch_size"):
         L.HadamardCountMeanSketch(1.0, 4, 48)
@@ -461,3 +466,220 @@ def test_rappor_cohorts_follow_documented_prf():
             if x % 2**64 >= (2**64 - 37) % 37:
                 assert c == x >> 64
                 break
+
+
+# ============================================================================ edges (issue 17)
+def test_forced_exact_olh_and_hcms():
+    """The exact continuation of OLH's keep decision and HCMS's flip, every decision forced
+    through it: the frequencies match the exact probabilities."""
+    eps, g, n = 1.2, 4, 6000
+    olh = L.OptimalLocalHashing(20, eps, g=g)
+    x = np.arange(n) % 20
+    with _exact.force_exact(3):
+        rep = olh.perturb(x, rng=key(40))
+    m64 = (1 << 64) - 1
+    kept = 0
+    for (a0, _a1, b), v, y in zip(rep.seeds.tolist(), x.tolist(), rep.values.tolist()):
+        kept += (((((a0 * v + b) & m64) >> 32) * g) >> 32) == y
+    p = float(mp_keep(eps, g))
+    assert abs(kept / n - p) <= 4 * math.sqrt(p * (1 - p) / n)
+    hc = L.HadamardCountMeanSketch(0.8, 4, 16, hash_seed=9)
+    items = np.arange(n) % 30
+    with _exact.force_exact(3):
+        r = hc.perturb(items, rng=key(41))
+    h = hc.buckets(items)[np.arange(n), r.rows]
+    par = np.array([bin(int(a) & int(c)).count("1") & 1 for a, c in zip(h, r.cols)])
+    flipped = (r.bits != 1 - par).mean()
+    q = 1 / (1 + math.exp(0.8))
+    assert abs(flipped - q) <= 4 * math.sqrt(q * (1 - q) / n)
+
+
+EPS_THIRD = Fraction(1, 3)  # float(1/3) rounds *down*
+
+
+def test_fraction_epsilon_rounds_up_in_events():
+    up = math.nextafter(1 / 3, 1)
+    assert Fraction(1 / 3) < EPS_THIRD < Fraction(up)
+    objs = [L.GeneralizedRandomizedResponse(5, EPS_THIRD), L.OptimizedUnaryEncoding(4, EPS_THIRD),
+            L.OptimalLocalHashing(9, EPS_THIRD), L.CountMeanSketch(EPS_THIRD, 2, 8, hash_seed=1),
+            L.HadamardCountMeanSketch(EPS_THIRD, 2, 8, hash_seed=1)]
+    for o in objs:
+        assert o.epsilon == up and o.event.epsilon == up, type(o).__name__
+    assert L.GeneralizedRandomizedResponse(5, 0.5).event.epsilon == 0.5  # floats stay
+
+
+@pytest.mark.parametrize("eps", [21.4, 21.5, 22.0, 40.0, 1024.0])
+def test_olh_default_g_for_large_epsilon(eps):
+    olh = L.OptimalLocalHashing(10, eps)
+    assert olh.g == min(round(math.exp(min(eps, 30))) + 1, 2 ** 31)
+    assert olh.event == events.RandomizedResponse(eps, olh.g)
+    rep = olh.perturb(np.arange(200) % 10, rng=KEY)
+    est = olh.estimate(rep)  # keeps w.p. p* ~ 1/2; other values supported w.p. 1/g ~ 0
+    assert np.all(np.isfinite(est.counts)) and abs(est.counts.sum() - 200) <= 5 * 2 * 7.1
+
+
+def _exact_estimate(support, n, p, q):
+    return [(mpmath.mpf(int(s)) - n * q) / (p - q) for s in np.atleast_1d(support)]
+
+
+@pytest.mark.parametrize("eps", [1e-8, 1e-12, 1e-15, 1e-17])
+def test_tiny_epsilon_estimators_exact_and_finite(eps):
+    """(C - n q) / (p - q) to full precision: p - q is taken exactly, not as the difference
+    of two rounded probabilities (which is 0 at eps = 1e-17)."""
+    n = 1000
+    fe = Fraction(eps)
+    with mpmath.workdps(80):
+        e = mpmath.exp(mpmath.mpf(fe.numerator) / fe.denominator)
+        cases = []
+        grr = L.GeneralizedRandomizedResponse(5, eps)
+        rep = np.repeat(np.arange(5), [400, 300, 200, 100, 0])
+        cases.append((grr.estimate(rep), np.bincount(rep, minlength=5), e / (e + 4),
+                      1 / (e + 4)))
+        bits = np.zeros(n, bool)
+        bits[:700] = True
+        cases.append((L.randomized_response_estimate(bits, eps), [700], e / (e + 1),
+                      1 / (e + 1)))
+        oue = L.OptimizedUnaryEncoding(3, eps)
+        r = np.zeros((n, 3), bool)
+        r[:600, 0] = True
+        r[:10, 2] = True
+        cases.append((oue.estimate(r), r.sum(axis=0), mpmath.mpf(1) / 2, 1 / (e + 1)))
+        olh = L.OptimalLocalHashing(4, eps)
+        sup = np.array([900, 500, 0, 1000])
+        cases.append((olh.estimate_from_support(sup, n), sup, e / (e + olh.g - 1),
+                      mpmath.mpf(1) / olh.g))
+        for est, support, p, q in cases:
+            want = _exact_estimate(support, n, p, q)
+            assert np.all(np.isfinite(est.counts)) and np.all(np.isfinite(est.variance))
+            for got, w in zip(np.atleast_1d(est.counts), want):
+                assert abs(got - w) <= 1e-13 * abs(w) + 1e-9, (got, w)
+        v = grr.variance(n)
+        want_v = n * (1 / (e + 4)) * (1 - 1 / (e + 4)) / ((e - 1) / (e + 4)) ** 2
+        assert abs(v / want_v - 1) < 1e-12
+
+
+def test_estimators_reject_impossible_reports():
+    with pytest.raises(ValueError, match="reports must be 0 or 1"):
+        L.randomized_response_estimate([2, 2, 2, 2], 1.0)
+    with pytest.raises(TypeError, match="reports"):
+        L.randomized_response_estimate([0.5, 1.0], 1.0)
+    oue = L.OptimizedUnaryEncoding(3, 1.0)
+    with pytest.raises(ValueError, match="reports must be 0 or 1"):
+        oue.estimate(np.array([[1, 0, 5], [0, 1, 0]]))
+    with pytest.raises(ValueError, match="reports must be 0 or 1"):
+        oue.aggregate(np.array([[1, 0, -1]]))
+    hc = L.HadamardCountMeanSketch(1.0, 2, 8, hash_seed=1)
+    with pytest.raises(ValueError, match="reports.bits"):
+        hc.aggregate(L.HcmsReports(np.array([0, 1]), np.array([3, 4]), np.array([1, 2])))
+    with pytest.raises(TypeError, match="reports.rows"):
+        hc.aggregate(L.HcmsReports(np.array([0.9, 1.0]), np.array([3, 4]), np.array([1, 0])))
+    with pytest.raises(TypeError, match="reports.cols"):
+        hc.aggregate(L.HcmsReports(np.array([0, 1]), np.array([3.5, 4]), np.array([1, 0])))
+    cms = L.CountMeanSketch(1.0, 2, 12, hash_seed=1)
+    ok_bits = np.zeros((2, 2), np.uint8)
+    with pytest.raises(TypeError, match="reports.rows"):
+        cms.aggregate(L.CmsReports(np.array([0.7, 1.2]), ok_bits))
+    pad = ok_bits.copy()
+    pad[1, 1] = 0x10  # bit 12 of a 12-bit report
+    with pytest.raises(ValueError, match="padding"):
+        cms.aggregate(L.CmsReports(np.array([0, 1]), pad))
+    with pytest.raises(ValueError, match="sketch"):
+        cms.estimate(L.Sketch(np.full((2, 12), 3), np.array([1, 1]), 2), [1])
+    with pytest.raises(ValueError, match="sketch.totals"):
+        cms.estimate(L.Sketch(np.zeros((2, 12), np.int64), np.array([1, 1]), 5), [1])
+    olh = L.OptimalLocalHashing(6, 1.0)
+    with pytest.raises(ValueError, match="support"):
+        olh.estimate_from_support(np.zeros(5, np.int64), 10)  # k = 6 values
+    with pytest.raises(ValueError, match="support"):
+        olh.estimate_from_support(np.array([1, 0, 0, 0, 0, 0]), 0)  # n = 0 reports
+    with pytest.raises(ValueError, match="support"):
+        olh.estimate_from_support(np.array([-1, 0, 0, 0, 0, 0]), 4)
+    with pytest.raises(TypeError, match="support"):
+        olh.estimate_from_support(np.full(6, 0.5), 4)
+    rep = olh.perturb(np.arange(6), rng=KEY)
+    with pytest.raises(TypeError, match="reports.values"):
+        olh.aggregate(L.OlhReports(rep.seeds, rep.values + 0.25))
+    with pytest.raises(ValueError, match="reports.values"):
+        olh.aggregate(L.OlhReports(rep.seeds, rep.values[:3]))
+    rap = L.Rappor(num_bits=16, num_cohorts=4, hash_seed=1)
+    with pytest.raises(TypeError, match="reports.cohorts"):
+        rap.aggregate(L.RapporReports(np.array([0.5]), np.zeros((1, 2), np.uint8)))
+    with pytest.raises(ValueError, match="counts"):
+        rap.bit_estimates(L.RapporCounts(np.full((4, 16), 3), np.full(4, 2)))
+
+
+def test_empty_inputs():
+    assert L.fingerprint([]).dtype == np.uint64 and L.fingerprint([]).shape == (0,)
+    assert L.randomized_response([], 1.0, rng=KEY).shape == (0,)
+    assert L.k_randomized_response([], 3, 1.0, rng=KEY).shape == (0,)
+    e = L.randomized_response_estimate([], 1.0)
+    assert e.n == 0 and e.counts == 0
+    e = L.k_randomized_response_estimate([], 3, 1.0)
+    assert e.n == 0 and np.array_equal(e.counts, np.zeros(3))
+    oue = L.OptimizedUnaryEncoding(4, 1.0)
+    assert oue.perturb([], rng=KEY).shape == (0, 4)
+    assert np.array_equal(oue.estimate([]).counts, np.zeros(4))
+    olh = L.OptimalLocalHashing(5, 1.0)
+    rep = olh.perturb([], rng=KEY)
+    assert rep.seeds.shape == (0, 3) and rep.values.shape == (0,)
+    assert np.array_equal(olh.estimate(rep).counts, np.zeros(5))
+    assert np.array_equal(olh.estimate(L.OlhReports([], [])).counts, np.zeros(5))
+    cms = L.CountMeanSketch(1.0, 3, 12, hash_seed=1)
+    r = cms.perturb([], rng=KEY)
+    assert r.rows.shape == (0,) and r.bits.shape == (0, 2)
+    sk = cms.aggregate(r)
+    assert sk.n == 0 and not sk.ones.any()
+    assert np.array_equal(cms.estimate(sk, ["a", 1]).counts, np.zeros(2))
+    assert cms.collect([], rng=KEY).n == 0
+    assert cms.aggregate(L.CmsReports([], [])).n == 0
+    hc = L.HadamardCountMeanSketch(1.0, 3, 8, hash_seed=1)
+    hr = hc.perturb([], rng=KEY)
+    assert hc.aggregate(hr).n == 0 and hc.aggregate(L.HcmsReports([], [], [])).n == 0
+    rap = L.Rappor(num_bits=12, num_cohorts=4, hash_seed=1)
+    enc = rap.encode([], [], SECRET, rng=KEY)
+    assert enc.cohorts.shape == (0,) and enc.bits.shape == (0, 2)
+    assert rap.permanent([], [], SECRET).bits.shape == (0, 2)
+    assert rap.cohorts([], SECRET).shape == (0,)
+    cnt = rap.aggregate(enc)
+    assert cnt.totals.sum() == 0
+    assert not rap.decode(cnt, ["a", "b"]).detected.any()
+
+
+def test_olh_huge_domain_streams_or_refuses(monkeypatch):
+    k = 10 ** 9
+    olh = L.OptimalLocalHashing(k, 3.0)
+    x = np.array([5, 7, k - 1, 5])
+    rep = olh.perturb(x, rng=KEY)
+    with pytest.raises(ValueError, match=r"k=1000000000 .*values="):
+        olh.aggregate(rep)
+    with pytest.raises(ValueError, match="values="):
+        olh.estimate(rep)
+    vals = np.array([5, 7, k - 1, 3])
+    sup = olh.aggregate(rep, values=vals)
+    m64 = (1 << 64) - 1
+    want = [sum((((((a0 * v + b) & m64) >> 32) * olh.g) >> 32) == y
+                for (a0, _a1, b), y in zip(rep.seeds.tolist(), rep.values.tolist()))
+            for v in vals.tolist()]
+    assert sup.tolist() == want
+    est = olh.estimate(rep, values=vals)
+    assert np.allclose(est.counts, olh.estimate_from_support(sup, 4, vals).counts)
+    # the domain is swept in blocks: any block size gives the same counts
+    small = L.OptimalLocalHashing(50, 1.0)
+    rep = small.perturb(np.arange(3000) % 50, rng=KEY)
+    full = small.aggregate(rep)
+    assert np.array_equal(small.aggregate(rep, values=[3, 49, 0]), full[[3, 49, 0]])
+    from dpfast.local import olh as olh_mod
+    monkeypatch.setattr(olh_mod, "_BLOCK_CELLS", 7)
+    assert np.array_equal(small.aggregate(rep), full)
+    assert np.array_equal(small.aggregate(rep, values=np.arange(50)), full)
+
+
+def test_hash_seed_defaults_are_fresh_everywhere():
+    for make in (lambda: L.Rappor(num_bits=8, num_cohorts=1),
+                 lambda: L.CountMeanSketch(1.0, 2, 8),
+                 lambda: L.HadamardCountMeanSketch(1.0, 2, 8)):
+        a, b = make(), make()
+        assert isinstance(a.hash_seed, bytes) and len(a.hash_seed) == 32
+        assert a.hash_seed != b.hash_seed
+    same = L.Rappor(num_bits=8, num_cohorts=2, hash_seed=7)
+    assert np.array_equal(same._tables, L.Rappor(num_bits=8, num_cohorts=2, hash_seed=7)._tables)

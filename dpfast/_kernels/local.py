@@ -496,9 +496,10 @@ def rappor_irr_kernel(buf, st, key, nonces, chunk, base, n, prr, m, qw, qt, pw, 
 
 # ----------------------------------------------------------------------------- servers
 @nb.njit(cache=True, parallel=True)
-def olh_support(seeds, y, g, nitems, parts, counts):
-    """counts[p, j] = number of users in part p whose report supports item j in
-    [0, nitems), i.e. ``bucket(mas_hash(seed, j), g) == y``; users split into ``parts``.
+def olh_support(seeds, y, g, item0, nitems, parts, counts):
+    """counts[p, j] = number of users in part p whose report supports item ``item0 + j``
+    for j in [0, nitems), i.e. ``bucket(mas_hash(seed, item0 + j), g) == y``; users split
+    into ``parts``.  Items are below 2^32.
 
     For the items 0, 1, 2, ... (fingerprint high word 0) the hash argument
     ``a0 j + b mod 2^64`` is an arithmetic progression, and ``bucket(h, g) == y`` iff
@@ -507,13 +508,14 @@ def olh_support(seeds, y, g, nitems, parts, counts):
     """
     n = y.shape[0]
     gg = np.uint64(g)
+    first = np.uint64(item0)
     for p in nb.prange(parts):
         a = n * p // parts
         e = n * (p + 1) // parts
         cnt = counts[p]
         for i in range(a, e):
             a0 = seeds[i, 0]
-            acc = seeds[i, 2]
+            acc = seeds[i, 2] + a0 * first
             yi = np.uint64(y[i])
             lo = ((yi << S32) + gg - ONE) // gg
             hi = (((yi + ONE) << S32) + gg - ONE) // gg
@@ -522,6 +524,25 @@ def olh_support(seeds, y, g, nitems, parts, counts):
             for j in range(nitems):
                 cnt[j] += np.int64((acc - start) < width)
                 acc += a0
+
+
+@nb.njit(cache=True, parallel=True)
+def olh_support_items(seeds, y, g, items, parts, counts):
+    """counts[p, j] = number of users in part p whose report supports ``items[j]``."""
+    n = y.shape[0]
+    gg = np.uint64(g)
+    for p in nb.prange(parts):
+        a = n * p // parts
+        e = n * (p + 1) // parts
+        cnt = counts[p]
+        for i in range(a, e):
+            a0 = seeds[i, 0]
+            a1 = seeds[i, 1]
+            b = seeds[i, 2]
+            yi = np.int64(y[i])
+            for j in range(items.shape[0]):
+                h = mas_hash(a0, a1, b, np.uint64(items[j]))
+                cnt[j] += np.int64(np.int64(bucket(h, gg)) == yi)
 
 
 @nb.njit(cache=True, parallel=True)

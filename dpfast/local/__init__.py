@@ -42,9 +42,10 @@ Modules
 -------
 ``rr`` (binary and k-ary randomized response), ``unary`` (OUE), ``olh`` (optimal local
 hashing), ``sketch`` (count-mean sketch and the :class:`Sketch` tallies), ``hadamard``
-(Hadamard count-mean sketch), ``rappor``, ``hashing`` (fingerprints and public tables),
-``estimate`` (:class:`FrequencyEstimate`); private: ``_validate`` (parameters and
-reports), ``_lanes`` (exact thresholds and the client-kernel driver).  Kernels live in
+(Hadamard count-mean sketch), ``rappor`` (with ``rappor_reports``: its epsilons and
+records), ``hashing`` (fingerprints and public tables), ``estimate``
+(:class:`FrequencyEstimate`); private: ``_validate`` (parameters and reports), ``_lanes``
+(exact thresholds and the client-kernel driver).  Kernels live in
 :mod:`dpfast._kernels.local`.
 
 References
@@ -63,8 +64,8 @@ from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hadamard import HadamardCountMeanSketch
 from dpfast.local.hashing import fingerprint, hash_tables
 from dpfast.local.olh import OlhReports, OptimalLocalHashing
-from dpfast.local.rappor import (
-    Rappor,
+from dpfast.local.rappor import Rappor
+from dpfast.local.rappor_reports import (
     RapporCounts,
     RapporDecoding,
     RapporReports,

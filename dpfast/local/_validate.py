@@ -45,21 +45,102 @@ def _prob(value: Any, name: str) -> Fraction:
     return Fraction(value) if isinstance(value, Fraction) else Fraction(x)
 
 
-def _domain_values(values: Any, k: int, name: str = "values") -> np.ndarray:
+def _array(values: Any) -> np.ndarray:
+    """``np.asarray``, except that an empty input (``[]``) is an empty int64 array: numpy
+    would make it float64, which no report or value array may be."""
     arr = np.asarray(values)
-    if arr.dtype == np.bool_:
+    if arr.size == 0 and arr.dtype.kind == "f":
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def _indices(values: Any, name: str, hi: int, *, allow_bool: bool = False) -> np.ndarray:
+    """An integer array with entries in ``[0, hi)``, flattened to int64.
+
+    Floats are refused (a cast would truncate them silently).
+    """
+    arr = _array(values)
+    if arr.dtype == np.bool_ and allow_bool:
         arr = arr.astype(np.int64)
     if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an integer array of domain indices, got dtype "
-                        f"{arr.dtype}")
-    flat = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1) if arr.size else \
-        np.zeros(0, np.int64)
-    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= k:
-        raise ValueError(f"{name} must lie in [0, {k}) (the domain), got max {int(arr.max())}")
-    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= k):
-        raise ValueError(f"{name} must lie in [0, {k}) (the domain), got range "
+        raise TypeError(f"{name} must be an integer array of indices in [0, {hi}), got "
+                        f"dtype {arr.dtype}")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= hi:
+        raise ValueError(f"{name} must lie in [0, {hi}), got max {int(arr.max())}")
+    flat = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
+    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= hi):
+        raise ValueError(f"{name} must lie in [0, {hi}), got range "
                          f"[{int(flat.min())}, {int(flat.max())}]")
     return flat
+
+
+def _domain_values(values: Any, k: int, name: str = "values") -> np.ndarray:
+    """Domain indices in ``[0, k)`` (bool allowed), flattened to int64."""
+    try:
+        return _indices(values, name, k, allow_bool=True)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (the domain)") from None
+
+
+def _binary(values: Any, name: str) -> np.ndarray:
+    """A bool or 0/1 integer array, any shape (returned as given)."""
+    arr = _array(values)
+    if arr.dtype == np.bool_:
+        return arr
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be bool or 0/1 integers, got dtype {arr.dtype}")
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 1):
+        raise ValueError(f"{name} must be 0 or 1 (no randomizer outputs anything else), got "
+                         f"values in [{int(arr.min())}, {int(arr.max())}]")
+    return arr
+
+
+def _counts(values: Any, name: str, shape: tuple[int, ...], n: int) -> np.ndarray:
+    """Integer tallies of the given shape with entries in ``[0, n]`` (int64 copy)."""
+    arr = _array(values)
+    if arr.dtype.kind == "f" and arr.size and np.all(np.isfinite(arr)) and \
+            np.array_equal(arr, np.round(arr)):
+        arr = arr.astype(np.int64)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must be integer counts, got dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    out = arr.astype(np.int64)
+    if out.size and (int(out.min()) < 0 or int(out.max()) > n):
+        raise ValueError(f"{name} must lie in [0, n={n}] (counts of n reports), got range "
+                         f"[{int(out.min())}, {int(out.max())}]")
+    return out
+
+
+def _unpack_bits(bits: Any, n: int, m: int, name: str) -> np.ndarray:
+    """Packed report bits (``(n, ceil(m / 8))`` uint8, little bit order) as ``(n,
+    ceil(m / 64))`` uint64 words; the padding bits above ``m`` must be 0."""
+    arr = _array(bits)
+    nbytes = -(-m // 8)
+    if arr.size == 0 and n == 0:
+        arr = np.zeros((0, nbytes), np.uint8)
+    if arr.dtype != np.uint8 or arr.shape != (n, nbytes):
+        raise ValueError(f"{name} must be a ({n}, {nbytes}) uint8 array, got {arr.dtype} "
+                         f"{arr.shape}")
+    if m % 8 and n and np.any(arr[:, -1] >> (m % 8)):
+        raise ValueError(f"{name}: padding bits above bit {m} are set (no client sets them)")
+    nw = -(-m // 64)
+    words = np.zeros((n, nw * 8), np.uint8)
+    words[:, :nbytes] = arr
+    return words.view(np.uint64)
+
+
+def _pack_bits(words: np.ndarray, m: int) -> np.ndarray:
+    """``(n, ceil(m / 64))`` uint64 words as ``(n, ceil(m / 8))`` packed uint8 bits."""
+    n = words.shape[0]
+    nbytes = -(-m // 8)
+    return np.ascontiguousarray(words.view(np.uint8).reshape(n, 8 * words.shape[1])[:, :nbytes])
+
+
+def _float_up_q(x: Fraction) -> float:
+    """The smallest float >= x (events round epsilon up)."""
+    f = float(x)
+    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
 
 def _float_up(x: mpmath.mpf) -> float:

@@ -10,7 +10,7 @@ import numpy as np
 from dpfast import _exact
 from dpfast._kernels import local as _lk
 from dpfast.local._lanes import _chunk_for, _flip_threshold, _forced, _run_lanes
-from dpfast.local._validate import _mpf
+from dpfast.local._validate import _binary, _indices, _mpf
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hashing import fingerprint
 from dpfast.local.sketch import HcmsReports, Sketch, _SketchBase
@@ -58,9 +58,9 @@ class HadamardCountMeanSketch(_SketchBase):
             raise ValueError(f"sketch_size must be a power of two, got {m}")
         self._flip = _flip_threshold(self._eps)
         with mpmath.workdps(40):
-            e = mpmath.exp(_mpf(self._eps))
-            self.flip_probability = float(1 / (1 + e))
-            self.c = float((e + 1) / (e - 1))
+            em1 = mpmath.expm1(_mpf(self._eps))  # e^eps - 1, exact for tiny eps
+            self.flip_probability = float(1 / (2 + em1))
+            self.c = float((em1 + 2) / em1)
 
     def __repr__(self) -> str:
         return (f"HadamardCountMeanSketch(epsilon={self.epsilon!r}, "
@@ -99,14 +99,14 @@ class HadamardCountMeanSketch(_SketchBase):
         if not isinstance(reports, tuple) or len(reports) != 3:
             raise TypeError("reports must be an HcmsReports (rows, cols, bits) triple")
         k, m = self.num_hashes, self.sketch_size
-        rows = np.asarray(reports[0], np.int64)
-        cols = np.asarray(reports[1], np.int64)
-        bits = np.asarray(reports[2])
+        shapes = [np.shape(r) for r in reports]
+        if any(len(s) != 1 for s in shapes) or len(set(shapes)) != 1:
+            raise ValueError(f"reports.rows, .cols and .bits must be 1-D of equal length, got "
+                             f"shapes {shapes}")
+        rows = _indices(reports[0], "reports.rows", k)
+        cols = _indices(reports[1], "reports.cols", m)
+        bits = _binary(reports[2], "reports.bits")
         n = rows.size
-        if cols.shape != (n,) or bits.shape != (n,) or rows.ndim != 1:
-            raise ValueError("reports.rows, .cols and .bits must be 1-D of equal length")
-        if n and (rows.min() < 0 or rows.max() >= k or cols.min() < 0 or cols.max() >= m):
-            raise ValueError("reports.rows / reports.cols out of the sketch's range")
         cell = rows * m + cols
         pm = 2 * bits.astype(np.int64) - 1
         ones = np.bincount(cell, weights=pm, minlength=k * m)
@@ -121,7 +121,7 @@ class HadamardCountMeanSketch(_SketchBase):
 
     def estimate(self, data: HcmsReports | Sketch, candidates: Any) -> FrequencyEstimate:
         """Unbiased count estimates of ``candidates`` (plug-in variances as for CMS)."""
-        sk = self._sketch_of(data)
+        sk = self._sketch_of(data, True)
         counts = self._frequency(self.matrix(sk), sk.n, candidates)
         return FrequencyEstimate(counts, self._plugin(counts, sk.n), sk.n)
 

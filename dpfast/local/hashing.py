@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.local._validate import _int
+from dpfast.local._validate import _array, _int
 from dpfast.random import as_generator, keystream
 
 _FP_PERSON = b"dpfast.local"
@@ -41,7 +41,7 @@ def fingerprint(items: Any) -> np.ndarray:
         arr = np.empty(len(items), dtype=object)  # keep ints as ints (asarray: strings)
         arr[:] = list(items)
     else:
-        arr = np.asarray(items)
+        arr = _array(items)
     if arr.dtype == np.bool_:
         return arr.astype(np.uint64).reshape(-1)
     if arr.dtype.kind == "i":

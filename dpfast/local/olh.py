@@ -20,9 +20,23 @@ from dpfast.local._lanes import (
     _run_lanes,
     _threads,
 )
-from dpfast.local._validate import _MAX_DOMAIN, _domain_values, _epsilon, _int, _mpf
-from dpfast.local.estimate import FrequencyEstimate, _pure_estimate, _pure_variance
+from dpfast.local._validate import (
+    _MAX_DOMAIN,
+    _array,
+    _counts,
+    _domain_values,
+    _epsilon,
+    _float_up_q,
+    _indices,
+    _int,
+    _mpf,
+)
+from dpfast.local.estimate import FrequencyEstimate, _Rates
 from dpfast.random import as_generator
+
+_MAX_G = 1 << 31  # hash range: buckets of a 32-bit hash
+_MAX_DENSE = 1 << 26  # largest domain counted whole (an estimate: 32 bytes per value)
+_BLOCK_CELLS = 1 << 22  # per-thread partial counts of one sweep block (32 MiB)
 
 
 class OlhReports(NamedTuple):
@@ -47,7 +61,9 @@ class OptimalLocalHashing:
     epsilon : float
         Per-report privacy parameter.
     g : int, optional
-        Hash range; default ``round(e^eps) + 1`` (the paper's optimum ``e^eps + 1``).
+        Hash range, in ``[2, 2^31]``; default ``round(e^eps) + 1`` (the paper's optimum
+        ``e^eps + 1``), capped at ``2^31`` (reached for ``epsilon > 21.49``; a smaller ``g``
+        only costs variance, never privacy).
 
     Notes
     -----
@@ -76,15 +92,18 @@ class OptimalLocalHashing:
     def __init__(self, k: int, epsilon: float, g: int | None = None) -> None:
         self.k = _int(k, "k", 1, _MAX_DOMAIN)
         self._eps = _epsilon(epsilon)
-        self.epsilon = float(epsilon)
+        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
         if g is None:
-            g = max(2, int(round(math.exp(min(float(epsilon), 30.0)))) + 1)
-        self.g = _int(g, "g", 2, 1 << 31)
+            g = min(_MAX_G, max(2, int(round(math.exp(min(float(self._eps), 30.0)))) + 1))
+        self.g = _int(g, "g", 2, _MAX_G)
         self._keep = _keep_threshold(self._eps, self.g)
         with mpmath.workdps(40):
-            e = mpmath.exp(_mpf(self._eps))
-            self.p = float(e / (e + self.g - 1))
-        self.q = 1.0 / self.g
+            em1 = mpmath.expm1(_mpf(self._eps))
+            gm = mpmath.mpf(self.g)
+            den = em1 + gm  # e^eps + g - 1
+            # p* - 1/g = (g - 1)(e^eps - 1) / (g (e^eps + g - 1)), exactly
+            self._rates = _Rates((em1 + 1) / den, 1 / gm, (gm - 1) * em1 / (gm * den))
+        self.p, self.q = self._rates.p, self._rates.q
 
     def __repr__(self) -> str:
         return f"OptimalLocalHashing(k={self.k}, epsilon={self.epsilon!r}, g={self.g})"
@@ -124,40 +143,76 @@ class OptimalLocalHashing:
     def _check(self, reports: Any) -> tuple[np.ndarray, np.ndarray]:
         if not isinstance(reports, tuple) or len(reports) != 2:
             raise TypeError("reports must be an OlhReports (seeds, values) pair")
-        seeds = np.ascontiguousarray(reports[0])
-        y = np.ascontiguousarray(reports[1])
+        seeds = np.ascontiguousarray(_array(reports[0]))
+        if seeds.size == 0:
+            seeds = np.zeros((0, 3), np.uint64)
         if seeds.dtype != np.uint64 or seeds.ndim != 2 or seeds.shape[1] != 3:
             raise ValueError("reports.seeds must be a (n, 3) uint64 array")
-        if y.ndim != 1 or y.shape[0] != seeds.shape[0] or y.dtype.kind not in "iu":
-            raise ValueError("reports.values must be a 1-D integer array matching seeds")
-        if y.size and (int(y.min()) < 0 or int(y.max()) >= self.g):
-            raise ValueError(f"reports.values must lie in [0, g={self.g})")
-        return seeds, y.astype(np.int64, copy=False)
+        y = _array(reports[1])
+        if y.ndim != 1 or y.shape[0] != seeds.shape[0]:
+            raise ValueError(f"reports.values must be 1-D with {seeds.shape[0]} entries "
+                             f"(one per row of reports.seeds), got shape {y.shape}")
+        return seeds, _indices(y, "reports.values", self.g)
 
-    def aggregate(self, reports: OlhReports) -> np.ndarray:
-        """Support counts ``C_v = #{users : H_i(v) == y_i}`` for every ``v`` (int64, k).
+    def aggregate(self, reports: OlhReports, values: Any = None) -> np.ndarray:
+        """Support counts ``C_v = #{users : H_i(v) == y_i}`` (int64).
 
-        Costs ``n k`` hash evaluations, in parallel.
+        Parameters
+        ----------
+        reports : OlhReports
+            The users' reports.
+        values : array_like of int, optional
+            Domain values to count (e.g. candidates of a huge domain); default every
+            ``v`` in ``[0, k)``.  A full domain larger than ``2^26`` values is refused
+            (its estimate alone would take over 2 GiB): pass ``values``.
+
+        Costs ``n * len(values)`` hash evaluations, in parallel; the per-thread partial
+        counts are bounded (the domain is swept in blocks).
         """
         seeds, y = self._check(reports)
+        items = None if values is None else _domain_values(values, self.k, "values")
+        width = self.k if items is None else items.size
+        if items is None and width > _MAX_DENSE:
+            raise ValueError(f"k={self.k} is too large to count the whole domain (about "
+                             f"{32 * width / 2 ** 30:.0f} GiB for the estimate); pass "
+                             "values= (the domain values to count)")
         parts = max(1, min(numba.get_num_threads() * 4, y.size // 1024 + 1))
-        counts = np.zeros((parts, self.k), np.int64)
-        with _threads(y.size * self.k):
-            _lk.olh_support(seeds, y, self.g, self.k, parts, counts)
-        return counts.sum(axis=0)
+        block = max(1, min(width, _BLOCK_CELLS // parts))
+        out = np.zeros(width, np.int64)
+        counts = np.empty((parts, block), np.int64)
+        for a in range(0, width, block):
+            b = min(width, a + block)
+            cnt = counts[:, :b - a]
+            cnt[:] = 0
+            with _threads(y.size * (b - a)):
+                if items is None:
+                    _lk.olh_support(seeds, y, self.g, a, b - a, parts, cnt)
+                else:
+                    _lk.olh_support_items(seeds, y, self.g, items[a:b], parts, cnt)
+            out[a:b] = cnt.sum(axis=0)
+        return out
 
-    def estimate(self, reports: OlhReports) -> FrequencyEstimate:
-        """Unbiased counts ``(C_v - n / g) / (p* - 1/g)`` with plug-in variances."""
-        support = self.aggregate(reports)
-        return _pure_estimate(support, int(reports[1].shape[0]), self.p, self.q)
+    def estimate(self, reports: OlhReports, values: Any = None) -> FrequencyEstimate:
+        """Unbiased counts ``(C_v - n / g) / (p* - 1/g)`` with plug-in variances (of
+        ``values``, default the whole domain; see :meth:`aggregate`)."""
+        support = self.aggregate(reports, values)
+        return self._rates.estimate(support, int(np.shape(reports[1])[0]))
 
-    def estimate_from_support(self, support: Any, n: int) -> FrequencyEstimate:
-        """Estimate from support counts (e.g. summed over shards of reports)."""
-        return _pure_estimate(np.asarray(support), _int(n, "n", 0), self.p, self.q)
+    def estimate_from_support(self, support: Any, n: int, values: Any = None
+                              ) -> FrequencyEstimate:
+        """Estimate from support counts (e.g. summed over shards of reports).
+
+        ``support`` holds integer counts in ``[0, n]`` of ``n`` reports: one per domain
+        value (length ``k``), or one per entry of ``values`` if :meth:`aggregate` was given
+        ``values``.
+        """
+        n = _int(n, "n", 0)
+        width = self.k if values is None else _domain_values(values, self.k).size
+        return self._rates.estimate(_counts(support, "support", (width,), n), n)
 
     def variance(self, n: Any, count: Any = 0) -> Any:
         """Exact variance of a count estimate (see the class notes)."""
-        return _pure_variance(n, count, self.p, self.q)
+        return self._rates.variance(n, count)
 
 
 

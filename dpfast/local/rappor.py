@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-import mpmath
 import numba
 import numpy as np
 
@@ -15,92 +12,20 @@ from dpfast import _drive
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
 from dpfast.local._lanes import _chunk_for, _lanes_words, _threads, _Threshold
-from dpfast.local._validate import _float_up, _int, _mpf, _prob
+from dpfast.local._validate import (
+    _array,
+    _counts,
+    _indices,
+    _int,
+    _pack_bits,
+    _prob,
+    _unpack_bits,
+)
 from dpfast.local.hashing import _resolve_seed, fingerprint, hash_tables
+from dpfast.local.rappor_reports import RapporCounts, RapporDecoding, RapporReports, rappor_epsilon
 from dpfast.random import as_generator
 
 _RAPPOR_TAG = 0x52415050  # nonce tag of the RAPPOR client PRF ("RAPP")
-
-
-def rappor_epsilon(f: float, p: float, q: float, num_hashes: int) -> tuple[float, float]:
-    """RAPPOR's privacy: ``(epsilon_one_report, epsilon_longitudinal)``, rounded up.
-
-    Erlingsson, Pihur, Korolova (CCS 2014), sec. 3: with
-    ``q* = f (p + q) / 2 + (1 - f) q`` and ``p* = f (p + q) / 2 + (1 - f) p``,
-
-    * one report: ``epsilon_1 = h ln(q* (1 - p*) / (p* (1 - q*)))``;
-    * any number of reports of the same value (the permanent response bounds them):
-      ``epsilon_inf = 2 h ln((1 - f/2) / (f/2))`` (``inf`` for ``f = 0``).
-
-    Returns absolute values (if ``q < p`` the roles of the two bit values swap).
-    """
-    fr, pr, qr = _prob(f, "f"), _prob(p, "p"), _prob(q, "q")
-    h = _int(num_hashes, "num_hashes", 1)
-    with mpmath.workdps(60):
-        ff, pp, qq = _mpf(fr), _mpf(pr), _mpf(qr)
-        qs = ff * (pp + qq) / 2 + (1 - ff) * qq
-        ps = ff * (pp + qq) / 2 + (1 - ff) * pp
-        if qs == ps:
-            e1 = mpmath.mpf(0)
-        elif min(qs, ps) <= 0 or max(qs, ps) >= 1:
-            e1 = mpmath.inf
-        else:
-            e1 = abs(h * mpmath.log(qs * (1 - ps) / (ps * (1 - qs))))
-        if ff == 0:
-            einf = mpmath.inf
-        else:
-            einf = 2 * h * mpmath.log((1 - ff / 2) / (ff / 2))
-        return (math.inf if e1 == mpmath.inf else _float_up(e1),
-                math.inf if einf == mpmath.inf else _float_up(einf))
-
-
-class RapporReports(NamedTuple):
-    """RAPPOR reports: ``cohorts (n,) int64`` and the reported Bloom bits
-    ``bits (n, ceil(m / 8)) uint8`` packed like ``np.packbits(..., bitorder="little")``."""
-
-    cohorts: np.ndarray
-    bits: np.ndarray
-
-
-class RapporCounts(NamedTuple):
-    """Aggregated RAPPOR reports: ``counts[j, i]`` reports of cohort j with bit i set and
-    ``totals[j]`` reports of cohort j."""
-
-    counts: np.ndarray
-    totals: np.ndarray
-
-
-@dataclasses.dataclass(frozen=True)
-class RapporDecoding:
-    """Result of :meth:`Rappor.decode`.
-
-    Attributes
-    ----------
-    candidates : list
-        The candidate list, in the given order.
-    counts : numpy.ndarray
-        Estimated number of clients per candidate (0 where not selected by the
-        regression).
-    std_errors : numpy.ndarray
-        Standard errors of ``counts`` (``nan`` where not selected).
-    p_values : numpy.ndarray
-        One-sided p-values of ``count > 0`` (1 where not selected).
-    detected : numpy.ndarray of bool
-        Significant after the Bonferroni correction (``p < alpha / len(candidates)``).
-    """
-
-    candidates: list
-    counts: np.ndarray
-    std_errors: np.ndarray
-    p_values: np.ndarray
-    detected: np.ndarray
-
-    def top(self) -> list[tuple[Any, float, float]]:
-        """Detected candidates as (candidate, count, std_error), largest count first."""
-        idx = np.flatnonzero(self.detected)
-        idx = idx[np.argsort(-self.counts[idx], kind="stable")]
-        return [(self.candidates[i], float(self.counts[i]), float(self.std_errors[i]))
-                for i in idx]
 
 
 class Rappor:
@@ -123,7 +48,9 @@ class Rappor:
         the permanent bit is 1, ``p`` if it is 0 (``p != q``).
     hash_seed : int, bytes or None
         Seed of the public Bloom hash functions (:func:`hash_tables`; function
-        ``cohort * h + t`` is the ``t``-th hash of a cohort).
+        ``cohort * h + t`` is the ``t``-th hash of a cohort).  None (the default, as for
+        the count-mean sketches) draws a fresh seed: read it back from ``.hash_seed`` and
+        give the same seed to every client and to the server.
 
     Notes
     -----
@@ -155,7 +82,7 @@ class Rappor:
 
     def __init__(self, num_bits: int = 128, num_hashes: int = 2, num_cohorts: int = 64,
                  f: float = 0.5, p: float = 0.5, q: float = 0.75, *,
-                 hash_seed: Any = 0) -> None:
+                 hash_seed: Any = None) -> None:
         self.num_bits = _int(num_bits, "num_bits", 1, 1 << 20)
         self.num_hashes = _int(num_hashes, "num_hashes", 1, 64)
         if self.num_hashes > self.num_bits:
@@ -204,7 +131,7 @@ class Rappor:
     def _clients(self, values: Any, client_ids: Any, secret: Any
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fp = fingerprint(values)
-        ids = np.asarray(client_ids)
+        ids = _array(client_ids)
         if ids.dtype.kind not in "iu":
             raise TypeError(f"client_ids must be integers, got dtype {ids.dtype}")
         ids = ids.astype(np.int64 if ids.dtype.kind == "i" else np.uint64).reshape(-1)
@@ -235,15 +162,11 @@ class Rappor:
                            self.num_bits, self._fw, self._ft, _RAPPOR_TAG, coh, prr)
         return coh, prr
 
-    def _pack(self, words: np.ndarray) -> np.ndarray:
-        nbytes = -(-self.num_bits // 8)
-        return np.ascontiguousarray(words.view(np.uint8).reshape(words.shape[0], -1)[:, :nbytes])
-
     def permanent(self, values: Any, client_ids: Any, secret: bytes) -> RapporReports:
         """The memoized permanent randomized responses (what :meth:`encode` starts from)."""
         fp, ids, key = self._clients(values, client_ids, secret)
         coh, prr = self._prr_words(fp, ids, key)
-        return RapporReports(coh, self._pack(prr))
+        return RapporReports(coh, _pack_bits(prr, self.num_bits))
 
     def encode(self, values: Any, client_ids: Any, secret: bytes, *, rng: Any = None
                ) -> RapporReports:
@@ -278,31 +201,37 @@ class Rappor:
                                       prr, m, self._qw, self._qt, self._pw, self._pt, out,
                                       start, resume)
             _drive.check_wrap(st)
-        return RapporReports(coh, self._pack(out))
+        return RapporReports(coh, _pack_bits(out, self.num_bits))
 
     # -- server
     def aggregate(self, reports: RapporReports) -> RapporCounts:
         """Per-cohort bit counts of the reports."""
         if not isinstance(reports, tuple) or len(reports) != 2:
             raise TypeError("reports must be a RapporReports (cohorts, bits) pair")
-        coh = np.ascontiguousarray(reports[0], dtype=np.int64)
-        bits = np.asarray(reports[1])
+        if np.ndim(reports[0]) != 1:
+            raise ValueError(f"reports.cohorts must be 1-D, got shape {np.shape(reports[0])}")
+        coh = _indices(reports[0], "reports.cohorts", self.num_cohorts)
         m = self.num_bits
-        nbytes = -(-m // 8)
-        if bits.dtype != np.uint8 or bits.shape != (coh.size, nbytes) or coh.ndim != 1:
-            raise ValueError(f"reports.bits must be a ({coh.size}, {nbytes}) uint8 array")
-        if coh.size and (coh.min() < 0 or coh.max() >= self.num_cohorts):
-            raise ValueError(f"reports.cohorts must lie in [0, {self.num_cohorts})")
-        nw = -(-m // 64)
-        words = np.zeros((coh.size, nw * 8), np.uint8)
-        words[:, :nbytes] = bits
+        words = _unpack_bits(reports[1], coh.size, m, "reports.bits")
         parts = max(1, min(numba.get_num_threads(), coh.size // 4096 + 1))
         counts = np.zeros((parts, self.num_cohorts, m), np.int64)
         totals = np.zeros((parts, self.num_cohorts), np.int64)
         with _threads(coh.size * m / 8):
-            _lk.count_bits(coh, words.view(np.uint64), self.num_cohorts, m, parts, counts,
-                           totals)
+            _lk.count_bits(coh, words, self.num_cohorts, m, parts, counts, totals)
         return RapporCounts(counts.sum(axis=0), totals.sum(axis=0))
+
+    def _counts_of(self, data: Any) -> RapporCounts:
+        """Reports aggregated, or :class:`RapporCounts` checked (shape, integer tallies,
+        ``0 <= counts <= totals``)."""
+        if not isinstance(data, RapporCounts):
+            return self.aggregate(data)
+        c, m = self.num_cohorts, self.num_bits
+        big = np.iinfo(np.int64).max
+        totals = _counts(data.totals, "counts.totals", (c,), big)
+        counts = _counts(data.counts, "counts.counts", (c, m), big)
+        if np.any(counts > totals[:, None]):
+            raise ValueError("counts.counts must not exceed counts.totals of their cohort")
+        return RapporCounts(counts, totals)
 
     def bit_estimates(self, data: RapporReports | RapporCounts
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -315,7 +244,7 @@ class Rappor:
         to ``[0, N_j]``; exact for the true ``t``, the clients' permanent responses being
         fresh).
         """
-        cnt = data if isinstance(data, RapporCounts) else self.aggregate(data)
+        cnt = self._counts_of(data)
         counts = np.asarray(cnt.counts, np.float64)
         totals = np.asarray(cnt.totals, np.float64)[:, None]
         f, p, q = self.f, self.p, self.q
@@ -354,7 +283,7 @@ class Rappor:
         """
         from scipy import optimize, stats
 
-        cnt = data if isinstance(data, RapporCounts) else self.aggregate(data)
+        cnt = self._counts_of(data)
         cands = list(candidates)
         if not cands:
             raise ValueError("candidates must not be empty")

@@ -18,8 +18,17 @@ from dpfast.local._lanes import (
     _run_lanes,
     _Threshold,
 )
-from dpfast.local._validate import _MAX_DOMAIN, _domain_values, _epsilon, _int, _mpf
-from dpfast.local.estimate import FrequencyEstimate, _pure_estimate, _pure_variance
+from dpfast.local._validate import (
+    _MAX_DOMAIN,
+    _array,
+    _binary,
+    _domain_values,
+    _epsilon,
+    _float_up_q,
+    _int,
+    _mpf,
+)
+from dpfast.local.estimate import FrequencyEstimate, _Rates
 from dpfast.random import Generator, as_generator
 
 
@@ -55,12 +64,13 @@ class GeneralizedRandomizedResponse:
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _int(k, "k", 2, _MAX_DOMAIN)
         self._eps = _epsilon(epsilon)
-        self.epsilon = float(epsilon)
+        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
         self._keep = _keep_threshold(self._eps, self.k)
         with mpmath.workdps(40):
-            e = mpmath.exp(_mpf(self._eps))
-            self.p = float(e / (e + self.k - 1))
-            self.q = float(1 / (e + self.k - 1))
+            em1 = mpmath.expm1(_mpf(self._eps))
+            den = em1 + self.k  # e^eps + k - 1
+            self._rates = _Rates((em1 + 1) / den, 1 / den, em1 / den)
+        self.p, self.q = self._rates.p, self._rates.q
 
     def __repr__(self) -> str:
         return f"GeneralizedRandomizedResponse(k={self.k}, epsilon={self.epsilon!r})"
@@ -80,7 +90,7 @@ class GeneralizedRandomizedResponse:
         rng : None, Generator or bytes, optional
             Source of randomness (None: the process-wide urandom-keyed generator).
         """
-        arr = np.asarray(values)
+        arr = _array(values)
         x = _domain_values(arr, self.k)
         out = np.empty_like(x)
         _grr(as_generator(rng), x, self.k, self._keep, out)
@@ -94,7 +104,7 @@ class GeneralizedRandomizedResponse:
     def estimate(self, reports: Any) -> FrequencyEstimate:
         """Unbiased counts ``(C_v - n q) / (p - q)`` with plug-in variances."""
         y = _domain_values(reports, self.k, "reports")
-        return _pure_estimate(np.bincount(y, minlength=self.k), y.size, self.p, self.q)
+        return self._rates.estimate(np.bincount(y, minlength=self.k), y.size)
 
     def variance(self, n: Any, count: Any = 0) -> Any:
         """Exact variance of one count estimate.
@@ -103,7 +113,7 @@ class GeneralizedRandomizedResponse:
         (``count``) hold the value; ``count=0`` gives Wang et al.'s
         ``n q (1 - q) / (p - q)^2`` (``n (e^eps + k - 2) / (e^eps - 1)^2``).
         """
-        return _pure_variance(n, count, self.p, self.q)
+        return self._rates.variance(n, count)
 
 
 def _grr(gen: Generator, x: np.ndarray, k: int, keep: _Threshold, out: np.ndarray) -> None:
@@ -190,12 +200,7 @@ def randomized_response(values: Any, epsilon: float, *, rng: Any = None) -> np.n
 
     The flip probability ``1 / (1 + e^eps)`` is irrational and sampled exactly.
     """
-    arr = np.asarray(values)
-    if arr.dtype != np.bool_:
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"values must be bool or 0/1 integers, got dtype {arr.dtype}")
-        if arr.size and (arr.min() < 0 or arr.max() > 1):
-            raise ValueError("values must be 0 or 1")
+    arr = _binary(values, "values")
     x = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
     out = np.empty_like(x)
     _grr(as_generator(rng), x, 2, _keep_threshold(_epsilon(epsilon), 2), out)
@@ -223,13 +228,11 @@ def randomized_response_estimate(reports: Any, epsilon: float, *, axis: int | No
         with ``Y`` the observed ones, ``p = e^eps / (1 + e^eps)``, ``q = 1 - p``; variance
         ``(c p (1 - p) + (n - c) q (1 - q)) / (p - q)^2 = n p q / (p - q)^2``.
     """
-    arr = np.asarray(reports)
-    if arr.dtype != np.bool_ and arr.dtype.kind not in "iu":
-        raise TypeError(f"reports must be bool or 0/1 integers, got dtype {arr.dtype}")
+    arr = _binary(reports, "reports")
     grr = GeneralizedRandomizedResponse(2, epsilon)
     ones = np.sum(arr.astype(np.int64), axis=axis)
     n = arr.size if axis is None else arr.shape[axis]
-    return _pure_estimate(ones, n, grr.p, grr.q)
+    return grr._rates.estimate(ones, n)
 
 
 

@@ -20,7 +20,17 @@ from dpfast.local._lanes import (
     _run_lanes,
     _threads,
 )
-from dpfast.local._validate import _epsilon, _int, _mpf
+from dpfast.local._validate import (
+    _array,
+    _counts,
+    _epsilon,
+    _float_up_q,
+    _indices,
+    _int,
+    _mpf,
+    _pack_bits,
+    _unpack_bits,
+)
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hashing import _resolve_seed, fingerprint, hash_tables
 from dpfast.random import Generator, as_generator
@@ -67,7 +77,7 @@ class _SketchBase:
     def __init__(self, epsilon: float, num_hashes: int, sketch_size: int,
                  hash_seed: Any) -> None:
         self._eps = _epsilon(epsilon)
-        self.epsilon = float(epsilon)
+        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
         self.num_hashes = _int(num_hashes, "num_hashes", 1, 1 << 16)
         self.sketch_size = _int(sketch_size, "sketch_size", 2, 1 << 24)
         self.hash_seed = _resolve_seed(hash_seed)
@@ -98,10 +108,26 @@ class _SketchBase:
         sq = float(np.sum(c * c))
         return np.array([self.variance(n, ci, sq - ci * ci + rest) for ci in c], np.float64)
 
-    def _sketch_of(self, data: Any) -> Sketch:
-        if isinstance(data, Sketch):
-            return data
-        return self.aggregate(data)
+    def _sketch_of(self, data: Any, signed: bool) -> Sketch:
+        """Reports aggregated, or a :class:`Sketch` checked against this sketch's shape
+        (``signed``: HCMS tallies, ``|ones| <= totals``; else ``0 <= ones <= totals``)."""
+        if not isinstance(data, Sketch):
+            return self.aggregate(data)
+        k, m = self.num_hashes, self.sketch_size
+        n = _int(data.n, "sketch.n", 0)
+        totals = _counts(data.totals, "sketch.totals", (k,), n)
+        if int(totals.sum()) != n:
+            raise ValueError(f"sketch.totals must sum to sketch.n={n}, got {int(totals.sum())}")
+        ones = _array(data.ones)
+        if ones.dtype.kind not in "iu" or ones.shape != (k, m):
+            raise ValueError(f"sketch.ones must be a ({k}, {m}) integer array, got "
+                             f"{ones.dtype} {ones.shape}")
+        ones = ones.astype(np.int64)
+        low = -totals[:, None] if signed else 0
+        if np.any(ones < low) or np.any(ones > totals[:, None]):
+            raise ValueError("sketch.ones out of range for sketch.totals (not a tally of "
+                             "reports)")
+        return Sketch(ones, totals, n)
 
 
 class CountMeanSketch(_SketchBase):
@@ -152,19 +178,16 @@ class CountMeanSketch(_SketchBase):
         super().__init__(epsilon, num_hashes, sketch_size, hash_seed)
         self._flip = _flip_threshold(self._eps / 2)
         with mpmath.workdps(40):
-            e = mpmath.exp(_mpf(self._eps) / 2)
-            self.flip_probability = float(1 / (1 + e))
-            self.c = float((e + 1) / (e - 1))
-            self._noise = float(e / (e - 1) ** 2)  # (c^2 - 1) / 4
+            em1 = mpmath.expm1(_mpf(self._eps) / 2)  # e^(eps/2) - 1, exact for tiny eps
+            self.flip_probability = float(1 / (2 + em1))
+            self.c = float((em1 + 2) / em1)
+            self._noise = float((em1 + 1) / em1 ** 2)  # (c^2 - 1) / 4
 
     def perturb(self, items: Any, *, rng: Any = None) -> CmsReports:
         """Client side for every user at once (items: ints or strings, 1-D)."""
         fp = fingerprint(items)
         rows, words = self._perturb_words(fp, as_generator(rng))
-        m = self.sketch_size
-        nbytes = -(-m // 8)
-        bits = words.view(np.uint8).reshape(fp.size, -1)[:, :nbytes]
-        return CmsReports(rows, np.ascontiguousarray(bits))
+        return CmsReports(rows, _pack_bits(words, self.sketch_size))
 
     def _perturb_words(self, fp: np.ndarray, gen: Generator) -> tuple[np.ndarray, np.ndarray]:
         n = fp.size
@@ -196,18 +219,10 @@ class CountMeanSketch(_SketchBase):
     def _words_of(self, reports: Any) -> tuple[np.ndarray, np.ndarray]:
         if not isinstance(reports, tuple) or len(reports) != 2:
             raise TypeError("reports must be a CmsReports (rows, bits) pair")
-        rows = np.ascontiguousarray(reports[0], dtype=np.int64)
-        bits = np.asarray(reports[1])
-        m = self.sketch_size
-        nbytes = -(-m // 8)
-        if bits.dtype != np.uint8 or bits.ndim != 2 or bits.shape != (rows.size, nbytes):
-            raise ValueError(f"reports.bits must be a ({rows.size}, {nbytes}) uint8 array")
-        if rows.ndim != 1 or (rows.size and (rows.min() < 0 or rows.max() >= self.num_hashes)):
-            raise ValueError(f"reports.rows must be 1-D in [0, {self.num_hashes})")
-        nw = -(-m // 64)
-        words = np.zeros((rows.size, nw * 8), np.uint8)
-        words[:, :nbytes] = bits
-        return rows, words.view(np.uint64)
+        if np.ndim(reports[0]) != 1:
+            raise ValueError(f"reports.rows must be 1-D, got shape {np.shape(reports[0])}")
+        rows = _indices(reports[0], "reports.rows", self.num_hashes)
+        return rows, _unpack_bits(reports[1], rows.size, self.sketch_size, "reports.bits")
 
     def aggregate(self, reports: CmsReports) -> Sketch:
         """Integer tallies of the reports (add sketches of shards with ``+``)."""
@@ -253,7 +268,7 @@ class CountMeanSketch(_SketchBase):
         clipped estimates as the other items' counts (mass not covered by the candidates
         counted as distinct singletons).
         """
-        sk = self._sketch_of(data)
+        sk = self._sketch_of(data, False)
         counts = self._frequency(self.matrix(sk), sk.n, candidates)
         return FrequencyEstimate(counts, self._plugin(counts, sk.n), sk.n)
 

@@ -17,8 +17,16 @@ from dpfast.local._lanes import (
     _lanes_words,
     _run_lanes,
 )
-from dpfast.local._validate import _MAX_DOMAIN, _domain_values, _epsilon, _int, _mpf
-from dpfast.local.estimate import FrequencyEstimate, _pure_estimate, _pure_variance
+from dpfast.local._validate import (
+    _MAX_DOMAIN,
+    _binary,
+    _domain_values,
+    _epsilon,
+    _float_up_q,
+    _int,
+    _mpf,
+)
+from dpfast.local.estimate import FrequencyEstimate, _Rates
 from dpfast.random import as_generator
 
 
@@ -53,11 +61,12 @@ class OptimizedUnaryEncoding:
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _int(k, "k", 2, _MAX_DOMAIN)
         self._eps = _epsilon(epsilon)
-        self.epsilon = float(epsilon)
+        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
         self._q = _flip_threshold(self._eps)
-        self.p = 0.5
         with mpmath.workdps(40):
-            self.q = float(1 / (mpmath.exp(_mpf(self._eps)) + 1))
+            em1 = mpmath.expm1(_mpf(self._eps))
+            self._rates = _Rates(mpmath.mpf(1) / 2, 1 / (em1 + 2), em1 / (2 * (em1 + 2)))
+        self.p, self.q = self._rates.p, self._rates.q
 
     def __repr__(self) -> str:
         return f"OptimizedUnaryEncoding(k={self.k}, epsilon={self.epsilon!r})"
@@ -96,22 +105,22 @@ class OptimizedUnaryEncoding:
         return r.sum(axis=0, dtype=np.int64)
 
     def _reports(self, reports: Any) -> np.ndarray:
-        r = np.asarray(reports)
+        r = _binary(reports, "reports")
+        if r.size == 0 and r.ndim == 1:
+            r = r.reshape(0, self.k)
         if r.ndim != 2 or r.shape[1] != self.k:
             raise ValueError(f"reports must have shape (n, {self.k}), got {r.shape}")
-        if r.dtype != np.bool_ and r.dtype.kind not in "iu":
-            raise TypeError(f"reports must be bool or 0/1, got dtype {r.dtype}")
         return r
 
     def estimate(self, reports: Any) -> FrequencyEstimate:
         """Unbiased counts ``(C_v - n q) / (p - q)`` with plug-in variances."""
         r = self._reports(reports)
-        return _pure_estimate(r.sum(axis=0, dtype=np.int64), r.shape[0], self.p, self.q)
+        return self._rates.estimate(r.sum(axis=0, dtype=np.int64), r.shape[0])
 
     def variance(self, n: Any, count: Any = 0) -> Any:
         """Exact variance ``(c p(1-p) + (n - c) q(1-q)) / (p - q)^2`` of a count estimate
         (``count=0``: Wang et al.'s ``n 4 e^eps / (e^eps - 1)^2``)."""
-        return _pure_variance(n, count, self.p, self.q)
+        return self._rates.variance(n, count)
 
 
 
