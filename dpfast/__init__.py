@@ -55,11 +55,14 @@ _PUBLIC: dict[str, str] = {
     "Budget": "dpfast.budget",
     "BudgetExceededError": "dpfast.budget",
     "LedgerError": "dpfast.budget",
+    # planning (accuracy-first calibration)
+    "accuracy_to_epsilon": "dpfast.planning",
+    "epsilon_to_accuracy": "dpfast.planning",
 }
 
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-    "dpsgd", "histogram", "events", "tables", "guidelines",
+    "dpsgd", "histogram", "events", "tables", "guidelines", "planning",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]

@@ -346,3 +346,107 @@ def test_bad_input():
         tables.topdown(c, [np.zeros(4)], rho=1.0)
     with pytest.raises(OverflowError):
         tables.topdown(np.array([2**61, 2**61, 2**61]), [np.zeros(3, int)], rho=1.0)
+
+
+# --------------------------------------------------------------------------- command line
+
+BLOCKS_CSV = """state,county,block,pop,households
+CA,001,1,12,4
+CA,001,2,0,0
+CA,003,1,40,15
+NY,001,1,7,3
+NY,001,2,3,1
+NY,005,1,0,0
+NY,001,3,5,2
+"""
+
+
+def _cli(*args, cwd=None):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+def test_cli_topdown_csv(tmp_path):
+    import csv
+    import json
+
+    src = tmp_path / "blocks.csv"
+    src.write_text(BLOCKS_CSV)
+    (tmp_path / "key").write_bytes(KEY)
+    out = tmp_path / "out"
+    res = _cli("topdown", str(src), "--level", "state", "--level", "county", "--level",
+               "block", "--count", "pop", "--count", "households", "--rho", "0.5",
+               "--seed-key-file", str(tmp_path / "key"), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "rho = 0.5" in res.stdout
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["level_0_total.csv", "level_1_state.csv", "level_2_county.csv",
+                     "level_3_block.csv", "privacy.json"]
+    rows = {}
+    for p in files:
+        if p.endswith(".csv"):
+            with open(out / p, newline="") as fh:
+                rows[p] = list(csv.DictReader(fh))
+    assert len(rows["level_1_state.csv"]) == 2
+    assert len(rows["level_2_county.csv"]) == 4  # CA/001, CA/003, NY/001, NY/005
+    assert len(rows["level_3_block.csv"]) == 7
+    for col in ("pop", "households"):
+        total = int(rows["level_0_total.csv"][0][col])
+        for name in ("level_1_state.csv", "level_2_county.csv", "level_3_block.csv"):
+            vals = [int(r[col]) for r in rows[name]]
+            assert sum(vals) == total and min(vals) >= 0
+        # each county is the sum of its blocks
+        for c in rows["level_2_county.csv"]:
+            blocks = [int(r[col]) for r in rows["level_3_block.csv"]
+                      if (r["state"], r["county"]) == (c["state"], c["county"])]
+            assert sum(blocks) == int(c[col])
+    privacy = json.loads((out / "privacy.json").read_text())
+    assert privacy["rho"] <= 0.5 and privacy["epsilon_at_delta_1e-10"] > 0.5
+    # replay with the same key gives the same tables
+    out2 = tmp_path / "out2"
+    res = _cli("topdown", str(src), "--level", "state", "--level", "county", "--level",
+               "block", "--count", "pop", "--count", "households", "--rho", "0.5",
+               "--seed-key-file", str(tmp_path / "key"), "-o", str(out2))
+    assert (out2 / "level_3_block.csv").read_text() == (out / "level_3_block.csv").read_text()
+
+
+def test_cli_topdown_parquet(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"region": ["a", "a", "b"], "zone": [1, 2, 1],
+                             "count": [5, 6, 7]}), src)
+    res = _cli("topdown", str(src), "--level", "region", "--level", "zone", "--rho", "0.2",
+               "0.3", "0.5", "-o", str(tmp_path / "o"))
+    assert res.returncode == 0, res.stderr
+    t = pq.read_table(tmp_path / "o" / "level_2_zone.parquet")
+    assert t.num_rows == 3 and sum(t.column("count").to_pylist()) >= 0
+
+
+def test_cli_topdown_errors(tmp_path):
+    src = tmp_path / "blocks.csv"
+    src.write_text(BLOCKS_CSV)
+    res = _cli("topdown", str(src), "--level", "nope", "--count", "pop", "--rho", "1",
+               "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "nope" in res.stderr and "Traceback" not in res.stderr
+    bad = tmp_path / "bad.csv"
+    bad.write_text("g,count\na,1.5\n")
+    res = _cli("topdown", str(bad), "--level", "g", "--rho", "1", "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "not a count" in res.stderr
+    res = _cli("topdown", str(src), "--level", "state", "--count", "pop", "--rho", "1", "2",
+               "3", "-o", str(tmp_path / "o"))
+    assert res.returncode == 2 and "rho" in res.stderr
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_readme_topdown_example_runs() -> None:
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = re.search(r"## Releasing a hierarchy \(TopDown\)\n.*?```python\n(.*?)```", text,
+                     re.S).group(1)
+    exec(compile(code, "README topdown", "exec"), {})

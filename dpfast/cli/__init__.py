@@ -31,6 +31,8 @@ from collections.abc import Callable, Sequence
 COMMANDS: dict[str, str] = {
     "demo": "dpfast.cli.demo",
     "bench": "dpfast.cli.bench",
+    "plan": "dpfast.cli.plan",
+    "topdown": "dpfast.cli.topdown",
 }
 
 
