@@ -450,3 +450,58 @@ def test_readme_topdown_example_runs() -> None:
     code = re.search(r"## Releasing a hierarchy \(TopDown\)\n.*?```python\n(.*?)```", text,
                      re.S).group(1)
     exec(compile(code, "README topdown", "exec"), {})
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@given(st.lists(st.floats(-50, 50), min_size=1, max_size=12), st.integers(0, 200),
+       st.integers(0, 2**32 - 1))
+def test_projection_kernel_is_the_weighted_projection(vals, target, seed):
+    """``c = max(0, v - lam w)`` with ``sum c = target``: checked against a bisection on
+    ``lam`` (the KKT conditions of min sum (c - v)^2 / w s.t. c >= 0, sum c = target)."""
+    from dpfast._kernels import topdown as k
+
+    v = np.array(vals, dtype=np.float64)
+    w = np.random.default_rng(seed).uniform(0.5, 3.0, v.size)
+    got = v.copy()
+    k._project(got, w, v.size, float(target), True, np.empty(v.size, np.bool_))
+    assert (got >= 0).all()
+    assert abs(got.sum() - target) <= 1e-9 * (1 + target + np.abs(v).sum())
+    if target > 0:
+        lo, hi = (v / w).min() - target - 1.0, (v / w).max() + 1.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if np.maximum(v - mid * w, 0).sum() > target:
+                lo = mid
+            else:
+                hi = mid
+        ref = np.maximum(v - hi * w, 0)
+        np.testing.assert_allclose(got, ref, atol=1e-7 * (1 + target))
+    # without the sign constraint: a shift proportional to w
+    free = v.copy()
+    k._project(free, w, v.size, float(target), False, np.empty(v.size, np.bool_))
+    lam = (v.sum() - target) / w.sum()
+    np.testing.assert_allclose(free, v - lam * w, rtol=1e-12, atol=1e-9)
+
+
+@given(st.lists(st.floats(0, 30), min_size=1, max_size=12), st.integers(-3, 3))
+def test_rounding_kernel_repairs_any_sum(vals, offset):
+    """Largest remainder keeps the exact integer total even when the float values do not
+    sum to it (the repair paths: total below or above the floors' sum)."""
+    from dpfast._kernels import topdown as k
+
+    v = np.array(vals, dtype=np.float64)
+    target = int(np.floor(v).sum()) + offset * v.size if offset < 0 else \
+        int(round(v.sum())) + offset * v.size
+    target = max(target, 0)
+    out = np.empty(v.size, np.int64)
+    k._round(v, v.size, np.int64(target), True, out, np.empty(v.size))
+    assert int(out.sum()) == target
+    assert (out >= 0).all()
+    if abs(v.sum() - target) < 1e-9:
+        assert (np.abs(out - v) < 1).all()
+        # the units added go to the largest fractional parts
+        up = out > np.floor(v)
+        if up.any() and (~up).any():
+            assert (v - np.floor(v))[up].min() >= (v - np.floor(v))[~up].max()

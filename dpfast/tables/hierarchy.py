@@ -345,7 +345,13 @@ def topdown(
     released value is ``>= 0`` (with ``nonnegative``).  Accuracy: the least-squares
     estimate of every unit has error variance at most its raw measurement's
     (``variances[j] <= sigma_j^2``); the non-negative integer release is within the
-    projection and one unit of it.  Linear time and memory in the number of leaves.
+    projection and one unit of it.  Above the leaves the released error is no worse than
+    the raw measurement's whenever the tree's gain exceeds the rounding's ``1/12``
+    (tested on a census-shaped tree).  At the leaves the least-squares estimate is no
+    worse than raw (exact); the released leaves are better than raw on sparse data (the
+    projection removes negative noise: tested on census-like blocks, a third empty), while
+    on dense leaves with ``sigma_j`` near 1 rounding can cost up to about ``1/12`` in
+    variance.  Linear time and memory in the number of leaves.
 
     Examples
     --------
