@@ -505,3 +505,34 @@ def test_rounding_kernel_repairs_any_sum(vals, offset):
         up = out > np.floor(v)
         if up.any() and (~up).any():
             assert (v - np.floor(v))[up].min() >= (v - np.floor(v))[~up].max()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_least_squares_with_exact_total_matches_constrained_gls(seed):
+    """total_invariant: equality-constrained GLS (KKT system) on the measured levels."""
+    g = np.random.default_rng(100 + seed)
+    levels = random_tree(g, [1, 3, 8, 20], shuffle=True)
+    counts = g.poisson(20, levels[-1].shape[0])
+    r = tables.topdown(counts, levels, rho=[0.0, 0.2, 0.1, 0.5], nonnegative=False,
+                       integer=False, total_invariant=True, rng=bytes([seed + 1]) * 32)
+    n_f = 20
+    mats = []
+    for lev in levels:
+        A = np.zeros((int(lev.max()) + 1, n_f))
+        A[lev, levels[-1]] = 1.0
+        mats.append(A)
+    A = np.vstack(mats[1:])
+    Y = np.concatenate([r.noisy[j] for j in range(1, 4)]).astype(np.float64)
+    Wd = np.concatenate([np.full(mats[j].shape[0], 1 / r.sigma[j] ** 2) for j in range(1, 4)])
+    M = A.T @ (Wd[:, None] * A)
+    C = mats[0]  # (1, n_f): the total
+    kkt = np.block([[M, C.T], [C, np.zeros((1, 1))]])
+    rhs = np.concatenate([A.T @ (Wd * Y), [counts.sum()]])
+    b = np.linalg.solve(kkt, rhs)[:n_f]
+    Mi = np.linalg.inv(M)
+    P = Mi - Mi @ C.T @ np.linalg.inv(C @ Mi @ C.T) @ C @ Mi
+    for j in range(4):
+        np.testing.assert_allclose(r.consistent[j], mats[j] @ b, rtol=1e-9, atol=1e-8)
+        np.testing.assert_allclose(r.variances[j], np.einsum("ij,jk,ik->i", mats[j], P,
+                                                             mats[j]), rtol=1e-7, atol=1e-9)
+    assert r.estimates[0][0] == counts.sum()
