@@ -22,7 +22,13 @@ from typing import Any
 
 # name -> module of this package that defines it
 _PUBLIC: dict[str, str] = {
-    # filled as the modules land (count/sum/mean, TableRelease, ...)
+    "count": "dpfast.tables.aggregate",
+    "sum": "dpfast.tables.aggregate",
+    "mean": "dpfast.tables.aggregate",
+    "TableRelease": "dpfast.tables.release",
+    "AccuracySummary": "dpfast.tables.release",
+    "bound_contributions": "dpfast.tables.bounding",
+    "partition_threshold": "dpfast.tables.partition",
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",

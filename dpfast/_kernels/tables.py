@@ -1,0 +1,305 @@
+"""Release-table kernels: dense codes, grouping rows by privacy id, contribution bounding.
+
+Private (docs/design.md): numpy/numba/math only, validate nothing, cached.
+
+Randomness of the bounding step
+-------------------------------
+Every privacy id draws from its own ChaCha20 streams under the release's bounding sub-key,
+addressed by the id's 64-bit canonical value ``h``: nonce ``(h mod 2^32, h >> 32, 0)`` for
+the choice of its ``max_partitions`` keys, nonce ``(h mod 2^32, h >> 32, j + 1)`` for the
+rows kept in the id's ``j``-th key (its keys sorted canonically); block counters from 0.
+Each choice is a partial Fisher-Yates shuffle with exactly
+uniform integers (Lemire), applied to the id's rows in canonical order, so what an id keeps
+depends only on (key, its canonical value, its own rows): never on other ids, the row
+order, the thread count or the partitioning of the data.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from dpfast._kernels.uniform import below
+
+M32 = np.uint64(0xFFFFFFFF)
+S32 = np.uint64(32)
+SMALL = 24  # segments up to this length are sorted by insertion
+
+
+# ----------------------------------------------------------------------------- codes
+@nb.njit(cache=True, parallel=True)
+def mark_present(x, lo, present, nthreads):
+    """present[x[i] - lo] = 1 (int64 x; benign identical writes)."""
+    n = x.shape[0]
+    nb_ = max(1, nthreads)
+    step = (n + nb_ - 1) // nb_
+    for b in nb.prange(nb_):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            present[x[i] - lo] = 1
+
+
+@nb.njit(cache=True, parallel=True)
+def take_codes(x, lo, remap, out):
+    """out[i] = remap[x[i] - lo]."""
+    for i in nb.prange(x.shape[0]):
+        out[i] = remap[x[i] - lo]
+
+
+@nb.njit(cache=True, parallel=True)
+def combine_codes(a, b, nb_, out):
+    """out[i] = a[i] * nb_ + b[i] (mixed radix; the caller checked it fits int64)."""
+    for i in nb.prange(a.shape[0]):
+        out[i] = a[i] * nb_ + b[i]
+
+
+@nb.njit(cache=True, parallel=True)
+def select_rows(codes, keep_code, out_mask):
+    """out_mask[i] = keep_code[codes[i]] (filter rows whose key is in the domain)."""
+    for i in nb.prange(codes.shape[0]):
+        out_mask[i] = keep_code[codes[i]] >= 0
+
+
+# ----------------------------------------------------------------------------- grouping
+@nb.njit(cache=True, parallel=True)
+def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
+    """Counting sort of rows by id code: the rows of id ``i`` go to
+    ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries).
+
+    Parallel: each thread counts and scatters its own block of rows; blocks are placed in
+    thread order inside every id's segment (the order inside a segment is irrelevant:
+    segments are sorted canonically afterwards).
+    """
+    n = ids.shape[0]
+    nt = max(1, min(nthreads, (n + 65535) // 65536))
+    step = (n + nt - 1) // nt
+    cnt = np.zeros((nt, n_ids), np.int64)
+    for b in nb.prange(nt):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            cnt[b, ids[i]] += 1
+    # exclusive offsets: id-major, thread-minor
+    total = 0
+    for j in range(n_ids):
+        off[j] = total
+        for b in range(nt):
+            c = cnt[b, j]
+            cnt[b, j] = total
+            total += c
+    off[n_ids] = total
+    for b in nb.prange(nt):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            j = ids[i]
+            p = cnt[b, j]
+            gkeys[p] = keys[i]
+            if use_vals:
+                gvals[p] = vals[i]
+            cnt[b, j] = p + 1
+
+
+# ----------------------------------------------------------------------------- sorting
+@nb.njit(cache=True)
+def _sort_keys(a, lo, hi):
+    m = hi - lo
+    if m <= SMALL:
+        for i in range(lo + 1, hi):
+            v = a[i]
+            j = i - 1
+            while j >= lo and a[j] > v:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+    else:
+        a[lo:hi] = np.sort(a[lo:hi])
+
+
+@nb.njit(cache=True)
+def _sort_pairs(a, v, lo, hi):
+    """Sort rows [lo, hi) by (key a, value v)."""
+    m = hi - lo
+    if m <= SMALL:
+        for i in range(lo + 1, hi):
+            ka = a[i]
+            kv = v[i]
+            j = i - 1
+            while j >= lo and (a[j] > ka or (a[j] == ka and v[j] > kv)):
+                a[j + 1] = a[j]
+                v[j + 1] = v[j]
+                j -= 1
+            a[j + 1] = ka
+            v[j + 1] = kv
+    else:
+        o1 = np.argsort(v[lo:hi], kind="mergesort")
+        ka = a[lo:hi][o1]
+        kv = v[lo:hi][o1]
+        o2 = np.argsort(ka, kind="mergesort")
+        a[lo:hi] = ka[o2]
+        v[lo:hi] = kv[o2]
+
+
+# ----------------------------------------------------------------------------- PRF streams
+@nb.njit(cache=True, inline="always")
+def _set_nonce(nonce, h, purpose):
+    """The id's stream for ``purpose``: nonce = (h mod 2^32, h >> 32, purpose)."""
+    nonce[0] = np.uint32(h & M32)
+    nonce[1] = np.uint32(h >> S32)
+    nonce[2] = np.uint32(purpose)
+
+
+@nb.njit(cache=True)
+def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
+    """Partial Fisher-Yates: a uniformly random ordered k-subset of rows [lo, lo + d) moves
+    to [lo, lo + k) (arrays ``a`` and, if given, ``b`` permuted together)."""
+    st[0] = 0
+    st[1] = 0
+    st[2] = 0
+    pos = buf.shape[0]  # empty: the first draw computes block 0
+    for j in range(k):
+        r, pos = below(buf, pos, st, key32, nonce, np.uint64(d - j))
+        r = j + np.int64(r)
+        if r != j:
+            t = a[lo + j]
+            a[lo + j] = a[lo + r]
+            a[lo + r] = t
+            if b.shape[0]:
+                u = b[lo + j]
+                b[lo + j] = b[lo + r]
+                b[lo + r] = u
+
+
+# ----------------------------------------------------------------------------- bounding
+@nb.njit(cache=True, parallel=True)
+def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
+    """Bound each id's rows (grouped by :func:`group_by_id`) for a count.
+
+    For id ``i``: its distinct keys (sorted) with row counts; if it has more than ``k``
+    distinct keys, ``k`` of them chosen uniformly (keyed, see module docstring).  On exit
+    ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys and ``gcnt[...]`` their
+    contributions ``min(rows, c)``.
+    """
+    n_ids = off.shape[0] - 1
+    nt = max(1, nthreads)
+    nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
+    step = (n_ids + nblk - 1) // nblk if nblk else 0
+    for blk in nb.prange(nblk):
+        buf = np.empty(8, np.uint64)
+        st = np.zeros(3, np.int64)
+        nonce = np.zeros(3, np.uint32)
+        for i in range(blk * step, min(n_ids, (blk + 1) * step)):
+            lo = off[i]
+            hi = off[i + 1]
+            if hi == lo:
+                nkeep[i] = 0
+                continue
+            _sort_keys(gkeys, lo, hi)
+            d = 0
+            j = lo
+            while j < hi:
+                kk = gkeys[j]
+                e = j + 1
+                while e < hi and gkeys[e] == kk:
+                    e += 1
+                gkeys[lo + d] = kk
+                gcnt[lo + d] = min(e - j, c)
+                d += 1
+                j = e
+            if d > k:
+                _set_nonce(nonce, id_hash[i], 0)
+                _shuffle_prefix(gkeys, gcnt, lo, d, k, subkey, nonce, buf, st)
+                d = k
+            nkeep[i] = d
+
+
+@nb.njit(cache=True, parallel=True)
+def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, nthreads):
+    """Bound each id's rows for a sum / mean: per distinct key at most ``c`` rows (chosen
+    uniformly among the id's rows of that key, sorted by value), then at most ``k`` keys.
+
+    On exit ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys, ``gsum`` the sums of the
+    kept (already clamped) values and ``gcnt`` the numbers of kept rows.
+    """
+    n_ids = off.shape[0] - 1
+    nt = max(1, nthreads)
+    nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
+    step = (n_ids + nblk - 1) // nblk if nblk else 0
+    for blk in nb.prange(nblk):
+        buf = np.empty(8, np.uint64)
+        st = np.zeros(3, np.int64)
+        nonce = np.zeros(3, np.uint32)
+        for i in range(blk * step, min(n_ids, (blk + 1) * step)):
+            lo = off[i]
+            hi = off[i + 1]
+            if hi == lo:
+                nkeep[i] = 0
+                continue
+            _sort_pairs(gkeys, gvals, lo, hi)
+            d = 0
+            j = lo
+            while j < hi:
+                kk = gkeys[j]
+                e = j + 1
+                while e < hi and gkeys[e] == kk:
+                    e += 1
+                m = e - j
+                if m > c:
+                    _set_nonce(nonce, id_hash[i], d + 1)
+                    _shuffle_prefix(gvals, gvals[:0], j, m, c, subkey, nonce, buf, st)
+                    m = c
+                s = gvals[j]
+                for q in range(j + 1, j + m):
+                    s += gvals[q]
+                gkeys[lo + d] = kk
+                gsum[lo + d] = s
+                gcnt[lo + d] = m
+                d += 1
+                j = e
+            if d > k:
+                _set_nonce(nonce, id_hash[i], 0)
+                # permute keys, sums and counts together: shuffle an index vector
+                _shuffle3(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
+                d = k
+            nkeep[i] = d
+
+
+@nb.njit(cache=True)
+def _shuffle3(a, s, n, lo, d, k, key32, nonce, buf, st):
+    st[0] = 0
+    st[1] = 0
+    st[2] = 0
+    pos = buf.shape[0]
+    for j in range(k):
+        r, pos = below(buf, pos, st, key32, nonce, np.uint64(d - j))
+        r = j + np.int64(r)
+        if r != j:
+            t = a[lo + j]
+            a[lo + j] = a[lo + r]
+            a[lo + r] = t
+            u = s[lo + j]
+            s[lo + j] = s[lo + r]
+            s[lo + r] = u
+            w = n[lo + j]
+            n[lo + j] = n[lo + r]
+            n[lo + r] = w
+
+
+# ----------------------------------------------------------------------------- aggregation
+@nb.njit(cache=True)
+def accumulate(off, nkeep, gkeys, gval, totals):
+    """totals[key] += gval for every kept (id, key) pair."""
+    for i in range(nkeep.shape[0]):
+        lo = off[i]
+        for j in range(lo, lo + nkeep[i]):
+            totals[gkeys[j]] += gval[j]
+
+
+@nb.njit(cache=True, parallel=True)
+def bincount_codes(codes, n_codes, totals, nthreads):
+    """totals[k] = number of rows with code k (per-thread partial counts)."""
+    n = codes.shape[0]
+    nt = max(1, min(nthreads, (n + 65535) // 65536))
+    step = (n + nt - 1) // nt
+    part = np.zeros((nt, n_codes), np.int64)
+    for b in nb.prange(nt):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            part[b, codes[i]] += 1
+    for b in range(nt):
+        for j in range(n_codes):
+            totals[j] += part[b, j]

@@ -1,0 +1,260 @@
+"""Validate step: canonical keys and privacy ids.
+
+Keys and ids arrive as array-likes of ints, floats, strings or bytes, pandas Series, or
+(keys only) tuples of such columns / DataFrames.  This module checks them (no missing
+values, one kind per column, equal lengths), never writes to them, and *factorizes* them:
+integer codes ``0..K-1`` numbered in the canonical order of the keys (numbers ascending,
+strings by code point, bytes bytewise, multi-column keys lexicographically), so every later
+step is a function of the keys' values, never of the row order.
+
+Privacy ids also get a 64-bit canonical value (the integer itself for integer ids, a
+BLAKE2b-64 digest of the UTF-8 / raw bytes for strings / bytes) that keys the per-id
+randomness of contribution bounding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+from typing import Any
+
+import numpy as np
+
+from dpfast._kernels import tables as _kt
+
+_DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
+
+
+@dataclasses.dataclass(frozen=True)
+class Factorized:
+    """Integer codes of the rows and the distinct values in canonical order.
+
+    ``uniques`` is one array, or a tuple of arrays for multi-column keys.
+    """
+
+    codes: np.ndarray  # int64, one per row
+    uniques: Any
+    multi: bool
+
+    @property
+    def size(self) -> int:
+        u = self.uniques[0] if self.multi else self.uniques
+        return int(len(u))
+
+
+def _threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def _missing(x: Any) -> bool:
+    isna = getattr(x, "isna", None)
+    if callable(isna):
+        try:
+            return bool(np.asarray(isna()).any())
+        except Exception:  # pragma: no cover - exotic array types
+            return False
+    return False
+
+
+def column(x: Any, name: str) -> np.ndarray:
+    """A 1-D numpy array of ints, floats, str or bytes (the caller's data is not modified).
+
+    Raises ValueError for missing values (NaN, None, pandas NA) and ragged shapes,
+    TypeError for other element types.
+    """
+    if isinstance(x, (str, bytes)) or np.isscalar(x):
+        raise TypeError(f"{name} must be a 1-D array-like, got a scalar {type(x).__name__}")
+    if _missing(x):
+        raise ValueError(f"{name} contains missing values (NA/NaN/None)")
+    to_numpy = getattr(x, "to_numpy", None)
+    arr = to_numpy() if callable(to_numpy) else np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got {arr.ndim} dimensions")
+    kind = arr.dtype.kind
+    if kind == "b":
+        return arr.astype(np.int64)
+    if kind in "iu":
+        return arr
+    if kind == "f":
+        if arr.size and not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains NaN or infinite values")
+        return arr
+    if kind in "US":
+        return arr
+    if kind == "O":
+        return _object_column(arr, name)
+    raise TypeError(f"{name} must hold ints, floats, str or bytes, got dtype {arr.dtype}")
+
+
+def _object_column(arr: np.ndarray, name: str) -> np.ndarray:
+    if arr.size == 0:
+        return np.zeros(0, np.int64)
+    kinds = set()
+    for v in arr:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            raise ValueError(f"{name} contains missing values (NA/NaN/None)")
+        if isinstance(v, str):
+            kinds.add("str")
+        elif isinstance(v, bytes):
+            kinds.add("bytes")
+        elif isinstance(v, (bool, np.bool_, int, np.integer)):
+            kinds.add("int")
+        elif isinstance(v, (float, np.floating)):
+            kinds.add("float")
+        else:
+            raise TypeError(f"{name} must hold ints, floats, str or bytes, got "
+                            f"{type(v).__name__}")
+        if len(kinds) > 1:
+            raise TypeError(f"{name} mixes element types {sorted(kinds)}; use one type")
+    kind = kinds.pop()
+    if kind == "int":
+        vals = [int(v) for v in arr]
+        try:
+            return np.array(vals, dtype=np.int64)
+        except OverflowError:
+            return np.array(vals, dtype=np.uint64)
+    if kind == "float":
+        return column(np.array([float(v) for v in arr]), name)
+    return arr  # str or bytes objects (sorted by Python's order = code point / bytewise)
+
+
+def columns(keys: Any, name: str = "keys") -> list[np.ndarray]:
+    """The key columns: one for a 1-D key, several for a tuple of arrays or a DataFrame."""
+    if hasattr(keys, "columns") and hasattr(keys, "iloc"):  # a DataFrame
+        cols = [column(keys.iloc[:, j], f"{name}[{c!r}]") for j, c in enumerate(keys.columns)]
+    elif isinstance(keys, tuple):
+        if not keys:
+            raise ValueError(f"{name} is an empty tuple; give at least one key column")
+        cols = [column(k, f"{name}[{j}]") for j, k in enumerate(keys)]
+    else:
+        cols = [column(keys, name)]
+    n = len(cols[0])
+    for j, c in enumerate(cols):
+        if len(c) != n:
+            raise ValueError(f"{name}: column {j} has {len(c)} rows, column 0 has {n}")
+    return cols
+
+
+# ----------------------------------------------------------------------------- factorize
+def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = x.shape[0]
+    if n == 0:
+        return np.zeros(0, np.int64), x[:0].copy()
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo < max(2 * n, _DENSE_MIN) and -(1 << 62) < lo and hi < (1 << 62):
+        x64 = x.astype(np.int64, copy=False)
+        present = np.zeros(hi - lo + 1, np.uint8)
+        _kt.mark_present(x64, lo, present, _threads())
+        remap = np.cumsum(present, dtype=np.int64) - 1
+        uniques = (np.flatnonzero(present) + lo).astype(x.dtype)
+        codes = np.empty(n, np.int64)
+        _kt.take_codes(x64, lo, remap, codes)
+        return codes, uniques
+    uniques, codes = np.unique(x, return_inverse=True)
+    return codes.astype(np.int64).reshape(-1), uniques
+
+
+def _factorize_general(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if x.dtype.kind == "f":
+        x = x + 0.0  # -0.0 -> 0.0 (one canonical zero); a copy, the input is untouched
+    try:
+        import pandas as pd  # optional: hashing is faster than sorting strings
+    except ImportError:  # pragma: no cover - pandas is in the test extra
+        pd = None
+    if pd is not None and x.dtype.kind in "OUf":
+        codes, uniques = pd.factorize(x, sort=True)
+        return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=x.dtype)
+    uniques, codes = np.unique(x, return_inverse=True)
+    return codes.astype(np.int64).reshape(-1), uniques
+
+
+def factorize_column(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, sorted uniques) of one validated column."""
+    if x.dtype.kind in "iu":
+        return _factorize_int(x)
+    return _factorize_general(x)
+
+
+def factorize(cols: list[np.ndarray]) -> Factorized:
+    """Factorize validated key columns (see :func:`columns`) in canonical order."""
+    if len(cols) == 1:
+        codes, uniques = factorize_column(cols[0])
+        return Factorized(codes, uniques, False)
+    parts = [factorize_column(c) for c in cols]
+    codes, sizes = parts[0][0], [len(parts[0][1])]
+    combo_uniques = np.arange(sizes[0], dtype=np.int64)[:, None]  # rows: per-column codes
+    for c2, u2 in parts[1:]:
+        k2 = max(1, len(u2))
+        k1 = max(1, combo_uniques.shape[0])
+        if k1 * k2 >= 1 << 62:  # pragma: no cover - needs > 2**31 rows
+            raise OverflowError("too many distinct multi-column keys")
+        comb = np.empty(codes.shape[0], np.int64)
+        _kt.combine_codes(codes, c2, np.int64(k2), comb)
+        codes, u = _factorize_int(comb)
+        u = u.astype(np.int64)
+        combo_uniques = np.concatenate(
+            [combo_uniques[u // k2], (u % k2)[:, None]], axis=1)
+    uniques = tuple(p[1][combo_uniques[:, j]] for j, p in enumerate(parts))
+    return Factorized(codes, uniques, True)
+
+
+# ----------------------------------------------------------------------------- ids
+def id_hashes(uniques: np.ndarray) -> np.ndarray:
+    """64-bit canonical values of distinct privacy ids (uint64).
+
+    Integers: their two's-complement bits (injective).  Floats: their IEEE bits.  Strings and
+    bytes: BLAKE2b with an 8-byte digest of ``b"s" + utf8`` / ``b"b" + bytes`` (collisions
+    only make two ids share bounding randomness; the bound itself holds regardless).
+    """
+    if uniques.dtype.kind == "i":
+        return uniques.astype(np.int64).view(np.uint64)
+    if uniques.dtype.kind == "u":
+        return uniques.astype(np.uint64)
+    if uniques.dtype.kind == "f":
+        return uniques.astype(np.float64).view(np.uint64)
+    out = np.empty(len(uniques), np.uint64)
+    for i, v in enumerate(uniques):
+        raw = (b"s" + v.encode("utf-8", "surrogatepass")) if isinstance(v, str) else b"b" + v
+        out[i] = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
+    return out
+
+
+def joint(domain_cols: list[np.ndarray], cols: list[np.ndarray], name: str = "domain"
+          ) -> list[np.ndarray]:
+    """Concatenate domain and data columns column-wise, with compatible dtypes."""
+    if len(domain_cols) != len(cols):
+        raise ValueError(f"{name} has {len(domain_cols)} key columns, keys have {len(cols)}")
+    out = []
+    for j, (d, c) in enumerate(zip(domain_cols, cols)):
+        kd, kc = _kind(d), _kind(c)
+        if kd != kc and len(d) and len(c):
+            raise TypeError(f"{name} column {j} holds {kd} values but keys column {j} holds "
+                            f"{kc}")
+        if kd == "int" and (d.dtype.kind != c.dtype.kind or d.dtype != c.dtype):
+            big = max(int(d.max()) if len(d) else 0, int(c.max()) if len(c) else 0)
+            dt = np.uint64 if big >= 1 << 63 else np.int64
+            if dt == np.uint64 and ((len(d) and d.min() < 0) or (len(c) and c.min() < 0)):
+                raise OverflowError(f"{name} and keys mix negative and >= 2**63 integers")
+            d, c = d.astype(dt), c.astype(dt)
+        if d.dtype.kind == "O" or c.dtype.kind == "O":
+            d, c = d.astype(object), c.astype(object)
+        out.append(np.concatenate([d, c]))
+    return out
+
+
+def _kind(a: np.ndarray) -> str:
+    k = a.dtype.kind
+    if k in "iu":
+        return "int"
+    if k == "f":
+        return "float"
+    if k == "U":
+        return "str"
+    if k == "S":
+        return "bytes"
+    if len(a) == 0:
+        return "empty"
+    return "str" if isinstance(a[0], str) else "bytes"

@@ -1,0 +1,158 @@
+"""Charge step's input: calibrate the noise of each part of a release and state its event.
+
+A *part* is one noised vector (the counts, or the sums) with its L1 / L2 sensitivity; the
+plan turns the caller's privacy target into one mechanism per part, the noise laws, the
+partition-selection threshold and the event of the whole release.  Nothing here looks at
+the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+from dpfast.accounting import events as _events
+from dpfast.mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+)
+from dpfast.mechanisms._common import _float_down, _float_up
+from dpfast.mechanisms.gaussian import _largest_rho
+from dpfast.tables.partition import partition_threshold
+from dpfast.tables.release import NoiseLaw
+
+
+@dataclasses.dataclass(frozen=True)
+class Privacy:
+    """The validated privacy target."""
+
+    noise: str  # "laplace" or "gaussian"
+    epsilon: float | None
+    delta: float
+    rho: float | None
+    select: bool  # private partition selection (domain=None)
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, (bool,)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError(f"{name} must not be NaN")
+    return v
+
+
+def privacy(epsilon: Any, delta: Any, rho: Any, noise: Any, select: bool) -> Privacy:
+    """Validate ``epsilon`` / ``delta`` / ``rho`` / ``noise`` (ValueError/TypeError naming
+    the parameter)."""
+    if epsilon is None and rho is None:
+        raise ValueError("give epsilon (pure or (epsilon, delta)-DP) or rho (zCDP)")
+    if epsilon is not None and rho is not None:
+        raise ValueError("give epsilon or rho, not both")
+    d = _real(delta, "delta")
+    if not 0.0 <= d < 1.0:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+    eps = None
+    r = None
+    if epsilon is not None:
+        eps = _real(epsilon, "epsilon")
+        if not 0.0 < eps < math.inf:
+            raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+    if rho is not None:
+        r = _real(rho, "rho")
+        if not 0.0 < r < math.inf:
+            raise ValueError(f"rho must be finite and > 0, got {rho!r}")
+    if noise is None:
+        kind = "gaussian" if r is not None else "laplace"
+    elif noise in ("laplace", "gaussian"):
+        kind = noise
+    else:
+        raise ValueError(f"noise must be None, 'laplace' or 'gaussian', got {noise!r}")
+    if kind == "laplace" and r is not None:
+        raise ValueError("noise='laplace' takes epsilon, not rho")
+    if kind == "gaussian" and r is None and d == 0.0:
+        raise ValueError("noise='gaussian' needs rho, or epsilon with delta > 0")
+    if select:
+        if d == 0.0:
+            raise ValueError("domain=None (keys not known in advance) needs delta > 0 for "
+                             "private partition selection; or pass the public keys as domain")
+        if kind != "laplace":
+            raise ValueError("domain=None (private partition selection) needs Laplace noise "
+                             "(epsilon, delta); Gaussian noise needs a public domain")
+    return Privacy(kind, eps, d, r, select)
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One noised vector: its mechanism's noise law, the event, the sensitivities."""
+
+    law: NoiseLaw
+    event: Any
+    l1: float
+    l2: float
+    integer: bool
+
+
+def _sqrt_up(q: Fraction) -> float:
+    s = math.sqrt(float(q))
+    while Fraction(s) ** 2 < q:
+        s = math.nextafter(s, math.inf)
+    return s
+
+
+def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
+         integer: bool) -> Part:
+    """Calibrate one part that gets ``share`` of the budget (a fraction of ε or of ρ).
+
+    ``l1`` / ``l2sq`` are the L1 sensitivity and the squared L2 sensitivity, ``k`` the
+    number of keys one person may change (for the float grid mechanisms' rounding term).
+    """
+    l2 = _sqrt_up(l2sq)
+    if p.noise == "laplace":
+        eps = _float_down(Fraction(p.epsilon) * share)
+        if integer:
+            m = DiscreteLaplaceMechanism(epsilon=eps, sensitivity=int(l1))
+            return Part(NoiseLaw("discrete_laplace", m.scale), m.event, float(l1), l2, True)
+        lm = LaplaceMechanism(epsilon=eps, sensitivity=_float_up(l1), max_changed=k)
+        return Part(NoiseLaw("laplace", lm.scale, lm.granularity), lm.event, float(l1), l2,
+                    False)
+    # Gaussian: a zCDP share rho_part; (epsilon, delta) through the largest rho that
+    # implies it (CKS20 Cor. 13), split between the parts
+    if p.rho is not None:
+        rho_total = Fraction(p.rho)
+    else:
+        rho_total = Fraction(_largest_rho(_float_down(Fraction(p.epsilon)), p.delta))
+    rho_part = _float_down(rho_total * share)
+    if integer:
+        # sigma for L2 sensitivity sqrt(l2sq): the unit-sensitivity sigma at rho / l2sq
+        unit = DiscreteGaussianMechanism(rho=_float_down(Fraction(rho_part) / l2sq),
+                                         sensitivity=1)
+        event = _events.Zcdp(_float_up(l2sq / (2 * Fraction(unit.sigma) ** 2)))
+        return Part(NoiseLaw("discrete_gaussian", unit.sigma), event, float(l1), l2, True)
+    gm = GaussianMechanism(rho=rho_part, sensitivity=l2, max_changed=k)
+    return Part(NoiseLaw("gaussian", gm.sigma, gm.granularity), gm.event, float(l1), l2,
+                False)
+
+
+def threshold(p: Privacy, count_part: Part, k: int, c: int) -> int:
+    """Selection threshold on the noisy count (``count_part`` must be discrete Laplace)."""
+    return partition_threshold(Fraction(count_part.law.scale), p.delta, k, c)
+
+
+def release_event(p: Privacy, parts: list[Part]) -> Any:
+    """The event of the whole release.
+
+    Private partition selection, or Gaussian noise calibrated from (ε, δ):
+    ``EpsilonDelta(epsilon, delta)`` (the parts' pure / zCDP guarantees compose to at most
+    that).  Otherwise the parts' events, composed.
+    """
+    if p.select or (p.noise == "gaussian" and p.rho is None):
+        return _events.EpsilonDelta(p.epsilon, p.delta)
+    if len(parts) == 1:
+        return parts[0].event
+    return _events.Composed(tuple(q.event for q in parts))

@@ -1,0 +1,388 @@
+"""Group-by count, sum and mean releases with bounded contributions.
+
+Each public function runs the pipeline of :mod:`dpfast.tables`: validate (and factorize)
+-> bound -> charge -> aggregate -> noise -> post-process (partition selection) -> report.
+Each step is a function below (``_validate``, :func:`dpfast.tables.bounding.bound_codes`,
+``_charge``, ``_noise``, ``_select``, :class:`~dpfast.tables.release.TableRelease`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import noise as _noise_mod
+from dpfast import random as _random
+from dpfast.tables import _keys, _plan, bounding
+from dpfast.tables.release import TableRelease
+
+__all__ = ["count", "sum", "mean"]
+
+
+# ----------------------------------------------------------------------------- validate
+@dataclasses.dataclass
+class _Data:
+    codes: np.ndarray  # key code per kept row
+    n_codes: int
+    uniques: Any  # canonical key values per code
+    ids: np.ndarray | None
+    values: np.ndarray | None
+    domain_codes: np.ndarray | None  # code of each domain key, in the domain's order
+    key_names: tuple[str, ...] | None
+
+
+def _names(keys: Any) -> tuple[str, ...] | None:
+    if hasattr(keys, "columns") and hasattr(keys, "iloc"):
+        return tuple(str(c) for c in keys.columns)
+    items = keys if isinstance(keys, tuple) else (keys,)
+    names = [getattr(k, "name", None) for k in items]
+    if all(isinstance(n, str) for n in names):
+        return tuple(names)  # type: ignore[arg-type]
+    return None
+
+
+def _bounds(bounds: Any, integer_values: bool) -> tuple[Any, Any]:
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise TypeError("bounds must be a pair (lo, hi)")
+    lo, hi = bounds
+    for name, v in (("bounds[0]", lo), ("bounds[1]", hi)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, np.number)):
+            raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+        if not math.isfinite(float(v)):
+            raise ValueError(f"{name} must be finite, got {v!r}")
+    if float(lo) > float(hi):
+        raise ValueError(f"bounds must have lo <= hi, got ({lo!r}, {hi!r})")
+    if integer_values:
+        for name, v in (("bounds[0]", lo), ("bounds[1]", hi)):
+            if Fraction(v).denominator != 1:
+                raise ValueError(f"{name} must be an integer for integer values, got {v!r} "
+                                 "(pass float values to sum on a grid)")
+            if abs(int(v)) >= 1 << 53:
+                raise ValueError(f"{name} must have magnitude < 2**53, got {v!r}")
+        return int(lo), int(hi)
+    return float(lo), float(hi)
+
+
+def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
+              ) -> tuple[_Data, Any]:
+    cols = _keys.columns(keys)
+    n = len(cols[0])
+    ids = None
+    if privacy_ids is not None:
+        ids = _keys.column(privacy_ids, "privacy_ids")
+        if len(ids) != n:
+            raise ValueError(f"privacy_ids has {len(ids)} rows, keys have {n}")
+    vals = None
+    bnd = None
+    if values is not None:
+        if _keys._missing(values):
+            raise ValueError("values contains missing values (NA/NaN/None)")
+        to_numpy = getattr(values, "to_numpy", None)
+        raw = to_numpy() if callable(to_numpy) else np.asarray(values)
+        if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
+            raise TypeError(f"values must be numbers, got dtype {raw.dtype}")
+        if raw.shape != (n,):
+            raise ValueError(f"values has shape {raw.shape}, keys have {n} rows")
+        if raw.dtype.kind == "f" and raw.size and not np.isfinite(raw).all():
+            raise ValueError("values contains NaN or infinite values")
+        integer = raw.dtype.kind in "iu"
+        bnd = _bounds(bounds, integer)
+        if integer:
+            lo, hi = bnd
+            if n * max(abs(lo), abs(hi), 1) >= 1 << 62:
+                raise OverflowError("sum of the clamped values could overflow int64")
+            vals = np.clip(raw, lo, hi).astype(np.int64)  # a new array
+        else:
+            vals = np.clip(raw.astype(np.float64), bnd[0], bnd[1])
+    domain_codes = None
+    if domain is None:
+        fk = _keys.factorize(cols)
+        codes = fk.codes
+    else:
+        dcols = _keys.columns(domain, "domain")
+        nd = len(dcols[0])
+        if nd == 0:
+            raise ValueError("domain is empty")
+        fk = _keys.factorize(_keys.joint(dcols, cols))
+        domain_codes = fk.codes[:nd]
+        if len(np.unique(domain_codes)) != nd:
+            raise ValueError("domain contains duplicate keys")
+        codes = fk.codes[nd:]
+        member = np.zeros(fk.size, np.bool_)
+        member[domain_codes] = True
+        keep = member[codes]
+        if not keep.all():  # rows whose key is not public are dropped before bounding
+            codes = codes[keep]
+            ids = None if ids is None else ids[keep]
+            vals = None if vals is None else vals[keep]
+    data = _Data(np.ascontiguousarray(codes), fk.size, fk.uniques, ids, vals,
+                 domain_codes, _names(keys))
+    return data, bnd
+
+
+# ----------------------------------------------------------------------------- charge
+def _check_budget(budget: Any, note: Any) -> None:
+    if not isinstance(note, str):
+        raise TypeError(f"note must be a str, got {type(note).__name__}")
+    if budget is not None and not callable(getattr(budget, "spend", None)):
+        raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
+
+
+def _charge(budget: Any, event: Any, note: str) -> None:
+    """Charge the whole release before any noise is drawn (refusal raises, nothing is
+    returned)."""
+    if budget is not None:
+        budget.spend(event, note=note)
+
+
+# ----------------------------------------------------------------------------- noise
+def _noise(part: _plan.Part, x: np.ndarray, gen: _random.Generator) -> np.ndarray:
+    """Noise a vector of per-key aggregates (in canonical key order) with the part's law."""
+    law = part.law
+    if law.kind == "discrete_laplace":
+        return _noise_mod.discrete_laplace(x, law.scale, rng=gen)
+    if law.kind == "discrete_gaussian":
+        return _noise_mod.discrete_gaussian(x, law.scale, rng=gen)
+    if law.kind == "laplace":
+        return _noise_mod.laplace(x, law.scale, rng=gen, granularity=law.granularity)
+    return _noise_mod.gaussian(x, law.scale, rng=gen, granularity=law.granularity)
+
+
+# ----------------------------------------------------------------------------- select
+def _candidates(data: _Data, counts: np.ndarray) -> np.ndarray:
+    """Codes of the keys that may be released, in canonical order: the domain's keys, or
+    (partition selection) the keys with at least one kept row."""
+    if data.domain_codes is not None:
+        return np.sort(data.domain_codes)
+    return np.flatnonzero(counts > 0)
+
+
+def _take_keys(uniques: Any, codes: np.ndarray) -> Any:
+    if isinstance(uniques, tuple):
+        return tuple(u[codes] for u in uniques)
+    return uniques[codes]
+
+
+def _finish(data: _Data, cand: np.ndarray, keep: np.ndarray | None,
+            arrays: list[np.ndarray]) -> tuple[Any, list[np.ndarray]]:
+    """Post-process: apply the selection (``keep`` over ``cand``), or put the domain's keys
+    back in the caller's order."""
+    if data.domain_codes is not None:
+        pos = np.searchsorted(cand, data.domain_codes)  # cand is the sorted domain
+        return _take_keys(data.uniques, data.domain_codes), [a[pos] for a in arrays]
+    if keep is None:
+        keep = np.ones(cand.shape[0], np.bool_)
+    return _take_keys(data.uniques, cand[keep]), [a[keep] for a in arrays]
+
+
+# ----------------------------------------------------------------------------- pipeline
+def _common(max_partitions: Any, max_per_partition: Any, privacy_ids: Any
+            ) -> tuple[int, int]:
+    k = bounding.positive_int(max_partitions, "max_partitions")
+    c = bounding.positive_int(max_per_partition, "max_per_partition")
+    if privacy_ids is None:
+        return 1, 1  # every row is a different person: one row, one key
+    return k, c
+
+
+def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
+         epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
+         domain: Any, noise: Any, rng: Any, budget: Any, note: Any) -> TableRelease:
+    k, c = _common(max_partitions, max_per_partition, privacy_ids)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    _check_budget(budget, note)
+    gen = _random.as_generator(rng)
+    data, bnd = _validate(keys, privacy_ids, values, bounds, domain)   # validate
+    integer = data.values is None or data.values.dtype.kind == "i"
+
+    # plan (data-independent): parts, threshold, event
+    parts: list[_plan.Part] = []
+    count_part = sum_part = None
+    one = Fraction(1)
+    if stat == "count":
+        count_part = _plan.part(priv, one, Fraction(k * c), Fraction(k * c * c), k, True)
+        parts.append(count_part)
+    else:
+        lo, hi = bnd
+        if stat == "sum":
+            mag = max(abs(Fraction(lo)), abs(Fraction(hi)))
+        else:
+            mag = Fraction(hi) - Fraction(lo)  # per row |2x - lo - hi| <= hi - lo
+        if mag == 0:
+            raise ValueError(f"bounds {bnd} give zero sensitivity: nothing to release "
+                             "privately (use lo < hi)")
+        need_count = stat == "mean" or priv.select
+        share = Fraction(1, 2) if need_count else one
+        if need_count:
+            count_part = _plan.part(priv, share, Fraction(k * c), Fraction(k * c * c), k, True)
+            parts.append(count_part)
+        sum_part = _plan.part(priv, share, k * c * mag, k * c * c * mag * mag, k, integer)
+        parts.append(sum_part)
+    tau = _plan.threshold(priv, count_part, k, c) if priv.select else None
+    event = _plan.release_event(priv, parts)
+
+    vals = data.values
+    if stat == "mean":  # centred values 2x - lo - hi, in [-(hi - lo), hi - lo]
+        lo, hi = bnd
+        vals = 2 * vals - (lo + hi)
+    skey = bounding.subkey(gen)
+    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
+                               vals)
+    _charge(budget, event, note)                                          # charge
+    cand = _candidates(data, agg.counts)                                  # aggregate
+    keep = None
+    noisy_count = None
+    if count_part is not None:                                            # noise
+        noisy_count = _noise(count_part, agg.counts[cand], gen)
+        if tau is not None:
+            keep = noisy_count >= tau                                     # select
+    noisy_sum = None if sum_part is None else _noise(sum_part, agg.sums[cand], gen)
+    sens = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
+            "max_per_partition": c}
+    if stat == "count":
+        out_keys, (v,) = _finish(data, cand, keep, [noisy_count])
+        return TableRelease(keys=out_keys, values=v, statistic="count", event=event,
+                            law=count_part.law, threshold=tau, sensitivity=sens,
+                            key_names=data.key_names)
+    if stat == "sum":
+        out_keys, (v,) = _finish(data, cand, keep, [noisy_sum])
+        return TableRelease(keys=out_keys, values=v, statistic="sum", event=event,
+                            law=sum_part.law, threshold=tau, sensitivity=sens,
+                            key_names=data.key_names)
+    out_keys, (s, n) = _finish(data, cand, keep, [noisy_sum, noisy_count])
+    lo, hi = float(bnd[0]), float(bnd[1])
+    means = np.clip(((lo + hi) + s / np.maximum(n, 1)) / 2, lo, hi)       # post-process
+    means[n <= 0] = (lo + hi) / 2
+    return TableRelease(keys=out_keys, values=means.astype(np.float64), statistic="mean",
+                        event=event, law=sum_part.law, threshold=tau, sensitivity=sens,
+                        key_names=data.key_names,
+                        mean_parts=(s.astype(np.float64), n, sum_part.law, count_part.law,
+                                    lo, hi))
+
+
+def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
+          delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
+          max_per_partition: int = 1, domain: Any = None, noise: str | None = None,
+          rng: Any = None, budget: Any = None, note: str = "") -> TableRelease:
+    """Release the number of rows per key, with bounded contributions.
+
+    Parameters
+    ----------
+    keys : array_like, pandas Series, tuple of arrays or DataFrame
+        One key per row: ints, floats, str or bytes; several columns for multi-column keys.
+    privacy_ids : array_like, optional
+        The person (privacy unit) of each row.  None: every row is a different person.
+    epsilon, delta : float
+        ``(epsilon, delta)``-DP target.  ``delta`` is needed for ``domain=None`` (partition
+        selection) and for Gaussian noise.
+    rho : float, optional
+        zCDP target instead of ``epsilon`` (discrete Gaussian noise; needs ``domain``).
+    max_partitions, max_per_partition : int
+        Contribution bounds per privacy id: ``k`` keys, ``c`` rows per key (ignored, i.e.
+        1, when ``privacy_ids`` is None).
+    domain : array_like or tuple of arrays, optional
+        The public keys: exactly these are released, in this order (keys without rows get
+        a noisy zero; rows of other keys are dropped before bounding).  None: the keys are
+        private and chosen by thresholding (needs ``delta > 0``).
+    noise : {None, "laplace", "gaussian"}
+        Default: discrete Laplace with ``epsilon``, discrete Gaussian with ``rho``.
+    rng : None, Generator or bytes
+        The CSPRNG (a 32-byte key makes the release replayable: whoever holds it can remove
+        the noise).
+    budget : dpfast.Budget, optional
+        Charged with :attr:`TableRelease.event` before any noise is drawn; a refusal raises
+        :class:`dpfast.BudgetExceededError` and nothing is returned.
+    note : str
+        Recorded in the budget's ledger.
+
+    Returns
+    -------
+    TableRelease
+        ``.keys``, ``.counts`` (int64), ``.event``, ``.confidence_interval(alpha)``,
+        ``.accuracy(truth)``, ``.to_pandas()``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad input (named): mismatched lengths, missing keys, bad privacy parameters, ...
+    BudgetExceededError
+        The budget refused the release.
+
+    Privacy
+    -------
+    Neighbouring datasets differ by adding or removing one person (all rows of one privacy
+    id; one row when ``privacy_ids`` is None).  After bounding, one person changes at most
+    ``k`` counts by at most ``c`` each: L1 sensitivity ``Δ1 = k c``, L2 sensitivity
+    ``Δ2 = sqrt(k) c``.  Discrete Laplace noise of scale ``t >= Δ1 / ε`` gives ε-DP
+    (Ghosh et al. 2009; CKS20); discrete Gaussian noise of ``σ`` gives
+    ``Δ2² / (2σ²)``-zCDP (CKS20).  With a public ``domain`` the released keys do not depend
+    on the data.  With ``domain=None`` a key is published iff its noisy count reaches the
+    threshold of :func:`dpfast.tables.partition_threshold`, which makes the release
+    ``(ε, δ)``-DP for any ``max_partitions`` (Wilson et al. 2020; Desfontaines, Voss,
+    Gipson, Mandayam, "Differentially private partition selection", PoPETs 2022).
+    Contribution bounding depends only on each person's own rows (and the key), so it does
+    not change the sensitivity of the others' contributions.
+
+    Numerics
+    --------
+    Exact integer aggregation and exact samplers; the noise scale and threshold are
+    rounded to the safe side (scale up, δ up).
+    """
+    return _run("count", keys, privacy_ids, None, None, epsilon=epsilon, delta=delta,
+                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note)
+
+
+def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],  # noqa: A001
+        epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+        max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+        noise: str | None = None, rng: Any = None, budget: Any = None,
+        note: str = "") -> TableRelease:
+    """Release the sum of ``values`` per key, values clamped to ``bounds``.
+
+    Parameters are those of :func:`count`, plus ``values`` (one number per row) and
+    ``bounds = (lo, hi)``: integer values need integer bounds and get exact discrete noise;
+    float values are summed and released on the secure grid of :func:`dpfast.laplace` /
+    :func:`dpfast.gaussian`.  With ``domain=None`` half the budget goes to a noisy count
+    that selects the keys (not released) and half to the sums.
+
+    Privacy
+    -------
+    As :func:`count`, with ``B = max(|lo|, |hi|)``: ``Δ1 = k c B``, ``Δ2 = sqrt(k) c B``
+    (add/remove one person).  Float sums: the grid rounding adds one grid step per changed
+    key to the sensitivity (``max_changed = k``; Google DP team, "Secure Noise Generation").
+    """
+    return _run("sum", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
+                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note)
+
+
+def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
+         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+         noise: str | None = None, rng: Any = None, budget: Any = None,
+         note: str = "") -> TableRelease:
+    """Release the mean of ``values`` per key: noisy centred sum / noisy count.
+
+    The budget is split in half (``ε/2`` or ``ρ/2`` each) between the count and the sum of
+    the centred values ``2x - lo - hi`` (range ``[-(hi - lo), hi - lo]``); the mean is
+    ``(lo + hi + S / max(N, 1)) / 2`` clipped to the bounds (post-processing), the midpoint
+    where the noisy count is not positive.  With ``domain=None`` the noisy count also
+    selects the keys.  Confidence intervals are conservative (see
+    :meth:`TableRelease.confidence_interval`).
+
+    Privacy
+    -------
+    Composition of the count (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``),
+    each at half the budget: ``ε``-DP (or ``ρ``-zCDP) overall; ``(ε, δ)``-DP with
+    partition selection.  Neighbouring relation: add/remove one person.
+    """
+    return _run("mean", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
+                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note)
+

@@ -1,0 +1,137 @@
+"""Bound step: per privacy id, at most ``max_partitions`` keys and ``max_per_partition``
+rows per key, chosen uniformly with the CSPRNG, keyed per id.
+
+What an id keeps is a function of (the generator's key, the id's canonical value, the id's
+own rows) only -- never of other ids, the row order, the thread count or how the data are
+partitioned -- so the sensitivity of the aggregates is exactly what the bounds say, and a
+distributed run can bound each id where its rows are (see :mod:`dpfast._kernels.tables`
+for the derivation of the per-id streams).
+
+The bounding randomness uses a sub-key of the generator's key: the first 32 bytes of the
+generator key's ChaCha20 stream ``2**96 - 1`` (:data:`BOUNDING_STREAM`), a stream id that
+the key's allocator never hands out.  It is not secret from whoever holds the key, and it
+need not be: bounding is not what makes the release private, the noise is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any
+
+import numpy as np
+
+from dpfast import random as _random
+from dpfast._kernels import tables as _kt
+from dpfast.tables import _keys
+
+__all__ = ["bound_contributions", "Bounded", "BOUNDING_STREAM"]
+
+BOUNDING_STREAM = (1 << 96) - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounded:
+    """Per-key aggregates of the kept rows: ``counts`` (int64) and, for values, ``sums``."""
+
+    counts: np.ndarray
+    sums: np.ndarray | None
+
+
+def positive_int(value: Any, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+    return int(v)
+
+
+def subkey(gen: _random.Generator) -> np.ndarray:
+    """The bounding sub-key of ``gen``'s key (eight uint32 words)."""
+    raw = _random.keystream(gen._key, BOUNDING_STREAM, 32)
+    return np.frombuffer(raw, dtype="<u4").astype(np.uint32)
+
+
+def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: int, c: int,
+                skey: np.ndarray, values: np.ndarray | None = None) -> Bounded:
+    """Bound validated rows given as key codes (and an id column, and clamped values).
+
+    ``ids=None``: every row is its own person (one row, one key each); nothing is dropped.
+    """
+    n = key_codes.shape[0]
+    if ids is None:
+        counts = np.zeros(n_keys, np.int64)
+        if n:
+            _kt.bincount_codes(key_codes, n_keys, counts, _keys._threads())
+        sums = None
+        if values is not None:
+            sums = np.zeros(n_keys, values.dtype)
+            np.add.at(sums, key_codes, values)
+        return Bounded(counts, sums)
+    id_codes, id_uniques = _keys.factorize_column(ids)
+    n_ids = len(id_uniques)
+    hashes = _keys.id_hashes(id_uniques)
+    off = np.empty(n_ids + 1, np.int64)
+    gkeys = np.empty(n, np.int64)
+    use_vals = values is not None
+    gvals = np.empty(n if use_vals else 0, values.dtype if use_vals else np.int64)
+    _kt.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
+                    off, gkeys, gvals, _keys._threads())
+    nkeep = np.empty(n_ids, np.int64)
+    gcnt = np.empty(n, np.int64)
+    counts = np.zeros(n_keys, np.int64)
+    if not use_vals:
+        _kt.bound_counts(off, gkeys, hashes, skey, k, c, gcnt, nkeep, _keys._threads())
+        _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
+        return Bounded(counts, None)
+    gsum = np.empty(n, gvals.dtype)
+    _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep,
+                      _keys._threads())
+    _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
+    sums = np.zeros(n_keys, gvals.dtype)
+    _kt.accumulate(off, nkeep, gkeys, gsum, sums)
+    return Bounded(counts, sums)
+
+
+def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: int = 1,
+                        max_per_partition: int = 1, values: Any = None, rng: Any = None
+                        ) -> tuple[Any, np.ndarray, np.ndarray | None]:
+    """Contribution bounding alone (no noise: the output is NOT private).
+
+    Returns ``(keys, counts, sums)``: the distinct keys in canonical order, the number of
+    kept rows per key, and (with ``values``) the sum of the kept values per key.  Useful to
+    inspect what a release will aggregate, and as the exact "truth" of a bounded release.
+
+    Parameters
+    ----------
+    keys, privacy_ids
+        As in :func:`dpfast.tables.count`.
+    max_partitions, max_per_partition : int
+        Per privacy id: at most this many keys, and this many rows per key.
+    values : array_like, optional
+        Values to sum (not clamped here).
+    rng : None, Generator or bytes
+        Keys the uniform choices (a 32-byte key replays them).
+    """
+    k = positive_int(max_partitions, "max_partitions")
+    c = positive_int(max_per_partition, "max_per_partition")
+    cols = _keys.columns(keys)
+    n = len(cols[0])
+    ids = None
+    if privacy_ids is not None:
+        ids = _keys.column(privacy_ids, "privacy_ids")
+        if len(ids) != n:
+            raise ValueError(f"privacy_ids has {len(ids)} rows, keys have {n}")
+    vals = None
+    if values is not None:
+        vals = np.asarray(values)
+        if vals.shape != (n,):
+            raise ValueError(f"values has shape {vals.shape}, keys have {n} rows")
+    fk = _keys.factorize(cols)
+    gen = _random.as_generator(rng)
+    b = bound_codes(fk.codes, fk.size, ids, k, c, subkey(gen), vals)
+    return fk.uniques, b.counts, b.sums

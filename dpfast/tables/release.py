@@ -1,0 +1,272 @@
+"""Report step: the release object, its confidence intervals and its accuracy summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import metrics as _metrics
+from dpfast.mechanisms import _tails
+
+__all__ = ["TableRelease", "AccuracySummary", "NoiseLaw"]
+
+
+@dataclasses.dataclass(frozen=True)
+class NoiseLaw:
+    """The law of the noise added to one released value.
+
+    ``kind`` is ``"discrete_laplace"`` (``P(k) ∝ exp(-|k|/scale)``),
+    ``"discrete_gaussian"`` (``P(k) ∝ exp(-k²/2 scale²)``), or ``"laplace"`` /
+    ``"gaussian"`` for the float grid mechanisms (``granularity`` times the discrete law of
+    scale ``scale / granularity``, after rounding the value to the grid).
+    """
+
+    kind: str
+    scale: float
+    granularity: float = 1.0
+
+    def halfwidth(self, alpha: float) -> float:
+        """Smallest ``w`` (an integer, or a grid value plus the rounding ``g/2``) with
+        ``P(|noise| <= w) >= 1 - alpha`` -- exact (256-bit tails, CKS20)."""
+        a = _alpha(alpha)
+        g = Fraction(self.granularity)
+        t = Fraction(self.scale) / g
+        if self.kind.endswith("laplace"):
+            w = _tails._discrete_laplace_halfwidth(t, a)
+        else:
+            w = _tails._discrete_gaussian_halfwidth(t, a)
+        if self.kind in ("discrete_laplace", "discrete_gaussian"):
+            return int(w)
+        return float(w * g + g / 2)
+
+    def std(self) -> float:
+        """Standard deviation of the noise (discrete Gaussian: an upper bound, ``<= σ``)."""
+        if self.kind.endswith("laplace"):
+            t = self.scale / self.granularity
+            a = math.exp(-1.0 / t)
+            return math.sqrt(2 * a) / (1 - a) * self.granularity
+        return self.scale
+
+    def mean_abs(self) -> float:
+        """``E|noise|`` (discrete Laplace: ``2a / (1 - a²)``, ``a = e^{-1/t}``; Gaussian:
+        ``σ sqrt(2/π)``, the continuous value, within 1% for ``σ >= 1``)."""
+        if self.kind.endswith("laplace"):
+            t = self.scale / self.granularity
+            a = math.exp(-1.0 / t)
+            return 2 * a / (1 - a * a) * self.granularity
+        return self.scale * math.sqrt(2 / math.pi)
+
+
+def _alpha(alpha: Any) -> Fraction:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, Fraction)):
+        raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    return Fraction(alpha)
+
+
+@dataclasses.dataclass(frozen=True)
+class AccuracySummary:
+    """Accuracy of a release: from its noise law and, given the truth, measured.
+
+    ``expected_*`` come from the noise law alone (no sensitive data needed); ``mae``,
+    ``rmse``, ``relative_error``, ``coverage`` and ``utility_ratio`` are measured against
+    the true (bounded or raw) table when one was given, otherwise None.  Values of keys
+    that were not published (partition selection) are not included.
+    """
+
+    n_keys: int
+    alpha: float
+    expected_mae: float
+    expected_rmse: float
+    ci_halfwidth: float
+    mae: float | None = None
+    rmse: float | None = None
+    relative_error: float | None = None
+    coverage: float | None = None
+    utility_ratio: float | None = None
+    suppressed: int | None = None
+
+    def __str__(self) -> str:
+        lines = [f"{self.n_keys} keys; noise law: mean |error| {self.expected_mae:.4g}, "
+                 f"RMSE {self.expected_rmse:.4g}, {100 * (1 - self.alpha):g}% CI "
+                 f"half-width {self.ci_halfwidth:.4g}"]
+        if self.mae is not None:
+            lines.append(f"measured vs truth: MAE {self.mae:.4g}, RMSE {self.rmse:.4g}, "
+                         f"relative error {self.relative_error:.3%}, CI coverage "
+                         f"{self.coverage:.1%}, utility ratio {self.utility_ratio:.4g}")
+        if self.suppressed is not None:
+            lines.append(f"keys in the truth but not published: {self.suppressed}")
+        return "\n".join(lines)
+
+
+class TableRelease:
+    """A released table: keys, noisy values, the privacy event and the noise law.
+
+    Attributes
+    ----------
+    keys : ndarray or tuple of ndarray
+        The released keys (one array, or one per key column), aligned with ``values``.
+    values : ndarray
+        Noisy values: int64 counts / integer sums, float64 float sums and means.
+    counts : ndarray
+        Alias of ``values`` for a count.
+    statistic : str
+        ``"count"``, ``"sum"`` or ``"mean"``.
+    event : DpEvent
+        The privacy event of the whole release (what the budget was charged).
+    law : NoiseLaw
+        The noise law of each released value (count and sum: exact).
+    threshold : int or None
+        Partition-selection threshold on the noisy count (None with a public domain).
+    sensitivity : dict
+        The L1 / L2 sensitivities used in the calibration.
+    """
+
+    def __init__(self, *, keys: Any, values: np.ndarray, statistic: str, event: Any,
+                 law: NoiseLaw, threshold: int | None, sensitivity: dict[str, float],
+                 key_names: tuple[str, ...] | None = None, value_name: str | None = None,
+                 mean_parts: tuple[np.ndarray, np.ndarray, NoiseLaw, NoiseLaw, float, float]
+                 | None = None) -> None:
+        self.keys = keys
+        self.values = values
+        self.statistic = statistic
+        self.event = event
+        self.law = law
+        self.threshold = threshold
+        self.sensitivity = dict(sensitivity)
+        self._key_names = key_names
+        self._value_name = value_name or statistic
+        self._mean_parts = mean_parts
+
+    @property
+    def counts(self) -> np.ndarray:
+        if self.statistic != "count":
+            raise AttributeError(f"a {self.statistic} release has .values, not .counts")
+        return self.values
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    def __repr__(self) -> str:
+        return (f"TableRelease({self.statistic}, {len(self)} keys, event={self.event}, "
+                f"threshold={self.threshold})")
+
+    # ------------------------------------------------------------------ intervals
+    def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+        """Per-key ``(low, high)`` covering the bounded true value with probability
+        ``>= 1 - alpha`` (over the noise).
+
+        Counts and sums: exact, ``value ± w`` with the smallest ``w`` of the noise law
+        (:meth:`NoiseLaw.halfwidth`).  Means: conservative, from the count's and the
+        centred sum's intervals at ``alpha / 2`` each (the ratio's extremes over that box,
+        clipped to the bounds).  The truth covered is the table after contribution
+        bounding; for published keys under partition selection the interval is the noise's
+        unconditional one (selection on the noisy count biases values near the threshold
+        upward).
+        """
+        if self._mean_parts is None:
+            w = self.law.halfwidth(alpha)
+            dt = self.values.dtype
+            return (self.values - np.asarray(w, dtype=dt), self.values + np.asarray(w, dtype=dt))
+        s, n, law_s, law_n, lo, hi = self._mean_parts
+        a = _alpha(alpha) / 2
+        ws = law_s.halfwidth(float(a))
+        wn = law_n.halfwidth(float(a))
+        n_lo = np.maximum(n - wn, 1).astype(np.float64)
+        n_hi = (n + wn).astype(np.float64)
+        s_lo = s - ws
+        s_hi = s + ws
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.stack([s_lo / n_lo, s_lo / n_hi, s_hi / n_lo, s_hi / n_hi])
+        mid = lo + hi
+        low = np.clip((mid + r.min(axis=0)) / 2, lo, hi)
+        high = np.clip((mid + r.max(axis=0)) / 2, lo, hi)
+        bad = n_hi < 1
+        low[bad], high[bad] = lo, hi
+        return low, high
+
+    # ------------------------------------------------------------------ accuracy
+    def accuracy(self, truth: Any = None, *, alpha: float = 0.05,
+                 floor: float = 1.0) -> AccuracySummary:
+        """Accuracy summary from the noise law and, if ``truth`` is given, measured.
+
+        Parameters
+        ----------
+        truth : mapping, pandas Series or array, optional
+            True values (for evaluation only: this is sensitive data).  A mapping / Series
+            from key (a tuple for multi-column keys) to value, or an array aligned with
+            :attr:`keys`.  Keys missing from a mapping count as 0.
+        alpha : float
+            Level of the confidence intervals.
+        floor : float
+            Floor of the relative error's denominator (:func:`dpfast.metrics.relative_error`).
+        """
+        law = self.law
+        if self._mean_parts is not None:
+            lo_, hi_ = self.confidence_interval(alpha)
+            hw = float(np.mean((hi_ - lo_) / 2)) if len(self) else 0.0
+            exp_mae = exp_rmse = float("nan")
+        else:
+            hw = float(law.halfwidth(alpha))
+            exp_mae, exp_rmse = law.mean_abs(), law.std()
+        if truth is None:
+            return AccuracySummary(len(self), float(alpha), exp_mae, exp_rmse, hw)
+        t, suppressed = self._aligned_truth(truth)
+        lo, hi = self.confidence_interval(alpha)
+        noisy = self.values.astype(np.float64)
+        return AccuracySummary(
+            len(self), float(alpha), exp_mae, exp_rmse, hw,
+            mae=_metrics.mae(noisy, t), rmse=_metrics.rmse(noisy, t),
+            relative_error=_metrics.relative_error(noisy, t, floor=floor),
+            coverage=_metrics.ci_coverage(lo, hi, t),
+            utility_ratio=_metrics.utility_ratio(noisy, t), suppressed=suppressed)
+
+    def _key_list(self) -> list[Any]:
+        if isinstance(self.keys, tuple):
+            return list(zip(*(k.tolist() for k in self.keys)))
+        return self.keys.tolist()
+
+    def _aligned_truth(self, truth: Any) -> tuple[np.ndarray, int | None]:
+        if hasattr(truth, "items") or hasattr(truth, "index"):
+            items = dict(truth.items())
+            keys = self._key_list()
+            t = np.array([float(items.get(k, 0)) for k in keys])
+            published = set(keys)
+            suppressed = sum(1 for k, v in items.items() if k not in published and v)
+            return t, (suppressed if self.threshold is not None else None)
+        arr = np.asarray(truth, dtype=np.float64)
+        if arr.shape != self.values.shape:
+            raise ValueError(f"truth has shape {arr.shape}, the release has "
+                             f"{self.values.shape} values")
+        return arr, None
+
+    # ------------------------------------------------------------------ export
+    def to_pandas(self, alpha: float = 0.05) -> Any:
+        """A DataFrame: key column(s), the value, ``ci_low``, ``ci_high`` (level ``1 - alpha``).
+
+        Needs pandas (``pip install dpfast[pandas]``).
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is in the test extra
+            raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
+        return pd.DataFrame(self.to_columns(alpha))
+
+    def to_columns(self, alpha: float = 0.05) -> dict[str, np.ndarray]:
+        """The table as ``{column name: array}`` (keys, value, ci_low, ci_high)."""
+        cols: dict[str, np.ndarray] = {}
+        keys = self.keys if isinstance(self.keys, tuple) else (self.keys,)
+        names = self._key_names or (("key",) if len(keys) == 1 else
+                                    tuple(f"key{j}" for j in range(len(keys))))
+        for name, k in zip(names, keys):
+            cols[name] = k
+        lo, hi = self.confidence_interval(alpha)
+        cols[self._value_name] = self.values
+        cols["ci_low"] = lo
+        cols["ci_high"] = hi
+        return cols
