@@ -116,16 +116,6 @@ def test_exponential_forced_exact_distribution() -> None:
     assert chi2_pvalue(counts, em_probs(u, 1)) > PMIN
 
 
-def test_forced_exact_far_behind_measurable() -> None:
-    """60 utility units behind at a small epsilon: measurable, through the exact path."""
-    u = [0.0, -60.0, -30.0]
-    with sel.force_exact():
-        idx = sel.exponential(np.tile(np.array(u), (3000, 1)), 0.05, rng=key(30))
-    counts = np.bincount(idx, minlength=3)
-    assert counts[1] > 0
-    assert chi2_pvalue(counts, em_probs(u, Fraction(0.05) / 2)) > PMIN
-
-
 def test_exponential_1d_and_large_row() -> None:
     i = sel.exponential([1.0, 2.0, 3.0], 1.0, rng=KEY)
     assert isinstance(i, int) and 0 <= i < 3
@@ -194,13 +184,6 @@ def _source(first: list[int], seed: int) -> _exact.WordSource:
 ALL_ONES = (1 << 64) - 1
 
 
-def test_naive_float_gumbel_cannot_reach_60() -> None:
-    # a 53-bit float uniform bounds the Gumbel to [-3.6, 36.8]: spread < 60
-    g_max = -math.log(-math.log1p(-2.0 ** -53))
-    g_min = -math.log(-math.log(2.0 ** -53))
-    assert g_max - g_min < 41
-
-
 def test_far_candidate_wins_when_its_bits_say_so() -> None:
     """Exact comparison returns the candidate 60 units behind when its uniform is close
     enough to 1 (its first 64 bits all ones, then 128 more), and not otherwise."""
@@ -239,6 +222,110 @@ def test_far_candidate_exact_conditional_probability() -> None:
         wins += cont._exact_top(words, u, Fraction(1), 1.0, 1, lambda s=src: s, True) == [1]
     se = math.sqrt(p * (1 - p) / trials)
     assert abs(wins / trials - p) < 4.5 * se
+
+
+def _constructed_bits(monkeypatch, words, first: list[int], seed: int) -> None:
+    """Make the next :func:`sel.exponential` call read ``words`` as its bulk keystream
+    (one 64-bit word per candidate) and ``first`` as the first refinement words of its
+    exact path (then seeded pseudo-random words)."""
+    src = _source(first, seed)
+    w = np.array(words, np.uint64)
+    monkeypatch.setattr(gumbel, "_draw_words", lambda gen, n: w[:n].copy())
+    monkeypatch.setattr(gumbel, "_LazySource", lambda gen: (lambda: src))
+
+
+def _float_gumbel_max(words, u, c) -> int:
+    """What a float Gumbel-max (53-bit uniform, as numpy's) selects from the same bits."""
+    uf = (np.array(words, np.uint64) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    with np.errstate(divide="ignore"):
+        return int(np.argmax(c * np.asarray(u) - np.log(-np.log(uf))))
+
+
+@pytest.mark.parametrize("gap", [60.0, 200.0])
+def test_far_behind_wins_exactly_when_its_bits_say_so(monkeypatch, gap) -> None:
+    """A candidate ``gap`` nats behind (a float Gumbel-max gives it probability exactly 0:
+    53-bit uniforms bound the Gumbel to [-3.6, 36.8]) wins through the public function
+    when its uniform is close enough to 1, and loses otherwise."""
+    u = [0.0, -gap]  # epsilon = 2, sensitivity 1: c = 1
+    m_best = int(0.593 * 2 ** 64)
+    words = [m_best, ALL_ONES]
+    # the far candidate (unbounded interval) is refined first, then the leader: it gets
+    # every other word, so U_far >= 1 - 2^-(64 (ones + 1)) and G_far > gap + 20
+    ones = int(gap + 30) // 64 + 2
+    _constructed_bits(monkeypatch, words, [ALL_ONES, 0] * ones, seed=1)
+    assert sel.exponential(u, 2.0, rng=KEY) == 1
+    assert _float_gumbel_max(words, u, 1.0) == 0  # the float sampler cannot
+    _constructed_bits(monkeypatch, words, [0] * 4, seed=2)
+    assert sel.exponential(u, 2.0, rng=KEY) == 0
+
+
+def test_far_behind_conditional_frequency_public_path(monkeypatch) -> None:
+    """60 nats behind, through :func:`sel.exponential`: given U_far in [1 - 2^-87, 1)
+    (a bulk word of 64 ones, then 23 ones), the far candidate wins with probability
+    (1 - exp(-exp(-(60 + G_best)))) 2^87; a float Gumbel-max never lets it win."""
+    m_best = int(0.593 * 2 ** 64)
+    with mpmath.workdps(50):
+        g_best = -mpmath.log(-mpmath.log(mpmath.mpf(m_best) / mpmath.mpf(2) ** 64))
+        p = float((1 - mpmath.exp(-mpmath.exp(-(60 + g_best)))) * mpmath.mpf(2) ** 87)
+    assert 0.3 < p < 0.95
+    words = [m_best, ALL_ONES]
+    gen = np.random.default_rng(12)
+    trials = 1500
+    wins = 0
+    for t in range(trials):
+        w0, w2 = (int(x) for x in gen.integers(0, 2 ** 64, size=2, dtype=np.uint64))
+        crafted = (((1 << 23) - 1) << 41) | (w2 >> 23)
+        # the exact path ranks the far candidate (unbounded interval) first: it is
+        # refined first, then the leader
+        _constructed_bits(monkeypatch, words, [crafted, w0], seed=200 + t)
+        wins += sel.exponential([0.0, -60.0], 2.0, rng=KEY) == 1
+        assert _float_gumbel_max(words, [0.0, -60.0], 1.0) == 0
+    se = math.sqrt(p * (1 - p) / trials)
+    assert abs(wins / trials - p) < 4.5 * se
+
+
+# words the kernel cannot order (adjacent 64-bit prefixes), refined by known words
+W = 0x9E3779B97F4A7C15
+ADJACENT = [W + 1, W, W]
+REFINE_SOURCES = [[0, ALL_ONES, ALL_ONES], [0, 0, 0], [ALL_ONES, ALL_ONES, ALL_ONES],
+                  [1 << 63, ALL_ONES, 5]]
+
+
+def _continuation_winners(monkeypatch, forced: bool) -> list[int]:
+    out = []
+    for t, first in enumerate(REFINE_SOURCES):
+        _constructed_bits(monkeypatch, ADJACENT, first, seed=300 + t)
+        if forced:
+            with sel.force_exact():
+                out.append(sel.exponential([0.0, 0.0, 0.0], 1.0, rng=KEY))
+        else:
+            out.append(sel.exponential([0.0, 0.0, 0.0], 1.0, rng=KEY))
+    return out
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_continuation_keeps_the_kernel_bits(monkeypatch, forced) -> None:
+    """Equal utilities; candidate 0's uniform lies in [W + 1, W + 2) / 2^64, above the
+    others' [W, W + 1) / 2^64, so it wins whatever the refinement bits: the float
+    certificate cannot tell (the intervals are 2^-64 apart), the continuation must."""
+    lo = np.empty(3)
+    hi = np.empty(3)
+    ks.row_bounds(np.array(ADJACENT, np.uint64), np.zeros(3), 0.0, 0.5, lo, hi)
+    assert lo[0] <= hi[1]  # undecided by the floats: the exact path decides
+    assert _continuation_winners(monkeypatch, forced) == [0] * len(REFINE_SOURCES)
+
+
+def test_resampling_variant_is_caught(monkeypatch) -> None:
+    """A continuation that throws away the kernel's 64 bits and draws fresh ones (the
+    biased "resample" the exactness rule forbids) fails the test above."""
+    orig = gumbel._exact_top
+
+    def resampling(words, u_row, c, c_f, k, src, forced):
+        fresh = np.array([src().next() for _ in range(words.shape[0])], np.uint64)
+        return orig(fresh, u_row, c, c_f, k, src, forced)
+
+    monkeypatch.setattr(gumbel, "_exact_top", resampling)
+    assert _continuation_winners(monkeypatch, False) != [0] * len(REFINE_SOURCES)
 
 
 # --------------------------------------------------------------------------- certified bounds

@@ -47,6 +47,25 @@ def _forced() -> bool:
     return bool(getattr(_force, "on", False))
 
 
+_PARALLEL_WORK = 1 << 16  # cells below which a kernel runs on the calling thread
+
+
+@contextlib.contextmanager
+def _threads(cells: int) -> Iterator[None]:
+    """Run a small parallel kernel on one thread: waking the thread team costs far more
+    than the work (milliseconds on a busy machine, for a handful of candidates).  Results
+    never depend on the thread count."""
+    if cells >= _PARALLEL_WORK:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
 # --------------------------------------------------------------------------- validation
 def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     """(float64 C-contiguous (rows, n) array -- possibly the caller's, never written to --,
@@ -73,7 +92,8 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     f2 = np.ascontiguousarray(f.reshape(1, -1) if one_d else f)
     umax = np.empty(f2.shape[0])
     bad = np.empty(f2.shape[0], np.uint8)
-    _ks.row_max(f2.reshape(-1), f2.shape[1], umax, bad)
+    with _threads(f2.size):
+        _ks.row_max(f2.reshape(-1), f2.shape[1], umax, bad)
     if bad.any():
         raise ValueError("utilities must be finite (no NaN or inf)")
     return f2, umax, one_d

@@ -16,6 +16,7 @@ from dpfast.selection._validate import (
     _check_utilities,
     _coefficient,
     _forced,
+    _threads,
 )
 from dpfast.selection.continuation import _exact_top
 
@@ -36,7 +37,8 @@ def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, umax: np.ndarray, c: 
     hi2 = np.empty(nseg)
     sp = np.empty(nseg, np.bool_)
     forced = _forced()
-    _ks.em_scan(m, flat, umax, n, _SEG, c_f, _ks.GTABLE, j1, lo1, hi1, hi2, sp)
+    with _threads(rows * n):
+        _ks.em_scan(m, flat, umax, n, _SEG, c_f, _ks.GTABLE, j1, lo1, hi1, hi2, sp)
     _ks.em_combine(nps, j1, lo1, hi1, hi2, sp, forced, out)
     pending = np.flatnonzero(out < 0)
     if pending.size:

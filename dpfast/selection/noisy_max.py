@@ -14,6 +14,7 @@ from dpfast.selection._validate import (
     _check_utilities,
     _coefficient,
     _forced,
+    _threads,
 )
 from dpfast.selection.continuation import _exact_top
 from dpfast.selection.gumbel import exponential
@@ -144,7 +145,9 @@ def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
         ok = np.empty(rows, np.bool_)
         nw = min(rows, 256)
         work = (np.empty((nw, k + 1)), np.empty((nw, k + 1)), np.empty((nw, k + 1), np.int64))
-        _ks.topk_scan(m, u2.reshape(-1), umax, n, k, c_f, _ks.GTABLE, forced, *work, out, ok)
+        with _threads(rows * n):
+            _ks.topk_scan(m, u2.reshape(-1), umax, n, k, c_f, _ks.GTABLE, forced, *work, out,
+                          ok)
         pending = np.flatnonzero(~ok)
     else:
         pending = np.arange(rows)

@@ -11,7 +11,7 @@ from dpfast import _exact
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
 from dpfast.selection._bits import _draw_words, _LazySource, _uniform_spans
-from dpfast.selection._validate import _SEG, _check_utilities, _coefficient, _forced
+from dpfast.selection._validate import _SEG, _check_utilities, _coefficient, _forced, _threads
 
 
 def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
@@ -77,7 +77,8 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
         flat = u2.reshape(-1)
         m = _draw_words(gen, rows * n)
         flags = np.empty(rows * n, np.uint8)
-        _ks.pf_flips(m, flat, umax, n, _SEG, c_f, _forced(), flags)
+        with _threads(rows * n):
+            _ks.pf_flips(m, flat, umax, n, _SEG, c_f, _forced(), flags)
         pending = np.flatnonzero(flags == _ks.PENDING)
         if pending.size:
             src = _LazySource(gen)
