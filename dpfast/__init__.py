@@ -51,6 +51,10 @@ _PUBLIC: dict[str, str] = {
     "advanced_composition": "dpfast.accounting",
     "optimal_composition": "dpfast.accounting",
     "parallel_composition": "dpfast.accounting",
+    # histograms (numpy-style)
+    "histogram": "dpfast.histogram",
+    "histogram2d": "dpfast.histogram",
+    "histogramdd": "dpfast.histogram",
     # budget
     "Budget": "dpfast.budget",
     "BudgetExceededError": "dpfast.budget",
@@ -62,7 +66,7 @@ _PUBLIC: dict[str, str] = {
 
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-    "dpsgd", "histogram", "events", "tables", "guidelines", "planning",
+    "dpsgd", "events", "tables", "metrics", "guidelines", "planning",
 }
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
