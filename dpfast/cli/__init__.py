@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 # name -> module; modules are imported only when their command runs or help is shown
 COMMANDS: dict[str, str] = {
     "demo": "dpfast.cli.demo",
+    "count": "dpfast.cli.count",
     "bench": "dpfast.cli.bench",
     "plan": "dpfast.cli.plan",
     "topdown": "dpfast.cli.topdown",

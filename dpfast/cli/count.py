@@ -1,0 +1,266 @@
+"""``dpfast count``: release a group-by count from raw records (CSV or Parquet).
+
+Example::
+
+    dpfast count visits.csv --key city --key age_band --id person --epsilon 1 \\
+        --delta 1e-6 --max-partitions 3 -o counts.csv
+
+reads one row per record, bounds each person's contribution (``--id``; without it every
+row is a different person), releases :func:`dpfast.tables.count` -- over the keys listed in
+``--domain`` (public keys), or chosen privately by thresholding (needs ``--delta``) -- and
+writes the table with 95% confidence intervals (``--alpha``).  Keys are read as text.  With
+``--ledger`` the release is charged to a budget ledger first (a new ledger needs
+``--budget-epsilon``; an existing one keeps its own definition); a refusal writes nothing
+and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from dpfast.cli import CliError, write_atomic
+
+HELP = "release a private group-by count table from a CSV/Parquet file of records"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="CSV or Parquet file, one row per record")
+    parser.add_argument("--key", action="append", required=True, metavar="COL",
+                        help="key column to group by (repeat for multi-column keys)")
+    parser.add_argument("--id", default=None, metavar="COL",
+                        help="privacy-id column (the person); default: every row is a "
+                             "different person")
+    parser.add_argument("--epsilon", type=float, required=True,
+                        help="privacy parameter epsilon of the release")
+    parser.add_argument("--delta", type=float, default=0.0,
+                        help="delta (needed without --domain: private partition selection)")
+    parser.add_argument("--max-partitions", type=int, default=1, metavar="K",
+                        help="keys kept per person (default 1)")
+    parser.add_argument("--max-per-partition", type=int, default=1, metavar="C",
+                        help="rows kept per person and key (default 1)")
+    parser.add_argument("--domain", default=None, metavar="FILE",
+                        help="CSV/Parquet file of the public keys (same column names as "
+                             "--key): exactly these keys are released")
+    parser.add_argument("--ledger", default=None, metavar="FILE",
+                        help="budget ledger to charge before any noise is drawn")
+    parser.add_argument("--budget-epsilon", type=float, default=None,
+                        help="epsilon of a NEW ledger (basic composition)")
+    parser.add_argument("--budget-delta", type=float, default=0.0,
+                        help="delta of a NEW ledger (default 0)")
+    parser.add_argument("--seed-key-file", default=None, metavar="FILE",
+                        help="file with a 32-byte key to replay the noise (whoever holds it "
+                             "can remove the noise: tests and audits only)")
+    parser.add_argument("--alpha", type=float, default=0.05,
+                        help="confidence intervals at level 1 - alpha (default 0.05)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="never show a progress bar")
+    parser.add_argument("-o", "--output", required=True,
+                        help="output file (.csv, or .parquet with pyarrow)")
+
+
+# ----------------------------------------------------------------------------- io
+def read_columns(path: str, columns: list[str], what: str = "input") -> dict[str, np.ndarray]:
+    """The named columns of a CSV (as text) or Parquet file."""
+    if not os.path.exists(path):
+        raise OSError(f"{what} file not found: {path}")
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise CliError("reading Parquet needs pyarrow: pip install 'dpfast[parquet]'") \
+                from exc
+        table = pq.read_table(path)
+        missing = [c for c in columns if c not in table.column_names]
+        if missing:
+            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
+        return {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
+    if ext not in (".csv", ".txt"):
+        raise CliError(f"{what} must be .csv or .parquet, got {path}")
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is in the test extra
+        pd = None
+    if pd is not None:
+        head = pd.read_csv(path, nrows=0)
+        missing = [c for c in columns if c not in head.columns]
+        if missing:
+            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
+        df = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False,
+                         engine="c")
+        return {c: df[c].to_numpy(dtype=object) for c in columns}
+    import csv  # pragma: no cover
+
+    with open(path, newline="") as fh:  # pragma: no cover
+        reader = csv.DictReader(fh)
+        missing = [c for c in columns if c not in (reader.fieldnames or [])]
+        if missing:
+            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
+        rows = list(reader)
+    return {c: np.array([r[c] for r in rows], dtype=object) for c in columns}  # pragma: no cover
+
+
+def _write(path: str, columns: dict[str, np.ndarray]) -> None:
+    parquet = path.lower().endswith(".parquet")
+
+    def write(tmp: str) -> None:
+        if parquet:
+            try:
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+            except ImportError as exc:
+                raise CliError("writing Parquet needs pyarrow: pip install "
+                               "'dpfast[parquet]'") from exc
+            pq.write_table(pa.table({k: np.asarray(v) for k, v in columns.items()}), tmp)
+            return
+        import csv
+
+        with open(tmp, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(list(columns))
+            w.writerows(zip(*(np.asarray(v).tolist() for v in columns.values())))
+
+    write_atomic(path, write)
+
+
+def _budget(args: argparse.Namespace) -> Any:
+    """The ledger's Budget: an existing file keeps its definition; a new one needs
+    --budget-epsilon."""
+    import dpfast
+
+    path = args.ledger
+    if path is None:
+        if args.budget_epsilon is not None:
+            raise CliError("--budget-epsilon needs --ledger")
+        return None
+    if os.path.exists(path):
+        definition = _ledger_definition(path)
+        kw: dict[str, Any] = {"accounting": definition["accounting"]}
+        if definition.get("orders"):
+            kw["orders"] = definition["orders"]
+        return dpfast.Budget(definition["epsilon"], definition["delta"], ledger=path, **kw)
+    if args.budget_epsilon is None:
+        raise CliError(f"ledger {path} does not exist: give --budget-epsilon (and "
+                       "--budget-delta) to create it")
+    return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=path,
+                         accounting="basic")
+
+
+def _ledger_definition(path: str) -> dict[str, Any]:
+    """The definition stored in a ledger file's ``meta`` table (read-only)."""
+    try:
+        conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'definition'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise CliError(f"ledger {path} is not a dpfast ledger ({exc})") from exc
+    if row is None:
+        raise CliError(f"ledger {path} is not a dpfast ledger (no definition)")
+    return dict(json.loads(row[0]))
+
+
+class _Progress:
+    """Stage progress on stderr (tqdm if installed), shown only for slow inputs."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self.bar = None
+        self.enabled = enabled
+        if enabled:
+            try:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc="dpfast count", unit="step",
+                                file=sys.stderr, leave=False)
+            except ImportError:
+                self.bar = None
+
+    def step(self, name: str) -> None:
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.set_postfix_str(name)
+            self.bar.update(1)
+        else:
+            print(f"dpfast count: {name}", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    import dpfast
+    from dpfast import tables
+
+    if not (args.epsilon > 0 and args.epsilon < float("inf")):
+        raise CliError("--epsilon must be a positive finite number")
+    if not 0 <= args.delta < 1:
+        raise CliError("--delta must be in [0, 1)")
+    if args.domain is None and args.delta == 0:
+        raise CliError("without --domain the keys are selected privately: give --delta > 0 "
+                       "(or the public keys with --domain)")
+    if not 0 < args.alpha < 1:
+        raise CliError("--alpha must be in (0, 1)")
+    for name in ("max_partitions", "max_per_partition"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')} must be >= 1")
+    if args.id is not None and args.id in args.key:
+        raise CliError("--id must not be a --key column")
+    key = None
+    if args.seed_key_file is not None:
+        with open(args.seed_key_file, "rb") as fh:
+            key = fh.read()
+        if len(key) != 32:
+            raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
+    budget = _budget(args)
+    t0 = time.perf_counter()
+    size = os.path.getsize(args.input) if os.path.exists(args.input) else 0
+    progress = _Progress(not args.no_progress and size > 50 * 2 ** 20, 3)
+    try:
+        cols = read_columns(args.input, args.key + ([args.id] if args.id else []))
+        slow = time.perf_counter() - t0 > 1.0
+        if slow and not progress.enabled and not args.no_progress:
+            progress = _Progress(True, 2)
+        progress.step("read")
+        keys = tuple(cols[c] for c in args.key) if len(args.key) > 1 else cols[args.key[0]]
+        if len(np.asarray(cols[args.key[0]])) == 0:
+            raise CliError(f"{args.input} has no rows")
+        domain = None
+        if args.domain is not None:
+            dcols = read_columns(args.domain, args.key, "domain")
+            domain = tuple(dcols[c] for c in args.key) if len(args.key) > 1 \
+                else dcols[args.key[0]]
+        try:
+            rel = tables.count(keys, cols[args.id] if args.id else None, epsilon=args.epsilon,
+                               delta=args.delta, max_partitions=args.max_partitions,
+                               max_per_partition=args.max_per_partition, domain=domain,
+                               rng=key, budget=budget, note=f"dpfast count {args.input}")
+        except dpfast.BudgetExceededError as exc:
+            raise CliError(f"budget refused the release (nothing written): {exc}", 1) \
+                from None
+        progress.step("released")
+        out = rel.to_columns(args.alpha)
+        names = list(out)
+        for j, c in enumerate(args.key):  # the caller's column names
+            out[c] = out.pop(names[j])
+        _write(args.output, {**{c: out[c] for c in args.key},
+                             **{k: v for k, v in out.items() if k not in args.key}})
+        progress.step("written")
+    finally:
+        progress.close()
+    thr = "" if rel.threshold is None else f", threshold {rel.threshold}"
+    print(f"released {len(rel)} keys to {args.output} ({rel.event}{thr}; "
+          f"{100 * (1 - args.alpha):g}% CI half-width {rel.law.halfwidth(args.alpha)})")
+    if budget is not None:
+        print(f"ledger {args.ledger}: {budget.remaining()}")
+    return 0
