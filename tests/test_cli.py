@@ -15,10 +15,12 @@ def dpfast_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_demo_small() -> None:
     lines: list[str] = []
-    demo_cmd.demo(cells=20_000, out=lines.append)
+    demo_cmd.demo(cells=20_000, people=5_000, out=lines.append)
     text = "\n".join(lines)
     for needle in ("discrete Laplace", "discrete Gaussian", "Laplace (2^k grid)",
-                   "Gaussian (2^k grid)", "cells/s", "privacy spent", "refused"):
+                   "Gaussian (2^k grid)", "cells/s", "privacy spent", "refused",
+                   "clinic visits", "measured vs truth", "CI coverage", "x numpy",
+                   "codes published"):
         assert needle in text
     assert "ERROR" not in text
 
@@ -50,7 +52,7 @@ def test_every_option_has_help() -> None:
 
 
 def test_bad_values_are_one_line_errors() -> None:
-    for args in (["demo", "--cells", "0"], ["demo", "--epsilon", "-1"],
+    for args in (["demo", "--cells", "-1"], ["demo", "--epsilon", "-1"],
                  ["demo", "--delta", "1.5"]):
         r = dpfast_cli(*args)
         assert r.returncode == 2, args

@@ -361,3 +361,22 @@ def test_accuracy_summary_with_and_without_truth() -> None:
     assert "measured vs truth" in str(s1)
     s2 = rel.accuracy(np.array([truth[k] for k in range(100)]))
     assert s2.mae == s1.mae
+
+
+def test_release_aggregates_exactly_the_bounded_table() -> None:
+    """With the same key, the noiseless release equals bound_contributions (also when a
+    domain changes the key codes): bounding depends on the key and each id's rows only."""
+    r = np.random.default_rng(10)
+    keys = np.array([f"k{v}" for v in r.integers(0, 30, 3000)])
+    ids = r.integers(0, 200, 3000)
+    vals = r.integers(0, 9, 3000)
+    u, counts, sums = dpt.bound_contributions(keys, ids, max_partitions=2,
+                                              max_per_partition=2, values=vals, rng=KEY)
+    dom = np.concatenate([u, ["zz-unused"]])[::-1]
+    rel = dpt.count(keys, ids, epsilon=BIG, max_partitions=2, max_per_partition=2,
+                    domain=dom, rng=KEY)
+    want = dict(zip(u.tolist(), counts.tolist()))
+    assert rel.counts.tolist() == [want.get(k, 0) for k in dom.tolist()]
+    s = dpt.sum(vals, keys, ids, bounds=(0, 8), epsilon=BIG, max_partitions=2,
+                max_per_partition=2, domain=u, rng=KEY)
+    assert np.array_equal(s.values, sums)

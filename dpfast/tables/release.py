@@ -92,8 +92,11 @@ class AccuracySummary:
     suppressed: int | None = None
 
     def __str__(self) -> str:
-        lines = [f"{self.n_keys} keys; noise law: mean |error| {self.expected_mae:.4g}, "
-                 f"RMSE {self.expected_rmse:.4g}, {100 * (1 - self.alpha):g}% CI "
+        if math.isnan(self.expected_mae):  # means: no closed form, the CI says it
+            law = ""
+        else:
+            law = (f"mean |error| {self.expected_mae:.4g}, RMSE {self.expected_rmse:.4g}, ")
+        lines = [f"{self.n_keys} keys; noise law: {law}{100 * (1 - self.alpha):g}% CI "
                  f"half-width {self.ci_halfwidth:.4g}"]
         if self.mae is not None:
             lines.append(f"measured vs truth: MAE {self.mae:.4g}, RMSE {self.rmse:.4g}, "
