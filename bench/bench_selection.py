@@ -1,8 +1,9 @@
 """Exact exponential mechanism vs naive numpy Gumbel-max, same run.
 
-Target (issue 5): ``dpfast.selection.exponential`` over 10^6 candidates and over a
-(1000, 1000) batch at least 1.0x the speed of ``argmax(u + rng.gumbel(size=...))`` with
-numpy's PCG64 (insecure and, for far-behind candidates, not even DP).  Ratio =
+Targets: ``dpfast.selection.exponential`` over 10^6 candidates at least 2.0x (issue 14)
+and over a (1000, 1000) batch at least 1.0x (issue 5) the speed of
+``argmax(u + rng.gumbel(size=...))`` with numpy's PCG64 (insecure and, for far-behind
+candidates, not even DP).  Ratio =
 numpy time / dpfast time (best of several repeats, measured interleaved).
 """
 
@@ -41,6 +42,7 @@ CASES = {
     "1e6 candidates": (10 ** 6,),
     "(1000, 1000) batch": (1000, 1000),
 }
+TARGET = {"1e6 candidates": 2.0, "(1000, 1000) batch": 1.0}
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -66,5 +68,5 @@ def test_exponential_vs_numpy_gumbel(benchmark, report, name) -> None:
     benchmark.extra_info.update({"dpfast_ms": t_ours * 1e3, "numpy_gumbel_ms": t_np * 1e3,
                                  "ratio_vs_numpy_gumbel": ratio})
     report(f"exponential {name}", f"dpfast {t_ours * 1e3:.2f} ms vs numpy argmax(u + gumbel) "
-           f"{t_np * 1e3:.2f} ms: {ratio:.2f}x (target >= 1.0x)")
+           f"{t_np * 1e3:.2f} ms: {ratio:.2f}x (target >= {TARGET[name]}x)")
     print(f"\nexponential {name}: {ratio:.2f}x numpy gumbel-max")

@@ -48,14 +48,19 @@ def _forced() -> bool:
 
 
 _PARALLEL_WORK = 1 << 16  # cells below which a kernel runs on the calling thread
+_MIN_PARALLEL_ROWS = 16  # rows below which row_max runs on the calling thread
+# the Gumbel scan costs ~2 ns per cell (most cells are skipped by one table lookup): a
+# 10^6-candidate scan takes ~2 ms on one thread, below the ~20 ms a parallel launch was
+# measured to wait for a worker on a loaded 2-core host
+_PARALLEL_SCAN = 1 << 22
 
 
 @contextlib.contextmanager
-def _threads(cells: int) -> Iterator[None]:
-    """Run a small parallel kernel on one thread: waking the thread team costs far more
-    than the work (milliseconds on a busy machine, for a handful of candidates).  Results
-    never depend on the thread count."""
-    if cells >= _PARALLEL_WORK:
+def _threads(cells: int, threshold: int = _PARALLEL_WORK) -> Iterator[None]:
+    """Run a parallel kernel on one thread below ``threshold`` cells: waking the thread
+    team costs more than the work (milliseconds on a busy machine, where a worker waits
+    for a time slice).  Results never depend on the thread count."""
+    if cells >= threshold:
         yield
         return
     old = numba.get_num_threads()
@@ -92,7 +97,9 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     f2 = np.ascontiguousarray(f.reshape(1, -1) if one_d else f)
     umax = np.empty(f2.shape[0])
     bad = np.empty(f2.shape[0], np.uint8)
-    with _threads(f2.size):
+    # parallel over rows only: a few long rows run on the calling thread (a 10^6-candidate
+    # row takes ~1 ms; waking the team for one busy worker cost up to 15 ms when loaded)
+    with _threads(f2.size if f2.shape[0] >= _MIN_PARALLEL_ROWS else 0):
         _ks.row_max(f2.reshape(-1), f2.shape[1], umax, bad)
     if bad.any():
         raise ValueError("utilities must be finite (no NaN or inf)")

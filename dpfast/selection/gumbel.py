@@ -11,6 +11,7 @@ from dpfast import random as _random
 from dpfast._kernels import selection as _ks
 from dpfast.selection._bits import _draw_words, _LazySource
 from dpfast.selection._validate import (
+    _PARALLEL_SCAN,
     _SEG,
     _check_flag,
     _check_utilities,
@@ -37,7 +38,7 @@ def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, umax: np.ndarray, c: 
     hi2 = np.empty(nseg)
     sp = np.empty(nseg, np.bool_)
     forced = _forced()
-    with _threads(rows * n):
+    with _threads(rows * n, _PARALLEL_SCAN):
         _ks.em_scan(m, flat, umax, n, _SEG, c_f, _ks.GTABLE, j1, lo1, hi1, hi2, sp)
     _ks.em_combine(nps, j1, lo1, hi1, hi2, sp, forced, out)
     pending = np.flatnonzero(out < 0)
