@@ -109,13 +109,16 @@ def reference_filter(thresholds, rule, cost_rows):
         ((1.0, -1e-9), {"accounting": "basic"}, ValueError, "delta"),
         ((1.0, 1.0), {"accounting": "basic"}, ValueError, "delta"),
         ((1.0, math.nan), {"accounting": "basic"}, ValueError, "delta"),
-        ((1.0, None), {"accounting": "basic"}, TypeError, "delta"),
-        ((1.0,), {}, ValueError, "delta"),  # rdp needs delta > 0
+        ((1.0, "0"), {"accounting": "basic"}, TypeError, "delta"),
+        ((1.0,), {"accounting": "rdp"}, ValueError, "delta"),  # rdp needs delta > 0
+        ((1.0, 0.0), {"accounting": "advanced"}, ValueError, "delta"),
+        ((0.03, 1e-6), {"orders": [2.0, 4.0]}, ValueError, "born exhausted"),
         ((1.0, 0.0), {"accounting": "zcdp"}, ValueError, "delta"),
         ((1.0, 1e-6), {"accounting": "RDP"}, ValueError, "accounting"),
         ((1.0, 1e-6), {"accounting": 3}, TypeError, "accounting"),
         ((1.0, 1e-6), {"orders": [1.0, 2.0]}, ValueError, "orders"),
-        ((1.0, 1e-6), {"orders": [2.0, math.inf]}, ValueError, "orders"),
+        ((1.0, 1e-6), {"orders": [2.0, math.nan]}, ValueError, "orders"),
+        ((1.0, 1e-6), {"orders": [2.0, True]}, TypeError, "orders"),
         ((1.0, 1e-6), {"orders": []}, ValueError, "orders"),
         ((1.0, 1e-6), {"orders": [2.0, 2.0]}, ValueError, "orders"),
         ((1.0, 1e-6), {"orders": "2"}, TypeError, "orders"),
@@ -132,8 +135,8 @@ def test_constructor_validation(args, kwargs, exc, match):
 
 
 def test_numpy_scalars_and_orders_accepted():
-    b = Budget(np.float64(1.0), np.float32(1e-6), orders=np.array([2, 4.5, 3]))
-    assert b.epsilon == 1.0 and b.orders == (2.0, 3.0, 4.5)
+    b = Budget(np.float64(1.0), np.float32(1e-6), orders=np.array([64, 128.5, 96]))
+    assert b.epsilon == 1.0 and b.orders == (64.0, 96.0, 128.5)
     assert isinstance(b.epsilon, float)
 
 
@@ -368,11 +371,23 @@ def test_zcdp_gaussian_cost_by_hand():
 # --------------------------------------------------------------------------- RDP
 
 
+def live_orders(b):
+    """(alpha, cap) of the live finite orders of an rdp budget, and their number m."""
+    out = [
+        (a, c)
+        for a, c in zip(b.orders, b.thresholds, strict=True)
+        if math.isfinite(a) and c != -math.inf
+    ]
+    return out, len(out)
+
+
 @pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.5, 1e-8), (8.0, 1e-5)])
 def test_rdp_thresholds_by_hand(epsilon, delta):
     b = Budget(epsilon, delta)
-    m = len(DEFAULT_ORDERS)
-    for alpha, cap in zip(b.orders, b.thresholds, strict=True):
+    live, m = live_orders(b)
+    assert 0 < m < len(DEFAULT_ORDERS) - 1  # some orders are dead for these budgets
+    assert b.orders[-1] == math.inf and b.thresholds[-1] == epsilon  # the pure member
+    for alpha, cap in live:
         # CKS20 Prop. 12 maps (alpha, cap)-RDP to (epsilon, <= delta/m)-DP ...
         assert mp_delta_of_rdp(alpha, cap, epsilon) <= mpmath.mpf(delta) / m
         # ... and cap is the largest such value (up to its rounding down)
@@ -383,16 +398,23 @@ def test_rdp_thresholds_by_hand(epsilon, delta):
         closed = (
             epsilon + (math.log(delta / m) + math.log(alpha)) / (alpha - 1) - math.log1p(-1 / alpha)
         )
-        assert cap == pytest.approx(closed, rel=1e-12, abs=1e-12)
+        assert cap == pytest.approx(closed, rel=1e-12, abs=1e-12) and cap > 0
+    # an order is dead iff its cap with delta split over all finite orders is not positive
+    n_finite = len(DEFAULT_ORDERS) - 1
+    for alpha, cap in zip(b.orders[:-1], b.thresholds[:-1], strict=True):
+        first = (
+            epsilon
+            + (math.log(delta / n_finite) + math.log(alpha)) / (alpha - 1)
+            - math.log1p(-1 / alpha)
+        )
+        assert (cap == -math.inf) == (first <= 0)
 
 
 def test_rdp_thresholds_match_dp_accounting_conversion():
     rdp_mod = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
     b = Budget(2.0, 1e-6)
-    m = len(b.orders)
-    for alpha, cap in zip(b.orders, b.thresholds, strict=True):
-        if cap <= 0:
-            continue
+    live, m = live_orders(b)
+    for alpha, cap in live:
         eps, _ = rdp_mod.compute_epsilon([alpha], [cap], 1e-6 / m)
         assert eps == pytest.approx(2.0, abs=1e-12)
 
@@ -402,11 +424,11 @@ def test_rdp_identical_gaussians_count_by_hand():
     sigma = 7.3
     epsilon, delta = 2.0, 1e-6
     b = Budget(epsilon, delta)
-    m = len(DEFAULT_ORDERS)
+    live, m = live_orders(b)
     with mpmath.workprec(200):
         s2 = mpmath.mpf(sigma) ** 2
         counts = []
-        for alpha in DEFAULT_ORDERS:
+        for alpha, _ in live:
             a = mpmath.mpf(alpha)
             cap = (
                 epsilon
@@ -469,20 +491,34 @@ def test_rdp_at_least_one_order_rule_and_reference():
 
 
 def test_rdp_remaining_epsilon_charge_fits():
-    b = Budget(1.0, 1e-6)
-    for _ in range(3):
-        b.spend(ev.Gaussian(20.0))
+    def fresh():
+        b = Budget(1.0, 1e-6)
+        for _ in range(3):
+            b.spend(ev.Gaussian(20.0))
+        return b
+
+    b = fresh()
     rem = b.remaining()
     assert isinstance(rem, Remaining) and rem.orders == DEFAULT_ORDERS
-    assert rem.epsilon == max(rem.rdp) > 0
-    # any rem.epsilon-DP mechanism fits (up to the accountant's rounding up)
-    b.spend(ev.Epsilon(rem.epsilon * (1 - 1e-9)))
-    # every alive order of the final state converts to (epsilon, delta/m) non-adaptively
+    # remaining().epsilon is exactly the filter's answer: Epsilon(rem.epsilon) fits ...
+    b.spend(ev.Epsilon(rem.epsilon))
+    # ... and the next double does not
+    with pytest.raises(BudgetExceededError):
+        fresh().spend(ev.Epsilon(math.nextafter(rem.epsilon, math.inf)))
+    # the same for the smallest Gaussian noise multiplier
+    g = fresh()
+    sigma = g.remaining().sigma
+    assert 1 < sigma < math.inf
+    with pytest.raises(BudgetExceededError):
+        g.spend(ev.Gaussian(math.nextafter(sigma, 0.0)))
+    g.spend(ev.Gaussian(sigma))
+    # every live order of the final state converts to (epsilon, delta/m) non-adaptively
     rdp_mod = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
     spent = b.spent().rdp
-    m = len(DEFAULT_ORDERS)
+    live, m = live_orders(b)
+    caps = dict(live)
     alive = [
-        (a, s) for a, s, c in zip(DEFAULT_ORDERS, spent, b.thresholds, strict=True) if s <= c
+        (a, s) for a, s in zip(b.orders, spent, strict=True) if a in caps and s <= caps[a]
     ]
     assert alive
     for a, s in alive:
@@ -523,8 +559,7 @@ def test_caps_agree_with_dpfast_conversions(epsilon, delta):
     assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-12)
     assert zcdp_epsilon(rho * (1 + 1e-9), delta) > epsilon
     b = Budget(epsilon, delta)
-    m = len(b.orders)
-    for alpha, cap in zip(b.orders, b.thresholds, strict=True):
-        if cap > 0:
-            eps, _ = epsilon_from_rdp([alpha], [cap], delta / m)
-            assert eps == pytest.approx(epsilon, rel=1e-12)
+    live, m = live_orders(b)
+    for alpha, cap in live:
+        eps, _ = epsilon_from_rdp([alpha], [cap], delta / m)
+        assert eps == pytest.approx(epsilon, rel=1e-12)

@@ -7,6 +7,7 @@ Processes use ``fork`` on Linux with Python < 3.12 (fast) and ``spawn`` otherwis
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import pathlib
@@ -52,20 +53,25 @@ def test_new_ledger_is_wal_sqlite_with_meta(tmp_path):
     try:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         meta = dict(con.execute("SELECT key, value FROM meta"))
-        assert meta["format"] == "dpfast-ledger" and meta["version"] == "1"
+        assert meta["format"] == "dpfast-ledger" and meta["version"] == "2"
         assert json.loads(meta["definition"]) == {
             "accounting": "basic",
             "delta": 1e-06,
             "epsilon": 1.0,
             "orders": None,
         }
-        rows = con.execute("SELECT id, analyst, event, epsilon, delta FROM charges").fetchall()
+        rows = con.execute(
+            "SELECT id, analyst, event, cost, status, user, host, pid FROM charges"
+        ).fetchall()
         assert [r[0] for r in rows] == [1, 2, 3]
         assert json.loads(rows[0][2]) == {"type": "Epsilon", "epsilon": 2.0**-12}
-        assert rows[0][3:] == (2.0**-12, 0.0)
+        assert json.loads(rows[0][3]) == [2.0**-12, 0.0]
+        assert rows[0][4] == "charged" and rows[0][7] == os.getpid()
+        assert rows[0][5] and rows[0][6]  # OS user and host recorded
+        assert con.execute("SELECT version FROM migrations").fetchall() == [(2,)]
         # the audit log is append-only
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            con.execute("UPDATE charges SET epsilon = 0")
+            con.execute("UPDATE charges SET cost = '[0.0, 0.0]'")
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             con.execute("DELETE FROM charges")
         with pytest.raises(sqlite3.DatabaseError, match="immutable"):
@@ -103,7 +109,7 @@ def test_reopen_resumes(tmp_path, accounting):
         {"delta": 1e-7},
         {"delta": 0.0, "accounting": "basic"},
         {"accounting": "zcdp"},
-        {"orders": (2.0, 4.0)},
+        {"orders": (64.0, 128.0, math.inf)},
     ],
 )
 def test_different_definition_raises_and_changes_nothing(tmp_path, kwargs):
@@ -111,7 +117,7 @@ def test_different_definition_raises_and_changes_nothing(tmp_path, kwargs):
     Budget(1.0, 1e-6, ledger=path).close()
     before = path.read_bytes()
     args = {"epsilon": 1.0, "delta": 1e-6, "accounting": "rdp"} | kwargs
-    with pytest.raises(ValueError, match="definition"):
+    with pytest.raises(LedgerError, match="definition"):
         Budget(
             args.pop("epsilon"),
             args.pop("delta"),
@@ -307,7 +313,7 @@ def test_concurrent_creation_of_one_ledger(tmp_path):
     for p in procs:
         p.join(timeout=60)
     # whoever created it first fixed the definition; the other definition is refused
-    assert outcomes in (["ValueError"] + ["ok"] * (n - 1), ["ValueError"] * (n - 1) + ["ok"])
+    assert outcomes in (["LedgerError"] + ["ok"] * (n - 1), ["LedgerError"] * (n - 1) + ["ok"])
     winner = 1.0 if outcomes.count("ok") == n - 1 else 2.0
     b = Budget(winner, accounting="basic", ledger=path)
     assert len(b.history()) == outcomes.count("ok")

@@ -1,0 +1,73 @@
+"""Exact arithmetic for the budget filters: sums of doubles kept as integers, safe rounding.
+
+Every finite double is an integer multiple of ``2**-1074`` and every product of two
+doubles an integer multiple of ``2**-2148``, so the filters keep their running sums as
+Python integers in those units and compare them with their caps without rounding.
+Irrational caps (logarithms) are evaluated with mpmath at 200 bits and rounded to
+the safe side.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+
+import mpmath
+
+__all__ = ["UNIT_EXP", "exact", "float_down", "float_up", "mp_float_down", "mp_fraction_up"]
+
+UNIT_EXP = 1074
+
+
+def exact(x: float) -> int:
+    """``x`` (finite) as an exact integer multiple of ``2**-1074``."""
+    num, den = x.as_integer_ratio()
+    return num << (UNIT_EXP + 1 - den.bit_length())
+
+
+def float_down(n: int, unit_exp: int = UNIT_EXP) -> float:
+    """Largest double ``<=`` the exact value ``n * 2**-unit_exp``."""
+    value = Fraction(n, 1 << unit_exp)
+    try:
+        f = n / (1 << unit_exp)  # correctly rounded int/int division
+    except OverflowError:
+        return sys.float_info.max if n > 0 else -math.inf
+    if Fraction(f) > value:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def float_up(n: int, unit_exp: int = UNIT_EXP) -> float:
+    """Smallest double ``>=`` the exact value ``n * 2**-unit_exp``."""
+    value = Fraction(n, 1 << unit_exp)
+    try:
+        f = n / (1 << unit_exp)
+    except OverflowError:
+        return math.inf if n > 0 else -sys.float_info.max
+    if Fraction(f) < value:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def mp_float_down(value: mpmath.mpf) -> float:
+    """A double certainly ``<=`` the real number approximated by ``value``.
+
+    ``value`` is computed at 200 bits; a relative margin of ``2**-150`` covers its
+    error, then the conversion is rounded down.
+    """
+    with mpmath.workprec(200):
+        safe = value - abs(value) * mpmath.mpf(2) ** -150 - mpmath.mpf(2) ** -1100
+        f = float(safe)
+        if mpmath.mpf(f) > safe:
+            f = math.nextafter(f, -math.inf)
+    return f
+
+
+def mp_fraction_up(value: mpmath.mpf) -> Fraction:
+    """An exact rational certainly ``>=`` the real number approximated by ``value``
+    (computed at 200 bits; a relative margin of ``2**-150`` covers its error)."""
+    with mpmath.workprec(200):
+        safe = value + abs(value) * mpmath.mpf(2) ** -150 + mpmath.mpf(2) ** -1100
+        man, exp = safe.man_exp
+        return Fraction(int(man)) * (Fraction(2) ** int(exp))

@@ -1,0 +1,417 @@
+"""Privacy filters: the rule that admits or refuses each charge of a :class:`~dpfast.Budget`.
+
+A filter knows, for one accounting, how much an event costs (a tuple of floats,
+stored in the ledger), how to keep the running totals exactly, whether a new charge
+fits, and how to describe what is left.  The :class:`~dpfast.Budget` only composes a
+filter with the ledger.  **Where to add a filter:** subclass :class:`Filter` in a new
+module of this package (costs, state, fit test, what is left, the refusal text and a
+*Privacy* section with the proof), register it in :data:`FILTERS`, and add a line for
+its ledger definition in ``docs/design.md``.
+
+This module holds the base class and the two one-constraint filters
+(:class:`BasicFilter`, :class:`ZcdpFilter`); :mod:`.rdp` and :mod:`.advanced` hold
+the others.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import struct
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import mpmath
+
+from dpfast.accounting import events as _events
+
+from . import _exact
+from .records import Cost, Remaining
+
+__all__ = ["Filter", "Sums", "BasicFilter", "ZcdpFilter"]
+
+
+class Sums:
+    """Exact running sums of non-negative float costs (integers in units of 2**-1074);
+    a dimension that received ``inf`` is marked infinite."""
+
+    __slots__ = ("values", "infinite")
+
+    def __init__(self, dims: int) -> None:
+        self.values = [0] * dims
+        self.infinite = [False] * dims
+
+    def copy(self) -> Sums:
+        new = Sums(0)
+        new.values = list(self.values)
+        new.infinite = list(self.infinite)
+        return new
+
+    def add(self, costs: Sequence[float]) -> None:
+        for k, c in enumerate(costs):
+            if math.isinf(c):
+                self.infinite[k] = True
+            else:
+                self.values[k] += _exact.exact(c)
+
+    def fits_each(self, costs: Sequence[float], limits: Sequence[int]) -> list[bool]:
+        """Per dimension: does the sum plus ``costs`` stay ``<=`` the limit?"""
+        return [
+            not (math.isinf(c) or self.infinite[k]) and self.values[k] + _exact.exact(c) <= lim
+            for k, (c, lim) in enumerate(zip(costs, limits, strict=True))
+        ]
+
+    def left(self, limits: Sequence[int]) -> tuple[float, ...]:
+        """Per dimension: limit minus sum, rounded down (``-inf`` if infinite)."""
+        return tuple(
+            -math.inf if self.infinite[k] else _exact.float_down(lim - self.values[k])
+            for k, lim in enumerate(limits)
+        )
+
+    def totals(self) -> tuple[float, ...]:
+        """Per dimension: the sum, rounded up."""
+        return tuple(
+            math.inf if self.infinite[k] else _exact.float_up(v)
+            for k, v in enumerate(self.values)
+        )
+
+
+def _bits(x: float) -> int:
+    return int(struct.unpack("<q", struct.pack("<d", x))[0])
+
+
+def _float(bits: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
+
+
+def _largest_true(pred: Callable[[float], bool], lo: float, hi: float) -> float:
+    """Largest double in ``[lo, hi)`` with ``pred`` true, given ``pred(lo)`` true, ``pred(hi)``
+    false and ``pred`` monotone (true then false); bisection on the bit patterns."""
+    a, b = _bits(lo), _bits(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if pred(_float(mid)):
+            a = mid
+        else:
+            b = mid
+    return _float(a)
+
+
+class Filter(abc.ABC):
+    """Base class of the privacy filters (one per accounting).
+
+    Parameters
+    ----------
+    epsilon, delta : float
+        The budget: the whole interaction is ``(epsilon, delta)``-DP.
+    """
+
+    accounting: ClassVar[str]
+
+    def __init__(self, epsilon: float, delta: float) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self._cache: dict[Any, tuple[float, ...]] = {}
+
+    # -- what a subclass defines --------------------------------------------
+
+    #: The filter's caps in its own units (rounded down).
+    thresholds: tuple[float, ...]
+
+    def definition(self) -> dict[str, Any]:
+        """The ledger definition: what a ledger stores and reopening must match."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "accounting": self.accounting,
+            "orders": None,
+        }
+
+    @abc.abstractmethod
+    def compute_costs(self, event: Any) -> tuple[float, ...]:
+        """The event's cost tuple (ValueError if this accounting cannot charge it)."""
+
+    @abc.abstractmethod
+    def new_state(self) -> Any:
+        """Running totals of no charge."""
+
+    @abc.abstractmethod
+    def add(self, state: Any, costs: Sequence[float]) -> None:
+        """Add one accepted charge to ``state`` (exactly)."""
+
+    @abc.abstractmethod
+    def fits(self, state: Any, costs: Sequence[float]) -> bool:
+        """Would a charge of ``costs`` be accepted after the charges in ``state``?"""
+
+    @abc.abstractmethod
+    def cost_record(self, costs: Sequence[float]) -> Cost:
+        """The :class:`Cost` of one charge."""
+
+    @abc.abstractmethod
+    def refusal(self, state: Any, costs: Sequence[float]) -> str:
+        """Why a charge of ``costs`` does not fit (one sentence with numbers)."""
+
+    @abc.abstractmethod
+    def spent(self, state: Any) -> Cost:
+        """The totals so far, with the ``(epsilon, delta)`` the accounting certifies."""
+
+    @abc.abstractmethod
+    def left(self, state: Any) -> dict[str, Any]:
+        """Mode-specific fields of :class:`Remaining` (``delta``, ``orders``, ``rdp``...)."""
+
+    # -- shared ----------------------------------------------------------------
+
+    def costs(self, event: Any) -> tuple[float, ...]:
+        """:meth:`compute_costs`, validated and cached (events are frozen and hashable)."""
+        try:
+            return self._cache[event]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable field: compute every time
+            return self._checked(event)
+        costs = self._checked(event)
+        if len(self._cache) >= 1024:
+            self._cache.clear()
+        self._cache[event] = costs
+        return costs
+
+    def _checked(self, event: Any) -> tuple[float, ...]:
+        costs = tuple(float(c) for c in self.compute_costs(event))
+        for c in costs:
+            if math.isnan(c) or c < 0:
+                raise ValueError(f"the accountant returned an invalid cost {c!r} for {event!r}")
+        return costs
+
+    def row_costs(self, values: Sequence[Any]) -> tuple[float, ...]:
+        """Costs as stored in a ledger row, checked (ValueError when damaged)."""
+        costs = tuple(float(v) for v in values)
+        if len(costs) != len(self.thresholds):
+            raise ValueError(f"cost has {len(costs)} entries, the filter {len(self.thresholds)}")
+        for c in costs:
+            if math.isnan(c) or c < 0:
+                raise ValueError(f"invalid cost {c!r}")
+        return costs
+
+    def largest_pure_epsilon(self, state: Any) -> float:
+        """Largest ``e`` such that a charge of ``events.Epsilon(e)`` fits now (0.0 if none)."""
+
+        def ok(e: float) -> bool:
+            return self.fits(state, self._checked(_events.Epsilon(e)))
+
+        if not ok(0.0):
+            return 0.0
+        hi = max(self.epsilon, 2.0**-1000)
+        while ok(hi):
+            if hi > 1e300:
+                return hi
+            hi *= 2.0
+        return _largest_true(ok, 0.0, hi)
+
+    def smallest_gaussian_sigma(self, state: Any) -> float:
+        """Smallest noise multiplier ``s`` such that ``events.Gaussian(s)`` fits (inf if none)."""
+
+        def ok(s: float) -> bool:
+            return self.fits(state, self._checked(_events.Gaussian(s)))
+
+        try:
+            if not ok(1e150):
+                return math.inf
+        except ValueError:  # this accounting cannot charge a Gaussian
+            return math.inf
+        lo = 1.0
+        while ok(lo):
+            if lo < 1e-150:
+                return lo
+            lo /= 2.0
+        hi = lo
+        while not ok(hi):
+            hi *= 2.0
+        # smallest true in (lo, hi]: largest true of the reversed predicate
+        a, b = _bits(lo), _bits(hi)
+        while b - a > 1:
+            mid = (a + b) // 2
+            if ok(_float(mid)):
+                b = mid
+            else:
+                a = mid
+        return _float(b)
+
+    def remaining(self, state: Any) -> Remaining:
+        """What is left (see :class:`Remaining`)."""
+        eps = self.largest_pure_epsilon(state)
+        sigma = self.smallest_gaussian_sigma(state)
+        rho = None
+        if math.isfinite(sigma):
+            s = Fraction(sigma)
+            rho = _exact.float_down(int(Fraction(1) / (2 * s * s) * (1 << _exact.UNIT_EXP)))
+        fields: dict[str, Any] = {"delta": self.delta, "rho": rho}
+        fields.update(self.left(state))
+        exhausted = not self.fits(state, self._checked(_events.Epsilon(5e-324)))
+        return Remaining(
+            accounting=self.accounting,
+            epsilon=eps,
+            sigma=sigma,
+            exhausted=exhausted,
+            **fields,
+        )
+
+
+class BasicFilter(Filter):
+    r"""Basic composition: sums of epsilons and of deltas.
+
+    Costs: ``(epsilon_i, delta_i)`` from :func:`dpfast.accounting.pure.approx_dp`.
+
+    Privacy
+    -------
+    A charge is accepted iff :math:`\sum_i \varepsilon_i \le \varepsilon` and
+    :math:`\sum_i \delta_i \le \delta` over the accepted charges including it.  Basic
+    composition remains valid as a filter when the mechanisms and their parameters are
+    chosen fully adaptively (Rogers, Roth, Ullman, Vadhan 2016, Theorem 3.6): the
+    transcript is :math:`(\varepsilon, \delta)`-DP.  With :math:`\delta = 0` it is pure
+    :math:`\varepsilon`-DP: the privacy loss of each step is bounded by its
+    :math:`\varepsilon_i` pointwise, so the total is bounded by the sum pointwise.
+    """
+
+    accounting = "basic"
+
+    def __init__(self, epsilon: float, delta: float) -> None:
+        super().__init__(epsilon, delta)
+        self.thresholds = (epsilon, delta)
+        self._limits = [_exact.exact(epsilon), _exact.exact(delta)]
+
+    def compute_costs(self, event: Any) -> tuple[float, ...]:
+        from dpfast.accounting.pure import approx_dp
+
+        eps, dlt = approx_dp(event)
+        return (float(eps), float(dlt))
+
+    def new_state(self) -> Sums:
+        return Sums(2)
+
+    def add(self, state: Sums, costs: Sequence[float]) -> None:
+        state.add(costs)
+
+    def fits(self, state: Sums, costs: Sequence[float]) -> bool:
+        return all(state.fits_each(costs, self._limits))
+
+    def cost_record(self, costs: Sequence[float]) -> Cost:
+        return Cost(epsilon=costs[0], delta=costs[1])
+
+    def refusal(self, state: Sums, costs: Sequence[float]) -> str:
+        eps, dlt = state.left(self._limits)
+        return (
+            f"charge of (epsilon={costs[0]!r}, delta={costs[1]!r}) exceeds the "
+            f"remaining budget (epsilon={eps!r}, delta={dlt!r})"
+        )
+
+    def spent(self, state: Sums) -> Cost:
+        eps, dlt = state.totals()
+        return Cost(epsilon=eps, delta=dlt)
+
+    def left(self, state: Sums) -> dict[str, Any]:
+        return {"delta": state.left(self._limits)[1], "rho": None}
+
+
+def zcdp_cap(epsilon: float, delta: float) -> tuple[float, float]:
+    """Largest certified ``rho`` with ``rho``-zCDP => ``(epsilon, delta)``-DP, and its order.
+
+    ``rho``-zCDP is ``(alpha, alpha*rho)``-RDP at every order, so by CKS20 Prop. 12 any
+    ``alpha > 1`` certifies ``rho = B_alpha(epsilon, delta)/alpha`` (CKS20 Cor. 13 solved
+    for ``rho``).  The best ``alpha`` is found in floating point; the value at that
+    ``alpha`` is evaluated at 200 bits and rounded down, so the result is valid whatever
+    ``alpha`` was found.
+    """
+
+    def f(u: float) -> float:  # -B_alpha/alpha at alpha = 1 + exp(u), floats
+        a = 1.0 + math.exp(u)
+        b = epsilon + (math.log(delta) + math.log(a)) / (a - 1.0) - math.log1p(-1.0 / a)
+        return -b / a
+
+    grid = [-12.0 + 0.01 * i for i in range(5601)]  # alpha - 1 in [6e-6, 2.6e19]
+    vals = [f(u) for u in grid]
+    i = min(range(len(grid)), key=vals.__getitem__)
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(80):
+        if f(c) < f(d):
+            hi = d
+        else:
+            lo = c
+        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    alpha = 1.0 + math.exp((lo + hi) / 2.0)
+    with mpmath.workprec(200):
+        rho = _exact.mp_float_down(rdp_cap(epsilon, delta, alpha) / mpmath.mpf(alpha))
+    return rho, alpha
+
+
+def rdp_cap(epsilon: float, delta: Any, alpha: float) -> mpmath.mpf:
+    """``B`` with ``(alpha, B)``-RDP => ``(epsilon, delta)``-DP (CKS20 Prop. 12), 200 bits.
+
+    ``B = epsilon + (log(delta) + log(alpha)) / (alpha - 1) - log(1 - 1/alpha)``.
+    """
+    with mpmath.workprec(200):
+        a = mpmath.mpf(alpha)
+        return (
+            mpmath.mpf(epsilon)
+            + (mpmath.log(mpmath.mpf(delta)) + mpmath.log(a)) / (a - 1)
+            - mpmath.log(1 - 1 / a)
+        )
+
+
+class ZcdpFilter(Filter):
+    r"""A zCDP filter: the sum of the charges' rho stays below the budget's rho.
+
+    Costs: ``(rho_i,)`` from :func:`dpfast.accounting.zcdp.zcdp_rho`.
+
+    Privacy
+    -------
+    A charge of :math:`\rho_i`-zCDP is accepted iff :math:`\sum_i \rho_i \le \rho_B`,
+    where :math:`\rho_B = \max_{\alpha>1} B_\alpha(\varepsilon,\delta)/\alpha` is the
+    largest :math:`\rho` whose conversion by CKS20 Cor. 13 gives
+    :math:`(\varepsilon,\delta)`-DP (evaluated at the optimising :math:`\alpha` and
+    rounded down).  zCDP filters are valid under full adaptivity (Whitehouse, Ramdas,
+    Rogers, Wu 2023; a Renyi filter at every order at once, Feldman & Zrnic 2021), so
+    the transcript is :math:`\rho_B`-zCDP and hence :math:`(\varepsilon,\delta)`-DP.
+    """
+
+    accounting = "zcdp"
+
+    def __init__(self, epsilon: float, delta: float) -> None:
+        super().__init__(epsilon, delta)
+        rho, self.alpha = zcdp_cap(epsilon, delta)
+        self.thresholds = (rho,)
+        self._limits = [_exact.exact(rho)]
+
+    def compute_costs(self, event: Any) -> tuple[float, ...]:
+        from dpfast.accounting.zcdp import zcdp_rho
+
+        return (float(zcdp_rho(event)),)
+
+    def new_state(self) -> Sums:
+        return Sums(1)
+
+    def add(self, state: Sums, costs: Sequence[float]) -> None:
+        state.add(costs)
+
+    def fits(self, state: Sums, costs: Sequence[float]) -> bool:
+        return all(state.fits_each(costs, self._limits))
+
+    def cost_record(self, costs: Sequence[float]) -> Cost:
+        return Cost(rho=costs[0])
+
+    def refusal(self, state: Sums, costs: Sequence[float]) -> str:
+        (rho,) = state.left(self._limits)
+        return f"charge of rho={costs[0]!r} exceeds the remaining zCDP budget rho={rho!r}"
+
+    def spent(self, state: Sums) -> Cost:
+        from dpfast.accounting.zcdp import zcdp_epsilon
+
+        (rho,) = state.totals()
+        eps = zcdp_epsilon(rho, self.delta) if rho > 0 else 0.0
+        return Cost(epsilon=min(eps, self.epsilon), delta=self.delta, rho=rho)
+
+    def left(self, state: Sums) -> dict[str, Any]:
+        (rho,) = state.left(self._limits)
+        return {"rho": max(rho, 0.0) if not math.isinf(rho) else None}

@@ -1,0 +1,362 @@
+"""The SQLite ledger: create, open and check a ledger file, read and append rows,
+verify the hash chain.
+
+A ledger is a SQLite database (WAL, ``synchronous=FULL``) with the tables of
+:mod:`dpfast.budget.schema`.  Files are created owner-only (mode 0600, and SQLite gives
+the ``-wal``/``-shm`` files the mode of the database) whatever the umask, and a
+ledger that other users can write is refused.  Rows form a hash chain: each stores
+the SHA-256 of the previous row's hash and its own content, and the first row's
+``prev`` is derived from the ledger's definition, so deleting, editing or reordering
+rows -- or truncating the log -- is detected when the ledger is opened.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import secrets
+import sqlite3
+import stat
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import migrations, schema
+from .records import LedgerError
+
+__all__ = ["Chain", "LedgerFile", "check_permissions", "read_meta"]
+
+
+def connect(target: str, timeout: float, *, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(
+        target,
+        timeout=timeout,
+        isolation_level=None,  # explicit BEGIN IMMEDIATE / COMMIT
+        check_same_thread=False,  # guarded by the Budget's lock
+        uri=uri,
+    )
+
+
+def _init_schema(conn: sqlite3.Connection, definition_text: str) -> None:
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in schema.SCHEMA:
+            conn.execute(statement)
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        conn.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("format", schema.FORMAT),
+                ("version", str(schema.FORMAT_VERSION)),
+                ("definition", definition_text),
+                ("created", now),
+            ],
+        )
+        conn.execute(
+            "INSERT INTO migrations (version, applied, description) VALUES (?, ?, ?)",
+            (schema.FORMAT_VERSION, now, f"created in format {schema.FORMAT_VERSION}"),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _owner_only(path: str) -> None:
+    """Create ``path`` empty with mode 0600 (umask cannot widen or narrow it)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
+def check_permissions(path: str) -> None:
+    """Refuse a ledger (or its ``-wal``/``-shm``) that users other than its owner can write."""
+    for p in (path, path + "-wal", path + "-shm"):
+        try:
+            mode = os.stat(p).st_mode
+        except FileNotFoundError:
+            continue
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise LedgerError(
+                f"ledger {p!r} is writable by other users (mode {stat.S_IMODE(mode):04o}): "
+                "they could rewrite the audit log and restore spent budget. If that is not "
+                f"intended, run 'chmod 600 {p}'; dpfast refuses to use it as it is."
+            )
+
+
+def _create_file(path: str, definition_text: str, timeout: float) -> None:
+    """Create a fully initialised ledger at ``path`` unless a file is there.
+
+    Built in a temporary owner-only file of the same directory and published with
+    ``os.link``, which fails if ``path`` exists: a ledger file that exists is always
+    complete, concurrent creators cannot clobber each other, and an existing file is
+    never overwritten.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(
+        directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(6)}.init"
+    )
+    try:
+        _owner_only(tmp)
+        conn = connect(tmp, timeout)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            _init_schema(conn, definition_text)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return  # someone else created it first; it is opened and checked
+        except OSError:
+            # No hard links on this file system: exclusive create and copy.
+            with open(tmp, "rb") as src:
+                data = src.read()
+            try:
+                _owner_only(path)
+            except FileExistsError:
+                return
+            with open(path, "r+b") as dst:
+                dst.write(data)
+                dst.flush()
+                os.fsync(dst.fileno())
+        _fsync_dir(directory)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.remove(tmp + suffix)
+            except FileNotFoundError:
+                pass
+
+
+def read_meta(conn: sqlite3.Connection, where: str) -> dict[str, str]:
+    """The ``meta`` table of a dpfast ledger (LedgerError if it is not one)."""
+    try:
+        (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if app_id != schema.APPLICATION_ID or not {"meta", "charges"} <= tables:
+            raise LedgerError(f"{where} is a SQLite database but not a dpfast ledger; "
+                              "it was left untouched.")
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{where} is damaged or not a SQLite database ({exc}); "
+                          "it was left untouched.") from exc
+    if meta.get("format") != schema.FORMAT or not {"version", "definition", "created"} <= set(meta):
+        raise LedgerError(f"{where} has no valid dpfast metadata; it was left untouched.")
+    try:
+        version = int(meta["version"])
+        json.loads(meta["definition"])
+    except ValueError as exc:
+        raise LedgerError(f"{where} has damaged metadata ({exc})") from exc
+    if not 1 <= version <= schema.FORMAT_VERSION:
+        raise LedgerError(f"{where} has format version {version}; this dpfast reads versions "
+                          f"1 to {schema.FORMAT_VERSION}")
+    return meta
+
+
+def _header_check(path: str) -> None:
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(100)
+    except IsADirectoryError:
+        raise LedgerError(f"ledger path {path!r} is a directory") from None
+    except OSError as exc:
+        raise LedgerError(f"cannot read ledger {path!r}: {exc}") from exc
+    if len(header) < 100 or not header.startswith(schema.SQLITE_MAGIC):
+        what = "empty" if not header else "not a SQLite database"
+        raise LedgerError(
+            f"ledger {path!r} is {what}: it is not a dpfast ledger, or it is damaged. "
+            "The file was left untouched; move it away or pass another path."
+        )
+
+
+def open_readonly(path: str, timeout: float = 30.0) -> tuple[sqlite3.Connection, dict[str, str]]:
+    """A read-only connection to an existing ledger and its meta (nothing is written)."""
+    _header_check(path)
+    uri = pathlib.Path(path).absolute().as_uri()
+    try:
+        conn = connect(uri + "?mode=ro", timeout, uri=True)
+    except sqlite3.Error as exc:
+        raise LedgerError(f"cannot open ledger {path!r}: {exc}") from exc
+    try:
+        meta = read_meta(conn, f"ledger {path!r}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn, meta
+
+
+class Chain:
+    """The verified end of a ledger's hash chain: the last row id and its hash."""
+
+    __slots__ = ("last_id", "last_hash", "where")
+
+    def __init__(self, genesis: str, where: str) -> None:
+        self.last_id = 0
+        self.last_hash = genesis
+        self.where = where
+
+    def verify(self, row: schema.Row) -> None:
+        """Check that ``row`` continues the chain (LedgerError if not), then advance."""
+        if row.id != self.last_id + 1:
+            raise LedgerError(
+                f"{self.where} has been tampered with: charge {self.last_id + 1} is missing "
+                f"(found {row.id}); the hash chain is broken"
+            )
+        fields = list(row[:11])
+        if row.prev != self.last_hash or schema.row_hash(row.prev, fields) != row.hash:
+            raise LedgerError(
+                f"{self.where} has been tampered with: charge {row.id} does not match its "
+                "hash (edited, reordered or deleted rows); the hash chain is broken"
+            )
+        self.last_id, self.last_hash = row.id, row.hash
+
+
+def rows_after(conn: sqlite3.Connection, last_id: int) -> list[schema.Row]:
+    rows = conn.execute(
+        f"SELECT {schema.COLUMNS} FROM charges WHERE id > ? ORDER BY id", (last_id,)
+    ).fetchall()
+    return [schema.Row(*r) for r in rows]
+
+
+def check_tail(conn: sqlite3.Connection, chain: Chain) -> None:
+    """Detect deleted *last* rows: AUTOINCREMENT remembers the largest id ever used."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'charges'").fetchone()
+    seq = 0 if row is None else int(row[0])
+    if seq != chain.last_id:
+        raise LedgerError(
+            f"{chain.where} has been tampered with: {seq} charges were recorded but "
+            f"{chain.last_id} remain; the log was truncated"
+        )
+
+
+def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> schema.Row:
+    """Insert the row after ``chain``'s end (in the caller's transaction); returns it.
+
+    ``fields`` are ``time, status, ref, analyst, note, event, cost, user, host, pid``.
+    The chain is advanced by the caller once the transaction committed.
+    """
+    row_id = chain.last_id + 1
+    full = [row_id, *fields]
+    digest = schema.row_hash(chain.last_hash, full)
+    conn.execute(
+        f"INSERT INTO charges ({schema.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (*full, chain.last_hash, digest),
+    )
+    return schema.Row(*full, chain.last_hash, digest)
+
+
+class LedgerFile:
+    """Where a budget's ledger lives: a file path or memory, with its definition."""
+
+    def __init__(self, path: str | None, definition: dict[str, Any], timeout: float) -> None:
+        self.path = path
+        self.definition = definition
+        self.definition_text = json.dumps(definition, sort_keys=True)
+        self.timeout = timeout
+        self.where = "in-memory ledger" if path is None else f"ledger {path!r}"
+
+    def error(self, exc: BaseException, action: str) -> LedgerError:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            return LedgerError(
+                f"{action}: {self.where} stayed locked for more than timeout={self.timeout} s"
+            )
+        return LedgerError(f"{action}: {self.where} failed: {exc}")
+
+    def connect(self, load: Callable[[sqlite3.Connection, str], None]) -> sqlite3.Connection:
+        """A read-write connection, creating, checking and migrating the ledger.
+
+        ``load(conn, genesis)`` reads (and verifies) the rows; for a file of the current
+        format it runs on a read-only connection *before* anything is written to the
+        file, so a damaged or tampered ledger is never modified.
+        """
+        if self.path is None:
+            conn = connect(":memory:", self.timeout)
+            _init_schema(conn, self.definition_text)
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            load(conn, schema.genesis_hash(meta["definition"], meta["created"]))
+            return conn
+        path = self.path
+        if not os.path.lexists(path):
+            directory = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(directory):
+                raise LedgerError(f"directory of ledger {path!r} does not exist")
+            try:
+                _create_file(path, self.definition_text, self.timeout)
+            except sqlite3.Error as exc:
+                raise LedgerError(f"cannot create ledger {path!r}: {exc}") from exc
+        ro, meta = open_readonly(path, self.timeout)
+        try:
+            if json.loads(meta["definition"]) != self.definition:
+                raise LedgerError(
+                    f"ledger {path!r} was created for the budget {meta['definition']}, not "
+                    f"{self.definition_text}; a ledger's budget definition cannot change "
+                    "(open it with the stored definition, or start a new ledger)"
+                )
+            check_permissions(path)
+            current = int(meta["version"]) == schema.FORMAT_VERSION
+            if current:
+                try:
+                    load(ro, schema.genesis_hash(meta["definition"], meta["created"]))
+                except sqlite3.Error as exc:
+                    raise LedgerError(
+                        f"ledger {path!r} is damaged ({exc}); it was left untouched."
+                    ) from exc
+        finally:
+            ro.close()
+        uri = pathlib.Path(path).absolute().as_uri()
+        try:
+            conn = connect(uri + "?mode=rw", self.timeout, uri=True)
+            try:
+                (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+                if str(mode).lower() != "wal":
+                    try:
+                        conn.execute("PRAGMA journal_mode = WAL")
+                    except sqlite3.OperationalError:
+                        pass  # busy: rollback-journal mode is also safe, only slower
+                conn.execute("PRAGMA synchronous = FULL")
+                if not current:
+                    self._migrate(conn)
+                    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+                    load(conn, schema.genesis_hash(meta["definition"], meta["created"]))
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {path!r}: {exc}") from exc
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(dict(conn.execute("SELECT key, value FROM meta").fetchall())["version"])
+            migrations.migrate(conn, version)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, (sqlite3.Error, ValueError, KeyError)):
+                raise LedgerError(f"cannot migrate {self.where}: {exc}") from exc
+            raise

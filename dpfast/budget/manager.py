@@ -1,0 +1,418 @@
+"""The :class:`Budget`: a privacy filter composed with a durable ledger, with locking and
+process handling.  What a charge costs and whether it fits is the filter's business
+(:mod:`.filters`, :mod:`.rdp`, :mod:`.advanced`); storage is the ledger's
+(:mod:`.ledger`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import _inputs, schema
+from . import ledger as _store
+from .audit import charges_of, describe
+from .filters import BasicFilter, Filter
+from .records import (
+    CHARGED,
+    FAILED,
+    REFUSED,
+    BudgetExceededError,
+    Charge,
+    Cost,
+    Remaining,
+    serialize_event,
+    utc,
+)
+from .registry import _TAKES_ORDERS, FILTERS, make_filter
+from .session import Session
+
+__all__ = ["Budget"]
+
+_IDENTITY: dict[int, tuple[str, str]] = {}
+
+
+def _identity() -> tuple[str, str, int]:
+    """OS user (from the effective uid, not the environment), host, pid."""
+    pid = os.getpid()
+    if pid not in _IDENTITY:
+        try:
+            import pwd
+
+            user = pwd.getpwuid(os.geteuid()).pw_name
+        except (ImportError, KeyError, AttributeError):
+            import getpass
+
+            try:
+                user = getpass.getuser()
+            except Exception:  # pragma: no cover - no user database at all
+                user = "?"
+        _IDENTITY.clear()
+        _IDENTITY[pid] = (user, socket.gethostname())
+    user, host = _IDENTITY[pid]
+    return user, host, pid
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    out = float(value)
+    if math.isnan(out):
+        raise ValueError(f"{name} must not be NaN")
+    return out
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return value
+
+
+def _stored_orders(path: str | None, accounting: str) -> Any:
+    """The orders of an existing ledger of this accounting (None if none)."""
+    if path is None or not os.path.isfile(path):
+        return None
+    conn, meta = _store.open_readonly(path)
+    conn.close()
+    stored = json.loads(meta["definition"])
+    return stored.get("orders") if stored.get("accounting") == accounting else None
+
+
+class Budget:
+    r"""A privacy budget: a privacy filter with a durable, hash-chained SQLite ledger.
+
+    Parameters
+    ----------
+    epsilon : float
+        Overall privacy-loss bound, finite and ``> 0``.
+    delta : float, optional
+        Overall failure probability in ``[0, 1)``.  Omitted (or 0): pure
+        ``epsilon``-DP with basic composition (``accounting="basic"``);
+        ``"rdp"``, ``"zcdp"`` and ``"advanced"`` need ``delta > 0``.
+    ledger : str, os.PathLike or None, default None
+        ``None`` keeps the ledger in memory (this process only).  A path names a
+        SQLite file: created (atomically, mode 0600) if it does not exist,
+        otherwise opened, verified and resumed.  A file that is not a usable
+        dpfast ledger raises :class:`LedgerError` and is never modified.
+    accounting : {"rdp", "zcdp", "basic", "advanced"}, optional
+        The filter (see *Privacy*); default ``"rdp"`` when ``delta > 0``, else
+        ``"basic"``.
+    orders : sequence of float, optional
+        ``"rdp"`` only: the Renyi orders (``> 1``; ``inf`` is the pure-DP member);
+        default :data:`~dpfast.budget.DEFAULT_ORDERS`, or the stored orders when
+        reopening a ledger.  Part of the ledger's definition.
+    timeout : float, default 30.0
+        Seconds to wait for the ledger's write lock before :class:`LedgerError`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad parameters (the message names the parameter); ValueError also when an
+        ``"rdp"`` budget would be born exhausted.
+    LedgerError
+        The file is not a usable ledger, its hash chain is broken, it was created
+        for another definition, or other users can write it.
+
+    Notes
+    -----
+    :meth:`spend` is one atomic check-and-charge: in one SQLite ``BEGIN
+    IMMEDIATE`` transaction it reads (and verifies) every row committed since, by
+    any thread or process, checks the new charge, and appends it -- accepted or
+    refused -- to the chain.  WAL with ``synchronous=FULL``: a charge that
+    returned is durable across a power loss.  :meth:`release` validates its input,
+    then charges, then draws the noise: a crash after the commit loses budget, an
+    output is never released uncharged.  Each process opens its own connection (a
+    budget inherited through ``fork`` reconnects); threads share it under a lock.
+    An in-memory budget belongs to its process: using it in a forked child, or
+    pickling it, raises.  A file-backed budget pickles as "reopen this ledger".
+
+    Privacy
+    -------
+    Let :math:`M_1, M_2, \dots` be the mechanisms whose events were charged, chosen
+    *fully adaptively* (the mechanism and its privacy parameters may depend on all
+    earlier outputs).  A refused charge releases nothing and its refusal is a
+    function of earlier outputs.  For neighbouring datasets :math:`x \sim x'` (the
+    relation the events are stated for; all charges to one budget must use the same
+    one) the transcript of accepted outputs satisfies :math:`\Pr[T(x) \in S] \le
+    e^{\varepsilon} \Pr[T(x') \in S] + \delta` for all :math:`S`.  The filter, by
+    ``accounting``, with its proof in its docstring: ``"basic"``
+    (:class:`~dpfast.budget.BasicFilter`), ``"zcdp"``
+    (:class:`~dpfast.budget.ZcdpFilter`), ``"rdp"``
+    (:class:`~dpfast.budget.RdpFilter`), ``"advanced"``
+    (:class:`~dpfast.budget.AdvancedFilter`).
+
+    Numerics
+    --------
+    Charges are summed exactly (integers in units of :math:`2^{-1074}`), and a
+    float is the exact binary rational it encodes: ten charges of ``0.1`` exceed
+    ``1.0`` because the double 0.1 is slightly above 1/10 (``0.25`` four times
+    fits exactly).  Caps are evaluated at 200 bits and rounded down.
+
+    Examples
+    --------
+    >>> import dpfast as dp
+    >>> from dpfast.accounting import events
+    >>> budget = dp.Budget(epsilon=1.0)            # no delta: pure DP, basic composition
+    >>> charge = budget.spend(events.Epsilon(0.25), note="count", analyst="ana")
+    >>> budget.remaining().epsilon
+    0.75
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float | None = None,
+        *,
+        ledger: str | os.PathLike[str] | None = None,
+        accounting: str | None = None,
+        orders: Sequence[float] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        eps = _real(epsilon, "epsilon")
+        if not (0.0 < eps < math.inf):
+            raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+        dlt = 0.0 if delta is None else _real(delta, "delta")
+        if not (0.0 <= dlt < 1.0):
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+        if accounting is None:
+            accounting = "rdp" if dlt > 0 else "basic"
+        if not isinstance(accounting, str):
+            raise TypeError(f"accounting must be a str, got {type(accounting).__name__}")
+        if accounting not in FILTERS:
+            raise ValueError(f"accounting must be one of {tuple(FILTERS)}, got {accounting!r}")
+        cls = FILTERS[accounting]
+        if cls is not BasicFilter and dlt == 0.0:
+            raise ValueError(
+                f"delta must be > 0 for accounting={accounting!r} (it gives (epsilon, "
+                "delta)-DP only with delta > 0): pass delta, e.g. Budget(1.0, 1e-6), or "
+                "omit accounting for pure epsilon-DP"
+            )
+        if orders is not None and cls not in _TAKES_ORDERS:
+            raise ValueError(f"orders applies to accounting='rdp' only, not {accounting!r}")
+        tmo = _real(timeout, "timeout")
+        if not tmo >= 0.0:
+            raise ValueError(f"timeout must be >= 0, got {timeout!r}")
+        if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
+            raise TypeError(f"ledger must be None or a path, got {type(ledger).__name__}")
+        path = None if ledger is None else os.fspath(ledger)
+        if isinstance(path, bytes):
+            raise TypeError("ledger must be a str path, not bytes")
+        if path == "" or path == ":memory:":
+            raise ValueError("ledger must be a file path; pass ledger=None for memory")
+        if cls in _TAKES_ORDERS and orders is None:
+            orders = _stored_orders(path, accounting)
+        self._filter = make_filter(accounting, eps, dlt, orders)
+        self._ledger = _store.LedgerFile(path, self._filter.definition(), tmo)
+        self._session = Session(self._filter, self._ledger)
+        self._lock = self._session.lock
+
+    # -- public API ------------------------------------------------------------------
+
+    @property
+    def epsilon(self) -> float:
+        """The overall epsilon of the budget."""
+        return self._filter.epsilon
+
+    @property
+    def delta(self) -> float:
+        """The overall delta of the budget."""
+        return self._filter.delta
+
+    @property
+    def accounting(self) -> str:
+        """``"basic"``, ``"zcdp"``, ``"rdp"`` or ``"advanced"``."""
+        return self._filter.accounting
+
+    @property
+    def orders(self) -> tuple[float, ...] | None:
+        """The Renyi orders of an ``"rdp"`` budget (None otherwise)."""
+        return getattr(self._filter, "orders", None)
+
+    @property
+    def ledger(self) -> str | None:
+        """The ledger path, or None for an in-memory budget."""
+        return self._ledger.path
+
+    @property
+    def thresholds(self) -> tuple[float, ...]:
+        """The filter's caps in its own units (rounded down; ``-inf``: a dead order)."""
+        return self._filter.thresholds
+
+    @property
+    def filter(self) -> Filter:
+        """The privacy filter (:class:`~dpfast.budget.Filter`)."""
+        return self._filter
+
+    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Charge:
+        """Check that ``event`` fits the budget and charge it, atomically.
+
+        Parameters
+        ----------
+        event : event of :mod:`dpfast.accounting.events`
+            The guarantee of what is about to be released.
+        note, analyst : str, optional
+            Recorded in the audit log (with the OS user, host and pid).
+
+        Returns
+        -------
+        Charge
+            The committed record (durable when this returns).
+
+        Raises
+        ------
+        BudgetExceededError
+            The charge does not fit; it is recorded as refused, not counted.
+        TypeError, ValueError
+            ``event`` is not an event, or this accounting cannot charge it
+            (e.g. a Gaussian under ``"basic"``); nothing is recorded.
+        LedgerError
+            The ledger could not be read or written; nothing was recorded.
+        """
+        _text(note, "note")
+        _text(analyst, "analyst")
+        event_json = serialize_event(event)  # TypeError unless an event
+        costs = self._filter.costs(event)  # outside the lock: may be slow
+        user, host, pid = _identity()
+        now = time.time()
+        with self._lock:
+            fields = [now, None, analyst, note, event_json, schema.encode_cost(costs),
+                      user, host, pid]
+            row = self._session.append(
+                fields,
+                lambda: CHARGED if self._filter.fits(self._session.state, costs) else REFUSED,
+                lambda: self._filter.add(self._session.state, costs),
+            )
+            if row.status == REFUSED:
+                raise BudgetExceededError(
+                    self._filter.refusal(self._session.state, costs),
+                    event,
+                    self._filter.cost_record(costs),
+                    self._filter.remaining(self._session.state),
+                    self._ledger.path,
+                )
+        return Charge(row.id, utc(now), analyst, note, event, event_json,
+                      self._filter.cost_record(costs), CHARGED, user, host, pid)
+
+    def release(
+        self, mechanism: Any, x: Any, *, note: str = "", analyst: str = "", rng: Any = None
+    ) -> Any:
+        """Validate ``x``, charge ``mechanism.event``, then return ``mechanism(x, rng=rng)``.
+
+        Everything that can be checked without the noise is checked before the
+        charge (the mechanism's ``validate(x, rng=None)`` if it has one; for
+        dpfast's mechanisms the dtype, finiteness, range and ``rng``): bad input
+        raises and costs nothing.  The charge is committed before the mechanism
+        runs, so its noise is drawn only once it is paid for.  A failure after that
+        (one that depends on the drawn noise, e.g. an ``OverflowError`` when
+        ``x + noise`` leaves the dtype) keeps the charge -- the output may depend on
+        the data -- and the ledger records it as failed (:attr:`Charge.status`).
+
+        Raises
+        ------
+        BudgetExceededError
+            The charge does not fit; the mechanism was not called.
+        TypeError, ValueError
+            Bad mechanism or input; nothing was charged.
+        """
+        try:
+            event = mechanism.event
+        except AttributeError:
+            raise TypeError(
+                f"mechanism must have an .event attribute, got {type(mechanism).__name__}"
+            ) from None
+        if not callable(mechanism):
+            raise TypeError(f"mechanism must be callable, got {type(mechanism).__name__}")
+        _inputs.validate_release(mechanism, x, rng)
+        charge = self.spend(event, note=note, analyst=analyst)
+        try:
+            return mechanism(x, rng=rng)
+        except BaseException as exc:
+            self._record_failure(charge, exc)
+            raise
+
+    def _record_failure(self, charge: Charge, exc: BaseException) -> None:
+        user, host, pid = _identity()
+        why = f"{type(exc).__name__}: {exc}"[:500]
+        with self._lock:
+            try:
+                fields = [time.time(), charge.id, charge.analyst, why, charge.event_json,
+                          "[]", user, host, pid]
+                self._session.append(fields, lambda: FAILED, lambda: None)
+            except (_store.LedgerError, ValueError, RuntimeError):
+                pass  # the charge stays counted; never mask the mechanism's error
+
+    def remaining(self) -> Remaining:
+        """The budget left, in the same units whatever the accounting (:class:`Remaining`):
+        ``epsilon``, the largest epsilon of a next pure-DP release that fits, and
+        ``sigma``/``rho``, the smallest noise multiplier (largest rho) of a next
+        Gaussian release that fits, plus the accounting's own figures."""
+        with self._lock:
+            self._session.read("cannot read the ledger")
+            return self._filter.remaining(self._session.state)
+
+    def spent(self) -> Cost:
+        """What the accepted charges cost so far: ``epsilon``/``delta`` in every mode,
+        the ``(epsilon, delta)``-DP the accounting certifies for them (as a fixed
+        sequence; whatever happens, the whole interaction is within the budget's
+        ``(epsilon, delta)``), plus the accounting's totals (rounded up)."""
+        with self._lock:
+            self._session.read("cannot read the ledger")
+            return self._filter.spent(self._session.state)
+
+    def history(self, *, include_refused: bool = False) -> list[Charge]:
+        """The audit log, oldest first: accepted charges (``status`` ``"charged"``, or
+        ``"failed"`` when the release failed after its noise was drawn), and with
+        ``include_refused=True`` the refused ones too."""
+        with self._lock:
+            conn = self._session.read("cannot read the ledger")
+            rows = [schema.Row(*r) for r in conn.execute(
+                f"SELECT {schema.COLUMNS} FROM charges ORDER BY id").fetchall()]
+        return charges_of(rows, self._filter, include_refused=include_refused)
+
+    def close(self) -> None:
+        """Close this process's connection to the ledger; a closed budget refuses
+        further use (closing an in-memory budget discards it)."""
+        with self._lock:
+            self._session.close()
+
+    def __enter__(self) -> Budget:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        session = getattr(self, "_session", None)
+        if session is not None:
+            session.dispose()
+
+    def __reduce__(self) -> tuple[Callable[..., Budget], tuple[Any, ...]]:
+        if self._ledger.path is None:
+            raise TypeError(
+                "an in-memory Budget cannot be pickled: the copy would be a second, "
+                "independent budget. Use Budget(..., ledger=path) to share it."
+            )
+        return (_reopen, (self.epsilon, self.delta, os.path.abspath(self._ledger.path),
+                          self.accounting, self.orders, self._ledger.timeout))
+
+    def __repr__(self) -> str:
+        where = "memory" if self._ledger.path is None else repr(self._ledger.path)
+        head = (f"Budget(epsilon={self.epsilon!r}, delta={self.delta!r}, "
+                f"accounting={self.accounting!r}, ledger={where})")
+        if self._session.closed:
+            return head + " [closed]"
+        try:
+            return f"{head}: {describe(self.spent(), self.remaining())}"
+        except Exception:  # a repr never raises (damaged ledger, other process)
+            return head
+
+
+def _reopen(epsilon: float, delta: float, path: str, accounting: str,
+            orders: tuple[float, ...] | None, timeout: float) -> Budget:
+    return Budget(epsilon, delta, ledger=path, accounting=accounting, orders=orders,
+                  timeout=timeout)
