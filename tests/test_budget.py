@@ -13,6 +13,9 @@ import mpmath
 import numpy as np
 import pytest
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from dpfast.accounting import events as ev
 from dpfast.budget import (
     DEFAULT_ORDERS,
@@ -192,7 +195,7 @@ def test_basic_delta_is_a_second_constraint():
     assert spent.delta == 6e-7 and Fraction(spent.epsilon) >= Fraction(0.1) + Fraction(0.5)
 
 
-def test_refused_charge_records_nothing():
+def test_refused_charge_is_recorded_but_not_counted():
     b = Budget(1.0, accounting="basic")
     b.spend(ev.Epsilon(0.75), note="first")
     before = (b.history(), b.remaining(), b.spent())
@@ -200,6 +203,9 @@ def test_refused_charge_records_nothing():
         b.spend(ev.Epsilon(0.5), note="too much", analyst="eve")
     err = info.value
     assert (b.history(), b.remaining(), b.spent()) == before
+    refused = b.history(include_refused=True)[-1]
+    assert (refused.status, refused.analyst, refused.note) == ("refused", "eve", "too much")
+    assert refused.cost == Cost(epsilon=0.5, delta=0.0) and refused.id == 2
     assert err.event == ev.Epsilon(0.5)
     assert err.cost == Cost(epsilon=0.5, delta=0.0)
     assert err.remaining.epsilon == 0.25
@@ -267,20 +273,18 @@ def test_release_failure_keeps_the_charge():
     with pytest.raises(RuntimeError, match="mechanism failed"):
         b.release(mech, 2.0)
     assert len(b.history()) == 1 and b.remaining().epsilon == 0.5
+    assert b.history()[0].status == "failed"
 
 
 def test_release_with_real_mechanisms():
-    mechanisms = pytest.importorskip("dpfast.mechanisms", exc_type=ImportError)
-    random = pytest.importorskip("dpfast.random", exc_type=ImportError)
-    try:
-        mech = mechanisms.DiscreteLaplaceMechanism(epsilon=0.5, sensitivity=1)
-    except Exception as exc:  # pragma: no cover - depends on another module's state
-        pytest.skip(f"mechanisms not usable yet: {exc}")
+    from dpfast import mechanisms, random
+
+    mech = mechanisms.DiscreteLaplaceMechanism(epsilon=0.5, sensitivity=1)
     b = Budget(1.25, accounting="basic")  # two releases (about 0.5 each) fit, not three
     rng = random.default_rng(key=bytes(range(32)))
     x = np.arange(10)
     y = b.release(mech, x, rng=rng, note="counts")
-    assert np.shape(y) == x.shape
+    assert np.shape(y) == x.shape and y.dtype == x.dtype
     assert b.history()[0].event == mech.event
     b.release(mech, x, rng=rng)
     with pytest.raises(BudgetExceededError):
@@ -289,6 +293,64 @@ def test_release_with_real_mechanisms():
     r = Budget(1.0, 1e-6)
     r.release(g, np.zeros(3), rng=rng)
     assert r.history()[0].event == g.event
+
+
+def test_quick_start_budget_allows_two_half_epsilon_releases():
+    """Issue: the README's Budget(1.0, 1e-6) allowed one DiscreteLaplaceMechanism(0.5)."""
+    from dpfast import mechanisms
+
+    mech = mechanisms.DiscreteLaplaceMechanism(epsilon=0.5)
+    b = Budget(1.0, 1e-6)
+    counts = np.array([3, 4])
+    b.release(mech, counts)
+    b.release(mech, counts)  # the pure-DP member accepts what basic composition accepts
+    assert len(b.history()) == 2
+
+
+@pytest.mark.parametrize(
+    ("x", "exc"),
+    [
+        (np.array([1.5]), TypeError),  # float data into a discrete mechanism
+        (np.array([True]), TypeError),
+        (np.array(["a"]), TypeError),
+    ],
+)
+def test_release_validates_before_charging(tmp_path, x, exc):
+    from dpfast import mechanisms
+
+    b = Budget(1.0, ledger=tmp_path / "l.sqlite")
+    with pytest.raises(exc):
+        b.release(mechanisms.DiscreteLaplaceMechanism(0.5), x)
+    assert b.history(include_refused=True) == [] and b.remaining().epsilon == 1.0
+    g = mechanisms.LaplaceMechanism(0.5)
+    for bad in (np.array([np.nan]), np.array([np.inf, 1.0]), np.array([1e308])):
+        with pytest.raises(ValueError):
+            b.release(g, bad)
+    with pytest.raises(TypeError, match="rng"):
+        b.release(g, np.array([1.0]), rng=object())
+    with pytest.raises(ValueError, match="rng"):
+        b.release(g, np.array([1.0]), rng=b"short")
+    assert b.history(include_refused=True) == [] and b.spent().epsilon == 0.0
+    b.close()
+    reopened = Budget(1.0, ledger=tmp_path / "l.sqlite")
+    assert reopened.history(include_refused=True) == []
+
+
+def test_release_noise_dependent_failure_is_charged_and_recorded_failed(tmp_path):
+    from dpfast import mechanisms
+
+    mech = mechanisms.DiscreteLaplaceMechanism(0.5)
+    b = Budget(1.0, ledger=tmp_path / "l.sqlite")
+    top = np.array([np.iinfo(np.int64).max - 1] * 64, dtype=np.int64)
+    with pytest.raises(OverflowError):  # x + noise leaves int64: depends on the noise
+        b.release(mech, top, note="near the limit")
+    (charge,) = b.history()
+    assert charge.status == "failed" and charge.note == "near the limit"
+    assert b.remaining().epsilon < 1.0  # it cost budget
+    b.close()
+    again = Budget(1.0, ledger=tmp_path / "l.sqlite")
+    assert [c.status for c in again.history()] == ["failed"]
+    assert again.spent().epsilon == charge.cost.epsilon
 
 
 # --------------------------------------------------------------------------- history
@@ -314,7 +376,7 @@ def test_history_records_and_events_round_trip():
         assert (h.note, h.analyst) == (f"n{i}", "ana")
         assert h.time.tzinfo is not None
         assert abs((h.time - r.time).total_seconds()) < 1e-3
-        assert h.cost == r.cost and h.cost.orders == DEFAULT_ORDERS
+        assert h.cost == r.cost and h.cost.orders == b.orders
         assert ev.from_dict(__import__("json").loads(h.event_json)) == h.event
 
 
@@ -383,7 +445,7 @@ def live_orders(b):
 
 @pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.5, 1e-8), (8.0, 1e-5)])
 def test_rdp_thresholds_by_hand(epsilon, delta):
-    b = Budget(epsilon, delta)
+    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS)
     live, m = live_orders(b)
     assert 0 < m < len(DEFAULT_ORDERS) - 1  # some orders are dead for these budgets
     assert b.orders[-1] == math.inf and b.thresholds[-1] == epsilon  # the pure member
@@ -412,7 +474,7 @@ def test_rdp_thresholds_by_hand(epsilon, delta):
 
 def test_rdp_thresholds_match_dp_accounting_conversion():
     rdp_mod = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
-    b = Budget(2.0, 1e-6)
+    b = Budget(2.0, 1e-6, orders=DEFAULT_ORDERS)
     live, m = live_orders(b)
     for alpha, cap in live:
         eps, _ = rdp_mod.compute_epsilon([alpha], [cap], 1e-6 / m)
@@ -423,7 +485,7 @@ def test_rdp_identical_gaussians_count_by_hand():
     """N identical Gaussian charges: N = max over orders of floor(B_alpha / (alpha/(2 s^2)))."""
     sigma = 7.3
     epsilon, delta = 2.0, 1e-6
-    b = Budget(epsilon, delta)
+    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS)
     live, m = live_orders(b)
     with mpmath.workprec(200):
         s2 = mpmath.mpf(sigma) ** 2
@@ -445,7 +507,8 @@ def test_rdp_identical_gaussians_count_by_hand():
         try:
             b.spend(ev.Gaussian(sigma))
         except BudgetExceededError as err:
-            assert err.remaining.exhausted is False or n > 0
+            # the refusal says which Gaussian would still fit: a larger noise multiplier
+            assert err.remaining.sigma > sigma
             break
         n += 1
     assert n == expected
@@ -482,7 +545,7 @@ def test_rdp_at_least_one_order_rule_and_reference():
     assert decisions == reference_filter(caps, "any", rows)
     # the scenario exercises the rule: some order died while charges were still accepted
     rem = b.remaining()
-    assert any(r < 0 for r in rem.rdp) or any(r <= 0 for r in rem.rdp)
+    assert min(rem.rdp) < 0  # an order was overrun while charges were still accepted
     accepted = [r for r, d in zip(rows, decisions, strict=True) if d]
     sums = [math.fsum(col) for col in zip(*accepted, strict=True)]
     dead_early = [k for k in range(3) if sums[k] > caps[k]]
@@ -492,7 +555,7 @@ def test_rdp_at_least_one_order_rule_and_reference():
 
 def test_rdp_remaining_epsilon_charge_fits():
     def fresh():
-        b = Budget(1.0, 1e-6)
+        b = Budget(1.0, 1e-6, orders=DEFAULT_ORDERS)
         for _ in range(3):
             b.spend(ev.Gaussian(20.0))
         return b
@@ -558,8 +621,182 @@ def test_caps_agree_with_dpfast_conversions(epsilon, delta):
     (rho,) = Budget(epsilon, delta, accounting="zcdp").thresholds
     assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-12)
     assert zcdp_epsilon(rho * (1 + 1e-9), delta) > epsilon
-    b = Budget(epsilon, delta)
+    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS)
     live, m = live_orders(b)
     for alpha, cap in live:
         eps, _ = epsilon_from_rdp([alpha], [cap], delta / m)
         assert eps == pytest.approx(epsilon, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- RDP default filter
+
+
+def prefix(budget, events):
+    """Number of charges accepted before the first refusal (or unsupported event)."""
+    n = 0
+    for e in events:
+        try:
+            budget.spend(e)
+        except (BudgetExceededError, ValueError):
+            break
+        n += 1
+    return n
+
+
+def test_rdp_default_is_the_zcdp_order_plus_inf():
+    from dpfast.budget.filters import zcdp_cap
+
+    for epsilon, delta in [(1.0, 1e-6), (0.03, 1e-6), (8.0, 1e-5)]:
+        b = Budget(epsilon, delta)
+        rho, alpha = zcdp_cap(epsilon, delta)
+        assert b.orders == (alpha, math.inf)
+        cap, pure = b.thresholds
+        assert pure == epsilon
+        assert mp_delta_of_rdp(alpha, cap, epsilon) <= delta  # the whole delta, one order
+        # the same cap as the zCDP filter's rho_B at alpha*, up to one rounding each
+        assert Fraction(rho) * Fraction(alpha) <= Fraction(cap) * (1 + Fraction(1, 10**15))
+    # the issue's example: born exhausted before, now 100 charges of 0.0003 (as basic)
+    tiny = Budget(0.03, 1e-6)
+    assert prefix(tiny, [ev.Epsilon(0.0003)] * 200) >= prefix(
+        Budget(0.03, 1e-6, accounting="basic"), [ev.Epsilon(0.0003)] * 200
+    ) >= 99
+
+
+charge_st = st.one_of(
+    st.floats(1e-4, 0.6).map(ev.Epsilon),
+    st.floats(0.5, 300.0).map(ev.Gaussian),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from([(1.0, 1e-6), (0.3, 1e-8), (4.0, 1e-5)]),
+    st.lists(charge_st, min_size=1, max_size=60),
+)
+def test_rdp_accepts_at_least_what_basic_and_zcdp_accept(budget_def, charges):
+    """Prefix theorem: every prefix that basic (pure charges) or zCDP accepts, rdp accepts."""
+    from dpfast.accounting.zcdp import zcdp_rho
+
+    eps, delta = budget_def
+    n_rdp = prefix(Budget(eps, delta), charges)
+    n_basic = prefix(Budget(eps, delta, accounting="basic"), charges)
+    zcdp = Budget(eps, delta, accounting="zcdp")
+    n_zcdp = prefix(zcdp, charges)
+    assert n_rdp >= n_basic
+    if n_rdp < n_zcdp:
+        # only inside the accountants' rounding window (about 1e-15 relative) of the cap
+        total = math.fsum(zcdp_rho(e) for e in charges[: n_rdp + 1])
+        (rho_b,) = zcdp.thresholds
+        assert abs(total - rho_b) <= 1e-12 * rho_b
+
+
+# --------------------------------------------------------------------------- advanced
+
+
+def test_advanced_accepts_many_more_small_charges():
+    adv = prefix(Budget(1.0, 1e-6, accounting="advanced"), [ev.Epsilon(0.01)] * 1000)
+    basic = prefix(Budget(1.0, 1e-6, accounting="basic"), [ev.Epsilon(0.01)] * 1000)
+    assert adv >= 200 and basic == 99  # the double 0.01 is above 1/100
+    assert adv == 333  # sqrt(2 log(2e6) k 1e-4) + k 5e-5 <= 1 iff k <= 333
+    # one large charge: the basic member accepts it, the advanced bound alone would not
+    assert prefix(Budget(1.0, 1e-6, accounting="advanced"), [ev.Epsilon(1.0)]) == 1
+
+
+def theorem_ok(eps_list, delta_list, epsilon, delta):
+    """Whitehouse et al. 2023 filter condition (delta' = delta'' = delta/2), 300 bits."""
+    s = sum((Fraction(e) ** 2 for e in eps_list), Fraction(0))
+    d = sum((Fraction(x) for x in delta_list), Fraction(0))
+    with mpmath.workprec(300):
+        sm = mpmath.mpf(s.numerator) / s.denominator
+        bound = mpmath.sqrt(2 * mpmath.log(2 / mpmath.mpf(delta)) * sm) + sm / 2
+        return bound <= epsilon and d <= Fraction(delta) / 2, float(bound - epsilon)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from([(1.0, 1e-6), (0.5, 1e-9), (3.0, 1e-5)]),
+    st.lists(
+        st.tuples(st.floats(1e-4, 0.4), st.sampled_from([0.0, 0.0, 1e-9, 1e-8])),
+        min_size=1,
+        max_size=120,
+    ),
+)
+def test_advanced_never_certifies_more_than_the_theorem(budget_def, charges):
+    epsilon, delta = budget_def
+    b = Budget(epsilon, delta, accounting="advanced")
+    accepted: list[tuple[float, float]] = []
+    for e, d in charges:
+        event = ev.EpsilonDelta(e, d) if d else ev.Epsilon(e)
+        try:
+            b.spend(event)
+            ok = True
+        except BudgetExceededError:
+            ok = False
+        trial = [*accepted, (e, d)]
+        basic_ok = sum(Fraction(x) for x, _ in trial) <= Fraction(epsilon) and all(
+            y == 0 for _, y in trial
+        )
+        adv_ok, margin = theorem_ok([x for x, _ in trial], [y for _, y in trial], epsilon, delta)
+        if ok:
+            assert basic_ok or adv_ok  # never beyond what a theorem gives
+        elif abs(margin) > 1e-12:
+            assert not (basic_ok or adv_ok)  # and refuses only what neither gives
+        if ok:
+            accepted = trial
+    spent = b.spent()
+    assert spent.epsilon <= epsilon and spent.delta <= delta
+
+
+# --------------------------------------------------------------------------- plain answers
+
+
+@pytest.mark.parametrize("accounting", ["basic", "advanced", "zcdp", "rdp"])
+def test_remaining_gives_the_next_release_that_fits(accounting):
+    def fresh():
+        b = Budget(1.0, 1e-6, accounting=accounting)
+        b.spend(ev.Epsilon(0.125))
+        b.spend(ev.Epsilon(0.0625))
+        return b
+
+    rem = fresh().remaining()
+    assert rem.accounting == accounting and 0 < rem.epsilon < 1
+    fresh().spend(ev.Epsilon(rem.epsilon))
+    with pytest.raises(BudgetExceededError):
+        fresh().spend(ev.Epsilon(math.nextafter(rem.epsilon, math.inf)))
+    if accounting in ("basic", "advanced"):
+        assert rem.sigma == math.inf and rem.rho is None
+    else:
+        fresh().spend(ev.Gaussian(rem.sigma))
+        with pytest.raises(BudgetExceededError):
+            fresh().spend(ev.Gaussian(math.nextafter(rem.sigma, 0.0)))
+        if accounting == "rdp":  # the rho of that Gaussian, rounded down
+            assert Fraction(rem.rho) <= 1 / (2 * Fraction(rem.sigma) ** 2)
+        else:  # zcdp: the rho left, which that Gaussian's rounded-up cost fits
+            b = fresh()
+            assert rem.rho == b.thresholds[0] - b.spent().rho
+            assert Fraction(rem.rho) >= 1 / (2 * Fraction(rem.sigma) ** 2)
+    spent = fresh().spent()
+    assert spent.epsilon is not None and spent.delta is not None
+    assert Fraction(0.1875) <= Fraction(spent.epsilon) <= 1.0
+    text = repr(fresh())
+    assert "spent (epsilon=" in text and "next release fits if pure epsilon <=" in text
+
+
+def test_spent_certifies_pure_charges_exactly_and_gaussians_by_conversion():
+    from dpfast.accounting.zcdp import zcdp_epsilon
+
+    b = Budget(1.0, 1e-6)
+    b.spend(ev.Epsilon(0.25))
+    assert (b.spent().epsilon, b.spent().delta) == (0.25, 0.0)  # basic, no delta used
+    z = Budget(1.0, 1e-6, accounting="zcdp")
+    z.spend(ev.Gaussian(10.0))
+    assert z.spent().epsilon == zcdp_epsilon(z.spent().rho, 1e-6) and z.spent().delta == 1e-6
+
+
+def test_budget_without_delta_is_pure():
+    b = Budget(epsilon=1.0)
+    assert (b.accounting, b.delta) == ("basic", 0.0)
+    with pytest.raises(ValueError, match="delta"):
+        b.spend(ev.Gaussian(3.0))  # a Gaussian has no pure-DP guarantee
+    with pytest.raises(ValueError, match=r"pass delta, e\.g\. Budget\(1\.0, 1e-6\)"):
+        Budget(1.0, accounting="rdp")

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "bench": "dpfast.cli.bench",
     "plan": "dpfast.cli.plan",
     "topdown": "dpfast.cli.topdown",
+    "ledger": "dpfast.cli.ledger",
 }
 
 

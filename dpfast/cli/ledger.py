@@ -1,0 +1,94 @@
+"""``dpfast ledger show FILE`` / ``dpfast ledger verify FILE``: look at a budget ledger.
+
+``show`` prints the ledger's definition, every record (accepted, failed and refused
+charges, with who, where and when) as a table, what was spent and what a next release
+may still cost.  ``verify`` checks the hash chain from the definition to the last row
+and prints its head hash (record it elsewhere to detect a later rewrite of the whole
+file).  Both only read the file.  Exit codes: 0 ok, 1 the chain is broken, 2 not a
+ledger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+HELP = "show or verify a privacy-budget ledger file (read-only)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    show = sub.add_parser("show", help="print the ledger's history, what was spent and "
+                          "what is left", description="print the ledger's history, what "
+                          "was spent and what is left")
+    show.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
+    show.add_argument("--limit", type=int, default=0, metavar="N",
+                      help="print only the last N records (default: all)")
+    verify = sub.add_parser("verify", help="verify the hash chain (exit 1 if broken)",
+                            description="verify the hash chain (exit 1 if broken)")
+    verify.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
+
+
+def _cell(text: str, width: int) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _cost(charge) -> str:  # type: ignore[no-untyped-def]
+    c = charge.cost
+    if c.rdp is not None and c.orders is not None:
+        parts = [f"a={a:g}:{r:.4g}" for a, r in zip(c.orders, c.rdp, strict=True)
+                 if math.isfinite(r)]
+        return "rdp " + " ".join(parts) if parts else "rdp (none)"
+    if c.rho is not None:
+        return f"rho={c.rho:.6g}"
+    if c.epsilon is None:
+        return "-"
+    return f"eps={c.epsilon:.6g} delta={c.delta:.3g}"
+
+
+def _table(records, limit: int) -> list[str]:  # type: ignore[no-untyped-def]
+    head = ("id", "time (UTC)", "status", "user@host:pid", "analyst", "note", "event", "cost")
+    widths = (5, 19, 8, 24, 12, 24, 22, 36)
+    rows = [head]
+    shown = records[-limit:] if limit > 0 else records
+    for c in shown:
+        event = c.event_json if c.event is None else type(c.event).__name__
+        who = f"{c.user or '?'}@{c.host or '?'}:{c.pid}"
+        rows.append((str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), c.status, who,
+                     c.analyst, c.note, event, _cost(c)))
+    return ["  ".join(_cell(v, w).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpfast.budget import inspect_ledger
+    from dpfast.budget.audit import describe
+    from dpfast.cli import CliError
+
+    if getattr(args, "limit", 0) < 0:
+        raise ValueError("--limit must be >= 0")
+    report = inspect_ledger(args.file)
+    d = report.definition
+    if args.action == "verify":
+        if not report.chain_ok:
+            raise CliError(report.problem, 1)
+        print(f"ok: {args.file}: {len(report.records)} records, hash chain verified; "
+              f"head {report.head}")
+        return 0
+    orders = "" if d.get("orders") is None else f", orders={d['orders']}"
+    print(f"ledger {args.file} (format {report.version}, mode {report.mode:04o})")
+    print(f"budget: epsilon={d['epsilon']!r}, delta={d['delta']!r}, "
+          f"accounting={d['accounting']!r}{orders}")
+    counts = {s: sum(1 for c in report.records if c.status == s)
+              for s in ("charged", "failed", "refused")}
+    print(f"records: {len(report.records)} ({counts['charged']} charged, "
+          f"{counts['failed']} failed after the charge, {counts['refused']} refused)")
+    for line in _table(report.records, args.limit):
+        print(line)
+    if not report.chain_ok:
+        raise CliError(report.problem, 1)
+    assert report.spent is not None and report.remaining is not None
+    print(describe(report.spent, report.remaining))
+    print(f"hash chain verified; head {report.head}")
+    return 0
