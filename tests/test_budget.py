@@ -12,7 +12,6 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -800,3 +799,15 @@ def test_budget_without_delta_is_pure():
         b.spend(ev.Gaussian(3.0))  # a Gaussian has no pure-DP guarantee
     with pytest.raises(ValueError, match=r"pass delta, e\.g\. Budget\(1\.0, 1e-6\)"):
         Budget(1.0, accounting="rdp")
+
+
+def test_use_case_warns_outside_its_range():
+    import warnings
+
+    with pytest.warns(UserWarning, match="healthcare"):
+        Budget(5.0, use_case="healthcare")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Budget(1.0, use_case="healthcare")
+    with pytest.raises(ValueError):
+        Budget(1.0, use_case="no such use case")

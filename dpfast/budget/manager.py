@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dpfast import guidelines
+
 from . import _inputs, schema
 from . import ledger as _store
 from .audit import charges_of, describe
@@ -108,6 +110,10 @@ class Budget:
         reopening a ledger.  Part of the ledger's definition.
     timeout : float, default 30.0
         Seconds to wait for the ledger's write lock before :class:`LedgerError`.
+    use_case : str, optional
+        A use case of :mod:`dpfast.guidelines` (e.g. ``"healthcare"``): a
+        ``UserWarning`` (never an error) when ``epsilon`` leaves its conventional
+        range.  Not part of the ledger's definition.
 
     Raises
     ------
@@ -172,6 +178,7 @@ class Budget:
         accounting: str | None = None,
         orders: Sequence[float] | None = None,
         timeout: float = 30.0,
+        use_case: str | None = None,
     ) -> None:
         eps = _real(epsilon, "epsilon")
         if not (0.0 < eps < math.inf):
@@ -204,6 +211,7 @@ class Budget:
             raise TypeError("ledger must be a str path, not bytes")
         if path == "" or path == ":memory:":
             raise ValueError("ledger must be a file path; pass ledger=None for memory")
+        guidelines.check_use_case(use_case, eps, what="budget epsilon", stacklevel=3)
         if cls in _TAKES_ORDERS and orders is None:
             orders = _stored_orders(path, accounting)
         self._filter = make_filter(accounting, eps, dlt, orders)

@@ -17,7 +17,8 @@ HELP = "show or verify a privacy-budget ledger file (read-only)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
+                                help="show: history and totals; verify: the hash chain")
     show = sub.add_parser("show", help="print the ledger's history, what was spent and "
                           "what is left", description="print the ledger's history, what "
                           "was spent and what is left")
