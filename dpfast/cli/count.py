@@ -170,7 +170,8 @@ def _ledger_definition(path: str) -> dict[str, Any]:
 
 
 class _Progress:
-    """Stage progress on stderr (tqdm if installed), shown only for slow inputs."""
+    """Stage progress on stderr (tqdm if installed), shown only for slow inputs and only
+    when stderr is a terminal."""
 
     def __init__(self, enabled: bool, total: int) -> None:
         self.bar = None
@@ -225,11 +226,12 @@ def run(args: argparse.Namespace) -> int:
     budget = _budget(args)
     t0 = time.perf_counter()
     size = os.path.getsize(args.input) if os.path.exists(args.input) else 0
-    progress = _Progress(not args.no_progress and size > 50 * 2 ** 20, 3)
+    show = not args.no_progress and sys.stderr.isatty()  # never into captured output
+    progress = _Progress(show and size > 50 * 2 ** 20, 3)
     try:
         cols = read_columns(args.input, args.key + ([args.id] if args.id else []))
-        slow = time.perf_counter() - t0 > 1.0
-        if slow and not progress.enabled and not args.no_progress:
+        slow = time.perf_counter() - t0 > 2.0
+        if slow and show and not progress.enabled:
             progress = _Progress(True, 2)
         progress.step("read")
         keys = tuple(cols[c] for c in args.key) if len(args.key) > 1 else cols[args.key[0]]
