@@ -70,3 +70,26 @@ def test_placement_lines() -> None:
     assert any(line.startswith("above Apple emoji") for line in lines)
     lines = gl.placement(1.5)
     assert "Healthcare analytics" in lines[0] and "Government" not in lines[0]
+
+
+def test_release_functions_warn() -> None:
+    import numpy as np
+
+    from dpfast import tables
+
+    keys = np.array([1, 2, 2, 3])
+    with pytest.warns(UserWarning, match="release epsilon 5 is above the range 0.5-2"):
+        tables.count(keys, epsilon=5.0, domain=np.array([1, 2, 3]), use_case="healthcare",
+                     rng=bytes(32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tables.count(keys, epsilon=1.0, domain=np.array([1, 2, 3]), use_case="healthcare",
+                     rng=bytes(32))
+        tables.sum(np.array([1.0, 2, 3, 4]), keys, bounds=(0, 5), epsilon=1.0,
+                   domain=np.array([1, 2, 3]), use_case="healthcare", rng=bytes(32))
+    with pytest.warns(UserWarning, match=r"rho 0.5 at delta 1e-10"):
+        tables.count(keys, rho=0.5, domain=np.array([1, 2, 3]), use_case="healthcare",
+                     rng=bytes(32))
+    with pytest.raises(ValueError, match="use_case"):
+        tables.mean(np.array([1.0, 2, 3, 4]), keys, bounds=(0, 5), epsilon=1.0,
+                    domain=np.array([1, 2, 3]), use_case="astrology", rng=bytes(32))

@@ -255,13 +255,23 @@ def test_confidence_interval_coverage():
     truth = tables.aggregate_levels(pop, levels)
     r = tables.topdown(pop, levels, rho=0.2, rng=KEY)
     alpha = 0.1
-    ci = r.confidence_interval(alpha)
+    ci = r.confidence_halfwidth(alpha)
+    intervals = r.confidence_interval(alpha)
     raw_w = r.noisy_confidence_interval(alpha)
     for j in (2, 3):
         covered = np.abs(r.consistent[j] - truth[j]) <= ci[j]
         assert covered.mean() >= 1 - alpha
+        low, high = intervals[j]
+        assert (low <= r.estimates[j]).all() and (r.estimates[j] <= high).all()
+        assert (low >= 0).all()
+        assert ((low <= truth[j]) & (truth[j] <= high)).mean() >= 1 - alpha
         raw_cov = np.abs(r.noisy[j] - truth[j]) <= raw_w[j]
         assert raw_cov.mean() >= 1 - alpha - 3 * math.sqrt(alpha * (1 - alpha) / raw_cov.size)
+    summaries = r.accuracy(truth, alpha=alpha)
+    assert isinstance(summaries[3], tables.AccuracySummary)
+    assert summaries[3].n_keys == 2000 and summaries[3].coverage >= 1 - alpha
+    assert summaries[3].rmse <= 1.5 * summaries[3].expected_rmse
+    assert r.accuracy()[0].mae is None
     mech = dpfast.DiscreteGaussianMechanism(rho=0.05)
     assert raw_w[0] == mech.confidence_interval(alpha)
 
@@ -283,7 +293,7 @@ def test_event_epsilon_and_replay():
     assert eps > 1.0
     text = r1.summary(truth=tables.aggregate_levels(pop, levels))
     assert "rho = 1" in text and "level 3" in text
-    rows = r1.accuracy(0.05)
+    rows = r1.report(0.05)
     assert [row["level"] for row in rows] == [0, 1, 2, 3]
     # a scalar rho is split equally and never exceeds the total
     r3 = tables.topdown(pop, levels, rho=0.3, rng=KEY)
@@ -469,7 +479,7 @@ def test_projection_kernel_is_the_weighted_projection(vals, target, seed):
     assert (got >= 0).all()
     assert abs(got.sum() - target) <= 1e-9 * (1 + target + np.abs(v).sum())
     if target > 0:
-        lo, hi = (v / w).min() - target - 1.0, (v / w).max() + 1.0
+        lo, hi = ((v - target) / w).min() - 1.0, (v / w).max() + 1.0
         for _ in range(200):
             mid = (lo + hi) / 2
             if np.maximum(v - mid * w, 0).sum() > target:

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpfast import noise as _noise_mod
 from dpfast import random as _random
-from dpfast.tables import _keys, _plan, bounding
+from dpfast.tables import _keys, _plan, _usecase, bounding
 from dpfast.tables.release import TableRelease
 
 __all__ = ["count", "sum", "mean"]
@@ -192,7 +192,8 @@ def _common(max_partitions: Any, max_per_partition: Any, privacy_ids: Any
 
 def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
          epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
-         domain: Any, noise: Any, rng: Any, budget: Any, note: Any) -> TableRelease:
+         domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
+         use_case: str | None = None) -> TableRelease:
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
@@ -225,6 +226,7 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
         parts.append(sum_part)
     tau = _plan.threshold(priv, count_part, k, c) if priv.select else None
     event = _plan.release_event(priv, parts)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
 
     vals = data.values
     if stat == "mean":  # centred values 2x - lo - hi, in [-(hi - lo), hi - lo]
@@ -268,7 +270,8 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
 def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
           delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
           max_per_partition: int = 1, domain: Any = None, noise: str | None = None,
-          rng: Any = None, budget: Any = None, note: str = "") -> TableRelease:
+          rng: Any = None, budget: Any = None, note: str = "",
+          use_case: str | None = None) -> TableRelease:
     """Release the number of rows per key, with bounded contributions.
 
     Parameters
@@ -299,6 +302,9 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         :class:`dpfast.BudgetExceededError` and nothing is returned.
     note : str
         Recorded in the budget's ledger.
+    use_case : str, optional
+        A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` when the release's
+        ``epsilon`` leaves its conventional range.
 
     Returns
     -------
@@ -335,14 +341,15 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     """
     return _run("count", keys, privacy_ids, None, None, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
-                domain=domain, noise=noise, rng=rng, budget=budget, note=note)
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                use_case=use_case)
 
 
 def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],  # noqa: A001
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
         noise: str | None = None, rng: Any = None, budget: Any = None,
-        note: str = "") -> TableRelease:
+        note: str = "", use_case: str | None = None) -> TableRelease:
     """Release the sum of ``values`` per key, values clamped to ``bounds``.
 
     Parameters are those of :func:`count`, plus ``values`` (one number per row) and
@@ -359,14 +366,15 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     """
     return _run("sum", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
-                domain=domain, noise=noise, rng=rng, budget=budget, note=note)
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                use_case=use_case)
 
 
 def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
          epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
          max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
          noise: str | None = None, rng: Any = None, budget: Any = None,
-         note: str = "") -> TableRelease:
+         note: str = "", use_case: str | None = None) -> TableRelease:
     """Release the mean of ``values`` per key: noisy centred sum / noisy count.
 
     The budget is split in half (``ε/2`` or ``ρ/2`` each) between the count and the sum of
@@ -384,5 +392,6 @@ def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float
     """
     return _run("mean", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
-                domain=domain, noise=noise, rng=rng, budget=budget, note=note)
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                use_case=use_case)
 

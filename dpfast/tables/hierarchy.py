@@ -28,14 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import guidelines as _guidelines
 from dpfast import mechanisms as _mechanisms
+from dpfast import metrics as _metrics
 from dpfast import noise as _noise
 from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import as_generator
 
-from . import _wls
+from . import _usecase, _wls
+from .release import AccuracySummary
+from .release import _alpha as _alpha
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels"]
 
@@ -178,7 +180,7 @@ class TopDownRelease:
         alpha`` for every unit's raw measurement (0 for an unmeasured exact root)."""
         return [0 if m is None else m.confidence_interval(alpha) for m in self._mechs]
 
-    def confidence_interval(self, alpha: float) -> list[np.ndarray]:
+    def confidence_halfwidth(self, alpha: float = 0.05) -> list[np.ndarray]:
         """Per level and unit, a half-width ``h`` with ``P(|consistent - true| <= h) >= 1 -
         alpha`` for the least-squares estimates :attr:`consistent`.
 
@@ -186,33 +188,85 @@ class TopDownRelease:
         ``sum_k a_k Z_k`` of independent discrete Gaussians, each ``sigma_k^2``-subgaussian
         (CKS20, Sec. 2), so it is subgaussian with variance proxy ``F = sum a_k^2
         sigma_k^2`` (:attr:`variances`) and ``P(|error| > h) <= 2 exp(-h^2 / (2F))``:
-        ``h = sqrt(2 F ln(2/alpha))``, rounded up.  The released :attr:`estimates` are
-        within the projection and rounding step of these (for the integer release, each
-        differs from its projected value by less than 1).
+        ``h = sqrt(2 F ln(2/alpha))``, rounded up.
         """
-        a = float(alpha)
-        if not (0.0 < a < 1.0):
-            raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+        a = float(_alpha(alpha))
         c = 2.0 * math.log(2.0 / a) * (1.0 + 1e-12)
+        return [np.sqrt(f * c) * (1.0 + 1e-12) for f in self.variances]
+
+    def confidence_interval(self, alpha: float = 0.05) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per level, ``(low, high)`` arrays: each unit's true value lies in ``[low, high]``
+        with probability ``>= 1 - alpha`` (over the noise, unit by unit).
+
+        ``consistent -/+ h`` with :meth:`confidence_halfwidth` (rigorous), widened to
+        contain the released estimate and clipped at 0 from below when ``nonnegative`` (the
+        truth is a count).  The released estimates differ from :attr:`consistent` by the
+        projection and rounding step only (each integer within 1 of its projected value).
+        """
         out = []
-        for f in self.variances:
-            h = np.sqrt(f * c) * (1.0 + 1e-12)
-            out.append(h)
+        for j, h in enumerate(self.confidence_halfwidth(alpha)):
+            c = self.consistent[j]
+            hh = h if c.ndim == 1 else h[:, None]
+            est = np.asarray(self.estimates[j], dtype=np.float64)
+            low = np.minimum(c - hh, est)
+            high = np.maximum(c + hh, est)
+            if self.nonnegative:
+                low = np.maximum(low, 0.0)
+            out.append((low, high))
         return out
 
-    def accuracy(self, alpha: float = 0.05,
-                 truth: Sequence[Any] | None = None) -> list[dict[str, Any]]:
-        """An accuracy report, one row per level.
+    def accuracy(self, truth: Sequence[Any] | None = None, *, alpha: float = 0.05,
+                 floor: float = 1.0) -> list[AccuracySummary]:
+        """Per level, the accuracy summary of the released estimates
+        (:class:`dpfast.tables.AccuracySummary`, as for :func:`dpfast.tables.count`).
+
+        From the noise law alone: ``expected_rmse`` is the least-squares estimates' RMSE
+        bound ``sqrt(mean F)`` (:attr:`variances`) and ``expected_mae`` the same bound
+        (``MAE <= RMSE``); ``ci_halfwidth`` is the mean half-width of
+        :meth:`confidence_interval`.  With ``truth`` (one true table per level, e.g.
+        :func:`aggregate_levels`; for evaluation only) the measured errors of
+        :attr:`estimates` and the intervals' coverage.  :meth:`report` compares the raw,
+        least-squares and released errors level by level.
+        """
+        if truth is not None and len(truth) != self.n_levels:
+            raise ValueError(f"truth must hold one table per level ({self.n_levels})")
+        out = []
+        for j, (low, high) in enumerate(self.confidence_interval(alpha)):
+            bound = float(np.sqrt(np.mean(self.variances[j])))
+            hw = float(np.mean((high - low) / 2))
+            if truth is None:
+                out.append(AccuracySummary(int(self.estimates[j].shape[0]), float(alpha),
+                                           bound, bound, hw))
+                continue
+            t = self._truth(truth, j)
+            est = np.asarray(self.estimates[j], dtype=np.float64)
+            out.append(AccuracySummary(
+                int(est.shape[0]), float(alpha), bound, bound, hw,
+                mae=_metrics.mae(est, t), rmse=_metrics.rmse(est, t),
+                relative_error=_metrics.relative_error(est, t, floor=floor),
+                coverage=_metrics.ci_coverage(low, high, t),
+                utility_ratio=_metrics.utility_ratio(est, t)))
+        return out
+
+    def _truth(self, truth: Sequence[Any], j: int) -> np.ndarray:
+        t = np.asarray(truth[j], dtype=np.float64)
+        if t.shape != self.estimates[j].shape:
+            raise ValueError(f"truth[{j}] must have shape {self.estimates[j].shape}, "
+                             f"got {t.shape}")
+        return t
+
+    def report(self, alpha: float = 0.05,
+               truth: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """One row per level comparing the raw measurements, the least-squares estimates
+        and the released ones.
 
         From the noise law alone (no true data): ``sigma``, the raw measurements' exact
         ``(1 - alpha)`` half-width, the least-squares estimates' RMSE bound
-        ``sqrt(mean F)`` and their mean ``(1 - alpha)`` half-width.  With ``truth`` (the
-        true table of every level, e.g. :func:`aggregate_levels`; for evaluation only):
-        the measured RMSE and mean absolute error of the raw measurements, the
-        least-squares estimates and the released estimates.
+        ``sqrt(mean F)`` and their mean ``(1 - alpha)`` half-width.  With ``truth``: the
+        measured RMSE and mean absolute error of all three.
         """
         noisy_w = self.noisy_confidence_interval(alpha)
-        ci = self.confidence_interval(alpha)
+        ci = self.confidence_halfwidth(alpha)
         rows: list[dict[str, Any]] = []
         if truth is not None and len(truth) != self.n_levels:
             raise ValueError(f"truth must hold one table per level ({self.n_levels})")
@@ -227,18 +281,15 @@ class TopDownRelease:
                 "consistent_halfwidth": float(np.mean(ci[j])),
             }
             if truth is not None:
-                t = np.asarray(truth[j], dtype=np.float64)
-                if t.shape != self.estimates[j].shape:
-                    raise ValueError(f"truth[{j}] must have shape {self.estimates[j].shape}, "
-                                     f"got {t.shape}")
+                t = self._truth(truth, j)
                 for name, arr in (("noisy", self.noisy[j]), ("consistent", self.consistent[j]),
                                   ("released", self.estimates[j])):
                     if arr is None:
                         row[f"{name}_rmse"] = row[f"{name}_mae"] = 0.0
                         continue
-                    err = np.asarray(arr, dtype=np.float64).reshape(t.shape) - t
-                    row[f"{name}_rmse"] = float(np.sqrt(np.mean(err * err)))
-                    row[f"{name}_mae"] = float(np.mean(np.abs(err)))
+                    a = np.asarray(arr, dtype=np.float64)
+                    row[f"{name}_rmse"] = _metrics.rmse(a, t)
+                    row[f"{name}_mae"] = _metrics.mae(a, t)
             rows.append(row)
         return rows
 
@@ -248,7 +299,7 @@ class TopDownRelease:
                  f"(epsilon = {self.epsilon(1e-10):.4g} at delta = 1e-10)"]
         if self.total_invariant:
             lines.append("level 0 released exactly (invariant: not differentially private)")
-        for r in self.accuracy(alpha, truth):
+        for r in self.report(alpha, truth):
             s = (f"level {r['level']}: {r['units']} units, rho {r['rho']:.4g}, sigma "
                  f"{r['sigma']:.4g}, raw +-{r['noisy_halfwidth']} ({1 - alpha:.0%}), "
                  f"consistent RMSE <= {r['consistent_rmse_bound']:.4g}")
@@ -310,7 +361,8 @@ def topdown(
     -------
     TopDownRelease
         ``.estimates``, ``.noisy``, ``.consistent``, ``.event``, ``.epsilon(delta)``,
-        ``.confidence_interval(alpha)``, ``.accuracy(alpha, truth)``, ``.summary()``.
+        ``.confidence_interval(alpha)``, ``.accuracy(truth, alpha=)``, ``.report()``,
+        ``.summary()``.
 
     Raises
     ------
@@ -385,11 +437,7 @@ def topdown(
     if Fraction(rho_total) < total:
         rho_total = math.nextafter(rho_total, math.inf)
     event = _events.Zcdp(rho=rho_total)
-    if use_case is not None:
-        from dpfast.accounting.zcdp import zcdp_epsilon
-
-        _guidelines.check_use_case(use_case, zcdp_epsilon(rho_total, _guidelines.ZCDP_DELTA),
-                                   what="TopDown epsilon (delta = 1e-10)")
+    _usecase.check(use_case, None, 0.0, rho_total)  # a UserWarning outside the range
     if budget is not None:
         budget.spend(event, note=note or f"topdown: {L} levels")  # before any noise
 
