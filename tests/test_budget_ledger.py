@@ -424,3 +424,227 @@ def test_budget_inherited_through_fork(tmp_path):
     assert [c.note for c in fil.history()] == ["parent", "child"]
     mem.spend(ev.Epsilon(0.125))  # the parent's own budget still works
     fil.close()
+
+
+# --------------------------------------------------------------------------- hash chain
+
+
+def _raw(path):
+    """A raw connection with the append-only triggers dropped (what an attacker does)."""
+    con = sqlite3.connect(path)
+    for t in ("charges_no_update", "charges_no_delete", "meta_no_update", "meta_no_delete"):
+        con.execute(f"DROP TRIGGER IF EXISTS {t}")
+    return con
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "DELETE FROM charges WHERE id = 2",  # a middle row
+        "DELETE FROM charges WHERE id >= 3",  # the last rows (truncation)
+        "DELETE FROM charges",  # everything
+        "UPDATE charges SET cost = '[0.0, 0.0]' WHERE id = 1",  # a cost
+        "UPDATE charges SET note = 'nothing to see' WHERE id = 3",  # the audit text
+        "UPDATE charges SET status = 'refused' WHERE id = 2",  # uncount a charge
+        "UPDATE meta SET value = '{\"accounting\": \"basic\", \"delta\": 1e-06, "
+        "\"epsilon\": 2.0, \"orders\": null}' WHERE key = 'definition'",  # more budget
+    ],
+)
+def test_tampering_is_detected_on_open(tmp_path, tamper):
+    path = tmp_path / "ledger.sqlite"
+    _make_ledger(path, 4).close()
+    con = _raw(path)
+    con.execute(tamper)
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    with pytest.raises(LedgerError, match="tampered|definition"):
+        eps = 2.0 if "epsilon\\\": 2.0" in tamper or '"epsilon": 2.0' in tamper else 1.0
+        Budget(eps, 1e-6, ledger=path, accounting="basic")
+    assert path.read_bytes() == before  # verified read-only before anything is written
+    r = _cli("ledger", "verify", str(path))
+    assert r.returncode == 1 and ("tampered" in r.stderr or "definition" in r.stderr)
+
+
+def test_tampering_while_open_is_detected_at_the_next_charge(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    b = _make_ledger(path, 2)
+    con = _raw(path)
+    con.execute("DELETE FROM charges WHERE id = 2")
+    con.execute(
+        "INSERT INTO charges (id, time, status, ref, analyst, note, event, cost, user, host,"
+        " pid, prev, hash) SELECT 3, time, status, ref, analyst, note, event, cost, user,"
+        " host, pid, prev, hash FROM charges WHERE id = 1"
+    )
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="tampered"):
+        b.spend(ev.Epsilon(0.125))
+    b.close()
+
+
+def test_records_who_where_and_refusals(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    b = Budget(1.0, ledger=path)
+    b.spend(ev.Epsilon(0.75), analyst="ana", note="first")
+    with pytest.raises(BudgetExceededError):
+        b.spend(ev.Epsilon(0.5), analyst="eve", note="too much")
+    b.close()
+    again = Budget(1.0, ledger=path)
+    records = again.history(include_refused=True)
+    assert [(c.status, c.analyst) for c in records] == [("charged", "ana"), ("refused", "eve")]
+    import pwd
+    import socket
+
+    for c in records:
+        assert c.user == pwd.getpwuid(os.geteuid()).pw_name
+        assert c.host == socket.gethostname() and c.pid == os.getpid()
+    assert again.remaining().epsilon == 0.25  # the refusal is not counted
+    again.close()
+
+
+# --------------------------------------------------------------------------- migration
+
+_V1_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
+    "CREATE TABLE charges (id INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, "
+    "analyst TEXT NOT NULL, note TEXT NOT NULL, event TEXT NOT NULL, epsilon REAL, "
+    "delta REAL, rho REAL, rdp TEXT)",
+    "CREATE TRIGGER charges_no_update BEFORE UPDATE ON charges "
+    "BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END",
+    "CREATE TRIGGER charges_no_delete BEFORE DELETE ON charges "
+    "BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END",
+    "CREATE TRIGGER meta_no_update BEFORE UPDATE ON meta "
+    "BEGIN SELECT RAISE(ABORT, 'the dpfast ledger definition is immutable'); END",
+)
+
+
+def _v1_ledger(path, definition, rows):
+    """A ledger as dpfast 0.1.0 wrote it (format 1)."""
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA application_id = 1685081191")
+    for stmt in _V1_SCHEMA:
+        con.execute(stmt)
+    con.executemany("INSERT INTO meta VALUES (?, ?)", [
+        ("format", "dpfast-ledger"), ("version", "1"),
+        ("definition", json.dumps(definition, sort_keys=True)),
+        ("created", "2026-01-01T00:00:00+00:00"),
+    ])
+    con.executemany(
+        "INSERT INTO charges (time, analyst, note, event, epsilon, delta, rho, rdp) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    con.commit()
+    con.close()
+    os.chmod(path, 0o600)
+
+
+def test_format_1_ledgers_are_migrated(tmp_path):
+    event = json.dumps({"type": "Epsilon", "epsilon": 0.25})
+    basic = tmp_path / "basic.sqlite"
+    _v1_ledger(basic, {"epsilon": 1.0, "delta": 0.0, "accounting": "basic", "orders": None},
+               [(1.7e9, "ana", "a", event, 0.25, 0.0, None, None),
+                (1.7e9 + 1, "bob", "b", event, 0.25, 0.0, None, None)])
+    r = _cli("ledger", "verify", str(basic))
+    assert r.returncode == 1 and "format 1" in r.stderr  # read-only: not migrated
+    b = Budget(1.0, ledger=basic)
+    assert [(c.analyst, c.user, c.pid) for c in b.history()] == [("ana", "", 0), ("bob", "", 0)]
+    assert b.remaining().epsilon == 0.5
+    b.spend(ev.Epsilon(0.5))
+    with pytest.raises(BudgetExceededError):
+        b.spend(ev.Epsilon(2.0**-20))
+    b.close()
+    con = sqlite3.connect(basic)
+    assert con.execute("SELECT value FROM meta WHERE key='version'").fetchone() == ("2",)
+    assert [v for (v,) in con.execute("SELECT version FROM migrations ORDER BY version")] == [
+        1, 2]
+    con.close()
+    assert _cli("ledger", "verify", str(basic)).returncode == 0
+    # an rdp ledger of the old default grid opens with its stored orders (orders=None)
+    old_orders = [2.0, 4.0, 8.0, 16.0, 32.0]
+    rdp = tmp_path / "rdp.sqlite"
+    _v1_ledger(rdp, {"epsilon": 8.0, "delta": 1e-5, "accounting": "rdp", "orders": old_orders},
+               [(1.7e9, "ana", "", json.dumps({"type": "Gaussian", "noise_multiplier": 10.0}),
+                 None, None, None, json.dumps([a / 200 for a in old_orders]))])
+    g = Budget(8.0, 1e-5, ledger=rdp)
+    assert g.orders == tuple(old_orders)
+    assert g.spent().rdp == tuple(a / 200 for a in old_orders)
+    g.close()
+
+
+# --------------------------------------------------------------------------- permissions
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000, 0o077])
+def test_new_ledgers_are_owner_only_whatever_the_umask(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        path = tmp_path / "ledger.sqlite"
+        b = _make_ledger(path, 2)  # open: the -wal and -shm files exist
+        for p in (path, pathlib.Path(f"{path}-wal"), pathlib.Path(f"{path}-shm")):
+            assert p.exists() and (p.stat().st_mode & 0o777) == 0o600, p
+        b.close()
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
+def test_ledgers_writable_by_others_are_refused(tmp_path, mode):
+    path = tmp_path / "ledger.sqlite"
+    _make_ledger(path, 1).close()
+    os.chmod(path, mode)
+    with pytest.raises(LedgerError, match="writable by other users"):
+        _make_ledger(path)
+    os.chmod(path, 0o600)
+    _make_ledger(path).close()
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _cli(*args):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_cli_ledger_show_and_verify(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    b = Budget(1.0, 1e-6, ledger=path)
+    b.spend(ev.Epsilon(0.5), analyst="ana", note="weekly counts")
+    with pytest.raises(BudgetExceededError):
+        b.spend(ev.Epsilon(0.75), analyst="eve", note="too much")
+
+    class Boom:
+        event = ev.Epsilon(0.125)
+
+        def __call__(self, x, *, rng=None):
+            raise ArithmeticError("noise overflowed")
+
+    with pytest.raises(ArithmeticError):
+        b.release(Boom(), 1)
+    b.close()
+    r = _cli("ledger", "show", str(path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for needle in ("accounting='rdp'", "weekly counts", "ana", "eve", "refused", "failed",
+                   "1 charged, 1 failed after the charge, 1 refused", "spent (epsilon=0.625",
+                   "next release fits if pure epsilon <= 0.375", "hash chain verified"):
+        assert needle in out, needle
+    v = _cli("ledger", "verify", str(path))
+    assert v.returncode == 0 and v.stdout.startswith("ok:") and "3 records" in v.stdout
+    con = _raw(path)
+    con.execute("DELETE FROM charges WHERE id = 1")
+    con.commit()
+    con.close()
+    v = _cli("ledger", "verify", str(path))
+    assert v.returncode == 1 and v.stdout == ""
+    assert v.stderr.count("\n") == 1 and "tampered" in v.stderr
+    s = _cli("ledger", "show", str(path))
+    assert s.returncode == 1 and "tampered" in s.stderr
+    bad = tmp_path / "not.sqlite"
+    bad.write_bytes(b"hello")
+    r = _cli("ledger", "show", str(bad))
+    assert r.returncode == 2 and r.stderr.startswith("dpfast: error:") and "Traceback" not in (
+        r.stderr)
+    assert _cli("ledger").returncode == 2  # an action is required

@@ -307,6 +307,7 @@ class LedgerFile:
                 _create_file(path, self.definition_text, self.timeout)
             except sqlite3.Error as exc:
                 raise LedgerError(f"cannot create ledger {path!r}: {exc}") from exc
+        check_permissions(path)  # before any connection creates -wal/-shm files
         ro, meta = open_readonly(path, self.timeout)
         try:
             if json.loads(meta["definition"]) != self.definition:
@@ -315,7 +316,6 @@ class LedgerFile:
                     f"{self.definition_text}; a ledger's budget definition cannot change "
                     "(open it with the stored definition, or start a new ledger)"
                 )
-            check_permissions(path)
             current = int(meta["version"]) == schema.FORMAT_VERSION
             if current:
                 try:
