@@ -628,3 +628,60 @@ def test_extreme_utilities() -> None:
     counts = np.bincount(sel.exponential(np.tile(tiny, (30_000, 1)), 1.0, rng=key(21)),
                          minlength=3)
     assert chi2_pvalue(counts, [1, 1, 1]) > PMIN
+
+
+# --------------------------------------------------------------------------- permute-and-flip bits
+with mpmath.workprec(300):
+    _E = int(mpmath.floor(mpmath.exp(-1) * mpmath.mpf(2) ** 128))
+E1, E2 = _E >> 64, _E & ALL_ONES  # exp(-1) = 0.E1 E2 ... (base 2^64)
+PF_CASES = [  # (bulk word of the coin, refinement words, coin comes up heads)
+    (int(0.2 * 2 ** 64), [ALL_ONES] * 2, True),
+    (int(0.5 * 2 ** 64), [0] * 2, False),
+    (E1, [E2 - 1, ALL_ONES], True),  # U = 0.E1 (E2 - 1) ... < exp(-1)
+    (E1, [E2 + 1, 0], False),  # U = 0.E1 (E2 + 1) ... > exp(-1)
+]
+
+
+def _pf_outcomes(monkeypatch, forced: bool) -> list[bool]:
+    """Coin of candidate 1 (one nat behind) with constructed bits, read off through the
+    public permute_and_flip: the pick is pinned to the last head."""
+    from dpfast.selection import permute_flip
+
+    monkeypatch.setattr(permute_flip, "_uniform_spans",
+                        lambda gen, counts: counts.astype(np.uint64) - np.uint64(1))
+    out = []
+    for t, (word, first, _) in enumerate(PF_CASES):
+        src = _source(first, seed=400 + t)
+        monkeypatch.setattr(permute_flip, "_draw_words",
+                            lambda gen, n, w=word: np.array([0, w], np.uint64)[:n])
+        monkeypatch.setattr(permute_flip, "_LazySource", lambda gen, s=src: (lambda: s))
+        if forced:
+            with sel.force_exact():
+                out.append(sel.permute_and_flip([0.0, -1.0], 2.0, rng=KEY) == 1)
+        else:
+            out.append(sel.permute_and_flip([0.0, -1.0], 2.0, rng=KEY) == 1)
+    return out
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_permute_and_flip_coin_continues_from_the_kernel_bits(monkeypatch, forced) -> None:
+    """Bernoulli(exp(-1)) coins decided from known bits: the 64-bit word alone where it
+    settles the comparison, and the refinement words where the word is exp(-1)'s own
+    leading 64 bits (the float certificate cannot decide those: the exact path does)."""
+    assert 0 < E2 - 1 and E2 + 1 < ALL_ONES
+    flags = np.empty(2, np.uint8)
+    ks.pf_flips(np.array([0, E1], np.uint64), np.array([0.0, -1.0]), np.array([0.0]), 2,
+                64, 1.0, False, flags)
+    assert flags[1] == ks.PENDING
+    assert _pf_outcomes(monkeypatch, forced) == [c[2] for c in PF_CASES]
+
+
+def test_permute_and_flip_resampling_variant_is_caught(monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    from dpfast.selection import permute_flip
+
+    fresh = SimpleNamespace(u_less_exp=_exact.u_less_exp,
+                            LazyUniform=lambda m, src: _exact.LazyUniform(src.next(), src))
+    monkeypatch.setattr(permute_flip, "_exact", fresh)
+    assert _pf_outcomes(monkeypatch, True) != [c[2] for c in PF_CASES]
