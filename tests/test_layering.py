@@ -44,6 +44,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.perf", 13),  # the performance gate times the public facade
     ("dpfast.cli", 14),  # the command line uses the public facade
     ("dpfast.__main__", 15),
+    ("dpfast.compat", 14),  # drop-in backends for diffprivlib / PipelineDP (public facade)
 ]
 
 KERNEL_ALLOWED = {"numpy", "numba", "math", "__future__"}

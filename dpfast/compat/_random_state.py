@@ -1,0 +1,76 @@
+"""``random_state`` arguments of other libraries mapped onto dpfast generators.
+
+Security meaning (documented in the public classes): ``None`` (and the "no seed" markers
+diffprivlib uses internally: ``secrets.SystemRandom`` instances and numpy's global
+``RandomState``) gives a generator keyed from ``os.urandom`` -- the secure default.  An
+integer seed gives a ChaCha20 key derived from the seed with SHA-256: the output is
+replayable, and *whoever knows or guesses the seed can remove the noise* (an int seed has
+few bits of entropy).  A numpy ``RandomState``/``Generator`` gives a key made of 32 bytes
+drawn from it: replayable from that generator's state, which is not secret-grade either.
+Seeds are for tests and audits only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import dpfast
+
+_SEED_DOMAIN = b"dpfast.compat.random_state.v1\x00"
+
+
+def generator_for(random_state: Any) -> Any:
+    """A :class:`dpfast.Generator` for a diffprivlib/scikit-learn style ``random_state``.
+
+    Raises
+    ------
+    ValueError
+        ``random_state`` is none of None, an int, a ``secrets.SystemRandom``, a numpy
+        ``RandomState`` or ``Generator``.
+    """
+    if (random_state is None or isinstance(random_state, secrets.SystemRandom)
+            or random_state is np.random.mtrand._rand):
+        return dpfast.default_rng()
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        digest = hashlib.sha256(_SEED_DOMAIN + str(int(random_state)).encode()).digest()
+        return dpfast.default_rng(key=digest)
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        return dpfast.default_rng(key=bytes(random_state.bytes(32)))
+    raise ValueError(f"random_state={random_state!r} cannot be used to seed a dpfast generator "
+                     "(use None, an int, or a numpy RandomState/Generator)")
+
+
+class NoiseBuffer:
+    """Pre-drawn i.i.d. noise for scalar calls (one dpfast call serves many scalars).
+
+    Values are drawn in blocks (16, doubling up to 4096) from ``draw(n)`` and handed out in
+    order; a new ``tag`` (the noise parameters) discards the rest.  Independent identically
+    distributed draws handed out one by one have the same joint distribution as drawing
+    one at a time, so the mechanisms' output distributions are unchanged.
+    """
+
+    _MAX = 4096
+
+    def __init__(self) -> None:
+        self._tag: Any = None
+        self._values: np.ndarray = np.empty(0)
+        self._pos = 0
+        self._block = 16
+
+    def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
+        if tag != self._tag or self._pos >= self._values.size:
+            if tag != self._tag:
+                self._block = 16
+            self._values = draw(self._block)
+            self._block = min(self._block * 2, self._MAX)
+            self._tag = tag
+            self._pos = 0
+        value = self._values[self._pos]
+        self._pos += 1
+        return value

@@ -1,0 +1,173 @@
+"""Patch diffprivlib so that its tools and models draw their noise from dpfast."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from diffprivlib import mechanisms as _dm
+from diffprivlib.accountant import BudgetAccountant
+from diffprivlib.utils import PrivacyLeakWarning, warn_unused_args
+
+from dpfast.compat.diffprivlib import _additive, _select
+
+__all__ = ["install", "uninstall", "patched", "is_installed", "histogram", "histogramdd"]
+
+_INT_MAX = np.iinfo(np.int64).max
+
+# diffprivlib class -> dpfast replacement
+REPLACEMENTS: dict[type, type] = {
+    _dm.Laplace: _additive.Laplace,
+    _dm.LaplaceTruncated: _additive.LaplaceTruncated,
+    _dm.LaplaceFolded: _additive.LaplaceFolded,
+    _dm.Geometric: _additive.Geometric,
+    _dm.GeometricTruncated: _additive.GeometricTruncated,
+    _dm.GeometricFolded: _additive.GeometricFolded,
+    _dm.GaussianAnalytic: _additive.GaussianAnalytic,
+    _dm.GaussianDiscrete: _additive.GaussianDiscrete,
+    _dm.Snapping: _select.Snapping,
+    _dm.Exponential: _select.Exponential,
+    _dm.PermuteAndFlip: _select.PermuteAndFlip,
+}
+
+_LOCK = threading.RLock()
+_DEPTH = 0
+_SAVED: list[tuple[Any, str, Any]] = []
+
+
+# ----------------------------------------------------------------------------- vectorized tools
+def _range_warning(multi: bool) -> None:
+    what = " (or has missing elements)" if multi else ""
+    warnings.warn(f"Range parameter has not been specified{what}. Falling back to taking range "
+                  "from the data.\nTo ensure differential privacy, and no additional privacy "
+                  "leakage, the range must be specified independently of the data (i.e., using "
+                  "domain knowledge).", PrivacyLeakWarning, stacklevel=3)
+
+
+def _noisy_counts(hist: np.ndarray, epsilon: float, random_state: Any) -> np.ndarray:
+    """Every bin through GeometricTruncated(epsilon, 1, [0, maxsize]) at once: the same
+    distribution as diffprivlib's per-bin loop (independent noise per bin of
+    ``int(bin)``)."""
+    mech = _additive.GeometricTruncated(epsilon=epsilon, sensitivity=1, lower=0, upper=_INT_MAX,
+                                        random_state=random_state)
+    return mech.randomise(hist.astype(np.int64))
+
+
+def histogram(sample, epsilon=1.0, bins=10, range=None, weights=None, density=None,
+              random_state=None, accountant=None, **unused_args):
+    """``diffprivlib.tools.histogram`` with all bins noised in one exact dpfast call.
+
+    Same parameters, warnings, budget accounting and output distribution as diffprivlib's
+    (each bin ``int(count)`` plus independent exact two-sided geometric noise of scale
+    ``1/epsilon``, clamped at 0): ``epsilon``-DP under add/remove of one sample.
+    """
+    warn_unused_args(unused_args)
+    accountant = BudgetAccountant.load_default(accountant)
+    accountant.check(epsilon, 0)
+    if range is None:
+        _range_warning(False)
+    hist, edges = np.histogram(sample, bins=bins, range=range, weights=weights, density=None)
+    dp_hist = _noisy_counts(hist, epsilon, random_state).astype(hist.dtype)
+    accountant.spend(epsilon, 0)
+    if density:
+        total = dp_hist.sum()
+        return dp_hist / np.array(np.diff(edges), float) / (total if total else 1), edges
+    return dp_hist, edges
+
+
+def histogramdd(sample, epsilon=1.0, bins=10, range=None, weights=None, density=None,
+                random_state=None, accountant=None, **unused_args):
+    """``diffprivlib.tools.histogramdd`` with all cells noised in one exact dpfast call
+    (same parameters, warnings, accounting and output distribution as diffprivlib's)."""
+    warn_unused_args(unused_args)
+    accountant = BudgetAccountant.load_default(accountant)
+    accountant.check(epsilon, 0)
+    if np.array(bins, dtype=object).ndim == 0 or not np.all([np.ndim(b) for b in bins]):
+        if range is None or (isinstance(range, list) and None in range):
+            _range_warning(True)
+    hist, edges = np.histogramdd(sample, bins=bins, range=range, weights=weights, density=None)
+    dp_hist = _noisy_counts(hist, epsilon, random_state).astype(float)
+    if density:
+        total = dp_hist.sum()
+        for axis, e in enumerate(edges):
+            shape = np.ones(dp_hist.ndim, int)
+            shape[axis] = dp_hist.shape[axis]
+            dp_hist = dp_hist / np.diff(e).reshape(shape)
+        if total > 0:
+            dp_hist /= total
+    accountant.spend(epsilon, 0)
+    return dp_hist, edges
+
+
+_TOOLS = {"histogram": histogram, "histogramdd": histogramdd}
+
+
+# ----------------------------------------------------------------------------- install
+def _modules() -> list[Any]:
+    for name in ("diffprivlib.tools", "diffprivlib.models"):
+        importlib.import_module(name)
+    return [m for n, m in list(sys.modules.items())
+            if m is not None and (n == "diffprivlib" or n.startswith("diffprivlib."))]
+
+
+def install() -> None:
+    """Make diffprivlib use dpfast: every module-level reference to a replaced mechanism
+    class (in ``diffprivlib.mechanisms``, ``diffprivlib.tools.*``, ``diffprivlib.models.*``)
+    and to ``histogram``/``histogramdd`` is rebound to its dpfast counterpart.
+
+    Calls nest (each ``install`` needs one ``uninstall``); thread-safe.  Objects created
+    before ``install`` keep their classes.  Not patched (documented): ``LaplaceBoundedDomain``
+    (``var``/``std``, naive Bayes, k-means), ``Vector``, ``Bingham``, ``Staircase``,
+    ``Uniform``, ``Binary``, the classic ``Gaussian``, and the models' own numpy draws.
+    """
+    global _DEPTH
+    with _LOCK:
+        _DEPTH += 1
+        if _DEPTH > 1:
+            return
+        for module in _modules():
+            for attr, value in list(vars(module).items()):
+                new = None
+                if isinstance(value, type) and value in REPLACEMENTS:
+                    new = REPLACEMENTS[value]
+                elif (attr in _TOOLS and callable(value)
+                      and getattr(value, "__module__", "") == "diffprivlib.tools.histograms"):
+                    new = _TOOLS[attr]
+                if new is not None:
+                    _SAVED.append((module, attr, value))
+                    setattr(module, attr, new)
+
+
+def uninstall() -> None:
+    """Undo one :func:`install` (the last one restores diffprivlib exactly)."""
+    global _DEPTH
+    with _LOCK:
+        if _DEPTH == 0:
+            return
+        _DEPTH -= 1
+        if _DEPTH:
+            return
+        while _SAVED:
+            module, attr, value = _SAVED.pop()
+            setattr(module, attr, value)
+
+
+def is_installed() -> bool:
+    """Whether diffprivlib is currently patched."""
+    return _DEPTH > 0
+
+
+@contextlib.contextmanager
+def patched() -> Iterator[None]:
+    """``with patched(): ...`` -- :func:`install` for the block, then :func:`uninstall`."""
+    install()
+    try:
+        yield
+    finally:
+        uninstall()

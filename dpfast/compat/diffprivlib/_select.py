@@ -1,0 +1,206 @@
+"""diffprivlib's Snapping, Exponential and PermuteAndFlip on dpfast's samplers."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from diffprivlib import mechanisms as _dm
+
+import dpfast
+from dpfast.compat._random_state import NoiseBuffer, generator_for
+from dpfast.compat.diffprivlib._additive import as_array
+
+__all__ = ["Snapping", "Exponential", "PermuteAndFlip"]
+
+_MAX_REPLICAS = 1 << 20  # integer measures up to this total are sampled exactly by replication
+
+
+def _float_up(q: Fraction) -> float:
+    f = float(q)
+    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
+
+
+class Snapping(_dm.Snapping):
+    r"""diffprivlib's ``Snapping`` on :func:`dpfast.snapping`.
+
+    Values are shifted and scaled to sensitivity 1 and the symmetric bound
+    ``B = (upper - lower) / (2 Δ)`` exactly as diffprivlib does, then snapped by dpfast
+    (ChaCha20 bits; the uniform ``U*`` drawn over all doubles in (0, 1) as Mironov requires).
+
+    Privacy
+    -------
+    Mironov, "On Significance of the Least Significant Bits for Differential Privacy", CCS
+    2012, Thm. 1: for values within the bound, snapping with ``λ`` and clamp bound ``B'`` is
+    ``(1 + 2^-49 B') / λ``-DP (:func:`dpfast.snapping_epsilon`).  Here ``λ`` is the smallest
+    float with that quantity ``<= ε``, and ``B' = B`` (when ``B <= λ``, ``B'`` is enlarged
+    to ``2λ`` until ``λ < B'``, which the mechanism needs; values are clamped to ``±B``
+    before and after, post-processing).  ``ε <= 2^-48`` admits no such ``λ`` and is
+    refused (``ValueError``; diffprivlib accepts down to ``2^-52``).
+    Guarantee: ``ε``-DP for neighbouring values at distance ``<= Δ``.  **Difference**:
+    diffprivlib's ``effective_epsilon`` uses ``(ε - 2η) / (1 + 12 B η)``; this class uses
+    Mironov's Thm. 1 bound (``effective_epsilon() = 1 / λ``).  ``ε`` so large that
+    ``B >= 2^46 λ`` is refused (``ValueError``; use :class:`Laplace`).  As dpfast documents,
+    the analysis assumes a correctly rounded ``log`` (glibc's is < 1 ulp).
+    """
+
+    def __init__(self, *, epsilon, sensitivity, lower, upper, random_state=None):
+        super().__init__(epsilon=epsilon, sensitivity=sensitivity, lower=lower, upper=upper,
+                         random_state=random_state)
+        self._gen = generator_for(random_state)
+
+    def _params(self) -> tuple[float, float]:
+        eps = Fraction(self.epsilon)
+        b = self._bound
+        lam = _float_up((1 + Fraction(2) ** -49 * Fraction(b)) / eps)
+        b_used = b
+        for _ in range(64):  # B <= λ: enlarge the clamp bound until λ < B' (needs ε > 2^-48)
+            if b_used > lam:
+                break
+            b_used = 2 * lam
+            lam = _float_up((1 + Fraction(2) ** -49 * Fraction(b_used)) / eps)
+        else:
+            raise ValueError(f"epsilon={self.epsilon} is too small for the snapping mechanism's "
+                             "guarantee (Mironov 2012 needs epsilon > 2**-48); use Laplace")
+        while dpfast.snapping_epsilon(lam, b_used, 1.0) > self.epsilon:
+            lam = math.nextafter(lam, math.inf)
+        if not b_used < 2.0 ** 46 * lam:
+            raise ValueError(f"epsilon={self.epsilon} is too large for snapping with bound "
+                             f"{b_used} (needs bound < 2**46 / epsilon); use Laplace")
+        return lam, b_used
+
+    def effective_epsilon(self):
+        """``1 / λ``: the Laplace parameter used (see the class Privacy section)."""
+        return 1.0 / self._params()[0]
+
+    def randomise(self, value):
+        """Randomise a number or a numpy array (new float array)."""
+        arr = as_array(value, "biuf", "a number")
+        self._check_all(0.0 if arr is not None else value)
+        x = np.asarray(arr if arr is not None else [value], dtype=np.float64)
+        b = self._bound
+        if self.sensitivity == 0:
+            out = np.clip(x, -b, b)
+        else:
+            y = np.clip(x / self.sensitivity - b - self.lower / self.sensitivity, -b, b)
+            if self.epsilon != math.inf:
+                lam, b_used = self._params()
+                y = np.clip(dpfast.snapping(y, lam, b_used, rng=self._gen), -b, b)
+            out = (y + b) * self.sensitivity + self.lower
+        return out if arr is not None else float(out[0])
+
+
+def _uniform_index(gen: Any, k: int) -> int:
+    return 0 if k == 1 else int(gen.integers(0, k))
+
+
+class Exponential(_dm.Exponential):
+    r"""diffprivlib's ``Exponential`` (McSherry & Talwar 2007) sampled by dpfast.
+
+    ``randomise(value=None, *, size=None)`` returns one candidate, or with ``size=n`` an
+    array of ``n`` independent selections (vectorized).
+
+    Privacy
+    -------
+    ``P[i] ∝ measure_i · exp(c u_i)``, ``c = ε / (2Δ)`` (``ε / Δ`` when ``monotonic``):
+    ``ε``-DP for neighbouring datasets whose utilities differ by at most ``sensitivity`` Δ.
+    Uniform measure (default) and integer measures with total ``<= 2^20`` (each candidate
+    replicated ``measure_i`` times, zero-measure candidates dropped) are sampled *exactly*
+    by :func:`dpfast.exponential` (exact Gumbel-max, ChaCha20 bits).  **Difference**: any
+    other measure (e.g. the interval lengths of ``diffprivlib.tools.quantile``) falls back to
+    diffprivlib's float probabilities inverted with a ChaCha20 uniform -- secure bits, float
+    (not exact) probabilities.  ``ε = inf`` or ``Δ = 0``: uniform over the maximal
+    candidates.  ``random_state`` as in :class:`Laplace`.
+    """
+
+    def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None,
+                 measure=None, random_state=None):
+        super().__init__(epsilon=epsilon, sensitivity=sensitivity, utility=utility,
+                         monotonic=monotonic, candidates=candidates, measure=measure,
+                         random_state=random_state)
+        self._gen = generator_for(random_state)
+        self._buffer = NoiseBuffer()
+
+    def _exact_layout(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(utilities, candidate index per entry) for exact sampling, or None."""
+        u = np.asarray(self.utility, dtype=np.float64)
+        idx = np.arange(u.size)
+        if self.measure is None:
+            return u, idx
+        m = np.asarray(self.measure, dtype=np.float64)
+        if np.all(m == m[0]) and m[0] > 0:
+            return u, idx
+        if np.all(m >= 0) and np.all(m == np.floor(m)) and 0 < m.sum() <= _MAX_REPLICAS:
+            reps = m.astype(np.int64)
+            return np.repeat(u, reps), np.repeat(idx, reps)
+        return None
+
+    def _draw(self, n: int) -> np.ndarray:
+        u = np.asarray(self.utility, dtype=np.float64)
+        if self.sensitivity == 0 or self.epsilon == math.inf:
+            top = np.flatnonzero(np.isclose(u - u.max(), 0))
+            if self.measure is not None:
+                top = top[np.asarray(self.measure, dtype=np.float64)[top] > 0]
+            return top[[_uniform_index(self._gen, top.size) for _ in range(n)]]
+        layout = self._exact_layout()
+        if layout is None:  # float probabilities (diffprivlib's), secure uniform
+            r = np.asarray(self._gen.random(n), dtype=np.float64)
+            return np.minimum(np.searchsorted(self._probabilities, r, side="left"), u.size - 1)
+        v, owner = layout
+        if v.size == 1:
+            return np.full(n, owner[0])
+        return owner[self._select(np.broadcast_to(v, (n, v.size)))]
+
+    def _select(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(dpfast.exponential(rows, epsilon=self.epsilon,
+                                             sensitivity=self.sensitivity,
+                                             monotonic=self.monotonic, rng=self._gen))
+
+    def _label(self, i: int) -> Any:
+        return self.candidates[i] if self.candidates else i
+
+    def randomise(self, value=None, *, size=None):
+        """Select a candidate (or ``size`` independent candidates, as an array)."""
+        self._check_all(value)
+        if size is None:
+            tag = (tuple(self.utility), self.epsilon, self.sensitivity, self.monotonic,
+                   None if self.measure is None else tuple(self.measure))
+            return self._label(int(self._buffer.take(tag, self._draw)))
+        picks = self._draw(int(size))
+        if self.candidates:
+            out = np.empty(picks.size, dtype=object)
+            out[:] = [self.candidates[i] for i in picks]
+            return out
+        return picks.astype(np.int64)
+
+
+class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
+    r"""diffprivlib's ``PermuteAndFlip`` (McKenna & Sheldon 2020) sampled exactly by
+    :func:`dpfast.permute_and_flip`.
+
+    Privacy
+    -------
+    ``ε``-DP for utilities of sensitivity Δ (``monotonic``: coin bias
+    ``exp(ε (u_i - u_max) / Δ)``, i.e. dpfast's with sensitivity ``Δ/2``).  Exact: every coin
+    is decided exactly on ChaCha20 bits.  ``ε = inf`` or ``Δ = 0``: uniform over the maximal
+    candidates.  ``randomise(size=n)`` gives ``n`` independent selections.
+    """
+
+    def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None,
+                 random_state=None):
+        _dm.PermuteAndFlip.__init__(self, epsilon=epsilon, sensitivity=sensitivity,
+                                    utility=utility, monotonic=monotonic, candidates=candidates,
+                                    random_state=random_state)
+        self._gen = generator_for(random_state)
+        self._buffer = NoiseBuffer()
+
+    def _select(self, rows: np.ndarray) -> np.ndarray:
+        sens = self.sensitivity / 2 if self.monotonic else self.sensitivity
+        return np.asarray(dpfast.permute_and_flip(rows, epsilon=self.epsilon, sensitivity=sens,
+                                                  rng=self._gen))
+
+    def randomise(self, value=None, *, size=None):
+        """Select a candidate (or ``size`` independent candidates, as an array)."""
+        return Exponential.randomise(self, value, size=size)
