@@ -27,9 +27,12 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
   (about ``1e-12``) in δ.  When PipelineDP gives only a total L1/L2 sensitivity (the
   ``max_contributions`` mode) ``l0`` is unknown: integer values (counts) are on the grid and
   need no rounding term; other values keep PyDP's own (secure, C++) noise.
-* **Vector noise** (``add_noise_vector``): one vectorized :class:`dpfast.LaplaceMechanism`
-  / :class:`dpfast.GaussianMechanism` call with PipelineDP's ``(ε, δ)`` and sensitivity
-  and ``max_changed = l0 · d``: rigorous ``ε``-DP / ``(ε, δ)``-DP as stated.
+* **Vector noise** (``add_noise_vector``): one vectorized call.  Laplace:
+  :class:`dpfast.LaplaceMechanism` with PipelineDP's ε and sensitivity and ``max_changed =
+  l0 · d`` -- rigorous ε-DP as stated.  Gaussian: PipelineDP's σ inflated for the ``l0 · d``
+  grid roundings as above (same RDP curve), and at least dpfast's rigorous ``(ε, δ)``
+  calibration where that exists (its discretisation term grows with ``d``: for very long
+  vectors only the RDP statement and the η note apply).
 * **Thresholding** (Laplace / Gaussian partition selection): PyDP's threshold ``T`` and
   noise parameter (Laplace ``b = l0 / ε``; Gaussian σ of the ``(ε, δ/2)`` Gaussian with
   ``Δ₂ = sqrt(l0)``) with grid noise on the integer count (no rounding), released iff
@@ -111,7 +114,7 @@ def _gaussian_params(sigma: float, sens: float, m: int, eps: float, delta: float
     """(σ_final, g): RDP-preserving inflation of σ for the grid, and at least dpfast's
     rigorous (ε, δ) calibration when (ε, δ) are known."""
     sigma_cal, g = 0.0, dpfast.granularity(sigma)
-    if eps > 0 and 0 < delta < 1:
+    if eps > 0 and 0 < delta < 1 and m <= (1 << 20):
         with contextlib.suppress(ValueError):
             mech = dpfast.GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens,
                                             max_changed=m)
@@ -195,10 +198,10 @@ def _add_noise_vector(vec: np.ndarray, noise_params: Any) -> np.ndarray:
     m = int(math.ceil(noise_params.l0_sensitivity)) * max(1, x.size)
     if noise_params.noise_kind == _ap.NoiseKind.LAPLACE:
         mech = dpfast.LaplaceMechanism(epsilon=noise_params.eps, sensitivity=sens, max_changed=m)
-    else:
-        mech = dpfast.GaussianMechanism(epsilon=noise_params.eps, delta=noise_params.delta,
-                                        sensitivity=sens, max_changed=m)
-    return mech(x, rng=_gen())
+        return mech(x, rng=_gen())
+    eps, delta = noise_params.eps, noise_params.delta
+    sigma, g = _gaussian_params(_dc.compute_sigma(eps, delta, sens), sens, m, eps, delta)
+    return dpfast.gaussian(x, sigma, rng=_gen(), granularity=g)
 
 
 def _add_random_noise(value, eps, delta, l0_sensitivity, linf_sensitivity, noise_kind):

@@ -1,0 +1,287 @@
+"""dpfast.compat.diffprivlib: diffprivlib's classes on dpfast's exact samplers.
+
+diffprivlib's own mechanism tests run unchanged in tests/vendor/diffprivlib_tests; these
+tests check what they do not: exact output distributions, the vectorized paths, the
+patching of tools and models, and ``random_state``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import stats
+
+from tests.conftest import KEY
+
+diffprivlib = pytest.importorskip("diffprivlib")
+from diffprivlib import mechanisms as dm  # noqa: E402
+
+import dpfast  # noqa: E402
+from dpfast.compat import diffprivlib as dpl  # noqa: E402
+
+SEED = int.from_bytes(KEY[:4], "little")  # diffprivlib also seeds a RandomState: < 2**32
+
+
+def _chisquare_ok(observed: np.ndarray, probs: np.ndarray) -> bool:
+    """Chi-square goodness of fit on cells with expected count >= 5 (tail merged)."""
+    n = observed.sum()
+    expected = probs * n
+    keep = expected >= 5
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], expected[~keep].sum())
+    if exp[-1] == 0:
+        obs, exp = obs[:-1], exp[:-1]
+    exp = exp * obs.sum() / exp.sum()
+    return stats.chisquare(obs, exp).pvalue > 1e-4
+
+
+def _dlap_pmf(k: int, t: Fraction) -> float:
+    with mpmath.workdps(40):
+        p = mpmath.exp(-1 / mpmath.mpf(t.numerator) * t.denominator)
+        return float((1 - p) / (1 + p) * p ** abs(k))
+
+
+@pytest.mark.parametrize("name", ["Laplace", "Geometric", "GeometricTruncated",
+                                  "GaussianAnalytic", "GaussianDiscrete", "Snapping",
+                                  "Exponential", "PermuteAndFlip", "LaplaceTruncated",
+                                  "LaplaceFolded", "GeometricFolded"])
+def test_subclass_of_diffprivlibs_class(name: str) -> None:
+    cls = getattr(dpl, name)
+    assert issubclass(cls, getattr(dm, name)) and issubclass(cls, dm.DPMechanism)
+    assert dpl.REPLACEMENTS[getattr(dm, name)] is cls
+
+
+def test_geometric_exact_distribution_vectorized_and_scalar() -> None:
+    mech = dpl.Geometric(epsilon=0.7, sensitivity=2, random_state=SEED)
+    t = Fraction(2) / Fraction(0.7)  # exact rational scale Δ/ε
+    x = np.full(400_000, 7, dtype=np.int32)
+    noisy = mech.randomise(x)
+    assert noisy.dtype == np.int32 and np.all(x == 7)  # dtype kept, input untouched
+    ks = np.arange(-40, 41)
+    probs = np.array([_dlap_pmf(int(k), t) for k in ks])
+    counts = np.array([(noisy - 7 == k).sum() for k in ks])
+    assert _chisquare_ok(counts, probs)
+    scalars = np.array([mech.randomise(7) for _ in range(20_000)]) - 7
+    assert isinstance(mech.randomise(7), int)
+    assert _chisquare_ok(np.array([(scalars == k).sum() for k in ks]), probs)
+
+
+def test_geometric_truncated_clamps_exactly() -> None:
+    mech = dpl.GeometricTruncated(epsilon=1.0, lower=0, upper=3, random_state=SEED)
+    out = mech.randomise(np.full(200_000, 1, dtype=np.int64))
+    t = Fraction(1)
+    probs = np.array([sum(_dlap_pmf(k, t) for k in range(-60, 0)), _dlap_pmf(0, t),
+                      _dlap_pmf(1, t), 1.0])
+    probs[3] = 1 - probs[:3].sum()  # everything >= 3
+    counts = np.array([(out == v).sum() for v in range(4)])
+    assert counts.sum() == out.size and _chisquare_ok(counts, probs)
+
+
+def test_laplace_grid_scale_variance_and_guarantee() -> None:
+    mech = dpl.Laplace(epsilon=0.5, delta=0.0, sensitivity=2.0, random_state=SEED)
+    scale, g = mech._calibration()
+    assert (2.0 + g) / scale <= 0.5 < (2.0 + g) / scale * (1 + 1e-12)  # eps' = (Δ+g)/b
+    x = np.full(10 ** 6, 0.3)
+    noisy = mech.randomise(x)
+    grid = np.rint(0.3 / g) * g
+    assert np.all((noisy - grid) / g == np.rint((noisy - grid) / g))  # on the grid
+    noise = noisy - grid
+    assert abs(np.mean(np.abs(noise)) / scale - 1) < 0.005  # E|X| ≈ b; SE 0.1%
+    assert abs(np.var(noise) / mech.variance(0) - 1) < 0.015  # SE ~0.45%
+    assert mech.variance(0) == pytest.approx(2 * scale ** 2, rel=1e-9)
+    assert mech.bias(0.3) == grid - 0.3 and abs(mech.bias(0.3)) <= g / 2
+
+
+def test_laplace_with_delta_uses_relaxed_epsilon() -> None:
+    mech = dpl.Laplace(epsilon=0.0, delta=0.5, sensitivity=1.0)
+    scale, g = mech._calibration()
+    assert (1 + g) / scale <= math.log(2) < (1 + g) / scale * (1 + 1e-12)
+
+
+def test_gaussian_analytic_is_dpfasts_mechanism() -> None:
+    mech = dpl.GaussianAnalytic(epsilon=0.8, delta=1e-6, sensitivity=1.5, random_state=SEED)
+    ref = dpfast.GaussianMechanism(epsilon=0.8, delta=1e-6, sensitivity=1.5)
+    assert mech._scale == ref.sigma
+    assert mech._scale == pytest.approx(dm.GaussianAnalytic(epsilon=0.8, delta=1e-6,
+                                                             sensitivity=1.5)._scale, rel=1e-6)
+    noise = mech.randomise(np.zeros(10 ** 6))
+    assert abs(np.std(noise) / mech._scale - 1) < 0.005
+
+
+def test_gaussian_discrete_exact_distribution() -> None:
+    mech = dpl.GaussianDiscrete(epsilon=1.0, delta=1e-3, sensitivity=1, random_state=SEED)
+    sigma = mech._scale
+    assert sigma == dpfast.DiscreteGaussianMechanism(epsilon=1.0, delta=1e-3).sigma
+    out = mech.randomise(np.zeros(300_000, dtype=np.int64))
+    ks = np.arange(-30, 31)
+    with mpmath.workdps(30):
+        w = [mpmath.exp(-mpmath.mpf(int(k)) ** 2 / (2 * mpmath.mpf(sigma) ** 2)) for k in ks]
+        z = mpmath.fsum(w)
+        probs = np.array([float(v / z) for v in w])
+    assert _chisquare_ok(np.array([(out == k).sum() for k in ks]), probs)
+
+
+def test_snapping_guarantee_and_bounds() -> None:
+    mech = dpl.Snapping(epsilon=0.5, sensitivity=2.0, lower=-10.0, upper=30.0,
+                        random_state=SEED)
+    lam, b_used = mech._params()
+    assert dpfast.snapping_epsilon(lam, b_used, 1.0) <= 0.5
+    out = mech.randomise(np.array([-50.0, 0.0, 10.0, 100.0]))
+    assert np.all((out >= -10.0) & (out <= 30.0))
+    small = dpl.Snapping(epsilon=1.0, sensitivity=1, lower=0, upper=1)  # bound < lambda
+    vals = small.randomise(np.full(1000, 0.5))
+    assert np.all((vals >= 0) & (vals <= 1))
+
+
+def _exp_probs(u, eps, sens, measure=None, monotonic=False):
+    c = eps / sens / (1 if monotonic else 2)
+    w = np.exp(c * (np.asarray(u, float) - max(u))) * (1 if measure is None else
+                                                      np.asarray(measure, float))
+    return w / w.sum()
+
+
+def test_exponential_exact_with_integer_measure_and_batch() -> None:
+    u, m = [3.0, 1.0, 2.5, 0.0], [1, 3, 0, 2]
+    mech = dpl.Exponential(epsilon=1.2, sensitivity=1.0, utility=u, measure=m,
+                           random_state=SEED)
+    picks = mech.randomise(size=200_000)
+    counts = np.bincount(picks, minlength=4)
+    assert counts[2] == 0 and _chisquare_ok(counts, _exp_probs(u, 1.2, 1.0, m))
+    mono = dpl.Exponential(epsilon=1.2, sensitivity=1.0, utility=u, monotonic=True,
+                           random_state=SEED)
+    singles = np.array([mono.randomise() for _ in range(20_000)])
+    assert _chisquare_ok(np.bincount(singles, minlength=4), _exp_probs(u, 1.2, 1.0,
+                                                                       monotonic=True))
+
+
+def test_exponential_float_measure_fallback_and_labels() -> None:
+    u, m = [1.0, 0.0, 0.5], [0.25, 1.5, 0.125]
+    mech = dpl.Exponential(epsilon=2.0, sensitivity=1.0, utility=u, measure=m,
+                           candidates=["a", "b", "c"], random_state=SEED)
+    picks = mech.randomise(size=100_000)
+    counts = np.array([(picks == s).sum() for s in "abc"])
+    assert _chisquare_ok(counts, _exp_probs(u, 2.0, 1.0, m))
+    assert mech.randomise() in ("a", "b", "c")
+
+
+def _pf_probs(u, eps, sens):
+    u = np.asarray(u, float)
+    coins = np.exp(eps * (u - u.max()) / (2 * sens))
+    probs = np.zeros(u.size)
+    for perm in itertools.permutations(range(u.size)):
+        reach = 1.0
+        for i in perm:
+            probs[i] += reach * coins[i]
+            reach *= 1 - coins[i]
+    return probs / math.factorial(u.size)
+
+
+def test_permute_and_flip_exact_distribution() -> None:
+    u = [2.0, 1.0, 0.0, 1.5]
+    mech = dpl.PermuteAndFlip(epsilon=1.5, sensitivity=1.0, utility=u, random_state=SEED)
+    counts = np.bincount(mech.randomise(size=200_000), minlength=4)
+    assert _chisquare_ok(counts, _pf_probs(u, 1.5, 1.0))
+    mono = dpl.PermuteAndFlip(epsilon=1.5, sensitivity=1.0, utility=u, monotonic=True,
+                              random_state=SEED)
+    counts = np.bincount(mono.randomise(size=200_000), minlength=4)
+    assert _chisquare_ok(counts, _pf_probs(u, 1.5, 0.5))
+
+
+def test_random_state_mapping() -> None:
+    a = dpl.Geometric(epsilon=1.0, random_state=7).randomise(np.zeros(50, np.int64))
+    b = dpl.Geometric(epsilon=1.0, random_state=7).randomise(np.zeros(50, np.int64))
+    c = dpl.Geometric(epsilon=1.0).randomise(np.zeros(50, np.int64))
+    d = dpl.Geometric(epsilon=1.0).randomise(np.zeros(50, np.int64))
+    assert np.array_equal(a, b) and not np.array_equal(c, d)
+    rs = np.random.RandomState(3)
+    e = dpl.Geometric(epsilon=1.0, random_state=rs).randomise(np.zeros(50, np.int64))
+    f = dpl.Geometric(epsilon=1.0, random_state=rs).randomise(np.zeros(50, np.int64))
+    assert not np.array_equal(e, f)  # each mechanism takes fresh key bytes
+    with pytest.raises(ValueError, match="cannot be used to seed"):
+        dpl.Geometric(epsilon=1.0, random_state="seed")
+
+
+def test_bad_arrays_are_rejected() -> None:
+    with pytest.raises(TypeError, match="integer"):
+        dpl.Geometric(epsilon=1.0).randomise(np.array([1.5]))
+    with pytest.raises(TypeError, match="number"):
+        dpl.Laplace(epsilon=1.0, sensitivity=1).randomise(np.array(["a"]))
+    with pytest.raises(OverflowError):
+        dpl.Geometric(epsilon=0.01).randomise(np.array([127] * 1000, dtype=np.int8))
+
+
+def test_install_patches_tools_and_models_and_restores() -> None:
+    import diffprivlib.models.naive_bayes as nb
+    import diffprivlib.tools.histograms as hg
+    import diffprivlib.tools.utils as tu
+
+    before = (hg.GeometricTruncated, tu.LaplaceTruncated, nb.GeometricTruncated,
+              diffprivlib.tools.histogram, dm.Laplace)
+    with dpl.patched():
+        assert dpl.is_installed()
+        assert hg.GeometricTruncated is dpl.GeometricTruncated
+        assert tu.LaplaceTruncated is dpl.LaplaceTruncated
+        assert nb.GeometricTruncated is dpl.GeometricTruncated
+        assert diffprivlib.tools.histogram is dpl.histogram and hg.histogram is dpl.histogram
+        assert dm.Laplace is dpl.Laplace
+        with dpl.patched():  # nesting
+            pass
+        assert dpl.is_installed()
+    assert not dpl.is_installed()
+    assert before == (hg.GeometricTruncated, tu.LaplaceTruncated, nb.GeometricTruncated,
+                      diffprivlib.tools.histogram, dm.Laplace)
+
+
+def test_patched_histogram_distribution_and_accounting() -> None:
+    data = np.repeat(np.arange(5) + 0.5, [0, 3, 10, 1, 6])
+    acc = diffprivlib.BudgetAccountant()
+    reps = 20_000
+    with dpl.patched():
+        first, edges = diffprivlib.tools.histogram(data, epsilon=0.9, bins=5, range=(0, 5),
+                                                   random_state=SEED, accountant=acc)
+        again, _ = diffprivlib.tools.histogram(data, epsilon=0.9, bins=5, range=(0, 5),
+                                               random_state=SEED, accountant=acc)
+        sample = np.stack([dpl.histogram(data, epsilon=0.9, bins=5, range=(0, 5))[0]
+                           for _ in range(reps // 50)])
+    assert np.array_equal(first, again) and np.array_equal(edges, np.arange(6.0))
+    assert acc.spent_budget == [(0.9, 0), (0.9, 0)]
+    assert first.dtype == np.histogram(data, bins=5)[0].dtype and np.all(first >= 0)
+    # bin 1 (true count 3): exact clamped two-sided geometric, t = 1/0.9
+    t = Fraction(1) / Fraction(0.9)
+    vals = sample[:, 1]
+    ks = np.arange(0, 25)
+    probs = np.array([_dlap_pmf(int(k) - 3, t) for k in ks])
+    probs[0] = sum(_dlap_pmf(k, t) for k in range(-80, -2))
+    assert _chisquare_ok(np.array([(vals == k).sum() for k in ks]), probs)
+
+
+def test_patched_histogramdd_density_and_tools() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((500, 2))
+    with dpl.patched():
+        hist, _, _ = diffprivlib.tools.histogram2d(x[:, 0], x[:, 1], epsilon=1.0, bins=4,
+                                                    range=[(0, 1), (0, 1)], density=True)
+        count = diffprivlib.tools.count_nonzero(x[:, 0] > 0.5, epsilon=1.0, random_state=SEED)
+        count2 = diffprivlib.tools.count_nonzero(x[:, 0] > 0.5, epsilon=1.0,
+                                                 random_state=SEED)
+        mean = diffprivlib.tools.mean(x[:, 0], epsilon=1.0, bounds=(0, 1))
+        quant = diffprivlib.tools.median(x[:, 0], epsilon=1.0, bounds=(0, 1))
+    assert hist.shape == (4, 4) and np.sum(hist) * (1 / 16) == pytest.approx(1.0)
+    assert count == count2 and abs(count - np.count_nonzero(x[:, 0] > 0.5)) < 40
+    assert 0 <= mean <= 1 and 0 <= quant <= 1
+
+
+def test_patched_model_fits() -> None:
+    from diffprivlib.models import GaussianNB
+
+    rng = np.random.default_rng(1)
+    x = rng.random((200, 2))
+    y = (x[:, 0] > 0.5).astype(int)
+    with dpl.patched():
+        clf = GaussianNB(epsilon=5.0, bounds=([0, 0], [1, 1]), random_state=SEED).fit(x, y)
+    assert clf.score(x, y) > 0.6
