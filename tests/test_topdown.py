@@ -546,3 +546,21 @@ def test_least_squares_with_exact_total_matches_constrained_gls(seed):
         np.testing.assert_allclose(r.variances[j], np.einsum("ij,jk,ik->i", mats[j], P,
                                                              mats[j]), rtol=1e-7, atol=1e-9)
     assert r.estimates[0][0] == counts.sum()
+
+
+def test_cli_topdown_ledger(tmp_path):
+    src = tmp_path / "blocks.csv"
+    src.write_text(BLOCKS_CSV)
+    ledger = tmp_path / "budget.sqlite"
+    args = ["topdown", str(src), "--level", "state", "--level", "county", "--count", "pop",
+            "--ledger", str(ledger)]
+    res = _cli(*args, "--rho", "0.1", "--budget-epsilon", "5", "-o", str(tmp_path / "a"))
+    assert res.returncode == 0, res.stderr
+    assert f"ledger {ledger}" in res.stdout
+    res = _cli(*args, "--rho", "50", "-o", str(tmp_path / "b"))
+    assert res.returncode == 1 and "refused" in res.stderr
+    assert not (tmp_path / "b").exists()
+    # dpfast plan reads what the ledger has left
+    res = _cli("plan", "--accuracy", "10", "--ledger", str(ledger))
+    assert res.returncode == 0, res.stderr
+    assert "epsilon left of 5" in res.stdout and "fits" in res.stdout

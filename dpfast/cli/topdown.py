@@ -49,48 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed-key-file", default=None,
                         help="file with a 32-byte key to replay the noise (whoever holds it "
                              "can remove the noise: tests and audits only)")
+    parser.add_argument("--ledger", default=None, metavar="FILE",
+                        help="budget ledger charged before any noise is drawn (a refusal "
+                             "writes nothing, exit 1)")
+    parser.add_argument("--budget-epsilon", type=float, default=None,
+                        help="epsilon of a NEW ledger (zCDP accounting)")
+    parser.add_argument("--budget-delta", type=float, default=1e-6,
+                        help="delta of a NEW ledger (default 1e-6)")
     parser.add_argument("--format", choices=["csv", "parquet"], default=None,
                         help="output format (default: the input's)")
     parser.add_argument("-o", "--output", required=True, help="output directory")
-
-
-def _read(path: str, columns: list[str]) -> dict[str, np.ndarray]:
-    ext = os.path.splitext(path)[1].lower()
-    if not os.path.exists(path):
-        raise OSError(f"input file not found: {path}")
-    if ext == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            raise CliError("reading Parquet needs pyarrow: pip install 'dpfast[parquet]'",
-                           2) from exc
-        table = pq.read_table(path)
-        missing = [c for c in columns if c not in table.column_names]
-        if missing:
-            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
-        return {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
-    if ext not in (".csv", ".txt"):
-        raise CliError(f"input must be .csv or .parquet, got {path}")
-    try:
-        import pandas as pd
-    except ImportError:
-        pd = None
-    if pd is not None:
-        head = pd.read_csv(path, nrows=0)
-        missing = [c for c in columns if c not in head.columns]
-        if missing:
-            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
-        df = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False)
-        return {c: df[c].to_numpy(dtype=object) for c in columns}
-    import csv
-
-    with open(path, newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
-        rows = list(reader)
-    return {c: np.array([r[c] for r in rows], dtype=object) for c in columns}
 
 
 def _counts(values: np.ndarray, name: str) -> np.ndarray:
@@ -147,14 +115,39 @@ def _write(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
     write_atomic(path, write)
 
 
+def _budget(args: argparse.Namespace) -> Any:
+    """The ledger's Budget: an existing file keeps its definition; a new one is a zCDP
+    budget of ``--budget-epsilon``, ``--budget-delta``."""
+    import dpfast
+    from dpfast.cli.count import _ledger_definition
+
+    if args.ledger is None:
+        if args.budget_epsilon is not None:
+            raise CliError("--budget-epsilon needs --ledger")
+        return None
+    if os.path.exists(args.ledger):
+        d = _ledger_definition(args.ledger)
+        kw: dict[str, Any] = {"accounting": d["accounting"]}
+        if d.get("orders"):
+            kw["orders"] = d["orders"]
+        return dpfast.Budget(d["epsilon"], d["delta"], ledger=args.ledger, **kw)
+    if args.budget_epsilon is None:
+        raise CliError(f"ledger {args.ledger} does not exist: give --budget-epsilon (and "
+                       "--budget-delta) to create it")
+    return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=args.ledger,
+                         accounting="zcdp")
+
+
 def run(args: argparse.Namespace) -> int:
+    import dpfast
     from dpfast import tables
+    from dpfast.cli.count import read_columns
 
     counts_cols = args.count or ["count"]
     geo = list(args.level)
     if len(set(geo + counts_cols)) != len(geo) + len(counts_cols):
         raise CliError("--level and --count columns must be distinct")
-    data = _read(args.input, geo + counts_cols)
+    data = read_columns(args.input, geo + counts_cols)
     n = data[geo[0]].shape[0]
     if n == 0:
         raise CliError(f"{args.input} has no rows")
@@ -174,10 +167,15 @@ def run(args: argparse.Namespace) -> int:
             key = fh.read()
         if len(key) != 32:
             raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
-    release = tables.topdown(
-        leaf, ids, rho=rho, nonnegative=not args.no_nonnegative, integer=not args.no_integer,
-        total_invariant=args.total_invariant, rng=key,
-    )
+    budget = _budget(args)
+    try:
+        release = tables.topdown(
+            leaf, ids, rho=rho, nonnegative=not args.no_nonnegative,
+            integer=not args.no_integer, total_invariant=args.total_invariant, rng=key,
+            budget=budget, note=f"dpfast topdown {args.input}",
+        )
+    except dpfast.BudgetExceededError as exc:
+        raise CliError(f"budget refused the release (nothing written): {exc}", 1) from None
     fmt = args.format or ("parquet" if args.input.lower().endswith(".parquet") else "csv")
     os.makedirs(args.output, exist_ok=True)
     written = []
@@ -217,4 +215,6 @@ def run(args: argparse.Namespace) -> int:
     write_atomic(os.path.join(args.output, "privacy.json"), write_json)
     print(release.summary())
     print(f"wrote {len(written)} tables and privacy.json to {args.output}")
+    if budget is not None:
+        print(f"ledger {args.ledger}: {budget.remaining()}")
     return 0
