@@ -14,6 +14,7 @@ import pytest
 
 from dpfast import _exact
 from dpfast import local as L
+from dpfast._kernels import local as _lk
 from dpfast.accounting import events
 from dpfast.local import _lanes, hashing, rappor
 
@@ -683,3 +684,56 @@ def test_hash_seed_defaults_are_fresh_everywhere():
         assert a.hash_seed != b.hash_seed
     same = L.Rappor(num_bits=8, num_cohorts=2, hash_seed=7)
     assert np.array_equal(same._tables, L.Rappor(num_bits=8, num_cohorts=2, hash_seed=7)._tables)
+
+
+# ============================================================================ constructed bits
+def _undecided_lane_words(c1: int) -> np.ndarray:
+    """Bit-sliced keystream words in which lane 0 copies c's leading 64 bits (undecided
+    after the whole word) and lane 1 differs at the first bit (decided at once)."""
+    out = []
+    for i in range(64):
+        bit = (c1 >> (63 - i)) & 1
+        lane1 = (1 - bit) if i == 0 else 0
+        out.append(bit | (lane1 << 1))
+    return np.array(out, np.uint64)
+
+
+def _lane_outcomes(thr, decide) -> list[bool]:
+    lo, _ = thr.bounds(128)
+    c1, c2 = lo >> 64, lo & ((1 << 64) - 1)
+    assert c1 == int(thr.words[0]) and 0 < c2 - 1 and c2 + 1 < (1 << 64) - 1
+    buf = _undecided_lane_words(c1)
+    st = np.zeros(5, np.int64)  # one chunk's state; 64 words suffice: no refill
+    res, und, pos = _lk.bern_lanes(buf, 0, st, np.zeros(8, np.uint32),
+                                   np.zeros(3, np.uint32), thr.words, thr.terminal,
+                                   np.uint64(3), False)
+    assert pos == 64 and int(und) == 1  # lane 0 consumed exactly c's 64 bits
+    assert int(res) == (2 if (c1 >> 63) & 1 else 0)  # lane 1: U < c iff c's first bit is 1
+    out = []
+    for first in ([c2 - 1, 0], [c2 + 1, 0], [c2, 0]):
+        words = iter(first + [0] * 8)
+        src = _exact.WordSource(lambda n, w=words: np.array([next(w) for _ in range(n)],
+                                                             np.uint64), batch=1)
+        out.append(decide(thr, src))
+    return out
+
+
+def test_lane_continuation_keeps_the_kernel_bits():
+    """An undecided Bernoulli lane has consumed c's leading 64 bits; the continuation
+    appends the refinement words to them: U = 0.c1 (c2 - 1) ... < c, U = 0.c1 (c2 + 1) ...
+    > c, and U = 0.c1 c2 0 ... < c (c irrational: its later bits are not all zero)."""
+    from dpfast.local._lanes import _flip_threshold
+
+    for thr in (_lanes._keep_threshold(Fraction(1), 2), _lanes._keep_threshold(Fraction(0.3), 7),
+                _flip_threshold(Fraction(2.5))):
+        assert _lane_outcomes(thr, lambda t, s: t.decide(s, False)) == [True, False, True]
+
+
+def test_lane_resampling_variant_is_caught():
+    """A continuation that discards the lane's 64 bits (draws a fresh uniform) fails."""
+    thr = _lanes._keep_threshold(Fraction(1), 2)
+
+    def resampling(t, src):
+        return _exact.u_less_than(_exact.LazyUniform(0, src, 0), t.bounds)
+
+    assert _lane_outcomes(thr, resampling) != [True, False, True]
