@@ -146,11 +146,11 @@ def _post(rel: Any, shape: tuple[int, ...], edges: list[np.ndarray], density: bo
 
 
 def _kwargs(epsilon: Any, delta: Any, rho: Any, weight_bounds: Any, max_partitions: Any,
-            max_per_partition: Any, noise: Any, rng: Any, budget: Any, note: Any
-            ) -> dict[str, Any]:
+            max_per_partition: Any, noise: Any, rng: Any, budget: Any, note: Any,
+            use_case: Any = None) -> dict[str, Any]:
     return dict(epsilon=epsilon, delta=delta, rho=rho, weight_bounds=weight_bounds,
                 max_partitions=max_partitions, max_per_partition=max_per_partition,
-                noise=noise, rng=rng, budget=budget, note=note)
+                noise=noise, rng=rng, budget=budget, note=note, use_case=use_case)
 
 
 def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  # noqa: A002
@@ -159,7 +159,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
               privacy_ids: Any = None, max_partitions: int = 1, max_per_partition: int = 1,
               nonnegative: bool = False, integer: bool = False, noise: str | None = None,
               rng: Any = None, budget: Any = None, note: str = "",
-              return_release: bool = False) -> Any:
+              return_release: bool = False, use_case: str | None = None) -> Any:
     """Private :func:`numpy.histogram`: ``(noisy_counts, bin_edges)``.
 
     Parameters
@@ -176,7 +176,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
     density : bool
         As numpy: ``noisy / (noisy.sum() * bin widths)`` (post-processing; NaN if the noisy
         total is not positive).
-    epsilon, delta, rho, noise, rng, budget, note
+    epsilon, delta, rho, noise, rng, budget, note, use_case
         As :func:`dpfast.tables.count` (the bins are the public domain).
     privacy_ids, max_partitions, max_per_partition
         Several rows per person: contribution bounding as in :func:`dpfast.tables.count`.
@@ -206,7 +206,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
     w = None if weights is None else np.asarray(weights).reshape(-1)
     cell, ok = _cells([arr], [edges])
     kw = _kwargs(epsilon, delta, rho, weight_bounds, max_partitions, max_per_partition,
-                 noise, rng, budget, note)
+                 noise, rng, budget, note, use_case)
     ids = None if privacy_ids is None else np.asarray(privacy_ids).reshape(-1)
     rel = _release(cell, ok, (len(edges) - 1,), w, ids, kw)
     h = _post(rel, (len(edges) - 1,), [edges], density, nonnegative, integer)
@@ -256,7 +256,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
                 max_partitions: int = 1, max_per_partition: int = 1,
                 nonnegative: bool = False, integer: bool = False, noise: str | None = None,
                 rng: Any = None, budget: Any = None, note: str = "",
-                return_release: bool = False) -> Any:
+                return_release: bool = False, use_case: str | None = None) -> Any:
     """Private :func:`numpy.histogramdd`: ``(noisy_hist, edges)``.
 
     ``sample`` is an ``(N, D)`` array or a sequence of ``D`` arrays of length ``N``;
@@ -279,7 +279,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     cell, ok = _cells([arr[:, i] for i in builtins.range(arr.shape[1])], edges)
     shape = tuple(len(e) - 1 for e in edges)
     kw = _kwargs(epsilon, delta, rho, weight_bounds, max_partitions, max_per_partition,
-                 noise, rng, budget, note)
+                 noise, rng, budget, note, use_case)
     rel = _release(cell, ok, shape, None if weights is None else np.asarray(weights),
                    privacy_ids, kw)
     h = _post(rel, shape, edges, density, nonnegative, integer)

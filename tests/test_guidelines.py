@@ -93,3 +93,13 @@ def test_release_functions_warn() -> None:
     with pytest.raises(ValueError, match="use_case"):
         tables.mean(np.array([1.0, 2, 3, 4]), keys, bounds=(0, 5), epsilon=1.0,
                     domain=np.array([1, 2, 3]), use_case="astrology", rng=bytes(32))
+
+
+def test_histogram_use_case() -> None:
+    import numpy as np
+
+    import dpfast
+
+    with pytest.warns(UserWarning, match="above the range 0.1-1"):
+        dpfast.histogram(np.array([0.5, 1.5, 1.7]), bins=3, range=(0, 3), epsilon=4.0,
+                         use_case="government statistics", rng=bytes(32))
