@@ -459,6 +459,8 @@ def test_tampering_is_detected_on_open(tmp_path, tamper):
     con.close()
     before = path.read_bytes()
     with pytest.raises(LedgerError, match="tampered|definition"):
+        Budget.from_ledger(path)
+    with pytest.raises(LedgerError, match="tampered|definition"):
         eps = 2.0 if "epsilon\\\": 2.0" in tamper or '"epsilon": 2.0' in tamper else 1.0
         Budget(eps, 1e-6, ledger=path, accounting="basic")
     assert path.read_bytes() == before  # verified read-only before anything is written
@@ -567,6 +569,7 @@ def test_format_1_ledgers_are_migrated(tmp_path):
                  None, None, None, json.dumps([a / 200 for a in old_orders]))])
     g = Budget(8.0, 1e-5, ledger=rdp)
     assert g.orders == tuple(old_orders)
+    assert Budget.from_ledger(rdp).remaining() == g.remaining()
     assert g.spent().rdp == tuple(a / 200 for a in old_orders)
     g.close()
 

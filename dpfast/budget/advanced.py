@@ -56,8 +56,9 @@ class AdvancedFilter(Filter):
     * **advanced**: :math:`\sqrt{2\log(1/\delta')\sum_i \varepsilon_i^2} + \tfrac12
       \sum_i \varepsilon_i^2 \le \varepsilon` and :math:`\sum_i \delta_i \le
       \delta''`.  This is the advanced-composition filter of Whitehouse, Ramdas,
-      Rogers & Wu (2023, "Fully-Adaptive Composition in Differential Privacy", ICML,
-      Section 3: the filter for approximate DP): if each mechanism is
+      Rogers & Wu (2023, "Fully-Adaptive Composition in Differential Privacy", ICML;
+      their privacy filter for approximate DP, derived from their filter for
+      approximate zCDP): if each mechanism is
       :math:`(\varepsilon_i, \delta_i)`-DP given the past, with
       :math:`\varepsilon_i, \delta_i` chosen adaptively, then the interaction stopped
       before the first charge that would break the condition is

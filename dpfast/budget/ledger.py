@@ -265,7 +265,7 @@ def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> sch
         f"INSERT INTO charges ({schema.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (*full, chain.last_hash, digest),
     )
-    return schema.Row(*full, chain.last_hash, digest)
+    return schema.Row._make([*full, chain.last_hash, digest])
 
 
 class LedgerFile:

@@ -221,6 +221,25 @@ class Budget:
 
     # -- public API ------------------------------------------------------------------
 
+    @classmethod
+    def from_ledger(cls, path: str | os.PathLike[str], *, timeout: float = 30.0) -> Budget:
+        """Reopen an existing ledger file with the definition stored in it.
+
+        Raises
+        ------
+        LedgerError
+            ``path`` is not a usable dpfast ledger (missing, damaged, tampered with).
+        """
+        p = os.fspath(path)
+        if not os.path.isfile(p):
+            raise _store.LedgerError(f"ledger {p!r} does not exist")
+        conn, meta = _store.open_readonly(p)
+        conn.close()
+        d = json.loads(meta["definition"])
+        return cls(d["epsilon"], d["delta"], ledger=p, accounting=d["accounting"],
+                   orders=d.get("orders"), timeout=timeout)
+
+
     @property
     def epsilon(self) -> float:
         """The overall epsilon of the budget."""
