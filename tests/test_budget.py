@@ -823,3 +823,20 @@ def test_readme_budget_section_runs(capsys):
     out = capsys.readouterr().out
     assert "spent (epsilon=0.5, delta=0); next release fits if pure epsilon <= 0.5" in out
     assert "exceeds the remaining budget" in out
+
+
+def test_rdp_default_on_dpsgd_steps_is_close_to_offline_accounting():
+    """Subsampled Gaussians charged one step at a time: within 3% of the offline count."""
+    from dpfast.accounting import RdpAccountant
+
+    epsilon, delta = 1.0, 1e-5
+    step = ev.PoissonSampled(ev.Gaussian(1.5), 0.01)
+    lo, hi = 0, 4000  # largest count the offline (non-adaptive) accountant certifies
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if RdpAccountant().compose(step, mid).get_epsilon(delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+    online = prefix(Budget(epsilon, delta), [step] * (lo + 100))
+    assert 0.97 * lo <= online <= 1.01 * lo
