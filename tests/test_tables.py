@@ -380,3 +380,15 @@ def test_release_aggregates_exactly_the_bounded_table() -> None:
     s = dpt.sum(vals, keys, ids, bounds=(0, 8), epsilon=BIG, max_partitions=2,
                 max_per_partition=2, domain=u, rng=KEY)
     assert np.array_equal(s.values, sums)
+
+
+@pytest.mark.parametrize("section", ["## Releasing tables from raw records",
+                                     "## Histograms (numpy-style)"])
+def test_readme_examples_run(section: str) -> None:
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    body = text.split(section, 1)[1]
+    code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
+    exec(compile(code, section, "exec"), {"print": lambda *a, **k: None})
