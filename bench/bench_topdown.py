@@ -24,29 +24,9 @@ import numpy as np
 
 import dpfast
 from dpfast import tables
+from dpfast.perf.suite import CENSUS_SHAPE, census_tree
 
-SHAPE = (1, 51, 3_143, 84_414, 8_132_968)
-
-
-def census_tree(n_blocks: int = SHAPE[-1], seed: int = 0):
-    """(leaf_counts, levels): a census-shaped tree with ``n_blocks`` leaves."""
-    g = np.random.default_rng(seed)
-    scale = n_blocks / SHAPE[-1]
-    sizes = [max(1, int(round(s * scale))) if 0 < j < 4 else s
-             for j, s in enumerate(SHAPE[:-1])] + [n_blocks]
-    sizes[1] = min(51, sizes[1]) if scale < 1 else 51
-    parents = []
-    for j in range(1, len(sizes)):
-        n_par, n = sizes[j - 1], sizes[j]
-        p = np.concatenate([np.arange(n_par), g.integers(0, n_par, n - n_par)])
-        p.sort()
-        parents.append(p)
-    levels = [np.arange(n_blocks, dtype=np.int64)]
-    for p in reversed(parents):
-        levels.insert(0, p[levels[0]])
-    pop = np.where(g.random(n_blocks) < 0.35, 0,
-                   np.rint(g.lognormal(3.6, 1.1, n_blocks))).astype(np.int64)
-    return pop, levels
+SHAPE = CENSUS_SHAPE
 
 
 def baseline(pop, levels, epsilon_per_level: float, g) -> list[np.ndarray]:

@@ -148,6 +148,47 @@ def _budget_spend(quick: bool):
     return base, cand, teardown
 
 
+CENSUS_SHAPE = (1, 51, 3_143, 84_414, 8_132_968)
+
+
+def census_tree(n_blocks: int = CENSUS_SHAPE[-1], seed: int = 0
+                ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``(leaf_counts, levels)``: a census-shaped tree (nation, states, counties, tracts,
+    blocks) with ``n_blocks`` leaves, the other levels scaled with it; every unit has a
+    child; block populations like census blocks (about a third empty, mean about 40)."""
+    g = np.random.default_rng(seed)
+    scale = n_blocks / CENSUS_SHAPE[-1]
+    sizes = [1, 51] + [max(51, int(round(s * scale))) for s in CENSUS_SHAPE[2:4]] + [n_blocks]
+    sizes[3] = max(sizes[3], sizes[2])
+    parents = []
+    for j in range(1, len(sizes)):
+        n_par, n = sizes[j - 1], sizes[j]
+        p = np.concatenate([np.arange(n_par), g.integers(0, n_par, n - n_par)])
+        p.sort()
+        parents.append(p)
+    levels = [np.arange(n_blocks, dtype=np.int64)]
+    for p in reversed(parents):
+        levels.insert(0, p[levels[0]])
+    pop = np.where(g.random(n_blocks) < 0.35, 0,
+                   np.rint(g.lognormal(3.6, 1.1, n_blocks))).astype(np.int64)
+    return pop, levels
+
+
+def _topdown(quick: bool):
+    import dpfast
+    from dpfast import tables
+
+    pop, levels = census_tree(1_000_000 if quick else CENSUS_SHAPE[-1])
+    gen, npr = dpfast.default_rng(KEY), np.random.default_rng(1)
+
+    def base() -> None:  # insecure: aggregate every level, numpy Laplace on every unit
+        for ids in levels:
+            t = np.bincount(ids, weights=pop)
+            t + npr.laplace(0.0, 5.0, t.shape[0])
+
+    return base, lambda: tables.topdown(pop, levels, rho=1.0, rng=gen), _nothing
+
+
 ENTRIES: list[Entry] = [
     Entry("chacha20_blocks", "C ChaCha20 blocks into a buffer",
           "cryptography ChaCha20 update_into (OpenSSL)", _chacha20_blocks),
@@ -170,4 +211,6 @@ ENTRIES: list[Entry] = [
           _dpsgd_epsilon, needs=("dp_accounting",)),
     Entry("budget_spend", "Budget.spend on a file ledger",
           "bare durable SQLite transaction", _budget_spend),
+    Entry("topdown_census", "tables.topdown, census-shaped tree (10^6 blocks quick)",
+          "np.bincount per level + numpy Laplace (no post-processing)", _topdown),
 ]
