@@ -12,6 +12,7 @@ ZcdpAccountant, zcdp_rho, zcdp_epsilon, zcdp_delta                (:mod:`.zcdp`)
 PureDpAccountant, approx_dp                                       (:mod:`.pure`)
 advanced_composition, optimal_composition, parallel_composition   (:mod:`.composition`)
 dpsgd_epsilon, calibrate_noise_multiplier                         (:mod:`.dpsgd`)
+PldAccountant                                                     (:mod:`.pld`)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _PUBLIC: dict[str, str] = {
     "parallel_composition": "composition",
     "dpsgd_epsilon": "dpsgd",
     "calibrate_noise_multiplier": "dpsgd",
+    "PldAccountant": "pld",
 }
 
 __all__ = sorted(_PUBLIC) + ["events"]

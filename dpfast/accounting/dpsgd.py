@@ -51,6 +51,14 @@ def _check_common(delta: float, sampling_rate: float, steps: int) -> tuple[float
     return d, q, t
 
 
+def _check_accountant(accountant: object) -> str:
+    if not isinstance(accountant, str):
+        raise TypeError(f"accountant must be a str, got {type(accountant).__name__}")
+    if accountant not in ("rdp", "pld"):
+        raise ValueError(f"accountant must be 'rdp' or 'pld', got {accountant!r}")
+    return accountant
+
+
 def dpsgd_epsilon(
     sampling_rate: float,
     noise_multiplier: float,
@@ -58,6 +66,7 @@ def dpsgd_epsilon(
     delta: float,
     *,
     orders: Iterable[float] | None = None,
+    accountant: str = "rdp",
 ) -> float:
     """Epsilon of DP-SGD: ``steps`` Poisson-subsampled Gaussian steps, at ``delta``.
 
@@ -73,6 +82,10 @@ def dpsgd_epsilon(
         Target ``delta`` in ``(0, 1)``.
     orders : sequence of float, optional
         RDP orders; default :data:`~dpfast.accounting.rdp.DEFAULT_ORDERS`.
+    accountant : {"rdp", "pld"}, default "rdp"
+        ``"pld"``: the privacy-loss-distribution accountant
+        (:class:`~dpfast.accounting.PldAccountant`), tighter (5-30% smaller epsilon in
+        typical settings) and slower (tens of milliseconds to a second).
 
     Returns
     -------
@@ -91,6 +104,8 @@ def dpsgd_epsilon(
     over ``steps`` (Abadi et al. 2016; Mironov 2017), converted with CKS20
     Proposition 12.  Add/remove-one neighbouring relation.  Equal to
     ``RdpAccountant(orders).compose(PoissonSampled(Gaussian(s), q), steps).get_epsilon(delta)``.
+    With ``accountant="pld"``: ``PldAccountant().compose(...).get_epsilon(delta)``, an
+    upper bound on the exact epsilon of the add/remove pair (see its Privacy section).
 
     Numerics
     --------
@@ -100,6 +115,10 @@ def dpsgd_epsilon(
     s = _real(noise_multiplier, "noise_multiplier")
     if not (0.0 < s < math.inf):
         raise ValueError(f"noise_multiplier must be finite and > 0, got {s!r}")
+    if _check_accountant(accountant) == "pld":
+        from .pld.dpsgd import pld_dpsgd_epsilon
+
+        return pld_dpsgd_epsilon(q, s, t, d)
     info = _orders_info(_as_orders(orders))
     return _sgm_epsilon(q, s, t, d, info)[0]
 
@@ -111,6 +130,7 @@ def calibrate_noise_multiplier(
     steps: int,
     *,
     orders: Iterable[float] | None = None,
+    accountant: str = "rdp",
 ) -> float:
     """Smallest noise multiplier (to within 0.05%) for an ``(target_epsilon, delta)`` DP-SGD run.
 
@@ -126,6 +146,9 @@ def calibrate_noise_multiplier(
         Number of steps (> 0).
     orders : sequence of float, optional
         RDP orders; default :data:`~dpfast.accounting.rdp.DEFAULT_ORDERS`.
+    accountant : {"rdp", "pld"}, default "rdp"
+        ``"pld"``: calibrate against :class:`~dpfast.accounting.PldAccountant`
+        (bracketed by RDP first; typically 3-6 PLD evaluations).
 
     Returns
     -------
@@ -153,7 +176,13 @@ def calibrate_noise_multiplier(
     target = _real(target_epsilon, "target_epsilon")
     if not (0.0 < target < math.inf):
         raise ValueError(f"target_epsilon must be finite and > 0, got {target!r}")
+    mode = _check_accountant(accountant)
     info = _orders_info(_as_orders(orders))
+    if mode == "pld":
+        from .pld.dpsgd import pld_calibrate_noise_multiplier
+
+        s_rdp = calibrate_noise_multiplier(target, d, q, t, orders=orders)
+        return pld_calibrate_noise_multiplier(target, d, q, t, s_rdp, _CAL_RTOL)[0]
 
     def eps(s: float) -> float:
         return _sgm_epsilon(q, s, t, d, info)[0]

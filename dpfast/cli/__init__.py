@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "plan": "dpfast.cli.plan",
     "topdown": "dpfast.cli.topdown",
     "ledger": "dpfast.cli.ledger",
+    "epsilon": "dpfast.cli.epsilon",
 }
 
 

@@ -1,0 +1,311 @@
+"""Privacy-loss distributions of the mechanisms the PLD accountant supports.
+
+A *curve* describes one ordered pair ``(P, Q)`` of output distributions (one direction of
+a neighbouring relation) through its privacy loss ``L = log(dP/dQ)``:
+
+* ``q_le(e)`` = ``Q(L <= e)`` and ``q_gt(e)`` = ``Q(L > e)`` (each computed without
+  cancellation, so that small values keep their relative precision);
+* ``p_gt(e)`` = ``P(L > e)`` (``+inf`` losses included);
+* ``lo``, ``hi``: the finite loss range to discretise (``Q(L < lo)`` and ``P(L > hi)``
+  are below ``exp(-_Z**2/2)``, or zero where the range is exact);
+* ``breaks``: loss values with an atom (the cumulative functions jump there);
+* ``inf_mass``: ``P(L = +inf)``; ``symmetric``: the reverse pair has the same curve.
+
+The hockey-stick divergence follows from these:
+``delta(e) = P(L > e) - e^e Q(L > e)``.
+
+Numerics: float64 with scipy's ``ndtr`` (relative accuracy in both tails); the losses of
+the Poisson-subsampled mechanisms are inverted in closed form
+(``x(e) = sigma^2 log((e^e - 1 + q) / q) + 1/2`` for the Gaussian), written so that no
+term overflows for ``|e| < 700``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+#: tail cut of the Gaussian ranges in standard deviations (mass beyond < 1e-25)
+_Z = 10.5
+#: clip of the smooth variable of the Gaussian curves (q e^-80 is negligible)
+_W_MAX = 80.0
+
+
+def _log_em1_plus(e: np.ndarray, q: float) -> np.ndarray:
+    """``log(e^e - (1 - q))`` for ``e > log(1 - q)`` (``-inf`` at the boundary)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if q >= 1.0:
+            return np.asarray(e, dtype=np.float64)
+        return e + np.log1p(np.maximum(-(1.0 - q) * np.exp(-e), -1.0))
+
+
+class Curve:
+    """Base class; subclasses fill the attributes and the three cumulative functions."""
+
+    lo: float
+    hi: float
+    breaks: tuple[float, ...] = ()
+    inf_mass: float = 0.0
+    symmetric: bool = False
+    #: whether the cumulative functions are smooth in a variable ``w`` other than the
+    #: loss (then ``w_of_eps`` and ``eps_of_w`` -> (eps, d eps / d w) are defined)
+    reparam: bool = False
+
+    def q_le(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def q_gt(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def p_gt(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def delta(self, e: np.ndarray) -> np.ndarray:
+        """Hockey-stick divergence ``delta(e)`` (for tests and diagnostics)."""
+        e = np.asarray(e, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            d = self.p_gt(e) - np.exp(e) * self.q_gt(e)
+        return np.clip(np.nan_to_num(d, nan=0.0), 0.0, 1.0)
+
+
+class GaussianRemove(Curve):
+    """``P = (1-q) N(0, s^2) + q N(1, s^2)``, ``Q = N(0, s^2)`` (``q = 1``: plain Gaussian).
+
+    ``L(x) = log(1 - q + q exp((2x - 1) / (2 s^2)))`` is increasing in ``x``.
+    """
+
+    def __init__(self, q: float, sigma: float) -> None:
+        self.q, self.s = q, sigma
+        self.symmetric = q >= 1.0
+        self.lmin = math.log1p(-q) if q < 1.0 else -math.inf
+        self.lo = self.lmin if q < 1.0 else float(self.loss(np.array(-_Z * sigma)))
+        self.hi = float(self.loss(np.array(1.0 + _Z * sigma)))
+
+    reparam = True  # w = (2x - 1) / (2 s^2), the loss without sampling
+
+    def w_of_eps(self, e: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = _log_em1_plus(e, self.q) - math.log(self.q)
+        return np.clip(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX, _W_MAX)
+
+    def eps_of_w(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.q >= 1.0:
+            return w, np.ones_like(w)
+        e = np.logaddexp(math.log1p(-self.q), math.log(self.q) + w)
+        return e, np.exp(math.log(self.q) + w - e)
+
+    def s_of_w(self, w: np.ndarray) -> np.ndarray:
+        """``Q(L <= e)`` (``e < 0``) or ``-Q(L > e)`` (``e >= 0``) at ``e = e(w)``."""
+        z = (self.s * self.s * w + 0.5) / self.s
+        return np.where(w < 0.0, special.ndtr(z), -special.ndtr(-z))
+
+    def loss(self, x: np.ndarray) -> np.ndarray:
+        t = (2.0 * x - 1.0) / (2.0 * self.s * self.s)
+        if self.q >= 1.0:
+            return t
+        return np.logaddexp(math.log1p(-self.q), math.log(self.q) + t)
+
+    def _z(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.asarray(e, dtype=np.float64)
+        inside = e > self.lmin
+        ee = np.where(inside, e, self.lmin + 1.0 if self.q < 1.0 else 0.0)
+        x = self.s * self.s * (_log_em1_plus(ee, self.q) - math.log(self.q)) + 0.5
+        return x / self.s, inside
+
+    def q_le(self, e):
+        z, inside = self._z(e)
+        return np.where(inside, special.ndtr(z), 0.0)
+
+    def q_gt(self, e):
+        z, inside = self._z(e)
+        return np.where(inside, special.ndtr(-z), 1.0)
+
+    def p_gt(self, e):
+        z, inside = self._z(e)
+        v = (1.0 - self.q) * special.ndtr(-z) + self.q * special.ndtr(1.0 / self.s - z)
+        return np.where(inside, v, 1.0)
+
+
+class GaussianAdd(Curve):
+    """``P = N(0, s^2)``, ``Q = (1-q) N(0, s^2) + q N(1, s^2)`` (``q < 1``).
+
+    ``L(x) = -log(1 - q + q exp((2x - 1) / (2 s^2)))`` is decreasing in ``x`` and
+    bounded above by ``-log(1 - q)``.
+    """
+
+    def __init__(self, q: float, sigma: float) -> None:
+        self.q, self.s = q, sigma
+        self.lmax = -math.log1p(-q)
+        self.hi = self.lmax
+        t = (2.0 * (1.0 + _Z * sigma) - 1.0) / (2.0 * sigma * sigma)
+        self.lo = -float(np.logaddexp(math.log1p(-q), math.log(q) + t))
+
+    reparam = True  # w = (2x - 1) / (2 s^2)
+
+    def w_of_eps(self, e: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            w = _log_em1_plus(-np.asarray(e, dtype=np.float64), self.q) - math.log(self.q)
+        return np.clip(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX, _W_MAX)
+
+    def s_of_w(self, w: np.ndarray) -> np.ndarray:
+        """``Q(L <= e)`` (``e < 0``, i.e. ``w > 0``) or ``-Q(L > e)`` at ``e = e(w)``."""
+        z = (self.s * self.s * w + 0.5) / self.s
+        zi = 1.0 / self.s
+        le = (1.0 - self.q) * special.ndtr(-z) + self.q * special.ndtr(zi - z)
+        gt = (1.0 - self.q) * special.ndtr(z) + self.q * special.ndtr(z - zi)
+        return np.where(w > 0.0, le, -gt)
+
+    def eps_of_w(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m = np.logaddexp(math.log1p(-self.q), math.log(self.q) + w)
+        return -m, -np.exp(math.log(self.q) + w - m)
+
+    def _z(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.asarray(e, dtype=np.float64)
+        inside = e < self.lmax
+        ee = np.where(inside, e, self.lmax - 1.0)
+        x = self.s * self.s * (_log_em1_plus(-ee, self.q) - math.log(self.q)) + 0.5
+        return x / self.s, inside
+
+    def q_gt(self, e):
+        z, inside = self._z(e)
+        v = (1.0 - self.q) * special.ndtr(z) + self.q * special.ndtr(z - 1.0 / self.s)
+        return np.where(inside, v, 0.0)
+
+    def q_le(self, e):
+        z, inside = self._z(e)
+        v = (1.0 - self.q) * special.ndtr(-z) + self.q * special.ndtr(1.0 / self.s - z)
+        return np.where(inside, v, 1.0)
+
+    def p_gt(self, e):
+        z, inside = self._z(e)
+        return np.where(inside, special.ndtr(z), 0.0)
+
+
+def _lap_loss_bounds(q: float, b: float) -> tuple[float, float]:
+    return math.log1p(q * math.expm1(-1.0 / b)), math.log1p(q * math.expm1(1.0 / b))
+
+
+class LaplaceRemove(Curve):
+    """``P = (1-q) Lap(0, b) + q Lap(1, b)``, ``Q = Lap(0, b)`` (``q = 1``: plain Laplace).
+
+    ``L = log(1 - q + q exp(g(x)))`` with ``g(x) = (|x| - |x - 1|) / b``; atoms at both
+    ends of the loss range.
+    """
+
+    def __init__(self, q: float, b: float) -> None:
+        self.q, self.b = q, b
+        self.symmetric = q >= 1.0
+        self.lo, self.hi = _lap_loss_bounds(q, b)
+        self.breaks = (self.lo, self.hi)
+
+    def _x(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        e = np.asarray(e, dtype=np.float64)
+        below, above = e < self.lo, e >= self.hi
+        ee = np.clip(e, self.lo, self.hi)
+        ell = _log_em1_plus(np.where(below | above, 0.5 * (self.lo + self.hi), ee), self.q)
+        x = np.clip((self.b * (ell - math.log(self.q)) + 1.0) / 2.0, 0.0, 1.0)
+        return x, below, above
+
+    def q_gt(self, e):
+        x, below, above = self._x(e)
+        v = 0.5 * np.exp(-x / self.b)
+        return np.where(below, 1.0, np.where(above, 0.0, v))
+
+    def q_le(self, e):
+        x, below, above = self._x(e)
+        v = -np.expm1(math.log(0.5) - x / self.b)
+        return np.where(below, 0.0, np.where(above, 1.0, v))
+
+    def p_gt(self, e):
+        x, below, above = self._x(e)
+        v = (1.0 - self.q) * 0.5 * np.exp(-x / self.b) - self.q * np.expm1(
+            math.log(0.5) - (1.0 - x) / self.b)
+        return np.where(below, 1.0, np.where(above, 0.0, v))
+
+
+class LaplaceAdd(Curve):
+    """``P = Lap(0, b)``, ``Q = (1-q) Lap(0, b) + q Lap(1, b)`` (``q < 1``)."""
+
+    def __init__(self, q: float, b: float) -> None:
+        self.q, self.b = q, b
+        lmin, lmax = _lap_loss_bounds(q, b)
+        self.lo, self.hi = -lmax, -lmin
+        self.breaks = (self.lo, self.hi)
+
+    def _x(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        e = np.asarray(e, dtype=np.float64)
+        below, above = e < self.lo, e >= self.hi
+        ee = np.clip(e, self.lo, self.hi)
+        ell = _log_em1_plus(-np.where(below | above, 0.5 * (self.lo + self.hi), ee), self.q)
+        x = np.clip((self.b * (ell - math.log(self.q)) + 1.0) / 2.0, 0.0, 1.0)
+        return x, below, above
+
+    def q_gt(self, e):
+        x, below, above = self._x(e)
+        v = -(1.0 - self.q) * np.expm1(math.log(0.5) - x / self.b) + self.q * 0.5 * np.exp(
+            -(1.0 - x) / self.b)
+        return np.where(below, 1.0, np.where(above, 0.0, v))
+
+    def q_le(self, e):
+        x, below, above = self._x(e)
+        v = (1.0 - self.q) * 0.5 * np.exp(-x / self.b) - self.q * np.expm1(
+            math.log(0.5) - (1.0 - x) / self.b)
+        return np.where(below, 0.0, np.where(above, 1.0, v))
+
+    def p_gt(self, e):
+        x, below, above = self._x(e)
+        v = -np.expm1(math.log(0.5) - x / self.b)
+        return np.where(below, 1.0, np.where(above, 0.0, v))
+
+
+class Finite(Curve):
+    """A pair with finitely many loss values ``losses`` of ``P``-masses ``masses``.
+
+    ``inf_mass`` is ``P(L = +inf)``; the ``Q``-mass not carried by the finite losses
+    sits at ``L = -inf``.  Always symmetric in the uses below (randomized response and
+    the ``(epsilon, delta)`` dominating pair).
+    """
+
+    def __init__(self, losses: list[float], masses: list[float], inf_mass: float = 0.0) -> None:
+        order = np.argsort(losses)
+        self.l = np.asarray(losses, dtype=np.float64)[order]
+        self.m = np.asarray(masses, dtype=np.float64)[order]
+        self.qm = self.m * np.exp(-self.l)
+        self.q_minf = max(0.0, 1.0 - math.fsum(self.qm))
+        self.inf_mass = float(inf_mass)
+        self.symmetric = True
+        self.lo, self.hi = float(self.l[0]), float(self.l[-1])
+        self.breaks = tuple(float(v) for v in self.l)
+
+    def _count_le(self, e: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.l, np.asarray(e, dtype=np.float64), side="right")
+
+    def q_gt(self, e):
+        c = np.concatenate([np.cumsum(self.qm[::-1])[::-1], [0.0]])
+        return c[self._count_le(e)]
+
+    def q_le(self, e):
+        c = np.concatenate([[0.0], np.cumsum(self.qm)]) + self.q_minf
+        return c[self._count_le(e)]
+
+    def p_gt(self, e):
+        c = np.concatenate([np.cumsum(self.m[::-1])[::-1], [0.0]]) + self.inf_mass
+        return c[self._count_le(e)]
+
+
+def randomized_response(eps: float, k: int = 2, delta: float = 0.0) -> Finite:
+    """``k``-ary randomized response (replace one); with ``delta``: the ``(eps, delta)``
+    dominating pair (Kairouz, Oh & Viswanath 2015; mass ``delta`` at ``+inf``)."""
+    w = 1.0 - delta
+    if eps == 0.0:
+        return Finite([0.0], [w], delta)
+    den = math.exp(eps) + (k - 1) if eps < 700 else math.inf
+    hi = w / (1.0 + (k - 1) * math.exp(-eps))
+    lo_m = w / den
+    losses, masses = [eps, -eps], [hi, lo_m]
+    if k > 2:
+        losses.append(0.0)
+        masses.append(w * (k - 2) / den)
+    return Finite(losses, masses, delta)

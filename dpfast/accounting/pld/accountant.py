@@ -1,0 +1,313 @@
+"""The privacy-loss-distribution (PLD) accountant: :class:`PldAccountant`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from .. import events as ev
+from . import _curves as cv
+from . import _pmf as pm
+
+__all__ = ["PldAccountant", "UnsupportedEventError"]
+
+#: largest number of grid points of one distribution (8 MiB of float64; the FFT of a
+#: composition of two such needs ~5 arrays of that size: ~64 MiB peak)
+MAX_BINS = 2**20
+#: tail mass truncated at each composition (added to delta, pessimistic side)
+_TAU = 1e-16
+#: automatic grid: interval = _GRID_FRACTION * (smallest loss standard deviation)
+_GRID_FRACTION = 0.05
+
+
+class UnsupportedEventError(ValueError):
+    """The accountant has no privacy-loss distribution for this event."""
+
+
+def _check_count(count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int | np.integer):
+        raise TypeError(f"count must be an integer, got {type(count).__name__}")
+    c = int(count)
+    if c < 0:
+        raise ValueError(f"count must be >= 0, got {c}")
+    return c
+
+
+def _real(x: object, name: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
+    v = float(x)
+    if math.isnan(v):
+        raise ValueError(f"{name} must not be NaN")
+    return v
+
+
+def _key(event: ev.DpEvent) -> tuple | None:
+    """A hashable description of a base event's loss distribution, or None (trivial)."""
+    if isinstance(event, ev.Gaussian):
+        return ("gauss", 1.0, event.noise_multiplier)
+    if isinstance(event, ev.Laplace):
+        return ("laplace", 1.0, event.noise_multiplier)
+    if isinstance(event, ev.DiscreteLaplace):  # eps-DP with eps = 1/t: dominated by RR
+        return ("rr", 1.0 / event.noise_multiplier, 2, 0.0)
+    if isinstance(event, ev.RandomizedResponse):
+        return ("rr", event.epsilon, event.k, 0.0)
+    if isinstance(event, ev.Epsilon | ev.Snapping | ev.Exponential):
+        return ("rr", event.epsilon, 2, 0.0)
+    if isinstance(event, ev.EpsilonDelta):
+        return ("rr", event.epsilon, 2, event.delta)
+    if isinstance(event, ev.PoissonSampled):
+        inner, q = event.event, event.rate
+        if q == 0.0:
+            return None
+        if q == 1.0:
+            return _key(inner)
+        if isinstance(inner, ev.Gaussian):
+            return ("gauss", q, inner.noise_multiplier)
+        if isinstance(inner, ev.Laplace):
+            return ("laplace", q, inner.noise_multiplier)
+    raise UnsupportedEventError(f"PldAccountant does not support {event!r}")
+
+
+def _flatten(event: ev.DpEvent, count: int) -> Iterator[tuple[tuple, int]]:
+    if isinstance(event, ev.SelfComposed):
+        yield from _flatten(event.event, count * event.count)
+    elif isinstance(event, ev.Composed):
+        for e in event.events:
+            yield from _flatten(e, count)
+    elif count:
+        k = _key(event)
+        if k is not None:
+            yield k, count
+
+
+def _curves(key: tuple) -> tuple[cv.Curve, cv.Curve]:
+    """(remove-direction curve, add-direction curve) of a base event."""
+    kind = key[0]
+    if kind == "rr":
+        c = cv.randomized_response(key[1], key[2], key[3])
+        return c, c
+    q, s = key[1], key[2]
+    if kind == "gauss":
+        rem: cv.Curve = cv.GaussianRemove(q, s)
+        return rem, (rem if q >= 1.0 else cv.GaussianAdd(q, s))
+    rem = cv.LaplaceRemove(q, s)
+    return rem, (rem if q >= 1.0 else cv.LaplaceAdd(q, s))
+
+
+def _loss_moments(curve: cv.Curve) -> tuple[float, float]:
+    """Mean and variance of the loss (under ``P``) from a fine provisional grid."""
+    width = max(curve.hi - curve.lo, 1e-12)
+    dx = width / 1000.0
+    pmf = pm.connect_dots(curve, dx, 10**6)
+    losses = (np.arange(pmf.p.size) + pmf.lo) * dx
+    w = pmf.p / max(float(pmf.p.sum()), 1e-300)
+    mean = float(w @ losses)
+    var = float(w @ (losses - mean) ** 2)
+    return mean, max(var, 0.0)
+
+
+class PldAccountant:
+    """Privacy-loss-distribution accountant: the tightest ``(epsilon, delta)`` by FFT.
+
+    Parameters
+    ----------
+    value_discretization_interval : float, optional
+        Grid interval of the privacy loss.  Default (``None``): chosen per query from
+        the composed events, ``0.05 x`` the smallest standard deviation of one event's
+        loss (so the discretisation changes ``epsilon`` by about 0.03% or less),
+        enlarged if needed so that no distribution exceeds :data:`MAX_BINS` points.
+
+    Notes
+    -----
+    Supported events: :class:`~dpfast.accounting.events.Gaussian`, ``Laplace``,
+    ``DiscreteLaplace`` and the pure ``Epsilon`` / ``Snapping`` / ``Exponential``
+    (through randomized response with the same epsilon, which dominates every
+    ``epsilon``-DP mechanism: Kairouz, Oh & Viswanath 2015), ``RandomizedResponse``
+    (``k``-ary), ``EpsilonDelta``, ``PoissonSampled`` of ``Gaussian`` or ``Laplace``,
+    ``SelfComposed`` and ``Composed`` of these.  Anything else raises
+    :class:`UnsupportedEventError` (a ``ValueError``) and composes nothing.
+
+    ``compose`` only records events; the distributions are built and convolved at the
+    first query and cached until the next ``compose``.  Both directions of the
+    add/remove relation are tracked (Poisson subsampling makes them differ) and the
+    larger ``delta`` is reported.
+
+    Memory is bounded by construction: every distribution has at most
+    :data:`MAX_BINS` (2^20) grid points, so one composition needs about 64 MiB
+    whatever the setting (``epsilon = 0.01`` or ``50``); a user-given interval that
+    would need more raises ``ValueError``.
+
+    Privacy
+    -------
+    ``get_epsilon(delta)`` returns ``epsilon`` with everything composed
+    ``(epsilon, delta)``-DP (adaptive composition; the relation of the events:
+    add/remove for ``PoissonSampled``, replace-one for randomized response), i.e.
+    ``delta(epsilon) = sup E_P[(1 - e^(epsilon - L))_+] + P(L = inf)`` over both
+    directions is at most ``delta``.  It is an **upper bound** on the exact value:
+    each event's loss is discretised pessimistically (connect-the-dots, Doroshenko
+    et al. 2022), truncated tails are moved to ``+inf`` (their mass is added to
+    ``delta``) and a bound on the floating-point error of the FFT convolutions is added
+    too.  How far above: :meth:`get_epsilon_bounds` also returns a lower bound
+    (losses rounded *down*, tails dropped, errors subtracted), and the true value lies
+    between; with the default grid the upper bound is typically within 0.1% of the
+    true ``epsilon`` (tested against dp_accounting and closed forms).
+
+    Numerics
+    --------
+    float64; FFT by scipy.fft; self-composition by repeated squaring
+    (``2 log2(count)`` convolutions at most).  See :mod:`dpfast.accounting.pld._pmf`
+    for the error bounds.
+
+    Examples
+    --------
+    >>> from dpfast.accounting import PldAccountant, events as ev
+    >>> acct = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(1.1), 0.01), 1000)
+    >>> round(acct.get_epsilon(1e-5), 2)  # doctest: +SKIP
+    """
+
+    def __init__(self, value_discretization_interval: float | None = None) -> None:
+        if value_discretization_interval is not None:
+            v = _real(value_discretization_interval, "value_discretization_interval")
+            if not (0.0 < v < math.inf):
+                raise ValueError(
+                    f"value_discretization_interval must be finite and > 0, got {v!r}")
+            value_discretization_interval = v
+        self._dx_user = value_discretization_interval
+        self._counts: dict[tuple, int] = {}
+        self._cache: dict[bool, tuple[float, pm.Pmf, pm.Pmf]] = {}
+
+    # ------------------------------------------------------------------ contract
+
+    def supports(self, event: ev.DpEvent) -> bool:
+        """Whether :meth:`compose` accepts ``event``."""
+        if not isinstance(event, ev.DpEvent):
+            return False
+        try:
+            list(_flatten(event, 1))
+        except UnsupportedEventError:
+            return False
+        return True
+
+    def compose(self, event: ev.DpEvent, count: int = 1) -> PldAccountant:
+        """Compose ``event`` ``count`` times (all-or-nothing); returns ``self``."""
+        if not isinstance(event, ev.DpEvent):
+            raise TypeError(f"event must be a DpEvent, got {type(event).__name__}")
+        count = _check_count(count)
+        parts = list(_flatten(event, count))
+        for k, c in parts:
+            self._counts[k] = self._counts.get(k, 0) + c
+        if parts:
+            self._cache.clear()
+        return self
+
+    def get_epsilon(self, delta: float) -> float:
+        """Smallest ``epsilon`` (an upper bound, see Privacy) at ``delta``."""
+        return self.get_epsilon_bounds(delta, lower=False)[1]
+
+    def get_delta(self, epsilon: float) -> float:
+        """Smallest ``delta`` (an upper bound) at ``epsilon``."""
+        return self.get_delta_bounds(epsilon, lower=False)[1]
+
+    def get_epsilon_bounds(self, delta: float, *, lower: bool = True) -> tuple[float, float]:
+        """``(lower, upper)`` bounds on the exact ``epsilon`` at ``delta``.
+
+        With ``lower=False`` the lower bound is not computed (returned as ``nan``).
+        The lower bound rounds every loss down to the grid, so its gap to the upper
+        bound grows with the number of compositions (about ``count * interval / 2``).
+        """
+        d = _real(delta, "delta")
+        if not (0.0 < d < 1.0):
+            raise ValueError(f"delta must lie in (0, 1), got {d!r}")
+        up = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(True))
+        lo = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(False)) if lower else math.nan
+        return lo, up
+
+    def get_delta_bounds(self, epsilon: float, *, lower: bool = True) -> tuple[float, float]:
+        """``(lower, upper)`` bounds on the exact ``delta`` at ``epsilon``."""
+        e = _real(epsilon, "epsilon")
+        if not (0.0 <= e):
+            raise ValueError(f"epsilon must be >= 0, got {e!r}")
+        if e == math.inf:
+            return 0.0, max(p.inf + p.err for _, p in self._pmfs(True)) if self._counts else 0.0
+        up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True))
+        lo = max(pm.delta(p, dx, e) for dx, p in self._pmfs(False)) if lower else math.nan
+        return lo, up
+
+    @property
+    def value_discretization_interval(self) -> float | None:
+        """The grid interval of the last query (the user's, or the automatic one)."""
+        if self._dx_user is not None:
+            return self._dx_user
+        for dx, _, _ in self._cache.values():
+            return dx
+        return None
+
+    # ------------------------------------------------------------------ work
+
+    def _auto_dx(self, items: list[tuple[tuple[cv.Curve, cv.Curve], int]]) -> float:
+        sd_min, var_tot, width = math.inf, 0.0, 0.0
+        for curves, c in items:
+            v_dir = 0.0
+            for curve in curves[:1] if curves[0] is curves[1] else curves:
+                _, var = _loss_moments(curve)
+                sd_min = min(sd_min, math.sqrt(var)) if var > 0 else sd_min
+                v_dir = max(v_dir, var)
+                width = max(width, curve.hi - curve.lo)
+            var_tot += c * v_dir
+        if not math.isfinite(sd_min):
+            sd_min = max(width, 1e-3)
+        # per event: a fraction of its loss's spread; few compositions: also a fraction
+        # of the composed spread (the interpolation error is then not averaged out)
+        dx = min(_GRID_FRACTION * sd_min, 0.01 * math.sqrt(var_tot) if var_tot > 0 else math.inf)
+        # the composed distribution spans about 30 standard deviations: fit MAX_BINS
+        dx = max(dx, 30.0 * math.sqrt(var_tot) / MAX_BINS, 2.0 * width / MAX_BINS, 1e-9)
+        return dx
+
+    def _pmfs(self, pess: bool) -> list[tuple[float, pm.Pmf]]:
+        if not self._counts:
+            return [(1.0, pm.identity(pess))]
+        if pess not in self._cache:
+            self._cache[pess] = self._build(pess)
+        dx, rem, add = self._cache[pess]
+        return [(dx, rem), (dx, add)]
+
+    def _build(self, pess: bool) -> tuple[float, pm.Pmf, pm.Pmf]:
+        items = [(_curves(k), c) for k, c in sorted(self._counts.items(), key=repr)]
+        dx = self._dx_user
+        if dx is None:
+            for cached in self._cache.values():
+                dx = cached[0]
+            if dx is None:
+                dx = self._auto_dx(items)
+        for _ in range(8):
+            try:
+                return (dx, *self._compose_all(items, dx, pess))
+            except pm.GridTooLargeError as exc:
+                if self._dx_user is not None:
+                    raise ValueError(f"{exc}: use a larger value_discretization_interval "
+                                     f"(memory bound {MAX_BINS} points)") from None
+                dx *= 2.0
+        raise ValueError("PldAccountant: no grid fits the memory bound")  # pragma: no cover
+
+    def _compose_all(self, items, dx: float, pess: bool) -> tuple[pm.Pmf, pm.Pmf]:
+        make = pm.connect_dots if pess else pm.round_down
+        out = []
+        symmetric = all(cs[0] is cs[1] for cs, _ in items)
+        for direction in (0,) if symmetric else (0, 1):
+            total = pm.identity(pess)
+            for curves, c in items:
+                one = make(curves[direction], dx, MAX_BINS)
+                total = pm.compose(total, pm.self_compose(one, c, _TAU, MAX_BINS), _TAU,
+                                   MAX_BINS)
+            out.append(total)
+        if symmetric:
+            out.append(out[0])
+        return out[0], out[1]
+
+    def __repr__(self) -> str:
+        n = sum(self._counts.values())
+        return (f"PldAccountant(value_discretization_interval={self._dx_user!r}, "
+                f"{len(self._counts)} distinct events, {n} compositions)")

@@ -1,0 +1,271 @@
+"""PldAccountant: reference values, closed forms, bounds, memory, DP-SGD, command line."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import subprocess
+import sys
+import tracemalloc
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpfast.accounting import PldAccountant, calibrate_noise_multiplier, dpsgd_epsilon
+from dpfast.accounting import events as ev
+from dpfast.accounting.pld import UnsupportedEventError
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+REFERENCE = json.loads((ROOT / "tests" / "data" / "pld_reference.json").read_text())
+
+
+def _event(q: float, sigma: float) -> ev.DpEvent:
+    return ev.Gaussian(sigma) if q >= 1.0 else ev.PoissonSampled(ev.Gaussian(sigma), q)
+
+
+# ----------------------------------------------------------------- dp_accounting reference
+
+
+@pytest.mark.parametrize(
+    "ref", REFERENCE, ids=lambda r: f"q{r['q']:.4g}-s{r['sigma']:g}-T{r['steps']}-d{r['delta']:g}")
+def test_matches_dp_accounting_and_brackets(ref: dict) -> None:
+    acct = PldAccountant().compose(_event(ref["q"], ref["sigma"]), ref["steps"])
+    lower, upper = acct.get_epsilon_bounds(ref["delta"])
+    theirs = ref["epsilon"]
+    assert 0.995 * theirs <= upper <= 1.005 * theirs, (upper, theirs)
+    assert lower <= theirs  # dp_accounting's pessimistic value is above the true epsilon
+    assert lower <= upper
+
+
+def test_reference_spans_the_required_ranges() -> None:
+    qs = [r["q"] for r in REFERENCE if r["q"] < 1.0]
+    assert len(REFERENCE) >= 30
+    assert min(qs) <= 1e-3 and max(qs) >= 0.5
+    assert min(r["sigma"] for r in REFERENCE) <= 0.5 and max(r["sigma"] for r in REFERENCE) >= 10
+    assert min(r["steps"] for r in REFERENCE) == 1 and max(r["steps"] for r in REFERENCE) >= 1e5
+    assert min(r["delta"] for r in REFERENCE) <= 1e-8 and max(r["delta"] for r in REFERENCE) >= 1e-3
+
+
+def test_live_cross_check_with_dp_accounting() -> None:
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant as ppa
+
+    for q, s, t, d in [(0.02, 1.2, 200, 1e-6)]:
+        theirs = ppa.PLDAccountant(value_discretization_interval=1e-4)
+        theirs.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(s)), t)
+        ours = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(s), q), t)
+        assert ours.get_epsilon(d) == pytest.approx(theirs.get_epsilon(d), rel=5e-3)
+    for q, b, t, d in [(0.05, 2.0, 50, 1e-6)]:
+        theirs = ppa.PLDAccountant(value_discretization_interval=1e-4)
+        theirs.compose(dpa.PoissonSampledDpEvent(q, dpa.LaplaceDpEvent(b)), t)
+        ours = PldAccountant().compose(ev.PoissonSampled(ev.Laplace(b), q), t)
+        assert ours.get_epsilon(d) == pytest.approx(theirs.get_epsilon(d), rel=5e-3)
+
+
+# ----------------------------------------------------------------- closed forms
+
+mpmath.mp.dps = 40
+
+
+def _balle_wang_delta(sigma: float, eps: float) -> mpmath.mpf:
+    s, e = mpmath.mpf(sigma), mpmath.mpf(eps)
+    return mpmath.ncdf(1 / (2 * s) - e * s) - mpmath.exp(e) * mpmath.ncdf(-1 / (2 * s) - e * s)
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 3.0, 10.0])
+def test_gaussian_matches_balle_wang(sigma: float) -> None:
+    acct = PldAccountant().compose(ev.Gaussian(sigma))
+    for eps in [0.0, 0.1, 0.5, 1.0, 2.0, 4.0]:
+        exact = float(_balle_wang_delta(sigma, eps))
+        if exact < 1e-14:
+            continue
+        lo, up = acct.get_delta_bounds(eps)
+        assert lo <= exact <= up
+        assert up <= exact * (1 + 1e-3) + 1e-12
+    for delta in [1e-3, 1e-6, 1e-9]:
+        lo_e, hi_e = mpmath.mpf(0), mpmath.mpf(60)
+        for _ in range(80):  # bisection: delta(eps) decreases
+            mid = (lo_e + hi_e) / 2
+            lo_e, hi_e = (mid, hi_e) if _balle_wang_delta(sigma, mid) > delta else (lo_e, mid)
+        exact = float(hi_e)
+        up = acct.get_epsilon(delta)
+        assert exact <= up <= exact * (1 + 1e-3) + 1e-9
+
+
+def _rr_delta(eps0: float, k: int, count: int, eps: float) -> float:
+    """Exact delta of ``count`` k-ary randomized responses (enumerating the loss counts)."""
+    e0 = mpmath.mpf(eps0)
+    den = mpmath.exp(e0) + k - 1
+    ph, pl, pz = mpmath.exp(e0) / den, 1 / den, (k - 2) / den
+    total = mpmath.mpf(0)
+    for a in range(count + 1):  # a losses +eps0, b losses -eps0, the rest 0
+        for b in range(count - a + 1):
+            c = count - a - b
+            prob = (mpmath.factorial(count) / (mpmath.factorial(a) * mpmath.factorial(b)
+                    * mpmath.factorial(c)) * ph**a * pl**b * pz**c)
+            loss = e0 * (a - b)
+            if loss > eps:
+                total += prob * (1 - mpmath.exp(eps - loss))
+    return float(total)
+
+
+@pytest.mark.parametrize(("eps0", "k", "count"), [(1.0, 2, 1), (0.5, 3, 4), (2.0, 2, 7)])
+def test_randomized_response_exact(eps0: float, k: int, count: int) -> None:
+    acct = PldAccountant().compose(ev.RandomizedResponse(eps0, k), count)
+    for eps in [0.3, 1.1, 2.7]:  # off the atoms (within one grid step of an atom the
+        # connect-the-dots curve is above the exact one by up to ~ interval * mass)
+        exact = _rr_delta(eps0, k, count, eps)
+        lo, up = acct.get_delta_bounds(eps)
+        assert lo - 1e-12 <= exact <= up + 1e-15
+        assert up <= exact * (1 + 2e-3) + 1e-9
+
+
+def test_laplace_closed_form() -> None:
+    b = 0.8
+    acct = PldAccountant().compose(ev.Laplace(b))
+    for eps in [0.0, 0.5, 1.0]:
+        exact = -math.expm1((eps - 1 / b) / 2)
+        lo, up = acct.get_delta_bounds(eps)
+        assert lo <= exact <= up <= exact * (1 + 1e-3) + 1e-12
+    assert acct.get_delta(1 / b + 0.05) <= 1e-12
+
+
+def test_pure_and_approximate_events() -> None:
+    # DiscreteLaplace(t) and pure epsilon events use randomized response with eps = 1/t
+    a = PldAccountant().compose(ev.DiscreteLaplace(2.0), 5).get_epsilon(1e-6)
+    b = PldAccountant().compose(ev.Epsilon(0.5), 5).get_epsilon(1e-6)
+    assert a == pytest.approx(b, rel=1e-9)
+    assert a <= 2.5 + 0.05  # basic composition, up to one grid step
+    ed = PldAccountant().compose(ev.EpsilonDelta(1.0, 1e-4))
+    assert ed.get_delta(1.05) == pytest.approx(1e-4, rel=1e-6)
+    assert ed.get_epsilon(1e-5) == math.inf
+
+
+# ----------------------------------------------------------------- structure and contract
+
+
+def test_composed_and_self_composed_agree() -> None:
+    g = ev.PoissonSampled(ev.Gaussian(1.0), 0.02)
+    lap = ev.Laplace(3.0)
+    a = PldAccountant().compose(ev.Composed([ev.SelfComposed(g, 50), lap]), 2)
+    b = PldAccountant().compose(g, 100).compose(lap, 2)
+    assert a.get_epsilon(1e-6) == pytest.approx(b.get_epsilon(1e-6), rel=1e-9)
+    c = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(1.0), 0.0), 10)
+    assert c.get_epsilon(1e-6) == 0.0
+
+
+def test_unsupported_events_and_bad_input() -> None:
+    acct = PldAccountant()
+    bad = ev.PoissonSampled(ev.RandomizedResponse(1.0), 0.1)
+    assert not acct.supports(bad)
+    assert acct.supports(ev.Composed([ev.Gaussian(1.0), ev.Laplace(1.0)]))
+    acct.compose(ev.Gaussian(2.0))
+    before = acct.get_epsilon(1e-5)
+    with pytest.raises(UnsupportedEventError):
+        acct.compose(ev.Composed([ev.Gaussian(1.0), bad]))
+    assert acct.get_epsilon(1e-5) == before  # all or nothing
+    assert issubclass(UnsupportedEventError, ValueError)
+    with pytest.raises(TypeError, match="event"):
+        acct.compose("gaussian")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="count"):
+        acct.compose(ev.Gaussian(1.0), -1)
+    with pytest.raises(ValueError, match="delta"):
+        acct.get_epsilon(0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        acct.get_delta(-1.0)
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        PldAccountant(value_discretization_interval=0.0)
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        PldAccountant(1e-7).compose(ev.Gaussian(0.3), 1000).get_epsilon(1e-5)
+
+
+@settings(max_examples=15, deadline=None)
+@given(q=st.floats(1e-3, 0.5), sigma=st.floats(0.5, 5.0), steps=st.integers(1, 300),
+       delta=st.sampled_from([1e-8, 1e-5, 1e-3]))
+def test_bounds_bracket_and_pld_below_rdp(q: float, sigma: float, steps: int,
+                                          delta: float) -> None:
+    acct = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(sigma), q), steps)
+    lower, upper = acct.get_epsilon_bounds(delta)
+    assert lower <= upper
+    assert upper <= dpsgd_epsilon(q, sigma, steps, delta) * (1 + 1e-3) + 1e-6
+
+
+# ----------------------------------------------------------------- memory
+
+
+@pytest.mark.parametrize(("event", "count", "delta"), [
+    (ev.Gaussian(480.0), 1, 1e-5),  # epsilon ~ 0.01
+    (ev.Gaussian(0.15), 1, 1e-6),  # epsilon ~ 53
+])
+def test_memory_bounded(event: ev.DpEvent, count: int, delta: float) -> None:
+    tracemalloc.start()
+    try:
+        eps = PldAccountant().compose(event, count).get_epsilon(delta)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.0 < eps < 200.0
+    assert peak < 100 * 2**20, peak
+
+
+# ----------------------------------------------------------------- DP-SGD
+
+
+def test_dpsgd_accountant_parameter() -> None:
+    rdp = dpsgd_epsilon(256 / 60000, 1.1, 14062, 1e-5)
+    pld = dpsgd_epsilon(256 / 60000, 1.1, 14062, 1e-5, accountant="pld")
+    assert pld < rdp
+    assert pld == pytest.approx(2.382, abs=0.01)  # dp_accounting PLD: 2.3817
+    with pytest.raises(ValueError, match="accountant"):
+        dpsgd_epsilon(0.01, 1.0, 10, 1e-5, accountant="prv")
+    with pytest.raises(TypeError, match="accountant"):
+        dpsgd_epsilon(0.01, 1.0, 10, 1e-5, accountant=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("target", "q", "steps"), [(2.0, 0.01, 2000), (0.5, 0.004, 500)])
+def test_pld_calibration_is_conservative(target: float, q: float, steps: int) -> None:
+    from dpfast.accounting.pld.dpsgd import pld_calibrate_noise_multiplier
+
+    sigma = calibrate_noise_multiplier(target, 1e-5, q, steps, accountant="pld")
+    assert dpsgd_epsilon(q, sigma, steps, 1e-5, accountant="pld") <= target
+    assert dpsgd_epsilon(q, sigma / 1.002, steps, 1e-5, accountant="pld") > target * 0.999
+    s_rdp = calibrate_noise_multiplier(target, 1e-5, q, steps)
+    assert sigma < s_rdp
+    _, evaluations = pld_calibrate_noise_multiplier(target, 1e-5, q, steps, s_rdp, 5e-4)
+    assert evaluations <= 8  # far fewer than bisection's ~20
+
+
+# ----------------------------------------------------------------- command line
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dpfast", "epsilon", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_cli_prints_both_accountants() -> None:
+    r = _cli("--sampling-rate", "0.01", "--noise-multiplier", "1.1", "--steps", "100",
+             "--delta", "1e-5", "--accountant", "rdp")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("rdp: epsilon = ") and lines[1].startswith("pld: epsilon = ")
+    rdp, pld = (float(line.split("=")[1].split()[0]) for line in lines[:2])
+    assert pld < rdp
+    bad = _cli("--sampling-rate", "2", "--noise-multiplier", "1", "--steps", "1",
+               "--delta", "1e-5")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "sampling_rate" in bad.stderr
+
+
+def test_cli_plot_writes_png(tmp_path: pathlib.Path) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "curve.png"
+    r = _cli("--sampling-rate", "0.02", "--noise-multiplier", "1.0", "--steps", "200",
+             "--delta", "1e-5", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    data = out.read_bytes()
+    assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert np.isfinite(float(r.stdout.split("=")[1].split()[0]))
