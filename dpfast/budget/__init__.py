@@ -10,9 +10,10 @@ database -- which is also the audit log (who, what, when, cost).
 The package, one topic per module:
 
 * :mod:`.records`: :class:`Cost`, :class:`Remaining`, :class:`Charge`, the exceptions;
-* :mod:`.filters` (base :class:`Filter`, :class:`BasicFilter`, :class:`ZcdpFilter`),
-  :mod:`.rdp` (:class:`RdpFilter`), :mod:`.advanced` (:class:`AdvancedFilter`): what a
-  charge costs and whether it fits, each with its proof;
+* :mod:`.filters` (base :class:`Filter`, :class:`BasicFilter`), :mod:`.zcdp`
+  (:class:`ZcdpFilter`), :mod:`.rdp` (:class:`RdpFilter`), :mod:`.advanced`
+  (:class:`AdvancedFilter`): what a charge costs and whether it fits, each with its
+  proof; :mod:`.registry` maps accounting names to them;
 * :mod:`.schema`, :mod:`.ledger`, :mod:`.migrations`: the SQLite file, its hash chain
   and the upgrades of old formats;
 * :mod:`.manager`: the :class:`Budget`, which composes a filter with a ledger under a
@@ -24,11 +25,12 @@ from __future__ import annotations
 
 from .advanced import AdvancedFilter
 from .audit import LedgerReport, inspect_ledger
-from .filters import BasicFilter, Filter, ZcdpFilter
+from .filters import BasicFilter, Filter
 from .manager import Budget
 from .rdp import DEFAULT_ORDERS, RdpFilter
 from .records import BudgetExceededError, Charge, Cost, LedgerError, Remaining
 from .registry import FILTERS
+from .zcdp import ZcdpFilter
 
 __all__ = [
     "AdvancedFilter",

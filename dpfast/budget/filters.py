@@ -8,9 +8,8 @@ module of this package (costs, state, fit test, what is left, the refusal text a
 *Privacy* section with the proof), register it in :data:`FILTERS`, and add a line for
 its ledger definition in ``docs/design.md``.
 
-This module holds the base class and the two one-constraint filters
-(:class:`BasicFilter`, :class:`ZcdpFilter`); :mod:`.rdp` and :mod:`.advanced` hold
-the others.
+This module holds the base class and :class:`BasicFilter`; :mod:`.zcdp`, :mod:`.rdp`
+and :mod:`.advanced` hold the others.
 """
 
 from __future__ import annotations
@@ -22,14 +21,12 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import mpmath
-
 from dpfast.accounting import events as _events
 
 from . import _exact
 from .records import Cost, Remaining
 
-__all__ = ["Filter", "Sums", "BasicFilter", "ZcdpFilter"]
+__all__ = ["Filter", "Sums", "BasicFilter"]
 
 
 class Sums:
@@ -311,107 +308,3 @@ class BasicFilter(Filter):
 
     def left(self, state: Sums) -> dict[str, Any]:
         return {"delta": state.left(self._limits)[1], "rho": None}
-
-
-def zcdp_cap(epsilon: float, delta: float) -> tuple[float, float]:
-    """Largest certified ``rho`` with ``rho``-zCDP => ``(epsilon, delta)``-DP, and its order.
-
-    ``rho``-zCDP is ``(alpha, alpha*rho)``-RDP at every order, so by CKS20 Prop. 12 any
-    ``alpha > 1`` certifies ``rho = B_alpha(epsilon, delta)/alpha`` (CKS20 Cor. 13 solved
-    for ``rho``).  The best ``alpha`` is found in floating point; the value at that
-    ``alpha`` is evaluated at 200 bits and rounded down, so the result is valid whatever
-    ``alpha`` was found.
-    """
-
-    def f(u: float) -> float:  # -B_alpha/alpha at alpha = 1 + exp(u), floats
-        a = 1.0 + math.exp(u)
-        b = epsilon + (math.log(delta) + math.log(a)) / (a - 1.0) - math.log1p(-1.0 / a)
-        return -b / a
-
-    grid = [-12.0 + 0.01 * i for i in range(5601)]  # alpha - 1 in [6e-6, 2.6e19]
-    vals = [f(u) for u in grid]
-    i = min(range(len(grid)), key=vals.__getitem__)
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
-    for _ in range(80):
-        if f(c) < f(d):
-            hi = d
-        else:
-            lo = c
-        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
-    alpha = 1.0 + math.exp((lo + hi) / 2.0)
-    with mpmath.workprec(200):
-        rho = _exact.mp_float_down(rdp_cap(epsilon, delta, alpha) / mpmath.mpf(alpha))
-    return rho, alpha
-
-
-def rdp_cap(epsilon: float, delta: Any, alpha: float) -> mpmath.mpf:
-    """``B`` with ``(alpha, B)``-RDP => ``(epsilon, delta)``-DP (CKS20 Prop. 12), 200 bits.
-
-    ``B = epsilon + (log(delta) + log(alpha)) / (alpha - 1) - log(1 - 1/alpha)``.
-    """
-    with mpmath.workprec(200):
-        a = mpmath.mpf(alpha)
-        return (
-            mpmath.mpf(epsilon)
-            + (mpmath.log(mpmath.mpf(delta)) + mpmath.log(a)) / (a - 1)
-            - mpmath.log(1 - 1 / a)
-        )
-
-
-class ZcdpFilter(Filter):
-    r"""A zCDP filter: the sum of the charges' rho stays below the budget's rho.
-
-    Costs: ``(rho_i,)`` from :func:`dpfast.accounting.zcdp.zcdp_rho`.
-
-    Privacy
-    -------
-    A charge of :math:`\rho_i`-zCDP is accepted iff :math:`\sum_i \rho_i \le \rho_B`,
-    where :math:`\rho_B = \max_{\alpha>1} B_\alpha(\varepsilon,\delta)/\alpha` is the
-    largest :math:`\rho` whose conversion by CKS20 Cor. 13 gives
-    :math:`(\varepsilon,\delta)`-DP (evaluated at the optimising :math:`\alpha` and
-    rounded down).  zCDP filters are valid under full adaptivity (Whitehouse, Ramdas,
-    Rogers, Wu 2023; a Renyi filter at every order at once, Feldman & Zrnic 2021), so
-    the transcript is :math:`\rho_B`-zCDP and hence :math:`(\varepsilon,\delta)`-DP.
-    """
-
-    accounting = "zcdp"
-
-    def __init__(self, epsilon: float, delta: float) -> None:
-        super().__init__(epsilon, delta)
-        rho, self.alpha = zcdp_cap(epsilon, delta)
-        self.thresholds = (rho,)
-        self._limits = [_exact.exact(rho)]
-
-    def compute_costs(self, event: Any) -> tuple[float, ...]:
-        from dpfast.accounting.zcdp import zcdp_rho
-
-        return (float(zcdp_rho(event)),)
-
-    def new_state(self) -> Sums:
-        return Sums(1)
-
-    def add(self, state: Sums, costs: Sequence[float]) -> None:
-        state.add(costs)
-
-    def fits(self, state: Sums, costs: Sequence[float]) -> bool:
-        return all(state.fits_each(costs, self._limits))
-
-    def cost_record(self, costs: Sequence[float]) -> Cost:
-        return Cost(rho=costs[0])
-
-    def refusal(self, state: Sums, costs: Sequence[float]) -> str:
-        (rho,) = state.left(self._limits)
-        return f"charge of rho={costs[0]!r} exceeds the remaining zCDP budget rho={rho!r}"
-
-    def spent(self, state: Sums) -> Cost:
-        from dpfast.accounting.zcdp import zcdp_epsilon
-
-        (rho,) = state.totals()
-        eps = zcdp_epsilon(rho, self.delta) if rho > 0 else 0.0
-        return Cost(epsilon=min(eps, self.epsilon), delta=self.delta, rho=rho)
-
-    def left(self, state: Sums) -> dict[str, Any]:
-        (rho,) = state.left(self._limits)
-        return {"rho": max(rho, 0.0) if not math.isinf(rho) else None}

@@ -360,3 +360,13 @@ class LedgerFile:
             if isinstance(exc, (sqlite3.Error, ValueError, KeyError)):
                 raise LedgerError(f"cannot migrate {self.where}: {exc}") from exc
             raise
+
+
+def stored_orders(path: str | None, accounting: str) -> Any:
+    """The orders of an existing ledger of this accounting (None if none)."""
+    if path is None or not os.path.isfile(path):
+        return None
+    conn, meta = open_readonly(path)
+    conn.close()
+    stored = json.loads(meta["definition"])
+    return stored.get("orders") if stored.get("accounting") == accounting else None

@@ -9,7 +9,6 @@ import json
 import math
 import numbers
 import os
-import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,33 +31,9 @@ from .records import (
     utc,
 )
 from .registry import _TAKES_ORDERS, FILTERS, make_filter
-from .session import Session
+from .session import Session, identity
 
 __all__ = ["Budget"]
-
-_IDENTITY: dict[int, tuple[str, str]] = {}
-
-
-def _identity() -> tuple[str, str, int]:
-    """OS user (from the effective uid, not the environment), host, pid."""
-    pid = os.getpid()
-    if pid not in _IDENTITY:
-        try:
-            import pwd
-
-            user = pwd.getpwuid(os.geteuid()).pw_name
-        except (ImportError, KeyError, AttributeError):
-            import getpass
-
-            try:
-                user = getpass.getuser()
-            except Exception:  # pragma: no cover - no user database at all
-                user = "?"
-        _IDENTITY.clear()
-        _IDENTITY[pid] = (user, socket.gethostname())
-    user, host = _IDENTITY[pid]
-    return user, host, pid
-
 
 def _real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -73,16 +48,6 @@ def _text(value: Any, name: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     return value
-
-
-def _stored_orders(path: str | None, accounting: str) -> Any:
-    """The orders of an existing ledger of this accounting (None if none)."""
-    if path is None or not os.path.isfile(path):
-        return None
-    conn, meta = _store.open_readonly(path)
-    conn.close()
-    stored = json.loads(meta["definition"])
-    return stored.get("orders") if stored.get("accounting") == accounting else None
 
 
 class Budget:
@@ -213,7 +178,7 @@ class Budget:
             raise ValueError("ledger must be a file path; pass ledger=None for memory")
         guidelines.check_use_case(use_case, eps, what="budget epsilon", stacklevel=3)
         if cls in _TAKES_ORDERS and orders is None:
-            orders = _stored_orders(path, accounting)
+            orders = _store.stored_orders(path, accounting)
         self._filter = make_filter(accounting, eps, dlt, orders)
         self._ledger = _store.LedgerFile(path, self._filter.definition(), tmo)
         self._session = Session(self._filter, self._ledger)
@@ -304,7 +269,7 @@ class Budget:
         _text(analyst, "analyst")
         event_json = serialize_event(event)  # TypeError unless an event
         costs = self._filter.costs(event)  # outside the lock: may be slow
-        user, host, pid = _identity()
+        user, host, pid = identity()
         now = time.time()
         with self._lock:
             fields = [now, None, analyst, note, event_json, schema.encode_cost(costs),
@@ -363,7 +328,7 @@ class Budget:
             raise
 
     def _record_failure(self, charge: Charge, exc: BaseException) -> None:
-        user, host, pid = _identity()
+        user, host, pid = identity()
         why = f"{type(exc).__name__}: {exc}"[:500]
         with self._lock:
             try:

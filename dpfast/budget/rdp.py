@@ -9,7 +9,8 @@ from typing import Any
 import mpmath
 
 from . import _exact
-from .filters import Filter, Sums, rdp_cap, zcdp_cap
+from ._conversions import rdp_cap, zcdp_cap
+from .filters import Filter, Sums
 from .records import Cost
 
 __all__ = ["DEFAULT_ORDERS", "RdpFilter", "check_orders", "default_orders"]
@@ -30,7 +31,7 @@ DEFAULT_ORDERS: tuple[float, ...] = (
 
 def default_orders(epsilon: float, delta: float) -> tuple[float, ...]:
     """``(alpha*, inf)``: the order at which ``rho``-zCDP converts best to ``(epsilon,
-    delta)``-DP (:func:`~dpfast.budget.filters.zcdp_cap`), and the pure-DP member."""
+    delta)``-DP (:func:`~dpfast.budget._conversions.zcdp_cap`), and the pure-DP member."""
     if delta == 0.0:
         return (math.inf,)
     return (zcdp_cap(epsilon, delta)[1], math.inf)

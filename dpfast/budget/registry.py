@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from .advanced import AdvancedFilter
-from .filters import BasicFilter, Filter, ZcdpFilter
+from .filters import BasicFilter, Filter
 from .rdp import RdpFilter
+from .zcdp import ZcdpFilter
 
 __all__ = ["FILTERS", "make_filter"]
 

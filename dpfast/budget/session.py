@@ -4,6 +4,7 @@ the lock, and the verified running state (hash chain + the filter's exact totals
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -13,7 +14,30 @@ from . import ledger, schema
 from .filters import Filter
 from .records import CHARGED, LedgerError
 
-__all__ = ["Session"]
+__all__ = ["Session", "identity"]
+
+_IDENTITY: dict[int, tuple[str, str]] = {}
+
+
+def identity() -> tuple[str, str, int]:
+    """OS user (from the effective uid, not the environment), host, pid."""
+    pid = os.getpid()
+    if pid not in _IDENTITY:
+        try:
+            import pwd
+
+            user = pwd.getpwuid(os.geteuid()).pw_name
+        except (ImportError, KeyError, AttributeError):
+            import getpass
+
+            try:
+                user = getpass.getuser()
+            except Exception:  # pragma: no cover - no user database at all
+                user = "?"
+        _IDENTITY.clear()
+        _IDENTITY[pid] = (user, socket.gethostname())
+    user, host = _IDENTITY[pid]
+    return user, host, pid
 
 
 class Session:
