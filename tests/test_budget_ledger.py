@@ -651,3 +651,18 @@ def test_cli_ledger_show_and_verify(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("dpfast: error:") and "Traceback" not in (
         r.stderr)
     assert _cli("ledger").returncode == 2  # an action is required
+
+
+def test_relative_ledger_path_survives_chdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    b = Budget(1.0, ledger="rel.sqlite")
+    b.spend(ev.Epsilon(0.25))
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    b._session._pid = -1  # as after fork: reconnect by path
+    b.spend(ev.Epsilon(0.25))
+    assert b.remaining().epsilon == 0.5 and not (other / "rel.sqlite").exists()
+    b.close()
+    for conn in b._session._abandoned:  # the "parent's" connection, kept open by design
+        conn.close()

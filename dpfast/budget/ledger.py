@@ -273,6 +273,8 @@ class LedgerFile:
 
     def __init__(self, path: str | None, definition: dict[str, Any], timeout: float) -> None:
         self.path = path
+        # resolved once: a later chdir (or a forked child's) must not move the ledger
+        self.abspath = None if path is None else os.path.abspath(path)
         self.definition = definition
         self.definition_text = json.dumps(definition, sort_keys=True)
         self.timeout = timeout
@@ -298,7 +300,8 @@ class LedgerFile:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             load(conn, schema.genesis_hash(meta["definition"], meta["created"]))
             return conn
-        path = self.path
+        path = self.abspath
+        assert path is not None
         if not os.path.lexists(path):
             directory = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(directory):
