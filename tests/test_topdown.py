@@ -564,3 +564,5 @@ def test_cli_topdown_ledger(tmp_path):
     res = _cli("plan", "--accuracy", "10", "--ledger", str(ledger))
     assert res.returncode == 0, res.stderr
     assert "epsilon left of 5" in res.stdout and "fits" in res.stdout
+    res = _cli("plan", "--accuracy", "10", "--ledger", str(tmp_path / "missing.sqlite"))
+    assert res.returncode == 2 and "does not exist" in res.stderr

@@ -70,23 +70,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: epsilon {eps:.4g} is {side} the {uc.low:g}-{uc.high:g} range "
               f"conventional for {uc.name.lower()}")
     if args.ledger is not None:
-        import os
-
         import dpfast
-        from dpfast.cli.count import _ledger_definition
 
         if args.budget is not None:
             raise ValueError("give --budget or --ledger, not both")
-        if not os.path.exists(args.ledger):
-            raise OSError(f"ledger file not found: {args.ledger}")
-        d = _ledger_definition(args.ledger)
-        kw2: dict = {"accounting": d["accounting"]}
-        if d.get("orders"):
-            kw2["orders"] = d["orders"]
-        with dpfast.Budget(d["epsilon"], d["delta"], ledger=args.ledger, **kw2) as b:
+        with dpfast.Budget.from_ledger(args.ledger) as b:
             left_eps = b.remaining().epsilon
+            total_eps = b.epsilon
         fits = "fits" if eps <= left_eps else "does NOT fit"
-        print(f"ledger {args.ledger}: {left_eps:.4g} epsilon left of {d['epsilon']:g}; this "
+        print(f"ledger {args.ledger}: {left_eps:.4g} epsilon left of {total_eps:g}; this "
               f"release {fits} (a pure-DP charge of {eps:.4g})")
         return 0
     total = args.budget if args.budget is not None else (uc.high if uc is not None else None)

@@ -62,19 +62,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _counts(values: np.ndarray, name: str) -> np.ndarray:
+    """Non-negative integer counts from a column (text from CSV, numbers from Parquet)."""
     if values.dtype.kind in "iu":
-        return values.astype(np.int64)
-    out = np.empty(values.shape[0], np.int64)
-    for i, v in enumerate(values.tolist()):
+        out = values.astype(np.int64)
+        bad = out < 0
+    else:
         try:
-            f = float(v)
+            f = values.astype(np.float64)
         except (TypeError, ValueError):
-            raise CliError(f"count column {name!r}: row {i + 1} is not a number: {v!r}") \
-                from None
-        if not f.is_integer() or f < 0:
-            raise CliError(f"count column {name!r}: row {i + 1} is not a count "
-                           f"(a non-negative integer): {v!r}")
-        out[i] = int(f)
+            f = None
+        if f is None:  # find the row that is not a number, for the message
+            for i, v in enumerate(values.tolist()):
+                try:
+                    float(v)
+                except (TypeError, ValueError):
+                    raise CliError(f"count column {name!r}: row {i + 1} is not a number: "
+                                   f"{v!r}") from None
+            raise CliError(f"count column {name!r} is not numeric")  # pragma: no cover
+        bad = ~np.isfinite(f) | (f < 0) | (f != np.floor(f)) | (f >= 2.0**53)
+        out = np.where(bad, 0, f).astype(np.int64)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CliError(f"count column {name!r}: row {i + 1} is not a count (a non-negative "
+                       f"integer): {values[i]!r}")
     return out
 
 
@@ -119,18 +129,13 @@ def _budget(args: argparse.Namespace) -> Any:
     """The ledger's Budget: an existing file keeps its definition; a new one is a zCDP
     budget of ``--budget-epsilon``, ``--budget-delta``."""
     import dpfast
-    from dpfast.cli.count import _ledger_definition
 
     if args.ledger is None:
         if args.budget_epsilon is not None:
             raise CliError("--budget-epsilon needs --ledger")
         return None
     if os.path.exists(args.ledger):
-        d = _ledger_definition(args.ledger)
-        kw: dict[str, Any] = {"accounting": d["accounting"]}
-        if d.get("orders"):
-            kw["orders"] = d["orders"]
-        return dpfast.Budget(d["epsilon"], d["delta"], ledger=args.ledger, **kw)
+        return dpfast.Budget.from_ledger(args.ledger)
     if args.budget_epsilon is None:
         raise CliError(f"ledger {args.ledger} does not exist: give --budget-epsilon (and "
                        "--budget-delta) to create it")
