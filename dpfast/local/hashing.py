@@ -106,8 +106,8 @@ def hash_tables(hash_seed: int | bytes, num: int) -> np.ndarray:
 
 def _resolve_seed(hash_seed: Any) -> int | bytes:
     if hash_seed is None:
-        words = as_generator(None).random_raw(4)
-        return b"".join(int(w).to_bytes(8, "little") for w in words)
+        words = np.asarray(as_generator(None).random_raw(4), np.uint64)
+        return words.astype("<u8").tobytes()
     _seed_key(hash_seed)  # validate
     return hash_seed
 

@@ -74,6 +74,15 @@ class HcmsReports(NamedTuple):
 
 
 class _SketchBase:
+    """Shared state of the two sketches: epsilon, the public hash functions, estimates."""
+
+    def variance(self, n: float, count: float = 0.0, sum_sq_others: float | None = None
+                 ) -> float:
+        raise NotImplementedError
+
+    def aggregate(self, reports: Any) -> Sketch:
+        raise NotImplementedError
+
     def __init__(self, epsilon: float, num_hashes: int, sketch_size: int,
                  hash_seed: Any) -> None:
         self._eps = _epsilon(epsilon)
