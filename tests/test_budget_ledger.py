@@ -636,6 +636,11 @@ def test_cli_ledger_show_and_verify(tmp_path):
         assert needle in out, needle
     v = _cli("ledger", "verify", str(path))
     assert v.returncode == 0 and v.stdout.startswith("ok:") and "3 records" in v.stdout
+    assert r.stderr == ""  # owner-only: no warning
+    os.chmod(path, 0o644)
+    w = _cli("ledger", "show", str(path))
+    assert w.returncode == 0 and "other users can read" in w.stderr
+    os.chmod(path, 0o600)
     con = _raw(path)
     con.execute("DELETE FROM charges WHERE id = 1")
     con.commit()

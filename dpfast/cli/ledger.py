@@ -79,6 +79,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     orders = "" if d.get("orders") is None else f", orders={d['orders']}"
     print(f"ledger {args.file} (format {report.version}, mode {report.mode:04o})")
+    if report.mode & 0o077:
+        import sys
+
+        who = "written" if report.mode & 0o022 else "read"
+        print(f"warning: other users can {who} this ledger (mode {report.mode:04o}); "
+              f"run 'chmod 600 {args.file}'", file=sys.stderr)
     print(f"budget: epsilon={d['epsilon']!r}, delta={d['delta']!r}, "
           f"accounting={d['accounting']!r}{orders}")
     counts = {s: sum(1 for c in report.records if c.status == s)
