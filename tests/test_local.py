@@ -8,9 +8,11 @@ import hashlib
 import math
 from fractions import Fraction
 
+import hypothesis
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 from dpfast import _exact
 from dpfast import local as L
@@ -737,3 +739,27 @@ def test_lane_resampling_variant_is_caught():
         return _exact.u_less_than(_exact.LazyUniform(0, src, 0), t.bounds)
 
     assert _lane_outcomes(thr, resampling) != [True, False, True]
+
+
+@hypothesis.given(
+    log_eps=st.floats(-17.0, 1.8),
+    g=st.integers(2, 5000),
+    n=st.integers(0, 10 ** 9),
+    frac=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=4),
+)
+def test_olh_estimator_matches_exact_formula(log_eps, g, n, frac):
+    """For any epsilon in [1e-17, 63], g and n, the estimate is (C - n q*) / (p* - q*)
+    to ~1e-12 relative (never inf or nan)."""
+    eps = 10.0 ** log_eps
+    olh = L.OptimalLocalHashing(len(frac), eps, g=g)
+    sup = np.array([int(f * n) for f in frac], np.int64)
+    est = olh.estimate_from_support(sup, n)
+    assert np.all(np.isfinite(est.counts)) and np.all(np.isfinite(est.variance))
+    fe = Fraction(eps)
+    with mpmath.workdps(60):
+        e = mpmath.exp(mpmath.mpf(fe.numerator) / fe.denominator)
+        p, q = e / (e + g - 1), mpmath.mpf(1) / g
+        unit = abs(1 / (p - q))  # the estimate's change per supporting report
+        for got, c in zip(est.counts, sup.tolist()):
+            want = (c - n * q) / (p - q)
+            assert abs(got - want) <= 1e-12 * abs(want) + 1e-9 * unit, (got, want)
