@@ -49,7 +49,7 @@ def _dlap_pmf(k: int, t: Fraction) -> float:
 @pytest.mark.parametrize("name", ["Laplace", "Geometric", "GeometricTruncated",
                                   "GaussianAnalytic", "GaussianDiscrete", "Snapping",
                                   "Exponential", "PermuteAndFlip", "LaplaceTruncated",
-                                  "LaplaceFolded", "GeometricFolded"])
+                                  "LaplaceFolded", "GeometricFolded", "LaplaceBoundedDomain"])
 def test_subclass_of_diffprivlibs_class(name: str) -> None:
     cls = getattr(dpl, name)
     assert issubclass(cls, getattr(dm, name)) and issubclass(cls, dm.DPMechanism)
@@ -285,3 +285,34 @@ def test_patched_model_fits() -> None:
     with dpl.patched():
         clf = GaussianNB(epsilon=5.0, bounds=([0, 0], [1, 1]), random_state=SEED).fit(x, y)
     assert clf.score(x, y) > 0.6
+
+
+def test_laplace_bounded_domain_exact_conditional_distribution() -> None:
+    from dpfast.compat.diffprivlib._bounded import _loss
+
+    mech = dpl.LaplaceBoundedDomain(epsilon=0.8, sensitivity=1.0, lower=-2.0, upper=3.0,
+                                    random_state=SEED)
+    b, g, k, _, n = mech._grid()
+    # calibration: the worst-case loss is below epsilon, and b is the smallest such scale
+    assert _loss(b, g, k, n) <= 0.8
+    assert _loss(b * (1 - 1e-9), g, k, n) > 0.8 * (1 - 1e-12)
+    assert b == pytest.approx(dm.LaplaceBoundedDomain(epsilon=0.8, sensitivity=1.0, lower=-2.0,
+                                                      upper=3.0)._find_scale(), rel=1e-8)
+    out = mech.randomise(np.full(200_000, 0.5))
+    assert out.min() >= -2.0 and out.max() <= 3.0
+    # the grid (g ~ 1e-12) conditional law equals Laplace(0.5, b) truncated to [-2, 3]
+    lap = stats.laplace(loc=0.5, scale=b)
+    lo, hi = lap.cdf(-2.0), lap.cdf(3.0)
+    assert stats.kstest(out, lambda v: (lap.cdf(v) - lo) / (hi - lo)).pvalue > 1e-4
+    assert math.isnan(mech.randomise(float("nan")))
+
+
+def test_patched_var_uses_bounded_domain() -> None:
+    import diffprivlib.tools.utils as tu
+
+    x = np.random.default_rng(2).random(1000)
+    with dpl.patched():
+        assert tu.LaplaceBoundedDomain is dpl.LaplaceBoundedDomain
+        v1 = diffprivlib.tools.var(x, epsilon=1.0, bounds=(0, 1), random_state=SEED)
+        v2 = diffprivlib.tools.var(x, epsilon=1.0, bounds=(0, 1), random_state=SEED)
+    assert v1 == v2 and 0 <= v1 <= 1 and abs(v1 - np.var(x)) < 0.05

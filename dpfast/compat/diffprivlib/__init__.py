@@ -37,6 +37,7 @@ from dpfast.compat.diffprivlib._additive import (
     LaplaceFolded,
     LaplaceTruncated,
 )
+from dpfast.compat.diffprivlib._bounded import LaplaceBoundedDomain
 from dpfast.compat.diffprivlib._patch import (
     REPLACEMENTS,
     histogram,
@@ -48,14 +49,14 @@ from dpfast.compat.diffprivlib._patch import (
 )
 from dpfast.compat.diffprivlib._select import Exponential, PermuteAndFlip, Snapping
 
-for _cls in (Laplace, LaplaceTruncated, LaplaceFolded, Geometric, GeometricTruncated,
-             GeometricFolded, GaussianAnalytic, GaussianDiscrete, Snapping, Exponential,
-             PermuteAndFlip):
+for _cls in (Laplace, LaplaceTruncated, LaplaceFolded, LaplaceBoundedDomain, Geometric,
+             GeometricTruncated, GeometricFolded, GaussianAnalytic, GaussianDiscrete, Snapping,
+             Exponential, PermuteAndFlip):
     _cls.__module__ = __name__  # repr: dpfast.compat.diffprivlib.Laplace(...)
 
 __all__ = [
-    "Laplace", "LaplaceTruncated", "LaplaceFolded", "Geometric", "GeometricTruncated",
-    "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete", "Snapping", "Exponential",
-    "PermuteAndFlip", "install", "uninstall", "patched", "is_installed", "histogram",
+    "Laplace", "LaplaceTruncated", "LaplaceFolded", "LaplaceBoundedDomain", "Geometric",
+    "GeometricTruncated", "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete", "Snapping",
+    "Exponential", "PermuteAndFlip", "install", "uninstall", "patched", "is_installed", "histogram",
     "histogramdd", "REPLACEMENTS",
 ]

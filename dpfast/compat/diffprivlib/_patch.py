@@ -15,7 +15,7 @@ from diffprivlib import mechanisms as _dm
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.utils import PrivacyLeakWarning, warn_unused_args
 
-from dpfast.compat.diffprivlib import _additive, _select
+from dpfast.compat.diffprivlib import _additive, _bounded, _select
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "histogram", "histogramdd"]
 
@@ -26,6 +26,7 @@ REPLACEMENTS: dict[type, type] = {
     _dm.Laplace: _additive.Laplace,
     _dm.LaplaceTruncated: _additive.LaplaceTruncated,
     _dm.LaplaceFolded: _additive.LaplaceFolded,
+    _dm.LaplaceBoundedDomain: _bounded.LaplaceBoundedDomain,
     _dm.Geometric: _additive.Geometric,
     _dm.GeometricTruncated: _additive.GeometricTruncated,
     _dm.GeometricFolded: _additive.GeometricFolded,
@@ -122,9 +123,9 @@ def install() -> None:
     and to ``histogram``/``histogramdd`` is rebound to its dpfast counterpart.
 
     Calls nest (each ``install`` needs one ``uninstall``); thread-safe.  Objects created
-    before ``install`` keep their classes.  Not patched (documented): ``LaplaceBoundedDomain``
-    (``var``/``std``, naive Bayes, k-means), ``Vector``, ``Bingham``, ``Staircase``,
-    ``Uniform``, ``Binary``, the classic ``Gaussian``, and the models' own numpy draws.
+    before ``install`` keep their classes.  Not patched (documented): ``Vector``, ``Bingham``,
+    ``Staircase``, ``Uniform``, ``Binary``, ``LaplaceBoundedNoise``, the classic ``Gaussian``,
+    and numpy draws the models make themselves.
     """
     global _DEPTH
     with _LOCK:

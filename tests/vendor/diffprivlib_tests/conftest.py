@@ -16,6 +16,9 @@ INTENTIONAL: dict[str, str] = {
         "rigorous calibration: dpfast finds sigma = 1.9573 for (eps=3, delta=4.009e-10), "
         "which satisfies CKS20 Thm. 7 (delta = 3.8e-10); diffprivlib's bisection stops at 2.0 "
         "(Thm. 7's delta is not monotone in sigma)"),
+    "test_LaplaceBoundedDomain.py::TestLaplaceBoundedDomain::test_effective_epsilon_same": (
+        "rigorous calibration: the scale is found with a 1e-12 relative safety margin below "
+        "epsilon, so effective_epsilon() is 0.999999999999 instead of exactly 1.0"),
     "test_Snapping.py::TestSnapping::test_immediately_above_zero_effective_epsilon": (
         "Mironov's Thm. 1 bound (1 + 2^-49 B) / lambda <= eps with lambda < B has no solution "
         "for eps <= 2^-48; diffprivlib's looser effective-epsilon formula accepts 2^-52"),
