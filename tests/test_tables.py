@@ -392,3 +392,23 @@ def test_readme_examples_run(section: str) -> None:
     body = text.split(section, 1)[1]
     code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
     exec(compile(code, section, "exec"), {"print": lambda *a, **k: None})
+
+
+def test_bounding_does_not_depend_on_the_thread_count() -> None:
+    import numba
+
+    r = np.random.default_rng(11)
+    ids = r.integers(0, 5000, 300000)
+    keys = r.integers(0, 300, 300000)
+    vals = r.integers(0, 50, 300000)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        a = dpt.bound_contributions(keys, ids, max_partitions=3, max_per_partition=2,
+                                    values=vals, rng=KEY)
+    finally:
+        numba.set_num_threads(old)
+    b = dpt.bound_contributions(keys, ids, max_partitions=3, max_per_partition=2,
+                                values=vals, rng=KEY)
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)

@@ -70,7 +70,8 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
     segments are sorted canonically afterwards).
     """
     n = ids.shape[0]
-    nt = max(1, min(nthreads, (n + 65535) // 65536))
+    # one count row per thread: at most ~2^25 counters in all (memory stays bounded)
+    nt = max(1, min(nthreads, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
     step = (n + nt - 1) // nt
     cnt = np.zeros((nt, n_ids), np.int64)
     for b in nb.prange(nt):
@@ -294,7 +295,7 @@ def accumulate(off, nkeep, gkeys, gval, totals):
 def bincount_codes(codes, n_codes, totals, nthreads):
     """totals[k] = number of rows with code k (per-thread partial counts)."""
     n = codes.shape[0]
-    nt = max(1, min(nthreads, (n + 65535) // 65536))
+    nt = max(1, min(nthreads, (n + 65535) // 65536, (1 << 25) // max(n_codes, 1)))
     step = (n + nt - 1) // nt
     part = np.zeros((nt, n_codes), np.int64)
     for b in nb.prange(nt):
