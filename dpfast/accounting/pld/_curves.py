@@ -29,6 +29,9 @@ from scipy import special
 
 #: tail cut of the Gaussian ranges in standard deviations (mass beyond < 1e-25)
 _Z = 10.5
+#: Gauss-Hermite rule for E f(Z), Z ~ N(0, 1) (loss moments for the grid choice)
+_GH = (np.polynomial.hermite_e.hermegauss(96)[0],
+       np.polynomial.hermite_e.hermegauss(96)[1] / math.sqrt(2.0 * math.pi))
 #: clip of the smooth variable of the Gaussian curves (q e^-80 is negligible)
 _W_MAX = 80.0
 
@@ -61,6 +64,10 @@ class Curve:
 
     def p_gt(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def moments(self) -> tuple[float, float] | None:
+        """(mean, variance) of the loss under ``P`` if cheaply known, else None."""
+        return None
 
     def delta(self, e: np.ndarray) -> np.ndarray:
         """Hockey-stick divergence ``delta(e)`` (for tests and diagnostics)."""
@@ -95,6 +102,16 @@ class GaussianRemove(Curve):
             return w, np.ones_like(w)
         e = np.logaddexp(math.log1p(-self.q), math.log(self.q) + w)
         return e, np.exp(math.log(self.q) + w - e)
+
+    def moments(self) -> tuple[float, float]:
+        t, wt = _GH
+        m1 = m2 = 0.0
+        for shift, weight in ((0.0, 1.0 - self.q), (1.0, self.q)):
+            if weight > 0.0:
+                v = self.loss(shift + self.s * t)
+                m1 += weight * float(wt @ v)
+                m2 += weight * float(wt @ (v * v))
+        return m1, max(m2 - m1 * m1, 0.0)
 
     def s_of_w(self, w: np.ndarray) -> np.ndarray:
         """``Q(L <= e)`` (``e < 0``) or ``-Q(L > e)`` (``e >= 0``) at ``e = e(w)``."""
@@ -148,6 +165,13 @@ class GaussianAdd(Curve):
         with np.errstate(divide="ignore", invalid="ignore"):
             w = _log_em1_plus(-np.asarray(e, dtype=np.float64), self.q) - math.log(self.q)
         return np.clip(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX, _W_MAX)
+
+    def moments(self) -> tuple[float, float]:
+        t, wt = _GH
+        u = (2.0 * self.s * t - 1.0) / (2.0 * self.s * self.s)
+        v = -np.logaddexp(math.log1p(-self.q), math.log(self.q) + u)
+        m1 = float(wt @ v)
+        return m1, max(float(wt @ (v * v)) - m1 * m1, 0.0)
 
     def s_of_w(self, w: np.ndarray) -> np.ndarray:
         """``Q(L <= e)`` (``e < 0``, i.e. ``w > 0``) or ``-Q(L > e)`` at ``e = e(w)``."""
@@ -278,6 +302,11 @@ class Finite(Curve):
         self.symmetric = True
         self.lo, self.hi = float(self.l[0]), float(self.l[-1])
         self.breaks = tuple(float(v) for v in self.l)
+
+    def moments(self) -> tuple[float, float]:
+        w = self.m / max(float(self.m.sum()), 1e-300)
+        m1 = float(w @ self.l)
+        return m1, float(w @ (self.l - m1) ** 2)
 
     def _count_le(self, e: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.l, np.asarray(e, dtype=np.float64), side="right")
