@@ -105,6 +105,10 @@ class Filter(abc.ABC):
     """
 
     accounting: ClassVar[str]
+    #: Whether the filter needs ``delta > 0`` (it gives (epsilon, delta)-DP only then).
+    needs_delta: ClassVar[bool] = True
+    #: Whether the filter takes Renyi ``orders`` (part of its ledger definition).
+    takes_orders: ClassVar[bool] = False
 
     def __init__(self, epsilon: float, delta: float) -> None:
         self.epsilon = epsilon
@@ -271,6 +275,7 @@ class BasicFilter(Filter):
     """
 
     accounting = "basic"
+    needs_delta = False
 
     def __init__(self, epsilon: float, delta: float) -> None:
         super().__init__(epsilon, delta)

@@ -18,7 +18,7 @@ from dpfast import guidelines
 from . import _inputs, schema
 from . import ledger as _store
 from .audit import charges_of, describe
-from .filters import BasicFilter, Filter
+from .filters import Filter
 from .records import (
     CHARGED,
     FAILED,
@@ -30,7 +30,7 @@ from .records import (
     serialize_event,
     utc,
 )
-from .registry import _TAKES_ORDERS, FILTERS, make_filter
+from .registry import FILTERS, make_filter
 from .session import Session, identity
 
 __all__ = ["Budget"]
@@ -158,13 +158,13 @@ class Budget:
         if accounting not in FILTERS:
             raise ValueError(f"accounting must be one of {tuple(FILTERS)}, got {accounting!r}")
         cls = FILTERS[accounting]
-        if cls is not BasicFilter and dlt == 0.0:
+        if cls.needs_delta and dlt == 0.0:
             raise ValueError(
                 f"delta must be > 0 for accounting={accounting!r} (it gives (epsilon, "
                 "delta)-DP only with delta > 0): pass delta, e.g. Budget(1.0, 1e-6), or "
                 "omit accounting for pure epsilon-DP"
             )
-        if orders is not None and cls not in _TAKES_ORDERS:
+        if orders is not None and not cls.takes_orders:
             raise ValueError(f"orders applies to accounting='rdp' only, not {accounting!r}")
         tmo = _real(timeout, "timeout")
         if not tmo >= 0.0:
@@ -177,7 +177,7 @@ class Budget:
         if path == "" or path == ":memory:":
             raise ValueError("ledger must be a file path; pass ledger=None for memory")
         guidelines.check_use_case(use_case, eps, what="budget epsilon", stacklevel=3)
-        if cls in _TAKES_ORDERS and orders is None:
+        if cls.takes_orders and orders is None:
             orders = _store.stored_orders(path, accounting)
         self._filter = make_filter(accounting, eps, dlt, orders)
         self._ledger = _store.LedgerFile(path, self._filter.definition(), tmo)

@@ -159,6 +159,7 @@ class RdpFilter(Filter):
     """
 
     accounting = "rdp"
+    takes_orders = True
 
     def __init__(
         self, epsilon: float, delta: float, orders: Sequence[float] | None = None

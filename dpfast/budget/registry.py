@@ -15,21 +15,20 @@ from .zcdp import ZcdpFilter
 
 __all__ = ["FILTERS", "make_filter"]
 
-#: accounting name -> filter class; ``orders`` is passed to classes that take it.
+#: accounting name -> filter class; ``orders`` is passed to classes that take them.
 FILTERS: dict[str, type[Filter]] = {
     "rdp": RdpFilter,
     "zcdp": ZcdpFilter,
     "basic": BasicFilter,
     "advanced": AdvancedFilter,
 }
-_TAKES_ORDERS = {RdpFilter}
 
 def make_filter(accounting: Any, epsilon: Any, delta: Any, orders: Any = None) -> Filter:
     """The filter of a budget definition (``orders`` only for filters that take them)."""
     cls = FILTERS.get(accounting) if isinstance(accounting, str) else None
     if cls is None:
         raise ValueError(f"accounting must be one of {tuple(FILTERS)}, got {accounting!r}")
-    if cls in _TAKES_ORDERS:
+    if cls.takes_orders:
         return cls(float(epsilon), float(delta), orders)  # type: ignore[call-arg]
     return cls(float(epsilon), float(delta))
 
