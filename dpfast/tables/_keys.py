@@ -92,6 +92,14 @@ def column(x: Any, name: str) -> np.ndarray:
 def _object_column(arr: np.ndarray, name: str) -> np.ndarray:
     if arr.size == 0:
         return np.zeros(0, np.int64)
+    try:  # fast path (C): one pass over the objects
+        from pandas.api.types import infer_dtype
+
+        inferred = infer_dtype(arr, skipna=False)
+    except ImportError:  # pragma: no cover - pandas is in the test extra
+        inferred = None
+    if inferred in ("string", "bytes"):
+        return arr
     kinds = set()
     for v in arr:
         if v is None or (isinstance(v, float) and math.isnan(v)):
