@@ -1,18 +1,25 @@
 /* A numpy-compatible bit generator (bitgen_t) over the ChaCha20 keystream.
  *
- * The state owns a range of NSTREAMS consecutive stream ids reserved by Python; when
- * the 32-bit block counter of one stream is used up the generator moves to the next id
- * of its range, so keystream is never repeated. */
+ * The state owns one stream id below 2^64 reserved by Python, and that id's extension
+ * streams id + k 2^64 (k < 2^32: the nonce's top word), which no allocator hands out.
+ * When the 32-bit block counter of one stream is used up the generator moves to the next
+ * extension, so by construction it never leaves its own streams and never repeats
+ * keystream.  After 2^64 blocks (2^70 bytes) there is no fresh keystream left: abort
+ * rather than repeat. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "dpfast.h"
 
 static void refill(dpf_bitgen_state *s) {
     if (s->counter + DPF_BITGEN_BLOCKS > ((uint64_t)1 << 32)) {
-        /* next stream id of the reserved range: 96-bit little-endian increment */
+        if (s->stream_index + 1 >= DPF_STREAM_EXTENSIONS) {
+            fputs("dpfast: ChaCha20 bit generator exhausted its 2^70 bytes\n", stderr);
+            abort();
+        }
         s->counter = 0;
         s->stream_index++;
-        for (int i = 0; i < 3; i++) {
-            if (++s->nonce[i] != 0) break;
-        }
+        s->nonce[2] = (uint32_t)s->stream_index;
     }
     dpf_chacha20_blocks(s->key, s->nonce, (uint32_t)s->counter, DPF_BITGEN_BLOCKS, s->buf);
     s->counter += DPF_BITGEN_BLOCKS;

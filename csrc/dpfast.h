@@ -31,8 +31,11 @@ int dpf_chacha20_blocks_impl(int impl, const uint32_t *key, const uint32_t *nonc
                              uint32_t counter, uint64_t nblocks, uint32_t *out);
 
 /* numpy bit generator state (see bitgen.c).  counter is the block counter of the next
- * refill, in [0, 2^32]; pos indexes buf (32-bit words). */
+ * refill, in [0, 2^32]; stream_index the extension in use (nonce[2]); pos indexes buf
+ * (32-bit words). */
 #define DPF_BITGEN_BLOCKS 8
+/* extension streams per stream id: id + k 2^64 for k < 2^32 (see bitgen.c) */
+#define DPF_STREAM_EXTENSIONS 4294967296ULL
 typedef struct {
     uint32_t key[8];
     uint32_t nonce[3];

@@ -8,47 +8,38 @@ compiled per function with ``target`` attributes and chosen at run time.
 from __future__ import annotations
 
 import pathlib
+import re
 
 from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCES = ["csrc/chacha20.c", "csrc/bitgen.c"]
 
-ffibuilder = FFI()
-ffibuilder.cdef(
-    """
-    void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
-                             uint64_t nblocks, uint32_t *out);
-    void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces,
-                              const uint32_t *counters, uint64_t nstreams, uint64_t nblocks,
-                              uint32_t *out);
-    void dpf_chacha20_keystream(const uint8_t *key, const uint8_t *nonce, uint32_t counter,
-                                uint8_t *out, uint64_t nbytes);
-    int dpf_chacha20_simd_level(void);
-    int dpf_chacha20_blocks_impl(int impl, const uint32_t *key, const uint32_t *nonce,
-                                 uint32_t counter, uint64_t nblocks, uint32_t *out);
+def header_cdef(text: str) -> str:
+    """The declarations of ``dpfast.h`` in the form cffi's ``cdef`` accepts.
 
-    #define DPF_BITGEN_BLOCKS 8
-    typedef struct {
-        uint32_t key[8];
-        uint32_t nonce[3];
-        uint64_t counter;
-        uint64_t stream_index;
-        uint32_t buf[128];
-        uint32_t pos;
-    } dpf_bitgen_state;
-    typedef struct {
-        void *state;
-        uint64_t (*next_uint64)(void *st);
-        uint32_t (*next_uint32)(void *st);
-        double (*next_double)(void *st);
-        uint64_t (*next_raw)(void *st);
-    } dpf_bitgen_t;
-    uint64_t dpf_bitgen_next_uint64(void *st);
-    void dpf_bitgen_init(dpf_bitgen_t *bg, dpf_bitgen_state *st);
-    void dpf_bitgen_fill(dpf_bitgen_state *st, uint64_t *out, uint64_t n);
+    The header is the single source of truth (no second copy of its structs or
+    constants here): comments and include guards are dropped, integer ``#define``s become
+    ``#define NAME ...`` (the compiler supplies the value in API mode), and array sizes
+    written with macros become ``[...]``.
     """
-)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    lines = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            m = re.match(r"#define\s+(DPF_\w+)\s+\S+", stripped)
+            if m:
+                lines.append(f"#define {m.group(1)} ...")
+            continue
+        lines.append(line)
+    out = "\n".join(lines)
+    return re.sub(r"\[[^\]]*[A-Za-z_][^\]]*\]", "[...]", out)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(header_cdef((HERE / "dpfast.h").read_text()))
+
 ffibuilder.set_source(
     "dpfast._cffi",
     '#include "dpfast.h"',

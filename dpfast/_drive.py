@@ -22,7 +22,8 @@ from typing import Any
 import numba
 import numpy as np
 
-from dpfast import _envelope, _exact, _native
+from dpfast import _envelope, _exact, _native, _parallel, _streams
+from dpfast._kernels import chacha as _ck
 from dpfast._kernels import samplers as _sk
 from dpfast._kernels import uniform as _uk
 from dpfast._validate import check_size
@@ -44,10 +45,22 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
+def _reset_after_fork() -> None:
+    """A forked child inherits the pool object but not its worker threads (and maybe a
+    held lock): start over with a fresh lock and no pool."""
+    global _pool, _pool_lock
+    _pool_lock = threading.Lock()
+    _pool = None
+
+
+_parallel.register_after_fork(_reset_after_fork)
+
+
 @contextlib.contextmanager
 def threads_for(nchunks: int) -> Iterator[None]:
     """Run a batch of one chunk on the calling thread: a parallel launch costs more than
     a small batch's work.  Output never depends on the thread count."""
+    _parallel.check_fork_safe()
     if nchunks > 1:
         yield
         return
@@ -60,11 +73,12 @@ def threads_for(nchunks: int) -> Iterator[None]:
 
 
 def _nonces(first: int, n: int) -> np.ndarray:
-    ids = np.arange(n, dtype=object) + first
-    out = np.empty((n, 3), np.uint32)
-    for i, s in enumerate(ids):
-        out[i] = (s & 0xFFFFFFFF, (s >> 32) & 0xFFFFFFFF, (s >> 64) & 0xFFFFFFFF)
-    return out
+    return _streams.nonce_words(first, n)
+
+
+def source_of(gen: Any) -> _streams.StreamSource:
+    """The stream source of a generator (or a stream source itself)."""
+    return gen.streams if hasattr(gen, "streams") else gen
 
 
 def fill_streams(key_words: np.ndarray, nonces: np.ndarray, words: int) -> np.ndarray:
@@ -92,50 +106,103 @@ def fill_streams(key_words: np.ndarray, nonces: np.ndarray, words: int) -> np.nd
     return out
 
 
-def batches(gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK
-            ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
-    """Yield (first cell, end cell, buf, st, nonces) for batches of chunks covering n cells.
+class Batch:
+    """One batch of chunks of a call: cells [lo, hi), chunks c0 .. c0 + nchunks - 1."""
+
+    __slots__ = ("lo", "hi", "c0", "buf", "st", "nonces")
+
+    def __init__(self, lo: int, hi: int, c0: int, buf: np.ndarray, st: np.ndarray,
+                 nonces: np.ndarray) -> None:
+        self.lo, self.hi, self.c0 = lo, hi, c0
+        self.buf, self.st, self.nonces = buf, st, nonces
+
+    def streams(self, key_words: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The kernels' ``streams`` tuple (see dpfast._kernels.samplers)."""
+        return (self.buf, self.st, key_words, self.nonces)
+
+    def as_tuple(self) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+        return self.lo, self.hi, self.buf, self.st, self.nonces
+
+
+class CallStreams:
+    """The streams of one call: one fresh stream id per chunk of ``chunk`` cells,
+    processed in batches whose keystream buffers are pre-filled in bulk.
 
     ``words_per_cell`` is the expected consumption; buffers get some headroom and the
-    kernels refill from the chunk's own stream when they run dry.
+    kernels refill from the chunk's own stream when they run dry.  A batch can be
+    regenerated bit for bit (:meth:`batch`), which is how an overflowing in-place call is
+    undone.
     """
-    nchunks = max(1, -(-n // chunk))
-    first_stream = gen._allocate_streams(nchunks)
-    cells = min(chunk, max(n, 1))
-    # expected use + 5% + a little: the kernels refill (slower, in numba) if it runs dry
-    words = int(cells * words_per_cell * 1.05) + 256
-    words = -(-words // 8) * 8
-    per_batch = max(1, BATCH_WORDS // words)
-    key_words = gen._key_words
-    for c0 in range(0, nchunks, per_batch):
-        c1 = min(nchunks, c0 + per_batch)
-        nonces = _nonces(first_stream + c0, c1 - c0)
-        buf = fill_streams(key_words, nonces, words)
-        st = np.zeros((c1 - c0, 5), np.int64)  # pos, next block, wrap, signs, nsigns
-        st[:, 1] = words // 8
-        yield c0 * chunk, min(n, c1 * chunk), buf, st, nonces
+
+    def __init__(self, gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK) -> None:
+        src = source_of(gen)
+        self.key_words = src.key_words
+        self.n = n
+        self.chunk = chunk
+        self.nchunks = max(1, -(-n // chunk))
+        self.first = src.allocate(self.nchunks)
+        cells = min(chunk, max(n, 1))
+        # expected use + 5% + a little: the kernels refill (slower, in numba) if it runs dry
+        words = int(cells * words_per_cell * 1.05) + 256
+        self.words = -(-words // 8) * 8
+        self.per_batch = max(1, BATCH_WORDS // self.words)
+
+    def __len__(self) -> int:
+        return -(-self.nchunks // self.per_batch)
+
+    def batch(self, b: int) -> Batch:
+        c0 = b * self.per_batch
+        c1 = min(self.nchunks, c0 + self.per_batch)
+        nonces = _nonces(self.first + c0, c1 - c0)
+        buf = fill_streams(self.key_words, nonces, self.words)
+        st = np.zeros((c1 - c0, _ck.ST_COLS), np.int64)
+        st[:, _ck.ST_BLOCK] = self.words // 8
+        starts = c0 * self.chunk + np.arange(c1 - c0, dtype=np.int64) * self.chunk
+        st[:, _ck.ST_CELL] = starts
+        st[:, _ck.ST_END] = np.minimum(starts + self.chunk, self.n)
+        return Batch(c0 * self.chunk, min(self.n, c1 * self.chunk), c0, buf, st, nonces)
+
+    def __iter__(self) -> Iterator[Batch]:
+        for b in range(len(self)):
+            yield self.batch(b)
+
+
+def batches(gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK
+            ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield (first cell, end cell, buf, st, nonces) for batches of chunks covering n cells
+    (the tuple form of :class:`CallStreams`, used by the local and selection drivers)."""
+    for b in CallStreams(gen, n, words_per_cell, chunk):
+        yield b.as_tuple()
 
 
 def check_wrap(st: np.ndarray) -> None:
-    if np.any(st[:, 2]):
-        raise RuntimeError("a chunk stream exhausted its 2**32 blocks; keystream is never reused")
+    if np.any(st[:, _ck.ST_WRAP]):  # unreachable: 2^64 blocks of one chunk
+        raise RuntimeError("a chunk stream exhausted its 2**64 blocks; keystream is never "
+                           "reused")
 
 
 def uniform_below(gen: Any, span: int, n: int) -> np.ndarray:
     """n exactly uniform uint64 values in [0, span), 1 <= span <= 2**64."""
     out = np.empty(n, np.uint64)
     s = np.uint64(span % (1 << 64))
-    # expected words per draw: 1 / P(accept) <= 2; usually ~1
-    for lo, hi, buf, st, nonces in batches(gen, n, 1.0):
-        with threads_for(buf.shape[0]):
-            _uk.uniform_below(buf, st, gen._key_words, nonces, CHUNK, hi - lo, s, out[lo:hi])
-        check_wrap(st)
+    calls = CallStreams(gen, n, 1.0)  # expected words per draw: 1 / P(accept) <= 2
+    for b in calls:
+        with threads_for(b.buf.shape[0]):
+            _uk.uniform_below(b.buf, b.st, calls.key_words, b.nonces, CHUNK, b.hi - b.lo, s,
+                              out[b.lo:b.hi])
+        check_wrap(b.st)
     return out
 
 
 # ----------------------------------------------------------------------------- parameters
+MIN_SCALE = 2.0 ** -100  # discrete scales / sigmas below this: ValueError (documented)
 MAX_SCALE = 2.0 ** 50  # discrete scales beyond this would overflow int64 noise
 MAX_GAMMA = 2.0 ** 60
+
+
+def _bound_text(v: float) -> str:
+    e = math.frexp(v)[1] - 1
+    return f"2**{e}" if v == 2.0 ** e else f"{v:g}"
 
 
 class Param:
@@ -150,6 +217,11 @@ class Param:
         self.stride = 0 if values.size == 1 else 1
         self._exact_scalar = exact_scalar
 
+    @property
+    def scalar(self) -> Fraction | None:
+        """The exact value of a scalar parameter (None when given per cell)."""
+        return self._exact_scalar
+
     def exact(self, i: int) -> Fraction:
         if self._exact_scalar is not None:
             return self._exact_scalar
@@ -157,10 +229,18 @@ class Param:
 
 
 def parse_param(value: Any, name: str, *, allow_zero: bool = False,
-                upper: float = MAX_SCALE) -> tuple[np.ndarray | Fraction, tuple[int, ...]]:
-    """Validate a scale-like parameter.  Returns (Fraction or float64 array, shape)."""
+                lower: float = MIN_SCALE, upper: float = MAX_SCALE
+                ) -> tuple[np.ndarray | Fraction, tuple[int, ...]]:
+    """Validate a scale-like parameter against its supported range.
+
+    Positive parameters must lie in ``[lower, upper]``; with ``allow_zero`` the range is
+    ``{0} ∪ [0, upper]``.  Returns (Fraction or float64 array, shape).
+    """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number or an array of numbers, got bool")
+    lo = 0.0 if allow_zero else lower
+    rng_text = (f"in [0, {_bound_text(upper)}]" if allow_zero else
+                f"in the supported range [{_bound_text(lo)}, {_bound_text(upper)}]")
     if isinstance(value, Fraction):
         exact = value
     elif isinstance(value, (int, np.integer)):
@@ -174,20 +254,21 @@ def parse_param(value: Any, name: str, *, allow_zero: bool = False,
         if arr.dtype.kind not in "iuf" or arr.dtype == np.bool_:
             raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
         if arr.ndim == 0:
-            return parse_param(arr.item(), name, allow_zero=allow_zero, upper=upper)
+            return parse_param(arr.item(), name, allow_zero=allow_zero, lower=lower,
+                               upper=upper)
         arr = arr.astype(np.float64)
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite (no NaN or inf)")
         low_ok = np.all(arr >= 0) if allow_zero else np.all(arr > 0)
         if not low_ok:
             raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}")
-        if np.any(arr > upper):
-            raise ValueError(f"{name} must be <= {upper:g}")
+        if np.any(arr > upper) or (not allow_zero and np.any(arr < lo)):
+            raise ValueError(f"{name} must be {rng_text}")
         return arr, arr.shape
     if exact < 0 or (exact == 0 and not allow_zero):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
-    if exact > upper:
-        raise ValueError(f"{name} must be <= {upper:g}, got {value}")
+    if exact > upper or (exact != 0 and exact < lo):
+        raise ValueError(f"{name} must be {rng_text}, got {value}")
     return exact, ()
 
 
@@ -214,25 +295,13 @@ class _SlowStream:
     """Words of one stream reserved per call for the exact continuation."""
 
     def __init__(self, gen: Any) -> None:
-        self._gen = gen
-        self._stream = gen._allocate_streams(1)
-        self._word = 0
+        self._words = _streams.WordStream(source_of(gen))
         self._exact: _exact.Exact | None = None
-
-    def _fetch(self, n: int) -> np.ndarray:
-        b0 = self._word // 8
-        b1 = -(-(self._word + n) // 8)
-        tmp = np.empty((b1 - b0) * 16, np.uint32)
-        _native.chacha20_blocks(self._gen._key_words, _nonces(self._stream, 1)[0], b0, b1 - b0,
-                                tmp)
-        off = self._word - 8 * b0
-        self._word += n
-        return tmp.view("<u8")[off:off + n].copy()
 
     @property
     def exact(self) -> _exact.Exact:
         if self._exact is None:
-            self._exact = _exact.Exact(_exact.WordSource(self._fetch))
+            self._exact = _exact.Exact(_exact.WordSource(self._words.fetch))
         return self._exact
 
 
@@ -273,49 +342,92 @@ def _words_per_cell(kind: int, p: Param) -> float:
 _OVERFLOW = "noisy value does not fit the integer dtype of x"
 TABLE_MIN_LAPLACE_SCALE = 32
 
+# Kernel = callable(streams, mode, force, pend) for one batch; Finish = callable(cell,
+# ints row, u64s row) -> value (exact continuation); Store = callable(cell, value).
+Kernel = Callable[[tuple, int, int, tuple], None]
+Finish = Callable[[int, np.ndarray, np.ndarray], Any]
+Store = Callable[[int, Any], None]
 
-def _run_pending(gen: Any, n: int, words_per_cell: float, n_int: int, n_u64: int,
-                 call: Callable[..., None], finish: Callable[[int, list[int], list[int]], Any],
-                 store: Callable[[int, Any], None]) -> None:
+
+def _pending_rows(b: Batch, pend: tuple[np.ndarray, np.ndarray]
+                  ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    ints, u64s = pend
+    for c in range(b.st.shape[0]):
+        for k in range(int(b.st[c, _ck.ST_PENDING])):
+            yield int(ints[c, k, _sk.P_CELL]), ints[c, k], u64s[c, k]
+    b.st[:, _ck.ST_PENDING] = 0
+
+
+def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish: Finish,
+                 store: Store, *, mode: int = _sk.MODE_WRITE,
+                 undo: np.ndarray | None = None) -> None:
     """Common driver of the exact kernels.
 
-    Runs ``call(buf, st, nonces, base, n, force, start, resume, pcount, ints, u64s, ovf)``
-    over batches of chunks.  The kernel records each undecided cell in the pending arrays
-    (``ints[0]`` = cell index, then ``n_int - 1`` int64 and ``n_u64`` uint64 state
-    columns); each is finished exactly, in cell order, by ``finish(i, ints, u64s)`` and
-    written by ``store(i, value)``.  A chunk whose pending list fills up stops and is
-    resumed, on the same stream, after its pending cells are finished.
+    Runs ``kernel`` over the batches of chunks of a call.  The kernel records each
+    undecided cell in the pending arrays; each is finished exactly, in cell order of its
+    chunk, by ``finish`` and written by ``store``.  A chunk whose pending list fills up
+    stops and is resumed, on the same stream, after its pending cells are finished.
+
+    With ``undo`` (the ``out`` array of an in-place ``mode=ADD`` call) an overflow is
+    undone before ``OverflowError`` propagates: the call's batches are regenerated bit for
+    bit and every cell written so far gets its noise subtracted again, so ``out`` is
+    left exactly as it was.
     """
     force = _exact.forced_mode()
     cap = CHUNK if force else 64
-    for lo, hi, buf, st, nonces in batches(gen, n, words_per_cell):
-        nch = buf.shape[0]
-        start = lo + np.arange(nch, dtype=np.int64) * CHUNK
-        ends = np.minimum(start + CHUNK, hi)
-        resume = np.empty(nch, np.int64)
-        pcount = np.zeros(nch, np.int64)
-        ints = [np.empty((nch, cap), np.int64) for _ in range(n_int)]
-        u64s = [np.empty((nch, cap), np.uint64) for _ in range(n_u64)]
-        ovf = np.zeros(nch, np.int64)
+    calls = CallStreams(gen, n, words_per_cell)
+    log: dict[int, Any] | None = {} if undo is not None else None
+    b = None
+    try:
+        for b in calls:
+            pend = _pending_arrays(b.st.shape[0], cap)
+            streams = b.streams(calls.key_words)
+            while True:
+                with threads_for(b.st.shape[0]):
+                    kernel(streams, mode, force, pend)
+                check_wrap(b.st)
+                if b.st[:, _ck.ST_OVERFLOW].any():
+                    raise OverflowError(_OVERFLOW)
+                for i, ints, u64s in _pending_rows(b, pend):
+                    v = finish(i, ints, u64s)
+                    store(i, v)
+                    if log is not None:
+                        log[i] = v
+                if np.all(b.st[:, _ck.ST_CELL] >= b.st[:, _ck.ST_END]):
+                    break
+    except OverflowError:
+        if undo is not None and b is not None:
+            _undo(calls, b, kernel, force, cap, log or {}, undo)
+        raise
+
+
+def _pending_arrays(nch: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    return (np.empty((nch, cap, _sk.P_COLS), np.int64),
+            np.empty((nch, cap, _sk.U_COLS), np.uint64))
+
+
+def _undo(calls: CallStreams, failed: Batch, kernel: Kernel, force: int, cap: int,
+          log: dict[int, Any], out: np.ndarray) -> None:
+    """Subtract again the noise of every cell an overflowing ADD call has written."""
+    ends = failed.st[:, _ck.ST_CELL].copy()  # each chunk stopped here (cell not written)
+    last = failed.c0 // calls.per_batch
+    for bi in range(last + 1):
+        b = calls.batch(bi)
+        if bi == last:
+            b.st[:, _ck.ST_END] = ends
+        pend = _pending_arrays(b.st.shape[0], cap)
+        streams = b.streams(calls.key_words)
         while True:
-            with threads_for(nch):
-                call(buf, st, nonces, lo, hi - lo, force, start, resume, pcount, ints, u64s,
-                     ovf)
-            check_wrap(st)
-            if ovf.any():
-                raise OverflowError(_OVERFLOW)
-            for c in range(nch):
-                for k in range(int(pcount[c])):
-                    i = int(ints[0][c, k])
-                    store(i, finish(i, [int(a[c, k]) for a in ints[1:]],
-                                    [int(a[c, k]) for a in u64s]))
-            pcount[:] = 0
-            if np.all(resume >= ends):
+            with threads_for(b.st.shape[0]):
+                kernel(streams, _sk.MODE_SUB, force, pend)
+            for i, _, _ in _pending_rows(b, pend):
+                if i in log:  # stored by the forward pass (else never written)
+                    out[i] = int(out[i]) - int(log[i])
+            if np.all(b.st[:, _ck.ST_CELL] >= b.st[:, _ck.ST_END]):
                 break
-            start = resume.copy()
 
 
-def _int_store(out: np.ndarray, x: np.ndarray | None) -> Callable[[int, int], None]:
+def _int_store(out: np.ndarray, x: np.ndarray | None) -> Store:
     def store(i: int, v: int) -> None:
         if x is not None:
             v += int(x[i])
@@ -327,58 +439,50 @@ def _int_store(out: np.ndarray, x: np.ndarray | None) -> Callable[[int, int], No
 
 
 def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
-                 x: np.ndarray | None = None) -> None:
+                 x: np.ndarray | None = None, *, in_place: bool = False) -> None:
     """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
-    added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow.
+    added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow;
+    with ``in_place`` (``x is out``) the cells written so far are restored first.
 
     Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 32, uses the envelope
     table (dpfast._envelope: ~2 words and no log per sample); a Laplace scale < 32 uses
     the geometric inversion (~1 word and one log: fewer bits, which scales better across
     cores); per-cell sigmas use CKS20 Algorithm 3."""
-    sc = p._exact_scalar
+    sc = p.scalar
+    mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD
+    undo = out if in_place else None
+    xin = out if x is None else x
+    store = _int_store(out, x)
     if sc is not None and (kind == 1 or sc >= TABLE_MIN_LAPLACE_SCALE):
-        _run_table(gen, "laplace" if kind == 0 else "gauss", sc, n, out, x)
+        tab = _envelope.table("laplace" if kind == 0 else "gauss", sc)
+        slow = _SlowStream(gen)
+        table = tab.kernel_args
+
+        def tkernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
+            _sk.table_kernel(tab.law_code, streams, (out if m == _sk.MODE_SUB else xin, out, m),
+                             table, force, pend)
+
+        def tfinish(i: int, ints: np.ndarray, u64s: np.ndarray) -> int:
+            return _envelope.finish_pending(slow.exact, tab, ints, u64s)
+
+        _run_pending(gen, n, tab.words, tkernel, tfinish, store, mode=mode, undo=undo)
         return
-    add = x is not None
-    xin = x if add else out
     slow = _SlowStream(gen)
     p2 = np.floor(p.values) + 1.0 if kind == 1 else p.values
-    key = gen._key_words
+    params = (p.values, p2, p.stride)
     finisher = _finish_laplace if kind == 0 else _finish_gaussian
 
-    def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
-        _sk.discrete_kernel(kind, buf, st, key, nonces, xin, out, add, base, m, CHUNK,
-                            p.values, p2, p.stride, force, start, resume, pcount, *ints,
-                            *u64s, ovf)
+    def kernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
+        _sk.discrete_kernel(kind, streams, (out if m == _sk.MODE_SUB else xin, out, m),
+                            params, force, pend)
 
-    def finish(i: int, state: list[int], u64: list[int]) -> int:
-        return finisher(slow.exact, *state, u64[0], p.exact(i))
+    def finish(i: int, ints: np.ndarray, u64s: np.ndarray) -> int:
+        return finisher(slow.exact, int(ints[_sk.P_STATUS]), int(ints[_sk.P_SIGN]),
+                        int(ints[_sk.P_A]), int(ints[_sk.P_B]), int(u64s[_sk.U_W]),
+                        p.exact(i))
 
-    _run_pending(gen, n, _words_per_cell(kind, p), 5, 1, call, finish, _int_store(out, x))
-
-
-def _run_table(gen: Any, law: str, param: Fraction, n: int, out: np.ndarray,
-               x: np.ndarray | None) -> None:
-    """Discrete Laplace/Gaussian for a scalar parameter by the envelope table."""
-    tab = _envelope.table(law, param)
-    add = x is not None
-    xin = x if add else out
-    slow = _SlowStream(gen)
-    key = gen._key_words
-
-    def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
-        _sk.table_kernel(tab.law_code, buf, st, key, nonces, xin, out, add, base, m, CHUNK,
-                         tab.thresh, tab.alias, tab.f, tab.nb, tab.p, tab.cbits, tab.coef,
-                         force, start, resume, pcount, *ints[:5], *u64s, ints[5], ovf)
-
-    def finish(i: int, state: list[int], u64: list[int]) -> int:
-        status, s, m, item, nbits = state
-        if status == _sk.PENDING_ENV_TAIL:
-            return _envelope.finish_tail(slow.exact, tab, s)
-        u_m = u64[0] if nbits <= 64 - tab.p else (u64[0] << 64) | u64[1]
-        return _envelope.finish_accept(slow.exact, tab, s, m, item, u_m, nbits)
-
-    _run_pending(gen, n, tab.words, 6, 2, call, finish, _int_store(out, x))
+    _run_pending(gen, n, _words_per_cell(kind, p), kernel, finish, store, mode=mode,
+                 undo=undo)
 
 
 def discrete_laplace(gen: Any, scale: Any, size: Any) -> np.ndarray | int:
@@ -410,19 +514,18 @@ def bernoulli_exp(gen: Any, gamma: Any, size: Any) -> np.ndarray | bool:
     out = np.empty(n, np.uint8)
     p = make_param(parsed, shape)
     slow = _SlowStream(gen)
-    key = gen._key_words
 
-    def call(buf, st, nonces, base, m, force, start, resume, pcount, ints, u64s, ovf):
-        _sk.bernoulli_exp_kernel(buf, st, key, nonces, out, base, m, CHUNK, p.values,
-                                 p.stride, force, start, resume, pcount, ints[0], u64s[0])
+    def kernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
+        _sk.bernoulli_exp_kernel(streams, out, p.values, p.stride, force, pend)
 
-    def finish(i: int, state: list[int], u64: list[int]) -> bool:
-        return slow.exact.bern_exp_from(u64[0], p.exact(i), force=True)
+    def finish(i: int, ints: np.ndarray, u64s: np.ndarray) -> bool:
+        return slow.exact.bern_exp_from(int(u64s[_sk.U_W]), p.exact(i), force=True)
 
     def store(i: int, v: bool) -> None:
         out[i] = v
 
-    _run_pending(gen, n, 1.0, 1, 1, call, finish, store)
+    if n:
+        _run_pending(gen, n, 1.0, kernel, finish, store)
     res = out.astype(bool)
     if size is None and not shape:
         return bool(res[0])

@@ -32,6 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpfast._exact import Exact, LazyUniform, exp_neg_bounds, u_less_than
+from dpfast._kernels import samplers as sk
 
 K_SIGMAS = 8  # Gaussian: the tail item starts at >= 8 sigma (mass ~1e-15)
 K_SCALES = 40  # Laplace: the tail item starts at >= 40 t (mass ~4e-18)
@@ -59,6 +60,11 @@ class Table:
     @property
     def law_code(self) -> int:
         return 0 if self.law == "laplace" else 1
+
+    @property
+    def kernel_args(self) -> tuple:
+        """The ``table`` tuple of :func:`dpfast._kernels.samplers.table_kernel`."""
+        return (self.thresh, self.alias, self.f, self.nb, self.p, self.cbits, self.coef)
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""
@@ -131,16 +137,32 @@ def table(law: str, param: Fraction) -> Table:
     scale = Fraction(total, q * one)
     ehat = tuple(scale * weights[i] / (1 << p) for i in range(nb))
     ehat_tail = scale * weights[nb]
-    f = np.empty(nb, np.float64)
-    for i in range(nb):
-        lo, hi = exp_neg_bounds(proto.x(i << p), 80)
-        f[i] = float(Fraction(lo + hi, 2 << 80) / ehat[i])
+    f = np.array([acceptance_factor(proto.x(i << p), ehat[i]) for i in range(nb)])
     # a proposal costs ~2 words + a sign bit; m = 0 (probability ~ one / total of the
     # envelope) loses half its proposals to the sign; the envelope is ~96-100% tight
     p0 = min(one / total, 1.0)
     words = (2.0 + 1.0 / 64.0) / (1.0 - p0 / 2.0) / 0.96
     return Table(law, param, p, nb, m_tail, cbits, thresh, alias, f, coef, ehat, ehat_tail,
                  t_tail, words)
+
+
+F_REL_BITS = 72  # exp(-x) is enclosed to 2^-72 relative before rounding f to a double
+
+
+def acceptance_factor(x: Fraction, ehat: Fraction) -> float:
+    """``f = exp(-x) / ehat`` rounded to nearest, to the *relative* accuracy the kernel's
+    certificate assumes (``|f_float - f| <= 2^-52 f``).
+
+    ``exp(-x)`` is enclosed with ``F_REL_BITS`` bits *below its leading bit* (the
+    precision grows with ``x``: an absolute precision would leave far-out bins, where
+    ``exp(-x)`` is tiny, with few correct bits), so the enclosure is ``2^-72`` relative
+    and the one rounding to a double adds at most ``2^-53`` relative.
+    """
+    prec = F_REL_BITS + 2 + math.ceil(float(x) * 1.4426950408889634)  # x / ln 2
+    lo, hi = exp_neg_bounds(x, prec)
+    if lo <= 0:
+        raise ArithmeticError("internal: exp(-x) enclosure is not positive")
+    return float(Fraction(lo + hi, 2 << prec) / ehat)
 
 
 def _bounds_over(x: Fraction, denom: Fraction):
@@ -159,6 +181,19 @@ def _fresh(ex: Exact, tab: Table) -> int:
     if tab.law == "laplace":
         return ex.discrete_laplace(tab.param)
     return ex.discrete_gaussian(tab.param)
+
+
+def finish_pending(ex: Exact, tab: Table, ints: np.ndarray, u64s: np.ndarray) -> int:
+    """Finish a table-kernel cell from its pending row (dpfast._kernels.samplers P_*/U_*
+    columns): the tail item, or an undecided acceptance with U's known bits."""
+    status, s = int(ints[sk.P_STATUS]), int(ints[sk.P_SIGN])
+    if status == sk.PENDING_ENV_TAIL:
+        return finish_tail(ex, tab, s)
+    m, item, nbits = int(ints[sk.P_A]), int(ints[sk.P_B]), int(ints[sk.P_BITS])
+    u_m = int(u64s[sk.U_W])
+    if nbits > 64 - tab.p:
+        u_m = (u_m << 64) | int(u64s[sk.U_W2])
+    return finish_accept(ex, tab, s, m, item, u_m, nbits)
 
 
 def finish_accept(ex: Exact, tab: Table, s: int, m: int, item: int, u_m: int,

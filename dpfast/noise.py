@@ -28,6 +28,8 @@ __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian", "gran
            "snapping", "snapping_epsilon", "GRANULARITY_BITS"]
 
 GRANULARITY_BITS = 40  # default grid: scale / granularity in (2^39, 2^40]
+MIN_FLOAT_SCALE = 2.0 ** -1022  # laplace / gaussian scale range (docstrings, ValueError)
+MAX_FLOAT_SCALE = 2.0 ** 1000
 _SLICE = 1 << 20  # float functions work in slices of this many cells (bounded memory)
 
 
@@ -88,33 +90,48 @@ def _add_discrete(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any) 
     gen = as_generator(rng)
     p = _param_for(param, name, arr.shape)
     n = arr.size
-    native64 = arr.dtype == np.dtype(np.int64)
-    if native64 and arr.flags.c_contiguous and (out is None or out.flags.c_contiguous):
-        result = np.empty_like(arr, order="C") if out is None else out
+    dt = arr.dtype
+    if out is not None and np.shares_memory(out, arr) and not _same_buffer(out, arr):
+        arr = arr.copy()  # out overlaps x only in part: read x from a copy
+    native64 = dt.kind == "i" and dt.itemsize == 8 and dt.isnative
+    if native64 and arr.flags.c_contiguous:
+        if out is not None and _same_buffer(out, arr):
+            # in place: on overflow the cells written so far are restored (out unchanged)
+            if n:
+                _drive.run_discrete(gen, kind, p, n, out.reshape(-1), x=arr.reshape(-1),
+                                    in_place=True)
+            return out
+        result = np.empty(arr.shape, np.int64)
         if n:
             _drive.run_discrete(gen, kind, p, n, result.reshape(-1), x=arr.reshape(-1))
-        return result
-    # general dtypes / layouts: noise in int64, exact range check, cast back
+        if out is None:
+            return result
+        out[...] = result  # only after every cell is known to fit
+        return out
+    # general dtypes / byte orders / layouts: noise in int64, exact range check (in the
+    # native int64 or uint64 domain), cast back; out is written only if every cell fits
     noise = np.empty(n, np.int64)
     if n:
         _drive.run_discrete(gen, kind, p, n, noise)
     flat = np.ascontiguousarray(arr).reshape(-1)
-    info = np.iinfo(arr.dtype)
-    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+    info = np.iinfo(dt)
+    if dt.kind == "u" and dt.itemsize == 8:
         xu = flat.astype(np.uint64)
         res = xu + noise.view(np.uint64)  # modulo 2^64
         bad = np.where(noise >= 0, res < xu, res > xu)
+    elif dt.itemsize == 8:  # int64 of any byte order or layout
+        x64 = flat.astype(np.int64)
+        res = (x64.view(np.uint64) + noise.view(np.uint64)).view(np.int64)  # modulo 2^64
+        bad = ((x64 ^ res) & (noise ^ res)) < 0  # two's-complement overflow test
     else:
         x64 = flat.astype(np.int64)
-        if arr.dtype == np.int64:
-            res = x64 + noise
-            bad = ((x64 > 0) & (noise > 0) & (res < 0)) | ((x64 < 0) & (noise < 0) & (res >= 0))
-        else:
-            res = x64 + noise  # |x| < 2^32, |noise| < 2^62: no int64 overflow
-            bad = (res < info.min) | (res > info.max)
+        res = x64 + noise
+        # |x| < 2^32, |noise| < 2^63: detect int64 overflow before the range test
+        bad = ((x64 ^ res) & (noise ^ res)) < 0
+        bad |= (res < info.min) | (res > info.max)
     if bad.any():
-        raise OverflowError(f"noisy value does not fit the dtype {arr.dtype} of x")
-    result = res.astype(arr.dtype).reshape(arr.shape)
+        raise OverflowError(f"noisy value does not fit the dtype {dt} of x")
+    result = res.astype(dt).reshape(arr.shape)
     if out is None:
         return result
     out[...] = result
@@ -133,7 +150,7 @@ def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
     scale : float, int, Fraction or array_like
         ``t > 0``: noise ``P(k) = (1 - e^{-1/t}) / (1 + e^{-1/t}) * e^{-|k|/t}``.  A float
         is the exact binary rational it encodes; an array broadcasts to ``x`` (per-cell
-        noise levels).  At most ``2**50``.
+        noise levels).  Supported range ``[2**-100, 2**50]`` (``ValueError`` outside).
     rng : None, Generator or bytes, optional
         None: the process-wide urandom-keyed generator; a 32-byte key replays.
     out : ndarray, optional
@@ -147,7 +164,11 @@ def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
     Raises
     ------
     OverflowError
-        If a noisy value does not fit the dtype (it never wraps).
+        If a noisy value does not fit the dtype (it never wraps).  ``out`` (also
+        ``out=x``) is then left exactly as it was: an in-place call undoes the cells it
+        already wrote, a separate ``out`` is written only once every cell fits.
+    ValueError
+        If ``scale`` is outside its supported range.
 
     Privacy
     -------
@@ -160,10 +181,12 @@ def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
 
     Numerics
     --------
-    Exact: a geometric by inversion (scales < 32) or by a power-of-two split whose high
-    part is inverted and low part drawn by uniform rejection; every float decision is
-    certified by a rigorous error bound and undecided cases are finished with integer
-    interval arithmetic on a lazily refined uniform (never resampled).
+    Exact: a scalar scale >= 32 uses rejection from a piecewise-constant envelope held in
+    an exact integer alias table (:mod:`dpfast._envelope`); smaller or per-cell scales a
+    geometric by inversion (with a power-of-two split for per-cell scales >= 32).  Every
+    float decision is certified by a rigorous error bound and undecided cases are
+    finished with integer interval arithmetic on a lazily refined uniform (never
+    resampled).
     """
     return _add_discrete(0, x, scale, "scale", rng, out)
 
@@ -178,7 +201,7 @@ def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None,
         Any shape, memory order and integer dtype (not bool).
     sigma : float, int, Fraction or array_like
         ``σ > 0``: noise ``P(k) ∝ exp(-k² / (2σ²))`` on the integers; arrays broadcast to
-        ``x``.  At most ``2**50``.
+        ``x``.  Supported range ``[2**-100, 2**50]``.
     rng : None, Generator or bytes, optional
         As in :func:`discrete_laplace`.
     out : ndarray, optional
@@ -189,6 +212,11 @@ def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None,
     ndarray
         ``x + noise`` with x's dtype and shape.
 
+    Raises
+    ------
+    OverflowError
+        As in :func:`discrete_laplace` (``out`` is left unchanged).
+
     Privacy
     -------
     For integer vector queries with L2 sensitivity ``Δ₂`` this is ``ρ = Δ₂² / (2σ²)``
@@ -197,9 +225,10 @@ def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None,
 
     Numerics
     --------
+    A scalar ``σ`` uses the envelope table (:mod:`dpfast._envelope`); per-cell ``σ``
     CKS20 Algorithm 3 (discrete Laplace proposal with scale ``floor(σ) + 1``, Bernoulli
-    acceptance ``exp(-(|y| - σ²/t)² / (2σ²))``), every decision certified or finished
-    exactly as in :func:`discrete_laplace`.
+    acceptance ``exp(-(|y| - σ²/t)² / (2σ²))``).  Every decision is certified or
+    finished exactly as in :func:`discrete_laplace`.
     """
     return _add_discrete(1, x, sigma, "sigma", rng, out)
 
@@ -217,6 +246,11 @@ def granularity(scale: Any, bits: int = GRANULARITY_BITS) -> float:
     return math.ldexp(1.0, k)
 
 
+MIN_GRANULARITY = 2.0 ** -1074  # the smallest positive double
+MAX_GRANULARITY = 2.0 ** 960  # grid multiples stay exact up to the largest double
+_DBL_MAX = float(np.finfo(np.float64).max)
+
+
 def _check_granularity(g: Any) -> float:
     if isinstance(g, (bool, np.bool_)):
         raise TypeError("granularity must be a power of two, got bool")
@@ -226,13 +260,35 @@ def _check_granularity(g: Any) -> float:
         raise TypeError(f"granularity must be a power of two, got {g!r}") from None
     if not (math.isfinite(gf) and gf > 0 and math.frexp(gf)[0] == 0.5):
         raise ValueError(f"granularity must be a positive power of two, got {g!r}")
+    if gf > MAX_GRANULARITY:
+        raise ValueError(f"granularity must be at most 2**960, got {g!r}")
     return gf
+
+
+def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.ndarray,
+              nbig: np.ndarray) -> None:
+    """Cells the kernel left (|z| >= 2^53): the exact grid value rounded once, in
+    integers (int / int true division is correctly rounded, subnormals included)."""
+    blk = _grid.GRID_BLOCK
+    gfrac = Fraction(g)
+    for b in np.flatnonzero(nbig):
+        lo = int(b) * blk
+        zz = z[lo:lo + blk]
+        for k in np.flatnonzero(np.abs(zz.astype(np.float64)) >= _grid.EXACT_Z):
+            i = lo + int(k)
+            s = int(np.rint(flat[i] / g)) + int(z[i])
+            try:
+                v = (s * gfrac.numerator) / gfrac.denominator
+            except OverflowError:
+                v = math.inf if s > 0 else -math.inf
+            res[i] = min(max(v, -sat), sat)
 
 
 def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
               gran: Any) -> np.ndarray:
     arr, out = _float_input(x, out)
-    parsed, pshape = _drive.parse_param(param, name, upper=math.inf)
+    parsed, pshape = _drive.parse_param(param, name, lower=MIN_FLOAT_SCALE,
+                                        upper=MAX_FLOAT_SCALE)
     if pshape:
         raise TypeError(f"{name} must be a scalar for the float mechanisms")
     scale = parsed
@@ -241,21 +297,32 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
     if t > _drive.MAX_SCALE:
         raise ValueError(f"{name} / granularity = {float(t):g} exceeds 2**50; use a coarser "
                          "granularity")
+    if t < _drive.MIN_SCALE:
+        raise ValueError(f"{name} / granularity = {float(t):g} is below 2**-100; use a finer "
+                         "granularity")
     gen = as_generator(rng)
     flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
     if flat.size and not np.isfinite(max(abs(float(flat.max())), abs(float(flat.min()))) / g):
         raise ValueError("x / granularity overflows; x is too large for this granularity")
+    if out is not None and np.shares_memory(out, flat) and not _same_buffer(out, flat):
+        flat = flat.copy()  # out overlaps x only in part: read x from a copy
     direct = out is not None and out.flags.c_contiguous
     # with a contiguous out (out=x included: each cell is read before it is written) the
-    # result goes straight into it, so in-place noising allocates only the slice buffers
+    # result goes straight into it, so in-place noising allocates only the slice buffers;
+    # nothing after this point can fail, so out is never left half noised
     result = out.reshape(-1) if direct else np.empty(flat.size, np.float64)
     p = _drive.Param(np.array([float(t)]), t)
     z = np.empty(min(_SLICE, flat.size), np.int64)
+    nbig = np.zeros(-(-max(1, min(_SLICE, flat.size)) // _grid.GRID_BLOCK), np.int64)
+    sat = _DBL_MAX  # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g
     for lo in range(0, flat.size, _SLICE):
         hi = min(flat.size, lo + _SLICE)
         _drive.run_discrete(gen, kind, p, hi - lo, z[:hi - lo])
         with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK)):
-            _grid.grid_add(flat[lo:hi], z[:hi - lo], g, result[lo:hi])
+            _grid.grid_add(flat[lo:hi], z[:hi - lo], g, sat, result[lo:hi], nbig)
+        if nbig.any():
+            _grid_fix(flat[lo:hi], z[:hi - lo], g, sat, result[lo:hi], nbig)
+            nbig[:] = 0
     if direct:
         return out
     result = result.reshape(arr.shape)
@@ -263,6 +330,14 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
         return result
     out[...] = result
     return out
+
+
+def _same_buffer(a: np.ndarray, b: np.ndarray) -> bool:
+    """True if ``a`` and ``b`` address exactly the same elements in the same order."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.size == b.size and a.dtype.itemsize == b.dtype.itemsize
+            and (a.size <= 1 or (a.flags.c_contiguous and b.flags.c_contiguous)
+                 or (a.shape == b.shape and a.strides == b.strides)))
 
 
 def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = None,
@@ -274,14 +349,16 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
     x : array_like of floats (or integers)
         Finite values, any shape.
     scale : float, int or Fraction
-        Laplace scale ``b > 0``.
+        Laplace scale ``b``, supported range ``[2**-1022, 2**1000]``; ``b / g`` must lie
+        in ``[2**-100, 2**50]``.
     rng : None, Generator or bytes, optional
         As in :func:`discrete_laplace`.
     out : ndarray of float64, optional
         Same shape as ``x``.
     granularity : float, optional
-        Output grid ``g`` (a power of two).  Default :func:`dpfast.noise.granularity`
-        ``(scale)``, the smallest power of two with ``scale / g <= 2**40``.
+        Output grid ``g`` (a power of two, at most ``2**960``).  Default
+        :func:`dpfast.noise.granularity` ``(scale)``, the smallest power of two with
+        ``scale / g <= 2**40``.
 
     Returns
     -------
@@ -300,8 +377,11 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
 
     Numerics
     --------
-    ``rint(x/g) g`` and ``Z g`` are exact doubles; their sum is rounded once
-    (post-processing of an exact DP output).
+    The output is the exact grid value ``(rint(x/g) + Z) g`` rounded once: for
+    ``|Z| < 2**53`` both terms are exact doubles and one addition rounds; larger ``Z``
+    are added in exact integer arithmetic.  A value beyond the float64 range saturates
+    at ``±max double`` (a multiple of every allowed ``g``), so the output is always
+    finite and still a function of the exact grid value only (post-processing).
     """
     return _add_grid(0, x, scale, "scale", rng, out, granularity)
 
@@ -315,7 +395,8 @@ def gaussian(x: Any, sigma: Any, *, rng: Any = None, out: np.ndarray | None = No
     x : array_like of floats (or integers)
         Finite values, any shape.
     sigma : float, int or Fraction
-        Standard deviation ``σ > 0`` of the (discrete) Gaussian.
+        Standard deviation ``σ`` of the (discrete) Gaussian; ranges as ``scale`` in
+        :func:`laplace`.
     rng, out, granularity
         As in :func:`laplace`; the default grid is :func:`granularity` ``(sigma)``.
 

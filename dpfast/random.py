@@ -40,15 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _native
+from dpfast import _native, _streams
 from dpfast._validate import check_int as _check_int
 from dpfast._validate import check_key as _check_key
 from dpfast._validate import check_size as _check_size
 
 __all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator"]
 
-_WORDS_PER_BLOCK = 8  # uint64 words per 64-byte block
-_BLOCKS_PER_STREAM = 1 << 32
+_WORDS_PER_BLOCK = _streams.WORDS_PER_BLOCK
+_BLOCKS_PER_STREAM = _streams.BLOCKS_PER_STREAM
 _WORDS_PER_STREAM = _WORDS_PER_BLOCK * _BLOCKS_PER_STREAM
 _MAX_STREAM = 1 << 96
 
@@ -108,32 +108,21 @@ def keystream(key: bytes, stream: int, nbytes: int, counter: int = 0) -> bytes:
 
 
 # --------------------------------------------------------------------------- key roots
-class _Root:
+class _Root(_streams.KeyedStreams):
     """Key material shared by a generator and everything spawned from it.
 
-    Holds the key and the allocator of stream ids for that key.  Re-keyed in a forked
-    child (see the module docstring).
+    Holds the key and the allocator of stream ids for that key (the
+    :class:`~dpfast._streams.StreamSource` the drivers use).  Re-keyed in a forked child
+    (see the module docstring).
     """
 
     def __init__(self, key: bytes, first_free_stream: int = 1) -> None:
-        self.lock = threading.RLock()
-        self.next_stream = first_free_stream
-        self._set_key(key)
+        super().__init__(key, first_free_stream)
         self.bitgens: weakref.WeakSet = weakref.WeakSet()
         _ROOTS.add(self)
 
     def _set_key(self, key: bytes) -> None:
-        self.key = key
-        self.key_words = np.frombuffer(key, dtype="<u4").astype(np.uint32)
-
-    def allocate(self, n: int) -> int:
-        """Reserve ``n`` consecutive fresh stream ids; return the first."""
-        with self.lock:
-            first = self.next_stream
-            if first + n > _MAX_STREAM:
-                raise RuntimeError("stream ids of this key are exhausted; use a new key")
-            self.next_stream = first + n
-            return first
+        self.set_key(key)
 
     def rekey_after_fork(self) -> None:
         self.lock = threading.RLock()  # a lock held by another thread at fork time is dead
@@ -349,8 +338,15 @@ class Generator:
 
         return _drive.discrete_gaussian(self, sigma, size)
 
-    # -- plumbing for the kernels
-    def _allocate_streams(self, n: int) -> int:
+    # -- plumbing for the drivers
+    @property
+    def streams(self) -> _streams.StreamSource:
+        """The stream source behind this generator: its key words and the allocator of
+        fresh stream ids (what :mod:`dpfast._drive` uses; shared with spawned
+        generators)."""
+        return self._root
+
+    def _allocate_streams(self, n: int) -> int:  # compat shim: use .streams.allocate
         return self._root.allocate(n)
 
     @property
@@ -408,7 +404,7 @@ def as_generator(rng: Any, name: str = "rng") -> Generator:
 
 
 # --------------------------------------------------------------------------- numpy interop
-_STREAMS_PER_BITGEN = 1 << 16
+_STREAMS_PER_BITGEN = 1  # plus its extension streams id + k 2**64 (dpfast._streams)
 _CAPSULE_NAME = b"BitGenerator"
 _PyCapsule_New = ctypes.pythonapi.PyCapsule_New
 _PyCapsule_New.restype = ctypes.py_object
@@ -426,11 +422,12 @@ class ChaCha20(np.random.BitGenerator):
 
     Notes
     -----
-    The bit generator reserves ``2**16`` consecutive stream ids of its key and moves to
-    the next one whenever a stream's 32-bit block counter is used up, so it never reuses
-    keystream.  It is re-keyed in forked children like every dpfast generator.  Only the
-    bits are secure: numpy's distribution code (``normal``, ``laplace`` ...) is still
-    floating point and not exact; use dpfast's samplers for DP noise.
+    The bit generator reserves one stream id of its key and, whenever that stream's 32-bit
+    block counter is used up, moves to the id's next extension stream ``id + k 2**64``
+    (which no allocator hands out), so it never reuses keystream.  It is re-keyed in
+    forked children like every dpfast generator.  Only the bits are secure: numpy's
+    distribution code (``normal``, ``laplace`` ...) is still floating point and not
+    exact; use dpfast's samplers for DP noise.
     """
 
     def __init__(self, key: bytes | None = None) -> None:
@@ -453,7 +450,7 @@ class ChaCha20(np.random.BitGenerator):
     @property
     def state(self) -> dict:
         return {"bit_generator": "dpfast.ChaCha20", "stream": self._first_stream
-                + self._state.stream_index}
+                + (self._state.stream_index << 64)}
 
     @state.setter
     def state(self, value: dict) -> None:

@@ -23,9 +23,11 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast._calibrate", 1),
     ("dpfast._validate", 1),
     ("dpfast.guidelines", 1),  # data and a warning helper; imports nothing of dpfast
+    ("dpfast._parallel", 1),
     ("dpfast._native", 2),
     ("dpfast._exact", 2),
     ("dpfast._envelope", 3),
+    ("dpfast._streams", 3),
     ("dpfast._drive", 4),
     ("dpfast.random", 5),
     ("dpfast.noise", 6),

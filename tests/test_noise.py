@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numba
@@ -242,3 +243,140 @@ def test_snapping_epsilon() -> None:
         dpfast.snapping_epsilon(2.0, 1.0)
     with pytest.raises(ValueError, match="scale"):
         dpfast.snapping(np.zeros(2), -1.0, 10.0)
+
+
+# ----------------------------------------------------------------------------- hardening
+@pytest.mark.parametrize("fn,law", [(dpfast.laplace, "discrete_laplace")])
+def test_grid_adds_huge_noise_exactly(fn, law) -> None:
+    """Item 1: with scale/granularity = 2^50 some |Z| >= 2^53; the output must still be
+    the exact grid value (round(x/g) + Z) g rounded once, for odd and even round(x/g)."""
+    n = 60_000
+    scale = 2.0**50
+    z = getattr(dpfast.default_rng(KEY), law)(scale, n)  # the same draws as fn(..., KEY)
+    assert np.count_nonzero(np.abs(z) >= 2**53) >= 3  # the test has power
+    for a in (0, 1, 2, 3, -7):
+        y = fn(np.full(n, float(a)), scale, rng=KEY, granularity=1.0)
+        expect = np.array([float(a + int(v)) for v in z])  # Python: rounded once
+        assert np.array_equal(y, expect), a
+
+
+def test_grid_kernel_hands_huge_noise_to_exact_addition() -> None:
+    """The grid kernel shared by laplace and gaussian: cells with |z| >= 2^53 (rare for
+    the Gaussian: 8 sigma at the largest sigma / g) are added exactly."""
+    from dpfast._kernels import grid
+
+    x = np.array([1.0, 2.0, 3.0, -1.0, 0.5, 7.0])
+    z = np.array([2**53 + 1, 2**53 + 1, 2**60 - 1, -(2**62) - 3, 5, -(2**53) - 1], np.int64)
+    out = np.full(6, np.nan)
+    nbig = np.zeros(1, np.int64)
+    grid.grid_add(x, z, 1.0, np.finfo(np.float64).max, out, nbig)
+    assert nbig[0] == 5 and out[4] == 5.0  # rint(0.5) = 0
+    noise._grid_fix(x, z, 1.0, np.finfo(np.float64).max, out, nbig)
+    assert list(out) == [float(int(np.rint(a)) + int(b)) for a, b in zip(x, z)]
+
+
+def test_grid_reachable_set_does_not_depend_on_x() -> None:
+    n = 60_000
+    y0 = dpfast.laplace(np.zeros(n), 2.0**50, rng=KEY, granularity=1.0)
+    y1 = dpfast.laplace(np.ones(n), 2.0**50, rng=KEY, granularity=1.0)
+    big = np.abs(y0) >= 2.0**53
+    assert big.any()
+    # above 2^53 the outputs are doubles spaced 2, 4, ...: they must be the same
+    # doubles whether round(x/g) is odd or even (the old code had y1 = y0 + 1 rounded
+    # after an already rounded product)
+    assert set(np.abs(y1[big]) % 4) <= {0.0, 2.0}
+    assert set(np.abs(y0[big]) % 4) <= {0.0, 2.0}
+
+
+BE_DTYPES = [">i8", ">i4", ">i2", ">u8", ">u4", ">u2", "<i8", "<u8"]
+
+
+@pytest.mark.parametrize("dt", BE_DTYPES)
+@pytest.mark.parametrize("fn", [dpfast.discrete_laplace, dpfast.discrete_gaussian])
+def test_non_native_byte_orders_never_wrap(dt, fn) -> None:
+    """Item 2: every byte order of every integer dtype raises OverflowError at its
+    limits and otherwise equals the native-dtype result."""
+    info = np.iinfo(np.dtype(dt))
+    for edge in (info.max - 1, info.min + 1):
+        x = np.full(2000, edge, dtype=dt)
+        before = x.copy()
+        with pytest.raises(OverflowError):
+            fn(x, 5.0, rng=KEY)
+        with pytest.raises(OverflowError):
+            fn(x, 5.0, rng=KEY, out=x)
+        assert np.array_equal(x, before)
+    mid = np.full(500, info.max // 2, dtype=dt)
+    native = mid.astype(np.dtype(dt).newbyteorder("="))
+    assert np.array_equal(fn(mid, 5.0, rng=KEY), fn(native, 5.0, rng=KEY))
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: dpfast.discrete_laplace(np.zeros(3, np.int64), 5e-312), "scale"),
+    (lambda: dpfast.discrete_laplace(np.zeros(3, np.int64), 2.0**51), "scale"),
+    (lambda: dpfast.discrete_gaussian(np.zeros(3, np.int64), 1e-160), "sigma"),
+    (lambda: dpfast.discrete_gaussian(np.zeros(3, np.int64), np.array([1.0, 1e-40, 2.0])),
+     "sigma"),
+    (lambda: dpfast.laplace(np.zeros(3), 5e-312), "scale"),
+    (lambda: dpfast.laplace(np.zeros(3), 1.7e308), "scale"),
+    (lambda: dpfast.gaussian(np.zeros(3), 1e-310), "sigma"),
+    (lambda: dpfast.laplace(np.zeros(3), 1.0, granularity=2.0**1000), "granularity"),
+    (lambda: dpfast.laplace(np.zeros(3), 1.0, granularity=2.0**200), "granularity"),
+    (lambda: dpfast.default_rng(KEY).discrete_laplace(1e-40, 3), "scale"),
+])
+def test_scales_outside_the_supported_range(call, match) -> None:
+    """Item 5: a ValueError naming the parameter (never ZeroDivisionError, a
+    misleading OverflowError or a non-finite output)."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_extreme_but_supported_scales_stay_finite_and_on_grid() -> None:
+    for scale in (2.0**-1000, 2.0**-100, 2.0**999):
+        g = noise.granularity(scale)
+        y = dpfast.laplace(np.array([0.0, scale, -3.0 * scale]), scale, rng=KEY)
+        assert np.all(np.isfinite(y)) and np.all(y / g == np.rint(y / g))
+    top = dpfast.laplace(np.full(4000, np.finfo(np.float64).max), 1e300, rng=KEY)
+    assert np.all(np.isfinite(top)) and top.max() == np.finfo(np.float64).max
+    for s in (2.0**-100, 2.0**50):
+        assert np.all(np.isfinite(dpfast.gaussian(np.zeros(100), s, rng=KEY)))
+        dpfast.discrete_laplace(np.zeros(100, np.int64), s, rng=KEY)
+        dpfast.discrete_gaussian(np.zeros(100, np.int64), s, rng=KEY)
+
+
+@pytest.mark.parametrize("fn,scale", [(dpfast.discrete_laplace, 3.0),
+                                      (dpfast.discrete_laplace, 100.0),
+                                      (dpfast.discrete_gaussian, 4.0)])
+@pytest.mark.parametrize("forced", [0, 1, 3])
+def test_in_place_overflow_leaves_x_unchanged(fn, scale, forced) -> None:
+    """Item 6: an OverflowError in an in-place call (after other chunks, in parallel,
+    already wrote) restores every written cell; a separate out is left untouched."""
+    from dpfast import _exact
+
+    n = 5 * 65536 + 123
+    x = np.arange(n, dtype=np.int64) * 7 - 1000
+    x[3 * 65536 + 10] = np.iinfo(np.int64).max  # overflows with probability ~1/2
+    x[3 * 65536 + 11:3 * 65536 + 60] = np.iinfo(np.int64).max
+    x[-5:] = np.iinfo(np.int64).min
+    before = x.copy()
+    ctx = _exact.force_exact(forced) if forced else contextlib.nullcontext()
+    with ctx:
+        with pytest.raises(OverflowError):
+            fn(x, scale, rng=KEY, out=x)
+        assert np.array_equal(x, before)
+        other = np.full(n, 7, np.int64)
+        with pytest.raises(OverflowError):
+            fn(x, scale, rng=KEY, out=other)
+        assert np.all(other == 7)
+
+
+@pytest.mark.parametrize("fn,dtype", [(dpfast.discrete_laplace, np.int64),
+                                      (dpfast.discrete_gaussian, np.int32),
+                                      (dpfast.laplace, np.float64)])
+def test_partially_overlapping_out(fn, dtype) -> None:
+    """Item 6: out overlapping x in part gives the result of a copy of x."""
+    base = np.arange(300_000).astype(dtype)
+    x = base[:200_000]
+    expect = fn(x.copy(), 2.0, rng=KEY)
+    out = base[100_000:]
+    got = fn(x, 2.0, rng=KEY, out=out)
+    assert got is out and np.array_equal(base[100_000:], expect)

@@ -140,8 +140,10 @@ def test_random_in_unit_interval() -> None:
 
 
 def test_reproducible_with_key_and_fresh_without() -> None:
-    assert np.array_equal(dpfast.default_rng(KEY).integers(0, 10, 50),
-                          dpfast.default_rng(KEY).integers(0, 10, 50))
+    # with a key the output is a function of the keystream: integers over the full
+    # 64-bit range are exactly the words of the first allocated stream (id 1)
+    full = dpfast.default_rng(KEY).integers(0, 2**64, 50, dtype=np.uint64)
+    assert np.array_equal(full, np.frombuffer(dr.keystream(KEY, 1, 400), "<u8"))
     assert dpfast.default_rng().random_raw() != dpfast.default_rng().random_raw()
 
 
@@ -323,10 +325,143 @@ def test_numpy_bit_generator() -> None:
     assert np.random.Generator(dpfast.ChaCha20()).integers(0, 10, 5).shape == (5,)
 
 
-def test_numpy_bit_generator_moves_stream_at_counter_end() -> None:
+def test_numpy_bit_generator_moves_to_its_own_extension_stream() -> None:
+    """Hardening item 7: at the end of its block counter the bit generator moves to
+    the extension stream id + 2**64 of its own id (which no allocator hands out), never
+    to the next id (which belongs to somebody else)."""
     bg = dpfast.ChaCha20(KEY)
     bg._state._state.counter = 2**32 - 8  # last refill of the first stream
     words = bg.random_raw(64 + 16)
     first = np.frombuffer(dr.keystream(KEY, 1, 512, 2**32 - 8), "<u8")
-    second = np.frombuffer(dr.keystream(KEY, 2, 128), "<u8")
+    second = np.frombuffer(dr.keystream(KEY, 1 + 2**64, 128), "<u8")
     assert np.array_equal(words, np.concatenate([first, second]))
+    assert bg.state["stream"] == 1 + 2**64
+    bg._state._state.counter = 2**32 - 8
+    bg._state._state.stream_index = 7
+    bg._state._state.nonce[2] = 7
+    bg.random_raw(200)  # past the last 8 blocks of extension 7
+    assert bg.state["stream"] == 1 + 8 * 2**64  # stays on id 1's extensions
+
+
+def test_numba_refill_moves_to_extension_stream_instead_of_wrapping() -> None:
+    """Hardening item 7: a chunk that uses up its 2**32 blocks continues on its
+    extension stream (never on block 0 of the same stream, which it already used)."""
+    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    nonce = dr._nonce_words([5])[0].copy()
+    buf = np.zeros(16, np.uint64)
+    st_ = np.zeros(9, np.int64)
+    st_[0], st_[1] = 16, 2**32 - 1  # empty buffer, one block left in the stream
+    words = []
+    pos = 16
+    for _ in range(24):
+        x, pos = nchacha.next_u64(buf, pos, st_, key_words, nonce)
+        words.append(int(x))
+    assert st_[2] == 0
+    # the last block of stream 5 would need 2 blocks: skipped, extension 1 from block 0
+    assert np.array_equal(np.array(words[:16], "<u8"),
+                          np.frombuffer(dr.keystream(KEY, 5 + 2**64, 128), "<u8"))
+    assert int(nonce[2]) == 1
+
+
+def test_word_stream_crosses_into_extension() -> None:
+    from dpfast import _streams
+
+    src = _streams.KeyedStreams(KEY)
+    ws = _streams.WordStream(src, stream=9)
+    ws.word = 8 * (2**32 - 1) + 5  # 3 words left in stream 9
+    got = ws.fetch(7)
+    tail = np.frombuffer(dr.keystream(KEY, 9, 64, 2**32 - 1), "<u8")[5:]
+    ext = np.frombuffer(dr.keystream(KEY, 9 + 2**64, 32), "<u8")
+    assert np.array_equal(got, np.concatenate([tail, ext]))
+
+
+def test_allocators_stay_below_the_extension_range() -> None:
+    g = dpfast.default_rng(KEY)
+    g.streams.next_stream = 2**64 - 2
+    assert g.streams.allocate(2) == 2**64 - 2
+    with pytest.raises(RuntimeError, match="exhausted"):
+        g.streams.allocate(1)
+
+
+# ------------------------------------------------------------------ fork safety (item 4)
+
+
+def _fork_safe_layer() -> bool:
+    import numba
+
+    return numba.threading_layer() in ("tbb", "workqueue")
+
+
+def _noise_a_million(q) -> None:
+    try:
+        y = dpfast.discrete_laplace(np.zeros(1_000_000, np.int64), 3.0)
+        z = dpfast.discrete_gaussian(np.zeros(1_000_000, np.int64), 50.0)
+        q.put(("ok", float(y.std()), float(z.std())))
+    except RuntimeError as e:
+        q.put(("refused", str(e), 0.0))
+
+
+def _parent_noise() -> None:
+    dpfast.discrete_laplace(np.zeros(1_000_000, np.int64), 3.0)  # pools and threads up
+    dpfast.discrete_gaussian(np.zeros(1_000_000, np.int64), 50.0)
+    dpfast.laplace(np.zeros(300_000), 1.0)
+
+
+def test_os_fork_child_noises_after_parent() -> None:
+    """Hardening item 4: parent noises (keystream pool and numba threads started),
+    forks; the child noises 10^6 cells and exits 0 within seconds."""
+    import os
+    import time
+
+    _parent_noise()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            os.close(r)
+            y = dpfast.discrete_laplace(np.zeros(1_000_000, np.int64), 3.0)
+            os.write(w, b"ok" if y.std() > 1 else b"bad")
+            code = 0
+        except RuntimeError as e:
+            os.write(w, b"refused:" + str(e).encode())
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(w)
+    t0 = time.time()
+    deadline = t0 + 60
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise AssertionError("forked child hung")
+    msg = os.read(r, 1000)
+    os.close(r)
+    if _fork_safe_layer():
+        assert os.waitstatus_to_exitcode(status) == 0 and msg == b"ok", msg
+        assert time.time() - t0 < 30
+    else:  # GNU OpenMP: a clear refusal, not a hang or a kill
+        assert os.waitstatus_to_exitcode(status) == 3 and msg.startswith(b"refused:")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_multiprocessing_child_noises(method: str) -> None:
+    _parent_noise()
+    ctx = multiprocessing.get_context(method)
+    q = ctx.Queue()
+    p = ctx.Process(target=_noise_a_million, args=(q,))
+    p.start()
+    p.join(120)
+    if p.is_alive():
+        p.kill()
+        raise AssertionError(f"{method} child hung")
+    status, a, b = q.get(timeout=5)
+    if method == "spawn" or _fork_safe_layer():
+        assert p.exitcode == 0 and status == "ok" and a > 1 and b > 10
+    else:
+        assert status == "refused" and "tbb" in a

@@ -324,3 +324,23 @@ def test_exact_comparison_refines_until_decided() -> None:
     # m/2^64 <= c < (m+1)/2^64: refining with all-zero bits puts U just above m/2^64
     assert _exact.u_less_exp(u, Fraction(1)) is True
     assert u.n > 64
+
+
+@pytest.mark.parametrize("law,params", [
+    ("laplace", [32, 33.3, 100, 1000, 12345.678, 2.0**20 + 1, 2.0**45]),
+    ("gauss", [0.3, 1, 2.7, 10, 77.7, 1000, 2.0**30 + 3]),
+])
+def test_envelope_factor_relative_error_every_bin(law, params) -> None:
+    """Hardening item 3: the kernel certifies U < f exp(-g) assuming each bin's factor
+    f = w(a) / ê'_i is known to 2^-52 *relative*; far-out bins (tiny w) must be too."""
+    from dpfast import _envelope
+
+    with mp.workprec(400):
+        for prm in params:
+            tab = _envelope.table(law, Fraction(prm))
+            for i in range(tab.nb):
+                x = tab.x(i << tab.p)
+                exact = mp.exp(-mp.mpf(x.numerator) / x.denominator) / (
+                    mp.mpf(tab.ehat[i].numerator) / tab.ehat[i].denominator)
+                rel = abs(mp.mpf(float(tab.f[i])) - exact) / exact
+                assert rel <= mp.mpf(2) ** -52, (law, prm, i, float(rel))

@@ -7,10 +7,16 @@ stream (tested).
 
 Bit-source layout used by every kernel (one row per chunk):
     buf[c, :]   uint64 words of keystream (little-endian pairs of 32-bit words)
-    st[c, 0]    index of the next unused word in buf[c]
-    st[c, 1]    block counter of the block that follows the buffer
-    st[c, 2]    set to 1 if a refill would wrap the 32-bit block counter
-    nonce[c, :] the chunk's 96-bit nonce as three uint32 words
+    st[c, ST_POS]    index of the next unused word in buf[c]
+    st[c, ST_BLOCK]  block counter of the block that follows the buffer
+    st[c, ST_WRAP]   set to 1 if the chunk used up all 2^64 blocks of its stream id and
+                     its extensions (unreachable: 2^70 bytes; the caller raises)
+    st[c, ST_SIGNS], st[c, ST_NSIGNS]  a reservoir of sign bits and its fill
+    st[c, ST_CELL], st[c, ST_END]      the chunk's next cell and end (exact samplers)
+    st[c, ST_PENDING]  number of pending (undecided) cells recorded this round
+    st[c, ST_OVERFLOW] 1 if an addition overflowed (the chunk stopped before that cell)
+    nonce[c, :] the chunk's 96-bit nonce as three uint32 words; nonce[c, 2] counts the
+                extension streams (id + k 2^64, see dpfast._streams) the chunk moved to
     key[:]      the 256-bit key as eight uint32 words
 """
 
@@ -28,6 +34,17 @@ S20 = np.uint64(20)
 S24 = np.uint64(24)
 S25 = np.uint64(25)
 S32 = np.uint64(32)
+
+ST_POS = 0
+ST_BLOCK = 1
+ST_WRAP = 2
+ST_SIGNS = 3
+ST_NSIGNS = 4
+ST_CELL = 5
+ST_END = 6
+ST_PENDING = 7
+ST_OVERFLOW = 8
+ST_COLS = 9
 
 # Kernels are compiled with NRT (reference counting) off: they allocate nothing, and
 # atomic reference counting of the arrays they pass around would cost more than the
@@ -175,11 +192,17 @@ def chacha_words(key, nonce, counter, out64):
 
 @nb.njit(**KERNEL)
 def refill(buf, st, key, nonce):
-    """Refill a chunk's buffer from its stream, continuing after the last block used."""
+    """Refill a chunk's buffer from its stream, continuing after the last block used
+    (on the stream's next extension when its block counter is used up)."""
     nblocks = buf.shape[0] // 8
     counter = st[1]
     if counter + nblocks > 4294967296:
-        st[2] = 1  # would wrap: the caller raises; never reuse keystream
+        # the 32-bit counter would wrap: continue on the next extension stream of this id
+        # (id + k 2^64: allocators hand out ids < 2^64 only), so no block is ever reused
+        if nonce[2] == np.uint32(0xFFFFFFFF):
+            st[2] = 1  # 2^64 blocks used: unreachable; the caller raises
+        else:
+            nonce[2] += np.uint32(1)
         counter = 0
     chacha_words(key, nonce, counter, buf)
     st[0] = 0

@@ -9,13 +9,35 @@ import numpy as np
 
 from dpfast._kernels.chacha import next_u64
 
+GRID_BLOCK = 4096  # cells per parallel work item of grid_add
+EXACT_Z = 2.0 ** 53  # |z| below this converts to float64 exactly
+
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
-def grid_add(x, z, g, out):
-    """out[i] = fl(rint(x[i]/g)*g + z[i]*g): both terms exact (g a power of two), one
-    correctly rounded addition, i.e. the exact grid value (a + z) g rounded once."""
-    for i in nb.prange(x.shape[0]):
-        out[i] = np.rint(x[i] / g) * g + np.float64(z[i]) * g
+def grid_add(x, z, g, sat, out, nbig):
+    """out[i] = fl((rint(x[i]/g) + z[i]) g), the exact grid value rounded once.
+
+    ``rint(x/g) g`` and ``z g`` are exact doubles when |z| < 2^53 (g a power of two;
+    multiples of g >= 2^-1074 with <= 53 significant bits are representable), so one
+    correctly rounded addition gives the exact sum rounded once.  A cell with
+    |z| >= 2^53 is left to the caller (``float64(z)`` would round first): it is counted
+    in ``nbig[block]`` and its ``out`` is not written.  Results beyond the largest grid
+    value ``sat`` saturate at ``±sat`` (a function of the exact grid value only).
+    """
+    n = x.shape[0]
+    nblk = (n + GRID_BLOCK - 1) // GRID_BLOCK
+    for b in nb.prange(nblk):
+        cnt = 0
+        for i in range(b * GRID_BLOCK, min(n, (b + 1) * GRID_BLOCK)):
+            zf = np.float64(z[i])
+            if abs(zf) >= EXACT_Z:
+                cnt += 1
+                continue
+            r = np.rint(x[i] / g) * g + zf * g
+            if abs(r) > sat:
+                r = sat if r > 0 else -sat
+            out[i] = r
+        nbig[b] = cnt
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

@@ -28,18 +28,60 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels.chacha import next_u64
+from dpfast._kernels.chacha import (
+    ST_CELL,
+    ST_END,
+    ST_NSIGNS,
+    ST_OVERFLOW,
+    ST_PENDING,
+    ST_POS,
+    ST_SIGNS,
+    next_u64,
+)
 
 REL = 2.0 ** -48
 INV64 = 2.0 ** -64
 INV68 = 2.0 ** -68
 TOP4 = np.uint64(1 << 60)
 BIG_M = np.uint64(1 << 32)
-ST_COLS = 5  # st columns: pos, next block, wrap flag, sign reservoir, signs left
+# --- the driver-kernel contract ------------------------------------------------------
+# A kernel call takes few arguments, each a tuple the driver builds once per call:
+#   streams = (buf, st, key, nonces)   the chunks' bit sources (dpfast._kernels.chacha);
+#                                      st also holds each chunk's next cell / end /
+#                                      pending count / overflow flag (ST_* columns)
+#   io      = (x, out, mode)           mode: WRITE out[i] = v; ADD out[i] = x[i] + v
+#                                      (checked: on overflow the chunk stops before i and
+#                                      sets ST_OVERFLOW); SUB out[i] -= v (undo of ADD)
+#   pend    = (ints, u64s)             pending cells: ints[c, k, P_*], u64s[c, k, U_*]
+# A chunk runs from st[c, ST_CELL] to st[c, ST_END] and stops early when its pending list
+# (capacity ints.shape[1]) is full; the driver finishes pending cells exactly and resumes.
+MODE_WRITE = 0
+MODE_ADD = 1
+MODE_SUB = 2
 
+P_CELL = 0  # ints columns of a pending cell
+P_STATUS = 1
+P_SIGN = 2
+P_A = 3  # geometric / CKS20: h; table: m
+P_B = 4  # geometric / CKS20: l; table: item
+P_BITS = 5  # table: bits of U known
+P_COLS = 6
+U_W = 0  # u64s columns: the uniform's first word (table: its first 64 - p bits)
+U_W2 = 1  # table: the second word of the refinement
+U_COLS = 2
+
+# pending statuses
 PENDING_INVERSION = 1
 PENDING_REJECTION = 2
 PENDING_BERNOULLI = 3
+PENDING_ENV_ACCEPT = 4
+PENDING_ENV_TAIL = 5
+
+# force_exact modes (dpfast._exact.force_exact): which step is declared undecided
+FORCE_NONE = 0
+FORCE_INVERSION = 1
+FORCE_REJECTION = 2
+FORCE_ACCEPT = 3
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
@@ -140,11 +182,11 @@ def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
         signs = signs >> np.uint64(1)
         nsigns -= 1
         if j == 0:
-            g, pos, m = geo_inv(buf, pos, st, key, nonce, t, force == 1)
+            g, pos, m = geo_inv(buf, pos, st, key, nonce, t, force == FORCE_INVERSION)
             if g < 0:
                 return 0, pos, PENDING_INVERSION, s, 0, 0, m, signs, nsigns
         else:
-            h, pos, m = geo_inv(buf, pos, st, key, nonce, th, force == 1)
+            h, pos, m = geo_inv(buf, pos, st, key, nonce, th, force == FORCE_INVERSION)
             if h < 0:
                 return 0, pos, PENDING_INVERSION, s, 0, 0, m, signs, nsigns
             first = True
@@ -156,7 +198,7 @@ def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
                 if ((x << np.uint64(j)) >> np.uint64(60)) != np.uint64(0):
                     break
                 w, pos = next_u64(buf, pos, st, key, nonce)
-                a = accept_l(l, w, t, force == 2 and first)
+                a = accept_l(l, w, t, force == FORCE_REJECTION and first)
                 first = False
                 if a == 1:
                     break
@@ -181,7 +223,7 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
         if status != 0:
             return 0, pos, status, s, h, l, w, signs, nsigns
         w, pos = next_u64(buf, pos, st, key, nonce)
-        if force == 3:
+        if force == FORCE_ACCEPT:
             return 0, pos, PENDING_BERNOULLI, 0, y, 0, w, signs, nsigns
         d = abs(np.float64(y)) - b
         ed = (b + abs(d)) * 2.0 ** -49
@@ -195,42 +237,46 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
-def _store(x, out, add, i, v, ovf, c):
-    if add:
+def _store(x, out, mode, i, v):
+    """Write cell i (see the contract above); False on overflow (nothing written)."""
+    if mode == MODE_ADD:
         xi = x[i]
         # wrapping add in uint64 (signed overflow would be undefined behaviour for LLVM),
         # then the two's-complement overflow test
         r = np.int64(np.uint64(xi) + np.uint64(v))
         if ((xi ^ r) & (v ^ r)) < 0:
-            ovf[c] = 1
-        else:
-            out[i] = r
+            return False
+        out[i] = r
+    elif mode == MODE_SUB:
+        out[i] = np.int64(np.uint64(out[i]) - np.uint64(v))
     else:
         out[i] = v
+    return True
 
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
-def discrete_kernel(kind, buf, st, key, nonces, x, out, add, base, n, chunk, p1, p2, pstride,
-                    force, start, resume, pcount, pcell, pkind, ps, ph, pl, pw, ovf):
-    """Fill cells [base, base+n) of ``out`` (int64) with discrete noise (+ x if add).
+def discrete_kernel(kind, streams, io, params, force, pend):
+    """Discrete Laplace (kind 0) / Gaussian (kind 1, CKS20 Alg. 3) noise, per chunk.
 
-    kind 0: discrete Laplace with scale p2[i] (p1 unused); kind 1: discrete Gaussian
-    with sigma p1[i] and proposal scale p2[i] = floor(sigma) + 1.  Parameters are indexed
-    ``i * pstride`` (pstride 0 for a scalar).  Chunk c covers cells
-    [base + c*chunk, ...) and starts at start[c]; it stops early when its pending list is
-    full, leaving resume[c] < its end.
+    ``params = (p1, p2, pstride)``: kind 0 uses the scale p2[i]; kind 1 the sigma p1[i]
+    and proposal scale p2[i] = floor(sigma) + 1; indexed ``i * pstride`` (0: scalar).
+    Pending cells: status, sign, h, l in ints; the undecided word in u64s[..., U_W].
     """
+    buf, st, key, nonces = streams
+    x, out, mode = io
+    p1, p2, pstride = params
+    ints, u64s = pend
+    cap = ints.shape[1]
     for c in nb.prange(buf.shape[0]):
-        hi = min(base + n, base + (c + 1) * chunk)
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
-        signs = np.uint64(s_[3])
-        nsigns = s_[4]
-        k = pcount[c]
-        cap = pcell.shape[1]
-        i = start[c]
+        pos = s_[ST_POS]
+        signs = np.uint64(s_[ST_SIGNS])
+        nsigns = s_[ST_NSIGNS]
+        k = s_[ST_PENDING]
+        i = s_[ST_CELL]
+        hi = s_[ST_END]
         t = p2[0]
         sigma = p1[0]
         j, th = split_scale(t)
@@ -248,36 +294,40 @@ def discrete_kernel(kind, buf, st, key, nonces, x, out, add, base, n, chunk, p1,
                 v, pos, status, sg, h, l, w, signs, nsigns = dgauss_cell(
                     b, pos, s_, key, nonce, sigma, t, j, th, force, signs, nsigns)
             if status == 0:
-                _store(x, out, add, i, v, ovf, c)
+                if not _store(x, out, mode, i, v):
+                    s_[ST_OVERFLOW] = 1
+                    break
             else:
-                pcell[c, k] = i
-                pkind[c, k] = status
-                ps[c, k] = sg
-                ph[c, k] = h
-                pl[c, k] = l
-                pw[c, k] = w
+                ints[c, k, P_CELL] = i
+                ints[c, k, P_STATUS] = status
+                ints[c, k, P_SIGN] = sg
+                ints[c, k, P_A] = h
+                ints[c, k, P_B] = l
+                u64s[c, k, U_W] = w
                 k += 1
             i += 1
-        resume[c] = i
-        pcount[c] = k
-        s_[0] = pos
-        s_[3] = np.int64(signs)
-        s_[4] = nsigns
+        s_[ST_CELL] = i
+        s_[ST_PENDING] = k
+        s_[ST_POS] = pos
+        s_[ST_SIGNS] = np.int64(signs)
+        s_[ST_NSIGNS] = nsigns
 
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
-def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride, force,
-                         start, resume, pcount, pcell, pw):
-    """out[i] = 1{U_i < exp(-gam[i])}; undecided cells become pending with their bits."""
+def bernoulli_exp_kernel(streams, out, gam, pstride, force, pend):
+    """out[i] = 1{U_i < exp(-gam[i * pstride])}; undecided cells become pending with
+    their word (u64s[..., U_W])."""
+    buf, st, key, nonces = streams
+    ints, u64s = pend
+    cap = ints.shape[1]
     for c in nb.prange(buf.shape[0]):
-        hi = min(base + n, base + (c + 1) * chunk)
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
-        k = pcount[c]
-        cap = pcell.shape[1]
-        i = start[c]
+        pos = s_[ST_POS]
+        k = s_[ST_PENDING]
+        i = s_[ST_CELL]
+        hi = s_[ST_END]
         g = gam[0]
         while i < hi:
             if k == cap:
@@ -286,23 +336,21 @@ def bernoulli_exp_kernel(buf, st, key, nonces, out, base, n, chunk, gam, pstride
             if pstride != 0:
                 g = gam[i]
             a = -1
-            if force != 3:
+            if force != FORCE_ACCEPT:
                 a = bern_exp_decide(g, g * 2.0 ** -50, w)
             if a >= 0:
                 out[i] = a
             else:
-                pcell[c, k] = i
-                pw[c, k] = w
+                ints[c, k, P_CELL] = i
+                u64s[c, k, U_W] = w
                 k += 1
             i += 1
-        resume[c] = i
-        pcount[c] = k
-        s_[0] = pos
+        s_[ST_CELL] = i
+        s_[ST_PENDING] = k
+        s_[ST_POS] = pos
 
 
 # ----------------------------------------------------------------------------- tables
-PENDING_ENV_ACCEPT = 4
-PENDING_ENV_TAIL = 5
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
@@ -330,14 +378,19 @@ def env_decide(g, eg, f, u_lo, u_hi):
 
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
-def table_kernel(law, buf, st, key, nonces, x, out, add, base, n, chunk, thresh, alias, f,
-                 nbins, p, cbits, coef, force, start, resume, pcount, pcell, pkind, ps, pm,
-                 pi, pu, pw, pbits, ovf):
+def table_kernel(law, streams, io, table, force, pend):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
-    rejection from the envelope table of ``dpfast._envelope``.
+    rejection from the envelope table of ``dpfast._envelope``:
+    ``table = (thresh, alias, f, nbins, p, cbits, coef)``.
 
-    Pending: status 4 = acceptance undecided (U's prefix pu [, pw] of pbits bits),
-    status 5 = the proposal chose the tail item (finished in Python)."""
+    Pending: status 4 = acceptance undecided (U's prefix u64s[..., U_W] [and U_W2] of
+    ints[..., P_BITS] bits), status 5 = the proposal chose the tail item (finished in
+    Python); ints[..., P_A] = m, ints[..., P_B] = item."""
+    buf, st, key, nonces = streams
+    x, out, mode = io
+    thresh, alias, f, nbins, p, cbits, coef = table
+    ints, u64s = pend
+    cap = ints.shape[1]
     vmask = (np.uint64(1) << np.uint64(64 - cbits)) - np.uint64(1)
     cshift = np.uint64(64 - cbits)
     pshift = np.uint64(64 - p) if p > 0 else np.uint64(0)
@@ -345,16 +398,15 @@ def table_kernel(law, buf, st, key, nonces, x, out, add, base, n, chunk, thresh,
     ubits = 64 - p
     uscale = math.ldexp(1.0, -ubits)
     for c in nb.prange(buf.shape[0]):
-        hi = min(base + n, base + (c + 1) * chunk)
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
-        signs = np.uint64(s_[3])
-        nsigns = s_[4]
-        k = pcount[c]
-        cap = pcell.shape[1]
-        i = start[c]
+        pos = s_[ST_POS]
+        signs = np.uint64(s_[ST_SIGNS])
+        nsigns = s_[ST_NSIGNS]
+        k = s_[ST_PENDING]
+        i = s_[ST_CELL]
+        hi = s_[ST_END]
         while i < hi:
             if k == cap:
                 break
@@ -398,7 +450,7 @@ def table_kernel(law, buf, st, key, nonces, x, out, add, base, n, chunk, thresh,
                 if law == 1:
                     g *= np.float64(m + a)
                 eg = g * 2.0 ** -50
-                if force == 3 and first:
+                if force == FORCE_ACCEPT and first:
                     status = PENDING_ENV_ACCEPT
                     nbits = ubits
                     break
@@ -424,20 +476,22 @@ def table_kernel(law, buf, st, key, nonces, x, out, add, base, n, chunk, thresh,
                     v = -m if sg == 1 else m
                     break
             if status == 0:
-                _store(x, out, add, i, v, ovf, c)
+                if not _store(x, out, mode, i, v):
+                    s_[ST_OVERFLOW] = 1
+                    break
             else:
-                pcell[c, k] = i
-                pkind[c, k] = status
-                ps[c, k] = sg
-                pm[c, k] = m
-                pi[c, k] = item
-                pu[c, k] = ux
-                pw[c, k] = wv
-                pbits[c, k] = nbits
+                ints[c, k, P_CELL] = i
+                ints[c, k, P_STATUS] = status
+                ints[c, k, P_SIGN] = sg
+                ints[c, k, P_A] = m
+                ints[c, k, P_B] = item
+                ints[c, k, P_BITS] = nbits
+                u64s[c, k, U_W] = ux
+                u64s[c, k, U_W2] = wv
                 k += 1
             i += 1
-        resume[c] = i
-        pcount[c] = k
-        s_[0] = pos
-        s_[3] = np.int64(signs)
-        s_[4] = nsigns
+        s_[ST_CELL] = i
+        s_[ST_PENDING] = k
+        s_[ST_POS] = pos
+        s_[ST_SIGNS] = np.int64(signs)
+        s_[ST_NSIGNS] = nsigns

@@ -1,0 +1,98 @@
+"""numba's threading layer and fork safety (the only place dpfast touches either).
+
+numba runs ``parallel=True`` kernels on one of three threading layers: TBB (thread- and
+fork-safe), OpenMP (thread-safe; GNU OpenMP is *not* fork-safe: numba terminates a forked
+child that launches a parallel region after its parent did) and workqueue (fork-safe,
+not thread-safe).  dpfast's policy:
+
+* Unless the user chose a layer (``NUMBA_THREADING_LAYER``), dpfast makes TBB loadable
+  when the ``tbb`` package is installed (a dependency on x86-64 Linux and Windows: pip
+  puts ``libtbb`` under ``sys.prefix/lib``, where numba does not look) and lets numba
+  pick its default order, TBB first.
+* After ``os.fork()`` the child drops inherited thread pools and locks (see
+  :func:`register_after_fork`); if the parent had started GNU OpenMP, dpfast refuses to
+  launch a kernel in the child with a clear :class:`RuntimeError` instead of letting
+  numba terminate it.  Use TBB, ``NUMBA_THREADING_LAYER=workqueue`` (single-threaded
+  programs only) or the ``spawn``/``forkserver`` start methods in that case.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from collections.abc import Callable
+
+__all__ = ["check_fork_safe", "register_after_fork", "layer"]
+
+_OMP_FORKED = False
+_HOOKS: list[Callable[[], None]] = []
+
+
+def _preload_tbb() -> None:
+    if os.environ.get("NUMBA_THREADING_LAYER"):
+        return  # the user chose
+    names = {"linux": "libtbb.so.12", "win32": "tbb12.dll"}
+    name = names.get(sys.platform)
+    if name is None:
+        return
+    for base in (sys.prefix, sys.base_prefix):
+        for sub in ("lib", "Library/bin", ""):
+            path = os.path.join(base, sub, name)
+            if os.path.exists(path):
+                try:
+                    ctypes.CDLL(path, mode=getattr(ctypes, "RTLD_GLOBAL", 0))
+                except OSError:
+                    continue
+                return
+
+
+_preload_tbb()
+
+
+def layer() -> str | None:
+    """The threading layer numba has started, or None if no parallel kernel ran yet."""
+    from numba.np.ufunc import parallel
+
+    if not getattr(parallel, "_is_initialized", False):
+        return None
+    import numba
+
+    return str(numba.threading_layer())
+
+
+def _before_fork() -> None:
+    global _FORK_LAYER
+    try:
+        _FORK_LAYER = layer()
+    except Exception:  # pragma: no cover - numba internals moved
+        _FORK_LAYER = None
+
+
+_FORK_LAYER: str | None = None
+
+
+def _after_fork_in_child() -> None:
+    global _OMP_FORKED
+    if _FORK_LAYER == "omp" and sys.platform.startswith("linux"):
+        _OMP_FORKED = True
+    for hook in _HOOKS:
+        hook()
+
+
+def register_after_fork(hook: Callable[[], None]) -> None:
+    """Run ``hook`` in a forked child (reset pools, locks, caches)."""
+    _HOOKS.append(hook)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+def check_fork_safe() -> None:
+    """Raise instead of letting numba kill a forked child whose parent used GNU OpenMP."""
+    if _OMP_FORKED:
+        raise RuntimeError(
+            "dpfast cannot run its parallel kernels in a process forked after its parent "
+            "used numba's GNU OpenMP threading layer (numba would terminate it). Install "
+            "'tbb' (fork-safe), or start workers with the 'spawn' or 'forkserver' method")
