@@ -380,3 +380,127 @@ def test_partially_overlapping_out(fn, dtype) -> None:
     out = base[100_000:]
     got = fn(x, 2.0, rng=KEY, out=out)
     assert got is out and np.array_equal(base[100_000:], expect)
+
+
+# ----------------------------------------------------------------------------- snapping edges
+def test_snapping_calibration_close_to_the_bound() -> None:
+    """Item 19: the smallest admissible scale may lie just below B (the old search
+    tested scale = B, which always fails scale < B)."""
+    m = dpfast.SnappingMechanism(0.5, 1.0, 3.0)
+    assert m.scale < 3.0 and dpfast.snapping_epsilon(m.scale, 3.0, 1.0) <= 0.5
+    assert dpfast.snapping_epsilon(math.nextafter(m.scale, 0), 3.0, 1.0) > 0.5
+    b = 1000.0
+    eps_min = dpfast.snapping_epsilon(math.nextafter(b, 0), b, 1.0)
+    tight = dpfast.SnappingMechanism(eps_min, 1.0, b)
+    assert tight.scale < b and dpfast.snapping_epsilon(tight.scale, b, 1.0) <= eps_min
+    assert tight.scale > b * (1 - 1e-12)
+    with pytest.raises(ValueError, match="bound or epsilon"):
+        dpfast.SnappingMechanism(math.nextafter(eps_min, 0), 1.0, b)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: dpfast.snapping_epsilon(1e-320, 1e-318), "scale"),  # denormal
+    (lambda: dpfast.snapping_epsilon(2.0**-1000, 2.0**-990), "scale"),
+    (lambda: dpfast.snapping_epsilon(1.5 * 2.0**1023, 1.7e308), "scale"),
+    (lambda: dpfast.snapping_epsilon(1.0, 10**400), "bound"),
+    (lambda: dpfast.snapping(np.zeros(2), 1.0, 10**400), "bound"),
+    (lambda: dpfast.SnappingMechanism(1.0, 1.0, 10**400), "bound"),
+    (lambda: dpfast.SnappingMechanism(1.0, 1.0, 1e-320), "bound"),
+    (lambda: dpfast.snapping_epsilon(2.0**-950, 2.0**-940, sensitivity=1e300), "sensitivity"),
+    (lambda: dpfast.snapping(np.zeros(2), 1.0, 2.0**46), "bound"),
+])
+def test_snapping_parameter_edges(call, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_snapping_epsilon_checks_before_dividing_by_sensitivity() -> None:
+    eps = dpfast.snapping_epsilon(1e10, 1e12, sensitivity=1e-300)
+    assert math.isfinite(eps) and eps >= (1e-300 + 2.0**-49 * 1e12) / 1e10
+    # the B = 2^46 lambda boundary: strict
+    assert dpfast.snapping_epsilon(1.0, math.nextafter(2.0**46, 0)) > 0
+    y = dpfast.snapping(np.zeros(10), 1.0, math.nextafter(2.0**46, 0), rng=KEY)
+    assert np.all(np.isfinite(y))
+
+
+def test_snapping_guarantee_is_stated_honestly() -> None:
+    assert noise.snapping_delta(1.0, 372.0) == 0.0
+    d = noise.snapping_delta(1.0, 1000.0)
+    assert 0 < d <= 2.0**-1069
+    assert isinstance(dpfast.SnappingMechanism(1.0, 1.0, 100.0).event, dpfast.events.Snapping)
+    wide = dpfast.SnappingMechanism(1.0, 1.0, 1e4)
+    assert wide.delta > 0 and wide.event.delta == wide.delta
+
+
+def _snap_kernel(words, x, lam, big_lam, bound):
+    from dpfast._kernels import chacha, grid
+
+    buf = np.zeros((1, 64), np.uint64)
+    buf[0, :len(words)] = words
+    st_ = np.zeros((1, chacha.ST_COLS), np.int64)
+    st_[0, chacha.ST_BLOCK] = 8
+    out = np.zeros(1)
+    grid.snapping(buf, st_, np.zeros(8, np.uint32), np.zeros((1, 3), np.uint32),
+                  np.array([x]), out, 0, 1, 65536, lam, big_lam, bound)
+    return float(out[0])
+
+
+def test_snapping_tie_rule_is_round_half_even() -> None:
+    """Constructed U* with fl(ln U*) = -1/2 exactly: x ± 1/2 is a tie on the grid Λ = 1,
+    and ties go to the even neighbour (numpy's rint), as the analysis assumes."""
+    u = 0.6065306597126334
+    assert math.log(u) == -0.5
+    mant = int((2 * u - 1) * 2**52) << 12  # U* = (1 + mant/2^64) / 2 = u
+    first = 1 << 63  # no leading zeros: exponent -1
+    plus, minus = 0, 1 << 63  # sign words
+    assert _snap_kernel([first, mant, plus], 0.0, 1.0, 1.0, 100.0) == 0.0  # -0.5 -> -0
+    assert _snap_kernel([first, mant, plus], 1.0, 1.0, 1.0, 100.0) == 0.0  # 0.5 -> 0
+    assert _snap_kernel([first, mant, minus], 2.0, 1.0, 1.0, 100.0) == 2.0  # 2.5 -> 2
+    assert _snap_kernel([first, mant, minus], 3.0, 1.0, 1.0, 100.0) == 4.0  # 3.5 -> 4
+
+
+def test_snapping_u_star_distribution() -> None:
+    """U* of Mironov 2012: each double d in (0, 1) with probability equal to its gap to
+    the next double, i.e. binade [2^-k, 2^-k+1) with probability 2^-k and a uniform
+    52-bit mantissa inside it."""
+    from dpfast import random as dr
+    from dpfast._kernels import chacha, grid
+
+    # constructed: 128 zero bits then a set bit -> exponent -(1 + 128)
+    buf = np.zeros(64, np.uint64)
+    buf[2], buf[3] = 1 << 63, 5 << 12
+    st_ = np.zeros(chacha.ST_COLS, np.int64)
+    st_[chacha.ST_BLOCK] = 8
+    u, pos = grid.uniform_double(buf, 0, st_, np.zeros(8, np.uint32), np.zeros(3, np.uint32))
+    assert u == math.ldexp(1 + 5 * 2.0**-52, -129) and pos == 4
+    # keyed: 100k draws
+    key = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    nonce = dr._nonce_words([11])[0]
+    buf = np.zeros(4096, np.uint64)
+    st_ = np.zeros(chacha.ST_COLS, np.int64)
+    pos = 4096
+    n = 100_000
+    us = np.empty(n)
+    for i in range(n):
+        us[i], pos = grid.uniform_double(buf, pos, st_, key, nonce)
+    assert us.min() > 0 and us.max() < 1
+    k = -np.floor(np.log2(us)).astype(np.int64)  # binade index: u in [2^-k, 2^-k+1)
+    counts = np.bincount(np.minimum(k, 12), minlength=13)[1:]
+    probs = np.array([2.0**-j for j in range(1, 12)] + [2.0**-11])
+    from scipy import stats
+
+    assert stats.chisquare(counts, probs * n).pvalue > 1e-4
+    mant = (us * 2.0 ** (k + 52)).astype(np.int64)  # integer mantissa in [2^52, 2^53)
+    assert np.all(mant == us * 2.0 ** (k + 52))
+    assert stats.chisquare(np.bincount(mant % 16, minlength=16)).pvalue > 1e-4
+
+
+def test_snapping_grid_for_non_power_of_two_scale_and_clamp() -> None:
+    y = dpfast.snapping(np.linspace(-20, 20, 20_000), 3.0, 60.0, rng=KEY)  # Λ = 4
+    inner = np.abs(y) < 60.0
+    assert np.all(y[inner] % 4.0 == 0.0) and inner.mean() > 0.5
+    # the input clamp alone: x beyond B behaves exactly as x = ±B (same keystream)
+    for far, edge in ((1e300, 60.0), (-1e300, -60.0), (61.0, 60.0)):
+        a = dpfast.snapping(np.full(3000, far), 3.0, 60.0, rng=KEY)
+        b = dpfast.snapping(np.full(3000, edge), 3.0, 60.0, rng=KEY)
+        assert np.array_equal(a, b)

@@ -44,15 +44,23 @@ class SnappingMechanism(_Mechanism):
     scale : float
         ``lambda``: the smallest float found with ``snapping_epsilon(lambda, B, Delta) <=
         epsilon`` (bisection on the float grid, verified).
-    event : dpfast.accounting.events.Snapping
-        ``Snapping(epsilon=snapping_epsilon(scale, bound, sensitivity))``.
+    delta : float
+        :func:`dpfast.noise.snapping_delta`: 0 (pure DP) when ``bound <= 372 scale``,
+        else about ``2^-1070``.
+    event : dpfast.accounting.events.Snapping or EpsilonDelta
+        ``Snapping(epsilon)`` with ``epsilon = snapping_epsilon(scale, bound,
+        sensitivity)`` when ``delta`` is 0, else ``EpsilonDelta(epsilon, delta)``.
 
     Privacy
     -------
     Neighbouring relation: ``|f(D) - f(D')| <= Delta``.  The snapping mechanism is
     ``epsilon'``-DP with the paper's corrected ``epsilon'`` (Mironov 2012, Thm. 1, in the
     form returned by :func:`dpfast.snapping_epsilon`, which also states its validity
-    range), ``epsilon' <= epsilon``: ``P[M(D) = y] <= exp(epsilon) P[M(D') = y]``.
+    range), ``epsilon' <= epsilon``: ``P[M(D) = y] <= exp(epsilon) P[M(D') = y]``, when
+    ``bound <= 372 scale``.  For a larger bound the noise is capped by the smallest
+    uniform double (``|scale ln 2^-1074| < 745 scale``), neighbours' output supports
+    differ on a set of probability about ``2^-1073 e^epsilon``, and the guarantee is
+    ``(epsilon', delta)`` with ``delta`` = :func:`dpfast.noise.snapping_delta`.
 
     Numerics
     --------
@@ -66,9 +74,20 @@ class SnappingMechanism(_Mechanism):
         b = _positive("bound", bound)
         self.epsilon = float(epsilon)
         self.sensitivity = float(sensitivity)
-        self.bound = float(bound)
-        self.scale = self._calibrate(eps, sens, b)
-        self.event = _events.Snapping(epsilon=self._epsilon_of(self.scale))
+        self.bound = self._bound(b)
+        self.scale = self._calibrate(eps, sens)
+        e = self._epsilon_of(self.scale)
+        d = _noise.snapping_delta(self.scale, self.bound, self.sensitivity)
+        self.delta = d
+        self.event = (_events.Snapping(epsilon=e) if d == 0.0
+                      else _events.EpsilonDelta(epsilon=e, delta=d))
+
+    @staticmethod
+    def _bound(b: Fraction) -> float:
+        if not _noise.SNAP_MIN < b <= _noise.SNAP_MAX or Fraction(float(b)) != b:
+            raise ValueError("bound must be a float64 in the supported range (2**-960, 2**960], "
+                             f"got {float(b) if b < 2**1023 else 'a larger number'}")
+        return float(b)
 
     def _epsilon_of(self, scale: float) -> float:
         return float(_noise.snapping_epsilon(scale, self.bound, self.sensitivity))
@@ -79,36 +98,27 @@ class SnappingMechanism(_Mechanism):
         except ValueError:
             return False
 
-    def _calibrate(self, eps: Fraction, sens: Fraction, b: Fraction) -> float:
-        hi = _float_up(sens / eps)
-        for _ in range(200):
-            if self._ok(hi, eps):
-                break
-            hi *= 2.0
-            if hi > float(b):
-                hi = float(b)
-                if self._ok(hi, eps):
-                    break
-                raise ValueError(
-                    "SnappingMechanism: no scale below bound reaches epsilon; increase "
-                    "bound or epsilon"
-                )
-        else:  # pragma: no cover
-            raise ValueError("SnappingMechanism: calibration did not converge")
-        # bisection on the bit patterns of positive floats: smallest ok scale in (lo, hi]
-        lo_bits = int(np.float64(hi / 2.0 if hi / 2.0 > 0 else 0.0).view(np.int64))
+    def _calibrate(self, eps: Fraction, sens: Fraction) -> float:
+        """The smallest double ``scale < bound`` whose ``snapping_epsilon`` is at most
+        ``eps``: ``ok`` is monotone in the scale (false below the validity range or the
+        target, true from there up to the largest double below the bound), so a
+        bisection on the bit patterns of positive doubles finds it exactly."""
+        hi = math.nextafter(self.bound, 0.0)  # the largest admissible scale
+        if not self._ok(hi, eps):
+            raise ValueError(
+                "SnappingMechanism: no scale below bound reaches epsilon (the smallest "
+                f"epsilon for bound {self.bound:g} is "
+                f"{_noise.snapping_epsilon(hi, self.bound, self.sensitivity):.6g}); "
+                "increase bound or epsilon")
+        lo_bits = 0  # 0.0: never ok
         hi_bits = int(np.float64(hi).view(np.int64))
         while hi_bits - lo_bits > 1:
             mid_bits = (lo_bits + hi_bits) // 2
-            mid = float(np.int64(mid_bits).view(np.float64))
-            if self._ok(mid, eps):
+            if self._ok(float(np.int64(mid_bits).view(np.float64)), eps):
                 hi_bits = mid_bits
             else:
                 lo_bits = mid_bits
-        scale = float(np.int64(hi_bits).view(np.float64))
-        if not self._ok(scale, eps):  # pragma: no cover - guarded by the loop invariant
-            raise AssertionError("SnappingMechanism: calibration lost its invariant")
-        return scale
+        return float(np.int64(hi_bits).view(np.float64))
 
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity, "bound": self.bound}
