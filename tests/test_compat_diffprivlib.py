@@ -82,6 +82,15 @@ def test_geometric_truncated_clamps_exactly() -> None:
     assert counts.sum() == out.size and _chisquare_ok(counts, probs)
 
 
+def test_geometric_truncated_bounds_beyond_the_dtype() -> None:
+    mech = dpl.GeometricTruncated(epsilon=1.0, lower=-(2 ** 40), upper=2 ** 63 - 1)
+    out = mech.randomise(np.full(1000, 5, dtype=np.int32))
+    assert out.dtype == np.int64 and abs(int(np.median(out)) - 5) <= 1  # bounds exceed int32
+    clipped = dpl.GeometricTruncated(epsilon=1.0, lower=0, upper=3).randomise(
+        np.full(1000, 2, dtype=np.uint8))
+    assert clipped.dtype == np.uint8 and clipped.max() <= 3
+
+
 def test_laplace_grid_scale_variance_and_guarantee() -> None:
     mech = dpl.Laplace(epsilon=0.5, delta=0.0, sensitivity=2.0, random_state=SEED)
     scale, g = mech._calibration()

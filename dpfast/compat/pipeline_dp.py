@@ -131,19 +131,24 @@ def _draw(kind: str, scale: float, g: float, n: int) -> np.ndarray:
 
 
 def _noise_params(mech: Any, x: np.ndarray) -> tuple[str, float, float] | None:
-    m = getattr(mech, "_dpfast_l0", None)
-    if _on_integers(x):
-        m = 1  # already on every grid g <= 1: rounding is the identity
-    if m is None:
-        return None
-    m = int(m) * max(1, x.size)
+    """(kind, scale, grid) for ``mech`` on ``x``, or None to keep PyDP's noise."""
+    l0 = getattr(mech, "_dpfast_l0", None)
+    # (changed coordinates, whether the grid must be <= 1): integers lie on every grid g <= 1
+    candidates = [(1, True)] if _on_integers(x) else []
+    if l0 is not None:
+        candidates.append((int(l0) * max(1, x.size), False))
     sens = float(mech.sensitivity)
-    if isinstance(mech, _dc.LaplaceMechanism):
-        eps = _float_down(Fraction(sens) / Fraction(mech.noise_parameter))
-        return ("laplace", *_laplace_params(eps, sens, m))
-    pydp = mech._mechanism
-    return ("gaussian", *_gaussian_params(float(mech.std), sens, m, float(pydp.epsilon),
-                                          float(pydp.delta)))
+    for m, fine in candidates:
+        if isinstance(mech, _dc.LaplaceMechanism):
+            eps = _float_down(Fraction(sens) / Fraction(mech.noise_parameter))
+            params = ("laplace", *_laplace_params(eps, sens, m))
+        else:
+            pydp = mech._mechanism
+            params = ("gaussian", *_gaussian_params(float(mech.std), sens, m,
+                                                    float(pydp.epsilon), float(pydp.delta)))
+        if not fine or params[2] <= 1:
+            return params
+    return None
 
 
 def _add_noise(self: Any, value: Any) -> Any:
@@ -264,7 +269,8 @@ class _Strategy:
             self._kind = "gaussian"
             self._scale = _nm.GaussianMechanism(epsilon, delta / 2, math.sqrt(l0)).std
         if self._kind is not None:
-            self._g = dpfast.granularity(self._scale)
+            # counts are integers: a grid g <= 1 (a power of two) holds them exactly
+            self._g = min(dpfast.granularity(self._scale), 1.0)
             self._buffer = NoiseBuffer()
 
     def __getattr__(self, name: str) -> Any:  # threshold, epsilon, delta, probability_of_keep

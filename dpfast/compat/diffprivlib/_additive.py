@@ -238,14 +238,24 @@ class GeometricTruncated(_ExactGeometric, _dm.GeometricTruncated):
         _setup(self, random_state)
 
     def randomise(self, value):
-        out = self._noisy(value)
-        if isinstance(out, np.ndarray):
-            if math.isfinite(self.lower):
-                np.maximum(out, int(self.lower), out=out)
-            if math.isfinite(self.upper):
-                np.minimum(out, int(self.upper), out=out)
-            return out
-        return int(self._truncate(out))
+        """Randomise an integer or an integer numpy array: noise and clamping are computed
+        in int64 (a narrow dtype's own range would overflow before the clamp) and the
+        result is returned in the input's dtype when ``[lower, upper]`` fits it."""
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in "iu":
+            out = self._noisy(value)
+            return out if isinstance(out, np.ndarray) else int(self._truncate(out))
+        if value.size and value.dtype == np.uint64 and int(value.max()) > 2 ** 63 - 1:
+            raise OverflowError("uint64 values above 2**63 - 1 are not supported")
+        out = self._noisy(value.astype(np.int64))
+        info = np.iinfo(np.int64)
+        if math.isfinite(self.lower) and self.lower > info.min:
+            np.maximum(out, min(int(self.lower), info.max), out=out)
+        if math.isfinite(self.upper) and self.upper < info.max:
+            np.minimum(out, max(int(self.upper), info.min), out=out)
+        target = np.iinfo(value.dtype)
+        if target.min <= self.lower and self.upper <= target.max:
+            return out.astype(value.dtype)
+        return out
 
 
 class GeometricFolded(_ExactGeometric, _dm.GeometricFolded):
