@@ -17,9 +17,7 @@ and exits 1.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sqlite3
 import sys
 import time
 from typing import Any
@@ -142,31 +140,12 @@ def _budget(args: argparse.Namespace) -> Any:
             raise CliError("--budget-epsilon needs --ledger")
         return None
     if os.path.exists(path):
-        definition = _ledger_definition(path)
-        kw: dict[str, Any] = {"accounting": definition["accounting"]}
-        if definition.get("orders"):
-            kw["orders"] = definition["orders"]
-        return dpfast.Budget(definition["epsilon"], definition["delta"], ledger=path, **kw)
+        return dpfast.Budget.from_ledger(path)
     if args.budget_epsilon is None:
         raise CliError(f"ledger {path} does not exist: give --budget-epsilon (and "
                        "--budget-delta) to create it")
     return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=path,
                          accounting="basic")
-
-
-def _ledger_definition(path: str) -> dict[str, Any]:
-    """The definition stored in a ledger file's ``meta`` table (read-only)."""
-    try:
-        conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'definition'").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise CliError(f"ledger {path} is not a dpfast ledger ({exc})") from exc
-    if row is None:
-        raise CliError(f"ledger {path} is not a dpfast ledger (no definition)")
-    return dict(json.loads(row[0]))
 
 
 class _Progress:
