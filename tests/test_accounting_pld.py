@@ -162,6 +162,8 @@ def test_unsupported_events_and_bad_input() -> None:
     acct = PldAccountant()
     bad = ev.PoissonSampled(ev.RandomizedResponse(1.0), 0.1)
     assert not acct.supports(bad)
+    assert not acct.supports(ev.DiscreteGaussian(2.0))  # see the class docstring
+    assert not acct.supports(ev.Zcdp(0.1))
     assert acct.supports(ev.Composed([ev.Gaussian(1.0), ev.Laplace(1.0)]))
     acct.compose(ev.Gaussian(2.0))
     before = acct.get_epsilon(1e-5)

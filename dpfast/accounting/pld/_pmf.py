@@ -80,14 +80,12 @@ def _gl_n(curve: Curve, a: np.ndarray, h: np.ndarray, base: np.ndarray,
     """``int S(e) e^(e - base) de`` over ``[a, a + h]`` (in the curve's smooth variable)
     by Gauss-Legendre with the given nodes on [-1, 1]."""
     t = a[:, None] + (nodes[None, :] + 1.0) * 0.5 * h[:, None]
-    if curve.reparam:  # t is the smooth variable w; e = e(w), de/dw
-        e, de = curve.eps_of_w(t)
-        vals = curve.s_of_w(t)
-    else:
-        e, de = t, 1.0
-        vals = _slope_values(curve, e.ravel()).reshape(t.shape)
     with np.errstate(under="ignore"):
-        return (vals * np.exp(e - base[:, None]) * de) @ weights * 0.5 * h
+        if curve.reparam:  # t is the smooth variable w
+            f = curve.s_of_w(t) * curve.weight_of_w(t, base[:, None])
+        else:
+            f = _slope_values(curve, t.ravel()).reshape(t.shape) * np.exp(t - base[:, None])
+        return f @ weights * 0.5 * h
 
 
 def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray) -> np.ndarray:

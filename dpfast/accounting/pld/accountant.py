@@ -58,6 +58,7 @@ def _key(event: ev.DpEvent) -> tuple | None:
         return ("rr", event.epsilon, 2, 0.0)
     if isinstance(event, ev.EpsilonDelta):
         return ("rr", event.epsilon, 2, event.delta)
+
     if isinstance(event, ev.PoissonSampled):
         inner, q = event.event, event.rate
         if q == 0.0:
@@ -132,7 +133,11 @@ class PldAccountant:
     ``epsilon``-DP mechanism: Kairouz, Oh & Viswanath 2015), ``RandomizedResponse``
     (``k``-ary), ``EpsilonDelta``, ``PoissonSampled`` of ``Gaussian`` or ``Laplace``,
     ``SelfComposed`` and ``Composed`` of these.  Anything else raises
-    :class:`UnsupportedEventError` (a ``ValueError``) and composes nothing.
+    :class:`UnsupportedEventError` (a ``ValueError``) and composes nothing; in particular
+    ``DiscreteGaussian`` (the event does not carry its integer sensitivity, and neither
+    the sensitivity-1 discrete loss distribution nor the continuous Gaussian dominates the
+    others; a dominating pair built from its zCDP bound composes worse than zCDP itself)
+    and ``Zcdp``: use :class:`~dpfast.accounting.RdpAccountant` for those.
 
     ``compose`` only records events; the distributions are built and convolved at the
     first query and cached until the next ``compose``.  Both directions of the
@@ -297,13 +302,16 @@ class PldAccountant:
         raise ValueError("PldAccountant: no grid fits the memory bound")  # pragma: no cover
 
     def _compose_all(self, items, dx: float, pess: bool) -> tuple[pm.Pmf, pm.Pmf]:
-        make = pm.connect_dots if pess else pm.round_down
         out = []
         symmetric = all(cs[0] is cs[1] for cs, _ in items)
         for direction in (0,) if symmetric else (0, 1):
             total = pm.identity(pess)
             for curves, c in items:
-                one = make(curves[direction], dx, MAX_BINS)
+                curve = curves[direction]
+                if pess:
+                    one = pm.connect_dots(curve, dx, MAX_BINS)
+                else:
+                    one = pm.round_down(curve, dx, MAX_BINS)
                 total = pm.compose(total, pm.self_compose(one, c, _TAU, MAX_BINS), _TAU,
                                    MAX_BINS)
             out.append(total)
