@@ -1,6 +1,6 @@
 """Calibration math for mechanisms: noise scales from privacy parameters.
 
-Pure functions of floats (numpy/scipy only; no dpfast module except the events).
+Pure functions of floats (numpy/scipy and :mod:`dpfast._core` only).
 Every function rounds to the safe side: a returned ``sigma`` is never smaller than
 the exact smallest ``sigma`` that gives the guarantee, and a returned ``delta`` is
 never smaller than the exact ``delta``.
@@ -27,6 +27,10 @@ from fractions import Fraction
 import numpy as np
 from scipy import special
 
+from dpfast._core import conversions as _conversions
+from dpfast._core.rounding import ULP as _ULP
+from dpfast._core.validate import check_nonneg, check_positive, check_probability, check_whole
+
 __all__ = [
     "analytic_gaussian_delta",
     "analytic_gaussian_sigma",
@@ -36,50 +40,10 @@ __all__ = [
     "zcdp_delta",
 ]
 
-_ULP = 2.0**-52
-
-
-def _real(x: object, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    v = float(x)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v
-
-
-def _nonneg(x: object, name: str) -> float:
-    v = _real(x, name)
-    if not (0.0 <= v < math.inf):
-        raise ValueError(f"{name} must be finite and >= 0, got {v!r}")
-    return v
-
-
-def _positive(x: object, name: str) -> float:
-    v = _real(x, name)
-    if not (0.0 < v < math.inf):
-        raise ValueError(f"{name} must be finite and > 0, got {v!r}")
-    return v
-
-
-def _delta_open(x: object, name: str = "delta") -> float:
-    v = _real(x, name)
-    if not (0.0 < v < 1.0):
-        raise ValueError(f"{name} must lie in (0, 1), got {v!r}")
-    return v
-
-
 def _int_sensitivity(x: object) -> int:
-    if isinstance(x, bool):
-        raise TypeError("sensitivity must be an integer, got bool")
-    if isinstance(x, float | np.floating) and float(x).is_integer():
-        x = int(x)
-    if not isinstance(x, int | np.integer):
-        raise TypeError(f"sensitivity must be an integer, got {type(x).__name__}")
-    v = int(x)
-    if v < 1:
-        raise ValueError(f"sensitivity must be >= 1, got {v}")
-    return v
+    if isinstance(x, float) and not x.is_integer():
+        raise TypeError(f"sensitivity must be an integer, got {x!r}")
+    return check_whole(x, "sensitivity", minimum=1)
 
 
 def _bisect_sigma(ok, guess: float, rtol: float = 1e-12) -> float:
@@ -140,9 +104,9 @@ def analytic_gaussian_delta(epsilon: float, sigma: float, sensitivity: float = 1
     ``scipy.special.log_ndtr`` (no cancellation), then inflated by a bound on the
     rounding error.
     """
-    e = _nonneg(epsilon, "epsilon")
-    s = _positive(sigma, "sigma")
-    d = _positive(sensitivity, "sensitivity")
+    e = check_nonneg(epsilon, "epsilon")
+    s = check_positive(sigma, "sigma")
+    d = check_positive(sensitivity, "sensitivity")
     return _agauss_delta(e, s, d)
 
 
@@ -188,9 +152,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     --------
     The bracket's upper end is returned, so the guarantee holds for the returned float.
     """
-    e = _nonneg(epsilon, "epsilon")
-    dl = _delta_open(delta)
-    d = _positive(sensitivity, "sensitivity")
+    e = check_nonneg(epsilon, "epsilon")
+    dl = check_probability(delta, "delta")
+    d = check_positive(sensitivity, "sensitivity")
     guess = d * math.sqrt(2.0 * math.log(1.25 / dl)) / max(e, 1e-3)
     return _bisect_sigma(lambda s: _agauss_delta(e, s, d) <= dl, guess)
 
@@ -204,8 +168,8 @@ def gaussian_sigma_zcdp(rho: float, sensitivity: float = 1.0) -> float:
     query is ``D^2 / (2 s^2)``-zCDP.  The same holds for the discrete Gaussian with an
     integer sensitivity (CKS20, Theorem 4).
     """
-    r = _positive(rho, "rho")
-    d = _positive(sensitivity, "sensitivity")
+    r = check_positive(rho, "rho")
+    d = check_positive(sensitivity, "sensitivity")
     s = d / math.sqrt(2.0 * r)
     # certify: D^2 / (2 s^2) <= rho in exact arithmetic
     while Fraction(d) ** 2 / (2 * Fraction(s) ** 2) > Fraction(r):
@@ -263,8 +227,8 @@ def discrete_gaussian_delta(epsilon: float, sigma: float, sensitivity: int = 1) 
     rest is below ``exp(-50)`` relative and covered by a relative margin).  The
     normaliser is bounded below, the sum rounded up.
     """
-    e = _nonneg(epsilon, "epsilon")
-    s = _positive(sigma, "sigma")
+    e = check_nonneg(epsilon, "epsilon")
+    s = check_positive(sigma, "sigma")
     d = _int_sensitivity(sensitivity)
     return _dg_delta(e, s, d)
 
@@ -298,8 +262,8 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     Bisection on :func:`discrete_gaussian_delta` (CKS20 Theorem 7, 1-D, integer
     sensitivity), which decreases in ``sigma``.
     """
-    e = _nonneg(epsilon, "epsilon")
-    dl = _delta_open(delta)
+    e = check_nonneg(epsilon, "epsilon")
+    dl = check_probability(delta, "delta")
     d = _int_sensitivity(sensitivity)
     guess = d * math.sqrt(2.0 * math.log(1.25 / dl)) / max(e, 1e-3)
     return _bisect_sigma(lambda s: _dg_delta(e, s, d) <= dl, guess, rtol=1e-9)
@@ -309,31 +273,7 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
 
 
 def _zcdp_delta(rho: float, eps: float) -> float:
-    if rho == 0.0:
-        return 0.0
-
-    def logdelta(a: float) -> float:
-        v = (a - 1.0) * (a * rho - eps + math.log1p(-1.0 / a)) - math.log(a)
-        return v + 8 * _ULP * ((a - 1.0) * (a * rho + eps + 1.0) + math.log(a) + 1.0)
-
-    # golden-section search on log(a - 1); any a > 1 is a valid bound
-    lo, hi = -20.0, 40.0
-    g = (math.sqrt(5.0) - 1.0) / 2.0
-    c, d_ = hi - g * (hi - lo), lo + g * (hi - lo)
-    fc, fd = logdelta(1.0 + math.exp(c)), logdelta(1.0 + math.exp(d_))
-    for _ in range(120):
-        if fc < fd:
-            hi, d_, fd = d_, c, fc
-            c = hi - g * (hi - lo)
-            fc = logdelta(1.0 + math.exp(c))
-        else:
-            lo, c, fc = c, d_, fd
-            d_ = lo + g * (hi - lo)
-            fd = logdelta(1.0 + math.exp(d_))
-    best = min(fc, fd)
-    if best >= 0.0:
-        return 1.0
-    return min(1.0, math.nextafter(math.exp(best) * (1 + 4 * _ULP), math.inf))
+    return _conversions.zcdp_delta(rho, eps)
 
 
 def zcdp_delta(rho: float, epsilon: float) -> float:
@@ -341,8 +281,6 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     Privacy
     -------
-    CKS20 Corollary 13:
-    ``delta = inf_{a > 1} exp((a - 1)(a rho - eps)) / a * (1 - 1/a)^(a - 1)``; the
-    infimum is searched numerically and any order gives a valid bound.
+    CKS20 Corollary 13 (:func:`dpfast._core.conversions.zcdp_delta`, the one copy).
     """
-    return _zcdp_delta(_nonneg(rho, "rho"), _nonneg(epsilon, "epsilon"))
+    return _conversions.zcdp_delta(check_nonneg(rho, "rho"), check_nonneg(epsilon, "epsilon"))

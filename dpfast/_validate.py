@@ -1,43 +1,12 @@
-"""Argument validation shared by the public modules (errors name the parameter)."""
+"""Argument validation for the randomness and noise modules.
+
+The checks are written once in :mod:`dpfast._core.validate` (``check_x(value, name)``);
+this module re-exports the ones ``random`` and the drivers use, so their imports keep
+working.  New code imports :mod:`dpfast._core.validate` directly.
+"""
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from dpfast._core.validate import check_int, check_key, check_size
 
 __all__ = ["check_key", "check_int", "check_size"]
-
-
-def check_key(key: Any, name: str = "key") -> bytes:
-    if isinstance(key, (bytes, bytearray, memoryview)):
-        key = bytes(key)
-    else:
-        raise TypeError(f"{name} must be 32 bytes, got {type(key).__name__}")
-    if len(key) != 32:
-        raise ValueError(f"{name} must be exactly 32 bytes, got {len(key)}")
-    return key
-
-
-def check_int(value: Any, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-
-
-def check_size(size: Any, name: str = "size") -> tuple[int, ...]:
-    """Normalize a numpy-style size (None, int or sequence of ints) to a shape."""
-    if size is None:
-        return ()
-    if isinstance(size, (Sequence, np.ndarray)) and not isinstance(size, (str, bytes)):
-        shape = tuple(check_int(s, name) for s in size)
-    else:
-        shape = (check_int(size, name),)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"{name} must be non-negative, got {size!r}")
-    return shape

@@ -24,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
+from dpfast._core.rounding import float_up as _float_up
+from dpfast._core.validate import check_real
 from dpfast._kernels import dpsgd as _k
 
 __all__ = ["clip_and_noise", "clip_per_example", "noise_sigma"]
@@ -37,9 +40,7 @@ _MAX_CLIP = 2.0**400
 
 
 def _real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    x = float(value)
+    x = check_real(value, name)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {x!r}")
     return x
@@ -71,14 +72,6 @@ def _check_grads(per_example_grads: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- exact bounds
 
 
-def _float_up(q: Fraction) -> float:
-    """Smallest float >= q (q > 0)."""
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
 def _gamma(n: int) -> Fraction:
     """Higham's gamma_n = n u / (1 - n u), bound on the relative error of n roundings."""
     return n * _U / (1 - n * _U)
@@ -95,11 +88,6 @@ def _clip_bound_factor(n_params: int) -> Fraction:
     """
     g = _gamma(n_params + 2)
     return (1 + _U) ** 3 / ((1 - _U) * (1 - g))
-
-
-def _ceil_sqrt(n: int) -> int:
-    r = math.isqrt(n)
-    return r if r * r == n else r + 1
 
 
 def noise_sigma(clip_norm: float, noise_multiplier: float, n_params: int) -> tuple[float, float]:

@@ -12,7 +12,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from dpfast.mechanisms._common import _ceil_sqrt
+from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast.mechanisms._tails import _discrete_gaussian_halfwidth
 
 KEY = bytes(range(32))

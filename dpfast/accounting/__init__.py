@@ -1,11 +1,18 @@
-"""Privacy accounting: events, RDP, zCDP and (epsilon, delta) composition.
+"""Privacy accounting: events, the accountant contract, RDP, zCDP and (epsilon, delta).
 
 Events live in :mod:`dpfast.accounting.events` (plain dataclasses, importable without
-numpy/scipy).  The accountants and functions below are imported lazily, so that
-``import dpfast.accounting.events`` (what mechanisms do) stays cheap.
+numpy/scipy) and are re-exported here (``dpfast.accounting.Laplace``, ...).  The
+accountants and functions below are imported lazily, so that ``import
+dpfast.accounting.events`` (what mechanisms do) stays cheap.
 
 Public names
 ------------
+Accountant (the contract: supports, compose, get_epsilon, get_delta)  (:mod:`.base`)
+UnsupportedEventError, NeighbouringRelationError                      (:mod:`dpfast._core`)
+ADD_REMOVE, REPLACE_ONE, DpEvent, Epsilon, EpsilonDelta, Zcdp, Laplace, Gaussian,
+DiscreteLaplace, DiscreteGaussian, RandomizedResponse, Exponential, Snapping,
+PoissonSampled, SampledWithoutReplacement, Composed, SelfComposed, from_dict
+                                                                  (:mod:`.events`)
 RdpAccountant, rdp_epsilons, epsilon_from_rdp, delta_from_rdp, subsampled_gaussian_rdp,
 DEFAULT_ORDERS                                                    (:mod:`.rdp`)
 ZcdpAccountant, zcdp_rho, zcdp_epsilon, zcdp_delta                (:mod:`.zcdp`)
@@ -18,11 +25,49 @@ PldAccountant                                                     (:mod:`.pld`)
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from dpfast._core.errors import NeighbouringRelationError, UnsupportedEventError
 
 from . import events
+from .events import (
+    ADD_REMOVE,
+    REPLACE_ONE,
+    Composed,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    DpEvent,
+    Epsilon,
+    EpsilonDelta,
+    Exponential,
+    Gaussian,
+    Laplace,
+    PoissonSampled,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+    SelfComposed,
+    Snapping,
+    Zcdp,
+    from_dict,
+)
+
+if TYPE_CHECKING:
+    from .base import Accountant
+    from .composition import advanced_composition, optimal_composition, parallel_composition
+    from .dpsgd import calibrate_noise_multiplier, dpsgd_epsilon
+    from .pure import PureDpAccountant, approx_dp
+    from .rdp import (
+        DEFAULT_ORDERS,
+        RdpAccountant,
+        delta_from_rdp,
+        epsilon_from_rdp,
+        rdp_epsilons,
+        subsampled_gaussian_rdp,
+    )
+    from .zcdp import ZcdpAccountant, zcdp_delta, zcdp_epsilon, zcdp_rho
 
 _PUBLIC: dict[str, str] = {
+    "Accountant": "base",
     "RdpAccountant": "rdp",
     "rdp_epsilons": "rdp",
     "epsilon_from_rdp": "rdp",
@@ -43,7 +88,47 @@ _PUBLIC: dict[str, str] = {
     "PldAccountant": "pld",
 }
 
-__all__ = sorted(_PUBLIC) + ["events"]
+__all__ = [
+    "ADD_REMOVE",
+    "Accountant",
+    "Composed",
+    "DEFAULT_ORDERS",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "DpEvent",
+    "Epsilon",
+    "EpsilonDelta",
+    "Exponential",
+    "Gaussian",
+    "Laplace",
+    "NeighbouringRelationError",
+    "PoissonSampled",
+    "PureDpAccountant",
+    "REPLACE_ONE",
+    "RandomizedResponse",
+    "RdpAccountant",
+    "SampledWithoutReplacement",
+    "SelfComposed",
+    "Snapping",
+    "UnsupportedEventError",
+    "Zcdp",
+    "ZcdpAccountant",
+    "advanced_composition",
+    "approx_dp",
+    "calibrate_noise_multiplier",
+    "delta_from_rdp",
+    "dpsgd_epsilon",
+    "epsilon_from_rdp",
+    "events",
+    "from_dict",
+    "optimal_composition",
+    "parallel_composition",
+    "rdp_epsilons",
+    "subsampled_gaussian_rdp",
+    "zcdp_delta",
+    "zcdp_epsilon",
+    "zcdp_rho",
+]
 
 
 def __getattr__(name: str) -> Any:

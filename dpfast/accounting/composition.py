@@ -6,7 +6,10 @@ import math
 from collections.abc import Iterable
 
 import mpmath
-import numpy as np
+
+from dpfast._core.errors import UnsupportedEventError
+from dpfast._core.rounding import ULP as _ULP
+from dpfast._core.validate import check_int, check_real
 
 from . import events as ev
 from .pure import approx_dp
@@ -14,33 +17,17 @@ from .zcdp import zcdp_rho
 
 __all__ = ["advanced_composition", "optimal_composition", "parallel_composition"]
 
-_ULP = 2.0**-52
-
-
-def _real(x: object, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    v = float(x)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v
-
-
 def _check(
     epsilon: float, delta: float, k: int, delta_slack: float
 ) -> tuple[float, float, int, float]:
-    e = _real(epsilon, "epsilon")
+    e = check_real(epsilon, "epsilon")
     if not (0.0 <= e < math.inf):
         raise ValueError(f"epsilon must be finite and >= 0, got {e!r}")
-    d = _real(delta, "delta")
+    d = check_real(delta, "delta")
     if not (0.0 <= d <= 1.0):
         raise ValueError(f"delta must lie in [0, 1], got {d!r}")
-    if isinstance(k, bool) or not isinstance(k, int | np.integer):
-        raise TypeError(f"k must be an integer, got {type(k).__name__}")
-    k = int(k)
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    s = _real(delta_slack, "delta_slack")
+    k = check_int(k, "k", minimum=1)
+    s = check_real(delta_slack, "delta_slack")
     if not (0.0 < s < 1.0):
         raise ValueError(f"delta_slack must lie in (0, 1), got {s!r}")
     return e, d, k, s
@@ -203,7 +190,7 @@ def parallel_composition(events: Iterable[ev.DpEvent]) -> ev.DpEvent:
         return evs[0]
     try:
         pairs = [approx_dp(e) for e in evs]
-    except ValueError:
+    except UnsupportedEventError:
         pairs = None
     if pairs is not None:
         eps = max(p[0] for p in pairs)
@@ -211,8 +198,8 @@ def parallel_composition(events: Iterable[ev.DpEvent]) -> ev.DpEvent:
         return ev.Epsilon(eps) if dl == 0.0 else ev.EpsilonDelta(eps, dl)
     try:
         rhos = [zcdp_rho(e) for e in evs]
-    except ValueError:
-        raise ValueError(
+    except UnsupportedEventError:
+        raise UnsupportedEventError(
             "parallel_composition: events have no common (epsilon, delta) or zCDP guarantee"
         ) from None
     return ev.Zcdp(max(rhos))

@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-import numpy as np
+from dpfast._core.validate import check_real as _check_real
+from dpfast._core.validate import check_whole as _check_whole
 
-from .rdp import _as_orders, _orders_info, _sgm_epsilon
+from .rdp.orders import _as_orders, _orders_info
+from .rdp.subsampled_gaussian import _sgm_epsilon
 
 __all__ = ["dpsgd_epsilon", "calibrate_noise_multiplier"]
 
@@ -21,31 +23,14 @@ __all__ = ["dpsgd_epsilon", "calibrate_noise_multiplier"]
 _CAL_RTOL = 5e-4
 
 
-def _real(x: object, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    v = float(x)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v
-
-
 def _check_common(delta: float, sampling_rate: float, steps: int) -> tuple[float, float, int]:
-    d = _real(delta, "delta")
+    d = _check_real(delta, "delta")
     if not (0.0 < d < 1.0):
         raise ValueError(f"delta must lie in (0, 1), got {d!r}")
-    q = _real(sampling_rate, "sampling_rate")
+    q = _check_real(sampling_rate, "sampling_rate")
     if not (0.0 < q <= 1.0):
         raise ValueError(f"sampling_rate must lie in (0, 1], got {q!r}")
-    if isinstance(steps, bool):
-        raise TypeError("steps must be an integer, got bool")
-    if isinstance(steps, float | np.floating):
-        if math.isnan(steps) or not float(steps).is_integer():
-            raise ValueError(f"steps must be a whole number, got {steps!r}")
-        steps = int(steps)
-    if not isinstance(steps, int | np.integer):
-        raise TypeError(f"steps must be an integer, got {type(steps).__name__}")
-    t = int(steps)
+    t = _check_whole(steps, "steps")
     if t <= 0:
         raise ValueError(f"steps must be > 0, got {t}")
     return d, q, t
@@ -102,8 +87,11 @@ def dpsgd_epsilon(
     -------
     RDP of the Poisson-subsampled Gaussian (Mironov, Talwar & Zhang 2019), composed
     over ``steps`` (Abadi et al. 2016; Mironov 2017), converted with CKS20
-    Proposition 12.  Add/remove-one neighbouring relation.  Equal to
-    ``RdpAccountant(orders).compose(PoissonSampled(Gaussian(s), q), steps).get_epsilon(delta)``.
+    Proposition 12.  Add/remove-one neighbouring relation.  The same bound as
+    ``RdpAccountant(orders).compose(PoissonSampled(Gaussian(s), q), steps).get_epsilon(delta)``
+    up to rounding: both round up, but along different paths (this function multiplies the
+    per-step curve by ``steps`` once and skips fractional orders that cannot win), so the
+    two may differ in the last bits; each is a valid upper bound.
     With ``accountant="pld"``: ``PldAccountant().compose(...).get_epsilon(delta)``, an
     upper bound on the exact epsilon of the add/remove pair (see its Privacy section).
 
@@ -112,7 +100,7 @@ def dpsgd_epsilon(
     Exact curve (see :mod:`dpfast.accounting.rdp`), rounded up.
     """
     d, q, t = _check_common(delta, sampling_rate, steps)
-    s = _real(noise_multiplier, "noise_multiplier")
+    s = _check_real(noise_multiplier, "noise_multiplier")
     if not (0.0 < s < math.inf):
         raise ValueError(f"noise_multiplier must be finite and > 0, got {s!r}")
     if _check_accountant(accountant) == "pld":
@@ -173,7 +161,7 @@ def calibrate_noise_multiplier(
     post-processing), stopped when the bracket's ratio is below ``1 + 5e-4``.
     """
     d, q, t = _check_common(delta, sampling_rate, steps)
-    target = _real(target_epsilon, "target_epsilon")
+    target = _check_real(target_epsilon, "target_epsilon")
     if not (0.0 < target < math.inf):
         raise ValueError(f"target_epsilon must be finite and > 0, got {target!r}")
     mode = _check_accountant(accountant)

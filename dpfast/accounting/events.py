@@ -29,10 +29,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-import operator
+from fractions import Fraction
 from typing import Any
 
+from dpfast._core.rounding import float_down, float_up
+from dpfast._core.validate import check_int, check_nonneg, check_positive, check_real
+
 __all__ = [
+    "ADD_REMOVE",
+    "REPLACE_ONE",
+    "RELATIONS",
+    "EVENT_TYPES",
     "DpEvent",
     "Epsilon",
     "EpsilonDelta",
@@ -49,47 +56,46 @@ __all__ = [
     "Composed",
     "SelfComposed",
     "from_dict",
+    "relations_of",
 ]
 
 
 # --------------------------------------------------------------------------- validation
 
+#: Neighbouring relation "add or remove one record" (dataset size private).
+ADD_REMOVE = "add_remove"
+#: Neighbouring relation "replace one record by another" (dataset size public).
+REPLACE_ONE = "replace_one"
+#: Both relations, in the order of implication: add/remove-one ``eps``-DP implies
+#: replace-one ``2 eps``-DP (group privacy of size two); the converse does not hold.
+RELATIONS = (ADD_REMOVE, REPLACE_ONE)
 
-def _real(owner: str, name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{owner}: {name} must be a real number, got {type(value).__name__}")
-    x = float(value)
-    if math.isnan(x):
-        raise ValueError(f"{owner}: {name} must not be NaN")
+
+def _exact_real(owner: str, name: str, value: Any, *, down: bool) -> float:
+    """A real parameter as float; an exact non-float rational (e.g. a ``Fraction``) is
+    rounded to the safe side (``down`` for noise multipliers, up for costs)."""
+    x = check_real(value, f"{owner}: {name}")
+    if isinstance(value, numbers.Rational) and not isinstance(value, numbers.Integral):
+        if math.isfinite(x):
+            q = Fraction(value.numerator, value.denominator)
+            return float_down(q) if down else float_up(q)
     return x
 
 
 def _nonneg_finite(owner: str, name: str, value: Any) -> float:
-    x = _real(owner, name, value)
-    if not (0.0 <= x < math.inf):
-        raise ValueError(f"{owner}: {name} must be finite and >= 0, got {x!r}")
+    x = _exact_real(owner, name, value, down=False)
+    check_nonneg(x, f"{owner}: {name}")
     return x
 
 
-def _positive_finite(owner: str, name: str, value: Any) -> float:
-    x = _real(owner, name, value)
-    if not (0.0 < x < math.inf):
-        raise ValueError(f"{owner}: {name} must be finite and > 0, got {x!r}")
+def _positive_finite(owner: str, name: str, value: Any, *, down: bool = True) -> float:
+    x = _exact_real(owner, name, value, down=down)
+    check_positive(x, f"{owner}: {name}")
     return x
 
 
 def _integer(owner: str, name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{owner}: {name} must be an integer, got bool")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(
-            f"{owner}: {name} must be an integer, got {type(value).__name__}"
-        ) from None
-    if n < minimum:
-        raise ValueError(f"{owner}: {name} must be >= {minimum}, got {n}")
-    return int(n)
+    return check_int(value, f"{owner}: {name}", minimum=minimum)
 
 
 def _event(owner: str, name: str, value: Any) -> DpEvent:
@@ -107,7 +113,18 @@ def _set(obj: object, name: str, value: Any) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class DpEvent:
-    """Base class of all privacy events."""
+    """Base class of all privacy events.
+
+    :attr:`neighbouring` is the neighbouring relation the event's guarantee is stated for:
+    ``None`` when the guarantee holds for whichever relation the sensitivity was computed
+    under (every noise event), :data:`ADD_REMOVE` or :data:`REPLACE_ONE` when the
+    mechanism fixes it (sampling, randomized response).
+    """
+
+    @property
+    def neighbouring(self) -> str | None:
+        """The relation this event's guarantee is stated for (``None``: any)."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-friendly ``dict`` (``{"type": ClassName, **fields}``).
@@ -147,7 +164,7 @@ class EpsilonDelta(DpEvent):
 
     def __post_init__(self) -> None:
         _set(self, "epsilon", _nonneg_finite("EpsilonDelta", "epsilon", self.epsilon))
-        d = _real("EpsilonDelta", "delta", self.delta)
+        d = _exact_real("EpsilonDelta", "delta", self.delta, down=False)
         if not (0.0 <= d < 1.0):
             raise ValueError(f"EpsilonDelta: delta must lie in [0, 1), got {d!r}")
         _set(self, "delta", d)
@@ -244,6 +261,11 @@ class RandomizedResponse(DpEvent):
         _set(self, "epsilon", _nonneg_finite("RandomizedResponse", "epsilon", self.epsilon))
         _set(self, "k", _integer("RandomizedResponse", "k", self.k, 2))
 
+    @property
+    def neighbouring(self) -> str | None:
+        """:data:`REPLACE_ONE`: one person's value is replaced."""
+        return REPLACE_ONE
+
 
 @dataclasses.dataclass(frozen=True)
 class Exponential(DpEvent):
@@ -289,10 +311,15 @@ class PoissonSampled(DpEvent):
 
     def __post_init__(self) -> None:
         _event("PoissonSampled", "event", self.event)
-        r = _real("PoissonSampled", "rate", self.rate)
+        r = _exact_real("PoissonSampled", "rate", self.rate, down=False)
         if not (0.0 <= r <= 1.0):
             raise ValueError(f"PoissonSampled: rate must lie in [0, 1], got {r!r}")
         _set(self, "rate", r)
+
+    @property
+    def neighbouring(self) -> str | None:
+        """:data:`ADD_REMOVE` (Poisson sampling amplifies under add/remove-one)."""
+        return ADD_REMOVE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -316,6 +343,11 @@ class SampledWithoutReplacement(DpEvent):
             )
         _set(self, "population", n)
         _set(self, "sample_size", m)
+
+    @property
+    def neighbouring(self) -> str | None:
+        """:data:`REPLACE_ONE` (the population size is public)."""
+        return REPLACE_ONE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -351,14 +383,33 @@ class SelfComposed(DpEvent):
         _set(self, "count", _integer("SelfComposed", "count", self.count, 0))
 
 
-_TYPES: dict[str, type[DpEvent]] = {
-    cls.__name__: cls
-    for cls in (
-        Epsilon, EpsilonDelta, Zcdp, Laplace, Gaussian, DiscreteLaplace, DiscreteGaussian,
-        RandomizedResponse, Exponential, Snapping, PoissonSampled,
-        SampledWithoutReplacement, Composed, SelfComposed,
-    )
-}
+#: Every concrete event class (a new event is added here, see docs/design.md).
+EVENT_TYPES: tuple[type[DpEvent], ...] = (
+    Epsilon, EpsilonDelta, Zcdp, Laplace, Gaussian, DiscreteLaplace, DiscreteGaussian,
+    RandomizedResponse, Exponential, Snapping, PoissonSampled,
+    SampledWithoutReplacement, Composed, SelfComposed,
+)
+
+_TYPES: dict[str, type[DpEvent]] = {cls.__name__: cls for cls in EVENT_TYPES}
+
+
+def relations_of(event: DpEvent) -> frozenset[str]:
+    """The neighbouring relations that ``event`` or its parts fix (empty: any relation).
+
+    The subsampling events fix the relation of the whole release; the event inside them
+    refers to the subsample and is not inspected.
+    """
+    rel = event.neighbouring
+    if rel is not None:
+        return frozenset((rel,))
+    if isinstance(event, SelfComposed):
+        return relations_of(event.event)
+    if isinstance(event, Composed):
+        out: frozenset[str] = frozenset()
+        for e in event.events:
+            out |= relations_of(e)
+        return out
+    return frozenset()
 
 
 def from_dict(data: dict[str, Any]) -> DpEvent:

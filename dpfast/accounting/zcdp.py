@@ -1,25 +1,25 @@
 """Zero-concentrated DP (zCDP, Bun & Steinke 2016): ``zcdp_rho`` and :class:`ZcdpAccountant`.
 
 A mechanism is ``rho``-zCDP when ``D_alpha(M(x) || M(x')) <= rho * alpha`` for every
-order ``alpha > 1`` and neighbouring ``x, x'``.  zCDP composes by adding ``rho``.
+order ``alpha > 1`` and neighbouring ``x, x'``.  zCDP composes by adding ``rho``.  The
+conversions to ``(epsilon, delta)`` (:func:`zcdp_epsilon`, :func:`zcdp_delta`) live in
+:mod:`dpfast._core.conversions` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
+from typing import Any
 
-import numpy as np
-from scipy import optimize
+from dpfast._core.conversions import zcdp_delta, zcdp_epsilon
+from dpfast._core.errors import UnsupportedEventError
+from dpfast._core.rounding import exact_up, mul_up, sum_up
 
 from . import events as ev
-from ._rounding import ULP as _ULP
-from ._rounding import exact_up as _exact_up
-from ._rounding import mul_up as _mul_up
-from ._rounding import sum_up as _sum_up
-from ._rounding import up as _up
+from .base import Accountant
 
 __all__ = ["ZcdpAccountant", "zcdp_rho", "zcdp_epsilon", "zcdp_delta"]
+
 
 def zcdp_rho(event: ev.DpEvent) -> float:
     """The ``rho`` such that ``event`` is ``rho``-zCDP (rounded up).
@@ -34,7 +34,7 @@ def zcdp_rho(event: ev.DpEvent) -> float:
 
     Raises
     ------
-    ValueError
+    UnsupportedEventError
         For events without a zCDP guarantee: ``EpsilonDelta`` with ``delta > 0``,
         ``PoissonSampled`` / ``SampledWithoutReplacement`` (subsampling does not amplify
         zCDP in general; use :class:`~dpfast.accounting.RdpAccountant`).
@@ -50,138 +50,22 @@ def zcdp_rho(event: ev.DpEvent) -> float:
     """
     if not isinstance(event, ev.DpEvent):
         raise TypeError(f"event must be a DpEvent, got {type(event).__name__}")
-    if isinstance(event, ev.Zcdp):
-        return event.rho
-    if isinstance(event, ev.Gaussian | ev.DiscreteGaussian):
-        s = Fraction(event.noise_multiplier)
-        return _exact_up(float(1 / (2 * s * s)), 1 / (2 * s * s))
-    if isinstance(event, ev.Exponential):
-        return _exact_up(event.epsilon**2 / 8.0, Fraction(event.epsilon) ** 2 / 8)
-    if isinstance(event, ev.Epsilon | ev.Snapping | ev.RandomizedResponse):
-        return _exact_up(event.epsilon**2 / 2.0, Fraction(event.epsilon) ** 2 / 2)
-    if isinstance(event, ev.EpsilonDelta):
-        if event.delta == 0.0:
-            return _exact_up(event.epsilon**2 / 2.0, Fraction(event.epsilon) ** 2 / 2)
-        raise ValueError(
-            f"zcdp_rho: an (epsilon, delta)-DP event with delta > 0 has no zCDP guarantee: "
-            f"{event!r}"
-        )
-    if isinstance(event, ev.Laplace | ev.DiscreteLaplace):
-        b = Fraction(event.noise_multiplier)
-        return _exact_up(float(1 / (2 * b * b)), 1 / (2 * b * b))
-    if isinstance(event, ev.SelfComposed):
-        return _mul_up(event.count, zcdp_rho(event.event)) if event.count else 0.0
-    if isinstance(event, ev.Composed):
-        return _sum_up([zcdp_rho(e) for e in event.events])
-    if isinstance(event, ev.PoissonSampled | ev.SampledWithoutReplacement):
-        if isinstance(event, ev.PoissonSampled) and event.rate == 0.0:
-            return 0.0
-        if isinstance(event, ev.PoissonSampled) and event.rate == 1.0:
-            return zcdp_rho(event.event)
-        raise ValueError(
-            f"zcdp_rho: subsampled events have no zCDP amplification; use RdpAccountant: "
-            f"{event!r}"
-        )
-    raise ValueError(f"zcdp_rho: unsupported event {event!r}")
+    return _ACCOUNTANT._cost(event)
 
 
-def _check_delta(delta: float) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, int | float | np.integer | np.floating):
-        raise TypeError(f"delta must be a real number, got {type(delta).__name__}")
-    d = float(delta)
-    if not (0.0 < d < 1.0):
-        raise ValueError(f"delta must lie in (0, 1), got {d!r}")
-    return d
+def _half_square(x: Fraction) -> float:
+    return exact_up(float(x * x / 2), x * x / 2)
 
 
-def _check_nonneg(x: float, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    v = float(x)
-    if math.isnan(v) or v < 0:
-        raise ValueError(f"{name} must be >= 0, got {v!r}")
-    return v
-
-
-def _eps_at(rho: float, logd: float, a: float) -> float:
-    """CKS20 Prop. 12 applied to the RDP curve ``a rho`` at one order ``a > 1``, rounded up."""
-    t1 = math.log1p(-1.0 / a)
-    t2 = (logd + math.log(a)) / (a - 1.0)
-    v = a * rho + t1 - t2
-    err = 8 * _ULP * (a * rho + abs(t1) + abs(t2) + 1.0)
-    return math.nextafter(v + err, math.inf)
-
-
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    """Smallest ``epsilon`` such that ``rho``-zCDP implies ``(epsilon, delta)``-DP.
-
-    Privacy
-    -------
-    CKS20 Corollary 13: ``rho``-zCDP implies ``(eps, delta)``-DP for
-    ``eps = inf_{a > 1} a rho + log(1 - 1/a) - (log(delta) + log(a)) / (a - 1)``.
-    The infimum is located numerically; *any* ``a > 1`` gives a valid bound, so the
-    result is an upper bound whatever the optimiser does, and it is never worse than
-    the classical ``rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016, Prop. 1.3).
-
-    Numerics
-    --------
-    Evaluated at the chosen order and rounded up.
-    """
-    rho = _check_nonneg(rho, "rho")
-    d = _check_delta(delta)
-    if rho == 0.0:
-        return 0.0
-    if math.isinf(rho):
-        return math.inf
-    logd = math.log(d)
-    classic = _up(rho + 2.0 * math.sqrt(rho * -logd), 8)
-    a0 = 1.0 + math.sqrt(-logd / rho)  # optimum of the classic bound
-
-    def obj(t: float) -> float:
-        return _eps_at(rho, logd, 1.0 + math.exp(t))
-
-    t0 = math.log(a0 - 1.0)
-    res = optimize.minimize_scalar(obj, bracket=(t0 - 1.0, t0), method="brent",
-                                   options={"xtol": 1e-10})
-    best = min(obj(t0), classic)
-    if np.isfinite(res.x):
-        best = min(best, obj(float(res.x)))
-    return max(0.0, best)
-
-
-def zcdp_delta(rho: float, epsilon: float) -> float:
-    """Smallest ``delta`` such that ``rho``-zCDP implies ``(epsilon, delta)``-DP.
-
-    Privacy
-    -------
-    CKS20 Corollary 13:
-    ``delta = inf_{a > 1} exp((a - 1)(a rho - eps)) / a * (1 - 1/a)^(a - 1)``;
-    minimised numerically over ``a`` (any ``a`` is valid), rounded up.
-    """
-    rho = _check_nonneg(rho, "rho")
-    eps = _check_nonneg(epsilon, "epsilon")
-    if rho == 0.0:
-        return 0.0
-
-    def logdelta(t: float) -> float:
-        a = 1.0 + math.exp(t)
-        v = (a - 1.0) * (a * rho - eps + math.log1p(-1.0 / a)) - math.log(a)
-        return v + 8 * _ULP * ((a - 1.0) * (a * rho + eps + 1.0) + math.log(a) + 1.0)
-
-    a0 = max((eps + rho) / (2.0 * rho), 1.0 + 1e-6)  # optimum of exp((a-1)(a rho - eps))
-    t0 = math.log(max(a0 - 1.0, 1e-6))
-    res = optimize.minimize_scalar(logdelta, bracket=(t0 - 1.0, t0), method="brent",
-                                   options={"xtol": 1e-10})
-    best = logdelta(t0)
-    if np.isfinite(res.x):
-        best = min(best, logdelta(float(res.x)))
-    if best >= 0.0:
-        return 1.0
-    return min(1.0, math.nextafter(math.exp(best) * (1 + 4 * _ULP), math.inf))
-
-
-class ZcdpAccountant:
+class ZcdpAccountant(Accountant):
     """zCDP accountant: composes ``rho`` additively (Bun & Steinke 2016, Lemma 2.3).
+
+    Parameters
+    ----------
+    neighbouring : {None, "add_remove", "replace_one"}
+        See :class:`~dpfast.accounting.Accountant`.  With ``"replace_one"`` an
+        add/remove-one ``rho``-zCDP event counts as ``4 rho`` (group privacy of size two,
+        Bun & Steinke 2016, Prop. 1.9).
 
     Privacy
     -------
@@ -193,7 +77,8 @@ class ZcdpAccountant:
     The running sum is rounded up after every composition.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, neighbouring: str | None = None) -> None:
+        super().__init__(neighbouring=neighbouring)
         self._rho = 0.0
 
     @property
@@ -201,17 +86,57 @@ class ZcdpAccountant:
         """Total ``rho`` so far."""
         return self._rho
 
-    def compose(self, event: ev.DpEvent, count: int = 1) -> ZcdpAccountant:
-        """Compose ``event`` ``count`` times; returns ``self`` (ValueError if not zCDP)."""
-        if isinstance(count, bool) or not isinstance(count, int | np.integer):
-            raise TypeError(f"count must be an integer, got {type(count).__name__}")
-        count = int(count)
-        if count < 0:
-            raise ValueError(f"count must be >= 0, got {count}")
-        rho = zcdp_rho(event)
-        if count:
-            self._rho = _sum_up([self._rho, _mul_up(count, rho)])
-        return self
+    # ---------------------------------------------------------------- handlers
+
+    def _zcdp(self, event: ev.Zcdp) -> float:
+        return event.rho
+
+    def _gaussian(self, event: Any) -> float:
+        return _half_square(1 / Fraction(event.noise_multiplier))
+
+    def _laplace(self, event: Any) -> float:
+        return _half_square(1 / Fraction(event.noise_multiplier))
+
+    def _pure(self, event: Any) -> float:
+        return _half_square(Fraction(event.epsilon))
+
+    def _exponential(self, event: ev.Exponential) -> float:
+        e = Fraction(event.epsilon)
+        return exact_up(float(e * e / 8), e * e / 8)
+
+    def _epsilon_delta(self, event: ev.EpsilonDelta) -> float:
+        if event.delta == 0.0:
+            return _half_square(Fraction(event.epsilon))
+        raise UnsupportedEventError(
+            f"zcdp_rho: an (epsilon, delta)-DP event with delta > 0 has no zCDP guarantee: "
+            f"{event!r}"
+        )
+
+    def _self_composed(self, event: ev.SelfComposed) -> float:
+        inner = self._cost(event.event)
+        return mul_up(event.count, inner) if event.count else 0.0
+
+    def _composed(self, event: ev.Composed) -> float:
+        return sum_up([self._cost(e) for e in event.events])
+
+    def _sampled(self, event: Any) -> float:
+        if isinstance(event, ev.PoissonSampled) and event.rate == 0.0:
+            return 0.0
+        if isinstance(event, ev.PoissonSampled) and event.rate == 1.0:
+            return self._cost(event.event)
+        raise UnsupportedEventError(
+            f"zcdp_rho: subsampled events have no zCDP amplification; use RdpAccountant: "
+            f"{event!r}"
+        )
+
+    def _to_replace_one(self, event: ev.DpEvent) -> ev.DpEvent:
+        # group privacy of size k multiplies rho by k^2 (Bun & Steinke 2016, Prop. 1.9)
+        return ev.Zcdp(mul_up(4.0, self._cost(event)))
+
+    # ---------------------------------------------------------------- state
+
+    def _add(self, cost: float, count: int) -> None:
+        self._rho = sum_up([self._rho, mul_up(count, cost)])
 
     def get_epsilon(self, delta: float) -> float:
         """Smallest ``epsilon`` with ``(epsilon, delta)``-DP (CKS20 Cor. 13)."""
@@ -223,3 +148,23 @@ class ZcdpAccountant:
 
     def __repr__(self) -> str:
         return f"ZcdpAccountant(rho={self._rho!r})"
+
+
+ZcdpAccountant._HANDLERS = {
+    ev.Zcdp: ZcdpAccountant._zcdp,
+    ev.Gaussian: ZcdpAccountant._gaussian,
+    ev.DiscreteGaussian: ZcdpAccountant._gaussian,
+    ev.Laplace: ZcdpAccountant._laplace,
+    ev.DiscreteLaplace: ZcdpAccountant._laplace,
+    ev.Epsilon: ZcdpAccountant._pure,
+    ev.Snapping: ZcdpAccountant._pure,
+    ev.RandomizedResponse: ZcdpAccountant._pure,
+    ev.Exponential: ZcdpAccountant._exponential,
+    ev.EpsilonDelta: ZcdpAccountant._epsilon_delta,
+    ev.SelfComposed: ZcdpAccountant._self_composed,
+    ev.Composed: ZcdpAccountant._composed,
+    ev.PoissonSampled: ZcdpAccountant._sampled,
+    ev.SampledWithoutReplacement: ZcdpAccountant._sampled,
+}
+
+_ACCOUNTANT = ZcdpAccountant()  # stateless use of the handlers by zcdp_rho

@@ -4,84 +4,55 @@ point, exact helpers and the base class."""
 from __future__ import annotations
 
 import math
-import numbers
 from fractions import Fraction
 from typing import Any
 
 import mpmath
 
 from dpfast import noise as _noise
+from dpfast._core.rounding import float_down, float_up
+from dpfast._core.validate import check_exact, check_exact_positive
 from dpfast.accounting import events as _events
 
 # precision (bits) of the mpmath evaluations behind the confidence intervals
 _PREC = 256
 
 # --------------------------------------------------------------------------- validation
+# (thin adapters over dpfast._core: the checks and the rounding are written once there)
 
 
 def _real(name: str, value: Any) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    if isinstance(value, Fraction | numbers.Integral):
-        return Fraction(value)
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
-    return Fraction(x)
+    return check_exact(value, name)
 
 
 def _positive(name: str, value: Any) -> Fraction:
-    q = _real(name, value)
-    if q <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return q
+    return check_exact_positive(value, name)
 
 
 def _positive_int(name: str, value: Any) -> int:
-    q = _positive(name, value)
+    q = check_exact_positive(value, name)
     if q.denominator != 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(q)
 
 
-def _delta(value: Any) -> Fraction:
-    q = _real("delta", value)
+def _open_unit(name: str, value: Any) -> Fraction:
+    q = check_exact(value, name)
     if not (0 < q < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {value!r}")
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
     return q
+
+
+def _delta(value: Any) -> Fraction:
+    return _open_unit("delta", value)
 
 
 def _alpha(value: Any) -> Fraction:
-    q = _real("alpha", value)
-    if not (0 < q < 1):
-        raise ValueError(f"alpha must lie in (0, 1), got {value!r}")
-    return q
+    return _open_unit("alpha", value)
 
 
-def _float_up(q: Fraction | int) -> float:
-    """Smallest float >= q."""
-    q = Fraction(q)
-    try:
-        f = float(q)
-    except OverflowError:
-        return math.inf
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
-
-
-def _float_down(q: Fraction | int) -> float:
-    """Largest float <= q."""
-    q = Fraction(q)
-    f = float(q)
-    if Fraction(f) > q:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def _ceil_sqrt(n: int) -> int:
-    r = math.isqrt(n)
-    return r if r * r == n else r + 1
+_float_up = float_up
+_float_down = float_down
 
 
 def _privacy_mode(

@@ -11,10 +11,10 @@ import numpy as np
 
 from dpfast import _calibrate
 from dpfast import noise as _noise
+from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _alpha,
-    _ceil_sqrt,
     _exp_upper,
     _float_down,
     _float_up,
