@@ -8,9 +8,84 @@ only when first used.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
+    from dpfast import accounting as accounting
+    from dpfast import budget as budget
+    from dpfast import dpsgd as dpsgd
+    from dpfast import guidelines as guidelines
+    from dpfast import local as local
+    from dpfast import mechanisms as mechanisms
+    from dpfast import metrics as metrics
+    from dpfast import noise as noise
+    from dpfast import planning as planning
+    from dpfast import random as random
+    from dpfast import selection as selection
+    from dpfast import tables as tables
+    from dpfast.accounting import (
+        Accountant,
+        NeighbouringRelationError,
+        PureDpAccountant,
+        RdpAccountant,
+        UnsupportedEventError,
+        ZcdpAccountant,
+        advanced_composition,
+        calibrate_noise_multiplier,
+        dpsgd_epsilon,
+        optimal_composition,
+        parallel_composition,
+    )
+    from dpfast.accounting import events as events
+    from dpfast.budget import (
+        Budget,
+        BudgetExceededError,
+        LedgerError,
+    )
+    from dpfast.histogram import (
+        histogram,
+        histogram2d,
+        histogramdd,
+    )
+    from dpfast.mechanisms import (
+        DiscreteGaussianMechanism,
+        DiscreteLaplaceMechanism,
+        GaussianMechanism,
+        LaplaceMechanism,
+        SnappingMechanism,
+    )
+    from dpfast.noise import (
+        discrete_gaussian,
+        discrete_laplace,
+        gaussian,
+        granularity,
+        laplace,
+        snapping,
+        snapping_epsilon,
+    )
+    from dpfast.planning import (
+        accuracy_to_epsilon,
+        epsilon_to_accuracy,
+    )
+    from dpfast.random import (
+        ChaCha20,
+        Generator,
+        RngLike,
+        default_rng,
+        keystream,
+    )
+    from dpfast.selection import (
+        exponential,
+        exponential_event,
+        permute_and_flip,
+        permute_and_flip_event,
+        report_noisy_max,
+        report_noisy_max_event,
+        top_k,
+        top_k_event,
+    )
 
 # name -> module that defines it
 _PUBLIC: dict[str, str] = {
@@ -42,7 +117,11 @@ _PUBLIC: dict[str, str] = {
     "permute_and_flip_event": "dpfast.selection",
     "report_noisy_max_event": "dpfast.selection",
     "top_k_event": "dpfast.selection",
+    "RngLike": "dpfast.random",
     # accounting
+    "Accountant": "dpfast.accounting",
+    "UnsupportedEventError": "dpfast.accounting",
+    "NeighbouringRelationError": "dpfast.accounting",
     "RdpAccountant": "dpfast.accounting",
     "ZcdpAccountant": "dpfast.accounting",
     "PureDpAccountant": "dpfast.accounting",
@@ -64,25 +143,83 @@ _PUBLIC: dict[str, str] = {
     "epsilon_to_accuracy": "dpfast.planning",
 }
 
+# submodules reachable as attributes; every name listed here must exist (a test imports
+# each one), "events" is dpfast.accounting.events
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
     "dpsgd", "events", "tables", "metrics", "guidelines", "planning",
 }
 
-__all__ = sorted(_PUBLIC) + ["__version__"]
+# literal, so that type checkers see the re-exports (a test keeps it equal to _PUBLIC)
+__all__ = [
+    "Accountant",
+    "Budget",
+    "BudgetExceededError",
+    "ChaCha20",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "GaussianMechanism",
+    "Generator",
+    "LaplaceMechanism",
+    "LedgerError",
+    "NeighbouringRelationError",
+    "PureDpAccountant",
+    "RdpAccountant",
+    "RngLike",
+    "SnappingMechanism",
+    "UnsupportedEventError",
+    "ZcdpAccountant",
+    "accuracy_to_epsilon",
+    "advanced_composition",
+    "calibrate_noise_multiplier",
+    "default_rng",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "dpsgd_epsilon",
+    "epsilon_to_accuracy",
+    "exponential",
+    "exponential_event",
+    "gaussian",
+    "granularity",
+    "histogram",
+    "histogram2d",
+    "histogramdd",
+    "keystream",
+    "laplace",
+    "optimal_composition",
+    "parallel_composition",
+    "permute_and_flip",
+    "permute_and_flip_event",
+    "report_noisy_max",
+    "report_noisy_max_event",
+    "snapping",
+    "snapping_epsilon",
+    "top_k",
+    "top_k_event",
+    "__version__",
+]
+
+
+def _load(module: str, name: str) -> Any:
+    """``import module``; a module that is not there is an AttributeError of ``dpfast``
+    (so ``hasattr`` and ``getattr(dpfast, name, default)`` never raise)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            raise AttributeError(
+                f"module 'dpfast' has no attribute {name!r} ({module} is not installed)"
+            ) from exc
+        raise
 
 
 def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        value = getattr(_load(_PUBLIC[name], name), name)
         globals()[name] = value
         return value
-    if name == "events":
-        module = importlib.import_module("dpfast.accounting.events")
-        globals()[name] = module
-        return module
     if name in _SUBMODULES:
-        module = importlib.import_module(f"dpfast.{name}")
+        module = _load("dpfast.accounting.events" if name == "events" else f"dpfast.{name}", name)
         globals()[name] = module
         return module
     raise AttributeError(f"module 'dpfast' has no attribute {name!r}")

@@ -36,7 +36,7 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from dpfast._validate import check_int as _check_int
 from dpfast._validate import check_key as _check_key
 from dpfast._validate import check_size as _check_size
 
-__all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator"]
+__all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator", "RngLike"]
 
 _WORDS_PER_BLOCK = _streams.WORDS_PER_BLOCK
 _BLOCKS_PER_STREAM = _streams.BLOCKS_PER_STREAM
@@ -391,7 +391,12 @@ def _default_generator() -> Generator:
     return _DEFAULT
 
 
-def as_generator(rng: Any, name: str = "rng") -> Generator:
+#: What every ``rng=`` parameter accepts: ``None`` (the process-wide default generator),
+#: a :class:`Generator`, or a 32-byte key (a fresh generator keyed with it: replayable).
+RngLike: TypeAlias = Generator | bytes | bytearray | memoryview | None
+
+
+def as_generator(rng: RngLike, name: str = "rng") -> Generator:
     """Resolve an ``rng`` argument: None, a :class:`Generator` or a 32-byte key."""
     if rng is None:
         return _default_generator()

@@ -1,8 +1,17 @@
 from __future__ import annotations
 
 import hypothesis
+import pytest
+
+from .helpers import KEY
 
 hypothesis.settings.register_profile("dpfast", deadline=None, max_examples=60)
 hypothesis.settings.load_profile("dpfast")
 
-KEY = bytes(range(32))  # fixed key: statistical tests are deterministic
+__all__ = ["KEY"]
+
+
+@pytest.fixture
+def key() -> bytes:
+    """The fixed 32-byte key of the statistical tests (:data:`tests.helpers.KEY`)."""
+    return KEY

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 import importlib.util
 import math
@@ -13,9 +12,20 @@ import numpy as np
 import pytest
 
 from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
+from dpfast.mechanisms._discretisation import grid_terms
 from dpfast.mechanisms._tails import _discrete_gaussian_halfwidth
 
-KEY = bytes(range(32))
+from .helpers import (
+    KEY,
+    analytic_gaussian_delta,
+    cks20_delta,
+    cor13_delta,
+    dgauss_pmf_float,
+    dgauss_pmf_table,
+    dgauss_tail,
+    dlap_tail,
+    mp,
+)
 
 
 def mechanisms():
@@ -30,72 +40,6 @@ def prev_float(x: float) -> float:
     return math.nextafter(x, 0.0)
 
 
-def mp(q) -> mpmath.mpf:
-    q = Fraction(q)
-    return mpmath.mpf(q.numerator) / q.denominator
-
-
-# --------------------------------------------------------------------------- exact references
-
-
-def dlap_tail(t, w) -> mpmath.mpf:
-    """P(|K| > w), K discrete Laplace of scale t, by summing the pmf."""
-    with mpmath.workdps(60):
-        t = mp(t)
-        p = mpmath.exp(-1 / t)
-        z = (1 + p) / (1 - p)
-        return 2 * mpmath.nsum(lambda k: p**k, [w + 1, mpmath.inf]) / z
-
-
-@functools.cache
-def dgauss_pmf_table(sigma, width=15):
-    """pmf of N_Z(0, sigma^2) on [-K, K], K = width * sigma, in mpmath (dps 40)."""
-    with mpmath.workdps(40):
-        s = mp(sigma)
-        k_max = int(width * float(sigma)) + 2
-        ks = range(-k_max, k_max + 1)
-        w = [mpmath.exp(-mpmath.mpf(k) ** 2 / (2 * s * s)) for k in ks]
-        z = mpmath.fsum(w)
-        return {k: v / z for k, v in zip(ks, w, strict=True)}
-
-
-def dgauss_tail(table, w) -> mpmath.mpf:
-    with mpmath.workdps(40):
-        return mpmath.fsum(v for k, v in table.items() if abs(k) > w)
-
-
-def analytic_gaussian_delta(eps, sigma, sens) -> mpmath.mpf:
-    """Balle & Wang 2018, Thm. 8: delta of the continuous Gaussian mechanism."""
-    with mpmath.workdps(50):
-        e, s, d = mp(eps), mp(sigma), mp(sens)
-        return mpmath.ncdf(d / (2 * s) - e * s / d) - mpmath.exp(e) * mpmath.ncdf(
-            -d / (2 * s) - e * s / d
-        )
-
-
-def cks20_delta(eps, sigma, sens) -> mpmath.mpf:
-    """CKS20 Thm. 7: exact delta of the discrete Gaussian with integer sensitivity."""
-    table = dgauss_pmf_table(sigma)
-    with mpmath.workdps(40):
-        e, s, d = mp(eps), mp(sigma), mp(sens)
-        a = e * s * s / d - d / 2
-        b = e * s * s / d + d / 2
-        return mpmath.fsum(v for k, v in table.items() if k > a) - mpmath.exp(e) * mpmath.fsum(
-            v for k, v in table.items() if k > b
-        )
-
-
-def cor13_delta(rho, eps) -> mpmath.mpf:
-    """CKS20 Cor. 13, delta(a) = exp((a-1)(a rho - eps)) (1-1/a)^(a-1) / a at the best a."""
-    with mpmath.workdps(40):
-        r, e = mp(rho), mp(eps)
-
-        def logd(a):
-            return (a - 1) * (a * r - e) + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a)
-
-        a0 = (e + r) / (2 * r) + 1  # near the minimiser
-        a = mpmath.findroot(lambda b: mpmath.diff(logd, b), a0)
-        return mpmath.exp(logd(a))
 
 
 # --------------------------------------------------------------------------- Laplace
@@ -191,24 +135,51 @@ def test_gaussian_zcdp_calibration(rho, sens, m):
     assert mech.scale == mech.sigma
 
 
-@pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1.0), (0.1, 1e-6, 2.0), (4.0, 1e-9, 1.0)])
+@pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1.0), (0.1, 1e-6, 2.0), (4.0, 1e-9, 1.0),
+                                             (10.0, 1e-9, 1.0)])
 def test_gaussian_analytic_calibration(eps, delta, sens):
     M = mechanisms()
-    mech = M.GaussianMechanism(eps, delta, sensitivity=sens)
+    mech = M.GaussianMechanism(eps, delta, sensitivity=sens)  # (10, 1e-9) raised before
     g = Fraction(mech.granularity)
     d_eff = Fraction(sens) + g
-    eta = (1 + mp(math.exp(eps)) * (1 + mpmath.mpf(1e-15))) * mp(Fraction(4, 5) * g / Fraction(
-        mech.sigma))
-    # continuous profile at Delta + g plus the discretisation term stays below delta
-    assert analytic_gaussian_delta(eps, mech.sigma, d_eff) + eta <= delta
-    # and the calibration is tight: 1e-5 less noise would break the target
-    assert analytic_gaussian_delta(eps, mech.sigma * (1 - 1e-5), d_eff) + eta > delta
+    e2, d2 = grid_terms(Fraction(eps), Fraction(delta), 1, Fraction(mech.sigma) / g)
+    # the grid costs almost nothing (no term grows with e^eps) ...
+    assert eps - 1e-9 < e2 <= eps and delta * (1 - 1e-9) < d2 <= delta
+    # ... the continuous profile at Delta + g and the adjusted (eps', delta') holds ...
+    assert analytic_gaussian_delta(e2, mech.sigma, d_eff) <= d2
+    # ... and the calibration is tight: 1e-5 less noise would break even the plain target
+    assert analytic_gaussian_delta(eps, mech.sigma * (1 - 1e-5), d_eff) > delta
+
+
+@pytest.mark.parametrize("s, k", [(400.0, 100), (400.0, 250), (1000.5, 600)])
+@pytest.mark.parametrize("eps", [0.5, 2.0])
+def test_grid_terms_bound_the_exact_discrete_profile(s, k, eps):
+    """The lemma behind grid_terms, checked where the discrete delta is exactly computable.
+
+    For N_Z(0, s^2) noise and an integer shift k (1-D), CKS20 Thm. 7 gives the exact
+    delta.  grid_terms promises: if the continuous Gaussian (sigma = s, shift k) is
+    (eps', delta')-DP then the discrete one is (eps, target)-DP.  Find the smallest
+    target for which the premise holds and compare with the exact discrete delta.
+    """
+    def premise(target: mpmath.mpf) -> bool:
+        e2, d2 = grid_terms(Fraction(eps), Fraction(float(target)), 1, Fraction(s))
+        return analytic_gaussian_delta(e2, s, k) <= d2
+
+    lo = analytic_gaussian_delta(eps, s, k) / 2  # premise fails: delta' < delta_cont(eps)
+    hi = lo * 64
+    assert not premise(lo) and premise(hi)
+    for _ in range(30):
+        mid = mpmath.sqrt(lo * hi)
+        lo, hi = (lo, mid) if premise(mid) else (mid, hi)
+    exact = cks20_delta(eps, s, k)
+    assert exact <= lo  # the promise holds at (just below) the smallest target it makes
+    assert hi <= 4 * exact  # and the bound is not vacuous
 
 
 @pytest.mark.parametrize("eps, delta, sens", [(1.0, 1e-5, 1), (0.5, 1e-6, 2), (3.0, 1e-8, 1)])
 def test_discrete_gaussian_cks20_calibration(eps, delta, sens):
     M = mechanisms()
-    mech = M.DiscreteGaussianMechanism(eps, delta, sensitivity=sens)
+    mech = M.DiscreteGaussianMechanism(eps, delta, sensitivity=sens, max_changed=1)
     assert cks20_delta(eps, mech.sigma, sens) <= delta
     assert cks20_delta(eps, mech.sigma * (1 - 1e-6), sens) > delta
     assert Fraction(mech.event.noise_multiplier) <= Fraction(mech.sigma) / sens
@@ -226,8 +197,46 @@ def test_discrete_gaussian_zcdp_and_multi_coordinate():
     assert cor13_delta(rho, 1.0) <= 1e-5
     # tight: 1e-6 less noise breaks it (at the best order, found numerically)
     assert cor13_delta(rho / (1 - Fraction(1, 10**6)) ** 2, 1.0) > 1e-5
-    assert multi.sigma > M.DiscreteGaussianMechanism(1.0, 1e-5).sigma
-    assert multi.sigma < 1.25 * M.DiscreteGaussianMechanism(1.0, 1e-5).sigma
+    one = M.DiscreteGaussianMechanism(1.0, 1e-5, max_changed=1)
+    assert multi.sigma > one.sigma
+    assert multi.sigma < 1.25 * one.sigma
+    assert M.DiscreteGaussianMechanism(1.0, 1e-5).sigma == multi.sigma  # default: any shift
+
+
+def _shift_delta(eps: float, sigma: float, shift: tuple[int, ...]) -> float:
+    """Exact delta of the multivariate discrete Gaussian for one integer shift.
+
+    The privacy loss at y ~ N_Z(shift, sigma^2 I) is (2 <y, shift> - |shift|^2) / (2 s^2),
+    a function of <Y, shift> with Y ~ N_Z(0, sigma^2 I): its pmf is a convolution.
+    delta = E[(1 - exp(eps - L))_+] (float64, error far below the 0.4% the test resolves).
+    """
+    ks, p = dgauss_pmf_float(sigma)
+    support, pmf = np.array([0]), np.array([1.0])
+    for c in shift:
+        if c == 0:
+            continue
+        lo = support[0] + c * ks[0] if c > 0 else support[0] + c * ks[-1]
+        comp = np.zeros(abs(c) * (len(ks) - 1) + 1)
+        comp[:: abs(c)] = p if c > 0 else p[::-1]
+        pmf = np.convolve(pmf, comp)
+        support = lo + np.arange(len(pmf))
+    n2 = sum(c * c for c in shift)
+    loss = (2.0 * support + n2) / (2.0 * sigma * sigma)  # <y, shift> = <Y, shift> + |shift|^2
+    gain = -np.expm1(np.minimum(eps - loss, 0.0))
+    return math.fsum(pmf * gain)
+
+
+def test_discrete_gaussian_default_covers_every_l2_shift():
+    """Issue 17 item 10: with L2 sensitivity 2 the shift (1,1,1,1) is allowed; the 1-D
+    formula (the old default) gives delta above the target there."""
+    M = mechanisms()
+    eps, delta = 1.0, 1e-5
+    default = M.DiscreteGaussianMechanism(eps, delta, sensitivity=2)
+    for shift in [(2,), (1, 1, 1, 1), (1, 1, 1), (1, 1)]:
+        assert _shift_delta(eps, default.sigma, shift) <= delta, shift
+    one_d = M.DiscreteGaussianMechanism(eps, delta, sensitivity=2, max_changed=1)
+    assert _shift_delta(eps, one_d.sigma, (2,)) <= delta
+    assert _shift_delta(eps, one_d.sigma, (1, 1, 1, 1)) > delta  # why it is not the default
 
 
 def test_gaussian_confidence_interval_on_grid():

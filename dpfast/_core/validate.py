@@ -43,7 +43,7 @@ def check_real(value: Any, name: str) -> float:
     try:
         x = float(value)
     except OverflowError:  # a huge int or Fraction
-        x = math.inf if value > 0 else -math.inf
+        x = math.inf if Fraction(value.numerator, value.denominator) > 0 else -math.inf
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN")
     return x

@@ -118,7 +118,7 @@ class Accountant(abc.ABC):
         if isinstance(event, ev.SelfComposed):
             return ev.SelfComposed(self._convert(event.event), event.count)
         if isinstance(event, ev.Composed):
-            return ev.Composed(self._convert(e) for e in event.events)
+            return ev.Composed(tuple(self._convert(e) for e in event.events))
         if event.neighbouring == ev.ADD_REMOVE:
             return self._to_replace_one(event)
         return event

@@ -77,7 +77,7 @@ def _exact_real(owner: str, name: str, value: Any, *, down: bool) -> float:
     x = check_real(value, f"{owner}: {name}")
     if isinstance(value, numbers.Rational) and not isinstance(value, numbers.Integral):
         if math.isfinite(x):
-            q = Fraction(value.numerator, value.denominator)
+            q = Fraction(int(value.numerator), int(value.denominator))
             return float_down(q) if down else float_up(q)
     return x
 

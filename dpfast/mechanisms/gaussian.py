@@ -15,7 +15,6 @@ from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _alpha,
-    _exp_upper,
     _float_down,
     _float_up,
     _granularity_fixed_point,
@@ -24,13 +23,10 @@ from dpfast.mechanisms._common import (
     _positive_int,
     _privacy_mode,
 )
+from dpfast.mechanisms._discretisation import grid_terms
 from dpfast.mechanisms._tails import _discrete_gaussian_halfwidth
 
 __all__ = ["GaussianMechanism", "DiscreteGaussianMechanism"]
-
-# Kolmogorov distance between N_Z(0, s^2) and N(0, s^2) is at most _KOLMOGOROV / s
-# (sum-versus-integral bound for a unimodal function, see GaussianMechanism)
-_KOLMOGOROV = Fraction(4, 5)
 
 
 class GaussianMechanism(_Mechanism):
@@ -70,13 +66,15 @@ class GaussianMechanism(_Mechanism):
       ``alpha > 1`` (Canonne, Kamath, Steinke 2020, Thm. 4, tensorised over coordinates),
       and ``sigma`` is the smallest float with ``Delta_eff^2 / (2 sigma^2) <= rho``.
     * ``(epsilon, delta)``: ``sigma`` is the analytic Gaussian calibration (Balle & Wang
-      2018, Thm. 8) for sensitivity ``Delta_eff`` at ``delta - eta``, where
-      ``eta = (1 + e^epsilon) m (4/5) g / sigma`` bounds the difference between the
-      discrete and the continuous privacy profile: the privacy loss is a function of
-      ``<k, Y>``, and each ``N_Z(0, s^2)`` coordinate is within Kolmogorov distance
-      ``0.8 / s`` of ``N(0, s^2)`` (a unimodal sum against its integral), so
-      ``delta_discrete(epsilon) <= delta_continuous(epsilon) + (1 + e^epsilon) m 0.8 g /
-      sigma``.  With ``g / sigma < 2^-39`` this is below ``1.5e-12 (1 + e^epsilon) m``.
+      2018, Thm. 8) for sensitivity ``Delta_eff`` at a slightly smaller
+      ``(epsilon', delta')`` that pays for the grid: on the grid the noise is discrete,
+      and its density (smoothed by a uniform on each cell) is within a factor
+      ``e^{+-eta}``, ``eta ~ c m g / (2 sigma)`` with ``c ~ 10``, of the normal density
+      except on tails of mass ``< 2^-40 delta``; so ``epsilon' = epsilon - 2 eta`` and
+      ``delta' = (delta - tails) e^{-eta}`` (proof in
+      ``dpfast/mechanisms/_discretisation.py``).  With ``g / sigma < 2^-39`` this costs
+      about ``1e-11 m`` in epsilon and a relative ``1e-11 m`` in delta, independently of
+      ``e^epsilon`` (``GaussianMechanism(10, 1e-9)`` is fine).
       Guarantee: ``P[M(D) in S] <= exp(epsilon) P[M(D') in S] + delta``.
 
     Numerics
@@ -107,6 +105,7 @@ class GaussianMechanism(_Mechanism):
         self.max_changed = m
 
         if mode == "zcdp":
+            assert r is not None
             rho_down = _float_down(r)
 
             def need(g: float, s: float) -> float:
@@ -116,23 +115,15 @@ class GaussianMechanism(_Mechanism):
             start = need(0.0, 0.0)
         else:
             assert eps is not None and dlt is not None
-            one_plus_exp = 1 + _exp_upper(eps)  # rational upper bound on 1 + e^eps
-
             eps_down = _float_down(eps)
 
             def need(g: float, s: float) -> float:
                 if g == 0.0:
                     return _calibrate.analytic_gaussian_sigma(eps_down, float(dlt), float(sens))
-                # discretisation term for sigma = s on the grid g (checked at the returned s)
-                eta = one_plus_exp * m * _KOLMOGOROV * Fraction(g) / Fraction(s)
-                d = _float_down(dlt - eta)
-                if d <= 0:
-                    raise ValueError(
-                        "delta is too small for the float grid's discretisation term "
-                        f"({float(eta):.3g}); use DiscreteGaussianMechanism or rho"
-                    )
+                # discretisation terms for sigma = s on the grid g (checked at the returned s)
+                e2, d2 = grid_terms(eps, dlt, m, Fraction(s) / Fraction(g))
                 return _calibrate.analytic_gaussian_sigma(
-                    eps_down, d, _float_up(sens + root_m * Fraction(g))
+                    e2, d2, _float_up(sens + root_m * Fraction(g))
                 )
 
             start = need(0.0, 0.0)
@@ -186,10 +177,13 @@ class DiscreteGaussianMechanism(_Mechanism):
     rho : float, optional
         Target ``rho``-zCDP instead.
     sensitivity : int, default 1
-        Integer sensitivity ``Delta >= 1`` (L2; see Privacy for ``(epsilon, delta)``).
-    max_changed : int, default 1
-        Number ``m`` of coordinates in which neighbouring inputs may differ; only used
-        for ``(epsilon, delta)``.
+        Integer L2 sensitivity ``Delta >= 1``.
+    max_changed : int, optional
+        Set ``max_changed=1`` only when neighbouring inputs differ in *one* coordinate, by
+        at most ``Delta`` (a scalar query, or a histogram where one record changes one
+        cell): ``(epsilon, delta)`` is then calibrated with the tight one-dimensional
+        formula.  Default (``None``) and any other value: safe for every integer shift of
+        L2 norm ``<= Delta``, in any number of coordinates.  Not used with ``rho``.
 
     Attributes
     ----------
@@ -199,19 +193,21 @@ class DiscreteGaussianMechanism(_Mechanism):
 
     Privacy
     -------
-    * ``rho``: neighbouring relation ``||f(D) - f(D')||_2 <= Delta`` (integer vectors).
-      ``D_alpha(M(D) || M(D')) <= alpha Delta^2 / (2 sigma^2) <= alpha rho`` for all
-      ``alpha > 1`` (CKS20, Thm. 4 and its multivariate form, Sec. 5); ``sigma`` is the
-      smallest float with ``Delta^2 / (2 sigma^2) <= rho``.
-    * ``(epsilon, delta)`` with ``m = 1`` (one coordinate changes by at most ``Delta``):
-      ``sigma`` is calibrated with CKS20's exact formula (Thm. 7),
+    Neighbouring relation: ``f(D) - f(D')`` is an integer vector of L2 norm ``<= Delta``.
+
+    * ``rho``: ``D_alpha(M(D) || M(D')) <= alpha Delta^2 / (2 sigma^2) <= alpha rho`` for
+      all ``alpha > 1`` (CKS20, Thm. 4 and its multivariate form, Thm. 14); ``sigma`` is
+      the smallest float with ``Delta^2 / (2 sigma^2) <= rho``.
+    * ``(epsilon, delta)``, default: via zCDP, with the largest ``rho`` (to 1e-12) for
+      which ``rho``-zCDP implies ``(epsilon, delta)``-DP by CKS20, Cor. 13,
+      ``delta = inf_{a > 1} exp((a-1)(a rho - eps)) (1 - 1/a)^(a-1) / a``.  Valid for
+      every integer shift of L2 norm ``<= Delta`` (the one-dimensional formula is not:
+      with ``Delta = 2`` the shift ``(1, 1, 1, 1)`` has a larger ``delta`` than the shift
+      ``(2, 0, 0, 0)``).
+    * ``(epsilon, delta)`` with ``max_changed=1`` (one coordinate changes by at most
+      ``Delta``): ``sigma`` is calibrated with CKS20's exact formula (Thm. 7),
       ``delta = P[Y > eps sigma^2/Delta - Delta/2] - e^eps P[Y > eps sigma^2/Delta +
       Delta/2]``, ``Y ~ N_Z(0, sigma^2)``, rounded up.
-    * ``(epsilon, delta)`` with ``m > 1`` (L2 neighbouring relation as for ``rho``): via
-      zCDP, with the largest ``rho`` (to 1e-12) for which ``rho``-zCDP implies
-      ``(epsilon, delta)``-DP by CKS20, Cor. 13,
-      ``delta = inf_{a > 1} exp((a-1)(a rho - eps)) (1 - 1/a)^(a-1) / a``
-      (conservative: Thm. 7 is one-dimensional).
 
     Guarantee: ``P[M(D) in S] <= exp(epsilon) P[M(D') in S] + delta``.
 
@@ -227,21 +223,24 @@ class DiscreteGaussianMechanism(_Mechanism):
         rho: float | None = None,
         sensitivity: int = 1,
         *,
-        max_changed: int = 1,
+        max_changed: int | None = None,
     ) -> None:
         mode, eps, dlt, r = _privacy_mode(epsilon, delta, rho)
         sens = _positive_int("sensitivity", sensitivity)
-        m = _positive_int("max_changed", max_changed)
+        m = None if max_changed is None else _positive_int("max_changed", max_changed)
         self.epsilon = None if eps is None else float(epsilon)  # type: ignore[arg-type]
         self.delta = None if dlt is None else float(delta)  # type: ignore[arg-type]
         self.rho = None if r is None else float(rho)  # type: ignore[arg-type]
         self.sensitivity = sens
         self.max_changed = m
         if mode == "zcdp":
+            assert r is not None
             self.sigma = _calibrate.gaussian_sigma_zcdp(_float_down(r), sens)
         elif m == 1:
+            assert eps is not None and dlt is not None
             self.sigma = _calibrate.discrete_gaussian_sigma(_float_down(eps), float(dlt), sens)
         else:
+            assert eps is not None and dlt is not None
             rho_ok = _largest_rho(_float_down(eps), float(dlt))
             self.sigma = _calibrate.gaussian_sigma_zcdp(rho_ok, sens)
         self.event = _events.DiscreteGaussian(
@@ -255,7 +254,7 @@ class DiscreteGaussianMechanism(_Mechanism):
         else:
             out["rho"] = self.rho
         out["sensitivity"] = self.sensitivity
-        if self.max_changed != 1:
+        if self.max_changed is not None:
             out["max_changed"] = self.max_changed
         return out
 

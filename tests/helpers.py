@@ -1,0 +1,194 @@
+"""Shared test references: the fixed key, exact pmfs and privacy profiles, a chi-square test.
+
+Statistical tests use :data:`KEY` (or the ``key`` fixture of ``conftest.py``) so they are
+deterministic.  References are exact formulas evaluated with mpmath (or, where stated,
+float64 with an error far below what the test resolves), never another sampler.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+KEY = bytes(range(32))  # fixed key: statistical tests are deterministic
+
+__all__ = [
+    "KEY",
+    "mp",
+    "dlap_tail",
+    "dgauss_pmf_table",
+    "dgauss_tail",
+    "dgauss_pmf_float",
+    "analytic_gaussian_delta",
+    "cks20_delta",
+    "cor13_delta",
+    "cor13_epsilon",
+    "chisquare_pvalue",
+]
+
+
+def mp(q: Fraction | float | int) -> mpmath.mpf:
+    """The exact value of a float / Fraction / int as an mpmath number."""
+    q = Fraction(q)
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+# --------------------------------------------------------------------------- exact pmfs
+
+
+def dlap_tail(t: Fraction | float, w: int) -> mpmath.mpf:
+    """P(|K| > w), K discrete Laplace of scale t (P(k) ~ exp(-|k|/t)), summing the pmf."""
+    with mpmath.workdps(60):
+        tt = mp(t)
+        p = mpmath.exp(-1 / tt)
+        z = (1 + p) / (1 - p)
+        return 2 * mpmath.nsum(lambda k: p**k, [w + 1, mpmath.inf]) / z
+
+
+@functools.cache
+def dgauss_pmf_table(sigma: Fraction | float, width: int = 15) -> dict[int, mpmath.mpf]:
+    """pmf of N_Z(0, sigma^2) on [-K, K], K = width * sigma, in mpmath (dps 40)."""
+    with mpmath.workdps(40):
+        s = mp(sigma)
+        k_max = int(width * float(sigma)) + 2
+        ks = range(-k_max, k_max + 1)
+        w = [mpmath.exp(-mpmath.mpf(k) ** 2 / (2 * s * s)) for k in ks]
+        z = mpmath.fsum(w)
+        return {k: v / z for k, v in zip(ks, w, strict=True)}
+
+
+def dgauss_tail(table: dict[int, mpmath.mpf], w: int) -> mpmath.mpf:
+    """P(|K| > w) from a :func:`dgauss_pmf_table`."""
+    with mpmath.workdps(40):
+        return mpmath.fsum(v for k, v in table.items() if abs(k) > w)
+
+
+def dgauss_pmf_float(sigma: float, width: int = 40) -> tuple[np.ndarray, np.ndarray]:
+    """(support, pmf) of N_Z(0, sigma^2) in float64 on [-width sigma, width sigma].
+
+    Relative error of each value about 1e-15, truncated mass below exp(-width^2 / 2): for
+    convolutions (multivariate shifts) where mpmath would be slow.
+    """
+    k_max = int(width * sigma) + 2
+    ks = np.arange(-k_max, k_max + 1)
+    w = np.exp(-(ks.astype(np.float64) ** 2) / (2.0 * sigma * sigma))
+    return ks, w / math.fsum(w)
+
+
+# --------------------------------------------------------------------------- privacy profiles
+
+
+def analytic_gaussian_delta(eps, sigma, sens) -> mpmath.mpf:
+    """Balle & Wang 2018, Thm. 8: delta of the continuous Gaussian mechanism."""
+    with mpmath.workdps(50):
+        e, s, d = mp(eps), mp(sigma), mp(sens)
+        return mpmath.ncdf(d / (2 * s) - e * s / d) - mpmath.exp(e) * mpmath.ncdf(
+            -d / (2 * s) - e * s / d
+        )
+
+
+def cks20_delta(eps, sigma, sens) -> mpmath.mpf:
+    """CKS20 Thm. 7: exact delta of the 1-D discrete Gaussian with integer sensitivity."""
+    table = dgauss_pmf_table(sigma)
+    with mpmath.workdps(40):
+        e, s, d = mp(eps), mp(sigma), mp(sens)
+        a = e * s * s / d - d / 2
+        b = e * s * s / d + d / 2
+        return mpmath.fsum(v for k, v in table.items() if k > a) - mpmath.exp(e) * mpmath.fsum(
+            v for k, v in table.items() if k > b
+        )
+
+
+def cor13_delta(rho, eps) -> mpmath.mpf:
+    """CKS20 Cor. 13, inf_a exp((a-1)(a rho - eps)) (1-1/a)^(a-1) / a, at the exact optimum.
+
+    The log is convex in a with derivative 2 a rho - rho - eps + log(1 - 1/a); its root
+    is found by bisection at 60 digits.
+    """
+    with mpmath.workdps(60):
+        r, e = mp(rho), mp(eps)
+        if r == 0:
+            return mpmath.mpf(0)
+
+        def slope(a):
+            return 2 * a * r - r - e + mpmath.log(1 - 1 / a)
+
+        lo, hi = mpmath.mpf(1) + mpmath.mpf(10) ** -50, mpmath.mpf(2)
+        while slope(hi) < 0:
+            hi *= 2
+        for _ in range(400):
+            mid = (lo + hi) / 2
+            if slope(mid) < 0:
+                lo = mid
+            else:
+                hi = mid
+        a = (lo + hi) / 2
+        val = mpmath.exp((a - 1) * (a * r - e) + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a))
+        return min(val, mpmath.mpf(1))
+
+
+def cor13_epsilon(rho, delta) -> mpmath.mpf:
+    """CKS20 Cor. 13, inf_a a rho + log(1 - 1/a) - (log delta + log a)/(a - 1), exactly.
+
+    The derivative in a is rho + (log delta + log a) / (a - 1)^2, increasing in a.
+    """
+    with mpmath.workdps(60):
+        r, d = mp(rho), mp(delta)
+        if r == 0:
+            return mpmath.mpf(0)
+        ld = mpmath.log(d)
+
+        def slope(a):
+            return r * (a - 1) ** 2 + ld + mpmath.log(a)
+
+        lo, hi = mpmath.mpf(1) + mpmath.mpf(10) ** -50, mpmath.mpf(2)
+        while slope(hi) < 0:
+            hi *= 2
+        for _ in range(400):
+            mid = (lo + hi) / 2
+            if slope(mid) < 0:
+                lo = mid
+            else:
+                hi = mid
+        a = (lo + hi) / 2
+        val = a * r + mpmath.log(1 - 1 / a) - (ld + mpmath.log(a)) / (a - 1)
+        return max(val, mpmath.mpf(0))
+
+
+# --------------------------------------------------------------------------- chi-square
+
+
+def chisquare_pvalue(counts: Sequence[int], probs: Sequence[float], *,
+                     min_expected: float = 50.0) -> float:
+    """Pearson chi-square p-value of ``counts`` against exact bin probabilities.
+
+    Adjacent bins are pooled until each expects at least ``min_expected`` counts; the
+    probabilities are renormalised to the total count.
+    """
+    from scipy import stats
+
+    c = np.asarray(counts, dtype=np.float64)
+    p = np.asarray(probs, dtype=np.float64)
+    p = p / p.sum()
+    n = c.sum()
+    keep_c: list[float] = []
+    keep_e: list[float] = []
+    acc_c = acc_e = 0.0
+    for ci, ei in zip(c, p * n, strict=True):
+        acc_c += ci
+        acc_e += ei
+        if acc_e >= min_expected:
+            keep_c.append(acc_c)
+            keep_e.append(acc_e)
+            acc_c = acc_e = 0.0
+    if acc_e > 0 and keep_c:
+        keep_c[-1] += acc_c
+        keep_e[-1] += acc_e
+    if len(keep_c) < 2:
+        return 1.0
+    return float(stats.chisquare(keep_c, keep_e).pvalue)
