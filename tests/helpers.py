@@ -116,7 +116,7 @@ def cor13_delta(rho, eps) -> mpmath.mpf:
             return mpmath.mpf(0)
 
         def slope(a):
-            return 2 * a * r - r - e + mpmath.log(1 - 1 / a)
+            return 2 * a * r - r - e + mpmath.log1p(-1 / a)
 
         lo, hi = mpmath.mpf(1) + mpmath.mpf(10) ** -50, mpmath.mpf(2)
         while slope(hi) < 0:
@@ -128,7 +128,7 @@ def cor13_delta(rho, eps) -> mpmath.mpf:
             else:
                 hi = mid
         a = (lo + hi) / 2
-        val = mpmath.exp((a - 1) * (a * r - e) + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a))
+        val = mpmath.exp((a - 1) * (a * r - e) + (a - 1) * mpmath.log1p(-1 / a) - mpmath.log(a))
         return min(val, mpmath.mpf(1))
 
 
@@ -156,7 +156,7 @@ def cor13_epsilon(rho, delta) -> mpmath.mpf:
             else:
                 hi = mid
         a = (lo + hi) / 2
-        val = a * r + mpmath.log(1 - 1 / a) - (ld + mpmath.log(a)) / (a - 1)
+        val = a * r + mpmath.log1p(-1 / a) - (ld + mpmath.log(a)) / (a - 1)
         return max(val, mpmath.mpf(0))
 
 

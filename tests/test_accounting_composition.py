@@ -304,8 +304,3 @@ def test_discrete_gaussian_sigma_minimal_and_zcdp_route():
         cal.discrete_gaussian_sigma(1.0, 0.0)
     with pytest.raises(ValueError, match="epsilon"):
         cal.analytic_gaussian_sigma(float("nan"), 1e-5)
-
-
-def test_calibrate_zcdp_delta_matches_accounting():
-    for rho, e in [(0.05, 1.0), (1.0, 5.0)]:
-        assert cal.zcdp_delta(rho, e) == pytest.approx(zcdp_delta(rho, e), rel=1e-9)

@@ -109,6 +109,11 @@ def _log1p_exp(t: float) -> float:
     return t + math.log1p(math.exp(-t)) if t > 0 else math.log1p(math.exp(t))
 
 
+def _log1m_inv(t: float) -> float:
+    """``log(1 - 1/a)`` at ``a = 1 + e^t``, without cancellation: ``-log1p(e^-t)``."""
+    return -math.log1p(math.exp(-t)) if t > -700.0 else t - math.log1p(math.exp(t))
+
+
 def _bisect_sign(g, lo: float, hi: float) -> float:
     """A point where the increasing function ``g`` changes sign in ``[lo, hi]``."""
     for _ in range(200):
@@ -127,10 +132,11 @@ def _zcdp_eps_at(rho: float, logd: float, t: float) -> float:
     et = math.exp(t)
     la = _log1p_exp(t)  # log a
     em = math.exp(-t) if t > -700.0 else math.inf  # 1 / (a - 1)
+    lm = _log1m_inv(t)  # log(1 - 1/a)
     arho = (1.0 + et) * rho
     tail = (logd + la) * em  # (log delta + log a) / (a - 1)
-    v = arho + (t - la) - tail
-    err = 16 * ULP * (arho + abs(t) + la + abs(logd) * em + la * em + 1.0)
+    v = arho + lm - tail
+    err = 16 * ULP * (arho + abs(lm) + (abs(logd) + la) * em) + 4 * ULP * abs(v)
     if math.isnan(v) or math.isnan(err):
         return math.inf
     return math.nextafter(v + err, math.inf)
@@ -172,13 +178,14 @@ def _zcdp_logdelta_at(rho: float, eps: float, t: float) -> float:
     la = _log1p_exp(t)
     a = 1.0 + et
     arho = a * rho
-    inner = arho - eps + (t - la)  # a rho - eps + log(1 - 1/a)
+    lm = _log1m_inv(t)
+    inner = arho - eps + lm  # a rho - eps + log(1 - 1/a)
     v = et * inner - la
     if math.isnan(v):
         return 0.0  # inf - inf: no information, the trivial bound delta <= 1
     if math.isinf(v):
         return v
-    err = 16 * ULP * (et * (arho + eps + abs(t) + la) + la + 1.0)
+    err = (16 * ULP * et) * (arho + eps + abs(lm)) + 16 * ULP * la + 4 * ULP * abs(v)
     return v + err
 
 
@@ -203,7 +210,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     def slope(t: float) -> float:
         et = math.exp(t)
-        return (2.0 * (1.0 + et) - 1.0) * rho - eps + (t - _log1p_exp(t))
+        return (2.0 * (1.0 + et) - 1.0) * rho - eps + _log1m_inv(t)
 
     t_star = _bisect_sign(slope, _T_LO, _T_HI)
     best = min(_zcdp_logdelta_at(rho, eps, t) for t in (t_star, _T_LO, _T_HI))

@@ -14,7 +14,7 @@ import numbers
 import operator
 from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "check_real",
@@ -43,7 +43,7 @@ def check_real(value: Any, name: str) -> float:
     try:
         x = float(value)
     except OverflowError:  # a huge int or Fraction
-        x = math.inf if Fraction(value.numerator, value.denominator) > 0 else -math.inf
+        x = math.inf if cast(Any, value) > 0 else -math.inf
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN")
     return x
