@@ -89,8 +89,10 @@ def test_bad_input() -> None:
         planning.accuracy_to_epsilon(10, 0.05, max_per_partition=0)
     with pytest.raises(ValueError, match="epsilon"):
         planning.epsilon_to_accuracy(0.0, 0.05)
-    with pytest.raises(ValueError, match="out of reach with gaussian: the mechanism cannot"):
-        planning.accuracy_to_epsilon(0.5, 0.05, mechanism="gaussian", delta=1e-6)
+    with pytest.raises(ValueError, match="out of reach with gaussian"):
+        planning.accuracy_to_epsilon(1e-3, 0.05, mechanism="gaussian", delta=1e-6)
+    # the grid's discretisation term no longer grows with e^epsilon (issue 17 item 11)
+    assert planning.accuracy_to_epsilon(0.5, 0.05, mechanism="gaussian", delta=1e-6) < 100
     with pytest.raises(TypeError, match="accuracy"):
         planning.accuracy_to_epsilon("10", 0.05)
 
