@@ -119,3 +119,16 @@ def test_from_dict_errors():
         ev.from_dict({"type": "Epsilon"})
     with pytest.raises(TypeError, match="data"):
         ev.from_dict([1])
+
+
+def test_exact_rationals_round_to_the_safe_side():
+    from fractions import Fraction
+
+    third = Fraction(1, 3)
+    assert Fraction(ev.Epsilon(third).epsilon) >= third  # a cost rounds up
+    assert Fraction(ev.EpsilonDelta(third, Fraction(1, 10**7)).delta) >= Fraction(1, 10**7)
+    assert Fraction(ev.Zcdp(third).rho) >= third
+    assert Fraction(ev.RandomizedResponse(Fraction(2, 3)).epsilon) >= Fraction(2, 3)
+    assert Fraction(ev.Laplace(third).noise_multiplier) <= third  # a noise scale rounds down
+    assert Fraction(ev.Gaussian(Fraction(7, 3)).noise_multiplier) <= Fraction(7, 3)
+    assert Fraction(ev.PoissonSampled(ev.Gaussian(1.0), third).rate) >= third

@@ -4,7 +4,7 @@ One signature for all of them: ``check_x(value, name, ...)``; each returns the n
 value and raises ``TypeError`` (wrong kind) or ``ValueError`` (outside the domain) with a
 message that names the parameter, e.g. ``"delta must lie in (0, 1), got 1.5"``.  ``bool``
 (and numpy's bool) is never accepted as a number.  numpy scalars are accepted (they are
-registered with :mod:`numbers`) without importing numpy here.
+registered with :mod:`numbers`) without importing numpy (or :mod:`fractions`) here.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import math
 import numbers
 import operator
 from collections.abc import Iterable
-from fractions import Fraction
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 __all__ = [
     "check_real",
@@ -107,6 +109,7 @@ def check_whole(value: Any, name: str, *, minimum: int | None = None) -> int:
 
 def check_exact(value: Any, name: str) -> Fraction:
     """The exact rational a finite real encodes (ints and Fractions exactly)."""
+    from fractions import Fraction  # lazily: the events import this module and stay light
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     if isinstance(value, Fraction | numbers.Integral):

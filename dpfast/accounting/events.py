@@ -4,8 +4,10 @@ A mechanism describes its guarantee with an *event*; accountants
 (:mod:`dpfast.accounting.rdp`, :mod:`dpfast.accounting.zcdp`,
 :mod:`dpfast.accounting.pure`) consume events and compose them.  Events are
 frozen, hashable dataclasses that validate their fields on construction and
-import nothing of dpfast, so that mechanisms can state their guarantee without
-depending on any accountant (docs/design.md, "Layers").
+import only the standard-library checks of :mod:`dpfast._core` (not even :mod:`fractions`),
+so that mechanisms can state their guarantee cheaply and without depending on any
+accountant (docs/design.md, "Layers").  Each event states the neighbouring relation its
+guarantee is for (:attr:`DpEvent.neighbouring`).
 
 Conventions
 -----------
@@ -29,10 +31,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from fractions import Fraction
 from typing import Any
 
-from dpfast._core.rounding import float_down, float_up
 from dpfast._core.validate import check_int, check_nonneg, check_positive, check_real
 
 __all__ = [
@@ -77,6 +77,10 @@ def _exact_real(owner: str, name: str, value: Any, *, down: bool) -> float:
     x = check_real(value, f"{owner}: {name}")
     if isinstance(value, numbers.Rational) and not isinstance(value, numbers.Integral):
         if math.isfinite(x):
+            from fractions import Fraction  # the caller already imported it
+
+            from dpfast._core.rounding import float_down, float_up
+
             q = Fraction(int(value.numerator), int(value.denominator))
             return float_down(q) if down else float_up(q)
     return x
