@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from dpfast._core.errors import UnsupportedEventError
+
 from .. import events as ev
 from . import _curves as cv
 from . import _pmf as pm
@@ -20,10 +22,6 @@ MAX_BINS = 2**20
 _TAU = 1e-16
 #: automatic grid: interval = _GRID_FRACTION * (smallest loss standard deviation)
 _GRID_FRACTION = 0.05
-
-
-class UnsupportedEventError(ValueError):
-    """The accountant has no privacy-loss distribution for this event."""
 
 
 def _check_count(count: object) -> int:
