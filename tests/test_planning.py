@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import hypothesis.strategies as st
 import mpmath
 import pytest
+from hypothesis import given
 
 import dpfast
 from dpfast import planning
@@ -129,3 +131,12 @@ def test_readme_choosing_epsilon_runs() -> None:
     ns: dict = {}
     exec(compile(code, "README choosing epsilon", "exec"), ns)
     assert ns["eps"] == 0.28434851242272163
+
+
+@given(st.floats(0.01, 500), st.floats(1e-6, 0.5), st.integers(1, 5),
+       st.sampled_from(["discrete_laplace", "laplace"]))
+def test_round_trip_property(accuracy, alpha, sens, mechanism) -> None:
+    kw = dict(mechanism=mechanism, sensitivity=sens)
+    eps = dpfast.accuracy_to_epsilon(accuracy, alpha, **kw)
+    assert dpfast.epsilon_to_accuracy(eps, alpha, **kw) <= accuracy
+    assert dpfast.epsilon_to_accuracy(math.nextafter(eps, 0.0), alpha, **kw) > accuracy

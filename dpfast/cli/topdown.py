@@ -109,8 +109,8 @@ def _write(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
     def write(tmp: str) -> None:
         if fmt == "parquet":
             try:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
+                import pyarrow as pa  # type: ignore[import-untyped]
+                import pyarrow.parquet as pq  # type: ignore[import-untyped]
             except ImportError as exc:
                 raise CliError("writing Parquet needs pyarrow", 2) from exc
             pq.write_table(pa.table({k: np.asarray(v) for k, v in columns.items()}), tmp)

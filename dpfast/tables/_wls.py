@@ -92,9 +92,12 @@ def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
             )
         parent.append(par)
     for j in range(len(ids)):
-        used = np.zeros(sizes[j], np.bool_) if j == 0 else (parent[j] >= 0)  # type: ignore[operator]
-        if j == 0:
+        par_j = parent[j]
+        if par_j is None:
+            used = np.zeros(sizes[j], np.bool_)
             used[ids[0]] = True
+        else:
+            used = par_j >= 0
         if not used.all():
             missing = int(np.flatnonzero(~used)[0])
             raise ValueError(
@@ -115,7 +118,9 @@ def aggregate(tree: Tree, leaves: np.ndarray) -> list[np.ndarray]:
     out[-1] = finest
     for j in range(L - 2, -1, -1):
         t = np.zeros((tree.sizes[j], k), np.int64)
-        _k.group_sum_int(tree.parent[j + 1], out[j + 1], t)
+        par = tree.parent[j + 1]
+        assert par is not None
+        _k.group_sum_int(par, out[j + 1], t)
         out[j] = t
     return out
 

@@ -465,7 +465,7 @@ def topdown(
             if nonnegative:
                 np.maximum(top, 0.0, out=top)
         estimates.append(top.astype(np.int64) if integer else top)
-        prev = top
+        prev: np.ndarray = top
         for j in range(1, L):
             par = tree.parent[j]
             assert par is not None
