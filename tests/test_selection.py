@@ -135,7 +135,9 @@ def test_draw_words_layout() -> None:
     assert len(np.unique(a)) == a.shape[0]
 
 
-def test_exponential_deterministic_and_thread_independent() -> None:
+def test_exponential_deterministic_and_thread_independent(monkeypatch) -> None:
+    from dpfast.selection import _validate
+
     u = np.random.default_rng(5).normal(size=(50, 40_000))
     a = sel.exponential(u, 3.0, rng=key(4))
     b = sel.exponential(u, 3.0, rng=key(4))
@@ -145,7 +147,14 @@ def test_exponential_deterministic_and_thread_independent() -> None:
         c = sel.exponential(u, 3.0, rng=key(4))
     finally:
         numba.set_num_threads(old)
-    assert np.array_equal(a, b) and np.array_equal(a, c)
+    # the parallel kernels (row maxima, scan), which small calls skip, give the same
+    monkeypatch.setattr(gumbel, "_PARALLEL_SCAN", 0)
+    monkeypatch.setattr(_validate, "_MIN_PARALLEL_ROWS", 1)
+    monkeypatch.setattr(_validate, "_PARALLEL_WORK", 0)
+    d = sel.exponential(u, 3.0, rng=key(4))
+    e = sel.exponential(u[0], 3.0, rng=key(4))
+    assert np.array_equal(a, b) and np.array_equal(a, c) and np.array_equal(a, d)
+    assert e == sel.exponential(u[:1], 3.0, rng=key(4))[0]
 
 
 def test_shift_invariance() -> None:

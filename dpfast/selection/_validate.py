@@ -56,11 +56,11 @@ _PARALLEL_SCAN = 1 << 22
 
 
 @contextlib.contextmanager
-def _threads(cells: int, threshold: int = _PARALLEL_WORK) -> Iterator[None]:
+def _threads(cells: int, threshold: int | None = None) -> Iterator[None]:
     """Run a parallel kernel on one thread below ``threshold`` cells: waking the thread
     team costs more than the work (milliseconds on a busy machine, where a worker waits
     for a time slice).  Results never depend on the thread count."""
-    if cells >= threshold:
+    if cells >= (_PARALLEL_WORK if threshold is None else threshold):
         yield
         return
     old = numba.get_num_threads()
