@@ -17,6 +17,7 @@ ARGS: dict[str, tuple[list[str], str]] = {
     "histogram_release.py": (["--people", "5000"], "95% of cells within"),
     "budget_ledger.py": ([], "refused before any noise was drawn"),
     "dpsgd_logistic.py": ([], "non-private"),
+    "table_release.py": (["--customers", "3000"], "measured vs truth"),
 }
 
 
