@@ -561,6 +561,16 @@ def test_tiny_epsilon_estimators_exact_and_finite(eps):
         assert abs(v / want_v - 1) < 1e-12
 
 
+def test_epsilon_below_the_float_range_of_estimates():
+    grr = L.GeneralizedRandomizedResponse(2, 1e-300)  # 1 / (p - q) = 2e300: still finite
+    assert np.all(np.isfinite(grr.estimate([0, 1, 1]).counts))
+    assert grr.variance(3) == math.inf  # ~3e600: above the float range, no warning
+    tiny = L.GeneralizedRandomizedResponse(2, 1e-310)
+    assert tiny.perturb([0, 1], rng=KEY).shape == (2,)  # randomizing still works
+    with pytest.raises(ValueError, match="epsilon is too small"):
+        tiny.estimate([0, 1, 1])
+
+
 def test_estimators_reject_impossible_reports():
     with pytest.raises(ValueError, match="reports must be 0 or 1"):
         L.randomized_response_estimate([2, 2, 2, 2], 1.0)

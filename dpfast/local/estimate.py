@@ -71,11 +71,15 @@ class _Rates:
         n = np.asarray(n, np.float64)
         count = np.asarray(count, np.float64)
         ps, qs = self.p, self.q
-        v = (count * ps * (1 - ps) + (n - count) * qs * (1 - qs)) * self.inv * self.inv
+        with np.errstate(over="ignore"):  # above the float range (epsilon < ~1e-150): inf
+            v = (count * ps * (1 - ps) + (n - count) * qs * (1 - qs)) * self.inv * self.inv
         return v if v.ndim else float(v)
 
     def estimate(self, support: Any, n: int) -> FrequencyEstimate:
         """Unbiased counts ``(C - n q*) / (p* - q*)`` and plug-in variances."""
+        if not np.isfinite(self.inv):
+            raise ValueError("epsilon is too small for a finite estimate: 1 / (p* - q*) "
+                             "exceeds the float64 range (epsilon below ~1e-308)")
         hi, lo = self.n_q(n)
         counts = ((np.asarray(support, np.float64) - hi) - lo) * self.inv
         var = self.variance(n, np.clip(counts, 0, n))
