@@ -14,6 +14,9 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from scipy import stats
 
 from tests.conftest import KEY
@@ -325,3 +328,34 @@ def test_patched_var_uses_bounded_domain() -> None:
         v1 = diffprivlib.tools.var(x, epsilon=1.0, bounds=(0, 1), random_state=SEED)
         v2 = diffprivlib.tools.var(x, epsilon=1.0, bounds=(0, 1), random_state=SEED)
     assert v1 == v2 and 0 <= v1 <= 1 and abs(v1 - np.var(x)) < 0.05
+
+
+@settings(max_examples=20)
+@given(hnp.arrays(st.sampled_from([np.int8, np.int32, np.int64, np.uint16]),
+                  hnp.array_shapes(max_dims=3, max_side=6),
+                  elements=st.integers(0, 100)),
+       st.integers(-5, 50), st.integers(0, 60))
+def test_geometric_truncated_arrays_property(x, lower, width) -> None:
+    upper = lower + width
+    before = x.copy()
+    out = dpl.GeometricTruncated(epsilon=0.5, lower=lower, upper=upper,
+                                 random_state=SEED).randomise(x)
+    assert np.array_equal(x, before) and out.shape == x.shape
+    assert np.all((out >= lower) & (out <= upper))
+    fits = np.iinfo(x.dtype).min <= lower and upper <= np.iinfo(x.dtype).max
+    assert out.dtype == (x.dtype if fits else np.int64)
+
+
+@settings(max_examples=20)
+@given(hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=8),
+                  elements=st.floats(-1e6, 1e6)),
+       st.floats(0.01, 10.0), st.floats(0.01, 100.0))
+def test_laplace_arrays_property(x, eps, sens) -> None:
+    before = x.copy()
+    mech = dpl.Laplace(epsilon=eps, sensitivity=sens, random_state=SEED)
+    out = mech.randomise(x)
+    _, g = mech._calibration()
+    assert np.array_equal(x, before) and out.shape == x.shape and out.dtype == np.float64
+    assert np.all(np.isfinite(out))
+    k = out / g  # outputs are grid values (exact multiples of g, rounded once)
+    assert np.all(np.abs(k - np.rint(k)) <= np.abs(k) * 2.0 ** -52 + 1e-9)
