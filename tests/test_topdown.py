@@ -566,3 +566,22 @@ def test_cli_topdown_ledger(tmp_path):
     assert "epsilon left of 5" in res.stdout and "fits" in res.stdout
     res = _cli("plan", "--accuracy", "10", "--ledger", str(tmp_path / "missing.sqlite"))
     assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_to_columns_and_pandas():
+    g = np.random.default_rng(4)
+    pop, levels = census_like(g, (1, 3, 9, 30))
+    r = tables.topdown(pop, levels, rho=1.0, rng=KEY)
+    cols = r.to_columns(2)
+    assert list(cols) == ["unit", "estimate", "noisy", "ci_low", "ci_high"]
+    np.testing.assert_array_equal(cols["estimate"], r.estimates[2])
+    assert (cols["ci_low"] <= cols["estimate"]).all()
+    with pytest.raises(ValueError, match="level"):
+        r.to_columns(4)
+    r2 = tables.topdown(np.stack([pop, pop], axis=1), levels, rho=1.0, rng=KEY,
+                        total_invariant=True, nonnegative=False, integer=False)
+    cols = r2.to_columns(0)
+    assert "estimate_1" in cols and cols["noisy_0"][0] == pop.sum()
+    pd = pytest.importorskip("pandas")
+    df = r.to_pandas(3)
+    assert isinstance(df, pd.DataFrame) and len(df) == 30

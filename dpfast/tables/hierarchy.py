@@ -293,6 +293,36 @@ class TopDownRelease:
             rows.append(row)
         return rows
 
+    def to_columns(self, level: int, alpha: float = 0.05) -> dict[str, np.ndarray]:
+        """Level ``level`` as columns: ``unit`` (the id), ``estimate``, ``noisy``,
+        ``ci_low``, ``ci_high`` (one suffix ``_<c>`` per cell for 2-D tables)."""
+        if isinstance(level, bool) or not isinstance(level, numbers.Integral) or \
+                not 0 <= int(level) < self.n_levels:
+            raise ValueError(f"level must be an integer in [0, {self.n_levels}), got {level!r}")
+        j = int(level)
+        est = self.estimates[j]
+        low, high = self.confidence_interval(alpha)[j]
+        noisy = self.noisy[j]
+        cols: dict[str, np.ndarray] = {"unit": np.arange(est.shape[0])}
+        if est.ndim == 1:
+            cols["estimate"] = est
+            cols["noisy"] = noisy if noisy is not None else np.asarray(est, np.float64)
+            cols["ci_low"], cols["ci_high"] = low, high
+            return cols
+        for c in range(est.shape[1]):
+            cols[f"estimate_{c}"] = est[:, c]
+            cols[f"noisy_{c}"] = noisy[:, c] if noisy is not None else est[:, c]
+            cols[f"ci_low_{c}"], cols[f"ci_high_{c}"] = low[:, c], high[:, c]
+        return cols
+
+    def to_pandas(self, level: int, alpha: float = 0.05) -> Any:
+        """:meth:`to_columns` as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is in the test extra
+            raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
+        return pd.DataFrame(self.to_columns(level, alpha))
+
     def summary(self, alpha: float = 0.05, truth: Sequence[Any] | None = None) -> str:
         """The privacy spent and :meth:`accuracy` as printable text."""
         lines = [f"TopDown release: {self.n_levels} levels, rho = {self.event.rho:.6g} zCDP "
