@@ -28,6 +28,7 @@ from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast._core.rounding import float_up as _float_up
 from dpfast._core.validate import check_real
 from dpfast._kernels import dpsgd as _k
+from dpfast.random import RngLike
 
 __all__ = ["clip_and_noise", "clip_per_example", "noise_sigma"]
 
@@ -186,7 +187,7 @@ def clip_and_noise(
     clip_norm: float,
     noise_multiplier: float,
     *,
-    rng: Any = None,
+    rng: RngLike = None,
     batch_size: float | None = None,
 ) -> np.ndarray:
     """Clip per-example gradients, sum them, add secure Gaussian noise, return the mean.

@@ -25,6 +25,7 @@ from dpfast.mechanisms._common import (
 )
 from dpfast.mechanisms._discretisation import grid_terms
 from dpfast.mechanisms._tails import _discrete_gaussian_halfwidth
+from dpfast.random import RngLike
 
 __all__ = ["GaussianMechanism", "DiscreteGaussianMechanism"]
 
@@ -148,7 +149,7 @@ class GaussianMechanism(_Mechanism):
         """Alias of :attr:`sigma`."""
         return self.sigma
 
-    def __call__(self, x: Any, *, rng: Any = None) -> np.ndarray:
+    def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x`` (rounded to the grid) plus noise, as a new float array."""
         return _noise.gaussian(x, self.sigma, rng=rng, granularity=self.granularity)
 
@@ -263,7 +264,7 @@ class DiscreteGaussianMechanism(_Mechanism):
         """Alias of :attr:`sigma`."""
         return self.sigma
 
-    def __call__(self, x: Any, *, rng: Any = None) -> np.ndarray:
+    def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_gaussian(x, self.sigma, rng=rng)
 

@@ -20,6 +20,7 @@ from dpfast.mechanisms._common import (
     _positive_int,
 )
 from dpfast.mechanisms._tails import _discrete_laplace_halfwidth
+from dpfast.random import RngLike
 
 __all__ = ["LaplaceMechanism", "DiscreteLaplaceMechanism"]
 
@@ -88,7 +89,7 @@ class LaplaceMechanism(_Mechanism):
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity,
                 "max_changed": self.max_changed}
 
-    def __call__(self, x: Any, *, rng: Any = None) -> np.ndarray:
+    def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x`` (rounded to the grid) plus noise, as a new float array."""
         return _noise.laplace(x, self.scale, rng=rng, granularity=self.granularity)
 
@@ -153,7 +154,7 @@ class DiscreteLaplaceMechanism(_Mechanism):
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity}
 
-    def __call__(self, x: Any, *, rng: Any = None) -> np.ndarray:
+    def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_laplace(x, self.scale, rng=rng)
 

@@ -19,6 +19,7 @@ from dpfast.mechanisms._common import (
     _mpf,
     _positive,
 )
+from dpfast.random import RngLike
 
 __all__ = ["SnappingMechanism"]
 
@@ -129,7 +130,7 @@ class SnappingMechanism(_Mechanism):
         m, e = math.frexp(self.scale)
         return self.scale if m == 0.5 else math.ldexp(1.0, e)
 
-    def __call__(self, x: Any, *, rng: Any = None) -> np.ndarray:
+    def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return the snapped noisy value(s) of ``x`` (floats in ``[-bound, bound]``)."""
         return _noise.snapping(x, self.scale, self.bound, rng=rng)
 
