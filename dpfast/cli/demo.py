@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def records(people: int, seed: int = 2026) -> dict[str, np.ndarray]:
             "stay": stay}
 
 
-def _interleaved(fns: list[Callable[[], object]], rounds: int = 3) -> list[float]:
+def _interleaved(fns: Sequence[Callable[[], object]], rounds: int = 3) -> list[float]:
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
@@ -157,16 +158,16 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
     out(f"total demo time {time.perf_counter() - t0:.1f} s")
 
 
-def _report(out: Callable[[str], None], title: str, rel: object,
-            truth: tuple[object, np.ndarray, object]) -> None:
+def _report(out: Callable[[str], None], title: str, rel: Any,
+            truth: tuple[Any, np.ndarray, Any]) -> None:
     keys, values, _ = truth
     if isinstance(keys, tuple):
         tmap = dict(zip(zip(*(k.tolist() for k in keys)), values.tolist()))
     else:
         tmap = dict(zip(keys.tolist(), values.tolist()))
-    acc = rel.accuracy(tmap)  # type: ignore[attr-defined]
+    acc = rel.accuracy(tmap)
     out(f"{title}:")
-    out(f"  {rel.event}")  # type: ignore[attr-defined]
+    out(f"  {rel.event}")
     for line in str(acc).splitlines():
         out(f"  {line}")
 

@@ -205,8 +205,8 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
         u = u.astype(np.int64)
         combo_uniques = np.concatenate(
             [combo_uniques[u // k2], (u % k2)[:, None]], axis=1)
-    uniques = tuple(p[1][combo_uniques[:, j]] for j, p in enumerate(parts))
-    return Factorized(codes, uniques, True)
+    return Factorized(codes, tuple(p[1][combo_uniques[:, j]] for j, p in enumerate(parts)),
+                      True)
 
 
 # ----------------------------------------------------------------------------- ids

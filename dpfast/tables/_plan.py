@@ -114,6 +114,7 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
     """
     l2 = _sqrt_up(l2sq)
     if p.noise == "laplace":
+        assert p.epsilon is not None
         eps = _float_down(Fraction(p.epsilon) * share)
         if integer:
             m = DiscreteLaplaceMechanism(epsilon=eps, sensitivity=int(l1))
@@ -126,6 +127,7 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
     if p.rho is not None:
         rho_total = Fraction(p.rho)
     else:
+        assert p.epsilon is not None
         rho_total = Fraction(_largest_rho(_float_down(Fraction(p.epsilon)), p.delta))
     rho_part = _float_down(rho_total * share)
     if integer:
@@ -152,6 +154,7 @@ def release_event(p: Privacy, parts: list[Part]) -> Any:
     that).  Otherwise the parts' events, composed.
     """
     if p.select or (p.noise == "gaussian" and p.rho is None):
+        assert p.epsilon is not None
         return _events.EpsilonDelta(p.epsilon, p.delta)
     if len(parts) == 1:
         return parts[0].event

@@ -224,12 +224,16 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
             parts.append(count_part)
         sum_part = _plan.part(priv, share, k * c * mag, k * c * c * mag * mag, k, integer)
         parts.append(sum_part)
-    tau = _plan.threshold(priv, count_part, k, c) if priv.select else None
+    tau = None
+    if priv.select:
+        assert count_part is not None  # selection always has a count part
+        tau = _plan.threshold(priv, count_part, k, c)
     event = _plan.release_event(priv, parts)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
 
     vals = data.values
     if stat == "mean":  # centred values 2x - lo - hi, in [-(hi - lo), hi - lo]
+        assert vals is not None and bnd is not None
         lo, hi = bnd
         vals = 2 * vals - (lo + hi)
     skey = bounding.subkey(gen)
@@ -243,19 +247,25 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
         noisy_count = _noise(count_part, agg.counts[cand], gen)
         if tau is not None:
             keep = noisy_count >= tau                                     # select
-    noisy_sum = None if sum_part is None else _noise(sum_part, agg.sums[cand], gen)
+    noisy_sum = None
+    if sum_part is not None:
+        assert agg.sums is not None
+        noisy_sum = _noise(sum_part, agg.sums[cand], gen)
     sens = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
             "max_per_partition": c}
     if stat == "count":
+        assert count_part is not None and noisy_count is not None
         out_keys, (v,) = _finish(data, cand, keep, [noisy_count])
         return TableRelease(keys=out_keys, values=v, statistic="count", event=event,
                             law=count_part.law, threshold=tau, sensitivity=sens,
                             key_names=data.key_names)
+    assert sum_part is not None and noisy_sum is not None
     if stat == "sum":
         out_keys, (v,) = _finish(data, cand, keep, [noisy_sum])
         return TableRelease(keys=out_keys, values=v, statistic="sum", event=event,
                             law=sum_part.law, threshold=tau, sensitivity=sens,
                             key_names=data.key_names)
+    assert count_part is not None and noisy_count is not None and bnd is not None
     out_keys, (s, n) = _finish(data, cand, keep, [noisy_sum, noisy_count])
     lo, hi = float(bnd[0]), float(bnd[1])
     means = np.clip(((lo + hi) + s / np.maximum(n, 1)) / 2, lo, hi)       # post-process

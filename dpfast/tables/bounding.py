@@ -78,7 +78,8 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     off = np.empty(n_ids + 1, np.int64)
     gkeys = np.empty(n, np.int64)
     use_vals = values is not None
-    gvals = np.empty(n if use_vals else 0, values.dtype if use_vals else np.int64)
+    gvals = np.empty(n if values is not None else 0,
+                     values.dtype if values is not None else np.int64)
     _kt.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
                     off, gkeys, gvals, _keys._threads())
     nkeep = np.empty(n_ids, np.int64)
