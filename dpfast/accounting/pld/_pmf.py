@@ -112,6 +112,15 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray) -> np.ndarray:
         lo, w = a.copy(), h.copy()
     out = np.zeros(a.size)
     idx = np.arange(a.size)
+    pieces = np.maximum(np.ceil(np.abs(w)), 1).astype(np.int64)  # wide cells: unit pieces
+    if np.any(pieces > 1):
+        idx = np.repeat(idx, pieces)
+        start = np.cumsum(pieces) - pieces
+        k = np.arange(idx.size) - np.repeat(start, pieces)
+        step = np.repeat(w / pieces, pieces)
+        lo = np.repeat(lo, pieces) + k * step
+        w = step
+        base = np.repeat(base, pieces)
     coarse = _gl_n(curve, lo, w, base, _GL_T, _GL_W)
     for _ in range(60):
         half = 0.5 * w
@@ -119,7 +128,7 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray) -> np.ndarray:
         right = _gl_n(curve, lo + half, half, base, _GL_T, _GL_W)
         fine = left + right
         ok = np.abs(fine - coarse) <= 1e-13 * np.abs(fine) + 1e-17 * np.abs(h[idx])
-        if idx.size > 4 * a.size + 1000:
+        if idx.size > 8 * a.size + 2000:
             ok[:] = True  # pragma: no cover - refinement budget spent
         np.add.at(out, idx[ok], fine[ok])
         bad = ~ok
