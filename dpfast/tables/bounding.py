@@ -7,15 +7,17 @@ partitioned -- so the sensitivity of the aggregates is exactly what the bounds s
 distributed run can bound each id where its rows are (see :mod:`dpfast._kernels.tables`
 for the derivation of the per-id streams).
 
-The bounding randomness uses a sub-key of the generator's key: the first 32 bytes of the
-generator key's ChaCha20 stream ``2**96 - 1`` (:data:`BOUNDING_STREAM`), a stream id that
-the key's allocator never hands out.  It is not secret from whoever holds the key, and it
-need not be: bounding is not what makes the release private, the noise is.
+The bounding randomness uses a sub-key of the generator's key,
+``BLAKE2b(key=generator key, data=BOUNDING_TAG, digest_size=32)`` (a keyed PRF with its own
+domain tag, so it shares no keystream with the generator's noise streams).  It is not secret
+from whoever holds the key, and it need not be: bounding is not what makes the release
+private, the noise is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import operator
 from typing import Any
 
@@ -25,9 +27,9 @@ from dpfast import random as _random
 from dpfast._kernels import tables as _kt
 from dpfast.tables import _keys
 
-__all__ = ["bound_contributions", "Bounded", "BOUNDING_STREAM"]
+__all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG"]
 
-BOUNDING_STREAM = (1 << 96) - 1
+BOUNDING_TAG = b"dpfast.tables.bounding v1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +54,7 @@ def positive_int(value: Any, name: str) -> int:
 
 def subkey(gen: _random.Generator) -> np.ndarray:
     """The bounding sub-key of ``gen``'s key (eight uint32 words)."""
-    raw = _random.keystream(gen._key, BOUNDING_STREAM, 32)
+    raw = hashlib.blake2b(BOUNDING_TAG, key=gen._key, digest_size=32).digest()
     return np.frombuffer(raw, dtype="<u4").astype(np.uint32)
 
 
