@@ -224,3 +224,9 @@ def test_add_remove_converts_to_replace_one_by_group_privacy() -> None:
         RdpAccountant(neighbouring=ev.REPLACE_ONE).compose(ev.PoissonSampled(G, 0.01))
     with pytest.raises(ValueError, match="neighbouring"):
         RdpAccountant(neighbouring="swap")
+
+
+@pytest.mark.parametrize("cls", [PureDpAccountant, ZcdpAccountant, RdpAccountant])
+def test_one_dispatch_table_names_every_event_type(cls) -> None:
+    # every event type has a handler (which may be an explicit rejection)
+    assert set(cls._HANDLERS) == set(ev.EVENT_TYPES)

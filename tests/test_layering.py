@@ -184,3 +184,9 @@ def test_events_and_core_validation_stay_standard_library() -> None:
 
 _STDLIB = {"abc", "collections", "dataclasses", "fractions", "math", "numbers", "operator",
            "typing"}
+
+
+def test_stale_ranks_are_detected() -> None:
+    assert _exists("dpfast._core") and _exists("dpfast.noise") and _exists("dpfast._cffi")
+    assert not _exists("dpfast.no_such_module")
+    assert not _exists("dpfast._core.no_such_module")
