@@ -569,6 +569,13 @@ def test_epsilon_below_the_float_range_of_estimates():
     assert tiny.perturb([0, 1], rng=KEY).shape == (2,)  # randomizing still works
     with pytest.raises(ValueError, match="epsilon is too small"):
         tiny.estimate([0, 1, 1])
+    for cls in (L.CountMeanSketch, L.HadamardCountMeanSketch):
+        sk = cls(1e-200, 2, 8, hash_seed=1)
+        est = sk.estimate(sk.perturb([1, 2, 3], rng=KEY), [1, 5])
+        assert np.all(np.isfinite(est.counts)) and np.all(est.variance == math.inf)
+        sk = cls(1e-310, 2, 8, hash_seed=1)
+        with pytest.raises(ValueError, match="epsilon is too small"):
+            sk.estimate(sk.perturb([1, 2, 3], rng=KEY), [1, 5])
 
 
 def test_estimators_reject_impossible_reports():

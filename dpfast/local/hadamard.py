@@ -116,7 +116,7 @@ class HadamardCountMeanSketch(_SketchBase):
 
     def matrix(self, sketch: Sketch) -> np.ndarray:
         """The transformed sketch ``M H^T`` (Apple's Algorithm 5)."""
-        mat = self.num_hashes * self.c * sketch.ones.astype(np.float64)
+        mat = self.num_hashes * self._scale() * sketch.ones.astype(np.float64)
         return _fwht(mat)
 
     def estimate(self, data: HcmsReports | Sketch, candidates: Any) -> FrequencyEstimate:
@@ -135,7 +135,8 @@ class HadamardCountMeanSketch(_SketchBase):
         k, m = self.num_hashes, self.sketch_size
         s2 = (n - count) if sum_sq_others is None else sum_sq_others
         ea2 = (1 / (k * m)) * (1 - 1 / m) + 1 / m ** 2
-        v = n * self.c ** 2 - count - (n - count) * ea2 + s2 * (1 / (k * m)) * (1 - 1 / m)
+        # c * c, not c ** 2: inf (not OverflowError) past the float range
+        v = n * self.c * self.c - count - (n - count) * ea2 + s2 * (1 / (k * m)) * (1 - 1 / m)
         return (m / (m - 1)) ** 2 * v
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, NamedTuple
 
 import mpmath
@@ -76,6 +77,8 @@ class HcmsReports(NamedTuple):
 class _SketchBase:
     """Shared state of the two sketches: epsilon, the public hash functions, estimates."""
 
+    c: float  # debiasing factor, set by each sketch
+
     def variance(self, n: float, count: float = 0.0, sum_sq_others: float | None = None
                  ) -> float:
         raise NotImplementedError
@@ -104,6 +107,14 @@ class _SketchBase:
         _lk.hash_buckets(self._tables, np.zeros(fp.size, np.int64), fp, self.sketch_size,
                          out)
         return out
+
+    def _scale(self) -> float:
+        """The debiasing factor ``c``, refused when it overflows (epsilon < ~1e-308)."""
+        c = float(self.c)
+        if not math.isfinite(c):
+            raise ValueError("epsilon is too small for a finite estimate: the sketch's scale "
+                             "(e^eps + 1) / (e^eps - 1) exceeds the float64 range")
+        return c
 
     def _frequency(self, matrix: np.ndarray, n: int, candidates: Any) -> np.ndarray:
         k, m = self.num_hashes, self.sketch_size
@@ -268,7 +279,7 @@ class CountMeanSketch(_SketchBase):
         k = self.num_hashes
         t = sketch.totals[:, None].astype(np.float64)
         plus_minus = 2.0 * sketch.ones - t  # sum of the ±1 entries
-        return k * (self.c / 2 * plus_minus + t / 2)
+        return k * (self._scale() / 2 * plus_minus + t / 2)
 
     def estimate(self, data: CmsReports | Sketch, candidates: Any) -> FrequencyEstimate:
         """Unbiased count estimates of ``candidates`` from reports or a :class:`Sketch`.
