@@ -47,8 +47,9 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
   sensitivity and monotonicity.
 
 Not replaced: contribution bounding's sampling (PipelineDP's numpy/``random`` sampling of
-rows, not noise), quantile trees (PyDP C++), ``apply_laplace_mechanism`` /
-``apply_gaussian_mechanism`` called directly.  ``install(key=...)`` makes the noise
+rows, not noise), quantile trees (PyDP C++), partition selection with ``pre_threshold``
+(PyDP's C++ wrapper), ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called
+directly.  ``install(key=...)`` makes the noise
 replayable (tests only: whoever holds the key can remove the noise).
 """
 
