@@ -412,3 +412,19 @@ def test_bounding_does_not_depend_on_the_thread_count() -> None:
                                 values=vals, rng=KEY)
     for x, y in zip(a, b):
         assert np.array_equal(x, y)
+
+
+def test_canonical_key_encoding_is_injective_and_dtype_free() -> None:
+    from dpfast.tables import _keys
+
+    enc = _keys.canonical_encoding(np.array([1, 2, -1], np.int64))
+    assert enc == _keys.canonical_encoding(np.array([1, 2, -1], np.int8))
+    assert len(set(enc)) == 3
+    assert _keys.canonical_encoding(np.array([0.0, -0.0])) == [
+        _keys.canonical_encoding(np.array([0.0]))[0]] * 2
+    multi = _keys.canonical_encoding((np.array(["ab", "a"]), np.array(["c", "bc"])))
+    assert multi[0] != multi[1]  # "ab"+"c" vs "a"+"bc": length prefixes
+    assert _keys.canonical_encoding(np.array(["1"])) != _keys.canonical_encoding(
+        np.array([1]))
+    h = _keys.key_hashes(np.array(["x", "y"]), KEY, b"t")
+    assert h.dtype == np.uint64 and h[0] != h[1]

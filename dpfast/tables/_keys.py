@@ -230,6 +230,43 @@ def id_hashes(uniques: np.ndarray) -> np.ndarray:
     return out
 
 
+def _encode_one(v: Any) -> bytes:
+    if isinstance(v, (bool, np.bool_, int, np.integer)):
+        i = int(v)
+        return b"i" + i.to_bytes(16, "little", signed=True)
+    if isinstance(v, (float, np.floating)):
+        return b"f" + np.float64(float(v) + 0.0).tobytes()
+    if isinstance(v, str):
+        raw = v.encode("utf-8", "surrogatepass")
+        return b"s" + len(raw).to_bytes(8, "little") + raw
+    if isinstance(v, bytes):
+        return b"b" + len(v).to_bytes(8, "little") + v
+    raise TypeError(f"cannot encode a key of type {type(v).__name__}")
+
+
+def canonical_encoding(uniques: Any) -> list[bytes]:
+    """The canonical byte encoding of each key (one array, or a tuple of key columns).
+
+    A function of the key's value alone (not of its dtype or position): integers as
+    ``b"i"`` + 16 bytes little-endian two's complement, floats as ``b"f"`` + IEEE binary64
+    (``-0.0`` as ``0.0``), strings as ``b"s"`` + length + UTF-8, bytes as ``b"b"`` + length +
+    bytes; a multi-column key is the concatenation of its columns' encodings.  Injective, so
+    per-key randomness addressed by it (a keyed hash of it) never confuses two keys.
+    """
+    cols = uniques if isinstance(uniques, tuple) else (uniques,)
+    lists = [np.asarray(c).tolist() for c in cols]
+    return [b"".join(_encode_one(v) for v in row) for row in zip(*lists)]
+
+
+def key_hashes(uniques: Any, key: bytes, tag: bytes) -> np.ndarray:
+    """uint64 per key: BLAKE2b-64 keyed with ``key`` of ``tag`` + the canonical encoding."""
+    out = np.empty(len(uniques[0] if isinstance(uniques, tuple) else uniques), np.uint64)
+    for i, enc in enumerate(canonical_encoding(uniques)):
+        h = hashlib.blake2b(tag + enc, key=key, digest_size=8).digest()
+        out[i] = int.from_bytes(h, "little")
+    return out
+
+
 def joint(domain_cols: list[np.ndarray], cols: list[np.ndarray], name: str = "domain"
           ) -> list[np.ndarray]:
     """Concatenate domain and data columns column-wise, with compatible dtypes."""
