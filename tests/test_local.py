@@ -780,3 +780,22 @@ def test_olh_estimator_matches_exact_formula(log_eps, g, n, frac):
         for got, c in zip(est.counts, sup.tolist()):
             want = (c - n * q) / (p - q)
             assert abs(got - want) <= 1e-12 * abs(want) + 1e-9 * unit, (got, want)
+
+
+def test_rappor_bit_estimates_exact_for_close_p_q():
+    """q* - p* = (1 - f)(q - p) is taken exactly, and p* N_j as a double-double: with
+    q - p = 2^-45 the float formula lost most digits."""
+    p, q, f = 0.5, 0.5 + 2.0 ** -45, 0.375
+    rap = L.Rappor(num_bits=8, num_hashes=1, num_cohorts=2, f=f, p=p, q=q, hash_seed=3)
+    counts = np.array([[500_000, 500_001, 499_999, 0, 1, 2, 3, 4],
+                       [7, 6, 5, 4, 3, 2, 1, 0]])
+    totals = np.array([1_000_000, 13])
+    t, var = rap.bit_estimates(L.RapporCounts(counts, totals))
+    fr, pr, qr = Fraction(f), Fraction(p), Fraction(q)
+    ps = pr + fr * (qr - pr) / 2
+    d = (1 - fr) * (qr - pr)
+    for j in range(2):
+        for i in range(8):
+            want = (counts[j, i] - ps * int(totals[j])) / d
+            assert abs(Fraction(float(t[j, i])) - want) <= abs(want) * Fraction(1, 2 ** 50) + 1
+    assert np.all(np.isfinite(var))

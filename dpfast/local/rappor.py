@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numba
@@ -247,12 +248,18 @@ class Rappor:
         cnt = self._counts_of(data)
         counts = np.asarray(cnt.counts, np.float64)
         totals = np.asarray(cnt.totals, np.float64)[:, None]
-        f, p, q = self.f, self.p, self.q
-        ps = p + f * (q - p) / 2
-        qs = ps + (1 - f) * (q - p)
-        t = (counts - ps * totals) / (qs - ps)
+        fr, pr, qr = self._f, self._p, self._q
+        ps_q = pr + fr * (qr - pr) / 2  # exact rationals: q* - p* is never a difference
+        d = float((1 - fr) * (qr - pr))  # of two rounded numbers (p close to q)
+        ps, qs = float(ps_q), float(ps_q + (1 - fr) * (qr - pr))
+        # counts - p* N_j with p* N_j as a double-double: exact to the last bits
+        hi = ps * totals
+        lo = np.array([[float(ps_q * int(n) - Fraction(float(h)))]
+                       for n, h in zip(totals[:, 0], hi[:, 0])]).reshape(-1, 1)
+        t = ((counts - hi) - lo) / d
         tc = np.clip(t, 0, totals)
-        var = (tc * qs * (1 - qs) + (totals - tc) * ps * (1 - ps)) / (qs - ps) ** 2
+        with np.errstate(over="ignore"):
+            var = (tc * qs * (1 - qs) + (totals - tc) * ps * (1 - ps)) / (d * d)
         return t, var
 
     def bloom_bits(self, candidates: Any) -> np.ndarray:
