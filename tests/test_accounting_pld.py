@@ -185,6 +185,19 @@ def test_unsupported_events_and_bad_input() -> None:
         PldAccountant(1e-7).compose(ev.Gaussian(0.3), 1000).get_epsilon(1e-5)
 
 
+def test_accountant_contract_and_relations() -> None:
+    from dpfast.accounting import Accountant, NeighbouringRelationError
+
+    acct = PldAccountant()
+    assert isinstance(acct, Accountant)
+    acct.compose(ev.PoissonSampled(ev.Gaussian(1.0), 0.1), 3)  # add/remove one
+    assert acct.neighbouring == "add_remove"
+    with pytest.raises(NeighbouringRelationError):
+        acct.compose(ev.RandomizedResponse(1.0))  # replace one: not implied
+    rr = PldAccountant().compose(ev.RandomizedResponse(1.0))
+    assert rr.neighbouring == "replace_one"
+
+
 @settings(max_examples=15, deadline=None)
 @given(q=st.floats(1e-3, 0.5), sigma=st.floats(0.5, 5.0), steps=st.integers(1, 300),
        delta=st.sampled_from([1e-8, 1e-5, 1e-3]))

@@ -66,6 +66,16 @@ class Curve:
     def p_gt(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    # the smooth variable, where ``reparam`` (see the subclasses)
+    def w_of_eps(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def s_of_w(self, w: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def weight_of_w(self, w: np.ndarray, base: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
     def moments(self) -> tuple[float, float] | None:
         """(mean, variance) of the loss under ``P`` if cheaply known, else None."""
         return None

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 
 from dpfast._core.errors import UnsupportedEventError
 
 from .. import events as ev
+from ..base import Accountant
 from . import _curves as cv
 from . import _pmf as pm
 
@@ -24,13 +24,7 @@ _TAU = 1e-16
 _GRID_FRACTION = 0.05
 
 
-def _check_count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int | np.integer):
-        raise TypeError(f"count must be an integer, got {type(count).__name__}")
-    c = int(count)
-    if c < 0:
-        raise ValueError(f"count must be >= 0, got {c}")
-    return c
+_Cost = tuple[tuple[tuple, int], ...]
 
 
 def _real(x: object, name: str) -> float:
@@ -70,18 +64,6 @@ def _key(event: ev.DpEvent) -> tuple | None:
     raise UnsupportedEventError(f"PldAccountant does not support {event!r}")
 
 
-def _flatten(event: ev.DpEvent, count: int) -> Iterator[tuple[tuple, int]]:
-    if isinstance(event, ev.SelfComposed):
-        yield from _flatten(event.event, count * event.count)
-    elif isinstance(event, ev.Composed):
-        for e in event.events:
-            yield from _flatten(e, count)
-    elif count:
-        k = _key(event)
-        if k is not None:
-            yield k, count
-
-
 def _curves(key: tuple) -> tuple[cv.Curve, cv.Curve]:
     """(remove-direction curve, add-direction curve) of a base event."""
     kind = key[0]
@@ -112,7 +94,7 @@ def _loss_moments(curve: cv.Curve) -> tuple[float, float]:
     return mean, max(var, 0.0)
 
 
-class PldAccountant:
+class PldAccountant(Accountant):
     """Privacy-loss-distribution accountant: the tightest ``(epsilon, delta)`` by FFT.
 
     Parameters
@@ -183,7 +165,9 @@ class PldAccountant:
     >>> round(acct.get_epsilon(1e-5), 2)  # doctest: +SKIP
     """
 
-    def __init__(self, value_discretization_interval: float | None = None) -> None:
+    def __init__(self, value_discretization_interval: float | None = None, *,
+                 neighbouring: str | None = None) -> None:
+        super().__init__(neighbouring=neighbouring)
         if value_discretization_interval is not None:
             v = _real(value_discretization_interval, "value_discretization_interval")
             if not (0.0 < v < math.inf):
@@ -195,28 +179,25 @@ class PldAccountant:
         self._cache: dict[bool, tuple[float, pm.Pmf, pm.Pmf]] = {}
 
     # ------------------------------------------------------------------ contract
+    # supports / compose come from Accountant: one dispatch on the event type through
+    # _HANDLERS (below); a cost is a tuple of (distribution key, multiplicity) pairs.
 
-    def supports(self, event: ev.DpEvent) -> bool:
-        """Whether :meth:`compose` accepts ``event``."""
-        if not isinstance(event, ev.DpEvent):
-            return False
-        try:
-            list(_flatten(event, 1))
-        except UnsupportedEventError:
-            return False
-        return True
+    def _leaf(self, event: ev.DpEvent) -> _Cost:
+        k = _key(event)
+        return () if k is None else ((k, 1),)
 
-    def compose(self, event: ev.DpEvent, count: int = 1) -> PldAccountant:
-        """Compose ``event`` ``count`` times (all-or-nothing); returns ``self``."""
-        if not isinstance(event, ev.DpEvent):
-            raise TypeError(f"event must be a DpEvent, got {type(event).__name__}")
-        count = _check_count(count)
-        parts = list(_flatten(event, count))
-        for k, c in parts:
-            self._counts[k] = self._counts.get(k, 0) + c
-        if parts:
-            self._cache.clear()
-        return self
+    def _self_composed(self, event: ev.SelfComposed) -> _Cost:
+        inner = self._cost(event.event)
+        return tuple((k, m * event.count) for k, m in inner if event.count)
+
+    def _composed(self, event: ev.Composed) -> _Cost:
+        return tuple(part for e in event.events for part in self._cost(e))
+
+    def _add(self, cost: _Cost, count: int) -> None:
+        for k, m in cost:
+            if m:
+                self._counts[k] = self._counts.get(k, 0) + m * count
+                self._cache.clear()
 
     def get_epsilon(self, delta: float) -> float:
         """Smallest ``epsilon`` (an upper bound, see Privacy) at ``delta``."""
@@ -329,3 +310,12 @@ class PldAccountant:
         n = sum(self._counts.values())
         return (f"PldAccountant(value_discretization_interval={self._dx_user!r}, "
                 f"{len(self._counts)} distinct events, {n} compositions)")
+
+
+PldAccountant._HANDLERS = {
+    **{cls: PldAccountant._leaf for cls in (
+        ev.Gaussian, ev.Laplace, ev.DiscreteLaplace, ev.RandomizedResponse, ev.Epsilon,
+        ev.Snapping, ev.Exponential, ev.EpsilonDelta, ev.PoissonSampled)},
+    ev.SelfComposed: PldAccountant._self_composed,
+    ev.Composed: PldAccountant._composed,
+}
