@@ -171,14 +171,32 @@ def test_exponential_exact_with_integer_measure_and_batch() -> None:
                                                                        monotonic=True))
 
 
-def test_exponential_float_measure_fallback_and_labels() -> None:
-    u, m = [1.0, 0.0, 0.5], [0.25, 1.5, 0.125]
+@pytest.mark.parametrize("forced", [False, True])
+def test_exponential_float_measure_exact(forced: bool, monkeypatch) -> None:
+    from dpfast.compat.diffprivlib import _measure
+
+    monkeypatch.setattr(_measure, "FORCE_EXACT", forced)
+    u, m = [1.0, 0.0, 0.5, 3.0], [0.25, 1.5, 0.125, 0.0]
     mech = dpl.Exponential(epsilon=2.0, sensitivity=1.0, utility=u, measure=m,
-                           candidates=["a", "b", "c"], random_state=SEED)
-    picks = mech.randomise(size=100_000)
-    counts = np.array([(picks == s).sum() for s in "abc"])
-    assert _chisquare_ok(counts, _exp_probs(u, 2.0, 1.0, m))
+                           candidates=["a", "b", "c", "d"], random_state=SEED)
+    picks = mech.randomise(size=3_000 if forced else 200_000)
+    counts = np.array([(picks == s).sum() for s in "abcd"])
+    assert counts[3] == 0  # zero measure: never
+    assert _chisquare_ok(counts[:3], _exp_probs(u[:3], 2.0, 1.0, m[:3]))
     assert mech.randomise() in ("a", "b", "c")
+
+
+def test_exponential_measure_fast_path_is_certified() -> None:
+    from dpfast.compat.diffprivlib import _measure
+
+    gen = dpfast.default_rng(KEY)
+    u = np.linspace(-50, 0, 1000)
+    m = np.geomspace(1e-6, 1e6, 1000)
+    fast = _measure.sample_measured(u, m, Fraction(1, 3), gen, 100_000)
+    w = m * np.exp((u - u.max()) / 3)
+    assert _chisquare_ok(np.bincount(fast, minlength=1000), w / w.sum())
+    with pytest.raises(ValueError, match="measure"):
+        _measure.sample_measured(u[:2], [0.0, 0.0], Fraction(1), gen, 1)
 
 
 def _pf_probs(u, eps, sens):
@@ -283,6 +301,7 @@ def test_patched_histogramdd_density_and_tools() -> None:
                                                  random_state=SEED)
         mean = diffprivlib.tools.mean(x[:, 0], epsilon=1.0, bounds=(0, 1))
         quant = diffprivlib.tools.median(x[:, 0], epsilon=1.0, bounds=(0, 1))
+        assert diffprivlib.tools.quantiles.Exponential is dpl.Exponential
     assert hist.shape == (4, 4) and np.sum(hist) * (1 / 16) == pytest.approx(1.0)
     assert count == count2 and abs(count - np.count_nonzero(x[:, 0] > 0.5)) < 40
     assert 0 <= mean <= 1 and 0 <= quant <= 1

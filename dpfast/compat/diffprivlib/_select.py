@@ -12,6 +12,7 @@ from diffprivlib import mechanisms as _dm
 import dpfast
 from dpfast.compat._random_state import NoiseBuffer, generator_for
 from dpfast.compat.diffprivlib._additive import as_array
+from dpfast.compat.diffprivlib._measure import sample_measured
 
 __all__ = ["Snapping", "Exponential", "PermuteAndFlip"]
 
@@ -107,12 +108,14 @@ class Exponential(_dm.Exponential):
     ``P[i] ∝ measure_i · exp(c u_i)``, ``c = ε / (2Δ)`` (``ε / Δ`` when ``monotonic``):
     ``ε``-DP for neighbouring datasets whose utilities differ by at most ``sensitivity`` Δ.
     Uniform measure (default) and integer measures with total ``<= 2^20`` (each candidate
-    replicated ``measure_i`` times, zero-measure candidates dropped) are sampled *exactly*
-    by :func:`dpfast.exponential` (exact Gumbel-max, ChaCha20 bits).  **Difference**: any
-    other measure (e.g. the interval lengths of ``diffprivlib.tools.quantile``) falls back to
-    diffprivlib's float probabilities inverted with a ChaCha20 uniform -- secure bits, float
-    (not exact) probabilities.  ``ε = inf`` or ``Δ = 0``: uniform over the maximal
-    candidates.  ``random_state`` as in :class:`Laplace`.
+    replicated ``measure_i`` times, zero-measure candidates dropped) are sampled exactly by
+    :func:`dpfast.exponential` (exact Gumbel-max, ChaCha20 bits); any other measure (e.g.
+    the interval lengths of ``diffprivlib.tools.quantile``) exactly by certified inversion
+    with an interval-arithmetic continuation (:mod:`dpfast.compat.diffprivlib._measure`;
+    its fast path assumes the platform ``log``/``exp`` within 2^12 ulps).  Versus
+    diffprivlib: same distribution, which diffprivlib's float probabilities only
+    approximate.  ``ε = inf`` or ``Δ = 0``: uniform over the maximal candidates (of positive
+    measure).  ``random_state`` as in :class:`Laplace`.
     """
 
     def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None,
@@ -145,9 +148,9 @@ class Exponential(_dm.Exponential):
                 top = top[np.asarray(self.measure, dtype=np.float64)[top] > 0]
             return top[[_uniform_index(self._gen, top.size) for _ in range(n)]]
         layout = self._exact_layout()
-        if layout is None:  # float probabilities (diffprivlib's), secure uniform
-            r = np.asarray(self._gen.random(n), dtype=np.float64)
-            return np.minimum(np.searchsorted(self._probabilities, r, side="left"), u.size - 1)
+        if layout is None:  # general float measure: certified inversion, exact continuation
+            c = Fraction(self.epsilon) / (Fraction(self.sensitivity) * (1 if self.monotonic else 2))
+            return sample_measured(u, self.measure, c, self._gen, n)
         v, owner = layout
         if v.size == 1:
             return np.full(n, owner[0])
