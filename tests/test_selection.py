@@ -696,3 +696,40 @@ def test_permute_and_flip_resampling_variant_is_caught(monkeypatch) -> None:
                             LazyUniform=lambda m, src: _exact.LazyUniform(src.next(), src))
     monkeypatch.setattr(permute_flip, "_exact", fresh)
     assert _pf_outcomes(monkeypatch, True) != [c[2] for c in PF_CASES]
+
+
+# top-k: candidate 0's prefix is above the others'; 1 and 2 share W, their first refinement
+# words differ, so the ordered top 2 is known exactly
+TOPK_CASES = [([0, ALL_ONES, 5], [0, 1]), ([0, 5, ALL_ONES], [0, 2]),
+              ([ALL_ONES, 0, 1], [0, 2]), ([7, 1 << 63, (1 << 63) - 1], [0, 1])]
+
+
+def _topk_outcomes(monkeypatch, forced: bool) -> list[list[int]]:
+    out = []
+    for t, (first, _) in enumerate(TOPK_CASES):
+        src = _source(first, seed=500 + t)
+        w = np.array(ADJACENT, np.uint64)
+        monkeypatch.setattr(noisy_max, "_draw_words", lambda gen, n, w=w: w[:n].copy())
+        monkeypatch.setattr(noisy_max, "_LazySource", lambda gen, s=src: (lambda: s))
+        if forced:
+            with sel.force_exact():
+                out.append(sel.top_k([0.0, 0.0, 0.0], 2, 1.0, rng=KEY).tolist())
+        else:
+            out.append(sel.top_k([0.0, 0.0, 0.0], 2, 1.0, rng=KEY).tolist())
+    return out
+
+
+@pytest.mark.parametrize("forced", [False, True])
+def test_top_k_continuation_keeps_the_kernel_bits(monkeypatch, forced) -> None:
+    assert _topk_outcomes(monkeypatch, forced) == [want for _, want in TOPK_CASES]
+
+
+def test_top_k_resampling_variant_is_caught(monkeypatch) -> None:
+    orig = noisy_max._exact_top
+
+    def resampling(words, u_row, c, c_f, k, src, forced):
+        fresh = np.array([src().next() for _ in range(words.shape[0])], np.uint64)
+        return orig(fresh, u_row, c, c_f, k, src, forced)
+
+    monkeypatch.setattr(noisy_max, "_exact_top", resampling)
+    assert _topk_outcomes(monkeypatch, False) != [want for _, want in TOPK_CASES]
