@@ -357,15 +357,18 @@ def test_release_noise_dependent_failure_is_charged_and_recorded_failed(tmp_path
 
 def test_history_records_and_events_round_trip():
     b = Budget(200.0, 1e-5)  # large: this test is about the records, not the filter
-    nested = [
+    nested = [  # one neighbouring relation per budget: add/remove-one here
         ev.Gaussian(3.0),
         ev.PoissonSampled(ev.Gaussian(1.1), 0.01),
         ev.SelfComposed(ev.PoissonSampled(ev.Gaussian(1.1), 0.01), 10),
         ev.Composed([ev.Laplace(20.0), ev.Gaussian(30.0), ev.Composed([ev.Zcdp(0.001)])]),
-        ev.RandomizedResponse(0.5, k=3),
-        ev.SampledWithoutReplacement(ev.Gaussian(2.0), 10, 1000),
         ev.Epsilon(0.1),
     ]
+    replace_one = Budget(200.0, 1e-5)
+    for e in (ev.RandomizedResponse(0.5, k=3),
+              ev.SampledWithoutReplacement(ev.Gaussian(2.0), 10, 1000)):
+        assert replace_one.spend(e).event == e
+    assert [c.event.neighbouring for c in replace_one.history()] == ["replace_one"] * 2
     returned = [b.spend(e, note=f"n{i}", analyst="ana") for i, e in enumerate(nested)]
     hist = b.history()
     assert [h.event for h in hist] == nested

@@ -671,3 +671,34 @@ def test_relative_ledger_path_survives_chdir(tmp_path, monkeypatch):
     b.close()
     for conn in b._session._abandoned:  # the "parent's" connection, kept open by design
         conn.close()
+
+
+# --------------------------------------------------------------------------- relations
+
+
+def test_one_neighbouring_relation_per_budget(tmp_path):
+    from dpfast import NeighbouringRelationError
+
+    path = tmp_path / "ledger.sqlite"
+    b = Budget(8.0, 1e-5, ledger=path)
+    add_remove = ev.PoissonSampled(ev.Gaussian(1.1), 0.01)
+    replace_one = ev.SampledWithoutReplacement(ev.Gaussian(2.0), 10, 1000)
+    b.spend(ev.Gaussian(30.0))  # states no relation: fixes nothing
+    b.spend(add_remove)  # fixes add/remove-one
+    with pytest.raises(NeighbouringRelationError, match="add_remove"):
+        b.spend(replace_one)
+    with pytest.raises(NeighbouringRelationError, match="mixes"):
+        b.spend(ev.Composed([add_remove, replace_one]))
+    b.spend(ev.Gaussian(30.0))
+    assert [c.event for c in b.history(include_refused=True)] == [
+        ev.Gaussian(30.0), add_remove, ev.Gaussian(30.0)]
+    b.close()
+    again = Budget(8.0, 1e-5, ledger=path)  # the relation is read back from the ledger
+    with pytest.raises(NeighbouringRelationError):
+        again.spend(replace_one)
+    again.spend(add_remove)
+    again.close()
+    other = Budget(8.0, 1e-5)
+    other.spend(replace_one)  # a fresh budget takes either relation
+    with pytest.raises(NeighbouringRelationError):
+        other.spend(add_remove)

@@ -21,6 +21,8 @@ TYPED_MODULES = [
     "dpfast/accounting/pld",
     "dpfast/mechanisms",
     "dpfast/dpsgd.py",
+    "dpfast/budget",
+    "dpfast/cli/ledger.py",
     "tests/typing/facade.py",
 ]
 

@@ -10,10 +10,11 @@ the safe side.
 from __future__ import annotations
 
 import math
-import sys
 from fractions import Fraction
 
 import mpmath
+
+from dpfast._core import rounding as _rounding
 
 __all__ = ["UNIT_EXP", "exact", "float_down", "float_up", "mp_float_down", "mp_fraction_up"]
 
@@ -28,26 +29,12 @@ def exact(x: float) -> int:
 
 def float_down(n: int, unit_exp: int = UNIT_EXP) -> float:
     """Largest double ``<=`` the exact value ``n * 2**-unit_exp``."""
-    value = Fraction(n, 1 << unit_exp)
-    try:
-        f = n / (1 << unit_exp)  # correctly rounded int/int division
-    except OverflowError:
-        return sys.float_info.max if n > 0 else -math.inf
-    if Fraction(f) > value:
-        f = math.nextafter(f, -math.inf)
-    return f
+    return _rounding.float_down(Fraction(n, 1 << unit_exp))
 
 
 def float_up(n: int, unit_exp: int = UNIT_EXP) -> float:
     """Smallest double ``>=`` the exact value ``n * 2**-unit_exp``."""
-    value = Fraction(n, 1 << unit_exp)
-    try:
-        f = n / (1 << unit_exp)
-    except OverflowError:
-        return math.inf if n > 0 else -sys.float_info.max
-    if Fraction(f) < value:
-        f = math.nextafter(f, math.inf)
-    return f
+    return _rounding.float_up(Fraction(n, 1 << unit_exp))
 
 
 def mp_float_down(value: mpmath.mpf) -> float:

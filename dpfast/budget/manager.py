@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpfast import guidelines
+from dpfast._core.errors import NeighbouringRelationError
+from dpfast._core.validate import check_real
+from dpfast.accounting import events as _events
 
 from . import _inputs, schema
 from . import ledger as _store
@@ -34,15 +36,6 @@ from .registry import FILTERS, make_filter
 from .session import Session, identity
 
 __all__ = ["Budget"]
-
-def _real(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    out = float(value)
-    if math.isnan(out):
-        raise ValueError(f"{name} must not be NaN")
-    return out
-
 
 def _text(value: Any, name: str) -> str:
     if not isinstance(value, str):
@@ -145,10 +138,10 @@ class Budget:
         timeout: float = 30.0,
         use_case: str | None = None,
     ) -> None:
-        eps = _real(epsilon, "epsilon")
+        eps = check_real(epsilon, "epsilon")
         if not (0.0 < eps < math.inf):
             raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
-        dlt = 0.0 if delta is None else _real(delta, "delta")
+        dlt = 0.0 if delta is None else check_real(delta, "delta")
         if not (0.0 <= dlt < 1.0):
             raise ValueError(f"delta must be in [0, 1), got {delta!r}")
         if accounting is None:
@@ -166,7 +159,7 @@ class Budget:
             )
         if orders is not None and not cls.takes_orders:
             raise ValueError(f"orders applies to accounting='rdp' only, not {accounting!r}")
-        tmo = _real(timeout, "timeout")
+        tmo = check_real(timeout, "timeout")
         if not tmo >= 0.0:
             raise ValueError(f"timeout must be >= 0, got {timeout!r}")
         if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
@@ -262,23 +255,45 @@ class Budget:
         TypeError, ValueError
             ``event`` is not an event, or this accounting cannot charge it
             (e.g. a Gaussian under ``"basic"``); nothing is recorded.
+        NeighbouringRelationError
+            The event states a neighbouring relation (add/remove-one or
+            replace-one) other than the one of the budget's earlier charges (the
+            first charge that states one fixes it); nothing is recorded.
         LedgerError
             The ledger could not be read or written; nothing was recorded.
         """
         _text(note, "note")
         _text(analyst, "analyst")
         event_json = serialize_event(event)  # TypeError unless an event
+        rels = _events.relations_of(event)
+        if len(rels) > 1:
+            raise NeighbouringRelationError(
+                f"the event mixes add/remove-one and replace-one parts; a budget's charges "
+                f"must share one neighbouring relation: {event!r}"
+            )
         costs = self._filter.costs(event)  # outside the lock: may be slow
         user, host, pid = identity()
         now = time.time()
+        session = self._session
+
+        def decide() -> str:
+            if rels and session.relation is not None and session.relation not in rels:
+                raise NeighbouringRelationError(
+                    f"this budget's charges are stated for {session.relation!r} neighbours; "
+                    f"an event for {next(iter(rels))!r} neighbours cannot be composed with "
+                    f"them (nothing was recorded): {event!r}"
+                )
+            return CHARGED if self._filter.fits(session.state, costs) else REFUSED
+
+        def commit() -> None:
+            self._filter.add(session.state, costs)
+            if rels and session.relation is None:
+                session.relation = next(iter(rels))
+
         with self._lock:
             fields = [now, None, analyst, note, event_json, schema.encode_cost(costs),
                       user, host, pid]
-            row = self._session.append(
-                fields,
-                lambda: CHARGED if self._filter.fits(self._session.state, costs) else REFUSED,
-                lambda: self._filter.add(self._session.state, costs),
-            )
+            row = session.append(fields, decide, commit)
             if row.status == REFUSED:
                 raise BudgetExceededError(
                     self._filter.refusal(self._session.state, costs),

@@ -3,6 +3,7 @@ the lock, and the verified running state (hash chain + the filter's exact totals
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sqlite3
@@ -10,11 +11,22 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from dpfast.accounting import events as _events
+
 from . import ledger, schema
 from .filters import Filter
-from .records import CHARGED, LedgerError
+from .records import CHARGED, LedgerError, deserialize_event
 
-__all__ = ["Session", "identity"]
+__all__ = ["Session", "identity", "relations_of_json"]
+
+
+@functools.lru_cache(maxsize=256)
+def relations_of_json(event_json: str) -> frozenset[str]:
+    """The neighbouring relations a stored event fixes (empty when unreadable or none)."""
+    try:
+        return _events.relations_of(deserialize_event(event_json))
+    except (TypeError, ValueError, KeyError):
+        return frozenset()
 
 _IDENTITY: dict[int, tuple[str, str]] = {}
 
@@ -58,6 +70,8 @@ class Session:
         self._conn: sqlite3.Connection | None = None
         self._abandoned: list[sqlite3.Connection] = []
         self.state = filt.new_state()
+        #: the neighbouring relation fixed by the charges so far (None: not fixed yet)
+        self.relation: str | None = None
         self.chain: ledger.Chain | None = None
         self._conn = ledger_file.connect(self.load)
 
@@ -96,6 +110,7 @@ class Session:
         chain = ledger.Chain(self.chain.last_hash, self.chain.where)
         chain.last_id = self.chain.last_id
         state = self.state.copy()
+        relation = self.relation
         for row in rows:
             chain.verify(row)
             if row.status == CHARGED:
@@ -106,7 +121,11 @@ class Session:
                         f"charge {row.id} of {self.ledger_file.where} is damaged: {exc}"
                     ) from exc
                 self.filter.add(state, costs)
-        self.chain, self.state = chain, state
+                if relation is None:
+                    rels = relations_of_json(row.event)
+                    if len(rels) == 1:
+                        relation = next(iter(rels))
+        self.chain, self.state, self.relation = chain, state, relation
 
     def read(self, action: str) -> sqlite3.Connection:
         conn = self.connection()
