@@ -195,6 +195,8 @@ class RdpFilter(Filter):
             try:
                 by_order = dict(zip(live, (float(v) for v in rdp_epsilons(event, live)),
                                     strict=True))
+            except ValueError:  # no RDP curve (e.g. (epsilon, delta) with delta > 0)
+                by_order = {}
             except MemoryError:  # an accountant too costly at the highest orders
                 for a in live:
                     try:
