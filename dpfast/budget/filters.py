@@ -5,7 +5,8 @@ stored in the ledger), how to keep the running totals exactly, whether a new cha
 fits, and how to describe what is left.  The :class:`~dpfast.Budget` only composes a
 filter with the ledger.  **Where to add a filter:** subclass :class:`Filter` in a new
 module of this package (costs, state, fit test, what is left, the refusal text and a
-*Privacy* section with the proof), register it in :data:`FILTERS`, and add a line for
+*Privacy* section with the proof), register it in
+:data:`dpfast.budget.registry.FILTERS`, and add a line for
 its ledger definition in ``docs/design.md``.
 
 This module holds the base class and :class:`BasicFilter`; :mod:`.zcdp`, :mod:`.rdp`

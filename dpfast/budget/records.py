@@ -126,8 +126,8 @@ class Remaining:
         (``zcdp``: exactly the rho left); None where no Gaussian fits.
     orders, rdp : tuple of float or None
         ``rdp``: the filter's orders and, per order, the RDP budget left
-        (rounded down); ``-inf`` for an order that is exhausted or dead
-        (see :class:`~dpfast.budget.RdpFilter`).
+        (rounded down; negative: exhausted; ``-inf``: a dead order, or one charged
+        an event without a bound there; see :class:`~dpfast.budget.RdpFilter`).
     exhausted : bool
         True when no charge of positive cost fits any more.
     """
