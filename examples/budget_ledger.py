@@ -40,9 +40,13 @@ def main(argv: list[str] | None = None) -> None:
             break
         released += 1
         print(f"release {released}: {noisy.tolist()}")
-    print(f"ledger {path}: {len(budget.history())} charges recorded")
-    for charge in budget.history():
-        print(f"  #{charge.id} {charge.note}: {charge.event}")
+    print(budget)  # what was spent, and the largest next release that still fits
+    records = budget.history(include_refused=True)
+    print(f"ledger {path}: {len(records)} records (refusals included)")
+    for charge in records:
+        print(f"  #{charge.id} {charge.status:8} {charge.note}: {charge.event} "
+              f"by {charge.analyst} ({charge.user}@{charge.host}, pid {charge.pid})")
+    print(f"look at it with: dpfast ledger show {path}")
 
 
 if __name__ == "__main__":
