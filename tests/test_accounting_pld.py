@@ -176,7 +176,10 @@ def test_unsupported_events_and_bad_input() -> None:
     with pytest.raises(ValueError, match="count"):
         acct.compose(ev.Gaussian(1.0), -1)
     with pytest.raises(ValueError, match="delta"):
-        acct.get_epsilon(0.0)
+        acct.get_epsilon(1.5)
+    assert acct.get_epsilon(1.0) == 0.0
+    assert acct.get_epsilon(0.0) == math.inf  # a Gaussian has no pure-DP guarantee
+    assert acct.get_delta(math.inf) <= 1e-12
     with pytest.raises(ValueError, match="epsilon"):
         acct.get_delta(-1.0)
     with pytest.raises(ValueError, match="value_discretization_interval"):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from dpfast._core.errors import UnsupportedEventError
+from dpfast._core.validate import check_nonneg, check_positive, check_probability
 
 from .. import events as ev
 from ..base import Accountant
@@ -25,15 +26,6 @@ _GRID_FRACTION = 0.05
 
 
 _Cost = tuple[tuple[tuple, int], ...]
-
-
-def _real(x: object, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    v = float(x)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v
 
 
 def _key(event: ev.DpEvent) -> tuple | None:
@@ -169,11 +161,8 @@ class PldAccountant(Accountant):
                  neighbouring: str | None = None) -> None:
         super().__init__(neighbouring=neighbouring)
         if value_discretization_interval is not None:
-            v = _real(value_discretization_interval, "value_discretization_interval")
-            if not (0.0 < v < math.inf):
-                raise ValueError(
-                    f"value_discretization_interval must be finite and > 0, got {v!r}")
-            value_discretization_interval = v
+            value_discretization_interval = check_positive(
+                value_discretization_interval, "value_discretization_interval")
         self._dx_user = value_discretization_interval
         self._counts: dict[tuple, int] = {}
         self._cache: dict[bool, tuple[float, pm.Pmf, pm.Pmf]] = {}
@@ -214,18 +203,16 @@ class PldAccountant(Accountant):
         The lower bound rounds every loss down to the grid, so its gap to the upper
         bound grows with the number of compositions (about ``count * interval / 2``).
         """
-        d = _real(delta, "delta")
-        if not (0.0 < d < 1.0):
-            raise ValueError(f"delta must lie in (0, 1), got {d!r}")
+        d = check_probability(delta, "delta", zero=True, one=True)
+        if d >= 1.0:
+            return 0.0, 0.0
         up = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(True))
         lo = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(False)) if lower else math.nan
         return lo, up
 
     def get_delta_bounds(self, epsilon: float, *, lower: bool = True) -> tuple[float, float]:
         """``(lower, upper)`` bounds on the exact ``delta`` at ``epsilon``."""
-        e = _real(epsilon, "epsilon")
-        if not (0.0 <= e):
-            raise ValueError(f"epsilon must be >= 0, got {e!r}")
+        e = check_nonneg(epsilon, "epsilon", allow_inf=True)
         if e == math.inf:
             return 0.0, max(p.inf + p.err for _, p in self._pmfs(True)) if self._counts else 0.0
         up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True))
