@@ -236,6 +236,38 @@ def test_random_state_mapping() -> None:
         dpl.Geometric(epsilon=1.0, random_state="seed")
 
 
+def test_scalar_buffer_hands_each_value_out_once_across_threads_and_forks() -> None:
+    import os
+    import threading
+    import warnings
+
+    mech = dpl.Laplace(epsilon=1.0, sensitivity=1.0, random_state=SEED)
+    results: list[float] = []
+
+    def work() -> None:
+        values = [mech.randomise(0.0) for _ in range(3000)]
+        results.extend(values)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == len(results) == 12_000  # no noise value handed out twice
+    mech.randomise(0.0)  # the buffer now holds pre-drawn values
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # child: report its next values, then exit without pytest's teardown
+        os.write(write, repr([mech.randomise(0.0) for _ in range(5)]).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = eval(os.read(read, 1 << 16).decode())  # noqa: S307 - our own repr of floats
+    parent = [mech.randomise(0.0) for _ in range(5)]
+    assert not set(child) & set(parent)
+
+
 def test_bad_arrays_are_rejected() -> None:
     with pytest.raises(TypeError, match="integer"):
         dpl.Geometric(epsilon=1.0).randomise(np.array([1.5]))

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+import os
 import secrets
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -52,7 +54,9 @@ class NoiseBuffer:
     Values are drawn in blocks (16, doubling up to 4096) from ``draw(n)`` and handed out in
     order; a new ``tag`` (the noise parameters) discards the rest.  Independent identically
     distributed draws handed out one by one have the same joint distribution as drawing
-    one at a time, so the mechanisms' output distributions are unchanged.
+    one at a time, so the mechanisms' output distributions are unchanged.  Each value is
+    handed out once: a lock serialises threads, and a forked child discards the values its
+    parent drew (it never repeats the parent's noise).
     """
 
     _MAX = 4096
@@ -62,15 +66,18 @@ class NoiseBuffer:
         self._values: np.ndarray = np.empty(0)
         self._pos = 0
         self._block = 16
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
 
     def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
-        if tag != self._tag or self._pos >= self._values.size:
-            if tag != self._tag:
-                self._block = 16
-            self._values = draw(self._block)
-            self._block = min(self._block * 2, self._MAX)
-            self._tag = tag
-            self._pos = 0
-        value = self._values[self._pos]
-        self._pos += 1
-        return value
+        with self._lock:
+            pid = os.getpid()
+            if tag != self._tag or self._pos >= self._values.size or pid != self._pid:
+                if tag != self._tag:
+                    self._block = 16
+                self._values = draw(self._block)
+                self._block = min(self._block * 2, self._MAX)
+                self._tag, self._pid, self._pos = tag, pid, 0
+            value = self._values[self._pos]
+            self._pos += 1
+            return value
