@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dpfast import _exact
 from dpfast import local as L
 from dpfast._kernels import local as _lk
+from dpfast._kernels.chacha import ST_COLS
 from dpfast.accounting import events
 from dpfast.local import _lanes, hashing, rappor
 
@@ -722,7 +723,7 @@ def _lane_outcomes(thr, decide) -> list[bool]:
     c1, c2 = lo >> 64, lo & ((1 << 64) - 1)
     assert c1 == int(thr.words[0]) and 0 < c2 - 1 and c2 + 1 < (1 << 64) - 1
     buf = _undecided_lane_words(c1)
-    st = np.zeros(5, np.int64)  # one chunk's state; 64 words suffice: no refill
+    st = np.zeros(ST_COLS, np.int64)  # one chunk's state; 64 words suffice: no refill
     res, und, pos = _lk.bern_lanes(buf, 0, st, np.zeros(8, np.uint32),
                                    np.zeros(3, np.uint32), thr.words, thr.terminal,
                                    np.uint64(3), False)

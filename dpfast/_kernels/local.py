@@ -39,7 +39,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from dpfast._kernels.chacha import chacha_words, next_u64
+from dpfast._kernels.chacha import ST_POS, chacha_words, next_u64
 from dpfast._kernels.uniform import below, mul64
 
 ZERO = np.uint64(0)
@@ -180,7 +180,7 @@ def grr_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, fo
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
+        pos = s_[ST_POS]
         kk = pcount[c]
         i = start[c]
         while i < hi:
@@ -208,7 +208,7 @@ def grr_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, fo
             i += m
         resume[c] = i
         pcount[c] = kk
-        s_[0] = pos
+        s_[ST_POS] = pos
 
 
 @nb.njit(cache=True, parallel=True)
@@ -227,7 +227,7 @@ def olh_client_kernel(buf, st, key, nonces, chunk, base, n, fp, g, seeds, out, c
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
+        pos = s_[ST_POS]
         kk = pcount[c]
         i = start[c]
         while i < hi:
@@ -259,7 +259,7 @@ def olh_client_kernel(buf, st, key, nonces, chunk, base, n, fp, g, seeds, out, c
             i += m
         resume[c] = i
         pcount[c] = kk
-        s_[0] = pos
+        s_[ST_POS] = pos
 
 
 @nb.njit(cache=True, parallel=True)
@@ -274,7 +274,7 @@ def oue_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, fo
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
+        pos = s_[ST_POS]
         kk = pcount[c]
         coins = ZERO
         ncoins = 0
@@ -305,7 +305,7 @@ def oue_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, fo
             i += 1
         resume[c] = i
         pcount[c] = kk
-        s_[0] = pos
+        s_[ST_POS] = pos
 
 
 @nb.njit(cache=True, parallel=True)
@@ -325,7 +325,7 @@ def cms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, ro
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
+        pos = s_[ST_POS]
         kk = pcount[c]
         i = start[c]
         while i < hi:
@@ -351,7 +351,7 @@ def cms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, ro
             i += 1
         resume[c] = i
         pcount[c] = kk
-        s_[0] = pos
+        s_[ST_POS] = pos
 
 
 @nb.njit(cache=True, parallel=True)
@@ -369,7 +369,7 @@ def hcms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, r
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
+        pos = s_[ST_POS]
         kk = pcount[c]
         i = start[c]
         while i < hi:
@@ -396,7 +396,7 @@ def hcms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, r
             i += mlanes
         resume[c] = i
         pcount[c] = kk
-        s_[0] = pos
+        s_[ST_POS] = pos
 
 
 @nb.njit(cache=True, inline="always")
@@ -482,7 +482,7 @@ def rappor_irr_kernel(buf, st, key, nonces, chunk, base, n, prr, m, qw, qt, pw, 
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
-        pos = s_[0]
+        pos = s_[ST_POS]
         i = start[c]
         while i < hi:
             for w in range(nw):
@@ -491,7 +491,7 @@ def rappor_irr_kernel(buf, st, key, nonces, chunk, base, n, prr, m, qw, qt, pw, 
                 out[i, w] = r
             i += 1
         resume[c] = i
-        s_[0] = pos
+        s_[ST_POS] = pos
 
 
 # ----------------------------------------------------------------------------- servers

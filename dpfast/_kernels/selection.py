@@ -45,6 +45,7 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels.chacha import ST_POS
 from dpfast._kernels.samplers import bern_exp_decide
 from dpfast._kernels.uniform import below
 
@@ -231,10 +232,10 @@ def uniform_spans(buf, st, key, nonces, chunk, n, spans, out):
         b = buf[c]
         s = st[c]
         nonce = nonces[c]
-        pos = s[0]
+        pos = s[ST_POS]
         for i in range(lo, hi):
             out[i], pos = below(b, pos, s, key, nonce, spans[i])
-        s[0] = pos
+        s[ST_POS] = pos
 
 
 @nb.njit(cache=True, _nrt=False)

@@ -142,6 +142,7 @@ def _run_lanes(gen: Generator, n: int, words_per_cell: float, chunk: int, per_ce
     if n == 0:
         return
     force = _forced()
+    key_words = _drive.source_of(gen).key_words
     slow: _drive._SlowStream | None = None
     for lo, hi, buf, st, nonces in _drive.batches(gen, n, words_per_cell, chunk):
         nch = buf.shape[0]
@@ -153,7 +154,7 @@ def _run_lanes(gen: Generator, n: int, words_per_cell: float, chunk: int, per_ce
         pidx = np.empty((nch, cap), np.int64)
         while True:
             with _threads((hi - lo) * words_per_cell):
-                call(buf, st, gen._key_words, nonces, chunk, lo, hi - lo, force, start,
+                call(buf, st, key_words, nonces, chunk, lo, hi - lo, force, start,
                      resume, pcount, pidx)
             _drive.check_wrap(st)
             if pcount.any():

@@ -187,6 +187,7 @@ class Rappor:
         fp, ids, key = self._clients(values, client_ids, secret)
         coh, prr = self._prr_words(fp, ids, key)
         gen = as_generator(rng)
+        key_words = _drive.source_of(gen).key_words
         n = ids.size
         m = self.num_bits
         out = np.empty_like(prr)
@@ -198,7 +199,7 @@ class Rappor:
             start = lo + np.arange(nch, dtype=np.int64) * chunk
             resume = np.empty(nch, np.int64)
             with _threads((hi - lo) * wpc):
-                _lk.rappor_irr_kernel(buf, st, gen._key_words, nonces, chunk, lo, hi - lo,
+                _lk.rappor_irr_kernel(buf, st, key_words, nonces, chunk, lo, hi - lo,
                                       prr, m, self._qw, self._qt, self._pw, self._pt, out,
                                       start, resume)
             _drive.check_wrap(st)

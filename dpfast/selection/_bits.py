@@ -21,12 +21,13 @@ def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
     chunk = _drive.CHUNK
     full, tail = divmod(n, chunk)
     nchunks = full + (tail > 0)
-    first = gen._allocate_streams(nchunks)
+    streams = _drive.source_of(gen)
+    first = streams.allocate(nchunks)
     tail_blocks = -(-tail // 8)
     out = np.empty(full * chunk + 8 * tail_blocks, np.uint64)
     flat = out.view(np.uint32)
     nonces = _drive._nonces(first, nchunks)
-    key_words = gen._key_words
+    key_words = streams.key_words
     per = 2 * chunk  # uint32 words per full chunk
 
     def work(a: int, b: int, nblocks: int) -> None:
@@ -51,8 +52,9 @@ def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
 def _uniform_spans(gen: _random.Generator, spans: np.ndarray) -> np.ndarray:
     """Exactly uniform integers in [0, spans[i]) (uint64 spans >= 1)."""
     out = np.empty(spans.shape[0], np.uint64)
+    key_words = _drive.source_of(gen).key_words
     for lo, hi, buf, st, nonces in _drive.batches(gen, spans.shape[0], 1.0):
-        _ks.uniform_spans(buf, st, gen._key_words, nonces, _drive.CHUNK, hi - lo,
+        _ks.uniform_spans(buf, st, key_words, nonces, _drive.CHUNK, hi - lo,
                           spans[lo:hi], out[lo:hi])
         _drive.check_wrap(st)
     return out
