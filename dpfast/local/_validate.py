@@ -3,33 +3,29 @@
 from __future__ import annotations
 
 import math
-import numbers
 from fractions import Fraction
 from typing import Any
 
 import mpmath
 import numpy as np
 
+from dpfast._core.rounding import float_up
+from dpfast._core.validate import check_exact, check_exact_positive, check_int
+
 _MAX_EPSILON = 1024.0
 _MAX_DOMAIN = 1 << 31
 
 
 def _epsilon(value: Any, name: str = "epsilon") -> Fraction:
-    """A finite epsilon in (0, 1024], as the exact binary rational of the float."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    x = float(value)
-    if not math.isfinite(x) or not 0.0 < x <= _MAX_EPSILON:
+    """A finite epsilon in (0, 1024], as the exact rational it encodes (floats exactly)."""
+    q = check_exact_positive(value, name)
+    if q > _MAX_EPSILON:
         raise ValueError(f"{name} must be finite and in (0, {_MAX_EPSILON:g}], got {value!r}")
-    return Fraction(value) if isinstance(value, (int, Fraction)) else Fraction(x)
+    return q
 
 
 def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got bool")
-    if not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    v = int(value)
+    v = check_int(value, name)
     if v < lo or (hi is not None and v > hi):
         rng = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
         raise ValueError(f"{name} must be {rng}, got {v}")
@@ -37,12 +33,11 @@ def _int(value: Any, name: str, lo: int, hi: int | None = None) -> int:
 
 
 def _prob(value: Any, name: str) -> Fraction:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    x = float(value)
-    if not (math.isfinite(x) and 0.0 <= x <= 1.0):
+    """A probability in [0, 1] as the exact rational it encodes."""
+    q = check_exact(value, name)
+    if not 0 <= q <= 1:
         raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return Fraction(value) if isinstance(value, Fraction) else Fraction(x)
+    return q
 
 
 def _array(values: Any) -> np.ndarray:
@@ -139,8 +134,7 @@ def _pack_bits(words: np.ndarray, m: int) -> np.ndarray:
 
 def _float_up_q(x: Fraction) -> float:
     """The smallest float >= x (events round epsilon up)."""
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, math.inf)
+    return float_up(x)
 
 
 def _float_up(x: mpmath.mpf) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import threading
 from collections.abc import Iterator
 from fractions import Fraction
@@ -13,6 +12,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from dpfast._core.validate import check_exact_positive
 from dpfast._kernels import selection as _ks
 
 _SEG = 1 << 16
@@ -108,20 +108,7 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
 
 def _positive(value: Any, name: str) -> Fraction:
     """A finite positive real as the exact rational it encodes."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a real number, got bool")
-    if isinstance(value, (Fraction, int, np.integer)):
-        x = Fraction(int(value)) if isinstance(value, (int, np.integer)) else value
-    elif isinstance(value, (numbers.Real, np.floating)):
-        v = float(value)
-        if not math.isfinite(v):
-            raise ValueError(f"{name} must be finite, got {value!r}")
-        x = Fraction(v)
-    else:
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    if x <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return x
+    return check_exact_positive(value, name)
 
 
 def _coefficient(epsilon: Any, sensitivity: Any, denom: int) -> tuple[Fraction, float]:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import numpy as np
 
+from dpfast._core.rounding import float_up
 from dpfast.accounting import events as _events
-from dpfast.selection._validate import _INF, _check_noise, _positive
-
-
-def _float_up(x: Fraction) -> float:
-    """The smallest float >= x (privacy parameters round to the safe side)."""
-    f = float(x)
-    return f if Fraction(f) >= x else math.nextafter(f, _INF)
+from dpfast.selection._validate import _check_noise, _positive
 
 
 def exponential_event(epsilon: float) -> _events.Exponential:
@@ -24,13 +16,13 @@ def exponential_event(epsilon: float) -> _events.Exponential:
     ``epsilon``-bounded-range (McSherry & Talwar 2007; Cesar & Rogers 2021).  A
     rational ``epsilon`` that is not a float is rounded up.
     """
-    return _events.Exponential(_float_up(_positive(epsilon, "epsilon")))
+    return _events.Exponential(float_up(_positive(epsilon, "epsilon")))
 
 
 
 def permute_and_flip_event(epsilon: float) -> _events.Epsilon:
     """Privacy event of one :func:`permute_and_flip` selection: pure ``epsilon``-DP."""
-    return _events.Epsilon(_float_up(_positive(epsilon, "epsilon")))
+    return _events.Epsilon(float_up(_positive(epsilon, "epsilon")))
 
 
 
