@@ -212,6 +212,27 @@ def test_bounds_bracket_and_pld_below_rdp(q: float, sigma: float, steps: int,
     assert upper <= dpsgd_epsilon(q, sigma, steps, delta) * (1 + 1e-3) + 1e-6
 
 
+@settings(max_examples=25, deadline=None)
+@given(q=st.one_of(st.just(1.0), st.floats(1e-4, 0.999)), scale=st.floats(0.05, 20.0),
+       kind=st.sampled_from(["gauss", "laplace"]), frac=st.floats(0.01, 0.3))
+def test_single_event_distributions_are_valid_and_pessimistic(
+        q: float, scale: float, kind: str, frac: float) -> None:
+    from dpfast.accounting.pld import _curves as cv
+    from dpfast.accounting.pld import _pmf as pm
+
+    if kind == "gauss":
+        curves = [cv.GaussianRemove(q, scale)] + ([cv.GaussianAdd(q, scale)] if q < 1 else [])
+    else:
+        curves = [cv.LaplaceRemove(q, scale)] + ([cv.LaplaceAdd(q, scale)] if q < 1 else [])
+    for curve in curves:
+        dx = max(frac * (curve.hi - curve.lo) / 50.0, 1e-6)
+        pmf = pm.connect_dots(curve, dx, 2**20)
+        assert abs(math.fsum(pmf.p) + pmf.inf - 1.0) < 1e-11  # nothing lost
+        for e in [0.0, 0.1, 0.7, 2.0]:
+            exact = float(curve.delta(np.array([e]))[0])
+            assert pm.delta(pmf, dx, e) >= exact - 1e-15
+
+
 # ----------------------------------------------------------------- memory
 
 

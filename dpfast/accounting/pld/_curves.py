@@ -56,6 +56,9 @@ class Curve:
     #: whether the cumulative functions are smooth in a variable ``w`` other than the
     #: loss (then ``w_of_eps`` and ``eps_of_w`` -> (eps, d eps / d w) are defined)
     reparam: bool = False
+    #: below this loss ``Q(L > e) = 1`` and the smooth variable does not reach (the
+    #: lower end of the subsampled Gaussian's remove-direction loss)
+    flat_below: float = -math.inf
 
     def q_le(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -70,7 +73,7 @@ class Curve:
     def w_of_eps(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def s_of_w(self, w: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+    def s_of_w(self, w: np.ndarray, gt: bool = False) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def weight_of_w(self, w: np.ndarray, base: np.ndarray) -> np.ndarray:  # pragma: no cover
@@ -98,15 +101,18 @@ class GaussianRemove(Curve):
         self.q, self.s = q, sigma
         self.symmetric = q >= 1.0
         self.lmin = math.log1p(-q) if q < 1.0 else -math.inf
+        self.flat_below = self.lmin
         self.lo = self.lmin if q < 1.0 else float(self.loss(np.array(-_Z * sigma)))
         self.hi = float(self.loss(np.array(1.0 + _Z * sigma)))
 
     reparam = True  # w = (2x - 1) / (2 s^2), the loss without sampling
 
     def w_of_eps(self, e: np.ndarray) -> np.ndarray:
+        if self.q >= 1.0:
+            return np.asarray(e, dtype=np.float64)
         with np.errstate(divide="ignore", invalid="ignore"):
             w = _log_em1_plus(e, self.q) - math.log(self.q)
-        return np.clip(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX, _W_MAX)
+        return np.maximum(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX)  # the singular end only
 
     def eps_of_w(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.q >= 1.0:
@@ -124,10 +130,11 @@ class GaussianRemove(Curve):
                 m2 += weight * float(wt @ (v * v))
         return m1, max(m2 - m1 * m1, 0.0)
 
-    def s_of_w(self, w: np.ndarray) -> np.ndarray:
-        """``Q(L <= e)`` (``e < 0``) or ``-Q(L > e)`` (``e >= 0``) at ``e = e(w)``."""
+    def s_of_w(self, w: np.ndarray, gt: bool = False) -> np.ndarray:
+        """``Q(L <= e)`` (``e < 0``) or ``-Q(L > e)`` (``e >= 0``, or everywhere with
+        ``gt``) at ``e = e(w)``."""
         z = (self.s * self.s * w + 0.5) / self.s
-        neg = w < 0.0
+        neg = (w < 0.0) & (not gt)
         v = special.ndtr(np.where(neg, z, -z))
         return np.where(neg, v, -v)
 
@@ -181,7 +188,7 @@ class GaussianAdd(Curve):
     def w_of_eps(self, e: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             w = _log_em1_plus(-np.asarray(e, dtype=np.float64), self.q) - math.log(self.q)
-        return np.clip(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX, _W_MAX)
+        return np.maximum(np.nan_to_num(w, nan=-_W_MAX), -_W_MAX)  # the singular end only
 
     def moments(self) -> tuple[float, float]:
         t, wt = _GH
@@ -190,11 +197,12 @@ class GaussianAdd(Curve):
         m1 = float(wt @ v)
         return m1, max(float(wt @ (v * v)) - m1 * m1, 0.0)
 
-    def s_of_w(self, w: np.ndarray) -> np.ndarray:
-        """``Q(L <= e)`` (``e < 0``, i.e. ``w > 0``) or ``-Q(L > e)`` at ``e = e(w)``."""
+    def s_of_w(self, w: np.ndarray, gt: bool = False) -> np.ndarray:
+        """``Q(L <= e)`` (``e < 0``, i.e. ``w > 0``) or ``-Q(L > e)`` (else, or everywhere
+        with ``gt``) at ``e = e(w)``."""
         z = (self.s * self.s * w + 0.5) / self.s
         zi = 1.0 / self.s
-        pos = w > 0.0  # e < 0: Q(L <= e); else -Q(L > e)
+        pos = (w > 0.0) & (not gt)  # e < 0: Q(L <= e); else -Q(L > e)
         u = np.where(pos, -z, z)
         v = (1.0 - self.q) * special.ndtr(u) + self.q * special.ndtr(u + np.where(pos, zi, -zi))
         return np.where(pos, v, -v)
@@ -231,7 +239,11 @@ class GaussianAdd(Curve):
 
 
 def _lap_loss_bounds(q: float, b: float) -> tuple[float, float]:
-    return math.log1p(q * math.expm1(-1.0 / b)), math.log1p(q * math.expm1(1.0 / b))
+    if q >= 1.0:
+        return -1.0 / b, 1.0 / b
+    lo = float(np.logaddexp(math.log1p(-q), math.log(q) - 1.0 / b))
+    hi = float(np.logaddexp(math.log1p(-q), math.log(q) + 1.0 / b))
+    return lo, hi
 
 
 class LaplaceRemove(Curve):

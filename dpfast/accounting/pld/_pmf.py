@@ -77,8 +77,11 @@ def _grid(curve: Curve, dx: float, max_bins: int) -> tuple[int, int]:
     return k_lo, k_hi
 
 
-def _slope_values(curve: Curve, e: np.ndarray) -> np.ndarray:
-    """``S(e)``: ``Q(L <= e)`` for ``e < 0``, ``-Q(L > e)`` for ``e >= 0``."""
+def _slope_values(curve: Curve, e: np.ndarray, gt: bool = False) -> np.ndarray:
+    """``S(e)``: ``Q(L <= e)`` for ``e < 0``, ``-Q(L > e)`` for ``e >= 0`` (or for all
+    ``e`` with ``gt``)."""
+    if gt:
+        return -curve.q_gt(e)
     neg = e < 0.0
     out = np.empty_like(e)
     if np.any(neg):
@@ -89,19 +92,21 @@ def _slope_values(curve: Curve, e: np.ndarray) -> np.ndarray:
 
 
 def _gl_n(curve: Curve, a: np.ndarray, h: np.ndarray, base: np.ndarray,
-          nodes: np.ndarray, weights: np.ndarray) -> np.ndarray:
+          nodes: np.ndarray, weights: np.ndarray, gt: bool = False) -> np.ndarray:
     """``int S(e) e^(e - base) de`` over ``[a, a + h]`` (in the curve's smooth variable)
     by Gauss-Legendre with the given nodes on [-1, 1]."""
     t = a[:, None] + (nodes[None, :] + 1.0) * 0.5 * h[:, None]
     with np.errstate(under="ignore"):
         if curve.reparam:  # t is the smooth variable w
-            f = curve.s_of_w(t) * curve.weight_of_w(t, base[:, None])
+            f = curve.s_of_w(t, gt) * curve.weight_of_w(t, base[:, None])
         else:
-            f = _slope_values(curve, t.ravel()).reshape(t.shape) * np.exp(t - base[:, None])
+            f = _slope_values(curve, t.ravel(), gt).reshape(t.shape) * np.exp(
+                t - base[:, None])
         return f @ weights * 0.5 * h
 
 
-def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray) -> np.ndarray:
+def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
+                    ) -> np.ndarray:
     """``int_a^(a+h) S(e) e^(e - a) de``, adaptive (halving where 4 and 2x4 nodes
     disagree), integrating in the curve's smooth variable where it has one."""
     base = a.copy()
@@ -121,11 +126,11 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray) -> np.ndarray:
         lo = np.repeat(lo, pieces) + k * step
         w = step
         base = np.repeat(base, pieces)
-    coarse = _gl_n(curve, lo, w, base, _GL_T, _GL_W)
+    coarse = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
     for _ in range(60):
         half = 0.5 * w
-        left = _gl_n(curve, lo, half, base, _GL_T, _GL_W)
-        right = _gl_n(curve, lo + half, half, base, _GL_T, _GL_W)
+        left = _gl_n(curve, lo, half, base, _GL_T, _GL_W, gt)
+        right = _gl_n(curve, lo + half, half, base, _GL_T, _GL_W, gt)
         fine = left + right
         ok = np.abs(fine - coarse) <= 1e-13 * np.abs(fine) + 1e-17 * np.abs(h[idx])
         if idx.size > 8 * a.size + 2000:
@@ -146,38 +151,47 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray) -> np.ndarray:
 def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     """Pessimistic connect-the-dots pmf of ``curve`` on the grid ``dx * Z``."""
     k_lo, k_hi = _grid(curve, dx, max_bins)
-    ks = np.arange(k_lo, k_hi + 1)
-    eps = ks * dx
-    a = eps[:-1]
-    h = np.full(a.shape, dx)
-    integ = _cell_integrals(curve, a, h)
-    for c in curve.breaks:  # split the cells holding an atom at the jump
-        j = math.floor(c / dx) - k_lo
-        if 0 <= j < a.size and eps[j] < c < eps[j + 1]:
-            left = _cell_integrals(curve, a[j:j + 1], np.array([c - eps[j]]))
-            right = _cell_integrals(curve, np.array([c]), np.array([eps[j + 1] - c]))
-            integ[j] = left[0] + math.exp(c - eps[j]) * right[0]
-    slopes = integ / math.expm1(dx)  # chord slopes of D(x) = delta(x) - (1 - x)_+
-    # Round every slope up by its error bound and make them nondecreasing: the curve
-    # built from them starts at (0, 1) and has larger slopes than the exact
+    eps = np.arange(k_lo, k_hi + 1) * dx
+    i0 = -k_lo  # index of the grid point e = 0
+    # Cells left of 0 where Q(L <= e) < 1/2 use the slopes of D(x) = delta - (1 - x)_+,
+    # i.e. Q(L <= e) (small, accurate); the others the slopes of delta, -Q(L > e).
+    q_end = curve.q_le(eps[1:i0 + 1])
+    comp = np.maximum.accumulate(q_end > 0.5) if i0 else np.zeros(0, bool)
+    c = int(np.argmax(comp)) if comp.size and comp.any() else i0  # first delta-form cell
+    h = np.full(eps.size - 1, dx)
+    integ = np.empty(eps.size - 1)
+    integ[:c] = _cell_integrals(curve, eps[:c], h[:c], gt=False)
+    integ[c:] = _cell_integrals(curve, eps[c:-1], h[c:], gt=True)
+    if curve.reparam:  # the part of a delta-form cell below the loss range: -Q(L > e) = -1
+        lows = np.flatnonzero(eps[c:-1] < curve.flat_below) + c
+        integ[lows] -= np.expm1(np.minimum(curve.flat_below, eps[lows + 1]) - eps[lows])
+    for brk in curve.breaks:  # split the cells holding an atom at the jump
+        j = math.floor(brk / dx) - k_lo
+        if 0 <= j < eps.size - 1 and eps[j] < brk < eps[j + 1]:
+            g = j >= c
+            left = _cell_integrals(curve, eps[j:j + 1], np.array([brk - eps[j]]), g)
+            right = _cell_integrals(curve, np.array([brk]), np.array([eps[j + 1] - brk]), g)
+            integ[j] = left[0] + math.exp(brk - eps[j]) * right[0]
+    slopes = integ / math.expm1(dx)
+    # Round every slope up by its error bound and make the delta-slopes nondecreasing:
+    # the curve built from them starts at (0, 1) and has larger slopes than the exact
     # connect-the-dots curve, so it lies above it (pessimistic by construction), and
     # its masses are >= 0 (a valid distribution).
     slopes = slopes + _KAPPA * _U * np.abs(slopes)
-    i0 = -k_lo  # index of the grid point e = 0
-    s_bot = max(float(_slope_values(curve, eps[:1])[0]), 0.0)  # >= chord from x = 0
-    left = np.maximum.accumulate(np.concatenate([[s_bot], slopes[:i0]]))
-    right = np.maximum.accumulate(np.maximum(slopes[i0:], left[-1] - 1.0))
-    right = np.minimum(right, 0.0)
+    s_bot = max(float(curve.q_le(eps[:1])[0]), 0.0)  # >= the chord from x = 0 (D form)
+    dform = np.maximum.accumulate(np.concatenate([[s_bot], slopes[:c]]))
+    dslope = np.maximum.accumulate(np.maximum(slopes[c:], dform[-1] - 1.0))
+    dslope = np.minimum(dslope, 0.0)
     x = np.exp(eps)
     dxs = np.diff(x)
     # height of the curve at the top grid point = mass at +inf (the curve is flat beyond)
-    top = math.fsum(np.concatenate([[x[0] * left[0]], left[1:] * dxs[:i0],
-                                    right * dxs[i0:]]))
-    s_all = np.concatenate([left, right, [0.0]])
-    p = x * np.diff(s_all)
-    p[i0] += 1.0  # the kink of (1 - x)_+ at x = 1
-    inf = max(top, float(curve.p_gt(eps[-1:])[0])) + 4 * _U * float(np.abs(s_all).max())
-    err = 8 * _U  # rounding of the masses themselves (relative 2u each) and of p[i0]
+    top = math.fsum(np.concatenate([[1.0, -x[c], x[0] * dform[0]], dform[1:] * dxs[:c],
+                                    dslope * dxs[c:]]))
+    v = np.concatenate([dform, dslope, [0.0]])
+    p = x * np.diff(v)
+    p[c] = x[c] * ((dslope[0] + 1.0) - dform[-1])  # the switch from D- to delta-slopes
+    inf = max(top, float(curve.p_gt(eps[-1:])[0])) + 4 * _U * float(np.abs(v).max())
+    err = 8 * _U  # rounding of the masses themselves (relative 2u each) and of p[c]
     p = np.maximum(p, 0.0)
     # safety net: the masses must sum to 1; missing mass (a quadrature failure) goes to
     # +inf, which only makes the result more pessimistic
