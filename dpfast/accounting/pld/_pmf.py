@@ -8,14 +8,15 @@ pmf reports ``delta + err`` (an upper bound), an *optimistic* one ``delta - err`
   Kamath, Kumar & Manurangsi 2022, "Connect the Dots", Algorithm 1): its privacy
   curve, as a function of ``x = e^eps``, is the piecewise-linear interpolation of the
   true (convex) curve at the grid points, hence lies above it.  The masses come from
-  chord slopes, weighted averages of ``Q(L <= e)`` (left of 0) or ``-Q(L > e)`` (right
-  of 0) over one grid cell, computed by adaptive Gauss-Legendre quadrature (4 nodes vs
-  2 x 4 nodes, agreement to 1e-13 relative) in the curve's smooth variable: no
-  differences of nearly equal ``delta`` values.  Each slope is then rounded *up* by 64
-  ulps and the slopes made monotone, so the curve they define starts at ``(0, 1)`` and
-  stays above the exact interpolation: pessimistic by construction (given the
-  quadrature tolerance), and a valid distribution (masses >= 0).  Missing total mass,
-  if any, is put at ``+inf``.
+  chord slopes, weighted averages over one grid cell of ``Q(L <= e)`` (the slope of
+  ``delta(x) - (1 - x)_+``, used left of 0 while ``Q(L <= e) < 1/2``) or ``-Q(L > e)``
+  (the slope of ``delta``, used elsewhere), computed by adaptive Gauss-Legendre
+  quadrature (4 nodes vs 2 x 4 nodes, agreement to 1e-13 relative) in the curve's
+  smooth variable: no differences of nearly equal ``delta`` values.  Each slope is
+  then rounded *up* by 64 ulps and the slopes made monotone, so the curve they define
+  starts at ``(0, 1)`` and stays above the exact interpolation: pessimistic by
+  construction (given the quadrature tolerance), and a valid distribution (masses
+  >= 0).  Missing total mass, if any, is put at ``+inf``.
 * :func:`round_down` builds the optimistic pmf (each loss rounded down to the grid, the
   survival function rounded down: the loss is stochastically smaller, so every
   hockey-stick divergence is smaller, also after composition).  Its gap to the
