@@ -50,7 +50,7 @@ _GL_T, _GL_W = np.polynomial.legendre.leggauss(4)
 
 
 #: Chernoff exponents (per grid index, divided by the support length), both signs
-_LAM = np.concatenate([np.geomspace(1e-3, 30.0, 10), -np.geomspace(1e-3, 30.0, 10)])
+_LAM = np.concatenate([np.geomspace(2e-3, 20.0, 7), -np.geomspace(2e-3, 20.0, 7)])
 
 
 class GridTooLargeError(ValueError):
