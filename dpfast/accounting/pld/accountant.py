@@ -96,6 +96,11 @@ class PldAccountant(Accountant):
         the composed events, ``0.05 x`` the smallest standard deviation of one event's
         loss (the discretisation then raises ``epsilon`` by about 0.02%),
         enlarged if needed so that no distribution exceeds :data:`MAX_BINS` points.
+    neighbouring : {None, "add_remove", "replace_one"}
+        The neighbouring relation (:class:`~dpfast.accounting.Accountant`): ``None``
+        adopts the first one an event fixes; replace-one events (randomized response)
+        and add/remove-one events (Poisson subsampling) do not mix (no group-privacy
+        conversion here: ``NeighbouringRelationError``).
 
     Notes
     -----
