@@ -32,6 +32,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast._envelope", 3),
     ("dpfast._streams", 3),
     ("dpfast._drive", 4),
+    ("dpfast._addressed", 5),  # addressed streams: noise named by call id and cell/key
     ("dpfast.random", 5),
     ("dpfast.noise", 6),
     ("dpfast.mechanisms", 7),

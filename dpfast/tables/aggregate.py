@@ -2,8 +2,11 @@
 
 Each public function runs the pipeline of :mod:`dpfast.tables`: validate (and factorize)
 -> bound -> charge -> aggregate -> noise -> post-process (partition selection) -> report.
-Each step is a function below (``_validate``, :func:`dpfast.tables.bounding.bound_codes`,
-``_charge``, ``_noise``, ``_select``, :class:`~dpfast.tables.release.TableRelease`).
+Each step is a function below (``_validate``, ``_make_plan``,
+:func:`dpfast.tables.bounding.bound_codes`, ``_charge``, :func:`release` with the per-key
+addressed noise of :mod:`dpfast.tables.keynoise` and the selection,
+:class:`~dpfast.tables.release.TableRelease`).  ``_make_plan`` / ``centred`` /
+``release`` are shared with :mod:`dpfast.dask`, which aggregates on a cluster.
 """
 
 from __future__ import annotations
@@ -16,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import noise as _noise_mod
 from dpfast import random as _random
-from dpfast.tables import _keys, _plan, _usecase, bounding
+from dpfast.tables import _keys, _plan, _usecase, bounding, keynoise
 from dpfast.tables.release import TableRelease
 
 __all__ = ["count", "sum", "mean"]
@@ -140,19 +142,6 @@ def _charge(budget: Any, event: Any, note: str) -> None:
         budget.spend(event, note=note)
 
 
-# ----------------------------------------------------------------------------- noise
-def _noise(part: _plan.Part, x: np.ndarray, gen: _random.Generator) -> np.ndarray:
-    """Noise a vector of per-key aggregates (in canonical key order) with the part's law."""
-    law = part.law
-    if law.kind == "discrete_laplace":
-        return _noise_mod.discrete_laplace(x, law.scale, rng=gen)
-    if law.kind == "discrete_gaussian":
-        return _noise_mod.discrete_gaussian(x, law.scale, rng=gen)
-    if law.kind == "laplace":
-        return _noise_mod.laplace(x, law.scale, rng=gen, granularity=law.granularity)
-    return _noise_mod.gaussian(x, law.scale, rng=gen, granularity=law.granularity)
-
-
 # ----------------------------------------------------------------------------- select
 def _candidates(data: _Data, counts: np.ndarray) -> np.ndarray:
     """Codes of the keys that may be released, in canonical order: the domain's keys, or
@@ -190,18 +179,26 @@ def _common(max_partitions: Any, max_per_partition: Any, privacy_ids: Any
     return k, c
 
 
-def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
-         epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
-         domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-         use_case: str | None = None) -> TableRelease:
-    k, c = _common(max_partitions, max_per_partition, privacy_ids)
-    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
-    _check_budget(budget, note)
-    gen = _random.as_generator(rng)
-    data, bnd = _validate(keys, privacy_ids, values, bounds, domain)   # validate
-    integer = data.values is None or data.values.dtype.kind == "i"
+@dataclasses.dataclass
+class Plan:
+    """The data-independent part of a release: bounds, laws, threshold, event and the
+    generator (whose allocator gives the release its stream id when the noise is drawn,
+    after the charge: it addresses the per-key noise, :mod:`.keynoise`)."""
 
-    # plan (data-independent): parts, threshold, event
+    stat: str
+    k: int
+    c: int
+    bnd: Any
+    count_part: _plan.Part | None
+    sum_part: _plan.Part | None
+    parts: list[_plan.Part]
+    tau: int | None
+    event: Any
+    gen: _random.Generator
+
+
+def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer: bool,
+               gen: _random.Generator, use_case: str | None) -> Plan:
     parts: list[_plan.Part] = []
     count_part = sum_part = None
     one = Fraction(1)
@@ -230,44 +227,56 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
         tau = _plan.threshold(priv, count_part, k, c)
     event = _plan.release_event(priv, parts)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
+    return Plan(stat, k, c, bnd, count_part, sum_part, parts, tau, event, gen)
 
-    vals = data.values
-    if stat == "mean":  # centred values 2x - lo - hi, in [-(hi - lo), hi - lo]
-        assert vals is not None and bnd is not None
-        lo, hi = bnd
-        vals = 2 * vals - (lo + hi)
-    skey = bounding.subkey(gen)
-    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
-                               vals)
-    _charge(budget, event, note)                                          # charge
+
+def centred(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
+    """The values the bounding step sums: clamped values, centred ``2x - lo - hi`` for a
+    mean."""
+    if plan.stat != "mean" or vals is None:
+        return vals
+    lo, hi = plan.bnd
+    return 2 * vals - (lo + hi)
+
+
+def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
+    """Noise, select and report the bounded aggregates ``agg`` (per key code of
+    ``data.uniques``).  The budget has been charged."""
     cand = _candidates(data, agg.counts)                                  # aggregate
+    stream = keynoise.release_stream(plan.gen)  # the release's id: after the charge
+    rkey = keynoise.release_key(plan.gen._key, stream)
+    cand_keys = _take_keys(data.uniques, cand)
     keep = None
     noisy_count = None
+    count_part, sum_part, tau = plan.count_part, plan.sum_part, plan.tau
     if count_part is not None:                                            # noise
-        noisy_count = _noise(count_part, agg.counts[cand], gen)
+        noisy_count = keynoise.noise_keys(count_part.law, agg.counts[cand], rkey, cand_keys,
+                                          keynoise.COUNT_PART)
         if tau is not None:
             keep = noisy_count >= tau                                     # select
     noisy_sum = None
     if sum_part is not None:
         assert agg.sums is not None
-        noisy_sum = _noise(sum_part, agg.sums[cand], gen)
+        noisy_sum = keynoise.noise_keys(sum_part.law, agg.sums[cand], rkey, cand_keys,
+                                        keynoise.SUM_PART)
+    parts, k, c, event = plan.parts, plan.k, plan.c, plan.event
     sens = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
             "max_per_partition": c}
-    if stat == "count":
+    if plan.stat == "count":
         assert count_part is not None and noisy_count is not None
         out_keys, (v,) = _finish(data, cand, keep, [noisy_count])
         return TableRelease(keys=out_keys, values=v, statistic="count", event=event,
                             law=count_part.law, threshold=tau, sensitivity=sens,
                             key_names=data.key_names)
     assert sum_part is not None and noisy_sum is not None
-    if stat == "sum":
+    if plan.stat == "sum":
         out_keys, (v,) = _finish(data, cand, keep, [noisy_sum])
         return TableRelease(keys=out_keys, values=v, statistic="sum", event=event,
                             law=sum_part.law, threshold=tau, sensitivity=sens,
                             key_names=data.key_names)
-    assert count_part is not None and noisy_count is not None and bnd is not None
+    assert count_part is not None and noisy_count is not None and plan.bnd is not None
     out_keys, (s, n) = _finish(data, cand, keep, [noisy_sum, noisy_count])
-    lo, hi = float(bnd[0]), float(bnd[1])
+    lo, hi = float(plan.bnd[0]), float(plan.bnd[1])
     means = np.clip(((lo + hi) + s / np.maximum(n, 1)) / 2, lo, hi)       # post-process
     means[n <= 0] = (lo + hi) / 2
     return TableRelease(keys=out_keys, values=means.astype(np.float64), statistic="mean",
@@ -275,6 +284,24 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
                         key_names=data.key_names,
                         mean_parts=(s.astype(np.float64), n, sum_part.law, count_part.law,
                                     lo, hi))
+
+
+def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
+         epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
+         domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
+         use_case: str | None = None) -> TableRelease:
+    k, c = _common(max_partitions, max_per_partition, privacy_ids)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    _check_budget(budget, note)
+    gen = _random.as_generator(rng)
+    data, bnd = _validate(keys, privacy_ids, values, bounds, domain)   # validate
+    integer = data.values is None or data.values.dtype.kind == "i"
+    plan = _make_plan(stat, k, c, priv, bnd, integer, gen, use_case)    # plan
+    skey = bounding.subkey(gen)
+    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
+                               centred(plan, data.values))
+    _charge(budget, plan.event, note)                                    # charge
+    return release(plan, data, agg)
 
 
 def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
