@@ -149,8 +149,10 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
     return out
 
 
-def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
-    """Pessimistic connect-the-dots pmf of ``curve`` on the grid ``dx * Z``."""
+def _chord_slopes(curve: Curve, dx: float, max_bins: int
+                  ) -> tuple[int, np.ndarray, int, np.ndarray]:
+    """Grid, switch cell ``c`` and exact chord slopes (D-form before ``c``, delta-form
+    from ``c`` on) of ``curve``."""
     k_lo, k_hi = _grid(curve, dx, max_bins)
     eps = np.arange(k_lo, k_hi + 1) * dx
     i0 = -k_lo  # index of the grid point e = 0
@@ -173,7 +175,12 @@ def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
             left = _cell_integrals(curve, eps[j:j + 1], np.array([brk - eps[j]]), g)
             right = _cell_integrals(curve, np.array([brk]), np.array([eps[j + 1] - brk]), g)
             integ[j] = left[0] + math.exp(brk - eps[j]) * right[0]
-    slopes = integ / math.expm1(dx)
+    return k_lo, eps, c, integ / math.expm1(dx)
+
+
+def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
+    """Pessimistic connect-the-dots pmf of ``curve`` on the grid ``dx * Z``."""
+    k_lo, eps, c, slopes = _chord_slopes(curve, dx, max_bins)
     # Round every slope up by its error bound and make the delta-slopes nondecreasing:
     # the curve built from them starts at (0, 1) and has larger slopes than the exact
     # connect-the-dots curve, so it lies above it (pessimistic by construction), and
