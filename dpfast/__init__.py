@@ -147,7 +147,7 @@ _PUBLIC: dict[str, str] = {
 # each one), "events" is dpfast.accounting.events
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-    "dpsgd", "events", "tables", "metrics", "guidelines", "planning",
+    "dpsgd", "events", "tables", "metrics", "guidelines", "planning", "dask",
 }
 
 # literal, so that type checkers see the re-exports (a test keeps it equal to _PUBLIC)

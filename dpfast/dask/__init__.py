@@ -1,0 +1,44 @@
+"""Scale out on Dask: the same release on a cluster as on one machine.
+
+``dpfast.dask.count / sum / mean`` take a dask DataFrame and release exactly -- bit for
+bit, for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` /
+``sum`` / ``mean`` release on the same rows with the same key: rows are hash-partitioned
+by privacy id (so every id's rows meet in one partition), bounded per id with the keyed
+per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced, and noised
+on the driver with the per-key addressed noise of :mod:`dpfast.tables.keynoise`.
+
+Keys: what travels inside the task graph is the *bounding* sub-key only (it decides which
+rows a person keeps; it cannot remove noise), or, with :func:`key_from_file` /
+:func:`key_from_env`, not even that: the workers load the key themselves.
+
+Needs the optional extra ``dask`` (``dask[dataframe]`` and ``distributed``); nothing here
+imports dask until a function is called.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    "count": "dpfast.dask.tables",
+    "sum": "dpfast.dask.tables",
+    "mean": "dpfast.dask.tables",
+    "key_from_file": "dpfast.dask.keys",
+    "key_from_env": "dpfast.dask.keys",
+    "WorkerKey": "dpfast.dask.keys",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpfast.dask' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -1,0 +1,250 @@
+"""Group-by count, sum and mean releases of dask DataFrames (see :mod:`dpfast.dask`).
+
+Pipeline: validate and plan on the driver -> charge the budget (before anything is
+computed) -> hash-partition the rows by privacy id (``DataFrame.shuffle``: every id's
+rows in one partition) -> per partition, validate, bound per id and aggregate per key
+(:func:`dpfast.tables.aggregate._validate`, :func:`dpfast.tables.bounding.bound_codes`:
+the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
+per-key partials on the driver -> per-key addressed noise, selection and report
+(:func:`dpfast.tables.aggregate.release`).  Integer aggregates are exact, so the
+release equals :func:`dpfast.tables.count` / ``sum`` / ``mean`` on the same rows bit for
+bit.  Float values: the per-key sums are added in another order than on one machine, so
+the pre-noise sum (and so the released grid value) may differ in its last bits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpfast import random as _random
+from dpfast.dask.keys import WorkerKey
+from dpfast.tables import _keys, _plan, aggregate, bounding
+
+__all__ = ["count", "sum", "mean"]
+
+_COUNT = "__dpfast_count"
+_SUM = "__dpfast_sum"
+
+
+def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str], Any, Any]:
+    cols = getattr(ddf, "columns", None)
+    if cols is None or not hasattr(ddf, "map_partitions"):
+        raise TypeError(f"ddf must be a dask DataFrame, got {type(ddf).__name__}")
+    names = [key] if isinstance(key, str) else list(key) if isinstance(key, (list, tuple)) \
+        else None
+    if not names or not all(isinstance(k, str) for k in names):
+        raise TypeError("key must be a column name or a list of column names")
+    for label, cs in (("key", names), ("privacy_id", [privacy_id] if privacy_id else []),
+                      ("value", [value] if value else [])):
+        for c in cs:
+            if not isinstance(c, str):
+                raise TypeError(f"{label} must be a column name (str), got {c!r}")
+            if c not in cols:
+                raise ValueError(f"{label} column {c!r} is not in the DataFrame "
+                                 f"(columns: {list(cols)})")
+    return names, privacy_id, value
+
+
+def _generator(rng: Any) -> tuple[_random.Generator, Any]:
+    """The driver's generator and what the workers get to derive the bounding sub-key:
+    the sub-key words themselves, or the :class:`WorkerKey` to load."""
+    if isinstance(rng, WorkerKey):
+        return _random.default_rng(rng.load()), rng
+    gen = _random.as_generator(rng)
+    return gen, bounding.subkey(gen)
+
+
+def _subkey(src: Any) -> np.ndarray:
+    if isinstance(src, WorkerKey):
+        return bounding.subkey(_random.default_rng(src.load()))
+    return src
+
+
+def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
+              bounds: Any, domain: Any, k: int, c: int, stat: str, key_src: Any) -> Any:
+    """One partition: validate, bound per id, aggregate per key (rows with no key kept are
+    dropped).  Returns a pandas DataFrame: the key columns, count and (values) sum."""
+    import pandas as pd
+
+    keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
+    ids = None if id_col is None else pdf[id_col]
+    vals = None if val_col is None else pdf[val_col]
+    data, bnd = aggregate._validate(keys, ids, vals, bounds, domain)
+    v = data.values
+    if stat == "mean" and v is not None:
+        v = 2 * v - (bnd[0] + bnd[1])
+    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v)
+    nz = np.flatnonzero(agg.counts)
+    uk = aggregate._take_keys(data.uniques, nz)
+    out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+    out[_COUNT] = agg.counts[nz]
+    if agg.sums is not None:
+        out[_SUM] = agg.sums[nz]
+    return pd.DataFrame(out)
+
+
+def _meta(ddf: Any, names: list[str], stat: str, integer: bool) -> Any:
+    import pandas as pd
+
+    meta = {n: pd.Series([], dtype=ddf[n].dtype) for n in names}
+    meta[_COUNT] = pd.Series([], dtype=np.int64)
+    if stat != "count":
+        meta[_SUM] = pd.Series([], dtype=np.int64 if integer else np.float64)
+    return pd.DataFrame(meta)
+
+
+def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any
+            ) -> tuple[aggregate._Data, bounding.Bounded]:
+    """Sum the per-partition partials per key (canonical codes, as on one machine)."""
+    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
+    if domain is None:
+        fk = _keys.factorize(cols)
+        codes, domain_codes = fk.codes, None
+    else:
+        dcols = _keys.columns(domain, "domain")
+        nd = len(dcols[0])
+        fk = _keys.factorize(_keys.joint(dcols, cols))
+        domain_codes = fk.codes[:nd]
+        codes = fk.codes[nd:]
+    counts = np.zeros(fk.size, np.int64)
+    np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
+    sums = None
+    if has_sum:
+        sv = parts[_SUM].to_numpy()
+        sums = np.zeros(fk.size, sv.dtype)
+        np.add.at(sums, codes, sv)
+    data = aggregate._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
+    return data, bounding.Bounded(counts, sums)
+
+
+def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any, *,
+         epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
+         domain: Any, noise: Any, rng: Any, budget: Any, note: Any, use_case: Any,
+         npartitions: Any) -> Any:
+    names, id_col, val_col = _columns(ddf, key, privacy_id, value)
+    k, c = aggregate._common(max_partitions, max_per_partition, id_col)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    aggregate._check_budget(budget, note)
+    if npartitions is not None and (not isinstance(npartitions, int)
+                                    or isinstance(npartitions, bool) or npartitions < 1):
+        raise ValueError(f"npartitions must be a positive int, got {npartitions!r}")
+    integer = True
+    bnd = None
+    if val_col is not None:
+        dt = ddf[val_col].dtype
+        kind = dt.kind if isinstance(dt, np.dtype) else "O"
+        if kind not in "iuf":
+            raise TypeError(f"value column {val_col!r} must hold numbers, got dtype "
+                            f"{ddf[val_col].dtype}")
+        integer = kind in "iu"
+        bnd = aggregate._bounds(bounds, integer)
+    if domain is not None:
+        dcols = _keys.columns(domain, "domain")
+        if len(dcols) != len(names):
+            raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
+    gen, key_src = _generator(rng)
+    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case)
+    aggregate._charge(budget, plan.event, note)       # charged before anything is computed
+    cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
+    frame = ddf[cols]
+    if id_col is not None:  # all rows of an id in one partition
+        frame = frame.shuffle(on=id_col, npartitions=npartitions or frame.npartitions)
+    partial = frame.map_partitions(_partials, names, id_col, val_col, bnd, domain, k, c,
+                                   stat, key_src, meta=_meta(ddf, names, stat, integer))
+    parts = partial.compute()
+    data, agg = _reduce(parts, names, domain, stat != "count", tuple(names))
+    return aggregate.release(plan, data, agg)
+
+
+_PARAMS_DOC = """
+    ddf : dask.dataframe.DataFrame
+        The rows.
+    key : str or list of str
+        The key column(s).
+    privacy_id : str, optional
+        The column of the privacy unit (None: every row is a different person).
+    epsilon, delta, rho, max_partitions, max_per_partition, domain, noise, budget, note,
+    use_case
+        As in :func:`dpfast.tables.count`.  ``budget`` is charged once, on the driver,
+        before the graph is computed (a refusal computes nothing).
+    rng : None, Generator, 32-byte key or :class:`dpfast.dask.WorkerKey`
+        As in :func:`dpfast.tables.count`; a :class:`~dpfast.dask.WorkerKey`
+        (:func:`~dpfast.dask.key_from_file`, :func:`~dpfast.dask.key_from_env`) is loaded
+        by the driver and by each worker, so no key material is in the task graph.
+    npartitions : int, optional
+        Partitions after the shuffle by privacy id (default: as many as ``ddf``).
+"""
+
+
+def count(ddf: Any, key: Any, privacy_id: str | None = None, *,
+          epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+          max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+          noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
+          use_case: str | None = None, npartitions: int | None = None) -> Any:
+    """Release the number of rows per key of a dask DataFrame, with bounded contributions.
+
+    Parameters
+    ----------
+    {params}
+    Returns
+    -------
+    dpfast.tables.TableRelease
+        Equal, bit for bit, to ``dpfast.tables.count`` on the same rows with the same key.
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.count` (the same mechanism: add/remove one person,
+    ``Δ1 = k c``, ``Δ2 = sqrt(k) c``; discrete Laplace / Gaussian noise, CKS20; private
+    partition selection, Desfontaines et al. 2022).  Distribution changes who computes,
+    never what is computed: bounding depends only on each person's own rows.
+    """
+    return _run("count", ddf, key, privacy_id, None, None, epsilon=epsilon, delta=delta,
+                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                use_case=use_case, npartitions=npartitions)
+
+
+def sum(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,  # noqa: A001
+        bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
+        rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
+        domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
+        note: str = "", use_case: str | None = None, npartitions: int | None = None) -> Any:
+    """Release the sum of the ``value`` column per key (clamped to ``bounds``).
+
+    Parameters as in :func:`count`, plus ``value`` (a column name) and ``bounds``.
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.sum`: ``Δ1 = k c max(|lo|, |hi|)`` (add/remove one
+    person).  Integer values: bit-identical to one machine.  Float values: see the module
+    notes (the sum is added in another order).
+    """
+    return _run("sum", ddf, key, privacy_id, value, bounds, epsilon=epsilon, delta=delta,
+                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                use_case=use_case, npartitions=npartitions)
+
+
+def mean(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
+         bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
+         rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
+         domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
+         note: str = "", use_case: str | None = None, npartitions: int | None = None) -> Any:
+    """Release the mean of the ``value`` column per key: noisy centred sum / noisy count.
+
+    Parameters as in :func:`sum`.
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.mean`: the budget split in half between the count
+    (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``); add/remove one person.
+    """
+    return _run("mean", ddf, key, privacy_id, value, bounds, epsilon=epsilon, delta=delta,
+                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
+                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                use_case=use_case, npartitions=npartitions)
+
+
+count.__doc__ = (count.__doc__ or "").replace("{params}", _PARAMS_DOC.strip())

@@ -1,0 +1,148 @@
+"""dpfast.dask: the same release on a cluster as on one machine (issue 12)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+import dpfast  # noqa: E402
+import dpfast.dask as dkd  # noqa: E402
+import dpfast.tables as dpt  # noqa: E402
+
+from .helpers import KEY  # noqa: E402
+
+ENV = "DPFAST_TEST_DASK_KEY"
+
+
+def _frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"k": rng.zipf(1.5, n) % 40, "id": rng.integers(0, 500, n),
+                         "v": rng.integers(-3, 9, n),
+                         "s": rng.choice(np.array(["a", "bb", "é"]), n)})
+
+
+def _same(a: dpt.TableRelease, b: dpt.TableRelease) -> None:
+    ka = a.keys if isinstance(a.keys, tuple) else (a.keys,)
+    kb = b.keys if isinstance(b.keys, tuple) else (b.keys,)
+    assert [x.tolist() for x in ka] == [x.tolist() for x in kb]
+    assert a.values.dtype == b.values.dtype
+    np.testing.assert_array_equal(a.values, b.values)
+    assert a.event == b.event and a.threshold == b.threshold
+
+
+@pytest.fixture(scope="module")
+def client():  # type: ignore[no-untyped-def]
+    import os
+
+    os.environ[ENV] = KEY.hex()  # inherited by the worker processes started below
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+        os.environ.pop(ENV, None)
+
+
+@pytest.mark.parametrize("nparts", [1, 4, 16])
+def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -> None:
+    df = _frame()
+    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=2, rng=KEY)
+    shuffled = df.sample(frac=1, random_state=nparts)
+    got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=1.0,
+                    delta=1e-5, max_partitions=2, rng=KEY)
+    _same(got, ref)
+    assert len(ref) > 3
+
+
+def test_sum_mean_domain_multicolumn_and_no_ids() -> None:
+    df = _frame(seed=1)
+    dom = (np.arange(6).repeat(3), np.tile(np.array(["a", "bb", "é"]), 6))
+    d4 = dd.from_pandas(df.sample(frac=1, random_state=3), npartitions=4)
+    for fn, dfn in ((dpt.sum, dkd.sum), (dpt.mean, dkd.mean)):
+        ref = fn(df.v, (df.k, df.s), df.id, bounds=(-2, 6), epsilon=1.0, domain=dom,
+                 max_partitions=3, max_per_partition=2, rng=KEY)
+        got = dfn(d4, ["k", "s"], "v", "id", bounds=(-2, 6), epsilon=1.0, domain=dom,
+                  max_partitions=3, max_per_partition=2, rng=KEY)
+        _same(got, ref)
+    ref = dpt.count(df.s, epsilon=0.5, domain=np.array(["a", "é", "zz"]), rng=KEY)
+    got = dkd.count(d4, "s", epsilon=0.5, domain=np.array(["a", "é", "zz"]), rng=KEY)
+    _same(got, ref)
+    ref = dpt.sum(df.v, df.k, df.id, bounds=(0, 5), rho=0.5, domain=np.arange(10), rng=KEY)
+    got = dkd.sum(d4, "k", "v", "id", bounds=(0, 5), rho=0.5, domain=np.arange(10), rng=KEY)
+    _same(got, ref)
+
+
+def test_budget_charged_once_before_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+    df = _frame(500)
+    d = dd.from_pandas(df, npartitions=2)
+    budget = dpfast.Budget(epsilon=1.0, delta=1e-5, accounting="basic")
+    rel = dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=KEY, budget=budget,
+                    note="d1")
+    h = budget.history()
+    assert len(h) == 1 and h[0].event == rel.event and h[0].note == "d1"
+    computed = []
+    monkeypatch.setattr(dkd.tables, "_partials",  # type: ignore[attr-defined]
+                        lambda *a, **kw: computed.append(1))
+    with pytest.raises(dpfast.BudgetExceededError):
+        dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=KEY, budget=budget)
+    assert not computed and len(budget.history()) == 1
+    assert len(rel) > 0
+
+
+def test_bad_input_names_the_parameter() -> None:
+    d = dd.from_pandas(_frame(100), npartitions=2)
+    with pytest.raises(ValueError, match="key column 'nope'"):
+        dkd.count(d, "nope", epsilon=1.0, domain=[1])
+    with pytest.raises(ValueError, match="privacy_id column"):
+        dkd.count(d, "k", "who", epsilon=1.0, domain=[1])
+    with pytest.raises(TypeError, match="key must be"):
+        dkd.count(d, 3, epsilon=1.0, domain=[1])
+    with pytest.raises(TypeError, match="ddf must be a dask DataFrame"):
+        dkd.count(_frame(10), "k", epsilon=1.0, domain=[1])
+    with pytest.raises(TypeError, match="value column 's' must hold numbers"):
+        dkd.sum(d, "k", "s", bounds=(0, 1), epsilon=1.0, domain=[1])
+    with pytest.raises(ValueError, match="delta"):
+        dkd.count(d, "k", epsilon=1.0)  # selection needs delta > 0
+    with pytest.raises(ValueError, match="environment variable"):
+        dkd.count(d, "k", epsilon=1.0, domain=[1], rng=dkd.key_from_env("DPFAST_NO_SUCH"))
+
+
+def test_local_cluster_two_worker_processes(client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    df = _frame(2000, seed=5)
+    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=3, rng=KEY)
+    d = dd.from_pandas(df.sample(frac=1, random_state=9), npartitions=4)
+    got = dkd.count(d, "k", "id", epsilon=1.0, delta=1e-5, max_partitions=3, rng=KEY)
+    _same(got, ref)
+    workers = client.run(lambda: __import__("os").getpid())
+    assert len(set(workers.values())) == 2  # two worker processes did the work
+    # keys loaded on the workers: from the environment and from a file
+    got = dkd.count(d, "k", "id", epsilon=1.0, delta=1e-5, max_partitions=3,
+                    rng=dkd.key_from_env(ENV))
+    _same(got, ref)
+    path = tmp_path / "key"
+    path.write_bytes(KEY)
+    got = dkd.mean(d, "k", "v", "id", bounds=(-3, 8), epsilon=1.0, delta=1e-5,
+                   rng=dkd.key_from_file(path))
+    _same(got, dpt.mean(df.v, df.k, df.id, bounds=(-3, 8), epsilon=1.0, delta=1e-5,
+                        rng=KEY))
+
+
+def test_worker_key_carries_no_secret(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    path = tmp_path / "key.hex"
+    path.write_text(KEY.hex() + "\n")
+    wk = dkd.key_from_file(path)
+    assert wk.load() == KEY
+    blob = pickle.dumps(wk)
+    assert KEY not in blob and KEY.hex().encode() not in blob
+    (tmp_path / "bad").write_bytes(b"short")
+    with pytest.raises(ValueError, match="32-byte key"):
+        dkd.key_from_file(tmp_path / "bad").load()
