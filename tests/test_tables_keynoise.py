@@ -174,3 +174,23 @@ def test_per_key_noise_law() -> None:
     for obs, p in ((np.mean(z == 0), p0), (np.mean(np.abs(z) == 1), p1)):
         assert abs(obs - p) < 5 * np.sqrt(p * (1 - p) / n)
     assert abs(np.mean(z)) < 5 * np.sqrt(2 * a / (1 - a) ** 2 / n)
+
+
+def test_vectorised_nonces_equal_hashlib() -> None:
+    """The numba BLAKE2b and flat encoding equal hashlib over the canonical encoding."""
+    import hashlib
+
+    rng = np.random.default_rng(4)
+    cases = [np.array([0, -1, 2**62, -(2**63), 5]), np.array([2**64 - 1, 0], np.uint64),
+             np.array([0.0, 1.5, -2e300]), np.array(["", "a", "é" * 70, "x" * 300]),
+             np.array([b"", b"\x00" * 129, b"ab"], dtype=object),
+             (np.array([1, -2, 3]), np.array(["u", "", "vw"]), np.array([0.5, 1.0, -3.0])),
+             rng.integers(-10**12, 10**12, 500)]
+    for rkey in (keynoise.release_key(KEY, 3), bytes(32)):
+        for uniq in cases:
+            for part in (0, 1):
+                got = keynoise.key_nonces(rkey, uniq, part)
+                ref = [hashlib.blake2b(bytes([part]) + e, key=rkey, digest_size=12).digest()
+                       for e in _keys.canonical_encoding(uniq)]
+                want = np.frombuffer(b"".join(ref), "<u4").reshape(-1, 3)
+                np.testing.assert_array_equal(got, want)

@@ -258,6 +258,60 @@ def canonical_encoding(uniques: Any) -> list[bytes]:
     return [b"".join(_encode_one(v) for v in row) for row in zip(*lists)]
 
 
+def _encode_column(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of bytes as an (n, w) uint8 array, None) for numbers; for str / bytes a flat
+    buffer and per-row lengths.  Returns (buffer, lengths) in both cases."""
+    n = len(col)
+    kind = col.dtype.kind
+    if kind in "iub":
+        out = np.zeros((n, 17), np.uint8)
+        out[:, 0] = ord("i")
+        if kind == "u" and col.dtype.itemsize == 8:
+            lo = col.astype(np.uint64)
+            hi = np.zeros(n, np.uint64)
+        else:
+            v = col.astype(np.int64)
+            lo = v.view(np.uint64)
+            hi = np.where(v < 0, np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0))
+        out[:, 1:9] = lo.astype("<u8").view(np.uint8).reshape(n, 8)
+        out[:, 9:17] = hi.astype("<u8").view(np.uint8).reshape(n, 8)
+        return out.reshape(-1), np.full(n, 17, np.int64)
+    if kind == "f":
+        out = np.zeros((n, 9), np.uint8)
+        out[:, 0] = ord("f")
+        out[:, 1:9] = (col.astype(np.float64) + 0.0).astype("<f8").view(np.uint8).reshape(n, 8)
+        return out.reshape(-1), np.full(n, 9, np.int64)
+    parts = [_encode_one(v) for v in col.tolist()]
+    lens = np.fromiter((len(p) for p in parts), np.int64, n)
+    return np.frombuffer(b"".join(parts), np.uint8), lens
+
+
+def canonical_encoding_flat(uniques: Any) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`canonical_encoding` as one uint8 buffer and ``n + 1`` offsets (vectorised
+    for numeric columns): row i is ``buf[off[i]:off[i+1]]``."""
+    cols = uniques if isinstance(uniques, tuple) else (uniques,)
+    cols = tuple(np.asarray(c) for c in cols)
+    n = len(cols[0])
+    encs = [_encode_column(c) for c in cols]
+    total = np.zeros(n, np.int64)
+    for _, lens in encs:
+        total += lens
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(total, out=off[1:])
+    if len(encs) == 1:
+        return np.ascontiguousarray(encs[0][0]), off
+    buf = np.empty(int(off[-1]), np.uint8)
+    pos = off[:-1].copy()
+    for b, lens in encs:
+        src = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=src[1:])
+        # scatter each row's bytes of this column to its place in the joint row
+        idx = np.repeat(pos - src[:-1], lens) + np.arange(int(src[-1]), dtype=np.int64)
+        buf[idx] = b
+        pos += lens
+    return buf, off
+
+
 def key_hashes(uniques: Any, key: bytes, tag: bytes) -> np.ndarray:
     """uint64 per key: BLAKE2b-64 keyed with ``key`` of ``tag`` + the canonical encoding."""
     out = np.empty(len(uniques[0] if isinstance(uniques, tuple) else uniques), np.uint64)

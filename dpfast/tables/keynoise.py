@@ -18,7 +18,8 @@ Addressing
   share no keystream with anything the allocator hands out, nor with the bounding
   streams (their own tag), nor with another release.
 * Key ``K`` of part ``P`` draws from the 96-bit nonce
-  ``BLAKE2b(key=release key, data=P || canonical_encoding(K), digest_size=12)``, one exact
+  ``BLAKE2b(key=release key, data=P || canonical_encoding(K), digest_size=12)`` (computed
+  for all keys at once by :mod:`dpfast._kernels.blake2b`, equal to hashlib's), one exact
   sampler run per key (:func:`dpfast._addressed.run_chunks` with one-cell chunks).  The
   nonces of the keys of a release are checked to be distinct (a 96-bit collision, with
   probability below ``n**2 / 2**97``, raises ``RuntimeError`` rather than reuse
@@ -27,7 +28,6 @@ Addressing
 
 from __future__ import annotations
 
-import hashlib
 import math
 from fractions import Fraction
 from typing import Any
@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import _addressed
+from dpfast._kernels import blake2b as _kb
 from dpfast.tables import _keys
 from dpfast.tables.release import NoiseLaw
 
@@ -58,18 +59,28 @@ def release_key(key: bytes, stream: int) -> bytes:
 
 def key_nonces(rkey: bytes, uniques: Any, part: int) -> np.ndarray:
     """(n, 3) uint32 nonces of the keys ``uniques`` (one array or a tuple of columns)."""
-    encs = _keys.canonical_encoding(uniques)
-    raw = bytearray()
-    tag = bytes([part])
-    for enc in encs:
-        raw += hashlib.blake2b(tag + enc, key=rkey, digest_size=12).digest()
-    nonces = np.frombuffer(bytes(raw), dtype="<u4").astype(np.uint32).reshape(len(encs), 3)
-    if len(encs) > 1:
-        v = nonces.view(np.dtype((np.void, 12))).reshape(-1)
-        if len(np.unique(v)) != len(encs):  # pragma: no cover - probability < n^2 / 2^97
+    buf, off = _keys.canonical_encoding_flat(uniques)
+    n = off.shape[0] - 1
+    digests = np.empty((n, 12), np.uint8)
+    if n:
+        _kb.keyed_many(_kb.keyed_state(rkey, 12), np.uint8(part), buf, off, digests, _kb.IV,
+                       _kb.SIGMA)
+    nonces = digests.view("<u4").astype(np.uint32).reshape(n, 3)
+    if n > 1:
+        if _repeats(digests):  # pragma: no cover - probability < n^2 / 2^97
             raise RuntimeError("two keys of this release got the same 96-bit stream id; "
                                "release again with another stream id")
     return nonces
+
+
+def _repeats(digests: np.ndarray) -> bool:
+    """Whether two rows of the (n, 12) digests are equal (sort on the first 8 bytes, then
+    compare the rows whose first 8 bytes tie)."""
+    first = digests[:, :8].copy().view("<u8").reshape(-1)
+    order = np.argsort(first, kind="stable")
+    fs = first[order]
+    ties = np.flatnonzero(fs[1:] == fs[:-1])
+    return any(bool(np.array_equal(digests[order[i]], digests[order[i + 1]])) for i in ties)
 
 
 def _discrete(kind: int, t: Fraction, x: np.ndarray | None, kw: np.ndarray,
