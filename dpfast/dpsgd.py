@@ -17,7 +17,6 @@ idealisation.  The privacy cost of a training run is computed by the accountant:
 from __future__ import annotations
 
 import functools
-import math
 import numbers
 from fractions import Fraction
 from typing import Any
@@ -25,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
-from dpfast._core.rounding import float_up as _float_up
-from dpfast._core.validate import check_real
+from dpfast._core.rounding import float_up
+from dpfast._core.validate import check_finite
 from dpfast._kernels import dpsgd as _k
 from dpfast.random import RngLike
 
@@ -40,15 +39,8 @@ _MAX_CLIP = 2.0**400
 # --------------------------------------------------------------------------- validation
 
 
-def _real(name: str, value: Any) -> float:
-    x = check_real(value, name)
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
-    return x
-
-
 def _check_clip_norm(clip_norm: Any) -> float:
-    c = _real("clip_norm", clip_norm)
+    c = check_finite(clip_norm, "clip_norm")
     if not (_MIN_CLIP <= c <= _MAX_CLIP):
         raise ValueError(f"clip_norm must lie in [2**-400, 2**400], got {c!r}")
     return c
@@ -113,7 +105,7 @@ def noise_sigma(clip_norm: float, noise_multiplier: float, n_params: int) -> tup
         found as a fixed point since it depends on ``sigma``.
     """
     c = _check_clip_norm(clip_norm)
-    nm = _real("noise_multiplier", noise_multiplier)
+    nm = check_finite(noise_multiplier, "noise_multiplier")
     if nm <= 0:
         raise ValueError(f"noise_multiplier must be > 0, got {nm!r}")
     if isinstance(n_params, bool) or not isinstance(n_params, numbers.Integral) or n_params < 1:
@@ -131,10 +123,10 @@ def _noise_sigma(clip_norm: float, noise_multiplier: float, n_params: int) -> tu
     n = n_params
     base = Fraction(nm) * _clip_bound_factor(n) * c
     root = _ceil_sqrt(n)
-    sigma = _float_up(base)
+    sigma = float_up(base)
     for _ in range(200):
         g = float(noise.granularity(sigma))
-        need = _float_up(base + Fraction(nm) * root * Fraction(g))
+        need = float_up(base + Fraction(nm) * root * Fraction(g))
         if need <= sigma:
             return sigma, g
         sigma = need
@@ -267,7 +259,7 @@ def clip_and_noise(
             )
         denom = float(n_rows)
     else:
-        denom = _real("batch_size", batch_size)
+        denom = check_finite(batch_size, "batch_size")
         if denom <= 0:
             raise ValueError(f"batch_size must be > 0, got {denom!r}")
     sigma, g = noise_sigma(c, noise_multiplier, n_cols)

@@ -22,12 +22,19 @@ the returned ``epsilon`` is *rounded up* to the first float that reaches the acc
 from __future__ import annotations
 
 import math
-import numbers
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpfast._core.rounding import float_down, sqrt_up
+from dpfast._core.validate import (
+    check_finite,
+    check_int,
+    check_nonneg,
+    check_positive,
+    check_probability,
+)
 from dpfast.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -42,30 +49,10 @@ MECHANISMS = ("discrete_laplace", "laplace", "discrete_gaussian", "gaussian")
 _EPS_MAX = 1e4  # beyond this no calibration is meaningful
 
 
-def _real(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
 def _count(value: Any, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {type(value).__name__}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be >= 1, got {value!r}")
-    return int(value)
-
-
-def _sqrt_up(q: Fraction) -> float:
-    s = math.sqrt(float(q))
-    while Fraction(s) ** 2 < q:
-        s = math.nextafter(s, math.inf)
-    return s
+    return check_int(value, name, minimum=1)
 
 
 class _Plan:
@@ -78,14 +65,12 @@ class _Plan:
             raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, "
                              f"got {mechanism!r}")
         self.mechanism = str(mechanism)
-        sens = _real(sensitivity, "sensitivity")
-        if sens <= 0:
-            raise ValueError(f"sensitivity must be > 0, got {sensitivity!r}")
+        sens = check_positive(sensitivity, "sensitivity")
         self.discrete = self.mechanism.startswith("discrete")
         if self.discrete and sens != int(sens):
             raise ValueError(f"sensitivity must be an integer for {mechanism}, got "
                              f"{sensitivity!r}")
-        d = _real(delta, "delta")
+        d = check_finite(delta, "delta")
         self.gaussian = self.mechanism.endswith("gaussian")
         if self.gaussian:
             if not 0.0 < d < 1.0:
@@ -119,21 +104,16 @@ class _Plan:
         # (epsilon, delta) (CKS20 Cor. 13), for the squared L2 sensitivity k (s c)^2
         rho = _largest_rho(eps, self.delta)
         if self.mechanism == "discrete_gaussian":
-            r = float(Fraction(rho) / self.l2sq)
-            while Fraction(r) > Fraction(rho) / self.l2sq:
-                r = math.nextafter(r, 0.0)
+            r = float_down(Fraction(rho) / self.l2sq)
             return DiscreteGaussianMechanism(rho=r, sensitivity=1)
-        return GaussianMechanism(rho=rho, sensitivity=_sqrt_up(self.l2sq), max_changed=self.k)
+        return GaussianMechanism(rho=rho, sensitivity=sqrt_up(self.l2sq), max_changed=self.k)
 
     def halfwidth(self, epsilon: float, alpha: float) -> float:
         return self.mechanism_for(epsilon).confidence_interval(alpha)
 
 
 def _alpha(alpha: Any) -> float:
-    a = _real(alpha, "alpha")
-    if not 0.0 < a < 1.0:
-        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
-    return a
+    return check_probability(alpha, "alpha")
 
 
 def epsilon_to_accuracy(
@@ -179,9 +159,7 @@ def epsilon_to_accuracy(
     float or int
     """
     plan = _Plan(mechanism, sensitivity, delta, max_partitions, max_per_partition)
-    eps = _real(epsilon, "epsilon")
-    if eps <= 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    eps = check_positive(epsilon, "epsilon")
     return plan.halfwidth(eps, _alpha(alpha))
 
 
@@ -244,9 +222,7 @@ def accuracy_to_epsilon(
     two stated properties by construction.
     """
     plan = _Plan(mechanism, sensitivity, delta, max_partitions, max_per_partition)
-    acc = _real(accuracy, "accuracy")
-    if acc < 0:
-        raise ValueError(f"accuracy must be >= 0, got {accuracy!r}")
+    acc = check_nonneg(accuracy, "accuracy")
     a = _alpha(alpha)
 
     errors: list[str] = []

@@ -646,7 +646,7 @@ def prefix(budget, events):
 
 
 def test_rdp_default_is_the_zcdp_order_plus_inf():
-    from dpfast.budget._conversions import zcdp_cap
+    from dpfast._core.conversions import zcdp_cap
 
     for epsilon, delta in [(1.0, 1e-6), (0.03, 1e-6), (8.0, 1e-5)]:
         b = Budget(epsilon, delta)

@@ -15,16 +15,26 @@ The zCDP conversions never fail for a valid input: they return the bound, ``0`` 
 
 The RDP functions take validated float64 arrays (the accountants validate); the zCDP
 functions validate their arguments.
+
+The budget's caps go the other way (the largest RDP value / ``rho`` that still implies a
+given ``(epsilon, delta)``): :func:`rdp_cap` and :func:`zcdp_cap` evaluate Prop. 12 at 200
+bits (mpmath, imported on first use) and round down through :func:`mp_float_down`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpfast._core.rounding import ULP, up
 from dpfast._core.validate import check_nonneg, check_probability
+
+if TYPE_CHECKING:
+    from fractions import Fraction
+
+    import mpmath
 
 __all__ = [
     "up_array",
@@ -32,6 +42,11 @@ __all__ = [
     "rdp_to_delta",
     "zcdp_epsilon",
     "zcdp_delta",
+    "rdp_cap",
+    "zcdp_cap",
+    "mp_float_down",
+    "mp_float_up",
+    "mp_fraction_up",
 ]
 
 _TINY_REL = 1e-15  # floor of the relative rounding margin of up_array
@@ -217,3 +232,96 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     if best >= 0.0:
         return 1.0
     return min(1.0, math.nextafter(math.exp(best) * (1 + 4 * ULP), math.inf))
+
+
+# --------------------------------------------------------------------------- caps (200 bits)
+#
+# A value computed with mpmath at 200 bits is within a relative 2**-150 of the real number
+# it approximates (the few operations below lose far fewer bits); the margins cover that.
+
+_MP_PREC = 200
+
+
+def mp_float_down(value: mpmath.mpf) -> float:
+    """A double certainly ``<=`` the real number approximated by ``value`` (200 bits).
+
+    A relative margin of ``2**-150`` (plus ``2**-1100``) covers ``value``'s error, then the
+    conversion is rounded down.
+    """
+    import mpmath
+
+    with mpmath.workprec(_MP_PREC):
+        safe = value - abs(value) * mpmath.mpf(2) ** -150 - mpmath.mpf(2) ** -1100
+        f = float(safe)
+        if mpmath.mpf(f) > safe:
+            f = math.nextafter(f, -math.inf)
+    return f
+
+
+def mp_float_up(value: mpmath.mpf) -> float:
+    """A double certainly ``>=`` the real number approximated by ``value`` (200 bits)."""
+    return -mp_float_down(-value)
+
+
+def mp_fraction_up(value: mpmath.mpf) -> Fraction:
+    """An exact rational certainly ``>=`` the real number approximated by ``value``
+    (computed at 200 bits; a relative margin of ``2**-150`` covers its error)."""
+    from fractions import Fraction
+
+    import mpmath
+
+    with mpmath.workprec(_MP_PREC):
+        safe = value + abs(value) * mpmath.mpf(2) ** -150 + mpmath.mpf(2) ** -1100
+        man, exp = safe.man_exp
+        return Fraction(int(man)) * (Fraction(2) ** int(exp))
+
+
+def rdp_cap(epsilon: float, delta: Any, alpha: float) -> mpmath.mpf:
+    """``B`` with ``(alpha, B)``-RDP => ``(epsilon, delta)``-DP (CKS20 Prop. 12), 200 bits.
+
+    ``B = epsilon + (log(delta) + log(alpha)) / (alpha - 1) - log(1 - 1/alpha)``; ``delta``
+    may be a float or an mpf (a share of a delta).  Round it with :func:`mp_float_down`.
+    """
+    import mpmath
+
+    with mpmath.workprec(_MP_PREC):
+        a = mpmath.mpf(alpha)
+        return (
+            mpmath.mpf(epsilon)
+            + (mpmath.log(mpmath.mpf(delta)) + mpmath.log(a)) / (a - 1)
+            - mpmath.log(1 - 1 / a)
+        )
+
+
+def zcdp_cap(epsilon: float, delta: float) -> tuple[float, float]:
+    """Largest certified ``rho`` with ``rho``-zCDP => ``(epsilon, delta)``-DP, and its order.
+
+    ``rho``-zCDP is ``(alpha, alpha*rho)``-RDP at every order, so by CKS20 Prop. 12 any
+    ``alpha > 1`` certifies ``rho = B_alpha(epsilon, delta)/alpha`` (Cor. 13 solved for
+    ``rho``).  The best ``alpha`` is found in floating point; the value at that ``alpha``
+    is evaluated at 200 bits and rounded down, so the result is valid whatever ``alpha``
+    was found.
+    """
+    import mpmath
+
+    def f(u: float) -> float:  # -B_alpha/alpha at alpha = 1 + exp(u), floats
+        a = 1.0 + math.exp(u)
+        b = epsilon + (math.log(delta) + math.log(a)) / (a - 1.0) - math.log1p(-1.0 / a)
+        return -b / a
+
+    grid = [-12.0 + 0.01 * i for i in range(5601)]  # alpha - 1 in [6e-6, 2.6e19]
+    vals = [f(u) for u in grid]
+    i = min(range(len(grid)), key=vals.__getitem__)
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(80):
+        if f(c) < f(d):
+            hi = d
+        else:
+            lo = c
+        c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    alpha = 1.0 + math.exp((lo + hi) / 2.0)
+    with mpmath.workprec(_MP_PREC):
+        rho = mp_float_down(rdp_cap(epsilon, delta, alpha) / mpmath.mpf(alpha))
+    return rho, alpha

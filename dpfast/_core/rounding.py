@@ -21,6 +21,7 @@ __all__ = [
     "mul_up",
     "recip_up",
     "sum_up",
+    "sqrt_up",
     "ceil_sqrt",
 ]
 
@@ -76,6 +77,27 @@ def sum_up(values: list[float]) -> float:
     if any(math.isinf(v) for v in values):
         return math.fsum(values)
     return exact_up(math.fsum(values), sum((Fraction(v) for v in values), Fraction(0)))
+
+
+def sqrt_up(q: Fraction | int) -> float:
+    """Smallest float ``>= sqrt(q)`` for a rational ``q >= 0`` (``inf`` beyond the range)."""
+    q = Fraction(q)
+    if q < 0:
+        raise ValueError(f"sqrt_up needs q >= 0, got {q}")
+    if q == 0:
+        return 0.0
+    k = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    try:  # sqrt(q) = 2^k sqrt(q / 4^k), q / 4^k in [1/4, 16): no overflow, no underflow
+        s = math.ldexp(math.sqrt(float(q / Fraction(4) ** k)), k)
+    except OverflowError:
+        return math.inf
+    while s < math.inf and Fraction(s) ** 2 < q:
+        s = math.nextafter(s, math.inf)
+    if s == math.inf:
+        return s
+    while s > 0 and Fraction(math.nextafter(s, 0.0)) ** 2 >= q:
+        s = math.nextafter(s, 0.0)
+    return s
 
 
 def ceil_sqrt(n: int) -> int:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_real",
+    "check_finite",
     "check_nonneg",
     "check_positive",
     "check_probability",
@@ -48,6 +49,14 @@ def check_real(value: Any, name: str) -> float:
         x = math.inf if cast(Any, value) > 0 else -math.inf
     if math.isnan(x):
         raise ValueError(f"{name} must not be NaN")
+    return x
+
+
+def check_finite(value: Any, name: str) -> float:
+    """``float(value)`` for a finite real number."""
+    x = check_real(value, name)
+    if math.isinf(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
     return x
 
 

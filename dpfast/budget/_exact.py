@@ -4,19 +4,17 @@ Every finite double is an integer multiple of ``2**-1074`` and every product of 
 doubles an integer multiple of ``2**-2148``, so the filters keep their running sums as
 Python integers in those units and compare them with their caps without rounding.
 Irrational caps (logarithms) are evaluated with mpmath at 200 bits and rounded to
-the safe side.
+the safe side by :mod:`dpfast._core.conversions` (``rdp_cap``, ``zcdp_cap``,
+``mp_float_down``, ``mp_fraction_up``).
 """
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
-
-import mpmath
 
 from dpfast._core import rounding as _rounding
 
-__all__ = ["UNIT_EXP", "exact", "float_down", "float_up", "mp_float_down", "mp_fraction_up"]
+__all__ = ["UNIT_EXP", "exact", "float_down", "float_up"]
 
 UNIT_EXP = 1074
 
@@ -35,26 +33,3 @@ def float_down(n: int, unit_exp: int = UNIT_EXP) -> float:
 def float_up(n: int, unit_exp: int = UNIT_EXP) -> float:
     """Smallest double ``>=`` the exact value ``n * 2**-unit_exp``."""
     return _rounding.float_up(Fraction(n, 1 << unit_exp))
-
-
-def mp_float_down(value: mpmath.mpf) -> float:
-    """A double certainly ``<=`` the real number approximated by ``value``.
-
-    ``value`` is computed at 200 bits; a relative margin of ``2**-150`` covers its
-    error, then the conversion is rounded down.
-    """
-    with mpmath.workprec(200):
-        safe = value - abs(value) * mpmath.mpf(2) ** -150 - mpmath.mpf(2) ** -1100
-        f = float(safe)
-        if mpmath.mpf(f) > safe:
-            f = math.nextafter(f, -math.inf)
-    return f
-
-
-def mp_fraction_up(value: mpmath.mpf) -> Fraction:
-    """An exact rational certainly ``>=`` the real number approximated by ``value``
-    (computed at 200 bits; a relative margin of ``2**-150`` covers its error)."""
-    with mpmath.workprec(200):
-        safe = value + abs(value) * mpmath.mpf(2) ** -150 + mpmath.mpf(2) ** -1100
-        man, exp = safe.man_exp
-        return Fraction(int(man)) * (Fraction(2) ** int(exp))

@@ -10,6 +10,8 @@ from typing import Any
 
 import mpmath
 
+from dpfast._core.conversions import mp_fraction_up
+
 from . import _exact
 from .filters import Filter
 from .records import Cost
@@ -119,7 +121,7 @@ class AdvancedFilter(Filter):
         self.delta_charges = delta - self.delta_prime
         with mpmath.workprec(200):
             log_inv = mpmath.log(1 / mpmath.mpf(self.delta_prime))
-        self._log_up = _exact.mp_fraction_up(log_inv)
+        self._log_up = mp_fraction_up(log_inv)
         self._eps_sq = _exact.exact(epsilon) << _exact.UNIT_EXP  # epsilon in 2**-2148 units
         self._eps = _exact.exact(epsilon)
         self._delta2 = _exact.exact(self.delta_charges)

@@ -8,8 +8,9 @@ from typing import Any
 
 import mpmath
 
+from dpfast._core.conversions import mp_float_down, rdp_cap, zcdp_cap
+
 from . import _exact
-from ._conversions import rdp_cap, zcdp_cap
 from .filters import Filter, Sums
 from .records import Cost
 
@@ -31,7 +32,7 @@ DEFAULT_ORDERS: tuple[float, ...] = (
 
 def default_orders(epsilon: float, delta: float) -> tuple[float, ...]:
     """``(alpha*, inf)``: the order at which ``rho``-zCDP converts best to ``(epsilon,
-    delta)``-DP (:func:`~dpfast.budget._conversions.zcdp_cap`), and the pure-DP member."""
+    delta)``-DP (:func:`~dpfast._core.conversions.zcdp_cap`), and the pure-DP member."""
     if delta == 0.0:
         return (math.inf,)
     return (zcdp_cap(epsilon, delta)[1], math.inf)
@@ -72,7 +73,7 @@ def _caps(epsilon: float, delta: float, finite: Sequence[float]) -> list[float]:
             return [-math.inf] * len(finite)
         share = mpmath.mpf(delta) / m
         return [
-            _exact.mp_float_down(rdp_cap(epsilon, share, a)) if ok else -math.inf
+            mp_float_down(rdp_cap(epsilon, share, a)) if ok else -math.inf
             for a, ok in zip(finite, live, strict=True)
         ]
 

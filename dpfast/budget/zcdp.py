@@ -6,8 +6,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from dpfast._core.conversions import zcdp_cap
+
 from . import _exact
-from ._conversions import zcdp_cap
 from .filters import Filter, Sums
 from .records import Cost
 

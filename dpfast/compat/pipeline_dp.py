@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 import dpfast
+from dpfast._core.rounding import float_down, float_up
 from dpfast.compat._random_state import NoiseBuffer
 
 try:
@@ -89,16 +90,6 @@ def _gen() -> Any:
     return _STATE["gen"]
 
 
-def _float_down(q: Fraction) -> float:
-    f = float(q)
-    return f if Fraction(f) <= q else math.nextafter(f, -math.inf)
-
-
-def _float_up(q: Fraction) -> float:
-    f = float(q)
-    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
-
-
 def _on_integers(x: np.ndarray) -> bool:
     return bool(np.all(np.isfinite(x)) and np.all(x == np.rint(x))
                 and np.all(np.abs(x) < _EXACT_INT))
@@ -121,7 +112,7 @@ def _gaussian_params(sigma: float, sens: float, m: int, eps: float, delta: float
                                             max_changed=m)
             sigma_cal, g = mech.sigma, mech.granularity
     root_m = math.isqrt(m - 1) + 1 if m > 1 else 1  # ceil(sqrt(m))
-    inflated = _float_up(Fraction(sigma) * (Fraction(sens) + root_m * Fraction(g))
+    inflated = float_up(Fraction(sigma) * (Fraction(sens) + root_m * Fraction(g))
                          / Fraction(sens))
     return max(sigma_cal, inflated), g
 
@@ -141,7 +132,7 @@ def _noise_params(mech: Any, x: np.ndarray) -> tuple[str, float, float] | None:
     sens = float(mech.sensitivity)
     for m, fine in candidates:
         if isinstance(mech, _dc.LaplaceMechanism):
-            eps = _float_down(Fraction(sens) / Fraction(mech.noise_parameter))
+            eps = float_down(Fraction(sens) / Fraction(mech.noise_parameter))
             params = ("laplace", *_laplace_params(eps, sens, m))
         else:
             pydp = mech._mechanism

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
 import mpmath
 import numpy as np
 
-from dpfast._core.rounding import float_up
 from dpfast._core.validate import check_exact, check_exact_positive, check_int
 
 _MAX_EPSILON = 1024.0
@@ -130,19 +128,6 @@ def _pack_bits(words: np.ndarray, m: int) -> np.ndarray:
     n = words.shape[0]
     nbytes = -(-m // 8)
     return np.ascontiguousarray(words.view(np.uint8).reshape(n, 8 * words.shape[1])[:, :nbytes])
-
-
-def _float_up_q(x: Fraction) -> float:
-    """The smallest float >= x (events round epsilon up)."""
-    return float_up(x)
-
-
-def _float_up(x: mpmath.mpf) -> float:
-    """The smallest float >= x (x a positive mpf computed at high precision)."""
-    v = float(x)
-    if mpmath.mpf(v) < x:
-        v = math.nextafter(v, math.inf)
-    return v
 
 
 def _mpf(q: Fraction) -> mpmath.mpf:

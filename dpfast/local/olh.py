@@ -10,6 +10,7 @@ import numba
 import numpy as np
 
 from dpfast import _exact
+from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
 from dpfast.local._lanes import (
@@ -26,7 +27,6 @@ from dpfast.local._validate import (
     _counts,
     _domain_values,
     _epsilon,
-    _float_up_q,
     _indices,
     _int,
     _mpf,
@@ -92,7 +92,7 @@ class OptimalLocalHashing:
     def __init__(self, k: int, epsilon: float, g: int | None = None) -> None:
         self.k = _int(k, "k", 1, _MAX_DOMAIN)
         self._eps = _epsilon(epsilon)
-        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
+        self.epsilon = float_up(self._eps)  # events round epsilon up
         if g is None:
             g = min(_MAX_G, max(2, int(round(math.exp(min(float(self._eps), 30.0)))) + 1))
         self.g = _int(g, "g", 2, _MAX_G)

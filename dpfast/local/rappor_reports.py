@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, NamedTuple
 
 import mpmath
 import numpy as np
 
-from dpfast.local._validate import _float_up, _int, _mpf, _prob
+from dpfast._core.conversions import mp_float_up
+from dpfast.local._validate import _int, _mpf, _prob
 
 
 def rappor_epsilon(f: float, p: float, q: float, num_hashes: int) -> tuple[float, float]:
@@ -40,8 +40,14 @@ def rappor_epsilon(f: float, p: float, q: float, num_hashes: int) -> tuple[float
             einf = mpmath.inf
         else:
             einf = 2 * h * mpmath.log((1 - ff / 2) / (ff / 2))
-        return (math.inf if e1 == mpmath.inf else _float_up(e1),
-                math.inf if einf == mpmath.inf else _float_up(einf))
+        return _up(e1), _up(einf)
+
+
+def _up(x: mpmath.mpf) -> float:
+    """A float ``>= x`` (``0`` and ``inf`` are exact here)."""
+    if x == 0 or x == mpmath.inf:
+        return float(x)
+    return mp_float_up(x)
 
 
 class RapporReports(NamedTuple):

@@ -8,6 +8,7 @@ import mpmath
 import numpy as np
 
 from dpfast import _exact
+from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
 from dpfast.local._lanes import (
@@ -24,7 +25,6 @@ from dpfast.local._validate import (
     _binary,
     _domain_values,
     _epsilon,
-    _float_up_q,
     _int,
     _mpf,
 )
@@ -64,7 +64,7 @@ class GeneralizedRandomizedResponse:
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _int(k, "k", 2, _MAX_DOMAIN)
         self._eps = _epsilon(epsilon)
-        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
+        self.epsilon = float_up(self._eps)  # events round epsilon up
         self._keep = _keep_threshold(self._eps, self.k)
         with mpmath.workdps(40):
             em1 = mpmath.expm1(_mpf(self._eps))

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from dpfast import _exact
+from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
 from dpfast.local._lanes import (
@@ -25,7 +26,6 @@ from dpfast.local._validate import (
     _array,
     _counts,
     _epsilon,
-    _float_up_q,
     _indices,
     _int,
     _mpf,
@@ -89,7 +89,7 @@ class _SketchBase:
     def __init__(self, epsilon: float, num_hashes: int, sketch_size: int,
                  hash_seed: Any) -> None:
         self._eps = _epsilon(epsilon)
-        self.epsilon = _float_up_q(self._eps)  # events round epsilon up
+        self.epsilon = float_up(self._eps)  # events round epsilon up
         self.num_hashes = _int(num_hashes, "num_hashes", 1, 1 << 16)
         self.sketch_size = _int(sketch_size, "sketch_size", 2, 1 << 24)
         self.hash_seed = _resolve_seed(hash_seed)

@@ -10,7 +10,6 @@ from typing import Any
 import mpmath
 
 from dpfast import noise as _noise
-from dpfast._core.rounding import float_down, float_up
 from dpfast._core.validate import check_exact, check_exact_positive
 from dpfast.accounting import events as _events
 
@@ -49,10 +48,6 @@ def _delta(value: Any) -> Fraction:
 
 def _alpha(value: Any) -> Fraction:
     return _open_unit("alpha", value)
-
-
-_float_up = float_up
-_float_down = float_down
 
 
 def _privacy_mode(

@@ -12,11 +12,10 @@ import numpy as np
 from dpfast import _calibrate
 from dpfast import noise as _noise
 from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
+from dpfast._core.rounding import float_down, float_up
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _alpha,
-    _float_down,
-    _float_up,
     _granularity_fixed_point,
     _Mechanism,
     _positive,
@@ -107,16 +106,16 @@ class GaussianMechanism(_Mechanism):
 
         if mode == "zcdp":
             assert r is not None
-            rho_down = _float_down(r)
+            rho_down = float_down(r)
 
             def need(g: float, s: float) -> float:
-                d_eff = _float_up(sens + root_m * Fraction(g))
+                d_eff = float_up(sens + root_m * Fraction(g))
                 return _calibrate.gaussian_sigma_zcdp(rho_down, d_eff)
 
             start = need(0.0, 0.0)
         else:
             assert eps is not None and dlt is not None
-            eps_down = _float_down(eps)
+            eps_down = float_down(eps)
 
             def need(g: float, s: float) -> float:
                 if g == 0.0:
@@ -124,7 +123,7 @@ class GaussianMechanism(_Mechanism):
                 # discretisation terms for sigma = s on the grid g (checked at the returned s)
                 e2, d2 = grid_terms(eps, dlt, m, Fraction(s) / Fraction(g))
                 return _calibrate.analytic_gaussian_sigma(
-                    e2, d2, _float_up(sens + root_m * Fraction(g))
+                    e2, d2, float_up(sens + root_m * Fraction(g))
                 )
 
             start = need(0.0, 0.0)
@@ -132,7 +131,7 @@ class GaussianMechanism(_Mechanism):
             need, start, "rho" if mode == "zcdp" else "epsilon or delta"
         )
         d_eff = sens + root_m * Fraction(self.granularity)
-        self.event = _events.Gaussian(noise_multiplier=_float_down(Fraction(self.sigma) / d_eff))
+        self.event = _events.Gaussian(noise_multiplier=float_down(Fraction(self.sigma) / d_eff))
 
     def _params(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -236,16 +235,16 @@ class DiscreteGaussianMechanism(_Mechanism):
         self.max_changed = m
         if mode == "zcdp":
             assert r is not None
-            self.sigma = _calibrate.gaussian_sigma_zcdp(_float_down(r), sens)
+            self.sigma = _calibrate.gaussian_sigma_zcdp(float_down(r), sens)
         elif m == 1:
             assert eps is not None and dlt is not None
-            self.sigma = _calibrate.discrete_gaussian_sigma(_float_down(eps), float(dlt), sens)
+            self.sigma = _calibrate.discrete_gaussian_sigma(float_down(eps), float(dlt), sens)
         else:
             assert eps is not None and dlt is not None
-            rho_ok = _largest_rho(_float_down(eps), float(dlt))
+            rho_ok = _largest_rho(float_down(eps), float(dlt))
             self.sigma = _calibrate.gaussian_sigma_zcdp(rho_ok, sens)
         self.event = _events.DiscreteGaussian(
-            noise_multiplier=_float_down(Fraction(self.sigma) / sens)
+            noise_multiplier=float_down(Fraction(self.sigma) / sens)
         )
 
     def _params(self) -> dict[str, Any]:

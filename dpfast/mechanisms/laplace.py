@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 
 from dpfast import noise as _noise
+from dpfast._core.rounding import float_down, float_up
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _alpha,
-    _float_down,
-    _float_up,
     _granularity_fixed_point,
     _Mechanism,
     _positive,
@@ -78,12 +77,12 @@ class LaplaceMechanism(_Mechanism):
         self.sensitivity = float(sensitivity)
         self.max_changed = m
         self.scale, self.granularity = _granularity_fixed_point(
-            lambda g, _s: _float_up((sens + m * Fraction(g)) / eps),
-            _float_up(sens / eps),
+            lambda g, _s: float_up((sens + m * Fraction(g)) / eps),
+            float_up(sens / eps),
             "epsilon (per max_changed coordinate)",
         )
         d_eff = sens + m * Fraction(self.granularity)
-        self.event = _events.Laplace(noise_multiplier=_float_down(Fraction(self.scale) / d_eff))
+        self.event = _events.Laplace(noise_multiplier=float_down(Fraction(self.scale) / d_eff))
 
     def _params(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "sensitivity": self.sensitivity,
@@ -144,11 +143,11 @@ class DiscreteLaplaceMechanism(_Mechanism):
         sens = _positive_int("sensitivity", sensitivity)
         self.epsilon = float(epsilon)
         self.sensitivity = sens
-        self.scale = _float_up(sens / eps)
+        self.scale = float_up(sens / eps)
         if not math.isfinite(self.scale):
             raise ValueError(f"epsilon is too small for sensitivity {sens}: scale overflows")
         self.event = _events.DiscreteLaplace(
-            noise_multiplier=_float_down(Fraction(self.scale) / sens)
+            noise_multiplier=float_down(Fraction(self.scale) / sens)
         )
 
     def _params(self) -> dict[str, Any]:

@@ -10,11 +10,11 @@ import mpmath
 import numpy as np
 
 from dpfast import noise as _noise
+from dpfast._core.rounding import float_up
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _PREC,
     _alpha,
-    _float_up,
     _Mechanism,
     _mpf,
     _positive,
@@ -147,5 +147,5 @@ class SnappingMechanism(_Mechanism):
             lam = _mpf(self.scale)
             w = lam * mpmath.log(1 / _mpf(a)) + _mpf(self.snap) / 2
             w = w * (1 + mpmath.mpf(2) ** -40) + _mpf(self.bound) * mpmath.mpf(2) ** -50
-            w_up = _float_up(Fraction(int(mpmath.ceil(mpmath.ldexp(w, 300)))) / 2**300)
+            w_up = float_up(Fraction(int(mpmath.ceil(mpmath.ldexp(w, 300)))) / 2**300)
         return min(w_up, 2.0 * self.bound)

@@ -106,15 +106,10 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     return f2, umax, one_d
 
 
-def _positive(value: Any, name: str) -> Fraction:
-    """A finite positive real as the exact rational it encodes."""
-    return check_exact_positive(value, name)
-
-
 def _coefficient(epsilon: Any, sensitivity: Any, denom: int) -> tuple[Fraction, float]:
     """(exact c, float c) with c = epsilon / (denom * sensitivity)."""
-    eps = _positive(epsilon, "epsilon")
-    sens = _positive(sensitivity, "sensitivity")
+    eps = check_exact_positive(epsilon, "epsilon")
+    sens = check_exact_positive(sensitivity, "sensitivity")
     c = eps / (denom * sens)
     try:
         c_f = float(c)  # correctly rounded (integer true division)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from dpfast._core.rounding import float_up
+from dpfast._core.validate import check_exact_positive
 from dpfast.accounting import events as _events
-from dpfast.selection._validate import _check_noise, _positive
+from dpfast.selection._validate import _check_noise
 
 
 def exponential_event(epsilon: float) -> _events.Exponential:
@@ -16,13 +17,13 @@ def exponential_event(epsilon: float) -> _events.Exponential:
     ``epsilon``-bounded-range (McSherry & Talwar 2007; Cesar & Rogers 2021).  A
     rational ``epsilon`` that is not a float is rounded up.
     """
-    return _events.Exponential(float_up(_positive(epsilon, "epsilon")))
+    return _events.Exponential(float_up(check_exact_positive(epsilon, "epsilon")))
 
 
 
 def permute_and_flip_event(epsilon: float) -> _events.Epsilon:
     """Privacy event of one :func:`permute_and_flip` selection: pure ``epsilon``-DP."""
-    return _events.Epsilon(float_up(_positive(epsilon, "epsilon")))
+    return _events.Epsilon(float_up(check_exact_positive(epsilon, "epsilon")))
 
 
 

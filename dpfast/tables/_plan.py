@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 from fractions import Fraction
 from typing import Any
 
+from dpfast._core.rounding import float_down, float_up, sqrt_up
+from dpfast._core.validate import check_real
 from dpfast.accounting import events as _events
 from dpfast.mechanisms import (
     DiscreteGaussianMechanism,
@@ -21,7 +22,6 @@ from dpfast.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
 )
-from dpfast.mechanisms._common import _float_down, _float_up
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.tables.partition import partition_threshold
 from dpfast.tables.release import NoiseLaw
@@ -38,15 +38,6 @@ class Privacy:
     select: bool  # private partition selection (domain=None)
 
 
-def _real(value: Any, name: str) -> float:
-    if isinstance(value, (bool,)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
-    if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
-    return v
-
-
 def privacy(epsilon: Any, delta: Any, rho: Any, noise: Any, select: bool) -> Privacy:
     """Validate ``epsilon`` / ``delta`` / ``rho`` / ``noise`` (ValueError/TypeError naming
     the parameter)."""
@@ -54,17 +45,17 @@ def privacy(epsilon: Any, delta: Any, rho: Any, noise: Any, select: bool) -> Pri
         raise ValueError("give epsilon (pure or (epsilon, delta)-DP) or rho (zCDP)")
     if epsilon is not None and rho is not None:
         raise ValueError("give epsilon or rho, not both")
-    d = _real(delta, "delta")
+    d = check_real(delta, "delta")
     if not 0.0 <= d < 1.0:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
     eps = None
     r = None
     if epsilon is not None:
-        eps = _real(epsilon, "epsilon")
+        eps = check_real(epsilon, "epsilon")
         if not 0.0 < eps < math.inf:
             raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
     if rho is not None:
-        r = _real(rho, "rho")
+        r = check_real(rho, "rho")
         if not 0.0 < r < math.inf:
             raise ValueError(f"rho must be finite and > 0, got {rho!r}")
     if noise is None:
@@ -98,13 +89,6 @@ class Part:
     integer: bool
 
 
-def _sqrt_up(q: Fraction) -> float:
-    s = math.sqrt(float(q))
-    while Fraction(s) ** 2 < q:
-        s = math.nextafter(s, math.inf)
-    return s
-
-
 def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
          integer: bool) -> Part:
     """Calibrate one part that gets ``share`` of the budget (a fraction of ε or of ρ).
@@ -112,14 +96,14 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
     ``l1`` / ``l2sq`` are the L1 sensitivity and the squared L2 sensitivity, ``k`` the
     number of keys one person may change (for the float grid mechanisms' rounding term).
     """
-    l2 = _sqrt_up(l2sq)
+    l2 = sqrt_up(l2sq)
     if p.noise == "laplace":
         assert p.epsilon is not None
-        eps = _float_down(Fraction(p.epsilon) * share)
+        eps = float_down(Fraction(p.epsilon) * share)
         if integer:
             m = DiscreteLaplaceMechanism(epsilon=eps, sensitivity=int(l1))
             return Part(NoiseLaw("discrete_laplace", m.scale), m.event, float(l1), l2, True)
-        lm = LaplaceMechanism(epsilon=eps, sensitivity=_float_up(l1), max_changed=k)
+        lm = LaplaceMechanism(epsilon=eps, sensitivity=float_up(l1), max_changed=k)
         return Part(NoiseLaw("laplace", lm.scale, lm.granularity), lm.event, float(l1), l2,
                     False)
     # Gaussian: a zCDP share rho_part; (epsilon, delta) through the largest rho that
@@ -128,13 +112,13 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
         rho_total = Fraction(p.rho)
     else:
         assert p.epsilon is not None
-        rho_total = Fraction(_largest_rho(_float_down(Fraction(p.epsilon)), p.delta))
-    rho_part = _float_down(rho_total * share)
+        rho_total = Fraction(_largest_rho(float_down(Fraction(p.epsilon)), p.delta))
+    rho_part = float_down(rho_total * share)
     if integer:
         # sigma for L2 sensitivity sqrt(l2sq): the unit-sensitivity sigma at rho / l2sq
-        unit = DiscreteGaussianMechanism(rho=_float_down(Fraction(rho_part) / l2sq),
+        unit = DiscreteGaussianMechanism(rho=float_down(Fraction(rho_part) / l2sq),
                                          sensitivity=1)
-        event = _events.Zcdp(_float_up(l2sq / (2 * Fraction(unit.sigma) ** 2)))
+        event = _events.Zcdp(float_up(l2sq / (2 * Fraction(unit.sigma) ** 2)))
         return Part(NoiseLaw("discrete_gaussian", unit.sigma), event, float(l1), l2, True)
     gm = GaussianMechanism(rho=rho_part, sensitivity=l2, max_changed=k)
     return Part(NoiseLaw("gaussian", gm.sigma, gm.granularity), gm.event, float(l1), l2,

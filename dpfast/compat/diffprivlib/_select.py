@@ -10,6 +10,7 @@ import numpy as np
 from diffprivlib import mechanisms as _dm
 
 import dpfast
+from dpfast._core.rounding import float_up
 from dpfast.compat._random_state import NoiseBuffer, generator_for
 from dpfast.compat.diffprivlib._additive import as_array
 from dpfast.compat.diffprivlib._measure import sample_measured
@@ -17,11 +18,6 @@ from dpfast.compat.diffprivlib._measure import sample_measured
 __all__ = ["Snapping", "Exponential", "PermuteAndFlip"]
 
 _MAX_REPLICAS = 1 << 20  # integer measures up to this total are sampled exactly by replication
-
-
-def _float_up(q: Fraction) -> float:
-    f = float(q)
-    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
 
 
 class Snapping(_dm.Snapping):
@@ -55,13 +51,13 @@ class Snapping(_dm.Snapping):
     def _params(self) -> tuple[float, float]:
         eps = Fraction(self.epsilon)
         b = self._bound
-        lam = _float_up((1 + Fraction(2) ** -49 * Fraction(b)) / eps)
+        lam = float_up((1 + Fraction(2) ** -49 * Fraction(b)) / eps)
         b_used = b
         for _ in range(64):  # B <= λ: enlarge the clamp bound until λ < B' (needs ε > 2^-48)
             if b_used > lam:
                 break
             b_used = 2 * lam
-            lam = _float_up((1 + Fraction(2) ** -49 * Fraction(b_used)) / eps)
+            lam = float_up((1 + Fraction(2) ** -49 * Fraction(b_used)) / eps)
         else:
             raise ValueError(f"epsilon={self.epsilon} is too small for the snapping mechanism's "
                              "guarantee (Mironov 2012 needs epsilon > 2**-48); use Laplace")
