@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
     from dpfast import accounting as accounting
     from dpfast import budget as budget
+    from dpfast import compat as compat
     from dpfast import dpsgd as dpsgd
     from dpfast import guidelines as guidelines
     from dpfast import local as local
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
     from dpfast.accounting import (
         Accountant,
         NeighbouringRelationError,
+        PldAccountant,
         PureDpAccountant,
         RdpAccountant,
         UnsupportedEventError,
@@ -125,6 +127,7 @@ _PUBLIC: dict[str, str] = {
     "RdpAccountant": "dpfast.accounting",
     "ZcdpAccountant": "dpfast.accounting",
     "PureDpAccountant": "dpfast.accounting",
+    "PldAccountant": "dpfast.accounting",
     "dpsgd_epsilon": "dpfast.accounting",
     "calibrate_noise_multiplier": "dpfast.accounting",
     "advanced_composition": "dpfast.accounting",
@@ -147,7 +150,7 @@ _PUBLIC: dict[str, str] = {
 # each one), "events" is dpfast.accounting.events
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-    "dpsgd", "events", "tables", "metrics", "guidelines", "planning", "dask",
+    "dpsgd", "events", "tables", "metrics", "guidelines", "planning", "dask", "compat",
 }
 
 # literal, so that type checkers see the re-exports (a test keeps it equal to _PUBLIC)
@@ -163,6 +166,7 @@ __all__ = [
     "LaplaceMechanism",
     "LedgerError",
     "NeighbouringRelationError",
+    "PldAccountant",
     "PureDpAccountant",
     "RdpAccountant",
     "RngLike",

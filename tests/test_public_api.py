@@ -16,13 +16,20 @@ import dpfast.accounting
 def test_all_public_names_resolve() -> None:
     for name in dpfast.__all__:
         assert getattr(dpfast, name) is not None, name
-    for sub in ("random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-                "dpsgd", "events"):
+    for sub in sorted(dpfast._SUBMODULES - {"dask"}):  # dask: an optional dependency
         assert getattr(dpfast, sub) is not None
+    assert dpfast.PldAccountant is dpfast.accounting.PldAccountant
+    assert dpfast.compat.__name__ == "dpfast.compat"
 
 
 def test_all_is_the_lazy_map() -> None:
     assert sorted(dpfast.__all__) == sorted([*dpfast._PUBLIC, "__version__"])
+
+
+def test_accounting_all_names_its_lazy_map() -> None:
+    assert set(dpfast.accounting._PUBLIC) <= set(dpfast.accounting.__all__)
+    for name in dpfast.accounting.__all__:
+        assert getattr(dpfast.accounting, name) is not None, name
 
 
 def test_every_listed_submodule_exists() -> None:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .base import Accountant
     from .composition import advanced_composition, optimal_composition, parallel_composition
     from .dpsgd import calibrate_noise_multiplier, dpsgd_epsilon
+    from .pld import PldAccountant
     from .pure import PureDpAccountant, approx_dp
     from .rdp import (
         DEFAULT_ORDERS,
@@ -102,6 +103,7 @@ __all__ = [
     "Gaussian",
     "Laplace",
     "NeighbouringRelationError",
+    "PldAccountant",
     "PoissonSampled",
     "PureDpAccountant",
     "REPLACE_ONE",
