@@ -11,7 +11,7 @@ pmf reports ``delta + err`` (an upper bound), an *optimistic* one ``delta - err`
   chord slopes, weighted averages over one grid cell of ``Q(L <= e)`` (the slope of
   ``delta(x) - (1 - x)_+``, used left of 0 while ``Q(L <= e) < 1/2``) or ``-Q(L > e)``
   (the slope of ``delta``, used elsewhere), computed by adaptive Gauss-Legendre
-  quadrature (4 nodes vs 2 x 4 nodes, agreement to 1e-13 relative) in the curve's
+  quadrature (4 nodes checked against 3 nodes, agreement to 1e-13 relative) in the curve's
   smooth variable: no differences of nearly equal ``delta`` values.  Each slope is
   then rounded *up* by 64 ulps and the slopes made monotone, so the curve they define
   starts at ``(0, 1)`` and stays above the exact interpolation: pessimistic by
@@ -27,11 +27,18 @@ pmf reports ``delta + err`` (an upper bound), an *optimistic* one ``delta - err`
   linearly.  Both truncate tails of mass <= ``tau / 2`` (pessimistic: upper tail to
   ``+inf``, lower tail up to the first kept loss; optimistic: lower tail dropped, upper
   tail moved down).
-* Round-off of the FFTs is *estimated*, not bounded: each convolution adds
-  ``4 u log2(n) |a|_2 |b|_2`` to ``err`` (the normwise FFT error of Higham 2002, Thm.
-  24.2, without its worst-case factors), ``count`` times that for a power.  A rigorous
-  worst-case L1 bound grows like ``count * n * u`` and would swamp ``delta`` at 10^5
-  compositions; dp_accounting adds nothing for it.
+* Round-off of the FFTs is *bounded*, under the standard floating-point model of a
+  mixed-radix Cooley-Tukey FFT (:func:`_rho`: every output coefficient within
+  ``10 u (log2 n + 1) ||x||_1``; Higham 2002, Sec. 24.1): the deviation of every
+  spectral coefficient is bounded (forward error, pointwise product or polar power,
+  the latter amplifying the forward error ``count`` times) and mapped to an L1 bound
+  on the output (Parseval: ``||F^-1 d||_1 <= ||d||_2``, or ``<= ||d||_1``), plus the
+  inverse FFT's own error; since ``delta`` is a sum of output masses with weights in
+  [0, 1], that bound is added to ``err``.  It is a proof modulo the model (pocketfft's
+  butterflies and twiddle accuracy are assumed, not verified).  Its size: ~5e-10 for
+  10^4 compositions, ~5e-9 for 10^5 in double; when that exceeds 1e-3 of the queried
+  ``delta`` the accountant redoes the power in long double (``precise``; 2^-64 on
+  x86-64), leaving ~1e-10, dominated by ``count`` times the per-event allowance.
 """
 
 from __future__ import annotations
@@ -45,8 +52,15 @@ from scipy import fft as sfft
 from ._curves import Curve
 
 _U = 2.0**-53
+#: unit roundoff of numpy's long double (x87 extended on x86-64: 2^-64; on platforms
+#: where it is plain double, 2^-53 and the "precise" power gains nothing but stays valid)
+_UL = float(np.finfo(np.longdouble).eps) / 2.0
 _KAPPA = 64.0  # ulps allowed per evaluated slope (special functions + quadrature)
 _GL_T, _GL_W = np.polynomial.legendre.leggauss(4)
+_GL3_T, _GL3_W = np.polynomial.legendre.leggauss(3)
+#: masses below this are moved to +inf (pessimistic) or dropped (optimistic): keeps
+#: subnormal numbers (slow arithmetic) out of the FFTs and the queries
+_TINY = 1e-280
 
 
 #: Chernoff exponents (per grid index, divided by the support length), both signs
@@ -103,12 +117,15 @@ def _gl_n(curve: Curve, a: np.ndarray, h: np.ndarray, base: np.ndarray,
         else:
             f = _slope_values(curve, t.ravel(), gt).reshape(t.shape) * np.exp(
                 t - base[:, None])
-        return f @ weights * 0.5 * h
+        acc = f[:, 0] * weights[0]
+        for j in range(1, weights.size):  # no BLAS call (threads) for a 4-vector
+            acc = acc + f[:, j] * weights[j]
+        return acc * 0.5 * h
 
 
 def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
                     ) -> np.ndarray:
-    """``int_a^(a+h) S(e) e^(e - a) de``, adaptive (halving where 4 and 2x4 nodes
+    """``int_a^(a+h) S(e) e^(e - a) de``, adaptive (halving where 4 and 3 nodes
     disagree), integrating in the curve's smooth variable where it has one."""
     base = a.copy()
     if curve.reparam:
@@ -127,12 +144,12 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
         lo = np.repeat(lo, pieces) + k * step
         w = step
         base = np.repeat(base, pieces)
-    coarse = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
+    # 4-node rule, accepted where the 3-node rule agrees to the tolerance (the 3-node
+    # error, much larger than the 4-node one on these smooth integrands, bounds it);
+    # elsewhere the piece is halved
+    fine = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
     for _ in range(60):
-        half = 0.5 * w
-        left = _gl_n(curve, lo, half, base, _GL_T, _GL_W, gt)
-        right = _gl_n(curve, lo + half, half, base, _GL_T, _GL_W, gt)
-        fine = left + right
+        coarse = _gl_n(curve, lo, w, base, _GL3_T, _GL3_W, gt)
         ok = np.abs(fine - coarse) <= 1e-13 * np.abs(fine) + 1e-17 * np.abs(h[idx])
         if idx.size > 8 * a.size + 2000:
             ok[:] = True  # pragma: no cover - refinement budget spent
@@ -140,12 +157,13 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
         bad = ~ok
         if not np.any(bad):
             return out
+        half = 0.5 * w[bad]
         idx = np.concatenate([idx[bad], idx[bad]])
-        lo = np.concatenate([lo[bad], lo[bad] + half[bad]])
-        w = np.concatenate([half[bad], half[bad]])
+        lo = np.concatenate([lo[bad], lo[bad] + half])
+        w = np.concatenate([half, half])
         base = np.concatenate([base[bad], base[bad]])
-        coarse = np.concatenate([left[bad], right[bad]])
-    np.add.at(out, idx, coarse)  # pragma: no cover - depth limit
+        fine = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
+    np.add.at(out, idx, fine)  # pragma: no cover - depth limit
     return out
 
 
@@ -201,6 +219,9 @@ def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     inf = max(top, float(curve.p_gt(eps[-1:])[0])) + 4 * _U * float(np.abs(v).max())
     err = 8 * _U  # rounding of the masses themselves (relative 2u each) and of p[c]
     p = np.maximum(p, 0.0)
+    tiny = p < _TINY
+    inf += float(p[tiny].sum()) * (1.0 + 1e-9)  # moved to +inf: pessimistic
+    p[tiny] = 0.0
     # safety net: the masses must sum to 1; missing mass (a quadrature failure) goes to
     # +inf, which only makes the result more pessimistic
     inf += max(0.0, 1.0 - (math.fsum(p) + inf))
@@ -217,13 +238,97 @@ def round_down(curve: Curve, dx: float, max_bins: int) -> Pmf:
     top = max(float(g[-1]) - curve.inf_mass, 0.0)
     p = np.concatenate([g[:-1] - g[1:], [top]])
     err = 4 * _U
-    return Pmf(k_lo, np.maximum(p, 0.0), curve.inf_mass, err, False)
+    p = np.maximum(p, 0.0)
+    p[p < _TINY] = 0.0  # dropped: optimistic
+    return Pmf(k_lo, p, curve.inf_mass, err, False)
 
 
-def _fft_err(a: np.ndarray, b: np.ndarray, n: int) -> float:
-    """Estimate of the effect on ``delta`` of the round-off of one FFT convolution."""
-    rho = 4.0 * _U * max(1.0, math.log2(n))
-    return rho * float(np.linalg.norm(a)) * float(np.linalg.norm(b))
+def _rho(n: int, u: float = _U) -> float:
+    """Componentwise error factor of one length-``n`` real FFT (forward or inverse,
+    unnormalised): ``|fl(F x)_k - (F x)_k| <= _rho(n) * ||x||_1`` for every ``k``.
+
+    Model (Higham 2002, Sec. 24.1, componentwise form of Thm. 24.2): a mixed-radix
+    Cooley-Tukey FFT of ``ceil(log2 n)`` radix-2 levels or fewer radix-3/4/5 stages,
+    twiddle factors of modulus 1 accurate to ``2u``; every intermediate value is a
+    signed, twiddled partial sum of the input, so it is at most ``||x||_1`` in modulus,
+    and each level adds at most ``(2 + 4 sqrt 2) u < 8u`` of that (one complex twiddle
+    product and complex additions; a radix-``r`` stage counts as ``log2 r`` levels and
+    adds less).  One extra level covers the real-input packing step; ``10u`` per level
+    leaves a margin, and the factor ``(1 + 1e-3)`` covers the products of errors.
+    """
+    return 10.0 * u * (math.ceil(math.log2(max(n, 2))) + 1) * (1.0 + 1e-3)
+
+
+#: floor of every coefficient's deviation bound (keeps squares normal numbers)
+_DEV_FLOOR = 1e-150
+
+
+def _floor_err(m: int, nf: int) -> float:
+    """The floor :data:`_DEV_FLOOR` over the ``m`` rfft coefficients not passed to
+    :func:`_spectrum_to_l1` (an upper bound on their L1 contribution)."""
+    return 2.0 * m * _DEV_FLOOR
+
+
+def _spectrum_to_l1(dev: np.ndarray, spec: np.ndarray, nf: int) -> float:
+    """Bound on ``||c_hat - c||_1`` over all ``nf`` outputs of the inverse FFT.
+
+    ``dev[k]`` bounds ``|S_hat_k - S_k|`` on some rfft coefficients, ``spec`` is the
+    computed ``S_hat`` there (the others are 0 and their deviations are accounted by
+    the caller); all are counted twice (a coefficient and its conjugate).  The exact
+    inverse DFT maps the deviation to ``||F^-1 dev||_1 <= sqrt(nf) ||F^-1 dev||_2 =
+    ||dev||_2`` (Parseval, full spectrum) and to ``<= ||dev||_1``; the inverse FFT's own
+    rounding adds ``_rho(nf) ||S_hat||_1 / nf`` per output, ``nf`` outputs; the final
+    scaling by ``1/nf``, ``u`` relative.
+    """
+    dev = np.maximum(dev, _DEV_FLOOR)  # squares stay normal numbers (subnormals are slow)
+    # plain numpy sums (no BLAS threads); the factor (1 + 2 nf u) covers their rounding
+    l2 = math.sqrt(2.0 * float(np.sum(dev * dev)))
+    l1 = 2.0 * float(np.sum(dev))
+    mod1 = 2.0 * float(np.sum(np.abs(spec)))
+    inv = _rho(nf) * mod1 + 4.0 * _U * mod1 / nf
+    return (min(l1, l2) + inv) * (1.0 + 2.0 * (nf + 4) * _U)
+
+
+def _conv_err(a: np.ndarray, b: np.ndarray, fa: np.ndarray, fb: np.ndarray, nf: int
+              ) -> float:
+    """Rigorous (under the model of :func:`_rho`) bound on the L1 error of the FFT
+    convolution ``irfft(rfft(a) * rfft(b))``, hence on its effect on ``delta``."""
+    rho = _rho(nf)
+    ea = rho * math.fsum(a) * (1.0 + 1e-12)
+    eb = rho * math.fsum(b) * (1.0 + 1e-12)
+    ma, mb = np.abs(fa), np.abs(fb)
+    # |A_hat B_hat (1 + theta) - A B| with |theta| <= sqrt 2 gamma_2 < 3u
+    dev = ea * (mb + eb) + eb * (ma + ea) + ea * eb + 3.0 * _U * ma * mb
+    return _spectrum_to_l1(dev * (1.0 + 8.0 * _U), fa * fb, nf)
+
+
+def _power_err(ma: np.ndarray, spec: np.ndarray, e: float, count: int, nf: int,
+               u: float = _U) -> float:
+    """Bound on the L1 error of ``irfft(rfft(a) ** count)`` (power in polar form).
+
+    ``ma``: ``|A_hat|`` on the selected coefficients (the others are covered by the
+    floor below), ``spec``: the computed power there, ``e = _rho ||a||_1`` bounds
+    ``|A_hat - A|``.  ``|A_hat^T - A^T| <= T e M^(T-1)`` with ``M = |A_hat| + e``
+    (mean value theorem); the polar power: ``|A_hat|`` (hypot, 2u), ``log`` (u + u|log|),
+    the product by ``T`` and ``exp`` give a relative error of at most
+    ``expm1(2uT(1 + |log|A_hat||)) + 2u`` in the modulus; ``atan2`` (2u, angle <= pi)
+    times ``T`` then ``cos``/``sin`` (correctly reduced, 1 ulp) at most ``4 pi u T + 6u``
+    in the phase factor; a coefficient set to 0 errs by ``|A_hat|^T < 1e-200``.  The
+    unselected coefficients have ``M^(T-1) <= e^-600``: their deviation is below the
+    floor of 1e-150 that :func:`_spectrum_to_l1` puts under every coefficient.  With
+    ``u = _UL`` the power was computed in long double and rounded to double at the end
+    (``u`` relative more, not amplified by ``T``).
+    """
+    t = float(count)
+    with np.errstate(under="ignore", divide="ignore", over="ignore"):
+        # exponents clamped at -600: upper bounds, and no subnormal (slow) numbers
+        grow = np.exp(np.maximum((t - 1.0) * np.log(ma + e), -600.0))  # (|A_hat|+e)^(T-1)
+        la = np.abs(np.log(np.maximum(ma, 1e-300)))
+        pw = np.exp(np.maximum(-t * la, -600.0))  # |A_hat|^T
+        rel = np.expm1(2.0 * u * t * (1.0 + la)) + 4.0 * math.pi * u * t + 8.0 * u + 2.0 * _U
+    dev = (t * e * grow + pw * (rel + (spec == 0.0))) * (1.0 + 1e-10)
+    dev = dev.astype(np.float64)
+    return _spectrum_to_l1(dev, spec, nf)
 
 
 def _truncate(lo: int, p: np.ndarray, inf: float, pess: bool, tau: float
@@ -250,6 +355,10 @@ def _finish(lo: int, c: np.ndarray, inf: float, err: float, pess: bool, tau: flo
             max_bins: int) -> Pmf:
     """Clip round-off negatives, truncate the tails, check the size."""
     np.maximum(c, 0.0, out=c)
+    tiny = c < _TINY
+    if pess:  # moved to +inf; optimistic: dropped
+        inf += float(c[tiny].sum()) * (1.0 + 1e-9)
+    c[tiny] = 0.0
     inf = math.nextafter(inf, math.inf) if pess else math.nextafter(inf, 0.0)
     lo, c, inf = _truncate(lo, c, inf, pess, tau)
     if c.size > max_bins:
@@ -266,8 +375,9 @@ def compose(a: Pmf, b: Pmf, tau: float, max_bins: int) -> Pmf:
     if n > 2 * max_bins:
         raise GridTooLargeError(f"composition needs {n} grid points (limit {2 * max_bins})")
     nf = sfft.next_fast_len(n, real=True)
-    c = sfft.irfft(sfft.rfft(a.p, nf) * sfft.rfft(b.p, nf), nf)[:n]
-    err = a.err + b.err + a.err * b.err + _fft_err(a.p, b.p, nf)
+    fa, fb = sfft.rfft(a.p, nf), sfft.rfft(b.p, nf)
+    c = sfft.irfft(fa * fb, nf)[:n]
+    err = a.err + b.err + a.err * b.err + _conv_err(a.p, b.p, fa, fb, nf)
     inf = a.inf + b.inf - a.inf * b.inf
     return _finish(a.lo + b.lo, c, inf, err, a.pess, tau, max_bins)
 
@@ -297,8 +407,14 @@ def _chernoff(a: Pmf, count: int, tau: float) -> tuple[int, int]:
     return math.floor(lo), math.ceil(hi)
 
 
-def self_compose(a: Pmf, count: int, tau: float, max_bins: int) -> Pmf:
+def self_compose(a: Pmf, count: int, tau: float, max_bins: int, precise: bool = False
+                 ) -> Pmf:
     """``count``-fold composition by one FFT, a power and one inverse FFT.
+
+    The round-off of the forward FFT and of the power is amplified ``count`` times (a
+    relative error ``r`` of a coefficient becomes ``count * r``); ``precise`` computes
+    both in long double (about 4x slower; the inverse FFT stays double), which divides
+    that part of the error bound by ``2^11`` on x86-64.
 
     The window is chosen by a Chernoff bound so that each tail outside it holds at most
     ``tau / 2``; that mass wraps around (circular convolution).  Pessimistic: ``tau / 2``
@@ -313,19 +429,29 @@ def self_compose(a: Pmf, count: int, tau: float, max_bins: int) -> Pmf:
         raise GridTooLargeError(f"composed distribution needs {width} grid points "
                                 f"(limit {max_bins})")
     nf = sfft.next_fast_len(max(width, a.p.size), real=True)
-    spec = sfft.rfft(a.p, nf)
+    u = _UL if precise else _U
+    fa = sfft.rfft(a.p.astype(np.longdouble) if precise else a.p, nf)
+    ma = np.abs(fa)
+    e = _rho(nf, u) * math.fsum(a.p) * (1.0 + 1e-12)  # bound on |A_hat_k - A_k|
+    # the coefficients that matter: (|A_hat| + e)^(count - 1) > e^-600 (the threshold
+    # is lowered a little, so the selection errs on the inclusive side)
+    thr = math.exp(-600.0 / max(count - 1, 1)) * (1.0 - 1e-9) - e
+    sel = np.flatnonzero(ma > thr)
+    ms = ma[sel]
     with np.errstate(under="ignore", divide="ignore"):
         # power in polar form (numpy's complex power is several times slower); the
-        # coefficients whose modulus^count underflows are exactly 0 anyway
-        mag = np.exp(count * np.log(np.abs(spec)))
-        keep = np.flatnonzero(mag > 0.0)
-        ang = count * np.angle(spec[keep])
-        spec = np.zeros_like(spec)
-        spec[keep] = mag[keep] * (np.cos(ang) + 1j * np.sin(ang))
+        # coefficients of modulus^count below 1e-200 are set to 0 (no subnormal numbers
+        # in the inverse FFT; the error bound covers it)
+        mag = np.exp(count * np.log(ms))
+        mag[mag <= 1e-200] = 0.0
+        ang = count * np.angle(fa[sel])
+        sub = mag * (np.cos(ang) + 1j * np.sin(ang))
+    spec = np.zeros(fa.size, dtype=np.complex128)
+    spec[sel] = sub
     c = sfft.irfft(spec, nf)
     # entry r holds the sums with index count*a.lo + j, j = r (mod nf)
     c = np.roll(c, -((lo - count * a.lo) % nf))[:width].copy()
-    err = count * a.err + count * _fft_err(a.p, np.ones(1), nf)
+    err = count * a.err + _power_err(ms, spec[sel], e, count, nf, u) + _floor_err(fa.size, nf)
     inf = -math.expm1(count * math.log1p(-min(a.inf, 1.0 - 1e-16)))
     if a.pess:
         inf += tau / 2
