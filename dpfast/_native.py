@@ -11,7 +11,7 @@ import numpy as np
 from dpfast._cffi import ffi, lib
 
 __all__ = ["chacha20_blocks", "chacha20_blocks_impl", "chacha20_streams", "chacha20_keystream",
-           "simd_level", "BLOCK_IMPLS"]
+           "simd_level", "blocks_address", "BLOCK_IMPLS"]
 
 # implementation numbers of dpf_chacha20_blocks_impl (csrc/chacha20.c)
 BLOCK_IMPLS = {"scalar": 0, "portable8": 1, "avx2": 2, "portable16": 3, "avx512": 4}
@@ -32,6 +32,12 @@ def chacha20_blocks(key_words: np.ndarray, nonce_words: np.ndarray, counter: int
         raise ValueError("internal: block counter would wrap")
     lib.dpf_chacha20_blocks(_u32(key_words, 8), _u32(nonce_words, 3), counter, nblocks,
                             _u32(out, 16 * nblocks))
+
+
+def blocks_address() -> int:
+    """The address of ``dpf_chacha20_blocks``, for the kernels' refills
+    (``dpfast._kernels.chacha.ST_FILL``)."""
+    return int(ffi.cast("uintptr_t", lib.dpf_chacha20_blocks))
 
 
 def chacha20_blocks_impl(impl: str, key_words: np.ndarray, nonce_words: np.ndarray,

@@ -15,6 +15,9 @@ Bit-source layout used by every kernel (one row per chunk):
     st[c, ST_CELL], st[c, ST_END]      the chunk's next cell and end (exact samplers)
     st[c, ST_PENDING]  number of pending (undecided) cells recorded this round
     st[c, ST_OVERFLOW] 1 if an addition overflowed (the chunk stopped before that cell)
+    st[c, ST_FILL]   address of the C block function ``dpf_chacha20_blocks`` (from
+                     ``dpfast._native.blocks_address``) that refills use; 0 (or a row
+                     without this column): the numba copy below.  Same stream either way.
     nonce[c, :] the chunk's 96-bit nonce as three uint32 words; nonce[c, 2] counts the
                 extension streams (id + k 2^64, see dpfast._streams) the chunk moved to
     key[:]      the 256-bit key as eight uint32 words
@@ -24,6 +27,9 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 M32 = np.uint64(0xFFFFFFFF)
 S7 = np.uint64(7)
@@ -44,7 +50,8 @@ ST_CELL = 5
 ST_END = 6
 ST_PENDING = 7
 ST_OVERFLOW = 8
-ST_COLS = 9
+ST_FILL = 9
+ST_COLS = 10
 
 # Kernels are compiled with NRT (reference counting) off: they allocate nothing, and
 # atomic reference counting of the arrays they pass around would cost more than the
@@ -190,6 +197,35 @@ def chacha_words(key, nonce, counter, out64):
         block_into(key, nonce, counter + b, out64, 8 * b)
 
 
+@intrinsic
+def _c_blocks(typingctx, addr, key, nonce, counter, out64):
+    """Call ``dpf_chacha20_blocks(key, nonce, counter, len(out64) / 8, out64)`` through
+    its address (an int64 argument, so the compiled kernel stays cacheable)."""
+    sig = types.void(addr, key, nonce, counter, out64)
+
+    def codegen(context, builder, signature, args):
+        a_addr, a_key, a_nonce, a_counter, a_out = args
+        _, t_key, t_nonce, t_counter, t_out = signature.args
+        i32p = ir.IntType(32).as_pointer()
+        key_p = builder.bitcast(context.make_array(t_key)(context, builder, a_key).data, i32p)
+        nonce_p = builder.bitcast(
+            context.make_array(t_nonce)(context, builder, a_nonce).data, i32p)
+        out_a = context.make_array(t_out)(context, builder, a_out)
+        out_p = builder.bitcast(out_a.data, i32p)
+        nblocks = builder.udiv(builder.extract_value(out_a.shape, 0),
+                               ir.Constant(ir.IntType(64), 8))
+        ctr = builder.trunc(context.cast(builder, a_counter, t_counter, types.int64),
+                            ir.IntType(32))
+        fnty = ir.FunctionType(ir.VoidType(), [i32p, i32p, ir.IntType(32), ir.IntType(64),
+                                               i32p])
+        fn = builder.inttoptr(context.cast(builder, a_addr, signature.args[0], types.int64),
+                              fnty.as_pointer())
+        builder.call(fn, [key_p, nonce_p, ctr, nblocks, out_p])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 @nb.njit(**KERNEL)
 def refill(buf, st, key, nonce):
     """Refill a chunk's buffer from its stream, continuing after the last block used
@@ -204,7 +240,10 @@ def refill(buf, st, key, nonce):
         else:
             nonce[2] += np.uint32(1)
         counter = 0
-    chacha_words(key, nonce, counter, buf)
+    if st.shape[0] > ST_FILL and st[ST_FILL] != 0:
+        _c_blocks(st[ST_FILL], key, nonce, counter, buf)
+    else:
+        chacha_words(key, nonce, counter, buf)
     st[0] = 0
     st[1] = counter + nblocks
 
