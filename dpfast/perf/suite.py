@@ -58,6 +58,53 @@ def _keystream(quick: bool):
     return base, lambda: dpfast.keystream(KEY, 3, nbytes), _nothing
 
 
+def _kernel_refill(quick: bool):
+    """The kernels' buffer refills: a numba kernel refilling a 16 KiB buffer from its
+    stream (C ChaCha20 through ``st[ST_FILL]``) and reading it, vs OpenSSL on the same
+    number of bytes."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    from dpfast import _native
+    from dpfast._kernels import chacha as ck
+
+    nbytes = (4 if quick else 16) << 20
+    src, dst = bytes(nbytes), bytearray(nbytes)
+    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    nonce = np.array([3, 0, 0], np.uint32)
+    buf = np.empty(2048, np.uint64)
+    st = np.zeros(ck.ST_COLS, np.int64)
+    st[ck.ST_FILL] = _native.blocks_address()
+
+    def cand() -> None:
+        st[ck.ST_BLOCK], nonce[2] = 0, 0
+        ck.refills(buf, st, key_words, nonce, nbytes // 8)
+
+    def base() -> None:
+        Cipher(algorithms.ChaCha20(KEY, bytes(16)), mode=None).encryptor().update_into(src, dst)
+
+    return base, cand, _nothing
+
+
+def _one_core(setup: Callable[[bool], tuple]) -> Callable[[bool], tuple]:
+    """The same pair with numba limited to one thread (the one-core targets)."""
+    def wrapped(quick: bool):
+        import numba
+
+        base, cand, teardown = setup(quick)
+
+        def cand1() -> None:
+            old = numba.get_num_threads()
+            numba.set_num_threads(1)
+            try:
+                cand()
+            finally:
+                numba.set_num_threads(old)
+
+        return base, cand1, teardown
+
+    return wrapped
+
+
 def _random_raw(quick: bool):
     import dpfast
 
@@ -194,6 +241,8 @@ ENTRIES: list[Entry] = [
           "cryptography ChaCha20 update_into (OpenSSL)", _chacha20_blocks),
     Entry("keystream", "dpfast.keystream (new bytes)",
           "cryptography ChaCha20 update (new bytes)", _keystream),
+    Entry("kernel_refill", "kernels' keystream refills (16 KiB buffer, one core)",
+          "cryptography ChaCha20 update_into (OpenSSL)", _kernel_refill),
     Entry("random_raw", "Generator.random_raw", "numpy PCG64.random_raw", _random_raw),
     Entry("discrete_laplace_10", "discrete_laplace scale 10, in place",
           "numpy Generator.laplace", _noise("discrete_laplace", 10.0, np.int64)),
@@ -205,6 +254,16 @@ ENTRIES: list[Entry] = [
           _noise("laplace", 10.0, np.float64)),
     Entry("gaussian_grid", "gaussian (2^k grid) sigma 10", "numpy Generator.laplace",
           _noise("gaussian", 10.0, np.float64)),
+    Entry("discrete_laplace_10_1core", "discrete_laplace scale 10, in place, one thread",
+          "numpy Generator.laplace", _one_core(_noise("discrete_laplace", 10.0, np.int64))),
+    Entry("discrete_laplace_1000_1core", "discrete_laplace scale 1000, in place, one thread",
+          "numpy Generator.laplace", _one_core(_noise("discrete_laplace", 1000.0, np.int64))),
+    Entry("discrete_gaussian_10_1core", "discrete_gaussian sigma 10, in place, one thread",
+          "numpy Generator.laplace", _one_core(_noise("discrete_gaussian", 10.0, np.int64))),
+    Entry("laplace_grid_1core", "laplace (2^k grid) scale 10, one thread",
+          "numpy Generator.laplace", _one_core(_noise("laplace", 10.0, np.float64))),
+    Entry("gaussian_grid_1core", "gaussian (2^k grid) sigma 10, one thread",
+          "numpy Generator.laplace", _one_core(_noise("gaussian", 10.0, np.float64))),
     Entry("exponential_1e6", "exponential, 10^6 candidates",
           "numpy argmax(u + Generator.gumbel)", _exponential),
     Entry("dpsgd_epsilon", "dpsgd_epsilon (RDP, 10^4 steps)", "dp_accounting RdpAccountant",
