@@ -1,0 +1,67 @@
+"""Kernels' buffer refills through the C ChaCha20 (``st[ST_FILL]``): the same stream as
+the numba copy and as ``dpfast.keystream``, extensions included."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpfast
+from dpfast import _native, _streams
+from dpfast._kernels import chacha as ck
+
+from .helpers import KEY
+
+
+def _row(words_left: int, block: int, fill: bool) -> np.ndarray:
+    row = np.zeros(ck.ST_COLS, np.int64)
+    row[ck.ST_POS], row[ck.ST_BLOCK] = words_left, block
+    row[ck.ST_FILL] = _native.blocks_address() if fill else 0
+    return row
+
+
+def _read(buf: np.ndarray, row: np.ndarray, key_words: np.ndarray, nonce: np.ndarray,
+          n: int) -> np.ndarray:
+    words, pos = [], int(row[ck.ST_POS])
+    for _ in range(n):
+        x, pos = ck.next_u64(buf, pos, row, key_words, nonce)
+        words.append(int(x))
+    return np.array(words, np.uint64)
+
+
+@given(key=st.binary(min_size=32, max_size=32), stream=st.integers(0, 2**64 - 1),
+       blocks=st.integers(1, 40), n=st.integers(1, 700))
+def test_c_refill_is_the_keystream(key: bytes, stream: int, blocks: int, n: int) -> None:
+    key_words = np.frombuffer(key, "<u4").astype(np.uint32)
+    nonce = _streams.nonce_words(stream, 1)[0].copy()
+    buf = np.empty(8 * blocks, np.uint64)
+    got = _read(buf, _row(buf.shape[0], 0, True), key_words, nonce, n)
+    want = np.frombuffer(dpfast.keystream(key, stream, 8 * n), "<u8")
+    assert np.array_equal(got, want)
+
+
+def test_c_refill_moves_to_the_extension_like_the_numba_copy() -> None:
+    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    out = []
+    for fill in (False, True):
+        nonce = _streams.nonce_words(5, 1)[0].copy()
+        buf = np.empty(32, np.uint64)  # 4 blocks per refill
+        row = _row(32, 2**32 - 6, fill)  # 6 blocks left: one refill, then the extension
+        out.append((_read(buf, row, key_words, nonce, 100), int(nonce[2]), row.copy()))
+    (a, na, ra), (b, nb_, rb) = out
+    assert np.array_equal(a, b) and na == nb_ == 1
+    assert np.array_equal(ra[:ck.ST_FILL], rb[:ck.ST_FILL])
+    # words 32..63: block 0 of extension 1 (id 5 + 2^64), not the stream's last 2 blocks
+    assert np.array_equal(a[32:64], np.frombuffer(dpfast.keystream(KEY, 5 + 2**64, 256), "<u8"))
+
+
+def test_refills_benchmark_kernel_reads_the_stream() -> None:
+    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    accs = []
+    for fill in (False, True):
+        nonce = np.array([3, 0, 0], np.uint32)
+        buf = np.empty(64, np.uint64)
+        accs.append(int(ck.refills(buf, _row(64, 0, fill), key_words, nonce, 640)))
+    ks = np.frombuffer(dpfast.keystream(KEY, 3, 8 * 640), "<u8")
+    assert accs[0] == accs[1] == int(np.bitwise_xor.reduce(ks))
