@@ -8,10 +8,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import dpfast
-from dpfast import _native, _streams
+from dpfast import _native
 from dpfast._kernels import chacha as ck
 
 from .helpers import KEY
+
+
+def _nonce(stream: int) -> np.ndarray:
+    """The nonce words of stream id ``stream`` < 2^64 (extension 0)."""
+    return np.array([stream & 0xFFFFFFFF, stream >> 32, 0], np.uint32)
 
 
 def _row(words_left: int, block: int, fill: bool) -> np.ndarray:
@@ -34,7 +39,7 @@ def _read(buf: np.ndarray, row: np.ndarray, key_words: np.ndarray, nonce: np.nda
        blocks=st.integers(1, 40), n=st.integers(1, 700))
 def test_c_refill_is_the_keystream(key: bytes, stream: int, blocks: int, n: int) -> None:
     key_words = np.frombuffer(key, "<u4").astype(np.uint32)
-    nonce = _streams.nonce_words(stream, 1)[0].copy()
+    nonce = _nonce(stream)
     buf = np.empty(8 * blocks, np.uint64)
     got = _read(buf, _row(buf.shape[0], 0, True), key_words, nonce, n)
     want = np.frombuffer(dpfast.keystream(key, stream, 8 * n), "<u8")
@@ -45,7 +50,7 @@ def test_c_refill_moves_to_the_extension_like_the_numba_copy() -> None:
     key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
     out = []
     for fill in (False, True):
-        nonce = _streams.nonce_words(5, 1)[0].copy()
+        nonce = _nonce(5)
         buf = np.empty(32, np.uint64)  # 4 blocks per refill
         row = _row(32, 2**32 - 6, fill)  # 6 blocks left: one refill, then the extension
         out.append((_read(buf, row, key_words, nonce, 100), int(nonce[2]), row.copy()))
