@@ -1,8 +1,9 @@
 """Group-by count, sum and mean releases of dask DataFrames (see :mod:`dpfast.dask`).
 
 Pipeline: validate and plan on the driver -> charge the budget (before anything is
-computed) -> hash-partition the rows by privacy id (``DataFrame.shuffle``: every id's
-rows in one partition) -> per partition, validate, bound per id and aggregate per key
+computed) -> hash-partition the rows by privacy id (each input partition split by
+``pandas.util.hash_array(id) mod P`` into P pieces, output partition j the
+concatenation of the pieces j: every id's rows in one partition) -> per partition, validate, bound per id and aggregate per key
 (:func:`dpfast.tables.aggregate._validate`, :func:`dpfast.tables.bounding.bound_codes`:
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
 per-key partials on the driver -> per-key addressed noise, selection and report
@@ -85,14 +86,28 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     return pd.DataFrame(out)
 
 
-def _meta(ddf: Any, names: list[str], stat: str, integer: bool) -> Any:
+def _split(pdf: Any, id_col: str, nout: int) -> tuple:
+    """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
+    holds the rows whose id hashes to j: every id's rows meet in one output)."""
     import pandas as pd
 
-    meta = {n: pd.Series([], dtype=ddf[n].dtype) for n in names}
-    meta[_COUNT] = pd.Series([], dtype=np.int64)
-    if stat != "count":
-        meta[_SUM] = pd.Series([], dtype=np.int64 if integer else np.float64)
-    return pd.DataFrame(meta)
+    ids = pdf[id_col]
+    if ids.isna().any():
+        raise ValueError(f"privacy_id column {id_col!r} contains missing values")
+    h = (pd.util.hash_array(ids.to_numpy()) % np.uint64(nout)).astype(
+        np.uint16 if nout <= 1 << 16 else np.int64)
+    order = np.argsort(h, kind="stable")  # radix sort for uint16
+    bounds = np.zeros(nout + 1, np.int64)
+    np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
+    rows = pdf.take(order)
+    pieces = tuple(rows.iloc[bounds[j]:bounds[j + 1]] for j in range(nout))
+    return pieces if nout > 1 else pieces[0]
+
+
+def _combine(pieces: list, *args: Any) -> Any:
+    import pandas as pd
+
+    return _partials(pd.concat(pieces, ignore_index=True), *args)
 
 
 def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any
@@ -148,14 +163,35 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
     plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case)
     aggregate._charge(budget, plan.event, note)       # charged before anything is computed
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
-    frame = ddf[cols]
-    if id_col is not None:  # all rows of an id in one partition
-        frame = frame.shuffle(on=id_col, npartitions=npartitions or frame.npartitions)
-    partial = frame.map_partitions(_partials, names, id_col, val_col, bnd, domain, k, c,
-                                   stat, key_src, meta=_meta(ddf, names, stat, integer))
-    parts = partial.compute()
+    parts = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat, key_src,
+                     npartitions)
     data, agg = _reduce(parts, names, domain, stat != "count", tuple(names))
     return aggregate.release(plan, data, agg)
+
+
+def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,
+             bnd: Any, domain: Any, k: int, c: int, stat: str, key_src: Any,
+             npartitions: int | None) -> Any:
+    """Build and compute the graph: [hash-partition by id ->] per partition bound and
+    aggregate -> the per-key partials of every partition, concatenated (pandas)."""
+    import dask
+    import pandas as pd
+
+    args = (names, id_col, val_col, bnd, domain, k, c, stat, key_src)
+    parts = frame.to_delayed()
+    if id_col is None:  # one row, one person: no need to move rows
+        outs = [dask.delayed(_partials)(p, *args) for p in parts]
+    else:  # every id's rows in one output partition (a numpy hash split, all-to-all)
+        nout = npartitions or len(parts)
+        splits = [dask.delayed(_split, nout=nout, pure=True)(p, id_col, nout)
+                  for p in parts]
+        if nout == 1:
+            outs = [dask.delayed(_combine)(splits, *args)]
+        else:
+            outs = [dask.delayed(_combine)([s[j] for s in splits], *args)
+                    for j in range(nout)]
+    results = dask.compute(*outs)
+    return pd.concat(results, ignore_index=True)
 
 
 _PARAMS_DOC = """

@@ -1,0 +1,156 @@
+"""Scale-out: dpfast.dask.count on a 2-worker LocalCluster vs single-process
+dpfast.tables.count, same run (issue 12).
+
+* ``count`` on 10^7 rows (10^6 people, Zipf keys over 10^5 values, ``max_partitions=3``,
+  private partition selection): ratio = single-process time / cluster time (target
+  >= 0.5x).  The rows are persisted on the workers first (as if read there); the cluster
+  time covers the shuffle by privacy id, bounding, the reduce and the noise.  Both runs
+  give the same table bit for bit (checked).
+* Out of core (opt-in: ``DPFAST_BENCH_OOC=1``, several minutes): a Parquet dataset of
+  10^8 rows generated into a temporary directory, released with ``dpfast.dask.count`` on
+  2 workers with a 2 GiB memory limit each; reports the wall time and the peak resident
+  memory of each worker process (sampled every 0.2 s).
+
+``DPFAST_BENCH_ROWS`` scales the first benchmark; ``DPFAST_BENCH_OOC_ROWS`` the second.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+KEY = bytes(range(32))
+EPS, DELTA, K = 1.0, 1e-6, 3
+
+
+def _records(rows: int, people: int, n_keys: int, seed: int = 0):
+    r = np.random.default_rng(seed)
+    ids = r.integers(0, people, rows)
+    keys = (r.zipf(1.3, rows) - 1) % n_keys
+    return ids.astype(np.int64), keys.astype(np.int64)
+
+
+def _part(p: int, per: int, rows: int):
+    import pandas as pd
+
+    ids, keys = _records(per, rows // 10, 10 ** 5, seed=p)
+    return pd.DataFrame({"id": ids, "key": keys})
+
+
+def _cluster(**kw):
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, **kw)
+    return cluster, distributed.Client(cluster)
+
+
+def test_dask_count_vs_tables(benchmark, report) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    import dpfast.dask as dkd
+    from dpfast import tables as dpt
+
+    rows = int(os.environ.get("DPFAST_BENCH_ROWS", 10 ** 7))
+    nparts = 8
+    per = rows // nparts
+    ids = np.concatenate([_part(p, per, rows)["id"].to_numpy() for p in range(nparts)])
+    keys = np.concatenate([_part(p, per, rows)["key"].to_numpy() for p in range(nparts)])
+    cluster, client = _cluster()
+    try:  # the workers generate the same rows (as if they read them)
+        ddf = dd.from_map(_part, range(nparts), per=per, rows=rows,
+                          meta=pd.DataFrame({"id": np.zeros(0, np.int64),
+                                             "key": np.zeros(0, np.int64)}))
+        ddf = client.persist(ddf)
+        client.wait_for_workers(2)
+        from distributed import wait
+
+        wait(ddf)
+
+        def single():
+            return dpt.count(keys, ids, epsilon=EPS, delta=DELTA, max_partitions=K, rng=KEY)
+
+        def cluster_run():
+            return dkd.count(ddf, "key", "id", epsilon=EPS, delta=DELTA, max_partitions=K,
+                             rng=KEY)
+
+        a, b = single(), cluster_run()  # compile / load kernels everywhere
+        assert np.array_equal(a.keys, b.keys) and np.array_equal(a.values, b.values)
+        t1 = t2 = float("inf")
+        for _ in range(2):  # interleaved, best of
+            t = time.perf_counter()
+            single()
+            t1 = min(t1, time.perf_counter() - t)
+            t = time.perf_counter()
+            cluster_run()
+            t2 = min(t2, time.perf_counter() - t)
+        benchmark.pedantic(cluster_run, rounds=1, iterations=1)
+    finally:
+        client.close()
+        cluster.close()
+    ratio = t1 / t2
+    benchmark.extra_info.update({"single_s": t1, "cluster_s": t2, "ratio": ratio})
+    report(f"dask.count {rows:.0e} rows, 2 workers", f"cluster {t2:.2f} s vs single "
+           f"process {t1:.2f} s: {ratio:.2f}x (target >= 0.5x; bit-identical tables)")
+
+
+def _sampler() -> None:
+    import threading
+
+    import psutil
+
+    proc = psutil.Process()
+    state = {"peak": proc.memory_info().rss, "run": True}
+
+    def loop() -> None:
+        while state["run"]:
+            state["peak"] = max(state["peak"], proc.memory_info().rss)
+            time.sleep(0.2)
+
+    threading.Thread(target=loop, daemon=True).start()
+    globals()["_PEAK_STATE"] = state
+
+
+def _peak() -> int:
+    state = globals()["_PEAK_STATE"]
+    state["run"] = False
+    return int(state["peak"])
+
+
+@pytest.mark.skipif(not os.environ.get("DPFAST_BENCH_OOC"),
+                    reason="opt-in: DPFAST_BENCH_OOC=1 (10^8 rows, several minutes)")
+def test_dask_count_out_of_core(benchmark, report) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    import dpfast.dask as dkd
+
+    rows = int(os.environ.get("DPFAST_BENCH_OOC_ROWS", 10 ** 8))
+    files = max(1, rows // 2_000_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        per = rows // files
+        for f in range(files):
+            _part(f, per, rows).to_parquet(f"{tmp}/part-{f:04d}.parquet")
+        t_gen = time.perf_counter() - t
+        cluster, client = _cluster(memory_limit="2GiB")
+        try:
+            client.run(_sampler)
+            ddf = dd.read_parquet(tmp)
+            t = time.perf_counter()
+            rel = dkd.count(ddf, "key", "id", epsilon=EPS, delta=DELTA, max_partitions=K,
+                            rng=KEY)
+            t_run = time.perf_counter() - t
+            peaks = client.run(_peak)
+            benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+        finally:
+            client.close()
+            cluster.close()
+    gib = [p / 2 ** 30 for p in peaks.values()]
+    benchmark.extra_info.update({"rows": rows, "seconds": t_run, "peak_gib": gib})
+    report(f"dask.count out of core {rows:.0e} rows (Parquet, 2 workers, 2 GiB limit)",
+           f"{t_run:.1f} s ({t_gen:.0f} s to write the data); {len(rel)} keys released; "
+           f"peak RSS per worker " + ", ".join(f"{g:.2f} GiB" for g in gib))
