@@ -124,7 +124,7 @@ def _peak() -> int:
                     reason="opt-in: DPFAST_BENCH_OOC=1 (10^8 rows, several minutes)")
 def test_dask_count_out_of_core(benchmark, report) -> None:
     dd = pytest.importorskip("dask.dataframe")
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
     import dpfast.dask as dkd
 

@@ -3,7 +3,8 @@
 Pipeline: validate and plan on the driver -> charge the budget (before anything is
 computed) -> hash-partition the rows by privacy id (each input partition split by
 ``pandas.util.hash_array(id) mod P`` into P pieces, output partition j the
-concatenation of the pieces j: every id's rows in one partition) -> per partition, validate, bound per id and aggregate per key
+concatenation of the pieces j: every id's rows in one partition) -> per partition,
+validate, bound per id and aggregate per key
 (:func:`dpfast.tables.aggregate._validate`, :func:`dpfast.tables.bounding.bound_codes`:
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
 per-key partials on the driver -> per-key addressed noise, selection and report
