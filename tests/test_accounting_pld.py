@@ -68,7 +68,15 @@ def test_live_cross_check_with_dp_accounting() -> None:
 
 # ----------------------------------------------------------------- closed forms
 
-mpmath.mp.dps = 40
+
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """This module's mpmath precision, for its tests only (a module-level assignment
+    would leak into every test module collected after it)."""
+    with mpmath.workdps(40):
+        yield
+
 
 
 def _balle_wang_delta(sigma: float, eps: float) -> mpmath.mpf:

@@ -22,7 +22,15 @@ from dpfast import _drive, _envelope, _exact
 from dpfast._kernels import chacha as ck
 from dpfast._kernels import samplers as sk
 
-mp.mp.prec = 400
+
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """This module's mpmath precision, for its tests only (a module-level assignment
+    would leak into every test module collected after it)."""
+    with mp.workprec(400):
+        yield
+
 RESTART = 10**9  # marks "rejected: the sampler restarts with a fresh sample"
 W = 64  # words in a constructed buffer
 

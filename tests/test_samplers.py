@@ -22,7 +22,15 @@ from dpfast import _exact
 
 from .conftest import KEY
 
-mp.mp.prec = 113
+
+
+@pytest.fixture(autouse=True)
+def _mp_precision():
+    """This module's mpmath precision, for its tests only (a module-level assignment
+    would leak into every test module collected after it)."""
+    with mp.workprec(113):
+        yield
+
 
 N = 1_000_000
 N_FORCED = 100_000
