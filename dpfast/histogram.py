@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import tables as _tables
+from dpfast.random import RngLike
 
 __all__ = ["histogram", "histogram2d", "histogramdd"]
 
@@ -158,7 +159,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
               rho: float | None = None, weight_bounds: tuple[float, float] | None = None,
               privacy_ids: Any = None, max_partitions: int = 1, max_per_partition: int = 1,
               nonnegative: bool = False, integer: bool = False, noise: str | None = None,
-              rng: Any = None, budget: Any = None, note: str = "",
+              rng: RngLike = None, budget: Any = None, note: str = "",
               return_release: bool = False, use_case: str | None = None) -> Any:
     """Private :func:`numpy.histogram`: ``(noisy_counts, bin_edges)``.
 
@@ -255,7 +256,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
                 weight_bounds: tuple[float, float] | None = None, privacy_ids: Any = None,
                 max_partitions: int = 1, max_per_partition: int = 1,
                 nonnegative: bool = False, integer: bool = False, noise: str | None = None,
-                rng: Any = None, budget: Any = None, note: str = "",
+                rng: RngLike = None, budget: Any = None, note: str = "",
                 return_release: bool = False, use_case: str | None = None) -> Any:
     """Private :func:`numpy.histogramdd`: ``(noisy_hist, edges)``.
 

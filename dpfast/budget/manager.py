@@ -10,7 +10,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpfast import guidelines
 from dpfast._core.errors import NeighbouringRelationError
@@ -34,6 +34,9 @@ from .records import (
 )
 from .registry import FILTERS, make_filter
 from .session import Session, identity
+
+if TYPE_CHECKING:
+    from dpfast.random import RngLike
 
 __all__ = ["Budget"]
 
@@ -306,7 +309,7 @@ class Budget:
                       self._filter.cost_record(costs), CHARGED, user, host, pid)
 
     def release(
-        self, mechanism: Any, x: Any, *, note: str = "", analyst: str = "", rng: Any = None
+        self, mechanism: Any, x: Any, *, note: str = "", analyst: str = "", rng: RngLike = None
     ) -> Any:
         """Validate ``x``, charge ``mechanism.event``, then return ``mechanism(x, rng=rng)``.
 

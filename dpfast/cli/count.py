@@ -20,11 +20,11 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
 
 import numpy as np
 
-from dpfast.cli import CliError, write_atomic
+from dpfast.cli import CliError
+from dpfast.cli._io import open_budget, read_columns, write_columns
 
 HELP = "release a private group-by count table from a CSV/Parquet file of records"
 
@@ -62,90 +62,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="never show a progress bar")
     parser.add_argument("-o", "--output", required=True,
                         help="output file (.csv, or .parquet with pyarrow)")
-
-
-# ----------------------------------------------------------------------------- io
-def read_columns(path: str, columns: list[str], what: str = "input") -> dict[str, np.ndarray]:
-    """The named columns of a CSV (as text) or Parquet file."""
-    if not os.path.exists(path):
-        raise OSError(f"{what} file not found: {path}")
-    ext = os.path.splitext(path)[1].lower()
-    if ext == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as exc:
-            raise CliError("reading Parquet needs pyarrow: pip install 'dpfast[parquet]'") \
-                from exc
-        table = pq.read_table(path)
-        missing = [c for c in columns if c not in table.column_names]
-        if missing:
-            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
-        return {c: table.column(c).to_numpy(zero_copy_only=False) for c in columns}
-    if ext not in (".csv", ".txt"):
-        raise CliError(f"{what} must be .csv or .parquet, got {path}")
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is in the test extra
-        pd = None
-    if pd is not None:
-        head = pd.read_csv(path, nrows=0)
-        missing = [c for c in columns if c not in head.columns]
-        if missing:
-            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
-        df = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False,
-                         engine="c")
-        return {c: df[c].to_numpy(dtype=object) for c in columns}
-    import csv  # pragma: no cover
-
-    with open(path, newline="") as fh:  # pragma: no cover
-        reader = csv.DictReader(fh)
-        missing = [c for c in columns if c not in (reader.fieldnames or [])]
-        if missing:
-            raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
-        rows = list(reader)
-    return {c: np.array([r[c] for r in rows], dtype=object) for c in columns}  # pragma: no cover
-
-
-def _write(path: str, columns: dict[str, np.ndarray]) -> None:
-    parquet = path.lower().endswith(".parquet")
-
-    def write(tmp: str) -> None:
-        if parquet:
-            try:
-                import pyarrow as pa
-                import pyarrow.parquet as pq
-            except ImportError as exc:
-                raise CliError("writing Parquet needs pyarrow: pip install "
-                               "'dpfast[parquet]'") from exc
-            pq.write_table(pa.table({k: np.asarray(v) for k, v in columns.items()}), tmp)
-            return
-        import csv
-
-        with open(tmp, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(list(columns))
-            w.writerows(zip(*(np.asarray(v).tolist() for v in columns.values())))
-
-    write_atomic(path, write)
-
-
-def _budget(args: argparse.Namespace) -> Any:
-    """The ledger's Budget: an existing file keeps its definition; a new one needs
-    --budget-epsilon."""
-    import dpfast
-
-    path = args.ledger
-    if path is None:
-        if args.budget_epsilon is not None:
-            raise CliError("--budget-epsilon needs --ledger")
-        return None
-    if os.path.exists(path):
-        return dpfast.Budget.from_ledger(path)
-    if args.budget_epsilon is None:
-        raise CliError(f"ledger {path} does not exist: give --budget-epsilon (and "
-                       "--budget-delta) to create it")
-    return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=path,
-                         accounting="basic")
 
 
 class _Progress:
@@ -202,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             key = fh.read()
         if len(key) != 32:
             raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
-    budget = _budget(args)
+    budget = open_budget(args, accounting="basic")
     t0 = time.perf_counter()
     size = os.path.getsize(args.input) if os.path.exists(args.input) else 0
     show = not args.no_progress and sys.stderr.isatty()  # never into captured output
@@ -234,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         names = list(out)
         for j, c in enumerate(args.key):  # the caller's column names
             out[c] = out.pop(names[j])
-        _write(args.output, {**{c: out[c] for c in args.key},
+        write_columns(args.output, {**{c: out[c] for c in args.key},
                              **{k: v for k, v in out.items() if k not in args.key}})
         progress.step("written")
     finally:

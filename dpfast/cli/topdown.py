@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpfast.cli import CliError, write_atomic
+from dpfast.cli._io import open_budget, read_columns, write_columns
 
 HELP = "release a geographic hierarchy consistent, non-negative and integral (TopDown)"
 
@@ -105,48 +106,9 @@ def _hierarchy(cols: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarra
     return ids, first
 
 
-def _write(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
-    def write(tmp: str) -> None:
-        if fmt == "parquet":
-            try:
-                import pyarrow as pa  # type: ignore[import-untyped]
-                import pyarrow.parquet as pq  # type: ignore[import-untyped]
-            except ImportError as exc:
-                raise CliError("writing Parquet needs pyarrow", 2) from exc
-            pq.write_table(pa.table({k: np.asarray(v) for k, v in columns.items()}), tmp)
-            return
-        import csv
-
-        with open(tmp, "w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(list(columns))
-            w.writerows(zip(*(np.asarray(v).tolist() for v in columns.values())))
-
-    write_atomic(path, write)
-
-
-def _budget(args: argparse.Namespace) -> Any:
-    """The ledger's Budget: an existing file keeps its definition; a new one is a zCDP
-    budget of ``--budget-epsilon``, ``--budget-delta``."""
-    import dpfast
-
-    if args.ledger is None:
-        if args.budget_epsilon is not None:
-            raise CliError("--budget-epsilon needs --ledger")
-        return None
-    if os.path.exists(args.ledger):
-        return dpfast.Budget.from_ledger(args.ledger)
-    if args.budget_epsilon is None:
-        raise CliError(f"ledger {args.ledger} does not exist: give --budget-epsilon (and "
-                       "--budget-delta) to create it")
-    return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=args.ledger,
-                         accounting="zcdp")
-
-
 def run(args: argparse.Namespace) -> int:
     import dpfast
     from dpfast import tables
-    from dpfast.cli.count import read_columns
 
     counts_cols = args.count or ["count"]
     geo = list(args.level)
@@ -172,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             key = fh.read()
         if len(key) != 32:
             raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
-    budget = _budget(args)
+    budget = open_budget(args, accounting="zcdp")
     try:
         release = tables.topdown(
             leaf, ids, rho=rho, nonnegative=not args.no_nonnegative,
@@ -197,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                                      else np.full(est.shape[0], "", dtype=object))
         fname = f"level_{j}_{labels[j].strip('()')}.{fmt}"
         path = os.path.join(args.output, fname)
-        _write(path, fmt, cols)
+        write_columns(path, cols, parquet=fmt == "parquet")
         written.append(fname)
     privacy = {
         "mechanism": "TopDown: discrete Gaussian per level, least squares, non-negative "

@@ -14,7 +14,7 @@ from dpfast.local._validate import _binary, _indices, _mpf
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hashing import fingerprint
 from dpfast.local.sketch import HcmsReports, Sketch, _SketchBase
-from dpfast.random import as_generator
+from dpfast.random import RngLike, as_generator
 
 
 class HadamardCountMeanSketch(_SketchBase):
@@ -66,7 +66,7 @@ class HadamardCountMeanSketch(_SketchBase):
         return (f"HadamardCountMeanSketch(epsilon={self.epsilon!r}, "
                 f"num_hashes={self.num_hashes}, sketch_size={self.sketch_size})")
 
-    def perturb(self, items: Any, *, rng: Any = None) -> HcmsReports:
+    def perturb(self, items: Any, *, rng: RngLike = None) -> HcmsReports:
         """Client side for every user at once (items: ints or strings, 1-D)."""
         fp = fingerprint(items)
         n = fp.size

@@ -32,7 +32,7 @@ from dpfast.local._validate import (
     _mpf,
 )
 from dpfast.local.estimate import FrequencyEstimate, _Rates
-from dpfast.random import as_generator
+from dpfast.random import RngLike, as_generator
 
 _MAX_G = 1 << 31  # hash range: buckets of a 32-bit hash
 _MAX_DENSE = 1 << 26  # largest domain counted whole (an estimate: 32 bytes per value)
@@ -112,7 +112,7 @@ class OptimalLocalHashing:
     def event(self) -> events.RandomizedResponse:
         return events.RandomizedResponse(self.epsilon, self.g)
 
-    def perturb(self, values: Any, *, rng: Any = None) -> OlhReports:
+    def perturb(self, values: Any, *, rng: RngLike = None) -> OlhReports:
         """Client side for every user at once (1-D ``values`` in ``[0, k)``)."""
         x = _domain_values(values, self.k)
         fp = x.view(np.uint64)

@@ -24,7 +24,7 @@ from dpfast.local._validate import (
 )
 from dpfast.local.hashing import _resolve_seed, fingerprint, hash_tables
 from dpfast.local.rappor_reports import RapporCounts, RapporDecoding, RapporReports, rappor_epsilon
-from dpfast.random import as_generator
+from dpfast.random import RngLike, as_generator
 
 _RAPPOR_TAG = 0x52415050  # nonce tag of the RAPPOR client PRF ("RAPP")
 
@@ -169,7 +169,7 @@ class Rappor:
         coh, prr = self._prr_words(fp, ids, key)
         return RapporReports(coh, _pack_bits(prr, self.num_bits))
 
-    def encode(self, values: Any, client_ids: Any, secret: bytes, *, rng: Any = None
+    def encode(self, values: Any, client_ids: Any, secret: bytes, *, rng: RngLike = None
                ) -> RapporReports:
         """One report per client (vectorized over clients).
 

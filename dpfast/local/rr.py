@@ -29,7 +29,7 @@ from dpfast.local._validate import (
     _mpf,
 )
 from dpfast.local.estimate import FrequencyEstimate, _Rates
-from dpfast.random import Generator, as_generator
+from dpfast.random import Generator, RngLike, as_generator
 
 
 class GeneralizedRandomizedResponse:
@@ -80,7 +80,7 @@ class GeneralizedRandomizedResponse:
         """Privacy event of one report."""
         return events.RandomizedResponse(self.epsilon, self.k)
 
-    def perturb(self, values: Any, *, rng: Any = None) -> np.ndarray:
+    def perturb(self, values: Any, *, rng: RngLike = None) -> np.ndarray:
         """Randomize each user's value (any shape; int64 result of the same shape).
 
         Parameters
@@ -141,7 +141,7 @@ def _grr(gen: Generator, x: np.ndarray, k: int, keep: _Threshold, out: np.ndarra
     _run_lanes(gen, n, wpc, chunk, 64, call, finish)
 
 
-def k_randomized_response(values: Any, k: int, epsilon: float, *, rng: Any = None
+def k_randomized_response(values: Any, k: int, epsilon: float, *, rng: RngLike = None
                           ) -> np.ndarray:
     """k-ary randomized response of each value in ``[0, k)`` (any shape, int64 out).
 
@@ -173,7 +173,7 @@ def k_randomized_response_estimate(reports: Any, k: int, epsilon: float
     return GeneralizedRandomizedResponse(k, epsilon).estimate(reports)
 
 
-def randomized_response(values: Any, epsilon: float, *, rng: Any = None) -> np.ndarray:
+def randomized_response(values: Any, epsilon: float, *, rng: RngLike = None) -> np.ndarray:
     """Warner's randomized response: keep each bit w.p. ``e^eps / (1 + e^eps)``, else flip.
 
     Parameters

@@ -34,7 +34,7 @@ from dpfast.local._validate import (
 )
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hashing import _resolve_seed, fingerprint, hash_tables
-from dpfast.random import Generator, as_generator
+from dpfast.random import Generator, RngLike, as_generator
 
 
 @dataclasses.dataclass
@@ -203,7 +203,7 @@ class CountMeanSketch(_SketchBase):
             self.c = float((em1 + 2) / em1)
             self._noise = float((em1 + 1) / em1 ** 2)  # (c^2 - 1) / 4
 
-    def perturb(self, items: Any, *, rng: Any = None) -> CmsReports:
+    def perturb(self, items: Any, *, rng: RngLike = None) -> CmsReports:
         """Client side for every user at once (items: ints or strings, 1-D)."""
         fp = fingerprint(items)
         rows, words = self._perturb_words(fp, as_generator(rng))
@@ -258,7 +258,7 @@ class CountMeanSketch(_SketchBase):
             _lk.count_bits(rows, words, k, m, parts, ones, totals)
         return Sketch(ones.sum(axis=0), totals.sum(axis=0), int(rows.size))
 
-    def collect(self, items: Any, *, rng: Any = None, batch: int = 1 << 18) -> Sketch:
+    def collect(self, items: Any, *, rng: RngLike = None, batch: int = 1 << 18) -> Sketch:
         """Perturb and aggregate in batches (simulation of many clients in bounded memory).
 
         Equivalent to ``aggregate(perturb(items))`` in distribution.

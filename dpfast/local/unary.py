@@ -27,7 +27,7 @@ from dpfast.local._validate import (
     _mpf,
 )
 from dpfast.local.estimate import FrequencyEstimate, _Rates
-from dpfast.random import as_generator
+from dpfast.random import RngLike, as_generator
 
 
 class OptimizedUnaryEncoding:
@@ -75,7 +75,7 @@ class OptimizedUnaryEncoding:
     def event(self) -> events.Epsilon:
         return events.Epsilon(self.epsilon)
 
-    def perturb(self, values: Any, *, rng: Any = None) -> np.ndarray:
+    def perturb(self, values: Any, *, rng: RngLike = None) -> np.ndarray:
         """Encode and perturb: ``(n, k)`` bool array, one row per user (1-D ``values``)."""
         x = _domain_values(values, self.k)
         k = self.k

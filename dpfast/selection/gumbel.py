@@ -9,6 +9,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
+from dpfast.random import RngLike
 from dpfast.selection._bits import _draw_words, _LazySource
 from dpfast.selection._validate import (
     _PARALLEL_SCAN,
@@ -50,7 +51,7 @@ def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, umax: np.ndarray, c: 
 
 
 def exponential(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
-                monotonic: bool = False, rng: Any = None) -> int | np.ndarray:
+                monotonic: bool = False, rng: RngLike = None) -> int | np.ndarray:
     """Exponential mechanism, sampled exactly by Gumbel-max.
 
     Selects index ``i`` with probability exactly

@@ -8,6 +8,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
+from dpfast.random import RngLike
 from dpfast.selection._bits import _draw_words, _LazySource
 from dpfast.selection._validate import (
     _check_noise,
@@ -24,7 +25,7 @@ _TOPK_KERNEL = 64  # largest k certified in the numba kernel (insertion lists)
 
 
 def report_noisy_max(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
-                     noise: str = "exponential", rng: Any = None) -> int | np.ndarray:
+                     noise: str = "exponential", rng: RngLike = None) -> int | np.ndarray:
     """Report-noisy-max: the index of the largest ``u_i + noise_i``, sampled exactly.
 
     Parameters
@@ -80,7 +81,7 @@ def report_noisy_max(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
 
 # --------------------------------------------------------------------------- top-k
 def top_k(utilities: Any, k: int, epsilon: Any, sensitivity: Any = 1.0, *,
-          rng: Any = None) -> np.ndarray:
+          rng: RngLike = None) -> np.ndarray:
     """One-shot Gumbel top-k (Durfee & Rogers 2019), exact.
 
     Adds i.i.d. Gumbel noise of scale ``2 sensitivity / epsilon`` to every utility and

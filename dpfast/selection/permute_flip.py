@@ -10,12 +10,13 @@ import numpy as np
 from dpfast import _exact
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
+from dpfast.random import RngLike
 from dpfast.selection._bits import _draw_words, _LazySource, _uniform_spans
 from dpfast.selection._validate import _SEG, _check_utilities, _coefficient, _forced, _threads
 
 
 def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
-                     rng: Any = None) -> int | np.ndarray:
+                     rng: RngLike = None) -> int | np.ndarray:
     """Permute-and-flip mechanism (McKenna & Sheldon 2020), exact.
 
     Visits the candidates in a uniformly random order and returns the first ``i`` whose

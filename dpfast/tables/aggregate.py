@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
+from dpfast.random import RngLike
 from dpfast.tables import _keys, _plan, _usecase, bounding, keynoise
 from dpfast.tables.release import TableRelease
 
@@ -307,7 +308,7 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
 def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
           delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
           max_per_partition: int = 1, domain: Any = None, noise: str | None = None,
-          rng: Any = None, budget: Any = None, note: str = "",
+          rng: RngLike = None, budget: Any = None, note: str = "",
           use_case: str | None = None) -> TableRelease:
     """Release the number of rows per key, with bounded contributions.
 
@@ -385,7 +386,7 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
 def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],  # noqa: A001
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-        noise: str | None = None, rng: Any = None, budget: Any = None,
+        noise: str | None = None, rng: RngLike = None, budget: Any = None,
         note: str = "", use_case: str | None = None) -> TableRelease:
     """Release the sum of ``values`` per key, values clamped to ``bounds``.
 
@@ -410,7 +411,7 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
 def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
          epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
          max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-         noise: str | None = None, rng: Any = None, budget: Any = None,
+         noise: str | None = None, rng: RngLike = None, budget: Any = None,
          note: str = "", use_case: str | None = None) -> TableRelease:
     """Release the mean of ``values`` per key: noisy centred sum / noisy count.
 

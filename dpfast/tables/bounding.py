@@ -25,6 +25,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast._kernels import tables as _kt
+from dpfast.random import RngLike
 from dpfast.tables import _keys
 
 __all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG"]
@@ -101,7 +102,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
 
 
 def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: int = 1,
-                        max_per_partition: int = 1, values: Any = None, rng: Any = None
+                        max_per_partition: int = 1, values: Any = None, rng: RngLike = None
                         ) -> tuple[Any, np.ndarray, np.ndarray | None]:
     """Contribution bounding alone (no noise: the output is NOT private).
 

@@ -33,7 +33,7 @@ from dpfast import metrics as _metrics
 from dpfast import noise as _noise
 from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
-from dpfast.random import as_generator
+from dpfast.random import RngLike, as_generator
 
 from . import _usecase, _wls
 from .release import AccuracySummary
@@ -352,7 +352,7 @@ def topdown(
     nonnegative: bool = True,
     integer: bool = True,
     total_invariant: bool = False,
-    rng: Any = None,
+    rng: RngLike = None,
     budget: Any = None,
     note: str = "",
     use_case: str | None = None,
