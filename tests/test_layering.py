@@ -5,7 +5,9 @@ modules of a strictly lower rank, or modules of its own package at the same rank
 compiled ``dpfast._cffi`` may be imported by ``dpfast._native`` alone, kernels import
 nothing but numpy, numba, math and other kernels, ``dpfast._core`` imports nothing else of
 dpfast, and the events import only the standard-library part of ``dpfast._core``.  Every
-rank names a module that exists (a stale rank fails :func:`test_every_rank_exists`).
+rank names a module that exists (a stale rank fails :func:`test_every_rank_exists`).  Inside
+a subpackage, where the ranks are equal, the import-time graph must be acyclic
+(:func:`test_no_import_cycle_inside_a_package`).
 """
 
 from __future__ import annotations
@@ -192,3 +194,100 @@ def test_stale_ranks_are_detected() -> None:
     assert _exists("dpfast._core") and _exists("dpfast.noise") and _exists("dpfast._cffi")
     assert not _exists("dpfast.no_such_module")
     assert not _exists("dpfast._core.no_such_module")
+
+
+# --------------------------------------------------------------------------- inside a package
+# Within one subpackage the modules share a rank, so the rank table cannot see a cycle
+# between two of them (a imports b imports a), which fails or half-initialises depending on
+# which is imported first.  The import graph of what each module executes at import time
+# (its body, not function bodies or TYPE_CHECKING blocks) must be acyclic.
+
+CYCLE_CHECKED = ["dpfast.local", "dpfast.selection", "dpfast.tables", "dpfast.budget",
+                 "dpfast.mechanisms", "dpfast.accounting", "dpfast.cli", "dpfast._core"]
+
+
+def _is_module(name: str) -> bool:
+    base = ROOT.joinpath(*name.split(".")[1:])
+    return (base / "__init__.py").exists() or base.with_suffix(".py").exists()
+
+
+def import_time_imports(path: pathlib.Path) -> list[str]:
+    """The dpfast modules that executing ``path``'s body imports (``from pkg import sub``
+    names the submodule; any other name imports ``pkg`` itself)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    mod = module_name(path)
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    found: list[str] = []
+
+    def visit(stmts: list[ast.stmt]) -> None:
+        for node in stmts:
+            if isinstance(node, ast.Import):
+                found.extend(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for a in node.names:
+                    sub = f"{target}.{a.name}"
+                    found.append(sub if sub.startswith("dpfast") and _is_module(sub) else target)
+            elif isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+                for h in node.handlers:
+                    visit(h.body)
+            elif isinstance(node, ast.With | ast.ClassDef):
+                visit(node.body)
+
+    visit(tree.body)
+    return [t for t in found if t == "dpfast" or t.startswith("dpfast.")]
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of ``graph`` (node -> successors) as a path ``[a, b, ..., a]``, or None."""
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def dfs(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := dfs(nxt)) is not None:
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := dfs(node)) is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize("package", CYCLE_CHECKED)
+def test_no_import_cycle_inside_a_package(package: str) -> None:
+    paths = [p for p in SOURCES if module_name(p) == package
+             or module_name(p).startswith(package + ".")]
+    assert paths, f"{package} has no modules: update CYCLE_CHECKED"
+    graph = {
+        module_name(p): {t for t in import_time_imports(p)
+                         if (t == package or t.startswith(package + ".")) and t != module_name(p)}
+        for p in paths
+    }
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle inside " + package + ": " + " -> ".join(cycle or [])
+
+
+def test_cycle_detection_sees_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    assert "dpfast.local._validate" in import_time_imports(ROOT / "local" / "rr.py")
