@@ -33,9 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _drive, _envelope, _exact, _native
+from dpfast import _native
 from dpfast._kernels import chacha as _ck
 from dpfast._kernels import samplers as _sk
+from dpfast._kernels import table as _tk
+from dpfast.noise import _drive, _envelope, _exact
 
 __all__ = ["derive_key", "key_words", "run_chunks", "SLOW_COUNTER", "MAIN_BLOCKS"]
 
@@ -99,7 +101,7 @@ class _Sampler:
 
     def kernel(self, streams: tuple, io: tuple, force: int, pend: tuple) -> None:
         if self.tab is not None:
-            _sk.table_kernel(self.tab.law_code, streams, io, self.tab.kernel_args, force, pend)
+            _tk.table_kernel(self.tab.law_code, streams, io, self.tab.kernel_args, force, pend)
         else:
             _sk.discrete_kernel(self.kind, streams, io, self.params, force, pend)
 

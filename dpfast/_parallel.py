@@ -96,3 +96,34 @@ def check_fork_safe() -> None:
             "dpfast cannot run its parallel kernels in a process forked after its parent "
             "used numba's GNU OpenMP threading layer (numba would terminate it). Install "
             "'tbb' (fork-safe), or start workers with the 'spawn' or 'forkserver' method")
+
+
+# ----------------------------------------------------------------------------- compile notice
+NOTICE_ENV = "DPFAST_NO_COMPILE_NOTICE"
+_NOTICE_DONE = False
+
+
+def _cached(dispatcher: object) -> bool:
+    """Whether numba's on-disk cache has an index for this kernel (loading it is fast)."""
+    cache = getattr(dispatcher, "_cache", None)
+    try:
+        path = os.path.join(cache._cache_path, cache._index_name)  # type: ignore[union-attr]
+    except AttributeError:
+        return True  # not a caching dispatcher: nothing to announce
+    return os.path.exists(path)
+
+
+def compile_notice(*dispatchers: object) -> None:
+    """Once per process: if a kernel is about to be compiled (no on-disk cache yet), say
+    so on stderr, because the first call after installation takes tens of seconds.
+    Silenced by the environment variable ``DPFAST_NO_COMPILE_NOTICE=1``."""
+    global _NOTICE_DONE
+    if _NOTICE_DONE:
+        return
+    _NOTICE_DONE = True
+    if os.environ.get(NOTICE_ENV):
+        return
+    if not all(_cached(d) for d in dispatchers):
+        sys.stderr.write("dpfast: compiling kernels (one time, cached for later runs; "
+                         f"set {NOTICE_ENV}=1 to hide this)\n")
+        sys.stderr.flush()

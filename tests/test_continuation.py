@@ -21,6 +21,7 @@ import pytest
 from dpfast import _drive, _envelope, _exact
 from dpfast._kernels import chacha as ck
 from dpfast._kernels import samplers as sk
+from dpfast._kernels import table as tk
 
 
 
@@ -31,6 +32,8 @@ def _mp_precision():
     with mp.workprec(400):
         yield
 
+PREC = 400  # mpmath working precision of every exact reference below (set locally:
+# other test modules set mpmath's global precision at import)
 RESTART = 10**9  # marks "rejected: the sampler restarts with a fresh sample"
 W = 64  # words in a constructed buffer
 
@@ -75,6 +78,7 @@ def below_above(frac: mp.mpf) -> list[tuple[int, bool]]:
 
 
 # ----------------------------------------------------------------------------- geometric
+@mp.workprec(PREC)
 def check_geometric(finish: Callable) -> None:
     t = Fraction(37, 10)
     k = 5  # the boundary exp(-k/t) falls inside U's first 64 bits
@@ -100,6 +104,7 @@ def test_geometric_inversion_continues() -> None:
 
 
 # ----------------------------------------------------------------------------- CKS20
+@mp.workprec(PREC)
 def check_cks20(finish: Callable) -> None:
     sigma = Fraction(23, 10)
     t = 3  # floor(sigma) + 1
@@ -125,6 +130,7 @@ def test_cks20_acceptance_continues() -> None:
 
 
 # ----------------------------------------------------------------------------- Bernoulli
+@mp.workprec(PREC)
 def check_bernoulli(ex_factory: Callable[[list[int]], _exact.Exact]) -> None:
     gamma = Fraction(1, 3)
     m, frac = straddle(mp.exp(-F(gamma)), 64)
@@ -165,10 +171,11 @@ def _run_table(tab: _envelope.Table, words: list[int], force: int):
     st_ = streams(words, filler=2**64 - 1)
     p = pend()
     out = np.zeros(1, np.int64)
-    sk.table_kernel(tab.law_code, st_, (out, out, sk.MODE_WRITE), tab.kernel_args, force, p)
+    tk.table_kernel(tab.law_code, st_, (out, out, sk.MODE_WRITE), tab.kernel_args, force, p)
     return st_[1], p, int(out[0])
 
 
+@mp.workprec(PREC)
 def check_table(finish: Callable) -> None:
     tab, m, c = _table_case("laplace", Fraction(100), 37)
     ubits = 64 - tab.p
@@ -201,6 +208,7 @@ def test_table_acceptance_continues() -> None:
 
 @pytest.mark.parametrize("law,param", [("laplace", Fraction(100)), ("laplace", Fraction(32)),
                                        ("gauss", Fraction(10)), ("gauss", Fraction(1000))])
+@mp.workprec(PREC)
 def test_table_kernel_never_accepts_what_the_exact_rule_rejects(law, param) -> None:
     """Hardening item 3: a far-out bin's factor f must be known to 2^-52 *relative*.
     U is put just above the exact threshold (and between the float and the exact

@@ -504,3 +504,92 @@ def test_snapping_grid_for_non_power_of_two_scale_and_clamp() -> None:
         a = dpfast.snapping(np.full(3000, far), 3.0, 60.0, rng=KEY)
         b = dpfast.snapping(np.full(3000, edge), 3.0, 60.0, rng=KEY)
         assert np.array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------- first use
+def test_scalars_in_scalars_out() -> None:
+    y = dpfast.discrete_laplace(5, 2.0, rng=KEY)
+    assert isinstance(y, np.integer) and not isinstance(y, np.ndarray)
+    assert isinstance(dpfast.discrete_gaussian(np.int32(5), 2.0, rng=KEY), np.int32)
+    z = dpfast.laplace(2.5, 1.0, rng=KEY)
+    assert isinstance(z, np.floating) and not isinstance(z, np.ndarray)
+    assert isinstance(dpfast.snapping(1.0, 1.0, 10.0, rng=KEY), np.floating)
+    zero_d = dpfast.discrete_laplace(np.array(5), 2.0, rng=KEY)  # an ndarray stays one
+    assert isinstance(zero_d, np.ndarray) and zero_d.shape == ()
+    assert int(y) == int(zero_d)
+
+
+def test_pandas_in_pandas_out() -> None:
+    pd = pytest.importorskip("pandas")
+    s = pd.Series([10, 20, 30], index=["a", "b", "c"], name="counts")
+    y = dpfast.discrete_laplace(s, 2.0, rng=KEY)
+    assert isinstance(y, pd.Series) and list(y.index) == ["a", "b", "c"] and y.name == "counts"
+    assert np.array_equal(y.to_numpy(), dpfast.discrete_laplace(s.to_numpy(), 2.0, rng=KEY))
+    df = pd.DataFrame({"x": [1, 2], "y": [3, 4]}, index=[7, 9])
+    d = dpfast.discrete_gaussian(df, 1.0, rng=KEY)
+    assert isinstance(d, pd.DataFrame) and list(d.index) == [7, 9] and list(d.columns) == ["x", "y"]
+    f = dpfast.laplace(pd.Series([0.5, 1.5], index=[3, 4]), 1.0, rng=KEY)
+    assert isinstance(f, pd.Series) and list(f.index) == [3, 4]
+    nullable = pd.Series([1, 2, 3], dtype="Int64")
+    assert dpfast.discrete_laplace(nullable, 1.0, rng=KEY).dtype == np.int64
+    with pytest.raises(ValueError, match="x contains missing values"):
+        dpfast.discrete_laplace(pd.Series([1, None, 3], dtype="Int64"), 1.0)
+    with pytest.raises(ValueError, match="x contains missing values"):
+        dpfast.laplace(pd.Series([1.0, np.nan]), 1.0)
+
+
+def test_import_dpfast_does_not_import_pandas() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, dpfast; dpfast.discrete_laplace(np.zeros(3, np.int64), 1.0);"
+            "print('pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("fn,x", [(dpfast.discrete_laplace, np.zeros(300_000, np.int64)),
+                                  (dpfast.discrete_gaussian, np.zeros(300_000, np.int64)),
+                                  (dpfast.laplace, np.zeros(1_500_000)),
+                                  (dpfast.snapping, np.zeros(300_000))])
+def test_progress_reports_every_cell(fn, x) -> None:
+    seen = []
+    args = (1.0, 10.0) if fn is dpfast.snapping else (3.0,)
+    y = fn(x, *args, rng=KEY, progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (x.size, x.size)
+    assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+    assert np.array_equal(y, fn(x, *args, rng=KEY))  # progress does not change the output
+    with pytest.raises(TypeError, match="progress"):
+        fn(x[:10], *args, progress="yes")
+
+
+def test_progress_bar_on_stderr(capsys) -> None:
+    dpfast.discrete_laplace(np.zeros(200_000, np.int64), 3.0, rng=KEY, progress=True)
+    assert "dpfast" in capsys.readouterr().err
+
+
+def test_compile_notice_once_and_suppressible(monkeypatch, capsys, tmp_path) -> None:
+    from dpfast import _parallel
+
+    class Cache:
+        _cache_path = str(tmp_path)
+        _index_name = "kernel.nbi"
+
+    class Uncached:
+        _cache = Cache()
+
+    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
+    monkeypatch.delenv(_parallel.NOTICE_ENV, raising=False)
+    _parallel.compile_notice(Uncached())
+    _parallel.compile_notice(Uncached())
+    assert capsys.readouterr().err.count("compiling kernels (one time") == 1
+    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
+    monkeypatch.setenv(_parallel.NOTICE_ENV, "1")
+    _parallel.compile_notice(Uncached())
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
+    monkeypatch.delenv(_parallel.NOTICE_ENV)
+    (tmp_path / "kernel.nbi").write_bytes(b"")
+    _parallel.compile_notice(Uncached())  # cached: loading is quick, nothing to say
+    assert capsys.readouterr().err == ""

@@ -364,7 +364,7 @@ def test_numba_refill_moves_to_extension_stream_instead_of_wrapping() -> None:
 
 
 def test_word_stream_crosses_into_extension() -> None:
-    from dpfast import _streams
+    from dpfast.random import _streams
 
     src = _streams.KeyedStreams(KEY)
     ws = _streams.WordStream(src, stream=9)

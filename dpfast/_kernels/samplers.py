@@ -3,7 +3,8 @@
 Every decision compares a uniform U, known from 64 random bits as
 U in [w/2^64, (w+1)/2^64), with a threshold computed in floating point.  The decision is
 taken only when the float error bound cannot change it; otherwise the cell is recorded
-as *pending* with the bits it drew and finished exactly in Python (``dpfast._exact``).
+as *pending* with the bits it drew and finished exactly in Python
+(``dpfast.noise._exact``).
 Nothing is resampled.
 
 Geometric with P(G >= k) = exp(-k/t):
@@ -77,7 +78,7 @@ PENDING_BERNOULLI = 3
 PENDING_ENV_ACCEPT = 4
 PENDING_ENV_TAIL = 5
 
-# force_exact modes (dpfast._exact.force_exact): which step is declared undecided
+# force_exact modes (dpfast.noise._exact.ForceMode): which step is declared undecided
 FORCE_NONE = 0
 FORCE_INVERSION = 1
 FORCE_REJECTION = 2
@@ -348,150 +349,3 @@ def bernoulli_exp_kernel(streams, out, gam, pstride, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
-
-
-# ----------------------------------------------------------------------------- tables
-
-
-@nb.njit(cache=True, _nrt=False, inline="always")
-def env_decide(g, eg, f, u_lo, u_hi):
-    """Decide U < f exp(-g') with |g' - g| <= eg, f in (0, 1] known to 2^-52 relative,
-    U in [u_lo, u_hi]: 1 (yes), 0 (no) or -1 (undecided)."""
-    if eg > 2.0 ** -20:
-        return -1
-    gh = g + eg
-    if gh < 1.0:
-        lo = (1.0 - gh * (1.0 - gh * (0.5 - gh * (1.0 / 6.0))) - 2.0 ** -50) * f
-        if u_hi <= lo * (1.0 - 2.0 ** -50):
-            return 1
-        gl = max(g - eg, 0.0)
-        hi = (1.0 - gl * (1.0 - 0.5 * gl) + 2.0 ** -50) * f
-        if u_lo >= hi * (1.0 + 2.0 ** -50):
-            return 0
-    e = math.exp(-g)
-    err = e * (eg * (1.0 + eg) * 1.01 + REL) + 2.0 ** -1070
-    if u_hi <= (e - err) * f * (1.0 - 2.0 ** -50):
-        return 1
-    if u_lo >= (e + err) * f * (1.0 + 2.0 ** -50):
-        return 0
-    return -1
-
-
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def table_kernel(law, streams, io, table, force, pend):
-    """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
-    rejection from the envelope table of ``dpfast._envelope``:
-    ``table = (thresh, alias, f, nbins, p, cbits, coef)``.
-
-    Pending: status 4 = acceptance undecided (U's prefix u64s[..., U_W] [and U_W2] of
-    ints[..., P_BITS] bits), status 5 = the proposal chose the tail item (finished in
-    Python); ints[..., P_A] = m, ints[..., P_B] = item."""
-    buf, st, key, nonces = streams
-    x, out, mode = io
-    thresh, alias, f, nbins, p, cbits, coef = table
-    ints, u64s = pend
-    cap = ints.shape[1]
-    vmask = (np.uint64(1) << np.uint64(64 - cbits)) - np.uint64(1)
-    cshift = np.uint64(64 - cbits)
-    pshift = np.uint64(64 - p) if p > 0 else np.uint64(0)
-    umask = (np.uint64(1) << np.uint64(64 - p)) - np.uint64(1) if p > 0 else np.uint64(0)
-    ubits = 64 - p
-    uscale = math.ldexp(1.0, -ubits)
-    for c in nb.prange(buf.shape[0]):
-        b = buf[c]
-        s_ = st[c]
-        nonce = nonces[c]
-        pos = s_[ST_POS]
-        signs = np.uint64(s_[ST_SIGNS])
-        nsigns = s_[ST_NSIGNS]
-        k = s_[ST_PENDING]
-        i = s_[ST_CELL]
-        hi = s_[ST_END]
-        while i < hi:
-            if k == cap:
-                break
-            first = True
-            status = 0
-            v = np.int64(0)
-            sg = np.int64(0)
-            m = np.int64(0)
-            item = np.int64(0)
-            ux = np.uint64(0)
-            wv = np.uint64(0)
-            nbits = 0
-            while True:
-                xw, pos = next_u64(b, pos, s_, key, nonce)
-                col = np.int64(xw >> cshift)
-                item = col if (xw & vmask) < thresh[col] else alias[col]
-                if item == nbins + 1:
-                    continue  # padding: reject
-                if nsigns == 0:
-                    signs, pos = next_u64(b, pos, s_, key, nonce)
-                    nsigns = 64
-                sg = np.int64(signs & np.uint64(1))
-                signs = signs >> np.uint64(1)
-                nsigns -= 1
-                if item == nbins:
-                    status = PENDING_ENV_TAIL
-                    break
-                yw, pos = next_u64(b, pos, s_, key, nonce)
-                if p > 0:
-                    off = np.int64(yw >> pshift)
-                    ux = yw & umask
-                else:
-                    off = np.int64(0)
-                    ux = yw
-                a = item << p
-                m = a + off
-                if sg == 1 and m == 0:
-                    continue
-                # x(k) - x(a): off / t, or off (k + a) / (2 sigma^2); roundings << eg
-                g = np.float64(off) * coef
-                if law == 1:
-                    g *= np.float64(m + a)
-                eg = g * 2.0 ** -50
-                if force == FORCE_ACCEPT and first:
-                    status = PENDING_ENV_ACCEPT
-                    nbits = ubits
-                    break
-                first = False
-                uf = np.float64(ux) * uscale
-                dec = env_decide(g, eg, f[item], uf * (1.0 - 2.0 ** -52),
-                                 uf * (1.0 + 2.0 ** -52) + uscale)
-                if dec < 0 and p > 0:
-                    wv, pos = next_u64(b, pos, s_, key, nonce)
-                    uf2 = (np.float64(ux) + np.float64(wv) * INV64) * uscale
-                    sc2 = uscale * INV64
-                    dec = env_decide(g, eg, f[item], uf2 * (1.0 - 2.0 ** -52),
-                                     uf2 * (1.0 + 2.0 ** -52) + sc2)
-                    if dec < 0:
-                        status = PENDING_ENV_ACCEPT
-                        nbits = ubits + 64
-                        break
-                elif dec < 0:
-                    status = PENDING_ENV_ACCEPT
-                    nbits = ubits
-                    break
-                if dec == 1:
-                    v = -m if sg == 1 else m
-                    break
-            if status == 0:
-                if not _store(x, out, mode, i, v):
-                    s_[ST_OVERFLOW] = 1
-                    break
-            else:
-                ints[c, k, P_CELL] = i
-                ints[c, k, P_STATUS] = status
-                ints[c, k, P_SIGN] = sg
-                ints[c, k, P_A] = m
-                ints[c, k, P_B] = item
-                ints[c, k, P_BITS] = nbits
-                u64s[c, k, U_W] = ux
-                u64s[c, k, U_W2] = wv
-                k += 1
-            i += 1
-        s_[ST_CELL] = i
-        s_[ST_PENDING] = k
-        s_[ST_POS] = pos
-        s_[ST_SIGNS] = np.int64(signs)
-        s_[ST_NSIGNS] = nsigns

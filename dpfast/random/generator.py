@@ -1,110 +1,23 @@
-"""The CSPRNG: ChaCha20 (RFC 8439) keystream, generators and numpy interop.
-
-Every random bit dpfast uses comes from ChaCha20 keyed from ``os.urandom`` (or from a
-key the caller supplies for replayable runs).  Streams are counter based: a stream is
-the keystream of ``(key, stream id, block counter)`` with the 96-bit RFC 8439 nonce
-``stream.to_bytes(12, "little")``.
-
-Keystream policy (never reuse)
-------------------------------
-* A :class:`Generator` hands out consecutive words of its stream; each draw reserves its
-  words under a lock before they are computed, so threads sharing a generator never get
-  the same bytes.
-* A stream whose 32-bit block counter would wrap is abandoned for a fresh stream id; the
-  counter never wraps.
-* Stream ids are handed out by one allocator per key (the generator made by
-  :func:`default_rng` uses stream 0; :meth:`Generator.spawn`, the samplers' parallel
-  chunks and :class:`ChaCha20` take fresh ids from the allocator), so no two consumers of
-  one key ever share a stream.
-* After ``os.fork()`` the child re-keys every generator with
-  ``BLAKE2b(old key || 32 bytes of os.urandom || pid)`` (``os.register_at_fork``), also
-  for explicitly keyed generators: the child moves to a key the parent cannot reach and
-  never repeats its parent's bytes.  Output drawn in a forked child is therefore not
-  reproducible from the parent's key.
-
-Reproducibility: ``default_rng(key)`` with an explicit 32-byte key replays the same
-output for the same sequence of calls (tests, audits, distributed recomputation).
-**Whoever holds the key can regenerate, and so remove, the noise**: keep such keys as
-secret as the data, and use ``default_rng()`` (fresh OS entropy) for real releases.
-"""
+"""Generators: keyed roots (stream sources), the ``Generator`` class, ``default_rng``."""
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 import threading
 import weakref
-from collections.abc import Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
 
-from dpfast import _native, _streams
+from dpfast import _native
 from dpfast._validate import check_int as _check_int
 from dpfast._validate import check_key as _check_key
 from dpfast._validate import check_size as _check_size
+from dpfast.random import _streams
+from dpfast.random.keystream import _WORDS_PER_BLOCK, _WORDS_PER_STREAM, _nonce_words
 
-__all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator", "RngLike"]
-
-_WORDS_PER_BLOCK = _streams.WORDS_PER_BLOCK
-_BLOCKS_PER_STREAM = _streams.BLOCKS_PER_STREAM
-_WORDS_PER_STREAM = _WORDS_PER_BLOCK * _BLOCKS_PER_STREAM
-_MAX_STREAM = 1 << 96
-
-
-def _nonce(stream: int) -> bytes:
-    return stream.to_bytes(12, "little")
-
-
-def _nonce_words(streams: np.ndarray | Sequence[int]) -> np.ndarray:
-    """(n, 3) uint32 little-endian nonce words for consecutive stream ids."""
-    out = np.empty((len(streams), 3), np.uint32)
-    for i, s in enumerate(streams):
-        out[i] = (s & 0xFFFFFFFF, (s >> 32) & 0xFFFFFFFF, (s >> 64) & 0xFFFFFFFF)
-    return out
-
-
-def keystream(key: bytes, stream: int, nbytes: int, counter: int = 0) -> bytes:
-    """RFC 8439 ChaCha20 keystream.
-
-    Parameters
-    ----------
-    key : bytes
-        32-byte key.
-    stream : int
-        Stream id in ``[0, 2**96)``; the nonce is ``stream.to_bytes(12, "little")``.
-    nbytes : int
-        Number of bytes (any non-negative length, not only multiples of 64).
-    counter : int, optional
-        32-bit block counter of the first block.
-
-    Returns
-    -------
-    bytes
-        Equal to the ``cryptography`` package's ChaCha20 keystream with the 16-byte
-        nonce ``counter.to_bytes(4, "little") + stream.to_bytes(12, "little")``.
-
-    Raises
-    ------
-    ValueError
-        If the block counter would pass ``2**32 - 1`` (it never wraps), or an argument is
-        out of range.
-    """
-    key = _check_key(key)
-    stream = _check_int(stream, "stream")
-    nbytes = _check_int(nbytes, "nbytes")
-    counter = _check_int(counter, "counter")
-    if not 0 <= stream < _MAX_STREAM:
-        raise ValueError(f"stream must be in [0, 2**96), got {stream}")
-    if nbytes < 0:
-        raise ValueError(f"nbytes must be non-negative, got {nbytes}")
-    if not 0 <= counter < _BLOCKS_PER_STREAM:
-        raise ValueError(f"counter must be in [0, 2**32), got {counter}")
-    if counter + (nbytes + 63) // 64 > _BLOCKS_PER_STREAM:
-        raise ValueError("counter + nbytes/64 exceeds 2**32 blocks: the 32-bit block counter "
-                         "would wrap (use another stream)")
-    return _native.chacha20_keystream(key, _nonce(stream), counter, nbytes)
+__all__ = ["Generator", "default_rng", "as_generator", "RngLike"]
 
 
 # --------------------------------------------------------------------------- key roots
@@ -281,7 +194,7 @@ class Generator:
                 raise ValueError(f"[low, high) = [{low}, {high}) does not fit dtype {dt}")
         shape = _check_size(size)
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        from dpfast import _drive  # local: keeps import dpfast light
+        from dpfast.noise import _drive  # local: keeps import dpfast light
 
         vals = _drive.uniform_below(self, span, n)  # uint64 in [0, span)
         if dt.kind == "O":
@@ -306,7 +219,7 @@ class Generator:
         first = self._root.allocate(n)
         return [Generator(self._root, first + i) for i in range(n)]
 
-    # -- exact samplers (kernels in dpfast._kernels, slow path in dpfast._exact)
+    # -- exact samplers (kernels in dpfast._kernels, slow path in dpfast.noise._exact)
     def bernoulli_exp(self, gamma: Any, size: Any = None) -> np.ndarray | bool:
         """Exact Bernoulli(exp(-gamma)) for rational ``gamma >= 0`` (CKS20 Alg. 1 target).
 
@@ -314,7 +227,7 @@ class Generator:
         a ``fractions.Fraction``, or an array of floats broadcast against ``size``.
         See :mod:`dpfast.noise` for the exactness argument.
         """
-        from dpfast import _drive
+        from dpfast.noise import _drive
 
         return _drive.bernoulli_exp(self, gamma, size)
 
@@ -324,7 +237,7 @@ class Generator:
         ``scale`` may be a positive float/int/Fraction or an array of positive floats
         broadcast against ``size`` (per-cell noise levels).
         """
-        from dpfast import _drive
+        from dpfast.noise import _drive
 
         return _drive.discrete_laplace(self, scale, size)
 
@@ -334,7 +247,7 @@ class Generator:
         ``sigma`` may be a positive float/int/Fraction or an array of positive floats
         broadcast against ``size``.
         """
-        from dpfast import _drive
+        from dpfast.noise import _drive
 
         return _drive.discrete_gaussian(self, sigma, size)
 
@@ -342,7 +255,7 @@ class Generator:
     @property
     def streams(self) -> _streams.StreamSource:
         """The stream source behind this generator: its key words and the allocator of
-        fresh stream ids (what :mod:`dpfast._drive` uses; shared with spawned
+        fresh stream ids (what :mod:`dpfast.noise._drive` uses; shared with spawned
         generators)."""
         return self._root
 
@@ -406,74 +319,3 @@ def as_generator(rng: RngLike, name: str = "rng") -> Generator:
         return default_rng(_check_key(rng, name))
     raise TypeError(f"{name} must be None, a dpfast.Generator or a 32-byte key, "
                     f"got {type(rng).__name__}")
-
-
-# --------------------------------------------------------------------------- numpy interop
-_STREAMS_PER_BITGEN = 1  # plus its extension streams id + k 2**64 (dpfast._streams)
-_CAPSULE_NAME = b"BitGenerator"
-_PyCapsule_New = ctypes.pythonapi.PyCapsule_New
-_PyCapsule_New.restype = ctypes.py_object
-_PyCapsule_New.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
-
-
-class ChaCha20(np.random.BitGenerator):
-    """numpy ``BitGenerator`` over dpfast's ChaCha20: ``np.random.Generator(ChaCha20())``.
-
-    Parameters
-    ----------
-    key : bytes, optional
-        32-byte key (replayable; whoever holds it can remove the noise), or ``None`` for
-        a key from ``os.urandom``.
-
-    Notes
-    -----
-    The bit generator reserves one stream id of its key and, whenever that stream's 32-bit
-    block counter is used up, moves to the id's next extension stream ``id + k 2**64``
-    (which no allocator hands out), so it never reuses keystream.  It is re-keyed in
-    forked children like every dpfast generator.  Only the bits are secure: numpy's
-    distribution code (``normal``, ``laplace`` ...) is still floating point and not
-    exact; use dpfast's samplers for DP noise.
-    """
-
-    def __init__(self, key: bytes | None = None) -> None:
-        super().__init__(0)
-        key = os.urandom(32) if key is None else _check_key(key)
-        self._root = _Root(key)
-        self._first_stream = self._root.allocate(_STREAMS_PER_BITGEN)
-        self._state = _native.BitgenState(self._root.key_words,
-                                          _nonce_words([self._first_stream])[0])
-        self._capsule = _PyCapsule_New(self._state.address, _CAPSULE_NAME, None)
-        self._root.bitgens.add(self)
-
-    def _after_fork(self) -> None:
-        self._state.rekey(self._root.key_words, _nonce_words([self._first_stream])[0])
-
-    @property
-    def capsule(self) -> Any:  # numpy's Generator reads this attribute
-        return self._capsule
-
-    @property
-    def state(self) -> dict:
-        return {"bit_generator": "dpfast.ChaCha20", "stream": self._first_stream
-                + (self._state.stream_index << 64)}
-
-    @state.setter
-    def state(self, value: dict) -> None:
-        raise TypeError("the state of a dpfast.ChaCha20 bit generator cannot be set")
-
-    def random_raw(self, size: Any = None, output: bool = True) -> Any:
-        """Raw 64-bit words (``size=None``: one int)."""
-        shape = _check_size(size)
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        out = np.empty(n, np.uint64)
-        with self.lock:
-            self._state.fill(out)
-        if not output:
-            return None
-        return int(out[0]) if size is None else out.reshape(shape)
-
-    def spawn(self, n_children: int) -> list[ChaCha20]:
-        raise TypeError("use dpfast.Generator.spawn; ChaCha20 bit generators do not spawn")
-
-    def __reduce__(self) -> Any:
-        raise TypeError("dpfast.ChaCha20 cannot be pickled (it would duplicate keystream)")

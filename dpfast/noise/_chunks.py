@@ -1,0 +1,197 @@
+"""Per-call streams, fixed-size chunks and bulk keystream: how the kernels get bits.
+
+Every call that consumes a data-dependent number of random words takes fresh stream ids
+from the generator's stream source (:class:`dpfast.random._streams.StreamSource`), one
+per chunk of ``CHUNK`` cells.  Each chunk's buffer is pre-filled in bulk by the C
+keystream (in parallel threads; cffi releases the GIL) and the kernel refills it from the
+same stream in numba if it runs dry (moving to the stream's extension ids rather than
+wrapping its block counter).  Chunks are processed in batches so that the buffers stay
+small (in-place noising of 10^8 cells needs only a few tens of MiB beyond the array).
+Output depends only on the key and the call sequence, never on the number of threads.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numba
+import numpy as np
+
+from dpfast import _native, _parallel
+from dpfast._kernels import chacha as _ck
+from dpfast._kernels import grid as _gk
+from dpfast._kernels import samplers as _sk
+from dpfast._kernels import table as _tk
+from dpfast._kernels import uniform as _uk
+from dpfast.random import _streams
+
+CHUNK = 1 << 16  # cells per chunk (fixed: part of the output definition for a key)
+BATCH_WORDS = 1 << 21  # uint64 words of pre-filled keystream per batch (16 MiB)
+
+_pool_lock = threading.Lock()
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, numba.config.NUMBA_NUM_THREADS),
+                thread_name_prefix="dpfast-keystream")
+        return _pool
+
+
+def _reset_after_fork() -> None:
+    """A forked child inherits the pool object but not its worker threads (and maybe a
+    held lock): start over with a fresh lock and no pool."""
+    global _pool, _pool_lock
+    _pool_lock = threading.Lock()
+    _pool = None
+
+
+_parallel.register_after_fork(_reset_after_fork)
+
+
+@contextlib.contextmanager
+def threads_for(nchunks: int) -> Iterator[None]:
+    """Run a batch of one chunk on the calling thread: a parallel launch costs more than
+    a small batch's work.  Output never depends on the thread count."""
+    _parallel.check_fork_safe()
+    _parallel.compile_notice(_sk.discrete_kernel, _tk.table_kernel, _sk.bernoulli_exp_kernel,
+                             _gk.grid_add, _gk.snapping, _uk.uniform_below)
+    if nchunks > 1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def _nonces(first: int, n: int) -> np.ndarray:
+    return _streams.nonce_words(first, n)
+
+
+def source_of(gen: Any) -> _streams.StreamSource:
+    """The stream source of a generator (or a stream source itself)."""
+    return gen.streams if hasattr(gen, "streams") else gen
+
+
+def fill_streams(key_words: np.ndarray, nonces: np.ndarray, words: int) -> np.ndarray:
+    """(n, words) uint64 keystream buffers, stream i from block 0, filled in parallel."""
+    n = nonces.shape[0]
+    nblocks = words // 8
+    out = np.empty((n, words), np.uint64)
+    counters = np.zeros(n, np.uint32)
+    flat = out.reshape(-1).view(np.uint32)
+    threads = min(numba.get_num_threads(), n)
+    if threads <= 1 or n * words < (1 << 16):
+        _native.chacha20_streams(key_words, nonces, counters, nblocks, flat)
+        return out
+    bounds = np.linspace(0, n, threads + 1).astype(int)
+    per = nblocks * 16
+
+    def work(a: int, b: int) -> None:
+        _native.chacha20_streams(key_words, nonces[a:b].copy(), counters[a:b].copy(),
+                                 nblocks, flat[a * per:b * per])
+
+    futures = [_executor().submit(work, int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])
+               if b > a]
+    for f in futures:
+        f.result()
+    return out
+
+
+class Batch:
+    """One batch of chunks of a call: cells [lo, hi), chunks c0 .. c0 + nchunks - 1."""
+
+    __slots__ = ("lo", "hi", "c0", "buf", "st", "nonces")
+
+    def __init__(self, lo: int, hi: int, c0: int, buf: np.ndarray, st: np.ndarray,
+                 nonces: np.ndarray) -> None:
+        self.lo, self.hi, self.c0 = lo, hi, c0
+        self.buf, self.st, self.nonces = buf, st, nonces
+
+    def streams(self, key_words: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The kernels' ``streams`` tuple (see dpfast._kernels.samplers)."""
+        return (self.buf, self.st, key_words, self.nonces)
+
+    def as_tuple(self) -> tuple[int, int, np.ndarray, np.ndarray, np.ndarray]:
+        return self.lo, self.hi, self.buf, self.st, self.nonces
+
+
+class CallStreams:
+    """The streams of one call: one fresh stream id per chunk of ``chunk`` cells,
+    processed in batches whose keystream buffers are pre-filled in bulk.
+
+    ``words_per_cell`` is the expected consumption; buffers get some headroom and the
+    kernels refill from the chunk's own stream when they run dry.  A batch can be
+    regenerated bit for bit (:meth:`batch`), which is how an overflowing in-place call is
+    undone.
+    """
+
+    def __init__(self, gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK) -> None:
+        src = source_of(gen)
+        self.key_words = src.key_words
+        self.n = n
+        self.chunk = chunk
+        self.nchunks = max(1, -(-n // chunk))
+        self.first = src.allocate(self.nchunks)
+        cells = min(chunk, max(n, 1))
+        # expected use + 5% + a little: the kernels refill (slower, in numba) if it runs dry
+        words = int(cells * words_per_cell * 1.05) + 256
+        self.words = -(-words // 8) * 8
+        self.per_batch = max(1, BATCH_WORDS // self.words)
+
+    def __len__(self) -> int:
+        return -(-self.nchunks // self.per_batch)
+
+    def batch(self, b: int) -> Batch:
+        c0 = b * self.per_batch
+        c1 = min(self.nchunks, c0 + self.per_batch)
+        nonces = _nonces(self.first + c0, c1 - c0)
+        buf = fill_streams(self.key_words, nonces, self.words)
+        st = np.zeros((c1 - c0, _ck.ST_COLS), np.int64)
+        st[:, _ck.ST_BLOCK] = self.words // 8
+        starts = c0 * self.chunk + np.arange(c1 - c0, dtype=np.int64) * self.chunk
+        st[:, _ck.ST_CELL] = starts
+        st[:, _ck.ST_END] = np.minimum(starts + self.chunk, self.n)
+        return Batch(c0 * self.chunk, min(self.n, c1 * self.chunk), c0, buf, st, nonces)
+
+    def __iter__(self) -> Iterator[Batch]:
+        for b in range(len(self)):
+            yield self.batch(b)
+
+
+def batches(gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK
+            ) -> Iterator[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Yield (first cell, end cell, buf, st, nonces) for batches of chunks covering n cells
+    (the tuple form of :class:`CallStreams`, used by the local and selection drivers)."""
+    for b in CallStreams(gen, n, words_per_cell, chunk):
+        yield b.as_tuple()
+
+
+def check_wrap(st: np.ndarray) -> None:
+    if np.any(st[:, _ck.ST_WRAP]):  # unreachable: 2^64 blocks of one chunk
+        raise RuntimeError("a chunk stream exhausted its 2**64 blocks; keystream is never "
+                           "reused")
+
+
+def uniform_below(gen: Any, span: int, n: int) -> np.ndarray:
+    """n exactly uniform uint64 values in [0, span), 1 <= span <= 2**64."""
+    out = np.empty(n, np.uint64)
+    s = np.uint64(span % (1 << 64))
+    calls = CallStreams(gen, n, 1.0)  # expected words per draw: 1 / P(accept) <= 2
+    for b in calls:
+        with threads_for(b.buf.shape[0]):
+            _uk.uniform_below(b.buf, b.st, calls.key_words, b.nonces, CHUNK, b.hi - b.lo, s,
+                              out[b.lo:b.hi])
+        check_wrap(b.st)
+    return out
