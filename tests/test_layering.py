@@ -163,8 +163,6 @@ def test_imports_flow_downward(path: pathlib.Path) -> None:
 
 @pytest.mark.parametrize("prefix", [p for p, _ in RANKS if p != "dpfast._cffi"])
 def test_every_rank_names_an_existing_module(prefix: str) -> None:
-    if prefix in ("dpfast.dask",):  # reserved for the planned Dask integration
-        pytest.skip(f"{prefix} is reserved")
     assert _is_module(prefix), f"RANKS names {prefix}, which does not exist"
 
 

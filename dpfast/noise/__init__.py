@@ -14,7 +14,7 @@ Layout (public functions beside their drivers):
 
 * :mod:`~dpfast.noise.integers` -- ``discrete_laplace``, ``discrete_gaussian``;
 * :mod:`~dpfast.noise.grid` -- ``laplace``, ``gaussian``, ``granularity``;
-* :mod:`~dpfast.noise.snapping` -- ``snapping``, ``snapping_epsilon``, ``snapping_delta``;
+* :mod:`~dpfast.noise.snap` -- ``snapping``, ``snapping_epsilon``, ``snapping_delta``;
 * ``_inputs`` (data / ``out`` validation), ``_params`` (scale ranges), ``_chunks``
   (streams, chunks, bulk keystream), ``_drive`` (kernels, pending cells, undo),
   ``_exact`` (the exact continuation), ``_envelope`` (envelope tables).
@@ -34,7 +34,7 @@ from dpfast.noise.grid import (  # noqa: F401  (_grid_fix: tests)
     laplace,
 )
 from dpfast.noise.integers import discrete_gaussian, discrete_laplace
-from dpfast.noise.snapping import (  # noqa: F401  (_snap_params: mechanisms)
+from dpfast.noise.snap import (  # noqa: F401  (_snap_params: mechanisms)
     SNAP_MAX,
     SNAP_MIN,
     _snap_params,

@@ -18,7 +18,7 @@ Keystream policy (never reuse)
   :func:`default_rng` uses stream 0; :meth:`Generator.spawn`, the samplers' parallel
   chunks and :class:`ChaCha20` take fresh ids from the allocator, so no two consumers of
   one key ever share a stream.
-* Layout: :mod:`~dpfast.random.keystream` (RFC 8439 bytes), :mod:`~dpfast.random.generator`
+* Layout: :mod:`~dpfast.random.chacha` (RFC 8439 bytes), :mod:`~dpfast.random.generator`
   (keyed roots, :class:`Generator`, :func:`default_rng`), :mod:`~dpfast.random.bitgen`
   (:class:`ChaCha20` for numpy), ``_streams`` (stream ids, sources, extensions).
 * After ``os.fork()`` the child re-keys every generator with
@@ -36,6 +36,14 @@ secret as the data, and use ``default_rng()`` (fresh OS entropy) for real releas
 from __future__ import annotations
 
 from dpfast.random.bitgen import ChaCha20
+from dpfast.random.chacha import (  # noqa: F401
+    _BLOCKS_PER_STREAM,
+    _WORDS_PER_BLOCK,
+    _WORDS_PER_STREAM,
+    _nonce,
+    _nonce_words,
+    keystream,
+)
 from dpfast.random.generator import (  # noqa: F401  (private names: tests and drivers)
     Generator,
     RngLike,
@@ -43,14 +51,6 @@ from dpfast.random.generator import (  # noqa: F401  (private names: tests and d
     _Root,
     as_generator,
     default_rng,
-)
-from dpfast.random.keystream import (  # noqa: F401
-    _BLOCKS_PER_STREAM,
-    _WORDS_PER_BLOCK,
-    _WORDS_PER_STREAM,
-    _nonce,
-    _nonce_words,
-    keystream,
 )
 
 __all__ = ["keystream", "Generator", "default_rng", "ChaCha20", "as_generator", "RngLike"]

@@ -11,8 +11,8 @@ import numpy as np
 from dpfast import _native
 from dpfast._validate import check_key as _check_key
 from dpfast._validate import check_size as _check_size
+from dpfast.random.chacha import _nonce_words
 from dpfast.random.generator import _Root
-from dpfast.random.keystream import _nonce_words
 
 __all__ = ["ChaCha20"]
 

@@ -15,7 +15,7 @@ from dpfast._validate import check_int as _check_int
 from dpfast._validate import check_key as _check_key
 from dpfast._validate import check_size as _check_size
 from dpfast.random import _streams
-from dpfast.random.keystream import _WORDS_PER_BLOCK, _WORDS_PER_STREAM, _nonce_words
+from dpfast.random.chacha import _WORDS_PER_BLOCK, _WORDS_PER_STREAM, _nonce_words
 
 __all__ = ["Generator", "default_rng", "as_generator", "RngLike"]
 
