@@ -24,7 +24,6 @@ from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
 
 
-
 @pytest.fixture(autouse=True)
 def _mp_precision():
     """This module's mpmath precision, for its tests only (a module-level assignment
