@@ -13,6 +13,7 @@ from .. import events as ev
 from ..base import Accountant
 from . import _curves as cv
 from . import _pmf as pm
+from ._lower import connect_dots_lower
 
 __all__ = ["PldAccountant", "UnsupportedEventError"]
 
@@ -181,7 +182,7 @@ class PldAccountant(Accountant):
                 value_discretization_interval, "value_discretization_interval")
         self._dx_user = value_discretization_interval
         self._counts: dict[tuple, int] = {}
-        self._cache: dict[tuple[bool, bool], tuple[float, pm.Pmf, pm.Pmf]] = {}
+        self._cache: dict[tuple[bool, bool], tuple[float, list[pm.Pmf]]] = {}
 
     # ------------------------------------------------------------------ contract
     # supports / compose come from Accountant: one dispatch on the event type through
@@ -242,7 +243,7 @@ class PldAccountant(Accountant):
         """The grid interval of the last query (the user's, or the automatic one)."""
         if self._dx_user is not None:
             return self._dx_user
-        for dx, _, _ in self._cache.values():
+        for dx, _ in self._cache.values():
             return dx
         return None
 
@@ -276,15 +277,15 @@ class PldAccountant(Accountant):
         key = (pess, False)
         if key not in self._cache:
             self._cache[key] = self._build(pess, False)
-        dx, rem, add = self._cache[key]
-        if max(rem.err, add.err) > _PRECISE_SHARE * delta:
+        dx, pmfs = self._cache[key]
+        if max(p.err for p in pmfs) > _PRECISE_SHARE * delta:
             key = (pess, True)
             if key not in self._cache:
                 self._cache[key] = self._build(pess, True)
-            dx, rem, add = self._cache[key]
-        return [(dx, rem), (dx, add)]
+            dx, pmfs = self._cache[key]
+        return [(dx, p) for p in pmfs]
 
-    def _build(self, pess: bool, precise: bool) -> tuple[float, pm.Pmf, pm.Pmf]:
+    def _build(self, pess: bool, precise: bool) -> tuple[float, list[pm.Pmf]]:
         items = [(_curves(k), c) for k, c in sorted(self._counts.items(), key=repr)]
         dx = self._dx_user
         if dx is None:
@@ -294,7 +295,11 @@ class PldAccountant(Accountant):
                 dx = self._auto_dx(items)
         for _ in range(8):
             try:
-                return (dx, *self._compose_all(items, dx, pess, precise))
+                if pess:
+                    return dx, self._compose_all(items, dx, True, precise, False)
+                # two lower bounds (see connect_dots_lower); the larger is reported
+                return dx, (self._compose_all(items, dx, False, precise, False)
+                            + self._compose_all(items, dx, False, precise, True))
             except pm.GridTooLargeError as exc:
                 if self._dx_user is not None:
                     raise ValueError(f"{exc}: use a larger value_discretization_interval "
@@ -302,8 +307,8 @@ class PldAccountant(Accountant):
                 dx *= 2.0
         raise ValueError("PldAccountant: no grid fits the memory bound")  # pragma: no cover
 
-    def _compose_all(self, items, dx: float, pess: bool, precise: bool
-                     ) -> tuple[pm.Pmf, pm.Pmf]:
+    def _compose_all(self, items, dx: float, pess: bool, precise: bool, one_sided: bool
+                     ) -> list[pm.Pmf]:
         out = []
         symmetric = all(cs[0] is cs[1] for cs, _ in items)
         for direction in (0,) if symmetric else (0, 1):
@@ -313,13 +318,11 @@ class PldAccountant(Accountant):
                 if pess:
                     one = pm.connect_dots(curve, dx, MAX_BINS)
                 else:
-                    one = pm.round_down(curve, dx, MAX_BINS)
+                    one = connect_dots_lower(curve, dx, MAX_BINS, one_sided)
                 total = pm.compose(total, pm.self_compose(one, c, _TAU, MAX_BINS, precise),
                                    _TAU, MAX_BINS)
             out.append(total)
-        if symmetric:
-            out.append(out[0])
-        return out[0], out[1]
+        return out
 
     def __repr__(self) -> str:
         n = sum(self._counts.values())
