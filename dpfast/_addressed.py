@@ -120,13 +120,20 @@ def _batches(nch: int, words: int) -> Iterator[tuple[int, int]]:
 
 
 def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-               kind: int, t: Fraction, out: np.ndarray, x: np.ndarray | None = None) -> None:
+               kind: int, t: Fraction, out: np.ndarray, x: np.ndarray | None = None, *,
+               collect: list | None = None, check_main: bool = True) -> None:
     """Discrete Laplace (kind 0, scale ``t``) / Gaussian (kind 1, sigma ``t``) noise into
     ``out`` (int64, 1-D), added to ``x`` (int64, 1-D) when given.
 
     Chunk ``c`` noises cells ``starts[c] .. ends[c] - 1`` of ``out`` in order, on stream
     ``nonces[c]`` (three uint32 words) under the key words ``kw``.  Raises OverflowError
     when a noisy value does not fit int64 (``out`` may then be partly written).
+
+    With ``collect`` (a list) undecided cells are not finished here: each is appended as
+    ``(cell, chunk, index within the chunk, ints row, u64s row)`` and its ``out`` is left
+    unwritten (the caller finishes them, e.g. in the order of :mod:`dpfast._drive`).
+    ``check_main=False`` lets chunks run past ``MAIN_BLOCKS`` (for chunks on allocator
+    streams, whose continuation is elsewhere).
     """
     nch = nonces.shape[0]
     if nch == 0:
@@ -136,6 +143,8 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
     words = -(-(int(longest * smp.words * 1.05) + (8 if longest == 1 else 256)) // 8) * 8
     force = _exact.forced_mode()
     cap = max(1, min(64 if not force else longest, longest))
+    if collect is not None:
+        cap = _drive.CHUNK if force else 64  # as the ordinary driver
     mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD
     io = (out if x is None else x, out, mode)
     for c0, c1 in _batches(nch, words):
@@ -148,16 +157,29 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
         pend = (np.empty((c1 - c0, cap, _sk.P_COLS), np.int64),
                 np.empty((c1 - c0, cap, _sk.U_COLS), np.uint64))
         slow: dict[int, _exact.Exact] = {}
+        done: dict[int, int] = {}
         while True:
             with _drive.threads_for(c1 - c0):
                 smp.kernel((buf, st, kw, nb_), io, force, pend)
-            if np.any(st[:, _ck.ST_WRAP]) or np.any(st[:, _ck.ST_BLOCK] > MAIN_BLOCKS) \
-                    or np.any(nb_[:, 2] != nonces[c0:c1, 2]):
+            if np.any(st[:, _ck.ST_WRAP]) or (check_main and (
+                    np.any(st[:, _ck.ST_BLOCK] > MAIN_BLOCKS)
+                    or np.any(nb_[:, 2] != nonces[c0:c1, 2]))):
                 raise RuntimeError("an addressed chunk used 2**31 blocks; keystream is never "
                                    "reused")  # unreachable: 2**34 words for one chunk
             if st[:, _ck.ST_OVERFLOW].any():
                 raise OverflowError(_drive._OVERFLOW)
             ints, u64s = pend
+            if collect is not None:
+                for c in np.flatnonzero(st[:, _ck.ST_PENDING]):
+                    seen = done.get(int(c0 + c), 0)
+                    for k in range(int(st[c, _ck.ST_PENDING])):
+                        collect.append((int(ints[c, k, _sk.P_CELL]), int(c0 + c), seen + k,
+                                        ints[c, k].copy(), u64s[c, k].copy()))
+                    done[int(c0 + c)] = seen + int(st[c, _ck.ST_PENDING])
+                st[:, _ck.ST_PENDING] = 0
+                if np.all(st[:, _ck.ST_CELL] >= st[:, _ck.ST_END]):
+                    break
+                continue
             for c in np.flatnonzero(st[:, _ck.ST_PENDING]):
                 ex = slow.get(int(c))
                 if ex is None:

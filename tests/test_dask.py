@@ -132,6 +132,14 @@ def test_local_cluster_two_worker_processes(client, tmp_path) -> None:  # type: 
                    rng=dkd.key_from_file(path))
     _same(got, dpt.mean(df.v, df.k, df.id, bounds=(-3, 8), epsilon=1.0, delta=1e-5,
                         rng=KEY))
+    # arrays on the cluster, the key loaded by the workers
+    import dask.array as da
+
+    x = np.arange(150_000, dtype=np.int64).reshape(300, 500)
+    lazy = dkd.discrete_laplace(da.from_array(x, chunks=(70, 130)), 4.0,
+                                rng=dkd.key_from_env(ENV))
+    assert KEY not in __import__("pickle").dumps(dict(lazy.__dask_graph__()))
+    np.testing.assert_array_equal(lazy.compute(), dpfast.discrete_laplace(x, 4.0, rng=KEY))
 
 
 def test_worker_key_carries_no_secret(tmp_path) -> None:  # type: ignore[no-untyped-def]

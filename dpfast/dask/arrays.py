@@ -1,0 +1,302 @@
+"""Noising dask arrays lazily, bit for bit as the single-machine call (see :mod:`dpfast.dask`).
+
+``dpfast.dask.discrete_laplace(darr, scale, rng=key)`` equals
+``dpfast.discrete_laplace(darr.compute(), scale, rng=key)`` for any chunking (and the
+same for ``discrete_gaussian``, ``laplace``, ``gaussian``).
+
+How: a noising call of ``n`` cells is a list of *segments* (the whole array for the
+integer functions, slices of ``2**20`` cells for the float ones, as in
+:mod:`dpfast.noise`); each segment takes, from the generator's allocator, one stream id
+for its exact continuation and then one per chunk of ``CHUNK`` cells, and chunk ``j``'s
+cells are drawn in order from its stream.  The driver makes exactly those allocations, so
+the stream of every cell is known before anything runs: the noise is a function of (key,
+the call's stream ids, the cell's flat index).  Blocks of the flat noise vector are
+aligned to chunks, so each block task runs its own chunks on its own streams
+(:func:`dpfast._addressed.run_chunks`).  Cells the fast path leaves undecided (about one
+in ``2**40``) are collected from every block and finished by one task in the order of
+the single-machine driver, on the segment's continuation stream; the blocks are then
+patched.  The flat noise is reshaped to the array's shape and added with the same
+overflow checks as :mod:`dpfast.noise`.
+
+Keys: the block tasks need the generator's key, which therefore travels inside the task
+graph (whoever reads the graph can remove the noise) -- unless ``rng`` is a
+:class:`dpfast.dask.WorkerKey`, which each process loads itself.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import _addressed, _drive, _exact, _streams
+from dpfast import random as _random
+from dpfast._kernels import grid as _grid
+from dpfast.dask.keys import WorkerKey
+
+__all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
+
+_SLICE = 1 << 20  # the float functions' slices (dpfast.noise._SLICE)
+_BLOCK = 1 << 20  # cells per block of the flat noise (a multiple of CHUNK, divides _SLICE)
+
+
+class _Words:
+    """A stream source for one known stream id (allocates nothing)."""
+
+    def __init__(self, kw: np.ndarray) -> None:
+        self.key_words = kw
+
+    def allocate(self, n: int) -> int:  # pragma: no cover - never called
+        raise RuntimeError("internal: addressed streams allocate nothing")
+
+
+def _key_words(src: Any) -> np.ndarray:
+    if isinstance(src, WorkerKey):
+        return _random.default_rng(src.load()).streams.key_words
+    return src
+
+
+def _segments(gen: _random.Generator, n: int, seg: int) -> list[tuple[int, int, int, int]]:
+    """(start cell, end cell, continuation stream, first chunk stream) per segment, in the
+    allocation order of the ordinary driver (continuation first, then the chunks)."""
+    out = []
+    src = gen.streams
+    for a in range(0, n, seg):
+        e = min(n, a + seg)
+        slow = src.allocate(1)
+        first = src.allocate(-(-(e - a) // _drive.CHUNK))
+        out.append((a, e, slow, first))
+    return out
+
+
+def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any) -> tuple:
+    """Noise of flat cells [a, e) (inside one segment, a multiple of CHUNK from its start)
+    and its undecided cells."""
+    kw = _key_words(key_src)
+    s0, s1, _, first = next(s for s in segs if s[0] <= a < s[1])
+    assert e <= s1 and (a - s0) % _drive.CHUNK == 0
+    j0 = (a - s0) // _drive.CHUNK
+    nch = -(-(e - a) // _drive.CHUNK)
+    nonces = _streams.nonce_words(first + j0, nch)
+    starts = np.arange(nch, dtype=np.int64) * _drive.CHUNK
+    ends = np.minimum(starts + _drive.CHUNK, e - a)
+    z = np.zeros(e - a, np.int64)
+    pend: list = []
+    _addressed.run_chunks(kw, nonces, starts, ends, kind, t, z, collect=pend,
+                          check_main=False)
+    # global (segment-relative) chunk index for the driver's ordering
+    rows = [(a + c, j0 + ch, k, ints, u64s) for c, ch, k, ints, u64s in pend]
+    return z, rows
+
+
+def _words_per_cell(smp: _addressed._Sampler) -> float:
+    return smp.words
+
+
+def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any) -> dict:
+    """Finish every undecided cell in the ordinary driver's order: per segment, per batch
+    of chunks, per round of at most ``cap`` pending cells per chunk, chunk, cell."""
+    kw = _key_words(key_src)
+    rows = [r for _, rs in results for r in rs]
+    if not rows:
+        return {}
+    smp = _addressed._Sampler(kind, t)
+    force = _exact.forced_mode()
+    cap = _drive.CHUNK if force else 64
+    out: dict[int, int] = {}
+    for s0, s1, slow, _ in segs:
+        mine = [r for r in rows if s0 <= r[0] < s1]
+        if not mine:
+            continue
+        cells = min(_drive.CHUNK, max(s1 - s0, 1))
+        words = -(-(int(cells * smp.words * 1.05) + 256) // 8) * 8
+        per_batch = max(1, _drive.BATCH_WORDS // words)
+        mine.sort(key=lambda r: (r[1] // per_batch, r[2] // cap, r[1], r[2]))
+        ws = _streams.WordStream(_Words(kw), stream=slow)
+        ex = _exact.Exact(_exact.WordSource(ws.fetch))
+        for cell, _, _, ints, u64s in mine:
+            out[cell] = smp.finish(ex, ints, u64s)
+    return out
+
+
+def _patch(res: tuple, a: int, done: dict) -> np.ndarray:
+    z, rows = res
+    if rows:
+        z = z.copy()
+        for cell, *_ in rows:
+            z[cell - a] = done[cell]
+    return z
+
+
+def _noise(n: int, kind: int, t: Fraction, gen: _random.Generator, key_src: Any,
+           seg: int) -> Any:
+    """The flat int64 noise vector of a call (a lazy dask array of n cells)."""
+    import dask
+    import dask.array as da
+
+    segs = _segments(gen, n, seg)
+    bounds = []
+    for s0, s1, _, _ in segs:
+        bounds += [(a, min(s1, a + _BLOCK)) for a in range(s0, s1, _BLOCK)]
+    blocks = [dask.delayed(_block, pure=True)(a, e, segs, kind, t, key_src)
+              for a, e in bounds]
+    done = dask.delayed(_finish, pure=True)(blocks, segs, kind, t, key_src)
+    parts = [da.from_delayed(dask.delayed(_patch, pure=True)(b, a, done), (e - a,),
+                             dtype=np.int64) for b, (a, e) in zip(blocks, bounds)]
+    return da.concatenate(parts) if parts else da.zeros(0, np.int64)
+
+
+def _as_dask(darr: Any) -> Any:
+    if not (hasattr(darr, "map_blocks") and hasattr(darr, "chunks")
+            and hasattr(darr, "dtype")):
+        raise TypeError(f"darr must be a dask array, got {type(darr).__name__}")
+    return darr
+
+
+def _generator(rng: Any) -> tuple[_random.Generator, Any]:
+    if isinstance(rng, WorkerKey):
+        return _random.default_rng(rng.load()), rng
+    gen = _random.as_generator(rng)
+    return gen, gen.streams.key_words
+
+
+def _add_int(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``x + z`` in x's dtype, OverflowError if a cell does not fit (as dpfast.noise)."""
+    dt = x.dtype
+    flat = np.ascontiguousarray(x).reshape(-1)
+    zf = z.reshape(-1)
+    info = np.iinfo(dt)
+    if dt.kind == "u" and dt.itemsize == 8:
+        xu = flat.astype(np.uint64)
+        res = xu + zf.view(np.uint64)
+        bad = np.where(zf >= 0, res < xu, res > xu)
+    else:
+        x64 = flat.astype(np.int64)
+        res = (x64.view(np.uint64) + zf.view(np.uint64)).view(np.int64)
+        bad = ((x64 ^ res) & (zf ^ res)) < 0
+        if dt.itemsize < 8:
+            bad |= (res < info.min) | (res > info.max)
+    if bad.any():
+        raise OverflowError(f"noisy value does not fit the dtype {dt} of x")
+    return res.astype(dt).reshape(x.shape)
+
+
+def _discrete(kind: int, darr: Any, param: Any, name: str, rng: Any) -> Any:
+    darr = _as_dask(darr)
+    dt = np.dtype(darr.dtype)
+    if dt == np.bool_ or dt.kind not in "iu":
+        raise TypeError(f"darr must hold integers, got dtype {dt}")
+    parsed, pshape = _drive.parse_param(param, name)
+    if pshape:
+        raise TypeError(f"{name} must be a scalar for dask arrays")
+    gen, key_src = _generator(rng)
+    z = _noise(int(darr.size), kind, Fraction(parsed), gen, key_src, max(int(darr.size), 1))
+    z = z.reshape(darr.shape).rechunk(darr.chunks)
+    return darr.map_blocks(_add_int, z, dtype=dt)
+
+
+def _grid_add(x: np.ndarray, z: np.ndarray, g: float) -> np.ndarray:
+    from dpfast import noise as _noise_mod
+
+    flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+    zf = np.ascontiguousarray(z).reshape(-1)
+    res = np.empty(flat.size, np.float64)
+    nbig = np.zeros(-(-max(1, flat.size) // _grid.GRID_BLOCK), np.int64)
+    sat = _noise_mod._DBL_MAX
+    _grid.grid_add(flat, zf, g, sat, res, nbig)
+    if nbig.any():
+        _noise_mod._grid_fix(flat, zf, g, sat, res, nbig)
+    return res.reshape(x.shape)
+
+
+def _float(kind: int, darr: Any, param: Any, name: str, rng: Any, gran: Any) -> Any:
+    from dpfast import noise as _noise_mod
+
+    darr = _as_dask(darr)
+    dt = np.dtype(darr.dtype)
+    if dt == np.bool_ or dt.kind not in "iuf":
+        raise TypeError(f"darr must hold real numbers, got dtype {dt}")
+    parsed, pshape = _drive.parse_param(param, name, lower=_noise_mod.MIN_FLOAT_SCALE,
+                                        upper=_noise_mod.MAX_FLOAT_SCALE)
+    if pshape:
+        raise TypeError(f"{name} must be a scalar for the float mechanisms")
+    g = _noise_mod.granularity(float(parsed)) if gran is None else \
+        _noise_mod._check_granularity(gran)
+    t = Fraction(parsed) / Fraction(g)
+    if t > _drive.MAX_SCALE or t < _drive.MIN_SCALE:
+        raise ValueError(f"{name} / granularity = {float(t):g} is outside [2**-100, 2**50]")
+    gen, key_src = _generator(rng)
+    z = _noise(int(darr.size), kind, t, gen, key_src, _SLICE)
+    z = z.reshape(darr.shape).rechunk(darr.chunks)
+    return darr.map_blocks(_grid_add, z, g, dtype=np.float64)
+
+
+def discrete_laplace(darr: Any, scale: Any, *, rng: Any = None) -> Any:
+    """Lazy :func:`dpfast.discrete_laplace` of a dask array of integers.
+
+    Parameters
+    ----------
+    darr : dask.array.Array of integers
+        Any shape and chunking.
+    scale : float, int or Fraction
+        A scalar scale (per-cell scales are not supported here).
+    rng : None, Generator, 32-byte key or :class:`dpfast.dask.WorkerKey`
+        As in :func:`dpfast.discrete_laplace`; the stream ids are taken from it when this
+        function is called (not when the result is computed).
+
+    Returns
+    -------
+    dask.array.Array
+        Equal, bit for bit, to ``dpfast.discrete_laplace(darr.compute(), scale, rng=...)``
+        with the same generator state.
+
+    Privacy
+    -------
+    That of :func:`dpfast.discrete_laplace` (``ε = Δ1 / scale`` for L1 sensitivity
+    ``Δ1``, neighbouring inputs differing in the noised values; CKS20).  Distribution
+    changes who computes the noise, not the noise.
+    """
+    return _discrete(0, darr, scale, "scale", rng)
+
+
+def discrete_gaussian(darr: Any, sigma: Any, *, rng: Any = None) -> Any:
+    """Lazy :func:`dpfast.discrete_gaussian` of a dask array of integers (see
+    :func:`discrete_laplace`).
+
+    Privacy
+    -------
+    That of :func:`dpfast.discrete_gaussian`: ``ρ = Δ2² / (2σ²)``-zCDP (CKS20).
+    """
+    return _discrete(1, darr, sigma, "sigma", rng)
+
+
+def laplace(darr: Any, scale: Any, *, rng: Any = None, granularity: Any = None) -> Any:
+    """Lazy :func:`dpfast.laplace` (secure grid Laplace) of a dask array (see
+    :func:`discrete_laplace`).
+
+    Privacy
+    -------
+    That of :func:`dpfast.laplace`: ``ε = (Δ1 + g) / b`` (Google DP team, "Secure Noise
+    Generation").
+
+    Numerics
+    --------
+    As :func:`dpfast.laplace`: the exact grid value rounded once.
+    """
+    return _float(0, darr, scale, "scale", rng, granularity)
+
+
+def gaussian(darr: Any, sigma: Any, *, rng: Any = None, granularity: Any = None) -> Any:
+    """Lazy :func:`dpfast.gaussian` (secure grid Gaussian) of a dask array (see
+    :func:`discrete_laplace`).
+
+    Privacy
+    -------
+    That of :func:`dpfast.gaussian`: ``ρ = Δ2'² / (2σ²)``-zCDP with ``Δ2' = Δ2 + g sqrt(d)``.
+
+    Numerics
+    --------
+    As :func:`dpfast.gaussian`.
+    """
+    return _float(1, darr, sigma, "sigma", rng, granularity)
