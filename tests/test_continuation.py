@@ -18,10 +18,10 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from dpfast import _drive, _envelope, _exact
 from dpfast._kernels import chacha as ck
 from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
+from dpfast.noise import _drive, _envelope, _exact
 
 
 @pytest.fixture(autouse=True)

@@ -350,7 +350,7 @@ def test_extreme_but_supported_scales_stay_finite_and_on_grid() -> None:
 def test_in_place_overflow_leaves_x_unchanged(fn, scale, forced) -> None:
     """Item 6: an OverflowError in an in-place call (after other chunks, in parallel,
     already wrote) restores every written cell; a separate out is left untouched."""
-    from dpfast import _exact
+    from dpfast.noise import _exact
 
     n = 5 * 65536 + 123
     x = np.arange(n, dtype=np.int64) * 7 - 1000

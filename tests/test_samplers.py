@@ -18,10 +18,9 @@ import pytest
 from scipy import stats
 
 import dpfast
-from dpfast import _exact
+from dpfast.noise import _exact
 
 from .conftest import KEY
-
 
 
 @pytest.fixture(autouse=True)
@@ -225,7 +224,7 @@ def test_envelope_tail_item_is_exact(law, param) -> None:
     """The tail item (|k| >= M, probability < 1e-14 per sample) is finished in Python:
     conditioned on acceptance it must follow w(m) restricted to m >= M.  The restart
     after a rejection is a fresh exact sample, so here we look at accepted tails only."""
-    from dpfast import _drive, _envelope
+    from dpfast.noise import _drive, _envelope
 
     tab = _envelope.table(law, Fraction(param))
     mt = tab.m_tail
@@ -341,7 +340,7 @@ def test_exact_comparison_refines_until_decided() -> None:
 def test_envelope_factor_relative_error_every_bin(law, params) -> None:
     """Hardening item 3: the kernel certifies U < f exp(-g) assuming each bin's factor
     f = w(a) / ê'_i is known to 2^-52 *relative*; far-out bins (tiny w) must be too."""
-    from dpfast import _envelope
+    from dpfast.noise import _envelope
 
     with mp.workprec(400):
         for prm in params:

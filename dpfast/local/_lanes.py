@@ -13,7 +13,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from dpfast import _drive, _exact
+from dpfast.noise import _drive, _exact
 from dpfast.random import Generator
 
 

@@ -7,13 +7,13 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from dpfast import _exact
 from dpfast._kernels import local as _lk
 from dpfast.local._lanes import _chunk_for, _flip_threshold, _forced, _run_lanes
 from dpfast.local._validate import _binary, _indices, _mpf
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hashing import fingerprint
 from dpfast.local.sketch import HcmsReports, Sketch, _SketchBase
+from dpfast.noise import _exact
 from dpfast.random import RngLike, as_generator
 
 

@@ -9,7 +9,6 @@ import mpmath
 import numba
 import numpy as np
 
-from dpfast import _exact
 from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
@@ -32,6 +31,7 @@ from dpfast.local._validate import (
     _mpf,
 )
 from dpfast.local.estimate import FrequencyEstimate, _Rates
+from dpfast.noise import _exact
 from dpfast.random import RngLike, as_generator
 
 _MAX_G = 1 << 31  # hash range: buckets of a 32-bit hash

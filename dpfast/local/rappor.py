@@ -9,7 +9,6 @@ from typing import Any
 import numba
 import numpy as np
 
-from dpfast import _drive
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
 from dpfast.local._lanes import _chunk_for, _lanes_words, _threads, _Threshold
@@ -24,6 +23,7 @@ from dpfast.local._validate import (
 )
 from dpfast.local.hashing import _resolve_seed, fingerprint, hash_tables
 from dpfast.local.rappor_reports import RapporCounts, RapporDecoding, RapporReports, rappor_epsilon
+from dpfast.noise import _drive
 from dpfast.random import RngLike, as_generator
 
 _RAPPOR_TAG = 0x52415050  # nonce tag of the RAPPOR client PRF ("RAPP")

@@ -7,7 +7,6 @@ from typing import Any
 import mpmath
 import numpy as np
 
-from dpfast import _exact
 from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
@@ -29,6 +28,7 @@ from dpfast.local._validate import (
     _mpf,
 )
 from dpfast.local.estimate import FrequencyEstimate, _Rates
+from dpfast.noise import _exact
 from dpfast.random import Generator, RngLike, as_generator
 
 

@@ -10,7 +10,6 @@ import mpmath
 import numba
 import numpy as np
 
-from dpfast import _exact
 from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast.accounting import events
@@ -34,6 +33,7 @@ from dpfast.local._validate import (
 )
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hashing import _resolve_seed, fingerprint, hash_tables
+from dpfast.noise import _exact
 from dpfast.random import Generator, RngLike, as_generator
 
 

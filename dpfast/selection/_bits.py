@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpfast import _drive, _exact, _native
+from dpfast import _native
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
+from dpfast.noise import _drive, _exact
 from dpfast.selection._validate import _NUM_THREADS
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _exact
 from dpfast._kernels import selection as _ks
+from dpfast.noise import _exact
 from dpfast.selection._validate import _INF
 
 

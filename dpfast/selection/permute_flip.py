@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _exact
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
+from dpfast.noise import _exact
 from dpfast.random import RngLike
 from dpfast.selection._bits import _draw_words, _LazySource, _uniform_spans
 from dpfast.selection._validate import _SEG, _check_utilities, _coefficient, _forced, _threads
