@@ -30,14 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _addressed, _drive, _exact, _streams
+from dpfast import _addressed
 from dpfast import random as _random
 from dpfast._kernels import grid as _grid
 from dpfast.dask.keys import WorkerKey
+from dpfast.noise import _drive, _exact
+from dpfast.random import _streams
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
 
-_SLICE = 1 << 20  # the float functions' slices (dpfast.noise._SLICE)
+_SLICE = 1 << 20  # the float functions' slices (dpfast.noise.grid._SLICE)
 _BLOCK = 1 << 20  # cells per block of the flat noise (a multiple of CHUNK, divides _SLICE)
 
 

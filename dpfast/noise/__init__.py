@@ -22,12 +22,14 @@ Layout (public functions beside their drivers):
 
 from __future__ import annotations
 
-from dpfast.noise.grid import (  # noqa: F401  (_grid_fix: tests)
+from dpfast.noise.grid import (  # noqa: F401  (private names: dpfast.dask, tests)
+    _DBL_MAX,
     GRANULARITY_BITS,
     MAX_FLOAT_SCALE,
     MAX_GRANULARITY,
     MIN_FLOAT_SCALE,
     MIN_GRANULARITY,
+    _check_granularity,
     _grid_fix,
     gaussian,
     granularity,
