@@ -141,14 +141,21 @@ class PldAccountant(Accountant):
     et al. 2022), truncated tails are moved to ``+inf`` (their mass is added to
     ``delta``) and a bound on the FFT round-off is added too (rigorous under the
     standard floating-point model of the FFT: see Numerics).  How far above:
-    :meth:`get_epsilon_bounds`
-    also returns a lower bound (losses rounded *down*, tails dropped, errors
-    subtracted); the true value lies between.  That lower bound is loose after many
-    compositions (its gap grows like ``count * interval / 2``); the measured gap of
-    the upper bound itself is about 2e-4 relative with the default grid (against a
-    5x finer grid, and within 0.5% of dp_accounting's pessimistic PLD at interval
-    1e-4 on 32 DP-SGD settings; exact against Balle & Wang's closed form for the
-    Gaussian to 1e-3 relative).
+    :meth:`get_epsilon_bounds` also returns a valid lower bound, so the true value
+    lies between and the measured gap ``upper - lower`` states how far above it can
+    be.  The lower bound discretises each event from below (connect the dots from
+    below, :mod:`~dpfast.accounting.pld._lower`: a convex curve with knots on the
+    same grid, below the exact privacy curve and itself a valid one, so the exact
+    pair dominates it and domination survives composition; at most one loss is then
+    rounded down, which only lowers every composed delta), with tails dropped and
+    round-off subtracted.  Measured gaps (default grid): 0.12% for q = 256/60000,
+    sigma 1.1, 14,062 steps (lower 2.3793, upper 2.3821; losses rounded down gave
+    0.70), 0.07% for the Abadi et al. setting (q 0.01, sigma 4, 10^4 steps), 0.3% for
+    q 0.001, sigma 0.6, 10^5 steps at delta 1e-8, but 7% for q 0.004, sigma 0.8, 10^5
+    steps.  The upper bound itself is about 2e-4 relative above the truth with the
+    default grid (against a 5x finer grid; within 0.5% of dp_accounting's
+    pessimistic PLD at interval 1e-4 on 32 DP-SGD settings; exact against Balle &
+    Wang's closed form for the Gaussian to 1e-3 relative).
 
     Numerics
     --------
@@ -217,8 +224,8 @@ class PldAccountant(Accountant):
         """``(lower, upper)`` bounds on the exact ``epsilon`` at ``delta``.
 
         With ``lower=False`` the lower bound is not computed (returned as ``nan``).
-        The lower bound rounds every loss down to the grid, so its gap to the upper
-        bound grows with the number of compositions (about ``count * interval / 2``).
+        The lower bound comes from two discretisations from below (the larger is kept;
+        see the class's Privacy section for measured gaps).
         """
         d = check_probability(delta, "delta", zero=True, one=True)
         if d >= 1.0:
