@@ -48,8 +48,6 @@ import math
 
 import numpy as np
 
-from dpfast._kernels.convex import convex_minorant_slopes
-
 from ._curves import Curve
 from ._pmf import _TINY, _U, Pmf, _chord_slopes
 
@@ -68,6 +66,9 @@ def connect_dots_lower(curve: Curve, dx: float, max_bins: int, one_sided: bool =
     whose tangents meet near an end do.  Both are lower bounds; which is tighter after
     composition depends on the setting (the accountant keeps the better one).
     """
+    # numba is loaded only when a lower bound is asked for (get_epsilon does not need it)
+    from dpfast._kernels.convex import convex_minorant_slopes
+
     k_lo, eps, c, chord = _chord_slopes(curve, dx, max_bins)
     n_cells = eps.size - 1
     x = np.exp(eps)
