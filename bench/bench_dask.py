@@ -6,6 +6,8 @@ dpfast.tables.count, same run (issue 12).
   >= 0.5x).  The rows are persisted on the workers first (as if read there); the cluster
   time covers the shuffle by privacy id, bounding, the reduce and the noise.  Both runs
   give the same table bit for bit (checked).
+* ``dpfast.dask.discrete_laplace`` of 10^7 int64 cells on the same cluster vs
+  ``dpfast.discrete_laplace`` in one process (ratio reported, no target).
 * Out of core (opt-in: ``DPFAST_BENCH_OOC=1``, several minutes): a Parquet dataset of
   10^8 rows generated into a temporary directory, released with ``dpfast.dask.count`` on
   2 workers with a 2 GiB memory limit each; reports the wall time and the peak resident
@@ -95,6 +97,48 @@ def test_dask_count_vs_tables(benchmark, report) -> None:
     benchmark.extra_info.update({"single_s": t1, "cluster_s": t2, "ratio": ratio})
     report(f"dask.count {rows:.0e} rows, 2 workers", f"cluster {t2:.2f} s vs single "
            f"process {t1:.2f} s: {ratio:.2f}x (target >= 0.5x; bit-identical tables)")
+
+
+def test_dask_array_noise_vs_single(benchmark, report) -> None:
+    """dpfast.dask.discrete_laplace of a 10^7-cell int64 array persisted on 2 workers vs
+    dpfast.discrete_laplace in one process (same output, checked)."""
+    da = pytest.importorskip("dask.array")
+    import dpfast
+    import dpfast.dask as dkd
+
+    n = int(os.environ.get("DPFAST_BENCH_CELLS", 10 ** 7))
+    x = np.arange(n, dtype=np.int64)
+    cluster, client = _cluster()
+    try:
+        from distributed import wait
+
+        dx = client.persist(da.arange(n, dtype=np.int64, chunks=n // 8))
+        wait(dx)
+
+        def single():
+            return dpfast.discrete_laplace(x, 10.0, rng=KEY)
+
+        def cluster_run():
+            return dkd.discrete_laplace(dx, 10.0, rng=KEY).compute()
+
+        assert np.array_equal(single(), cluster_run())
+        t1 = t2 = float("inf")
+        for _ in range(2):
+            t = time.perf_counter()
+            single()
+            t1 = min(t1, time.perf_counter() - t)
+            t = time.perf_counter()
+            cluster_run()
+            t2 = min(t2, time.perf_counter() - t)
+        benchmark.pedantic(cluster_run, rounds=1, iterations=1)
+    finally:
+        client.close()
+        cluster.close()
+    ratio = t1 / t2
+    benchmark.extra_info.update({"single_s": t1, "cluster_s": t2, "ratio": ratio})
+    report(f"dask.discrete_laplace {n:.0e} cells, 2 workers",
+           f"cluster {t2:.2f} s (incl. gathering the result) vs single process {t1:.2f} s: "
+           f"{ratio:.2f}x (bit-identical)")
 
 
 def _sampler() -> None:
