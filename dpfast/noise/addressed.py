@@ -1,0 +1,144 @@
+"""Cell-addressed integer noise: noise a slice of an array on its own, bit for bit.
+
+``discrete_laplace(x, scale, rng=key, stream=s, offset=a)`` adds to ``x`` the noise that
+cells ``a, a + 1, ...`` of the call ``(key, s)`` get: noising a whole array with
+``offset=0`` or any of its slices ``x[a:b]`` with ``offset=a`` (in any process, on any
+number of threads) gives the same values for the same cells.  The noise of flat cell
+``i`` is a function of (key, ``stream``, ``i``) only.
+
+Streams: the call's ChaCha20 key is ``derive_key(key, ADDRESSED_ARRAY_TAG, stream)``
+(:func:`dpfast._addressed.derive_key`), never the generator's key itself, so addressed
+calls share no keystream with the generator's allocator, the per-key table noise (its own
+tag) or each other (distinct ``stream``).  Cells ``[j CHUNK, (j + 1) CHUNK)`` are drawn in
+order from nonce ``(j mod 2**32, j >> 32, 0)``, block counters ``[0, 2**31)``; their
+undecided cells continue exactly on the same nonce from counter ``2**31``.  A slice
+starting inside a chunk recomputes that chunk's first cells (at most ``CHUNK - 1``) and
+discards them.
+
+Pick ``stream`` values the way you pick file names: two *different* calls with the same
+key and ``stream`` get the same noise (that is the point of addressing); use each
+``stream`` for one array.
+"""
+
+from __future__ import annotations
+
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import _addressed
+from dpfast import random as _random
+from dpfast.noise import _drive
+
+__all__ = ["discrete_laplace", "discrete_gaussian", "noise_cells", "ADDRESSED_ARRAY_TAG"]
+
+ADDRESSED_ARRAY_TAG = b"dpfast.addressed-array v1"
+
+
+def _index(v: Any, name: str, upper: int) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    v = int(v)
+    if not 0 <= v < upper:
+        raise ValueError(f"{name} must be in [0, 2**{upper.bit_length() - 1}), got {v}")
+    return v
+
+
+def noise_cells(kind: int, t: Fraction, key: bytes, stream: int, offset: int, n: int
+                ) -> np.ndarray:
+    """int64 noise of flat cells ``offset .. offset + n - 1`` of the call ``(key, stream)``
+    (kind 0: discrete Laplace of scale ``t``; 1: discrete Gaussian of sigma ``t``)."""
+    chunk = _drive.CHUNK
+    if n == 0:
+        return np.zeros(0, np.int64)
+    kw = _addressed.key_words(_addressed.derive_key(key, ADDRESSED_ARRAY_TAG, stream))
+    j0 = offset // chunk
+    j1 = -(-(offset + n) // chunk)
+    base = j0 * chunk
+    js = np.arange(j0, j1, dtype=np.uint64)
+    nonces = np.zeros((j1 - j0, 3), np.uint32)
+    nonces[:, 0] = (js & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    nonces[:, 1] = (js >> np.uint64(32)).astype(np.uint32)
+    starts = np.arange(j1 - j0, dtype=np.int64) * chunk
+    ends = np.minimum(starts + chunk, offset + n - base)
+    tmp = np.empty(offset + n - base, np.int64)
+    _addressed.run_chunks(kw, nonces, starts, ends, kind, t, tmp)
+    return tmp[offset - base:]
+
+
+def _add(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, offset: Any
+         ) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+        raise TypeError(f"x must be an integer array, got dtype {arr.dtype}")
+    s = _index(stream, "stream", 1 << 64)
+    a = _index(offset, "offset", 1 << 62)
+    if a + arr.size >= 1 << 62:
+        raise ValueError("offset + x.size must be below 2**62")
+    parsed, pshape = _drive.parse_param(param, name)
+    if pshape:
+        raise TypeError(f"{name} must be a scalar for addressed calls")
+    gen = _random.as_generator(rng)
+    z = noise_cells(kind, Fraction(parsed), gen.streams.key, s, a, arr.size)
+    flat = arr.reshape(-1)
+    dt = arr.dtype
+    if dt.kind == "u" and dt.itemsize == 8:
+        xu = flat.astype(np.uint64)
+        res = xu + z.view(np.uint64)
+        bad = np.where(z >= 0, res < xu, res > xu)
+    else:
+        x64 = flat.astype(np.int64)
+        res = (x64.view(np.uint64) + z.view(np.uint64)).view(np.int64)
+        bad = ((x64 ^ res) & (z ^ res)) < 0
+        if dt.itemsize < 8:
+            info = np.iinfo(dt)
+            bad |= (res < info.min) | (res > info.max)
+    if bad.any():
+        raise OverflowError(f"noisy value does not fit the dtype {dt} of x")
+    return res.astype(dt).reshape(arr.shape)
+
+
+def discrete_laplace(x: Any, scale: Any, *, rng: Any = None, stream: int,
+                     offset: int = 0) -> np.ndarray:
+    """``x`` plus cell-addressed discrete Laplace noise (a new array).
+
+    Parameters
+    ----------
+    x : array_like of integers
+        Cells ``offset, offset + 1, ...`` (C order) of the call.
+    scale : float, int or Fraction
+        Scalar scale, as in :func:`dpfast.discrete_laplace`.
+    rng : None, Generator or bytes
+        Supplies the key (only its key: nothing is drawn from its streams).  A replayable
+        key makes the call's noise recomputable by whoever holds it.
+    stream : int
+        The call's id in ``[0, 2**64)``.
+    offset : int
+        Flat index of ``x``'s first cell in the whole array.
+
+    Returns
+    -------
+    ndarray
+        Same shape and dtype as ``x``; ``OverflowError`` if a noisy value does not fit.
+
+    Privacy
+    -------
+    As :func:`dpfast.discrete_laplace`: ``ε = Δ1 / scale`` (CKS20), provided each cell of
+    the whole array is noised under one ``(key, stream)`` and released once (releasing two
+    arrays noised with the same key and stream reuses their noise).
+    """
+    return _add(0, x, scale, "scale", rng, stream, offset)
+
+
+def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None, stream: int,
+                      offset: int = 0) -> np.ndarray:
+    """``x`` plus cell-addressed discrete Gaussian noise (see :func:`discrete_laplace`).
+
+    Privacy
+    -------
+    As :func:`dpfast.discrete_gaussian`: ``ρ = Δ2² / (2σ²)``-zCDP (CKS20), with the same
+    one-release-per-(key, stream) condition.
+    """
+    return _add(1, x, sigma, "sigma", rng, stream, offset)
