@@ -25,6 +25,9 @@ TYPED_MODULES = [
     "dpfast/selection",
     "dpfast/local",
     "dpfast/tables",
+    "dpfast/dask",
+    "dpfast/_addressed.py",
+    "dpfast/noise/addressed.py",
     "dpfast/histogram.py",
     "dpfast/planning.py",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "dpfast" / "cli").glob("*.py")

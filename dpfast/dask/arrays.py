@@ -192,8 +192,9 @@ def _discrete(kind: int, darr: Any, param: Any, name: str, rng: Any) -> Any:
     parsed, pshape = _drive.parse_param(param, name)
     if pshape:
         raise TypeError(f"{name} must be a scalar for dask arrays")
+    assert isinstance(parsed, Fraction)
     gen, key_src = _generator(rng)
-    z = _noise(int(darr.size), kind, Fraction(parsed), gen, key_src, max(int(darr.size), 1))
+    z = _noise(int(darr.size), kind, parsed, gen, key_src, max(int(darr.size), 1))
     z = z.reshape(darr.shape).rechunk(darr.chunks)
     return darr.map_blocks(_add_int, z, dtype=dt)
 
@@ -223,9 +224,10 @@ def _float(kind: int, darr: Any, param: Any, name: str, rng: Any, gran: Any) -> 
                                         upper=_noise_mod.MAX_FLOAT_SCALE)
     if pshape:
         raise TypeError(f"{name} must be a scalar for the float mechanisms")
+    assert isinstance(parsed, Fraction)
     g = _noise_mod.granularity(float(parsed)) if gran is None else \
         _noise_mod._check_granularity(gran)
-    t = Fraction(parsed) / Fraction(g)
+    t = parsed / Fraction(g)
     if t > _drive.MAX_SCALE or t < _drive.MIN_SCALE:
         raise ValueError(f"{name} / granularity = {float(t):g} is outside [2**-100, 2**50]")
     gen, key_src = _generator(rng)

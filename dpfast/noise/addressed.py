@@ -80,8 +80,9 @@ def _add(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, offset
     parsed, pshape = _drive.parse_param(param, name)
     if pshape:
         raise TypeError(f"{name} must be a scalar for addressed calls")
+    assert isinstance(parsed, Fraction)
     gen = _random.as_generator(rng)
-    z = noise_cells(kind, Fraction(parsed), gen.streams.key, s, a, arr.size)
+    z = noise_cells(kind, parsed, gen._key, s, a, arr.size)
     flat = arr.reshape(-1)
     dt = arr.dtype
     if dt.kind == "u" and dt.itemsize == 8:
