@@ -397,3 +397,44 @@ def test_convex_minorant_kernel() -> None:
                     for j in range(0, i + 1) for k in range(i, xs.size) if k > j) \
             if 0 < i < xs.size - 1 else f[i]
         assert g[i] >= lower - 1e-9
+
+
+@settings(max_examples=20, deadline=None)
+@given(q=st.floats(1e-4, 0.5), scale=st.floats(0.3, 20.0),
+       kind=st.sampled_from(["gauss", "laplace"]), frac=st.floats(0.01, 0.3))
+def test_add_direction_derived_from_remove_is_pessimistic_and_tight(
+        q: float, scale: float, kind: str, frac: float) -> None:
+    # the add pair is the remove pair swapped: its connect-the-dots pmf is derived
+    # from the remove one (accountant fast path); it must stay above the exact add
+    # curve and agree with the direct discretisation
+    from dpfast.accounting.pld import _curves as cv
+    from dpfast.accounting.pld import _pmf as pm
+    from dpfast.accounting.pld._swap import MAX_HI, swap_pmf
+
+    rem, add = ((cv.GaussianRemove(q, scale), cv.GaussianAdd(q, scale)) if kind == "gauss"
+                else (cv.LaplaceRemove(q, scale), cv.LaplaceAdd(q, scale)))
+    dx = max(frac * (add.hi - add.lo) / 50.0, 1e-6)
+    r = pm.connect_dots(rem, dx, 2**20)
+    if -r.lo * dx > MAX_HI:
+        return
+    s, d = swap_pmf(r, dx), pm.connect_dots(add, dx, 2**20)
+    assert abs(math.fsum(s.p) + s.inf - 1.0) < 1e-11
+    assert s.err < 1e-13
+    for e in [0.0, 0.01, 0.1, 0.7]:
+        exact = float(add.delta(np.array([e]))[0])
+        got = pm.delta(s, dx, e)
+        assert got >= exact - 1e-15
+        assert got == pytest.approx(pm.delta(d, dx, e), rel=1e-9, abs=1e-13)
+
+
+def test_derived_add_direction_matches_direct_composition() -> None:
+    from dpfast.accounting.pld import _curves as cv
+    from dpfast.accounting.pld import _pmf as pm
+    from dpfast.accounting.pld._swap import swap_pmf
+
+    q, s, t, dx = 0.01, 4.0, 10_000, 1.25e-4
+    r = pm.connect_dots(cv.GaussianRemove(q, s), dx, 2**20)
+    direct = pm.self_compose(pm.connect_dots(cv.GaussianAdd(q, s), dx, 2**20), t, 1e-16, 2**20)
+    derived = pm.self_compose(swap_pmf(r, dx), t, 1e-16, 2**20)
+    e_direct, e_derived = pm.epsilon(direct, dx, 1e-5), pm.epsilon(derived, dx, 1e-5)
+    assert e_direct <= e_derived <= e_direct * (1 + 1e-6)

@@ -14,6 +14,7 @@ from ..base import Accountant
 from . import _curves as cv
 from . import _pmf as pm
 from ._lower import connect_dots_lower
+from ._swap import MAX_HI, swap_pmf
 
 __all__ = ["PldAccountant", "UnsupportedEventError"]
 
@@ -30,6 +31,8 @@ _PRECISE_SHARE = 1e-3
 
 
 _Cost = tuple[tuple[tuple, int], ...]
+#: remove-direction curves whose add direction is the swapped pair (same q and scale)
+_SWAPPABLE = (cv.GaussianRemove, cv.LaplaceRemove)
 
 
 def _key(event: ev.DpEvent) -> tuple | None:
@@ -318,12 +321,20 @@ class PldAccountant(Accountant):
                      ) -> list[pm.Pmf]:
         out = []
         symmetric = all(cs[0] is cs[1] for cs, _ in items)
+        removes: dict[int, pm.Pmf] = {}
         for direction in (0,) if symmetric else (0, 1):
             total = pm.identity(pess)
-            for curves, c in items:
+            for i, (curves, c) in enumerate(items):
                 curve = curves[direction]
-                if pess:
+                if pess and direction == 1 and i in removes and (
+                        -removes[i].lo * dx <= MAX_HI):
+                    # the add pair is the remove pair swapped (Poisson-subsampled
+                    # Gaussian / Laplace): its connect-the-dots pmf follows exactly
+                    one = swap_pmf(removes[i], dx)
+                elif pess:
                     one = pm.connect_dots(curve, dx, MAX_BINS)
+                    if direction == 0 and isinstance(curve, _SWAPPABLE) and not curve.symmetric:
+                        removes[i] = one
                 else:
                     one = connect_dots_lower(curve, dx, MAX_BINS, one_sided)
                 total = pm.compose(total, pm.self_compose(one, c, _TAU, MAX_BINS, precise),
