@@ -11,7 +11,7 @@ import numpy as np
 
 from dpfast.cli import CliError, write_atomic
 
-__all__ = ["read_columns", "write_columns", "open_budget"]
+__all__ = ["read_columns", "write_columns", "open_budget", "read_key_file"]
 
 
 def read_columns(path: str, columns: list[str], what: str = "input") -> dict[str, np.ndarray]:
@@ -100,3 +100,14 @@ def open_budget(args: argparse.Namespace, accounting: str) -> Any:
                        "--budget-delta) to create it")
     return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=path,
                          accounting=accounting)
+
+
+def read_key_file(path: str | None) -> bytes | None:
+    """The 32-byte key in ``--seed-key-file`` (None without one)."""
+    if path is None:
+        return None
+    with open(path, "rb") as fh:
+        key = fh.read()
+    if len(key) != 32:
+        raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
+    return key

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from dpfast.cli import CliError
-from dpfast.cli._io import open_budget, read_columns, write_columns
+from dpfast.cli._io import open_budget, read_columns, read_key_file, write_columns
 
 HELP = "release a private group-by count table from a CSV/Parquet file of records"
 
@@ -112,12 +112,7 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--{name.replace('_', '-')} must be >= 1")
     if args.id is not None and args.id in args.key:
         raise CliError("--id must not be a --key column")
-    key = None
-    if args.seed_key_file is not None:
-        with open(args.seed_key_file, "rb") as fh:
-            key = fh.read()
-        if len(key) != 32:
-            raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
+    key = read_key_file(args.seed_key_file)
     budget = open_budget(args, accounting="basic")
     t0 = time.perf_counter()
     size = os.path.getsize(args.input) if os.path.exists(args.input) else 0

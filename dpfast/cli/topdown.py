@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dpfast.cli import CliError, write_atomic
-from dpfast.cli._io import open_budget, read_columns, write_columns
+from dpfast.cli._io import open_budget, read_columns, read_key_file, write_columns
 
 HELP = "release a geographic hierarchy consistent, non-negative and integral (TopDown)"
 
@@ -128,12 +128,7 @@ def run(args: argparse.Namespace) -> int:
     rho: Any = args.rho[0] if len(args.rho) == 1 else list(args.rho)
     if args.total_invariant and isinstance(rho, list) and len(rho) == len(ids) - 1:
         rho = [0.0] + rho
-    key = None
-    if args.seed_key_file is not None:
-        with open(args.seed_key_file, "rb") as fh:
-            key = fh.read()
-        if len(key) != 32:
-            raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
+    key = read_key_file(args.seed_key_file)
     budget = open_budget(args, accounting="zcdp")
     try:
         release = tables.topdown(

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
@@ -66,6 +65,7 @@ import numpy as np
 
 import dpfast
 from dpfast._core.rounding import float_down, float_up
+from dpfast.compat._patching import Patches
 from dpfast.compat._random_state import NoiseBuffer
 
 try:
@@ -79,9 +79,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 __all__ = ["install", "uninstall", "patched", "is_installed"]
 
-_LOCK = threading.RLock()
-_DEPTH = 0
-_SAVED: list[tuple[Any, str, Any]] = []
+_INSTALLED = Patches()
 _STATE: dict[str, Any] = {"gen": None}
 _EXACT_INT = float(2 ** 53)
 
@@ -318,35 +316,20 @@ def install(key: bytes | None = None) -> None:
 
     Calls nest (each needs one :func:`uninstall`); the outermost call's key is used.
     """
-    global _DEPTH
-    with _LOCK:
-        _DEPTH += 1
-        if _DEPTH > 1:
-            return
+    def start() -> None:
         _STATE["gen"] = dpfast.default_rng(key=key)
-        for owner, attr, new in _PATCHES:
-            _SAVED.append((owner, attr, owner.__dict__[attr]))
-            setattr(owner, attr, new)
+
+    _INSTALLED.install(lambda: _PATCHES, before=start)
 
 
 def uninstall() -> None:
     """Undo one :func:`install` (the last one restores PipelineDP exactly)."""
-    global _DEPTH
-    with _LOCK:
-        if _DEPTH == 0:
-            return
-        _DEPTH -= 1
-        if _DEPTH:
-            return
-        while _SAVED:
-            owner, attr, old = _SAVED.pop()
-            setattr(owner, attr, old)
-        _STATE["gen"] = None
+    _INSTALLED.uninstall(after=lambda: _STATE.update(gen=None))
 
 
 def is_installed() -> bool:
     """Whether PipelineDP is currently patched."""
-    return _DEPTH > 0
+    return _INSTALLED.installed
 
 
 @contextlib.contextmanager

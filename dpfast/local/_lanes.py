@@ -6,11 +6,10 @@ See :mod:`dpfast.local` (Exactness) and :mod:`dpfast._kernels.local`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-import numba
 import numpy as np
 
 from dpfast.noise import _drive, _exact
@@ -173,19 +172,10 @@ def _run_lanes(gen: Generator, n: int, words_per_cell: float, chunk: int, per_ce
 _PARALLEL_WORK = 1 << 16
 
 
-@contextlib.contextmanager
-def _threads(work: float) -> Iterator[None]:
-    """Run small kernel calls on one thread: waking a parallel team costs more than the
-    work (results never depend on the thread count)."""
-    if work >= _PARALLEL_WORK:
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
+def _threads(work: float) -> contextlib.AbstractContextManager[None]:
+    """Run small kernel calls on one thread (:func:`dpfast._drive.threads_for`): waking a
+    parallel team costs more than the work (results never depend on the thread count)."""
+    return _drive.threads_for(2 if work >= _PARALLEL_WORK else 1)
 
 
 def _lanes_words(nlanes_per_cell: float) -> float:

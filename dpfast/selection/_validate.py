@@ -12,6 +12,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from dpfast import _drive
 from dpfast._core.validate import check_exact_positive
 from dpfast._kernels import selection as _ks
 
@@ -55,20 +56,13 @@ _MIN_PARALLEL_ROWS = 16  # rows below which row_max runs on the calling thread
 _PARALLEL_SCAN = 1 << 22
 
 
-@contextlib.contextmanager
-def _threads(cells: int, threshold: int | None = None) -> Iterator[None]:
-    """Run a parallel kernel on one thread below ``threshold`` cells: waking the thread
-    team costs more than the work (milliseconds on a busy machine, where a worker waits
-    for a time slice).  Results never depend on the thread count."""
-    if cells >= (_PARALLEL_WORK if threshold is None else threshold):
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
+def _threads(cells: int, threshold: int | None = None) -> contextlib.AbstractContextManager[None]:
+    """Run a parallel kernel on one thread below ``threshold`` cells
+    (:func:`dpfast._drive.threads_for`): waking the thread team costs more than the work
+    (milliseconds on a busy machine, where a worker waits for a time slice).  Results
+    never depend on the thread count."""
+    return _drive.threads_for(2 if cells >= (_PARALLEL_WORK if threshold is None else threshold)
+                              else 1)
 
 
 # --------------------------------------------------------------------------- validation

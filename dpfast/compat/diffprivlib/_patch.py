@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
-import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +14,7 @@ from diffprivlib import mechanisms as _dm
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.utils import PrivacyLeakWarning, warn_unused_args
 
+from dpfast.compat._patching import Patches
 from dpfast.compat.diffprivlib import _additive, _bounded, _select
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "histogram", "histogramdd"]
@@ -37,9 +37,7 @@ REPLACEMENTS: dict[type, type] = {
     _dm.PermuteAndFlip: _select.PermuteAndFlip,
 }
 
-_LOCK = threading.RLock()
-_DEPTH = 0
-_SAVED: list[tuple[Any, str, Any]] = []
+_PATCHES = Patches()
 
 
 # ----------------------------------------------------------------------------- vectorized tools
@@ -127,41 +125,30 @@ def install() -> None:
     ``Staircase``, ``Uniform``, ``Binary``, ``LaplaceBoundedNoise``, the classic ``Gaussian``,
     and numpy draws the models make themselves.
     """
-    global _DEPTH
-    with _LOCK:
-        _DEPTH += 1
-        if _DEPTH > 1:
-            return
-        for module in _modules():
-            for attr, value in list(vars(module).items()):
-                new = None
-                if isinstance(value, type) and value in REPLACEMENTS:
-                    new = REPLACEMENTS[value]
-                elif (attr in _TOOLS and callable(value)
-                      and getattr(value, "__module__", "") == "diffprivlib.tools.histograms"):
-                    new = _TOOLS[attr]
-                if new is not None:
-                    _SAVED.append((module, attr, value))
-                    setattr(module, attr, new)
+    _PATCHES.install(_targets)
+
+
+def _targets() -> list[tuple[Any, str, Any]]:
+    """``(module, attr, replacement)`` for every reference to a replaced class or tool."""
+    found = []
+    for module in _modules():
+        for attr, value in list(vars(module).items()):
+            if isinstance(value, type) and value in REPLACEMENTS:
+                found.append((module, attr, REPLACEMENTS[value]))
+            elif (attr in _TOOLS and callable(value)
+                  and getattr(value, "__module__", "") == "diffprivlib.tools.histograms"):
+                found.append((module, attr, _TOOLS[attr]))
+    return found
 
 
 def uninstall() -> None:
     """Undo one :func:`install` (the last one restores diffprivlib exactly)."""
-    global _DEPTH
-    with _LOCK:
-        if _DEPTH == 0:
-            return
-        _DEPTH -= 1
-        if _DEPTH:
-            return
-        while _SAVED:
-            module, attr, value = _SAVED.pop()
-            setattr(module, attr, value)
+    _PATCHES.uninstall()
 
 
 def is_installed() -> bool:
     """Whether diffprivlib is currently patched."""
-    return _DEPTH > 0
+    return _PATCHES.installed
 
 
 @contextlib.contextmanager
