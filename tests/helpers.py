@@ -20,6 +20,7 @@ KEY = bytes(range(32))  # fixed key: statistical tests are deterministic
 __all__ = [
     "KEY",
     "mp",
+    "dlap_pmf",
     "dlap_tail",
     "dgauss_pmf_table",
     "dgauss_tail",
@@ -39,6 +40,13 @@ def mp(q: Fraction | float | int) -> mpmath.mpf:
 
 
 # --------------------------------------------------------------------------- exact pmfs
+
+
+def dlap_pmf(t: Fraction | float, k: int) -> mpmath.mpf:
+    """P(K = k), K discrete Laplace of scale t: (1 - p) / (1 + p) p^|k| with p = exp(-1/t)."""
+    with mpmath.workdps(60):
+        p = mpmath.exp(-1 / mp(t))
+        return (1 - p) / (1 + p) * p ** abs(int(k))
 
 
 def dlap_tail(t: Fraction | float, w: int) -> mpmath.mpf:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats
 
-from tests.conftest import KEY
+from tests.helpers import KEY, chisquare_pvalue, dlap_pmf
 
 diffprivlib = pytest.importorskip("diffprivlib")
 from diffprivlib import mechanisms as dm  # noqa: E402
@@ -31,22 +31,13 @@ SEED = int.from_bytes(KEY[:4], "little")  # diffprivlib also seeds a RandomState
 
 
 def _chisquare_ok(observed: np.ndarray, probs: np.ndarray) -> bool:
-    """Chi-square goodness of fit on cells with expected count >= 5 (tail merged)."""
-    n = observed.sum()
-    expected = probs * n
-    keep = expected >= 5
-    obs = np.append(observed[keep], observed[~keep].sum())
-    exp = np.append(expected[keep], expected[~keep].sum())
-    if exp[-1] == 0:
-        obs, exp = obs[:-1], exp[:-1]
-    exp = exp * obs.sum() / exp.sum()
-    return stats.chisquare(obs, exp).pvalue > 1e-4
+    """Chi-square goodness of fit (:func:`tests.helpers.chisquare_pvalue`, cells pooled to an
+    expected count >= 5)."""
+    return chisquare_pvalue(observed, probs, min_expected=5) > 1e-4
 
 
 def _dlap_pmf(k: int, t: Fraction) -> float:
-    with mpmath.workdps(40):
-        p = mpmath.exp(-1 / mpmath.mpf(t.numerator) * t.denominator)
-        return float((1 - p) / (1 + p) * p ** abs(k))
+    return float(dlap_pmf(t, k))
 
 
 @pytest.mark.parametrize("name", ["Laplace", "Geometric", "GeometricTruncated",
@@ -397,6 +388,7 @@ def test_geometric_truncated_arrays_property(x, lower, width) -> None:
     assert out.dtype == (x.dtype if fits else np.int64)
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(hnp.arrays(np.float64, hnp.array_shapes(max_dims=2, max_side=8),
                   elements=st.floats(-1e6, 1e6)),

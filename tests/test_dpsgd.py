@@ -12,7 +12,7 @@ import pytest
 from dpfast import dpsgd
 from dpfast._kernels import dpsgd as kernels
 
-KEY = bytes(range(32))
+from .helpers import KEY
 
 
 def need_noise():

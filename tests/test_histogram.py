@@ -10,7 +10,7 @@ from hypothesis.extra import numpy as hnp
 
 import dpfast
 from dpfast.accounting import events as ev
-from tests.conftest import KEY
+from tests.helpers import KEY
 
 BIG = 1e7  # noise exactly 0 with probability ~1
 

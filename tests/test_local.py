@@ -21,7 +21,8 @@ from dpfast._kernels.chacha import ST_COLS
 from dpfast.accounting import events
 from dpfast.local import _lanes, hashing, rappor
 
-KEY = bytes(range(32))
+from .helpers import KEY
+
 SECRET = bytes(range(100, 132))
 LN3 = math.log(3)
 
@@ -234,12 +235,14 @@ def _sketch_trials(cls, eps, counts, m, k, trials):
     return est, truth, var
 
 
+@pytest.mark.slow
 def test_cms_estimator_unbiased_variance():
     counts = np.array([150, 100, 60, 40, 30, 20])
     est, truth, var = _sketch_trials(L.CountMeanSketch, 2.0, counts, 16, 4, T)
     check_unbiased_and_variance(est, truth, var)
 
 
+@pytest.mark.slow
 def test_hcms_estimator_unbiased_variance():
     counts = np.array([150, 100, 60, 40, 30, 20])
     est, truth, var = _sketch_trials(L.HadamardCountMeanSketch, 2.0, counts, 16, 4, T)
@@ -261,6 +264,7 @@ def test_cms_sketch_merge_and_collect():
     assert np.all(np.abs(e.counts - 500) <= 5 * e.std_error)
 
 
+@pytest.mark.slow
 def test_rappor_bit_estimates_unbiased_variance():
     rap = L.Rappor(num_bits=16, num_hashes=2, num_cohorts=1, f=0.25, p=0.25, q=0.75,
                    hash_seed=11)
@@ -382,6 +386,7 @@ def test_rappor_permanent_response_memoized():
         assert abs(frac - want) <= 4 * math.sqrt(want * (1 - want) / mask.sum())
 
 
+@pytest.mark.slow
 def test_rappor_recovers_zipf_top_strings():
     n, ncand = 1_000_000, 100
     rng = np.random.default_rng(7)

@@ -3,6 +3,7 @@ continuation (forced, and on constructed bit patterns), certified bounds, valida
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from fractions import Fraction
@@ -11,7 +12,6 @@ import mpmath
 import numba
 import numpy as np
 import pytest
-from scipy import stats
 
 from dpfast import _exact
 from dpfast import selection as sel
@@ -20,7 +20,8 @@ from dpfast.accounting import events
 from dpfast.selection import _bits, gumbel, noisy_max
 from dpfast.selection import continuation as cont
 
-KEY = bytes(range(32))
+from .helpers import KEY, chisquare_pvalue
+
 PMIN = 1e-4  # fixed keys: deterministic; a correct sampler passes with this margin
 
 
@@ -28,18 +29,8 @@ def key(i: int) -> bytes:
     return bytes((b + i) % 256 for b in range(32))
 
 
-def chi2_pvalue(counts, probs) -> float:
-    """Chi-square p-value, bins with expected count < 5 merged into one."""
-    counts = np.asarray(counts, float)
-    probs = np.asarray(probs, float)
-    exp = probs / probs.sum() * counts.sum()
-    small = exp < 5
-    if small.any():
-        counts = np.append(counts[~small], counts[small].sum())
-        exp = np.append(exp[~small], exp[small].sum())
-        if exp[-1] == 0:
-            counts, exp = counts[:-1], exp[:-1]
-    return float(stats.chisquare(counts, exp).pvalue)
+# chi-square p-value, cells pooled to an expected count >= 5
+chi2_pvalue = functools.partial(chisquare_pvalue, min_expected=5)
 
 
 def em_probs(u, c) -> np.ndarray:
@@ -108,6 +99,7 @@ def test_exponential_multi_segment_rows(monkeypatch) -> None:
     assert chi2_pvalue(counts, em_probs(u, Fraction(1, 2))) > PMIN
 
 
+@pytest.mark.slow
 def test_exponential_forced_exact_distribution() -> None:
     u = [0.0, -1.0, -3.0]
     with sel.force_exact():
@@ -209,6 +201,7 @@ def test_far_candidate_wins_when_its_bits_say_so() -> None:
     assert sp and hi == math.inf
 
 
+@pytest.mark.slow
 def test_far_candidate_exact_conditional_probability() -> None:
     """Given U_far in [1 - 2^-87, 1) (64 ones, then 23 ones, then random bits), the far
     candidate (c * 60 behind, c = 1) wins with probability
@@ -268,6 +261,7 @@ def test_far_behind_wins_exactly_when_its_bits_say_so(monkeypatch, gap) -> None:
     assert sel.exponential(u, 2.0, rng=KEY) == 0
 
 
+@pytest.mark.slow
 def test_far_behind_conditional_frequency_public_path(monkeypatch) -> None:
     """60 nats behind, through :func:`sel.exponential`: given U_far in [1 - 2^-87, 1)
     (a bulk word of 64 ones, then 23 ones), the far candidate wins with probability
@@ -486,6 +480,7 @@ def test_top_k_distribution() -> None:
     assert chi2_pvalue(counts[exp > 0], exp[exp > 0]) > PMIN
 
 
+@pytest.mark.slow
 def test_top_k_forced_and_python_path() -> None:
     u = [0.0, 1.0, -0.5, 2.0, 0.5]
     with sel.force_exact():

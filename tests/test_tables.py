@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import dpfast
 from dpfast import tables as dpt
 from dpfast.accounting import events as ev
-from tests.conftest import KEY
+from tests.helpers import KEY
 
 BIG = 1e7  # epsilon so large that the discrete noise is exactly 0 with probability ~1
 

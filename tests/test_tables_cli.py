@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import KEY
+from tests.helpers import KEY
 
 
 def cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,6 +43,7 @@ def _read(path):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_count_private_selection_ledger_and_refusal(records) -> None:
     tmp, path, key = records
     out = tmp / "out.csv"
@@ -68,6 +69,7 @@ def test_count_private_selection_ledger_and_refusal(records) -> None:
     assert len(r2.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_count_domain_and_parquet(records) -> None:
     pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq

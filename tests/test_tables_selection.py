@@ -11,12 +11,12 @@ import pytest
 
 from dpfast import tables as dpt
 from dpfast.tables.partition import selection_delta
-from tests.conftest import KEY
+from tests.helpers import KEY, dlap_tail
 
 
 def _tail(t: float, m: int) -> float:
-    a = mpmath.exp(-1 / mpmath.mpf(t))
-    return float(a ** m / (1 + a))
+    """P(K >= m) for m >= 1: half of P(|K| > m - 1)."""
+    return float(dlap_tail(t, m - 1) / 2)
 
 
 @pytest.mark.parametrize("t,delta,k,c", [(1.0, 1e-6, 1, 1), (3.0, 1e-9, 3, 1),

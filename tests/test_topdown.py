@@ -14,7 +14,7 @@ import dpfast
 from dpfast import tables
 from dpfast.tables import _wls
 
-from .conftest import KEY
+from .helpers import KEY, dgauss_pmf_table
 
 # --------------------------------------------------------------------------- trees
 
@@ -181,13 +181,9 @@ def test_variance_bound_exact_on_census_shape():
 
 
 def _dg_variance(sigma: float) -> float:
-    with mpmath.workdps(30):
-        s2 = mpmath.mpf(sigma) ** 2
-        k = int(sigma * 40) + 10
-        z = mpmath.fsum(mpmath.exp(-mpmath.mpf(x) ** 2 / (2 * s2)) for x in range(-k, k + 1))
-        m2 = mpmath.fsum(x * x * mpmath.exp(-mpmath.mpf(x) ** 2 / (2 * s2))
-                         for x in range(-k, k + 1))
-        return float(m2 / z)
+    table = dgauss_pmf_table(sigma)  # exact pmf on +-15 sigma (mass beyond: < e^-112)
+    with mpmath.workdps(40):
+        return float(mpmath.fsum(k * k * v for k, v in table.items()))
 
 
 def test_measurements_are_discrete_gaussian_with_level_sigma():
@@ -379,6 +375,7 @@ def _cli(*args, cwd=None):
                           text=True, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_cli_topdown_csv(tmp_path):
     import csv
     import json
@@ -423,6 +420,7 @@ def test_cli_topdown_csv(tmp_path):
     assert (out2 / "level_3_block.csv").read_text() == (out / "level_3_block.csv").read_text()
 
 
+@pytest.mark.slow
 def test_cli_topdown_parquet(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -436,6 +434,7 @@ def test_cli_topdown_parquet(tmp_path):
     assert t.num_rows == 3 and sum(t.column("count").to_pylist()) >= 0
 
 
+@pytest.mark.slow
 def test_cli_topdown_errors(tmp_path):
     src = tmp_path / "blocks.csv"
     src.write_text(BLOCKS_CSV)
@@ -548,6 +547,7 @@ def test_least_squares_with_exact_total_matches_constrained_gls(seed):
     assert r.estimates[0][0] == counts.sum()
 
 
+@pytest.mark.slow
 def test_cli_topdown_ledger(tmp_path):
     src = tmp_path / "blocks.csv"
     src.write_text(BLOCKS_CSV)

@@ -43,3 +43,12 @@ def test_mypy_clean() -> None:
            "--cache-dir", str(ROOT / ".mypy_cache"), *TYPED_MODULES]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_slow_tests_run_by_default() -> None:
+    """``slow`` marks long tests so they can be deselected (``-m "not slow"``); a plain
+    ``pytest -q`` (and CI) runs them."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert any(m.startswith("slow:") for m in cfg["markers"])
+    assert "slow" not in cfg.get("addopts", "")
