@@ -173,7 +173,7 @@ _PARALLEL_WORK = 1 << 16
 
 
 def _threads(work: float) -> contextlib.AbstractContextManager[None]:
-    """Run small kernel calls on one thread (:func:`dpfast._drive.threads_for`): waking a
+    """Run small kernel calls on one thread (:func:`dpfast.noise._drive.threads_for`): waking a
     parallel team costs more than the work (results never depend on the thread count)."""
     return _drive.threads_for(2 if work >= _PARALLEL_WORK else 1)
 

@@ -12,9 +12,9 @@ from typing import Any
 import numba
 import numpy as np
 
-from dpfast import _drive
 from dpfast._core.validate import check_exact_positive
 from dpfast._kernels import selection as _ks
+from dpfast.noise import _drive
 
 _SEG = 1 << 16
 # makes _drive.batches size each chunk's buffer to exactly CHUNK words (one per cell)
@@ -58,7 +58,7 @@ _PARALLEL_SCAN = 1 << 22
 
 def _threads(cells: int, threshold: int | None = None) -> contextlib.AbstractContextManager[None]:
     """Run a parallel kernel on one thread below ``threshold`` cells
-    (:func:`dpfast._drive.threads_for`): waking the thread team costs more than the work
+    (:func:`dpfast.noise._drive.threads_for`): waking the thread team costs more than the work
     (milliseconds on a busy machine, where a worker waits for a time slice).  Results
     never depend on the thread count."""
     return _drive.threads_for(2 if cells >= (_PARALLEL_WORK if threshold is None else threshold)
