@@ -2,12 +2,16 @@
 
 Every call that consumes a data-dependent number of random words takes fresh stream ids
 from the generator's stream source (:class:`dpfast.random._streams.StreamSource`), one
-per chunk of ``CHUNK`` cells.  Each chunk's buffer is pre-filled in bulk by the C
-keystream (in parallel threads; cffi releases the GIL) and the kernel refills it from the
-same stream in numba if it runs dry (moving to the stream's extension ids rather than
-wrapping its block counter).  Chunks are processed in batches so that the buffers stay
+per chunk of ``CHUNK`` cells.  A chunk reads its stream through a small buffer that the
+kernel refills, when it runs dry, by calling the C keystream (16-lane AVX-512 where the
+CPU has it) through ``st[:, ST_FILL]``, moving to the stream's extension ids rather than
+wrapping its block counter.  The exact samplers' batches start empty (``prefill=False``:
+a ``REFILL_WORDS`` buffer per chunk that stays in the core's cache, one parallel region
+per batch); the other drivers' buffers are pre-filled in bulk (in parallel threads; cffi
+releases the GIL) with what a chunk is expected to use.  Either way a chunk reads the
+same words: output depends only on the key and the call sequence, never on the buffer
+sizes or the number of threads.  Chunks are processed in batches so that memory stays
 small (in-place noising of 10^8 cells needs only a few tens of MiB beyond the array).
-Output depends only on the key and the call sequence, never on the number of threads.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from dpfast.random import _streams
 
 CHUNK = 1 << 16  # cells per chunk (fixed: part of the output definition for a key)
 BATCH_WORDS = 1 << 21  # uint64 words of pre-filled keystream per batch (16 MiB)
+REFILL_WORDS = 2048  # words of a chunk's refilled buffer (16 KiB: 256 blocks per refill)
+REFILL_BATCH = 32  # chunks per batch without prefill (32 x 16 KiB of buffers)
 
 _pool_lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -129,23 +135,31 @@ class Batch:
 
 class CallStreams:
     """The streams of one call: one fresh stream id per chunk of ``chunk`` cells,
-    processed in batches whose keystream buffers are pre-filled in bulk.
+    processed in batches.
 
-    ``words_per_cell`` is the expected consumption; buffers get some headroom and the
-    kernels refill from the chunk's own stream when they run dry.  A batch can be
-    regenerated bit for bit (:meth:`batch`), which is how an overflowing in-place call is
-    undone.
+    With ``prefill`` the keystream buffers are pre-filled in bulk with the expected
+    consumption (``words_per_cell``) plus some headroom; without, each chunk gets an
+    empty ``REFILL_WORDS`` buffer.  Either way the kernels refill from the chunk's own
+    stream (C keystream) when they run dry, so the words a chunk reads are the same.  A
+    batch can be regenerated bit for bit (:meth:`batch`), which is how an overflowing
+    in-place call is undone.
     """
 
-    def __init__(self, gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK) -> None:
+    def __init__(self, gen: Any, n: int, words_per_cell: float, chunk: int = CHUNK, *,
+                 prefill: bool = True) -> None:
         src = source_of(gen)
         self.key_words = src.key_words
         self.n = n
         self.chunk = chunk
         self.nchunks = max(1, -(-n // chunk))
         self.first = src.allocate(self.nchunks)
+        self.prefill = prefill
+        if not prefill:
+            self.words = REFILL_WORDS
+            self.per_batch = REFILL_BATCH
+            return
         cells = min(chunk, max(n, 1))
-        # expected use + 5% + a little: the kernels refill (slower, in numba) if it runs dry
+        # expected use + 5% + a little: the kernels refill if it runs dry
         words = int(cells * words_per_cell * 1.05) + 256
         self.words = -(-words // 8) * 8
         self.per_batch = max(1, BATCH_WORDS // self.words)
@@ -157,9 +171,14 @@ class CallStreams:
         c0 = b * self.per_batch
         c1 = min(self.nchunks, c0 + self.per_batch)
         nonces = _nonces(self.first + c0, c1 - c0)
-        buf = fill_streams(self.key_words, nonces, self.words)
         st = np.zeros((c1 - c0, _ck.ST_COLS), np.int64)
-        st[:, _ck.ST_BLOCK] = self.words // 8
+        st[:, _ck.ST_FILL] = _native.blocks_address()
+        if self.prefill:
+            buf = fill_streams(self.key_words, nonces, self.words)
+            st[:, _ck.ST_BLOCK] = self.words // 8
+        else:  # empty: the first word read refills from block 0
+            buf = np.empty((c1 - c0, self.words), np.uint64)
+            st[:, _ck.ST_POS] = self.words
         starts = c0 * self.chunk + np.arange(c1 - c0, dtype=np.int64) * self.chunk
         st[:, _ck.ST_CELL] = starts
         st[:, _ck.ST_END] = np.minimum(starts + self.chunk, self.n)

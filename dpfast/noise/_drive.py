@@ -149,7 +149,7 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
     """
     force = _exact.forced_mode()
     cap = CHUNK if force else 64
-    calls = CallStreams(gen, n, words_per_cell)
+    calls = CallStreams(gen, n, words_per_cell, prefill=False)
     log: dict[int, Any] | None = {} if undo is not None else None
     b = None
     try:

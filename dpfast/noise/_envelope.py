@@ -57,6 +57,7 @@ class Table:
     ehat_tail: Fraction  # effective tail mass
     t_tail: Fraction  # the tail's geometric scale
     words: float  # expected keystream words per sample
+    squeeze: tuple = ()  # (ta, trm1, flo): the kernel's fast acceptance bounds
 
     @property
     def law_code(self) -> int:
@@ -65,7 +66,8 @@ class Table:
     @property
     def kernel_args(self) -> tuple:
         """The ``table`` tuple of :func:`dpfast._kernels.table.table_kernel`."""
-        return (self.thresh, self.alias, self.f, self.nb, self.p, self.cbits, self.coef)
+        return (self.thresh, self.alias, self.f, self.nb, self.p, self.cbits, self.coef,
+                *self.squeeze)
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""
@@ -164,7 +166,29 @@ def _table(law: str, param: Fraction) -> Table:
     p0 = min(one / total, 1.0)
     words = (2.0 + 1.0 / 64.0) / (1.0 - p0 / 2.0) / 0.96
     return Table(law, param, p, nb, m_tail, cbits, thresh, alias, f, coef, ehat, ehat_tail,
-                 t_tail, words)
+                 t_tail, words, squeeze_bounds(f))
+
+
+def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The table kernel's fast acceptance bounds, from ``f`` with ``|f - f_i| <= 2^-52 f_i``
+    (f_i the exact acceptance factor):
+
+    * ``ta[i] <= f_i 2^64`` (an integer): a word ``u < ta[i]`` means U < f_i;
+    * ``trm1[i] + 1 >= f_i 2^64``: a word ``u > trm1[i]`` means U >= f_i (``2^64 - 1``,
+      never, where f_i may be 1);
+    * ``flo[i] <= f_i (1 - 2^-46 + 2^-51)``, the margin the kernel's float squeeze
+      ``U < flo (1 - g)`` assumes.
+
+    Every bound is rounded to the safe side: ``f (1 -+ 2^-49)`` is outside f_i's interval
+    even after its own rounding (2^-53)."""
+    lo = f * (1.0 - 2.0 ** -49)
+    hi = f * (1.0 + 2.0 ** -49)
+    ta = np.floor(np.ldexp(lo, 64)).astype(np.uint64)  # lo < 1: below 2^64
+    never = hi >= 1.0
+    up = np.ceil(np.ldexp(np.where(never, 0.5, hi), 64)).astype(np.uint64)
+    trm1 = np.where(never, np.uint64(2**64 - 1), up - np.uint64(1)).astype(np.uint64)
+    flo = f * (1.0 - 2.0 ** -46)
+    return ta, trm1, flo
 
 
 WORK = PREC + 100  # fixed-point bits of the bin recurrence
