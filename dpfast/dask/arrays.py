@@ -111,9 +111,7 @@ def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any) -> 
         mine = [r for r in rows if s0 <= r[0] < s1]
         if not mine:
             continue
-        cells = min(_drive.CHUNK, max(s1 - s0, 1))
-        words = -(-(int(cells * smp.words * 1.05) + 256) // 8) * 8
-        per_batch = max(1, _drive.BATCH_WORDS // words)
+        per_batch = _drive.REFILL_BATCH  # chunks per batch of the exact samplers' driver
         mine.sort(key=lambda r: (r[1] // per_batch, r[2] // cap, r[1], r[2]))
         ws = _streams.WordStream(_Words(kw), stream=slow)
         ex = _exact.Exact(_exact.WordSource(ws.fetch))

@@ -29,6 +29,7 @@ from dpfast.noise import _envelope, _exact
 from dpfast.noise._chunks import (  # noqa: F401  (re-exported for the other drivers)
     BATCH_WORDS,
     CHUNK,
+    REFILL_BATCH,
     Batch,
     CallStreams,
     _executor,
