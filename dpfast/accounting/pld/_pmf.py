@@ -209,7 +209,7 @@ def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     dxs = np.diff(x)
     # height of the curve at the top grid point = mass at +inf (the curve is flat beyond)
     top = math.fsum(np.concatenate([[1.0, -x[c], x[0] * dform[0]], dform[1:] * dxs[:c],
-                                    dslope * dxs[c:]]))
+                                    dslope * dxs[c:]]).tolist())
     v = np.concatenate([dform, dslope, [0.0]])
     p = x * np.diff(v)
     p[c] = x[c] * ((dslope[0] + 1.0) - dform[-1])  # the switch from D- to delta-slopes
@@ -221,15 +221,27 @@ def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     p[tiny] = 0.0
     # safety net: the masses must sum to 1; missing mass (a quadrature failure) goes to
     # +inf, which only makes the result more pessimistic
-    inf += max(0.0, 1.0 - (math.fsum(p) + inf))
+    inf += max(0.0, 1.0 - (math.fsum(p.tolist()) + inf))
     return Pmf(k_lo, p, min(1.0, inf), err, True)
+
+
+def _edge_cumsum(p: np.ndarray, limit: float) -> np.ndarray:
+    """A prefix of ``np.cumsum(p)`` (the same values) long enough to pass ``limit``
+    (or all of it): the tails cut are short, the arrays long."""
+    m = 2048
+    while m < p.size:
+        c = np.cumsum(p[:m])
+        if c[-1] > limit:
+            return c
+        m *= 8
+    return np.cumsum(p)
 
 
 def _truncate(lo: int, p: np.ndarray, inf: float, pess: bool, tau: float
               ) -> tuple[int, np.ndarray, float]:
-    c = np.cumsum(p)
+    c = _edge_cumsum(p, tau / 2)
     i = int(np.searchsorted(c, tau / 2, side="right"))  # p[:i] sums to <= tau/2
-    r = np.cumsum(p[::-1])
+    r = _edge_cumsum(p[::-1], tau / 2)
     k = int(np.searchsorted(r, tau / 2, side="right"))  # p[n-k:] sums to <= tau/2
     j = p.size - k
     if i >= j:
@@ -326,7 +338,7 @@ def self_compose(a: Pmf, count: int, tau: float, max_bins: int, precise: bool = 
     u = _UL if precise else _U
     fa = sfft.rfft(a.p.astype(np.longdouble) if precise else a.p, nf)
     ma = np.abs(fa)
-    e = _rho(nf, u) * math.fsum(a.p) * (1.0 + 1e-12)  # bound on |A_hat_k - A_k|
+    e = _rho(nf, u) * math.fsum(a.p.tolist()) * (1.0 + 1e-12)  # bound on |A_hat_k - A_k|
     # the coefficients that matter: (|A_hat| + e)^(count - 1) > e^-600 (the threshold
     # is lowered a little, so the selection errs on the inclusive side)
     thr = math.exp(-600.0 / max(count - 1, 1)) * (1.0 - 1e-9) - e
@@ -344,7 +356,9 @@ def self_compose(a: Pmf, count: int, tau: float, max_bins: int, precise: bool = 
     spec[sel] = sub
     c = sfft.irfft(spec, nf)
     # entry r holds the sums with index count*a.lo + j, j = r (mod nf)
-    c = np.roll(c, -((lo - count * a.lo) % nf))[:width].copy()
+    s0 = (lo - count * a.lo) % nf
+    c = c[s0:s0 + width].copy() if s0 + width <= nf else np.concatenate(
+        [c[s0:], c[:s0 + width - nf]])
     err = count * a.err + _power_err(ms, spec[sel], e, count, nf, u) + _floor_err(fa.size, nf)
     inf = -math.expm1(count * math.log1p(-min(a.inf, 1.0 - 1e-16)))
     if a.pess:

@@ -51,10 +51,10 @@ def swap_pmf(pmf: Pmf, dx: float) -> Pmf:
     n = pmf.p.size
     losses = (np.arange(n) + pmf.lo) * dx
     qm = pmf.p * np.exp(-losses)
-    q_fin = math.fsum(qm)
+    q_fin = math.fsum(qm.tolist())
     hi = -float(losses[0])
     lmax = max(abs(float(losses[0])), abs(float(losses[-1])))
-    excess = max(math.fsum(pmf.p) + pmf.inf - 1.0, 0.0) + 4.0 * _U
+    excess = max(math.fsum(pmf.p.tolist()) + pmf.inf - 1.0, 0.0) + 4.0 * _U
     inf = max(0.0, 1.0 - q_fin) + 4.0 * _U * (q_fin + 1.0)
     new = qm[::-1].copy()
     tiny = new < _TINY
