@@ -59,6 +59,9 @@ def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -
                     delta=1e-5, max_partitions=2, rng=KEY)
     _same(got, ref)
     assert len(ref) > 3
+    got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=1.0,
+                    delta=1e-5, max_partitions=2, rng=KEY, npartitions=3)
+    _same(got, ref)  # any number of partitions after the split by id
 
 
 def test_sum_mean_domain_multicolumn_and_no_ids() -> None:
@@ -110,6 +113,8 @@ def test_bad_input_names_the_parameter() -> None:
         dkd.sum(d, "k", "s", bounds=(0, 1), epsilon=1.0, domain=[1])
     with pytest.raises(ValueError, match="delta"):
         dkd.count(d, "k", epsilon=1.0)  # selection needs delta > 0
+    with pytest.raises(ValueError, match="npartitions"):
+        dkd.count(d, "k", epsilon=1.0, domain=[1], npartitions=0)
     with pytest.raises(ValueError, match="environment variable"):
         dkd.count(d, "k", epsilon=1.0, domain=[1], rng=dkd.key_from_env("DPFAST_NO_SUCH"))
 
