@@ -25,9 +25,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
-from dpfast._core.rounding import float_down, sqrt_up
+from dpfast._core.rounding import float_boundary, float_down, sqrt_up
 from dpfast._core.validate import (
     check_finite,
     check_int,
@@ -163,14 +161,6 @@ def epsilon_to_accuracy(
     return plan.halfwidth(eps, _alpha(alpha))
 
 
-def _bits(x: float) -> int:
-    return int(np.float64(x).view(np.int64))
-
-
-def _from_bits(b: int) -> float:
-    return float(np.int64(b).view(np.float64))
-
-
 def accuracy_to_epsilon(
     accuracy: float,
     alpha: float,
@@ -255,11 +245,4 @@ def accuracy_to_epsilon(
         hi, lo = lo, lo / 2.0
         if lo < 1e-300:
             raise ValueError("accuracy_to_epsilon: no lower bracket")  # pragma: no cover
-    lo_b, hi_b = _bits(lo), _bits(hi)  # invariant: not ok(lo), ok(hi)
-    while hi_b - lo_b > 1:
-        mid_b = (lo_b + hi_b) // 2
-        if ok(_from_bits(mid_b)):
-            hi_b = mid_b
-        else:
-            lo_b = mid_b
-    return _from_bits(hi_b)
+    return float_boundary(ok, lo, hi)[1]  # not ok(lo), ok(hi)

@@ -52,3 +52,13 @@ def test_mp_rounding_brackets_the_value(x: float) -> None:
         exact = Fraction(x) / 3
     assert Fraction(mp_float_down(v)) <= exact <= Fraction(mp_float_up(v))
     assert mp_fraction_up(v) >= exact
+
+
+@given(st.floats(1e-300, 1e300), st.floats(0.0, 1e300))
+def test_float_boundary_is_the_exact_switch(t: float, lo: float) -> None:
+    from dpfast._core.rounding import float_boundary
+
+    if lo >= t:
+        return
+    a, b = float_boundary(lambda x: x >= t, lo, 2.0 * t)
+    assert b == t and a == math.nextafter(t, 0.0)

@@ -210,7 +210,7 @@ def test_events_and_core_validation_stay_standard_library() -> None:
 
 
 _STDLIB = {"abc", "collections", "dataclasses", "fractions", "math", "numbers", "operator",
-           "typing"}
+           "struct", "typing"}
 
 
 def test_stale_ranks_are_detected() -> None:

@@ -10,6 +10,8 @@ adds a relative margin for results of libm functions (log, exp), whose error is 
 from __future__ import annotations
 
 import math
+import struct
+from collections.abc import Callable
 from fractions import Fraction
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "sum_up",
     "sqrt_up",
     "ceil_sqrt",
+    "float_boundary",
 ]
 
 #: unit in the last place of 1.0 (2^-52)
@@ -104,3 +107,30 @@ def ceil_sqrt(n: int) -> int:
     """Smallest integer ``r`` with ``r * r >= n`` (``n >= 0``)."""
     r = math.isqrt(n)
     return r if r * r == n else r + 1
+
+
+def _bits(x: float) -> int:
+    return int(struct.unpack("<q", struct.pack("<d", x))[0])
+
+
+def _from_bits(b: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<q", b))[0])
+
+
+def float_boundary(pred: Callable[[float], bool], lo: float, hi: float) -> tuple[float, float]:
+    """The adjacent floats ``(a, b)`` where a monotone ``pred`` turns from false to true.
+
+    ``0 <= lo < hi`` with ``pred(lo)`` false and ``pred(hi)`` true (neither is evaluated
+    again); returns ``lo <= a < b <= hi``, ``b = nextafter(a, inf)``, with ``pred(a)``
+    false and ``pred(b)`` true.  Bisection on the bit patterns (non-negative floats are
+    ordered like them): at most 64 evaluations, and the answer is the exact boundary on
+    the float grid whatever the scale.
+    """
+    a, b = _bits(lo), _bits(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if pred(_from_bits(mid)):
+            b = mid
+        else:
+            a = mid
+    return _from_bits(a), _from_bits(b)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import abc
 import math
-import struct
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from dpfast._core.rounding import float_boundary
 from dpfast.accounting import events as _events
 
 from . import _exact
@@ -75,25 +75,10 @@ class Sums:
         )
 
 
-def _bits(x: float) -> int:
-    return int(struct.unpack("<q", struct.pack("<d", x))[0])
-
-
-def _float(bits: int) -> float:
-    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
-
-
 def _largest_true(pred: Callable[[float], bool], lo: float, hi: float) -> float:
     """Largest double in ``[lo, hi)`` with ``pred`` true, given ``pred(lo)`` true, ``pred(hi)``
     false and ``pred`` monotone (true then false); bisection on the bit patterns."""
-    a, b = _bits(lo), _bits(hi)
-    while b - a > 1:
-        mid = (a + b) // 2
-        if pred(_float(mid)):
-            a = mid
-        else:
-            b = mid
-    return _float(a)
+    return float_boundary(lambda x: not pred(x), lo, hi)[0]
 
 
 class Filter(abc.ABC):
@@ -229,15 +214,7 @@ class Filter(abc.ABC):
         hi = lo
         while not ok(hi):
             hi *= 2.0
-        # smallest true in (lo, hi]: largest true of the reversed predicate
-        a, b = _bits(lo), _bits(hi)
-        while b - a > 1:
-            mid = (a + b) // 2
-            if ok(_float(mid)):
-                b = mid
-            else:
-                a = mid
-        return _float(b)
+        return float_boundary(ok, lo, hi)[1]  # the smallest true in (lo, hi]
 
     def remaining(self, state: Any) -> Remaining:
         """What is left (see :class:`Remaining`)."""
