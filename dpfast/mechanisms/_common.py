@@ -17,25 +17,17 @@ from dpfast.accounting import events as _events
 _PREC = 256
 
 # --------------------------------------------------------------------------- validation
-# (thin adapters over dpfast._core: the checks and the rounding are written once there)
+# (the checks are dpfast._core's; these add the ranges of the mechanisms, value first like _core)
 
 
-def _real(name: str, value: Any) -> Fraction:
-    return check_exact(value, name)
-
-
-def _positive(name: str, value: Any) -> Fraction:
-    return check_exact_positive(value, name)
-
-
-def _positive_int(name: str, value: Any) -> int:
+def _positive_int(value: Any, name: str) -> int:
     q = check_exact_positive(value, name)
     if q.denominator != 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(q)
 
 
-def _open_unit(name: str, value: Any) -> Fraction:
+def _open_unit(value: Any, name: str) -> Fraction:
     q = check_exact(value, name)
     if not (0 < q < 1):
         raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
@@ -43,11 +35,11 @@ def _open_unit(name: str, value: Any) -> Fraction:
 
 
 def _delta(value: Any) -> Fraction:
-    return _open_unit("delta", value)
+    return _open_unit(value, "delta")
 
 
 def _alpha(value: Any) -> Fraction:
-    return _open_unit("alpha", value)
+    return _open_unit(value, "alpha")
 
 
 def _privacy_mode(
@@ -56,10 +48,10 @@ def _privacy_mode(
     if rho is not None:
         if epsilon is not None or delta is not None:
             raise ValueError("pass either (epsilon, delta) or rho, not both")
-        return "zcdp", None, None, _positive("rho", rho)
+        return "zcdp", None, None, check_exact_positive(rho, "rho")
     if epsilon is None:
         raise ValueError("pass (epsilon, delta) or rho")
-    eps = _positive("epsilon", epsilon)
+    eps = check_exact_positive(epsilon, "epsilon")
     if delta is None:
         raise ValueError(
             "delta is required with epsilon for Gaussian noise (use a Laplace mechanism "

@@ -13,12 +13,12 @@ from dpfast import _calibrate
 from dpfast import noise as _noise
 from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast._core.rounding import float_down, float_up
+from dpfast._core.validate import check_exact_positive
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _alpha,
     _granularity_fixed_point,
     _Mechanism,
-    _positive,
     _positive_int,
     _privacy_mode,
 )
@@ -95,8 +95,8 @@ class GaussianMechanism(_Mechanism):
         max_changed: int = 1,
     ) -> None:
         mode, eps, dlt, r = _privacy_mode(epsilon, delta, rho)
-        sens = _positive("sensitivity", sensitivity)
-        m = _positive_int("max_changed", max_changed)
+        sens = check_exact_positive(sensitivity, "sensitivity")
+        m = _positive_int(max_changed, "max_changed")
         root_m = _ceil_sqrt(m)
         self.epsilon = None if eps is None else float(epsilon)  # type: ignore[arg-type]
         self.delta = None if dlt is None else float(delta)  # type: ignore[arg-type]
@@ -226,8 +226,8 @@ class DiscreteGaussianMechanism(_Mechanism):
         max_changed: int | None = None,
     ) -> None:
         mode, eps, dlt, r = _privacy_mode(epsilon, delta, rho)
-        sens = _positive_int("sensitivity", sensitivity)
-        m = None if max_changed is None else _positive_int("max_changed", max_changed)
+        sens = _positive_int(sensitivity, "sensitivity")
+        m = None if max_changed is None else _positive_int(max_changed, "max_changed")
         self.epsilon = None if eps is None else float(epsilon)  # type: ignore[arg-type]
         self.delta = None if dlt is None else float(delta)  # type: ignore[arg-type]
         self.rho = None if r is None else float(rho)  # type: ignore[arg-type]

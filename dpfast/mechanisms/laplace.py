@@ -10,12 +10,12 @@ import numpy as np
 
 from dpfast import noise as _noise
 from dpfast._core.rounding import float_down, float_up
+from dpfast._core.validate import check_exact_positive
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _alpha,
     _granularity_fixed_point,
     _Mechanism,
-    _positive,
     _positive_int,
 )
 from dpfast.mechanisms._tails import _discrete_laplace_halfwidth
@@ -70,9 +70,9 @@ class LaplaceMechanism(_Mechanism):
     """
 
     def __init__(self, epsilon: float, sensitivity: float = 1, *, max_changed: int = 1) -> None:
-        eps = _positive("epsilon", epsilon)
-        sens = _positive("sensitivity", sensitivity)
-        m = _positive_int("max_changed", max_changed)
+        eps = check_exact_positive(epsilon, "epsilon")
+        sens = check_exact_positive(sensitivity, "sensitivity")
+        m = _positive_int(max_changed, "max_changed")
         self.epsilon = float(epsilon)
         self.sensitivity = float(sensitivity)
         self.max_changed = m
@@ -139,8 +139,8 @@ class DiscreteLaplaceMechanism(_Mechanism):
     """
 
     def __init__(self, epsilon: float, sensitivity: int = 1) -> None:
-        eps = _positive("epsilon", epsilon)
-        sens = _positive_int("sensitivity", sensitivity)
+        eps = check_exact_positive(epsilon, "epsilon")
+        sens = _positive_int(sensitivity, "sensitivity")
         self.epsilon = float(epsilon)
         self.sensitivity = sens
         self.scale = float_up(sens / eps)

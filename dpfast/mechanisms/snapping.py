@@ -11,13 +11,13 @@ import numpy as np
 
 from dpfast import noise as _noise
 from dpfast._core.rounding import float_up
+from dpfast._core.validate import check_exact_positive
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
     _PREC,
     _alpha,
     _Mechanism,
     _mpf,
-    _positive,
 )
 from dpfast.random import RngLike
 
@@ -70,9 +70,9 @@ class SnappingMechanism(_Mechanism):
     """
 
     def __init__(self, epsilon: float, sensitivity: float, bound: float) -> None:
-        eps = _positive("epsilon", epsilon)
-        sens = _positive("sensitivity", sensitivity)
-        b = _positive("bound", bound)
+        eps = check_exact_positive(epsilon, "epsilon")
+        sens = check_exact_positive(sensitivity, "sensitivity")
+        b = check_exact_positive(bound, "bound")
         self.epsilon = float(epsilon)
         self.sensitivity = float(sensitivity)
         self.bound = self._bound(b)
