@@ -25,6 +25,8 @@ from dpfast.budget import (
     Remaining,
 )
 
+from .helpers import KEY
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -280,7 +282,7 @@ def test_release_with_real_mechanisms():
 
     mech = mechanisms.DiscreteLaplaceMechanism(epsilon=0.5, sensitivity=1)
     b = Budget(1.25, accounting="basic")  # two releases (about 0.5 each) fit, not three
-    rng = random.default_rng(key=bytes(range(32)))
+    rng = random.default_rng(key=KEY)
     x = np.arange(10)
     y = b.release(mech, x, rng=rng, note="counts")
     assert np.shape(y) == x.shape and y.dtype == x.dtype
