@@ -38,9 +38,15 @@ def _same(a: dpt.TableRelease, b: dpt.TableRelease) -> None:
 def client():  # type: ignore[no-untyped-def]
     import os
 
+    import dask
+
     os.environ[ENV] = KEY.hex()  # inherited by the worker processes started below
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+    with dask.config.set({"distributed.comm.timeouts.connect": "180s",
+                          "distributed.deploy.lost-worker-timeout": "180s"}):
+        # generous start-up time: CI and shared machines can be slow to spawn workers
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           processes=True, dashboard_address=None,
+                                           timeout=180)
     c = distributed.Client(cluster)
     try:
         yield c
