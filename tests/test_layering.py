@@ -96,6 +96,15 @@ def module_name(path: pathlib.Path) -> str:
     return ".".join(parts)
 
 
+def _from_target(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from X import ...`` in ``package`` names (relative resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports_of(path: pathlib.Path) -> list[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     mod = module_name(path)
@@ -105,12 +114,7 @@ def imports_of(path: pathlib.Path) -> list[str]:
         if isinstance(node, ast.Import):
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(node, package)
             if node.module is None or target in ("dpfast", "dpfast.accounting", "dpfast._kernels"):
                 # "from . import x" / "from dpfast import x": each name is a submodule
                 found.extend(f"{target}.{alias.name}" for alias in node.names)
@@ -229,11 +233,6 @@ CYCLE_CHECKED = ["dpfast.local", "dpfast.selection", "dpfast.tables", "dpfast.bu
                  "dpfast.mechanisms", "dpfast.accounting", "dpfast.cli", "dpfast._core"]
 
 
-def _is_module(name: str) -> bool:
-    base = ROOT.joinpath(*name.split(".")[1:])
-    return (base / "__init__.py").exists() or base.with_suffix(".py").exists()
-
-
 def import_time_imports(path: pathlib.Path) -> list[str]:
     """The dpfast modules that executing ``path``'s body imports (``from pkg import sub``
     names the submodule; any other name imports ``pkg`` itself)."""
@@ -247,12 +246,7 @@ def import_time_imports(path: pathlib.Path) -> list[str]:
             if isinstance(node, ast.Import):
                 found.extend(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")
-                    base = base[: len(base) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
+                target = _from_target(node, package)
                 for a in node.names:
                     sub = f"{target}.{a.name}"
                     found.append(sub if sub.startswith("dpfast") and _is_module(sub) else target)
