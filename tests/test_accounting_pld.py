@@ -438,3 +438,34 @@ def test_derived_add_direction_matches_direct_composition() -> None:
     derived = pm.self_compose(swap_pmf(r, dx), t, 1e-16, 2**20)
     e_direct, e_derived = pm.epsilon(direct, dx, 1e-5), pm.epsilon(derived, dx, 1e-5)
     assert e_direct <= e_derived <= e_direct * (1 + 1e-6)
+
+
+@pytest.mark.parametrize(("q", "sigma"), [(0.01, 4.0), (0.004, 0.8), (1.0, 1.0), (0.5, 0.6)])
+def test_gaussian_quadrature_error_bound_is_certified(q: float, sigma: float) -> None:
+    # |G4 - exact| <= the certified bound (+ float evaluation), exact by mpmath at 40
+    # digits, on pieces of several widths across the loss range (unit pieces, tails)
+    mpmath = pytest.importorskip("mpmath")
+    from dpfast.accounting.pld import _curves as cv
+    from dpfast.accounting.pld import _pmf as pm
+
+    mpmath.mp.dps = 40
+    c = cv.GaussianRemove(q, sigma)
+    s = mpmath.mpf(sigma)
+    rng = np.random.default_rng(5)
+    for gt in (False, True):
+        los = rng.uniform(-3.0 / sigma - 1.0, 3.0 / sigma, 6)
+        if not gt:
+            los = np.minimum(los, -1.0)
+        for lo, w in zip(los, [1.0, 0.5, 0.2, 0.05, 0.01, 1.0], strict=True):
+            a, h, base = np.array([lo]), np.array([w]), np.array([lo + 0.3])
+            got = float(pm._gl_n(c, a, h, base, pm._GL_T, pm._GL_W, gt)[0])
+            bound = float(c.gl4_error_bound(a, h, base, gt)[0])
+
+            def f(t, gt=gt, base=base[0]):
+                z = (s * s * t + mpmath.mpf(0.5)) / s
+                v = mpmath.ncdf(z) if (t < 0 and not gt) else -mpmath.ncdf(-z)
+                return v * q * mpmath.exp(t - base)
+
+            exact = mpmath.quad(f, [mpmath.mpf(lo), mpmath.mpf(lo) + mpmath.mpf(w)])
+            # float evaluation: covered by connect_dots' 64-ulp rounding of each slope
+            assert abs(got - float(exact)) <= bound + 1e-30 + pm._KAPPA * pm._U * abs(got)

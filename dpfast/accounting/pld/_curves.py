@@ -33,6 +33,9 @@ _Z = 9.0
 #: Gauss-Hermite rule for E f(Z), Z ~ N(0, 1) (loss moments for the grid choice)
 _GH = (np.polynomial.hermite_e.hermegauss(96)[0],
        np.polynomial.hermite_e.hermegauss(96)[1] / math.sqrt(2.0 * math.pi))
+_U = 2.0**-53
+#: Gauss-Legendre 4-node error constant (4!)^4 / (9 (8!)^3)
+_GL4_C = math.factorial(4) ** 4 / (9.0 * math.factorial(8) ** 3)
 #: clip of the smooth variable of the Gaussian curves (q e^-80 is negligible)
 _W_MAX = 80.0
 
@@ -141,6 +144,52 @@ class GaussianRemove(Curve):
     def weight_of_w(self, w: np.ndarray, base: np.ndarray) -> np.ndarray:
         """``e^(e(w) - base) de/dw`` (= ``q e^(w - base)``: no logarithm needed)."""
         return self.q * np.exp(w - base)
+
+    def gl4_error_bound(self, lo: np.ndarray, w: np.ndarray, base: np.ndarray, gt: bool
+                        ) -> np.ndarray:
+        """Certified bound on the error of the 4-node Gauss-Legendre rule for
+        ``int S(w) q e^(w - base) dw`` over ``[lo, lo + w]`` (``w > 0``).
+
+        Gauss-Legendre: ``|E| <= w^9 (4!)^4 / (9 (8!)^3) max |f^(8)|``.  With
+        ``f = S g``, ``g = q e^(w - base)`` (all derivatives ``g``) and ``S = Phi(z)`` or
+        ``-Phi(-z)``, ``z = s w + 1 / (2 s)``: ``|S^(j)| = s^j |He_(j-1)(z)| phi(z)`` for
+        ``j >= 1``; ``|He_n(z)| <= He+_n(|z|)`` (the same polynomial with all coefficients
+        made positive, increasing in ``|z|``), so over the piece
+        ``|f^(8)| <= g_max (S_max + sum_j C(8, j) s^j He+_(j-1)(Z_max) phi(Z_min))``
+        with ``Z_min, Z_max`` the extreme ``|z|`` and ``S_max`` from monotonicity and
+        ``Phi(-t) <= exp(-t^2 / 2) / 2`` (``t >= 0``).  Plus the effect of the float
+        placement of the nodes and of the rounding of ``z`` (first-derivative bound);
+        the special functions' own relative error (a few ulps) is left to the caller's
+        64-ulp rounding of each slope.
+        """
+        s = self.s
+        zl = (s * s * lo + 0.5) / s
+        zh = (s * s * (lo + w) + 0.5) / s
+        al, ah = np.abs(zl), np.abs(zh)
+        zmax = np.maximum(al, ah)
+        zmin = np.where((zl <= 0.0) & (zh >= 0.0), 0.0, np.minimum(al, ah))
+        with np.errstate(under="ignore", over="ignore"):
+            b_le = np.where(zh < 0.0, 0.5 * np.exp(-0.5 * zh * zh), 1.0)  # Phi(z) <= Phi(zh)
+            b_gt = np.where(zl > 0.0, 0.5 * np.exp(-0.5 * zl * zl), 1.0)  # Phi(-z) <= Phi(-zl)
+            s_max = b_gt if gt else np.where(lo + w <= 0.0, b_le, np.maximum(b_le, b_gt))
+            x, x2 = zmax, zmax * zmax
+            he = (1.0, x, x2 + 1.0, x * (x2 + 3.0), x2 * (x2 + 6.0) + 3.0,
+                  x * (x2 * (x2 + 10.0) + 15.0), x2 * (x2 * (x2 + 15.0) + 45.0) + 15.0,
+                  x * (x2 * (x2 * (x2 + 21.0) + 105.0) + 105.0))
+            acc = np.zeros_like(zmax)
+            for j in range(1, 9):
+                acc = acc + math.comb(8, j) * s**j * he[j - 1]
+            phi = np.exp(-0.5 * zmin * zmin) / math.sqrt(2.0 * math.pi)
+            g_max = self.q * np.exp(lo + w - base)
+            d8 = g_max * (s_max + acc * phi)
+            # float placement of the nodes (t = lo + (x + 1) w / 2: off by <= 2u(|lo| + w),
+            # large against narrow pieces far from 0) and the rounding of z (<= 4u(s|t| +
+            # 1/(2s)) absolute): the integrand moves by |f'| |dt| <= g_max (S_max + s phi)
+            # |dt| and by g_max phi |dz|, over the piece's width
+            tmax = np.abs(lo) + w
+            d1 = g_max * ((s_max + s * phi) * 2.0 * _U * tmax
+                          + phi * 4.0 * _U * (s * tmax + 0.5 / s))
+            return (_GL4_C * w**9 * d8 + w * d1 + 1e-300) * (1.0 + 1e-10)
 
     def loss(self, x: np.ndarray) -> np.ndarray:
         t = (2.0 * x - 1.0) / (2.0 * self.s * self.s)

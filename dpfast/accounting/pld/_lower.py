@@ -51,7 +51,8 @@ import numpy as np
 from ._curves import Curve
 from ._pmf import _TINY, _U, Pmf, _chord_slopes
 
-#: relative error allowed on the chord slopes (quadrature tolerance 1e-13 and margin)
+#: relative error allowed on the chord slopes (function evaluation; the quadrature error
+#: bound is subtracted separately)
 _SLOPE_REL = 2e-13
 #: one knot lowered (by h min(a, b)) instead of both (by the gap) when min(a, b) is at
 #: most this share of max(a, b)
@@ -69,7 +70,8 @@ def connect_dots_lower(curve: Curve, dx: float, max_bins: int, one_sided: bool =
     # numba is loaded only when a lower bound is asked for (get_epsilon does not need it)
     from dpfast._kernels.convex import convex_minorant_slopes
 
-    k_lo, eps, c, chord = _chord_slopes(curve, dx, max_bins)
+    k_lo, eps, c, chord, serr = _chord_slopes(curve, dx, max_bins)
+    chord = chord - serr  # the quadrature's error bound, on the low side
     n_cells = eps.size - 1
     x = np.exp(eps)
     h = x[:-1] * math.expm1(dx)

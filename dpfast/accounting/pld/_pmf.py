@@ -10,13 +10,20 @@ pmf reports ``delta + err`` (an upper bound), an *optimistic* one ``delta - err`
   true (convex) curve at the grid points, hence lies above it.  The masses come from
   chord slopes, weighted averages over one grid cell of ``Q(L <= e)`` (the slope of
   ``delta(x) - (1 - x)_+``, used left of 0 while ``Q(L <= e) < 1/2``) or ``-Q(L > e)``
-  (the slope of ``delta``, used elsewhere), computed by adaptive Gauss-Legendre
-  quadrature (4 nodes checked against 3 nodes, agreement to 1e-13 relative) in the curve's
-  smooth variable: no differences of nearly equal ``delta`` values.  Each slope is
-  then rounded *up* by 64 ulps and the slopes made monotone, so the curve they define
-  starts at ``(0, 1)`` and stays above the exact interpolation: pessimistic by
-  construction (given the quadrature tolerance), and a valid distribution (masses
-  >= 0).  Missing total mass, if any, is put at ``+inf``.
+  (the slope of ``delta``, used elsewhere), computed by adaptive 4-node Gauss-Legendre
+  quadrature in the curve's smooth variable (no differences of nearly equal ``delta``
+  values), pieces halved until a per-piece error bound is below 1e-13 relative +
+  1e-17 x cell width.  The bound is *added* to each slope (subtracted in
+  :mod:`._lower`): for the Gaussian curves of the remove direction it is certified
+  (derivative bound of the rule, float placement of the nodes, rounding of the
+  argument of ``ndtr``: ``GaussianRemove.gl4_error_bound``); for the others (Laplace,
+  the Gaussian add direction when discretised directly) it is ``|G4 - G3|``, an
+  asymptotic estimate.  Each slope is then rounded *up* by 64 ulps (the special
+  functions' own error) and the slopes made monotone, so the curve they define starts
+  at ``(0, 1)`` and stays above the exact interpolation: pessimistic by construction
+  (modulo the rounding of the cell ends in the smooth variable and, off the Gaussian,
+  the asymptotic estimate), and a valid distribution (masses >= 0).  Missing total
+  mass, if any, is put at ``+inf``.
 * :func:`round_down` builds the optimistic pmf (each loss rounded down to the grid, the
   survival function rounded down: the loss is stochastically smaller, so every
   hockey-stick divergence is smaller, also after composition).  Its gap to the
@@ -121,9 +128,17 @@ def _gl_n(curve: Curve, a: np.ndarray, h: np.ndarray, base: np.ndarray,
 
 
 def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
-                    ) -> np.ndarray:
-    """``int_a^(a+h) S(e) e^(e - a) de``, adaptive (halving where 4 and 3 nodes
-    disagree), integrating in the curve's smooth variable where it has one."""
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``int_a^(a+h) S(e) e^(e - a) de`` and a bound on its quadrature error, adaptive
+    (halving where the error bound exceeds the tolerance), integrating in the curve's
+    smooth variable where it has one.
+
+    The error bound is *certified* where the curve provides ``gl4_error_bound`` (the
+    Gaussian remove direction, hence also the derived add direction: a derivative bound
+    of the 4-node Gauss-Legendre rule); elsewhere it is ``|G4 - G3|`` (the 3-node rule's
+    error estimate, which exceeds the 4-node rule's error on these smooth integrands:
+    an asymptotic estimate, not a proof).  Callers add it on their safe side.
+    """
     base = a.copy()
     if curve.reparam:
         lo, hi = curve.w_of_eps(a), curve.w_of_eps(a + h)
@@ -131,6 +146,7 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
     else:
         lo, w = a.copy(), h.copy()
     out = np.zeros(a.size)
+    err_out = np.zeros(a.size)
     idx = np.arange(a.size)
     pieces = np.maximum(np.ceil(np.abs(w)), 1).astype(np.int64)  # wide cells: unit pieces
     if np.any(pieces > 1):
@@ -141,27 +157,28 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
         lo = np.repeat(lo, pieces) + k * step
         w = step
         base = np.repeat(base, pieces)
-    # 4-node rule, accepted where the 3-node rule agrees to the tolerance (the 3-node
-    # error, much larger than the 4-node one on these smooth integrands, bounds it);
-    # elsewhere the piece is halved
+    bound = getattr(curve, "gl4_error_bound", None) if curve.reparam else None
     fine = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
     for _ in range(60):
-        coarse = _gl_n(curve, lo, w, base, _GL3_T, _GL3_W, gt)
-        ok = np.abs(fine - coarse) <= 1e-13 * np.abs(fine) + 1e-17 * np.abs(h[idx])
+        if bound is not None:
+            err = bound(lo, w, base, gt)
+        else:
+            err = np.abs(fine - _gl_n(curve, lo, w, base, _GL3_T, _GL3_W, gt))
+        ok = err <= 1e-13 * np.abs(fine) + 1e-17 * np.abs(h[idx])
         if idx.size > 8 * a.size + 2000:
-            ok[:] = True  # pragma: no cover - refinement budget spent
+            ok[:] = True  # pragma: no cover - refinement budget spent (err still added)
         np.add.at(out, idx[ok], fine[ok])
+        np.add.at(err_out, idx[ok], err[ok])
         bad = ~ok
         if not np.any(bad):
-            return out
+            return out, err_out * (1.0 + 1e-9)
         half = 0.5 * w[bad]
         idx = np.concatenate([idx[bad], idx[bad]])
         lo = np.concatenate([lo[bad], lo[bad] + half])
         w = np.concatenate([half, half])
         base = np.concatenate([base[bad], base[bad]])
         fine = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
-    np.add.at(out, idx, fine)  # pragma: no cover - depth limit
-    return out
+    raise AssertionError("quadrature depth limit")  # pragma: no cover - budget stops first
 
 
 def _chord_slopes(curve: Curve, dx: float, max_bins: int
@@ -177,25 +194,32 @@ def _chord_slopes(curve: Curve, dx: float, max_bins: int
     comp = np.maximum.accumulate(q_end > 0.5) if i0 else np.zeros(0, bool)
     c = int(np.argmax(comp)) if comp.size and comp.any() else i0  # first delta-form cell
     h = np.full(eps.size - 1, dx)
-    integ = np.empty(eps.size - 1)
-    integ[:c] = _cell_integrals(curve, eps[:c], h[:c], gt=False)
-    integ[c:] = _cell_integrals(curve, eps[c:-1], h[c:], gt=True)
+    integ, ierr = np.empty(eps.size - 1), np.empty(eps.size - 1)
+    integ[:c], ierr[:c] = _cell_integrals(curve, eps[:c], h[:c], gt=False)
+    integ[c:], ierr[c:] = _cell_integrals(curve, eps[c:-1], h[c:], gt=True)
     if curve.reparam:  # the part of a delta-form cell below the loss range: -Q(L > e) = -1
         lows = np.flatnonzero(eps[c:-1] < curve.flat_below) + c
-        integ[lows] -= np.expm1(np.minimum(curve.flat_below, eps[lows + 1]) - eps[lows])
+        flat = np.expm1(np.minimum(curve.flat_below, eps[lows + 1]) - eps[lows])
+        integ[lows] -= flat
+        ierr[lows] += 4.0 * _U * np.abs(flat)
     for brk in curve.breaks:  # split the cells holding an atom at the jump
         j = math.floor(brk / dx) - k_lo
         if 0 <= j < eps.size - 1 and eps[j] < brk < eps[j + 1]:
             g = j >= c
-            left = _cell_integrals(curve, eps[j:j + 1], np.array([brk - eps[j]]), g)
-            right = _cell_integrals(curve, np.array([brk]), np.array([eps[j + 1] - brk]), g)
-            integ[j] = left[0] + math.exp(brk - eps[j]) * right[0]
-    return k_lo, eps, c, integ / math.expm1(dx)
+            left, le = _cell_integrals(curve, eps[j:j + 1], np.array([brk - eps[j]]), g)
+            right, re = _cell_integrals(curve, np.array([brk]), np.array([eps[j + 1] - brk]),
+                                        g)
+            f = math.exp(brk - eps[j])
+            integ[j] = left[0] + f * right[0]
+            ierr[j] = (le[0] + f * re[0]) * (1.0 + 4.0 * _U)
+    scale = math.expm1(dx)
+    return k_lo, eps, c, integ / scale, ierr / scale * (1.0 + 4.0 * _U)
 
 
 def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     """Pessimistic connect-the-dots pmf of ``curve`` on the grid ``dx * Z``."""
-    k_lo, eps, c, slopes = _chord_slopes(curve, dx, max_bins)
+    k_lo, eps, c, slopes, serr = _chord_slopes(curve, dx, max_bins)
+    slopes = slopes + serr  # the quadrature's error bound, on the safe side
     # Round every slope up by its error bound and make the delta-slopes nondecreasing:
     # the curve built from them starts at (0, 1) and has larger slopes than the exact
     # connect-the-dots curve, so it lies above it (pessimistic by construction), and

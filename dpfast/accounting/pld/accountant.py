@@ -164,8 +164,12 @@ class PldAccountant(Accountant):
     --------
     float64; FFT by scipy.fft; self-composition by one FFT raised to the power ``count``
     over a Chernoff-bounded window; different events by linear FFT convolution.  The
-    discretisation is pessimistic by construction (slopes rounded up, to the quadrature
-    tolerance 1e-13).  The FFT round-off is bounded, not estimated: each output
+    discretisation is pessimistic by construction: each chord slope is a quadrature
+    plus an error bound (certified for the Gaussian curves: derivative bound of the
+    4-node Gauss-Legendre rule and node placement; ``|G4 - G3|``, an asymptotic
+    estimate, for Laplace), rounded up by 64 ulps.  The add direction of the
+    subsampled Gaussian / Laplace is derived exactly from the remove direction
+    (:mod:`~dpfast.accounting.pld._swap`).  The FFT round-off is bounded, not estimated: each output
     coefficient of an FFT of ``x`` is taken to be within ``10 u (log2 n + 1) ||x||_1``
     (the componentwise form of Higham 2002, Thm. 24.2, for mixed-radix Cooley-Tukey;
     pocketfft's implementation is assumed to satisfy it, not verified), propagated
