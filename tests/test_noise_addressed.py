@@ -3,6 +3,8 @@ flat index) only -- whole array, slices with offsets, 1 or N threads give the sa
 
 from __future__ import annotations
 
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -100,3 +102,60 @@ def test_law_and_bad_input() -> None:
     A.discrete_laplace(x, 1.0, rng=KEY, stream=1)
     np.testing.assert_array_equal(x, np.arange(5))  # input untouched
     assert isinstance(dpfast.default_rng(KEY), dpfast.Generator)
+
+
+@pytest.mark.parametrize("fn", [A.laplace, A.gaussian])
+def test_float_slices_threads_and_grid(fn) -> None:
+    rs = np.random.default_rng(5)
+    x = rs.normal(0, 100, N)
+    x0 = x.copy()
+    whole = fn(x, 2.5, rng=KEY, stream=9)
+    np.testing.assert_array_equal(x, x0)  # x is never mutated
+    g = dpfast.noise.granularity(2.5)
+    assert np.all(np.isfinite(whole)) and np.all(whole / g == np.rint(whole / g))
+    for _ in range(3):  # several random slicings reproduce the whole call bit for bit
+        cuts = np.unique(np.r_[0, rs.integers(0, N, 6), N])
+        parts = [fn(x[a:b], 2.5, rng=KEY, stream=9, offset=int(a))
+                 for a, b in zip(cuts[:-1], cuts[1:])]
+        np.testing.assert_array_equal(np.concatenate(parts), whole)
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = fn(x, 2.5, rng=KEY, stream=9)
+    finally:
+        numba.set_num_threads(old)
+    np.testing.assert_array_equal(one, whole)
+    assert not np.array_equal(whole, fn(x, 2.5, rng=KEY, stream=10))
+    out = np.empty((N // 2, 2))
+    r = fn(x[:N - N % 2].reshape(-1, 2), 2.5, rng=KEY, stream=9, out=out)
+    assert r is out
+    np.testing.assert_array_equal(out.reshape(-1), whole[:N - N % 2])
+
+
+@pytest.mark.parametrize("fn,dfn", [(A.laplace, A.discrete_laplace),
+                                    (A.gaussian, A.discrete_gaussian)])
+def test_float_integer_part_is_the_addressed_discrete_noise(fn, dfn) -> None:
+    g = 2.0 ** -10
+    x = np.random.default_rng(6).uniform(-50, 50, 20_000)
+    res = fn(x[100:], 3.0, rng=KEY, stream=4, offset=100, granularity=g)
+    z = res / g - np.rint(x[100:] / g)  # exact: |values| < 2**27 grid units
+    want = dfn(np.zeros(20_000, np.int64), 3.0 / g, rng=KEY, stream=4)[100:]
+    np.testing.assert_array_equal(z.astype(np.int64), want)
+    assert z.std() > 0.5 * 3.0 / g
+
+
+def test_float_validation_matches_the_ordinary_functions() -> None:
+    bad = [((np.zeros(3), -1.0), {}), ((np.zeros(3), 1.0), {"granularity": 3.0}),
+           ((np.array([np.nan]), 1.0), {}), ((np.zeros(3), 2.0 ** 60), {"granularity": 1.0}),
+           ((np.zeros(3), np.ones(3)), {}), ((np.array(["a"]), 1.0), {}),
+           ((np.zeros(3), 1.0), {"out": np.zeros(3, np.float32)})]
+    for fn, ofn in [(A.laplace, dpfast.laplace), (A.gaussian, dpfast.gaussian)]:
+        for args, kw in bad:
+            with pytest.raises((ValueError, TypeError)) as want:
+                ofn(*args, rng=KEY, **kw)
+            with pytest.raises(want.type, match=re.escape(str(want.value))):
+                fn(*args, rng=KEY, stream=1, **kw)
+    with pytest.raises(ValueError, match="offset"):
+        A.laplace(np.zeros(3), 1.0, rng=KEY, stream=1, offset=-1)
+    with pytest.raises(TypeError, match="stream"):
+        A.gaussian(np.zeros(3), 1.0, rng=KEY, stream=1.5)  # type: ignore[arg-type]

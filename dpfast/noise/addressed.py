@@ -4,7 +4,8 @@
 cells ``a, a + 1, ...`` of the call ``(key, s)`` get: noising a whole array with
 ``offset=0`` or any of its slices ``x[a:b]`` with ``offset=a`` (in any process, on any
 number of threads) gives the same values for the same cells.  The noise of flat cell
-``i`` is a function of (key, ``stream``, ``i``) only.
+``i`` is a function of (key, ``stream``, ``i``) only.  :func:`laplace` / :func:`gaussian`
+are the float grid mechanisms of :mod:`dpfast.noise.grid` with this integer noise as ``Z``.
 
 Streams: the call's ChaCha20 key is ``derive_key(key, ADDRESSED_ARRAY_TAG, stream)``
 (:func:`dpfast._addressed.derive_key`), never the generator's key itself, so addressed
@@ -30,9 +31,11 @@ import numpy as np
 
 from dpfast import _addressed
 from dpfast import random as _random
-from dpfast.noise import _drive
+from dpfast._kernels import grid as _gk
+from dpfast.noise import _drive, _inputs, grid
 
-__all__ = ["discrete_laplace", "discrete_gaussian", "noise_cells", "ADDRESSED_ARRAY_TAG"]
+__all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian", "noise_cells",
+           "ADDRESSED_ARRAY_TAG"]
 
 ADDRESSED_ARRAY_TAG = b"dpfast.addressed-array v1"
 
@@ -143,3 +146,109 @@ def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None, stream: int,
     one-release-per-(key, stream) condition.
     """
     return _add(1, x, sigma, "sigma", rng, stream, offset)
+
+
+def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, offset: Any,
+              gran: Any, out: Any) -> np.ndarray:
+    """The law of :func:`dpfast.noise.grid.laplace` / ``gaussian``: ``(rint(x/g) + Z) g``
+    rounded once, with ``Z`` the addressed integer noise of cells ``offset, ...``."""
+    arr, out = _inputs.float_input(x, out)
+    s = _index(stream, "stream", 1 << 64)
+    a = _index(offset, "offset", 1 << 62)
+    if a + arr.size >= 1 << 62:
+        raise ValueError("offset + x.size must be below 2**62")
+    parsed, pshape = _drive.parse_param(param, name, lower=grid.MIN_FLOAT_SCALE,
+                                        upper=grid.MAX_FLOAT_SCALE)
+    if pshape:
+        raise TypeError(f"{name} must be a scalar for the float mechanisms")
+    assert isinstance(parsed, Fraction)
+    g = grid.granularity(float(parsed)) if gran is None else grid._check_granularity(gran)
+    t = parsed / Fraction(g)
+    if t > _drive.MAX_SCALE:
+        raise ValueError(f"{name} / granularity = {float(t):g} exceeds 2**50; use a coarser "
+                         "granularity")
+    if t < _drive.MIN_SCALE:
+        raise ValueError(f"{name} / granularity = {float(t):g} is below 2**-100; use a finer "
+                         "granularity")
+    gen = _random.as_generator(rng)
+    flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
+    if flat.size and not np.isfinite(max(abs(float(flat.max())), abs(float(flat.min()))) / g):
+        raise ValueError("x / granularity overflows; x is too large for this granularity")
+    res = np.empty(flat.size, np.float64)
+    sat = grid._DBL_MAX
+    step = grid._SLICE
+    nbig = np.zeros(-(-max(1, min(step, flat.size)) // _gk.GRID_BLOCK), np.int64)
+    for lo in range(0, flat.size, step):
+        hi = min(flat.size, lo + step)
+        z = np.ascontiguousarray(noise_cells(kind, t, gen._key, s, a + lo, hi - lo))
+        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK)):
+            _gk.grid_add(flat[lo:hi], z, g, sat, res[lo:hi], nbig)
+        if nbig.any():
+            grid._grid_fix(flat[lo:hi], z, g, sat, res[lo:hi], nbig)
+            nbig[:] = 0
+    shaped = res.reshape(arr.shape)
+    if out is None:
+        return shaped
+    out[...] = shaped  # a new array: out may alias x
+    return out
+
+
+def laplace(x: Any, scale: Any, *, rng: Any = None, stream: int, offset: int = 0,
+            granularity: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Cell-addressed secure Laplace noise for real-valued data, on a power-of-two grid.
+
+    The output law of :func:`dpfast.laplace`: ``(rint(x/g) + Z) g`` rounded once, ``Z``
+    the discrete Laplace of scale ``scale / g`` that cells ``offset, offset + 1, ...`` get
+    in :func:`discrete_laplace` ``(..., scale / g, rng=rng, stream=stream)``, so a slice
+    ``x[a:b]`` with ``offset=a`` reproduces the whole call's values bit for bit.
+
+    Parameters
+    ----------
+    x : array_like of floats (or integers)
+        Finite values; cells ``offset, offset + 1, ...`` (C order) of the call.
+    scale : float, int or Fraction
+        As in :func:`dpfast.laplace`.
+    rng : None, Generator or bytes
+        Supplies the key only (see :func:`discrete_laplace`).
+    stream : int
+        The call's id in ``[0, 2**64)``.
+    offset : int
+        Flat index of ``x``'s first cell in the whole array.
+    granularity : float, optional
+        Output grid ``g``, as in :func:`dpfast.laplace` (use the same for every slice).
+    out : ndarray of float64, optional
+        Same shape as ``x``.
+
+    Returns
+    -------
+    ndarray of float64
+
+    Privacy
+    -------
+    As :func:`dpfast.laplace`: ``ε = (Δ + g) / b`` (Google DP team, "Secure Noise
+    Generation", 2020; CKS20), provided each cell of the whole array is noised under one
+    ``(key, stream)`` and released once.
+
+    Numerics
+    --------
+    As :func:`dpfast.laplace` (exact grid value rounded once; saturates at ``±max
+    double``).
+    """
+    return _add_grid(0, x, scale, "scale", rng, stream, offset, granularity, out)
+
+
+def gaussian(x: Any, sigma: Any, *, rng: Any = None, stream: int, offset: int = 0,
+             granularity: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+    """Cell-addressed secure Gaussian noise on a power-of-two grid (see :func:`laplace`);
+    ``Z`` is the noise of :func:`discrete_gaussian` ``(..., sigma / g, ...)``.
+
+    Privacy
+    -------
+    As :func:`dpfast.gaussian`: ``ρ = Δ₂'² / (2σ²)``-zCDP with ``Δ₂' = Δ₂ + g sqrt(d)``
+    (CKS20), with the same one-release-per-(key, stream) condition.
+
+    Numerics
+    --------
+    As :func:`dpfast.laplace`.
+    """
+    return _add_grid(1, x, sigma, "sigma", rng, stream, offset, granularity, out)
