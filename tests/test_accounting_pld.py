@@ -399,7 +399,7 @@ def test_convex_minorant_kernel() -> None:
         assert g[i] >= lower - 1e-9
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(q=st.floats(1e-4, 0.5), scale=st.floats(0.3, 20.0),
        kind=st.sampled_from(["gauss", "laplace"]), frac=st.floats(0.01, 0.3))
 def test_add_direction_derived_from_remove_is_pessimistic_and_tight(
