@@ -11,6 +11,7 @@ import numpy as np
 
 from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
+from dpfast._kernels import local_aggregate as _lka
 from dpfast.accounting import events
 from dpfast.local._lanes import (
     _below_py,
@@ -186,9 +187,9 @@ class OptimalLocalHashing:
             cnt[:] = 0
             with _threads(y.size * (b - a)):
                 if items is None:
-                    _lk.olh_support(seeds, y, self.g, a, b - a, parts, cnt)
+                    _lka.olh_support(seeds, y, self.g, a, b - a, parts, cnt)
                 else:
-                    _lk.olh_support_items(seeds, y, self.g, items[a:b], parts, cnt)
+                    _lka.olh_support_items(seeds, y, self.g, items[a:b], parts, cnt)
             out[a:b] = cnt.sum(axis=0)
         return out
 

@@ -10,6 +10,8 @@ import numba
 import numpy as np
 
 from dpfast._kernels import local as _lk
+from dpfast._kernels import local_aggregate as _lka
+from dpfast._kernels import rappor as _rk
 from dpfast.accounting import events
 from dpfast.local._lanes import _chunk_for, _lanes_words, _threads, _Threshold
 from dpfast.local._validate import (
@@ -150,7 +152,7 @@ class Rappor:
                                     client_ids, secret)
         out = np.empty(ids.size, np.int64)
         with _threads(ids.size * 32):
-            _lk.rappor_cohorts(key, ids, self.num_cohorts, _RAPPOR_TAG, out)
+            _rk.rappor_cohorts(key, ids, self.num_cohorts, _RAPPOR_TAG, out)
         return out
 
     def _prr_words(self, fp: np.ndarray, ids: np.ndarray, key: np.ndarray
@@ -159,7 +161,7 @@ class Rappor:
         nw = -(-self.num_bits // 64)
         prr = np.empty((ids.size, nw), np.uint64)
         with _threads(ids.size * 32 * nw):
-            _lk.rappor_prr(key, ids, fp, self.num_cohorts, self._tables, self.num_hashes,
+            _rk.rappor_prr(key, ids, fp, self.num_cohorts, self._tables, self.num_hashes,
                            self.num_bits, self._fw, self._ft, _RAPPOR_TAG, coh, prr)
         return coh, prr
 
@@ -199,7 +201,7 @@ class Rappor:
             start = lo + np.arange(nch, dtype=np.int64) * chunk
             resume = np.empty(nch, np.int64)
             with _threads((hi - lo) * wpc):
-                _lk.rappor_irr_kernel(buf, st, key_words, nonces, chunk, lo, hi - lo,
+                _rk.rappor_irr_kernel(buf, st, key_words, nonces, chunk, lo, hi - lo,
                                       prr, m, self._qw, self._qt, self._pw, self._pt, out,
                                       start, resume)
             _drive.check_wrap(st)
@@ -219,7 +221,7 @@ class Rappor:
         counts = np.zeros((parts, self.num_cohorts, m), np.int64)
         totals = np.zeros((parts, self.num_cohorts), np.int64)
         with _threads(coh.size * m / 8):
-            _lk.count_bits(coh, words, self.num_cohorts, m, parts, counts, totals)
+            _lka.count_bits(coh, words, self.num_cohorts, m, parts, counts, totals)
         return RapporCounts(counts.sum(axis=0), totals.sum(axis=0))
 
     def _counts_of(self, data: Any) -> RapporCounts:

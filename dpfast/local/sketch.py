@@ -12,6 +12,7 @@ import numpy as np
 
 from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
+from dpfast._kernels import local_aggregate as _lka
 from dpfast.accounting import events
 from dpfast.local._lanes import (
     _chunk_for,
@@ -255,7 +256,7 @@ class CountMeanSketch(_SketchBase):
         ones = np.zeros((parts, k, m), np.int64)
         totals = np.zeros((parts, k), np.int64)
         with _threads(rows.size * m / 8):
-            _lk.count_bits(rows, words, k, m, parts, ones, totals)
+            _lka.count_bits(rows, words, k, m, parts, ones, totals)
         return Sketch(ones.sum(axis=0), totals.sum(axis=0), int(rows.size))
 
     def collect(self, items: Any, *, rng: RngLike = None, batch: int = 1 << 18) -> Sketch:
