@@ -46,9 +46,9 @@ def test_one_and_many_threads_and_continuation() -> None:
     finally:
         numba.set_num_threads(old)
     np.testing.assert_array_equal(one, many)
-    with _exact.force_exact(1):  # every cell through its chunk's own continuation
-        w = A.discrete_laplace(np.zeros(_drive.CHUNK + 50, np.int64), 3.0, rng=KEY, stream=2)
-        p = A.discrete_laplace(np.zeros(60, np.int64), 3.0, rng=KEY, stream=2,
+    with _exact.force_exact(1):  # each cell through its chunk's continuation (scale < 1)
+        w = A.discrete_laplace(np.zeros(_drive.CHUNK + 50, np.int64), 0.7, rng=KEY, stream=2)
+        p = A.discrete_laplace(np.zeros(60, np.int64), 0.7, rng=KEY, stream=2,
                                offset=_drive.CHUNK - 10)
     np.testing.assert_array_equal(w[_drive.CHUNK - 10:], p)
 
@@ -73,8 +73,8 @@ def test_no_two_cells_share_keystream(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_addressed._native, "chacha20_blocks", blocks)
     x = np.zeros(2 * _drive.CHUNK + 5, np.int64)
     with _exact.force_exact(1):
-        A.discrete_laplace(x[:300], 3.0, rng=KEY, stream=0)
-        A.discrete_laplace(x[:300], 3.0, rng=KEY, stream=1)
+        A.discrete_laplace(x[:300], 0.7, rng=KEY, stream=0)
+        A.discrete_laplace(x[:300], 0.7, rng=KEY, stream=1)
     A.discrete_laplace(x, 3.0, rng=KEY, stream=2)
     keynoise.noise_keys(keynoise.NoiseLaw("discrete_laplace", 3.0), np.zeros(5, np.int64),
                         keynoise.release_key(KEY, 0), np.arange(5), 0)

@@ -182,12 +182,13 @@ def test_discrete_gaussian_fit(sigma) -> None:
 
 
 @pytest.mark.parametrize("mode,scale,per_cell", [
-    (1, 3.7, False), (1, Fraction(7, 3), False), (1, 100.0, True), (2, 100.0, True),
-    (2, 1e6, True),  # geometric kernel (scalar scale < 32, or per-cell scales)
-    (3, 100.0, False), (3, Fraction(1000, 3), False), (3, 1e6, False),  # envelope table
+    (1, 0.7, False), (1, Fraction(2, 3), False), (1, 3.7, True), (1, 100.0, True),
+    (2, 100.0, True), (2, 1e6, True),  # geometric kernel (scalar scale < 1, or per-cell)
+    (3, 3.7, False), (3, Fraction(7, 3), False),  # envelope table (scalar scale >= 1)
+    (3, 100.0, False), (3, Fraction(1000, 3), False), (3, 1e6, False),
 ], ids=str)
 def test_discrete_laplace_exact_continuation_fit(mode, scale, per_cell) -> None:
-    """Scalar scales >= 32 run the envelope-table sampler, the others the geometric one."""
+    """Scalar scales >= 1 run the envelope-table sampler, the others the geometric one."""
     param = np.full(N_FORCED, float(scale)) if per_cell else scale
     with _exact.force_exact(mode):
         x = dpfast.default_rng(KEY).discrete_laplace(param, N_FORCED)

@@ -96,7 +96,7 @@ def test_exact_continuation_is_addressed_too() -> None:
     """Cells forced through the exact continuation read their key's own continuation
     blocks, so the result still depends on nothing but the key."""
     rkey = keynoise.release_key(KEY, 5)
-    law = NoiseLaw("discrete_laplace", 3.0)
+    law = NoiseLaw("discrete_laplace", 0.7)  # scale < 1: the geometric kernel
     uniq = np.arange(40)
     with _exact.force_exact(1):
         whole = keynoise.noise_keys(law, np.zeros(40, np.int64), rkey, uniq, 0)
@@ -130,6 +130,9 @@ def test_no_two_keys_share_a_keystream_block(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(_addressed._drive, "fill_streams", fill)
     monkeypatch.setattr(_addressed._native, "chacha20_blocks", blocks)
+    # the geometric kernel at these scales, so that force mode 1 sends cells to the
+    # continuation (the envelope table decides most forced cells from the bits it has)
+    monkeypatch.setattr(_addressed._drive, "TABLE_MIN_LAPLACE_SCALE", 32)
     keys = np.array(["x", "y", "z", "w"] * 50)
     ids = np.arange(200)
     vals = np.arange(200) % 7

@@ -114,7 +114,7 @@ def _words_per_cell(kind: int, p: Param) -> float:
 
 
 _OVERFLOW = "noisy value does not fit the integer dtype of x"
-TABLE_MIN_LAPLACE_SCALE = 32
+TABLE_MIN_LAPLACE_SCALE = 1  # scalar Laplace scales >= 1 use the envelope table
 
 # Kernel = callable(streams, mode, force, pend) for one batch; Finish = callable(cell,
 # ints row, u64s row) -> value (exact continuation); Store = callable(cell, value).
@@ -222,10 +222,10 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow;
     with ``in_place`` (``x is out``) the cells written so far are restored first.
 
-    Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 32, uses the envelope
-    table (dpfast.noise._envelope: ~2 words and no log per sample); a Laplace scale < 32 uses
-    the geometric inversion (~1 word and one log: fewer bits, which scales better across
-    cores); per-cell sigmas use CKS20 Algorithm 3."""
+    Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 1, uses the envelope
+    table (dpfast.noise._envelope: ~2 words and no log per sample; with the refills in the
+    kernel the extra word costs less than a log); a Laplace scale < 1 or per-cell scales
+    the geometric inversion (~1 word and one log); per-cell sigmas use CKS20 Algorithm 3."""
     kind = int(kind)  # numba sees a plain int (an IntEnum would compile another kernel)
     sc = p.scalar
     mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD

@@ -131,7 +131,7 @@ def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
 
     Numerics
     --------
-    Exact: a scalar scale >= 32 uses rejection from a piecewise-constant envelope held in
+    Exact: a scalar scale >= 1 uses rejection from a piecewise-constant envelope held in
     an exact integer alias table (:mod:`dpfast.noise._envelope`); smaller or per-cell scales a
     geometric by inversion (with a power-of-two split for per-cell scales >= 32).  Every
     float decision is certified by a rigorous error bound and undecided cases are
