@@ -182,9 +182,9 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
 
 
 def _chord_slopes(curve: Curve, dx: float, max_bins: int
-                  ) -> tuple[int, np.ndarray, int, np.ndarray]:
-    """Grid, switch cell ``c`` and exact chord slopes (D-form before ``c``, delta-form
-    from ``c`` on) of ``curve``."""
+                  ) -> tuple[int, np.ndarray, int, np.ndarray, np.ndarray]:
+    """Grid, switch cell ``c``, chord slopes (D-form before ``c``, delta-form from ``c``
+    on) of ``curve`` and the slopes' quadrature error bounds."""
     k_lo, k_hi = _grid(curve, dx, max_bins)
     eps = np.arange(k_lo, k_hi + 1) * dx
     i0 = -k_lo  # index of the grid point e = 0

@@ -1,0 +1,238 @@
+"""The release object of :func:`dpfast.tables.topdown` (estimates, noisy measurements,
+event, intervals, accuracy report)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dpfast import metrics as _metrics
+from dpfast.accounting import events as _events
+
+from .release import AccuracySummary
+from .release import _alpha as _alpha
+
+__all__ = ["TopDownRelease"]
+
+
+class TopDownRelease:
+    """The result of :func:`topdown`.
+
+    Attributes
+    ----------
+    estimates : list of ndarray
+        One array per level, shape ``(n_j,)`` or ``(n_j, n_cells)``: the released tables
+        (int64 when ``integer``, else float64).  Every parent equals the sum of its
+        children exactly (for float output: up to float rounding).
+    noisy : list of ndarray or None
+        The noisy measurements per level (int64), saved so a release can be audited
+        (``noisy[0]`` is None with ``total_invariant``: the root is not measured).
+    consistent : list of ndarray
+        The least-squares estimates (float64) before non-negativity and rounding; unbiased,
+        with error variance at most :attr:`variances`.
+    variances : list of ndarray
+        Per unit, an upper bound on the error variance of :attr:`consistent` (exact for
+        measurement variance ``sigma_j^2``; the discrete Gaussian's variance is below it).
+    sigma, rho : list of float
+        Per level: the noise parameter and the zCDP budget (0 for an unmeasured root).
+    event : dpfast.accounting.events.Zcdp
+        ``Zcdp(rho = sum_j rho_j)`` (rounded up); :meth:`epsilon` converts it.
+    total_invariant : bool
+        True when the level-0 totals are released exactly (not DP for them).
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        self.estimates: list[np.ndarray] = kw["estimates"]
+        self.noisy: list[np.ndarray | None] = kw["noisy"]
+        self.consistent: list[np.ndarray] = kw["consistent"]
+        self.variances: list[np.ndarray] = kw["variances"]
+        self.sigma: list[float] = kw["sigma"]
+        self.rho: list[float] = kw["rho"]
+        self.event: _events.Zcdp = kw["event"]
+        self.total_invariant: bool = kw["total_invariant"]
+        self.nonnegative: bool = kw["nonnegative"]
+        self.integer: bool = kw["integer"]
+        self._mechs: list[Any] = kw["mechanisms"]
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.estimates)
+
+    def epsilon(self, delta: float) -> float:
+        """The ``epsilon`` of the ``(epsilon, delta)``-DP guarantee implied by
+        :attr:`event` (CKS20 Cor. 13, rounded up)."""
+        from dpfast.accounting.zcdp import zcdp_epsilon
+
+        return zcdp_epsilon(self.event.rho, delta)
+
+    def noisy_confidence_interval(self, alpha: float) -> list[int]:
+        """Per level, the exact half-width ``w_j`` with ``P(|noisy - true| <= w_j) >= 1 -
+        alpha`` for every unit's raw measurement (0 for an unmeasured exact root)."""
+        return [0 if m is None else m.confidence_interval(alpha) for m in self._mechs]
+
+    def confidence_halfwidth(self, alpha: float = 0.05) -> list[np.ndarray]:
+        """Per level and unit, a half-width ``h`` with ``P(|consistent - true| <= h) >= 1 -
+        alpha`` for the least-squares estimates :attr:`consistent`.
+
+        Rigorous, not exact: the estimate's error is a fixed linear combination
+        ``sum_k a_k Z_k`` of independent discrete Gaussians, each ``sigma_k^2``-subgaussian
+        (CKS20, Sec. 2), so it is subgaussian with variance proxy ``F = sum a_k^2
+        sigma_k^2`` (:attr:`variances`) and ``P(|error| > h) <= 2 exp(-h^2 / (2F))``:
+        ``h = sqrt(2 F ln(2/alpha))``, rounded up.
+        """
+        a = float(_alpha(alpha))
+        c = 2.0 * math.log(2.0 / a) * (1.0 + 1e-12)
+        return [np.sqrt(f * c) * (1.0 + 1e-12) for f in self.variances]
+
+    def confidence_interval(self, alpha: float = 0.05) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per level, ``(low, high)`` arrays: each unit's true value lies in ``[low, high]``
+        with probability ``>= 1 - alpha`` (over the noise, unit by unit).
+
+        ``consistent -/+ h`` with :meth:`confidence_halfwidth` (rigorous), widened to
+        contain the released estimate and clipped at 0 from below when ``nonnegative`` (the
+        truth is a count).  The released estimates differ from :attr:`consistent` by the
+        projection and rounding step only (each integer within 1 of its projected value).
+        """
+        out = []
+        for j, h in enumerate(self.confidence_halfwidth(alpha)):
+            c = self.consistent[j]
+            hh = h if c.ndim == 1 else h[:, None]
+            est = np.asarray(self.estimates[j], dtype=np.float64)
+            low = np.minimum(c - hh, est)
+            high = np.maximum(c + hh, est)
+            if self.nonnegative:
+                low = np.maximum(low, 0.0)
+            out.append((low, high))
+        return out
+
+    def accuracy(self, truth: Sequence[Any] | None = None, *, alpha: float = 0.05,
+                 floor: float = 1.0) -> list[AccuracySummary]:
+        """Per level, the accuracy summary of the released estimates
+        (:class:`dpfast.tables.AccuracySummary`, as for :func:`dpfast.tables.count`).
+
+        From the noise law alone: ``expected_rmse`` is the least-squares estimates' RMSE
+        bound ``sqrt(mean F)`` (:attr:`variances`) and ``expected_mae`` the same bound
+        (``MAE <= RMSE``); ``ci_halfwidth`` is the mean half-width of
+        :meth:`confidence_interval`.  With ``truth`` (one true table per level, e.g.
+        :func:`aggregate_levels`; for evaluation only) the measured errors of
+        :attr:`estimates` and the intervals' coverage.  :meth:`report` compares the raw,
+        least-squares and released errors level by level.
+        """
+        if truth is not None and len(truth) != self.n_levels:
+            raise ValueError(f"truth must hold one table per level ({self.n_levels})")
+        out = []
+        for j, (low, high) in enumerate(self.confidence_interval(alpha)):
+            bound = float(np.sqrt(np.mean(self.variances[j])))
+            hw = float(np.mean((high - low) / 2))
+            if truth is None:
+                out.append(AccuracySummary(int(self.estimates[j].shape[0]), float(alpha),
+                                           bound, bound, hw))
+                continue
+            t = self._truth(truth, j)
+            est = np.asarray(self.estimates[j], dtype=np.float64)
+            out.append(AccuracySummary(
+                int(est.shape[0]), float(alpha), bound, bound, hw,
+                mae=_metrics.mae(est, t), rmse=_metrics.rmse(est, t),
+                relative_error=_metrics.relative_error(est, t, floor=floor),
+                coverage=_metrics.ci_coverage(low, high, t),
+                utility_ratio=_metrics.utility_ratio(est, t)))
+        return out
+
+    def _truth(self, truth: Sequence[Any], j: int) -> np.ndarray:
+        t = np.asarray(truth[j], dtype=np.float64)
+        if t.shape != self.estimates[j].shape:
+            raise ValueError(f"truth[{j}] must have shape {self.estimates[j].shape}, "
+                             f"got {t.shape}")
+        return t
+
+    def report(self, alpha: float = 0.05,
+               truth: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """One row per level comparing the raw measurements, the least-squares estimates
+        and the released ones.
+
+        From the noise law alone (no true data): ``sigma``, the raw measurements' exact
+        ``(1 - alpha)`` half-width, the least-squares estimates' RMSE bound
+        ``sqrt(mean F)`` and their mean ``(1 - alpha)`` half-width.  With ``truth``: the
+        measured RMSE and mean absolute error of all three.
+        """
+        noisy_w = self.noisy_confidence_interval(alpha)
+        ci = self.confidence_halfwidth(alpha)
+        rows: list[dict[str, Any]] = []
+        if truth is not None and len(truth) != self.n_levels:
+            raise ValueError(f"truth must hold one table per level ({self.n_levels})")
+        for j in range(self.n_levels):
+            row: dict[str, Any] = {
+                "level": j,
+                "units": int(self.estimates[j].shape[0]),
+                "rho": self.rho[j],
+                "sigma": self.sigma[j],
+                "noisy_halfwidth": noisy_w[j],
+                "consistent_rmse_bound": float(np.sqrt(np.mean(self.variances[j]))),
+                "consistent_halfwidth": float(np.mean(ci[j])),
+            }
+            if truth is not None:
+                t = self._truth(truth, j)
+                for name, arr in (("noisy", self.noisy[j]), ("consistent", self.consistent[j]),
+                                  ("released", self.estimates[j])):
+                    if arr is None:
+                        row[f"{name}_rmse"] = row[f"{name}_mae"] = 0.0
+                        continue
+                    a = np.asarray(arr, dtype=np.float64)
+                    row[f"{name}_rmse"] = _metrics.rmse(a, t)
+                    row[f"{name}_mae"] = _metrics.mae(a, t)
+            rows.append(row)
+        return rows
+
+    def to_columns(self, level: int, alpha: float = 0.05) -> dict[str, np.ndarray]:
+        """Level ``level`` as columns: ``unit`` (the id), ``estimate``, ``noisy``,
+        ``ci_low``, ``ci_high`` (one suffix ``_<c>`` per cell for 2-D tables)."""
+        if isinstance(level, bool) or not isinstance(level, numbers.Integral) or \
+                not 0 <= int(level) < self.n_levels:
+            raise ValueError(f"level must be an integer in [0, {self.n_levels}), got {level!r}")
+        j = int(level)
+        est = self.estimates[j]
+        low, high = self.confidence_interval(alpha)[j]
+        noisy = self.noisy[j]
+        cols: dict[str, np.ndarray] = {"unit": np.arange(est.shape[0])}
+        if est.ndim == 1:
+            cols["estimate"] = est
+            cols["noisy"] = noisy if noisy is not None else np.asarray(est, np.float64)
+            cols["ci_low"], cols["ci_high"] = low, high
+            return cols
+        for c in range(est.shape[1]):
+            cols[f"estimate_{c}"] = est[:, c]
+            cols[f"noisy_{c}"] = noisy[:, c] if noisy is not None else est[:, c]
+            cols[f"ci_low_{c}"], cols[f"ci_high_{c}"] = low[:, c], high[:, c]
+        return cols
+
+    def to_pandas(self, level: int, alpha: float = 0.05) -> Any:
+        """:meth:`to_columns` as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is in the test extra
+            raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
+        return pd.DataFrame(self.to_columns(level, alpha))
+
+    def summary(self, alpha: float = 0.05, truth: Sequence[Any] | None = None) -> str:
+        """The privacy spent and :meth:`accuracy` as printable text."""
+        lines = [f"TopDown release: {self.n_levels} levels, rho = {self.event.rho:.6g} zCDP "
+                 f"(epsilon = {self.epsilon(1e-10):.4g} at delta = 1e-10)"]
+        if self.total_invariant:
+            lines.append("level 0 released exactly (invariant: not differentially private)")
+        for r in self.report(alpha, truth):
+            s = (f"level {r['level']}: {r['units']} units, rho {r['rho']:.4g}, sigma "
+                 f"{r['sigma']:.4g}, raw +-{r['noisy_halfwidth']} ({1 - alpha:.0%}), "
+                 f"consistent RMSE <= {r['consistent_rmse_bound']:.4g}")
+            if truth is not None:
+                s += (f"; measured RMSE raw {r['noisy_rmse']:.4g}, consistent "
+                      f"{r['consistent_rmse']:.4g}, released {r['released_rmse']:.4g}")
+            lines.append(s)
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(str(e.shape[0]) for e in self.estimates)
+        return f"TopDownRelease(units=[{sizes}], rho={self.event.rho!r})"
