@@ -404,10 +404,7 @@ def _fork_child(budget_mem, budget_file, queue):
     queue.put(out)
 
 
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux") or sys.version_info >= (3, 12),
-    reason="fork of the test process",
-)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork of the test process")
 def test_budget_inherited_through_fork(tmp_path):
     mem = Budget(1.0, accounting="basic")
     fil = Budget(1.0, accounting="basic", ledger=tmp_path / "l.sqlite")
