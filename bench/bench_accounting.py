@@ -16,9 +16,9 @@ Run: .venv/bin/python -m pytest bench/bench_accounting.py --benchmark-only -p no
 
 from __future__ import annotations
 
-import statistics
 import time
 
+import _timing as _t
 import pytest
 
 from dpfast.accounting import calibrate_noise_multiplier, dpsgd_epsilon
@@ -30,15 +30,6 @@ STEPS = 10_000
 DELTA = 1e-5
 EPS_CASES = [(0.01, 1.1), (0.001, 0.8), (0.004, 1.0), (0.05, 2.0)]
 CAL_CASES = [(0.01, 2.0), (0.004, 1.0), (0.05, 8.0)]
-
-
-def _median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _dpa_epsilon(q: float, sigma: float) -> float:
@@ -63,7 +54,7 @@ def test_dpsgd_epsilon_speed(benchmark, report, q, sigma) -> None:
     assert ours <= theirs * (1 + 1e-9)
     benchmark.pedantic(lambda: dpsgd_epsilon(q, sigma, STEPS, DELTA), rounds=30, iterations=1)
     t_ours = benchmark.stats.stats.median
-    t_base = _median_time(lambda: _dpa_epsilon(q, sigma), 7)
+    t_base = _t.median_time(lambda: _dpa_epsilon(q, sigma), 7)
     ratio = t_base / t_ours
     benchmark.extra_info.update({
         "dpfast_ms": t_ours * 1e3, "dp_accounting_ms": t_base * 1e3, "speedup": ratio,

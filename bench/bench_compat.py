@@ -15,8 +15,7 @@ two alternate so that background load hits both alike.
 
 from __future__ import annotations
 
-import time
-
+import _timing as _t
 import numpy as np
 import pytest
 
@@ -31,20 +30,11 @@ from dpfast.compat import pipeline_dp as dpf_pdp  # noqa: E402
 KEY = bytes(range(32))
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def _ratio(patched, unpatched, rounds: int, fast_repeat: int, slow_repeat: int):
     t_fast = t_slow = float("inf")
     for _ in range(rounds):
-        t_fast = min(t_fast, _best(patched, fast_repeat))
-        t_slow = min(t_slow, _best(unpatched, slow_repeat))
+        t_fast = min(t_fast, _t.best(patched, fast_repeat))
+        t_slow = min(t_slow, _t.best(unpatched, slow_repeat))
     return t_fast, t_slow
 
 

@@ -8,8 +8,7 @@ cryptography's allocating ``update`` (the same work: a fresh output buffer).
 
 from __future__ import annotations
 
-import time
-
+import _timing as _t
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
@@ -19,17 +18,6 @@ from dpfast import random as dr
 
 NBYTES = 1 << 24  # 16 MiB per call
 KEY = bytes(range(32))
-
-
-def _best_interleaved(fns, repeat: int = 9) -> list[float]:
-    """Best time of each function, the functions taking turns so they see the same load."""
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t)
-    return best
 
 
 def _dpfast_fill():
@@ -67,9 +55,9 @@ def _pcg_fill():
 def test_keystream_throughput(benchmark, report) -> None:
     ours = _dpfast_fill()
     gen = dpfast.default_rng(KEY)
-    t_dp, t_ssl, t_pcg, t_gen, t_ssl_alloc, t_ks = _best_interleaved(
+    t_dp, t_ssl, t_pcg, t_gen, t_ssl_alloc, t_ks = _t.best_interleaved(
         [ours, _openssl_fill(), _pcg_fill(), lambda: gen.random_raw(NBYTES // 8),
-         _openssl_alloc(), lambda: dpfast.keystream(KEY, 3, NBYTES)])
+         _openssl_alloc(), lambda: dpfast.keystream(KEY, 3, NBYTES)], repeat=9)
     benchmark.pedantic(ours, rounds=5, iterations=1)
     r_ssl = t_ssl / t_dp
     r_pcg = t_pcg / t_dp

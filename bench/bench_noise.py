@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
+import _timing as _t
 import numba
 import numpy as np
 import pytest
@@ -26,29 +26,9 @@ N = 10_000_000
 KEY = bytes(range(32))
 
 
-def _best(fn, repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def _numpy_laplace():
     rng = np.random.default_rng(1)
     return lambda: rng.laplace(0.0, 10.0, size=N)
-
-
-def _best_interleaved(fns, repeat: int = 7) -> list[float]:
-    """Best time of each function, taking turns so that all see the same machine load."""
-    best = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t)
-    return best
 
 
 CASES = {
@@ -70,7 +50,7 @@ def test_noise_ratio_vs_numpy(benchmark, report, name: str, threads: str) -> Non
     numba.set_num_threads(1 if threads == "1" else numba.config.NUMBA_NUM_THREADS)
     try:
         fn(x[:1000], gen)  # compile / load cache
-        t_np, t_ours = _best_interleaved([_numpy_laplace(), lambda: fn(x, gen)])
+        t_np, t_ours = _t.best_interleaved([_numpy_laplace(), lambda: fn(x, gen)])
         benchmark.pedantic(lambda: fn(x, gen), rounds=3, iterations=1)
     finally:
         numba.set_num_threads(before)
@@ -90,13 +70,13 @@ def test_ratio_vs_opendp(benchmark, report) -> None:
                              scale=10.0)
     meas_g = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=int)), dp.l2_distance(T=int),
                                 scale=10.0)
-    t_peer = _best(lambda: meas(data), 2)
-    t_peer_g = _best(lambda: meas_g(data), 2)
+    t_peer = _t.best(lambda: meas(data), 2)
+    t_peer_g = _t.best(lambda: meas_g(data), 2)
     gen = dpfast.default_rng(KEY)
     x = np.zeros(N, np.int64)
     dpfast.discrete_laplace(x[:10], 10.0, rng=gen)
-    t_ours = _best(lambda: dpfast.discrete_laplace(x, 10.0, rng=gen, out=x), 3)
-    t_ours_g = _best(lambda: dpfast.discrete_gaussian(x, 10.0, rng=gen, out=x), 3)
+    t_ours = _t.best(lambda: dpfast.discrete_laplace(x, 10.0, rng=gen, out=x), 3)
+    t_ours_g = _t.best(lambda: dpfast.discrete_gaussian(x, 10.0, rng=gen, out=x), 3)
     benchmark.pedantic(lambda: dpfast.discrete_laplace(x, 10.0, rng=gen, out=x), rounds=2,
                        iterations=1)
     r = (N / t_ours) / (n_peer / t_peer)
@@ -153,7 +133,7 @@ def test_per_scale_setup_cost(benchmark, report, fn: str, base: float) -> None:
     def new_scale() -> None:
         f(x, next(fresh), rng=gen)
 
-    t_new, t_cached = _best_interleaved([new_scale, lambda: f(x, base, rng=gen)], repeat=30)
+    t_new, t_cached = _t.best_interleaved([new_scale, lambda: f(x, base, rng=gen)], repeat=30)
     benchmark.pedantic(new_scale, rounds=10, iterations=1)
     setup_ms = (t_new - t_cached) * 1e3
     benchmark.extra_info.update({"setup_ms": setup_ms, "cached_call_ms": t_cached * 1e3,

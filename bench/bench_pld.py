@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 import time
 
+import _timing as _t
 import pytest
 
 from dpfast.accounting import calibrate_noise_multiplier, dpsgd_epsilon
@@ -29,15 +30,6 @@ ppa = pytest.importorskip("dp_accounting.pld.pld_privacy_accountant")
 DELTA = 1e-5
 EPS_CASES = [(0.004, 0.8, 100_000), (0.01, 4.0, 10_000)]
 CAL_CASE = (0.01, 1000, 1.0)  # q, steps, target epsilon
-
-
-def _median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _dpa_pld(q: float, sigma: float, steps: int) -> float:
@@ -63,12 +55,12 @@ def test_pld_epsilon_speed(benchmark, report, q, sigma, steps) -> None:
     # the medians is reported, and the spread of the per-pair ratios
     ours_t, pld_t = [], []
     for _ in range(7):
-        ours_t.append(_median_time(lambda: dpsgd_epsilon(q, sigma, steps, DELTA,
+        ours_t.append(_t.median_time(lambda: dpsgd_epsilon(q, sigma, steps, DELTA,
                                                          accountant="pld"), 1))
-        pld_t.append(_median_time(lambda: _dpa_pld(q, sigma, steps), 1))
+        pld_t.append(_t.median_time(lambda: _dpa_pld(q, sigma, steps), 1))
     t_ours, t_pld = statistics.median(ours_t), statistics.median(pld_t)
     pairs = sorted(b / a for a, b in zip(ours_t, pld_t, strict=True))
-    t_rdp = _median_time(lambda: _dpa_rdp(q, sigma, steps), 3)
+    t_rdp = _t.median_time(lambda: _dpa_rdp(q, sigma, steps), 3)
     ratio = t_pld / t_ours
     benchmark.extra_info.update({
         "dpfast_ms": t_ours * 1e3, "dp_accounting_pld_ms": t_pld * 1e3,

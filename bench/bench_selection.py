@@ -9,8 +9,7 @@ numpy time / dpfast time (best of several repeats, measured interleaved).
 
 from __future__ import annotations
 
-import time
-
+import _timing as _t
 import numpy as np
 import pytest
 
@@ -18,24 +17,6 @@ from dpfast import default_rng
 from dpfast import selection as sel
 
 KEY = bytes(range(32))
-
-
-def _best(fn, repeat: int = 9) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def _interleaved(a, b, rounds: int = 3, repeat: int = 5) -> tuple[float, float]:
-    """Best times of a and b, alternating so that background load hits both alike."""
-    ta = tb = float("inf")
-    for _ in range(rounds):
-        ta = min(ta, _best(a, repeat))
-        tb = min(tb, _best(b, repeat))
-    return ta, tb
 
 
 CASES = {
@@ -62,7 +43,7 @@ def test_exponential_vs_numpy_gumbel(benchmark, report, name) -> None:
 
     ours()  # compile / load kernels
     naive()
-    t_ours, t_np = _interleaved(ours, naive)
+    t_ours, t_np = _t.interleaved(ours, naive)
     benchmark.pedantic(ours, rounds=5, iterations=1)
     ratio = t_np / t_ours
     benchmark.extra_info.update({"dpfast_ms": t_ours * 1e3, "numpy_gumbel_ms": t_np * 1e3,

@@ -17,8 +17,8 @@ Set ``DPFAST_BENCH_ROWS`` to scale the first benchmark down on a small machine.
 from __future__ import annotations
 
 import os
-import time
 
+import _timing as _t
 import numpy as np
 import pytest
 
@@ -34,23 +34,6 @@ def _records(rows: int, people: int, n_keys: int, seed: int = 0):
     ids = r.integers(0, people, rows)
     keys = (r.zipf(1.3, rows) - 1) % n_keys
     return ids.astype(np.int64), keys.astype(np.int64)
-
-
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
-def _interleaved(a, b, rounds: int = 2, repeat: int = 2) -> tuple[float, float]:
-    ta = tb = float("inf")
-    for _ in range(rounds):
-        ta = min(ta, _best(a, repeat))
-        tb = min(tb, _best(b, repeat))
-    return ta, tb
 
 
 def pandas_pipeline(ids: np.ndarray, keys: np.ndarray, npr: np.random.Generator):
@@ -81,7 +64,7 @@ def test_count_vs_pandas(benchmark, report) -> None:
     rel = ours()  # compile / load kernels
     ref = naive()
     assert abs(len(rel) - len(ref[0])) < 0.2 * len(ref[0]) + 10  # the same kind of table
-    t_ours, t_pd = _interleaved(ours, naive)
+    t_ours, t_pd = _t.interleaved(ours, naive, rounds=2, repeat=2)
     benchmark.pedantic(ours, rounds=1, iterations=1)
     ratio = t_pd / t_ours
     benchmark.extra_info.update({"dpfast_s": t_ours, "pandas_s": t_pd, "ratio": ratio})
@@ -117,8 +100,8 @@ def test_count_vs_pipelinedp(benchmark, report) -> None:
         return dpt.count(keys, ids, epsilon=EPS, delta=DELTA, max_partitions=K, rng=gen)
 
     ours()
-    t_pdp = _best(lambda: _pipelinedp_count(ids, keys), 1)
-    t_ours = _best(ours, 5)
+    t_pdp = _t.best(lambda: _pipelinedp_count(ids, keys), 1)
+    t_ours = _t.best(ours, 5)
     benchmark.pedantic(ours, rounds=1, iterations=1)
     ratio = t_pdp / t_ours
     benchmark.extra_info.update({"dpfast_s": t_ours, "pipelinedp_s": t_pdp, "ratio": ratio})
