@@ -17,14 +17,10 @@ def int_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
                             "for floats")
         raise TypeError(f"x must be an integer array, got dtype {arr.dtype}")
     if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError("out must be a numpy array")
-        if out.shape != arr.shape:
-            raise ValueError(f"out has shape {out.shape}, x has shape {arr.shape}")
+        _check_out(out, arr.shape)
         if out.dtype != arr.dtype:
             raise TypeError(f"out has dtype {out.dtype}, x has dtype {arr.dtype}")
-        if not out.flags.writeable:
-            raise ValueError("out is read-only")
+        _check_writeable(out)
     return arr, out
 
 
@@ -37,15 +33,24 @@ def float_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
         # max/min propagate NaN and see inf, without allocating a mask of x's size
         raise ValueError("x must be finite (no NaN or inf)")
     if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise TypeError("out must be a numpy array")
-        if out.shape != arr.shape:
-            raise ValueError(f"out has shape {out.shape}, x has shape {arr.shape}")
+        _check_out(out, arr.shape)
         if out.dtype != np.float64:
             raise TypeError(f"out must have dtype float64, got {out.dtype}")
-        if not out.flags.writeable:
-            raise ValueError("out is read-only")
+        _check_writeable(out)
     return arr, out
+
+
+def _check_out(out: Any, shape: tuple[int, ...]) -> None:
+    """``out`` is a numpy array of x's shape (its dtype rule is the caller's)."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError("out must be a numpy array")
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, x has shape {shape}")
+
+
+def _check_writeable(out: np.ndarray) -> None:
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
 
 
 def param_for(value: Any, name: str, shape: tuple[int, ...]) -> _drive.Param:
