@@ -113,6 +113,19 @@ class _Sampler:
                        int(ints[_sk.P_A]), int(ints[_sk.P_B]), int(u64s[_sk.U_W]), self.t))
 
 
+def _prefill_words(longest: int, words_per_cell: float) -> int:
+    """Words pre-filled per chunk (in bulk, C ChaCha20): the expected use plus headroom.
+    A chunk that runs dry refills from its own stream in the kernel, so the words it
+    reads never depend on this size."""
+    return -(-(int(longest * words_per_cell * 1.05) + (8 if longest == 1 else 256)) // 8) * 8
+
+
+def _fill_address() -> int:
+    """The C block function the kernels refill a dry buffer with (``st[:, ST_FILL]``, as
+    in :mod:`dpfast.noise._chunks`); 0 would select the numba copy (same words)."""
+    return _native.blocks_address()
+
+
 def _batches(nch: int, words: int) -> Iterator[tuple[int, int]]:
     per = max(1, _BATCH_WORDS // words)
     for c0 in range(0, nch, per):
@@ -140,7 +153,8 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
         return
     smp = _Sampler(kind, t)
     longest = int(np.max(ends - starts))
-    words = -(-(int(longest * smp.words * 1.05) + (8 if longest == 1 else 256)) // 8) * 8
+    words = _prefill_words(longest, smp.words)
+    fill = _fill_address()
     force = _exact.forced_mode()
     cap = max(1, min(64 if not force else longest, longest))
     if collect is not None:
@@ -152,6 +166,7 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
         buf = _drive.fill_streams(kw, nb_, words)
         st = np.zeros((c1 - c0, _ck.ST_COLS), np.int64)
         st[:, _ck.ST_BLOCK] = words // 8
+        st[:, _ck.ST_FILL] = fill
         st[:, _ck.ST_CELL] = starts[c0:c1]
         st[:, _ck.ST_END] = ends[c0:c1]
         pend = (np.empty((c1 - c0, cap, _sk.P_COLS), np.int64),

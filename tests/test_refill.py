@@ -3,6 +3,8 @@ the numba copy and as ``dpfast.keystream``, extensions included."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -70,3 +72,38 @@ def test_refills_benchmark_kernel_reads_the_stream() -> None:
         accs.append(int(ck.refills(buf, _row(64, 0, fill), key_words, nonce, 640)))
     ks = np.frombuffer(dpfast.keystream(KEY, 3, 8 * 640), "<u8")
     assert accs[0] == accs[1] == int(np.bitwise_xor.reduce(ks))
+
+
+def test_addressed_chunks_refill_from_the_c_keystream(monkeypatch) -> None:
+    """``dpfast._addressed.run_chunks`` refills a dry buffer through the C ChaCha20
+    (``st[ST_FILL]``), and the words are those of the numba copy and of a buffer large
+    enough never to run dry: one-block pre-fills make every chunk refill many times."""
+    from dpfast import _addressed
+
+    kw = _addressed.key_words(KEY)
+    nch, cells = 3, 5000
+    nonces = np.array([[c, 0, 9] for c in range(nch)], np.uint32)
+    starts = np.arange(nch, dtype=np.int64) * cells
+    ends = starts + cells
+    seen: list[int] = []
+    real_fill = _addressed._fill_address
+
+    def spy() -> int:
+        seen.append(real_fill())
+        return seen[-1]
+
+    def run(kind: int, t: Fraction) -> np.ndarray:
+        out = np.zeros(nch * cells, np.int64)
+        _addressed.run_chunks(kw, nonces, starts, ends, kind, t, out)
+        return out
+
+    for kind, t in ((0, Fraction(100)), (1, Fraction(20)), (0, Fraction(1, 2))):
+        want = run(kind, t)  # default pre-fill: no chunk runs dry
+        monkeypatch.setattr(_addressed, "_prefill_words", lambda longest, w: 8)
+        monkeypatch.setattr(_addressed, "_fill_address", spy)
+        got_c = run(kind, t)
+        monkeypatch.setattr(_addressed, "_fill_address", lambda: 0)
+        got_numba = run(kind, t)
+        monkeypatch.undo()
+        assert np.array_equal(got_c, want) and np.array_equal(got_numba, want)
+    assert seen and all(a == _native.blocks_address() != 0 for a in seen)
