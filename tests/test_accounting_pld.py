@@ -469,3 +469,51 @@ def test_gaussian_quadrature_error_bound_is_certified(q: float, sigma: float) ->
             exact = mpmath.quad(f, [mpmath.mpf(lo), mpmath.mpf(lo) + mpmath.mpf(w)])
             # float evaluation: covered by connect_dots' 64-ulp rounding of each slope
             assert abs(got - float(exact)) <= bound + 1e-30 + pm._KAPPA * pm._U * abs(got)
+
+
+def test_composed_add_direction_by_swap_is_upper_bound_and_tight() -> None:
+    # the accountant derives the composed add direction from the composed remove one
+    # (one FFT power instead of two) where the swap's err is affordable; the result
+    # must bound the directly composed add direction from above, closely
+    from dpfast.accounting.pld import _curves as cv
+    from dpfast.accounting.pld import _pmf as pm
+    from dpfast.accounting.pld._swap import swap_pmf
+
+    q, s, t, dx = 0.01, 4.0, 10_000, 1.25e-4
+    rem = pm.self_compose(pm.connect_dots(cv.GaussianRemove(q, s), dx, 2**20), t, 1e-16,
+                          2**20)
+    direct = pm.self_compose(pm.connect_dots(cv.GaussianAdd(q, s), dx, 2**20), t, 1e-16,
+                             2**20)
+    derived = swap_pmf(rem, dx, exact_sums=False)
+    assert abs(math.fsum(derived.p) + derived.inf - 1.0) < 1e-10
+    for e in [0.0, 0.3, 0.9, 1.5]:
+        d_direct, d_derived = pm.delta(direct, dx, e), pm.delta(derived, dx, e)
+        assert d_derived >= d_direct - 2.0 * direct.err
+        assert d_derived <= d_direct + 2.0 * derived.err + 1e-13
+    e_direct, e_derived = pm.epsilon(direct, dx, 1e-5), pm.epsilon(derived, dx, 1e-5)
+    assert e_direct <= e_derived <= e_direct * (1 + 1e-4)
+
+
+@pytest.mark.parametrize(("q", "sigma", "steps", "delta", "modes"), [
+    (0.01, 4.0, 10_000, 1e-5, ["swap"]),  # the swap's err is affordable
+    (0.004, 0.8, 100_000, 1e-5, ["swap", "direct"]),  # e^hi too large: not even tried
+    (0.01, 4.0, 10_000, 1e-8, ["swap", "direct", "precise"]),  # long double needed
+])
+def test_accountant_chooses_the_cheapest_affordable_build(
+        q: float, sigma: float, steps: int, delta: float, modes: list[str]) -> None:
+    acct = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(sigma), q), steps)
+    eps = acct.get_epsilon(delta)
+    assert [m for (pess, m) in acct._cache if pess] == modes
+    built = [b for b in acct._cache.values() if b is not None]
+    assert max(p.err for p in built[-1][1]) <= 1e-3 * delta or modes[-1] == "precise"
+    # the answer agrees with composing both directions directly (same rule for the
+    # round-off allowance, without the swap)
+    from dpfast.accounting.pld import _pmf as pm
+
+    ref = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(sigma), q), steps)
+    for mode in ("direct", "precise"):
+        dx, pmfs = ref._build(True, mode)
+        if mode == "precise" or max(p.err for p in pmfs) <= 1e-3 * delta:
+            break
+    direct = max(pm.epsilon(p, dx, delta) for p in pmfs)
+    assert direct <= eps <= direct * (1 + 1e-4)

@@ -76,7 +76,8 @@ class Curve:
     def w_of_eps(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def s_of_w(self, w: np.ndarray, gt: bool = False) -> np.ndarray:  # pragma: no cover
+    def s_of_w(self, w: np.ndarray, gt: bool | np.ndarray = False
+               ) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     def weight_of_w(self, w: np.ndarray, base: np.ndarray) -> np.ndarray:  # pragma: no cover
@@ -133,11 +134,11 @@ class GaussianRemove(Curve):
                 m2 += weight * float(wt @ (v * v))
         return m1, max(m2 - m1 * m1, 0.0)
 
-    def s_of_w(self, w: np.ndarray, gt: bool = False) -> np.ndarray:
+    def s_of_w(self, w: np.ndarray, gt: bool | np.ndarray = False) -> np.ndarray:
         """``Q(L <= e)`` (``e < 0``) or ``-Q(L > e)`` (``e >= 0``, or everywhere with
-        ``gt``) at ``e = e(w)``."""
+        ``gt``, a flag or an array broadcasting against ``w``) at ``e = e(w)``."""
         z = (self.s * self.s * w + 0.5) / self.s
-        neg = (w < 0.0) & (not gt)
+        neg = (w < 0.0) & np.logical_not(gt)
         v = special.ndtr(np.where(neg, z, -z))
         return np.where(neg, v, -v)
 
@@ -145,8 +146,8 @@ class GaussianRemove(Curve):
         """``e^(e(w) - base) de/dw`` (= ``q e^(w - base)``: no logarithm needed)."""
         return self.q * np.exp(w - base)
 
-    def gl4_error_bound(self, lo: np.ndarray, w: np.ndarray, base: np.ndarray, gt: bool
-                        ) -> np.ndarray:
+    def gl4_error_bound(self, lo: np.ndarray, w: np.ndarray, base: np.ndarray,
+                        gt: bool | np.ndarray) -> np.ndarray:
         """Certified bound on the error of the 4-node Gauss-Legendre rule for
         ``int S(w) q e^(w - base) dw`` over ``[lo, lo + w]`` (``w > 0``).
 
@@ -171,7 +172,7 @@ class GaussianRemove(Curve):
         with np.errstate(under="ignore", over="ignore"):
             b_le = np.where(zh < 0.0, 0.5 * np.exp(-0.5 * zh * zh), 1.0)  # Phi(z) <= Phi(zh)
             b_gt = np.where(zl > 0.0, 0.5 * np.exp(-0.5 * zl * zl), 1.0)  # Phi(-z) <= Phi(-zl)
-            s_max = b_gt if gt else np.where(lo + w <= 0.0, b_le, np.maximum(b_le, b_gt))
+            s_max = np.where(gt, b_gt, np.where(lo + w <= 0.0, b_le, np.maximum(b_le, b_gt)))
             x, x2 = zmax, zmax * zmax
             he = (1.0, x, x2 + 1.0, x * (x2 + 3.0), x2 * (x2 + 6.0) + 3.0,
                   x * (x2 * (x2 + 10.0) + 15.0), x2 * (x2 * (x2 + 15.0) + 45.0) + 15.0,
@@ -246,12 +247,12 @@ class GaussianAdd(Curve):
         m1 = float(wt @ v)
         return m1, max(float(wt @ (v * v)) - m1 * m1, 0.0)
 
-    def s_of_w(self, w: np.ndarray, gt: bool = False) -> np.ndarray:
+    def s_of_w(self, w: np.ndarray, gt: bool | np.ndarray = False) -> np.ndarray:
         """``Q(L <= e)`` (``e < 0``, i.e. ``w > 0``) or ``-Q(L > e)`` (else, or everywhere
-        with ``gt``) at ``e = e(w)``."""
+        with ``gt``, a flag or an array broadcasting against ``w``) at ``e = e(w)``."""
         z = (self.s * self.s * w + 0.5) / self.s
         zi = 1.0 / self.s
-        pos = (w > 0.0) & (not gt)  # e < 0: Q(L <= e); else -Q(L > e)
+        pos = (w > 0.0) & np.logical_not(gt)  # e < 0: Q(L <= e); else -Q(L > e)
         u = np.where(pos, -z, z)
         v = (1.0 - self.q) * special.ndtr(u) + self.q * special.ndtr(u + np.where(pos, zi, -zi))
         return np.where(pos, v, -v)

@@ -96,12 +96,13 @@ def _grid(curve: Curve, dx: float, max_bins: int) -> tuple[int, int]:
     return k_lo, k_hi
 
 
-def _slope_values(curve: Curve, e: np.ndarray, gt: bool = False) -> np.ndarray:
+def _slope_values(curve: Curve, e: np.ndarray, gt: bool | np.ndarray = False
+                  ) -> np.ndarray:
     """``S(e)``: ``Q(L <= e)`` for ``e < 0``, ``-Q(L > e)`` for ``e >= 0`` (or for all
-    ``e`` with ``gt``)."""
-    if gt:
+    ``e`` where ``gt``, a flag or one per element)."""
+    if gt is True:
         return -curve.q_gt(e)
-    neg = e < 0.0
+    neg = (e < 0.0) & np.logical_not(gt)
     out = np.empty_like(e)
     if np.any(neg):
         out[neg] = curve.q_le(e[neg])
@@ -111,15 +112,18 @@ def _slope_values(curve: Curve, e: np.ndarray, gt: bool = False) -> np.ndarray:
 
 
 def _gl_n(curve: Curve, a: np.ndarray, h: np.ndarray, base: np.ndarray,
-          nodes: np.ndarray, weights: np.ndarray, gt: bool = False) -> np.ndarray:
+          nodes: np.ndarray, weights: np.ndarray, gt: bool | np.ndarray = False
+          ) -> np.ndarray:
     """``int S(e) e^(e - base) de`` over ``[a, a + h]`` (in the curve's smooth variable)
-    by Gauss-Legendre with the given nodes on [-1, 1]."""
+    by Gauss-Legendre with the given nodes on [-1, 1]; ``gt`` a flag or one per piece."""
     t = a[:, None] + (nodes[None, :] + 1.0) * 0.5 * h[:, None]
+    g = gt[:, None] if isinstance(gt, np.ndarray) else gt
     with np.errstate(under="ignore"):
         if curve.reparam:  # t is the smooth variable w
-            f = curve.s_of_w(t, gt) * curve.weight_of_w(t, base[:, None])
+            f = curve.s_of_w(t, g) * curve.weight_of_w(t, base[:, None])
         else:
-            f = _slope_values(curve, t.ravel(), gt).reshape(t.shape) * np.exp(
+            g = np.broadcast_to(g, t.shape).ravel() if isinstance(gt, np.ndarray) else gt
+            f = _slope_values(curve, t.ravel(), g).reshape(t.shape) * np.exp(
                 t - base[:, None])
         acc = f[:, 0] * weights[0]
         for j in range(1, weights.size):  # no BLAS call (threads) for a 4-vector
@@ -127,8 +131,8 @@ def _gl_n(curve: Curve, a: np.ndarray, h: np.ndarray, base: np.ndarray,
         return acc * 0.5 * h
 
 
-def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray,
+                    gt: bool | np.ndarray = False) -> tuple[np.ndarray, np.ndarray]:
     """``int_a^(a+h) S(e) e^(e - a) de`` and a bound on its quadrature error, adaptive
     (halving where the error bound exceeds the tolerance), integrating in the curve's
     smooth variable where it has one.
@@ -138,8 +142,11 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
     of the 4-node Gauss-Legendre rule); elsewhere it is ``|G4 - G3|`` (the 3-node rule's
     error estimate, which exceeds the 4-node rule's error on these smooth integrands:
     an asymptotic estimate, not a proof).  Callers add it on their safe side.
+    ``gt`` selects the slope form (see :func:`_slope_values`), a flag or one per cell.
     """
     base = a.copy()
+    if isinstance(gt, np.ndarray):
+        gt = gt.copy()
     if curve.reparam:
         lo, hi = curve.w_of_eps(a), curve.w_of_eps(a + h)
         w = hi - lo
@@ -157,6 +164,8 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
         lo = np.repeat(lo, pieces) + k * step
         w = step
         base = np.repeat(base, pieces)
+        if isinstance(gt, np.ndarray):
+            gt = np.repeat(gt, pieces)
     bound = getattr(curve, "gl4_error_bound", None) if curve.reparam else None
     fine = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
     for _ in range(60):
@@ -177,6 +186,8 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray, gt: bool = False
         lo = np.concatenate([lo[bad], lo[bad] + half])
         w = np.concatenate([half, half])
         base = np.concatenate([base[bad], base[bad]])
+        if isinstance(gt, np.ndarray):
+            gt = np.concatenate([gt[bad], gt[bad]])
         fine = _gl_n(curve, lo, w, base, _GL_T, _GL_W, gt)
     raise AssertionError("quadrature depth limit")  # pragma: no cover - budget stops first
 
@@ -194,9 +205,8 @@ def _chord_slopes(curve: Curve, dx: float, max_bins: int
     comp = np.maximum.accumulate(q_end > 0.5) if i0 else np.zeros(0, bool)
     c = int(np.argmax(comp)) if comp.size and comp.any() else i0  # first delta-form cell
     h = np.full(eps.size - 1, dx)
-    integ, ierr = np.empty(eps.size - 1), np.empty(eps.size - 1)
-    integ[:c], ierr[:c] = _cell_integrals(curve, eps[:c], h[:c], gt=False)
-    integ[c:], ierr[c:] = _cell_integrals(curve, eps[c:-1], h[c:], gt=True)
+    # both forms in one pass (fewer, larger array operations)
+    integ, ierr = _cell_integrals(curve, eps[:-1], h, gt=np.arange(eps.size - 1) >= c)
     if curve.reparam:  # the part of a delta-form cell below the loss range: -Q(L > e) = -1
         lows = np.flatnonzero(eps[c:-1] < curve.flat_below) + c
         flat = np.expm1(np.minimum(curve.flat_below, eps[lows + 1]) - eps[lows])
@@ -361,13 +371,16 @@ def self_compose(a: Pmf, count: int, tau: float, max_bins: int, precise: bool = 
     nf = sfft.next_fast_len(max(width, a.p.size), real=True)
     u = _UL if precise else _U
     fa = sfft.rfft(a.p.astype(np.longdouble) if precise else a.p, nf)
-    ma = np.abs(fa)
     e = _rho(nf, u) * math.fsum(a.p.tolist()) * (1.0 + 1e-12)  # bound on |A_hat_k - A_k|
     # the coefficients that matter: (|A_hat| + e)^(count - 1) > e^-600 (the threshold
-    # is lowered a little, so the selection errs on the inclusive side)
+    # is lowered a little, so the selection errs on the inclusive side; compared in
+    # squares, whose relative rounding (a few u) the lowering covers)
     thr = math.exp(-600.0 / max(count - 1, 1)) * (1.0 - 1e-9) - e
-    sel = np.flatnonzero(ma > thr)
-    ms = ma[sel]
+    if thr > 0.0:
+        sel = np.flatnonzero(fa.real * fa.real + fa.imag * fa.imag > thr * thr)
+    else:
+        sel = np.arange(fa.size)
+    ms = np.abs(fa[sel])
     with np.errstate(under="ignore", divide="ignore"):
         # power in polar form (numpy's complex power is several times slower); the
         # coefficients of modulus^count below 1e-200 are set to 0 (no subnormal numbers

@@ -28,6 +28,9 @@ _GRID_FRACTION = 0.05
 #: the FFT power is redone in long double when its round-off bound exceeds this share
 #: of the queried delta
 _PRECISE_SHARE = 1e-3
+#: the composed add direction is derived by the swap only below this largest swapped
+#: loss (its ``err`` grows like ``e^hi``; the query's allowance decides beyond)
+_SWAP_HI = 30.0
 
 
 _Cost = tuple[tuple[tuple, int], ...]
@@ -196,7 +199,8 @@ class PldAccountant(Accountant):
                 value_discretization_interval, "value_discretization_interval")
         self._dx_user = value_discretization_interval
         self._counts: dict[tuple, int] = {}
-        self._cache: dict[tuple[bool, bool], tuple[float, list[pm.Pmf]]] = {}
+        self._cache: dict[tuple[bool, str], tuple[float, list[pm.Pmf]] | None] = {}
+        self._work: dict = {}  # per grid: one event's pmfs, composed directions
 
     # ------------------------------------------------------------------ contract
     # supports / compose come from Accountant: one dispatch on the event type through
@@ -218,6 +222,7 @@ class PldAccountant(Accountant):
             if m:
                 self._counts[k] = self._counts.get(k, 0) + m * count
                 self._cache.clear()
+                self._work = {}
 
     def get_epsilon(self, delta: float) -> float:
         """Smallest ``epsilon`` (an upper bound, see Privacy) at ``delta``."""
@@ -248,7 +253,7 @@ class PldAccountant(Accountant):
             return 0.0, max(p.inf + p.err for _, p in self._pmfs(True)) if self._counts else 0.0
         up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True))
         if up < 1.0 and max(p.err for _, p in self._pmfs(True)) > _PRECISE_SHARE * up:
-            up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True, 0.0))
+            up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True, up))
         lo = max(pm.delta(p, dx, e) for dx, p in self._pmfs(False, up)) if lower else math.nan
         return lo, up
 
@@ -257,8 +262,9 @@ class PldAccountant(Accountant):
         """The grid interval of the last query (the user's, or the automatic one)."""
         if self._dx_user is not None:
             return self._dx_user
-        for dx, _ in self._cache.values():
-            return dx
+        for built in self._cache.values():
+            if built is not None:
+                return built[0]
         return None
 
     # ------------------------------------------------------------------ work
@@ -283,37 +289,44 @@ class PldAccountant(Accountant):
         return dx
 
     def _pmfs(self, pess: bool, delta: float = 1.0) -> list[tuple[float, pm.Pmf]]:
-        """The composed pmfs; rebuilt with the long-double power (see
-        :func:`~dpfast.accounting.pld._pmf.self_compose`) when the round-off bound of
-        the double one exceeds ``_PRECISE_SHARE * delta``."""
+        """The composed pmfs, from the cheapest build whose round-off allowance is at most
+        ``_PRECISE_SHARE * delta``: pessimistic, the add direction derived from the
+        composed remove direction by the swap (one FFT power instead of two; its ``err``
+        grows like ``e^hi``, see :mod:`~dpfast.accounting.pld._swap`), else both
+        directions composed, else the long-double power (see
+        :func:`~dpfast.accounting.pld._pmf.self_compose`)."""
         if not self._counts:
             return [(1.0, pm.identity(pess))]
-        key = (pess, False)
-        if key not in self._cache:
-            self._cache[key] = self._build(pess, False)
-        dx, pmfs = self._cache[key]
-        if max(p.err for p in pmfs) > _PRECISE_SHARE * delta:
-            key = (pess, True)
+        modes = ("swap", "direct", "precise") if pess else ("direct", "precise")
+        for mode in modes:
+            key = (pess, mode)
             if key not in self._cache:
-                self._cache[key] = self._build(pess, True)
-            dx, pmfs = self._cache[key]
+                self._cache[key] = self._build(pess, mode)
+            built = self._cache[key]
+            if built is None:  # the swap does not apply
+                continue
+            dx, pmfs = built
+            if mode == "precise" or max(p.err for p in pmfs) <= _PRECISE_SHARE * delta:
+                break
         return [(dx, p) for p in pmfs]
 
-    def _build(self, pess: bool, precise: bool) -> tuple[float, list[pm.Pmf]]:
+    def _build(self, pess: bool, mode: str) -> tuple[float, list[pm.Pmf]] | None:
         items = [(_curves(k), c) for k, c in sorted(self._counts.items(), key=repr)]
         dx = self._dx_user
         if dx is None:
             for cached in self._cache.values():
-                dx = cached[0]
+                if cached is not None:
+                    dx = cached[0]
             if dx is None:
                 dx = self._auto_dx(items)
         for _ in range(8):
             try:
                 if pess:
-                    return dx, self._compose_all(items, dx, True, precise, False)
+                    out = self._compose_all(items, dx, True, mode, False)
+                    return None if out is None else (dx, out)
                 # two lower bounds (see connect_dots_lower); the larger is reported
-                return dx, (self._compose_all(items, dx, False, precise, False)
-                            + self._compose_all(items, dx, False, precise, True))
+                return dx, (self._compose_all(items, dx, False, mode, False)
+                            + self._compose_all(items, dx, False, mode, True))
             except pm.GridTooLargeError as exc:
                 if self._dx_user is not None:
                     raise ValueError(f"{exc}: use a larger value_discretization_interval "
@@ -321,30 +334,61 @@ class PldAccountant(Accountant):
                 dx *= 2.0
         raise ValueError("PldAccountant: no grid fits the memory bound")  # pragma: no cover
 
-    def _compose_all(self, items, dx: float, pess: bool, precise: bool, one_sided: bool
-                     ) -> list[pm.Pmf]:
-        out = []
+    def _compose_all(self, items, dx: float, pess: bool, mode: str, one_sided: bool
+                     ) -> list[pm.Pmf] | None:
+        """One composed pmf per direction (remove, add), or one if all pairs are
+        symmetric; ``None`` for ``mode == "swap"`` where it does not apply."""
+        if self._work.get("dx") != dx:
+            self._work = {"dx": dx}
         symmetric = all(cs[0] is cs[1] for cs, _ in items)
-        removes: dict[int, pm.Pmf] = {}
-        for direction in (0,) if symmetric else (0, 1):
+        if mode == "swap":
+            # every add pair is the remove pair swapped (symmetric pairs: itself), so
+            # the composed add pmf is the swap of the composed remove pmf
+            if not pess or symmetric or not all(
+                    cs[0] is cs[1] or isinstance(cs[0], _SWAPPABLE) for cs, _ in items):
+                return None
+            rem = self._direction(items, dx, pess, False, one_sided, 0)
+            hi = -rem.lo * dx
+            if hi > _SWAP_HI or (rem.err + 1e-15) * math.exp(hi) > _PRECISE_SHARE:
+                return None  # its err could not pass for any delta: compose directly
+            return [rem, swap_pmf(rem, dx, exact_sums=False)]
+        precise = mode == "precise"
+        return [self._direction(items, dx, pess, precise, one_sided, d)
+                for d in ((0,) if symmetric else (0, 1))]
+
+    def _direction(self, items, dx: float, pess: bool, precise: bool, one_sided: bool,
+                   direction: int) -> pm.Pmf:
+        """The composition of all events in one direction (cached per grid)."""
+        key = ("dir", pess, precise, one_sided, direction)
+        if key not in self._work:
             total = pm.identity(pess)
             for i, (curves, c) in enumerate(items):
-                curve = curves[direction]
-                if pess and direction == 1 and i in removes and (
-                        -removes[i].lo * dx <= MAX_HI):
-                    # the add pair is the remove pair swapped (Poisson-subsampled
-                    # Gaussian / Laplace): its connect-the-dots pmf follows exactly
-                    one = swap_pmf(removes[i], dx)
-                elif pess:
-                    one = pm.connect_dots(curve, dx, MAX_BINS)
-                    if direction == 0 and isinstance(curve, _SWAPPABLE) and not curve.symmetric:
-                        removes[i] = one
-                else:
-                    one = connect_dots_lower(curve, dx, MAX_BINS, one_sided)
+                one = self._one(curves, i, dx, pess, one_sided, direction)
                 total = pm.compose(total, pm.self_compose(one, c, _TAU, MAX_BINS, precise),
                                    _TAU, MAX_BINS)
-            out.append(total)
-        return out
+            self._work[key] = total
+        return self._work[key]
+
+    def _one(self, curves: tuple[cv.Curve, cv.Curve], i: int, dx: float, pess: bool,
+             one_sided: bool, direction: int) -> pm.Pmf:
+        """One event's discretised pmf in one direction (cached per grid)."""
+        if curves[0] is curves[1]:
+            direction = 0
+        key = ("one", pess, one_sided, direction, i)
+        if key not in self._work:
+            curve = curves[direction]
+            if not pess:
+                one = connect_dots_lower(curve, dx, MAX_BINS, one_sided)
+            elif direction == 1 and isinstance(curves[0], _SWAPPABLE):
+                # the add pair is the remove pair swapped (Poisson-subsampled Gaussian /
+                # Laplace): its connect-the-dots pmf follows exactly
+                rem = self._one(curves, i, dx, pess, one_sided, 0)
+                one = (swap_pmf(rem, dx) if -rem.lo * dx <= MAX_HI
+                       else pm.connect_dots(curve, dx, MAX_BINS))
+            else:
+                one = pm.connect_dots(curve, dx, MAX_BINS)
+            self._work[key] = one
+        return self._work[key]
 
     def __repr__(self) -> str:
         n = sum(self._counts.values())
