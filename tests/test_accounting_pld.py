@@ -497,23 +497,44 @@ def test_composed_add_direction_by_swap_is_upper_bound_and_tight() -> None:
 @pytest.mark.parametrize(("q", "sigma", "steps", "delta", "modes"), [
     (0.01, 4.0, 10_000, 1e-5, ["swap"]),  # the swap's err is affordable
     (0.004, 0.8, 100_000, 1e-5, ["swap", "direct"]),  # e^hi too large: not even tried
+    (0.5, 0.5, 123, 1e-3, ["swap", "direct"]),  # the swap loses the Q-heavy lower tail
     (0.01, 4.0, 10_000, 1e-8, ["swap", "direct", "precise"]),  # long double needed
 ])
 def test_accountant_chooses_the_cheapest_affordable_build(
         q: float, sigma: float, steps: int, delta: float, modes: list[str]) -> None:
     acct = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(sigma), q), steps)
     eps = acct.get_epsilon(delta)
-    assert [m for (pess, m) in acct._cache if pess] == modes
+    assert [k[1] for k in acct._cache if k[0]] == modes
     built = [b for b in acct._cache.values() if b is not None]
     assert max(p.err for p in built[-1][1]) <= 1e-3 * delta or modes[-1] == "precise"
     # the answer agrees with composing both directions directly (same rule for the
     # round-off allowance, without the swap)
     from dpfast.accounting.pld import _pmf as pm
+    from dpfast.accounting.pld.accountant import _tau_for
 
     ref = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(sigma), q), steps)
     for mode in ("direct", "precise"):
-        dx, pmfs = ref._build(True, mode)
+        dx, pmfs = ref._build(True, mode, _tau_for(delta))
         if mode == "precise" or max(p.err for p in pmfs) <= 1e-3 * delta:
             break
     direct = max(pm.epsilon(p, dx, delta) for p in pmfs)
     assert direct <= eps <= direct * (1 + 1e-4)
+
+
+def test_truncation_follows_the_queried_delta_and_builds_are_reused() -> None:
+    from dpfast.accounting.pld.accountant import _tau_for
+
+    assert _tau_for(1e-5) == pytest.approx(1e-10)
+    assert _tau_for(None) == _tau_for(0.0) == 1e-16
+    assert _tau_for(1e-14) == 1e-16  # never below the floor
+    acct = PldAccountant().compose(ev.PoissonSampled(ev.Gaussian(1.1), 0.01), 3000)
+    e5 = acct.get_epsilon(1e-5)
+    n = len(acct._cache)
+    e8 = acct.get_epsilon(1e-8)
+    assert e8 > e5 and len(acct._cache) > n
+    n = len(acct._cache)
+    assert acct.get_epsilon(1e-5) == pytest.approx(e5, rel=1e-4)  # the finer build reused
+    assert len(acct._cache) == n
+    # the truncated mass is inside the reported delta: a build with the floor truncation
+    # (get_delta) confirms epsilon at delta to within the allowances
+    assert acct.get_delta(e5) <= 1e-5 * (1 + 1e-3)

@@ -21,8 +21,10 @@ __all__ = ["PldAccountant", "UnsupportedEventError"]
 #: largest number of grid points of one distribution (8 MiB of float64; the FFT of a
 #: composition of two such needs ~5 arrays of that size: ~64 MiB peak)
 MAX_BINS = 2**20
-#: tail mass truncated at each composition (added to delta, pessimistic side)
+#: tail mass truncated at each composition (added to delta, pessimistic side): at most
+#: _TAU_SHARE of the queried delta (a power of ten), at least _TAU (delta unknown or 0)
 _TAU = 1e-16
+_TAU_SHARE = 1e-5
 #: automatic grid: interval = _GRID_FRACTION * (smallest loss standard deviation)
 _GRID_FRACTION = 0.05
 #: the FFT power is redone in long double when its round-off bound exceeds this share
@@ -94,6 +96,26 @@ def _loss_moments(curve: cv.Curve) -> tuple[float, float]:
     mean = float(w @ losses)
     var = float(w @ (losses - mean) ** 2)
     return mean, max(var, 0.0)
+
+
+def _tau_for(target: float | None) -> float:
+    """The truncated tail mass per composition for a query at ``delta = target``: a power
+    of ten at most ``_TAU_SHARE * target`` (narrower windows; all of it is added to
+    ``delta``), or :data:`_TAU` where the target is unknown."""
+    if target is None or target <= 0.0:
+        return _TAU
+    return max(_TAU, 10.0 ** math.floor(math.log10(_TAU_SHARE * target)))
+
+
+def _slack(mode: str, pmfs: list[pm.Pmf]) -> float:
+    """What a build may add to ``delta`` beyond the exact composition of the discretised
+    pairs: the round-off allowance, and for the swap the ``Q``-mass the composed remove
+    pmf no longer carries (its truncated lower tail: tiny in ``P``, possibly not in
+    ``Q``), i.e. the swapped ``+inf`` mass beyond the remove pmf's own."""
+    out = max((p.err for p in pmfs), default=0.0)
+    if mode == "swap":
+        out = max(out, pmfs[1].err + max(pmfs[1].inf - pmfs[0].inf, 0.0))
+    return out
 
 
 class PldAccountant(Accountant):
@@ -199,8 +221,9 @@ class PldAccountant(Accountant):
                 value_discretization_interval, "value_discretization_interval")
         self._dx_user = value_discretization_interval
         self._counts: dict[tuple, int] = {}
-        self._cache: dict[tuple[bool, str], tuple[float, list[pm.Pmf]] | None] = {}
+        self._cache: dict[tuple[bool, str, float], tuple[float, list[pm.Pmf]] | None] = {}
         self._work: dict = {}  # per grid: one event's pmfs, composed directions
+        self._last_mode: tuple[str, list[pm.Pmf]] = ("direct", [])
 
     # ------------------------------------------------------------------ contract
     # supports / compose come from Accountant: one dispatch on the event type through
@@ -242,8 +265,9 @@ class PldAccountant(Accountant):
         d = check_probability(delta, "delta", zero=True, one=True)
         if d >= 1.0:
             return 0.0, 0.0
-        up = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(True, d))
-        lo = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(False, d)) if lower else math.nan
+        up = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(True, d, d))
+        lo = (max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(False, d, d)) if lower
+              else math.nan)
         return lo, up
 
     def get_delta_bounds(self, epsilon: float, *, lower: bool = True) -> tuple[float, float]:
@@ -252,7 +276,7 @@ class PldAccountant(Accountant):
         if e == math.inf:
             return 0.0, max(p.inf + p.err for _, p in self._pmfs(True)) if self._counts else 0.0
         up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True))
-        if up < 1.0 and max(p.err for _, p in self._pmfs(True)) > _PRECISE_SHARE * up:
+        if up < 1.0 and _slack(*self._last_mode) > _PRECISE_SHARE * up:
             up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True, up))
         lo = max(pm.delta(p, dx, e) for dx, p in self._pmfs(False, up)) if lower else math.nan
         return lo, up
@@ -288,29 +312,36 @@ class PldAccountant(Accountant):
         dx = max(dx, 30.0 * math.sqrt(var_tot) / MAX_BINS, 2.0 * width / MAX_BINS, 1e-9)
         return dx
 
-    def _pmfs(self, pess: bool, delta: float = 1.0) -> list[tuple[float, pm.Pmf]]:
+    def _pmfs(self, pess: bool, delta: float = 1.0, target: float | None = None
+              ) -> list[tuple[float, pm.Pmf]]:
         """The composed pmfs, from the cheapest build whose round-off allowance is at most
         ``_PRECISE_SHARE * delta``: pessimistic, the add direction derived from the
         composed remove direction by the swap (one FFT power instead of two; its ``err``
         grows like ``e^hi``, see :mod:`~dpfast.accounting.pld._swap`), else both
         directions composed, else the long-double power (see
-        :func:`~dpfast.accounting.pld._pmf.self_compose`)."""
+        :func:`~dpfast.accounting.pld._pmf.self_compose`).  ``target``: the ``delta``
+        the answer is for (sets the truncated tail mass, :func:`_tau_for`); a build
+        with a smaller truncation is reused."""
         if not self._counts:
             return [(1.0, pm.identity(pess))]
         modes = ("swap", "direct", "precise") if pess else ("direct", "precise")
+        tau = _tau_for(target)
         for mode in modes:
-            key = (pess, mode)
+            usable = [k for k in self._cache if k[:2] == (pess, mode) and k[2] <= tau]
+            key = max(usable, key=lambda k: k[2]) if usable else (pess, mode, tau)
             if key not in self._cache:
-                self._cache[key] = self._build(pess, mode)
+                self._cache[key] = self._build(pess, mode, tau)
             built = self._cache[key]
             if built is None:  # the swap does not apply
                 continue
             dx, pmfs = built
-            if mode == "precise" or max(p.err for p in pmfs) <= _PRECISE_SHARE * delta:
+            if mode == "precise" or _slack(mode, pmfs) <= _PRECISE_SHARE * delta:
                 break
+        self._last_mode = (mode, pmfs)
         return [(dx, p) for p in pmfs]
 
-    def _build(self, pess: bool, mode: str) -> tuple[float, list[pm.Pmf]] | None:
+    def _build(self, pess: bool, mode: str, tau: float = _TAU
+               ) -> tuple[float, list[pm.Pmf]] | None:
         items = [(_curves(k), c) for k, c in sorted(self._counts.items(), key=repr)]
         dx = self._dx_user
         if dx is None:
@@ -322,11 +353,11 @@ class PldAccountant(Accountant):
         for _ in range(8):
             try:
                 if pess:
-                    out = self._compose_all(items, dx, True, mode, False)
+                    out = self._compose_all(items, dx, True, mode, False, tau)
                     return None if out is None else (dx, out)
                 # two lower bounds (see connect_dots_lower); the larger is reported
-                return dx, (self._compose_all(items, dx, False, mode, False)
-                            + self._compose_all(items, dx, False, mode, True))
+                return dx, [p for side in (False, True)
+                            for p in self._compose_all(items, dx, False, mode, side, tau) or []]
             except pm.GridTooLargeError as exc:
                 if self._dx_user is not None:
                     raise ValueError(f"{exc}: use a larger value_discretization_interval "
@@ -334,8 +365,8 @@ class PldAccountant(Accountant):
                 dx *= 2.0
         raise ValueError("PldAccountant: no grid fits the memory bound")  # pragma: no cover
 
-    def _compose_all(self, items, dx: float, pess: bool, mode: str, one_sided: bool
-                     ) -> list[pm.Pmf] | None:
+    def _compose_all(self, items, dx: float, pess: bool, mode: str, one_sided: bool,
+                     tau: float) -> list[pm.Pmf] | None:
         """One composed pmf per direction (remove, add), or one if all pairs are
         symmetric; ``None`` for ``mode == "swap"`` where it does not apply."""
         if self._work.get("dx") != dx:
@@ -347,25 +378,25 @@ class PldAccountant(Accountant):
             if not pess or symmetric or not all(
                     cs[0] is cs[1] or isinstance(cs[0], _SWAPPABLE) for cs, _ in items):
                 return None
-            rem = self._direction(items, dx, pess, False, one_sided, 0)
+            rem = self._direction(items, dx, pess, False, one_sided, 0, tau)
             hi = -rem.lo * dx
             if hi > _SWAP_HI or (rem.err + 1e-15) * math.exp(hi) > _PRECISE_SHARE:
                 return None  # its err could not pass for any delta: compose directly
             return [rem, swap_pmf(rem, dx, exact_sums=False)]
         precise = mode == "precise"
-        return [self._direction(items, dx, pess, precise, one_sided, d)
+        return [self._direction(items, dx, pess, precise, one_sided, d, tau)
                 for d in ((0,) if symmetric else (0, 1))]
 
     def _direction(self, items, dx: float, pess: bool, precise: bool, one_sided: bool,
-                   direction: int) -> pm.Pmf:
+                   direction: int, tau: float) -> pm.Pmf:
         """The composition of all events in one direction (cached per grid)."""
-        key = ("dir", pess, precise, one_sided, direction)
+        key = ("dir", pess, precise, one_sided, direction, tau)
         if key not in self._work:
             total = pm.identity(pess)
             for i, (curves, c) in enumerate(items):
                 one = self._one(curves, i, dx, pess, one_sided, direction)
-                total = pm.compose(total, pm.self_compose(one, c, _TAU, MAX_BINS, precise),
-                                   _TAU, MAX_BINS)
+                total = pm.compose(total, pm.self_compose(one, c, tau, MAX_BINS, precise),
+                                   tau, MAX_BINS)
             self._work[key] = total
         return self._work[key]
 
