@@ -194,7 +194,12 @@ class PldAccountant(Accountant):
     4-node Gauss-Legendre rule and node placement; ``|G4 - G3|``, an asymptotic
     estimate, for Laplace), rounded up by 64 ulps.  The add direction of the
     subsampled Gaussian / Laplace is derived exactly from the remove direction
-    (:mod:`~dpfast.accounting.pld._swap`).  The FFT round-off is bounded, not estimated: each output
+    (:mod:`~dpfast.accounting.pld._swap`), for one event and, where affordable, for the
+    whole composition (swapping commutes with composition: one FFT power instead of
+    two; its allowance grows like ``e^hi``, ``hi`` the composed remove pmf's lowest
+    loss, and the ``Q``-mass of its truncated lower tail moves to ``+inf``; both must
+    stay below 1e-3 of the queried ``delta``, else both directions are composed).
+    The FFT round-off is bounded, not estimated: each output
     coefficient of an FFT of ``x`` is taken to be within ``10 u (log2 n + 1) ||x||_1``
     (the componentwise form of Higham 2002, Thm. 24.2, for mixed-radix Cooley-Tukey;
     pocketfft's implementation is assumed to satisfy it, not verified), propagated
@@ -203,7 +208,8 @@ class PldAccountant(Accountant):
     ``delta``; it is added to ``delta``.  Size: ~5e-10 at 10^4 compositions, ~5e-9 at
     10^5; where it exceeds 1e-3 of the queried ``delta`` the power is redone in long
     double (x86-64: ~1e-10 left, mostly ``count`` times 8u per event).  Tails below
-    ``1e-16`` per truncation and ``1.2e-19`` per event are moved to ``+inf``.  See
+    ``1e-5 delta`` (a power of ten; ``1e-16`` for ``get_delta`` or ``delta = 0``) per
+    truncation and ``1.2e-19`` per event are moved to ``+inf``.  See
     :mod:`dpfast.accounting.pld._pmf`.
 
     Examples
