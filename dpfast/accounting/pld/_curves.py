@@ -95,6 +95,22 @@ class Curve:
         return np.clip(np.nan_to_num(d, nan=0.0), 0.0, 1.0)
 
 
+#: coefficients (x^0 .. x^n) of He+_n, the probabilists' Hermite polynomials with all
+#: coefficients made positive, n = 0 .. 7
+_HE_PLUS = ((1,), (0, 1), (1, 0, 1), (0, 3, 0, 1), (3, 0, 6, 0, 1), (0, 15, 0, 10, 0, 1),
+            (15, 0, 45, 0, 15, 0, 1), (0, 105, 0, 105, 0, 21, 0, 1))
+
+
+def _he_sum_coefficients(s: float) -> tuple[float, ...]:
+    """Coefficients (x^0 .. x^7) of ``sum_(j=1..8) C(8, j) s^j He+_(j-1)(x)``."""
+    out = [0.0] * 8
+    for j in range(1, 9):
+        w = math.comb(8, j) * s**j
+        for k, h in enumerate(_HE_PLUS[j - 1]):
+            out[k] += w * h
+    return tuple(out)
+
+
 class GaussianRemove(Curve):
     """``P = (1-q) N(0, s^2) + q N(1, s^2)``, ``Q = N(0, s^2)`` (``q = 1``: plain Gaussian).
 
@@ -103,6 +119,7 @@ class GaussianRemove(Curve):
 
     def __init__(self, q: float, sigma: float) -> None:
         self.q, self.s = q, sigma
+        self._he_c = _he_sum_coefficients(sigma)  # for gl4_error_bound
         self.symmetric = q >= 1.0
         self.lmin = math.log1p(-q) if q < 1.0 else -math.inf
         self.flat_below = self.lmin
@@ -173,13 +190,12 @@ class GaussianRemove(Curve):
             b_le = np.where(zh < 0.0, 0.5 * np.exp(-0.5 * zh * zh), 1.0)  # Phi(z) <= Phi(zh)
             b_gt = np.where(zl > 0.0, 0.5 * np.exp(-0.5 * zl * zl), 1.0)  # Phi(-z) <= Phi(-zl)
             s_max = np.where(gt, b_gt, np.where(lo + w <= 0.0, b_le, np.maximum(b_le, b_gt)))
-            x, x2 = zmax, zmax * zmax
-            he = (1.0, x, x2 + 1.0, x * (x2 + 3.0), x2 * (x2 + 6.0) + 3.0,
-                  x * (x2 * (x2 + 10.0) + 15.0), x2 * (x2 * (x2 + 15.0) + 45.0) + 15.0,
-                  x * (x2 * (x2 * (x2 + 21.0) + 105.0) + 105.0))
-            acc = np.zeros_like(zmax)
-            for j in range(1, 9):
-                acc = acc + math.comb(8, j) * s**j * he[j - 1]
+            # sum_j C(8, j) s^j He+_(j-1)(zmax) by Horner (nonnegative coefficients and
+            # argument: relative rounding below 16u, inside the final 1e-10 margin)
+            c = self._he_c
+            acc = np.full_like(zmax, c[7])
+            for k in range(6, -1, -1):
+                acc = acc * zmax + c[k]
             phi = np.exp(-0.5 * zmin * zmin) / math.sqrt(2.0 * math.pi)
             g_max = self.q * np.exp(lo + w - base)
             d8 = g_max * (s_max + acc * phi)
