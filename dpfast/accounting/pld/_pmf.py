@@ -296,9 +296,11 @@ def _finish(lo: int, c: np.ndarray, inf: float, err: float, pess: bool, tau: flo
     """Clip round-off negatives, truncate the tails, check the size."""
     np.maximum(c, 0.0, out=c)
     tiny = c < _TINY
-    if pess:  # moved to +inf; optimistic: dropped
-        inf += float(c[tiny].sum()) * (1.0 + 1e-9)
-    c[tiny] = 0.0
+    n_tiny = int(np.count_nonzero(tiny))
+    if n_tiny:
+        if pess:  # moved to +inf (each below _TINY); optimistic: dropped
+            inf += n_tiny * _TINY
+        np.putmask(c, tiny, 0.0)
     inf = math.nextafter(inf, math.inf) if pess else math.nextafter(inf, 0.0)
     lo, c, inf = _truncate(lo, c, inf, pess, tau)
     if c.size > max_bins:
@@ -413,7 +415,7 @@ def _positive_part(pmf: Pmf, dx: float) -> tuple[np.ndarray, np.ndarray, np.ndar
     """Losses > 0, their tail sums ``A_j = sum_{i>=j} p_i`` and ``B_j = sum p_i e^-l_i``."""
     start = max(0, 1 - pmf.lo)
     p = pmf.p[start:]
-    losses = (np.arange(p.size) + pmf.lo + start) * dx
+    losses = (np.arange(p.size, dtype=np.float64) + float(pmf.lo + start)) * dx
     a = np.cumsum(p[::-1])[::-1]
     b = np.cumsum((p * np.exp(-losses))[::-1])[::-1]
     margin = 4.0 * _U * (p.size + 2) * (float(a[0]) if a.size else 0.0)

@@ -64,7 +64,7 @@ def swap_pmf(pmf: Pmf, dx: float, exact_sums: bool = True) -> Pmf:
     mass), ``sum q`` down for the ``+inf`` mass and up in ``err``.
     """
     n = pmf.p.size
-    losses = (np.arange(n) + pmf.lo) * dx
+    losses = (np.arange(n, dtype=np.float64) + float(pmf.lo)) * dx
     qm = pmf.p * np.exp(-losses)
     if exact_sums:
         g, s_q, s_p = _U, math.fsum(qm.tolist()), math.fsum(pmf.p.tolist())
