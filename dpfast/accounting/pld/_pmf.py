@@ -16,14 +16,16 @@ pmf reports ``delta + err`` (an upper bound), an *optimistic* one ``delta - err`
   1e-17 x cell width.  The bound is *added* to each slope (subtracted in
   :mod:`._lower`): for the Gaussian curves of the remove direction it is certified
   (derivative bound of the rule, float placement of the nodes, rounding of the
-  argument of ``ndtr``: ``GaussianRemove.gl4_error_bound``); for the others (Laplace,
-  the Gaussian add direction when discretised directly) it is ``|G4 - G3|``, an
+  argument of ``ndtr``: ``GaussianRemove.gl4_error_bound``); the Laplace remove pair
+  has its integrals in closed form with a certified rounding bound
+  (:mod:`._laplace_cells`); for the add directions when discretised directly (only
+  where the swap of :mod:`._swap` is not used: ``q`` above about 0.75) it is ``|G4 - G3|``, an
   asymptotic estimate.  Each slope is then rounded *up* by 64 ulps (the special
   functions' own error) and the slopes made monotone, so the curve they define starts
   at ``(0, 1)`` and stays above the exact interpolation: pessimistic by construction
-  (modulo the rounding of the cell ends in the smooth variable and, off the Gaussian,
-  the asymptotic estimate), and a valid distribution (masses >= 0).  Missing total
-  mass, if any, is put at ``+inf``.
+  (modulo the rounding of the cell ends in the smooth variable and, for a directly
+  discretised add direction, the asymptotic estimate), and a valid distribution
+  (masses >= 0).  Missing total mass, if any, is put at ``+inf``.
 * :func:`round_down` builds the optimistic pmf (each loss rounded down to the grid, the
   survival function rounded down: the loss is stochastically smaller, so every
   hockey-stick divergence is smaller, also after composition).  Its gap to the
@@ -137,13 +139,18 @@ def _cell_integrals(curve: Curve, a: np.ndarray, h: np.ndarray,
     (halving where the error bound exceeds the tolerance), integrating in the curve's
     smooth variable where it has one.
 
-    The error bound is *certified* where the curve provides ``gl4_error_bound`` (the
-    Gaussian remove direction, hence also the derived add direction: a derivative bound
-    of the 4-node Gauss-Legendre rule); elsewhere it is ``|G4 - G3|`` (the 3-node rule's
+    A curve with ``cell_integrals`` (the Laplace remove pair) gives them in closed form
+    with a certified bound.  The error bound is *certified* where the curve provides
+    ``gl4_error_bound`` (the Gaussian remove direction, hence also the derived add
+    direction: a derivative bound of the 4-node Gauss-Legendre rule); elsewhere it is
+    ``|G4 - G3|`` (the 3-node rule's
     error estimate, which exceeds the 4-node rule's error on these smooth integrands:
     an asymptotic estimate, not a proof).  Callers add it on their safe side.
     ``gt`` selects the slope form (see :func:`_slope_values`), a flag or one per cell.
     """
+    closed = getattr(curve, "cell_integrals", None)
+    if closed is not None:  # closed form with a certified bound (the Laplace remove pair)
+        return closed(a, h, gt)
     base = a.copy()
     if isinstance(gt, np.ndarray):
         gt = gt.copy()

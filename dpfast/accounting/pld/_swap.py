@@ -45,7 +45,7 @@ from ._roundoff import _U
 #: masses below this are moved to +inf (as in :mod:`._pmf`): no subnormal numbers
 _TINY = 1e-280
 #: largest swapped loss for which the derivation is used (``err`` grows like ``e^hi``)
-MAX_HI = math.log(2.0)
+MAX_HI = math.log(4.0)
 
 
 def swap_pmf(pmf: Pmf, dx: float, exact_sums: bool = True) -> Pmf:

@@ -190,10 +190,12 @@ class PldAccountant(Accountant):
     float64; FFT by scipy.fft; self-composition by one FFT raised to the power ``count``
     over a Chernoff-bounded window; different events by linear FFT convolution.  The
     discretisation is pessimistic by construction: each chord slope is a quadrature
-    plus an error bound (certified for the Gaussian curves: derivative bound of the
-    4-node Gauss-Legendre rule and node placement; ``|G4 - G3|``, an asymptotic
-    estimate, for Laplace), rounded up by 64 ulps.  The add direction of the
-    subsampled Gaussian / Laplace is derived exactly from the remove direction
+    plus an error bound, certified for the remove pairs (Gaussian: derivative bound of
+    the 4-node Gauss-Legendre rule and node placement; Laplace: the integrals in closed
+    form with their rounding bounded), rounded up by 64 ulps.  The add direction of the
+    subsampled Gaussian / Laplace is derived exactly from the remove direction for
+    ``q`` up to about 0.75 (beyond, it is discretised directly with ``|G4 - G3|``, an asymptotic
+    estimate, as its quadrature error)
     (:mod:`~dpfast.accounting.pld._swap`), for one event and, where affordable, for the
     whole composition (swapping commutes with composition: one FFT power instead of
     two; its allowance grows like ``e^hi``, ``hi`` the composed remove pmf's lowest
