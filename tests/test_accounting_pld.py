@@ -573,7 +573,7 @@ def test_laplace_closed_form_cell_integrals_are_certified(q: float, b: float) ->
         for ai, hi_, v, e in zip(a, h, val, err, strict=True):
             ma, mh = mpmath.mpf(float(ai)), mpmath.mpf(float(hi_))
             pts = sorted({ma, ma + mh, *[p for p in (lo_x, hi_x) if ma < p < ma + mh]})
-            def f(t, ma=ma):
+            def f(t, ma=ma, gt=gt):
                 return (-q_gt(t) if gt else 1 - q_gt(t)) * mpmath.exp(t - ma)
 
             exact = mpmath.quad(f, pts)
