@@ -41,6 +41,8 @@ EXAMPLES: list[ev.DpEvent] = [
     ev.Gaussian(2.0),
     ev.DiscreteLaplace(3.0),
     ev.DiscreteGaussian(3.0),
+    ev.DiscreteGaussian(3.0, sensitivity=2),
+    ev.DiscreteLaplace(3.0, sensitivity=4),
     ev.RandomizedResponse(1.0, 4),
     ev.Exponential(0.3),
     ev.Snapping(0.7),

@@ -85,6 +85,10 @@ leaf = st.one_of(
     st.floats(0.01, 10).map(ev.Gaussian),
     st.floats(0.01, 10).map(ev.Laplace),
     st.floats(0.01, 10).map(ev.DiscreteGaussian),
+    st.tuples(st.floats(0.01, 10), st.one_of(st.none(), st.integers(1, 50))).map(
+        lambda t: ev.DiscreteGaussian(*t)),
+    st.tuples(st.floats(0.01, 10), st.one_of(st.none(), st.integers(1, 50))).map(
+        lambda t: ev.DiscreteLaplace(*t)),
     st.tuples(st.floats(0, 5), st.integers(2, 9)).map(lambda t: ev.RandomizedResponse(*t)),
     st.floats(0, 5).map(ev.Exponential),
     st.floats(0, 5).map(ev.Zcdp),

@@ -102,6 +102,21 @@ def _integer(owner: str, name: str, value: Any, minimum: int) -> int:
     return check_int(value, f"{owner}: {name}", minimum=minimum)
 
 
+def _sensitivity(owner: str, value: Any) -> int | None:
+    """An optional positive integer sensitivity (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    return check_int(value, f"{owner}: sensitivity", minimum=1)
+
+
+def _repr_optional(event: DpEvent) -> str:
+    """The dataclass repr without the optional fields left at ``None`` (events built
+    without them print as before the fields existed)."""
+    parts = [f"{f.name}={getattr(event, f.name)!r}" for f in dataclasses.fields(event)
+             if not (f.default is None and getattr(event, f.name) is None)]
+    return f"{type(event).__name__}({', '.join(parts)})"
+
+
 def _event(owner: str, name: str, value: Any) -> DpEvent:
     if not isinstance(value, DpEvent):
         raise TypeError(f"{owner}: {name} must be a DpEvent, got {type(value).__name__}")
@@ -133,11 +148,15 @@ class DpEvent:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-friendly ``dict`` (``{"type": ClassName, **fields}``).
 
-        Nested events become nested dicts; :func:`from_dict` inverts this.
+        Nested events become nested dicts; :func:`from_dict` inverts this.  Optional
+        fields left at ``None`` are omitted (records written before they existed read
+        back unchanged, and events without them serialise as before).
         """
         out: dict[str, Any] = {"type": type(self).__name__}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
+            if v is None and f.default is None:
+                continue  # an optional field left unset: the dict of older versions
             if isinstance(v, DpEvent):
                 v = v.to_dict()
             elif isinstance(v, tuple):
@@ -215,14 +234,22 @@ class Gaussian(DpEvent):
         )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class DiscreteLaplace(DpEvent):
     """Discrete Laplace noise, ``P(x) ~ exp(-|x|/t)``, ``noise_multiplier = t / sensitivity``.
 
-    The sensitivity is an integer (L1).
+    The sensitivity is an integer (L1).  ``sensitivity`` (optional, a positive ``int``)
+    states it when the release is a *scalar* integer query (or one coordinate changes
+    between neighbours) with ``|f(D) - f(D')| <= sensitivity``: the noise scale is then
+    ``t = noise_multiplier * sensitivity`` and :class:`~dpfast.accounting.PldAccountant`
+    uses the exact loss distribution of that shift.  ``None`` (default): any integer
+    query of L1 sensitivity ``t / noise_multiplier`` (vector queries included); the PLD
+    accountant then uses the pure ``1 / noise_multiplier``-DP bound, valid for all of
+    them.  The other accountants ignore the field.
     """
 
     noise_multiplier: float
+    sensitivity: int | None = None
 
     def __post_init__(self) -> None:
         _set(
@@ -230,16 +257,30 @@ class DiscreteLaplace(DpEvent):
             "noise_multiplier",
             _positive_finite("DiscreteLaplace", "noise_multiplier", self.noise_multiplier),
         )
+        _set(self, "sensitivity", _sensitivity("DiscreteLaplace", self.sensitivity))
+
+    def __repr__(self) -> str:
+        return _repr_optional(self)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class DiscreteGaussian(DpEvent):
     """Discrete Gaussian noise, ``P(x) ~ exp(-x^2 / 2 sigma^2)``.
 
     ``noise_multiplier = sigma / sensitivity`` with an integer (L2) sensitivity.
+    ``sensitivity`` (optional, a positive ``int``) states it when the release is a
+    *scalar* integer query (or one coordinate changes between neighbours) with
+    ``|f(D) - f(D')| <= sensitivity``: ``sigma = noise_multiplier * sensitivity``, and
+    :class:`~dpfast.accounting.PldAccountant` uses the exact loss distribution of the
+    shift by ``sensitivity`` (Canonne, Kamath & Steinke 2020, Thm. 7: it bounds every
+    smaller shift).  ``None`` (default): any integer vector query of that L2 sensitivity;
+    the PLD accountant then refuses the event (its loss distribution depends on how the
+    shift spreads over the coordinates).  RDP, zCDP and pure-DP accountants ignore the
+    field (their bounds hold for every shift of L2 norm ``<= sensitivity``).
     """
 
     noise_multiplier: float
+    sensitivity: int | None = None
 
     def __post_init__(self) -> None:
         _set(
@@ -247,6 +288,10 @@ class DiscreteGaussian(DpEvent):
             "noise_multiplier",
             _positive_finite("DiscreteGaussian", "noise_multiplier", self.noise_multiplier),
         )
+        _set(self, "sensitivity", _sensitivity("DiscreteGaussian", self.sensitivity))
+
+    def __repr__(self) -> str:
+        return _repr_optional(self)
 
 
 @dataclasses.dataclass(frozen=True)

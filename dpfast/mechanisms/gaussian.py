@@ -183,13 +183,17 @@ class DiscreteGaussianMechanism(_Mechanism):
         at most ``Delta`` (a scalar query, or a histogram where one record changes one
         cell): ``(epsilon, delta)`` is then calibrated with the tight one-dimensional
         formula.  Default (``None``) and any other value: safe for every integer shift of
-        L2 norm ``<= Delta``, in any number of coordinates.  Not used with ``rho``.
+        L2 norm ``<= Delta``, in any number of coordinates.  Not used to calibrate with
+        ``rho``; with either target ``max_changed=1`` puts ``sensitivity=Delta`` in
+        :attr:`event`.
 
     Attributes
     ----------
     sigma : float
     event : dpfast.accounting.events.DiscreteGaussian
-        ``DiscreteGaussian(noise_multiplier=sigma / Delta)`` (rounded down).
+        ``DiscreteGaussian(noise_multiplier=sigma / Delta)`` (rounded down); with
+        ``max_changed=1`` also ``sensitivity=Delta`` (a scalar shift: what
+        :class:`~dpfast.accounting.PldAccountant` needs for its exact accounting).
 
     Privacy
     -------
@@ -243,8 +247,11 @@ class DiscreteGaussianMechanism(_Mechanism):
             assert eps is not None and dlt is not None
             rho_ok = _largest_rho(float_down(eps), float(dlt))
             self.sigma = _calibrate.gaussian_sigma_zcdp(rho_ok, sens)
+        # max_changed=1: one coordinate moves by at most sens (a scalar release), so the
+        # event can carry the integer sensitivity (exact PLD accounting)
         self.event = _events.DiscreteGaussian(
-            noise_multiplier=float_down(Fraction(self.sigma) / sens)
+            noise_multiplier=float_down(Fraction(self.sigma) / sens),
+            sensitivity=sens if m == 1 else None,
         )
 
     def _params(self) -> dict[str, Any]:

@@ -397,12 +397,21 @@ class Finite(Curve):
     """A pair with finitely many loss values ``losses`` of ``P``-masses ``masses``.
 
     ``inf_mass`` is ``P(L = +inf)``; the ``Q``-mass not carried by the finite losses
-    sits at ``L = -inf``.  Always symmetric in the uses below (randomized response and
-    the ``(epsilon, delta)`` dominating pair).
+    sits at ``L = -inf``.  Always symmetric in the uses below (randomized response, the
+    ``(epsilon, delta)`` dominating pair, the discrete Gaussian / Laplace pairs of
+    :mod:`._discrete`).  ``mass_rel_err`` / ``loss_rel_err`` bound the relative error of
+    the float masses / losses against the exact pair (:mod:`._atomic` adds their effect
+    to its error allowance).  Discretised by :mod:`._atomic` (vectorised, any number of
+    atoms).
     """
 
-    def __init__(self, losses: list[float], masses: list[float], inf_mass: float = 0.0) -> None:
-        order = np.argsort(losses)
+    mass_rel_err: float = 8.0 * _U
+    loss_rel_err: float = 0.0
+    #: every loss is an integer multiple of it (None: unknown)
+    lattice: float | None = None
+
+    def __init__(self, losses, masses, inf_mass: float = 0.0) -> None:
+        order = np.argsort(losses, kind="stable")
         self.l = np.asarray(losses, dtype=np.float64)[order]
         self.m = np.asarray(masses, dtype=np.float64)[order]
         self.qm = self.m * np.exp(-self.l)
@@ -410,7 +419,8 @@ class Finite(Curve):
         self.inf_mass = float(inf_mass)
         self.symmetric = True
         self.lo, self.hi = float(self.l[0]), float(self.l[-1])
-        self.breaks = tuple(float(v) for v in self.l)
+        # the atoms (only ._pmf's quadrature path reads breaks; ._atomic does not)
+        self.breaks = tuple(float(v) for v in self.l) if self.l.size <= 64 else ()
 
     def moments(self) -> tuple[float, float]:
         w = self.m / max(float(self.m.sum()), 1e-300)
@@ -446,5 +456,7 @@ def randomized_response(eps: float, k: int = 2, delta: float = 0.0) -> Finite:
     if k > 2:
         losses.append(0.0)
         masses.append(w * (k - 2) / den)
-    return Finite(losses, masses, delta)
+    out = Finite(losses, masses, delta)
+    out.lattice = eps
+    return out
 

@@ -58,7 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sfft
 
-from ._curves import Curve
+from . import _atomic
+from ._curves import Curve, Finite
 from ._roundoff import _U, _UL, _conv_err, _floor_err, _power_err, _rho
 
 _KAPPA = 64.0  # ulps allowed per evaluated slope (special functions + quadrature)
@@ -211,6 +212,8 @@ def _chord_slopes(curve: Curve, dx: float, max_bins: int
     q_end = curve.q_le(eps[1:i0 + 1])
     comp = np.maximum.accumulate(q_end > 0.5) if i0 else np.zeros(0, bool)
     c = int(np.argmax(comp)) if comp.size and comp.any() else i0  # first delta-form cell
+    if isinstance(curve, Finite):  # atoms: exact chord slopes, vectorised
+        return (k_lo, eps, c) + _atomic.chord_slopes(curve, dx, k_lo, eps.size - 1, c)
     h = np.full(eps.size - 1, dx)
     # both forms in one pass (fewer, larger array operations)
     integ, ierr = _cell_integrals(curve, eps[:-1], h, gt=np.arange(eps.size - 1) >= c)
@@ -235,6 +238,9 @@ def _chord_slopes(curve: Curve, dx: float, max_bins: int
 
 def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     """Pessimistic connect-the-dots pmf of ``curve`` on the grid ``dx * Z``."""
+    if isinstance(curve, Finite):  # atoms: split exactly between the grid points
+        k_lo, k_hi = _grid(curve, dx, max_bins)
+        return Pmf(k_lo, *_atomic.split_atoms(curve, dx, k_lo, k_hi), True)
     k_lo, eps, c, slopes, serr = _chord_slopes(curve, dx, max_bins)
     slopes = slopes + serr  # the quadrature's error bound, on the safe side
     # Round every slope up by its error bound and make the delta-slopes nondecreasing:

@@ -1,0 +1,104 @@
+"""Exact loss distributions of the discrete (integer-valued) noise mechanisms.
+
+Both pairs are *atomic*: the output is an integer ``x`` and the loss
+``L(x) = log(P(x) / Q(x))`` takes one value per ``x`` (or per run of ``x`` with the same
+loss), so they are :class:`~._curves.Finite` curves, discretised by :mod:`._atomic`.
+
+* Discrete Gaussian (Canonne, Kamath & Steinke 2020): ``P = N_Z(0, s^2)``,
+  ``Q = N_Z(D, s^2)``, ``s = noise_multiplier * D``, ``L(x) = (D^2 - 2 D x) / (2 s^2)``.
+  By CKS20, Thm. 7 the hockey-stick divergence of the shift by ``D`` is at least that of
+  every integer shift ``|k| <= D`` at every ``epsilon >= 0``, and the pair is symmetric
+  (``x -> D - x`` swaps ``P`` and ``Q``), so it dominates every scalar release of
+  sensitivity ``D`` in both directions.  ``x`` is kept in ``[-K, K + D]``,
+  ``K = ceil(10 s)``; the ``P``-mass outside, at most ``s sqrt(2 pi) e^(-K^2 / 2 s^2)``
+  over the normalising sum (< 1e-21), is put at ``L = +inf`` and the ``Q``-mass outside at
+  ``-inf`` (the exact pair is then a post-processing of the truncated one: merging those
+  two outcomes gives it back), a pessimistic step.
+* Discrete Laplace: ``P = DLap(0, t)``, ``Q = DLap(D, t)``, ``t = noise_multiplier * D``,
+  ``P(x) = (1 - r) / (1 + r) r^|x|`` with ``r = e^(-1/t)``; ``L(x) = (|x - D| - |x|) / t``:
+  an atom ``D / t`` (all ``x <= 0``, ``P``-mass ``1 / (1 + r)``), one per ``0 < x < D``
+  (``(D - 2x) / t``) and ``-D / t`` (all ``x >= D``, ``P``-mass ``r^D / (1 + r)``).
+
+Numerics: float64.  The normalising sum of the discrete Gaussian is an ``fsum`` of the
+kept terms (correctly rounded); every mass and loss carries a stated relative error bound
+(``mass_rel_err``, ``loss_rel_err``: the rounding of ``s``, ``2 s^2``, the exponent and
+``exp``, each a few ulps times the size of the exponent) that :mod:`._atomic` turns into
+its error allowance.  The bounds also cover any noise scale up to ``2u`` relative above
+``noise_multiplier * D`` (the mechanisms round ``noise_multiplier`` down, so their own
+``sigma`` or ``t`` lies there): the pair is analysed for the mechanism actually run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._curves import Finite
+
+_U = 2.0**-53
+#: most atoms of one discrete pair (16 MiB per float64 array): a discrete Gaussian up to
+#: sigma of about 10^5
+MAX_ATOMS = 2**21
+#: the discrete Gaussian keeps x in [-K, K + D] with K = ceil(_TAILS * sigma)
+_TAILS = 10.0
+
+
+def discrete_gaussian_atoms(m: float, sens: int) -> int:
+    """Number of atoms of :func:`discrete_gaussian` (checked against :data:`MAX_ATOMS`)."""
+    return 2 * max(math.ceil(_TAILS * m * sens), 1) + sens + 1
+
+
+def discrete_gaussian(m: float, sens: int) -> Finite:
+    """The pair ``N_Z(0, s^2)``, ``N_Z(sens, s^2)``, ``s = m * sens`` (see the module)."""
+    s = m * sens
+    k = max(math.ceil(_TAILS * s), 1)
+    x = np.arange(-k, k + sens + 1, dtype=np.float64)  # exact integers
+    s2 = 2.0 * s * s
+    with np.errstate(under="ignore"):
+        expo = x * x / s2
+        terms = np.exp(-expo)
+    z = math.fsum(terms.tolist())  # >= 1 (the term x = 0)
+    # both tails: sum_{x > k} e^(-x^2 / 2 s^2) <= int_k^inf e^(-t^2 / 2 s^2) dt
+    # = s sqrt(2 pi) Phi(-k / s) <= s sqrt(pi / 2) e^(-k^2 / 2 s^2); the upper tail starts
+    # further out (k + sens)
+    tail = 2.0 * s * math.sqrt(math.pi / 2.0) * math.exp(-(k * k) / s2) / z * (1.0 + 1e-9)
+    masses = terms / z
+    losses = (float(sens) * sens - 2.0 * sens * x) / s2  # numerator exact (< 2^53)
+    curve = Finite(losses[::-1], masses[::-1], tail)
+    # exponent: s = m * sens (u), s * s (u), the division (u): <= 4u relative, so the
+    # term is within (4.01 E + 2) u relative (exp: <= 2u); z (fsum of such terms, then
+    # correctly rounded) within the largest of these + u; the mass (a division) within
+    # twice that + u, and within the tail share of the untruncated normalisation
+    # Plus any sigma in [s, s (1 + 2u)] (the mechanism's own: noise_multiplier is its
+    # sigma / sens rounded down): d log P(x) / d log s = 2 E_x - E[2 E_X], at most
+    # 2 E_max + 2 in modulus, so (4 E_max + 4) u more; the loss 4u more.
+    e_max = float(expo.max())
+    curve.mass_rel_err = ((2.0 * (4.01 * e_max + 2.0) + 4.0) + 4.01 * (e_max + 1.0)) * _U \
+        + 2.0 * tail
+    # loss: 2 s^2 within 3u relative, the division u; the sigma above 4u
+    curve.loss_rel_err = 9.0 * _U
+    # D (D - 2x) / (2 s^2): D - 2x is odd for odd D, even for even D
+    curve.lattice = (1.0 if sens % 2 else 2.0) * sens / s2
+    return curve
+
+
+def discrete_laplace(m: float, sens: int) -> Finite:
+    """The pair ``DLap(0, t)``, ``DLap(sens, t)``, ``t = m * sens`` (see the module)."""
+    t = m * sens
+    x = np.arange(0, sens + 1, dtype=np.float64)
+    with np.errstate(under="ignore"):
+        r = math.exp(-1.0 / t)
+        masses = -math.expm1(-1.0 / t) * np.exp(-x / t) / (1.0 + r)
+        masses[0] = 1.0 / (1.0 + r)  # every x <= 0
+        masses[-1] = math.exp(-sens / t) / (1.0 + r)  # every x >= sens
+    losses = (float(sens) - 2.0 * x) / t
+    curve = Finite(losses[::-1], masses[::-1])
+    # t = m * sens within u: each exponent x / t within 2u relative (<= 2u sens / t
+    # absolute), exp / expm1 2u each, the products and the division 4u; plus any scale
+    # in [t, t (1 + 2u)] (the mechanism's own; noise_multiplier is rounded down):
+    # d log P(x) / d log t is at most sens / t + 2 in modulus, the loss 2u relative
+    curve.mass_rel_err = (8.02 * sens / t + 24.0) * _U
+    curve.loss_rel_err = 5.0 * _U
+    curve.lattice = (1.0 if sens % 2 else 2.0) / t  # (D - 2x) / t
+    return curve
