@@ -7,7 +7,10 @@
  *   - 16 lanes, portable (any CPU: tested for equality everywhere) and
  *     target("avx512f") (rotates become vprold), chosen at run time with
  *     __builtin_cpu_supports.  No -march flags.
+ * The environment variable DPFAST_SIMD ("avx2", "portable"; read once) caps the path
+ * chosen, e.g. to measure the AVX2 path on an AVX-512 host.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpfast.h"
@@ -168,12 +171,21 @@ static void block1(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
 
 typedef void (*blocks_fn)(const uint32_t *, const uint32_t *, uint32_t, uint32_t *);
 
-/* The widest path this CPU runs, chosen once: 16 lanes with AVX-512F, else 8 lanes
- * (AVX2 or portable). */
+/* The cap set by DPFAST_SIMD: 3 (none), 2 ("avx2": no AVX-512), 1 ("portable"). */
+static int simd_cap(void) {
+    const char *v = getenv("DPFAST_SIMD");
+    if (!v) return 3;
+    if (strcmp(v, "avx2") == 0) return 2;
+    if (strcmp(v, "portable") == 0) return 1;
+    return 3;
+}
+
+/* The widest path this CPU runs (within the cap), chosen once: 16 lanes with AVX-512F,
+ * else 8 lanes (AVX2 or portable). */
 static blocks_fn pick_blocks8(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return blocks8_avx2;
+    if (simd_cap() >= 2 && __builtin_cpu_supports("avx2")) return blocks8_avx2;
 #endif
     return blocks8_generic;
 }
@@ -181,7 +193,7 @@ static blocks_fn pick_blocks8(void) {
 static blocks_fn pick_blocks16(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return blocks16_avx512;
+    if (simd_cap() >= 3 && __builtin_cpu_supports("avx512f")) return blocks16_avx512;
 #endif
     return 0;
 }

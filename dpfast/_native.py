@@ -6,12 +6,23 @@ size) and call C on whole arrays; cffi releases the GIL during each call.
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import numpy as np
 
 from dpfast._cffi import ffi, lib
 
 __all__ = ["chacha20_blocks", "chacha20_blocks_impl", "chacha20_streams", "chacha20_keystream",
            "simd_level", "blocks_address", "BLOCK_IMPLS"]
+
+#: values of the environment variable DPFAST_SIMD, which caps the ChaCha20 path the C
+#: code picks (read once, by C): e.g. "avx2" measures the AVX2 path on an AVX-512 host
+SIMD_CAPS = ("avx512", "avx2", "portable")
+if os.environ.get("DPFAST_SIMD", "") not in ("", *SIMD_CAPS):
+    warnings.warn(f"DPFAST_SIMD={os.environ['DPFAST_SIMD']!r} is not one of {SIMD_CAPS}: "
+                  "ignored (the widest path the CPU runs is used)", RuntimeWarning,
+                  stacklevel=2)
 
 # implementation numbers of dpf_chacha20_blocks_impl (csrc/chacha20.c)
 BLOCK_IMPLS = {"scalar": 0, "portable8": 1, "avx2": 2, "portable16": 3, "avx512": 4}
@@ -86,7 +97,8 @@ def chacha20_keystream(key: bytes, nonce: bytes, counter: int, nbytes: int) -> b
 
 
 def simd_level() -> int:
-    """3 if the 16-lane AVX-512F keystream path runs on this CPU, 2 for 8-lane AVX2, 1 portable."""
+    """3 if the 16-lane AVX-512F keystream path runs on this CPU, 2 for 8-lane AVX2, 1
+    portable (within the cap of the environment variable ``DPFAST_SIMD``, if set)."""
     return int(lib.dpf_chacha20_simd_level())
 
 

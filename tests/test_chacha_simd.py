@@ -7,6 +7,8 @@ is tested on every machine; the AVX2 / AVX-512F clones are tested where the CPU 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
@@ -74,3 +76,33 @@ def test_keystream_results_are_independent_objects() -> None:
     b = _native.chacha20_keystream(key, bytes(12), 1, 128)
     assert a is not b and a != b and bytes(128) == b"\x00" * 128
     assert _native.chacha20_keystream(key, bytes(12), 0, 128) == a
+
+
+@pytest.mark.parametrize(("cap", "level"), [("avx2", 2), ("portable", 1), ("avx512", 3)])
+def test_simd_cap_environment_variable(cap: str, level: int) -> None:
+    # DPFAST_SIMD caps the path (to measure the AVX2 path on an AVX-512 host); the
+    # keystream is the same whatever the path
+    import subprocess
+    import sys
+
+    code = ("from dpfast import _native, keystream; import hashlib; "
+            "print(_native.simd_level(), hashlib.sha256(keystream(bytes(32), 0, 1 << 20))"
+            ".hexdigest())")
+    env = {**os.environ, "DPFAST_SIMD": cap}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    ref = subprocess.run([sys.executable, "-c", code], env={
+        k: v for k, v in os.environ.items() if k != "DPFAST_SIMD"}, capture_output=True,
+        text=True, check=True).stdout.split()
+    assert int(out[0]) == min(level, _native.simd_level())
+    assert out[1] == ref[1]
+
+
+def test_unknown_simd_cap_warns() -> None:
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DPFAST_SIMD": "avx1024"}
+    res = subprocess.run([sys.executable, "-W", "error", "-c", "import dpfast._native"],
+                         env=env, capture_output=True, text=True)
+    assert res.returncode != 0 and "DPFAST_SIMD='avx1024'" in res.stderr
