@@ -14,7 +14,9 @@ Conventions
 * ``noise_multiplier`` is always the noise scale divided by the sensitivity:
   ``scale / sensitivity`` for (discrete) Laplace noise and
   ``sigma / L2 sensitivity`` for (discrete) Gaussian noise.  For the discrete
-  mechanisms the sensitivity is an integer.
+  mechanisms the sensitivity is an integer; their events may state it
+  (``sensitivity=``, optional) when the release is a scalar, which the PLD accountant
+  needs for their exact loss distributions.
 * Unless an event says otherwise the neighbouring relation is the one of the
   mechanism that produced it; the subsampling events state theirs
   (:class:`PoissonSampled`: add/remove one record;

@@ -409,12 +409,16 @@ class Finite(Curve):
     loss_rel_err: float = 0.0
     #: every loss is an integer multiple of it (None: unknown)
     lattice: float | None = None
+    #: P-mass of atoms left out (truncated tails): put at +inf by the pessimistic
+    #: discretisation, dropped by the optimistic one (not part of ``inf_mass``)
+    cut_mass: float = 0.0
 
     def __init__(self, losses, masses, inf_mass: float = 0.0) -> None:
         order = np.argsort(losses, kind="stable")
         self.l = np.asarray(losses, dtype=np.float64)[order]
         self.m = np.asarray(masses, dtype=np.float64)[order]
-        self.qm = self.m * np.exp(-self.l)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            self.qm = np.where(self.m > 0.0, self.m * np.exp(-self.l), 0.0)
         self.q_minf = max(0.0, 1.0 - math.fsum(self.qm))
         self.inf_mass = float(inf_mass)
         self.symmetric = True
@@ -430,17 +434,19 @@ class Finite(Curve):
     def _count_le(self, e: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.l, np.asarray(e, dtype=np.float64), side="right")
 
+    # cumulative sums in long double (x86-64: n 2^-64 relative for n atoms, then one
+    # rounding to double), so that many atoms keep them accurate to a few ulps
     def q_gt(self, e):
-        c = np.concatenate([np.cumsum(self.qm[::-1])[::-1], [0.0]])
-        return c[self._count_le(e)]
+        c = np.concatenate([np.cumsum(self.qm[::-1], dtype=np.longdouble)[::-1], [0.0]])
+        return c[self._count_le(e)].astype(np.float64)
 
     def q_le(self, e):
-        c = np.concatenate([[0.0], np.cumsum(self.qm)]) + self.q_minf
-        return c[self._count_le(e)]
+        c = np.concatenate([[0.0], np.cumsum(self.qm, dtype=np.longdouble)]) + self.q_minf
+        return c[self._count_le(e)].astype(np.float64)
 
     def p_gt(self, e):
-        c = np.concatenate([np.cumsum(self.m[::-1])[::-1], [0.0]]) + self.inf_mass
-        return c[self._count_le(e)]
+        c = np.concatenate([np.cumsum(self.m[::-1], dtype=np.longdouble)[::-1], [0.0]])
+        return (c[self._count_le(e)] + self.inf_mass).astype(np.float64)
 
 
 def randomized_response(eps: float, k: int = 2, delta: float = 0.0) -> Finite:

@@ -10,10 +10,13 @@ loss), so they are :class:`~._curves.Finite` curves, discretised by :mod:`._atom
   every integer shift ``|k| <= D`` at every ``epsilon >= 0``, and the pair is symmetric
   (``x -> D - x`` swaps ``P`` and ``Q``), so it dominates every scalar release of
   sensitivity ``D`` in both directions.  ``x`` is kept in ``[-K, K + D]``,
-  ``K = ceil(10 s)``; the ``P``-mass outside, at most ``s sqrt(2 pi) e^(-K^2 / 2 s^2)``
-  over the normalising sum (< 1e-21), is put at ``L = +inf`` and the ``Q``-mass outside at
-  ``-inf`` (the exact pair is then a post-processing of the truncated one: merging those
-  two outcomes gives it back), a pessimistic step.
+  ``K = floor(sqrt(90) s)``; the ``P``-mass outside (a geometric-series bound, below
+  ``2 e^-45 < 1e-19`` of the total) is put at ``L = +inf`` and
+  the ``Q``-mass outside at ``-inf`` by :mod:`._atomic` (the exact pair is then a
+  post-processing of the truncated one: merging those two outcomes gives it back), a
+  pessimistic step; the optimistic side just drops it (``cut_mass``: a smaller ``delta``).
+* Losses above :data:`MAX_LOSS` (noise so small that ``epsilon > 700``) and more than
+  :data:`MAX_ATOMS` atoms are refused by the accountant.
 * Discrete Laplace: ``P = DLap(0, t)``, ``Q = DLap(D, t)``, ``t = noise_multiplier * D``,
   ``P(x) = (1 - r) / (1 + r) r^|x|`` with ``r = e^(-1/t)``; ``L(x) = (|x - D| - |x|) / t``:
   an atom ``D / t`` (all ``x <= 0``, ``P``-mass ``1 / (1 + r)``), one per ``0 < x < D``
@@ -40,32 +43,50 @@ _U = 2.0**-53
 #: most atoms of one discrete pair (16 MiB per float64 array): a discrete Gaussian up to
 #: sigma of about 10^5
 MAX_ATOMS = 2**21
-#: the discrete Gaussian keeps x in [-K, K + D] with K = ceil(_TAILS * sigma)
-_TAILS = 10.0
+#: the discrete Gaussian keeps x in [-K, K + D] with K = floor(_TAILS * sigma): the
+#: P-mass outside is below 2 e^-45 < 1e-19 (see discrete_gaussian)
+_TAILS = math.sqrt(90.0)
+#: largest privacy loss of a supported pair (e^L must be a float64; the PLD arithmetic
+#: exponentiates losses): smaller noise is refused
+MAX_LOSS = 700.0
 
 
-def discrete_gaussian_atoms(m: float, sens: int) -> int:
-    """Number of atoms of :func:`discrete_gaussian` (checked against :data:`MAX_ATOMS`)."""
-    return 2 * max(math.ceil(_TAILS * m * sens), 1) + sens + 1
+def _k(m: float, sens: int) -> int:
+    return math.floor(_TAILS * m * sens)
+
+
+def size_and_max_loss(kind: str, m: float, sens: int) -> tuple[float, float]:
+    """Number of atoms and largest loss of :func:`discrete_gaussian` (``kind="dgauss"``)
+    or :func:`discrete_laplace` (``"dlap"``), checked against :data:`MAX_ATOMS` and
+    :data:`MAX_LOSS` before a pair is built (``inf`` where they overflow)."""
+    if kind == "dlap":
+        return sens + 1.0, 1.0 / m
+    s = m * sens
+    if not (1e-100 < s < 1e100):
+        return math.inf, math.inf
+    k = _k(m, sens)
+    return 2.0 * k + sens + 1.0, sens * (sens + 2.0 * k) / (2.0 * s * s)
 
 
 def discrete_gaussian(m: float, sens: int) -> Finite:
     """The pair ``N_Z(0, s^2)``, ``N_Z(sens, s^2)``, ``s = m * sens`` (see the module)."""
     s = m * sens
-    k = max(math.ceil(_TAILS * s), 1)
+    k = _k(m, sens)
     x = np.arange(-k, k + sens + 1, dtype=np.float64)  # exact integers
     s2 = 2.0 * s * s
     with np.errstate(under="ignore"):
         expo = x * x / s2
         terms = np.exp(-expo)
     z = math.fsum(terms.tolist())  # >= 1 (the term x = 0)
-    # both tails: sum_{x > k} e^(-x^2 / 2 s^2) <= int_k^inf e^(-t^2 / 2 s^2) dt
-    # = s sqrt(2 pi) Phi(-k / s) <= s sqrt(pi / 2) e^(-k^2 / 2 s^2); the upper tail starts
-    # further out (k + sens)
-    tail = 2.0 * s * math.sqrt(math.pi / 2.0) * math.exp(-(k * k) / s2) / z * (1.0 + 1e-9)
+    # each tail: sum_{x >= k+1} e^(-x^2 / 2 s^2) <= e^(-(k+1)^2 / 2 s^2) sum_j
+    # e^(-(k+1) j / s^2) (x^2 >= (k+1)^2 + 2 (k+1) j), a geometric series; the upper
+    # tail starts further out (k + sens + 1); 1e-300 covers an underflow
+    g = math.exp(-((k + 1) ** 2) / s2) / -math.expm1(-2.0 * (k + 1) / s2)
+    tail = (2.0 * g / z + 1e-300) * (1.0 + 1e-9)
     masses = terms / z
     losses = (float(sens) * sens - 2.0 * sens * x) / s2  # numerator exact (< 2^53)
-    curve = Finite(losses[::-1], masses[::-1], tail)
+    curve = Finite(losses[::-1], masses[::-1])
+    curve.cut_mass = tail  # P-mass outside (-> +inf on the pessimistic side only)
     # exponent: s = m * sens (u), s * s (u), the division (u): <= 4u relative, so the
     # term is within (4.01 E + 2) u relative (exp: <= 2u); z (fsum of such terms, then
     # correctly rounded) within the largest of these + u; the mass (a division) within

@@ -81,11 +81,15 @@ def _key(event: ev.DpEvent) -> tuple | None:
 
 
 def _discrete(kind: str, m: float, sens: int, event: ev.DpEvent) -> tuple:
-    n = sens + 1 if kind == "dlap" else dz.discrete_gaussian_atoms(m, sens)
+    n, top = dz.size_and_max_loss(kind, m, sens)
     if n > dz.MAX_ATOMS:
         raise UnsupportedEventError(
-            f"PldAccountant: {event!r} has {n} loss values (limit {dz.MAX_ATOMS}, the "
+            f"PldAccountant: {event!r} has {n:.3g} loss values (limit {dz.MAX_ATOMS}, the "
             f"memory bound): use RdpAccountant")
+    if top > dz.MAX_LOSS:
+        raise UnsupportedEventError(
+            f"PldAccountant: {event!r} has privacy losses up to {top:.3g} (limit "
+            f"{dz.MAX_LOSS:g}: the noise is too small for any useful epsilon)")
     return (kind, m, sens)
 
 
@@ -226,8 +230,8 @@ class PldAccountant(Accountant):
     Gaussian for differential privacy", Thm. 7) its hockey-stick divergence at every
     ``epsilon >= 0`` is at least that of every integer shift ``|k| <= D``, and it is
     symmetric (``x -> D - x``), so it bounds both directions of every scalar release of
-    sensitivity ``D``; ``x`` is truncated to ``[-K, K + D]``, ``K = ceil(10 s)``, the
-    ``P``-mass outside (< 1e-21) moved to ``+inf``.  The discrete Laplace with
+    sensitivity ``D``; ``x`` is truncated to ``[-K, K + D]``, ``K = floor(sqrt(90) s)``,
+    the ``P``-mass outside (< 1e-19) moved to ``+inf``.  The discrete Laplace with
     ``sensitivity=D``: the pair ``DLap(0, t)``, ``DLap(D, t)``, which bounds every shift
     ``|k| <= D`` by the same argument (log-concave noise: the loss is monotone in ``x``,
     the optimal set is a half-line, so ``delta_k(epsilon) = max_a F(a) - e^epsilon
