@@ -186,6 +186,24 @@ def test_discrete_gaussian_composed_with_a_gaussian() -> None:
         assert up <= exact * (1 + 2e-3) + 1e-12
 
 
+def test_two_discrete_pairs_without_a_common_lattice() -> None:
+    # a discrete Gaussian and a discrete Laplace: incommensurate lattices, so the automatic
+    # grid splits the atoms; exact reference: the product of the two atomic pairs
+    # (delta = sum over atom pairs of p_a p_b (1 - e^(eps - l_a - l_b))_+)
+    g, lap = dz.discrete_gaussian(1.5, 2), dz.discrete_laplace(0.8, 3)
+    acct = PldAccountant().compose(ev.DiscreteGaussian(1.5, sensitivity=2)).compose(
+        ev.DiscreteLaplace(0.8, sensitivity=3), 2)
+    lap2 = np.add.outer(lap.l, lap.l).ravel(), np.multiply.outer(lap.m, lap.m).ravel()
+    losses = np.add.outer(g.l, lap2[0]).ravel()
+    masses = np.multiply.outer(g.m, lap2[1]).ravel()
+    for eps in [0.5, 2.0, 4.0]:
+        w = np.maximum(-np.expm1(np.minimum(eps - losses, 700.0)), 0.0)
+        exact = math.fsum(masses * w)
+        lo, up = acct.get_delta_bounds(eps)
+        assert lo <= exact <= up, (eps, lo, exact, up)
+        assert up <= exact * 1.01 + 1e-11
+
+
 @settings(max_examples=25, deadline=None)
 @given(m=st.floats(0.3, 30.0), sens=st.integers(1, 12), frac=st.floats(0.003, 0.5),
        one_sided=st.booleans())
