@@ -148,14 +148,26 @@ def test_bernoulli_exp_continues() -> None:
 
 
 # ----------------------------------------------------------------------------- table
-def _proposal_word(tab: _envelope.Table, item: int) -> int:
-    """A first word whose alias-table column selects ``item``."""
+def _proposal_words(tab: _envelope.Table, item: int, off: int = 0, ux: int = 0,
+                    sign: int = 0) -> list[int]:
+    """The words of a one-word proposal (layout of ``_envelope.layout``) whose alias
+    column selects ``item`` -- plus the fresh word of a tie when the item is reachable
+    only through one -- with the given offset in the bin, sign and U bits."""
+    vb, two, pa, pb, ubits = tab.lay
+    assert not two and pb == 0 and 0 <= ux < 1 << ubits and 0 <= off < 1 << tab.p
+    lo = 64 - tab.cbits - vb  # the alias value's bits below the word's top vb
     cap = 1 << (64 - tab.cbits)
     for col in range(len(tab.thresh)):
-        if col == item and int(tab.thresh[col]) > 0:
-            return col << (64 - tab.cbits)
-        if int(tab.alias[col]) == item and int(tab.thresh[col]) < cap:
-            return (col << (64 - tab.cbits)) | int(tab.thresh[col])
+        t = int(tab.thresh[col])
+        th, tl = t >> lo, t & ((1 << lo) - 1)
+        if col == item and t > 0:  # v < thresh: the column's own item
+            vh, tie = (0, []) if th > 0 else (0, [0])
+        elif int(tab.alias[col]) == item and t < cap:  # v >= thresh: the alias
+            vh, tie = (th + 1, []) if th + 1 < 1 << vb else (th, [tl << (64 - lo)])
+        else:
+            continue
+        word = (col << (64 - tab.cbits)) | (vh << lo) | (sign << (lo - 1))
+        return [word | (off << ubits) | ux, *tie]
     raise AssertionError("item not reachable")
 
 
@@ -177,12 +189,11 @@ def _run_table(tab: _envelope.Table, words: list[int], force: int):
 @mp.workprec(PREC)
 def check_table(finish: Callable) -> None:
     tab, m, c = _table_case("laplace", Fraction(100), 37)
-    ubits = 64 - tab.p
-    w0 = _proposal_word(tab, 37)
-    # forced at the first word: U known to ubits bits
+    ubits = tab.lay[4]
+    # forced at the first word: U known to the ubits bits of the proposal's word
     ux, frac = straddle(c, ubits)
     for w2, u_less in below_above(frac):
-        st_, p, _ = _run_table(tab, [w0, 0, ux], sk.FORCE_ACCEPT)
+        st_, p, _ = _run_table(tab, _proposal_words(tab, 37, ux=ux), sk.FORCE_ACCEPT)
         ints, u64s = p[0][0, 0], p[1][0, 0]
         assert ints[sk.P_STATUS] == sk.PENDING_ENV_ACCEPT and ints[sk.P_BITS] == ubits
         assert int(u64s[sk.U_W]) == ux and ints[sk.P_A] == m
@@ -193,7 +204,7 @@ def check_table(finish: Callable) -> None:
     ux, wv = whole >> 64, whole & (2**64 - 1)
     frac = (scaled - whole) * mp.mpf(2) ** 64
     for w3, u_less in below_above(frac):
-        st_, p, _ = _run_table(tab, [w0, 0, ux, wv], sk.FORCE_NONE)
+        st_, p, _ = _run_table(tab, [*_proposal_words(tab, 37, ux=ux), wv], sk.FORCE_NONE)
         ints, u64s = p[0][0, 0], p[1][0, 0]
         assert st_[0, ck.ST_PENDING] == 1, "the kernel decided an undecidable case"
         assert ints[sk.P_BITS] == ubits + 64
@@ -205,6 +216,39 @@ def test_table_acceptance_continues() -> None:
     check_table(_envelope.finish_pending)
 
 
+def test_table_proposal_layout_tie_and_two_words() -> None:
+    """Where the kernel takes a proposal's bits (``_envelope.layout``): a tie of the alias
+    value's top bits reads its other bits from the next word; a wide bin's offset
+    continues in a second word whose remaining bits start U."""
+    tab = _envelope.table("laplace", Fraction(100))
+    vb, _, _, _, ubits = tab.lay
+    lo = 64 - tab.cbits - vb
+    cap = 1 << (64 - tab.cbits)
+    col = next(c for c in range(len(tab.thresh))
+               if 0 < int(tab.thresh[c]) < cap and int(tab.thresh[c]) & ((1 << lo) - 1))
+    t = int(tab.thresh[col])
+    a_word = (col << (64 - tab.cbits)) | ((t >> lo) << lo) | 12345  # tie, sign 0, U 12345
+    for vl, item in ((t % (1 << lo) - 1, col), (t % (1 << lo), int(tab.alias[col]))):
+        st_, p, _ = _run_table(tab, [a_word, vl << (64 - lo)], sk.FORCE_ACCEPT)
+        ints, u64s = p[0][0, 0], p[1][0, 0]
+        assert st_[0, ck.ST_POS] == 2 and ints[sk.P_STATUS] == sk.PENDING_ENV_ACCEPT
+        assert ints[sk.P_B] == item and int(u64s[sk.U_W]) == 12345
+        assert ints[sk.P_BITS] == ubits and ints[sk.P_A] == item << tab.p
+    wide = _envelope.table("laplace", Fraction(2**45))
+    vb, two, pa, pb, ubits = wide.lay
+    assert two and pb > 0 and ubits == 64 - pb
+    lo = 64 - wide.cbits - vb
+    col = next(c for c in range(len(wide.thresh)) if c == 5 and int(wide.thresh[c]) >> lo)
+    off_a, off_b, ux = 0b101, 0b11, 777
+    a_word = (col << (64 - wide.cbits)) | (1 << (lo - 1)) | (off_a << (lo - 1 - pa))
+    b_word = (off_b << (64 - pb)) | ux
+    st_, p, _ = _run_table(wide, [a_word, b_word], sk.FORCE_ACCEPT)
+    ints, u64s = p[0][0, 0], p[1][0, 0]
+    assert st_[0, ck.ST_POS] == 2 and ints[sk.P_SIGN] == 1
+    assert ints[sk.P_B] == 5 and ints[sk.P_A] == (5 << wide.p) + ((off_a << pb) | off_b)
+    assert int(u64s[sk.U_W]) == ux and ints[sk.P_BITS] == ubits
+
+
 @pytest.mark.parametrize("law,param", [("laplace", Fraction(100)), ("laplace", Fraction(32)),
                                        ("gauss", Fraction(10)), ("gauss", Fraction(1000))])
 @mp.workprec(PREC)
@@ -213,25 +257,29 @@ def test_table_kernel_never_accepts_what_the_exact_rule_rejects(law, param) -> N
     U is put just above the exact threshold (and between the float and the exact
     factor when they differ): the kernel must not accept there."""
     tab = _envelope.table(law, param)
-    ubits = 64 - tab.p
+    ubits = tab.lay[4]
     errs = []
     for i in range(tab.nb):
         exact_f = mp.exp(-F(tab.x(i << tab.p))) / F(tab.ehat[i])
         errs.append((abs(mp.mpf(float(tab.f[i])) - exact_f) / exact_f, i, exact_f))
     _, item, exact_f = max(errs)
     lo_t, hi_t = sorted([exact_f, mp.mpf(float(tab.f[item]))])
-    candidates = {int(mp.floor(exact_f * 2**ubits)) + 1,
-                  int(mp.floor((lo_t + hi_t) / 2 * 2**ubits))}
-    w0 = _proposal_word(tab, item)
-    for ux in candidates:
-        rejects = mp.mpf(ux) / mp.mpf(2) ** ubits >= exact_f
-        st_, p, out = _run_table(tab, [w0, 0, ux, 2**63], sk.FORCE_NONE)
+    # U's first ubits bits in the proposal's word, its next 64 in the kernel's refinement
+    # word, then 1000... from the continuation: U is just above uu / 2^nbits
+    nbits = ubits + 64
+    candidates = {int(mp.floor(exact_f * 2**nbits)) + 1,
+                  int(mp.floor((lo_t + hi_t) / 2 * 2**nbits))}
+    for uu in candidates:
+        rejects = mp.mpf(uu) / mp.mpf(2) ** nbits >= exact_f
+        ux, wv = uu >> 64, uu & (2**64 - 1)
+        words = _proposal_words(tab, item, ux=ux)
+        st_, p, out = _run_table(tab, [*words, wv, 2**63], sk.FORCE_NONE)
         if st_[0, ck.ST_PENDING]:  # undecided: finished exactly
             got = _envelope.finish_pending(exact_with([2**63] * 4), tab, p[0][0, 0], p[1][0, 0])
-        else:  # decided on this proposal (<= 4 words) or rejected it and went on
-            got = out if st_[0, ck.ST_POS] <= 4 else RESTART
+        else:  # decided on this proposal (its words + 1) or rejected it and went on
+            got = out if st_[0, ck.ST_POS] <= len(words) + 1 else RESTART
         accepted = got == item << tab.p
-        assert accepted is not bool(rejects), (law, param, item, ux)
+        assert accepted is not bool(rejects), (law, param, item, uu)
 
 
 # ----------------------------------------------------------------------------- power
@@ -250,8 +298,8 @@ def test_a_resampling_continuation_fails_these_tests(monkeypatch) -> None:
     def table_resample(ex, tab, ints, u64s):
         ints = ints.copy()
         u64s = u64s.copy()
-        u64s[sk.U_W] = np.uint64(ex.src.next() >> tab.p)
-        ints[sk.P_BITS] = 64 - tab.p
+        u64s[sk.U_W] = np.uint64(ex.src.next() >> (64 - tab.lay[4]))
+        ints[sk.P_BITS] = tab.lay[4]
         return _envelope.finish_pending(ex, tab, ints, u64s)
 
     monkeypatch.setattr(_exact.Exact, "geo_inv_from", geo_resample)

@@ -162,7 +162,9 @@ def check_fit(x: np.ndarray, law, *, nbins: int = 60, bins_from_cdf: bool = True
 
 
 # ----------------------------------------------------------------------------- tests
-LAPLACE_SCALES = [0.1, 0.5, 1.0, 3.7, 100.0, 1e6, Fraction(7, 3)]
+# 10 * 2^36: the float grid's default scale (one-word proposals with the fewest bits);
+# 2^45: two-word proposals (dpfast.noise._envelope.layout)
+LAPLACE_SCALES = [0.1, 0.5, 1.0, 3.7, 100.0, 1e6, Fraction(7, 3), 10 * 2.0**36, 2.0**45]
 
 
 @pytest.mark.parametrize("scale", LAPLACE_SCALES, ids=str)

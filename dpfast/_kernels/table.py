@@ -15,11 +15,9 @@ import numpy as np
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
-    ST_NSIGNS,
     ST_OVERFLOW,
     ST_PENDING,
     ST_POS,
-    ST_SIGNS,
     next_u64,
 )
 from dpfast._kernels.samplers import (
@@ -65,12 +63,11 @@ def env_decide(g, eg, f, u_lo, u_hi):
 
 
 @nb.njit(cache=True, _nrt=False)
-def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, p, forced):
+def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubits, forced):
     """The acceptance test the fast squeeze left open: the float certificate on U's
-    ``64 - p`` known bits, then (p > 0) on one more word.  Returns (decision 1 / 0 / -1
-    undecided, pos, bits of U known, the extra word).  Kept out of line: it runs for
+    ``ubits`` known bits, then (``ubits < 64``) on one more word.  Returns (decision 1 / 0
+    / -1 undecided, pos, bits of U known, the extra word).  Kept out of line: it runs for
     a small fraction of proposals, and inlined it would crowd the hot loop's registers."""
-    ubits = 64 - p
     uscale = math.ldexp(1.0, -ubits)
     if forced:
         return -1, pos, ubits, np.uint64(0)
@@ -81,7 +78,7 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, p, f
     eg = g * 2.0 ** -50
     uf = np.float64(ux) * uscale
     dec = env_decide(g, eg, f[item], uf * (1.0 - 2.0 ** -52), uf * (1.0 + 2.0 ** -52) + uscale)
-    if dec < 0 and p > 0:
+    if dec < 0 and ubits < 64:
         wv, pos = next_u64(b, pos, s_, key, nonce)
         uf2 = (np.float64(ux) + np.float64(wv) * INV64) * uscale
         sc2 = uscale * INV64
@@ -95,38 +92,55 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, p, f
 def table_kernel(law, streams, io, table, force, pend):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
     rejection from the envelope table of ``dpfast.noise._envelope``:
-    ``table = (thresh, alias, f, nbins, p, cbits, coef, ta, trm1, flo)``.
+    ``table = (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb,
+    ubits)``.
 
-    One proposal per loop turn.  The acceptance test U < f_i exp(-g) first tries a
-    squeeze that needs no exp and no polynomial: for p = 0 (g = 0) two integer
-    comparisons of U's word with the certified thresholds ``ta[i] <= f_i 2^64 <=
-    trm1[i] + 1``; for p > 0 the bound exp(-g) >= 1 - g with ``flo[i] <= f_i`` (both
-    rounded to the safe side, see ``dpfast.noise._envelope.squeeze_bounds``).  What it
-    leaves open goes to the full certificate (:func:`_decide_slow`), and what that
-    leaves open becomes pending.  The decisions, and so the output, are those of the
-    exact test: the squeeze only decides sooner.
+    One proposal per loop turn, from one keystream word (two when the bin width 2^p
+    leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  Word A, from its
+    top bit down: the alias column (``cbits``), the top ``vb`` bits of the alias value v
+    (the column keeps its own item when ``v < thresh``; ``pack`` holds the threshold's
+    top bits and the alias; on a tie of the top bits v's other bits are the top of the
+    next word), the sign, then ``pa`` bits of the offset in the bin; one word: U's
+    ``ubits`` bits follow; two words: word B holds the offset's other ``pb`` bits and then
+    U's ``ubits = 64 - pb`` bits.  Every bit is used once.
+
+    The acceptance test U < f_i exp(-g) first tries a squeeze that needs no exp and no
+    polynomial: for p = 0 (g = 0) two integer comparisons of U's bits with the certified
+    thresholds ``ta[i] <= f_i 2^64 <= trm1[i] + 1``; for p > 0 the bounds
+    1 - g <= exp(-g) <= 1 - g + g^2/2 with ``flo[i] <= f_i <= fhi[i]`` (all rounded to the
+    safe side, see ``dpfast.noise._envelope.squeeze_bounds``).  What it leaves open goes to the full
+    certificate (:func:`_decide_slow`), and what that leaves open becomes pending.  The
+    decisions, and so the output, are those of the exact test: the squeeze only decides
+    sooner.
 
     Pending: status 4 = acceptance undecided (U's prefix u64s[..., U_W] [and U_W2] of
     ints[..., P_BITS] bits), status 5 = the proposal chose the tail item (finished in
     Python); ints[..., P_A] = m, ints[..., P_B] = item."""
     buf, st, key, nonces = streams
     x, out, mode = io
-    thresh, alias, f, nbins, p, cbits, coef, ta, trm1, flo = table
+    pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits = table
     ints, u64s = pend
     cap = ints.shape[1]
-    vmask = (np.uint64(1) << np.uint64(64 - cbits)) - np.uint64(1)
+    one = np.uint64(1)
     cshift = np.uint64(64 - cbits)
-    pshift = np.uint64(64 - p) if p > 0 else np.uint64(0)
-    umask = (np.uint64(1) << np.uint64(64 - p)) - np.uint64(1) if p > 0 else np.uint64(0)
-    uscale = math.ldexp(1.0, p - 64)
+    vshift = np.uint64(64 - cbits - vb)
+    vmask = (one << np.uint64(vb)) - one
+    lomask = (one << vshift) - one  # the threshold's bits below its top vb
+    zshift = np.uint64(cbits + vb)  # v's low bits from a fresh word on a tie
+    sshift = vshift - one  # the sign bit
+    oshift = sshift - np.uint64(pa)  # offset bits of word A end here
+    omask = (one << np.uint64(pa)) - one
+    bshift = np.uint64(63 - pb)  # word B's top pb bits: (y >> 1) >> (63 - pb), 0 if pb = 0
+    umask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - ubits)
+    tshift = np.uint64(64 - ubits)  # U's bits as a 64-bit fraction (p = 0: one word)
+    m32 = np.uint64(0xFFFFFFFF)
+    uscale = math.ldexp(1.0, -ubits)
     forcing = force == FORCE_ACCEPT
     for c in nb.prange(buf.shape[0]):
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
         pos = s_[ST_POS]
-        signs = np.uint64(s_[ST_SIGNS])
-        nsigns = s_[ST_NSIGNS]
         k = s_[ST_PENDING]
         i = s_[ST_CELL]
         hi = s_[ST_END]
@@ -134,30 +148,32 @@ def table_kernel(law, streams, io, table, force, pend):
         while i < hi and k < cap:
             xw, pos = next_u64(b, pos, s_, key, nonce)
             col = np.int64(xw >> cshift)
-            item = col if (xw & vmask) < thresh[col] else alias[col]
-            if item > nbins:
-                continue  # padding: reject
-            if nsigns == 0:
-                signs, pos = next_u64(b, pos, s_, key, nonce)
-                nsigns = 64
-            sg = np.int64(signs & np.uint64(1))
-            signs = signs >> np.uint64(1)
-            nsigns -= 1
+            e = pack[col]
+            vh = (xw >> vshift) & vmask
+            th = e & m32
+            item = col if vh < th else np.int64(e >> np.uint64(32))
+            if vh == th:  # v's top bits tie with the threshold's: its other bits decide
+                zw, pos = next_u64(b, pos, s_, key, nonce)
+                if (zw >> zshift) < (thresh[col] & lomask):
+                    item = col
+            sg = np.int64((xw >> sshift) & one)
             status = 0
             m = np.int64(0)
             ux = np.uint64(0)
             wv = np.uint64(0)
             nbits = 0
-            if item == nbins:
+            if item >= nbins:
+                if item > nbins:
+                    continue  # padding: reject
                 status = PENDING_ENV_TAIL
             else:
-                yw, pos = next_u64(b, pos, s_, key, nonce)
-                if p > 0:
-                    off = np.int64(yw >> pshift)
+                off = np.int64((xw >> oshift) & omask)
+                if two:
+                    yw, pos = next_u64(b, pos, s_, key, nonce)
+                    off = (off << pb) | np.int64((yw >> one) >> bshift)
                     ux = yw & umask
                 else:
-                    off = np.int64(0)
-                    ux = yw
+                    ux = xw & umask
                 a = item << p
                 m = a + off
                 if sg == 1 and m == 0:
@@ -165,23 +181,34 @@ def table_kernel(law, streams, io, table, force, pend):
                 dec = -1
                 if not forcing:
                     if p == 0:
-                        if ux < ta[item]:
+                        if ux < (ta[item] >> tshift):
                             dec = 1
-                        elif ux > trm1[item]:
+                        elif (ux << tshift) > trm1[item]:
                             dec = 0
                     else:
-                        # g <= gh (g's roundings are < 2^-50 relative); exp(-g) >= 1 - gh
-                        gh = np.float64(off) * coef
+                        # gl <= g <= gh (g's roundings are < 2^-50 relative)
+                        g0 = np.float64(off) * coef
                         if law == 1:
-                            gh *= np.float64(m + a)
-                        gh *= 1.0 + 2.0 ** -48
+                            g0 *= np.float64(m + a)
+                        gh = g0 * (1.0 + 2.0 ** -48)
                         if gh < 0.5:
-                            u_hi = np.float64(ux + np.uint64(1)) * uscale * (1.0 + 2.0 ** -50)
+                            uf = np.float64(ux)
+                            # U < (ux + 1) 2^-ubits, rounded up (three roundings < 2^-50);
+                            # exp(-g) >= 1 - gh
+                            u_hi = (uf + 1.0) * uscale * (1.0 + 2.0 ** -50)
                             if u_hi <= flo[item] * (1.0 - gh):
                                 dec = 1
+                            else:
+                                # U >= ux 2^-ubits (rounded down); exp(-g) <= 1 - gl + gl^2/2
+                                # (the polynomial's roundings < 2^-50 of it, >= 0.6)
+                                gl = g0 * (1.0 - 2.0 ** -48)
+                                u_lo = uf * uscale * (1.0 - 2.0 ** -50)
+                                if u_lo >= fhi[item] * (1.0 - gl * (1.0 - 0.5 * gl)) * (
+                                        1.0 + 2.0 ** -47):
+                                    dec = 0
                 if dec < 0:
                     dec, pos, nbits, wv = _decide_slow(law, b, pos, s_, key, nonce, f, item,
-                                                       off, m, a, ux, coef, p,
+                                                       off, m, a, ux, coef, ubits,
                                                        forcing and first)
                 first = False
                 if dec == 0:
@@ -207,5 +234,3 @@ def table_kernel(law, streams, io, table, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
-        s_[ST_SIGNS] = np.int64(signs)
-        s_[ST_NSIGNS] = nsigns

@@ -15,11 +15,15 @@ Envelope, built once per sigma with rigorous integer interval arithmetic:
 * a padding item that means "reject", so that the integer item weights fill an exact
   Walker alias table of ``ncol`` columns with capacity 2^(64 - log2 ncol) each.
 
-A proposal is one 64-bit word (alias column + threshold), then a uniform offset in the
-bin, accepted with probability w(k) / ê'_i (ê'_i the effective density, >= ê_i).  All
-weights are exact integers, so the proposal distribution is exactly the envelope; the
-acceptance decision is float-certified in the kernel and exact here when undecided.
-Acceptance is about 96-100%, with no logarithm and rarely an exponential.
+A proposal is one 64-bit word holding the alias column, the top bits of the alias value
+(the rest from a fresh word only when they tie with the column's threshold), the sign,
+the uniform offset in the bin and the first bits of the acceptance uniform U (two words
+when the bin is too wide to leave ``UMIN`` bits for U: :func:`layout`); it is accepted
+with probability w(k) / ê'_i (ê'_i the effective density, >= ê_i).  All weights are
+exact integers, so the proposal distribution is exactly the envelope; the acceptance
+decision is float-certified in the kernel on U's known bits (one more word when they do
+not suffice) and exact here when undecided.  Acceptance is about 96-100%, with no
+logarithm and rarely an exponential.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ K_SIGMAS = 8  # Gaussian: the tail item starts at >= 8 sigma (mass ~1e-15)
 K_SCALES = 40  # Laplace: the tail item starts at >= 40 t (mass ~4e-18)
 NBINS = {"gauss": 256, "laplace": 1024}  # target number of bins
 PREC = 62  # envelope heights are multiples of 2^-62
+VB = 20  # top bits of the alias value in a proposal's word, at most
+VB_MIN = 10  # ... and at least (a tie, which reads one more word, has probability 2^-vb)
+UMIN = 8  # fewest bits of U a one-word proposal carries (else two words)
+U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 
 
 @dataclass(frozen=True)
@@ -58,22 +66,47 @@ class Table:
     t_tail: Fraction  # the tail's geometric scale
     words: float  # expected keystream words per sample
     squeeze: tuple = ()  # (ta, trm1, flo): the kernel's fast acceptance bounds
+    lay: tuple = ()  # (vb, two, pa, pb, ubits): the proposal's word layout, see layout()
 
     @property
     def law_code(self) -> int:
         return 0 if self.law == "laplace" else 1
 
-    @property
+    @functools.cached_property
     def kernel_args(self) -> tuple:
         """The ``table`` tuple of :func:`dpfast._kernels.table.table_kernel`."""
-        return (self.thresh, self.alias, self.f, self.nb, self.p, self.cbits, self.coef,
-                *self.squeeze)
+        # the threshold's top vb + 1 bits and the alias in one word (the rest of the
+        # threshold, in thresh, is read only on a tie of the top bits)
+        hi = self.thresh >> np.uint64(64 - self.cbits - self.lay[0])
+        pack = hi | (self.alias.astype(np.uint64) << np.uint64(32))
+        return (pack, self.thresh, self.f, self.nb, self.p, self.cbits, self.coef, *self.squeeze,
+                *self.lay)
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""
         if self.law == "laplace":
             return Fraction(m) / self.param
         return Fraction(m * m) / (2 * self.param * self.param)
+
+
+def layout(cbits: int, p: int) -> tuple[int, bool, int, int, int]:
+    """``(vb, two, pa, pb, ubits)``: where a proposal's bits lie in the keystream.
+
+    Word A, from the top bit: alias column (``cbits``), the alias value's top ``vb`` bits
+    (on a tie with the threshold's top bits, probability <= 2^-vb, its other
+    ``64 - cbits - vb`` bits are the top of a fresh word read right after A), sign (1),
+    then the offset in the bin (``pa`` bits).
+    One word (when ``63 - cbits - p >= VB_MIN + UMIN``): ``pa = p`` and U's first
+    ``ubits`` bits are the rest of A, with ``vb`` in ``[VB_MIN, VB]`` leaving U up to
+    ``U_PREF`` bits.  Two words: ``vb = VB``, ``pa = min(p, 63 - cbits - VB)`` bits of A
+    (the rest of A is not used), the offset's other ``pb = p - pa`` bits are the top of
+    word B and U's first ``ubits = 64 - pb`` bits the rest of B."""
+    r0 = 63 - cbits - p
+    if r0 >= VB_MIN + UMIN:
+        vb = max(VB_MIN, min(VB, r0 - U_PREF))
+        return vb, False, p, 0, r0 - vb
+    pa = min(p, 63 - cbits - VB)
+    return VB, True, pa, p - pa, 64 - (p - pa)
 
 
 def _vose(weights: list[int], ncol: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
@@ -161,15 +194,16 @@ def _table(law: str, param: Fraction) -> Table:
     fnum = q * one << p
     fden = total << (WORK + 1)
     f = np.array([((los[i] + his_w[i]) * fnum) / (fden * weights[i]) for i in range(nb)])
-    # a proposal costs ~2 words + a sign bit; m = 0 (probability ~ one / total of the
-    # envelope) loses half its proposals to the sign; the envelope is ~96-100% tight
+    # a proposal costs one word (two for wide bins); m = 0 (probability ~ one / total of
+    # the envelope) loses half its proposals to the sign; the envelope is ~96-100% tight
+    lay = layout(cbits, p)
     p0 = min(one / total, 1.0)
-    words = (2.0 + 1.0 / 64.0) / (1.0 - p0 / 2.0) / 0.96
+    words = (2.0 if lay[1] else 1.0) / (1.0 - p0 / 2.0) / 0.96
     return Table(law, param, p, nb, m_tail, cbits, thresh, alias, f, coef, ehat, ehat_tail,
-                 t_tail, words, squeeze_bounds(f))
+                 t_tail, words, squeeze_bounds(f), lay)
 
 
-def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The table kernel's fast acceptance bounds, from ``f`` with ``|f - f_i| <= 2^-52 f_i``
     (f_i the exact acceptance factor):
 
@@ -177,7 +211,8 @@ def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     * ``trm1[i] + 1 >= f_i 2^64``: a word ``u > trm1[i]`` means U >= f_i (``2^64 - 1``,
       never, where f_i may be 1);
     * ``flo[i] <= f_i (1 - 2^-46 + 2^-51)``, the margin the kernel's float squeeze
-      ``U < flo (1 - g)`` assumes.
+      ``U < flo (1 - g)`` assumes;
+    * ``fhi[i] >= f_i``, for the kernel's rejection squeeze ``U >= fhi (1 - g + g^2/2)``.
 
     Every bound is rounded to the safe side: ``f (1 -+ 2^-49)`` is outside f_i's interval
     even after its own rounding (2^-53)."""
@@ -188,7 +223,7 @@ def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     up = np.ceil(np.ldexp(np.where(never, 0.5, hi), 64)).astype(np.uint64)
     trm1 = np.where(never, np.uint64(2**64 - 1), up - np.uint64(1)).astype(np.uint64)
     flo = f * (1.0 - 2.0 ** -46)
-    return ta, trm1, flo
+    return ta, trm1, flo, hi
 
 
 WORK = PREC + 100  # fixed-point bits of the bin recurrence
@@ -265,7 +300,7 @@ def finish_pending(ex: Exact, tab: Table, ints: np.ndarray, u64s: np.ndarray) ->
         return finish_tail(ex, tab, s)
     m, item, nbits = int(ints[sk.P_A]), int(ints[sk.P_B]), int(ints[sk.P_BITS])
     u_m = int(u64s[sk.U_W])
-    if nbits > 64 - tab.p:
+    if nbits > 64:  # the kernel's refinement word follows U's first nbits - 64 bits
         u_m = (u_m << 64) | int(u64s[sk.U_W2])
     return finish_accept(ex, tab, s, m, item, u_m, nbits)
 
