@@ -142,8 +142,13 @@ def chord_slopes(curve: Finite, dx: float, k_lo: int, n_cells: int, c: int
 def common_lattice(curves: list) -> float | None:
     """The largest ``lam`` (of the curves' own) with every loss of every curve an integer
     multiple of it, or None (a curve without a lattice, or incommensurate ones)."""
-    lats = [getattr(c, "lattice", None) for c in curves]
-    if not lats or any(v is None or not v > 0.0 for v in lats):
+    lats: list[float] = []
+    for c in curves:
+        v = getattr(c, "lattice", None)
+        if v is None or not v > 0.0:
+            return None
+        lats.append(float(v))
+    if not lats:
         return None
     lam = min(lats)
     if any(abs(v / lam - round(v / lam)) > 1e-9 for v in lats):
