@@ -51,10 +51,10 @@ def test_pld_epsilon_speed(benchmark, report, q, sigma, steps) -> None:
     assert ours == pytest.approx(theirs, rel=5e-4)  # same accuracy
     benchmark.pedantic(lambda: dpsgd_epsilon(q, sigma, steps, DELTA, accountant="pld"),
                        rounds=3, iterations=1)
-    # interleaved (ours, theirs) pairs: a loaded machine slows both alike; the ratio of
+    # 11 interleaved (ours, theirs) pairs: a loaded machine slows both alike; the ratio of
     # the medians is reported, and the spread of the per-pair ratios
     ours_t, pld_t = [], []
-    for _ in range(7):
+    for _ in range(11):
         ours_t.append(_t.median_time(lambda: dpsgd_epsilon(q, sigma, steps, DELTA,
                                                          accountant="pld"), 1))
         pld_t.append(_t.median_time(lambda: _dpa_pld(q, sigma, steps), 1))
