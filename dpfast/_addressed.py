@@ -198,7 +198,7 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
             for c in np.flatnonzero(st[:, _ck.ST_PENDING]):
                 ex = slow.get(int(c))
                 if ex is None:
-                    src = _SlowWords(kw, nonces[c0 + c])
+                    src = _SlowWords(kw, nonces[c0 + int(c)])
                     ex = slow[int(c)] = _exact.Exact(_exact.WordSource(src.fetch))
                 for k in range(int(st[c, _ck.ST_PENDING])):
                     i = int(ints[c, k, _sk.P_CELL])

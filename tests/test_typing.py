@@ -30,25 +30,58 @@ TYPED_MODULES = [
     "dpfast/noise/addressed.py",
     "dpfast/histogram.py",
     "dpfast/planning.py",
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "dpfast" / "cli").glob("*.py")
-            if p.name != "bench.py"),
+    "dpfast/cli",
+    "dpfast/random",
+    "dpfast/perf",
+    "dpfast/compat",
+    "dpfast/metrics.py",
+    "dpfast/guidelines.py",
+    "dpfast/_native.py",
+    "dpfast/_parallel.py",
+    # compatibility aliases of dpfast.noise modules
+    "dpfast/_drive.py",
+    "dpfast/_exact.py",
+    "dpfast/_envelope.py",
     "tests/typing/facade.py",
 ]
 
 
-@pytest.mark.slow
-def test_mypy_clean() -> None:
-    pytest.importorskip("mypy")
+# Typed modules that numpy 2.5's stubs still reject (their owners are changing them; the
+# errors are listed in the note of the typing task): argument-less ``ndarray.min()/max()`` on
+# arrays of known dtype matches no overload of the 2.5 stubs (``np.min(x)`` does).  They are
+# checked on their own, against numpy < 2.5 stubs only; every other typed module is checked
+# under both.
+NUMPY25_PENDING = ["dpfast/accounting/pld", "dpfast/noise/addressed.py"]
+
+
+def _numpy_at_least_2_5() -> bool:
     import numpy as np
 
-    if tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 5):
-        # numpy 2.5's stubs reject argument-less ndarray.min()/max() on arrays whose dtype
-        # mypy cannot infer (21 errors in 10 modules); the typed API is checked against the
-        # stubs of numpy 2.4, which Python 3.11 (CI) resolves to
-        pytest.skip(f"typing verified against numpy < 2.5 stubs; numpy {np.__version__} here")
+    return tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 5)
+
+
+def _mypy(modules: list[str]) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("mypy")
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-           "--cache-dir", str(ROOT / ".mypy_cache"), *TYPED_MODULES]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+           "--cache-dir", str(ROOT / ".mypy_cache"), *modules]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_mypy_clean() -> None:
+    res = _mypy([m for m in TYPED_MODULES if m not in NUMPY25_PENDING])
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_mypy_clean_numpy25_pending() -> None:
+    assert set(NUMPY25_PENDING) <= set(TYPED_MODULES)
+    if _numpy_at_least_2_5():
+        import numpy as np
+
+        pytest.skip("numpy 2.5's stubs reject argument-less ndarray.min()/max() in "
+                    f"{', '.join(NUMPY25_PENDING)} (not fixed yet); numpy {np.__version__} here")
+    res = _mypy(NUMPY25_PENDING)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

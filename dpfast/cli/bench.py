@@ -6,6 +6,8 @@ import argparse
 import json
 import statistics
 import sys
+from collections.abc import Callable
+from typing import cast
 
 HELP = "run the speed benchmarks as ratios against same-run baselines; gate on a baseline"
 
@@ -37,6 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
+
+
+def _write_text(text: str) -> Callable[[str], None]:
+    """A :func:`dpfast.cli.write_atomic` callback writing ``text`` (and closing the file)."""
+    def write(path: str) -> None:
+        with open(path, "w") as fh:
+            fh.write(text)
+
+    return write
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,20 +82,20 @@ def run(args: argparse.Namespace) -> int:
     if args.save_baseline:
         data = results_to_json(results, quick=args.quick)
         for i, r in enumerate(results):
-            medians = [run_[i].ratio for run_ in all_runs if run_[i].ratio is not None]
+            medians = [m for run_ in all_runs if (m := run_[i].ratio) is not None]
             if not medians:
                 continue
             low, high = min(medians), max(medians)
             spread = (high - low) / statistics.median(medians)
             within = max(run_[i].spread for run_ in all_runs)
-            entry = data["entries"][r.name]
+            entry = cast("dict[str, dict[str, object]]", data["entries"])[r.name]
             entry["ratio"] = low
             entry["run_to_run_spread"] = spread
             # three times the spread seen between runs (and half the spread inside a run)
             entry["tolerance"] = round(min(0.6, max(args.tolerance, 3 * spread, within / 2)),
                                        3)
         text = json.dumps(data, indent=2) + "\n"
-        write_atomic(args.save_baseline, lambda p: open(p, "w").write(text))
+        write_atomic(args.save_baseline, _write_text(text))
 
     verdicts, warnings = (check(results, baseline, tolerance=args.tolerance)
                           if baseline is not None else ([], []))
@@ -102,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w}")
     if args.json and not args.results:
         text = json.dumps(results_to_json(results, quick=args.quick), indent=2) + "\n"
-        write_atomic(args.json, lambda p: open(p, "w").write(text))
+        write_atomic(args.json, _write_text(text))
     if any(not v.ok for v in verdicts):
         print("dpfast bench: performance regression against the baseline", file=sys.stderr)
         return 1

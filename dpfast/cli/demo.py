@@ -98,7 +98,7 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
         f"{numba.get_num_threads()} threads)")
     data = records(people)
     n = data["patient"].size
-    vmax = int(np.bincount(data["patient"]).max())
+    vmax = int(np.max(np.bincount(data["patient"])))
     out(f"records: {n:,} clinic visits of {people:,} patients (1-{vmax} visits each), "
         "40 districts, 6 age bands, 3,000 diagnosis codes")
     budget = dpfast.Budget(epsilon, delta, ledger=ledger, accounting="basic")

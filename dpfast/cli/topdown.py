@@ -97,7 +97,7 @@ def _hierarchy(cols: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarra
     prev = np.zeros(cols[0].shape[0], np.int64)
     for c in cols:
         _, codes = np.unique(c.astype(str), return_inverse=True)
-        m = int(codes.max()) + 1 if codes.size else 1
+        m = int(np.max(codes)) + 1 if codes.size else 1
         combined = prev * m + codes.astype(np.int64)
         _, idx, inv = np.unique(combined, return_index=True, return_inverse=True)
         ids.append(inv.astype(np.int64))

@@ -270,8 +270,8 @@ class _Strategy:
         n = int(num_privacy_units)
         if self._kind is None:
             return float(n) if _bernoulli(self._inner.probability_of_keep(n)) else None
-        key = (self._kind, self._scale, self._g, id(_gen()))
-        noise = self._buffer.take(key, lambda k: _draw(self._kind, self._scale, self._g, k))
+        kind, scale, g = self._kind, self._scale, self._g
+        noise = self._buffer.take((kind, scale, g, id(_gen())), lambda k: _draw(kind, scale, g, k))
         value = float(n) + float(noise)
         return value if value >= self._inner.threshold + self._g else None
 

@@ -61,9 +61,9 @@ def _indices(values: Any, name: str, hi: int, *, allow_bool: bool = False) -> np
     if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= hi:
         raise ValueError(f"{name} must lie in [0, {hi}), got max {int(arr.max())}")
     flat = np.ascontiguousarray(arr, dtype=np.int64).reshape(-1)
-    if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= hi):
+    if flat.size and (int(np.min(flat)) < 0 or int(np.max(flat)) >= hi):
         raise ValueError(f"{name} must lie in [0, {hi}), got range "
-                         f"[{int(flat.min())}, {int(flat.max())}]")
+                         f"[{int(np.min(flat))}, {int(np.max(flat))}]")
     return flat
 
 
@@ -99,9 +99,9 @@ def _counts(values: Any, name: str, shape: tuple[int, ...], n: int) -> np.ndarra
     if arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
     out = arr.astype(np.int64)
-    if out.size and (int(out.min()) < 0 or int(out.max()) > n):
+    if out.size and (int(np.min(out)) < 0 or int(np.max(out)) > n):
         raise ValueError(f"{name} must lie in [0, n={n}] (counts of n reports), got range "
-                         f"[{int(out.min())}, {int(out.max())}]")
+                         f"[{int(np.min(out))}, {int(np.max(out))}]")
     return out
 
 

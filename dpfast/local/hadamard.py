@@ -109,8 +109,8 @@ class HadamardCountMeanSketch(_SketchBase):
         n = rows.size
         cell = rows * m + cols
         pm = 2 * bits.astype(np.int64) - 1
-        ones = np.bincount(cell, weights=pm, minlength=k * m)
-        ones = np.rint(ones).astype(np.int64).reshape(k, m)
+        sums = np.bincount(cell, weights=pm, minlength=k * m)
+        ones = np.rint(sums).astype(np.int64).reshape(k, m)
         totals = np.bincount(rows, minlength=k).astype(np.int64)
         return Sketch(ones, totals, n)
 

@@ -128,8 +128,11 @@ def results_to_json(results: Sequence[Result], *, quick: bool) -> dict[str, obje
 
 def results_from_json(data: dict[str, object]) -> list[Result]:
     """The results stored by :func:`results_to_json` (for re-checking saved runs)."""
+    entries = data["entries"]
+    if not isinstance(entries, dict):
+        raise ValueError("not a dpfast bench JSON object (no 'entries' mapping)")
     out = []
-    for name, e in data["entries"].items():  # type: ignore[union-attr]
+    for name, e in entries.items():
         out.append(Result(name, e.get("what", ""), e.get("baseline", ""), e.get("ratio"),
                           list(e.get("ratios", [])), float(e.get("spread", 0.0)),
                           float(e.get("seconds", 0.0)), e.get("note", "")))

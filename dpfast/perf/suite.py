@@ -123,7 +123,7 @@ def _noise(name: str, scale: float, dtype: type) -> Callable[[bool], tuple]:
 
         n = _cells(quick)
         gen, npr = dpfast.default_rng(KEY), np.random.default_rng(1)
-        x = np.zeros(n, dtype)
+        x: np.ndarray = np.zeros(n, dtype)
         fn = getattr(dpfast, name)
         if dtype is np.int64:  # in place, as a histogram is noised
             def cand() -> None:

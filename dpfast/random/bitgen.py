@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -61,12 +62,12 @@ class ChaCha20(np.random.BitGenerator):
         return self._capsule
 
     @property
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         return {"bit_generator": "dpfast.ChaCha20", "stream": self._first_stream
                 + (self._state.stream_index << 64)}
 
     @state.setter
-    def state(self, value: dict) -> None:
+    def state(self, value: Mapping[str, Any]) -> None:
         raise TypeError("the state of a dpfast.ChaCha20 bit generator cannot be set")
 
     def random_raw(self, size: Any = None, output: bool = True) -> Any:

@@ -127,9 +127,9 @@ class Generator:
                     dst = done + (a - first)
                     out[dst:dst + n] = tmp.view("<u8")[off:off + n]
             if body:
-                dst = out[done + head:done + head + body]
+                whole = out[done + head:done + head + body]
                 _native.chacha20_blocks(key_words, nonce, (first + head) // _WORDS_PER_BLOCK,
-                                        body // _WORDS_PER_BLOCK, dst.view(np.uint32))
+                                        body // _WORDS_PER_BLOCK, whole.view(np.uint32))
             done += count
         return out
 

@@ -79,7 +79,7 @@ def _repeats(digests: np.ndarray) -> bool:
     first = digests[:, :8].copy().view("<u8").reshape(-1)
     order = np.argsort(first, kind="stable")
     fs = first[order]
-    ties = np.flatnonzero(fs[1:] == fs[:-1])
+    ties = np.flatnonzero(fs[1:] == fs[:-1]).tolist()
     return any(bool(np.array_equal(digests[order[i]], digests[order[i + 1]])) for i in ties)
 
 

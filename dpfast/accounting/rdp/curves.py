@@ -110,7 +110,7 @@ def _wor_rdp(inner: ev.DpEvent, m: int, n: int, info: _Orders) -> np.ndarray:
     gamma = m / n
     if m == n:
         return rdp_epsilons(inner, info.orders)
-    amax = int(math.ceil(a.max()))
+    amax = int(math.ceil(np.max(a)))
     ints = np.arange(2, amax + 1, dtype=np.float64)
     base = rdp_epsilons(inner, tuple(ints.tolist()))  # eps(j), j = 2..amax
     try:

@@ -83,7 +83,7 @@ class _Orders:
         self.frac_idx = np.flatnonzero(~is_int)
         ai = a[self.int_idx]
         self.ints = ai
-        self.kmax = int(ai.max()) if ai.size else 0
+        self.kmax = int(np.max(ai)) if ai.size else 0
         if ai.size:
             # ragged layout: for each integer order a, the terms k = 2..a
             lens = (ai - 1).astype(np.int64)
@@ -108,7 +108,7 @@ class _Orders:
         # positions of the integers 2..floor(max frac) + 2 among the integer orders
         self.helper_pos = None
         if af.size and ai.size:
-            need = np.arange(2, int(math.floor(float(af.max()))) + 3, dtype=np.float64)
+            need = np.arange(2, int(math.floor(float(np.max(af)))) + 3, dtype=np.float64)
             where = {float(x): i for i, x in enumerate(ai)}
             if all(float(x) in where for x in need):
                 self.helper_pos = np.array([where[float(x)] for x in need], dtype=np.int64)

@@ -86,7 +86,7 @@ def _sgm_frac(
         log_af = info.log_af[idx]
     if af.size == 0:
         return np.zeros(0)
-    h, zlo, n = _grid(sigma, float(af.max()))
+    h, zlo, n = _grid(sigma, float(np.max(af)))
     if n > _MAX_GRID:
         # tiny sigma: the grid would not fit in memory; use the convexity upper bound
         return _frac_by_interpolation(q, sigma, af)
@@ -136,7 +136,7 @@ def _sgm_frac_quad(
 ) -> np.ndarray:
     """Trapezoidal-rule evaluation (see the module docstring) for the orders ``af``."""
     s2 = sigma * sigma
-    h, zlo, n = _grid(sigma, float(af.max()))
+    h, zlo, n = _grid(sigma, float(np.max(af)))
     z = zlo + h * np.arange(n, dtype=np.float64)
     lam = (2.0 * z - 1.0) / (2.0 * s2)
     logphi = -z * z / (2.0 * s2) - math.log(sigma * math.sqrt(2.0 * math.pi))
@@ -248,7 +248,7 @@ def _sgm(q: float, sigma: float, info: _Orders) -> np.ndarray:
 
 def _helper_ints(info: _Orders) -> _Orders:
     """Integer orders 2..floor(max fractional order) + 2 (for convexity bounds)."""
-    top = int(math.floor(float(info.fracs.max()))) + 2
+    top = int(math.floor(float(np.max(info.fracs)))) + 2
     return _orders_info(tuple(float(x) for x in range(2, top + 1)))
 
 
@@ -285,7 +285,7 @@ def _sgm_epsilon(
         e_h = e_int[pos]
     else:
         e_h = _sgm_int(q, sigma, helper)
-    k_up = np.zeros(int(hi.max()) + 1)  # K at integers 0..top (K(0) = K(1) = 0)
+    k_up = np.zeros(int(np.max(hi)) + 1)  # K at integers 0..top (K(0) = K(1) = 0)
     k_up[2:] = _up(steps * (hi - 1.0) * e_h, 4 * _ULP)
     k_lo = k_up * (1.0 - 1e-9)  # computed values are within ~1e-11 of the truth
     af = info.fracs

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mpmath
 import numpy as np
@@ -57,8 +57,25 @@ def _setup(mech: Any, random_state: Any) -> None:
     mech._buffer = NoiseBuffer()
 
 
+class _Mixin:
+    """What the mixins below use of the diffprivlib mechanism they are mixed into, declared
+    for the type checker only (diffprivlib's ``__init__`` sets the attributes and defines
+    ``_check_all``; :func:`_setup` sets ``_gen`` and ``_buffer``)."""
+
+    epsilon: float
+    delta: float
+    sensitivity: float
+    _scale: float
+    _granularity: float
+    _gen: Any
+    _buffer: NoiseBuffer
+
+    if TYPE_CHECKING:  # not defined at run time: diffprivlib's own method is the one called
+        def _check_all(self, value: Any) -> bool: ...
+
+
 # ----------------------------------------------------------------------------- Laplace
-class _GridLaplace:
+class _GridLaplace(_Mixin):
     """Shared by Laplace and its truncated/folded variants."""
 
     def _calibration(self) -> tuple[float, float] | None:
@@ -186,7 +203,7 @@ class LaplaceFolded(_GridLaplace, _dm.LaplaceFolded):
 
 
 # ----------------------------------------------------------------------------- geometric
-class _ExactGeometric:
+class _ExactGeometric(_Mixin):
     def _t(self) -> Fraction | None:
         if self.sensitivity == 0 or self.epsilon == math.inf:
             return None
@@ -275,7 +292,7 @@ class GeometricFolded(_ExactGeometric, _dm.GeometricFolded):
 
 
 # ----------------------------------------------------------------------------- Gaussian
-class _GridGaussian:
+class _GridGaussian(_Mixin):
     def _noisy(self, value: Any) -> Any:
         arr = as_array(value, _REAL_KINDS, "a number")
         self._check_all(0.0 if arr is not None else value)

@@ -85,7 +85,7 @@ def sample_measured(utility: Any, measure: Any, c: Fraction, gen: Any, n: int) -
     cf = float(c)
     log_m = np.log(m)
     ell = cf * u + log_m
-    shift = float(ell.max())
+    shift = float(np.max(ell))
     w = np.exp(ell - shift)
     cum = np.cumsum(w)
     total = float(cum[-1])

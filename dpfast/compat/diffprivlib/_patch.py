@@ -130,7 +130,7 @@ def install() -> None:
 
 def _targets() -> list[tuple[Any, str, Any]]:
     """``(module, attr, replacement)`` for every reference to a replaced class or tool."""
-    found = []
+    found: list[tuple[Any, str, Any]] = []
     for module in _modules():
         for attr, value in list(vars(module).items()):
             if isinstance(value, type) and value in REPLACEMENTS:

@@ -139,7 +139,7 @@ class Exponential(_dm.Exponential):
     def _draw(self, n: int) -> np.ndarray:
         u = np.asarray(self.utility, dtype=np.float64)
         if self.sensitivity == 0 or self.epsilon == math.inf:
-            top = np.flatnonzero(np.isclose(u - u.max(), 0))
+            top = np.flatnonzero(np.isclose(u - np.max(u), 0))
             if self.measure is not None:
                 top = top[np.asarray(self.measure, dtype=np.float64)[top] > 0]
             return top[[_uniform_index(self._gen, top.size) for _ in range(n)]]
