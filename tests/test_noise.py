@@ -593,3 +593,35 @@ def test_compile_notice_once_and_suppressible(monkeypatch, capsys, tmp_path) -> 
     (tmp_path / "kernel.nbi").write_bytes(b"")
     _parallel.compile_notice(Uncached())  # cached: loading is quick, nothing to say
     assert capsys.readouterr().err == ""
+
+
+def test_grid_kernel_in_place_keeps_x_for_huge_noise() -> None:
+    """grid_add with out=x: a cell left to the exact addition keeps x[i] (the exact
+    addition reads it afterwards)."""
+    from dpfast._kernels import grid
+
+    x = np.array([1.0, 2.0, 0.5, -3.0])
+    z = np.array([2**53 + 1, 4, -(2**60), 7], np.int64)
+    orig = x.copy()
+    nbig = np.zeros(1, np.int64)
+    grid.grid_add(x, z, 1.0, np.finfo(np.float64).max, x, nbig)
+    assert nbig[0] == 2 and x[0] == 1.0 and x[2] == 0.5 and list(x[[1, 3]]) == [6.0, 4.0]
+    noise._grid_fix(orig, z, 1.0, np.finfo(np.float64).max, x, nbig)
+    assert list(x) == [float(int(np.rint(a)) + int(b)) for a, b in zip(orig, z)]
+
+
+@pytest.mark.parametrize("n", [10, 3 * (1 << 16) + 5])  # numpy's max/min; the parallel pass
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_float_noise_refuses_non_finite_x_of_any_size(n, bad) -> None:
+    x = np.zeros(n)
+    x[n - 2] = bad
+    for fn in (dpfast.laplace, dpfast.gaussian):
+        with pytest.raises(ValueError, match="x must be finite"):
+            fn(x, 1.0, rng=KEY)
+    x[n - 2] = 1e300
+    with pytest.raises(ValueError, match="overflows"):
+        dpfast.laplace(x, 2.0**-40, rng=KEY, granularity=2.0**-60)
+    from dpfast.noise import _inputs
+
+    x[n - 2] = -5.0
+    assert _inputs.max_abs(x) == 5.0 and _inputs.max_abs(x[::2]) == 5.0 * (n % 2 == 0)

@@ -21,23 +21,47 @@ def grid_add(x, z, g, sat, out, nbig):
     multiples of g >= 2^-1074 with <= 53 significant bits are representable), so one
     correctly rounded addition gives the exact sum rounded once.  A cell with
     |z| >= 2^53 is left to the caller (``float64(z)`` would round first): it is counted
-    in ``nbig[block]`` and its ``out`` is not written.  Results beyond the largest grid
-    value ``sat`` saturate at ``±sat`` (a function of the exact grid value only).
+    in ``nbig[block]`` and its ``out`` gets ``x[i]`` (so ``out`` may be ``x``).  Results
+    beyond the largest grid value ``sat`` saturate at ``±sat`` (a function of the exact
+    grid value only).  Branch-free, so the loop vectorizes.
     """
     n = x.shape[0]
     nblk = (n + GRID_BLOCK - 1) // GRID_BLOCK
     for b in nb.prange(nblk):
         cnt = 0
         for i in range(b * GRID_BLOCK, min(n, (b + 1) * GRID_BLOCK)):
+            xi = x[i]
             zf = np.float64(z[i])
-            if abs(zf) >= EXACT_Z:
-                cnt += 1
-                continue
-            r = np.rint(x[i] / g) * g + zf * g
-            if abs(r) > sat:
-                r = sat if r > 0 else -sat
-            out[i] = r
+            big = abs(zf) >= EXACT_Z
+            cnt += np.int64(big)
+            r = min(max(np.rint(xi / g) * g + zf * g, -sat), sat)
+            out[i] = xi if big else r
         nbig[b] = cnt
+
+
+MAXABS_BLOCK = 1 << 16  # cells per parallel work item of max_abs
+
+
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def max_abs(x, part):
+    """max |x[i]| of a float64 array (NaN if x holds a NaN, inf if an inf), in parallel;
+    ``part`` (float64, >= ceil(n / MAXABS_BLOCK) entries) is scratch."""
+    n = x.shape[0]
+    nblk = (n + MAXABS_BLOCK - 1) // MAXABS_BLOCK
+    for b in nb.prange(nblk):
+        m = 0.0
+        bad = False
+        for i in range(b * MAXABS_BLOCK, min(n, (b + 1) * MAXABS_BLOCK)):
+            a = abs(x[i])
+            bad |= a != a
+            m = max(m, a)
+        part[b] = np.nan if bad else m
+    m = 0.0
+    for b in range(nblk):
+        if part[b] != part[b]:
+            return np.nan
+        m = max(m, part[b])
+    return m
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

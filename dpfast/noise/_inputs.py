@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast._kernels import grid as _gk
 from dpfast.noise import _drive
 
 
@@ -25,19 +26,41 @@ def int_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def float_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    arr, out, _ = float_input_max(x, out)
+    return arr, out
+
+
+_PARALLEL_MAX = 1 << 16  # float64 arrays from this size get max |x| from a parallel kernel
+
+
+def max_abs(arr: np.ndarray) -> float:
+    """max |x| as a float (NaN if x holds a NaN, inf if an inf; 0 for an empty array):
+    one parallel pass for large C-contiguous float64 arrays, numpy's max and min else."""
+    if arr.size == 0:
+        return 0.0
+    if arr.dtype == np.float64 and arr.flags.c_contiguous and arr.size >= _PARALLEL_MAX:
+        flat = arr.reshape(-1)
+        part = np.empty(-(-flat.size // _gk.MAXABS_BLOCK), np.float64)
+        with _drive.threads_for(part.size):
+            return float(_gk.max_abs(flat, part))
+    # max/min propagate NaN and see inf, without allocating a mask of x's size
+    return max(abs(float(np.max(arr))), abs(float(np.min(arr))))
+
+
+def float_input_max(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """As :func:`float_input`, plus ``max |x|`` (finite) from the same pass."""
     arr = np.asarray(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f" and arr.size and not (np.isfinite(np.max(arr))
-                                                   and np.isfinite(np.min(arr))):
-        # max/min propagate NaN and see inf, without allocating a mask of x's size
+    big = max_abs(arr)
+    if not np.isfinite(big):
         raise ValueError("x must be finite (no NaN or inf)")
     if out is not None:
         _check_out(out, arr.shape)
         if out.dtype != np.float64:
             raise TypeError(f"out must have dtype float64, got {out.dtype}")
         _check_writeable(out)
-    return arr, out
+    return arr, out, big
 
 
 def _check_out(out: Any, shape: tuple[int, ...]) -> None:

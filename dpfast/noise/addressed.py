@@ -152,7 +152,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
               gran: Any, out: Any) -> np.ndarray:
     """The law of :func:`dpfast.noise.grid.laplace` / ``gaussian``: ``(rint(x/g) + Z) g``
     rounded once, with ``Z`` the addressed integer noise of cells ``offset, ...``."""
-    arr, out = _inputs.float_input(x, out)
+    arr, out, big = _inputs.float_input_max(x, out)
     s = _index(stream, "stream", 1 << 64)
     a = _index(offset, "offset", 1 << 62)
     if a + arr.size >= 1 << 62:
@@ -172,7 +172,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
                          "granularity")
     gen = _random.as_generator(rng)
     flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
-    if flat.size and not np.isfinite(max(abs(float(flat.max())), abs(float(flat.min()))) / g):
+    if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")
     res = np.empty(flat.size, np.float64)
     sat = grid._DBL_MAX

@@ -74,17 +74,17 @@ def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.nda
 def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
               gran: Any, progress: Any = False) -> Any:
     x, rewrap = _wrap.unwrap(x)
-    arr, out = _inputs.float_input(x, out)
+    arr, out, big = _inputs.float_input_max(x, out)
     tick, close = _progress.ticker(progress, arr.size)
     try:
-        res = _grid_noised(kind, arr, param, name, rng, out, gran, tick)
+        res = _grid_noised(kind, arr, param, name, rng, out, gran, tick, big)
     finally:
         close()
     return rewrap(res) if out is None else res
 
 
 def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, out: Any,
-                 gran: Any, tick: Any) -> np.ndarray:
+                 gran: Any, tick: Any, big: float) -> np.ndarray:
     parsed, pshape = _drive.parse_param(param, name, lower=MIN_FLOAT_SCALE,
                                         upper=MAX_FLOAT_SCALE)
     if pshape:
@@ -100,7 +100,7 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
                          "granularity")
     gen = as_generator(rng)
     flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
-    if flat.size and not np.isfinite(max(abs(float(flat.max())), abs(float(flat.min()))) / g):
+    if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")
     if out is not None and np.shares_memory(out, flat) and not _inputs.same_buffer(out, flat):
         flat = flat.copy()  # out overlaps x only in part: read x from a copy
