@@ -254,6 +254,10 @@ def test_lattice_grid_and_memory_bound() -> None:
         assert not PldAccountant().supports(tiny)
         with pytest.raises(UnsupportedEventError, match="700"):
             PldAccountant().compose(tiny)
+    # the same for pure / randomized-response events (was a wrong epsilon above ~709)
+    for big in (ev.Epsilon(800.0), ev.RandomizedResponse(701.0, 3), ev.DiscreteLaplace(1e-3)):
+        assert not PldAccountant().supports(big)
+    assert PldAccountant().compose(ev.Epsilon(650.0)).get_epsilon(1e-6) >= 650.0 - 1e-5
     # the truncated tails: at +inf on the pessimistic side only
     curve = dz.discrete_gaussian(1.5, 2)
     assert curve.inf_mass == 0.0 and 0.0 < curve.cut_mass < 1e-19

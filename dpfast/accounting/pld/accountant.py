@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from dpfast._core.errors import UnsupportedEventError
+from dpfast._core.rounding import float_up
 from dpfast._core.validate import check_nonneg, check_positive, check_probability
 
 from .. import events as ev
@@ -51,7 +53,8 @@ def _key(event: ev.DpEvent) -> tuple | None:
     if isinstance(event, ev.DiscreteLaplace):
         if event.sensitivity is not None:  # scalar shift: the exact pair
             return _discrete("dlap", event.noise_multiplier, event.sensitivity, event)
-        return ("rr", 1.0 / event.noise_multiplier, 2, 0.0)  # 1/t-DP: dominated by RR
+        # 1/m-DP (any sensitivity): dominated by RR; 1/m rounded up
+        return _rr(float_up(1 / Fraction(event.noise_multiplier)), 2, 0.0, event)
     if isinstance(event, ev.DiscreteGaussian):
         if event.sensitivity is None:
             raise UnsupportedEventError(
@@ -61,11 +64,11 @@ def _key(event: ev.DpEvent) -> tuple | None:
                 f"for a vector query; got {event!r}")
         return _discrete("dgauss", event.noise_multiplier, event.sensitivity, event)
     if isinstance(event, ev.RandomizedResponse):
-        return ("rr", event.epsilon, event.k, 0.0)
+        return _rr(event.epsilon, event.k, 0.0, event)
     if isinstance(event, ev.Epsilon | ev.Snapping | ev.Exponential):
-        return ("rr", event.epsilon, 2, 0.0)
+        return _rr(event.epsilon, 2, 0.0, event)
     if isinstance(event, ev.EpsilonDelta):
-        return ("rr", event.epsilon, 2, event.delta)
+        return _rr(event.epsilon, 2, event.delta, event)
 
     if isinstance(event, ev.PoissonSampled):
         inner, q = event.event, event.rate
@@ -78,6 +81,14 @@ def _key(event: ev.DpEvent) -> tuple | None:
         if isinstance(inner, ev.Laplace):
             return ("laplace", q, inner.noise_multiplier)
     raise UnsupportedEventError(f"PldAccountant does not support {event!r}")
+
+
+def _rr(eps: float, k: int, delta: float, event: ev.DpEvent) -> tuple:
+    if eps > dz.MAX_LOSS:  # e^eps overflows the PLD arithmetic
+        raise UnsupportedEventError(
+            f"PldAccountant: {event!r} has a privacy loss of {eps:.3g} (limit "
+            f"{dz.MAX_LOSS:g}): use PureDpAccountant")
+    return ("rr", eps, k, delta)
 
 
 def _discrete(kind: str, m: float, sens: int, event: ev.DpEvent) -> tuple:
@@ -175,11 +186,12 @@ class PldAccountant(Accountant):
     & Viswanath 2015), ``RandomizedResponse`` (``k``-ary), ``EpsilonDelta``,
     ``PoissonSampled`` of ``Gaussian`` or ``Laplace``, ``SelfComposed`` and ``Composed``
     of these.  Anything else raises :class:`UnsupportedEventError` (a ``ValueError``) and
-    composes nothing; in particular ``DiscreteGaussian`` *without* ``sensitivity`` (a
-    vector query of L2 sensitivity ``D``: its loss distribution depends on how the shift
-    spreads over the coordinates, and neither the scalar pair nor the continuous Gaussian
-    dominates the others) and ``Zcdp``: use :class:`~dpfast.accounting.RdpAccountant`
-    for those.
+    composes nothing, also an atomic pair with a privacy loss above 700 (pure ``epsilon``
+    > 700, discrete noise that small: ``e^L`` would overflow); in particular
+    ``DiscreteGaussian`` *without* ``sensitivity`` (a vector query of L2 sensitivity
+    ``D``: its loss distribution depends on how the shift spreads over the coordinates,
+    and neither the scalar pair nor the continuous Gaussian dominates the others) and
+    ``Zcdp``: use :class:`~dpfast.accounting.RdpAccountant` for those.
 
     Atomic pairs (the discrete mechanisms, randomized response) are discretised exactly
     by :mod:`~dpfast.accounting.pld._atomic` (each atom split between its two grid
