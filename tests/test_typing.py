@@ -51,7 +51,7 @@ TYPED_MODULES = [
 # arrays of known dtype matches no overload of the 2.5 stubs (``np.min(x)`` does).  They are
 # checked on their own, against numpy < 2.5 stubs only; every other typed module is checked
 # under both.
-NUMPY25_PENDING = ["dpfast/accounting/pld", "dpfast/noise/addressed.py"]
+NUMPY25_PENDING = ["dpfast/accounting/pld"]
 
 
 def _numpy_at_least_2_5() -> bool:
