@@ -39,27 +39,25 @@ def grid_add(x, z, g, sat, out, nbig):
         nbig[b] = cnt
 
 
-MAXABS_BLOCK = 1 << 16  # cells per parallel work item of max_abs
+MAXABS_BLOCK = 1 << 16  # cells per parallel work item of max_abs_bits
 
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
-def max_abs(x, part):
-    """max |x[i]| of a float64 array (NaN if x holds a NaN, inf if an inf), in parallel;
-    ``part`` (float64, >= ceil(n / MAXABS_BLOCK) entries) is scratch."""
-    n = x.shape[0]
+def max_abs_bits(bits, part):
+    """The largest ``bits[i] & (2^63 - 1)``: for the IEEE bit patterns of a float64 array
+    (``x.view(np.uint64)``) the pattern of max |x| (non-negative doubles order as their
+    patterns; a NaN or an inf gives a pattern >= that of inf).  Integer max vectorizes;
+    ``part`` (uint64, >= ceil(n / MAXABS_BLOCK) entries) is scratch."""
+    n = bits.shape[0]
     nblk = (n + MAXABS_BLOCK - 1) // MAXABS_BLOCK
+    mask = np.uint64(0x7FFFFFFFFFFFFFFF)
     for b in nb.prange(nblk):
-        m = 0.0
-        bad = False
+        m = np.uint64(0)
         for i in range(b * MAXABS_BLOCK, min(n, (b + 1) * MAXABS_BLOCK)):
-            a = abs(x[i])
-            bad |= a != a
-            m = max(m, a)
-        part[b] = np.nan if bad else m
-    m = 0.0
+            m = max(m, bits[i] & mask)
+        part[b] = m
+    m = np.uint64(0)
     for b in range(nblk):
-        if part[b] != part[b]:
-            return np.nan
         m = max(m, part[b])
     return m
 

@@ -39,10 +39,11 @@ def max_abs(arr: np.ndarray) -> float:
     if arr.size == 0:
         return 0.0
     if arr.dtype == np.float64 and arr.flags.c_contiguous and arr.size >= _PARALLEL_MAX:
-        flat = arr.reshape(-1)
-        part = np.empty(-(-flat.size // _gk.MAXABS_BLOCK), np.float64)
+        bits = arr.reshape(-1).view(np.uint64)
+        part = np.empty(-(-bits.size // _gk.MAXABS_BLOCK), np.uint64)
         with _drive.threads_for(part.size):
-            return float(_gk.max_abs(flat, part))
+            top = _gk.max_abs_bits(bits, part)
+        return float(np.array([top], np.uint64).view(np.float64)[0])
     # max/min propagate NaN and see inf, without allocating a mask of x's size
     return max(abs(float(np.max(arr))), abs(float(np.min(arr))))
 
