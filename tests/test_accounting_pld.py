@@ -579,3 +579,17 @@ def test_laplace_closed_form_cell_integrals_are_certified(q: float, b: float) ->
             exact = mpmath.quad(f, pts)
             assert abs(mpmath.mpf(float(v)) - exact) <= mpmath.mpf(float(e)), (ai, hi_, gt)
             assert float(e) <= 1e-7 * abs(float(exact)) + 1e-13  # and the bound is small
+
+
+def test_tiny_noise_refused_clearly_and_small_laplace_finite() -> None:
+    # losses beyond 700 overflow e^L: refused with a clear error (was nan); a Laplace
+    # with a large but representable loss stays finite and pessimistic (was inf)
+    from dpfast.accounting import UnsupportedEventError
+
+    for e in (ev.Gaussian(0.03), ev.Laplace(0.0014), ev.PoissonSampled(ev.Gaussian(0.03), 0.1)):
+        with pytest.raises(UnsupportedEventError, match="privacy losses up to"):
+            PldAccountant().compose(e)
+    lo, up = PldAccountant().compose(ev.Laplace(0.05), 3).get_epsilon_bounds(1e-6)
+    assert 60.0 <= up <= 60.0 * (1 + 1e-3) and lo <= up
+    assert PldAccountant().compose(ev.Laplace(0.002)).get_epsilon(1e-6) == pytest.approx(
+        500.0, rel=1e-4)

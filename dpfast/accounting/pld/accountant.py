@@ -47,9 +47,9 @@ _SWAPPABLE = (cv.GaussianRemove, cv.LaplaceRemove)
 def _key(event: ev.DpEvent) -> tuple | None:
     """A hashable description of a base event's loss distribution, or None (trivial)."""
     if isinstance(event, ev.Gaussian):
-        return ("gauss", 1.0, event.noise_multiplier)
+        return _continuous("gauss", 1.0, event.noise_multiplier, event)
     if isinstance(event, ev.Laplace):
-        return ("laplace", 1.0, event.noise_multiplier)
+        return _continuous("laplace", 1.0, event.noise_multiplier, event)
     if isinstance(event, ev.DiscreteLaplace):
         if event.sensitivity is not None:  # scalar shift: the exact pair
             return _discrete("dlap", event.noise_multiplier, event.sensitivity, event)
@@ -77,10 +77,21 @@ def _key(event: ev.DpEvent) -> tuple | None:
         if q == 1.0:
             return _key(inner)
         if isinstance(inner, ev.Gaussian):
-            return ("gauss", q, inner.noise_multiplier)
+            return _continuous("gauss", q, inner.noise_multiplier, event)
         if isinstance(inner, ev.Laplace):
-            return ("laplace", q, inner.noise_multiplier)
+            return _continuous("laplace", q, inner.noise_multiplier, event)
     raise UnsupportedEventError(f"PldAccountant does not support {event!r}")
+
+
+def _continuous(kind: str, q: float, scale: float, event: ev.DpEvent) -> tuple:
+    key = (kind, q, scale)
+    top = max(max(abs(c.lo), abs(c.hi)) for c in _curves(key))
+    if not top <= dz.MAX_LOSS:  # e^L overflows the PLD arithmetic (also nan)
+        raise UnsupportedEventError(
+            f"PldAccountant: {event!r} has privacy losses up to {top:.3g} (limit "
+            f"{dz.MAX_LOSS:g}: the noise is too small for the PLD arithmetic); use "
+            f"RdpAccountant")
+    return key
 
 
 def _rr(eps: float, k: int, delta: float, event: ev.DpEvent) -> tuple:
