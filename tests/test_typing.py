@@ -46,20 +46,6 @@ TYPED_MODULES = [
 ]
 
 
-# Typed modules that numpy 2.5's stubs still reject (their owners are changing them; the
-# errors are listed in the note of the typing task): argument-less ``ndarray.min()/max()`` on
-# arrays of known dtype matches no overload of the 2.5 stubs (``np.min(x)`` does).  They are
-# checked on their own, against numpy < 2.5 stubs only; every other typed module is checked
-# under both.
-NUMPY25_PENDING = ["dpfast/accounting/pld"]
-
-
-def _numpy_at_least_2_5() -> bool:
-    import numpy as np
-
-    return tuple(int(p) for p in np.__version__.split(".")[:2]) >= (2, 5)
-
-
 def _mypy(modules: list[str]) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("mypy")
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
@@ -69,19 +55,9 @@ def _mypy(modules: list[str]) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_mypy_clean() -> None:
-    res = _mypy([m for m in TYPED_MODULES if m not in NUMPY25_PENDING])
-    assert res.returncode == 0, res.stdout + res.stderr
-
-
-@pytest.mark.slow
-def test_mypy_clean_numpy25_pending() -> None:
-    assert set(NUMPY25_PENDING) <= set(TYPED_MODULES)
-    if _numpy_at_least_2_5():
-        import numpy as np
-
-        pytest.skip("numpy 2.5's stubs reject argument-less ndarray.min()/max() in "
-                    f"{', '.join(NUMPY25_PENDING)} (not fixed yet); numpy {np.__version__} here")
-    res = _mypy(NUMPY25_PENDING)
+    # under numpy 2.4 and 2.5 stubs alike (2.5 rejects argument-less ndarray.min()/max()
+    # on arrays of known dtype: the code uses np.min(x) / np.max(x))
+    res = _mypy(TYPED_MODULES)
     assert res.returncode == 0, res.stdout + res.stderr
 
 

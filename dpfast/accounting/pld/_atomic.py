@@ -63,7 +63,7 @@ def _cells(curve: Finite, dx: float, k_lo: int, n_cells: int
         k = np.floor(l / dx)
         t = np.clip(l - k * dx, 0.0, dx)
     j = k.astype(np.int64) - k_lo
-    if j.size and (int(j.min()) < 0 or int(j.max()) >= n_cells + 1):
+    if j.size and (int(np.min(j)) < 0 or int(np.max(j)) >= n_cells + 1):
         raise AssertionError("an atom outside the grid")  # pragma: no cover - _grid covers
     top = j == n_cells  # an atom on the last grid point: the end of the last cell
     j[top] -= 1
@@ -90,7 +90,7 @@ def split_atoms(curve: Finite, dx: float, k_lo: int, k_hi: int
     total = math.fsum(m.tolist())
     err = (2.0 * lip * float(np.dot(m, dl)) * (1.0 + 1e-9)
            + 2.0 * (curve.mass_rel_err + 12.0 * _U) * total
-           + (int(per_point.max()) + 2) * _U * total) * (1.0 + 1e-6)
+           + (int(np.max(per_point)) + 2) * _U * total) * (1.0 + 1e-6)
     p = np.maximum(p, 0.0)
     tiny = p < _TINY
     inf = curve.inf_mass + curve.cut_mass + float(p[tiny].sum()) * (1.0 + 1e-9)  # to +inf
@@ -125,11 +125,11 @@ def chord_slopes(curve: Finite, dx: float, k_lo: int, n_cells: int, c: int
     # errors: masses and losses of the atoms (relative), the sums (n u), the positions
     q_rel = (curve.mass_rel_err + curve.loss_rel_err * np.abs(curve.l) * 1.01 + 12.0 * _U)
     count = np.bincount(j, minlength=n_cells)
-    rel = float(np.max(q_rel)) + (int(count.max()) + 8) * _U + (n_cells + 2) * _UL
+    rel = float(np.max(q_rel)) + (int(np.max(count)) + 8) * _U + (n_cells + 2) * _UL
     serr = np.abs(slopes) * rel
     serr[:c] += float(np.dot(q, q_rel)) + 4.0 * _U  # q_minf = 1 - sum(q): absolute
     move = q * lip * dl
-    if float(dl.max()) < dx:  # the exact loss lies in the same cell or a neighbour
+    if float(np.max(dl)) < dx:  # the exact loss lies in the same cell or a neighbour
         e = np.bincount(j, move, minlength=n_cells)
         serr += e
         serr[1:] += e[:-1]

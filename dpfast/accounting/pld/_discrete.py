@@ -94,7 +94,7 @@ def discrete_gaussian(m: float, sens: int) -> Finite:
     # Plus any sigma in [s, s (1 + 2u)] (the mechanism's own: noise_multiplier is its
     # sigma / sens rounded down): d log P(x) / d log s = 2 E_x - E[2 E_X], at most
     # 2 E_max + 2 in modulus, so (4 E_max + 4) u more; the loss 4u more.
-    e_max = float(expo.max())
+    e_max = float(np.max(expo))
     curve.mass_rel_err = ((2.0 * (4.01 * e_max + 2.0) + 4.0) + 4.01 * (e_max + 1.0)) * _U \
         + 2.0 * tail
     # loss: 2 s^2 within 3u relative, the division u; the sigma above 4u

@@ -260,7 +260,7 @@ def connect_dots(curve: Curve, dx: float, max_bins: int) -> Pmf:
     v = np.concatenate([dform, dslope, [0.0]])
     p = x * np.diff(v)
     p[c] = x[c] * ((dslope[0] + 1.0) - dform[-1])  # the switch from D- to delta-slopes
-    inf = max(top, float(curve.p_gt(eps[-1:])[0])) + 4 * _U * float(np.abs(v).max())
+    inf = max(top, float(curve.p_gt(eps[-1:])[0])) + 4 * _U * float(np.max(np.abs(v)))
     err = 8 * _U  # rounding of the masses themselves (relative 2u each) and of p[c]
     p = np.maximum(p, 0.0)
     tiny = p < _TINY
