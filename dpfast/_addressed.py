@@ -161,6 +161,7 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
         cap = _drive.CHUNK if force else 64  # as the ordinary driver
     mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD
     io = (out if x is None else x, out, mode)
+    per_task = max(1, _drive.CHUNK // max(1, longest))  # chunks a thread takes at a time
     for c0, c1 in _batches(nch, words):
         nb_ = np.ascontiguousarray(nonces[c0:c1], dtype=np.uint32).copy()
         buf = _drive.fill_streams(kw, nb_, words)
@@ -174,7 +175,7 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
         slow: dict[int, _exact.Exact] = {}
         done: dict[int, int] = {}
         while True:
-            with _drive.threads_for(c1 - c0):
+            with _drive.threads_for(c1 - c0, per_task):
                 smp.kernel((buf, st, kw, nb_), io, force, pend)
             if np.any(st[:, _ck.ST_WRAP]) or (check_main and (
                     np.any(st[:, _ck.ST_BLOCK] > MAIN_BLOCKS)

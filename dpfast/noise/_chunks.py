@@ -64,14 +64,24 @@ _parallel.register_after_fork(_reset_after_fork)
 
 
 @contextlib.contextmanager
-def threads_for(nchunks: int) -> Iterator[None]:
+def threads_for(nchunks: int, per_task: int = 0) -> Iterator[None]:
     """Run a batch of one chunk on the calling thread: a parallel launch costs more than
-    a small batch's work.  Output never depends on the thread count."""
+    a small batch's work.  Output never depends on the thread count.
+
+    ``per_task`` > 0: the parallel loop's iterations are handed to the threads
+    ``per_task`` at a time as they become free (``numba.parallel_chunksize``), instead of
+    one equal share per thread fixed in advance, so a thread slowed down (by another
+    process, or by a chunk with more rejections) does not hold up the others.  The
+    exact samplers' drivers use 1 (an iteration is a chunk of ``CHUNK`` cells)."""
     _parallel.check_fork_safe()
     _parallel.compile_notice(_sk.discrete_kernel, _tk.table_kernel, _sk.bernoulli_exp_kernel,
                              _gk.grid_add, _gk.snapping, _uk.uniform_below)
     if nchunks > 1:
-        yield
+        if per_task > 0:
+            with numba.parallel_chunksize(per_task):
+                yield
+        else:
+            yield
         return
     old = numba.get_num_threads()
     numba.set_num_threads(1)
@@ -209,7 +219,7 @@ def uniform_below(gen: Any, span: int, n: int) -> np.ndarray:
     s = np.uint64(span % (1 << 64))
     calls = CallStreams(gen, n, 1.0)  # expected words per draw: 1 / P(accept) <= 2
     for b in calls:
-        with threads_for(b.buf.shape[0]):
+        with threads_for(b.buf.shape[0], 1):
             _uk.uniform_below(b.buf, b.st, calls.key_words, b.nonces, CHUNK, b.hi - b.lo, s,
                               out[b.lo:b.hi])
         check_wrap(b.st)

@@ -158,7 +158,7 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
             pend = _pending_arrays(b.st.shape[0], cap)
             streams = b.streams(calls.key_words)
             while True:
-                with threads_for(b.st.shape[0]):
+                with threads_for(b.st.shape[0], 1):
                     kernel(streams, mode, force, pend)
                 check_wrap(b.st)
                 if b.st[:, _ck.ST_OVERFLOW].any():
@@ -195,7 +195,7 @@ def _undo(calls: CallStreams, failed: Batch, kernel: Kernel, force: int, cap: in
         pend = _pending_arrays(b.st.shape[0], cap)
         streams = b.streams(calls.key_words)
         while True:
-            with threads_for(b.st.shape[0]):
+            with threads_for(b.st.shape[0], 1):
                 kernel(streams, _sk.MODE_SUB, force, pend)
             for i, _, _ in _pending_rows(b, pend):
                 if i in log:  # stored by the forward pass (else never written)

@@ -41,7 +41,7 @@ def max_abs(arr: np.ndarray) -> float:
     if arr.dtype == np.float64 and arr.flags.c_contiguous and arr.size >= _PARALLEL_MAX:
         bits = arr.reshape(-1).view(np.uint64)
         part = np.empty(-(-bits.size // _gk.MAXABS_BLOCK), np.uint64)
-        with _drive.threads_for(part.size):
+        with _drive.threads_for(part.size, 1):
             top = _gk.max_abs_bits(bits, part)
         return float(np.array([top], np.uint64).view(np.float64)[0])
     # max/min propagate NaN and see inf, without allocating a mask of x's size

@@ -181,7 +181,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
     for lo in range(0, flat.size, step):
         hi = min(flat.size, lo + step)
         z = np.ascontiguousarray(noise_cells(kind, t, gen._key, s, a + lo, hi - lo))
-        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK)):
+        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK), _drive.CHUNK // _gk.GRID_BLOCK):
             _gk.grid_add(flat[lo:hi], z, g, sat, res[lo:hi], nbig)
         if nbig.any():
             grid._grid_fix(flat[lo:hi], z, g, sat, res[lo:hi], nbig)

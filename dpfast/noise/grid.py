@@ -116,7 +116,7 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     for lo in range(0, flat.size, _SLICE):
         hi = min(flat.size, lo + _SLICE)
         _drive.run_discrete(gen, kind, p, hi - lo, z[:hi - lo])
-        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK)):
+        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK), _drive.CHUNK // _grid.GRID_BLOCK):
             _grid.grid_add(flat[lo:hi], z[:hi - lo], g, sat, result[lo:hi], nbig)
         if nbig.any():
             _grid_fix(flat[lo:hi], z[:hi - lo], g, sat, result[lo:hi], nbig)

@@ -157,7 +157,7 @@ def snapping(x: Any, scale: Any, bound: Any, *, rng: Any = None,
     big_lam = lam if m == 0.5 else math.ldexp(1.0, e)  # the smallest power of two >= lam
     calls = _chunks.CallStreams(gen, flat.size, 2.05)
     for bt in calls:
-        with _chunks.threads_for(bt.buf.shape[0]):
+        with _chunks.threads_for(bt.buf.shape[0], 1):
             _grid.snapping(bt.buf, bt.st, calls.key_words, bt.nonces, flat, out, bt.lo,
                            bt.hi - bt.lo, _chunks.CHUNK, lam, big_lam, b)
         _chunks.check_wrap(bt.st)
