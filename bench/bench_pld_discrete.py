@@ -23,12 +23,13 @@ from dpfast.accounting import events as ev
 from dpfast.accounting.pld import _curves as cv
 from dpfast.accounting.pld import _discrete as dz
 from dpfast.accounting.pld import _pmf as pm
+from dpfast.accounting.pld._finite import Finite
 
 
 class _Quadrature(cv.Curve):
     """The same pair as a plain curve: discretised by cell quadrature, atom by atom."""
 
-    def __init__(self, f: cv.Finite) -> None:
+    def __init__(self, f: Finite) -> None:
         self.f, self.lo, self.hi, self.inf_mass = f, f.lo, f.hi, f.inf_mass
         self.breaks = tuple(float(v) for v in f.l)
         self.symmetric = True

@@ -328,6 +328,7 @@ def test_cli_plot_writes_png(tmp_path: pathlib.Path) -> None:
 def test_optimistic_distributions_are_valid_and_below(
         q: float, scale: float, kind: str, frac: float, one_sided: bool) -> None:
     from dpfast.accounting.pld import _curves as cv
+    from dpfast.accounting.pld._finite import randomized_response
     from dpfast.accounting.pld._lower import connect_dots_lower
 
     if kind == "gauss":
@@ -335,7 +336,7 @@ def test_optimistic_distributions_are_valid_and_below(
     elif kind == "laplace":
         curves = [cv.LaplaceRemove(q, scale)] + ([cv.LaplaceAdd(q, scale)] if q < 1 else [])
     else:
-        curves = [cv.randomized_response(scale / 4, 2 + int(q * 3), q / 10)]
+        curves = [randomized_response(scale / 4, 2 + int(q * 3), q / 10)]
     for curve in curves:
         dx = max(frac * (curve.hi - curve.lo) / 50.0, 1e-6)
         pmf = connect_dots_lower(curve, dx, 2**20, one_sided)

@@ -1,4 +1,4 @@
-"""Connect the dots for atomic pairs (:class:`~._curves.Finite`), vectorised.
+"""Connect the dots for atomic pairs (:class:`~._finite.Finite`), vectorised.
 
 An atomic pair has ``P``-masses ``p_a`` at losses ``l_a`` (``Q``-masses ``q_a = p_a
 e^-l_a``).  Its privacy curve ``delta(x) = sum_a p_a (1 - x e^-l_a)_+`` (``x = e^eps``) is
@@ -45,7 +45,7 @@ import math
 
 import numpy as np
 
-from ._curves import Finite
+from ._finite import Finite
 
 _U = 2.0**-53
 #: unit roundoff of long double (2^-64 on x86-64; 2^-53 where it is plain double)

@@ -2,7 +2,7 @@
 
 Both pairs are *atomic*: the output is an integer ``x`` and the loss
 ``L(x) = log(P(x) / Q(x))`` takes one value per ``x`` (or per run of ``x`` with the same
-loss), so they are :class:`~._curves.Finite` curves, discretised by :mod:`._atomic`.
+loss), so they are :class:`~._finite.Finite` curves, discretised by :mod:`._atomic`.
 
 * Discrete Gaussian (Canonne, Kamath & Steinke 2020): ``P = N_Z(0, s^2)``,
   ``Q = N_Z(D, s^2)``, ``s = noise_multiplier * D``, ``L(x) = (D^2 - 2 D x) / (2 s^2)``.
@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from ._curves import Finite
+from ._finite import Finite
 
 _U = 2.0**-53
 #: most atoms of one discrete pair (16 MiB per float64 array): a discrete Gaussian up to
