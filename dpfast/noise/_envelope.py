@@ -44,7 +44,7 @@ K_SCALES = 40  # Laplace: the tail item starts at >= 40 t (mass ~4e-18)
 NBINS = {"gauss": 256, "laplace": 1024}  # target number of bins
 PREC = 62  # envelope heights are multiples of 2^-62
 VB = 20  # top bits of the alias value in a proposal's word, at most
-VB_MIN = 10  # ... and at least (a tie, which reads one more word, has probability 2^-vb)
+VB_MIN = 6  # ... and at least (a tie, which reads one more word, has probability 2^-vb)
 UMIN = 8  # fewest bits of U a one-word proposal carries (else two words)
 U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 
