@@ -27,15 +27,32 @@ def grid_add(x, z, g, sat, out, nbig):
     """
     n = x.shape[0]
     nblk = (n + GRID_BLOCK - 1) // GRID_BLOCK
+    # x / g = x * (1 / g) exactly (both scale by the same power of two, rounded once)
+    # when 1 / g is a normal double; a multiplication is several times cheaper
+    ginv = 1.0 / g if g >= 2.0 ** -1022 else 0.0
     for b in nb.prange(nblk):
         cnt = 0
-        for i in range(b * GRID_BLOCK, min(n, (b + 1) * GRID_BLOCK)):
-            xi = x[i]
-            zf = np.float64(z[i])
-            big = abs(zf) >= EXACT_Z
-            cnt += np.int64(big)
-            r = min(max(np.rint(xi / g) * g + zf * g, -sat), sat)
-            out[i] = xi if big else r
+        lo = b * GRID_BLOCK
+        hi = min(n, lo + GRID_BLOCK)
+        # views from lo: indices from 0 up, so the loop has no negative-index wraparound
+        # (which would turn its loads into gathers)
+        xs, zs, os_ = x[lo:hi], z[lo:hi], out[lo:hi]
+        if ginv != 0.0:
+            for i in range(hi - lo):
+                xi = xs[i]
+                zf = np.float64(zs[i])
+                big = abs(zf) >= EXACT_Z
+                cnt += np.int64(big)
+                r = min(max(np.rint(xi * ginv) * g + zf * g, -sat), sat)
+                os_[i] = xi if big else r
+        else:
+            for i in range(hi - lo):
+                xi = xs[i]
+                zf = np.float64(zs[i])
+                big = abs(zf) >= EXACT_Z
+                cnt += np.int64(big)
+                r = min(max(np.rint(xi / g) * g + zf * g, -sat), sat)
+                os_[i] = xi if big else r
         nbig[b] = cnt
 
 
@@ -53,8 +70,9 @@ def max_abs_bits(bits, part):
     mask = np.uint64(0x7FFFFFFFFFFFFFFF)
     for b in nb.prange(nblk):
         m = np.uint64(0)
-        for i in range(b * MAXABS_BLOCK, min(n, (b + 1) * MAXABS_BLOCK)):
-            m = max(m, bits[i] & mask)
+        blk = bits[b * MAXABS_BLOCK:min(n, (b + 1) * MAXABS_BLOCK)]  # indices from 0 up
+        for i in range(blk.shape[0]):
+            m = max(m, blk[i] & mask)
         part[b] = m
     m = np.uint64(0)
     for b in range(nblk):
