@@ -206,9 +206,10 @@ def dlap_cell(buf, pos, st, key, nonce, t, j, th, force, signs, nsigns):
                 if a < 0:
                     return 0, pos, PENDING_REJECTION, s, h, l, w, signs, nsigns
             g = (h << j) + l
-        if s == 1 and g == 0:
+        if (g | (s ^ 1)) == 0:  # (negative, 0), without a branch on the random sign
             continue
-        return (-g if s == 1 else g), pos, 0, s, 0, 0, np.uint64(0), signs, nsigns
+        # -g if s else g, without a branch on the random sign
+        return (g ^ -s) + s, pos, 0, s, 0, 0, np.uint64(0), signs, nsigns
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

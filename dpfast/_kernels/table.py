@@ -176,8 +176,8 @@ def table_kernel(law, streams, io, table, force, pend):
                     ux = xw & umask
                 a = item << p
                 m = a + off
-                if sg == 1 and m == 0:
-                    continue
+                if (m | (sg ^ 1)) == 0:  # (negative, 0): one rarely taken branch, not
+                    continue  # a branch on the random sign (mispredicted half the time)
                 dec = -1
                 if not forcing:
                     if p == 0:
@@ -216,7 +216,8 @@ def table_kernel(law, streams, io, table, force, pend):
                 if dec < 0:
                     status = PENDING_ENV_ACCEPT
             if status == 0:
-                if not _store(x, out, mode, i, -m if sg == 1 else m):
+                # -m if sg else m, without a branch on the random sign
+                if not _store(x, out, mode, i, (m ^ -sg) + sg):
                     s_[ST_OVERFLOW] = 1
                     break
             else:
