@@ -105,6 +105,17 @@ def _one_core(setup: Callable[[bool], tuple]) -> Callable[[bool], tuple]:
     return wrapped
 
 
+def _scaling(setup: Callable[[bool], tuple]) -> Callable[[bool], tuple]:
+    """Thread scaling: the dpfast call on all of numba's threads against the same call
+    on one thread, timed back to back (the ratio is the speed-up of the extra cores)."""
+    def wrapped(quick: bool):
+        _, cand, teardown = setup(quick)
+        _, cand1, _ = _one_core(lambda q: (None, cand, _nothing))(quick)
+        return cand1, cand, teardown
+
+    return wrapped
+
+
 def _random_raw(quick: bool):
     import dpfast
 
@@ -244,16 +255,19 @@ ENTRIES: list[Entry] = [
     Entry("kernel_refill", "kernels' keystream refills (16 KiB buffer, one core)",
           "cryptography ChaCha20 update_into (OpenSSL)", _kernel_refill),
     Entry("random_raw", "Generator.random_raw", "numpy PCG64.random_raw", _random_raw),
-    Entry("discrete_laplace_10", "discrete_laplace scale 10, in place",
-          "numpy Generator.laplace", _noise("discrete_laplace", 10.0, np.int64)),
-    Entry("discrete_laplace_1000", "discrete_laplace scale 1000, in place",
-          "numpy Generator.laplace", _noise("discrete_laplace", 1000.0, np.int64)),
-    Entry("discrete_gaussian_10", "discrete_gaussian sigma 10, in place",
-          "numpy Generator.laplace", _noise("discrete_gaussian", 10.0, np.int64)),
-    Entry("laplace_grid", "laplace (2^k grid) scale 10", "numpy Generator.laplace",
-          _noise("laplace", 10.0, np.float64)),
-    Entry("gaussian_grid", "gaussian (2^k grid) sigma 10", "numpy Generator.laplace",
-          _noise("gaussian", 10.0, np.float64)),
+    # thread scaling (all threads vs one); the all-thread speed against numpy is this
+    # ratio times the one-thread figure below
+    Entry("discrete_laplace_10_threads", "discrete_laplace scale 10, in place, all threads",
+          "the same call on one thread", _scaling(_noise("discrete_laplace", 10.0, np.int64))),
+    Entry("discrete_laplace_1000_threads",
+          "discrete_laplace scale 1000, in place, all threads", "the same call on one thread",
+          _scaling(_noise("discrete_laplace", 1000.0, np.int64))),
+    Entry("discrete_gaussian_10_threads", "discrete_gaussian sigma 10, in place, all threads",
+          "the same call on one thread", _scaling(_noise("discrete_gaussian", 10.0, np.int64))),
+    Entry("laplace_grid_threads", "laplace (2^k grid) scale 10, all threads",
+          "the same call on one thread", _scaling(_noise("laplace", 10.0, np.float64))),
+    Entry("gaussian_grid_threads", "gaussian (2^k grid) sigma 10, all threads",
+          "the same call on one thread", _scaling(_noise("gaussian", 10.0, np.float64))),
     Entry("discrete_laplace_10_1core", "discrete_laplace scale 10, in place, one thread",
           "numpy Generator.laplace", _one_core(_noise("discrete_laplace", 10.0, np.int64))),
     Entry("discrete_laplace_1000_1core", "discrete_laplace scale 1000, in place, one thread",
