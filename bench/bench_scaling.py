@@ -1,0 +1,123 @@
+"""Thread scaling of the samplers, against two probe kernels timed in the same rounds.
+
+For each sampler (10^7 cells; integer ones in place) the same call runs on one thread and
+on all of numba's threads, back to back, 11 times; the scaling is the median of the
+per-pair ratios (one-thread time / all-thread time).  Two probe kernels with no shared data
+show what the host itself gives: one xorshift dependency chain per task (latency bound:
+hyperthreads of one core interleave it almost perfectly) and four independent chains
+(instruction-level parallelism, like the samplers' ChaCha20 and integer code: two
+hyperthreads of one core compete for its ALUs).  The samplers' "efficiency" is their
+scaling over the four-chain probe's, pair by pair.
+
+Run: .venv/bin/python -m pytest bench/bench_scaling.py --benchmark-only -s
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numba
+import numpy as np
+import pytest
+from numba import njit, prange
+
+import dpfast
+
+KEY = bytes(range(32))
+N = 10**7
+PAIRS = 11
+
+
+@njit(parallel=True, cache=True)
+def _one_chain(out, n_iter):  # pragma: no cover - timed only
+    for t in prange(out.size):
+        a = np.uint64(t + 1)
+        for _ in range(n_iter):
+            a ^= a << np.uint64(13)
+            a ^= a >> np.uint64(7)
+            a ^= a << np.uint64(17)
+        out[t] = a
+
+
+@njit(parallel=True, cache=True)
+def _four_chains(out, n_iter):  # pragma: no cover - timed only
+    for t in prange(out.size):
+        a, b = np.uint64(t + 1), np.uint64(t + 7)
+        c, d = np.uint64(t + 13), np.uint64(t + 19)
+        for _ in range(n_iter):
+            a ^= a << np.uint64(13)
+            b ^= b << np.uint64(13)
+            c ^= c << np.uint64(13)
+            d ^= d << np.uint64(13)
+            a ^= a >> np.uint64(7)
+            b ^= b >> np.uint64(7)
+            c ^= c >> np.uint64(7)
+            d ^= d >> np.uint64(7)
+            a ^= a << np.uint64(17)
+            b ^= b << np.uint64(17)
+            c ^= c << np.uint64(17)
+            d ^= d << np.uint64(17)
+        out[t] = a + b + c + d
+
+
+def _timed(fn, threads: int) -> float:
+    old = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+    finally:
+        numba.set_num_threads(old)
+
+
+def _scalings(fn, probe) -> tuple[list[float], list[float]]:
+    """Per-pair scaling of ``fn`` and of ``probe``, the four timings of a round together."""
+    threads = numba.get_num_threads()
+    fn()
+    probe()
+    own, ref = [], []
+    for _ in range(PAIRS):
+        own.append(_timed(fn, 1) / _timed(fn, threads))
+        ref.append(_timed(probe, 1) / _timed(probe, threads))
+    return own, ref
+
+
+@pytest.mark.parametrize("case", ["discrete_laplace_10", "discrete_laplace_1000",
+                                  "discrete_gaussian_10", "laplace_grid", "gaussian_grid"])
+def test_thread_scaling(benchmark, report, case: str) -> None:
+    if numba.get_num_threads() < 2:
+        pytest.skip("one numba thread: nothing to scale")
+    gen = dpfast.default_rng(KEY)
+    xi, xf = np.zeros(N, np.int64), np.zeros(N)
+    calls = {
+        "discrete_laplace_10": lambda: dpfast.discrete_laplace(xi, 10.0, rng=gen, out=xi),
+        "discrete_laplace_1000": lambda: dpfast.discrete_laplace(xi, 1000.0, rng=gen, out=xi),
+        "discrete_gaussian_10": lambda: dpfast.discrete_gaussian(xi, 10.0, rng=gen, out=xi),
+        "laplace_grid": lambda: dpfast.laplace(xf, 10.0, rng=gen),
+        "gaussian_grid": lambda: dpfast.gaussian(xf, 10.0, rng=gen),
+    }
+    fn = calls[case]
+    out = np.zeros(4 * numba.get_num_threads() * 64, np.uint64)
+
+    def one() -> None:
+        _one_chain(out, 40_000)
+
+    def four() -> None:
+        _four_chains(out, 12_000)
+
+    benchmark.pedantic(fn, rounds=3, iterations=1)
+    own, ref4 = _scalings(fn, four)
+    _, ref1 = _scalings(one, one)
+    s, s4, s1 = (statistics.median(v) for v in (own, ref4, ref1))
+    eff = statistics.median(a / b for a, b in zip(own, ref4, strict=True))
+    benchmark.extra_info.update({"threads": numba.get_num_threads(), "scaling": s,
+                                 "scaling_min": min(own), "scaling_max": max(own),
+                                 "probe_four_chains": s4, "probe_one_chain": s1,
+                                 "efficiency_vs_four_chains": eff})
+    print(f"{case}: {numba.get_num_threads()} threads over 1: {s:.2f}x (pairs "
+          f"{min(own):.2f}-{max(own):.2f}); probes: one chain {s1:.2f}x, four chains "
+          f"{s4:.2f}x; efficiency vs four chains {eff:.2f}")
+    report(f"scaling[{case}]", f"{s:.2f}x on {numba.get_num_threads()} threads "
+           f"(probe kernels {s1:.2f}x / {s4:.2f}x)")
