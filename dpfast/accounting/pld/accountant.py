@@ -203,7 +203,6 @@ class PldAccountant(Accountant):
         self._counts: dict[tuple, int] = {}
         self._cache: dict[tuple[bool, str, float], tuple[float, list[pm.Pmf]] | None] = {}
         self._work: dict = {}  # per grid: one event's pmfs, composed directions
-        self._last_mode: tuple[str, list[pm.Pmf]] = ("direct", [])
 
     # ------------------------------------------------------------------ contract
     # supports / compose come from Accountant: one dispatch on the event type through
@@ -255,8 +254,9 @@ class PldAccountant(Accountant):
         e = check_nonneg(epsilon, "epsilon", allow_inf=True)
         if e == math.inf:
             return 0.0, max(p.inf + p.err for _, p in self._pmfs(True)) if self._counts else 0.0
-        up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True))
-        if up < 1.0 and _slack(*self._last_mode) > _PRECISE_SHARE * up:
+        dx0, pmfs, slack = self._select(True)
+        up = max(pm.delta(p, dx0, e) for p in pmfs)
+        if up < 1.0 and slack > _PRECISE_SHARE * up:
             up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True, up))
         lo = max(pm.delta(p, dx, e) for dx, p in self._pmfs(False, up)) if lower else math.nan
         return lo, up
@@ -305,16 +305,23 @@ class PldAccountant(Accountant):
 
     def _pmfs(self, pess: bool, delta: float = 1.0, target: float | None = None
               ) -> list[tuple[float, pm.Pmf]]:
-        """The composed pmfs, from the cheapest build whose round-off allowance is at most
-        ``_PRECISE_SHARE * delta``: pessimistic, the add direction derived from the
-        composed remove direction by the swap (one FFT power instead of two; its ``err``
-        grows like ``e^hi``, see :mod:`~dpfast.accounting.pld._swap`), else both
-        directions composed, else the long-double power (see
-        :func:`~dpfast.accounting.pld._pmf.self_compose`).  ``target``: the ``delta``
-        the answer is for (sets the truncated tail mass, :func:`_tau_for`); a build
-        with a smaller truncation is reused."""
+        """The composed pmfs of :meth:`_select`, each with the grid interval."""
+        dx, pmfs, _ = self._select(pess, delta, target)
+        return [(dx, p) for p in pmfs]
+
+    def _select(self, pess: bool, delta: float = 1.0, target: float | None = None
+                ) -> tuple[float, list[pm.Pmf], float]:
+        """``(dx, pmfs, slack)``: the composed pmfs from the cheapest build whose
+        round-off allowance is at most ``_PRECISE_SHARE * delta``: pessimistic, the add
+        direction derived from the composed remove direction by the swap (one FFT power
+        instead of two; its ``err`` grows like ``e^hi``, see
+        :mod:`~dpfast.accounting.pld._swap`), else both directions composed, else the
+        long-double power (see :func:`~dpfast.accounting.pld._pmf.self_compose`).
+        ``target``: the ``delta`` the answer is for (sets the truncated tail mass,
+        :func:`_tau_for`); a build with a smaller truncation is reused.  ``slack``: what
+        the build may add to ``delta`` (:func:`_slack`)."""
         if not self._counts:
-            return [(1.0, pm.identity(pess))]
+            return 1.0, [pm.identity(pess)], 0.0
         modes = ("swap", "direct", "precise") if pess else ("direct", "precise")
         tau = _tau_for(target)
         for mode in modes:
@@ -326,10 +333,10 @@ class PldAccountant(Accountant):
             if built is None:  # the swap does not apply
                 continue
             dx, pmfs = built
-            if mode == "precise" or _slack(mode, pmfs) <= _PRECISE_SHARE * delta:
+            slack = _slack(mode, pmfs)
+            if mode == "precise" or slack <= _PRECISE_SHARE * delta:
                 break
-        self._last_mode = (mode, pmfs)
-        return [(dx, p) for p in pmfs]
+        return dx, pmfs, slack
 
     def _build(self, pess: bool, mode: str, tau: float = _TAU
                ) -> tuple[float, list[pm.Pmf]] | None:
