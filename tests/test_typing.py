@@ -27,7 +27,7 @@ TYPED_MODULES = [
     "dpfast/tables",
     "dpfast/dask",
     "dpfast/_addressed.py",
-    "dpfast/noise/addressed.py",
+    "dpfast/noise",
     "dpfast/histogram.py",
     "dpfast/planning.py",
     "dpfast/cli",

@@ -92,10 +92,6 @@ def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any) -> 
     return z, rows
 
 
-def _words_per_cell(smp: _addressed._Sampler) -> float:
-    return smp.words
-
-
 def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any) -> dict:
     """Finish every undecided cell in the ordinary driver's order: per segment, per batch
     of chunks, per round of at most ``cap`` pending cells per chunk, chunk, cell."""

@@ -47,7 +47,8 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
     with _pool_lock:
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=max(1, numba.config.NUMBA_NUM_THREADS),
+                # numba's stubs do not declare its config attributes
+                max_workers=max(1, numba.config.NUMBA_NUM_THREADS),  # type: ignore[attr-defined]
                 thread_name_prefix="dpfast-keystream")
         return _pool
 

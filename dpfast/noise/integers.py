@@ -63,7 +63,7 @@ def _noised_into(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, out: Any
     info = np.iinfo(dt)
     if dt.kind == "u" and dt.itemsize == 8:
         xu = flat.astype(np.uint64)
-        res = xu + noise.view(np.uint64)  # modulo 2^64
+        res: np.ndarray = xu + noise.view(np.uint64)  # modulo 2^64
         bad = np.where(noise >= 0, res < xu, res > xu)
     elif dt.itemsize == 8:  # int64 of any byte order or layout
         x64 = flat.astype(np.int64)
