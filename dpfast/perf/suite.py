@@ -85,22 +85,26 @@ def _kernel_refill(quick: bool):
     return base, cand, _nothing
 
 
+def _on_one_thread(fn: Callable[[], object]) -> Callable[[], None]:
+    """``fn`` with numba limited to one thread for the call."""
+    def run() -> None:
+        import numba
+
+        old = numba.get_num_threads()
+        numba.set_num_threads(1)
+        try:
+            fn()
+        finally:
+            numba.set_num_threads(old)
+
+    return run
+
+
 def _one_core(setup: Callable[[bool], tuple]) -> Callable[[bool], tuple]:
     """The same pair with numba limited to one thread (the one-core targets)."""
     def wrapped(quick: bool):
-        import numba
-
         base, cand, teardown = setup(quick)
-
-        def cand1() -> None:
-            old = numba.get_num_threads()
-            numba.set_num_threads(1)
-            try:
-                cand()
-            finally:
-                numba.set_num_threads(old)
-
-        return base, cand1, teardown
+        return base, _on_one_thread(cand), teardown
 
     return wrapped
 
@@ -110,8 +114,7 @@ def _scaling(setup: Callable[[bool], tuple]) -> Callable[[bool], tuple]:
     on one thread, timed back to back (the ratio is the speed-up of the extra cores)."""
     def wrapped(quick: bool):
         _, cand, teardown = setup(quick)
-        _, cand1, _ = _one_core(lambda q: (None, cand, _nothing))(quick)
-        return cand1, cand, teardown
+        return _on_one_thread(cand), cand, teardown
 
     return wrapped
 
