@@ -160,7 +160,7 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
     if collect is not None:
         cap = _drive.CHUNK if force else 64  # as the ordinary driver
     mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD
-    io = (out if x is None else x, out, mode)
+    io = (out if x is None else x, out, mode, _sk.NO_GRID)
     per_task = max(1, _drive.CHUNK // max(1, longest))  # chunks a thread takes at a time
     for c0, c1 in _batches(nch, words):
         nb_ = np.ascontiguousarray(nonces[c0:c1], dtype=np.uint32).copy()

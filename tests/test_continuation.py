@@ -85,7 +85,8 @@ def check_geometric(finish: Callable) -> None:
     for w2, u_less in below_above(frac):
         st_ = streams([0, m])  # sign word (bit 0 = +), then the inversion's word
         p = pend()
-        sk.discrete_kernel(0, st_, (np.zeros(1, np.int64), np.zeros(1, np.int64), sk.MODE_WRITE),
+        sk.discrete_kernel(0, st_, (np.zeros(1, np.int64), np.zeros(1, np.int64), sk.MODE_WRITE,
+                                 sk.NO_GRID),
                            (np.array([float(t)]), np.array([float(t)]), 0),
                            sk.FORCE_INVERSION, p)
         ints, u64s = p[0][0, 0], p[1][0, 0]
@@ -113,7 +114,8 @@ def check_cks20(finish: Callable) -> None:
     for w2, u_less in below_above(frac):
         st_ = streams([0, 2**63, m])
         p = pend()
-        sk.discrete_kernel(1, st_, (np.zeros(1, np.int64), np.zeros(1, np.int64), sk.MODE_WRITE),
+        sk.discrete_kernel(1, st_, (np.zeros(1, np.int64), np.zeros(1, np.int64), sk.MODE_WRITE,
+                                 sk.NO_GRID),
                            (np.array([float(sigma)]), np.array([float(t)]), 0),
                            sk.FORCE_ACCEPT, p)
         ints, u64s = p[0][0, 0], p[1][0, 0]
@@ -182,7 +184,8 @@ def _run_table(tab: _envelope.Table, words: list[int], force: int):
     st_ = streams(words, filler=2**64 - 1)
     p = pend()
     out = np.zeros(1, np.int64)
-    tk.table_kernel(tab.law_code, st_, (out, out, sk.MODE_WRITE), tab.kernel_args, force, p)
+    tk.table_kernel(tab.law_code, st_, (out, out, sk.MODE_WRITE, sk.NO_GRID), tab.kernel_args,
+                    force, p)
     return st_[1], p, int(out[0])
 
 

@@ -28,6 +28,7 @@ import math
 
 import numba as nb
 import numpy as np
+from numba.extending import overload
 
 from dpfast._kernels.chacha import (
     ST_CELL,
@@ -50,15 +51,25 @@ BIG_M = np.uint64(1 << 32)
 #   streams = (buf, st, key, nonces)   the chunks' bit sources (dpfast._kernels.chacha);
 #                                      st also holds each chunk's next cell / end /
 #                                      pending count / overflow flag (ST_* columns)
-#   io      = (x, out, mode)           mode: WRITE out[i] = v; ADD out[i] = x[i] + v
+#   io      = (x, out, mode, grid)     mode: WRITE out[i] = v; ADD out[i] = x[i] + v
 #                                      (checked: on overflow the chunk stops before i and
-#                                      sets ST_OVERFLOW); SUB out[i] -= v (undo of ADD)
+#                                      sets ST_OVERFLOW); SUB out[i] -= v (undo of ADD);
+#                                      int64 x and out.  GRID (float64 x and out, grid =
+#                                      (1/g or 0, g, sat)): out[i] = the exact grid value
+#                                      (rint(x[i]/g) + v) g rounded once, saturated at
+#                                      +-sat; a cell with |v| >= 2^53 (whose float64(v)
+#                                      would round) becomes pending with status
+#                                      PENDING_GRID_BIG and v in P_A.  Other modes pass
+#                                      NO_GRID.
 #   pend    = (ints, u64s)             pending cells: ints[c, k, P_*], u64s[c, k, U_*]
 # A chunk runs from st[c, ST_CELL] to st[c, ST_END] and stops early when its pending list
 # (capacity ints.shape[1]) is full; the driver finishes pending cells exactly and resumes.
 MODE_WRITE = 0
 MODE_ADD = 1
 MODE_SUB = 2
+MODE_GRID = 3
+NO_GRID = (0.0, 1.0, 0.0)  # the grid element of io for the integer modes
+GRID_EXACT = 1 << 53  # |v| below this converts to float64 exactly
 
 P_CELL = 0  # ints columns of a pending cell
 P_STATUS = 1
@@ -77,6 +88,7 @@ PENDING_REJECTION = 2
 PENDING_BERNOULLI = 3
 PENDING_ENV_ACCEPT = 4
 PENDING_ENV_TAIL = 5
+PENDING_GRID_BIG = 6  # MODE_GRID: the value is known (P_A) but |v| >= 2^53
 
 # force_exact modes (dpfast.noise._exact.ForceMode): which step is declared undecided
 FORCE_NONE = 0
@@ -238,22 +250,45 @@ def dgauss_cell(buf, pos, st, key, nonce, sigma, tg, j, th, force, signs, nsigns
             return 0, pos, PENDING_BERNOULLI, 0, y, 0, w, signs, nsigns
 
 
-@nb.njit(cache=True, _nrt=False, inline="always")
-def _store(x, out, mode, i, v):
-    """Write cell i (see the contract above); False on overflow (nothing written)."""
-    if mode == MODE_ADD:
-        xi = x[i]
-        # wrapping add in uint64 (signed overflow would be undefined behaviour for LLVM),
-        # then the two's-complement overflow test
-        r = np.int64(np.uint64(xi) + np.uint64(v))
-        if ((xi ^ r) & (v ^ r)) < 0:
-            return False
-        out[i] = r
-    elif mode == MODE_SUB:
-        out[i] = np.int64(np.uint64(out[i]) - np.uint64(v))
-    else:
-        out[i] = v
-    return True
+def _store(x, out, mode, grid, i, v):  # pragma: no cover - numba only (overload below)
+    """Write cell i (see the contract above): 1 written, 0 overflow (nothing written),
+    -1 (MODE_GRID) |v| too large for the float path (nothing written)."""
+    raise NotImplementedError("_store is compiled by numba only")
+
+
+@overload(_store, inline="always", jit_options={"_nrt": False})
+def _store_impl(x, out, mode, grid, i, v):
+    if isinstance(out.dtype, nb.types.Float):
+        def grid_store(x, out, mode, grid, i, v):
+            if v >= GRID_EXACT or v <= -GRID_EXACT:
+                return -1
+            ginv, g, sat = grid
+            xi = x[i]
+            # rint(x/g) g and v g are exact doubles (g a power of two, |v| < 2^53), so one
+            # correctly rounded addition gives the exact grid value rounded once; x/g =
+            # x (1/g) exactly when 1/g is a normal double (ginv != 0)
+            q = np.rint(xi * ginv) if ginv != 0.0 else np.rint(xi / g)
+            out[i] = min(max(q * g + np.float64(v) * g, -sat), sat)
+            return 1
+
+        return grid_store
+
+    def int_store(x, out, mode, grid, i, v):
+        if mode == MODE_ADD:
+            xi = x[i]
+            # wrapping add in uint64 (signed overflow would be undefined behaviour for
+            # LLVM), then the two's-complement overflow test
+            r = np.int64(np.uint64(xi) + np.uint64(v))
+            if ((xi ^ r) & (v ^ r)) < 0:
+                return 0
+            out[i] = r
+        elif mode == MODE_SUB:
+            out[i] = np.int64(np.uint64(out[i]) - np.uint64(v))
+        else:
+            out[i] = v
+        return 1
+
+    return int_store
 
 
 @nb.njit(cache=True, parallel=True, _nrt=False)
@@ -265,7 +300,7 @@ def discrete_kernel(kind, streams, io, params, force, pend):
     Pending cells: status, sign, h, l in ints; the undecided word in u64s[..., U_W].
     """
     buf, st, key, nonces = streams
-    x, out, mode = io
+    x, out, mode, grid = io
     p1, p2, pstride = params
     ints, u64s = pend
     cap = ints.shape[1]
@@ -296,10 +331,14 @@ def discrete_kernel(kind, streams, io, params, force, pend):
                 v, pos, status, sg, h, l, w, signs, nsigns = dgauss_cell(
                     b, pos, s_, key, nonce, sigma, t, j, th, force, signs, nsigns)
             if status == 0:
-                if not _store(x, out, mode, i, v):
+                r = _store(x, out, mode, grid, i, v)
+                if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break
-            else:
+                if r < 0:
+                    status = PENDING_GRID_BIG
+                    h = v
+            if status != 0:
                 ints[c, k, P_CELL] = i
                 ints[c, k, P_STATUS] = status
                 ints[c, k, P_SIGN] = sg

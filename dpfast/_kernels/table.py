@@ -31,6 +31,7 @@ from dpfast._kernels.samplers import (
     P_STATUS,
     PENDING_ENV_ACCEPT,
     PENDING_ENV_TAIL,
+    PENDING_GRID_BIG,
     REL,
     U_W,
     U_W2,
@@ -115,9 +116,10 @@ def table_kernel(law, streams, io, table, force, pend):
 
     Pending: status 4 = acceptance undecided (U's prefix u64s[..., U_W] [and U_W2] of
     ints[..., P_BITS] bits), status 5 = the proposal chose the tail item (finished in
-    Python); ints[..., P_A] = m, ints[..., P_B] = item."""
+    Python); ints[..., P_A] = m, ints[..., P_B] = item; status 6 (MODE_GRID) = a sample
+    with |v| >= 2^53, ints[..., P_A] = v."""
     buf, st, key, nonces = streams
-    x, out, mode = io
+    x, out, mode, grid = io
     pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits = table
     ints, u64s = pend
     cap = ints.shape[1]
@@ -217,10 +219,15 @@ def table_kernel(law, streams, io, table, force, pend):
                     status = PENDING_ENV_ACCEPT
             if status == 0:
                 # -m if sg else m, without a branch on the random sign
-                if not _store(x, out, mode, i, (m ^ -sg) + sg):
+                v = (m ^ -sg) + sg
+                r = _store(x, out, mode, grid, i, v)
+                if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break
-            else:
+                if r < 0:
+                    status = PENDING_GRID_BIG
+                    m = v
+            if status != 0:
                 ints[c, k, P_CELL] = i
                 ints[c, k, P_STATUS] = status
                 ints[c, k, P_SIGN] = sg

@@ -39,8 +39,7 @@ from dpfast.random import _streams
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
 
-_SLICE = 1 << 20  # the float functions' slices (dpfast.noise.grid._SLICE)
-_BLOCK = 1 << 20  # cells per block of the flat noise (a multiple of CHUNK, divides _SLICE)
+_BLOCK = 1 << 20  # cells per block of the flat noise (a multiple of CHUNK)
 
 
 class _Words:
@@ -225,7 +224,7 @@ def _float(kind: int, darr: Any, param: Any, name: str, rng: Any, gran: Any) -> 
     if t > _drive.MAX_SCALE or t < _drive.MIN_SCALE:
         raise ValueError(f"{name} / granularity = {float(t):g} is outside [2**-100, 2**50]")
     gen, key_src = _generator(rng)
-    z = _noise(int(darr.size), kind, t, gen, key_src, _SLICE)
+    z = _noise(int(darr.size), kind, t, gen, key_src, max(int(darr.size), 1))
     z = z.reshape(darr.shape).rechunk(darr.chunks)
     return darr.map_blocks(_grid_add, z, g, dtype=np.float64)
 

@@ -215,12 +215,35 @@ def _int_store(out: np.ndarray, x: np.ndarray | None) -> Store:
     return store
 
 
+def _grid_store(out: np.ndarray, x: np.ndarray, g: float, sat: float) -> Store:
+    """Store of MODE_GRID: out[i] = the exact grid value (rint(x[i]/g) + v) g rounded once,
+    in integers (int / int true division is correctly rounded, subnormals included), so a
+    pending cell gets what the kernel's float path gives whenever that applies."""
+    gf = Fraction(g)
+
+    def store(i: int, v: int) -> None:
+        s = int(np.rint(x[i] / g)) + int(v)
+        try:
+            r = (s * gf.numerator) / gf.denominator
+        except OverflowError:
+            r = math.inf if s > 0 else -math.inf
+        out[i] = min(max(r, -sat), sat)
+
+    return store
+
+
 def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
                  x: np.ndarray | None = None, *, in_place: bool = False,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None,
+                 grid: tuple[float, float] | None = None) -> None:
     """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow;
     with ``in_place`` (``x is out``) the cells written so far are restored first.
+
+    ``grid = (g, sat)`` (``x`` and ``out`` float64, 1-D, ``out`` may be ``x``): the noise
+    ``Z`` is not stored but fused into the grid output, ``out[i]`` = the exact grid value
+    ``(rint(x[i]/g) + Z_i) g`` rounded once and saturated at ``±sat`` (``g`` a power of
+    two, ``x / g`` finite), in one pass with no noise buffer.
 
     Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 1, uses the envelope
     table (dpfast.noise._envelope: ~2 words and no log per sample; with the refills in the
@@ -228,20 +251,33 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     the geometric inversion (~1 word and one log); per-cell sigmas use CKS20 Algorithm 3."""
     kind = int(kind)  # numba sees a plain int (an IntEnum would compile another kernel)
     sc = p.scalar
-    mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD
-    undo = out if in_place else None
+    if grid is not None:
+        if x is None:
+            raise ValueError("internal: grid mode needs x")
+        g, sat = grid
+        mode = _sk.MODE_GRID
+        gp = (1.0 / g if g >= 2.0 ** -1022 else 0.0, float(g), float(sat))
+        store = _grid_store(out, x, g, sat)
+        undo = None
+    else:
+        mode = _sk.MODE_WRITE if x is None else _sk.MODE_ADD
+        gp = _sk.NO_GRID
+        store = _int_store(out, x)
+        undo = out if in_place else None
     xin = out if x is None else x
-    store = _int_store(out, x)
     if sc is not None and (kind == GAUSSIAN or sc >= TABLE_MIN_LAPLACE_SCALE):
         tab = _envelope.table(Law(kind), sc)
         slow = _SlowStream(gen)
         table = tab.kernel_args
 
         def tkernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
-            _tk.table_kernel(tab.law_code, streams, (out if m == _sk.MODE_SUB else xin, out, m),
-                             table, force, pend)
+            _tk.table_kernel(tab.law_code, streams,
+                             (out if m == _sk.MODE_SUB else xin, out, m, gp), table, force,
+                             pend)
 
         def tfinish(i: int, ints: np.ndarray, u64s: np.ndarray) -> int:
+            if ints[_sk.P_STATUS] == _sk.PENDING_GRID_BIG:
+                return int(ints[_sk.P_A])
             return _envelope.finish_pending(slow.exact, tab, ints, u64s)
 
         _run_pending(gen, n, tab.words, tkernel, tfinish, store, mode=mode, undo=undo,
@@ -253,10 +289,12 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     finisher = _finish_laplace if kind == LAPLACE else _finish_gaussian
 
     def kernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
-        _sk.discrete_kernel(kind, streams, (out if m == _sk.MODE_SUB else xin, out, m),
+        _sk.discrete_kernel(kind, streams, (out if m == _sk.MODE_SUB else xin, out, m, gp),
                             params, force, pend)
 
     def finish(i: int, ints: np.ndarray, u64s: np.ndarray) -> int:
+        if ints[_sk.P_STATUS] == _sk.PENDING_GRID_BIG:
+            return int(ints[_sk.P_A])
         return finisher(slow.exact, int(ints[_sk.P_STATUS]), int(ints[_sk.P_SIGN]),
                         int(ints[_sk.P_A]), int(ints[_sk.P_B]), int(u64s[_sk.U_W]),
                         p.exact(i))

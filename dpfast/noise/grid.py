@@ -18,7 +18,7 @@ __all__ = ["laplace", "gaussian", "granularity", "GRANULARITY_BITS", "MIN_FLOAT_
 GRANULARITY_BITS = 40  # default grid: scale / granularity in (2^39, 2^40]
 MIN_FLOAT_SCALE = 2.0 ** -1022  # laplace / gaussian scale range (docstrings, ValueError)
 MAX_FLOAT_SCALE = 2.0 ** 1000
-_SLICE = 1 << 20  # float functions work in slices of this many cells (bounded memory)
+_SLICE = 1 << 20  # the addressed float functions work in slices of this many cells
 
 
 def granularity(scale: Any, bits: int = GRANULARITY_BITS) -> float:
@@ -105,24 +105,15 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     if out is not None and np.shares_memory(out, flat) and not _inputs.same_buffer(out, flat):
         flat = flat.copy()  # out overlaps x only in part: read x from a copy
     direct = out is not None and out.flags.c_contiguous
-    # with a contiguous out (out=x included: each cell is read before it is written) the
-    # result goes straight into it, so in-place noising allocates only the slice buffers;
-    # nothing after this point can fail, so out is never left half noised
+    # with a contiguous out (out=x included: the kernel reads each cell before it writes
+    # it) the result goes straight into it; nothing after this point can fail, so out is
+    # never left half noised.  The noise is fused into the grid output (no noise buffer).
     result = out.reshape(-1) if direct else np.empty(flat.size, np.float64)
     p = _drive.Param(np.array([float(t)]), t)
-    z = np.empty(min(_SLICE, flat.size), np.int64)
-    nbig = np.zeros(-(-max(1, min(_SLICE, flat.size)) // _grid.GRID_BLOCK), np.int64)
-    sat = _DBL_MAX  # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g
-    for lo in range(0, flat.size, _SLICE):
-        hi = min(flat.size, lo + _SLICE)
-        _drive.run_discrete(gen, kind, p, hi - lo, z[:hi - lo])
-        with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK), _drive.CHUNK // _grid.GRID_BLOCK):
-            _grid.grid_add(flat[lo:hi], z[:hi - lo], g, sat, result[lo:hi], nbig)
-        if nbig.any():
-            _grid_fix(flat[lo:hi], z[:hi - lo], g, sat, result[lo:hi], nbig)
-            nbig[:] = 0
-        if tick is not None:
-            tick(hi - lo)
+    if flat.size:
+        # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g
+        _drive.run_discrete(gen, kind, p, flat.size, result, flat, grid=(g, _DBL_MAX),
+                            progress=tick)
     if direct:
         return out
     result = result.reshape(arr.shape)
