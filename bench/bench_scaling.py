@@ -2,7 +2,9 @@
 
 For each sampler (10^7 cells; integer ones in place) the same call runs on one thread and
 on all of numba's threads, back to back, 11 times; the scaling is the median of the
-per-pair ratios (one-thread time / all-thread time).  Two probe kernels with no shared data
+per-pair ratios (one-thread time / all-thread time); also reported: the fastest one-thread
+time over the fastest all-thread time ("best times": noise only adds time, so this is what
+the code itself gives).  Two probe kernels with no shared data
 show what the host itself gives: one xorshift dependency chain per task (latency bound:
 hyperthreads of one core interleave it almost perfectly) and four independent chains
 (instruction-level parallelism, like the samplers' ChaCha20 and integer code: two
@@ -72,16 +74,27 @@ def _timed(fn, threads: int) -> float:
         numba.set_num_threads(old)
 
 
-def _scalings(fn, probe) -> tuple[list[float], list[float]]:
-    """Per-pair scaling of ``fn`` and of ``probe``, the four timings of a round together."""
+def _pairs(fn, probe) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """(one-thread, all-thread) times of ``fn`` and of ``probe``, the four timings of a
+    round together."""
     threads = numba.get_num_threads()
     fn()
     probe()
     own, ref = [], []
     for _ in range(PAIRS):
-        own.append(_timed(fn, 1) / _timed(fn, threads))
-        ref.append(_timed(probe, 1) / _timed(probe, threads))
+        own.append((_timed(fn, 1), _timed(fn, threads)))
+        ref.append((_timed(probe, 1), _timed(probe, threads)))
     return own, ref
+
+
+def _median_scaling(pairs: list[tuple[float, float]]) -> float:
+    return statistics.median(a / b for a, b in pairs)
+
+
+def _best_scaling(pairs: list[tuple[float, float]]) -> float:
+    """Fastest one-thread time over fastest all-thread time: noise only ever adds time,
+    so this estimates what the code itself gives (the median is what a run sees)."""
+    return min(a for a, _ in pairs) / min(b for _, b in pairs)
 
 
 @pytest.mark.parametrize("case", ["discrete_laplace_10", "discrete_laplace_1000",
@@ -108,16 +121,21 @@ def test_thread_scaling(benchmark, report, case: str) -> None:
         _four_chains(out, 12_000)
 
     benchmark.pedantic(fn, rounds=3, iterations=1)
-    own, ref4 = _scalings(fn, four)
-    _, ref1 = _scalings(one, one)
-    s, s4, s1 = (statistics.median(v) for v in (own, ref4, ref1))
-    eff = statistics.median(a / b for a, b in zip(own, ref4, strict=True))
+    own, ref4 = _pairs(fn, four)
+    _, ref1 = _pairs(one, one)
+    s, s4, s1 = (_median_scaling(v) for v in (own, ref4, ref1))
+    b, b4, b1 = (_best_scaling(v) for v in (own, ref4, ref1))
+    ratios = [a / c for a, c in own]
+    eff = statistics.median((a / c) / (p / q) for (a, c), (p, q) in zip(own, ref4, strict=True))
     benchmark.extra_info.update({"threads": numba.get_num_threads(), "scaling": s,
-                                 "scaling_min": min(own), "scaling_max": max(own),
-                                 "probe_four_chains": s4, "probe_one_chain": s1,
+                                 "scaling_min": min(ratios), "scaling_max": max(ratios),
+                                 "scaling_best_times": b, "probe_four_chains": s4,
+                                 "probe_one_chain": s1, "probe_four_chains_best_times": b4,
+                                 "probe_one_chain_best_times": b1,
                                  "efficiency_vs_four_chains": eff})
-    print(f"{case}: {numba.get_num_threads()} threads over 1: {s:.2f}x (pairs "
-          f"{min(own):.2f}-{max(own):.2f}); probes: one chain {s1:.2f}x, four chains "
-          f"{s4:.2f}x; efficiency vs four chains {eff:.2f}")
-    report(f"scaling[{case}]", f"{s:.2f}x on {numba.get_num_threads()} threads "
-           f"(probe kernels {s1:.2f}x / {s4:.2f}x)")
+    print(f"{case}: {numba.get_num_threads()} threads over 1: median {s:.2f}x (pairs "
+          f"{min(ratios):.2f}-{max(ratios):.2f}), best times {b:.2f}x; probes median/best: "
+          f"one chain {s1:.2f}/{b1:.2f}x, four chains {s4:.2f}/{b4:.2f}x; efficiency vs "
+          f"four chains {eff:.2f}")
+    report(f"scaling[{case}]", f"{s:.2f}x median, {b:.2f}x best times, on "
+           f"{numba.get_num_threads()} threads (probe kernels {s1:.2f}x / {s4:.2f}x)")
