@@ -215,19 +215,25 @@ def _int_store(out: np.ndarray, x: np.ndarray | None) -> Store:
     return store
 
 
+def grid_value(s: int, g: Fraction, sat: float) -> float:
+    """The grid value ``s g`` (``g`` a power of two) rounded once to the nearest double, in
+    integers (int / int true division is correctly rounded, subnormals included),
+    saturated at ``±sat``."""
+    try:
+        r = (s * g.numerator) / g.denominator
+    except OverflowError:
+        r = math.inf if s > 0 else -math.inf
+    return min(max(r, -sat), sat)
+
+
 def _grid_store(out: np.ndarray, x: np.ndarray, g: float, sat: float) -> Store:
-    """Store of MODE_GRID: out[i] = the exact grid value (rint(x[i]/g) + v) g rounded once,
-    in integers (int / int true division is correctly rounded, subnormals included), so a
-    pending cell gets what the kernel's float path gives whenever that applies."""
+    """Store of MODE_GRID: out[i] = the exact grid value (rint(x[i]/g) + v) g rounded once
+    (:func:`grid_value`), so a pending cell gets what the kernel's float path gives
+    whenever that applies."""
     gf = Fraction(g)
 
     def store(i: int, v: int) -> None:
-        s = int(np.rint(x[i] / g)) + int(v)
-        try:
-            r = (s * gf.numerator) / gf.denominator
-        except OverflowError:
-            r = math.inf if s > 0 else -math.inf
-        out[i] = min(max(r, -sat), sat)
+        out[i] = grid_value(int(np.rint(x[i] / g)) + int(v), gf, sat)
 
     return store
 

@@ -54,8 +54,7 @@ def _check_granularity(g: Any) -> float:
 
 def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.ndarray,
               nbig: np.ndarray) -> None:
-    """Cells the kernel left (|z| >= 2^53): the exact grid value rounded once, in
-    integers (int / int true division is correctly rounded, subnormals included)."""
+    """Cells ``grid_add`` left (|z| >= 2^53): the exact grid value rounded once."""
     blk = _grid.GRID_BLOCK
     gfrac = Fraction(g)
     for b in np.flatnonzero(nbig):
@@ -63,12 +62,7 @@ def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.nda
         zz = z[lo:lo + blk]
         for k in np.flatnonzero(np.abs(zz.astype(np.float64)) >= _grid.EXACT_Z):
             i = lo + int(k)
-            s = int(np.rint(flat[i] / g)) + int(z[i])
-            try:
-                v = (s * gfrac.numerator) / gfrac.denominator
-            except OverflowError:
-                v = math.inf if s > 0 else -math.inf
-            res[i] = min(max(v, -sat), sat)
+            res[i] = _drive.grid_value(int(np.rint(flat[i] / g)) + int(z[i]), gfrac, sat)
 
 
 def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,

@@ -28,7 +28,6 @@ Addressing
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
@@ -36,6 +35,7 @@ import numpy as np
 
 from dpfast import _addressed
 from dpfast._kernels import blake2b as _kb
+from dpfast.noise import _drive
 from dpfast.tables import _keys
 from dpfast.tables.release import NoiseLaw
 
@@ -100,12 +100,7 @@ def _grid(x: np.ndarray, z: np.ndarray, g: float) -> np.ndarray:
     big = (np.abs(r) >= 2.0 ** 53) | (np.abs(z) >= 1 << 53) | ~np.isfinite(res)
     gf = Fraction(g)
     for i in np.flatnonzero(big):
-        s = int(r[i]) + int(z[i])
-        try:
-            v = (s * gf.numerator) / gf.denominator
-        except OverflowError:
-            v = math.inf if s > 0 else -math.inf
-        res[i] = min(max(v, -_DBL_MAX), _DBL_MAX)
+        res[i] = _drive.grid_value(int(r[i]) + int(z[i]), gf, _DBL_MAX)
     return res
 
 
