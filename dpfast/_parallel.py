@@ -9,6 +9,11 @@ not thread-safe).  dpfast's policy:
   when the ``tbb`` package is installed (a dependency on x86-64 Linux and Windows: pip
   puts ``libtbb`` under ``sys.prefix/lib``, where numba does not look) and lets numba
   pick its default order, TBB first.
+* Threads: numba starts one per CPU of the process's affinity mask; a container's CPU
+  quota (cgroup ``cpu.max`` / ``cpu.cfs_quota_us``, e.g. ``docker --cpus 2``) is not seen
+  there, and more busy threads than the quota allows stall each parallel region on the
+  throttled ones.  Unless the user chose (``NUMBA_NUM_THREADS``), dpfast's parallel
+  regions use at most ``ceil(quota)`` threads (:func:`thread_cap`).
 * After ``os.fork()`` the child drops inherited thread pools and locks (see
   :func:`register_after_fork`); if the parent had started GNU OpenMP, dpfast refuses to
   launch a kernel in the child with a clear :class:`RuntimeError` instead of letting
@@ -19,11 +24,12 @@ not thread-safe).  dpfast's policy:
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 from collections.abc import Callable
 
-__all__ = ["check_fork_safe", "register_after_fork", "layer"]
+__all__ = ["check_fork_safe", "register_after_fork", "layer", "cpu_quota", "thread_cap"]
 
 _OMP_FORKED = False
 _HOOKS: list[Callable[[], None]] = []
@@ -96,6 +102,95 @@ def check_fork_safe() -> None:
             "dpfast cannot run its parallel kernels in a process forked after its parent "
             "used numba's GNU OpenMP threading layer (numba would terminate it). Install "
             "'tbb' (fork-safe), or start workers with the 'spawn' or 'forkserver' method")
+
+
+# ----------------------------------------------------------------------------- CPU quota
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def _cgroup_paths(root: str) -> tuple[str | None, str | None]:
+    """(the v2 cgroup path, the v1 ``cpu`` controller path) of this process."""
+    v2 = v1 = None
+    for line in (_read(os.path.join(root, "proc/self/cgroup")) or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            v2 = parts[2]
+        elif "cpu" in parts[1].split(","):
+            v1 = parts[2]
+    return v2, v1
+
+
+def _ancestors(path: str) -> list[str]:
+    """``/a/b`` -> ``["/a/b", "/a", "/"]`` (a parent's limit applies to its children)."""
+    out = [path.rstrip("/") or "/"]
+    while out[-1] != "/":
+        out.append(os.path.dirname(out[-1]) or "/")
+    return out
+
+
+def cpu_quota(root: str = "/") -> float | None:
+    """The CPU time this process may use, in CPUs, from its cgroup's quota (v2
+    ``cpu.max``, v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``, the smallest over the cgroup
+    and its ancestors); None when there is no quota or it cannot be read."""
+    v2, v1 = _cgroup_paths(root)
+    best: float | None = None
+
+    def take(q: float) -> None:
+        nonlocal best
+        if q > 0 and (best is None or q < best):
+            best = q
+
+    base2 = os.path.join(root, "sys/fs/cgroup")
+    for rel in _ancestors(v2) if v2 is not None else ["/"]:
+        text = _read(os.path.join(base2, rel.lstrip("/"), "cpu.max"))
+        if text:
+            fields = text.split()
+            if len(fields) == 2 and fields[0] != "max":
+                try:
+                    take(int(fields[0]) / int(fields[1]))
+                except (ValueError, ZeroDivisionError):
+                    pass
+    for mount in ("sys/fs/cgroup/cpu,cpuacct", "sys/fs/cgroup/cpu"):
+        base1 = os.path.join(root, mount)
+        for rel in _ancestors(v1) if v1 is not None else ["/"]:
+            d = os.path.join(base1, rel.lstrip("/"))
+            quota, period = _read(os.path.join(d, "cpu.cfs_quota_us")), \
+                _read(os.path.join(d, "cpu.cfs_period_us"))
+            if quota and period:
+                try:
+                    q, per = int(quota), int(period)
+                except ValueError:
+                    continue
+                if q > 0 and per > 0:
+                    take(q / per)
+    return best
+
+
+_CAP: list[int | None] = []
+
+
+def thread_cap() -> int | None:
+    """The most threads dpfast's parallel regions use: ``ceil`` of the cgroup CPU quota
+    (at least 1), or None (no cap: no quota, or the user set ``NUMBA_NUM_THREADS``).
+    Read once per process."""
+    if not _CAP:
+        q = None if os.environ.get("NUMBA_NUM_THREADS") else cpu_quota()
+        _CAP.append(None if q is None else max(1, math.ceil(q - 1e-9)))
+    return _CAP[0]
+
+
+def _reset_cap() -> None:
+    _CAP.clear()  # a forked child may live in another cgroup
+
+
+register_after_fork(_reset_cap)
 
 
 # ----------------------------------------------------------------------------- compile notice

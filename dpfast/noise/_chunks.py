@@ -65,6 +65,19 @@ _parallel.register_after_fork(_reset_after_fork)
 
 
 @contextlib.contextmanager
+def _threads(n: int) -> Iterator[None]:
+    old = numba.get_num_threads()
+    if n >= old:
+        yield
+        return
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+@contextlib.contextmanager
 def threads_for(nchunks: int, per_task: int = 0) -> Iterator[None]:
     """Run a batch of one chunk on the calling thread: a parallel launch costs more than
     a small batch's work.  Output never depends on the thread count.
@@ -73,23 +86,24 @@ def threads_for(nchunks: int, per_task: int = 0) -> Iterator[None]:
     ``per_task`` at a time as they become free (``numba.parallel_chunksize``), instead of
     one equal share per thread fixed in advance, so a thread slowed down (by another
     process, or by a chunk with more rejections) does not hold up the others.  The
-    exact samplers' drivers use 1 (an iteration is a chunk of ``CHUNK`` cells)."""
+    exact samplers' drivers use 1 (an iteration is a chunk of ``CHUNK`` cells).
+
+    A parallel batch uses at most :func:`dpfast._parallel.thread_cap` threads (a
+    container's CPU quota)."""
     _parallel.check_fork_safe()
     _parallel.compile_notice(_sk.discrete_kernel, _tk.table_kernel, _sk.bernoulli_exp_kernel,
                              _gk.grid_add, _gk.snapping, _uk.uniform_below)
     if nchunks > 1:
-        if per_task > 0:
-            with numba.parallel_chunksize(per_task):
+        cap = _parallel.thread_cap()
+        with _threads(numba.get_num_threads() if cap is None else cap):
+            if per_task > 0:
+                with numba.parallel_chunksize(per_task):
+                    yield
+            else:
                 yield
-        else:
-            yield
         return
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with _threads(1):
         yield
-    finally:
-        numba.set_num_threads(old)
 
 
 def _nonces(first: int, n: int) -> np.ndarray:
@@ -108,7 +122,7 @@ def fill_streams(key_words: np.ndarray, nonces: np.ndarray, words: int) -> np.nd
     out = np.empty((n, words), np.uint64)
     counters = np.zeros(n, np.uint32)
     flat = out.reshape(-1).view(np.uint32)
-    threads = min(numba.get_num_threads(), n)
+    threads = min(numba.get_num_threads(), n, _parallel.thread_cap() or n)
     if threads <= 1 or n * words < (1 << 16):
         _native.chacha20_streams(key_words, nonces, counters, nblocks, flat)
         return out
