@@ -95,13 +95,19 @@ class _Plan:
                                     max_changed=self.k)
         if not self.table:  # a single query: the mechanism's own (epsilon, delta) calibration
             if self.mechanism == "discrete_gaussian":
+                # a scalar: neighbours differ in its one coordinate, by at most the
+                # sensitivity -- CKS20 Thm. 7's exact curve, and an event with the
+                # sensitivity (exact PLD accounting)
                 return DiscreteGaussianMechanism(epsilon=eps, delta=self.delta,
-                                                 sensitivity=int(self.l1))
+                                                 sensitivity=int(self.l1), max_changed=1)
             return GaussianMechanism(epsilon=eps, delta=self.delta, sensitivity=float(self.l1))
         # a table (dpfast.tables' calibration): rho = the largest rho-zCDP implying
         # (epsilon, delta) (CKS20 Cor. 13), for the squared L2 sensitivity k (s c)^2
         rho = _largest_rho(eps, self.delta)
         if self.mechanism == "discrete_gaussian":
+            # sigma as dpfast.tables computes it: the unit-sensitivity sigma at rho / l2sq
+            # (only its interval is used here; no max_changed: this mechanism's event
+            # would state sensitivity 1 for a shift of up to sqrt(l2sq))
             r = float_down(Fraction(rho) / self.l2sq)
             return DiscreteGaussianMechanism(rho=r, sensitivity=1)
         return GaussianMechanism(rho=rho, sensitivity=sqrt_up(self.l2sq), max_changed=self.k)
@@ -149,8 +155,11 @@ def epsilon_to_accuracy(
         sensitivity`` and the L2 one ``sqrt(max_partitions) * max_per_partition *
         sensitivity``.  Given, the Gaussian kinds are calibrated as the tables do (zCDP:
         the largest ``rho`` implying ``(epsilon, delta)``, CKS20 Cor. 13); not given, as
-        the single-query mechanisms do (:class:`dpfast.DiscreteGaussianMechanism`'s exact
-        CKS20 Thm. 7 curve, :class:`dpfast.GaussianMechanism`'s analytic calibration).
+        the single-query mechanisms do: a scalar query, so
+        ``DiscreteGaussianMechanism(epsilon, delta, sensitivity, max_changed=1)`` (the
+        exact CKS20 Thm. 7 curve; release with the same ``max_changed=1``, whose event
+        :class:`~dpfast.accounting.PldAccountant` accounts exactly), and
+        :class:`dpfast.GaussianMechanism`'s analytic calibration.
 
     Returns
     -------
@@ -200,7 +209,10 @@ def accuracy_to_epsilon(
     -------
     This is a plan, not a release: it reads no data and spends nothing.  The release made
     with the returned ``epsilon`` has the mechanism's guarantee (see the mechanism's
-    Privacy section).
+    Privacy section).  A single ``discrete_gaussian`` query is planned for
+    ``DiscreteGaussianMechanism(epsilon, delta, sensitivity, max_changed=1)`` (a scalar:
+    one coordinate changes by at most ``sensitivity``); its event carries the
+    sensitivity, so :class:`~dpfast.accounting.PldAccountant` accounts it exactly.
 
     Numerics
     --------

@@ -58,8 +58,11 @@ def test_discrete_laplace_against_closed_form(accuracy, alpha, sens) -> None:
 
 def test_matches_mechanism_interval() -> None:
     eps = dpfast.accuracy_to_epsilon(10, 0.05, mechanism="discrete_gaussian", delta=1e-6)
-    mech = dpfast.DiscreteGaussianMechanism(epsilon=eps, delta=1e-6)
+    # a single query is a scalar: planned (and released) with max_changed=1 (CKS20 Thm. 7)
+    mech = dpfast.DiscreteGaussianMechanism(epsilon=eps, delta=1e-6, max_changed=1)
     assert mech.confidence_interval(0.05) <= 10
+    assert dpfast.DiscreteGaussianMechanism(epsilon=math.nextafter(eps, 0), delta=1e-6,
+                                            max_changed=1).confidence_interval(0.05) > 10
     assert dpfast.epsilon_to_accuracy(1.0, 0.05) == dpfast.DiscreteLaplaceMechanism(
         1.0).confidence_interval(0.05)
 
@@ -140,3 +143,37 @@ def test_round_trip_property(accuracy, alpha, sens, mechanism) -> None:
     eps = dpfast.accuracy_to_epsilon(accuracy, alpha, **kw)
     assert dpfast.epsilon_to_accuracy(eps, alpha, **kw) <= accuracy
     assert dpfast.epsilon_to_accuracy(math.nextafter(eps, 0.0), alpha, **kw) > accuracy
+
+
+@pytest.mark.parametrize("sens", [1, 3])
+def test_discrete_gaussian_plan_is_scalar_and_pld_exact(sens) -> None:
+    """A single discrete-Gaussian query is a scalar: planned with max_changed=1 (CKS20
+    Thm. 7's exact curve), its event carries the sensitivity, and the PLD accountant
+    recovers the planned epsilon (RDP / zCDP need more)."""
+    from dpfast.accounting import PldAccountant, RdpAccountant, ZcdpAccountant
+    from dpfast.accounting import events as ev
+
+    from .helpers import cks20_delta
+
+    delta = 1e-6
+    kw = dict(mechanism="discrete_gaussian", delta=delta, sensitivity=sens)
+    eps = dpfast.accuracy_to_epsilon(10 * sens, 0.05, **kw)
+    mech = planning._Plan("discrete_gaussian", sens, delta, None, None).mechanism_for(eps)
+    assert mech.max_changed == 1
+    assert mech.event == ev.DiscreteGaussian(mech.sigma / sens, sensitivity=sens)
+    # the exact delta at the planned epsilon is within the target (CKS20 Thm. 7)
+    exact = float(cks20_delta(eps, mech.sigma, sens))
+    assert exact <= delta
+    pld = PldAccountant().compose(mech.event)
+    assert exact <= pld.get_delta(eps) <= exact + 2e-12
+    assert pld.get_epsilon(delta) == pytest.approx(eps, rel=1e-3)
+    rdp = RdpAccountant().compose(mech.event).get_epsilon(delta)
+    zcdp = ZcdpAccountant().compose(mech.event).get_epsilon(delta)
+    assert pld.get_epsilon(delta) < min(rdp, zcdp)
+    # smaller than the zCDP-calibrated plan (the former behaviour) for the same accuracy
+    old = dpfast.DiscreteGaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens)
+    assert old.sigma > mech.sigma
+    # tables (max_partitions / max_per_partition): calibrated as dpfast.tables, no scalar
+    # event (the unit-sensitivity sigma at rho / l2sq)
+    table = planning._Plan("discrete_gaussian", sens, delta, 2, 1).mechanism_for(eps)
+    assert table.event.sensitivity is None

@@ -282,8 +282,10 @@ def test_event_epsilon_and_replay():
     r2 = tables.topdown(pop, levels, rho=[0.1, 0.2, 0.3, 0.4], rng=KEY)
     for a, b in zip(r1.estimates, r2.estimates):
         np.testing.assert_array_equal(a, b)
-    assert isinstance(r1.event, dpfast.events.Zcdp)
-    assert 1.0 - 1e-12 <= r1.event.rho <= 1.0  # spent: sigma rounded up
+    # one exact discrete Gaussian event per level (tests/test_topdown_events.py)
+    assert isinstance(r1.event, dpfast.events.Composed) and len(r1.event.events) == 4
+    assert [e.noise_multiplier for e in r1.event.events] == r1.sigma
+    assert 1.0 - 1e-12 <= r1.rho_total <= 1.0  # spent: sigma rounded up
     eps = r1.epsilon(1e-10)
     assert eps <= 1.0 + 2 * math.sqrt(1.0 * math.log(1e10)) + 1e-9
     assert eps > 1.0
@@ -293,7 +295,7 @@ def test_event_epsilon_and_replay():
     assert [row["level"] for row in rows] == [0, 1, 2, 3]
     # a scalar rho is split equally and never exceeds the total
     r3 = tables.topdown(pop, levels, rho=0.3, rng=KEY)
-    assert r3.event.rho <= 0.3 + 1e-15 and r3.rho[0] == r3.rho[3]
+    assert r3.rho_total <= 0.3 and r3.rho[0] == r3.rho[3]
 
 
 def test_budget_charged_before_noise():

@@ -106,6 +106,17 @@ def _hierarchy(cols: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarra
     return ids, first
 
 
+def _pld_epsilon(release: Any, delta: float) -> float | None:
+    """The release's epsilon by the PLD accountant (exact discrete Gaussians); None where a
+    level's noise is beyond its range."""
+    from dpfast.accounting.pld import UnsupportedEventError
+
+    try:
+        return float(release.epsilon(delta, accounting="pld"))
+    except UnsupportedEventError:
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     import dpfast
     from dpfast import tables
@@ -159,11 +170,14 @@ def run(args: argparse.Namespace) -> int:
     privacy = {
         "mechanism": "TopDown: discrete Gaussian per level, least squares, non-negative "
                      "integer rounding (dpfast.tables.topdown)",
-        "rho": release.event.rho,
+        "rho": release.rho_total,
         "rho_per_level": release.rho,
         "sigma_per_level": release.sigma,
         "epsilon_at_delta_1e-10": release.epsilon(1e-10),
         "epsilon_at_delta_1e-6": release.epsilon(1e-6),
+        "epsilon_pld_at_delta_1e-10": _pld_epsilon(release, 1e-10),
+        "epsilon_pld_at_delta_1e-6": _pld_epsilon(release, 1e-6),
+        "event": release.event.to_dict(),
         "total_invariant": release.total_invariant,
         "neighbouring": "add or remove one record (one leaf count changes by 1)",
         "files": written,

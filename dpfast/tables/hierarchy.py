@@ -161,7 +161,9 @@ def topdown(
     rng : None, Generator or 32-byte key, optional
         The noise source (a key replays the release: whoever holds it can remove the noise).
     budget : dpfast.Budget, optional
-        Charged ``event`` (with ``note``) before any noise is drawn; a refusal raises
+        Charged :attr:`TopDownRelease.event` (with ``note``) before any noise is drawn (the
+        RDP / zCDP filters charge it as ``sum_j 1 / (2 sigma_j^2)``-zCDP: ``rho_total`` up
+        to float rounding, upwards); a refusal raises
         :class:`dpfast.BudgetExceededError` and nothing is computed.
     use_case : str, optional
         A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` if the release's
@@ -170,7 +172,9 @@ def topdown(
     Returns
     -------
     TopDownRelease
-        ``.estimates``, ``.noisy``, ``.consistent``, ``.event``, ``.epsilon(delta)``,
+        ``.estimates``, ``.noisy``, ``.consistent``, ``.event`` (one exact discrete
+        Gaussian event per measured level, composed), ``.rho_total``,
+        ``.epsilon(delta, accounting=)``,
         ``.confidence_interval(alpha)``, ``.accuracy(truth, alpha=)``, ``.report()``,
         ``.summary()``.
 
@@ -185,19 +189,29 @@ def topdown(
     Privacy
     -------
     Neighbouring relation: add or remove one record, which changes one leaf's count in one
-    cell by 1, hence one unit's count per level by 1 (L2 sensitivity 1 per level).  Level
-    ``j``'s measurement adds independent discrete Gaussian noise ``N_Z(0, sigma_j^2)``,
-    ``sigma_j`` the smallest float with ``1 / (2 sigma_j^2) <= rho_j``, so it is
-    ``rho_j``-zCDP (Canonne, Kamath, Steinke 2020, Thm. 4); the levels compose to
-    ``rho = sum_j rho_j``-zCDP (Bun & Steinke 2016, Lemma 2.3), and every later step reads
-    only the noisy measurements (post-processing).  ``(epsilon, delta)``: ``rho``-zCDP
-    implies ``(rho + 2 sqrt(rho ln(1/delta)), delta)``-DP and the tighter CKS20 Cor. 13
-    (:meth:`TopDownRelease.epsilon`).  For a record that may *move* between leaves
-    (replace-one neighbours) the sensitivity is ``sqrt(2)``: ``2 rho``.
+    cell by 1, hence at every level exactly one unit's count in one cell by 1: each level's
+    query is a histogram whose neighbours differ in *one coordinate*, by 1.  Level ``j``'s
+    measurement adds independent discrete Gaussian noise ``N_Z(0, sigma_j^2)`` to every
+    cell, ``sigma_j`` the smallest float with ``1 / (2 sigma_j^2) <= rho_j``.  Its privacy
+    loss is that of the one changed coordinate (the others have the same law on both
+    sides), i.e. exactly the scalar pair ``N_Z(0, sigma_j^2)`` vs ``N_Z(1, sigma_j^2)``
+    (Canonne, Kamath, Steinke 2020, Thm. 7; symmetric, so both directions), and the
+    levels' noises are independent, so the release's privacy loss is the sum of the
+    levels' losses.  :attr:`TopDownRelease.event` states exactly this:
+    ``Composed(DiscreteGaussian(sigma_j, sensitivity=1) for each measured level)``, which
+    :class:`~dpfast.accounting.PldAccountant` accounts exactly (its tightest
+    ``(epsilon, delta)``) and the RDP / zCDP accountants as ``sum_j 1 / (2 sigma_j^2)
+    <= rho = sum_j rho_j``-zCDP (CKS20, Thm. 4; Bun & Steinke 2016, Lemma 2.3).  Every
+    later step reads only the noisy measurements (post-processing).  ``(epsilon, delta)``:
+    :meth:`TopDownRelease.epsilon` (CKS20 Cor. 13 on the total ``rho`` by default, or the
+    PLD / RDP accountant on :attr:`~TopDownRelease.event`).  For a record that may *move*
+    between leaves (replace-one neighbours) up to two units per level change, by 1 each
+    (two independent coordinates): the release is then covered by ``SelfComposed(event,
+    2)`` (``2 rho``-zCDP; sensitivity ``sqrt(2)``), not by ``event`` itself.
     With ``total_invariant=True`` the level-0 totals are published exactly: the release is
     **not** differentially private for them (as the 2020 Census's invariants); the
-    measurements of the other levels remain ``rho``-zCDP and the estimates are their
-    post-processing together with the exact totals.
+    measurements of the other levels remain ``rho``-zCDP (``event`` composes those levels
+    only) and the estimates are their post-processing together with the exact totals.
 
     Numerics
     --------
@@ -238,15 +252,17 @@ def topdown(
     gen = as_generator(rng)
     mechs: list[Any] = []
     for j in range(L):
+        # max_changed=1: one record changes one cell of one unit per level, by 1 (see
+        # Privacy); with rho it only fills the event's sensitivity, sigma is the same
         mechs.append(None if rhos[j] == 0.0
-                     else _mechanisms.DiscreteGaussianMechanism(rho=rhos[j]))
+                     else _mechanisms.DiscreteGaussianMechanism(rho=rhos[j], max_changed=1))
     sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
     spent = [Fraction(0) if m is None else 1 / (2 * Fraction(m.sigma) ** 2) for m in mechs]
     total = sum(spent, Fraction(0))
     rho_total = float(total)
     if Fraction(rho_total) < total:
         rho_total = math.nextafter(rho_total, math.inf)
-    event = _events.Zcdp(rho=rho_total)
+    event = _level_events(mechs)
     _usecase.check(use_case, None, 0.0, rho_total)  # a UserWarning outside the range
     if budget is not None:
         budget.spend(event, note=note or f"topdown: {L} levels")  # before any noise
@@ -298,5 +314,24 @@ def topdown(
     return TopDownRelease(
         estimates=estimates, noisy=noisy, consistent=x, variances=F, sigma=sigma, rho=rhos,
         event=event, total_invariant=bool(total_invariant), nonnegative=bool(nonnegative),
-        integer=bool(integer), mechanisms=mechs,
+        integer=bool(integer), mechanisms=mechs, rho_total=rho_total,
     )
+
+
+def _level_events(mechs: Sequence[Any]) -> _events.Composed:
+    """The release's event: one ``DiscreteGaussian(sigma_j, sensitivity=1)`` per measured
+    level, in level order, composed.
+
+    ``noise_multiplier`` is exactly the ``sigma_j`` the level's noise is drawn with (the
+    sensitivity is 1, so the mechanism's rounding down of ``sigma_j / 1`` is exact).
+    """
+    evs = []
+    for m in mechs:
+        if m is None:
+            continue
+        e = m.event
+        if not (isinstance(e, _events.DiscreteGaussian) and e.sensitivity == 1
+                and e.noise_multiplier == m.sigma):  # pragma: no cover - a broken invariant
+            raise RuntimeError(f"topdown: unexpected level event {e!r} (sigma {m.sigma!r})")
+        evs.append(e)
+    return _events.Composed(tuple(evs))
