@@ -26,10 +26,15 @@ Error bounds (rigorous in the standard model, ``u = 2^-53``; ``np.exp``/``np.exp
 taken within 2 ulps):
 
 * the losses: the curve's ``loss_rel_err`` plus the rounding of ``t``
-  (``2u (|l| + dx)``); the split weights and the chord contributions are Lipschitz in
-  ``l`` with constant ``1 / (1 - e^-dx)`` times the mass and continuous across the knots
-  (an atom on a knot goes wholly to it from either side), so a loss off by ``D`` moves
-  at most ``2 p D / (1 - e^-dx)`` of mass;
+  (``2u (|l| + dx)``).  :func:`split_atoms` splits every atom from a place moved up by
+  twice that bound, at or above its exact loss (a larger loss only raises the atom's
+  hinge: the pair still dominates), so the losses' errors cost nothing there.  For the
+  chord slopes (and in ``split_atoms`` if the grid were finer than the losses are known)
+  they are bounded instead: the split weights and the chord contributions are Lipschitz
+  in ``l`` with constant ``1 / (1 - e^-dx)`` times the mass and continuous across the
+  knots (an atom on a knot goes wholly to it from either side), so a loss off by ``D``
+  moves at most ``2 p D / (1 - e^-dx)`` of mass (an L1 bound that grows as the grid gets
+  finer);
 * the masses: the curve's ``mass_rel_err`` plus 8 ulps of the weights;
 * the sums: sequential (``np.bincount``; ``np.cumsum`` in long double), ``n u`` of the
   sum of ``n`` nonnegative terms.
@@ -54,11 +59,17 @@ _UL = float(np.finfo(np.longdouble).eps) / 2.0
 _TINY = 1e-280
 
 
-def _cells(curve: Finite, dx: float, k_lo: int, n_cells: int
+def _cells(curve: Finite, dx: float, k_lo: int, n_cells: int, up: bool = False
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cell index (0-based from the grid point ``k_lo``), position ``t`` in ``[0, dx]`` and
-    a bound on the error of ``t`` of every atom."""
+    a bound on the error of ``t`` of every atom.  ``up``: the atoms are first moved up by
+    twice that bound, so each sits at or above its exact loss (the bound is then 0)."""
     l = curve.l
+    dl = ((curve.loss_rel_err + 2.0 * _U) * np.abs(l) + 2.0 * _U * dx) * (1.0 + 1e-6)
+    if up:
+        # 2 dl covers the exact loss's distance from l, this sum's rounding and the
+        # rounding of t below (each <= dl): the place used is >= the exact loss
+        l = l + 2.0 * dl
     with np.errstate(invalid="ignore"):
         k = np.floor(l / dx)
         t = np.clip(l - k * dx, 0.0, dx)
@@ -68,8 +79,7 @@ def _cells(curve: Finite, dx: float, k_lo: int, n_cells: int
     top = j == n_cells  # an atom on the last grid point: the end of the last cell
     j[top] -= 1
     t[top] = dx
-    dl = ((curve.loss_rel_err + 2.0 * _U) * np.abs(l) + 2.0 * _U * dx) * (1.0 + 1e-6)
-    return j, t, dl
+    return j, t, np.zeros_like(dl) if up else dl
 
 
 def split_atoms(curve: Finite, dx: float, k_lo: int, k_hi: int
@@ -77,7 +87,14 @@ def split_atoms(curve: Finite, dx: float, k_lo: int, k_hi: int
     """Pessimistic masses on the grid points ``k_lo .. k_hi`` (``dx`` apart), the mass at
     ``+inf`` and the error allowance ``err`` (see the module)."""
     n = k_hi - k_lo + 1
-    j, t, dl = _cells(curve, dx, k_lo, n - 1)
+    # each atom is split from a place at or above its exact loss (a larger loss only
+    # raises its hinge p (1 - x e^-l)_+: the pair still dominates, also after
+    # composition), so the losses' errors cost nothing in err; moved up by less than a
+    # grid step, an atom stays inside the grid (one point beyond the top loss); with a
+    # grid finer than the losses are known (never in practice) their Lipschitz bound
+    up = bool(np.all(4.0 * ((curve.loss_rel_err + 2.0 * _U) * np.abs(curve.l)
+                            + 2.0 * _U * dx) < dx))
+    j, t, dl = _cells(curve, dx, k_lo, n - 1, up=up)
     m = curve.m
     # the weights expm1(dx - t) / expm1(dx) and (1 - e^-t) / (1 - e^-dx), written with
     # nonpositive exponents only (no overflow for any dx)

@@ -328,9 +328,12 @@ def _positive_part(pmf: Pmf, dx: float) -> tuple[np.ndarray, np.ndarray, np.ndar
     start = max(0, 1 - pmf.lo)
     p = pmf.p[start:]
     losses = (np.arange(p.size, dtype=np.float64) + float(pmf.lo + start)) * dx
-    a = np.cumsum(p[::-1])[::-1]
-    b = np.cumsum((p * np.exp(-losses))[::-1])[::-1]
-    margin = 4.0 * _U * (p.size + 2) * (float(a[0]) if a.size else 0.0)
+    # tail sums in long double (sequential: n u_L of the total, ~2^11 smaller than in
+    # double, which mattered for fine grids), then rounded to double (u relative); the
+    # weights e^-l (2 ulps) and the caller's exp(epsilon) and subtraction: 8 u of A_0
+    a = np.cumsum(p[::-1], dtype=np.longdouble)[::-1].astype(np.float64)
+    b = np.cumsum((p * np.exp(-losses))[::-1], dtype=np.longdouble)[::-1].astype(np.float64)
+    margin = (4.0 * _UL * (p.size + 2) + 8.0 * _U) * (float(a[0]) if a.size else 0.0)
     return losses, np.append(a, 0.0), np.append(b, 0.0), margin
 
 
