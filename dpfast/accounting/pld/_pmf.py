@@ -323,23 +323,39 @@ def identity(pess: bool) -> Pmf:
     return Pmf(0, np.ones(1), 0.0, 0.0, pess)
 
 
-def _positive_part(pmf: Pmf, dx: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Losses > 0, their tail sums ``A_j = sum_{i>=j} p_i`` and ``B_j = sum p_i e^-l_i``."""
+#: delta's tail sums run in long double when their double-precision rounding bound
+#: would exceed this share of the answer
+_SUM_SHARE = 1e-3
+
+
+def _positive_part(pmf: Pmf, dx: float, precise: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Losses > 0, their tail sums ``A_j = sum_{i>=j} p_i`` and ``B_j = sum p_i e^-l_i``,
+    and a bound on their rounding (as it enters ``delta``).  The sums are sequential:
+    ``n u`` of the total in double, ``n u_L`` in long double (``precise``; ~2^11 smaller
+    on x86-64, which fine grids need), rounded to double (u relative); the weights
+    ``e^-l`` (2 ulps) and the caller's ``exp(epsilon)`` and subtraction: 8 u of ``A_0``."""
     start = max(0, 1 - pmf.lo)
     p = pmf.p[start:]
     losses = (np.arange(p.size, dtype=np.float64) + float(pmf.lo + start)) * dx
-    # tail sums in long double (sequential: n u_L of the total, ~2^11 smaller than in
-    # double, which mattered for fine grids), then rounded to double (u relative); the
-    # weights e^-l (2 ulps) and the caller's exp(epsilon) and subtraction: 8 u of A_0
-    a = np.cumsum(p[::-1], dtype=np.longdouble)[::-1].astype(np.float64)
-    b = np.cumsum((p * np.exp(-losses))[::-1], dtype=np.longdouble)[::-1].astype(np.float64)
-    margin = (4.0 * _UL * (p.size + 2) + 8.0 * _U) * (float(a[0]) if a.size else 0.0)
+    dt = np.longdouble if precise else np.float64
+    a = np.cumsum(p[::-1], dtype=dt)[::-1].astype(np.float64)
+    b = np.cumsum((p * np.exp(-losses))[::-1], dtype=dt)[::-1].astype(np.float64)
+    u = _UL if precise else _U
+    margin = (4.0 * u * (p.size + 2) + 8.0 * _U) * (float(a[0]) if a.size else 0.0)
     return losses, np.append(a, 0.0), np.append(b, 0.0), margin
 
 
 def delta(pmf: Pmf, dx: float, epsilon: float) -> float:
     """Hockey-stick divergence at ``epsilon >= 0`` (upper bound if pessimistic, else lower)."""
-    losses, a, b, margin = _positive_part(pmf, dx)
+    d = _delta(pmf, dx, epsilon, False)
+    if 4.0 * _U * (pmf.p.size + 2) > _SUM_SHARE * max(d, 1e-300):
+        d = _delta(pmf, dx, epsilon, True)
+    return d
+
+
+def _delta(pmf: Pmf, dx: float, epsilon: float, precise: bool) -> float:
+    losses, a, b, margin = _positive_part(pmf, dx, precise)
     j = int(np.searchsorted(losses, epsilon, side="right"))
     d = float(a[j] - math.exp(epsilon) * b[j]) if j < losses.size else 0.0
     d = max(d, 0.0) + pmf.inf
@@ -349,7 +365,8 @@ def delta(pmf: Pmf, dx: float, epsilon: float) -> float:
 
 def epsilon(pmf: Pmf, dx: float, target: float) -> float:
     """Smallest ``epsilon >= 0`` with ``delta(epsilon) <= target`` (``inf`` if none)."""
-    losses, a, b, margin = _positive_part(pmf, dx)
+    precise = 4.0 * _U * (pmf.p.size + 2) > _SUM_SHARE * target
+    losses, a, b, margin = _positive_part(pmf, dx, precise)
     slack = pmf.err + margin
     d = target - pmf.inf - (slack if pmf.pess else -slack)
     if d <= 0.0:
