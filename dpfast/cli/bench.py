@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAMES",
                         help="comma-separated benchmark names (default: all)")
     parser.add_argument("--rounds", type=int, default=None,
-                        help="timed rounds per benchmark (at least 5; default 5 quick, 9 full)")
+                        help="timed rounds per benchmark (at least 5; default 5 quick, 9 full; "
+                        "the thread-scaling entries take at least 11)")
     parser.add_argument("--save-baseline", metavar="FILE",
                         help="run the suite --runs times and write a baseline: the lowest "
                              "median ratio per entry, with a tolerance from the run-to-run "

@@ -24,6 +24,7 @@ class Entry:
     baseline: str
     setup: Setup
     needs: tuple[str, ...] = ()  # optional modules; the entry is skipped without them
+    min_rounds: int = 0  # at least this many rounds (cheap entries that bursts of load hit)
 
 
 @dataclass
@@ -52,6 +53,7 @@ def measure(entry: Entry, *, quick: bool, rounds: int) -> Result:
         except ImportError:
             return Result(entry.name, entry.what, entry.baseline, None,
                           note=f"skipped: {mod} not installed")
+    rounds = max(rounds, entry.min_rounds)
     base, cand, teardown = entry.setup(quick)
     try:
         base()
@@ -75,7 +77,8 @@ def measure(entry: Entry, *, quick: bool, rounds: int) -> Result:
 def run_suite(entries: Sequence[Entry], *, quick: bool = False, rounds: int | None = None,
               only: Sequence[str] | None = None,
               progress: Callable[[str], None] | None = None) -> list[Result]:
-    """Measure every entry (or those named in ``only``); at least 5 rounds each."""
+    """Measure every entry (or those named in ``only``); at least 5 rounds each (an
+    entry's ``min_rounds`` if more)."""
     rounds = max(5, rounds or (5 if quick else 9))
     if only:
         unknown = set(only) - {e.name for e in entries}

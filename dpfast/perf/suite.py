@@ -250,6 +250,17 @@ def _topdown(quick: bool):
     return base, lambda: tables.topdown(pop, levels, rho=1.0, rng=gen), _nothing
 
 
+#: rounds of the thread-scaling entries: each is cheap (two calls of 2*10^6 cells), and
+#: a median over 11 back-to-back pairs rides out a burst of load that 5 do not
+SCALING_ROUNDS = 11
+
+
+def _threads(name: str, what: str, setup: Callable[[bool], tuple]) -> Entry:
+    """A thread-scaling entry: the call on all threads vs the same call on one."""
+    return Entry(f"{name}_threads", f"{what}, all threads", "the same call on one thread",
+                 _scaling(setup), min_rounds=SCALING_ROUNDS)
+
+
 ENTRIES: list[Entry] = [
     Entry("chacha20_blocks", "C ChaCha20 blocks into a buffer",
           "cryptography ChaCha20 update_into (OpenSSL)", _chacha20_blocks),
@@ -260,17 +271,15 @@ ENTRIES: list[Entry] = [
     Entry("random_raw", "Generator.random_raw", "numpy PCG64.random_raw", _random_raw),
     # thread scaling (all threads vs one); the all-thread speed against numpy is this
     # ratio times the one-thread figure below
-    Entry("discrete_laplace_10_threads", "discrete_laplace scale 10, in place, all threads",
-          "the same call on one thread", _scaling(_noise("discrete_laplace", 10.0, np.int64))),
-    Entry("discrete_laplace_1000_threads",
-          "discrete_laplace scale 1000, in place, all threads", "the same call on one thread",
-          _scaling(_noise("discrete_laplace", 1000.0, np.int64))),
-    Entry("discrete_gaussian_10_threads", "discrete_gaussian sigma 10, in place, all threads",
-          "the same call on one thread", _scaling(_noise("discrete_gaussian", 10.0, np.int64))),
-    Entry("laplace_grid_threads", "laplace (2^k grid) scale 10, all threads",
-          "the same call on one thread", _scaling(_noise("laplace", 10.0, np.float64))),
-    Entry("gaussian_grid_threads", "gaussian (2^k grid) sigma 10, all threads",
-          "the same call on one thread", _scaling(_noise("gaussian", 10.0, np.float64))),
+    _threads("discrete_laplace_10", "discrete_laplace scale 10, in place",
+             _noise("discrete_laplace", 10.0, np.int64)),
+    _threads("discrete_laplace_1000", "discrete_laplace scale 1000, in place",
+             _noise("discrete_laplace", 1000.0, np.int64)),
+    _threads("discrete_gaussian_10", "discrete_gaussian sigma 10, in place",
+             _noise("discrete_gaussian", 10.0, np.int64)),
+    _threads("laplace_grid", "laplace (2^k grid) scale 10", _noise("laplace", 10.0, np.float64)),
+    _threads("gaussian_grid", "gaussian (2^k grid) sigma 10",
+             _noise("gaussian", 10.0, np.float64)),
     Entry("discrete_laplace_10_1core", "discrete_laplace scale 10, in place, one thread",
           "numpy Generator.laplace", _one_core(_noise("discrete_laplace", 10.0, np.int64))),
     Entry("discrete_laplace_1000_1core", "discrete_laplace scale 1000, in place, one thread",
