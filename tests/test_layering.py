@@ -25,6 +25,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast._cffi", 0),
     ("dpfast._kernels", 1),
     ("dpfast.accounting.events", 1),
+    ("dpfast.accounting._event_base", 1),  # the events' base class and field checks
     ("dpfast._calibrate", 1),
     ("dpfast._validate", 1),
     ("dpfast.guidelines", 1),  # data and a warning helper; imports nothing of dpfast
@@ -67,7 +68,10 @@ PENDING: set[str] = set()
 # llvmlite: numba's own IR builder (the intrinsic that calls the C ChaCha20 in chacha.py)
 KERNEL_ALLOWED = {"numpy", "numba", "llvmlite", "math", "__future__"}
 # what the events (imported by every mechanism, kept cheap) may import of dpfast._core
-EVENTS_MAY_IMPORT = {"dpfast._core.validate", "dpfast._core.rounding", "dpfast._core.errors"}
+EVENTS_MAY_IMPORT = {"dpfast._core.validate", "dpfast._core.rounding", "dpfast._core.errors",
+                     "dpfast.accounting._event_base"}
+# the modules the events rule applies to (the events and their base)
+EVENTS_MODULES = ("dpfast.accounting.events", "dpfast.accounting._event_base")
 
 
 def rank_of(module: str) -> tuple[str, int]:
@@ -149,7 +153,7 @@ def test_imports_flow_downward(path: pathlib.Path) -> None:
             assert mod == "dpfast._native", f"{mod} imports the compiled module"
             continue
         t_prefix, t_rank = rank_of(target)
-        if mod.startswith("dpfast.accounting.events"):
+        if mod.startswith(EVENTS_MODULES):
             assert target in EVENTS_MAY_IMPORT, (
                 f"events import only the standard-library part of dpfast._core: "
                 f"{mod} imports {target}"
@@ -205,7 +209,8 @@ def test_one_rank_per_name() -> None:
 
 
 def test_events_and_core_validation_stay_standard_library() -> None:
-    for path in [*sorted((ROOT / "_core").glob("*.py")), ROOT / "accounting" / "events.py"]:
+    for path in [*sorted((ROOT / "_core").glob("*.py")), ROOT / "accounting" / "events.py",
+                 ROOT / "accounting" / "_event_base.py"]:
         if path.name == "conversions.py":
             continue  # numpy; imported explicitly by the accountants
         for target in imports_of(path):
