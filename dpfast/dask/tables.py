@@ -5,7 +5,7 @@ computed) -> hash-partition the rows by privacy id (each input partition split b
 ``pandas.util.hash_array(id) mod P`` into P pieces, output partition j the
 concatenation of the pieces j: every id's rows in one partition) -> per partition,
 validate, bound per id and aggregate per key
-(:func:`dpfast.tables.aggregate._validate`, :func:`dpfast.tables.bounding.bound_codes`:
+(:func:`dpfast.tables._inputs._validate`, :func:`dpfast.tables.bounding.bound_codes`:
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
 per-key partials on the driver -> per-key addressed noise, selection and report
 (:func:`dpfast.tables.aggregate.release`).  Integer aggregates are exact, so the
@@ -22,7 +22,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast.dask.keys import WorkerKey
-from dpfast.tables import _keys, _plan, aggregate, bounding
+from dpfast.tables import _inputs, _keys, _plan, aggregate, bounding
 
 __all__ = ["count", "sum", "mean"]
 
@@ -73,7 +73,7 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
     ids = None if id_col is None else pdf[id_col]
     vals = None if val_col is None else pdf[val_col]
-    data, bnd = aggregate._validate(keys, ids, vals, bounds, domain)
+    data, bnd = _inputs._validate(keys, ids, vals, bounds, domain)
     v = data.values
     if stat == "mean" and v is not None:
         v = 2 * v - (bnd[0] + bnd[1])
@@ -112,7 +112,7 @@ def _combine(pieces: list, *args: Any) -> Any:
 
 
 def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any
-            ) -> tuple[aggregate._Data, bounding.Bounded]:
+            ) -> tuple[_inputs._Data, bounding.Bounded]:
     """Sum the per-partition partials per key (canonical codes, as on one machine)."""
     cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
     if domain is None:
@@ -131,7 +131,7 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
         sv = parts[_SUM].to_numpy()
         sums = np.zeros(fk.size, sv.dtype)
         np.add.at(sums, codes, sv)
-    data = aggregate._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
+    data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
     return data, bounding.Bounded(counts, sums)
 
 
@@ -155,7 +155,7 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
             raise TypeError(f"value column {val_col!r} must hold numbers, got dtype "
                             f"{ddf[val_col].dtype}")
         integer = kind in "iu"
-        bnd = aggregate._bounds(bounds, integer)
+        bnd = _inputs._bounds(bounds, integer)
     if domain is not None:
         dcols = _keys.columns(domain, "domain")
         if len(dcols) != len(names):
