@@ -5,8 +5,6 @@ process handling.  What a charge costs and whether it fits is the filter's busin
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -14,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from dpfast import guidelines
 from dpfast._core.errors import NeighbouringRelationError
-from dpfast._core.validate import check_real
 from dpfast.accounting import events as _events
 
 from . import _inputs, schema
 from . import ledger as _store
+from ._definition import check_definition, stored_definition
 from .audit import charges_of, describe
 from .filters import Filter
 from .records import (
@@ -141,37 +139,9 @@ class Budget:
         timeout: float = 30.0,
         use_case: str | None = None,
     ) -> None:
-        eps = check_real(epsilon, "epsilon")
-        if not (0.0 < eps < math.inf):
-            raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
-        dlt = 0.0 if delta is None else check_real(delta, "delta")
-        if not (0.0 <= dlt < 1.0):
-            raise ValueError(f"delta must be in [0, 1), got {delta!r}")
-        if accounting is None:
-            accounting = "rdp" if dlt > 0 else "basic"
-        if not isinstance(accounting, str):
-            raise TypeError(f"accounting must be a str, got {type(accounting).__name__}")
-        if accounting not in FILTERS:
-            raise ValueError(f"accounting must be one of {tuple(FILTERS)}, got {accounting!r}")
+        eps, dlt, accounting, tmo, path = check_definition(
+            epsilon, delta, ledger, accounting, orders, timeout)
         cls = FILTERS[accounting]
-        if cls.needs_delta and dlt == 0.0:
-            raise ValueError(
-                f"delta must be > 0 for accounting={accounting!r} (it gives (epsilon, "
-                "delta)-DP only with delta > 0): pass delta, e.g. Budget(1.0, 1e-6), or "
-                "omit accounting for pure epsilon-DP"
-            )
-        if orders is not None and not cls.takes_orders:
-            raise ValueError(f"orders applies to accounting='rdp' only, not {accounting!r}")
-        tmo = check_real(timeout, "timeout")
-        if not tmo >= 0.0:
-            raise ValueError(f"timeout must be >= 0, got {timeout!r}")
-        if ledger is not None and not isinstance(ledger, (str, os.PathLike)):
-            raise TypeError(f"ledger must be None or a path, got {type(ledger).__name__}")
-        path = None if ledger is None else os.fspath(ledger)
-        if isinstance(path, bytes):
-            raise TypeError("ledger must be a str path, not bytes")
-        if path == "" or path == ":memory:":
-            raise ValueError("ledger must be a file path; pass ledger=None for memory")
         guidelines.check_use_case(use_case, eps, what="budget epsilon", stacklevel=3)
         if cls.takes_orders and orders is None:
             orders = _store.stored_orders(path, accounting)
@@ -191,12 +161,7 @@ class Budget:
         LedgerError
             ``path`` is not a usable dpfast ledger (missing, damaged, tampered with).
         """
-        p = os.fspath(path)
-        if not os.path.isfile(p):
-            raise _store.LedgerError(f"ledger {p!r} does not exist")
-        conn, meta = _store.open_readonly(p)
-        conn.close()
-        d = json.loads(meta["definition"])
+        p, d = stored_definition(path)
         return cls(d["epsilon"], d["delta"], ledger=p, accounting=d["accounting"],
                    orders=d.get("orders"), timeout=timeout)
 
