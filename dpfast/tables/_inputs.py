@@ -64,13 +64,7 @@ def _bounds(bounds: Any, integer_values: bool) -> tuple[Any, Any]:
 
 def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
               ) -> tuple[_Data, Any]:
-    cols = _keys.columns(keys)
-    n = len(cols[0])
-    ids = None
-    if privacy_ids is not None:
-        ids = _keys.column(privacy_ids, "privacy_ids")
-        if len(ids) != n:
-            raise ValueError(f"privacy_ids has {len(ids)} rows, keys have {n}")
+    cols, n, ids = _keys.keys_and_ids(keys, privacy_ids)
     vals = None
     bnd = None
     if values is not None:

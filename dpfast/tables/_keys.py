@@ -146,6 +146,20 @@ def columns(keys: Any, name: str = "keys") -> list[np.ndarray]:
     return cols
 
 
+def keys_and_ids(keys: Any, privacy_ids: Any) -> tuple[list[np.ndarray], int,
+                                                         np.ndarray | None]:
+    """The key columns, their row count and the privacy-id column (None if not given),
+    checked to have as many rows as the keys."""
+    cols = columns(keys)
+    n = len(cols[0])
+    ids = None
+    if privacy_ids is not None:
+        ids = column(privacy_ids, "privacy_ids")
+        if len(ids) != n:
+            raise ValueError(f"privacy_ids has {len(ids)} rows, keys have {n}")
+    return cols, n, ids
+
+
 # ----------------------------------------------------------------------------- factorize
 def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = x.shape[0]

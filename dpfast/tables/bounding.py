@@ -123,13 +123,7 @@ def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: i
     """
     k = positive_int(max_partitions, "max_partitions")
     c = positive_int(max_per_partition, "max_per_partition")
-    cols = _keys.columns(keys)
-    n = len(cols[0])
-    ids = None
-    if privacy_ids is not None:
-        ids = _keys.column(privacy_ids, "privacy_ids")
-        if len(ids) != n:
-            raise ValueError(f"privacy_ids has {len(ids)} rows, keys have {n}")
+    cols, n, ids = _keys.keys_and_ids(keys, privacy_ids)
     vals = None
     if values is not None:
         vals = np.asarray(values)
