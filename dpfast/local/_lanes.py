@@ -26,6 +26,9 @@ class _Threshold:
     (see :func:`dpfast._kernels.local.bern_lanes`).
     """
 
+    words: np.ndarray  # (any shape parameter: numpy's stubs differ between versions)
+    terminal: int
+
     def __init__(self, value: Fraction | None = None, *, gamma: Fraction | None = None,
                  coef: tuple[int, int, int, int] = (0, 0, 1, 0)) -> None:
         self._rat = value

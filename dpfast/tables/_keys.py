@@ -280,6 +280,7 @@ def _encode_column(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if kind in "iub":
         out = np.zeros((n, 17), np.uint8)
         out[:, 0] = ord("i")
+        hi: np.ndarray
         if kind == "u" and col.dtype.itemsize == 8:
             lo = col.astype(np.uint64)
             hi = np.zeros(n, np.uint64)

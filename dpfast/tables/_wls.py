@@ -93,6 +93,7 @@ def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
         parent.append(par)
     for j in range(len(ids)):
         par_j = parent[j]
+        used: np.ndarray
         if par_j is None:
             used = np.zeros(sizes[j], np.bool_)
             used[ids[0]] = True
