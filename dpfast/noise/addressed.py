@@ -38,6 +38,7 @@ __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian", "nois
            "ADDRESSED_ARRAY_TAG"]
 
 ADDRESSED_ARRAY_TAG = b"dpfast.addressed-array v1"
+_SLICE = 1 << 20  # the float functions work in slices of this many cells (bounded memory)
 
 
 def _index(v: Any, name: str, upper: int) -> int:
@@ -176,7 +177,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
         raise ValueError("x / granularity overflows; x is too large for this granularity")
     res = np.empty(flat.size, np.float64)
     sat = grid._DBL_MAX
-    step = grid._SLICE
+    step = _SLICE
     nbig = np.zeros(-(-max(1, min(step, flat.size)) // _gk.GRID_BLOCK), np.int64)
     for lo in range(0, flat.size, step):
         hi = min(flat.size, lo + step)

@@ -18,7 +18,6 @@ __all__ = ["laplace", "gaussian", "granularity", "GRANULARITY_BITS", "MIN_FLOAT_
 GRANULARITY_BITS = 40  # default grid: scale / granularity in (2^39, 2^40]
 MIN_FLOAT_SCALE = 2.0 ** -1022  # laplace / gaussian scale range (docstrings, ValueError)
 MAX_FLOAT_SCALE = 2.0 ** 1000
-_SLICE = 1 << 20  # the addressed float functions work in slices of this many cells
 
 
 def granularity(scale: Any, bits: int = GRANULARITY_BITS) -> float:
