@@ -261,6 +261,20 @@ def _threads(name: str, what: str, setup: Callable[[bool], tuple]) -> Entry:
                  _scaling(setup), min_rounds=SCALING_ROUNDS)
 
 
+#: the samplers timed on all threads vs one (``*_threads``) and on one thread vs numpy
+#: (``*_1core``): (entry name, what, dpfast function, scale, dtype; int64 in place)
+_SAMPLERS = (
+    ("discrete_laplace_10", "discrete_laplace scale 10, in place", "discrete_laplace", 10.0,
+     np.int64),
+    ("discrete_laplace_1000", "discrete_laplace scale 1000, in place", "discrete_laplace",
+     1000.0, np.int64),
+    ("discrete_gaussian_10", "discrete_gaussian sigma 10, in place", "discrete_gaussian", 10.0,
+     np.int64),
+    ("laplace_grid", "laplace (2^k grid) scale 10", "laplace", 10.0, np.float64),
+    ("gaussian_grid", "gaussian (2^k grid) sigma 10", "gaussian", 10.0, np.float64),
+)
+
+
 ENTRIES: list[Entry] = [
     Entry("chacha20_blocks", "C ChaCha20 blocks into a buffer",
           "cryptography ChaCha20 update_into (OpenSSL)", _chacha20_blocks),
@@ -271,25 +285,9 @@ ENTRIES: list[Entry] = [
     Entry("random_raw", "Generator.random_raw", "numpy PCG64.random_raw", _random_raw),
     # thread scaling (all threads vs one); the all-thread speed against numpy is this
     # ratio times the one-thread figure below
-    _threads("discrete_laplace_10", "discrete_laplace scale 10, in place",
-             _noise("discrete_laplace", 10.0, np.int64)),
-    _threads("discrete_laplace_1000", "discrete_laplace scale 1000, in place",
-             _noise("discrete_laplace", 1000.0, np.int64)),
-    _threads("discrete_gaussian_10", "discrete_gaussian sigma 10, in place",
-             _noise("discrete_gaussian", 10.0, np.int64)),
-    _threads("laplace_grid", "laplace (2^k grid) scale 10", _noise("laplace", 10.0, np.float64)),
-    _threads("gaussian_grid", "gaussian (2^k grid) sigma 10",
-             _noise("gaussian", 10.0, np.float64)),
-    Entry("discrete_laplace_10_1core", "discrete_laplace scale 10, in place, one thread",
-          "numpy Generator.laplace", _one_core(_noise("discrete_laplace", 10.0, np.int64))),
-    Entry("discrete_laplace_1000_1core", "discrete_laplace scale 1000, in place, one thread",
-          "numpy Generator.laplace", _one_core(_noise("discrete_laplace", 1000.0, np.int64))),
-    Entry("discrete_gaussian_10_1core", "discrete_gaussian sigma 10, in place, one thread",
-          "numpy Generator.laplace", _one_core(_noise("discrete_gaussian", 10.0, np.int64))),
-    Entry("laplace_grid_1core", "laplace (2^k grid) scale 10, one thread",
-          "numpy Generator.laplace", _one_core(_noise("laplace", 10.0, np.float64))),
-    Entry("gaussian_grid_1core", "gaussian (2^k grid) sigma 10, one thread",
-          "numpy Generator.laplace", _one_core(_noise("gaussian", 10.0, np.float64))),
+    *(_threads(name, what, _noise(fn, scale, dtype)) for name, what, fn, scale, dtype in _SAMPLERS),
+    *(Entry(f"{name}_1core", f"{what}, one thread", "numpy Generator.laplace",
+            _one_core(_noise(fn, scale, dtype))) for name, what, fn, scale, dtype in _SAMPLERS),
     Entry("exponential_1e6", "exponential, 10^6 candidates",
           "numpy argmax(u + Generator.gumbel)", _exponential),
     Entry("dpsgd_epsilon", "dpsgd_epsilon (RDP, 10^4 steps)", "dp_accounting RdpAccountant",
