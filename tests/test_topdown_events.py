@@ -198,7 +198,7 @@ def test_pld_census_release_is_smaller_and_exact(census):
     rdp = r.epsilon(DELTA, accounting="rdp")
     zcdp = r.epsilon(DELTA)
     assert pld < rdp and pld < zcdp
-    assert pld < 0.97 * min(rdp, zcdp)  # measured: 6.56 vs 6.84 (4% less)
+    assert pld < 0.97 * min(rdp, zcdp)  # measured: 6.551 vs 6.84 (4% less)
     # the same as the hand-built composition of the mechanisms' own events
     mech = dpfast.DiscreteGaussianMechanism(rho=share, max_changed=1)
     hand = ev.Composed(tuple(mech.event for _ in range(n)))

@@ -89,9 +89,9 @@ class TopDownRelease:
             ``"zcdp"``: CKS20 Cor. 13 on :attr:`rho_total` (rounded up; as before the
             exact event).  ``"pld"``: :class:`~dpfast.accounting.PldAccountant` on
             :attr:`event`, the exact privacy-loss distribution of the levels' discrete
-            Gaussians (an upper bound within about 1e-4 relative of the exact value; the
-            smallest of the three, e.g. 6.56 instead of 6.84 for six levels at
-            ``rho = 0.5``, ``delta = 1e-10``).  ``"rdp"``:
+            Gaussians (an upper bound within about 5e-4 relative of the exact value; the
+            smallest of the three, e.g. 6.551 instead of 6.84 for six levels at
+            ``rho = 0.5``, ``delta = 1e-10``, exact 6.549).  ``"rdp"``:
             :class:`~dpfast.accounting.RdpAccountant` on :attr:`event`.
 
         Raises
