@@ -1,9 +1,51 @@
-"""dpfast: exact, secure differential-privacy noise at numpy speed.
+"""dpfast: exact, secure differential privacy at numpy speed.
 
-Public names are loaded lazily from their modules (see ``_PUBLIC``) so that
-``import dpfast`` stays cheap and numba kernels compile (or load from cache)
-only when first used.
+dpfast turns data about people into statistics you can publish under differential
+privacy (DP): group-by tables from raw records (``dpfast.tables``), numpy-style
+histograms, noise for arrays you computed yourself (``dpfast.discrete_laplace``,
+``dpfast.gaussian``, ...), a privacy budget that refuses an overspend
+(``dpfast.Budget``), and accountants that say what a sequence of releases cost
+(``dpfast.RdpAccountant``, ``dpfast.PldAccountant``). Every sampler draws exactly its
+target distribution, from a cryptographic random number generator (ChaCha20).
+
+Examples
+--------
+Count visits per city from raw records (many rows per person), at epsilon = 1:
+
+>>> import numpy as np
+>>> import dpfast
+>>> r = np.random.default_rng(0)
+>>> city = r.choice(["Lyon", "Nice", "Paris"], 5000)  # one row per visit
+>>> person = r.integers(0, 2000, 5000)                # who made it (the privacy unit)
+>>> visits = dpfast.tables.count(city, person, epsilon=1.0, max_partitions=2,
+...                              domain=["Lyon", "Nice", "Paris"])
+>>> visits.keys
+array(['Lyon', 'Nice', 'Paris'], dtype='<U5')
+>>> lo, hi = visits.confidence_interval(0.05)         # visits.counts lies in [lo, hi]
+
+``visits.counts`` holds the noisy counts, ``visits.to_pandas()`` the table with its 95%
+intervals. The first call compiles dpfast's kernels once (cached afterwards).
+
+Where to go next
+----------------
+* ``help(dpfast.tables.count)``, ``help(dpfast.Budget)``, ``help(dpfast.discrete_laplace)``:
+  every public function documents its parameters and, in a *Privacy* section, the
+  guarantee it gives.
+* ``python -m dpfast demo`` runs a worked release end to end; ``dpfast --help`` lists the
+  command-line tools.
+* The documentation site (user guide, API reference, security model, benchmarks) is in
+  the source tree's ``docs/`` folder; build it with
+  ``pip install -e '.[docs]' && python -m sphinx -b html docs docs/_build/html``.
+
+Main modules: ``dpfast.tables`` (releases from records), ``dpfast.noise`` (exact
+samplers), ``dpfast.mechanisms``, ``dpfast.selection``, ``dpfast.local`` (local DP),
+``dpfast.budget``, ``dpfast.accounting``, ``dpfast.histogram``, ``dpfast.dask``
+(clusters), ``dpfast.compat`` (diffprivlib and PipelineDP backends).
 """
+
+# Implementation note: public names are loaded lazily from their modules (the _PUBLIC
+# map below), so that ``import dpfast`` stays cheap and numba kernels compile (or load
+# from cache) only when first used.
 
 from __future__ import annotations
 
