@@ -7,6 +7,7 @@ example of the pages.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import pathlib
 import sys
@@ -43,6 +44,11 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 
 autosummary_generate = False  # the reference pages are written by hand (api/*.rst)
+# optional dependencies of dpfast.compat / dpfast.dask that are not installed are mocked, so
+# the reference builds with only the `docs` extra (the real ones are used when present)
+autodoc_mock_imports = [name for name in ("pandas", "dask", "distributed", "diffprivlib",
+                                          "sklearn", "pipeline_dp")
+                        if importlib.util.find_spec(name) is None]
 autodoc_default_options = {"members": True, "member-order": "bysource"}
 autodoc_inherit_docstrings = False  # e.g. numpy's BitGenerator.spawn, which ChaCha20 refuses
 autodoc_typehints = "none"  # numpydoc's Parameters sections carry the types
