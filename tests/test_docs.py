@@ -123,7 +123,14 @@ def _command_lines() -> list[Any]:
     params = []
     for path in [*PAGES, ROOT / "README.md"]:
         for _kind, line, code in _blocks(path, ("bash", "yaml")):
-            for i, text in enumerate(code.replace("\\\n", " ").split("\n")):
+            lines = code.split("\n")
+            for i, text in enumerate(lines):
+                if i and lines[i - 1].endswith("\\"):
+                    continue  # part of the command line above
+                j = i
+                while lines[j].endswith("\\") and j + 1 < len(lines):
+                    j += 1
+                    text = text[:-1] + " " + lines[j]
                 text = text.strip().removeprefix("- run:").strip()
                 for part in text.split("&&"):
                     argv = shlex.split(part, comments=True)
