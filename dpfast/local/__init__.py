@@ -44,7 +44,12 @@ Modules
 hashing), ``sketch`` (count-mean sketch and the :class:`Sketch` tallies), ``hadamard``
 (Hadamard count-mean sketch), ``rappor`` (with ``rappor_reports``: its epsilons and
 records), ``hashing`` (fingerprints and public tables), ``estimate``
-(:class:`FrequencyEstimate`); private: ``_validate`` (parameters and reports), ``_lanes``
+(:class:`FrequencyEstimate`); the collection pipeline: ``client`` (:class:`Client`: a
+device's persistent per-period budget, RAPPOR memoization), ``pool`` (:class:`ClientPool`:
+many clients array-at-a-time), ``reports`` (:class:`ReportBatch`: the versioned wire
+format), ``server`` (:class:`Aggregator`: streaming, mergeable tallies), ``monitor``
+(estimates with confidence intervals, :func:`monitor`); private: ``_tally`` (report checks
+and tallies), ``_validate`` (parameters and reports), ``_lanes``
 (exact thresholds and the client-kernel driver).  Kernels live in
 :mod:`dpfast._kernels.local`.
 
@@ -60,10 +65,13 @@ Power of Simple Tabulation Hashing", JACM 2012.
 
 from __future__ import annotations
 
+from dpfast.local.client import BudgetExhaustedError, Client, randomize
 from dpfast.local.estimate import FrequencyEstimate
 from dpfast.local.hadamard import HadamardCountMeanSketch
 from dpfast.local.hashing import fingerprint, hash_tables
+from dpfast.local.monitor import Estimates, UtilityReport, estimates, monitor
 from dpfast.local.olh import OlhReports, OptimalLocalHashing
+from dpfast.local.pool import ClientPool
 from dpfast.local.rappor import Rappor
 from dpfast.local.rappor_reports import (
     RapporCounts,
@@ -71,6 +79,7 @@ from dpfast.local.rappor_reports import (
     RapporReports,
     rappor_epsilon,
 )
+from dpfast.local.reports import ReportBatch, batch_of
 from dpfast.local.rr import (
     GeneralizedRandomizedResponse,
     k_randomized_response,
@@ -78,6 +87,7 @@ from dpfast.local.rr import (
     randomized_response,
     randomized_response_estimate,
 )
+from dpfast.local.server import Aggregator
 from dpfast.local.sketch import CmsReports, CountMeanSketch, HcmsReports, Sketch
 from dpfast.local.unary import OptimizedUnaryEncoding
 
@@ -103,4 +113,16 @@ __all__ = [
     "rappor_epsilon",
     "fingerprint",
     "hash_tables",
+    # the collection pipeline: clients -> reports -> streaming server -> monitor
+    "Client",
+    "ClientPool",
+    "BudgetExhaustedError",
+    "randomize",
+    "ReportBatch",
+    "batch_of",
+    "Aggregator",
+    "Estimates",
+    "estimates",
+    "UtilityReport",
+    "monitor",
 ]

@@ -188,9 +188,23 @@ class Rappor:
         """
         fp, ids, key = self._clients(values, client_ids, secret)
         coh, prr = self._prr_words(fp, ids, key)
+        return RapporReports(coh, _pack_bits(self._irr_words(prr, rng), self.num_bits))
+
+    def instantaneous(self, permanent: RapporReports, *, rng: RngLike = None
+                      ) -> RapporReports:
+        """Fresh instantaneous randomized responses of memoized permanent responses
+        (:meth:`permanent`): ``encode`` is ``instantaneous(permanent(...))``."""
+        if not isinstance(permanent, tuple) or len(permanent) != 2:
+            raise TypeError("permanent must be a RapporReports (cohorts, bits) pair")
+        coh = _indices(permanent[0], "permanent.cohorts", self.num_cohorts)
+        prr = _unpack_bits(permanent[1], coh.size, self.num_bits, "permanent.bits")
+        return RapporReports(coh, _pack_bits(self._irr_words(np.ascontiguousarray(prr), rng),
+                                             self.num_bits))
+
+    def _irr_words(self, prr: np.ndarray, rng: RngLike) -> np.ndarray:
         gen = as_generator(rng)
         key_words = _drive.source_of(gen).key_words
-        n = ids.size
+        n = prr.shape[0]
         m = self.num_bits
         out = np.empty_like(prr)
         nw = prr.shape[1]
@@ -205,7 +219,7 @@ class Rappor:
                                       prr, m, self._qw, self._qt, self._pw, self._pt, out,
                                       start, resume)
             _drive.check_wrap(st)
-        return RapporReports(coh, _pack_bits(out, self.num_bits))
+        return out
 
     # -- server
     def aggregate(self, reports: RapporReports) -> RapporCounts:
