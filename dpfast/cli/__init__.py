@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "topdown": "dpfast.cli.topdown",
     "ledger": "dpfast.cli.ledger",
     "epsilon": "dpfast.cli.epsilon",
+    "ldp": "dpfast.cli.ldp",
 }
 
 
