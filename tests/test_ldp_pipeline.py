@@ -3,7 +3,6 @@ streaming server, estimates with confidence intervals and the utility monitor.""
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys

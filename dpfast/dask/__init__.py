@@ -11,6 +11,9 @@ Keys: what travels inside the task graph is the *bounding* sub-key only (it deci
 rows a person keeps; it cannot remove noise), or, with :func:`key_from_file` /
 :func:`key_from_env`, not even that: the workers load the key themselves.
 
+:func:`aggregate_reports` aggregates a dask bag (or DataFrame column) of local-DP report
+batches with the streaming server of :mod:`dpfast.local`, exactly as one process would.
+
 Needs the optional extra ``dask`` (``dask[dataframe]`` and ``distributed``); nothing here
 imports dask until a function is called.
 """
@@ -31,6 +34,7 @@ _PUBLIC: dict[str, str] = {
     "key_from_file": "dpfast.dask.keys",
     "key_from_env": "dpfast.dask.keys",
     "WorkerKey": "dpfast.dask.keys",
+    "aggregate_reports": "dpfast.dask.local",
 }
 
 __all__ = sorted(_PUBLIC)
