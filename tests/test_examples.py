@@ -18,6 +18,7 @@ ARGS: dict[str, tuple[list[str], str]] = {
     "budget_ledger.py": ([], "refused before any noise was drawn"),
     "dpsgd_logistic.py": ([], "non-private"),
     "table_release.py": (["--customers", "3000"], "measured vs truth"),
+    "ldp_pipeline.py": (["--clients", "20000"], "refused again after a restart"),
 }
 
 

@@ -195,7 +195,7 @@ class Client:
 
     def remaining(self) -> float:
         """Epsilon left in the current period (rounded down)."""
-        return float_down(self._budget - self._spent(self._period()))
+        return max(0.0, float_down(self._budget - self._spent(self._period())))
 
     def _rappor_charge(self, period: int, fps: np.ndarray) -> tuple[Fraction, list]:
         e1 = Fraction(self.protocol.epsilon_one)

@@ -22,6 +22,7 @@ from dpfast.local.reports import (
     ReportBatch,
     batch_of,
     build_protocol,
+    compact,
     pack,
     protocol_name,
     protocol_params,
@@ -130,12 +131,15 @@ class ClientPool:
         if head.get("format") != "dpfast.ldp.pool" or set(arrays) != {"counts"}:
             raise ValueError(f"{self.path} is not a dpfast client pool state")
         counts = arrays["counts"]
-        if counts.shape != (head["num_clients"],) or counts.dtype.kind != "i":
+        if counts.shape != (head["num_clients"],) or counts.dtype.kind not in "iu":
             raise ValueError(f"{self.path}: counts must have one entry per client")
         return head, np.array(counts, np.int64)
 
     def _write(self, head: dict[str, Any], counts: np.ndarray) -> None:
-        write_atomic(self.path, pack(POOL_MAGIC, head, {"counts": counts}))
+        # counts never exceed max_reports: the smallest dtype that holds them (1 byte per
+        # client for up to 255 reports a period)
+        top = int(counts.max()) if counts.size else 0
+        write_atomic(self.path, pack(POOL_MAGIC, head, {"counts": compact(counts, top + 1)}))
 
     def _current(self) -> tuple[dict[str, Any], np.ndarray, int]:
         head, counts = self._read()
@@ -153,7 +157,7 @@ class ClientPool:
         """Epsilon left to each client in the current period (rounded down)."""
         ks, inv = np.unique(self.counts(), return_inverse=True)
         eps = Fraction(self.epsilon)
-        return np.array([float_down(self._budget - int(k) * eps) for k in ks])[inv]
+        return np.array([max(0.0, float_down(self._budget - int(k) * eps)) for k in ks])[inv]
 
     def _values(self, values: Any, n: int) -> np.ndarray:
         if self._name in ("cms", "hcms", "rappor"):
