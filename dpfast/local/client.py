@@ -77,8 +77,9 @@ class Client:
         The client's state: a small SQLite file (created on first use) holding the
         configuration, a random 64-bit client id and 32-byte secret, the epsilon spent per
         period and RAPPOR's memoized permanent responses.  Every charge is one
-        ``BEGIN IMMEDIATE`` transaction, so the budget holds across restarts, threads and
-        processes.
+        ``BEGIN IMMEDIATE`` transaction, so the budget holds across restarts and across
+        processes and threads sharing the file (one ``Client`` object per thread: SQLite
+        connections are not shared between threads).
     budget : float
         Privacy budget per period (e.g. Apple's 4 per day); required when creating.
     period : float
