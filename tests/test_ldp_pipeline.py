@@ -240,12 +240,15 @@ def test_tampered_state_is_refused(batches) -> None:
 
 
 # ----------------------------------------------------------------------------- intervals
-def _coverage(name: str, runs: int, n: int, k: int = 8) -> tuple[int, int]:
+def _coverage(name: str, runs: int, n: int) -> tuple[int, int]:
+    k = 2 if name == "rr" else 8
     w = 1.0 / np.arange(1, k + 1)
     rng = np.random.default_rng(99)
     hits = total = 0
     for r in range(runs):
-        if name == "krr":
+        if name == "rr":
+            proto = L.GeneralizedRandomizedResponse(2, 1.0)
+        elif name == "krr":
             proto = L.GeneralizedRandomizedResponse(k, 1.5)
         elif name == "oue":
             proto = L.OptimizedUnaryEncoding(k, 1.5)
@@ -266,7 +269,8 @@ def _coverage(name: str, runs: int, n: int, k: int = 8) -> tuple[int, int]:
     return hits, total
 
 
-@pytest.mark.parametrize("name,runs,n", [("krr", 300, 4000), ("oue", 300, 4000),
+@pytest.mark.parametrize("name,runs,n", [("rr", 1000, 2000), ("krr", 300, 4000),
+                                         ("oue", 300, 4000),
                                          ("olh", 300, 4000), ("cms", 300, 3000),
                                          ("hcms", 300, 3000)])
 def test_estimates_lie_in_their_95pct_intervals_at_the_stated_rate(name: str, runs: int,
@@ -494,3 +498,23 @@ def test_client_pool_budgets_across_restarts_and_partial_reports(tmp_path) -> No
         pool.report([10], [0])
     with pytest.raises(ValueError, match="num_clients"):
         L.ClientPool(proto, path, num_clients=11, budget=2.5, clock=clock)
+
+
+def test_client_charges_before_randomizing(tmp_path, monkeypatch) -> None:
+    clock = _Clock()
+    proto = L.CountMeanSketch(4.0, 4, 32, hash_seed=1)
+    c = L.Client(proto, tmp_path / "c.sqlite", budget=8.0, clock=clock, rng=KEY)
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("device crashed while randomizing")
+
+    monkeypatch.setattr(L.client, "randomize", crash)
+    with pytest.raises(RuntimeError, match="crashed"):
+        c.report(["a"])
+    assert c.spent() == 4.0  # the charge stands: budget lost, never a free report
+    monkeypatch.undo()
+    batch = c.report(["b"])
+    with pytest.raises(L.BudgetExhaustedError):
+        c.report(["c"])
+    agg = L.Aggregator(proto, candidates=["a", "b", "c"]).add(batch.to_json())
+    assert agg.n == 1 and agg.state["totals"].sum() == 1
