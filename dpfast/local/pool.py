@@ -170,26 +170,28 @@ class ClientPool:
             raise ValueError(f"values has {v.size} entries, client_ids has {n}")
         return v
 
-    def _charge(self, ids: np.ndarray, accept: Callable[[np.ndarray, np.ndarray], np.ndarray]
-                ) -> np.ndarray:
+    def _charge(self, ids: np.ndarray, partial: bool) -> np.ndarray | None:
+        """Charge one report per entry of ``ids`` (durably, before any report exists).
+
+        All or nothing (``partial=False``: returns None) or each client's first allowed
+        entries (returns the mask of accepted entries)."""
         with self._locked():
             head, counts, period = self._current()
-            allowed = accept(ids, counts)
-            taken = ids[allowed]
-            counts += np.bincount(taken, minlength=self.num_clients)
+            if partial:
+                allowed = self._first_allowed(ids, counts)
+                counts += np.bincount(ids[allowed], minlength=self.num_clients)
+            else:
+                allowed = None
+                counts += np.bincount(ids, minlength=self.num_clients)
+                over = np.flatnonzero(counts > self.max_reports)
+                if over.size:
+                    raise BudgetExhaustedError(
+                        f"{over.size} client(s) (e.g. id {int(over[0])}) would exceed "
+                        f"{self.max_reports} report(s) of epsilon {self.epsilon:g} in this "
+                        f"period (budget {float(self._budget):g}); refused, nothing charged")
             head["period_index"] = period
             self._write(head, counts)  # charged (durably) before any report exists
         return allowed
-
-    def _all_or_nothing(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        new = counts + np.bincount(ids, minlength=self.num_clients)
-        over = np.flatnonzero(new > self.max_reports)
-        if over.size:
-            raise BudgetExhaustedError(
-                f"{over.size} client(s) (e.g. id {int(over[0])}) would exceed "
-                f"{self.max_reports} report(s) of epsilon {self.epsilon:g} in this period "
-                f"(budget {float(self._budget):g}); refused, nothing charged")
-        return np.ones(ids.size, bool)
 
     def _first_allowed(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
         order = np.argsort(ids, kind="stable")
@@ -212,7 +214,7 @@ class ClientPool:
         """
         ids = self._ids(client_ids)
         vals = self._values(values, ids.size)
-        self._charge(ids, self._all_or_nothing)
+        self._charge(ids, partial=False)
         return self._randomize(ids, vals)
 
     def report_allowed(self, client_ids: Any, values: Any) -> tuple[ReportBatch, np.ndarray]:
@@ -221,7 +223,8 @@ class ClientPool:
         reports of the accepted entries and the boolean mask of accepted entries."""
         ids = self._ids(client_ids)
         vals = self._values(values, ids.size)
-        ok = self._charge(ids, self._first_allowed)
+        ok = self._charge(ids, partial=True)
+        assert ok is not None
         return self._randomize(ids[ok], vals[ok]), ok
 
     def _randomize(self, ids: np.ndarray, vals: np.ndarray) -> ReportBatch:
