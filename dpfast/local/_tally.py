@@ -104,28 +104,42 @@ def check(name: str, proto: Any, arrays: dict[str, np.ndarray]) -> dict[str, np.
             "bits": _packed(arrays["bits"], n, proto.num_bits, "reports.bits")}
 
 
+# reports per kernel call: the uint32 histograms (half the cache of int64) cannot overflow
+_BLOCK = 1 << 31
+
+
 def bit_counts(bits: np.ndarray, m: int) -> np.ndarray:
     """How many of the packed reports have each of the m bits set (int64, length m)."""
     n, nbytes = bits.shape
-    parts = max(1, min(8, n // 65536 + 1))
-    hist = np.zeros((parts, nbytes, 256), np.int64)
-    with _threads(n * nbytes):
-        _kt.byte_hist(bits, parts, hist)
-    return (hist.sum(axis=0) @ _BITS).reshape(-1)[:m]
+    total = np.zeros((nbytes, 256), np.int64)
+    for a in range(0, n, _BLOCK):
+        blk = bits[a:a + _BLOCK]
+        parts = max(1, min(8, blk.shape[0] // 65536 + 1))
+        hist = np.zeros((parts, nbytes, 256), np.uint32)
+        with _threads(blk.shape[0] * nbytes):
+            _kt.byte_hist(blk, parts, hist)
+        total += hist.sum(axis=0, dtype=np.int64)
+    return (total @ _BITS).reshape(-1)[:m]
 
 
 def row_bit_counts(rows: np.ndarray, bits: np.ndarray, nrows: int, m: int
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Per-row bit counts ``(nrows, m)`` and reports per row ``(nrows,)``."""
     n, nbytes = bits.shape
-    starts = np.empty(nrows + 1, np.int64)
-    order = np.empty(n, np.int64)
-    _kt.row_order(rows, nrows, starts, order)
-    hist = np.zeros((nrows, nbytes, 256), np.int64)
-    with _threads(n * nbytes):
-        _kt.row_byte_hist(order, starts, bits, nrows, hist)
-    counts = (hist @ _BITS).reshape(nrows, -1)[:, :m]
-    return counts, np.diff(starts)
+    total = np.zeros((nrows, nbytes, 256), np.int64)
+    per_row = np.zeros(nrows, np.int64)
+    for a in range(0, n, _BLOCK):
+        blk_rows, blk = rows[a:a + _BLOCK], bits[a:a + _BLOCK]
+        starts = np.empty(nrows + 1, np.int64)
+        order = np.empty(blk_rows.size, np.int64)
+        _kt.row_order(blk_rows, nrows, starts, order)
+        hist = np.zeros((nrows, nbytes, 256), np.uint32)
+        with _threads(blk_rows.size * nbytes):
+            _kt.row_byte_hist(order, starts, blk, nrows, hist)
+        total += hist
+        per_row += np.diff(starts)
+    counts = (total @ _BITS).reshape(nrows, -1)[:, :m]
+    return counts, per_row
 
 
 def tally(name: str, proto: Any, arrays: dict[str, np.ndarray], state: dict[str, np.ndarray],
