@@ -518,3 +518,25 @@ def test_client_charges_before_randomizing(tmp_path, monkeypatch) -> None:
         c.report(["c"])
     agg = L.Aggregator(proto, candidates=["a", "b", "c"]).add(batch.to_json())
     assert agg.n == 1 and agg.state["totals"].sum() == 1
+
+
+def test_rappor_encode_is_instantaneous_of_permanent() -> None:
+    proto = PROTOS["rappor"]
+    secret = bytes(range(100, 132))
+    vals, ids = ["a", "b", "a", "c"], [1, 2, 3, 3]
+    enc = proto.encode(vals, ids, secret, rng=KEY)
+    again = proto.instantaneous(proto.permanent(vals, ids, secret), rng=KEY)
+    np.testing.assert_array_equal(enc.bits, again.bits)
+    np.testing.assert_array_equal(enc.cohorts, again.cohorts)
+
+
+def test_corrupted_header_specs_are_value_errors() -> None:
+    head = {"format": "dpfast.ldp.reports", "version": 1, "protocol": "rr",
+            "params": {"epsilon": 1.0}, "n": 1}
+    raw = pack(REPORT_MAGIC, head, {"values": np.zeros(1, np.uint8)})
+    for bad in (b'[["values","|u1",["x"]]]', b'[["values","|u1",[-1]]]',
+                b'[["values","<f8",[1]]]', b'[["values","|u1",[1]],["values","|u1",[1]]]'):
+        text = raw[13:].split(b',"arrays":')[0] + b',"arrays":' + bad + b"}"
+        data = raw[:9] + len(text).to_bytes(4, "little") + text + b"\0\0"
+        with pytest.raises(ValueError):
+            L.ReportBatch.from_bytes(data)

@@ -275,6 +275,15 @@ def _le(a: np.ndarray) -> np.ndarray:
 
 
 def _array_of(name: str, dtype: Any, shape: Any, raw: Any, what: str) -> np.ndarray:
+    _check_spec(name, dtype, shape, what)
+    dt = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=object)) * dt.itemsize
+    if len(raw) != size:
+        raise ValueError(f"{what}: array {name!r} needs {size} bytes, got {len(raw)}")
+    return np.frombuffer(raw, dt).reshape(shape).astype(dt.newbyteorder("="), copy=False)
+
+
+def _check_spec(name: Any, dtype: Any, shape: Any, what: str) -> None:
     if dtype not in _DTYPES:
         raise ValueError(f"{what}: array {name!r} has dtype {dtype!r}; allowed: "
                          f"{sorted(_DTYPES)}")
@@ -282,11 +291,6 @@ def _array_of(name: str, dtype: Any, shape: Any, raw: Any, what: str) -> np.ndar
             or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0
                        for s in shape)):
         raise ValueError(f"{what}: array {name!r} has a bad shape {shape!r}")
-    dt = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=object)) * dt.itemsize
-    if len(raw) != size:
-        raise ValueError(f"{what}: array {name!r} needs {size} bytes, got {len(raw)}")
-    return np.frombuffer(raw, dt).reshape(shape).astype(dt.newbyteorder("="), copy=False)
 
 
 def pack(magic: bytes, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
@@ -328,10 +332,11 @@ def unpack(magic: bytes, data: Any, what: str) -> tuple[dict[str, Any], dict[str
         if not isinstance(spec, list) or len(spec) != 3 or not isinstance(spec[0], str):
             raise ValueError(f"{what}: bad array entry {spec!r}")
         name, dtype, shape = spec
-        if dtype not in _DTYPES or not isinstance(shape, list):
-            raise ValueError(f"{what}: array {name!r} has dtype {dtype!r}")
+        _check_spec(name, dtype, shape, what)
         size = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
-        if size < 0 or len(buf) < pos + size:
+        if name in arrays:
+            raise ValueError(f"{what}: array {name!r} appears twice")
+        if len(buf) < pos + size:
             raise ValueError(f"{what}: truncated data of array {name!r}")
         arrays[name] = _array_of(name, dtype, shape, buf[pos:pos + size], what)
         pos += size
