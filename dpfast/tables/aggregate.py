@@ -5,7 +5,7 @@ Each public function runs the pipeline of :mod:`dpfast.tables`: validate (and fa
 Each step is a function below (``_validate`` of :mod:`dpfast.tables._inputs`, ``_make_plan``,
 :func:`dpfast.tables.bounding.bound_codes`, ``_charge``, :func:`release` with the per-key
 addressed noise of :mod:`dpfast.tables.keynoise` and the selection,
-:class:`~dpfast.tables.release.TableRelease`).  ``_make_plan`` / ``centred`` /
+:class:`~dpfast.tables.release.TableRelease`).  ``_make_plan`` / ``summands`` /
 ``release`` are shared with :mod:`dpfast.dask`, which aggregates on a cluster.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast.random import RngLike
-from dpfast.tables import _plan, _usecase, bounding, keynoise
+from dpfast.tables import _fixed, _plan, _usecase, bounding, keynoise
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.release import TableRelease
 
@@ -94,10 +94,13 @@ class Plan:
     tau: int | None
     event: Any
     gen: _random.Generator
+    release_id: int | None = None  # a raw key's fresh release id (keynoise.release_generator)
+    fixed: _fixed.Fixed | None = None  # float values: the fixed-point grid of the summands
 
 
 def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer: bool,
-               gen: _random.Generator, use_case: str | None) -> Plan:
+               gen: _random.Generator, use_case: str | None,
+               release_id: int | None = None) -> Plan:
     parts: list[_plan.Part] = []
     count_part = sum_part = None
     one = Fraction(1)
@@ -120,22 +123,37 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
             parts.append(count_part)
         sum_part = _plan.part(priv, share, k * c * mag, k * c * c * mag * mag, k, integer)
         parts.append(sum_part)
+    fixed = None
+    if sum_part is not None and not integer:  # exact fixed-point sums of float values
+        lo, hi = bnd
+        fixed = _fixed.fixed_grid(lo, hi, sum_part.law.granularity, c, stat == "mean")
     tau = None
     if priv.select:
         assert count_part is not None  # selection always has a count part
         tau = _plan.threshold(priv, count_part, k, c)
     event = _plan.release_event(priv, parts)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
-    return Plan(stat, k, c, bnd, count_part, sum_part, parts, tau, event, gen)
+    return Plan(stat, k, c, bnd, count_part, sum_part, parts, tau, event, gen, release_id,
+                fixed)
 
 
-def centred(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
-    """The values the bounding step sums: clamped values, centred ``2x - lo - hi`` for a
-    mean."""
-    if plan.stat != "mean" or vals is None:
+def summands(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
+    """The int64 values the bounding step sums: clamped integers (centred ``2x - lo - hi``
+    for a mean), or float values' fixed-point units (:func:`dpfast.tables._fixed.to_units`,
+    centred for a mean)."""
+    if vals is None:
+        return None
+    if plan.fixed is not None:
+        return _fixed.to_units(plan.fixed, vals)
+    if plan.stat != "mean":
         return vals
     lo, hi = plan.bnd
     return 2 * vals - (lo + hi)
+
+
+def fixed_exp(plan: Plan) -> int | None:
+    """The exponent of the fixed-point units the bounding step sums (None: integers)."""
+    return None if plan.fixed is None else plan.fixed.exp
 
 
 def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
@@ -166,13 +184,13 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
         out_keys, (v,) = _finish(data, cand, keep, [noisy_count])
         return TableRelease(keys=out_keys, values=v, statistic="count", event=event,
                             law=count_part.law, threshold=tau, sensitivity=sens,
-                            key_names=data.key_names)
+                            key_names=data.key_names, release_id=plan.release_id)
     assert sum_part is not None and noisy_sum is not None
     if plan.stat == "sum":
         out_keys, (v,) = _finish(data, cand, keep, [noisy_sum])
         return TableRelease(keys=out_keys, values=v, statistic="sum", event=event,
                             law=sum_part.law, threshold=tau, sensitivity=sens,
-                            key_names=data.key_names)
+                            key_names=data.key_names, release_id=plan.release_id)
     assert count_part is not None and noisy_count is not None and plan.bnd is not None
     out_keys, (s, n) = _finish(data, cand, keep, [noisy_sum, noisy_count])
     lo, hi = float(plan.bnd[0]), float(plan.bnd[1])
@@ -182,7 +200,7 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
                         event=event, law=sum_part.law, threshold=tau, sensitivity=sens,
                         key_names=data.key_names,
                         mean_parts=(s.astype(np.float64), n, sum_part.law, count_part.law,
-                                    lo, hi))
+                                    lo, hi), release_id=plan.release_id)
 
 
 def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
@@ -192,13 +210,13 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
-    gen = _random.as_generator(rng)
+    gen, rid = keynoise.release_generator(rng)  # a raw key: a fresh release id
     data, bnd = _validate(keys, privacy_ids, values, bounds, domain)   # validate
     integer = data.values is None or data.values.dtype.kind == "i"
-    plan = _make_plan(stat, k, c, priv, bnd, integer, gen, use_case)    # plan
+    plan = _make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid)  # plan
     skey = bounding.subkey(gen)
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
-                               centred(plan, data.values))
+                               summands(plan, data.values), fixed_exp(plan))
     _charge(budget, plan.event, note)                                    # charge
     return release(plan, data, agg)
 

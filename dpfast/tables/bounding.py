@@ -27,6 +27,7 @@ from dpfast import random as _random
 from dpfast._kernels import tables as _kt
 from dpfast.random import RngLike
 from dpfast.tables import _keys
+from dpfast.tables._fixed import FixedSums
 
 __all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG"]
 
@@ -35,10 +36,11 @@ BOUNDING_TAG = b"dpfast.tables.bounding v1"
 
 @dataclasses.dataclass(frozen=True)
 class Bounded:
-    """Per-key aggregates of the kept rows: ``counts`` (int64) and, for values, ``sums``."""
+    """Per-key aggregates of the kept rows: ``counts`` (int64) and, for values, ``sums``
+    (int64, or for fixed-point summands the exact :class:`~dpfast.tables._fixed.FixedSums`)."""
 
     counts: np.ndarray
-    sums: np.ndarray | None
+    sums: np.ndarray | FixedSums | None
 
 
 def positive_int(value: Any, name: str) -> int:
@@ -60,18 +62,25 @@ def subkey(gen: _random.Generator) -> np.ndarray:
 
 
 def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: int, c: int,
-                skey: np.ndarray, values: np.ndarray | None = None) -> Bounded:
+                skey: np.ndarray, values: np.ndarray | None = None,
+                fixed_exp: int | None = None) -> Bounded:
     """Bound validated rows given as key codes (and an id column, and clamped values).
 
     ``ids=None``: every row is its own person (one row, one key each); nothing is dropped.
+    ``fixed_exp``: ``values`` are int64 fixed-point units of ``2**fixed_exp``
+    (:func:`dpfast.tables._fixed.to_units`), summed per key exactly in two words
+    (:class:`~dpfast.tables._fixed.FixedSums`; OverflowError, never a wrap).
     """
     n = key_codes.shape[0]
     if ids is None:
         counts = np.zeros(n_keys, np.int64)
         if n:
             _kt.bincount_codes(key_codes, n_keys, counts, _keys._threads())
-        sums = None
-        if values is not None:
+        sums: np.ndarray | FixedSums | None = None
+        if values is not None and fixed_exp is not None:
+            sums = FixedSums.zeros(n_keys, fixed_exp)
+            sums.add_rows(key_codes, values)
+        elif values is not None:
             sums = np.zeros(n_keys, values.dtype)
             np.add.at(sums, key_codes, values)
         return Bounded(counts, sums)
@@ -96,6 +105,10 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep,
                       _keys._threads())
     _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
+    if fixed_exp is not None:  # c units of one (id, key) fit int64 (by the grid's choice)
+        fixed = FixedSums.zeros(n_keys, fixed_exp)
+        fixed.add_kept(off, nkeep, gkeys, gsum)
+        return Bounded(counts, fixed)
     sums = np.zeros(n_keys, gvals.dtype)
     _kt.accumulate(off, nkeep, gkeys, gsum, sums)
     return Bounded(counts, sums)

@@ -8,11 +8,25 @@ thread count.  So the same rows released on one machine or on a cluster
 (:mod:`dpfast.dask`) give the same table bit for bit, and a public domain and its subsets
 noise the keys they share identically.
 
+Fresh noise per release
+-----------------------
+A key never makes two releases share streams.  ``rng`` of a release resolves to the
+release's generator (:func:`release_generator`): a :class:`dpfast.Generator` is used as
+given (its allocator numbers its releases: two releases from one generator never share a
+stream id; a generator rebuilt from the same key replays the same *sequence* of
+releases -- the replay mechanism for tests and audits); a raw 32-byte key (or a worker
+key of :mod:`dpfast.dask`) is never used as it is: each release draws a fresh 127-bit
+release id from ``os.urandom`` on the driver when it is built (:func:`fresh_release_id`,
+recorded as :attr:`TableRelease.release_id`) and runs on the generator keyed with
+``BLAKE2b(key=key, data=RELEASE_TAG || release id)`` (:func:`keyed_generator`).  So the
+same raw key used for many releases gives independent noise, while re-running one
+release object (a recomputed dask graph, which carries the release id) reproduces it.
+
 Addressing
 ----------
-* ``r`` is one fresh stream id taken from the generator's allocator when the release
-  starts (:func:`release_stream`): two releases from one generator never share it, and
-  an explicit 32-byte key replays it.
+* ``r`` is one fresh stream id taken from the release generator's allocator when the
+  release starts (:func:`release_stream`): two releases from one generator never share
+  it.
 * The release's ChaCha20 key is ``BLAKE2b(key=generator key, data=KEY_NOISE_TAG || r)``
   (:func:`dpfast._addressed.derive_key`): not the generator's key, so the per-key streams
   share no keystream with anything the allocator hands out, nor with the bounding
@@ -28,23 +42,55 @@ Addressing
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpfast import _addressed
+from dpfast import random as _random
 from dpfast._kernels import blake2b as _kb
 from dpfast.noise import _drive
-from dpfast.tables import _keys
+from dpfast.tables import _fixed, _keys
 from dpfast.tables.release import NoiseLaw
 
-__all__ = ["KEY_NOISE_TAG", "release_stream", "release_key", "key_nonces", "noise_keys"]
+__all__ = ["KEY_NOISE_TAG", "RELEASE_TAG", "fresh_release_id", "keyed_generator",
+           "release_generator", "release_stream", "release_key", "key_nonces", "noise_keys"]
 
 KEY_NOISE_TAG = b"dpfast.tables.key-noise v1"
+RELEASE_TAG = b"dpfast.release-id v1"
+_FRESH_BIT = 1 << 127  # fresh release ids lie in [2**127, 2**128)
 COUNT_PART = 0
 SUM_PART = 1
 _DBL_MAX = float(np.finfo(np.float64).max)
+
+
+def fresh_release_id() -> int:
+    """A release id never drawn before: 127 bits from ``os.urandom`` (the top bit set), so
+    two releases with one raw key collide with probability below ``n**2 / 2**128``."""
+    return int.from_bytes(os.urandom(16), "little") | _FRESH_BIT
+
+
+def keyed_generator(key: bytes, release_id: int) -> _random.Generator:
+    """The generator of release ``release_id`` under the raw key ``key``:
+    ``default_rng(BLAKE2b(key=key, data=RELEASE_TAG || release_id))`` (a keyed PRF: the
+    generators of distinct release ids are independent)."""
+    return _random.default_rng(_addressed.derive_key(bytes(key), RELEASE_TAG, release_id))
+
+
+def release_generator(rng: Any, name: str = "rng") -> tuple[_random.Generator, int | None]:
+    """``(generator, release id)`` of a new release made with ``rng``.
+
+    A :class:`dpfast.Generator` (or None: the process-wide one) is used as given, release
+    id None (its allocator numbers the release).  A raw 32-byte key gets a fresh release id
+    and :func:`keyed_generator`: a raw key never replays an earlier release's noise.
+    """
+    if isinstance(rng, (bytes, bytearray, memoryview)):
+        key = _random.as_generator(rng, name)._key  # validates the key (32 bytes)
+        rid = fresh_release_id()
+        return keyed_generator(key, rid), rid
+    return _random.as_generator(rng, name), None
 
 
 def release_stream(gen: Any) -> int:
@@ -93,31 +139,40 @@ def _discrete(kind: int, t: Fraction, x: np.ndarray | None, kw: np.ndarray,
     return out
 
 
-def _grid(x: np.ndarray, z: np.ndarray, g: float) -> np.ndarray:
-    """The exact grid value ``(rint(x/g) + z) g`` rounded once, saturated at ±DBL_MAX."""
-    r = np.rint(x / g)
-    res = r * g + z.astype(np.float64) * g  # exact terms, one rounding (|r|, |z| < 2^53)
-    big = (np.abs(r) >= 2.0 ** 53) | (np.abs(z) >= 1 << 53) | ~np.isfinite(res)
+def _grid(r: np.ndarray, big: dict[int, int], z: np.ndarray, g: float) -> np.ndarray:
+    """The exact grid value ``(r + z) g`` rounded once, saturated at ±DBL_MAX (``r`` the
+    aggregates in grid steps, ``big`` those beyond int64's fast path)."""
+    res = r.astype(np.float64) * g + z.astype(np.float64) * g  # exact terms, one rounding
+    slow = (np.abs(r) >= 1 << 53) | (np.abs(z) >= 1 << 53) | ~np.isfinite(res)
+    if g < 2.0 ** -968:  # a product r g may be subnormal (inexact): all in integers
+        slow[:] = True
     gf = Fraction(g)
-    for i in np.flatnonzero(big):
+    for i in np.flatnonzero(slow).tolist():
         res[i] = _drive.grid_value(int(r[i]) + int(z[i]), gf, _DBL_MAX)
+    for i, v in big.items():
+        res[i] = _drive.grid_value(v + int(z[i]), gf, _DBL_MAX)
     return res
 
 
 def noise_keys(law: NoiseLaw, x: np.ndarray, rkey: bytes, uniques: Any, part: int
                ) -> np.ndarray:
     """Noise the aggregates ``x`` of the keys ``uniques`` (aligned) with ``law``, each on
-    its own addressed stream (see the module docstring)."""
+    its own addressed stream (see the module docstring).
+
+    ``x``: int64 for the discrete laws; for the float grid laws the exact fixed-point totals
+    (:class:`~dpfast.tables._fixed.FixedSums`), each rounded once to the grid (ties to
+    even) before the grid noise is added."""
     kw = _addressed.key_words(rkey)
     nonces = key_nonces(rkey, uniques, part)
     if law.kind in ("discrete_laplace", "discrete_gaussian"):
         kind = 0 if law.kind == "discrete_laplace" else 1
         return _discrete(kind, Fraction(law.scale), np.asarray(x, np.int64), kw, nonces)
     kind = 0 if law.kind == "laplace" else 1
+    if not isinstance(x, _fixed.FixedSums):
+        raise TypeError("float grid noise takes exact fixed-point totals (FixedSums), got "
+                        f"{type(x).__name__}")
     g = float(law.granularity)
     t = Fraction(law.scale) / Fraction(g)
-    xs = np.asarray(x, np.float64)
-    if xs.size and not np.isfinite(np.max(np.abs(xs)) / g):
-        raise ValueError("an aggregate / granularity overflows")
+    r, big = _fixed.grid_steps(x, g)
     z = _discrete(kind, t, None, kw, nonces)
-    return _grid(xs, z, g)
+    return _grid(r, big, z, g)

@@ -128,13 +128,18 @@ class TableRelease:
         Partition-selection threshold on the noisy count (None with a public domain).
     sensitivity : dict
         The L1 / L2 sensitivities used in the calibration.
+    release_id : int or None
+        The fresh release id drawn when the release was made with a raw key (a 32-byte key
+        or a :class:`dpfast.dask.WorkerKey`): the release's noise is keyed by (key, this
+        id), so no two releases with one key share noise.  None when ``rng`` was a
+        generator (whose allocator numbered the release).  Not secret.
     """
 
     def __init__(self, *, keys: Any, values: np.ndarray, statistic: str, event: Any,
                  law: NoiseLaw, threshold: int | None, sensitivity: dict[str, float],
                  key_names: tuple[str, ...] | None = None, value_name: str | None = None,
                  mean_parts: tuple[np.ndarray, np.ndarray, NoiseLaw, NoiseLaw, float, float]
-                 | None = None) -> None:
+                 | None = None, release_id: int | None = None) -> None:
         self.keys = keys
         self.values = values
         self.statistic = statistic
@@ -145,6 +150,7 @@ class TableRelease:
         self._key_names = key_names
         self._value_name = value_name or statistic
         self._mean_parts = mean_parts
+        self.release_id = release_id
 
     @property
     def counts(self) -> np.ndarray:
