@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 import dpfast
 from dpfast import tables as dpt
 from dpfast.accounting import events as ev
+from dpfast.tables import keynoise
 from tests.helpers import KEY
+
+
+def _replay() -> dpfast.Generator:
+    """A generator rebuilt from the fixed key: replays a release (a raw key never does)."""
+    return dpfast.default_rng(KEY)
 
 BIG = 1e7  # epsilon so large that the discrete noise is exactly 0 with probability ~1
 
@@ -28,7 +34,7 @@ def test_count_public_domain_no_ids_exact_at_huge_epsilon() -> None:
     r = np.random.default_rng(0)
     keys = r.integers(0, 50, 5000)
     domain = np.arange(60)[::-1]  # caller's order kept; 50..59 have no rows
-    rel = dpt.count(keys, epsilon=BIG, domain=domain, rng=KEY)
+    rel = dpt.count(keys, epsilon=BIG, domain=domain, rng=_replay())
     assert np.array_equal(rel.keys, domain)
     want = np.array([np.sum(keys == d) for d in domain])
     assert np.array_equal(rel.counts, want)
@@ -40,7 +46,7 @@ def test_count_public_domain_no_ids_exact_at_huge_epsilon() -> None:
 
 def test_count_keeps_rows_outside_domain_out() -> None:
     keys = np.array([1, 1, 2, 99, 99, 99])
-    rel = dpt.count(keys, epsilon=BIG, domain=[2, 1], rng=KEY)
+    rel = dpt.count(keys, epsilon=BIG, domain=[2, 1], rng=_replay())
     assert rel.keys.tolist() == [2, 1] and rel.counts.tolist() == [1, 2]
 
 
@@ -64,7 +70,7 @@ def test_key_types(kind: str) -> None:
         a, b = base % 2, np.array(["x", "y", "x", "y", "x", "x"])
         keys = (a, b) if kind == "tuple" else pd.DataFrame({"odd": a, "s": b})
         want = ([(0, "y"), (1, "x"), (1, "y")], [1, 4, 1])
-    rel = dpt.count(keys, epsilon=BIG, domain=_domain(want[0], kind), rng=KEY)
+    rel = dpt.count(keys, epsilon=BIG, domain=_domain(want[0], kind), rng=_replay())
     got = list(zip(*(k.tolist() for k in rel.keys))) if isinstance(rel.keys, tuple) \
         else rel.keys.tolist()
     assert got == want[0] and rel.counts.tolist() == want[1]
@@ -89,21 +95,51 @@ def test_private_selection_releases_frequent_keys_only() -> None:
     people = np.arange(3000)
     ids = np.concatenate([people, [5000]])
     keys = np.concatenate([r.integers(0, 5, 3000), [77]])  # key 77 held by one person
-    rel = dpt.count(keys, ids, epsilon=1.0, delta=1e-6, rng=KEY)
+    rel = dpt.count(keys, ids, epsilon=1.0, delta=1e-6, rng=_replay())
     assert set(rel.keys.tolist()) == {0, 1, 2, 3, 4}
     assert isinstance(rel.event, ev.EpsilonDelta) and rel.event.delta == 1e-6
     assert rel.threshold == dpt.partition_threshold(1.0, 1e-6, 1, 1)
 
 
-def test_replayable_with_a_key_and_fresh_otherwise() -> None:
+def test_a_raw_key_never_replays_a_release_a_generator_replays_its_sequence() -> None:
+    """Issue 22 item 1: two releases with one raw key get fresh, independent noise (a
+    fresh release id each); only a generator rebuilt from the key replays (its allocator
+    numbers the releases), and one generator never gives two releases the same stream."""
     keys = np.random.default_rng(2).integers(0, 30, 2000)
     ids = np.random.default_rng(3).integers(0, 300, 2000)
     kw = dict(epsilon=0.5, domain=np.arange(30), max_partitions=2)
-    a = dpt.count(keys, ids, rng=KEY, **kw).counts
-    b = dpt.count(keys, ids, rng=KEY, **kw).counts
-    assert np.array_equal(a, b)
+    r1 = dpt.count(keys, ids, rng=KEY, **kw)
+    r2 = dpt.count(keys, ids, rng=KEY, **kw)
+    assert r1.release_id != r2.release_id and r1.release_id >= 1 << 127
+    assert (r1.counts != r2.counts).sum() > 20  # independent noise (30 keys, scale 4)
+    ref = dpt.count(keys, ids, rng=_replay(), **kw)
+    assert ref.release_id is None
+    assert np.array_equal(ref.counts, dpt.count(keys, ids, rng=_replay(),
+                                                **kw).counts)
+    g = dpfast.default_rng(KEY)
+    a, b = dpt.count(keys, ids, rng=g, **kw), dpt.count(keys, ids, rng=g, **kw)
+    assert np.array_equal(a.counts, ref.counts) and (a.counts != b.counts).sum() > 20
+    # the same raw key's release is reproduced exactly by its release generator
+    rep = dpt.count(keys, ids, rng=keynoise.keyed_generator(KEY, r1.release_id), **kw)
+    assert np.array_equal(rep.counts, r1.counts)
     c = dpt.count(keys, ids, **kw).counts
-    assert not np.array_equal(a, c)
+    assert not np.array_equal(ref.counts, c)
+
+
+def test_separate_releases_use_distinct_streams(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every release's per-key noise key (generator key, release stream) is new: raw keys,
+    one generator, the default generator; releases of a sum use two parts of one key."""
+    seen: list[tuple[bytes, int]] = []
+    orig = keynoise.release_key
+    monkeypatch.setattr(keynoise, "release_key",
+                        lambda key, stream: seen.append((key, stream)) or orig(key, stream))
+    x = np.arange(40) % 7
+    g = dpfast.default_rng(KEY)
+    for rng in (KEY, KEY, bytearray(KEY), g, g, None, None):
+        dpt.count(x, epsilon=1.0, domain=np.arange(7), rng=rng)
+        dpt.sum(x.astype(float), x, bounds=(0.0, 6.0), epsilon=1.0, domain=np.arange(7),
+                rng=rng)
+    assert len(seen) == 14 and len(set(seen)) == 14
 
 
 # ----------------------------------------------------------------------------- bounding
@@ -195,14 +231,14 @@ def test_sum_and_mean_exact_at_huge_epsilon() -> None:
     keys = r.integers(0, 10, 4000)
     vals = r.integers(-50, 50, 4000)
     dom = np.arange(10)
-    s = dpt.sum(vals, keys, bounds=(-20, 30), epsilon=BIG, domain=dom, rng=KEY)
+    s = dpt.sum(vals, keys, bounds=(-20, 30), epsilon=BIG, domain=dom, rng=_replay())
     clamped = np.clip(vals, -20, 30)
     want = np.array([clamped[keys == d].sum() for d in dom])
     assert np.array_equal(s.values, want) and s.values.dtype == np.int64
-    m = dpt.mean(vals, keys, bounds=(-20, 30), epsilon=BIG, domain=dom, rng=KEY)
+    m = dpt.mean(vals, keys, bounds=(-20, 30), epsilon=BIG, domain=dom, rng=_replay())
     assert np.allclose(m.values, want / np.bincount(keys, minlength=10))
     fs = dpt.sum(vals.astype(float) / 4, keys, bounds=(-5.0, 7.5), epsilon=BIG, domain=dom,
-                 rng=KEY)
+                 rng=_replay())
     fwant = np.array([np.clip(vals / 4, -5, 7.5)[keys == d].sum() for d in dom])
     assert np.allclose(fs.values, fwant, atol=1e-6)
     assert isinstance(fs.event, ev.Laplace)
@@ -212,7 +248,7 @@ def test_sum_sensitivity_in_the_event() -> None:
     keys = np.arange(10) % 3
     ids = np.arange(10)
     s = dpt.sum(np.ones(10, np.int64), keys, ids, bounds=(-4, 3), epsilon=0.5,
-                max_partitions=2, max_per_partition=3, domain=[0, 1, 2], rng=KEY)
+                max_partitions=2, max_per_partition=3, domain=[0, 1, 2], rng=_replay())
     assert s.sensitivity["l1"] == 2 * 3 * 4
     assert s.law.scale >= 24 / 0.5
     assert s.event.noise_multiplier == pytest.approx(s.law.scale / 24)
@@ -224,7 +260,7 @@ def test_mean_budget_split_and_ci_coverage() -> None:
     keys = r.integers(0, nk, 40000)
     vals = r.uniform(0, 10, 40000)
     rel = dpt.mean(vals, keys, bounds=(0.0, 10.0), epsilon=1.0, domain=np.arange(nk),
-                   rng=KEY)
+                   rng=_replay())
     assert isinstance(rel.event, ev.Composed) and len(rel.event.events) == 2
     eps = sum(1 / e.noise_multiplier for e in rel.event.events)
     assert eps <= 1.0 + 1e-12
@@ -238,7 +274,7 @@ def test_count_ci_is_exact() -> None:
     """Coverage of value ± w over 20000 keys equals P(|Z| <= w) computed exactly."""
     nk = 20000
     keys = np.arange(nk)
-    rel = dpt.count(keys, epsilon=0.7, domain=keys, rng=KEY)
+    rel = dpt.count(keys, epsilon=0.7, domain=keys, rng=_replay())
     lo, hi = rel.confidence_interval(0.05)
     w = int(hi[0] - rel.counts[0])
     a = Fraction(math.exp(-1 / rel.law.scale))
@@ -254,7 +290,7 @@ def test_gaussian_rho_and_budget() -> None:
     ids = np.arange(3000) // 3
     budget = dpfast.Budget(epsilon=2.0, delta=1e-6, accounting="zcdp")
     rel = dpt.count(keys, ids, rho=0.05, max_partitions=2, max_per_partition=2,
-                    domain=np.arange(8), rng=KEY, budget=budget, note="g")
+                    domain=np.arange(8), rng=_replay(), budget=budget, note="g")
     assert isinstance(rel.event, ev.Zcdp) and rel.event.rho <= 0.05 * (1 + 1e-12)
     sigma = rel.law.scale
     assert (2 * 2 * 2) / (2 * sigma ** 2) <= 0.05 * (1 + 1e-12)
@@ -279,12 +315,12 @@ def test_budget_refusal_draws_no_noise() -> None:
 def test_budget_is_charged_with_the_event() -> None:
     budget = dpfast.Budget(epsilon=1.0, delta=1e-5, accounting="basic")
     rel = dpt.count(np.arange(100) % 7, np.arange(100), epsilon=0.6, delta=1e-6,
-                    budget=budget, note="t1", rng=KEY)
+                    budget=budget, note="t1", rng=_replay())
     h = budget.history()
     assert len(h) == 1 and h[0].event == rel.event and h[0].note == "t1"
     with pytest.raises(dpfast.BudgetExceededError):
         dpt.count(np.arange(100) % 7, np.arange(100), epsilon=0.6, delta=1e-6,
-                  budget=budget, rng=KEY)
+                  budget=budget, rng=_replay())
     assert len(budget.history()) == 1
 
 
@@ -316,7 +352,7 @@ def test_bad_count_input(kw, exc, word) -> None:
     keys = args.pop("keys")
     ids = args.pop("privacy_ids", None)
     with pytest.raises(exc, match=word):
-        dpt.count(keys, ids, rng=KEY, **args)
+        dpt.count(keys, ids, rng=_replay(), **args)
 
 
 @pytest.mark.parametrize("vals,bounds,exc,word", [
@@ -329,7 +365,7 @@ def test_bad_count_input(kw, exc, word) -> None:
 ])
 def test_bad_sum_input(vals, bounds, exc, word) -> None:
     with pytest.raises(exc, match=word):
-        dpt.sum(vals, [1, 2, 3], bounds=bounds, epsilon=1.0, domain=[1, 2, 3], rng=KEY)
+        dpt.sum(vals, [1, 2, 3], bounds=bounds, epsilon=1.0, domain=[1, 2, 3], rng=_replay())
 
 
 def test_inputs_are_never_modified() -> None:
@@ -341,16 +377,16 @@ def test_inputs_are_never_modified() -> None:
     for a in (keys, ids, vals):
         a.flags.writeable = False
     dpt.sum(vals, keys, ids, bounds=(-1.0, 1.0), epsilon=1.0, delta=1e-6,
-            max_partitions=2, max_per_partition=2, rng=KEY)
-    dpt.mean(vals, keys, ids, bounds=(-1.0, 1.0), epsilon=1.0, domain=np.arange(5), rng=KEY)
-    dpt.count(keys, ids, epsilon=1.0, delta=1e-6, max_partitions=2, rng=KEY)
+            max_partitions=2, max_per_partition=2, rng=_replay())
+    dpt.mean(vals, keys, ids, bounds=(-1.0, 1.0), epsilon=1.0, domain=np.arange(5), rng=_replay())
+    dpt.count(keys, ids, epsilon=1.0, delta=1e-6, max_partitions=2, rng=_replay())
     for a, c in zip((keys, ids, vals), copies):
         assert np.array_equal(a, c)
 
 
 def test_accuracy_summary_with_and_without_truth() -> None:
     keys = np.random.default_rng(9).integers(0, 100, 20000)
-    rel = dpt.count(keys, epsilon=1.0, domain=np.arange(100), rng=KEY)
+    rel = dpt.count(keys, epsilon=1.0, domain=np.arange(100), rng=_replay())
     s0 = rel.accuracy()
     a = math.exp(-1 / rel.law.scale)
     assert s0.expected_mae == pytest.approx(2 * a / (1 - a * a))
@@ -374,11 +410,11 @@ def test_release_aggregates_exactly_the_bounded_table() -> None:
                                               max_per_partition=2, values=vals, rng=KEY)
     dom = np.concatenate([u, ["zz-unused"]])[::-1]
     rel = dpt.count(keys, ids, epsilon=BIG, max_partitions=2, max_per_partition=2,
-                    domain=dom, rng=KEY)
+                    domain=dom, rng=_replay())
     want = dict(zip(u.tolist(), counts.tolist()))
     assert rel.counts.tolist() == [want.get(k, 0) for k in dom.tolist()]
     s = dpt.sum(vals, keys, ids, bounds=(0, 8), epsilon=BIG, max_partitions=2,
-                max_per_partition=2, domain=u, rng=KEY)
+                max_per_partition=2, domain=u, rng=_replay())
     assert np.array_equal(s.values, sums)
 
 

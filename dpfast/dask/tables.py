@@ -7,27 +7,38 @@ concatenation of the pieces j: every id's rows in one partition) -> per partitio
 validate, bound per id and aggregate per key
 (:func:`dpfast.tables._inputs._validate`, :func:`dpfast.tables.bounding.bound_codes`:
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
-per-key partials on the driver -> per-key addressed noise, selection and report
-(:func:`dpfast.tables.aggregate.release`).  Integer aggregates are exact, so the
-release equals :func:`dpfast.tables.count` / ``sum`` / ``mean`` on the same rows bit for
-bit.  Float values: the per-key sums are added in another order than on one machine, so
-the pre-noise sum (and so the released grid value) may differ in its last bits.
+per-key partials on the driver (checked integer additions: ``OverflowError``, never a
+wrap) -> per-key addressed noise, selection and report
+(:func:`dpfast.tables.aggregate.release`).  Every aggregate is an exact integer (float
+values are summed as fixed-point units, :mod:`dpfast.tables._fixed`), so the release
+equals :func:`dpfast.tables.count` / ``sum`` / ``mean`` on the same rows with the same
+release generator bit for bit, integer and float values alike.
+
+Keys: a raw key (32 bytes, or a :class:`~dpfast.dask.WorkerKey`) gets a fresh release id
+on the driver for every release (:func:`dpfast.tables.keynoise.fresh_release_id`); the
+tasks carry that id, never a reusable key, and derive the release's bounding sub-key
+from (key, id) -- so two releases with one key never share noise or bounding streams,
+while a retried task recomputes its own partition exactly.
 """
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
 
 from dpfast import random as _random
+from dpfast._kernels import tables as _kt
 from dpfast.dask.keys import WorkerKey
-from dpfast.tables import _inputs, _keys, _plan, aggregate, bounding
+from dpfast.tables import _fixed, _inputs, _keys, _plan, aggregate, bounding, keynoise
 
 __all__ = ["count", "sum", "mean"]
 
 _COUNT = "__dpfast_count"
 _SUM = "__dpfast_sum"
+_SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
+_SUM_LO = "__dpfast_sum_lo"
 
 
 def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str], Any, Any]:
@@ -49,42 +60,49 @@ def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str]
     return names, privacy_id, value
 
 
-def _generator(rng: Any) -> tuple[_random.Generator, Any]:
-    """The driver's generator and what the workers get to derive the bounding sub-key:
-    the sub-key words themselves, or the :class:`WorkerKey` to load."""
+def _generator(rng: Any) -> tuple[_random.Generator, int | None, Any]:
+    """The driver's release generator, its release id (None: numbered by a generator's
+    allocator) and what the workers get to derive the bounding sub-key: the sub-key words
+    themselves, or ``(WorkerKey, release id)`` (each worker loads the key)."""
     if isinstance(rng, WorkerKey):
-        return _random.default_rng(rng.load()), rng
-    gen = _random.as_generator(rng)
-    return gen, bounding.subkey(gen)
+        rid = keynoise.fresh_release_id()
+        return keynoise.keyed_generator(rng.load(), rid), rid, (rng, rid)
+    gen, rid = keynoise.release_generator(rng)
+    return gen, rid, bounding.subkey(gen)
 
 
 def _subkey(src: Any) -> np.ndarray:
-    if isinstance(src, WorkerKey):
-        return bounding.subkey(_random.default_rng(src.load()))
+    if isinstance(src, tuple):
+        wk, rid = src
+        return bounding.subkey(keynoise.keyed_generator(wk.load(), rid))
     return src
 
 
 def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
-              bounds: Any, domain: Any, k: int, c: int, stat: str, key_src: Any) -> Any:
+              bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any
+              ) -> tuple[Any, int]:
     """One partition: validate, bound per id, aggregate per key (rows with no key kept are
-    dropped).  Returns a pandas DataFrame: the key columns, count and (values) sum."""
+    dropped).  Returns a pandas DataFrame (the key columns, count and, for values, the
+    exact sum: int64, or two int64 words for float values) and the partition's row count."""
     import pandas as pd
 
     keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
     ids = None if id_col is None else pdf[id_col]
     vals = None if val_col is None else pdf[val_col]
     data, bnd = _inputs._validate(keys, ids, vals, bounds, domain)
-    v = data.values
-    if stat == "mean" and v is not None:
-        v = 2 * v - (bnd[0] + bnd[1])
-    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v)
+    v = aggregate.summands_of(stat, bnd, fixed, data.values)
+    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v,
+                               None if fixed is None else fixed.exp)
     nz = np.flatnonzero(agg.counts)
     uk = aggregate._take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out[_COUNT] = agg.counts[nz]
-    if agg.sums is not None:
+    if isinstance(agg.sums, _fixed.FixedSums):
+        out[_SUM_HI] = agg.sums.hi[nz]
+        out[_SUM_LO] = agg.sums.lo[nz]
+    elif agg.sums is not None:
         out[_SUM] = agg.sums[nz]
-    return pd.DataFrame(out)
+    return pd.DataFrame(out), int(len(pdf))
 
 
 def _split(pdf: Any, id_col: str, nout: int) -> tuple:
@@ -111,9 +129,10 @@ def _combine(pieces: list, *args: Any) -> Any:
     return _partials(pd.concat(pieces, ignore_index=True), *args)
 
 
-def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any
-            ) -> tuple[_inputs._Data, bounding.Bounded]:
-    """Sum the per-partition partials per key (canonical codes, as on one machine)."""
+def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any,
+            fixed: Any = None) -> tuple[_inputs._Data, bounding.Bounded]:
+    """Sum the per-partition partials per key (canonical codes, as on one machine), in
+    checked integer arithmetic (OverflowError, never a wrap)."""
     cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
     if domain is None:
         fk = _keys.factorize(cols)
@@ -126,11 +145,16 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
         codes = fk.codes[nd:]
     counts = np.zeros(fk.size, np.int64)
     np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
-    sums = None
-    if has_sum:
-        sv = parts[_SUM].to_numpy()
-        sums = np.zeros(fk.size, sv.dtype)
-        np.add.at(sums, codes, sv)
+    codes = np.ascontiguousarray(codes, np.int64)
+    sums: Any = None
+    if has_sum and fixed is not None:
+        sums = _fixed.FixedSums.zeros(fk.size, fixed.exp)
+        sums.add_partials(codes, parts[_SUM_HI].to_numpy(np.int64),
+                          parts[_SUM_LO].to_numpy(np.int64))
+    elif has_sum:
+        sums = np.zeros(fk.size, np.int64)
+        if _kt.add_checked(codes, parts[_SUM].to_numpy(np.int64), sums):
+            raise OverflowError("sum of the clamped values overflows int64")
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
     return data, bounding.Bounded(counts, sums)
 
@@ -160,25 +184,28 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
         dcols = _keys.columns(domain, "domain")
         if len(dcols) != len(names):
             raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
-    gen, key_src = _generator(rng)
-    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case)
+    gen, rid, key_src = _generator(rng)
+    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid)
     aggregate._charge(budget, plan.event, note)       # charged before anything is computed
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
-    parts = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat, key_src,
-                     npartitions)
-    data, agg = _reduce(parts, names, domain, stat != "count", tuple(names))
+    parts, nrows = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat,
+                            plan.fixed, key_src, npartitions)
+    if integer and bnd is not None:
+        _inputs.check_int_sum(nrows, bnd)  # as tables.sum: all the rows, not a partition
+    data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
     return aggregate.release(plan, data, agg)
 
 
 def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,
-             bnd: Any, domain: Any, k: int, c: int, stat: str, key_src: Any,
-             npartitions: int | None) -> Any:
+             bnd: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
+             npartitions: int | None) -> tuple[Any, int]:
     """Build and compute the graph: [hash-partition by id ->] per partition bound and
-    aggregate -> the per-key partials of every partition, concatenated (pandas)."""
+    aggregate -> the per-key partials of every partition, concatenated (pandas), and the
+    number of rows."""
     import dask
     import pandas as pd
 
-    args = (names, id_col, val_col, bnd, domain, k, c, stat, key_src)
+    args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src)
     parts = frame.to_delayed()
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
@@ -192,7 +219,8 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
             outs = [dask.delayed(_combine)([s[j] for s in splits], *args)
                     for j in range(nout)]
     results = dask.compute(*outs)
-    return pd.concat(results, ignore_index=True)
+    return (pd.concat([r[0] for r in results], ignore_index=True),
+            builtins.sum(r[1] for r in results))
 
 
 _PARAMS_DOC = """

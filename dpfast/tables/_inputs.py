@@ -62,6 +62,14 @@ def _bounds(bounds: Any, integer_values: bool) -> tuple[Any, Any]:
     return float(lo), float(hi)
 
 
+def check_int_sum(n: int, bnd: tuple[int, int]) -> None:
+    """OverflowError unless ``n`` integer values clamped to ``bnd`` sum (also centred for a
+    mean) exactly in int64: ``n max(|lo|, |hi|, 1) < 2**62``."""
+    lo, hi = bnd
+    if n * max(abs(lo), abs(hi), 1) >= 1 << 62:
+        raise OverflowError("sum of the clamped values could overflow int64")
+
+
 def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
               ) -> tuple[_Data, Any]:
     cols, n, ids = _keys.keys_and_ids(keys, privacy_ids)
@@ -82,8 +90,7 @@ def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
         bnd = _bounds(bounds, integer)
         if integer:
             lo, hi = bnd
-            if n * max(abs(lo), abs(hi), 1) >= 1 << 62:
-                raise OverflowError("sum of the clamped values could overflow int64")
+            check_int_sum(n, bnd)
             vals = np.clip(raw, lo, hi).astype(np.int64)  # a new array
         else:
             vals = np.clip(raw.astype(np.float64), bnd[0], bnd[1])

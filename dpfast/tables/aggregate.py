@@ -141,13 +141,19 @@ def summands(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
     """The int64 values the bounding step sums: clamped integers (centred ``2x - lo - hi``
     for a mean), or float values' fixed-point units (:func:`dpfast.tables._fixed.to_units`,
     centred for a mean)."""
+    return summands_of(plan.stat, plan.bnd, plan.fixed, vals)
+
+
+def summands_of(stat: str, bnd: Any, fixed: _fixed.Fixed | None, vals: np.ndarray | None
+                ) -> np.ndarray | None:
+    """:func:`summands` from the plan's public parts only (what a cluster task gets)."""
     if vals is None:
         return None
-    if plan.fixed is not None:
-        return _fixed.to_units(plan.fixed, vals)
-    if plan.stat != "mean":
+    if fixed is not None:
+        return _fixed.to_units(fixed, vals)
+    if stat != "mean":
         return vals
-    lo, hi = plan.bnd
+    lo, hi = bnd
     return 2 * vals - (lo + hi)
 
 
