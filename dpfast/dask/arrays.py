@@ -1,14 +1,14 @@
 """Noising dask arrays lazily, bit for bit as the single-machine call (see :mod:`dpfast.dask`).
 
-``dpfast.dask.discrete_laplace(darr, scale, rng=key)`` equals
-``dpfast.discrete_laplace(darr.compute(), scale, rng=key)`` for any chunking (and the
-same for ``discrete_gaussian``, ``laplace``, ``gaussian``).
+``dpfast.dask.discrete_laplace(darr, scale, rng=gen)`` equals
+``dpfast.discrete_laplace(darr.compute(), scale, rng=gen2)`` for any chunking, ``gen`` and
+``gen2`` two generators in the same state (and the same for ``discrete_gaussian``,
+``laplace``, ``gaussian``).
 
-How: a noising call of ``n`` cells is a list of *segments* (the whole array for the
-integer functions, slices of ``2**20`` cells for the float ones, as in
-:mod:`dpfast.noise`); each segment takes, from the generator's allocator, one stream id
-for its exact continuation and then one per chunk of ``CHUNK`` cells, and chunk ``j``'s
-cells are drawn in order from its stream.  The driver makes exactly those allocations, so
+How: a noising call of ``n`` cells is one *segment* (the whole array, for the integer and
+the float functions alike, as in :mod:`dpfast.noise`); a segment takes, from the
+generator's allocator, one stream id for its exact continuation and then one per chunk
+of ``CHUNK`` cells, and chunk ``j``'s cells are drawn in order from its stream.  The driver makes exactly those allocations, so
 the stream of every cell is known before anything runs: the noise is a function of (key,
 the call's stream ids, the cell's flat index).  Blocks of the flat noise vector are
 aligned to chunks, so each block task runs its own chunks on its own streams
@@ -18,13 +18,27 @@ the single-machine driver, on the segment's continuation stream; the blocks are 
 patched.  The flat noise is reshaped to the array's shape and added with the same
 overflow checks as :mod:`dpfast.noise`.
 
-Keys: the block tasks need the generator's key, which therefore travels inside the task
-graph (whoever reads the graph can remove the noise) -- unless ``rng`` is a
-:class:`dpfast.dask.WorkerKey`, which each process loads itself.
+Keys and fresh noise: with a :class:`dpfast.Generator` the block tasks need the
+generator's key, which therefore travels inside the task graph (whoever reads the graph
+can remove the noise), and the call equals the single-machine call on that generator.  A
+raw 32-byte key or a :class:`dpfast.dask.WorkerKey` is never used as it is: the call draws
+a fresh release id on the driver (:func:`dpfast.tables.keynoise.fresh_release_id`) and
+noises with the release generator of (key, id)
+(:func:`dpfast.tables.keynoise.keyed_generator`), so two calls with one key never share
+noise; the graph carries the id (and, for a raw key, that release's derived key only; a
+worker key is loaded by each process), so recomputing the graph -- a retried task, a
+second ``compute`` -- reproduces its own noise.  ``rng=None`` noises with a fresh
+urandom key per call (the process's default key never enters a graph).
+
+Test hook: a call made under :func:`dpfast.noise._exact.force_exact` carries its forced
+mode in the graph, so its block tasks are forced on any scheduler (threads, processes),
+not only on the thread that built the graph.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -36,6 +50,7 @@ from dpfast._kernels import grid as _grid
 from dpfast.dask.keys import WorkerKey
 from dpfast.noise import _drive, _exact
 from dpfast.random import _streams
+from dpfast.tables import keynoise
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
 
@@ -53,9 +68,22 @@ class _Words:
 
 
 def _key_words(src: Any) -> np.ndarray:
-    if isinstance(src, WorkerKey):
-        return _random.default_rng(src.load()).streams.key_words
+    """The key words of the call's generator: given, or derived by this process from a
+    worker key it loads and the release id the graph carries."""
+    if isinstance(src, tuple):
+        wk, rid = src
+        return keynoise.keyed_generator(wk.load(), rid).streams.key_words
     return src
+
+
+@contextlib.contextmanager
+def _forced(mode: int) -> Iterator[None]:
+    """Run a task under the forced mode its graph carries (0: as the thread is)."""
+    if mode and mode != _exact.forced_mode():
+        with _exact.force_exact(mode):
+            yield
+    else:
+        yield
 
 
 def _segments(gen: _random.Generator, n: int, seg: int) -> list[tuple[int, int, int, int]]:
@@ -71,7 +99,8 @@ def _segments(gen: _random.Generator, n: int, seg: int) -> list[tuple[int, int, 
     return out
 
 
-def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any) -> tuple:
+def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any,
+           force: int = 0) -> tuple:
     """Noise of flat cells [a, e) (inside one segment, a multiple of CHUNK from its start)
     and its undecided cells."""
     kw = _key_words(key_src)
@@ -84,14 +113,16 @@ def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any) -> 
     ends = np.minimum(starts + _drive.CHUNK, e - a)
     z = np.zeros(e - a, np.int64)
     pend: list = []
-    _addressed.run_chunks(kw, nonces, starts, ends, kind, t, z, collect=pend,
-                          check_main=False)
+    with _forced(force):
+        _addressed.run_chunks(kw, nonces, starts, ends, kind, t, z, collect=pend,
+                              check_main=False)
     # global (segment-relative) chunk index for the driver's ordering
     rows = [(a + c, j0 + ch, k, ints, u64s) for c, ch, k, ints, u64s in pend]
     return z, rows
 
 
-def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any) -> dict:
+def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any,
+            force: int = 0) -> dict:
     """Finish every undecided cell in the ordinary driver's order: per segment, per batch
     of chunks, per round of at most ``cap`` pending cells per chunk, chunk, cell."""
     kw = _key_words(key_src)
@@ -99,8 +130,7 @@ def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any) -> 
     if not rows:
         return {}
     smp = _addressed._Sampler(kind, t)
-    force = _exact.forced_mode()
-    cap = _drive.CHUNK if force else 64
+    cap = _drive.CHUNK if force or _exact.forced_mode() else 64
     out: dict[int, int] = {}
     for s0, s1, slow, _ in segs:
         mine = [r for r in rows if s0 <= r[0] < s1]
@@ -131,12 +161,13 @@ def _noise(n: int, kind: int, t: Fraction, gen: _random.Generator, key_src: Any,
     import dask.array as da
 
     segs = _segments(gen, n, seg)
+    force = _exact.forced_mode()  # carried in the graph: forced on any scheduler
     bounds = []
     for s0, s1, _, _ in segs:
         bounds += [(a, min(s1, a + _BLOCK)) for a in range(s0, s1, _BLOCK)]
-    blocks = [dask.delayed(_block, pure=True)(a, e, segs, kind, t, key_src)
+    blocks = [dask.delayed(_block, pure=True)(a, e, segs, kind, t, key_src, force)
               for a, e in bounds]
-    done = dask.delayed(_finish, pure=True)(blocks, segs, kind, t, key_src)
+    done = dask.delayed(_finish, pure=True)(blocks, segs, kind, t, key_src, force)
     parts = [da.from_delayed(dask.delayed(_patch, pure=True)(b, a, done), (e - a,),
                              dtype=np.int64) for b, (a, e) in zip(blocks, bounds)]
     return da.concatenate(parts) if parts else da.zeros(0, np.int64)
@@ -150,9 +181,15 @@ def _as_dask(darr: Any) -> Any:
 
 
 def _generator(rng: Any) -> tuple[_random.Generator, Any]:
+    """The call's generator (its allocator gives the stream ids) and what the block tasks
+    get to rebuild its key words (see the module docstring: fresh noise per call)."""
     if isinstance(rng, WorkerKey):
-        return _random.default_rng(rng.load()), rng
-    gen = _random.as_generator(rng)
+        rid = keynoise.fresh_release_id()
+        return keynoise.keyed_generator(rng.load(), rid), (rng, rid)
+    if rng is None:
+        gen = _random.default_rng()  # a fresh urandom key: only this call's noise
+    else:
+        gen, _ = keynoise.release_generator(rng)
     return gen, gen.streams.key_words
 
 
@@ -239,14 +276,16 @@ def discrete_laplace(darr: Any, scale: Any, *, rng: Any = None) -> Any:
     scale : float, int or Fraction
         A scalar scale (per-cell scales are not supported here).
     rng : None, Generator, 32-byte key or :class:`dpfast.dask.WorkerKey`
-        As in :func:`dpfast.discrete_laplace`; the stream ids are taken from it when this
-        function is called (not when the result is computed).
+        A generator: its stream ids are taken when this function is called (not when the
+        result is computed).  A raw key or a worker key: a fresh release id per call (two
+        calls never share noise; see the module docstring).  None: a fresh urandom key.
 
     Returns
     -------
     dask.array.Array
         Equal, bit for bit, to ``dpfast.discrete_laplace(darr.compute(), scale, rng=...)``
-        with the same generator state.
+        with the same generator state (for a raw key: its release generator).  Computing
+        it again (or a retried task) gives the same noise.
 
     Privacy
     -------
