@@ -12,10 +12,18 @@ pd = pytest.importorskip("pandas")
 import dpfast  # noqa: E402
 import dpfast.dask as dkd  # noqa: E402
 import dpfast.tables as dpt  # noqa: E402
+from dpfast.dask import tables as DT  # noqa: E402
+from dpfast.tables import keynoise  # noqa: E402
 
 from .helpers import KEY  # noqa: E402
 
 ENV = "DPFAST_TEST_DASK_KEY"
+RID = (1 << 127) + 777  # a release id, fixed where a test compares with one machine
+
+
+def _replay() -> dpfast.Generator:
+    """A generator rebuilt from the fixed key: replays a release (a raw key never does)."""
+    return dpfast.default_rng(KEY)
 
 
 def _frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
@@ -59,14 +67,14 @@ def client():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("nparts", [1, 4, 16])
 def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -> None:
     df = _frame()
-    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=2, rng=KEY)
+    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=2, rng=_replay())
     shuffled = df.sample(frac=1, random_state=nparts)
     got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=1.0,
-                    delta=1e-5, max_partitions=2, rng=KEY)
+                    delta=1e-5, max_partitions=2, rng=_replay())
     _same(got, ref)
     assert len(ref) > 3
     got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=1.0,
-                    delta=1e-5, max_partitions=2, rng=KEY, npartitions=3)
+                    delta=1e-5, max_partitions=2, rng=_replay(), npartitions=3)
     _same(got, ref)  # any number of partitions after the split by id
 
 
@@ -76,15 +84,15 @@ def test_sum_mean_domain_multicolumn_and_no_ids() -> None:
     d4 = dd.from_pandas(df.sample(frac=1, random_state=3), npartitions=4)
     for fn, dfn in ((dpt.sum, dkd.sum), (dpt.mean, dkd.mean)):
         ref = fn(df.v, (df.k, df.s), df.id, bounds=(-2, 6), epsilon=1.0, domain=dom,
-                 max_partitions=3, max_per_partition=2, rng=KEY)
+                 max_partitions=3, max_per_partition=2, rng=_replay())
         got = dfn(d4, ["k", "s"], "v", "id", bounds=(-2, 6), epsilon=1.0, domain=dom,
-                  max_partitions=3, max_per_partition=2, rng=KEY)
+                  max_partitions=3, max_per_partition=2, rng=_replay())
         _same(got, ref)
-    ref = dpt.count(df.s, epsilon=0.5, domain=np.array(["a", "é", "zz"]), rng=KEY)
-    got = dkd.count(d4, "s", epsilon=0.5, domain=np.array(["a", "é", "zz"]), rng=KEY)
+    ref = dpt.count(df.s, epsilon=0.5, domain=np.array(["a", "é", "zz"]), rng=_replay())
+    got = dkd.count(d4, "s", epsilon=0.5, domain=np.array(["a", "é", "zz"]), rng=_replay())
     _same(got, ref)
-    ref = dpt.sum(df.v, df.k, df.id, bounds=(0, 5), rho=0.5, domain=np.arange(10), rng=KEY)
-    got = dkd.sum(d4, "k", "v", "id", bounds=(0, 5), rho=0.5, domain=np.arange(10), rng=KEY)
+    ref = dpt.sum(df.v, df.k, df.id, bounds=(0, 5), rho=0.5, domain=np.arange(10), rng=_replay())
+    got = dkd.sum(d4, "k", "v", "id", bounds=(0, 5), rho=0.5, domain=np.arange(10), rng=_replay())
     _same(got, ref)
 
 
@@ -92,7 +100,7 @@ def test_budget_charged_once_before_compute(monkeypatch: pytest.MonkeyPatch) -> 
     df = _frame(500)
     d = dd.from_pandas(df, npartitions=2)
     budget = dpfast.Budget(epsilon=1.0, delta=1e-5, accounting="basic")
-    rel = dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=KEY, budget=budget,
+    rel = dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=_replay(), budget=budget,
                     note="d1")
     h = budget.history()
     assert len(h) == 1 and h[0].event == rel.event and h[0].note == "d1"
@@ -100,7 +108,7 @@ def test_budget_charged_once_before_compute(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(dkd.tables, "_partials",  # type: ignore[attr-defined]
                         lambda *a, **kw: computed.append(1))
     with pytest.raises(dpfast.BudgetExceededError):
-        dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=KEY, budget=budget)
+        dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=_replay(), budget=budget)
     assert not computed and len(budget.history()) == 1
     assert len(rel) > 0
 
@@ -125,32 +133,49 @@ def test_bad_input_names_the_parameter() -> None:
         dkd.count(d, "k", epsilon=1.0, domain=[1], rng=dkd.key_from_env("DPFAST_NO_SUCH"))
 
 
-def test_local_cluster_two_worker_processes(client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_local_cluster_two_worker_processes(client, tmp_path,  # type: ignore[no-untyped-def]
+                                            monkeypatch) -> None:
     df = _frame(2000, seed=5)
-    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=3, rng=KEY)
+    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=3, rng=_replay())
     d = dd.from_pandas(df.sample(frac=1, random_state=9), npartitions=4)
-    got = dkd.count(d, "k", "id", epsilon=1.0, delta=1e-5, max_partitions=3, rng=KEY)
+    got = dkd.count(d, "k", "id", epsilon=1.0, delta=1e-5, max_partitions=3, rng=_replay())
     _same(got, ref)
     workers = client.run(lambda: __import__("os").getpid())
     assert len(set(workers.values())) == 2  # two worker processes did the work
-    # keys loaded on the workers: from the environment and from a file
-    got = dkd.count(d, "k", "id", epsilon=1.0, delta=1e-5, max_partitions=3,
-                    rng=dkd.key_from_env(ENV))
-    _same(got, ref)
+    # issue 22 item 1: one worker key, two releases -> independent noise (fresh ids)
+    wk = dkd.key_from_env(ENV)
+    dom = dict(domain=np.arange(40), epsilon=1.0)
+    r1 = dkd.count(d, "k", "id", rng=wk, **dom)
+    r2 = dkd.count(d, "k", "id", rng=wk, **dom)
+    assert r1.release_id != r2.release_id
+    assert (r1.values != r2.values).sum() > 25
+    # with the driver's fresh id fixed: the release of (key, id) on one machine, with keys
+    # loaded on the workers from the environment and from a file
+    monkeypatch.setattr(keynoise, "fresh_release_id", lambda: RID)
+    rep = keynoise.keyed_generator
+    got = dkd.count(d, "k", "id", epsilon=1.0, delta=1e-5, max_partitions=3, rng=wk)
+    _same(got, dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=3,
+                         rng=rep(KEY, RID)))
+    assert got.release_id == RID
     path = tmp_path / "key"
     path.write_bytes(KEY)
     got = dkd.mean(d, "k", "v", "id", bounds=(-3, 8), epsilon=1.0, delta=1e-5,
                    rng=dkd.key_from_file(path))
     _same(got, dpt.mean(df.v, df.k, df.id, bounds=(-3, 8), epsilon=1.0, delta=1e-5,
-                        rng=KEY))
-    # arrays on the cluster, the key loaded by the workers
+                        rng=rep(KEY, RID)))
+    # arrays on the cluster, the key loaded by the workers; the graph computed twice (its
+    # tasks run again, on any worker) reproduces its own noise
     import dask.array as da
 
     x = np.arange(150_000, dtype=np.int64).reshape(300, 500)
-    lazy = dkd.discrete_laplace(da.from_array(x, chunks=(70, 130)), 4.0,
-                                rng=dkd.key_from_env(ENV))
+    lazy = dkd.discrete_laplace(da.from_array(x, chunks=(70, 130)), 4.0, rng=wk)
     assert KEY not in __import__("pickle").dumps(dict(lazy.__dask_graph__()))
-    np.testing.assert_array_equal(lazy.compute(), dpfast.discrete_laplace(x, 4.0, rng=KEY))
+    first = lazy.compute()
+    np.testing.assert_array_equal(lazy.compute(), first)
+    np.testing.assert_array_equal(first, dpfast.discrete_laplace(x, 4.0, rng=rep(KEY, RID)))
+    monkeypatch.undo()
+    other = dkd.discrete_laplace(da.from_array(x, chunks=(70, 130)), 4.0, rng=wk).compute()
+    assert np.mean(other != first) > 0.5  # a second release with the worker key: fresh
 
 
 def test_worker_key_carries_no_secret(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -165,3 +190,47 @@ def test_worker_key_carries_no_secret(tmp_path) -> None:  # type: ignore[no-unty
     (tmp_path / "bad").write_bytes(b"short")
     with pytest.raises(ValueError, match="32-byte key"):
         dkd.key_from_file(tmp_path / "bad").load()
+
+
+def test_float_sums_and_means_equal_tables_bit_for_bit() -> None:
+    """Issue 22 item 2: float values are summed as exact fixed-point integers, so any
+    partitioning and row order of a cluster releases what one machine releases."""
+    df = _frame(4000, seed=7)
+    r = np.random.default_rng(8)
+    df["f"] = r.uniform(-1.0, 1.0, len(df)) * 2.0 ** r.integers(-30, 3, len(df))
+    dom = np.arange(40)
+    for nparts in (1, 5):
+        d = dd.from_pandas(df.sample(frac=1, random_state=nparts), npartitions=nparts)
+        for fn, dfn in ((dpt.sum, dkd.sum), (dpt.mean, dkd.mean)):
+            ref = fn(df.f, df.k, df.id, bounds=(-0.75, 2.0), epsilon=1.0, domain=dom,
+                     max_partitions=2, max_per_partition=3, rng=_replay())
+            got = dfn(d, "k", "f", "id", bounds=(-0.75, 2.0), epsilon=1.0, domain=dom,
+                      max_partitions=2, max_per_partition=3, rng=_replay())
+            _same(got, ref)
+        ref = dpt.sum(df.f, df.k, bounds=(-1.0, 1.0), epsilon=2.0, delta=1e-6,
+                      rng=_replay())
+        got = dkd.sum(d, "k", "f", bounds=(-1.0, 1.0), epsilon=2.0, delta=1e-6,
+                      rng=_replay())
+        _same(got, ref)
+
+
+def test_integer_sum_overflow_raises_as_tables() -> None:
+    """Issue 22 item 4: the driver's total is checked (tables.sum's rule on all the rows,
+    and checked additions of the partials): OverflowError, never a wrapped release."""
+    import dask
+
+    b = 2 ** 52
+    n = 4800
+    df = pd.DataFrame({"k": np.zeros(n, np.int64), "person": np.arange(n),
+                       "v": np.full(n, b, np.int64)})
+    kw = dict(bounds=(0, b), epsilon=1.0, domain=[0], rng=KEY)
+    with pytest.raises(OverflowError, match="overflow int64"):
+        dpt.sum(df.v, df.k, df.person, **kw)
+    with dask.config.set(scheduler="synchronous"), pytest.raises(OverflowError,
+                                                                 match="overflow"):
+        dkd.sum(dd.from_pandas(df, npartitions=8), "k", "v", "person", **kw)
+    # the reduction itself never wraps (partials whose total leaves int64)
+    parts = pd.DataFrame({"k": [0, 0], DT._COUNT: [1, 1],
+                          DT._SUM: [2 ** 62, 2 ** 62]})
+    with pytest.raises(OverflowError, match="overflows int64"):
+        DT._reduce(parts, ["k"], None, True, ("k",))

@@ -12,7 +12,6 @@ import dpfast  # noqa: E402
 import dpfast.dask as dkd  # noqa: E402
 from dpfast import _drive, _exact  # noqa: E402
 from dpfast.dask import arrays as A  # noqa: E402
-
 from dpfast.tables import keynoise  # noqa: E402
 
 from .helpers import KEY  # noqa: E402
