@@ -8,9 +8,10 @@
 How: a noising call of ``n`` cells is one *segment* (the whole array, for the integer and
 the float functions alike, as in :mod:`dpfast.noise`); a segment takes, from the
 generator's allocator, one stream id for its exact continuation and then one per chunk
-of ``CHUNK`` cells, and chunk ``j``'s cells are drawn in order from its stream.  The driver makes exactly those allocations, so
-the stream of every cell is known before anything runs: the noise is a function of (key,
-the call's stream ids, the cell's flat index).  Blocks of the flat noise vector are
+of ``CHUNK`` cells, and chunk ``j``'s cells are drawn in order from its stream.  The
+driver makes exactly those allocations, so the stream of every cell is known before
+anything runs: the noise is a function of (key, the call's stream ids, the cell's flat
+index).  Blocks of the flat noise vector are
 aligned to chunks, so each block task runs its own chunks on its own streams
 (:func:`dpfast._addressed.run_chunks`).  Cells the fast path leaves undecided (about one
 in ``2**40``) are collected from every block and finished by one task in the order of

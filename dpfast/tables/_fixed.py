@@ -10,7 +10,7 @@ rows.  Here a float value is never added as a float:
    exactly.  A mean's summand is the centred ``2u - ceil(lo / q) - floor(hi / q)``, of
    magnitude at most ``(hi - lo) / q``.
 2. The units are summed exactly in integers: per (privacy id, key) in int64 (at most
-   ``max_per_partition`` summands, each below ``2**62 / max_per_partition`` by the choice
+   ``max_per_partition`` summands, at most ``2**61 / max_per_partition`` each by the choice
    of ``e``), per key in two int64 words (``hi 2**32 + lo``), with ``OverflowError`` beyond
    ``2**94`` units -- never a wrap.  Integer addition is associative, so the total does not
    depend on the row order, the thread count or how a cluster partitions the rows.
@@ -38,7 +38,7 @@ from dpfast._kernels import tables as _kt
 __all__ = ["GUARD_BITS", "Fixed", "FixedSums", "fixed_grid", "to_units", "grid_steps"]
 
 GUARD_BITS = 10  # q = g / 2**10: the fixed-point grid is 1024 times finer than the output
-_ROW_BITS = 62  # c summands of one (id, key) stay below 2**62 in int64
+_ROW_BITS = 61  # c summands of one (id, key) sum to at most 2**61 in int64
 _OVERFLOW = ("a float sum exceeds 2**94 fixed-point units (two int64 words); use smaller "
              "bounds or fewer rows per key")
 
@@ -82,7 +82,7 @@ def fixed_grid(lo: float, hi: float, g: float, c: int, centre: bool) -> Fixed:
     if mag > 0:
         e = max(e, _ceil_log2(mag) - 60)  # a unit count below 2**60 (doubled: 2**61)
         per = 2 * mag if centre else mag  # summand magnitude (centred: at most 2 mag)
-        e = max(e, _ceil_log2(per * c) - _ROW_BITS)  # c summands below 2**62
+        e = max(e, _ceil_log2(per * c) - _ROW_BITS)  # c summands: at most 2**61
     e = max(e, -1074)
     q = Fraction(2) ** e
     lo_u = math.ceil(flo / q)
