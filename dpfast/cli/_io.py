@@ -102,12 +102,19 @@ def open_budget(args: argparse.Namespace, accounting: str) -> Any:
                          accounting=accounting)
 
 
-def read_key_file(path: str | None) -> bytes | None:
-    """The 32-byte key in ``--seed-key-file`` (None without one)."""
+def read_key_file(path: str | None) -> Any:
+    """A generator keyed with the 32-byte key in ``--seed-key-file`` (None without one).
+
+    A generator, not the raw key: the option's purpose is to *replay* a release (tests,
+    audits), and a raw key never replays (each release gets a fresh release id,
+    :mod:`dpfast.tables.keynoise`); a generator rebuilt from the key replays its releases.
+    """
     if path is None:
         return None
     with open(path, "rb") as fh:
         key = fh.read()
     if len(key) != 32:
         raise CliError(f"--seed-key-file must hold exactly 32 bytes, got {len(key)}")
-    return key
+    from dpfast import random as _random
+
+    return _random.default_rng(key)

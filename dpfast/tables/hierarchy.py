@@ -32,9 +32,9 @@ from dpfast import mechanisms as _mechanisms
 from dpfast import noise as _noise
 from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
-from dpfast.random import RngLike, as_generator
+from dpfast.random import RngLike
 
-from . import _usecase, _wls
+from . import _usecase, _wls, keynoise
 from ._topdown_release import TopDownRelease
 from .release import _alpha as _alpha
 
@@ -159,7 +159,10 @@ def topdown(
     total_invariant : bool, default False
         Release the level-0 totals exactly (not measured, not private; see Privacy).
     rng : None, Generator or 32-byte key, optional
-        The noise source (a key replays the release: whoever holds it can remove the noise).
+        The noise source.  A raw key gets a fresh release id per release (no two releases
+        with one key share noise; :func:`dpfast.tables.keynoise.release_generator`); a
+        generator rebuilt from a key replays its sequence of releases (whoever holds the
+        key can remove the noise).
     budget : dpfast.Budget, optional
         Charged :attr:`TopDownRelease.event` (with ``note``) before any noise is drawn (the
         RDP / zCDP filters charge it as ``sum_j 1 / (2 sigma_j^2)``-zCDP: ``rho_total`` up
@@ -249,7 +252,7 @@ def topdown(
     tree = _wls.build_tree(levels, leaves.shape[0])
     L = len(tree.sizes)
     rhos = _rho_levels(rho, L, bool(total_invariant))
-    gen = as_generator(rng)
+    gen, _ = keynoise.release_generator(rng)  # a raw key: a fresh release id
     mechs: list[Any] = []
     for j in range(L):
         # max_changed=1: one record changes one cell of one unit per level, by 1 (see
