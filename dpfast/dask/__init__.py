@@ -11,6 +11,15 @@ Keys: what travels inside the task graph is the *bounding* sub-key only (it deci
 rows a person keeps; it cannot remove noise), or, with :func:`key_from_file` /
 :func:`key_from_env`, not even that: the workers load the key themselves.
 
+Fresh noise per release: a raw key (32 bytes or a :class:`WorkerKey`) is never used as it
+is.  Every release (a table release, a lazy array call) draws a fresh release id on the
+driver from ``os.urandom`` when it is built, carries it in its graph, and is noised by the
+release generator of (key, id) (:func:`dpfast.tables.keynoise.keyed_generator`).  So one
+key used for many releases gives independent noise, while one graph recomputed (a retried
+task after a worker failure, a second ``compute``) reproduces its own noise.  A
+:class:`dpfast.Generator` numbers its releases with its allocator (a generator rebuilt
+from a key replays the same sequence: for tests and audits).
+
 :func:`aggregate_reports` aggregates a dask bag (or DataFrame column) of local-DP report
 batches with the streaming server of :mod:`dpfast.local`, exactly as one process would.
 

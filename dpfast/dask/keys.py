@@ -5,6 +5,11 @@ Whoever can read a task graph that carries a key (the scheduler, its dashboard, 
 graph on disk, any worker) can regenerate -- and so remove -- the noise it keys.  A
 :class:`WorkerKey` carries only *where* the key is (a path or a variable name); each
 process reads the 32 bytes itself.
+
+One worker key serves any number of releases without ever repeating noise: each release
+draws a fresh release id on the driver (:func:`dpfast.tables.keynoise.fresh_release_id`)
+that its graph carries, and every process noises (or bounds) with the release generator
+of (loaded key, release id), :func:`dpfast.tables.keynoise.keyed_generator`.
 """
 
 from __future__ import annotations

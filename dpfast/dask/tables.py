@@ -235,9 +235,11 @@ _PARAMS_DOC = """
         As in :func:`dpfast.tables.count`.  ``budget`` is charged once, on the driver,
         before the graph is computed (a refusal computes nothing).
     rng : None, Generator, 32-byte key or :class:`dpfast.dask.WorkerKey`
-        As in :func:`dpfast.tables.count`; a :class:`~dpfast.dask.WorkerKey`
-        (:func:`~dpfast.dask.key_from_file`, :func:`~dpfast.dask.key_from_env`) is loaded
-        by the driver and by each worker, so no key material is in the task graph.
+        As in :func:`dpfast.tables.count` (a raw key: a fresh release id per release); a
+        :class:`~dpfast.dask.WorkerKey` (:func:`~dpfast.dask.key_from_file`,
+        :func:`~dpfast.dask.key_from_env`) is loaded by the driver and by each worker, so
+        no key material is in the task graph, and gets a fresh release id per release too
+        (the graph carries it: a retried task recomputes its own partition).
     npartitions : int, optional
         Partitions after the shuffle by privacy id (default: as many as ``ddf``).
 """
@@ -283,8 +285,9 @@ def sum(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,  # noq
     Privacy
     -------
     That of :func:`dpfast.tables.sum`: ``Δ1 = k c max(|lo|, |hi|)`` (add/remove one
-    person).  Integer values: bit-identical to one machine.  Float values: see the module
-    notes (the sum is added in another order).
+    person), float values summed exactly in fixed point (Casacuberta et al., CCS 2022).
+    Integer and float values alike: bit-identical to one machine (integer partial sums are
+    associative); the driver's total is checked (OverflowError, never a wrap).
     """
     return _run("sum", ddf, key, privacy_id, value, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,

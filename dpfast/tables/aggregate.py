@@ -255,8 +255,12 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     noise : {None, "laplace", "gaussian"}
         Default: discrete Laplace with ``epsilon``, discrete Gaussian with ``rho``.
     rng : None, Generator or bytes
-        The CSPRNG (a 32-byte key makes the release replayable: whoever holds it can remove
-        the noise).
+        The CSPRNG.  A raw 32-byte key gets a fresh release id per release (recorded as
+        :attr:`TableRelease.release_id`): two releases with one key never share noise.  To
+        replay a release (tests, audits) pass a generator rebuilt from the key,
+        ``dpfast.default_rng(key)`` (its allocator numbers its releases), or the release
+        generator of a raw key's release, ``keynoise.keyed_generator(key, release_id)``.
+        Whoever holds the key can remove the noise.
     budget : dpfast.Budget, optional
         Charged with :attr:`TableRelease.event` before any noise is drawn; a refusal raises
         :class:`dpfast.BudgetExceededError` and nothing is returned.
@@ -314,8 +318,8 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
 
     Parameters are those of :func:`count`, plus ``values`` (one number per row) and
     ``bounds = (lo, hi)``: integer values need integer bounds and get exact discrete noise;
-    float values are summed and released on the secure grid of :func:`dpfast.laplace` /
-    :func:`dpfast.gaussian`.  With ``domain=None`` half the budget goes to a noisy count
+    float values are summed exactly in fixed point (see Privacy) and released on the secure
+    grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the budget goes to a noisy count
     that selects the keys (not released) and half to the sums.
 
     Privacy
@@ -323,6 +327,21 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     As :func:`count`, with ``B = max(|lo|, |hi|)``: ``Δ1 = k c B``, ``Δ2 = sqrt(k) c B``
     (add/remove one person).  Float sums: the grid rounding adds one grid step per changed
     key to the sensitivity (``max_changed = k``; Google DP team, "Secure Noise Generation").
+    The sensitivity holds in the arithmetic that computes the sum (Casacuberta et al.,
+    "Widespread Underestimation of Sensitivity in DP Libraries", CCS 2022): each clamped
+    float value is rounded once to the fixed-point grid ``q = 2**e`` (``q = g / 2**10``
+    for the output grid ``g``, coarser only where the bounds need it), clamped again to
+    ``[ceil(lo/q), floor(hi/q)] q`` so that ``|rounded value| <= B`` exactly, and summed
+    exactly in integers (OverflowError past ``2**94 q``, never a wrap); the exact total is
+    rounded once to ``g`` and noised.  One person therefore moves a key's exact total by at
+    most ``c B`` and its grid value by at most ``c B + g``, whatever the other rows and
+    their order (:mod:`dpfast.tables._fixed`).
+
+    Numerics
+    --------
+    Integer values: exact int64 sums (OverflowError if ``n max(|lo|, |hi|) >= 2**62``).
+    Float values: exact fixed-point sums as above, so a release does not depend on the row
+    order, the thread count or a cluster's partitioning (bit for bit).
     """
     return _run("sum", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
@@ -348,7 +367,11 @@ def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float
     -------
     Composition of the count (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``),
     each at half the budget: ``ε``-DP (or ``ρ``-zCDP) overall; ``(ε, δ)``-DP with
-    partition selection.  Neighbouring relation: add/remove one person.
+    partition selection.  Neighbouring relation: add/remove one person.  Float values: the
+    centred summand is ``(2u - ceil(lo/q) - floor(hi/q)) q`` with ``u`` the value rounded
+    once to the fixed-point grid ``q`` and clamped to ``[ceil(lo/q), floor(hi/q)]`` (see
+    :func:`sum`), so ``|summand| <= hi - lo`` exactly and the sum is exact (Casacuberta et
+    al., CCS 2022).
     """
     return _run("mean", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,

@@ -130,7 +130,9 @@ def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: i
     max_partitions, max_per_partition : int
         Per privacy id: at most this many keys, and this many rows per key.
     values : array_like, optional
-        Values to sum (not clamped here).
+        Values to sum (not clamped here; float values are added in float64, for
+        inspection -- a release sums its clamped float values exactly in fixed point,
+        :mod:`dpfast.tables._fixed`).
     rng : None, Generator or bytes
         Keys the uniform choices (a 32-byte key replays them).
     """
