@@ -319,8 +319,8 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     Parameters are those of :func:`count`, plus ``values`` (one number per row) and
     ``bounds = (lo, hi)``: integer values need integer bounds and get exact discrete noise;
     float values are summed exactly in fixed point (see Privacy) and released on the secure
-    grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the budget goes to a noisy count
-    that selects the keys (not released) and half to the sums.
+    grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the
+    budget goes to a noisy count that selects the keys (not released) and half to the sums.
 
     Privacy
     -------
