@@ -91,11 +91,26 @@ def test_a_key_never_replays_a_call_and_a_graph_reproduces_its_own_noise(
     retried task) -- gives its own noise; the raw key itself is not in the graph."""
     import pickle
 
+    from dpfast import _addressed
+
+    used: list[set] = []
+    orig = _addressed.run_chunks
+
+    def spy(kw, nonces, *args, **kwargs):  # type: ignore[no-untyped-def]
+        used[-1].update((kw.tobytes(), bytes(n.tobytes())) for n in nonces)
+        return orig(kw, nonces, *args, **kwargs)
+
+    monkeypatch.setattr(_addressed, "run_chunks", spy)
     dx = da.from_array(X, chunks=(100, 500))
     a = dkd.discrete_laplace(dx, 3.0, rng=KEY)
     b = dkd.discrete_laplace(dx, 3.0, rng=KEY)
-    ca, cb = a.compute(), b.compute()
+    used.append(set())
+    ca = a.compute(scheduler="sync")
+    used.append(set())
+    cb = b.compute(scheduler="sync")
+    assert used[0] and used[1] and not used[0] & used[1]  # distinct streams
     assert np.mean(ca != cb) > 0.5  # independent noise, not a replay
+    monkeypatch.setattr(_addressed, "run_chunks", orig)
     np.testing.assert_array_equal(a.compute(scheduler="threads"), ca)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)).compute(scheduler="sync"), ca)
     np.testing.assert_array_equal(a.blocks[2].compute(), ca[200:300])
