@@ -65,8 +65,8 @@ def _generator(rng: Any) -> tuple[_random.Generator, int | None, Any]:
     allocator) and what the workers get to derive the bounding sub-key: the sub-key words
     themselves, or ``(WorkerKey, release id)`` (each worker loads the key)."""
     if isinstance(rng, WorkerKey):
-        rid = keynoise.fresh_release_id()
-        return keynoise.keyed_generator(rng.load(), rid), rid, (rng, rid)
+        wid = keynoise.fresh_release_id()
+        return keynoise.keyed_generator(rng.load(), wid), wid, (rng, wid)
     gen, rid = keynoise.release_generator(rng)
     return gen, rid, bounding.subkey(gen)
 

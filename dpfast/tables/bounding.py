@@ -147,4 +147,5 @@ def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: i
     fk = _keys.factorize(cols)
     gen = _random.as_generator(rng)
     b = bound_codes(fk.codes, fk.size, ids, k, c, subkey(gen), vals)
+    assert not isinstance(b.sums, FixedSums)  # float64 sums here (no fixed_exp)
     return fk.uniques, b.counts, b.sums

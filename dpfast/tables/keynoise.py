@@ -154,8 +154,8 @@ def _grid(r: np.ndarray, big: dict[int, int], z: np.ndarray, g: float) -> np.nda
     return res
 
 
-def noise_keys(law: NoiseLaw, x: np.ndarray, rkey: bytes, uniques: Any, part: int
-               ) -> np.ndarray:
+def noise_keys(law: NoiseLaw, x: np.ndarray | _fixed.FixedSums, rkey: bytes, uniques: Any,
+               part: int) -> np.ndarray:
     """Noise the aggregates ``x`` of the keys ``uniques`` (aligned) with ``law``, each on
     its own addressed stream (see the module docstring).
 
