@@ -285,6 +285,12 @@ def test_event_epsilon_and_replay():
     r4 = tables.topdown(pop, levels, rho=[0.1, 0.2, 0.3, 0.4], rng=KEY)
     r5 = tables.topdown(pop, levels, rho=[0.1, 0.2, 0.3, 0.4], rng=KEY)
     assert not np.array_equal(r4.noisy[3], r5.noisy[3])  # a raw key never replays
+    assert r1.release_id is None and r4.release_id != r5.release_id
+    from dpfast.tables import keynoise
+
+    r6 = tables.topdown(pop, levels, rho=[0.1, 0.2, 0.3, 0.4],
+                        rng=keynoise.keyed_generator(KEY, r4.release_id))
+    np.testing.assert_array_equal(r6.noisy[3], r4.noisy[3])  # its release generator does
     # one exact discrete Gaussian event per level (tests/test_topdown_events.py)
     assert isinstance(r1.event, dpfast.events.Composed) and len(r1.event.events) == 4
     assert [e.noise_multiplier for e in r1.event.events] == r1.sigma

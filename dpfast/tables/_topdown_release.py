@@ -58,6 +58,10 @@ class TopDownRelease:
         once; ``<= rho``): the ``rho`` of the former ``Zcdp`` event.
     total_invariant : bool
         True when the level-0 totals are released exactly (not DP for them).
+    release_id : int or None
+        The fresh release id of a release made with a raw key (its noise is that of the
+        generator ``dpfast.tables.keynoise.keyed_generator(key, release_id)``); None when
+        ``rng`` was a generator.  Not secret.
     """
 
     def __init__(self, **kw: Any) -> None:
@@ -73,6 +77,7 @@ class TopDownRelease:
         self.nonnegative: bool = kw["nonnegative"]
         self.integer: bool = kw["integer"]
         self._mechs: list[Any] = kw["mechanisms"]
+        self.release_id: int | None = kw.get("release_id")
 
     @property
     def n_levels(self) -> int:

@@ -252,7 +252,7 @@ def topdown(
     tree = _wls.build_tree(levels, leaves.shape[0])
     L = len(tree.sizes)
     rhos = _rho_levels(rho, L, bool(total_invariant))
-    gen, _ = keynoise.release_generator(rng)  # a raw key: a fresh release id
+    gen, release_id = keynoise.release_generator(rng)  # a raw key: a fresh release id
     mechs: list[Any] = []
     for j in range(L):
         # max_changed=1: one record changes one cell of one unit per level, by 1 (see
@@ -317,7 +317,7 @@ def topdown(
     return TopDownRelease(
         estimates=estimates, noisy=noisy, consistent=x, variances=F, sigma=sigma, rho=rhos,
         event=event, total_invariant=bool(total_invariant), nonnegative=bool(nonnegative),
-        integer=bool(integer), mechanisms=mechs, rho_total=rho_total,
+        integer=bool(integer), mechanisms=mechs, rho_total=rho_total, release_id=release_id,
     )
 
 
