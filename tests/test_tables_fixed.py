@@ -139,3 +139,17 @@ def test_two_word_totals_raise_instead_of_wrapping() -> None:
                                                  np.array([(1 << 32) - 6, 0, 0]), -4), 1.0)
     # -6/16 -> 0 (nearest), 3 * 2**32 / 16 exactly, 2**72 / 16 = 2**68 beyond int64
     assert r[0] == 0 and r[1] == 3 << 28 and big_ == {2: 1 << 68}
+
+
+def test_tiny_bounds_need_two_scalings() -> None:
+    """Bounds near the subnormals: ``2**-e`` overflows one double; the units are exact."""
+    lo, hi = 0.0, 1e-300
+    fx = _fixed.fixed_grid(lo, hi, 2.0 ** -1040, 1, False)
+    assert -fx.exp > 1023
+    vals = np.array([1e-300, 5e-301, 3e-310, 0.0])
+    q = Fraction(2) ** fx.exp
+    for x, u in zip(vals.tolist(), _fixed.to_units(fx, vals).tolist()):
+        assert abs(u * q - Fraction(x)) <= q / 2 and 0 <= u * q <= Fraction(hi)
+    rel = dpt.sum(vals, np.zeros(4, np.int64), bounds=(lo, hi), epsilon=1.0, domain=[0],
+                  rng=_replay())
+    assert abs(rel.values[0]) < 1e-290

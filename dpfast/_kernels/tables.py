@@ -315,13 +315,14 @@ M32I = np.int64(0xFFFFFFFF)
 
 
 @nb.njit(cache=True, parallel=True)
-def to_units(vals, scale, lo_u, hi_u, centre, out):
-    """out[i] = clamp(rint(vals[i] * scale), lo_u, hi_u) (``scale`` a power of two, so the
-    product is exact), minus ``lo_u + hi_u`` after doubling when ``centre`` (a mean's
-    centred summand ``2u - lo_u - hi_u``)."""
+def to_units(vals, scale, scale2, lo_u, hi_u, centre, out):
+    """out[i] = clamp(rint(vals[i] * scale * scale2), lo_u, hi_u) (powers of two, two
+    factors when one double cannot hold the scaling; the products are exact unless they
+    underflow), minus ``lo_u + hi_u`` after doubling when ``centre`` (a mean's centred
+    summand ``2u - lo_u - hi_u``)."""
     mid = lo_u + hi_u
     for i in nb.prange(vals.shape[0]):
-        u = np.int64(np.rint(vals[i] * scale))
+        u = np.int64(np.rint((vals[i] * scale) * scale2))
         if u < lo_u:
             u = lo_u
         elif u > hi_u:

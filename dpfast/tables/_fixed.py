@@ -98,8 +98,11 @@ def to_units(fx: Fixed, vals: np.ndarray) -> np.ndarray:
     out = np.empty(vals.shape[0], np.int64)
     if vals.shape[0]:
         v = np.ascontiguousarray(vals, np.float64)
-        _kt.to_units(v, math.ldexp(1.0, -fx.exp), np.int64(fx.lo_units),
-                     np.int64(fx.hi_units), bool(fx.centre), out)
+        up = -fx.exp  # scale by 2**up, in two doubles when 2**up overflows one
+        s1 = math.ldexp(1.0, min(up, 1023))
+        s2 = math.ldexp(1.0, up - min(up, 1023))
+        _kt.to_units(v, s1, s2, np.int64(fx.lo_units), np.int64(fx.hi_units),
+                     bool(fx.centre), out)
     return out
 
 
