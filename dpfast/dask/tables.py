@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
-from dpfast._kernels import tables as _kt
+from dpfast._kernels import fixed as _kf
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import _fixed, _inputs, _keys, _plan, aggregate, bounding, keynoise
 
@@ -153,7 +153,7 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
                           parts[_SUM_LO].to_numpy(np.int64))
     elif has_sum:
         sums = np.zeros(fk.size, np.int64)
-        if _kt.add_checked(codes, parts[_SUM].to_numpy(np.int64), sums):
+        if _kf.add_checked(codes, parts[_SUM].to_numpy(np.int64), sums):
             raise OverflowError("sum of the clamped values overflows int64")
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
     return data, bounding.Bounded(counts, sums)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._kernels import tables as _kt
+from dpfast._kernels import fixed as _kt
 
 __all__ = ["GUARD_BITS", "Fixed", "FixedSums", "fixed_grid", "to_units", "grid_steps"]
 
