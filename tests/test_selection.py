@@ -33,9 +33,16 @@ def key(i: int) -> bytes:
 chi2_pvalue = functools.partial(chisquare_pvalue, min_expected=5)
 
 
+def _mp(v):
+    """mpf of a float, int or Fraction (mpmath 1.3, pulled in by sympy, refuses Fractions)."""
+    if isinstance(v, Fraction):
+        return mpmath.mpf(v.numerator) / v.denominator
+    return mpmath.mpf(v)
+
+
 def em_probs(u, c) -> np.ndarray:
     with mpmath.workdps(40):
-        w = [mpmath.exp(mpmath.mpf(c) * mpmath.mpf(x)) for x in u]
+        w = [mpmath.exp(_mp(c) * _mp(x)) for x in u]
         s = mpmath.fsum(w)
         return np.array([float(x / s) for x in w])
 
@@ -45,7 +52,7 @@ def pf_probs(u, c) -> np.ndarray:
     n = len(u)
     with mpmath.workdps(40):
         um = max(u)
-        p = [mpmath.exp(mpmath.mpf(c) * (mpmath.mpf(x) - um)) for x in u]
+        p = [mpmath.exp(_mp(c) * (_mp(x) - um)) for x in u]
         out = [mpmath.mpf(0)] * n
         for perm in itertools.permutations(range(n)):
             stay = mpmath.mpf(1)
@@ -59,7 +66,7 @@ def pf_probs(u, c) -> np.ndarray:
 def pl_probs(u, c, k) -> dict[tuple[int, ...], float]:
     """Plackett-Luce (sequential sampling without replacement) probabilities."""
     with mpmath.workdps(40):
-        w = [mpmath.exp(mpmath.mpf(c) * mpmath.mpf(x)) for x in u]
+        w = [mpmath.exp(_mp(c) * _mp(x)) for x in u]
         out = {}
         for seq in itertools.permutations(range(len(u)), k):
             rest = mpmath.fsum(w)
