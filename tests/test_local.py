@@ -357,7 +357,9 @@ def test_rappor_epsilons():
         assert mpmath.mpf(einf) >= wantinf and einf - wantinf < 1e-15
     assert e1 == pytest.approx(1.0743, abs=1e-4)  # the paper's value for these parameters
     r = L.Rappor(f=0.5, p=0.5, q=0.75, num_hashes=2)
-    assert r.event == events.Epsilon(e1) and r.longitudinal_event == events.Epsilon(einf)
+    # local DP: one client's value replaced by another (issue 22: stated)
+    assert r.event == events.Epsilon(e1, neighbouring=events.REPLACE_ONE)
+    assert r.longitudinal_event == events.Epsilon(einf, neighbouring=events.REPLACE_ONE)
 
 
 def test_rappor_permanent_response_memoized():
@@ -415,9 +417,9 @@ def test_events_and_probabilities():
     assert L.GeneralizedRandomizedResponse(5, 1.0).event == events.RandomizedResponse(1.0, 5)
     olh = L.OptimalLocalHashing(100, 1.0)
     assert olh.event == events.RandomizedResponse(1.0, olh.g)
-    assert L.OptimizedUnaryEncoding(4, 1.0).event == events.Epsilon(1.0)
+    assert L.OptimizedUnaryEncoding(4, 1.0).event == events.Epsilon(1.0, neighbouring="replace_one")
     cms = L.CountMeanSketch(2.0, 4, 32, hash_seed=0)
-    assert cms.event == events.Epsilon(2.0)
+    assert cms.event == events.Epsilon(2.0, neighbouring="replace_one")
     assert cms.flip_probability == pytest.approx(1 / (1 + math.exp(1.0)), rel=1e-15)
     assert L.HadamardCountMeanSketch(2.0, 4, 32, hash_seed=0).flip_probability == \
         pytest.approx(1 / (1 + math.exp(2.0)), rel=1e-15)

@@ -119,7 +119,9 @@ def test_event_is_one_exact_discrete_gaussian_per_level():
     for e, s, m in zip(r.event.events, r.sigma, r._mechs, strict=True):
         assert type(e) is ev.DiscreteGaussian
         assert e.sensitivity == 1 and e.noise_multiplier == s == m.sigma
-        assert e == dpfast.DiscreteGaussianMechanism(rho=m.rho, max_changed=1).event
+        assert e.neighbouring == ev.ADD_REMOVE  # the tree's sensitivities: add/remove one
+        assert e == ev.with_neighbouring(
+            dpfast.DiscreteGaussianMechanism(rho=m.rho, max_changed=1).event, ev.ADD_REMOVE)
     assert r.rho_total == _old_rho_total(r.sigma) and r.rho_total <= 1.0
     # the event's sigmas are the ones the noise was drawn with: redraw it from the key
     gen = dpfast.default_rng(KEY)  # a generator rebuilt from the key replays the release
@@ -129,7 +131,7 @@ def test_event_is_one_exact_discrete_gaussian_per_level():
         np.testing.assert_array_equal(redrawn, r.noisy[j])
     # serialises (ledgers, privacy.json) and reads back equal
     assert deserialize_event(serialize_event(r.event)) == r.event
-    assert ev.relations_of(r.event) == frozenset()  # as the former Zcdp: any relation
+    assert ev.relations_of(r.event) == {ev.ADD_REMOVE}  # issue 22: stated, add/remove one
 
 
 def test_total_invariant_and_cells():
@@ -201,7 +203,7 @@ def test_pld_census_release_is_smaller_and_exact(census):
     assert pld < 0.97 * min(rdp, zcdp)  # measured: 6.551 vs 6.84 (4% less)
     # the same as the hand-built composition of the mechanisms' own events
     mech = dpfast.DiscreteGaussianMechanism(rho=share, max_changed=1)
-    hand = ev.Composed(tuple(mech.event for _ in range(n)))
+    hand = ev.with_neighbouring(ev.Composed(tuple(mech.event for _ in range(n))), ev.ADD_REMOVE)
     assert hand == r.event
     assert PldAccountant().compose(hand).get_epsilon(DELTA) == pld
     selfc = PldAccountant().compose(ev.SelfComposed(mech.event, n)).get_epsilon(DELTA)

@@ -17,7 +17,7 @@ from typing import Any
 
 from dpfast._core.validate import check_int, check_nonneg, check_positive, check_real
 
-__all__ = ["ADD_REMOVE", "REPLACE_ONE", "RELATIONS", "DpEvent"]
+__all__ = ["ADD_REMOVE", "REPLACE_ONE", "RELATIONS", "DpEvent", "relations_of", "with_neighbouring"]
 
 # --------------------------------------------------------------------------- validation
 
@@ -76,6 +76,15 @@ def _repr_optional(event: DpEvent) -> str:
     return f"{type(event).__name__}({', '.join(parts)})"
 
 
+def _relation(owner: str, value: Any) -> str | None:
+    """An optional stated neighbouring relation (``None`` stays ``None``)."""
+    if value is None or (isinstance(value, str) and value in RELATIONS):
+        return value
+    raise ValueError(
+        f"{owner}: neighbouring must be None, {ADD_REMOVE!r} or {REPLACE_ONE!r}, got {value!r}"
+    )
+
+
 def _event(owner: str, name: str, value: Any) -> DpEvent:
     if not isinstance(value, DpEvent):
         raise TypeError(f"{owner}: {name} must be a DpEvent, got {type(value).__name__}")
@@ -89,15 +98,21 @@ def _set(obj: object, name: str, value: Any) -> None:
 # --------------------------------------------------------------------------- base
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class DpEvent:
     """Base class of all privacy events.
 
     :attr:`neighbouring` is the neighbouring relation the event's guarantee is stated for:
-    ``None`` when the guarantee holds for whichever relation the sensitivity was computed
-    under (every noise event), :data:`ADD_REMOVE` or :data:`REPLACE_ONE` when the
-    mechanism fixes it (sampling, randomized response).
+    :data:`ADD_REMOVE` or :data:`REPLACE_ONE` when the mechanism fixes it (sampling,
+    randomized response) or the release that created the event computed the sensitivity
+    under it (every release of :mod:`dpfast.tables`: add/remove one privacy id); ``None``
+    when the guarantee holds for whichever relation the caller computed the sensitivity
+    under (a mechanism given ``sensitivity=``).  The guarantee events and the noise events
+    take it as an optional field ``neighbouring`` (:func:`with_neighbouring`).
     """
+
+    def __repr__(self) -> str:
+        return _repr_optional(self)
 
     @property
     def neighbouring(self) -> str | None:
@@ -122,3 +137,61 @@ class DpEvent:
                 v = [e.to_dict() for e in v]
             out[f.name] = v
         return out
+
+
+# --------------------------------------------------------------------------- relations
+
+
+def _parts(event: DpEvent) -> list[tuple[str, Any]]:
+    """The fields of ``event`` that hold events (an event or a tuple of events)."""
+    out = []
+    for f in dataclasses.fields(event):
+        v = getattr(event, f.name)
+        if isinstance(v, DpEvent) or (isinstance(v, tuple) and v
+                                      and all(isinstance(e, DpEvent) for e in v)):
+            out.append((f.name, v))
+    return out
+
+
+def relations_of(event: DpEvent) -> frozenset[str]:
+    """The neighbouring relations that ``event`` or its parts fix (empty: any relation).
+
+    An event that states a relation fixes it for everything inside it (the subsampling
+    events: the event inside them refers to the subsample and is not inspected); an
+    event that states none (``Composed``, ``SelfComposed``, a noise event without
+    ``neighbouring``) fixes those of its parts.
+    """
+    rel = event.neighbouring
+    if rel is not None:
+        return frozenset((rel,))
+    out: frozenset[str] = frozenset()
+    for _, v in _parts(event):
+        for e in (v if isinstance(v, tuple) else (v,)):
+            out |= relations_of(e)
+    return out
+
+
+def with_neighbouring(event: DpEvent, relation: str) -> DpEvent:
+    """``event`` with every part that states no relation stating ``relation``.
+
+    Parts that already state ``relation`` are kept; a part that fixes the other relation
+    raises ``ValueError`` (a release cannot be both).  Used by the releases that compute
+    their own sensitivities (:mod:`dpfast.tables`) to say which neighbours those are.
+    """
+    if _relation("with_neighbouring", relation) is None:
+        raise ValueError("with_neighbouring: relation must be 'add_remove' or 'replace_one', "
+                         "got None")
+    rel = event.neighbouring
+    if rel is not None:
+        if rel != relation:
+            raise ValueError(f"with_neighbouring: {event!r} is stated for {rel!r} "
+                             f"neighbours, not {relation!r}")
+        return event
+    names = {f.name for f in dataclasses.fields(event)}
+    if "neighbouring" in names:
+        return dataclasses.replace(event, neighbouring=relation)  # type: ignore[call-arg]
+    changes: dict[str, Any] = {}
+    for name, v in _parts(event):
+        changes[name] = (tuple(with_neighbouring(e, relation) for e in v)
+                         if isinstance(v, tuple) else with_neighbouring(v, relation))
+    return dataclasses.replace(event, **changes) if changes else event

@@ -17,10 +17,12 @@ Conventions
   mechanisms the sensitivity is an integer; their events may state it
   (``sensitivity=``, optional) when the release is a scalar, which the PLD accountant
   needs for their exact loss distributions.
-* Unless an event says otherwise the neighbouring relation is the one of the
-  mechanism that produced it; the subsampling events state theirs
-  (:class:`PoissonSampled`: add/remove one record;
-  :class:`SampledWithoutReplacement`: replace one record, dataset size public).
+* ``neighbouring`` (optional, every guarantee and noise event): the relation the
+  release computed its sensitivity under (``"add_remove"`` for every release of
+  :mod:`dpfast.tables`); ``None``: the caller's (a mechanism given ``sensitivity=``).
+  The subsampling events fix theirs (:class:`PoissonSampled`: add/remove one record;
+  :class:`SampledWithoutReplacement`: replace one, dataset size public), as does
+  :class:`RandomizedResponse` (replace one).
 * Numbers are stored as Python ``float`` / ``int`` (numpy scalars are
   converted), so equal events compare and hash equal.
 
@@ -44,9 +46,11 @@ from dpfast.accounting._event_base import (
     _integer,
     _nonneg_finite,
     _positive_finite,
-    _repr_optional,
+    _relation,
     _sensitivity,
     _set,
+    relations_of,
+    with_neighbouring,
 )
 
 __all__ = [
@@ -71,28 +75,34 @@ __all__ = [
     "SelfComposed",
     "from_dict",
     "relations_of",
+    "with_neighbouring",
 ]
 
 
 # --------------------------------------------------------------------------- guarantees
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Epsilon(DpEvent):
     """Pure ``epsilon``-DP: ``P[M(x) in S] <= exp(epsilon) P[M(x') in S]``."""
 
     epsilon: float
 
+    neighbouring: str | None = None
+
     def __post_init__(self) -> None:
         _set(self, "epsilon", _nonneg_finite("Epsilon", "epsilon", self.epsilon))
+        _set(self, "neighbouring", _relation("Epsilon", self.neighbouring))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class EpsilonDelta(DpEvent):
     """Approximate ``(epsilon, delta)``-DP with ``0 <= delta < 1``."""
 
     epsilon: float
     delta: float
+
+    neighbouring: str | None = None
 
     def __post_init__(self) -> None:
         _set(self, "epsilon", _nonneg_finite("EpsilonDelta", "epsilon", self.epsilon))
@@ -100,26 +110,32 @@ class EpsilonDelta(DpEvent):
         if not (0.0 <= d < 1.0):
             raise ValueError(f"EpsilonDelta: delta must lie in [0, 1), got {d!r}")
         _set(self, "delta", d)
+        _set(self, "neighbouring", _relation("EpsilonDelta", self.neighbouring))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Zcdp(DpEvent):
     """``rho``-zero-concentrated DP (Bun & Steinke 2016): ``D_alpha <= rho * alpha``."""
 
     rho: float
 
+    neighbouring: str | None = None
+
     def __post_init__(self) -> None:
         _set(self, "rho", _nonneg_finite("Zcdp", "rho", self.rho))
+        _set(self, "neighbouring", _relation("Zcdp", self.neighbouring))
 
 
 # --------------------------------------------------------------------------- additive noise
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Laplace(DpEvent):
     """Laplace noise with ``noise_multiplier = scale / L1 sensitivity``."""
 
     noise_multiplier: float
+
+    neighbouring: str | None = None
 
     def __post_init__(self) -> None:
         _set(
@@ -127,13 +143,16 @@ class Laplace(DpEvent):
             "noise_multiplier",
             _positive_finite("Laplace", "noise_multiplier", self.noise_multiplier),
         )
+        _set(self, "neighbouring", _relation("Laplace", self.neighbouring))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Gaussian(DpEvent):
     """Gaussian noise with ``noise_multiplier = sigma / L2 sensitivity``."""
 
     noise_multiplier: float
+
+    neighbouring: str | None = None
 
     def __post_init__(self) -> None:
         _set(
@@ -141,6 +160,7 @@ class Gaussian(DpEvent):
             "noise_multiplier",
             _positive_finite("Gaussian", "noise_multiplier", self.noise_multiplier),
         )
+        _set(self, "neighbouring", _relation("Gaussian", self.neighbouring))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -160,6 +180,8 @@ class DiscreteLaplace(DpEvent):
     noise_multiplier: float
     sensitivity: int | None = None
 
+    neighbouring: str | None = None
+
     def __post_init__(self) -> None:
         _set(
             self,
@@ -167,9 +189,7 @@ class DiscreteLaplace(DpEvent):
             _positive_finite("DiscreteLaplace", "noise_multiplier", self.noise_multiplier),
         )
         _set(self, "sensitivity", _sensitivity("DiscreteLaplace", self.sensitivity))
-
-    def __repr__(self) -> str:
-        return _repr_optional(self)
+        _set(self, "neighbouring", _relation("DiscreteLaplace", self.neighbouring))
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -191,6 +211,8 @@ class DiscreteGaussian(DpEvent):
     noise_multiplier: float
     sensitivity: int | None = None
 
+    neighbouring: str | None = None
+
     def __post_init__(self) -> None:
         _set(
             self,
@@ -198,9 +220,7 @@ class DiscreteGaussian(DpEvent):
             _positive_finite("DiscreteGaussian", "noise_multiplier", self.noise_multiplier),
         )
         _set(self, "sensitivity", _sensitivity("DiscreteGaussian", self.sensitivity))
-
-    def __repr__(self) -> str:
-        return _repr_optional(self)
+        _set(self, "neighbouring", _relation("DiscreteGaussian", self.neighbouring))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,7 +245,7 @@ class RandomizedResponse(DpEvent):
         return REPLACE_ONE
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Exponential(DpEvent):
     """Exponential mechanism (or report-noisy-max with Gumbel noise) that is ``epsilon``-DP.
 
@@ -237,11 +257,14 @@ class Exponential(DpEvent):
 
     epsilon: float
 
+    neighbouring: str | None = None
+
     def __post_init__(self) -> None:
         _set(self, "epsilon", _nonneg_finite("Exponential", "epsilon", self.epsilon))
+        _set(self, "neighbouring", _relation("Exponential", self.neighbouring))
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class Snapping(DpEvent):
     """Snapping mechanism (Mironov 2012) with its corrected pure-DP ``epsilon``.
 
@@ -250,8 +273,11 @@ class Snapping(DpEvent):
 
     epsilon: float
 
+    neighbouring: str | None = None
+
     def __post_init__(self) -> None:
         _set(self, "epsilon", _nonneg_finite("Snapping", "epsilon", self.epsilon))
+        _set(self, "neighbouring", _relation("Snapping", self.neighbouring))
 
 
 # --------------------------------------------------------------------------- structure
@@ -349,25 +375,6 @@ EVENT_TYPES: tuple[type[DpEvent], ...] = (
 )
 
 _TYPES: dict[str, type[DpEvent]] = {cls.__name__: cls for cls in EVENT_TYPES}
-
-
-def relations_of(event: DpEvent) -> frozenset[str]:
-    """The neighbouring relations that ``event`` or its parts fix (empty: any relation).
-
-    The subsampling events fix the relation of the whole release; the event inside them
-    refers to the subsample and is not inspected.
-    """
-    rel = event.neighbouring
-    if rel is not None:
-        return frozenset((rel,))
-    if isinstance(event, SelfComposed):
-        return relations_of(event.event)
-    if isinstance(event, Composed):
-        out: frozenset[str] = frozenset()
-        for e in event.events:
-            out |= relations_of(e)
-        return out
-    return frozenset()
 
 
 def from_dict(data: dict[str, Any]) -> DpEvent:

@@ -42,7 +42,7 @@ class HadamardCountMeanSketch(_SketchBase):
 
     ``epsilon``-LDP: one bit of randomized response (ratio ``e^epsilon``); ``j`` and
     ``l`` do not depend on the input (Apple 2017, Theorem 3.2).
-    Event: ``events.Epsilon(epsilon)``.
+    Event: ``events.Epsilon(epsilon, neighbouring="replace_one")`` (local DP).
 
     **Numerics**
 

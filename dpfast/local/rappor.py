@@ -123,12 +123,12 @@ class Rappor:
     @property
     def event(self) -> events.Epsilon:
         """Privacy event of one report (``epsilon_1``)."""
-        return events.Epsilon(self.epsilon_one)
+        return events.Epsilon(self.epsilon_one, neighbouring=events.REPLACE_ONE)
 
     @property
     def longitudinal_event(self) -> events.Epsilon:
         """Cap on any number of reports of one value (``epsilon_inf``)."""
-        return events.Epsilon(self.epsilon_longitudinal)
+        return events.Epsilon(self.epsilon_longitudinal, neighbouring=events.REPLACE_ONE)
 
     # -- clients
     def _clients(self, values: Any, client_ids: Any, secret: Any

@@ -99,7 +99,7 @@ class _SketchBase:
     @property
     def event(self) -> events.Epsilon:
         """Privacy event of one report."""
-        return events.Epsilon(self.epsilon)
+        return events.Epsilon(self.epsilon, neighbouring=events.REPLACE_ONE)
 
     def buckets(self, items: Any) -> np.ndarray:
         """``(len(items), num_hashes)`` sketch columns ``h_j(item)`` (the public hashes)."""
@@ -181,7 +181,8 @@ class CountMeanSketch(_SketchBase):
     ``epsilon``-LDP: two inputs' encodings differ in at most two coordinates, each
     flipped with probability ``1 / (1 + e^(eps/2))``, so the output ratio is at most
     ``(e^(eps/2))^2 = e^epsilon``; the row index is independent of the input (Apple 2017,
-    Theorem 3.1).  Event: ``events.Epsilon(epsilon)``.
+    Theorem 3.1).  Event: ``events.Epsilon(epsilon,
+    neighbouring="replace_one")`` (local DP: one client's value replaced by another).
 
     **Numerics**
 

@@ -49,7 +49,8 @@ class OptimizedUnaryEncoding:
 
     ``epsilon``-LDP: two inputs' encodings differ in two bits, so any report's
     probability ratio is at most ``(p (1 - q)) / ((1 - p) q) = e^epsilon``
-    (Wang et al. 2017, Theorem 2 / sec. 4.3).  Event: ``events.Epsilon(epsilon)``.
+    (Wang et al. 2017, Theorem 2 / sec. 4.3).  Event: ``events.Epsilon(epsilon,
+    neighbouring="replace_one")`` (local DP: one client's value replaced by another).
 
     **Numerics**
 
@@ -73,7 +74,7 @@ class OptimizedUnaryEncoding:
 
     @property
     def event(self) -> events.Epsilon:
-        return events.Epsilon(self.epsilon)
+        return events.Epsilon(self.epsilon, neighbouring=events.REPLACE_ONE)
 
     def perturb(self, values: Any, *, rng: RngLike = None) -> np.ndarray:
         """Encode and perturb: ``(n, k)`` bool array, one row per user (1-D ``values``)."""

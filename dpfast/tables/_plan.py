@@ -131,15 +131,21 @@ def threshold(p: Privacy, count_part: Part, k: int, c: int) -> int:
 
 
 def release_event(p: Privacy, parts: list[Part]) -> Any:
-    """The event of the whole release.
+    """The event of the whole release, stated for add/remove-one-person neighbours.
 
     Private partition selection, or Gaussian noise calibrated from (ε, δ):
     ``EpsilonDelta(epsilon, delta)`` (the parts' pure / zCDP guarantees compose to at most
-    that).  Otherwise the parts' events, composed.
+    that).  Otherwise the parts' events, composed.  Every part says
+    ``neighbouring="add_remove"``: the sensitivities (``k c``, ``sqrt(k) c``, times ``B``)
+    bound what adding or removing all rows of one privacy id changes, so the guarantee is
+    for that relation (under replace-one they double; a budget refuses to compose the event
+    with replace-one charges).
     """
     if p.select or (p.noise == "gaussian" and p.rho is None):
         assert p.epsilon is not None
-        return _events.EpsilonDelta(p.epsilon, p.delta)
-    if len(parts) == 1:
-        return parts[0].event
-    return _events.Composed(tuple(q.event for q in parts))
+        event: Any = _events.EpsilonDelta(p.epsilon, p.delta)
+    elif len(parts) == 1:
+        event = parts[0].event
+    else:
+        event = _events.Composed(tuple(q.event for q in parts))
+    return _events.with_neighbouring(event, _events.ADD_REMOVE)

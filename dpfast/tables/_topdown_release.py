@@ -47,9 +47,10 @@ class TopDownRelease:
     sigma, rho : list of float
         Per level: the noise parameter and the zCDP budget (0 for an unmeasured root).
     event : dpfast.accounting.events.Composed
-        One ``DiscreteGaussian(noise_multiplier=sigma_j, sensitivity=1)`` per measured
-        level (level order), composed: exactly what each level's noise does to its one
-        changed coordinate (:func:`topdown`, Privacy), so
+        One ``DiscreteGaussian(noise_multiplier=sigma_j, sensitivity=1,
+        neighbouring="add_remove")`` per measured level (level order), composed: exactly
+        what each level's noise does to its one changed coordinate (:func:`topdown`,
+        Privacy), so
         :class:`~dpfast.accounting.PldAccountant` accounts it exactly, and RDP / zCDP
         accountants as ``sum_j 1 / (2 sigma_j^2)``-zCDP.  (Earlier versions: a single
         ``Zcdp(rho_total)``; ledgers holding such records still load.)

@@ -201,7 +201,8 @@ def topdown(
     (Canonne, Kamath, Steinke 2020, Thm. 7; symmetric, so both directions), and the
     levels' noises are independent, so the release's privacy loss is the sum of the
     levels' losses.  :attr:`TopDownRelease.event` states exactly this:
-    ``Composed(DiscreteGaussian(sigma_j, sensitivity=1) for each measured level)``, which
+    ``Composed(DiscreteGaussian(sigma_j, sensitivity=1, neighbouring="add_remove") for each
+    measured level)``, which
     :class:`~dpfast.accounting.PldAccountant` accounts exactly (its tightest
     ``(epsilon, delta)``) and the RDP / zCDP accountants as ``sum_j 1 / (2 sigma_j^2)
     <= rho = sum_j rho_j``-zCDP (CKS20, Thm. 4; Bun & Steinke 2016, Lemma 2.3).  Every
@@ -209,8 +210,10 @@ def topdown(
     :meth:`TopDownRelease.epsilon` (CKS20 Cor. 13 on the total ``rho`` by default, or the
     PLD / RDP accountant on :attr:`~TopDownRelease.event`).  For a record that may *move*
     between leaves (replace-one neighbours) up to two units per level change, by 1 each
-    (two independent coordinates): the release is then covered by ``SelfComposed(event,
-    2)`` (``2 rho``-zCDP; sensitivity ``sqrt(2)``), not by ``event`` itself.
+    (two independent coordinates): the release is then covered by ``SelfComposed`` of the
+    same levels stated for ``neighbouring="replace_one"``, twice (``2 rho``-zCDP;
+    sensitivity ``sqrt(2)``), not by ``event`` itself, which states add/remove-one (a
+    budget refuses to compose it with replace-one charges).
     With ``total_invariant=True`` the level-0 totals are published exactly: the release is
     **not** differentially private for them (as the 2020 Census's invariants); the
     measurements of the other levels remain ``rho``-zCDP (``event`` composes those levels
@@ -322,8 +325,9 @@ def topdown(
 
 
 def _level_events(mechs: Sequence[Any]) -> _events.Composed:
-    """The release's event: one ``DiscreteGaussian(sigma_j, sensitivity=1)`` per measured
-    level, in level order, composed.
+    """The release's event: one ``DiscreteGaussian(sigma_j, sensitivity=1,
+    neighbouring="add_remove")`` per measured level, in level order, composed (see the
+    Privacy section of :func:`topdown` for the relation).
 
     ``noise_multiplier`` is exactly the ``sigma_j`` the level's noise is drawn with (the
     sensitivity is 1, so the mechanism's rounding down of ``sigma_j / 1`` is exact).
@@ -336,5 +340,5 @@ def _level_events(mechs: Sequence[Any]) -> _events.Composed:
         if not (isinstance(e, _events.DiscreteGaussian) and e.sensitivity == 1
                 and e.noise_multiplier == m.sigma):  # pragma: no cover - a broken invariant
             raise RuntimeError(f"topdown: unexpected level event {e!r} (sigma {m.sigma!r})")
-        evs.append(e)
+        evs.append(_events.with_neighbouring(e, _events.ADD_REMOVE))
     return _events.Composed(tuple(evs))

@@ -1,0 +1,182 @@
+"""Every event dpfast's releases create states its neighbouring relation (issue 22, item 3).
+
+A table / TopDown release's sensitivities are those of adding or removing one privacy id;
+before, their events stated no relation and composed silently with replace-one charges
+(randomized response): a budget certified eps = 0.95 where the truth under replace-one is
+0.5 + 2 * 0.45 = 1.4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dpfast as dp
+import dpfast.local as L
+from dpfast import tables
+from dpfast.accounting import PureDpAccountant, ZcdpAccountant
+from dpfast.accounting import events as ev
+
+from .helpers import KEY
+
+KEYS = np.array(["a", "b", "a", "c", "b", "a"])
+IDS = np.array([1, 1, 2, 3, 4, 5])
+VALS = np.array([1.5, 2.0, 0.25, 3.0, 1.0, 2.5])
+IVALS = np.array([1, 2, 0, 3, 1, 2])
+DOMAIN = ["a", "b", "c"]
+
+
+def _leaves(event: ev.DpEvent) -> list[ev.DpEvent]:
+    """The events inside ``event`` that carry a guarantee (not Composed / SelfComposed)."""
+    if isinstance(event, ev.Composed):
+        return [x for e in event.events for x in _leaves(e)]
+    if isinstance(event, ev.SelfComposed):
+        return _leaves(event.event)
+    return [event]
+
+
+def _table_releases() -> list[tuple[str, ev.DpEvent]]:
+    out = []
+    for noise, kw in (("laplace", {"epsilon": 0.5}), ("gaussian", {"rho": 0.2}),
+                      ("gaussian", {"epsilon": 0.5, "delta": 1e-6})):
+        for dom in (DOMAIN, None):
+            if dom is None and noise == "gaussian":
+                continue  # private selection needs Laplace noise
+            extra = {"delta": 1e-6} if dom is None else {}
+            kws = {**kw, **extra, "domain": dom, "noise": noise, "rng": KEY,
+                   "max_partitions": 2}
+            out.append((f"count {noise} {kw} {dom}", tables.count(KEYS, IDS, **kws).event))
+            for v, b in ((VALS, (0.0, 4.0)), (IVALS, (0, 4))):
+                out.append((f"sum {v.dtype}", tables.sum(v, KEYS, IDS, bounds=b, **kws).event))
+                out.append((f"mean {v.dtype}",
+                            tables.mean(v, KEYS, IDS, bounds=b, **kws).event))
+    *_, rel = dp.histogram(VALS, bins=4, range=(0.0, 4.0), epsilon=1.0, rng=KEY,
+                           return_release=True)
+    out.append(("histogram", rel.event))
+    *_, rel = dp.histogram(VALS, bins=4, range=(0.0, 4.0), weights=VALS,
+                           weight_bounds=(0.0, 4.0), rho=0.5, rng=KEY, return_release=True)
+    out.append(("weighted histogram", rel.event))
+    *_, rel = dp.histogram2d(VALS, VALS, bins=2, range=((0.0, 4.0), (0.0, 4.0)),
+                             epsilon=1.0, privacy_ids=IDS, rng=KEY, return_release=True)
+    out.append(("histogram2d", rel.event))
+    leaves = np.array([3, 0, 2, 5])
+    levels = [np.zeros(4, int), np.array([0, 0, 1, 1]), np.arange(4)]
+    out.append(("topdown", tables.topdown(leaves, levels, rho=1.0, rng=KEY).event))
+    out.append(("topdown invariant",
+                tables.topdown(leaves, levels, rho=1.0, rng=KEY, total_invariant=True).event))
+    return out
+
+
+def test_every_table_and_topdown_event_states_add_remove() -> None:
+    releases = _table_releases()
+    assert len(releases) > 20
+    for what, event in releases:
+        assert ev.relations_of(event) == {ev.ADD_REMOVE}, what
+        for leaf in _leaves(event):  # every part, not only one of them
+            assert leaf.neighbouring == ev.ADD_REMOVE, (what, leaf)
+        assert ev.from_dict(event.to_dict()) == event  # the relation survives a ledger
+
+
+def test_dask_tables_state_add_remove() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    import dpfast.dask as dkd
+
+    df = dd.from_pandas(pd.DataFrame({"k": KEYS, "id": IDS, "v": VALS}), npartitions=2)
+    for rel in (dkd.count(df, "k", "id", epsilon=1.0, delta=1e-6, rng=KEY),
+                dkd.sum(df, "k", "v", "id", bounds=(0.0, 4.0), epsilon=1.0, domain=DOMAIN,
+                        rng=KEY),
+                dkd.mean(df, "k", "v", "id", bounds=(0.0, 4.0), rho=1.0, domain=DOMAIN,
+                         rng=KEY)):
+        assert all(e.neighbouring == ev.ADD_REMOVE for e in _leaves(rel.event)), rel.event
+
+
+def test_every_local_protocol_states_replace_one() -> None:
+    protocols = [L.GeneralizedRandomizedResponse(4, 1.0), L.OptimizedUnaryEncoding(4, 1.0),
+                 L.OptimalLocalHashing(8, 1.0), L.CountMeanSketch(1.0, 4, 16, hash_seed=KEY),
+                 L.HadamardCountMeanSketch(1.0, 4, 16, hash_seed=KEY),
+                 L.Rappor(16, 2, 2, hash_seed=KEY)]
+    events = [p.event for p in protocols] + [protocols[-1].longitudinal_event]
+    for e in events:
+        assert e.neighbouring == ev.REPLACE_ONE, e
+
+
+def test_mixed_relations_scenario_is_refused() -> None:
+    # the repro: a replace-one RR charge, then a table release (add/remove one person)
+    b = dp.Budget(1.0, 1e-6, accounting="basic")
+    b.spend(ev.RandomizedResponse(0.5, 2), note="local RR survey")
+    with pytest.raises(dp.NeighbouringRelationError, match="add_remove"):
+        tables.count(KEYS, IDS, epsilon=0.45, max_partitions=2, domain=DOMAIN, budget=b,
+                     rng=KEY)
+    assert b.spent().epsilon == 0.5  # nothing was recorded
+    # and the other order, with TopDown
+    b = dp.Budget(1.0, 1e-6, accounting="zcdp")
+    tables.topdown(np.array([3, 0, 2, 5]), [np.zeros(4, int), np.arange(4)], rho=0.01,
+                   rng=KEY, budget=b)
+    with pytest.raises(dp.NeighbouringRelationError, match="replace_one"):
+        b.spend(ev.RandomizedResponse(0.5, 2))
+    # table events compose with other add/remove charges as before
+    b = dp.Budget(1.0, 1e-6, accounting="basic")
+    b.spend(ev.PoissonSampled(ev.Laplace(10.0), 0.1))
+    tables.count(KEYS, IDS, epsilon=0.45, domain=DOMAIN, budget=b, rng=KEY)
+
+
+def test_the_relation_survives_reopening_the_ledger(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "budget.sqlite")
+    b = dp.Budget(1.0, 1e-6, accounting="basic", ledger=path)
+    tables.count(KEYS, IDS, epsilon=0.2, domain=DOMAIN, budget=b, rng=KEY)
+    b.close()
+    b = dp.Budget(1.0, 1e-6, accounting="basic", ledger=path)
+    with pytest.raises(dp.NeighbouringRelationError):
+        b.spend(ev.RandomizedResponse(0.5, 2))
+    b.close()
+
+
+def test_accountants_convert_a_table_event_to_replace_one_correctly() -> None:
+    # under replace-one the table release costs 2 * 0.45 (group privacy of size two)
+    rel = tables.count(KEYS, IDS, epsilon=0.45, max_partitions=2, domain=DOMAIN, rng=KEY)
+    acct = PureDpAccountant(neighbouring=ev.REPLACE_ONE)
+    acct.compose(ev.RandomizedResponse(0.5, 2)).compose(rel.event)
+    assert acct.epsilon == pytest.approx(1.4) and acct.epsilon >= 1.4
+    # an accountant that adopted add/remove-one from the table event refuses replace-one
+    with pytest.raises(dp.NeighbouringRelationError):
+        PureDpAccountant().compose(rel.event).compose(ev.RandomizedResponse(0.5, 2))
+    with pytest.raises(dp.NeighbouringRelationError):  # and one event mixing both
+        PureDpAccountant().compose(ev.Composed((rel.event, ev.RandomizedResponse(0.5, 2))))
+    top = tables.topdown(np.array([3, 0, 2, 5]), [np.zeros(4, int), np.arange(4)],
+                         rho=0.5, rng=KEY)
+    z = ZcdpAccountant(neighbouring=ev.REPLACE_ONE).compose(top.event)
+    assert z.rho >= 4 * top.rho_total * (1 - 1e-12)  # group privacy: 4 rho
+
+
+@pytest.mark.parametrize("cls", [c for c in ev.EVENT_TYPES
+                                 if "neighbouring" in c.__dataclass_fields__])
+def test_the_field_is_checked_and_serialised(cls: type[ev.DpEvent]) -> None:
+    fields = [f for f in cls.__dataclass_fields__.values()
+              if f.name != "neighbouring" and f.default is not None]
+    args = {f.name: (0.5 if f.name == "delta" else 1.0) for f in fields}
+    e = cls(**args, neighbouring=ev.REPLACE_ONE)
+    assert e.neighbouring == ev.REPLACE_ONE and ev.relations_of(e) == {ev.REPLACE_ONE}
+    assert ev.from_dict(e.to_dict()) == e and "neighbouring" in repr(e)
+    assert cls(**args).neighbouring is None and "neighbouring" not in repr(cls(**args))
+    assert "neighbouring" not in cls(**args).to_dict()  # older ledgers' records unchanged
+    with pytest.raises(ValueError, match="neighbouring must be None"):
+        cls(**args, neighbouring="replace")
+    assert ev.with_neighbouring(cls(**args), ev.ADD_REMOVE).neighbouring == ev.ADD_REMOVE
+    with pytest.raises(ValueError, match="stated for 'replace_one'"):
+        ev.with_neighbouring(e, ev.ADD_REMOVE)
+
+
+def test_with_neighbouring_covers_every_event_type() -> None:
+    # every concrete event either takes the field, fixes a relation, or nests events
+    for cls in ev.EVENT_TYPES:
+        fixed = cls in (ev.RandomizedResponse, ev.PoissonSampled,
+                        ev.SampledWithoutReplacement)
+        nests = cls in (ev.Composed, ev.SelfComposed)
+        assert ("neighbouring" in cls.__dataclass_fields__) != (fixed or nests), cls
+    nested = ev.SelfComposed(ev.Composed((ev.Laplace(1.0), ev.PoissonSampled(
+        ev.Gaussian(1.0), 0.1))), 3)
+    out = ev.with_neighbouring(nested, ev.ADD_REMOVE)
+    assert [e.neighbouring for e in _leaves(out)] == [ev.ADD_REMOVE, ev.ADD_REMOVE]
+    with pytest.raises(ValueError, match="relation must be"):
+        ev.with_neighbouring(nested, None)  # type: ignore[arg-type]
