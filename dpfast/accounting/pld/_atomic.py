@@ -157,11 +157,17 @@ def chord_slopes(curve: Finite, dx: float, k_lo: int, n_cells: int, c: int
 
 
 def common_lattice(curves: list) -> float | None:
-    """The largest ``lam`` (of the curves' own) with every loss of every curve an integer
-    multiple of it, or None (a curve without a lattice, or incommensurate ones)."""
+    """The largest ``lam`` (of the curves' own) with every atom of every curve an integer
+    multiple of it, or None (a curve with atoms but neither a lattice nor an anchor, or
+    incommensurate ones).  Atomic curves give their ``lattice`` (every loss), plain
+    Laplace its ``anchor`` (its two atoms); curves without atoms (Gaussian) are skipped."""
     lats: list[float] = []
     for c in curves:
+        if getattr(c, "atomless", False):
+            continue
         v = getattr(c, "lattice", None)
+        if v is None:
+            v = getattr(c, "anchor", None)
         if v is None or not v > 0.0:
             return None
         lats.append(float(v))

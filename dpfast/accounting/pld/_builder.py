@@ -29,6 +29,12 @@ _TAU = 1e-16
 _TAU_SHARE = 1e-5
 #: automatic grid: interval = _GRID_FRACTION * (smallest loss standard deviation)
 _GRID_FRACTION = 0.05
+#: and at most _SPREAD_FRACTION of the composed loss's standard deviation; at most
+#: _FEW_FRACTION of it when at most _FEW events are composed, not all atomic (their
+#: discretisation errors are not averaged out; the composed loss then spans ~15,000 points)
+_SPREAD_FRACTION = 0.01
+_FEW_FRACTION = 0.002
+_FEW = 32
 #: the FFT power is redone in long double when its round-off bound exceeds this share
 #: of the queried delta
 _PRECISE_SHARE = 1e-3
@@ -80,7 +86,11 @@ class _PldBuild:
             sd_min = max(width, 1e-3)
         # per event: a fraction of its loss's spread; few compositions: also a fraction
         # of the composed spread (the interpolation error is then not averaged out)
-        dx = min(_GRID_FRACTION * sd_min, 0.01 * math.sqrt(var_tot) if var_tot > 0 else math.inf)
+        # (all atoms on a lattice: the aligned grid below is exact already, keep it coarse)
+        atomic = all(getattr(cv_, "lattice", None) for cs, _ in items for cv_ in cs)
+        few = not atomic and sum(c for _, c in items) <= _FEW
+        spread = (_FEW_FRACTION if few else _SPREAD_FRACTION) * math.sqrt(var_tot)
+        dx = min(_GRID_FRACTION * sd_min, spread if var_tot > 0 else math.inf)
         # the composed distribution spans about 30 standard deviations: fit MAX_BINS
         floor = max(30.0 * math.sqrt(var_tot) / MAX_BINS, 2.0 * width / MAX_BINS, 1e-9)
         dx = max(dx, floor)

@@ -64,6 +64,10 @@ class Curve:
     #: below this loss ``Q(L > e) = 1`` and the smooth variable does not reach (the
     #: lower end of the subsampled Gaussian's remove-direction loss)
     flat_below: float = -math.inf
+    #: a loss of which every atom is an integer multiple (the automatic grid divides it,
+    #: so no atom moves up; atomic curves: ``lattice``), and whether there are no atoms
+    anchor: float | None = None
+    atomless: bool = False
 
     def q_le(self, e: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -118,6 +122,7 @@ class GaussianRemove(Curve):
 
     ``L(x) = log(1 - q + q exp((2x - 1) / (2 s^2)))`` is increasing in ``x``.
     """
+    atomless = True
 
     def __init__(self, q: float, sigma: float) -> None:
         self.q, self.s = q, sigma
@@ -243,6 +248,7 @@ class GaussianAdd(Curve):
     ``L(x) = -log(1 - q + q exp((2x - 1) / (2 s^2)))`` is decreasing in ``x`` and
     bounded above by ``-log(1 - q)``.
     """
+    atomless = True
 
     def __init__(self, q: float, sigma: float) -> None:
         self.q, self.s = q, sigma
@@ -326,6 +332,8 @@ class LaplaceRemove(Curve):
         self.symmetric = q >= 1.0
         self.lo, self.hi = _lap_loss_bounds(q, b)
         self.breaks = (self.lo, self.hi)
+        # plain Laplace: the atoms at -1/b and 1/b (the subsampled ones are incommensurate)
+        self.anchor = self.hi if self.symmetric else None
 
     def cell_integrals(self, a: np.ndarray, h: np.ndarray, gt: bool | np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:

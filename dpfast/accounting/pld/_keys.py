@@ -9,12 +9,13 @@ composed.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
 
 from dpfast._core.errors import UnsupportedEventError
-from dpfast._core.rounding import float_up
+from dpfast._core.rounding import float_up, mul_up, sum_up, up
 
 from .. import events as ev
 from . import _curves as cv
@@ -95,6 +96,42 @@ def _discrete(kind: str, m: float, sens: int, event: ev.DpEvent) -> tuple:
             f"PldAccountant: {event!r} has privacy losses up to {top:.3g} (limit "
             f"{dz.MAX_LOSS:g}: the noise is too small for any useful epsilon)")
     return (kind, m, sens)
+
+
+def pure_bound(key: tuple) -> tuple[float, float] | None:
+    """``(epsilon, delta)`` that the base event of ``key`` satisfies in both directions
+    (rounded up), or None where there is no finite pure bound (Gaussian noise).
+
+    Laplace: ``1/b``, subsampled ``log(1 + q (e^(1/b) - 1))`` (Balle, Barthe & Gaboardi
+    2018, Thm. 8; the add direction's ``-log(1 - q + q e^(-1/b))`` is smaller); discrete
+    Laplace of scale ``t = m D`` and shift ``D``: ``D / t = 1/m``; randomized response and
+    ``EpsilonDelta``: their own parameters.
+    """
+    kind = key[0]
+    if kind == "rr":
+        return key[1], key[3]
+    if kind in ("dlap", "laplace"):
+        m = key[1] if kind == "dlap" else key[2]
+        eps = float_up(1 / Fraction(m))
+        if kind == "laplace" and key[1] < 1.0:
+            # rounded up as PureDpAccountant does (log1p / expm1: within 1 ulp each)
+            eps = min(eps, up(math.log1p(key[1] * math.expm1(eps)), 4))
+        return eps, 0.0
+    return None
+
+
+def basic_composition(counts: dict[tuple, int]) -> tuple[float, float]:
+    """``(sum c_i eps_i, sum c_i delta_i)`` of the recorded events (basic composition of
+    their :func:`pure_bound`, rounded up), ``(inf, inf)`` if one has none."""
+    eps: list[float] = []
+    dlt: list[float] = []
+    for key, c in counts.items():
+        b = pure_bound(key)
+        if b is None:
+            return math.inf, math.inf
+        eps.append(mul_up(float(c), b[0]))
+        dlt.append(mul_up(float(c), b[1]))
+    return sum_up(eps), sum_up(dlt)
 
 
 def _curves(key: tuple) -> tuple[cv.Curve, cv.Curve]:

@@ -17,7 +17,7 @@ from . import _pmf as pm
 from ._builder import _PRECISE_SHARE, _PldBuild
 from ._builder import MAX_BINS as MAX_BINS  # re-exported (dpfast.accounting.pld.MAX_BINS)
 from ._builder import _tau_for as _tau_for  # re-exported (the tests import it from here)
-from ._keys import _key
+from ._keys import _key, basic_composition
 
 __all__ = ["PldAccountant", "UnsupportedEventError"]
 
@@ -103,6 +103,19 @@ class PldAccountant(_PldBuild, Accountant):
     default grid (against a 5x finer grid; within 0.5% of dp_accounting's
     pessimistic PLD at interval 1e-4 on 32 DP-SGD settings; exact against Balle &
     Wang's closed form for the Gaussian to 1e-3 relative).
+
+    Single and few events: when every event has a pure bound (Laplace ``1/b``, discrete
+    Laplace ``1/m``, the pure events, randomized response, ``EpsilonDelta``, Poisson-sampled
+    Laplace ``log(1 + q (e^(1/b) - 1))``) the answer is also capped by their basic
+    composition (Dwork & Roth 2014, Thm. 3.16): ``epsilon <= sum eps_i`` for ``delta >=
+    sum delta_i`` (so ``EpsilonDelta`` events queried at their own total ``delta`` give
+    ``sum eps_i``, not ``inf``) and ``delta <= sum delta_i`` for ``epsilon >= sum eps_i``.
+    The automatic grid divides the atoms of plain Laplace losses (``+-1/b``) where the
+    scales are commensurate, so connect-the-dots moves no atom up, and is 5x finer when at
+    most 32 events (not all atomic) are composed.  Measured against the exact values
+    (mpmath): one Laplace(b), b from 0.05 to 10^5, delta from 1e-2 to 1e-14, and two
+    Laplace(b): at most 2.1e-5 relative above (was up to 0.7%); a few incommensurate events
+    within 0.04% of a 16x finer grid's lower bound.
 
     The discrete Gaussian with ``sensitivity=D`` is accounted as the pair
     ``N_Z(0, s^2)``, ``N_Z(D, s^2)``: by Canonne, Kamath & Steinke 2020 ("The discrete
@@ -210,10 +223,15 @@ class PldAccountant(_PldBuild, Accountant):
         d = check_probability(delta, "delta", zero=True, one=True)
         if d >= 1.0:
             return 0.0, 0.0
+        e_basic, d_basic = basic_composition(self._counts)
+        if d >= d_basic and e_basic == 0.0:
+            return 0.0, 0.0
         up = max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(True, d, d))
+        if d >= d_basic:  # basic composition of the pure bounds is valid too
+            up = min(up, e_basic)
         lo = (max(pm.epsilon(p, dx, d) for dx, p in self._pmfs(False, d, d)) if lower
               else math.nan)
-        return lo, up
+        return min(lo, up), up
 
     def get_delta_bounds(self, epsilon: float, *, lower: bool = True) -> tuple[float, float]:
         """``(lower, upper)`` bounds on the exact ``delta`` at ``epsilon``."""
@@ -224,8 +242,11 @@ class PldAccountant(_PldBuild, Accountant):
         up = max(pm.delta(p, dx0, e) for p in pmfs)
         if up < 1.0 and slack > _PRECISE_SHARE * up:
             up = max(pm.delta(p, dx, e) for dx, p in self._pmfs(True, up))
+        e_basic, d_basic = basic_composition(self._counts)
+        if e >= e_basic:  # basic composition of the pure bounds is valid too
+            up = min(up, d_basic)
         lo = max(pm.delta(p, dx, e) for dx, p in self._pmfs(False, up)) if lower else math.nan
-        return lo, up
+        return min(lo, up), up
 
     @property
     def value_discretization_interval(self) -> float | None:
