@@ -29,6 +29,7 @@ from scipy import special
 
 from dpfast._core import conversions as _conversions
 from dpfast._core.rounding import ULP as _ULP
+from dpfast._core.search import smallest_true
 from dpfast._core.validate import check_nonneg, check_positive, check_probability, check_whole
 
 __all__ = [
@@ -46,30 +47,17 @@ def _int_sensitivity(x: object) -> int:
     return check_whole(x, "sensitivity", minimum=1)
 
 
-def _bisect_sigma(ok, guess: float, rtol: float = 1e-12) -> float:
-    """Smallest ``sigma`` (up to ``rtol``, rounded up) with ``ok(sigma)``; ok is monotone."""
-    lo = hi = guess
-    if ok(guess):
-        lo = guess / 2.0
-        while ok(lo):
-            hi = lo
-            lo /= 2.0
-            if lo < 1e-300:
-                return hi
-    else:
-        hi = guess * 2.0
-        while not ok(hi):
-            lo = hi
-            hi *= 2.0
-            if hi > 1e300:
-                raise ValueError("no finite sigma meets the target")
-    while hi / lo > 1.0 + rtol:
-        mid = math.sqrt(lo * hi)
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+def _bisect_sigma(ok, guess: float, rtol: float = 1e-12, what: str = "calibration") -> float:
+    """Smallest ``sigma`` (up to ``rtol``, rounded up) with ``ok(sigma)``; ok is monotone.
+
+    Bounded (:func:`dpfast._core.search.smallest_true`): ``ValueError`` naming ``what``
+    when no finite ``sigma`` meets the target."""
+    return smallest_true(ok, guess, rtol=rtol, what=what)
+
+
+def _log_ratio(dl: float) -> float:
+    """``log(1.25 / delta)`` without overflow for subnormal ``delta``."""
+    return math.log(1.25) - math.log(dl)
 
 
 # --------------------------------------------------------------------------- Gaussian
@@ -155,8 +143,9 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
     e = check_nonneg(epsilon, "epsilon")
     dl = check_probability(delta, "delta")
     d = check_positive(sensitivity, "sensitivity")
-    guess = d * math.sqrt(2.0 * math.log(1.25 / dl)) / max(e, 1e-3)
-    return _bisect_sigma(lambda s: _agauss_delta(e, s, d) <= dl, guess)
+    guess = d * math.sqrt(2.0 * _log_ratio(dl)) / max(e, 1e-3)
+    return _bisect_sigma(lambda s: _agauss_delta(e, s, d) <= dl, guess,
+                         what=f"Gaussian calibration at epsilon={epsilon!r}, delta={delta!r}")
 
 
 def gaussian_sigma_zcdp(rho: float, sensitivity: float = 1.0) -> float:
@@ -171,6 +160,9 @@ def gaussian_sigma_zcdp(rho: float, sensitivity: float = 1.0) -> float:
     r = check_positive(rho, "rho")
     d = check_positive(sensitivity, "sensitivity")
     s = d / math.sqrt(2.0 * r)
+    if not math.isfinite(s):
+        raise ValueError(f"rho={rho!r} is too small for sensitivity {sensitivity!r}: sigma "
+                         f"= sensitivity / sqrt(2 rho) overflows")
     # certify: D^2 / (2 s^2) <= rho in exact arithmetic
     while Fraction(d) ** 2 / (2 * Fraction(s) ** 2) > Fraction(r):
         s = math.nextafter(s, math.inf)
@@ -265,8 +257,10 @@ def discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int = 1) 
     e = check_nonneg(epsilon, "epsilon")
     dl = check_probability(delta, "delta")
     d = _int_sensitivity(sensitivity)
-    guess = d * math.sqrt(2.0 * math.log(1.25 / dl)) / max(e, 1e-3)
-    return _bisect_sigma(lambda s: _dg_delta(e, s, d) <= dl, guess, rtol=1e-9)
+    guess = d * math.sqrt(2.0 * _log_ratio(dl)) / max(e, 1e-3)
+    return _bisect_sigma(lambda s: _dg_delta(e, s, d) <= dl, guess, rtol=1e-9,
+                         what=f"discrete Gaussian calibration at epsilon={epsilon!r}, "
+                              f"delta={delta!r}")
 
 
 # --------------------------------------------------------------------------- zCDP

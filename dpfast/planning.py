@@ -240,7 +240,8 @@ def accuracy_to_epsilon(
     s = float(plan.l1) if not plan.gaussian else math.sqrt(float(plan.l2sq))
     width = max(acc, 0.5)
     if plan.gaussian:
-        guess = s * math.sqrt(2 * math.log(2 / a)) * math.sqrt(2 * math.log(1.25 / plan.delta))
+        guess = s * math.sqrt(2 * math.log(2 / a)) * math.sqrt(
+            2 * (math.log(1.25) - math.log(plan.delta)))  # no overflow for subnormal delta
         guess /= width
     else:
         guess = s * math.log(1 / a) / width
@@ -253,8 +254,9 @@ def accuracy_to_epsilon(
                              f"with {mechanism}: {why}")
         hi = min(hi * 2.0, _EPS_MAX)
     lo = hi / 2.0
-    while ok(lo):
+    while ok(lo):  # at most ~1000 halvings
         hi, lo = lo, lo / 2.0
         if lo < 1e-300:
-            raise ValueError("accuracy_to_epsilon: no lower bracket")  # pragma: no cover
+            raise ValueError(f"accuracy {accuracy!r} at alpha {alpha!r} with {mechanism}: "
+                             "met for every epsilon down to 1e-300")  # pragma: no cover
     return float_boundary(ok, lo, hi)[1]  # not ok(lo), ok(hi)

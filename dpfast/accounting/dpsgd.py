@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from dpfast._core.search import smallest_true
 from dpfast._core.validate import check_real as _check_real
 from dpfast._core.validate import check_whole as _check_whole
 
@@ -176,26 +177,10 @@ def calibrate_noise_multiplier(
         return _sgm_epsilon(q, s, t, d, info)[0]
 
     # initial guess from the small-q approximation eps ~ 2 q sqrt(T log(1/delta)) / sigma
-    guess = max(2.0 * q * math.sqrt(t * math.log(1.0 / d)) / target, 0.5)
-    lo = hi = guess
-    if eps(guess) <= target:
-        lo = guess / 2.0
-        while eps(lo) <= target:
-            hi = lo
-            lo /= 2.0
-            if lo < 1e-6:
-                raise ValueError("calibration failed: target reached for sigma -> 0")
-    else:
-        hi = guess * 2.0
-        while eps(hi) > target:
-            lo = hi
-            hi *= 2.0
-            if hi > 1e12:
-                raise ValueError("calibration failed: no sigma below 1e12 meets the target")
-    while hi / lo > 1.0 + _CAL_RTOL:
-        mid = math.sqrt(lo * hi)
-        if eps(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # (log(1/delta) as -log(delta): no overflow for subnormal delta)
+    guess = min(max(2.0 * q * math.sqrt(t * -math.log(d)) / target, 0.5), 1e12)
+    what = (f"calibrate_noise_multiplier(target_epsilon={target_epsilon!r}, delta={delta!r}, "
+            f"sampling_rate={sampling_rate!r}, steps={steps!r})")
+    # bounded: sigma in [1e-6, 1e12] (ValueError naming the arguments outside)
+    return smallest_true(lambda s: eps(s) <= target, guess, rtol=_CAL_RTOL, what=what,
+                         hi_limit=1e12, lo_limit=1e-6)

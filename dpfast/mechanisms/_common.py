@@ -90,8 +90,9 @@ def _granularity_fixed_point(
             return s, g
         s = n
     raise ValueError(
-        f"{what}: the grid term does not converge: {what} is too small for a grid of "
-        "about 2^-40 times the noise scale (use a discrete mechanism)"
+        f"{what}: the grid term does not converge (noise scale {s!r}): the privacy "
+        "parameter is too small for a float noise scale with a grid of about 2^-40 times "
+        "it (use a discrete mechanism)"
     )
 
 

@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import mpmath
 
-from dpfast._core.rounding import float_down
+from dpfast._core.conversions import mp_float_down
 
 __all__ = ["grid_terms"]
 
@@ -49,12 +49,16 @@ def _mp(q: Fraction | int) -> mpmath.mpf:
 
 
 def grid_terms(
-    epsilon: Fraction, delta: Fraction, m: int, s: Fraction
+    epsilon: Fraction, delta: Fraction, m: int, s: Fraction, what: str | None = None
 ) -> tuple[float, float]:
     """``(epsilon', delta')`` for the continuous calibration (see the module docstring).
 
-    Both are rounded down (the safe side).  Raises ``ValueError`` when nothing is left.
+    Both are rounded down (the safe side), to the nearest float below at any magnitude
+    (subnormal ``delta`` included).  Raises ``ValueError`` naming ``what`` (default: the
+    ``epsilon`` and ``delta`` given) when nothing is left.
     """
+    if what is None:
+        what = f"epsilon={float(epsilon)!r}, delta={float(delta)!r}"
     with mpmath.workprec(_PREC):
         eps, dlt, sm = _mp(epsilon), _mp(delta), _mp(s)
         mm = mpmath.mpf(m)
@@ -72,12 +76,14 @@ def grid_terms(
         slack = 1 - mpmath.mpf(2) ** -100
         eps_out = eps2 - abs(eps2) * mpmath.mpf(2) ** -100
         d_out = d2 * slack
-        if eps_out < 0 or d_out <= 0:
+        e_f = mp_float_down(eps_out) if eps_out > 0 else -1.0
+        d_f = mp_float_down(d_out) if d_out > 0 else 0.0
+        if e_f < 0 or d_f <= 0:
             raise ValueError(
-                "epsilon or delta is too small for the float grid's discretisation term "
-                f"(epsilon shrinks by {float(2 * eta):.3g}); use DiscreteGaussianMechanism "
-                "or rho"
+                f"GaussianMechanism: {what} is too small for the float grid's "
+                f"discretisation term (epsilon shrinks by {float(2 * eta):.3g}, delta by a "
+                f"relative {float(1 - d2 / dlt):.3g}, leaving epsilon' = {float(eps_out):.3g},"
+                f" delta' = {float(d_out):.3g}; both must stay positive floats); use "
+                f"DiscreteGaussianMechanism or rho"
             )
-        e_q = Fraction(int(mpmath.floor(mpmath.ldexp(eps_out, 160)))) / 2**160
-        d_q = Fraction(int(mpmath.floor(mpmath.ldexp(d_out, 400)))) / 2**400
-    return float_down(e_q), float_down(d_q)
+    return max(e_f, 0.0), d_f

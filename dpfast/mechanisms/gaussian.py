@@ -13,6 +13,7 @@ from dpfast import _calibrate
 from dpfast import noise as _noise
 from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast._core.rounding import float_down, float_up
+from dpfast._core.search import largest_true
 from dpfast._core.validate import check_exact_positive
 from dpfast.accounting import events as _events
 from dpfast.mechanisms._common import (
@@ -121,14 +122,16 @@ class GaussianMechanism(_Mechanism):
                 if g == 0.0:
                     return _calibrate.analytic_gaussian_sigma(eps_down, float(dlt), float(sens))
                 # discretisation terms for sigma = s on the grid g (checked at the returned s)
-                e2, d2 = grid_terms(eps, dlt, m, Fraction(s) / Fraction(g))
+                e2, d2 = grid_terms(eps, dlt, m, Fraction(s) / Fraction(g),
+                                    what=f"epsilon={epsilon!r}, delta={delta!r}")
                 return _calibrate.analytic_gaussian_sigma(
                     e2, d2, float_up(sens + root_m * Fraction(g))
                 )
 
             start = need(0.0, 0.0)
         self.sigma, self.granularity = _granularity_fixed_point(
-            need, start, "rho" if mode == "zcdp" else "epsilon or delta"
+            need, start, f"GaussianMechanism(rho={rho!r})" if mode == "zcdp" else
+            f"GaussianMechanism(epsilon={epsilon!r}, delta={delta!r})"
         )
         d_eff = sens + root_m * Fraction(self.granularity)
         self.event = _events.Gaussian(noise_multiplier=float_down(Fraction(self.sigma) / d_eff))
@@ -285,21 +288,16 @@ class DiscreteGaussianMechanism(_Mechanism):
 
 def _largest_rho(eps: float, delta: float) -> float:
     """A float ``rho`` (within 1e-12 relative of the largest) with ``zcdp_delta(rho, eps) <=
-    delta``: ``rho``-zCDP then implies ``(eps, delta)``-DP (CKS20, Cor. 13)."""
+    delta``: ``rho``-zCDP then implies ``(eps, delta)``-DP (CKS20, Cor. 13).
+
+    Bounded search (:func:`dpfast._core.search.largest_true`); ``ValueError`` naming
+    ``epsilon`` and ``delta`` if no positive ``rho`` is small enough."""
 
     def ok(r: float) -> bool:
         return _calibrate.zcdp_delta(r, eps) <= delta
 
-    lo = hi = eps * eps / (4 * math.log(1 / delta) + 4 * eps)  # below the answer (checked)
-    while not ok(lo):
-        lo /= 2.0
-    hi = lo * 2.0
-    while ok(hi):
-        lo, hi = hi, hi * 2.0
-    while hi / lo > 1 + 1e-12:
-        mid = math.sqrt(lo * hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    # a guess below the answer; log(1/delta) without overflow for subnormal delta
+    guess = eps * eps / (-4.0 * math.log(delta) + 4.0 * eps)
+    return largest_true(ok, guess, rtol=1e-12,
+                        what=f"zCDP calibration at epsilon={eps!r}, delta={delta!r} (the "
+                             f"largest rho-zCDP implying it)")

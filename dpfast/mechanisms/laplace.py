@@ -79,7 +79,7 @@ class LaplaceMechanism(_Mechanism):
         self.scale, self.granularity = _granularity_fixed_point(
             lambda g, _s: float_up((sens + m * Fraction(g)) / eps),
             float_up(sens / eps),
-            "epsilon (per max_changed coordinate)",
+            f"LaplaceMechanism(epsilon={epsilon!r}, max_changed={max_changed!r})",
         )
         d_eff = sens + m * Fraction(self.granularity)
         self.event = _events.Laplace(noise_multiplier=float_down(Fraction(self.scale) / d_eff))
@@ -145,7 +145,8 @@ class DiscreteLaplaceMechanism(_Mechanism):
         self.sensitivity = sens
         self.scale = float_up(sens / eps)
         if not math.isfinite(self.scale):
-            raise ValueError(f"epsilon is too small for sensitivity {sens}: scale overflows")
+            raise ValueError(f"epsilon={epsilon!r} is too small for sensitivity {sens}: the "
+                             "noise scale overflows")
         self.event = _events.DiscreteLaplace(
             noise_multiplier=float_down(Fraction(self.scale) / sens)
         )

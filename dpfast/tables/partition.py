@@ -46,7 +46,8 @@ def selection_delta(scale: Any, threshold: int, max_partitions: int,
         return 1.0
     with mpmath.workprec(_PREC):
         p = _tail(t, m)
-        d = 1 - mpmath.power(1 - p, int(max_partitions))
+        # 1 - (1 - p)^k without cancellation: for p below 2^-256 the plain form gives 0
+        d = -mpmath.expm1(int(max_partitions) * mpmath.log1p(-p))
         d = d * (1 + mpmath.mpf(2) ** -200)
         f = float(d)
         return f if f >= d else math.nextafter(f, math.inf)
@@ -97,12 +98,39 @@ def partition_threshold(scale: Any, delta: float, max_partitions: int = 1,
                          f"{delta!r}")
     t = Fraction(scale)
     k, c = int(max_partitions), int(max_per_partition)
-    # estimate: k a^m / (1 + a) = delta  =>  m = t ln(k / (delta (1 + a)))
+    # estimate: k a^m / (1 + a) = delta  =>  m = t ln(k / (delta (1 + a))), in logs (a
+    # subnormal delta does not overflow)
     a = math.exp(-1.0 / float(t))
-    guess = max(1, int(float(t) * math.log(k / (float(delta) * (1 + a)))) - 2)
-    m = guess
-    while selection_delta(t, c + m, k, c) > delta:
-        m += 1
-    while m > 1 and selection_delta(t, c + m - 1, k, c) <= delta:
-        m -= 1
-    return c + m
+    est = float(t) * (math.log(k) - math.log(float(delta)) - math.log1p(a))
+    guess = max(1, int(min(est, 2.0**62)) - 2)
+
+    def ok(m: int) -> bool:
+        return selection_delta(t, c + m, k, c) <= delta
+
+    # the smallest m >= 1 with ok(m) (decreasing in m): gallop from the estimate, then
+    # bisect on the integers -- bounded (about 2 log2 of the distance to the estimate)
+    if ok(guess):
+        hi, step = guess, 1
+        lo = hi - step
+        while lo >= 1 and ok(lo):
+            hi, step = lo, step * 2
+            lo = hi - step
+        lo = max(lo, 0)  # m = 0 is not allowed: a sentinel, never evaluated
+    else:
+        lo, step = guess, 1
+        hi = lo + step
+        for _ in range(200):
+            if ok(hi):
+                break
+            lo, step = hi, step * 2
+            hi = lo + step
+        else:  # pragma: no cover - the tail decreases geometrically in m
+            raise ValueError(f"no partition-selection threshold reaches delta={delta!r} "
+                             f"with scale {float(t):.6g}")
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return c + hi

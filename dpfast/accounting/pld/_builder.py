@@ -47,7 +47,7 @@ def _tau_for(target: float | None) -> float:
     """The truncated tail mass per composition for a query at ``delta = target``: a power
     of ten at most ``_TAU_SHARE * target`` (narrower windows; all of it is added to
     ``delta``), or :data:`_TAU` where the target is unknown."""
-    if target is None or target <= 0.0:
+    if target is None or not _TAU_SHARE * target > 0.0:  # unknown, 0 or subnormal
         return _TAU
     return max(_TAU, 10.0 ** math.floor(math.log10(_TAU_SHARE * target)))
 

@@ -30,6 +30,15 @@ def pld_dpsgd_epsilon(q: float, s: float, t: int, d: float) -> float:
     return _eps(q, s, t, d, None)[0]
 
 
+def _log(e: float) -> float:
+    return math.log(max(e, 5e-324))  # an epsilon of 0 (huge sigma) stays finite
+
+
+#: at most this many 5% widenings above the RDP calibration, and regula falsi steps
+_MAX_WIDEN = 40
+_MAX_STEPS = 200
+
+
 def pld_calibrate_noise_multiplier(target: float, d: float, q: float, t: int,
                                    sigma_rdp: float, rtol: float) -> tuple[float, int]:
     """Smallest ``sigma`` (within ``rtol``) with PLD epsilon <= ``target``.
@@ -37,27 +46,38 @@ def pld_calibrate_noise_multiplier(target: float, d: float, q: float, t: int,
     ``sigma_rdp`` is the RDP-calibrated value (an upper bracket in practice).  Returns
     ``(sigma, number of PLD evaluations)``; ``epsilon(sigma) <= target`` always.
     """
+    what = (f"PLD DP-SGD calibration at target_epsilon={target!r}, delta={d!r}, "
+            f"sampling_rate={q!r}, steps={t!r}")
     hi = sigma_rdp
     e_hi, dx = _eps(q, hi, t, d, None)
     n = 1
-    while e_hi > target:  # PLD above RDP: only through the grid's pessimism; widen
+    for _ in range(_MAX_WIDEN):  # PLD above RDP: only through the grid's pessimism; widen
+        if e_hi <= target:
+            break
         hi *= 1.05
         e_hi, _ = _eps(q, hi, t, d, dx)
         n += 1
+    else:
+        raise ValueError(f"{what}: no sigma up to {hi:.4g} (1.05^{_MAX_WIDEN} times the RDP "
+                         f"calibration {sigma_rdp:.4g}) meets the target (the PLD accountant "
+                         f"certifies no delta below its 1e-16 tail truncation: use "
+                         f"accountant='rdp' there)")
     lo = hi / 1.25
     e_lo, _ = _eps(q, lo, t, d, dx)
     n += 1
-    while e_lo <= target:
+    while e_lo <= target:  # at most log(hi / 1e-6) / log(1.25) steps
         hi, e_hi = lo, e_lo
         lo /= 1.25
         if lo < 1e-6:
-            raise ValueError("calibration failed: target reached for sigma -> 0")
+            raise ValueError(f"{what}: the target is met for every sigma down to 1e-06")
         e_lo, _ = _eps(q, lo, t, d, dx)
         n += 1
     lt = math.log(target)
-    f_lo, f_hi = math.log(e_lo) - lt, math.log(e_hi) - lt  # f_lo > 0 >= f_hi
+    f_lo, f_hi = _log(e_lo) - lt, _log(e_hi) - lt  # f_lo > 0 >= f_hi
     side = 0
-    while hi / lo > 1.0 + rtol and f_hi < -rtol / 4:
+    for _ in range(_MAX_STEPS):  # Illinois regula falsi: ~5 steps; bounded regardless
+        if not (hi / lo > 1.0 + rtol and f_hi < -rtol / 4):
+            break
         x_lo, x_hi = math.log(lo), math.log(hi)
         x = x_hi - f_hi * (x_hi - x_lo) / (f_hi - f_lo) if math.isfinite(f_lo) else (
             0.5 * (x_lo + x_hi))
@@ -65,7 +85,7 @@ def pld_calibrate_noise_multiplier(target: float, d: float, q: float, t: int,
         mid = math.exp(x)
         e_mid, _ = _eps(q, mid, t, d, dx)
         n += 1
-        f_mid = math.log(e_mid) - lt
+        f_mid = _log(e_mid) - lt
         if f_mid <= 0.0:
             hi, f_hi = mid, f_mid
             if side == -1:

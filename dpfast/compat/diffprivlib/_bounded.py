@@ -96,8 +96,17 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
             return _loss(b, g, k, max(n, 0)) <= mpmath.mpf(target)
 
         lo = hi = sens / target
-        while not ok(hi):
+        for _ in range(2200):  # bounded: the float range is 2098 binades
+            if ok(hi):
+                break
+            if not math.isfinite(hi * 2):
+                break
             lo, hi = hi, hi * 2
+        else:  # pragma: no cover
+            hi = math.inf
+        if not (math.isfinite(hi) and ok(hi)):
+            raise ValueError(f"epsilon={self.epsilon!r}, delta={self.delta!r}: no finite "
+                             f"Laplace scale meets the target for [{self.lower}, {self.upper}]")
         for _ in range(200):  # bisection on floats down to adjacent values
             mid = (lo + hi) / 2
             if mid in (lo, hi):

@@ -61,8 +61,13 @@ class Snapping(_dm.Snapping):
         else:
             raise ValueError(f"epsilon={self.epsilon} is too small for the snapping mechanism's "
                              "guarantee (Mironov 2012 needs epsilon > 2**-48); use Laplace")
-        while dpfast.snapping_epsilon(lam, b_used, 1.0) > self.epsilon:
+        for _ in range(1 << 16):  # a few ulps in practice; bounded regardless
+            if not dpfast.snapping_epsilon(lam, b_used, 1.0) > self.epsilon:
+                break
             lam = math.nextafter(lam, math.inf)
+        else:  # pragma: no cover
+            raise ValueError(f"epsilon={self.epsilon} could not be calibrated for the "
+                             f"snapping mechanism with bound {b_used}")
         if not b_used < 2.0 ** 46 * lam:
             raise ValueError(f"epsilon={self.epsilon} is too large for snapping with bound "
                              f"{b_used} (needs bound < 2**46 / epsilon); use Laplace")
