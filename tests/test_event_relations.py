@@ -180,3 +180,14 @@ def test_with_neighbouring_covers_every_event_type() -> None:
     assert [e.neighbouring for e in _leaves(out)] == [ev.ADD_REMOVE, ev.ADD_REMOVE]
     with pytest.raises(ValueError, match="relation must be"):
         ev.with_neighbouring(nested, None)  # type: ignore[arg-type]
+
+
+def test_parallel_composition_keeps_the_relation() -> None:
+    from dpfast.accounting import parallel_composition
+
+    rel = tables.count(KEYS, IDS, epsilon=0.45, domain=DOMAIN, rng=KEY)
+    out = parallel_composition([rel.event, ev.Laplace(1.0)])
+    assert out == ev.Epsilon(1.0, neighbouring=ev.ADD_REMOVE)  # was Epsilon(1.0): lost
+    assert parallel_composition([ev.Laplace(1.0), ev.Epsilon(0.5)]) == ev.Epsilon(1.0)
+    with pytest.raises(dp.NeighbouringRelationError):
+        parallel_composition([rel.event, ev.RandomizedResponse(0.5)])

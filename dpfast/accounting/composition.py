@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import mpmath
 
-from dpfast._core.errors import UnsupportedEventError
+from dpfast._core.errors import NeighbouringRelationError, UnsupportedEventError
 from dpfast._core.rounding import ULP as _ULP
 from dpfast._core.validate import check_int, check_real
 
@@ -170,6 +170,8 @@ def parallel_composition(events: Iterable[ev.DpEvent]) -> ev.DpEvent:
     ------
     ValueError
         If ``events`` is empty or the events have no common kind of guarantee.
+    NeighbouringRelationError
+        If the events state different neighbouring relations.
 
     Privacy
     -------
@@ -177,6 +179,7 @@ def parallel_composition(events: Iterable[ev.DpEvent]) -> ev.DpEvent:
     (add/remove-one relation, parts defined by a public function of each record), the
     whole release is as private as the least private part.  Under replace-one a changed
     record may move between two parts; then compose the two worst parts sequentially.
+    The relation the events state is kept on the result (``neighbouring``).
     """
     if isinstance(events, ev.DpEvent):
         raise TypeError("events must be an iterable of DpEvent")
@@ -188,6 +191,12 @@ def parallel_composition(events: Iterable[ev.DpEvent]) -> ev.DpEvent:
             raise TypeError(f"events[{i}] must be a DpEvent, got {type(e).__name__}")
     if all(e == evs[0] for e in evs):
         return evs[0]
+    rels = frozenset().union(*(ev.relations_of(e) for e in evs))
+    if len(rels) > 1:
+        raise NeighbouringRelationError(
+            "parallel_composition: the events state different neighbouring relations "
+            f"({sorted(rels)}); their guarantees do not compose")
+    out: ev.DpEvent
     try:
         pairs = [approx_dp(e) for e in evs]
     except UnsupportedEventError:
@@ -195,11 +204,14 @@ def parallel_composition(events: Iterable[ev.DpEvent]) -> ev.DpEvent:
     if pairs is not None:
         eps = max(p[0] for p in pairs)
         dl = max(p[1] for p in pairs)
-        return ev.Epsilon(eps) if dl == 0.0 else ev.EpsilonDelta(eps, dl)
-    try:
-        rhos = [zcdp_rho(e) for e in evs]
-    except UnsupportedEventError:
-        raise UnsupportedEventError(
-            "parallel_composition: events have no common (epsilon, delta) or zCDP guarantee"
-        ) from None
-    return ev.Zcdp(max(rhos))
+        out = ev.Epsilon(eps) if dl == 0.0 else ev.EpsilonDelta(eps, dl)
+    else:
+        try:
+            rhos = [zcdp_rho(e) for e in evs]
+        except UnsupportedEventError:
+            raise UnsupportedEventError(
+                "parallel_composition: events have no common (epsilon, delta) or zCDP "
+                "guarantee"
+            ) from None
+        out = ev.Zcdp(max(rhos))
+    return ev.with_neighbouring(out, next(iter(rels))) if rels else out

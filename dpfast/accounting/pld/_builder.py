@@ -30,8 +30,8 @@ _TAU_SHARE = 1e-5
 #: automatic grid: interval = _GRID_FRACTION * (smallest loss standard deviation)
 _GRID_FRACTION = 0.05
 #: and at most _SPREAD_FRACTION of the composed loss's standard deviation; at most
-#: _FEW_FRACTION of it when at most _FEW events are composed, not all atomic (their
-#: discretisation errors are not averaged out; the composed loss then spans ~15,000 points)
+#: _FEW_FRACTION of it when at most _FEW events are composed, with atoms but not all on a
+#: lattice (errors at the atoms are not averaged out; the composed loss spans ~15,000 points)
 _SPREAD_FRACTION = 0.01
 _FEW_FRACTION = 0.002
 _FEW = 32
@@ -86,25 +86,39 @@ class _PldBuild:
             sd_min = max(width, 1e-3)
         # per event: a fraction of its loss's spread; few compositions: also a fraction
         # of the composed spread (the interpolation error is then not averaged out)
-        # (all atoms on a lattice: the aligned grid below is exact already, keep it coarse)
-        atomic = all(getattr(cv_, "lattice", None) for cs, _ in items for cv_ in cs)
-        few = not atomic and sum(c for _, c in items) <= _FEW
-        spread = (_FEW_FRACTION if few else _SPREAD_FRACTION) * math.sqrt(var_tot)
-        dx = min(_GRID_FRACTION * sd_min, spread if var_tot > 0 else math.inf)
+        dx = min(_GRID_FRACTION * sd_min,
+                 _SPREAD_FRACTION * math.sqrt(var_tot) if var_tot > 0 else math.inf)
         # the composed distribution spans about 30 standard deviations: fit MAX_BINS
         floor = max(30.0 * math.sqrt(var_tot) / MAX_BINS, 2.0 * width / MAX_BINS, 1e-9)
         dx = max(dx, floor)
-        # atomic losses on one lattice (discrete noise, randomized response): a grid
-        # that divides the lattice puts every atom on a grid point, so the upper bound is
-        # exact; the finest such grid not coarser than the automatic one (the lower bound
-        # still rounds the top atom down by one step), or the lattice itself if at most
-        # 4x finer
-        lattice = common_lattice([cv_ for cs, _ in items for cv_ in cs])
-        if lattice is not None and lattice >= max(0.25 * dx, floor):
-            n = max(1, math.ceil(lattice / dx * (1.0 - 1e-12)))
-            if lattice / n >= floor:
-                dx = lattice / n
-        return dx
+        # atoms on one lattice (discrete noise, randomized response: every loss; plain
+        # Laplace: its two atoms): a grid that divides the lattice puts every atom on a
+        # grid point, so connect-the-dots moves none up (atomic pairs: the upper bound is
+        # exact); the finest such grid not coarser than the automatic one (the lower
+        # bound still rounds the top atom down by one step), or the lattice itself if at
+        # most 4x finer
+        curves = [cv_ for cs, _ in items for cv_ in cs]
+        lattice = common_lattice(curves)
+
+        def aligned(dx: float) -> float | None:
+            if lattice is not None and lattice >= max(0.25 * dx, floor):
+                n = max(1, math.ceil(lattice / dx * (1.0 - 1e-12)))
+                if lattice / n >= floor:
+                    return lattice / n
+            return None
+
+        out = aligned(dx)
+        if out is not None:
+            return out
+        # atoms off the grid, few events: each atom's rounding up is not averaged out, so
+        # a finer grid (not for all-atomic pairs, whose allowance grows with the points,
+        # nor for atomless Gaussians, smooth and tight already)
+        atomic = all(getattr(cv_, "lattice", None) for cv_ in curves)
+        smooth = all(getattr(cv_, "atomless", False) for cv_ in curves)
+        if not (atomic or smooth) and sum(c for _, c in items) <= _FEW and var_tot > 0:
+            dx = max(min(dx, _FEW_FRACTION * math.sqrt(var_tot)), floor)
+            out = aligned(dx)
+        return dx if out is None else out
 
     def _pmfs(self, pess: bool, delta: float = 1.0, target: float | None = None
               ) -> list[tuple[float, pm.Pmf]]:

@@ -111,8 +111,8 @@ class PldAccountant(_PldBuild, Accountant):
     sum delta_i`` (so ``EpsilonDelta`` events queried at their own total ``delta`` give
     ``sum eps_i``, not ``inf``) and ``delta <= sum delta_i`` for ``epsilon >= sum eps_i``.
     The automatic grid divides the atoms of plain Laplace losses (``+-1/b``) where the
-    scales are commensurate, so connect-the-dots moves no atom up, and is 5x finer when at
-    most 32 events (not all atomic) are composed.  Measured against the exact values
+    scales are commensurate, so connect-the-dots moves no atom up; where atoms stay off
+    the grid and at most 32 events are composed it is 5x finer.  Measured against the exact values
     (mpmath): one Laplace(b), b from 0.05 to 10^5, delta from 1e-2 to 1e-14, and two
     Laplace(b): at most 2.1e-5 relative above (was up to 0.7%); a few incommensurate events
     within 0.04% of a 16x finer grid's lower bound.
