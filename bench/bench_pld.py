@@ -109,3 +109,48 @@ def test_pld_calibration_speed(benchmark, report) -> None:
           f"dp_accounting PLD bisection {t_theirs:.1f} s -> {ratio:.1f}x (target >= 10x); "
           f"sigma {s_ours:.5f} vs {s_theirs:.5f}")
     report("pld_calibration", f"{ratio:.1f}x faster than bisection over dp_accounting PLD")
+
+
+FEW_CASES = {  # name: [(Laplace noise multiplier, count)]
+    "1xLaplace(1)": [(1.0, 1)],
+    "2xLaplace(12.62)": [(12.62, 2)],
+    "3xLaplace(7)+2xLaplace(11)": [(7.0, 3), (11.0, 2)],
+}
+
+
+@pytest.mark.parametrize("name", list(FEW_CASES))
+def test_pld_few_events_speed(benchmark, report, name) -> None:
+    """Few Laplace events (issue 22, item 9: tightness there needs the aligned / finer grid):
+    dpfast's PldAccountant (compose + query) vs dp_accounting's PLDAccountant at its
+    default interval 1e-4, and both epsilons (dpfast's within 0.5% of the exact value:
+    tests/test_pld_tightness.py)."""
+    from dpfast.accounting import PldAccountant
+    from dpfast.accounting import events as ev
+
+    def ours() -> float:
+        acct = PldAccountant()
+        for b, c in FEW_CASES[name]:
+            acct.compose(ev.Laplace(b), c)
+        return acct.get_epsilon(DELTA)
+
+    def theirs() -> float:
+        acct = ppa.PLDAccountant(value_discretization_interval=1e-4)
+        for b, c in FEW_CASES[name]:
+            acct.compose(dpa.LaplaceDpEvent(b), c)
+        return acct.get_epsilon(DELTA)
+
+    e_ours, e_theirs = ours(), theirs()
+    benchmark.pedantic(ours, rounds=3, iterations=1)
+    ours_t, theirs_t = [], []
+    for _ in range(11):
+        ours_t.append(_t.median_time(ours, 1))
+        theirs_t.append(_t.median_time(theirs, 1))
+    t_ours, t_theirs = statistics.median(ours_t), statistics.median(theirs_t)
+    ratio = t_theirs / t_ours
+    benchmark.extra_info.update({"dpfast_ms": t_ours * 1e3, "dp_accounting_ms": t_theirs * 1e3,
+                                 "speedup": ratio, "epsilon_dpfast": e_ours,
+                                 "epsilon_dp_accounting": e_theirs})
+    print(f"{name}: dpfast PLD {t_ours * 1e3:.1f} ms (eps {e_ours:.7f}), dp_accounting PLD "
+          f"{t_theirs * 1e3:.1f} ms (eps {e_theirs:.7f}) -> {ratio:.2f}x")
+    report(f"pld_few[{name}]", f"{ratio:.2f}x dp_accounting PLD's speed; eps {e_ours:.7f} "
+           f"vs {e_theirs:.7f}")
