@@ -97,8 +97,8 @@ class _PldBuild:
         # exact); the finest such grid not coarser than the automatic one (the lower
         # bound still rounds the top atom down by one step), or the lattice itself if at
         # most 4x finer
-        curves = [cv_ for cs, _ in items for cv_ in cs]
-        lattice = common_lattice(curves)
+        all_curves = [cv_ for cs, _ in items for cv_ in cs]
+        lattice = common_lattice(all_curves)
 
         def aligned(dx: float) -> float | None:
             if lattice is not None and lattice >= max(0.25 * dx, floor):
@@ -113,8 +113,8 @@ class _PldBuild:
         # atoms off the grid, few events: each atom's rounding up is not averaged out, so
         # a finer grid (not for all-atomic pairs, whose allowance grows with the points,
         # nor for atomless Gaussians, smooth and tight already)
-        atomic = all(getattr(cv_, "lattice", None) for cv_ in curves)
-        smooth = all(getattr(cv_, "atomless", False) for cv_ in curves)
+        atomic = all(getattr(cv_, "lattice", None) for cv_ in all_curves)
+        smooth = all(getattr(cv_, "atomless", False) for cv_ in all_curves)
         if not (atomic or smooth) and sum(c for _, c in items) <= _FEW and var_tot > 0:
             dx = max(min(dx, _FEW_FRACTION * math.sqrt(var_tot)), floor)
             out = aligned(dx)
