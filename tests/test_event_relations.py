@@ -59,6 +59,9 @@ def _table_releases() -> list[tuple[str, ev.DpEvent]]:
     *_, rel = dp.histogram2d(VALS, VALS, bins=2, range=((0.0, 4.0), (0.0, 4.0)),
                              epsilon=1.0, privacy_ids=IDS, rng=KEY, return_release=True)
     out.append(("histogram2d", rel.event))
+    *_, rel = dp.histogramdd(np.stack([VALS, VALS, VALS], axis=1), bins=2,
+                             range=[(0.0, 4.0)] * 3, rho=0.5, rng=KEY, return_release=True)
+    out.append(("histogramdd", rel.event))
     leaves = np.array([3, 0, 2, 5])
     levels = [np.zeros(4, int), np.array([0, 0, 1, 1]), np.arange(4)]
     out.append(("topdown", tables.topdown(leaves, levels, rho=1.0, rng=KEY).event))
@@ -99,6 +102,29 @@ def test_every_local_protocol_states_replace_one() -> None:
     events = [p.event for p in protocols] + [protocols[-1].longitudinal_event]
     for e in events:
         assert e.neighbouring == ev.REPLACE_ONE, e
+    # every public protocol with an event is among those checked
+    with_event = {n for n in L.__all__ if isinstance(getattr(L, n), type)
+                  and hasattr(getattr(L, n), "event")}
+    assert with_event == {type(p).__name__ for p in protocols}
+
+
+def test_every_charging_release_function_is_walked() -> None:
+    # a new release function (one that takes budget=) must be added to the walk above
+    import importlib
+    import inspect
+
+    pytest.importorskip("dask")
+    dkd = importlib.import_module("dpfast.dask")
+    hist = importlib.import_module("dpfast.histogram")  # (dpfast.histogram: the function)
+
+    walked = {"dpfast.tables": {"count", "sum", "mean", "topdown"},
+              "dpfast.dask": {"count", "sum", "mean"},
+              "dpfast.histogram": {"histogram", "histogram2d", "histogramdd"}}
+    for mod in (tables, dkd, hist):
+        charging = {n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))
+                    and ("budget" in inspect.signature(getattr(mod, n)).parameters
+                         or n.startswith("histogram"))}
+        assert charging == walked[mod.__name__], mod.__name__
 
 
 def test_mixed_relations_scenario_is_refused() -> None:
