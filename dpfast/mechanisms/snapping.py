@@ -107,8 +107,8 @@ class SnappingMechanism(_Mechanism):
         hi = math.nextafter(self.bound, 0.0)  # the largest admissible scale
         if not self._ok(hi, eps):
             raise ValueError(
-                "SnappingMechanism: no scale below bound reaches epsilon (the smallest "
-                f"epsilon for bound {self.bound:g} is "
+                f"SnappingMechanism: no scale below bound reaches epsilon={float(eps)!r} "
+                f"(the smallest epsilon for bound {self.bound:g} is "
                 f"{_noise.snapping_epsilon(hi, self.bound, self.sensitivity):.6g}); "
                 "increase bound or epsilon")
         lo_bits = 0  # 0.0: never ok
