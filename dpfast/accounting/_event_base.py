@@ -3,7 +3,8 @@
 The concrete events live in :mod:`dpfast.accounting.events`, which re-exports everything
 public here (import from there).  This module holds what every event shares: the two
 neighbouring relations, the standard-library checks that validate and normalise an event's
-fields on construction, and the :class:`DpEvent` base class with its ``to_dict``.  Like
+fields on construction, the :class:`DpEvent` base class with its ``to_dict``, and the
+relation helpers :func:`relations_of` and :func:`with_neighbouring`.  Like
 the events it imports only the standard-library part of :mod:`dpfast._core`
 (docs/design.md, "Layers").
 """

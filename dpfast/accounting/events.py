@@ -17,11 +17,9 @@ Conventions
   mechanisms the sensitivity is an integer; their events may state it
   (``sensitivity=``, optional) when the release is a scalar, which the PLD accountant
   needs for their exact loss distributions.
-* ``neighbouring`` (optional, every guarantee and noise event): the relation the
-  release computed its sensitivity under (``"add_remove"`` for every release of
-  :mod:`dpfast.tables`); ``None``: the caller's (a mechanism given ``sensitivity=``).
-  The subsampling events fix theirs (:class:`PoissonSampled`: add/remove one record;
-  :class:`SampledWithoutReplacement`: replace one, dataset size public), as does
+* ``neighbouring`` (optional, guarantee and noise events): the relation the sensitivity
+  holds under (``"add_remove"`` for :mod:`dpfast.tables`); ``None``: the caller's.  Fixed
+  by :class:`PoissonSampled` (add/remove one), :class:`SampledWithoutReplacement` and
   :class:`RandomizedResponse` (replace one).
 * Numbers are stored as Python ``float`` / ``int`` (numpy scalars are
   converted), so equal events compare and hash equal.
