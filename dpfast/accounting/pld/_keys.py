@@ -103,7 +103,8 @@ def pure_bound(key: tuple) -> tuple[float, float] | None:
     (rounded up), or None where there is no finite pure bound (Gaussian noise).
 
     Laplace: ``1/b``, subsampled ``log(1 + q (e^(1/b) - 1))`` (Balle, Barthe & Gaboardi
-    2018, Thm. 8; the add direction's ``-log(1 - q + q e^(-1/b))`` is smaller); discrete
+    2018, Table 1, as :class:`~dpfast.accounting.PureDpAccountant`; the add direction's
+    ``-log(1 - q + q e^(-1/b))`` is smaller); discrete
     Laplace of scale ``t = m D`` and shift ``D``: ``D / t = 1/m``; randomized response and
     ``EpsilonDelta``: their own parameters.
     """
