@@ -818,13 +818,13 @@ def test_use_case_warns_outside_its_range():
         Budget(1.0, use_case="no such use case")
 
 
-def test_readme_budget_section_runs(capsys):
+def test_docs_budget_example_runs(capsys):
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = re.search(r"## Privacy budget\n.*?```python\n(.*?)```", text, re.S).group(1)
-    exec(compile(code, "README budget section", "exec"), {})
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "budget.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    exec(compile(code, "docs/budget.md", "exec"), {})
     out = capsys.readouterr().out
     assert "spent (epsilon=0.5, delta=0); next release fits if pure epsilon <= 0.5" in out
     assert "exceeds the remaining budget" in out

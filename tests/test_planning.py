@@ -125,17 +125,6 @@ def test_cli_plan() -> None:
     assert res.returncode == 2 and "use_case must be one of" in res.stderr
 
 
-def test_readme_choosing_epsilon_runs() -> None:
-    import pathlib
-    import re
-
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = re.search(r"## Choosing ε\n.*?```python\n(.*?)```", text, re.S).group(1)
-    ns: dict = {}
-    exec(compile(code, "README choosing epsilon", "exec"), ns)
-    assert ns["eps"] == 0.28434851242272163
-
-
 @given(st.floats(0.01, 500), st.floats(1e-6, 0.5), st.integers(1, 5),
        st.sampled_from(["discrete_laplace", "laplace"]))
 def test_round_trip_property(accuracy, alpha, sens, mechanism) -> None:

@@ -418,13 +418,13 @@ def test_release_aggregates_exactly_the_bounded_table() -> None:
     assert np.array_equal(s.values, sums)
 
 
-@pytest.mark.parametrize("section", ["## Releasing tables from raw records",
+@pytest.mark.parametrize("section", ["# Tables from raw records",
                                      "## Histograms (numpy-style)"])
-def test_readme_examples_run(section: str) -> None:
+def test_docs_table_examples_run(section: str) -> None:
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "tables.md").read_text()
     body = text.split(section, 1)[1]
     code = re.search(r"```python\n(.*?)```", body, re.S).group(1)
     exec(compile(code, section, "exec"), {"print": lambda *a, **k: None})

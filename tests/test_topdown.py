@@ -462,14 +462,14 @@ def test_cli_topdown_errors(tmp_path):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
-def test_readme_topdown_example_runs() -> None:
+def test_docs_topdown_example_runs() -> None:
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    code = re.search(r"## Releasing a hierarchy \(TopDown\)\n.*?```python\n(.*?)```", text,
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "topdown.md").read_text()
+    code = re.search(r"# Releasing a hierarchy \(TopDown\)\n.*?```python\n(.*?)```", text,
                      re.S).group(1)
-    exec(compile(code, "README topdown", "exec"), {})
+    exec(compile(code, "docs/topdown.md", "exec"), {})
 
 
 # --------------------------------------------------------------------------- kernels
