@@ -48,12 +48,15 @@ def test_new_ledger_is_wal_sqlite_with_meta(tmp_path):
     path = tmp_path / "ledger.sqlite"
     b = _make_ledger(path, 3)
     b.close()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite"]  # no temp left
+    # no temp left; the anchor (count and head hash, outside the WAL) beside the ledger
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite",
+                                                           "ledger.sqlite-anchor"]
     con = sqlite3.connect(path)
     try:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         meta = dict(con.execute("SELECT key, value FROM meta"))
         assert meta["format"] == "dpfast-ledger" and meta["version"] == "2"
+        assert meta["anchor"] == "sha256"  # no operator key: a plain checksum
         assert json.loads(meta["definition"]) == {
             "accounting": "basic",
             "delta": 1e-06,
@@ -319,7 +322,7 @@ def test_concurrent_creation_of_one_ledger(tmp_path):
     assert len(b.history()) == outcomes.count("ok")
     b.close()
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm"))) == [
-        "new.sqlite"
+        "new.sqlite", "new.sqlite-anchor"
     ]
 
 

@@ -13,10 +13,13 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
-from . import ledger, schema
+from . import checkpoint, ledger, schema
+from .anchor import ledger_key as ledger_key_of
+from .chain import Chain, behind, check_anchor, check_tail, sequence, snapshot, to_row
 from .filters import Filter
 from .records import FAILED, REFUSED, Charge, Cost, LedgerError, Remaining, deserialize_event, utc
 from .registry import make_filter
+from .session import relations_of_json
 
 __all__ = ["LedgerReport", "charges_of", "describe", "inspect_ledger"]
 
@@ -63,16 +66,25 @@ class LedgerReport:
     mode: int
 
 
-def inspect_ledger(path: str | os.PathLike[str]) -> LedgerReport:
-    """Read and verify the ledger at ``path`` (read-only).
+def inspect_ledger(path: str | os.PathLike[str], *,
+                   ledger_key: str | bytes | None = None) -> LedgerReport:
+    """Read and verify the ledger at ``path`` (read-only): every row of the hash chain,
+    SQLite's record of the largest id, the anchor (:mod:`.anchor`) and every checkpoint
+    (its digest, and its state recomputed from the rows).
+
+    ``ledger_key`` (else the environment variable ``DPFAST_LEDGER_KEY``): the operator's
+    key of a keyed ledger.
 
     Raises
     ------
     LedgerError
-        The file is not a dpfast ledger at all (a broken chain is reported in the
-        result instead).
+        The file cannot be used as a ledger at all, by the rules :class:`Budget` applies
+        (not a dpfast ledger, another user's, writable by others, a FIFO, a symbolic link
+        loop...; see :mod:`dpfast.budget.paths`).  A broken chain, a lost anchor or a
+        ledger behind its anchor is reported in the result instead.
     """
     path = os.fspath(path)
+    key = ledger_key_of(ledger_key)
     conn, meta = ledger.open_readonly(path)
     try:
         definition = json.loads(meta["definition"])
@@ -85,26 +97,58 @@ def inspect_ledger(path: str | os.PathLike[str]) -> LedgerReport:
                                 f"format {version}: open it with dpfast.Budget to migrate it "
                                 f"to format {schema.FORMAT_VERSION} (adds the hash chain)",
                                 "", None, None, mode)
-        genesis = schema.genesis_hash(meta["definition"], meta["created"])
-        chain = ledger.Chain(genesis, f"ledger {path!r}")
-        try:
-            rows = [schema.Row(*r) for r in conn.execute(
-                f"SELECT {schema.COLUMNS} FROM charges ORDER BY id").fetchall()]
-        except sqlite3.Error as exc:
-            raise LedgerError(f"ledger {path!r} is damaged ({exc})") from exc
+        where = f"ledger {path!r}"
+        lf = ledger.LedgerFile(os.path.realpath(path), definition, 30.0, key)
+        lf.where = where
+        lf._anchor_of(os.path.realpath(path), meta)  # LedgerError: a key is missing/wrong
+        assert lf.anchor is not None
+        chain = Chain(lf.genesis, where)
         good: list[schema.Row] = []
         problem = ""
         try:
-            for row in rows:
+            anchor = lf.anchor.read()  # before the snapshot (see .session)
+        except LedgerError as exc:
+            anchor, problem = None, str(exc)
+        state, relation = filt.new_state(), None
+        try:
+            with snapshot(conn):
+                raws = conn.execute(
+                    f"SELECT {schema.COLUMNS} FROM charges ORDER BY id").fetchall()
+                seq = sequence(conn)
+                cps = (conn.execute("SELECT id, head, state, digest FROM checkpoints "
+                                    "ORDER BY id").fetchall()
+                       if checkpoint.exists(conn) else [])
+        except sqlite3.Error as exc:
+            raise LedgerError(f"ledger {path!r} is damaged ({exc})") from exc
+        marks = {int(r[0]): checkpoint.Checkpoint(*r) for r in cps}
+        try:
+            if anchor is not None and anchor.count == 0:
+                check_anchor(where, anchor, lf.genesis)
+            for raw in raws:
+                row = to_row(raw, where)
                 chain.verify(row)
                 good.append(row)
-            ledger.check_tail(conn, chain)
-        except LedgerError as exc:
-            problem = str(exc)
-        state = filt.new_state()
-        for row in good:
-            if row.status == "charged":
-                filt.add(state, filt.row_costs(schema.decode_cost(row.cost)))
+                if row.status == "charged":
+                    filt.add(state, filt.row_costs(schema.decode_cost(row.cost)))
+                    if relation is None:
+                        rels = relations_of_json(row.event)
+                        relation = next(iter(rels)) if len(rels) == 1 else None
+                if anchor is not None and row.id == anchor.count:
+                    check_anchor(where, anchor, row.hash)
+                if row.id in marks:
+                    _check_checkpoint(marks.pop(row.id), row, state, relation, filt, key,
+                                      lf.genesis, where)
+            if marks:
+                raise LedgerError(f"{where} lost charges: it has a checkpoint at charge "
+                                  f"{min(marks)} but ends at {chain.last_id}")
+            check_tail(seq, chain)
+            if anchor is not None and anchor.count > chain.last_id:
+                raise behind(where, chain.last_id, anchor)
+            if anchor is None and not problem and "anchor" in meta and chain.last_id > 0:
+                raise LedgerError(f"{where} has lost its anchor ({lf.anchor.path!r}): charges "
+                                  "lost with the -wal file cannot be detected")
+        except (LedgerError, TypeError, ValueError) as exc:
+            problem = problem or str(exc)
         ok = not problem
         return LedgerReport(
             path=path,
@@ -120,6 +164,22 @@ def inspect_ledger(path: str | os.PathLike[str]) -> LedgerReport:
         )
     finally:
         conn.close()
+
+
+def _check_checkpoint(cp: checkpoint.Checkpoint, row: schema.Row, state: Any,
+                      relation: str | None, filt: Filter, key: bytes | None,
+                      genesis: str, where: str) -> None:
+    """A checkpoint must match its digest, its row's hash, and the state of the rows."""
+    checkpoint.check(cp, key, genesis, where)
+    if cp.head != row.hash:
+        raise LedgerError(f"{where} has been tampered with: charge {row.id} does not have "
+                          "the hash its checkpoint recorded")
+    loaded = checkpoint.load_state(cp.state, filt.new_state(), where)
+    if loaded is None:
+        return  # another state format: nothing to compare
+    if checkpoint.dump_state(loaded[0], loaded[1]) != checkpoint.dump_state(state, relation):
+        raise LedgerError(f"{where} has been tampered with: the checkpoint at charge {row.id} "
+                          "does not match the charges before it")
 
 
 def describe(spent: Cost, left: Remaining) -> str:

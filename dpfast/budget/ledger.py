@@ -7,11 +7,15 @@ the ``-wal``/``-shm`` files the mode of the database) whatever the umask, and a
 ledger that other users can write is refused.  Rows form a hash chain: each stores
 the SHA-256 of the previous row's hash and its own content, and the first row's
 ``prev`` is derived from the ledger's definition, so deleting, editing or reordering
-rows -- or truncating the log -- is detected when the ledger is opened.
+rows -- or truncating the log -- is detected when the ledger is opened.  The path rules
+(owner, mode, file type, directory, symbolic links) are :mod:`.paths`; the anchor that
+catches committed charges lost with the ``-wal`` is :mod:`.anchor`; reading and verifying
+rows is :mod:`.chain`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -22,10 +26,12 @@ import stat
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import migrations, schema
+from . import checkpoint, migrations, paths, schema
+from .anchor import ENV_KEY, AnchorFile, kind_of
+from .chain import Chain
 from .records import LedgerError
 
-__all__ = ["Chain", "LedgerFile", "check_permissions", "read_meta"]
+__all__ = ["LedgerFile", "read_meta"]
 
 
 def connect(target: str, timeout: float, *, uri: bool = False) -> sqlite3.Connection:
@@ -38,22 +44,27 @@ def connect(target: str, timeout: float, *, uri: bool = False) -> sqlite3.Connec
     )
 
 
-def _init_schema(conn: sqlite3.Connection, definition_text: str) -> None:
+def _init_schema(conn: sqlite3.Connection, definition_text: str,
+                 anchor_kind: str | None) -> None:
+    """The tables of a new ledger; ``anchor_kind`` (file ledgers) is recorded in ``meta``:
+    the ledger then always has an anchor, of that kind."""
     conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
     conn.execute("BEGIN IMMEDIATE")
     try:
         for statement in schema.SCHEMA:
             conn.execute(statement)
         now = datetime.datetime.now(datetime.timezone.utc).isoformat()
-        conn.executemany(
-            "INSERT INTO meta (key, value) VALUES (?, ?)",
-            [
-                ("format", schema.FORMAT),
-                ("version", str(schema.FORMAT_VERSION)),
-                ("definition", definition_text),
-                ("created", now),
-            ],
-        )
+        meta = [
+            ("format", schema.FORMAT),
+            ("version", str(schema.FORMAT_VERSION)),
+            ("definition", definition_text),
+            ("created", now),
+        ]
+        if anchor_kind is not None:
+            for statement in checkpoint.SCHEMA:
+                conn.execute(statement)
+            meta.append(("anchor", anchor_kind))
+        conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta)
         conn.execute(
             "INSERT INTO migrations (version, applied, description) VALUES (?, ?, ?)",
             (schema.FORMAT_VERSION, now, f"created in format {schema.FORMAT_VERSION}"),
@@ -87,22 +98,7 @@ def _owner_only(path: str) -> None:
         os.close(fd)
 
 
-def check_permissions(path: str) -> None:
-    """Refuse a ledger (or its ``-wal``/``-shm``) that users other than its owner can write."""
-    for p in (path, path + "-wal", path + "-shm"):
-        try:
-            mode = os.stat(p).st_mode
-        except FileNotFoundError:
-            continue
-        if mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise LedgerError(
-                f"ledger {p!r} is writable by other users (mode {stat.S_IMODE(mode):04o}): "
-                "they could rewrite the audit log and restore spent budget. If that is not "
-                f"intended, run 'chmod 600 {p}'; dpfast refuses to use it as it is."
-            )
-
-
-def _create_file(path: str, definition_text: str, timeout: float) -> None:
+def _create_file(path: str, definition_text: str, timeout: float, anchor_kind: str) -> None:
     """Create a fully initialised ledger at ``path`` unless a file is there.
 
     Built in a temporary owner-only file of the same directory and published with
@@ -120,7 +116,7 @@ def _create_file(path: str, definition_text: str, timeout: float) -> None:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
-            _init_schema(conn, definition_text)
+            _init_schema(conn, definition_text, anchor_kind)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             conn.close()
@@ -177,9 +173,14 @@ def read_meta(conn: sqlite3.Connection, where: str) -> dict[str, str]:
 
 
 def _header_check(path: str) -> None:
-    try:
-        with open(path, "rb") as fh:
-            header = fh.read(100)
+    try:  # O_NONBLOCK: never wait on a FIFO swapped in after the path was checked
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise LedgerError(f"ledger {path!r} is not a regular file")
+            header = os.pread(fd, 100, 0)
+        finally:
+            os.close(fd)
     except IsADirectoryError:
         raise LedgerError(f"ledger path {path!r} is a directory") from None
     except OSError as exc:
@@ -193,7 +194,11 @@ def _header_check(path: str) -> None:
 
 
 def open_readonly(path: str, timeout: float = 30.0) -> tuple[sqlite3.Connection, dict[str, str]]:
-    """A read-only connection to an existing ledger and its meta (nothing is written)."""
+    """A read-only connection to an existing ledger and its meta (nothing is written).
+
+    ``path`` is checked first (:func:`.paths.check_ledger_path`, the rules of every
+    ledger); the connection is to its real path."""
+    path = paths.check_ledger_path(path, must_exist=True)
     _header_check(path)
     uri = pathlib.Path(path).absolute().as_uri()
     try:
@@ -206,50 +211,6 @@ def open_readonly(path: str, timeout: float = 30.0) -> tuple[sqlite3.Connection,
         conn.close()
         raise
     return conn, meta
-
-
-class Chain:
-    """The verified end of a ledger's hash chain: the last row id and its hash."""
-
-    __slots__ = ("last_id", "last_hash", "where")
-
-    def __init__(self, genesis: str, where: str) -> None:
-        self.last_id = 0
-        self.last_hash = genesis
-        self.where = where
-
-    def verify(self, row: schema.Row) -> None:
-        """Check that ``row`` continues the chain (LedgerError if not), then advance."""
-        if row.id != self.last_id + 1:
-            raise LedgerError(
-                f"{self.where} has been tampered with: charge {self.last_id + 1} is missing "
-                f"(found {row.id}); the hash chain is broken"
-            )
-        fields = list(row[:11])
-        if row.prev != self.last_hash or schema.row_hash(row.prev, fields) != row.hash:
-            raise LedgerError(
-                f"{self.where} has been tampered with: charge {row.id} does not match its "
-                "hash (edited, reordered or deleted rows); the hash chain is broken"
-            )
-        self.last_id, self.last_hash = row.id, row.hash
-
-
-def rows_after(conn: sqlite3.Connection, last_id: int) -> list[schema.Row]:
-    rows = conn.execute(
-        f"SELECT {schema.COLUMNS} FROM charges WHERE id > ? ORDER BY id", (last_id,)
-    ).fetchall()
-    return [schema.Row(*r) for r in rows]
-
-
-def check_tail(conn: sqlite3.Connection, chain: Chain) -> None:
-    """Detect deleted *last* rows: AUTOINCREMENT remembers the largest id ever used."""
-    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'charges'").fetchone()
-    seq = 0 if row is None else int(row[0])
-    if seq != chain.last_id:
-        raise LedgerError(
-            f"{chain.where} has been tampered with: {seq} charges were recorded but "
-            f"{chain.last_id} remain; the log was truncated"
-        )
 
 
 def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> schema.Row:
@@ -269,16 +230,27 @@ def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> sch
 
 
 class LedgerFile:
-    """Where a budget's ledger lives: a file path or memory, with its definition."""
+    """Where a budget's ledger lives: a file path or memory, with its definition and the
+    operator's key (:func:`.anchor.ledger_key`) for its anchor and checkpoints.
 
-    def __init__(self, path: str | None, definition: dict[str, Any], timeout: float) -> None:
+    After :meth:`connect`: :attr:`genesis`, :attr:`anchor` (None in memory) and
+    :attr:`anchor_required` (the ledger records that it has an anchor).
+    """
+
+    def __init__(self, path: str | None, definition: dict[str, Any], timeout: float,
+                 key: bytes | None = None) -> None:
         self.path = path
         # resolved once: a later chdir (or a forked child's) must not move the ledger
         self.abspath = None if path is None else os.path.abspath(path)
+        self.real: str | None = None  # the real path, fixed at the first open
         self.definition = definition
         self.definition_text = json.dumps(definition, sort_keys=True)
         self.timeout = timeout
+        self.key = key
         self.where = "in-memory ledger" if path is None else f"ledger {path!r}"
+        self.genesis = ""
+        self.anchor: AnchorFile | None = None
+        self.anchor_required = False
 
     def error(self, exc: BaseException, action: str) -> LedgerError:
         if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
@@ -287,30 +259,50 @@ class LedgerFile:
             )
         return LedgerError(f"{action}: {self.where} failed: {exc}")
 
-    def connect(self, load: Callable[[sqlite3.Connection, str], None]) -> sqlite3.Connection:
+    def _anchor_of(self, path: str, meta: dict[str, str]) -> None:
+        """Set up :attr:`anchor` from the kind the ledger records (and the key given)."""
+        stored = meta.get("anchor")
+        kind = kind_of(self.key)
+        if stored is not None and stored != kind:
+            if stored.startswith("hmac") and self.key is None:
+                why = (f"its anchor is keyed ({stored}): set {ENV_KEY} or pass "
+                       "ledger_key= with the key it was created with")
+            elif stored.startswith("hmac"):
+                why = f"its anchor is keyed with another key ({stored}, not {kind})"
+            else:
+                why = ("it was created without a key (its anchor is a plain SHA-256), but a "
+                       f"key was given (ledger_key= or {ENV_KEY}); a key cannot be added "
+                       "to an existing ledger: start a new one, or open it without the key")
+            raise LedgerError(f"cannot open {self.where}: {why}")
+        self.genesis = schema.genesis_hash(meta["definition"], meta["created"])
+        self.anchor = AnchorFile(path, self.genesis, kind, self.key)
+        self.anchor_required = stored is not None
+
+    def connect(self, load: Callable[[sqlite3.Connection], None]) -> sqlite3.Connection:
         """A read-write connection, creating, checking and migrating the ledger.
 
-        ``load(conn, genesis)`` reads (and verifies) the rows; for a file of the current
-        format it runs on a read-only connection *before* anything is written to the
-        file, so a damaged or tampered ledger is never modified.
+        ``load(conn)`` reads (and verifies) the rows; for a file of the current format it
+        runs on a read-only connection *before* anything is written to the file, so a
+        damaged or tampered ledger is never modified.
         """
         if self.path is None:
             conn = connect(":memory:", self.timeout)
-            _init_schema(conn, self.definition_text)
+            _init_schema(conn, self.definition_text, None)
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            load(conn, schema.genesis_hash(meta["definition"], meta["created"]))
+            self.genesis = schema.genesis_hash(meta["definition"], meta["created"])
+            load(conn)
             return conn
-        path = self.abspath
-        assert path is not None
-        if not os.path.lexists(path):
-            directory = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(directory):
-                raise LedgerError(f"directory of ledger {path!r} does not exist")
-            try:
-                _create_file(path, self.definition_text, self.timeout)
-            except sqlite3.Error as exc:
-                raise LedgerError(f"cannot create ledger {path!r}: {exc}") from exc
-        check_permissions(path)  # before any connection creates -wal/-shm files
+        if self.real is None:
+            assert self.abspath is not None
+            path = paths.check_ledger_path(self.abspath, must_exist=False)
+            if not os.path.lexists(path):
+                try:
+                    _create_file(path, self.definition_text, self.timeout, kind_of(self.key))
+                except sqlite3.Error as exc:
+                    raise LedgerError(f"cannot create ledger {path!r}: {exc}") from exc
+            self.real = paths.check_ledger_path(path, must_exist=True)
+        path = self.real
+        # every rule again, before any connection creates -wal/-shm files
         ro, meta = open_readonly(path, self.timeout)
         try:
             if json.loads(meta["definition"]) != self.definition:
@@ -321,12 +313,15 @@ class LedgerFile:
                 )
             current = int(meta["version"]) == schema.FORMAT_VERSION
             if current:
+                self._anchor_of(path, meta)
                 try:
-                    load(ro, schema.genesis_hash(meta["definition"], meta["created"]))
+                    load(ro)
                 except sqlite3.Error as exc:
                     raise LedgerError(
                         f"ledger {path!r} is damaged ({exc}); it was left untouched."
                     ) from exc
+            else:
+                migrations.check_genuine(ro, meta, path + "-anchor", f"ledger {path!r}")
         finally:
             ro.close()
         uri = pathlib.Path(path).absolute().as_uri()
@@ -343,13 +338,34 @@ class LedgerFile:
                 if not current:
                     self._migrate(conn)
                     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-                    load(conn, schema.genesis_hash(meta["definition"], meta["created"]))
+                    self._anchor_of(path, meta)
+                    load(conn)
+                if not self.anchor_required or not checkpoint.exists(conn):
+                    self._add_anchoring(conn)
             except BaseException:
                 conn.close()
                 raise
         except sqlite3.Error as exc:
             raise LedgerError(f"cannot open ledger {path!r}: {exc}") from exc
         return conn
+
+    def _add_anchoring(self, conn: sqlite3.Connection) -> None:
+        """A ledger of an older dpfast: record its anchor kind and add the checkpoint
+        table (and move that into the main file, so a lost ``-wal`` cannot undo it)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in checkpoint.SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('anchor', ?)",
+                         (kind_of(self.key),))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self.anchor_required = True
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")

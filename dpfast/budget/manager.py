@@ -5,9 +5,10 @@ process handling.  What a charge costs and whether it fits is the filter's busin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dpfast import guidelines
@@ -17,6 +18,7 @@ from dpfast.accounting import events as _events
 from . import _inputs, schema
 from . import ledger as _store
 from ._definition import check_definition, stored_definition
+from .anchor import ledger_key as _ledger_key
 from .audit import charges_of, describe
 from .filters import Filter
 from .records import (
@@ -31,7 +33,7 @@ from .records import (
     utc,
 )
 from .registry import FILTERS, make_filter
-from .session import Session, identity
+from .session import _LedgerSync, identity
 
 if TYPE_CHECKING:
     from dpfast.random import RngLike
@@ -138,22 +140,26 @@ class Budget:
         orders: Sequence[float] | None = None,
         timeout: float = 30.0,
         use_case: str | None = None,
+        ledger_key: str | bytes | None = None,
     ) -> None:
         eps, dlt, accounting, tmo, path = check_definition(
             epsilon, delta, ledger, accounting, orders, timeout)
+        key = _ledger_key(ledger_key) if path is not None else None
+        self._explicit_key = ledger_key
         cls = FILTERS[accounting]
         guidelines.check_use_case(use_case, eps, what="budget epsilon", stacklevel=3)
         if cls.takes_orders and orders is None:
             orders = _store.stored_orders(path, accounting)
         self._filter = make_filter(accounting, eps, dlt, orders)
-        self._ledger = _store.LedgerFile(path, self._filter.definition(), tmo)
-        self._session = Session(self._filter, self._ledger)
+        self._ledger = _store.LedgerFile(path, self._filter.definition(), tmo, key)
+        self._session = _LedgerSync(self._filter, self._ledger)
         self._lock = self._session.lock
 
     # -- public API ------------------------------------------------------------------
 
     @classmethod
-    def from_ledger(cls, path: str | os.PathLike[str], *, timeout: float = 30.0) -> Budget:
+    def from_ledger(cls, path: str | os.PathLike[str], *, timeout: float = 30.0,
+                    ledger_key: str | bytes | None = None) -> Budget:
         """Reopen an existing ledger file with the definition stored in it.
 
         Raises
@@ -163,7 +169,7 @@ class Budget:
         """
         p, d = stored_definition(path)
         return cls(d["epsilon"], d["delta"], ledger=p, accounting=d["accounting"],
-                   orders=d.get("orders"), timeout=timeout)
+                   orders=d.get("orders"), timeout=timeout, ledger_key=ledger_key)
 
 
     @property
@@ -253,15 +259,10 @@ class Budget:
                 )
             return CHARGED if self._filter.fits(session.state, costs) else REFUSED
 
-        def commit() -> None:
-            self._filter.add(session.state, costs)
-            if rels and session.relation is None:
-                session.relation = next(iter(rels))
-
         with self._lock:
             fields = [now, None, analyst, note, event_json, schema.encode_cost(costs),
                       user, host, pid]
-            row = session.append(fields, decide, commit)
+            row = session.append(fields, decide, costs, rels)
             if row.status == REFUSED:
                 raise BudgetExceededError(
                     self._filter.refusal(self._session.state, costs),
@@ -303,9 +304,44 @@ class Budget:
         if not callable(mechanism):
             raise TypeError(f"mechanism must be callable, got {type(mechanism).__name__}")
         _inputs.validate_release(mechanism, x, rng)
+        with self.charge(event, note=note, analyst=analyst):
+            return mechanism(x, rng=rng)
+
+    @contextlib.contextmanager
+    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[Charge]:
+        """Charge ``event`` (as :meth:`spend`), then run the ``with`` block: the release.
+
+        If the block raises -- any exception, ``KeyboardInterrupt`` included (a disk
+        full while drawing noise, a cluster computation cancelled before the noise) --
+        the ledger records the charge as failed (a ``"failed"`` row referring to it,
+        shown by :meth:`history` and ``dpfast ledger show``) and the exception
+        propagates.  The budget is **not** refunded: the failure may depend on the data
+        or on noise already drawn.  A process killed outright (``SIGKILL``) leaves the
+        charge counted without a failed row.
+
+        Yields
+        ------
+        Charge
+            The committed charge.
+
+        Raises
+        ------
+        BudgetExceededError, TypeError, ValueError, LedgerError
+            As :meth:`spend`; the block does not run.
+
+        Examples
+        --------
+        >>> import dpfast as dp
+        >>> from dpfast.accounting import events
+        >>> budget = dp.Budget(epsilon=1.0)
+        >>> with budget.charge(events.Epsilon(0.5), note="weekly counts") as charge:
+        ...     pass                                  # draw the noise and publish here
+        >>> charge.status, budget.remaining().epsilon
+        ('charged', 0.5)
+        """
         charge = self.spend(event, note=note, analyst=analyst)
         try:
-            return mechanism(x, rng=rng)
+            yield charge
         except BaseException as exc:
             self._record_failure(charge, exc)
             raise
@@ -317,7 +353,7 @@ class Budget:
             try:
                 fields = [time.time(), charge.id, charge.analyst, why, charge.event_json,
                           "[]", user, host, pid]
-                self._session.append(fields, lambda: FAILED, lambda: None)
+                self._session.append(fields, lambda: FAILED)
             except (_store.LedgerError, ValueError, RuntimeError):
                 pass  # the charge stays counted; never mask the mechanism's error
 
@@ -372,8 +408,10 @@ class Budget:
                 "an in-memory Budget cannot be pickled: the copy would be a second, "
                 "independent budget. Use Budget(..., ledger=path) to share it."
             )
+        # the key travels only if it was passed explicitly (else the environment's is used)
         return (_reopen, (self.epsilon, self.delta, os.path.abspath(self._ledger.path),
-                          self.accounting, self.orders, self._ledger.timeout))
+                          self.accounting, self.orders, self._ledger.timeout,
+                          self._explicit_key))
 
     def __repr__(self) -> str:
         where = "memory" if self._ledger.path is None else repr(self._ledger.path)
@@ -388,6 +426,7 @@ class Budget:
 
 
 def _reopen(epsilon: float, delta: float, path: str, accounting: str,
-            orders: tuple[float, ...] | None, timeout: float) -> Budget:
+            orders: tuple[float, ...] | None, timeout: float,
+            ledger_key: str | bytes | None = None) -> Budget:
     return Budget(epsilon, delta, ledger=path, accounting=accounting, orders=orders,
-                  timeout=timeout)
+                  timeout=timeout, ledger_key=ledger_key)

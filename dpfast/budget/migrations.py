@@ -3,20 +3,53 @@
 ``MIGRATIONS[v]`` brings a ledger of format ``v`` to format ``v + 1``; it runs inside
 the caller's ``BEGIN IMMEDIATE`` transaction (all or nothing) and records itself in the
 ``migrations`` table (keyed by the format version it produced).  Reopening a ledger
-of an older format applies the missing steps in order.
+of an older format applies the missing steps in order -- unless it bears a mark of a newer
+format (:func:`check_genuine`): rewriting a hash-chained ledger as format 1 would
+otherwise launder any edit into a freshly computed chain.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from . import schema
+from .records import LedgerError
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "check_genuine", "migrate"]
+
+#: the columns of ``charges`` in format 1
+_V1_COLUMNS = {"id", "time", "analyst", "note", "event", "epsilon", "delta", "rho", "rdp"}
+
+
+def check_genuine(conn: sqlite3.Connection, meta: dict[str, str], anchor_path: str,
+                  where: str) -> None:
+    """LedgerError if a ledger that says it is of an old format shows a mark of a newer
+    one: an anchor file, an ``anchor`` meta key, a ``migrations`` or ``checkpoints``
+    table, or columns of a newer ``charges`` table.  Such a file is a newer ledger
+    rewritten as an old one; it is refused, never migrated (nothing is written)."""
+    marks = []
+    if os.path.lexists(anchor_path):
+        marks.append(f"an anchor file ({anchor_path!r})")
+    if "anchor" in meta:
+        marks.append("an 'anchor' entry in its metadata")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    marks += [f"a {t!r} table" for t in sorted(tables & {"migrations", "checkpoints"})]
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(charges)")}
+    if columns - _V1_COLUMNS:
+        marks.append(f"format-2 columns in charges ({', '.join(sorted(columns - _V1_COLUMNS))})")
+    if marks:
+        raise LedgerError(
+            f"{where} says it is of format {meta.get('version')} but has {'; '.join(marks)}: "
+            "it looks like a newer ledger rewritten in an old format, which would discard "
+            "its hash chain. dpfast refuses to migrate it (it was left untouched). If it is "
+            "really an old ledger, move the anchor file (and anything else listed) away "
+            "deliberately and open it again."
+        )
 
 
 def _now() -> str:

@@ -1,5 +1,11 @@
 """Per-process access to a budget's ledger: the connection (reopened after ``fork``),
-the lock, and the verified running state (hash chain + the filter's exact totals)."""
+the lock, and the verified running state (hash chain + the filter's exact totals).
+
+Opening reads the anchor, then -- in one read snapshot -- the last checkpoint, the rows
+after it and SQLite's sequence, and verifies them (:meth:`_LedgerSync.load`); a charge
+syncs, decides and appends in one write transaction, writes a checkpoint every
+:data:`.checkpoint.EVERY` rows, and moves the anchor forward after the commit
+(:meth:`_LedgerSync.append`)."""
 
 from __future__ import annotations
 
@@ -8,16 +14,17 @@ import os
 import socket
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dpfast.accounting import events as _events
 
-from . import ledger, schema
+from . import checkpoint, ledger, schema
+from .chain import Chain, behind, check_anchor, check_tail, row_at, rows_after, sequence, snapshot
 from .filters import Filter
 from .records import CHARGED, LedgerError, deserialize_event
 
-__all__ = ["Session", "identity", "relations_of_json"]
+__all__ = ["_LedgerSync", "identity", "relations_of_json"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -52,13 +59,13 @@ def identity() -> tuple[str, str, int]:
     return user, host, pid
 
 
-class Session:
+class _LedgerSync:
     """A filter's state kept in step with a ledger, safe across threads and processes.
 
-    Each process opens its own SQLite connection: a session inherited through
-    ``fork`` abandons the parent's (never closing it in the child) and reconnects;
-    an in-memory ledger cannot cross ``fork``.  Threads share the connection under
-    :attr:`lock` (held by the caller of every method but :meth:`dispose`).
+    Each process opens its own SQLite connection: a sync inherited through ``fork``
+    abandons the parent's (never closing it in the child) and reconnects; an in-memory
+    ledger cannot cross ``fork``.  Threads share the connection under :attr:`lock`
+    (held by the caller of every method but :meth:`dispose`).
     """
 
     def __init__(self, filt: Filter, ledger_file: ledger.LedgerFile) -> None:
@@ -72,14 +79,117 @@ class Session:
         self.state = filt.new_state()
         #: the neighbouring relation fixed by the charges so far (None: not fixed yet)
         self.relation: str | None = None
-        self.chain: ledger.Chain | None = None
-        self._conn = ledger_file.connect(self.load)
+        self.chain: Chain | None = None
+        #: the row of the last checkpoint (0: none), and rows verified since at open
+        self._checkpoint = 0
+        self._open()
 
-    def load(self, conn: sqlite3.Connection, genesis: str) -> None:
-        if self.chain is None:
-            self.chain = ledger.Chain(genesis, self.ledger_file.where)
-        self.sync(conn)
-        ledger.check_tail(conn, self.chain)
+    # -- opening ------------------------------------------------------------------
+
+    def _open(self) -> None:
+        self._conn = self.ledger_file.connect(self.load)
+        try:
+            self._after_open(self._conn)
+        except BaseException:
+            self._conn.close()
+            self._conn = None
+            raise
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        """Read and verify the ledger in one snapshot (LedgerError if it fails)."""
+        lf = self.ledger_file
+        if self.chain is not None:  # a reconnect (fork): continue from what was verified
+            with snapshot(conn):
+                self.sync(conn)
+                check_tail(sequence(conn), self.chain)
+            return
+        where = lf.where
+        # the anchor first: a commit after this read can only add rows to the snapshot
+        anchor = lf.anchor.read() if lf.anchor is not None else None
+        state, relation = self.filter.new_state(), None
+        with snapshot(conn):
+            cp = checkpoint.latest(conn) if lf.anchor is not None else None
+            if cp is not None:
+                checkpoint.check(cp, lf.key, lf.genesis, where)
+                loaded = checkpoint.load_state(cp.state, self.filter.new_state(), where)
+                if loaded is None:
+                    cp = None  # another state format: verify from the start
+                else:
+                    state, relation = loaded
+            base = 0 if cp is None else cp.id
+            start = base if anchor is None else min(base, anchor.count)
+            first = None if start == 0 else row_at(conn, start, where)
+            rows = rows_after(conn, start, where)
+            seq = sequence(conn)
+        if start and first is None:
+            last = rows[-1].id if rows else 0
+            if anchor is not None and anchor.count == start:
+                raise behind(where, last, anchor)
+            raise LedgerError(f"{where} has been tampered with or lost charges: its "
+                              f"checkpoint at charge {start} is past its last record")
+        chain = Chain(lf.genesis if first is None else first.hash, where, start)
+        marks: dict[int, list[tuple[str, str]]] = {}
+        if cp is not None:
+            marks.setdefault(cp.id, []).append((cp.head, "checkpoint"))
+        if anchor is not None:
+            marks.setdefault(anchor.count, []).append((anchor.head, "anchor"))
+        self._check_mark(marks, start, chain.last_hash, anchor)
+        for row in rows:
+            chain.verify(row)
+            self._check_mark(marks, row.id, row.hash, anchor)
+            if row.id > base:
+                relation = self._absorb(state, relation, row)
+        if anchor is not None and anchor.count > chain.last_id:
+            raise behind(where, chain.last_id, anchor)
+        if cp is not None and cp.id > chain.last_id:
+            raise LedgerError(f"{where} lost charges: it ends at {chain.last_id} but has a "
+                              f"checkpoint at charge {cp.id}")
+        check_tail(seq, chain)
+        if anchor is None and lf.anchor_required and chain.last_id > 0:
+            raise LedgerError(
+                f"{where} has lost its anchor ({lf.anchor.path if lf.anchor else ''!s}): "
+                "without it, charges lost with the -wal file cannot be detected; dpfast "
+                "refuses to open it (restore the anchor file)."
+            )
+        self.chain, self.state, self.relation, self._checkpoint = chain, state, relation, base
+
+    def _check_mark(self, marks: dict[int, list[tuple[str, str]]], row_id: int,
+                    digest: str, anchor: Any) -> None:
+        """Row ``row_id`` (hash ``digest``) must have the hash its anchor / checkpoint say."""
+        for head, what in marks.get(row_id, ()):
+            if head == digest:
+                continue
+            if what == "anchor":
+                check_anchor(self.ledger_file.where, anchor, digest)
+            raise LedgerError(f"{self.ledger_file.where} has been tampered with: charge "
+                              f"{row_id} does not have the hash its checkpoint recorded")
+
+    def _after_open(self, conn: sqlite3.Connection) -> None:
+        """Create or move forward the anchor; a checkpoint if the open verified many rows."""
+        lf = self.ledger_file
+        if lf.anchor is None:
+            return
+        assert self.chain is not None
+        try:
+            lf.anchor.create(self.chain.last_id, self.chain.last_hash)
+            lf.anchor.update(self.chain.last_id, self.chain.last_hash)
+        except OSError as exc:
+            raise LedgerError(f"cannot write the anchor of {lf.where}: {exc}") from exc
+        if self.chain.last_id - self._checkpoint >= checkpoint.EVERY:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    checkpoint.write(conn, lf.key, lf.genesis, self.chain.last_id,
+                                     self.chain.last_hash, self.state, self.relation)
+                    conn.execute("COMMIT")
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:
+                raise lf.error(exc, "cannot write a checkpoint") from exc
+            self._checkpoint = self.chain.last_id
+
+    # -- running ------------------------------------------------------------------
 
     def connection(self) -> sqlite3.Connection:
         """This process's connection (call with the lock held)."""
@@ -98,33 +208,38 @@ class Session:
             self._conn = None
             self._pid = os.getpid()
         if self._conn is None:
-            self._conn = self.ledger_file.connect(self.load)
+            self._open()
+        assert self._conn is not None
         return self._conn
+
+    def _absorb(self, state: Any, relation: str | None, row: schema.Row) -> str | None:
+        """Add a verified row to ``state``; returns the relation fixed so far."""
+        if row.status == CHARGED:
+            try:
+                costs = self.filter.row_costs(schema.decode_cost(row.cost))
+            except (TypeError, ValueError) as exc:
+                raise LedgerError(
+                    f"charge {row.id} of {self.ledger_file.where} is damaged: {exc}"
+                ) from exc
+            self.filter.add(state, costs)
+            if relation is None:
+                rels = relations_of_json(row.event)
+                if len(rels) == 1:
+                    relation = next(iter(rels))
+        return relation
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Verify and add the rows committed since the last sync (all or nothing)."""
         assert self.chain is not None
-        rows = ledger.rows_after(conn, self.chain.last_id)
+        rows = rows_after(conn, self.chain.last_id, self.ledger_file.where)
         if not rows:
             return
-        chain = ledger.Chain(self.chain.last_hash, self.chain.where)
-        chain.last_id = self.chain.last_id
+        chain = Chain(self.chain.last_hash, self.chain.where, self.chain.last_id)
         state = self.state.copy()
         relation = self.relation
         for row in rows:
             chain.verify(row)
-            if row.status == CHARGED:
-                try:
-                    costs = self.filter.row_costs(schema.decode_cost(row.cost))
-                except (TypeError, ValueError) as exc:
-                    raise LedgerError(
-                        f"charge {row.id} of {self.ledger_file.where} is damaged: {exc}"
-                    ) from exc
-                self.filter.add(state, costs)
-                if relation is None:
-                    rels = relations_of_json(row.event)
-                    if len(rels) == 1:
-                        relation = next(iter(rels))
+            relation = self._absorb(state, relation, row)
         self.chain, self.state, self.relation = chain, state, relation
 
     def read(self, action: str) -> sqlite3.Connection:
@@ -136,22 +251,34 @@ class Session:
         return conn
 
     def append(self, fields: list[Any], decide: Callable[[], str],
-                on_commit: Callable[[], None]) -> schema.Row:
+               costs: Sequence[float] = (), relations: frozenset[str] = frozenset()
+               ) -> schema.Row:
         """Sync, decide the row's status, append it, in one transaction (lock held).
 
-        ``fields``: ``time, ref, analyst, note, event, cost, user, host, pid``;
-        ``on_commit`` runs after the commit of a ``"charged"`` row.
+        ``fields``: ``time, ref, analyst, note, event, cost, user, host, pid``.  A
+        ``"charged"`` row adds ``costs`` to the state and fixes the relation (the one of
+        ``relations``, if not fixed yet).  After the commit the anchor is moved forward
+        (LedgerError if that fails: the row is committed and counts).
         """
+        lf = self.ledger_file
         conn = self.connection()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise self.ledger_file.error(exc, "cannot lock the ledger") from exc
+            raise lf.error(exc, "cannot lock the ledger") from exc
         try:
             self.sync(conn)
             status = decide()
             assert self.chain is not None
             row = ledger.append(conn, self.chain, [fields[0], status, *fields[1:]])
+            state, relation = self.state, self.relation
+            if status == CHARGED:
+                state = state.copy()
+                self.filter.add(state, costs)
+                if relations and relation is None:
+                    relation = next(iter(relations))
+            if lf.anchor is not None and row.id % checkpoint.EVERY == 0:
+                checkpoint.write(conn, lf.key, lf.genesis, row.id, row.hash, state, relation)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -160,19 +287,28 @@ class Session:
                 except sqlite3.Error:
                     pass
             if isinstance(exc, sqlite3.Error):
-                raise self.ledger_file.error(exc, "cannot record the charge") from exc
+                raise lf.error(exc, "cannot record the charge") from exc
             raise
-        self.chain.last_id, self.chain.last_hash = row.id, row.hash
-        if row.status == CHARGED:
-            on_commit()
+        self.chain = Chain(row.hash, self.chain.where, row.id)
+        self.state, self.relation = state, relation
+        if lf.anchor is not None:
+            try:
+                lf.anchor.update(row.id, row.hash)
+            except OSError as exc:
+                raise LedgerError(
+                    f"record {row.id} was committed to {lf.where} (it counts) but its anchor "
+                    f"could not be written: {exc}"
+                ) from exc
         return row
 
     def close(self) -> None:
-        """Close this process's connection; the session refuses further use."""
+        """Close this process's connection; the sync refuses further use."""
         if self.closed:
             return
         self.closed = True
         conn, self._conn = self._conn, None
+        if self.ledger_file.anchor is not None:
+            self.ledger_file.anchor.close()
         if conn is not None and self._pid == os.getpid():
             conn.close()
 
@@ -181,5 +317,7 @@ class Session:
         try:
             if not self.closed and self._pid == os.getpid() and self._conn is not None:
                 self._conn.close()
+            if self.ledger_file.anchor is not None:
+                self.ledger_file.anchor.close()
         except Exception:
             pass
