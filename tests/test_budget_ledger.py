@@ -665,11 +665,11 @@ def test_relative_ledger_path_survives_chdir(tmp_path, monkeypatch):
     other = tmp_path / "elsewhere"
     other.mkdir()
     monkeypatch.chdir(other)
-    b._session._pid = -1  # as after fork: reconnect by path
+    b._sync._pid = -1  # as after fork: reconnect by path
     b.spend(ev.Epsilon(0.25))
     assert b.remaining().epsilon == 0.5 and not (other / "rel.sqlite").exists()
     b.close()
-    for conn in b._session._abandoned:  # the "parent's" connection, kept open by design
+    for conn in b._sync._abandoned:  # the "parent's" connection, kept open by design
         conn.close()
 
 

@@ -152,8 +152,8 @@ class Budget:
             orders = _store.stored_orders(path, accounting)
         self._filter = make_filter(accounting, eps, dlt, orders)
         self._ledger = _store.LedgerFile(path, self._filter.definition(), tmo, key)
-        self._session = _LedgerSync(self._filter, self._ledger)
-        self._lock = self._session.lock
+        self._sync = _LedgerSync(self._filter, self._ledger)
+        self._lock = self._sync.lock
 
     # -- public API ------------------------------------------------------------------
 
@@ -248,27 +248,27 @@ class Budget:
         costs = self._filter.costs(event)  # outside the lock: may be slow
         user, host, pid = identity()
         now = time.time()
-        session = self._session
+        sync = self._sync
 
         def decide() -> str:
-            if rels and session.relation is not None and session.relation not in rels:
+            if rels and sync.relation is not None and sync.relation not in rels:
                 raise NeighbouringRelationError(
-                    f"this budget's charges are stated for {session.relation!r} neighbours; "
+                    f"this budget's charges are stated for {sync.relation!r} neighbours; "
                     f"an event for {next(iter(rels))!r} neighbours cannot be composed with "
                     f"them (nothing was recorded): {event!r}"
                 )
-            return CHARGED if self._filter.fits(session.state, costs) else REFUSED
+            return CHARGED if self._filter.fits(sync.state, costs) else REFUSED
 
         with self._lock:
             fields = [now, None, analyst, note, event_json, schema.encode_cost(costs),
                       user, host, pid]
-            row = session.append(fields, decide, costs, rels)
+            row = sync.append(fields, decide, costs, rels)
             if row.status == REFUSED:
                 raise BudgetExceededError(
-                    self._filter.refusal(self._session.state, costs),
+                    self._filter.refusal(self._sync.state, costs),
                     event,
                     self._filter.cost_record(costs),
-                    self._filter.remaining(self._session.state),
+                    self._filter.remaining(self._sync.state),
                     self._ledger.path,
                 )
         return Charge(row.id, utc(now), analyst, note, event, event_json,
@@ -353,7 +353,7 @@ class Budget:
             try:
                 fields = [time.time(), charge.id, charge.analyst, why, charge.event_json,
                           "[]", user, host, pid]
-                self._session.append(fields, lambda: FAILED)
+                self._sync.append(fields, lambda: FAILED)
             except (_store.LedgerError, ValueError, RuntimeError):
                 pass  # the charge stays counted; never mask the mechanism's error
 
@@ -363,8 +363,8 @@ class Budget:
         ``sigma``/``rho``, the smallest noise multiplier (largest rho) of a next
         Gaussian release that fits, plus the accounting's own figures."""
         with self._lock:
-            self._session.read("cannot read the ledger")
-            return self._filter.remaining(self._session.state)
+            self._sync.read("cannot read the ledger")
+            return self._filter.remaining(self._sync.state)
 
     def spent(self) -> Cost:
         """What the accepted charges cost so far: ``epsilon``/``delta`` in every mode,
@@ -372,15 +372,15 @@ class Budget:
         sequence; whatever happens, the whole interaction is within the budget's
         ``(epsilon, delta)``), plus the accounting's totals (rounded up)."""
         with self._lock:
-            self._session.read("cannot read the ledger")
-            return self._filter.spent(self._session.state)
+            self._sync.read("cannot read the ledger")
+            return self._filter.spent(self._sync.state)
 
     def history(self, *, include_refused: bool = False) -> list[Charge]:
         """The audit log, oldest first: accepted charges (``status`` ``"charged"``, or
         ``"failed"`` when the release failed after its noise was drawn), and with
         ``include_refused=True`` the refused ones too."""
         with self._lock:
-            conn = self._session.read("cannot read the ledger")
+            conn = self._sync.read("cannot read the ledger")
             rows = [schema.Row(*r) for r in conn.execute(
                 f"SELECT {schema.COLUMNS} FROM charges ORDER BY id").fetchall()]
         return charges_of(rows, self._filter, include_refused=include_refused)
@@ -389,7 +389,7 @@ class Budget:
         """Close this process's connection to the ledger; a closed budget refuses
         further use (closing an in-memory budget discards it)."""
         with self._lock:
-            self._session.close()
+            self._sync.close()
 
     def __enter__(self) -> Budget:
         return self
@@ -398,9 +398,9 @@ class Budget:
         self.close()
 
     def __del__(self) -> None:
-        session = getattr(self, "_session", None)
-        if session is not None:
-            session.dispose()
+        sync = getattr(self, "_sync", None)
+        if sync is not None:
+            sync.dispose()
 
     def __reduce__(self) -> tuple[Callable[..., Budget], tuple[Any, ...]]:
         if self._ledger.path is None:
@@ -417,7 +417,7 @@ class Budget:
         where = "memory" if self._ledger.path is None else repr(self._ledger.path)
         head = (f"Budget(epsilon={self.epsilon!r}, delta={self.delta!r}, "
                 f"accounting={self.accounting!r}, ledger={where})")
-        if self._session.closed:
+        if self._sync.closed:
             return head + " [closed]"
         try:
             return f"{head}: {describe(self.spent(), self.remaining())}"

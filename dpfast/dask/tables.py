@@ -186,14 +186,14 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
             raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
     gen, rid, key_src = _generator(rng)
     plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid)
-    aggregate._charge(budget, plan.event, note)       # charged before anything is computed
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
-    parts, nrows = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat,
-                            plan.fixed, key_src, npartitions)
-    if integer and bnd is not None:
-        _inputs.check_int_sum(nrows, bnd)  # as tables.sum: all the rows, not a partition
-    data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
-    return aggregate.release(plan, data, agg)
+    with aggregate._charge(budget, plan.event, note):  # charged before anything is computed
+        parts, nrows = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat,
+                                plan.fixed, key_src, npartitions)
+        if integer and bnd is not None:
+            _inputs.check_int_sum(nrows, bnd)  # as tables.sum: all the rows, not a partition
+        data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
+        return aggregate.release(plan, data, agg)
 
 
 def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,

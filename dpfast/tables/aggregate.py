@@ -20,6 +20,7 @@ import numpy as np
 from dpfast import random as _random
 from dpfast.random import RngLike
 from dpfast.tables import _fixed, _plan, _usecase, bounding, keynoise
+from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.release import TableRelease
 
@@ -34,11 +35,10 @@ def _check_budget(budget: Any, note: Any) -> None:
         raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
 
 
-def _charge(budget: Any, event: Any, note: str) -> None:
-    """Charge the whole release before any noise is drawn (refusal raises, nothing is
-    returned)."""
-    if budget is not None:
-        budget.spend(event, note=note)
+#: ``with _charge(budget, event, note): <release>``: the whole release is charged before
+#: any noise is drawn (a refusal raises, nothing is returned); a failure after the charge
+#: is recorded in the ledger as failed, the budget is not refunded
+_charge = charged
 
 
 # ----------------------------------------------------------------------------- select
@@ -223,8 +223,8 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
     skey = bounding.subkey(gen)
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
                                summands(plan, data.values), fixed_exp(plan))
-    _charge(budget, plan.event, note)                                    # charge
-    return release(plan, data, agg)
+    with _charge(budget, plan.event, note):                              # charge
+        return release(plan, data, agg)
 
 
 def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,

@@ -35,6 +35,7 @@ from dpfast.accounting import events as _events
 from dpfast.random import RngLike
 
 from . import _usecase, _wls, keynoise
+from ._charge import charged
 from ._topdown_release import TopDownRelease
 from .release import _alpha as _alpha
 
@@ -270,9 +271,17 @@ def topdown(
         rho_total = math.nextafter(rho_total, math.inf)
     event = _level_events(mechs)
     _usecase.check(use_case, None, 0.0, rho_total)  # a UserWarning outside the range
-    if budget is not None:
-        budget.spend(event, note=note or f"topdown: {L} levels")  # before any noise
+    with charged(budget, event, note or f"topdown: {L} levels"):  # before any noise
+        return _measure(tree, leaves, mechs, sigma, rhos, event, rho_total, gen,
+                        nonnegative, integer, total_invariant, one_d, release_id)
 
+
+def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float],
+             rhos: Any, event: _events.Composed, rho_total: float, gen: Any,
+             nonnegative: bool, integer: bool, total_invariant: bool, one_d: bool,
+             release_id: Any) -> TopDownRelease:
+    """Noise every measured level, then post-process (the budget has been charged)."""
+    L = len(tree.sizes)
     tables = _wls.aggregate(tree, leaves)
     root_exact = tables[0].copy() if total_invariant else None
     noisy: list[np.ndarray | None] = []

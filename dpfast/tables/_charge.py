@@ -1,0 +1,28 @@
+"""The charge point of a release: charge the budget before any noise is drawn, and if the
+release then fails (an error, ``KeyboardInterrupt``, a cancelled cluster computation) let
+the ledger record the charge as failed -- never refunded."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["charged"]
+
+
+@contextlib.contextmanager
+def charged(budget: Any, event: Any, note: str) -> Iterator[None]:
+    """``with charged(budget, event, note): <release>``.  ``budget`` None charges nothing;
+    a budget without :meth:`~dpfast.Budget.charge` (only ``spend``) is charged with
+    ``spend`` and records no failure."""
+    if budget is None:
+        yield
+        return
+    charge = getattr(budget, "charge", None)
+    if charge is None:
+        budget.spend(event, note=note)
+        yield
+        return
+    with charge(event, note=note):
+        yield
