@@ -75,6 +75,12 @@ class Budget:
         A use case of :mod:`dpfast.guidelines` (e.g. ``"healthcare"``): a
         ``UserWarning`` (never an error) when ``epsilon`` leaves its conventional
         range.  Not part of the ledger's definition.
+    ledger_key : str or bytes, optional
+        The operator's secret key (at least 16 bytes) for the ledger's anchor and
+        checkpoints (HMAC-SHA256); default: the environment variable
+        ``DPFAST_LEDGER_KEY`` if set, else none (plain SHA-256).  Fixed when the ledger
+        is created: a keyed ledger opens only with its key, an unkeyed one only without.
+        Without the key, no one can rebuild the anchor of a rewritten ledger.
 
     Raises
     ------
@@ -82,8 +88,12 @@ class Budget:
         Bad parameters (the message names the parameter); ValueError also when an
         ``"rdp"`` budget would be born exhausted.
     LedgerError
-        The file is not a usable ledger, its hash chain is broken, it was created
-        for another definition, or other users can write it.
+        The file is not a usable ledger, its hash chain is broken, it lost committed
+        charges (it is behind its anchor: a damaged or lost ``-wal``, deleted rows),
+        it was created for another definition, or its path breaks the rules of
+        :mod:`dpfast.budget.paths` (another user's file, writable by others, not a
+        regular file, a symbolic link loop, a directory others can write).  The same
+        rules as ``dpfast ledger verify``.
 
     Notes
     -----
@@ -91,7 +101,11 @@ class Budget:
     IMMEDIATE`` transaction it reads (and verifies) every row committed since, by
     any thread or process, checks the new charge, and appends it -- accepted or
     refused -- to the chain.  WAL with ``synchronous=FULL``: a charge that
-    returned is durable across a power loss.  :meth:`release` validates its input,
+    returned is durable across a power loss; it is also counted in the ledger's
+    anchor (``<ledger>-anchor``, outside SQLite's WAL), so a charge lost later with
+    the ``-wal`` (a flipped bit, a truncated or deleted file) makes the ledger
+    refuse to open instead of refunding it.  Opening verifies the rows after the
+    last checkpoint (one every 1024 rows), in one read snapshot.  :meth:`release` validates its input,
     then charges, then draws the noise: a crash after the commit loses budget, an
     output is never released uncharged.  Each process opens its own connection (a
     budget inherited through ``fork`` reconnects); threads share it under a lock.
@@ -234,7 +248,9 @@ class Budget:
             replace-one) other than the one of the budget's earlier charges (the
             first charge that states one fixes it); nothing is recorded.
         LedgerError
-            The ledger could not be read or written; nothing was recorded.
+            The ledger could not be read or written; nothing was recorded (or, the
+            message says so, the charge was committed but its anchor could not be
+            written: it counts).
         """
         _text(note, "note")
         _text(analyst, "analyst")
@@ -377,7 +393,7 @@ class Budget:
 
     def history(self, *, include_refused: bool = False) -> list[Charge]:
         """The audit log, oldest first: accepted charges (``status`` ``"charged"``, or
-        ``"failed"`` when the release failed after its noise was drawn), and with
+        ``"failed"`` when the release failed after the charge, see :meth:`charge`), and with
         ``include_refused=True`` the refused ones too."""
         with self._lock:
             conn = self._sync.read("cannot read the ledger")

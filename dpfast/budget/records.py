@@ -28,8 +28,9 @@ REFUSED = "refused"
 
 class LedgerError(ValueError):
     """A ledger file cannot be used: not SQLite, not a dpfast ledger, damaged, tampered
-    with (its hash chain is broken), of an unknown format version, writable by other
-    users, or locked for longer than the timeout.
+    with (its hash chain is broken), behind its anchor (committed charges lost), of an
+    unknown format version, another user's or writable by other users, not a regular
+    file, in a directory others can write, or locked for longer than the timeout.
 
     The message names the ledger path.  dpfast never overwrites, repairs or
     re-initialises a file that raised this error.
@@ -163,8 +164,7 @@ class Charge:
         What the charge cost (or, refused, would have cost) in the budget's terms.
     status : str
         ``"charged"``: accepted and counted.  ``"failed"``: accepted and counted,
-        but the release failed after its noise was drawn (see
-        :meth:`Budget.release`).  ``"refused"``: refused, not counted.
+        but the release failed after the charge (see :meth:`Budget.charge`).  ``"refused"``: refused, not counted.
     user, host : str
         Operating-system user and host name of the process that wrote the record
         (empty for records migrated from format 1).

@@ -4,8 +4,10 @@
 charges, with who, where and when) as a table, what was spent and what a next release
 may still cost.  ``verify`` checks the hash chain from the definition to the last row
 and prints its head hash (record it elsewhere to detect a later rewrite of the whole
-file).  Both only read the file.  Exit codes: 0 ok, 1 the chain is broken, 2 not a
-ledger.
+file), and the ledger against its anchor and checkpoints.  Both only read the file and
+apply the rules ``dpfast.Budget`` applies to a ledger's path (owner, mode, file type,
+directory).  A keyed ledger needs its key in ``DPFAST_LEDGER_KEY``.  Exit codes: 0 ok,
+1 the chain is broken (or the ledger lost charges), 2 not a usable ledger.
 """
 
 from __future__ import annotations
