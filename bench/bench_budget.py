@@ -140,7 +140,9 @@ def _extend(path: str, n: int) -> None:
     con.execute("COMMIT")
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
-    _anchor.AnchorFile(os.path.realpath(path), lf.genesis, "sha256", None).update(n, prev)
+    anchor = _anchor.AnchorFile(os.path.realpath(path), lf.genesis, "sha256", None)
+    anchor.write(n, prev, None).wait()
+    anchor.close()
 
 
 def _open_time(path: str) -> float:

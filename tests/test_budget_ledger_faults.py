@@ -277,6 +277,38 @@ def test_deleting_the_last_rows_and_fixing_the_sequence_is_detected(tmp_path):
     assert r.returncode == 1 and "anchor says 6" in r.stderr
 
 
+def test_a_lost_last_commit_is_restored_from_the_anchor(tmp_path):
+    """The anchor holds the last row itself (written before the commit): a ledger exactly
+    that row short -- a crash during the commit, or a -wal that lost just the last
+    commit -- is completed with it; the charge still counts."""
+    path = tmp_path / "ledger.sqlite"
+    _ledger(path, 6).close()
+    con = _raw(path)
+    con.execute("DELETE FROM charges WHERE id = 6")
+    con.execute("UPDATE sqlite_sequence SET seq = 5 WHERE name = 'charges'")
+    con.commit()
+    con.close()
+    rep = inspect_ledger(path)  # read-only: counts the anchor's row, changes nothing
+    assert rep.chain_ok and len(rep.records) == 6 and rep.spent.epsilon == 6 * STEP
+    b = Budget(1.0, ledger=path)
+    assert [c.note for c in b.history()][-1] == "q5"
+    assert b.remaining().epsilon == 1.0 - 6 * STEP
+    b.spend(ev.Epsilon(STEP))
+    b.close()
+    assert inspect_ledger(path).chain_ok
+    with Budget(1.0, ledger=path) as again:
+        assert len(again.history()) == 7
+    # the anchor's row must continue the chain: a forged one is refused
+    con = _raw(path)
+    con.execute("DELETE FROM charges WHERE id = 7")
+    con.execute("UPDATE sqlite_sequence SET seq = 6 WHERE name = 'charges'")
+    con.execute("UPDATE charges SET note = 'edited' WHERE id = 6")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="tampered"):
+        Budget(1.0, ledger=path)
+
+
 def test_a_lost_or_foreign_anchor_is_refused(tmp_path):
     path = tmp_path / "ledger.sqlite"
     _ledger(path, 3).close()

@@ -1,28 +1,38 @@
 """The ledger's anchor: a small file next to the ledger (``<ledger>-anchor``) holding the
-number of rows and the hash of the last one, outside SQLite's write-ahead log.
+number of rows and the last row itself, outside SQLite's write-ahead log.
 
 SQLite treats a damaged or missing ``-wal`` as "these transactions never happened": one
 flipped bit, a truncated or lost ``-wal`` after a crash rolls committed charges back, and
-the hash chain of what is left is still intact.  The anchor is updated (and
-``fdatasync``'d) after every commit, before :meth:`Budget.spend` returns, so a charge the
-caller was told about is counted in the anchor; a ledger with fewer rows than its anchor,
-or whose row ``count`` does not have the anchor's hash, is refused.
+the hash chain of what is left is still intact.  The anchor is written in the charge's
+transaction, *before* its commit, and ``fdatasync``'d in a helper thread while SQLite
+syncs the commit (the two flushes overlap); :meth:`Budget.spend` returns when both are
+durable.  So every charge a caller was told about is in the anchor, and the anchor is
+at most one row -- the charge being committed -- ahead of the ledger.
 
-Layout: two 512-byte slots, written alternately (slot ``count % 2``), each a text record
-``dpfast-anchor 1 <kind> <count> <head> <ledger id> <mac>`` checked by its MAC; a torn
-write leaves the other slot, one row behind, valid.  ``kind`` is ``sha256`` (a checksum:
-detects storage faults and a naive edit) or ``hmac-sha256:<key id>`` (keyed with the
-operator's key, :func:`ledger_key`: without the key, the anchor cannot be forged).
-Updates take an exclusive ``flock`` on the anchor and only ever raise the count, so
-processes charging one ledger never move it backwards.
+Opening (:mod:`.session`): the ledger must have the anchor's row count, with the
+anchor's hash at that row.  A ledger exactly one row short whose next row is the
+anchor's (it continues the chain, its hash is right) is completed with that row -- a
+crash during a commit, or a ``-wal`` that lost the last commit: the charge counts (a
+crash loses budget, never the reverse).  Anything shorter is refused (LedgerError).
+
+Layout: two slots of :data:`SLOT` bytes, written alternately (slot ``count % 2``), each a
+text line ``dpfast-anchor 2 <kind> <count> <head> <ledger id> <row> <mac>`` (``row``:
+the row as base64 JSON, or ``-``) checked by its MAC; a torn write leaves the other slot,
+one row behind, valid.  ``kind`` is ``sha256`` (a checksum: detects storage faults and a
+naive edit) or ``hmac-sha256:<key id>`` (keyed with the operator's key,
+:func:`ledger_key`: without the key, the anchor cannot be forged).  Every write happens
+under SQLite's write lock of the ledger, so writers never race.
 """
 
 from __future__ import annotations
 
-import fcntl
+import base64
 import hashlib
 import hmac
+import json
 import os
+import queue
+import threading
 from typing import Any, NamedTuple
 
 from .records import LedgerError
@@ -31,9 +41,9 @@ __all__ = ["ENV_KEY", "Anchor", "AnchorFile", "key_id", "kind_of", "ledger_key"]
 
 #: the environment variable with the operator's ledger key (used when no key is passed)
 ENV_KEY = "DPFAST_LEDGER_KEY"
-SLOT = 512
+SLOT = 1 << 16  # the largest record: a row with about 48 KiB of note and event text
 MAGIC = "dpfast-anchor"
-VERSION = "1"
+VERSION = "2"
 
 
 def ledger_key(key: Any = None) -> bytes | None:
@@ -71,18 +81,84 @@ def mac(key: bytes | None, text: str) -> str:
 
 
 class Anchor(NamedTuple):
-    """A valid slot: the ledger had ``count`` rows, the last of hash ``head``."""
+    """A valid slot: the ledger has ``count`` rows, the last of hash ``head``; ``row``
+    (the 13 columns of row ``count``) when the writer recorded it."""
 
     count: int
     head: str
-    kind: str
+    row: tuple[Any, ...] | None
 
 
-def _record(kind: str, count: int, head: str, ledger_id: str, key: bytes | None) -> bytes:
-    body = f"{MAGIC} {VERSION} {kind} {count} {head} {ledger_id}"
-    data = f"{body} {mac(key, body)}\n".encode()
-    assert len(data) < SLOT
-    return data.ljust(SLOT, b"\0")
+# --------------------------------------------------------------------------- the syncer
+# One helper thread per process runs fdatasync while the charging thread commits; it is
+# stopped before fork (no thread crosses fork, and forking warns about none).
+
+_jobs: queue.SimpleQueue[Any] | None = None
+_thread: threading.Thread | None = None
+_start = threading.Lock()
+
+
+def _work(jobs: queue.SimpleQueue[Any]) -> None:
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        fd, done, failed = job
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            failed.append(exc)
+        done.set()
+
+
+def _submit(fd: int) -> tuple[threading.Event, list[OSError]]:
+    global _jobs, _thread
+    with _start:
+        if _thread is None or not _thread.is_alive():
+            _jobs = queue.SimpleQueue()
+            _thread = threading.Thread(target=_work, args=(_jobs,), daemon=True,
+                                       name="dpfast-ledger-anchor")
+            _thread.start()
+        assert _jobs is not None
+        done, failed = threading.Event(), []  # type: ignore[var-annotated]
+        _jobs.put((fd, done, failed))
+    return done, failed
+
+
+def _stop() -> None:
+    global _jobs, _thread
+    with _start:
+        if _thread is not None and _thread.is_alive() and _jobs is not None:
+            _jobs.put(None)
+            _thread.join()
+        _jobs, _thread = None, None
+
+
+def _forget() -> None:  # in a forked child: the parent's thread does not exist here
+    global _jobs, _thread, _start
+    _jobs, _thread, _start = None, None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_stop, after_in_child=_forget)
+
+
+class Pending:
+    """An anchor record being flushed (see :meth:`AnchorFile.stage`)."""
+
+    __slots__ = ("done", "failed")
+
+    def __init__(self, fd: int) -> None:
+        self.done, self.failed = _submit(fd)
+
+    def wait(self) -> None:
+        """Until the record is durable (OSError if the flush failed)."""
+        self.done.wait()
+        if self.failed:
+            raise self.failed[0]
+
+
+# --------------------------------------------------------------------------- the file
 
 
 class AnchorFile:
@@ -96,111 +172,103 @@ class AnchorFile:
         self._fd: int | None = None
         self._pid = 0
 
-    def _parse(self, raw: bytes) -> Anchor | None:
-        text = raw.split(b"\0", 1)[0].decode("ascii", "replace").strip()
+    def _record(self, count: int, head: str, row: tuple[Any, ...] | None) -> bytes:
+        packed = "-" if row is None else base64.b64encode(
+            json.dumps(list(row), separators=(",", ":"), allow_nan=True).encode()).decode()
+        body = f"{MAGIC} {VERSION} {self.kind} {count} {head} {self.ledger_id} {packed}"
+        data = f"{body} {mac(self.key, body)}\n".encode()
+        if len(data) > SLOT:
+            raise LedgerError(f"the record is too large for the ledger's anchor "
+                              f"({len(data)} bytes; at most {SLOT}): shorten the note")
+        return data
+
+    def _parse(self, raw: bytes) -> tuple[Anchor | None, str]:
+        text = raw.split(b"\n", 1)[0].decode("ascii", "replace")
         parts = text.split(" ")
-        if len(parts) != 7 or parts[0] != MAGIC or parts[1] != VERSION:
-            return None
-        _, _, kind, count, head, ledger_id, tag = parts
-        if kind != self.kind or ledger_id != self.ledger_id or not count.isdigit():
-            return None
-        if not hmac.compare_digest(tag, mac(self.key, " ".join(parts[:6]))):
-            return None
-        return Anchor(int(count), head, kind)
-
-    def _best(self, raw: bytes) -> Anchor | None:
-        found = [a for a in (self._parse(raw[:SLOT]), self._parse(raw[SLOT:2 * SLOT])) if a]
-        return max(found, key=lambda a: a.count) if found else None
-
-    def _diagnose(self, raw: bytes) -> str:
-        kinds = set()
-        for s in (raw[:SLOT], raw[SLOT:2 * SLOT]):
-            parts = s.split(b"\0", 1)[0].decode("ascii", "replace").split(" ")
-            if len(parts) == 7 and parts[0] == MAGIC:
-                kinds.add(parts[2])
-                if parts[5] != self.ledger_id:
-                    return ("it was written for another ledger: the ledger's definition has "
-                            "been tampered with, or the anchor was copied from elsewhere")
-        if kinds and self.kind not in kinds:
-            other = kinds.pop()
-            if other.startswith("hmac") and self.key is None:
-                return (f"it is keyed ({other}): set {ENV_KEY} or pass ledger_key= to "
-                        "open this ledger")
-            return f"it was written with {other}, not {self.kind} (another key?)"
-        return "neither of its records matches its checksum or key (damaged or forged)"
-
-    def _open(self, flags: int) -> int:
-        return os.open(self.path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        if len(parts) != 8 or parts[0] != MAGIC or parts[1] != VERSION:
+            return None, "damaged"
+        _, _, kind, count, head, ledger_id, packed, tag = parts
+        if ledger_id != self.ledger_id:
+            return None, "foreign"
+        if kind != self.kind:
+            return None, kind
+        if not count.isdigit() or not hmac.compare_digest(tag, mac(self.key, " ".join(parts[:7]))):
+            return None, "damaged"
+        row = None
+        if packed != "-":
+            try:
+                row = tuple(json.loads(base64.b64decode(packed, validate=True)))
+            except ValueError:
+                return None, "damaged"
+        return Anchor(int(count), head, row), ""
 
     def read(self) -> Anchor | None:
         """The anchor (None when the file does not exist); LedgerError if it is unusable."""
         try:
-            fd = self._open(os.O_RDONLY)
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise LedgerError(f"cannot read the anchor {self.path!r}: {exc}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            raw = os.pread(fd, 2 * SLOT, 0)
+            slots = [self._parse(os.pread(fd, SLOT, s * SLOT)) for s in (0, 1)]
         finally:
             os.close(fd)
-        best = self._best(raw)
-        if best is None:
-            raise LedgerError(f"the anchor {self.path!r} of the ledger cannot be used: "
-                              f"{self._diagnose(raw)}")
-        return best
+        found = [a for a, _ in slots if a is not None]
+        if found:
+            return max(found, key=lambda a: a.count)
+        why = {w for _, w in slots}
+        if "foreign" in why:
+            text = ("it was written for another ledger: the ledger's definition has been "
+                    "tampered with, or the anchor was copied from elsewhere")
+        elif why - {"damaged", ""}:
+            other = sorted(why - {"damaged", "", "foreign"})[0]
+            if other.startswith("hmac") and self.key is None:
+                text = (f"it is keyed ({other}): set {ENV_KEY} or pass ledger_key= to "
+                        "open this ledger")
+            else:
+                text = f"it was written with {other}, not {self.kind} (another key?)"
+        else:
+            text = "neither of its records matches its checksum or key (damaged or forged)"
+        raise LedgerError(f"the anchor {self.path!r} of the ledger cannot be used: {text}")
 
-    def create(self, count: int, head: str) -> None:
-        """Write a new anchor file (owner-only); an existing one is left alone."""
+    def _handle(self) -> int:
+        if self._fd is None or self._pid != os.getpid():
+            self._fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK
+                               | os.O_CLOEXEC)
+            self._pid = os.getpid()
+        return self._fd
+
+    def create(self, count: int, head: str) -> bool:
+        """Write a new anchor file (owner-only; call under the ledger's write lock).
+        False if one exists (it is left alone)."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o600)
         except FileExistsError:
-            return
+            return False
         try:
             os.fchmod(fd, 0o600)
-            rec = _record(self.kind, count, head, self.ledger_id, self.key)
-            os.pwrite(fd, rec + rec, 0)
+            rec = self._record(count, head, None)
+            os.pwrite(fd, rec, 0)
+            os.pwrite(fd, rec, SLOT)
             os.fsync(fd)
         finally:
             os.close(fd)
         _fsync_dir(os.path.dirname(self.path))
+        return True
 
-    def update(self, count: int, head: str) -> None:
-        """Record that the ledger has ``count`` rows ending in ``head`` (only forward)."""
-        if self._fd is None or self._pid != os.getpid():
-            self._fd = self._open(os.O_RDWR)  # a forked child gets its own description
-            self._pid = os.getpid()
-        fd = self._fd
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            raw = os.pread(fd, 2 * SLOT, 0)
-            if _largest_count(raw) >= count:  # rare: check the records before skipping
-                current = self._best(raw)
-                if current is not None and current.count >= count:
-                    return  # another process already recorded as much (or more)
-            os.pwrite(fd, _record(self.kind, count, head, self.ledger_id, self.key),
-                      SLOT * (count % 2))
-            os.fdatasync(fd)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+    def write(self, count: int, head: str, row: tuple[Any, ...] | None) -> Pending:
+        """Record ``count`` rows ending in ``head`` (and ``row``, row ``count``) in slot
+        ``count % 2`` and start flushing it (call under the ledger's write lock)."""
+        fd = self._handle()
+        os.pwrite(fd, self._record(count, head, row), SLOT * (count % 2))
+        return Pending(fd)
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None and self._pid == os.getpid():
             os.close(fd)
-
-
-def _largest_count(raw: bytes) -> int:
-    """The larger count of the two slots, read without checking them (a fast test; a
-    count that would stop an update is checked first)."""
-    best = -1
-    for start in (0, SLOT):
-        parts = raw[start:start + 64].split(b" ", 4)
-        if len(parts) == 5 and parts[0] == b"dpfast-anchor" and parts[3].isdigit():
-            best = max(best, int(parts[3]))
-    return best
 
 
 def _fsync_dir(directory: str) -> None:

@@ -15,7 +15,15 @@ from typing import Any
 
 from . import checkpoint, ledger, schema
 from .anchor import ledger_key as ledger_key_of
-from .chain import Chain, behind, check_anchor, check_tail, sequence, snapshot, to_row
+from .chain import (
+    Chain,
+    check_anchor,
+    check_tail,
+    continuation,
+    sequence,
+    snapshot,
+    to_row,
+)
 from .filters import Filter
 from .records import FAILED, REFUSED, Charge, Cost, LedgerError, Remaining, deserialize_event, utc
 from .registry import make_filter
@@ -143,7 +151,13 @@ def inspect_ledger(path: str | os.PathLike[str], *,
                                   f"{min(marks)} but ends at {chain.last_id}")
             check_tail(seq, chain)
             if anchor is not None and anchor.count > chain.last_id:
-                raise behind(where, chain.last_id, anchor)
+                # the anchor's row, one ahead: being committed now, or a commit undone by
+                # a crash or a lost -wal (opening the ledger restores it); it counts
+                row = continuation(where, anchor, chain, seq)
+                chain.verify(row)
+                good.append(row)
+                if row.status == "charged":
+                    filt.add(state, filt.row_costs(schema.decode_cost(row.cost)))
             if anchor is None and not problem and "anchor" in meta and chain.last_id > 0:
                 raise LedgerError(f"{where} has lost its anchor ({lf.anchor.path!r}): charges "
                                   "lost with the -wal file cannot be detected")

@@ -15,7 +15,8 @@ from . import schema
 from .anchor import Anchor
 from .records import LedgerError
 
-__all__ = ["Chain", "check_anchor", "check_tail", "row_at", "rows_after", "snapshot"]
+__all__ = ["Chain", "check_anchor", "check_tail", "continuation", "row_at", "rows_after",
+           "snapshot"]
 
 _TYPES: tuple[tuple[type, ...], ...] = (
     (int,), (float, int), (str,), (int, type(None)), (str,), (str,), (str,), (str,), (str,),
@@ -111,6 +112,25 @@ def behind(where: str, rows: int, anchor: Anchor) -> LedgerError:
         "truncated or deleted -wal file, or deleted rows). dpfast refuses to use a ledger "
         "that lost charges; it was left untouched."
     )
+
+
+def continuation(where: str, anchor: Anchor, chain: Chain, seq: int) -> schema.Row:
+    """The anchor's row when the ledger (verified up to ``chain``, ``seq`` its sequence)
+    is exactly that one row short and the row continues the chain; LedgerError if not."""
+    if anchor.count != chain.last_id + 1 or anchor.row is None or seq != chain.last_id:
+        raise behind(where, chain.last_id, anchor)
+    try:
+        row = to_row(anchor.row, where)
+    except (LedgerError, ValueError, TypeError):
+        raise behind(where, chain.last_id, anchor) from None
+    probe = Chain(chain.last_hash, where, chain.last_id)
+    try:
+        probe.verify(row)
+    except LedgerError:
+        raise behind(where, chain.last_id, anchor) from None
+    if row.hash != anchor.head:
+        raise behind(where, chain.last_id, anchor)
+    return row
 
 
 def check_anchor(where: str, anchor: Anchor, row_hash: str) -> None:

@@ -229,6 +229,12 @@ def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> sch
     return schema.Row._make([*full, chain.last_hash, digest])
 
 
+def insert(conn: sqlite3.Connection, row: schema.Row) -> None:
+    """Insert a complete, verified row (the anchor's, restoring a lost commit)."""
+    conn.execute(f"INSERT INTO charges ({schema.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                 tuple(row))
+
+
 class LedgerFile:
     """Where a budget's ledger lives: a file path or memory, with its definition and the
     operator's key (:func:`.anchor.ledger_key`) for its anchor and checkpoints.

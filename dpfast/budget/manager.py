@@ -105,10 +105,11 @@ class Budget:
     anchor (``<ledger>-anchor``, outside SQLite's WAL), so a charge lost later with
     the ``-wal`` (a flipped bit, a truncated or deleted file) makes the ledger
     refuse to open instead of refunding it.  Opening verifies the rows after the
-    last checkpoint (one every 1024 rows), in one read snapshot.  :meth:`release` validates its input,
-    then charges, then draws the noise: a crash after the commit loses budget, an
-    output is never released uncharged.  Each process opens its own connection (a
-    budget inherited through ``fork`` reconnects); threads share it under a lock.
+    last checkpoint (one every 1024 rows), in one read snapshot.  :meth:`release`
+    validates its input, then charges, then draws the noise: a crash after the
+    commit loses budget, an output is never released uncharged.  Each process
+    opens its own connection (a budget inherited through ``fork`` reconnects);
+    threads share it under a lock.
     An in-memory budget belongs to its process: using it in a forked child, or
     pickling it, raises.  A file-backed budget pickles as "reopen this ledger".
 

@@ -164,7 +164,8 @@ class Charge:
         What the charge cost (or, refused, would have cost) in the budget's terms.
     status : str
         ``"charged"``: accepted and counted.  ``"failed"``: accepted and counted,
-        but the release failed after the charge (see :meth:`Budget.charge`).  ``"refused"``: refused, not counted.
+        but the release failed after the charge (see :meth:`Budget.charge`).
+        ``"refused"``: refused, not counted.
     user, host : str
         Operating-system user and host name of the process that wrote the record
         (empty for records migrated from format 1).

@@ -9,6 +9,7 @@ syncs, decides and appends in one write transaction, writes a checkpoint every
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
@@ -20,7 +21,18 @@ from typing import Any
 from dpfast.accounting import events as _events
 
 from . import checkpoint, ledger, schema
-from .chain import Chain, behind, check_anchor, check_tail, row_at, rows_after, sequence, snapshot
+from .anchor import Pending
+from .chain import (
+    Chain,
+    behind,
+    check_anchor,
+    check_tail,
+    continuation,
+    row_at,
+    rows_after,
+    sequence,
+    snapshot,
+)
 from .filters import Filter
 from .records import CHARGED, LedgerError, deserialize_event
 
@@ -140,7 +152,9 @@ class _LedgerSync:
             if row.id > base:
                 relation = self._absorb(state, relation, row)
         if anchor is not None and anchor.count > chain.last_id:
-            raise behind(where, chain.last_id, anchor)
+            # one row ahead: the charge being committed now, or one whose commit a crash
+            # or a lost -wal undid (completed under the write lock, in _after_open)
+            continuation(where, anchor, chain, seq)
         if cp is not None and cp.id > chain.last_id:
             raise LedgerError(f"{where} lost charges: it ends at {chain.last_id} but has a "
                               f"checkpoint at charge {cp.id}")
@@ -165,29 +179,48 @@ class _LedgerSync:
                               f"{row_id} does not have the hash its checkpoint recorded")
 
     def _after_open(self, conn: sqlite3.Connection) -> None:
-        """Create or move forward the anchor; a checkpoint if the open verified many rows."""
+        """Under the write lock: complete a ledger one row behind its anchor with the
+        anchor's row, create the anchor or move it forward, write a checkpoint if the open
+        verified many rows."""
         lf = self.ledger_file
         if lf.anchor is None:
             return
-        assert self.chain is not None
+        pending: Pending | None = None
         try:
-            lf.anchor.create(self.chain.last_id, self.chain.last_hash)
-            lf.anchor.update(self.chain.last_id, self.chain.last_hash)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.sync(conn)
+                assert self.chain is not None
+                chain, state, relation = self.chain, self.state.copy(), self.relation
+                anchor = lf.anchor.read()  # now: no writer is between write and commit
+                restored = None
+                if anchor is not None and anchor.count > chain.last_id:
+                    restored = continuation(lf.where, anchor, chain, sequence(conn))
+                    ledger.insert(conn, restored)
+                    relation = self._absorb(state, relation, restored)
+                    chain = Chain(restored.hash, chain.where, restored.id)
+                unchecked = chain.last_id - self._checkpoint >= checkpoint.EVERY
+                if unchecked:
+                    checkpoint.write(conn, lf.key, lf.genesis, chain.last_id, chain.last_hash,
+                                     state, relation)
+                if anchor is None and not lf.anchor.create(chain.last_id, chain.last_hash):
+                    anchor = lf.anchor.read()  # created meanwhile by an old-format opener
+                if anchor is not None and (restored is not None or anchor.count < chain.last_id):
+                    pending = lf.anchor.write(chain.last_id, chain.last_hash,
+                                              None if restored is None else tuple(restored))
+                conn.execute("COMMIT")
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            if pending is not None:
+                pending.wait()
+        except sqlite3.Error as exc:
+            raise lf.error(exc, "cannot open the ledger") from exc
         except OSError as exc:
             raise LedgerError(f"cannot write the anchor of {lf.where}: {exc}") from exc
-        if self.chain.last_id - self._checkpoint >= checkpoint.EVERY:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    checkpoint.write(conn, lf.key, lf.genesis, self.chain.last_id,
-                                     self.chain.last_hash, self.state, self.relation)
-                    conn.execute("COMMIT")
-                finally:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-            except sqlite3.Error as exc:
-                raise lf.error(exc, "cannot write a checkpoint") from exc
-            self._checkpoint = self.chain.last_id
+        self.chain, self.state, self.relation = chain, state, relation
+        if unchecked:
+            self._checkpoint = chain.last_id
 
     # -- running ------------------------------------------------------------------
 
@@ -258,10 +291,12 @@ class _LedgerSync:
         ``fields``: ``time, ref, analyst, note, event, cost, user, host, pid``.  A
         ``"charged"`` row adds ``costs`` to the state and fixes the relation (the one of
         ``relations``, if not fixed yet).  After the commit the anchor is moved forward
-        (LedgerError if that fails: the row is committed and counts).
+        (LedgerError if that fails: the row is committed and counts).  The anchor is
+        written before the commit and flushed while SQLite flushes it.
         """
         lf = self.ledger_file
         conn = self.connection()
+        pending: Pending | None = None
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -277,8 +312,16 @@ class _LedgerSync:
                 self.filter.add(state, costs)
                 if relations and relation is None:
                     relation = next(iter(relations))
-            if lf.anchor is not None and row.id % checkpoint.EVERY == 0:
-                checkpoint.write(conn, lf.key, lf.genesis, row.id, row.hash, state, relation)
+            if lf.anchor is not None:
+                if row.id % checkpoint.EVERY == 0:
+                    checkpoint.write(conn, lf.key, lf.genesis, row.id, row.hash, state,
+                                     relation)
+                try:  # the anchor first, flushed while SQLite flushes the commit
+                    pending = lf.anchor.write(row.id, row.hash, tuple(row))
+                except OSError as exc:
+                    raise LedgerError(f"cannot record the charge: the anchor of {lf.where} "
+                                      f"cannot be written ({exc}); nothing was recorded"
+                                      ) from exc
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
@@ -286,18 +329,22 @@ class _LedgerSync:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
+            if pending is not None:  # not committed: put the anchor back
+                with contextlib.suppress(OSError):
+                    pending.wait()
+                    lf.anchor.write(self.chain.last_id, self.chain.last_hash, None).wait()
             if isinstance(exc, sqlite3.Error):
                 raise lf.error(exc, "cannot record the charge") from exc
             raise
         self.chain = Chain(row.hash, self.chain.where, row.id)
         self.state, self.relation = state, relation
-        if lf.anchor is not None:
+        if pending is not None:
             try:
-                lf.anchor.update(row.id, row.hash)
+                pending.wait()
             except OSError as exc:
                 raise LedgerError(
                     f"record {row.id} was committed to {lf.where} (it counts) but its anchor "
-                    f"could not be written: {exc}"
+                    f"could not be flushed: {exc}"
                 ) from exc
         return row
 
