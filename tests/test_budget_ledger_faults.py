@@ -15,6 +15,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, LedgerError, checkpoint, inspect_ledger, schema
@@ -581,3 +583,37 @@ def test_a_format_1_rewrite_of_a_newer_ledger_is_not_migrated(tmp_path):
     b = Budget(1.0, ledger=path)  # no mark left: indistinguishable from a real format 1
     assert len(b.history()) == 3
     b.close()
+
+
+
+@pytest.fixture(scope="module")
+def fuzz_ledger(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fuzz") / "ledger.sqlite"
+    _ledger(path, 5).close()
+    with open(f"{path}-anchor", "rb") as f, open(f"{path}.orig", "wb") as g:
+        g.write(f.read())
+    return str(path)
+
+
+@settings(max_examples=40, deadline=None)
+@given(edits=st.lists(st.tuples(st.sampled_from([0, 65536]), st.integers(0, 700),
+                                st.integers(0, 255)), min_size=1, max_size=4))
+def test_a_damaged_anchor_never_opens_with_less_spent(fuzz_ledger, edits):
+    """Whatever bytes of the anchor's records change: LedgerError, or the ledger opens
+    with exactly what was charged (never less, never another exception)."""
+    path = fuzz_ledger
+    with open(f"{path}.orig", "rb") as f:
+        original = f.read()
+    data = bytearray(original.ljust(2 * 65536 + 701, b"\0"))
+    for slot, pos, value in edits:
+        data[slot + pos] = value
+    with open(f"{path}-anchor", "wb") as f:
+        f.write(bytes(data))
+    try:
+        b = Budget(1.0, ledger=path)
+    except LedgerError:
+        return
+    try:
+        assert b.remaining().epsilon == 1.0 - 5 * STEP and len(b.history()) == 5
+    finally:
+        b.close()

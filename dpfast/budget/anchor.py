@@ -192,7 +192,9 @@ class AnchorFile:
             return None, "foreign"
         if kind != self.kind:
             return None, kind
-        if not count.isdigit() or not hmac.compare_digest(tag, mac(self.key, " ".join(parts[:7]))):
+        expected = mac(self.key, " ".join(parts[:7])).encode()
+        if not (count.isascii() and count.isdigit()) or not hmac.compare_digest(
+                tag.encode(), expected):
             return None, "damaged"
         row = None
         if packed != "-":
