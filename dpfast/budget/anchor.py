@@ -81,10 +81,10 @@ def mac(key: bytes | None, text: str) -> str:
 
 
 class Anchor(NamedTuple):
-    """A valid slot: the ledger has ``count`` rows, the last of hash ``head``; ``row``
-    (the 13 columns of row ``count``) when the writer recorded it."""
+    """A valid slot: the ledger has ``rows`` rows, the last of hash ``head``; ``row``
+    (the 13 columns of row ``rows``) when the writer recorded it."""
 
-    count: int
+    rows: int
     head: str
     row: tuple[Any, ...] | None
 
@@ -218,7 +218,7 @@ class AnchorFile:
             os.close(fd)
         found = [a for a, _ in slots if a is not None]
         if found:
-            return max(found, key=lambda a: a.count)
+            return max(found, key=lambda a: a.rows)
         why = {w for _, w in slots}
         if "foreign" in why:
             text = ("it was written for another ledger: the ledger's definition has been "

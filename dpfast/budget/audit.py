@@ -130,7 +130,7 @@ def inspect_ledger(path: str | os.PathLike[str], *,
             raise LedgerError(f"ledger {path!r} is damaged ({exc})") from exc
         marks = {int(r[0]): checkpoint.Checkpoint(*r) for r in cps}
         try:
-            if anchor is not None and anchor.count == 0:
+            if anchor is not None and anchor.rows == 0:
                 check_anchor(where, anchor, lf.genesis)
             for raw in raws:
                 row = to_row(raw, where)
@@ -141,7 +141,7 @@ def inspect_ledger(path: str | os.PathLike[str], *,
                     if relation is None:
                         rels = relations_of_json(row.event)
                         relation = next(iter(rels)) if len(rels) == 1 else None
-                if anchor is not None and row.id == anchor.count:
+                if anchor is not None and row.id == anchor.rows:
                     check_anchor(where, anchor, row.hash)
                 if row.id in marks:
                     _check_checkpoint(marks.pop(row.id), row, state, relation, filt, key,
@@ -150,7 +150,7 @@ def inspect_ledger(path: str | os.PathLike[str], *,
                 raise LedgerError(f"{where} lost charges: it has a checkpoint at charge "
                                   f"{min(marks)} but ends at {chain.last_id}")
             check_tail(seq, chain)
-            if anchor is not None and anchor.count > chain.last_id:
+            if anchor is not None and anchor.rows > chain.last_id:
                 # the anchor's row, one ahead: being committed now, or a commit undone by
                 # a crash or a lost -wal (opening the ledger restores it); it counts
                 row = continuation(where, anchor, chain, seq)

@@ -108,7 +108,7 @@ def check_tail(seq: int, chain: Chain) -> None:
 def behind(where: str, rows: int, anchor: Anchor) -> LedgerError:
     return LedgerError(
         f"{where} has been tampered with or damaged: it has {rows} records but its anchor "
-        f"says {anchor.count} were committed; committed charges are missing (a damaged, "
+        f"says {anchor.rows} were committed; committed charges are missing (a damaged, "
         "truncated or deleted -wal file, or deleted rows). dpfast refuses to use a ledger "
         "that lost charges; it was left untouched."
     )
@@ -117,7 +117,7 @@ def behind(where: str, rows: int, anchor: Anchor) -> LedgerError:
 def continuation(where: str, anchor: Anchor, chain: Chain, seq: int) -> schema.Row:
     """The anchor's row when the ledger (verified up to ``chain``, ``seq`` its sequence)
     is exactly that one row short and the row continues the chain; LedgerError if not."""
-    if anchor.count != chain.last_id + 1 or anchor.row is None or seq != chain.last_id:
+    if anchor.rows != chain.last_id + 1 or anchor.row is None or seq != chain.last_id:
         raise behind(where, chain.last_id, anchor)
     try:
         row = to_row(anchor.row, where)
@@ -134,11 +134,11 @@ def continuation(where: str, anchor: Anchor, chain: Chain, seq: int) -> schema.R
 
 
 def check_anchor(where: str, anchor: Anchor, row_hash: str) -> None:
-    """``row_hash``: the hash of row ``anchor.count`` (the genesis hash when 0)."""
+    """``row_hash``: the hash of row ``anchor.rows`` (the genesis hash when 0)."""
     if row_hash != anchor.head:
         raise LedgerError(
             f"{where} has been tampered with: it does not match its anchor, charge "
-        f"{anchor.count} has another hash "
+        f"{anchor.rows} has another hash "
             "than the one recorded when it was committed (the ledger was rewritten, "
             "replaced or rolled back); it was left untouched."
         )

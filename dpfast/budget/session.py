@@ -129,13 +129,13 @@ class _LedgerSync:
                 else:
                     state, relation = loaded
             base = 0 if cp is None else cp.id
-            start = base if anchor is None else min(base, anchor.count)
+            start = base if anchor is None else min(base, anchor.rows)
             first = None if start == 0 else row_at(conn, start, where)
             rows = rows_after(conn, start, where)
             seq = sequence(conn)
         if start and first is None:
             last = rows[-1].id if rows else 0
-            if anchor is not None and anchor.count == start:
+            if anchor is not None and anchor.rows == start:
                 raise behind(where, last, anchor)
             raise LedgerError(f"{where} has been tampered with or lost charges: its "
                               f"checkpoint at charge {start} is past its last record")
@@ -144,14 +144,14 @@ class _LedgerSync:
         if cp is not None:
             marks.setdefault(cp.id, []).append((cp.head, "checkpoint"))
         if anchor is not None:
-            marks.setdefault(anchor.count, []).append((anchor.head, "anchor"))
+            marks.setdefault(anchor.rows, []).append((anchor.head, "anchor"))
         self._check_mark(marks, start, chain.last_hash, anchor)
         for row in rows:
             chain.verify(row)
             self._check_mark(marks, row.id, row.hash, anchor)
             if row.id > base:
                 relation = self._absorb(state, relation, row)
-        if anchor is not None and anchor.count > chain.last_id:
+        if anchor is not None and anchor.rows > chain.last_id:
             # one row ahead: the charge being committed now, or one whose commit a crash
             # or a lost -wal undid (completed under the write lock, in _after_open)
             continuation(where, anchor, chain, seq)
@@ -194,7 +194,7 @@ class _LedgerSync:
                 chain, state, relation = self.chain, self.state.copy(), self.relation
                 anchor = lf.anchor.read()  # now: no writer is between write and commit
                 restored = None
-                if anchor is not None and anchor.count > chain.last_id:
+                if anchor is not None and anchor.rows > chain.last_id:
                     restored = continuation(lf.where, anchor, chain, sequence(conn))
                     ledger.insert(conn, restored)
                     relation = self._absorb(state, relation, restored)
@@ -205,7 +205,7 @@ class _LedgerSync:
                                      state, relation)
                 if anchor is None and not lf.anchor.create(chain.last_id, chain.last_hash):
                     anchor = lf.anchor.read()  # created meanwhile by an old-format opener
-                if anchor is not None and (restored is not None or anchor.count < chain.last_id):
+                if anchor is not None and (restored is not None or anchor.rows < chain.last_id):
                     pending = lf.anchor.write(chain.last_id, chain.last_hash,
                                               None if restored is None else tuple(restored))
                 conn.execute("COMMIT")
@@ -329,8 +329,8 @@ class _LedgerSync:
                     conn.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-            if pending is not None:  # not committed: put the anchor back
-                with contextlib.suppress(OSError):
+            if pending is not None and lf.anchor is not None and self.chain is not None:
+                with contextlib.suppress(OSError):  # not committed: put the anchor back
                     pending.wait()
                     lf.anchor.write(self.chain.last_id, self.chain.last_hash, None).wait()
             if isinstance(exc, sqlite3.Error):
