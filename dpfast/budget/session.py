@@ -185,6 +185,11 @@ class _LedgerSync:
         lf = self.ledger_file
         if lf.anchor is None:
             return
+        assert self.chain is not None
+        seen = lf.anchor.read()
+        if (seen is not None and seen.rows == self.chain.last_id
+                and self.chain.last_id - self._checkpoint < checkpoint.EVERY):
+            return  # nothing to do: no need for the write lock
         pending: Pending | None = None
         try:
             conn.execute("BEGIN IMMEDIATE")
