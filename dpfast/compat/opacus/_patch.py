@@ -49,6 +49,10 @@ def generator() -> Any:
     RuntimeError
         When :func:`install` is not active.
     """
+    return _current()
+
+
+def _current() -> Any:
     gen = _STATE["gen"]
     if gen is None:
         raise RuntimeError("dpfast.compat.opacus is not installed; call install() first")
@@ -60,7 +64,7 @@ def _generate_noise(std: float, reference: torch.Tensor, generator: Any = None,
                     secure_mode: bool = False) -> torch.Tensor:
     """Opacus's ``_generate_noise`` drawing ``g Z`` from dpfast (``generator`` and
     ``secure_mode`` are ignored: the noise is always exact and from ChaCha20)."""
-    return _noise.noise_tensor(std, reference, generator())
+    return _noise.noise_tensor(std, reference, _current())
 
 
 def _n_params(params: list[torch.Tensor]) -> int:
@@ -77,7 +81,7 @@ def _fused_add_noise(self: Any) -> None:
                 return _ORIGINAL_ADD_NOISE[cls](self)
     c = _noise.clip_norm_of(self.max_grad_norm, getattr(self, "max_grad_norms", None))
     sigma, g = _noise.fused_sigma(float(z), c, _n_params(self.params))
-    gen = generator()
+    gen = _current()
     for p in self.params:
         _opt._check_processed_flag(p.summed_grad)
         p.grad = _noise.noisy_tensor(p.summed_grad, sigma, g, gen).view_as(p)
@@ -112,7 +116,7 @@ def poisson_mask(n: int, rate: float, gen: Any) -> np.ndarray:
 
 
 def _uniform_iter(self: Any) -> Iterator[list[int]]:
-    gen = generator()
+    gen = _current()
     for _ in range(self.steps):
         yield np.flatnonzero(poisson_mask(self.num_samples, self.sample_rate, gen)).tolist()
 
@@ -125,7 +129,7 @@ def _distributed_iter(self: Any) -> Iterator[torch.Tensor]:
     else:
         indices = torch.arange(self.total_size)
     indices = indices[self.rank:self.total_size:self.num_replicas]
-    gen = generator()
+    gen = _current()
     for _ in range(self.num_batches):
         chosen = np.flatnonzero(poisson_mask(self.num_samples, self.sample_rate, gen))
         if chosen.size:
