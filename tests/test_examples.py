@@ -17,6 +17,7 @@ ARGS: dict[str, tuple[list[str], str]] = {
     "histogram_release.py": (["--people", "5000"], "95% of cells within"),
     "budget_ledger.py": ([], "refused before any noise was drawn"),
     "dpsgd_logistic.py": ([], "non-private"),
+    "dpsgd_opacus.py": (["--epochs", "2"], "every DP run spent at most its target"),
     "table_release.py": (["--customers", "3000"], "measured vs truth"),
     "ldp_pipeline.py": (["--clients", "20000"], "refused again after a restart"),
 }
@@ -29,8 +30,11 @@ def test_every_example_is_covered() -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
     args, needle = ARGS[path.name]
-    if path.name == "dpsgd_logistic.py":
+    if path.name in ("dpsgd_logistic.py", "dpsgd_opacus.py"):
         pytest.importorskip("sklearn")
+    if path.name == "dpsgd_opacus.py":
+        pytest.importorskip("torch")
+        pytest.importorskip("opacus")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=600)
