@@ -114,3 +114,35 @@ def test_grid_contract_constants() -> None:
     assert _sk.PENDING_GRID_BIG not in (_sk.PENDING_INVERSION, _sk.PENDING_REJECTION,
                                         _sk.PENDING_BERNOULLI, _sk.PENDING_ENV_ACCEPT,
                                         _sk.PENDING_ENV_TAIL)
+
+
+@pytest.mark.parametrize("fn, param", [(dpfast.gaussian, 1.5), (dpfast.laplace, 0.75)])
+def test_float32_out_is_the_float64_result_rounded(fn, param) -> None:
+    """A float32 ``out`` gets the float64 result rounded to float32, by the kernel itself
+    (float32 x read as it is, also in place; the pending path agrees, forced exact)."""
+    x32 = np.linspace(-4, 4, 50_001, dtype=np.float32)
+    ref = fn(x32.astype(np.float64), param, rng=KEY)
+    out = np.empty_like(x32)
+    assert fn(x32, param, rng=KEY, out=out) is out
+    np.testing.assert_array_equal(out, ref.astype(np.float32))
+    inplace = x32.copy()
+    fn(inplace, param, rng=KEY, out=inplace)
+    np.testing.assert_array_equal(inplace, out)
+    with _exact.force_exact(3):  # every cell through the driver's exact grid store
+        forced_ref = fn(x32[:2000].astype(np.float64), param, rng=KEY)
+        forced = np.empty(2000, np.float32)
+        fn(x32[:2000], param, rng=KEY, out=forced)
+    np.testing.assert_array_equal(forced, forced_ref.astype(np.float32))
+    big = np.full(3, 3e38, np.float32)
+    fn(big, 2.0**110, rng=KEY, out=big)
+    assert np.all(np.isfinite(big))  # saturated at the float32 range
+
+
+def test_addressed_float32_out_is_the_float64_result_rounded() -> None:
+    from dpfast.noise import addressed
+
+    x = np.linspace(-2, 2, 3001)
+    ref = addressed.gaussian(x, 1.25, rng=KEY, stream=3)
+    out = np.empty(x.size, np.float32)
+    assert addressed.gaussian(x, 1.25, rng=KEY, stream=3, out=out) is out
+    np.testing.assert_array_equal(out, ref.astype(np.float32))

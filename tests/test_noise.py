@@ -127,7 +127,7 @@ def test_out_mismatch() -> None:
     with pytest.raises(TypeError, match="out"):
         dpfast.discrete_laplace(x, 1.0, out=np.zeros(4, np.int32))
     with pytest.raises(TypeError, match="out"):
-        dpfast.laplace(np.zeros(4), 1.0, out=np.zeros(4, np.float32))
+        dpfast.laplace(np.zeros(4), 1.0, out=np.zeros(4, np.float16))
 
 
 def test_float_rejects_nan_inf() -> None:

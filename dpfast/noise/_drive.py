@@ -233,7 +233,8 @@ def _grid_store(out: np.ndarray, x: np.ndarray, g: float, sat: float) -> Store:
     gf = Fraction(g)
 
     def store(i: int, v: int) -> None:
-        out[i] = grid_value(int(np.rint(x[i] / g)) + int(v), gf, sat)
+        # float(): a float32 x must not be divided in float32 (x / g could overflow)
+        out[i] = grid_value(int(np.rint(float(x[i]) / g)) + int(v), gf, sat)
 
     return store
 
@@ -246,7 +247,8 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow;
     with ``in_place`` (``x is out``) the cells written so far are restored first.
 
-    ``grid = (g, sat)`` (``x`` and ``out`` float64, 1-D, ``out`` may be ``x``): the noise
+    ``grid = (g, sat)`` (``x`` and ``out`` float64 or float32, 1-D, ``out`` may be ``x``;
+    a float32 ``out`` gets the float64 value rounded once more): the noise
     ``Z`` is not stored but fused into the grid output, ``out[i]`` = the exact grid value
     ``(rint(x[i]/g) + Z_i) g`` rounded once and saturated at ``±sat`` (``g`` a power of
     two, ``x / g`` finite), in one pass with no noise buffer.

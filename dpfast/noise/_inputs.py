@@ -48,8 +48,10 @@ def max_abs(arr: np.ndarray) -> float:
     return max(abs(float(np.max(arr))), abs(float(np.min(arr))))
 
 
-def float_input_max(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None, float]:
-    """As :func:`float_input`, plus ``max |x|`` (finite) from the same pass."""
+def float_input_max(x: Any, out: Any, *,
+                    float32_out: bool = False) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """As :func:`float_input`, plus ``max |x|`` (finite) from the same pass; with
+    ``float32_out`` a float32 ``out`` is accepted too."""
     arr = np.asarray(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
@@ -58,8 +60,9 @@ def float_input_max(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None, fl
         raise ValueError("x must be finite (no NaN or inf)")
     if out is not None:
         _check_out(out, arr.shape)
-        if out.dtype != np.float64:
-            raise TypeError(f"out must have dtype float64, got {out.dtype}")
+        if out.dtype != np.float64 and not (float32_out and out.dtype == np.float32):
+            allowed = "float64 or float32" if float32_out else "float64"
+            raise TypeError(f"out must have dtype {allowed}, got {out.dtype}")
         _check_writeable(out)
     return arr, out, big
 

@@ -153,7 +153,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
               gran: Any, out: Any) -> np.ndarray:
     """The law of :func:`dpfast.noise.grid.laplace` / ``gaussian``: ``(rint(x/g) + Z) g``
     rounded once, with ``Z`` the addressed integer noise of cells ``offset, ...``."""
-    arr, out, big = _inputs.float_input_max(x, out)
+    arr, out, big = _inputs.float_input_max(x, out, float32_out=True)
     s = _index(stream, "stream", 1 << 64)
     a = _index(offset, "offset", 1 << 62)
     if a + arr.size >= 1 << 62:
@@ -190,6 +190,8 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
     shaped = res.reshape(arr.shape)
     if out is None:
         return shaped
+    if out.dtype == np.float32:  # rounded once more, saturated as dpfast.laplace does
+        np.clip(shaped, -grid._FLT_MAX, grid._FLT_MAX, out=shaped)
     out[...] = shaped  # a new array: out may alias x
     return out
 
@@ -217,8 +219,9 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, stream: int, offset: int = 0
         Flat index of ``x``'s first cell in the whole array.
     granularity : float, optional
         Output grid ``g``, as in :func:`dpfast.laplace` (use the same for every slice).
-    out : ndarray of float64, optional
-        Same shape as ``x``.
+    out : ndarray of float64 or float32, optional
+        Same shape as ``x`` (float32: the float64 result rounded once more, as in
+        :func:`dpfast.laplace`).
 
     Returns
     -------

@@ -35,6 +35,7 @@ def granularity(scale: Any, bits: int = GRANULARITY_BITS) -> float:
 MIN_GRANULARITY = 2.0 ** -1074  # the smallest positive double
 MAX_GRANULARITY = 2.0 ** 960  # grid multiples stay exact up to the largest double
 _DBL_MAX = float(np.finfo(np.float64).max)
+_FLT_MAX = float(np.finfo(np.float32).max)  # saturation of a float32 out: finite there too
 
 
 def _check_granularity(g: Any) -> float:
@@ -67,7 +68,7 @@ def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.nda
 def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
               gran: Any, progress: Any = False) -> Any:
     x, rewrap = _wrap.unwrap(x)
-    arr, out, big = _inputs.float_input_max(x, out)
+    arr, out, big = _inputs.float_input_max(x, out, float32_out=True)
     tick, close = _progress.ticker(progress, arr.size)
     try:
         res = _grid_noised(kind, arr, param, name, rng, out, gran, tick, big)
@@ -92,7 +93,9 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
         raise ValueError(f"{name} / granularity = {float(t):g} is below 2**-100; use a finer "
                          "granularity")
     gen = as_generator(rng)
-    flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
+    # a float32 x noised into a float32 out is read as it is (float32 widens exactly)
+    narrow = arr.dtype == np.float32 and out is not None and out.dtype == np.float32
+    flat = np.ascontiguousarray(arr, dtype=np.float32 if narrow else np.float64).reshape(-1)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")
     if out is not None and np.shares_memory(out, flat) and not _inputs.same_buffer(out, flat):
@@ -104,8 +107,10 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     result = out.reshape(-1) if direct else np.empty(flat.size, np.float64)
     p = _drive.Param(np.array([float(t)]), t)
     if flat.size:
-        # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g
-        _drive.run_discrete(gen, kind, p, flat.size, result, flat, grid=(g, _DBL_MAX),
+        # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g (a
+        # float32 out saturates at FLT_MAX, a multiple of every g <= 2^104)
+        sat = _FLT_MAX if out is not None and out.dtype == np.float32 else _DBL_MAX
+        _drive.run_discrete(gen, kind, p, flat.size, result, flat, grid=(g, sat),
                             progress=tick)
     if direct:
         return out
@@ -130,8 +135,10 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
         in ``[2**-100, 2**50]``.
     rng : None, Generator or bytes, optional
         As in :func:`discrete_laplace`.
-    out : ndarray of float64, optional
-        Same shape as ``x``.
+    out : ndarray of float64 or float32, optional
+        Same shape as ``x``.  A float32 ``out`` receives the float64 result rounded once
+        more to float32, written by the sampling kernel itself (no float64 buffer):
+        post-processing of the exact grid value, so the guarantee is unchanged.
     granularity : float, optional
         Output grid ``g`` (a power of two, at most ``2**960``).  Default
         :func:`dpfast.noise.granularity` ``(scale)``, the smallest power of two with
@@ -158,7 +165,9 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
     ``|Z| < 2**53`` both terms are exact doubles and one addition rounds; larger ``Z``
     are added in exact integer arithmetic.  A value beyond the float64 range saturates
     at ``±max double`` (a multiple of every allowed ``g``), so the output is always
-    finite and still a function of the exact grid value only (post-processing).
+    finite and still a function of the exact grid value only (post-processing).  A
+    float32 ``out`` holds that double rounded to float32 (saturated at ``±max float32``),
+    again a function of the exact grid value only.
     """
     return _add_grid(_drive.LAPLACE, x, scale, "scale", rng, out, granularity, progress)
 

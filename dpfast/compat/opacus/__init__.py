@@ -67,7 +67,8 @@ installed, Opacus's own constructor runs).  Its ``secure_rng`` is then a ``torch
 seeded from ``os.urandom``, used only by code dpfast does not replace: the shuffling of a
 loader made with ``poisson_sampling=False`` (not the sampling DP-SGD's accounting assumes).
 
-*Devices* -- CPU tensors are read and written through ``Tensor.numpy()`` views; CUDA
+*Devices* -- CPU tensors are read and written through ``Tensor.numpy()`` views (float32
+and float64: by the sampling kernel itself, no copy); CUDA
 tensors go to the host, are noised there and come back from a pinned staging buffer with
 an asynchronous copy.  The generator's streams are counter-based, so results do not
 depend on thread counts; with ``install(key=...)`` a run is replayable (whoever holds the

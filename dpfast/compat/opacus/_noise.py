@@ -8,10 +8,11 @@ Two operations, both drawing from a dpfast :class:`~dpfast.Generator` (ChaCha20)
 * :func:`noise_tensor` -- the *noise-only* path: ``g Z`` alone (a tensor shaped like a
   reference), for the Opacus code paths that add the noise themselves.
 
-CPU tensors are read and written through ``Tensor.numpy()`` views (no torch copies; float64
-tensors are noised in place of the output, other dtypes go through one reused float64
-scratch buffer per thread).  CUDA tensors are copied to the host, noised there, converted
-to their dtype in a reused *pinned* staging buffer and copied back with
+CPU tensors are read and written through ``Tensor.numpy()`` views: for float64 and float32
+the sampling kernel reads the gradient's memory and writes the new tensor's memory itself
+(no copies; float32 gets the double rounded once more); float16 and bfloat16 go through
+one reused float64 scratch buffer per thread.  CUDA tensors are copied to the host, noised
+there, converted to their dtype in a reused *pinned* staging buffer and copied back with
 ``non_blocking=True``; a CUDA event recorded after the copy guards the staging buffer's
 next reuse.  bfloat16 (which numpy lacks) is converted by torch.
 """
@@ -132,7 +133,9 @@ def _noised(x: torch.Tensor | None, like: torch.Tensor, sigma: float, g: float,
     n = out.numel()
     if n == 0:
         return out
-    if out.device.type == "cpu" and out.dtype == torch.float64:
+    if out.device.type == "cpu" and out.dtype in (torch.float64, torch.float32):
+        # the kernel writes the tensor's memory itself (float32: the double rounded once
+        # more), reading x through a view of the same dtype
         dst = out.numpy().reshape(-1)
         if x is None:
             dst.fill(0.0)
