@@ -461,3 +461,26 @@ def test_make_private_with_epsilon_and_engine_accountant():
             opt.step()
     assert isinstance(engine.accountant, dpo.DpfastPldAccountant)
     assert 2.5 < engine.get_epsilon(DELTA) <= 3.0
+
+
+def test_ghost_clipping_draws_from_dpfast(monkeypatch):
+    calls: list[str] = []
+    normal = torch.normal
+    monkeypatch.setattr(torch, "normal", lambda *a, **k: (calls.append("normal"),
+                                                          normal(*a, **k))[1])
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2))
+    dpo.install(KEY)
+    engine = PrivacyEngine(accountant="dpfast_pld", secure_mode=True)
+    model, opt, crit, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        criterion=nn.CrossEntropyLoss(), data_loader=DataLoader(_data(), batch_size=32),
+        noise_multiplier=1.0, max_grad_norm=1.0, grad_sample_mode="ghost")
+    assert isinstance(opt, DPOptimizerFastGradientClipping)
+    before = [p.detach().clone() for p in model.parameters()]
+    xb, yb = next(iter(loader))
+    opt.zero_grad()
+    crit(model(xb), yb).backward()
+    opt.step()
+    assert calls == []
+    assert not all(torch.equal(a, p) for a, p in zip(before, model.parameters()))

@@ -17,7 +17,7 @@ ARGS: dict[str, tuple[list[str], str]] = {
     "histogram_release.py": (["--people", "5000"], "95% of cells within"),
     "budget_ledger.py": ([], "refused before any noise was drawn"),
     "dpsgd_logistic.py": ([], "non-private"),
-    "dpsgd_opacus.py": (["--epochs", "2"], "every DP run spent at most its target"),
+    "dpsgd_opacus.py": (["--epochs", "1"], "every DP run spent at most its target"),
     "table_release.py": (["--customers", "3000"], "measured vs truth"),
     "ldp_pipeline.py": (["--clients", "20000"], "refused again after a restart"),
 }

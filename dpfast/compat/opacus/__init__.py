@@ -40,8 +40,9 @@ half precision, where the second rounding (to 11 or 8 significant bits) only los
 accuracy.  Everything Opacus does afterwards (dividing by the expected batch size, the
 optimizer step) is post-processing too.  The guarantee assumes what Opacus's accounting
 assumes: each example's clipped gradient has L2 norm ``<= C`` (Opacus clips in the
-parameter dtype; its clipping factor carries a ``1e-6`` safety margin, but its float
-rounding is not certified, unlike :func:`dpfast.dpsgd.clip_and_noise`).  Distributed
+parameter dtype with the factor ``min(1, C / (norm + 1e-6))``; its float rounding is not
+certified, unlike that of :func:`dpfast.dpsgd.clip_and_noise`).  The optimizer's
+``generator`` is not used: the noise comes from the generator of :func:`install`.  Distributed
 optimizers add the noise on one rank and then sum the ranks' gradients in floating point
 (``all_reduce``), as Opacus does: the noise is exact, the cross-rank sum is not.
 

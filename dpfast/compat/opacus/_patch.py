@@ -183,8 +183,9 @@ def install(key: bytes | None = None) -> None:
     -----
     Calls nest (each needs one :func:`uninstall`); the outermost call's key is used.  The
     accountants ``"dpfast_pld"`` and ``"dpfast_rdp"`` are registered with Opacus for as
-    long as the patches are installed.  Every replacement and its guarantee is described
-    in :mod:`dpfast.compat.opacus`.
+    long as the patches are installed (in a copy of Opacus's registry: an accountant
+    registered meanwhile is gone after the last :func:`uninstall`).  Every replacement and
+    its guarantee is described in :mod:`dpfast.compat.opacus`.
     """
     if key is not None:
         key = bytes(key)
