@@ -386,19 +386,28 @@ def test_half_precision_training_step():
 Q, SIGMA, STEPS, DELTA = 256 / 60000, 1.1, 14062, 1e-5
 
 
-def test_pld_accountant_is_tight_and_never_below_the_truth():
+@pytest.mark.parametrize("history", [[(SIGMA, Q, STEPS)], [(0.8, 0.01, 1000)],
+                                     [(1.0, 0.02, 300), (1.5, 0.05, 200)], [(5.0, 0.5, 10)]])
+def test_pld_accountant_is_tight_and_never_below_the_truth(history):
     acct = dpo.DpfastPldAccountant()
-    acct.history = [(SIGMA, Q, STEPS)]
+    acct.history = list(history)
     eps = acct.get_epsilon(DELTA)
     lo, up = acct.get_epsilon_bounds(DELTA)
     assert up == eps and lo <= eps
     prv = PRVAccountant()
-    prv.history = [(SIGMA, Q, STEPS)]
+    prv.history = list(history)
     dprv = prv._get_dprv(eps_error=0.01, delta_error=DELTA / 1000)
     prv_lo, prv_est, prv_up = dprv.compute_epsilon(DELTA, DELTA / 1000, 0.01)
-    assert abs(eps / prv_up - 1) < 0.005
-    assert eps >= prv_lo and eps >= lo  # above both lower bounds on the exact epsilon
-    assert eps < dpfast.dpsgd_epsilon(Q, SIGMA, STEPS, DELTA)  # RDP is looser
+    # within 0.5% of PRV's estimate, at or below its upper bound (PRV's bounds are its
+    # estimate +- eps_error = 0.01), above both lower bounds on the exact epsilon
+    assert abs(eps / prv_est - 1) < 0.005 and eps <= prv_up
+    assert eps >= prv_lo and eps >= lo
+    rdp = dpo.DpfastRdpAccountant()
+    rdp.history = list(history)
+    assert eps < rdp.get_epsilon(DELTA)  # RDP is looser
+
+
+def test_rdp_accountant_matches_dpsgd_epsilon():
     rdp = dpo.DpfastRdpAccountant()
     rdp.history = [(SIGMA, Q, STEPS)]
     assert rdp.get_epsilon(DELTA) == pytest.approx(

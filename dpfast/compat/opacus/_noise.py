@@ -165,7 +165,7 @@ def _store_device(out: torch.Tensor, work: np.ndarray) -> None:
     _store_cpu(staging[:n], work)
     out.view(-1).copy_(staging[:n], non_blocking=True)
     done = torch.cuda.Event()
-    done.record()  # on the current stream, behind the copy
+    done.record(torch.cuda.current_stream(out.device))  # the copy's stream, behind it
     _LOCAL.staging[out.dtype] = (staging, done)
 
 

@@ -186,6 +186,20 @@ def install(key: bytes | None = None) -> None:
     long as the patches are installed (in a copy of Opacus's registry: an accountant
     registered meanwhile is gone after the last :func:`uninstall`).  Every replacement and
     its guarantee is described in :mod:`dpfast.compat.opacus`.
+
+    Privacy
+    -------
+    Add/remove-one neighbouring relation (Opacus's).  A DP-SGD step of the fused path
+    releases ``round_g(S) + g Z`` with ``Z`` a vector of independent discrete Gaussians of
+    parameter ``sigma / g`` and ``sigma >= z (C + sqrt(d) g)``: the L2 distance of the grid
+    points of neighbouring clipped sums is at most ``C + sqrt(d) g``, so each step is the
+    (discrete) Gaussian mechanism with noise multiplier ``>= z``; with Poisson sampling at
+    exactly rate ``q`` a run of ``T`` steps is ``SelfComposed(PoissonSampled(Gaussian(z),
+    q), T)`` (Abadi et al. 2016), what Opacus's and dpfast's accountants bound.  As for
+    :func:`dpfast.dpsgd.clip_and_noise`, the subsampled-Gaussian analysis is proven for
+    continuous noise; the discrete Gaussian used has ``sigma / g >= 2**39`` grid steps
+    (CKS20; the convention of OpenDP's and Google's secure samplers).  Casting to the
+    parameter dtype and everything after is post-processing.
     """
     if key is not None:
         key = bytes(key)
