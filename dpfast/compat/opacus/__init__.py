@@ -28,23 +28,26 @@ the clipped sum Opacus computed, ``Z`` independent discrete Gaussians with param
 ``sigma / g`` (CKS20, exact law from ideal bits), ``g = dpfast.granularity(sigma)`` (a
 power of two, about ``sigma / 2**40``) and ``sigma = z (C + ceil(sqrt(d)) g)`` rounded up:
 the noise Opacus asks for (``z`` the noise multiplier, ``C`` its ``max_grad_norm``, for
-per-layer clipping ``sqrt(sum c_i**2)`` rounded up) plus the grid term, ``d`` the number
-of noised parameters.  Grid rounding moves the sum by at most ``sqrt(d) g / 2``, so
+per-layer clipping ``sqrt(sum c_i**2)`` rounded up) plus the grid term, ``d`` the number of
+noised parameters. Grid rounding moves the sum by at most ``sqrt(d) g / 2``, so
 neighbouring clipped sums (distance ``<= C``) give grid points at most ``C + sqrt(d) g``
 apart and the effective noise multiplier ``sigma / (C + sqrt(d) g)`` is at least ``z``:
-Opacus's accounting of ``z`` stays valid for the mechanism actually run.  The output is
-the exact grid value rounded once to float64 and then to the parameter's dtype (float32,
-float16, bfloat16; float64 is written directly): a deterministic function of the noisy
-grid value, i.e. post-processing, so the guarantee holds for the floats stored -- also in
-half precision, where the second rounding (to 11 or 8 significant bits) only loses
-accuracy.  Everything Opacus does afterwards (dividing by the expected batch size, the
-optimizer step) is post-processing too.  The guarantee assumes what Opacus's accounting
-assumes: each example's clipped gradient has L2 norm ``<= C`` (Opacus clips in the
-parameter dtype with the factor ``min(1, C / (norm + 1e-6))``; its float rounding is not
-certified, unlike that of :func:`dpfast.dpsgd.clip_and_noise`).  The optimizer's
-``generator`` is not used: the noise comes from the generator of :func:`install`.  Distributed
-optimizers add the noise on one rank and then sum the ranks' gradients in floating point
-(``all_reduce``), as Opacus does: the noise is exact, the cross-rank sum is not.
+Opacus's accounting of ``z`` stays valid for the mechanism actually run. The output is the
+exact grid value rounded once to float64 and then to the parameter's dtype (float32,
+float16, bfloat16; float64 is written directly): a deterministic function of the noisy grid
+value, i.e. post-processing, so the guarantee holds for the floats stored -- also in half
+precision, where the second rounding (to 11 or 8 significant bits) only loses accuracy: it
+is applied to the noisy value, never to the noise or the gradient alone (a half-precision
+gradient is read exactly; what it holds is whatever Opacus's clipping and summation in that
+dtype produced, see the assumption below). Everything Opacus does afterwards (dividing by
+the expected batch size, the optimizer step) is post-processing too. The guarantee assumes
+what Opacus's accounting assumes: each example's clipped gradient has L2 norm ``<= C``
+(Opacus clips in the parameter dtype with the factor ``min(1, C / (norm + 1e-6))``; its
+float rounding is not certified, unlike that of :func:`dpfast.dpsgd.clip_and_noise`). The
+optimizer's ``generator`` is not used: the noise comes from the generator of
+:func:`install`. Distributed optimizers add the noise on one rank and then sum the ranks'
+gradients in floating point (``all_reduce``), as Opacus does: the noise is exact, the
+cross-rank sum is not.
 
 *Noise-only path* -- ``_generate_noise`` in every Opacus optimizer module (used by
 ``AdaClipDPOptimizer`` incl. its noisy unclipped count, ``DistributedPerLayerOptimizer``,
@@ -53,8 +56,10 @@ optimizers add the noise on one rank and then sum the ranks' gradients in floati
 noise of the standard deviation Opacus asks for), written in the reference's dtype;
 Opacus then adds it to the gradient in floating point, so the exact-law and CSPRNG
 properties hold for the noise, while the float addition is Opacus's (as for its own
-noise).  ``opacus.utils.adaptive_clipping`` draws one ``torch.normal`` of its own and is
-not patched.
+noise).  A tensor subclass as reference (FSDP's ``DTensor``) is refused with a
+``TypeError`` (``uninstall()`` to use Opacus's noise there).
+``opacus.utils.adaptive_clipping`` draws one ``torch.normal`` of its own and is not
+patched.
 
 *Poisson sampling* -- ``UniformWithReplacementSampler`` and
 ``DistributedUniformWithReplacementSampler`` select each example independently with

@@ -34,6 +34,8 @@ class _DpfastAccountant(IAccountant):
     from ``history`` (cached for the last history seen).
     """
 
+    history: list[tuple[float, float, int]]
+
     def __init__(self) -> None:
         super().__init__()
         self._cached: tuple[Any, float] | None = None
@@ -81,7 +83,7 @@ class _DpfastAccountant(IAccountant):
 
     def load_state_dict(self, state_dict: Any) -> None:
         super().load_state_dict(state_dict)
-        self.history = [tuple(h) for h in self.history]
+        self.history = [(float(z), float(q), int(t)) for z, q, t in self.history]
         self._cached = None
 
 
