@@ -493,3 +493,15 @@ def test_ghost_clipping_draws_from_dpfast(monkeypatch):
     opt.step()
     assert calls == []
     assert not all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
+
+
+def test_the_core_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, dpfast, dpfast.compat, dpfast.accounting\n"
+            "dpfast.gaussian(np.zeros(4), 1.0)\n"
+            "assert 'torch' not in sys.modules and 'opacus' not in sys.modules\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
