@@ -505,3 +505,38 @@ def test_the_core_never_imports_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_distributed_sampler_and_optimizer_draw_from_dpfast(tmp_path):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available():
+        pytest.skip("torch.distributed is not available")
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0,
+                            world_size=1)
+    try:
+        def batches():
+            s = _us.DistributedUniformWithReplacementSampler(total_size=500, sample_rate=0.2,
+                                                             steps=4)
+            return [b.tolist() for b in s]
+
+        with dpo.patched(KEY):
+            a = batches()
+        with dpo.patched(KEY):
+            b = batches()
+        assert a == b and len(a) == 4
+        assert all(60 < len(x) < 140 and len(set(x)) == len(x) for x in a)
+        assert all(0 <= i < 500 for x in a for i in x)
+        # the distributed optimizer's rank 0 noise goes through the fused path
+        from opacus.optimizers import DistributedDPOptimizer
+
+        p = nn.Parameter(torch.zeros(1000, dtype=torch.float64))
+        opt = DistributedDPOptimizer(torch.optim.SGD([p], lr=0.1), noise_multiplier=1.0,
+                                     max_grad_norm=1.0, expected_batch_size=1)
+        p.summed_grad = torch.full((1000,), 0.3, dtype=torch.float64)
+        with dpo.patched(KEY):
+            opt.add_noise()
+        sigma, g = _noise.fused_sigma(1.0, 1.0, 1000)
+        z = (p.grad.numpy() - np.rint(0.3 / g) * g) / g
+        assert np.all(z == np.rint(z)) and 0.8 < float(np.std(z)) * g / sigma < 1.2
+    finally:
+        dist.destroy_process_group()
