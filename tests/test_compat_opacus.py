@@ -540,3 +540,27 @@ def test_distributed_sampler_and_optimizer_draw_from_dpfast(tmp_path):
         assert np.all(z == np.rint(z)) and 0.8 < float(np.std(z)) * g / sigma < 1.2
     finally:
         dist.destroy_process_group()
+
+
+def test_adaptive_clipping_draws_from_dpfast(monkeypatch):
+    calls: list[str] = []
+    normal = torch.normal
+    monkeypatch.setattr(torch, "normal", lambda *a, **k: (calls.append("normal"),
+                                                          normal(*a, **k))[1])
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 2))
+    dpo.install(KEY)
+    engine = PrivacyEngine(accountant="dpfast_pld", secure_mode=True)
+    model, opt, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=DataLoader(_data(), batch_size=32), noise_multiplier=1.0,
+        max_grad_norm=1.0, clipping="adaptive", target_unclipped_quantile=0.5,
+        clipbound_learning_rate=0.2, max_clipbound=10.0, min_clipbound=0.1,
+        unclipped_num_std=20.0)
+    assert type(opt).__name__ == "AdaClipDPOptimizer"
+    xb, yb = next(iter(loader))
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(xb), yb).backward()
+    opt.step()  # noise-only path: gradient noise and the noisy unclipped count
+    assert calls == []
+    assert float(opt.max_grad_norm) != 1.0  # the clipping bound adapted
