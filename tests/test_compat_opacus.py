@@ -292,6 +292,9 @@ def test_bad_inputs():
         _noise.fused_sigma(1.0, math.inf, 10)
     with pytest.raises(ValueError, match="n_params"):
         _noise.fused_sigma(1.0, 1.0, 0)
+    with pytest.raises(TypeError, match="max_grad_norm"):
+        _noise.clip_norm_of("1.0")
+    assert _noise.clip_norm_of(torch.tensor(0.5)) == 0.5  # Opacus may hold a 0-dim tensor
     with pytest.raises(TypeError, match="dtype"):
         _noise.noisy_tensor(torch.zeros(3, dtype=torch.int64), 1.0, 2.0**-40, gen)
     with pytest.raises(TypeError, match="torch.Tensor"):

@@ -41,9 +41,14 @@ _LOCAL = threading.local()
 
 
 def _positive_finite(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+    """A positive finite float from a real number (0-dim tensors included: Opacus's
+    adaptive clipping keeps ``max_grad_norm`` as one)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None
     if not (math.isfinite(v) and v > 0):
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
     return v
