@@ -301,8 +301,9 @@ def test_bad_inputs():
         _noise.noisy_tensor(np.zeros(3), 1.0, 2.0**-40, gen)
     with pytest.raises(ValueError, match="std"):
         _noise.noise_tensor(-1.0, torch.zeros(3), gen)
-    with pytest.raises(ValueError, match="sample_rate"):
-        dpo.poisson_mask(3, 1.5, gen)
+    for bad in (1.5, -0.1, math.nan):
+        with pytest.raises(ValueError, match="sample_rate"):
+            dpo.poisson_mask(3, bad, gen)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -93,9 +93,10 @@ def poisson_mask(n: int, rate: float, gen: Any) -> np.ndarray:
     """``n`` independent exact Bernoulli(``rate``) draws (``rate`` as the binary rational
     its float encodes), from 64-bit ChaCha20 words compared with ``rate``'s expansion;
     a word equal to its prefix (probability ``2**-64``) continues with further words."""
-    r = Fraction(float(rate))
-    if not 0 <= r <= 1:
+    q = float(rate)
+    if not 0 <= q <= 1:  # NaN included
         raise ValueError(f"sample_rate must lie in [0, 1], got {rate!r}")
+    r = Fraction(q)
     if r == 1:
         return np.ones(n, bool)
     scaled = r * 2**64
