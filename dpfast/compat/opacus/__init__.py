@@ -15,7 +15,7 @@ ChaCha20 CSPRNG, with ``secure_mode=True`` working without torchcsprng; two acco
 Install with ``pip install 'dpfast[torch]'``; ``import dpfast`` never imports torch.
 
 What each path guarantees, and how it differs from Opacus's own noise
---------------------------------------------------------------------
+---------------------------------------------------------------------
 Opacus draws ``torch.normal`` noise on torch's generator (Mersenne Twister / Philox: not
 cryptographic); its ``secure_mode`` needs torchcsprng (whose last release requires
 torch 1.8.1) and then adds four float normals and halves them, still a float Gaussian.
