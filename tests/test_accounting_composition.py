@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpfast import _calibrate as cal
 from dpfast.accounting import (
     PureDpAccountant,
     ZcdpAccountant,
@@ -25,6 +24,7 @@ from dpfast.accounting import (
     zcdp_rho,
 )
 from dpfast.accounting import events as ev
+from dpfast.mechanisms import _calibrate as cal
 
 # --------------------------------------------------------------------------- zCDP
 

@@ -10,8 +10,8 @@ da = pytest.importorskip("dask.array")
 
 import dpfast  # noqa: E402
 import dpfast.dask as dkd  # noqa: E402
-from dpfast import _drive, _exact  # noqa: E402
 from dpfast.dask import arrays as A  # noqa: E402
+from dpfast.noise import _drive, _exact  # noqa: E402
 from dpfast.tables import keynoise  # noqa: E402
 
 from .helpers import KEY  # noqa: E402
@@ -91,7 +91,7 @@ def test_a_key_never_replays_a_call_and_a_graph_reproduces_its_own_noise(
     retried task) -- gives its own noise; the raw key itself is not in the graph."""
     import pickle
 
-    from dpfast import _addressed
+    from dpfast.noise import _addressed
 
     used: list[set] = []
     orig = _addressed.run_chunks

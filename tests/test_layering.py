@@ -26,8 +26,6 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast._kernels", 1),
     ("dpfast.accounting.events", 1),
     ("dpfast.accounting._event_base", 1),  # the events' base class and field checks
-    ("dpfast._calibrate", 1),
-    ("dpfast._validate", 1),
     ("dpfast.guidelines", 1),  # data and a warning helper; imports nothing of dpfast
     ("dpfast._parallel", 1),
     ("dpfast._native", 2),
@@ -37,11 +35,8 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.noise._params", 4),  # the samplers' drivers sit below the generators
     ("dpfast.noise._chunks", 4),
     ("dpfast.noise._drive", 4),
-    ("dpfast._addressed", 5),  # addressed streams: noise named by call id and cell/key
+    ("dpfast.noise._addressed", 5),  # addressed streams: noise named by call id and cell/key
     ("dpfast.random", 5),
-    ("dpfast._drive", 5),  # compatibility aliases of dpfast.noise._drive etc.
-    ("dpfast._exact", 5),
-    ("dpfast._envelope", 5),
     ("dpfast.noise", 6),
     ("dpfast.mechanisms", 7),
     ("dpfast.selection", 7),

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from dpfast import _exact
 from dpfast import local as L
 from dpfast._kernels import local as _lk
 from dpfast._kernels.chacha import ST_COLS
 from dpfast.accounting import events
 from dpfast.local import _lanes, hashing, rappor
+from dpfast.noise import _exact
 
 from .helpers import KEY
 

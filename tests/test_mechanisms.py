@@ -30,7 +30,7 @@ from .helpers import (
 
 def mechanisms():
     """dpfast.mechanisms, or a skip while the modules it builds on have not landed."""
-    for dep in ("dpfast.noise", "dpfast._calibrate"):
+    for dep in ("dpfast.noise", "dpfast.mechanisms._calibrate"):
         if importlib.util.find_spec(dep) is None:
             pytest.skip(f"{dep} has not landed yet")
     return importlib.import_module("dpfast.mechanisms")

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import dpfast
-from dpfast import _addressed
-from dpfast.noise import _drive, _exact
+from dpfast.noise import _addressed, _drive, _exact
 from dpfast.noise import addressed as A
 from dpfast.tables import keynoise
 

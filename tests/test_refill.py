@@ -75,10 +75,10 @@ def test_refills_benchmark_kernel_reads_the_stream() -> None:
 
 
 def test_addressed_chunks_refill_from_the_c_keystream(monkeypatch) -> None:
-    """``dpfast._addressed.run_chunks`` refills a dry buffer through the C ChaCha20
+    """``dpfast.noise._addressed.run_chunks`` refills a dry buffer through the C ChaCha20
     (``st[ST_FILL]``), and the words are those of the numba copy and of a buffer large
     enough never to run dry: one-block pre-fills make every chunk refill many times."""
-    from dpfast import _addressed
+    from dpfast.noise import _addressed
 
     kw = _addressed.key_words(KEY)
     nch, cells = 3, 5000

@@ -13,10 +13,10 @@ import numba
 import numpy as np
 import pytest
 
-from dpfast import _exact
 from dpfast import selection as sel
 from dpfast._kernels import selection as ks
 from dpfast.accounting import events
+from dpfast.noise import _exact
 from dpfast.selection import _bits, gumbel, noisy_max
 from dpfast.selection import continuation as cont
 

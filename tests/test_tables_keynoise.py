@@ -8,7 +8,7 @@ import pytest
 
 import dpfast
 import dpfast.tables as dpt
-from dpfast import _addressed, _exact
+from dpfast.noise import _addressed, _exact
 from dpfast.tables import _keys, keynoise
 from dpfast.tables.release import NoiseLaw
 

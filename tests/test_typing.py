@@ -14,8 +14,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TYPED_MODULES = [
     "dpfast/__init__.py",
     "dpfast/_core",
-    "dpfast/_validate.py",
-    "dpfast/_calibrate.py",
     *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "dpfast" / "accounting").glob("*.py")),
     "dpfast/accounting/rdp",
     "dpfast/accounting/pld",
@@ -26,7 +24,6 @@ TYPED_MODULES = [
     "dpfast/local",
     "dpfast/tables",
     "dpfast/dask",
-    "dpfast/_addressed.py",
     "dpfast/noise",
     "dpfast/histogram.py",
     "dpfast/planning.py",

@@ -12,7 +12,7 @@ exact for any c whose expansion is supplied: ``cw`` holds the leading 64-bit wor
 expansion (``floor(c * 2^(64 len(cw)))``), and ``terminal`` says whether c's expansion
 ends there (a binary rational).  A lane whose uniform agrees with every supplied bit of a
 non-terminal c (probability ``2^-64`` per lane for a one-word expansion) is reported as
-*undecided*; the caller finishes it exactly in Python (``dpfast._exact``: its uniform is
+*undecided*; the caller finishes it exactly in Python (``dpfast.noise._exact``: its uniform is
 refined lazily and c enclosed by integer interval arithmetic).  Nothing is resampled.
 Expected cost: about 7.4 random words per 64 lanes.
 

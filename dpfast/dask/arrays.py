@@ -13,7 +13,7 @@ driver makes exactly those allocations, so the stream of every cell is known bef
 anything runs: the noise is a function of (key, the call's stream ids, the cell's flat
 index).  Blocks of the flat noise vector are
 aligned to chunks, so each block task runs its own chunks on its own streams
-(:func:`dpfast._addressed.run_chunks`).  Cells the fast path leaves undecided (about one
+(:func:`dpfast.noise._addressed.run_chunks`).  Cells the fast path leaves undecided (about one
 in ``2**40``) are collected from every block and finished by one task in the order of
 the single-machine driver, on the segment's continuation stream; the blocks are then
 patched.  The flat noise is reshaped to the array's shape and added with the same
@@ -45,11 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _addressed
 from dpfast import random as _random
 from dpfast._kernels import grid as _grid
 from dpfast.dask.keys import WorkerKey
-from dpfast.noise import _drive, _exact
+from dpfast.noise import _addressed, _drive, _exact
 from dpfast.random import _streams
 from dpfast.tables import keynoise
 

@@ -13,7 +13,7 @@ Exactness
 The reporting probabilities (``e^eps / (e^eps + k - 1)``, ``1 / (e^eps + 1)``,
 ``1 / (1 + e^(eps/2))``) are irrational.  They are sampled **exactly**: 64 decisions at a
 time compare the bits of independent uniforms with the exact binary expansion of the
-probability (computed by integer interval arithmetic, :mod:`dpfast._exact`), and the rare
+probability (computed by integer interval arithmetic, :mod:`dpfast.noise._exact`), and the rare
 comparison still undecided after 64 bits (probability ``2^-64``) is finished by refining
 that uniform lazily, never by resampling (see :mod:`dpfast._kernels.local`).  RAPPOR's
 ``f, p, q`` and any other float probability are the exact binary rationals they encode and

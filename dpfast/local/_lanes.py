@@ -128,7 +128,7 @@ def _below_py(src: _exact.WordSource, span: int) -> int:
 
 
 def _forced() -> bool:
-    """Test hook: ``dpfast._exact.force_exact(3)`` sends every irrational-threshold
+    """Test hook: ``dpfast.noise._exact.force_exact(3)`` sends every irrational-threshold
     decision of this module through the exact continuation."""
     return _exact.forced_mode() == 3
 

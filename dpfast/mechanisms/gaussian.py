@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _calibrate
 from dpfast import noise as _noise
 from dpfast._core.rounding import ceil_sqrt as _ceil_sqrt
 from dpfast._core.rounding import float_down, float_up
 from dpfast._core.search import largest_true
 from dpfast._core.validate import check_exact_positive
 from dpfast.accounting import events as _events
+from dpfast.mechanisms import _calibrate
 from dpfast.mechanisms._common import (
     _alpha,
     _granularity_fixed_point,

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._validate import check_size
+from dpfast._core.validate import check_size
 
 MIN_SCALE = 2.0 ** -100  # discrete scales / sigmas below this: ValueError (documented)
 MAX_SCALE = 2.0 ** 50  # discrete scales beyond this would overflow int64 noise

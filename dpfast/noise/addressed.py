@@ -8,7 +8,7 @@ number of threads) gives the same values for the same cells.  The noise of flat 
 are the float grid mechanisms of :mod:`dpfast.noise.grid` with this integer noise as ``Z``.
 
 Streams: the call's ChaCha20 key is ``derive_key(key, ADDRESSED_ARRAY_TAG, stream)``
-(:func:`dpfast._addressed.derive_key`), never the generator's key itself, so addressed
+(:func:`dpfast.noise._addressed.derive_key`), never the generator's key itself, so addressed
 calls share no keystream with the generator's allocator, the per-key table noise (its own
 tag) or each other (distinct ``stream``).  Cells ``[j CHUNK, (j + 1) CHUNK)`` are drawn in
 order from nonce ``(j mod 2**32, j >> 32, 0)``, block counters ``[0, 2**31)``; their
@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _addressed
 from dpfast import random as _random
 from dpfast._kernels import grid as _gk
-from dpfast.noise import _drive, _inputs, grid
+from dpfast.noise import _addressed, _drive, _inputs, grid
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian", "noise_cells",
            "ADDRESSED_ARRAY_TAG"]

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from dpfast import _native
-from dpfast._validate import check_key as _check_key
-from dpfast._validate import check_size as _check_size
+from dpfast._core.validate import check_key as _check_key
+from dpfast._core.validate import check_size as _check_size
 from dpfast.random.chacha import _nonce_words
 from dpfast.random.generator import _Root
 

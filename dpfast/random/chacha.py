@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpfast import _native
-from dpfast._validate import check_int as _check_int
-from dpfast._validate import check_key as _check_key
+from dpfast._core.validate import check_int as _check_int
+from dpfast._core.validate import check_key as _check_key
 from dpfast.random import _streams
 
 __all__ = ["keystream"]

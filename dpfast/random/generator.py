@@ -11,9 +11,9 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from dpfast import _native
-from dpfast._validate import check_int as _check_int
-from dpfast._validate import check_key as _check_key
-from dpfast._validate import check_size as _check_size
+from dpfast._core.validate import check_int as _check_int
+from dpfast._core.validate import check_key as _check_key
+from dpfast._core.validate import check_size as _check_size
 from dpfast.random import _streams
 from dpfast.random.chacha import _WORDS_PER_BLOCK, _WORDS_PER_STREAM, _nonce_words
 
@@ -258,13 +258,6 @@ class Generator:
         fresh stream ids (what :mod:`dpfast.noise._drive` uses; shared with spawned
         generators)."""
         return self._root
-
-    def _allocate_streams(self, n: int) -> int:  # compat shim: use .streams.allocate
-        return self._root.allocate(n)
-
-    @property
-    def _key_words(self) -> np.ndarray:
-        return self._root.key_words
 
     @property
     def _key(self) -> bytes:

@@ -30,7 +30,7 @@ Permute-and-flip (``permute_and_flip``, ``report_noisy_max(noise="exponential")`
 -----------------------------------------------------------------------------------
 Each candidate's coin is Bernoulli(exp(-c (u_max - u_i))), decided exactly (certified
 float comparison of a 64-bit uniform with ``exp``, exact continuation with
-:func:`dpfast._exact.u_less_exp` otherwise).  Permute-and-flip returns the first head
+:func:`dpfast.noise._exact.u_less_exp` otherwise).  Permute-and-flip returns the first head
 in a uniformly random order; since the order is independent of the coins, that is a
 uniformly random head, which is drawn exactly (Lemire's method).
 

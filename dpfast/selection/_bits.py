@@ -14,8 +14,8 @@ from dpfast.selection._validate import _NUM_THREADS
 def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
     """n uint64 keystream words, one per cell, from fresh per-chunk streams of ``gen``.
 
-    Cells are split into chunks of ``dpfast._drive.CHUNK``; chunk ``j`` reads its words
-    from block 0 of a fresh stream id (the same layout as :func:`dpfast._drive.batches`),
+    Cells are split into chunks of ``dpfast.noise._drive.CHUNK``; chunk ``j`` reads its words
+    from block 0 of a fresh stream id (the same layout as :func:`dpfast.noise._drive.batches`),
     written in place by the C keystream in parallel threads (cffi releases the GIL).
     The result depends only on the key and the call sequence, never on the thread count.
     """

@@ -28,13 +28,13 @@ Addressing
   release starts (:func:`release_stream`): two releases from one generator never share
   it.
 * The release's ChaCha20 key is ``BLAKE2b(key=generator key, data=KEY_NOISE_TAG || r)``
-  (:func:`dpfast._addressed.derive_key`): not the generator's key, so the per-key streams
+  (:func:`dpfast.noise._addressed.derive_key`): not the generator's key, so the per-key streams
   share no keystream with anything the allocator hands out, nor with the bounding
   streams (their own tag), nor with another release.
 * Key ``K`` of part ``P`` draws from the 96-bit nonce
   ``BLAKE2b(key=release key, data=P || canonical_encoding(K), digest_size=12)`` (computed
   for all keys at once by :mod:`dpfast._kernels.blake2b`, equal to hashlib's), one exact
-  sampler run per key (:func:`dpfast._addressed.run_chunks` with one-cell chunks).  The
+  sampler run per key (:func:`dpfast.noise._addressed.run_chunks` with one-cell chunks).  The
   nonces of the keys of a release are checked to be distinct (a 96-bit collision, with
   probability below ``n**2 / 2**97``, raises ``RuntimeError`` rather than reuse
   keystream).
@@ -48,10 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import _addressed
 from dpfast import random as _random
 from dpfast._kernels import blake2b as _kb
-from dpfast.noise import _drive
+from dpfast.noise import _addressed, _drive
 from dpfast.tables import _fixed, _keys
 from dpfast.tables.release import NoiseLaw
 

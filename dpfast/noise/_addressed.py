@@ -1,6 +1,6 @@
 """Addressed noise: exact discrete samplers on streams named by *what* they noise.
 
-The ordinary drivers (:mod:`dpfast._drive`) take fresh stream ids from the generator's
+The ordinary drivers (:mod:`dpfast.noise._drive`) take fresh stream ids from the generator's
 allocator, so a call's noise is a function of the key and of the call sequence.  Addressed
 noise is a function of the key, an explicit *call id* and the address of the noised item
 only -- a cell's flat index, a released key's canonical encoding -- never of the thread
@@ -18,7 +18,7 @@ bounding streams (their own tag) or with each other, by construction.  Under a d
 the caller gives one 96-bit nonce per *chunk* (a run of consecutive cells noised one after
 another; a chunk of one cell is a per-key stream).  A chunk draws its words from block
 counters ``[0, 2**31)`` of its stream; the exact continuation of its undecided cells
-(:mod:`dpfast._exact`, probability about ``2**-40`` per cell) reads, in cell order, the
+(:mod:`dpfast.noise._exact`, probability about ``2**-40`` per cell) reads, in cell order, the
 blocks from ``SLOW_COUNTER = 2**31`` on.  A chunk that reached ``2**31`` blocks (2**34
 words: unreachable) raises instead of running into its continuation.  Distinct nonces
 under one derived key therefore never share a keystream block.
@@ -84,7 +84,8 @@ class _SlowWords:
 
 class _Sampler:
     """The kernel and exact finisher of one law (the choice of :func:`_drive.run_discrete`:
-    envelope table for a Gaussian or a Laplace scale >= 32, geometric inversion else)."""
+    envelope table for a Gaussian or a Laplace scale >= ``_drive.TABLE_MIN_LAPLACE_SCALE``
+    (1), geometric inversion for smaller Laplace scales)."""
 
     def __init__(self, kind: int, t: Fraction) -> None:
         self.kind = kind
@@ -144,7 +145,7 @@ def run_chunks(kw: np.ndarray, nonces: np.ndarray, starts: np.ndarray, ends: np.
 
     With ``collect`` (a list) undecided cells are not finished here: each is appended as
     ``(cell, chunk, index within the chunk, ints row, u64s row)`` and its ``out`` is left
-    unwritten (the caller finishes them, e.g. in the order of :mod:`dpfast._drive`).
+    unwritten (the caller finishes them, e.g. in the order of :mod:`dpfast.noise._drive`).
     ``check_main=False`` lets chunks run past ``MAIN_BLOCKS`` (for chunks on allocator
     streams, whose continuation is elsewhere).
     """
