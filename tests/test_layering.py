@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -308,3 +309,19 @@ def test_cycle_detection_sees_a_cycle() -> None:
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
     assert "dpfast.local._validate" in import_time_imports(ROOT / "local" / "rr.py")
+
+
+def test_no_compatibility_aliases_or_shims() -> None:
+    """The package tree shows the layers (issue 22, item 15): no module replaces itself in
+    ``sys.modules`` (an alias of a module that lives elsewhere), the modules that moved to
+    their layer (``noise/_drive``, ``_exact``, ``_envelope``, ``_addressed``,
+    ``mechanisms/_calibrate``, ``_core/validate``) have no top-level copy, and the
+    generator carries no private shims for its stream source."""
+    for path in SOURCES:
+        alias = re.search(r"sys\.modules\[__name__\]\s*=[^=]", path.read_text())
+        assert alias is None, f"{path.name} is an alias of another module"
+    for name in ("_drive", "_exact", "_envelope", "_validate", "_addressed", "_calibrate"):
+        assert not (ROOT / f"{name}.py").exists(), f"dpfast/{name}.py is back at the top"
+    gen = ast.parse((ROOT / "random" / "generator.py").read_text())
+    defined = {n.name for n in ast.walk(gen) if isinstance(n, ast.FunctionDef)}
+    assert not defined & {"_key_words", "_allocate_streams"}

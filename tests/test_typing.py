@@ -35,10 +35,6 @@ TYPED_MODULES = [
     "dpfast/guidelines.py",
     "dpfast/_native.py",
     "dpfast/_parallel.py",
-    # compatibility aliases of dpfast.noise modules
-    "dpfast/_drive.py",
-    "dpfast/_exact.py",
-    "dpfast/_envelope.py",
     "tests/typing/facade.py",
 ]
 
