@@ -54,6 +54,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# numba's threading layer, before any kernel can run: TBB made loadable, a
+# NUMBA_THREADING_LAYER numba cannot load refused here (numba is imported only to check an
+# explicit choice)
+from dpfast import _parallel as _parallel  # noqa: E402
+
 if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
     from dpfast import accounting as accounting
     from dpfast import budget as budget

@@ -3,12 +3,16 @@
 numba runs ``parallel=True`` kernels on one of three threading layers: TBB (thread- and
 fork-safe), OpenMP (thread-safe; GNU OpenMP is *not* fork-safe: numba terminates a forked
 child that launches a parallel region after its parent did) and workqueue (fork-safe,
-not thread-safe).  dpfast's policy:
+not thread-safe: two concurrent launches abort the process).  dpfast's policy:
 
-* Unless the user chose a layer (``NUMBA_THREADING_LAYER``), dpfast makes TBB loadable
-  when the ``tbb`` package is installed (a dependency on x86-64 Linux and Windows: pip
-  puts ``libtbb`` under ``sys.prefix/lib``, where numba does not look) and lets numba
-  pick its default order, TBB first.
+* Unless the user chose a layer without TBB (``NUMBA_THREADING_LAYER=omp`` or
+  ``workqueue``), dpfast makes TBB loadable when the ``tbb`` package is installed (a
+  dependency on x86-64 Linux and Windows: pip puts ``libtbb`` under ``sys.prefix/lib``,
+  where numba does not look); by default numba then picks TBB first.
+* Every layer works: on one that is not thread-safe (workqueue) the kernels' launches
+  take turns (:mod:`dpfast._kernels._launch`), so many Python threads may call dpfast
+  at once.  A ``NUMBA_THREADING_LAYER`` numba cannot load (TBB not installed, an unknown
+  name) is refused at ``import dpfast`` with an ImportError (:func:`check_layer`).
 * Threads: numba starts one per CPU of the process's affinity mask; a container's CPU
   quota (cgroup ``cpu.max`` / ``cpu.cfs_quota_us``, e.g. ``docker --cpus 2``) is not seen
   there, and more busy threads than the quota allows stall each parallel region on the
@@ -29,15 +33,86 @@ import os
 import sys
 from collections.abc import Callable
 
-__all__ = ["check_fork_safe", "register_after_fork", "layer", "cpu_quota", "thread_cap"]
+__all__ = ["check_fork_safe", "register_after_fork", "layer", "cpu_quota", "thread_cap",
+           "check_layer", "chosen_layer"]
 
 _OMP_FORKED = False
 _HOOKS: list[Callable[[], None]] = []
 
 
+LAYER_ENV = "NUMBA_THREADING_LAYER"
+# what numba accepts: a layer, or a property numba picks a layer for ("default": TBB, then
+# OpenMP, then workqueue); each maps to the layers that satisfy it (first loadable wins)
+LAYER_CHOICES = {
+    "default": ("tbb", "omp", "workqueue"),
+    "tbb": ("tbb",),
+    "omp": ("omp",),
+    "workqueue": ("workqueue",),
+    "safe": ("tbb",),
+    "threadsafe": ("tbb", "omp"),
+    "forksafe": ("tbb", "workqueue") if sys.platform.startswith("linux")
+    else ("tbb", "omp", "workqueue"),
+}
+
+
+def chosen_layer() -> str:
+    """The threading layer the user asked numba for (``NUMBA_THREADING_LAYER``, lower
+    case; ``"default"`` when unset).  numba reads it once, when it is imported."""
+    cfg = sys.modules.get("numba.core.config")
+    value = getattr(cfg, "THREADING_LAYER", None) if cfg is not None else None
+    if value is None:
+        value = os.environ.get(LAYER_ENV, "")
+    return str(value).strip().lower() or "default"
+
+
+def _loadable(name: str) -> str | None:
+    """None if numba can load threading layer ``name``, else the reason it cannot."""
+    try:
+        if name == "tbb":
+            from numba.np.ufunc import parallel
+
+            parallel._check_tbb_version_compatible()
+            from numba.np.ufunc import tbbpool  # noqa: F401
+        elif name == "omp":
+            from numba.np.ufunc import omppool  # noqa: F401
+        else:
+            from numba.np.ufunc import workqueue  # noqa: F401
+    except ImportError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def check_layer(choice: str | None = None) -> str:
+    """Refuse, with a clear ImportError, a ``NUMBA_THREADING_LAYER`` that numba would fail
+    on at the first parallel kernel; return the choice.
+
+    Every layer works with dpfast: TBB and OpenMP are thread-safe, and the kernels'
+    launches are serialised (:mod:`dpfast._kernels._launch`) on a layer that is not
+    (workqueue).  Only an explicit choice is checked (importing numba to do so); the
+    default always has workqueue to fall back on."""
+    choice = chosen_layer() if choice is None else choice
+    if choice not in LAYER_CHOICES:
+        raise ImportError(
+            f"{LAYER_ENV}={choice!r} is not a numba threading layer; use one of "
+            f"{', '.join(sorted(LAYER_CHOICES))} (or unset it)")
+    if choice == "default":
+        return choice
+    reasons = []
+    for name in LAYER_CHOICES[choice]:
+        why = _loadable(name)
+        if why is None:
+            return choice
+        reasons.append(f"{name}: {why}")
+    fix = "Install the 'tbb' package (pip install tbb), choose" \
+        if "tbb" in LAYER_CHOICES[choice] else "Choose"
+    raise ImportError(
+        f"{LAYER_ENV}={choice!r}, but numba cannot load that threading layer "
+        f"({'; '.join(reasons)}). {fix} another layer or unset {LAYER_ENV}")
+
+
 def _preload_tbb() -> None:
-    if os.environ.get("NUMBA_THREADING_LAYER"):
-        return  # the user chose
+    if "tbb" not in LAYER_CHOICES.get(chosen_layer(), ()):
+        return  # the user chose a layer other than TBB
     names = {"linux": "libtbb.so.12", "win32": "tbb12.dll"}
     name = names.get(sys.platform)
     if name is None:
@@ -54,6 +129,7 @@ def _preload_tbb() -> None:
 
 
 _preload_tbb()
+check_layer()
 
 
 def layer() -> str | None:
@@ -82,6 +158,9 @@ def _after_fork_in_child() -> None:
     global _OMP_FORKED
     if _FORK_LAYER == "omp" and sys.platform.startswith("linux"):
         _OMP_FORKED = True
+    launch = sys.modules.get("dpfast._kernels._launch")  # loaded with the first kernel
+    if launch is not None:
+        launch.reset_after_fork()
     for hook in _HOOKS:
         hook()
 

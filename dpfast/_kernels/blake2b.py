@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
+
 IV = np.array([0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B,
                0xA54FF53A5F1D36F1, 0x510E527FADE682D1, 0x9B05688C2B3E6C1F,
                0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179], dtype=np.uint64)
@@ -94,6 +96,7 @@ def _one(h0, tag, buf, lo, hi, out_row, h, v, m, iv, sigma):
         out_row[j] = np.uint8((h[j >> 3] >> np.uint64(8 * (j & 7))) & np.uint64(0xFF))
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def keyed_many(h0, tag, buf, off, out, iv, sigma):
     """``out[i] = BLAKE2b(key, tag || buf[off[i]:off[i+1]])`` (first ``out.shape[1]``

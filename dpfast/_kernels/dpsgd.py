@@ -15,12 +15,15 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
+
 # columns handled by one parallel task of the summation
 COLUMN_BLOCK = 2048
 # below this many elements the serial kernels are used (thread start-up dominates)
 PARALLEL_MIN = 1 << 16
 
 
+@guarded
 @nb.njit(parallel=True, cache=True)
 def clip_factors(grads, clip_norm, norms, factors):
     """Fill ``norms[i]`` with the L2 norm of row ``i`` and ``factors[i]`` with its clip factor.
@@ -54,6 +57,7 @@ def _sum_block(grads, factors, inv_g, out, j0, j1):
             out[j] += np.int64(np.rint((grads[i, j] * f) * inv_g))
 
 
+@guarded
 @nb.njit(parallel=True, cache=True)
 def clipped_grid_sum(grads, factors, inv_g, out):
     """``out[j] = sum_i rint(fl(grads[i, j] * factors[i]) * inv_g)``, summed in int64.
@@ -70,6 +74,7 @@ def clipped_grid_sum(grads, factors, inv_g, out):
         _sum_block(grads, factors, inv_g, out, j0, j1)
 
 
+@guarded
 @nb.njit(parallel=True, cache=True)
 def clip_rows(grads, factors, out):
     """``out[i, j] = fl(grads[i, j] * factors[i])`` (exact copy where the factor is 1)."""

@@ -7,12 +7,14 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import next_u64
 
 GRID_BLOCK = 4096  # cells per parallel work item of grid_add
 EXACT_Z = 2.0 ** 53  # |z| below this converts to float64 exactly
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def grid_add(x, z, g, sat, out, nbig):
     """out[i] = fl((rint(x[i]/g) + z[i]) g), the exact grid value rounded once.
@@ -59,6 +61,7 @@ def grid_add(x, z, g, sat, out, nbig):
 MAXABS_BLOCK = 1 << 16  # cells per parallel work item of max_abs_bits
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def max_abs_bits(bits, part):
     """The largest ``bits[i] & (2^63 - 1)``: for the IEEE bit patterns of a float64 array
@@ -105,6 +108,7 @@ def uniform_double(buf, pos, st, key, nonce):
     return math.ldexp(1.0 + frac, -e), pos
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def snapping(buf, st, key, nonces, x, out, base, n, chunk, lam, Lam, bound):
     """out[i] = clamp_B(round_Lam(clamp_B(x[i]) + S * lam * ln(U*)))  (Mironov 2012)."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import ST_POS, next_u64
 from dpfast._kernels.uniform import below
 
@@ -162,6 +163,7 @@ def hash_buckets(tables, f0, fp, m, out):
 
 
 # ----------------------------------------------------------------------------- clients
+@guarded
 @nb.njit(cache=True, parallel=True)
 def grr_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, force, start,
                resume, pcount, pidx):
@@ -211,6 +213,7 @@ def grr_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, fo
         s_[ST_POS] = pos
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def olh_client_kernel(buf, st, key, nonces, chunk, base, n, fp, g, seeds, out, cw, terminal,
                       force, start, resume, pcount, pidx):
@@ -262,6 +265,7 @@ def olh_client_kernel(buf, st, key, nonces, chunk, base, n, fp, g, seeds, out, c
         s_[ST_POS] = pos
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def oue_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, force, start,
                resume, pcount, pidx):
@@ -308,6 +312,7 @@ def oue_kernel(buf, st, key, nonces, chunk, base, n, x, k, out, cw, terminal, fo
         s_[ST_POS] = pos
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def cms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, rows, bits, cw,
                       terminal, force, start, resume, pcount, pidx):
@@ -354,6 +359,7 @@ def cms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, ro
         s_[ST_POS] = pos
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def hcms_client_kernel(buf, st, key, nonces, chunk, base, n, fp, tables, k, m, rows, cols,
                        out, cw, terminal, force, start, resume, pcount, pidx):

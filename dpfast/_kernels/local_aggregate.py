@@ -6,9 +6,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.local import ONE, S32, bucket, mas_hash
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def olh_support(seeds, y, g, item0, nitems, parts, counts):
     """counts[p, j] = number of users in part p whose report supports item ``item0 + j``
@@ -40,6 +42,7 @@ def olh_support(seeds, y, g, item0, nitems, parts, counts):
                 acc += a0
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def olh_support_items(seeds, y, g, items, parts, counts):
     """counts[p, j] = number of users in part p whose report supports ``items[j]``."""
@@ -59,6 +62,7 @@ def olh_support_items(seeds, y, g, items, parts, counts):
                 cnt[j] += np.int64(np.int64(bucket(h, gg)) == yi)
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def count_bits(rows, bits, nrows, m, parts, counts, totals):
     """counts[p, r, t] += bit t of bits[i] for the users i of part p with rows[i] == r;

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import ST_POS, chacha_words, next_u64
 from dpfast._kernels.local import (
     M32,
@@ -49,6 +50,7 @@ def _client_block(secret, cid, tag, ncoh, blk, ckey):
         chacha_words(secret, nonce, counter, blk)
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def rappor_cohorts(secret, ids, ncoh, tag, out):
     """Cohort of each client (see :func:`_client_block`)."""
@@ -58,6 +60,7 @@ def rappor_cohorts(secret, ids, ncoh, tag, out):
         out[i] = _client_block(secret, ids[i], tag, ncoh, blk, ckey)
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def rappor_prr(secret, ids, fp, ncoh, tables, h, m, fw, ft, tag, cohorts, prr):
     """Permanent randomized response of each (client, value): the Bloom filter of
@@ -93,6 +96,7 @@ def rappor_prr(secret, ids, fp, ncoh, tables, h, m, fw, ft, tag, cohorts, prr):
             prr[i, w] = ((bloom[w] & ~rnd) | (rnd & coin)) & lanes
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def rappor_irr_kernel(buf, st, key, nonces, chunk, base, n, prr, m, qw, qt, pw, pt, out,
                       start, resume):

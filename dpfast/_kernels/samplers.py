@@ -30,6 +30,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -291,6 +292,7 @@ def _store_impl(x, out, mode, grid, i, v):
     return int_store
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def discrete_kernel(kind, streams, io, params, force, pend):
     """Discrete Laplace (kind 0) / Gaussian (kind 1, CKS20 Alg. 3) noise, per chunk.
@@ -354,6 +356,7 @@ def discrete_kernel(kind, streams, io, params, force, pend):
         s_[ST_NSIGNS] = nsigns
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def bernoulli_exp_kernel(streams, out, gam, pstride, force, pend):
     """out[i] = 1{U_i < exp(-gam[i * pstride])}; undecided cells become pending with

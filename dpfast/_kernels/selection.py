@@ -45,6 +45,7 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import ST_POS
 from dpfast._kernels.samplers import bern_exp_decide
 from dpfast._kernels.uniform import below
@@ -103,6 +104,7 @@ def _score_a(c, ui, um):
     return CLAMP, True  # also catches -inf from an overflowed difference
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def em_scan(m, u, umax, n, seg, c, table, j1o, lo1o, hi1o, hi2o, spo):
     """Certified Gumbel-max over segments of rows.
@@ -198,6 +200,7 @@ def _pf_coin(w, g):
     return dec if dec >= 0 else PENDING
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def pf_flips(m, u, umax, n, seg, c, force, flags):
     """Permute-and-flip coins: flags[i] = 1{U_i < exp(-c (u_max - u_i))}, or PENDING.
@@ -255,6 +258,7 @@ def pf_pick(flags, n, ranks, out):
 
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def row_max(u, n, umax, bad):
     """umax[r] = max of row r of the flattened (rows, n) ``u``; bad[r] = 1 if the row
@@ -284,6 +288,7 @@ def row_bounds(m, u, um, c, lo, hi):
         hi[i] = h
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def topk_scan(m, u, umax, n, k, c, table, force, his_w, los_w, idx_w, out, ok):
     """Certified one-shot Gumbel top-k per row (small k).

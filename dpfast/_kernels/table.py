@@ -12,6 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -89,6 +90,7 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
     return dec, pos, ubits, np.uint64(0)
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def table_kernel(law, streams, io, table, force, pend):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.uniform import below
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -27,6 +28,7 @@ SMALL = 24  # segments up to this length are sorted by insertion
 
 
 # ----------------------------------------------------------------------------- codes
+@guarded
 @nb.njit(cache=True, parallel=True)
 def mark_present(x, lo, present, nthreads):
     """present[x[i] - lo] = 1 (int64 x; benign identical writes)."""
@@ -38,6 +40,7 @@ def mark_present(x, lo, present, nthreads):
             present[x[i] - lo] = 1
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def take_codes(x, lo, remap, out):
     """out[i] = remap[x[i] - lo]."""
@@ -45,6 +48,7 @@ def take_codes(x, lo, remap, out):
         out[i] = remap[x[i] - lo]
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def combine_codes(a, b, nb_, out):
     """out[i] = a[i] * nb_ + b[i] (mixed radix; the caller checked it fits int64)."""
@@ -52,6 +56,7 @@ def combine_codes(a, b, nb_, out):
         out[i] = a[i] * nb_ + b[i]
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def select_rows(codes, keep_code, out_mask):
     """out_mask[i] = keep_code[codes[i]] (filter rows whose key is in the domain)."""
@@ -60,6 +65,7 @@ def select_rows(codes, keep_code, out_mask):
 
 
 # ----------------------------------------------------------------------------- grouping
+@guarded
 @nb.njit(cache=True, parallel=True)
 def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
     """Counting sort of rows by id code: the rows of id ``i`` go to
@@ -167,6 +173,7 @@ def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
 
 
 # ----------------------------------------------------------------------------- bounding
+@guarded
 @nb.njit(cache=True, parallel=True)
 def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
     """Bound each id's rows (grouped by :func:`group_by_id`) for a count.
@@ -209,6 +216,7 @@ def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
             nkeep[i] = d
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, nthreads):
     """Bound each id's rows for a sum / mean: per distinct key at most ``c`` rows (chosen
@@ -291,6 +299,7 @@ def accumulate(off, nkeep, gkeys, gval, totals):
             totals[gkeys[j]] += gval[j]
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def bincount_codes(codes, n_codes, totals, nthreads):
     """totals[k] = number of rows with code k (per-thread partial counts)."""

@@ -21,6 +21,8 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
+
 
 @nb.njit(cache=True)
 def parents(child: np.ndarray, parent: np.ndarray, out: np.ndarray) -> int:
@@ -149,6 +151,7 @@ def _round(v: np.ndarray, n: int, target: np.int64, nonneg: bool,
         out[idx[j]] += 1
 
 
+@guarded
 @nb.njit(cache=True, parallel=True)
 def split_children(
     target: np.ndarray,     # (n_parent, k) float64: the parents' released values

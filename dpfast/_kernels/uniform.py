@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from dpfast._kernels._launch import guarded
 from dpfast._kernels.chacha import next_u64
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -42,6 +43,7 @@ def below(buf, pos, st, key, nonce, span):
     return hi, pos
 
 
+@guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def uniform_below(buf, st, key, nonces, chunk, n, span, out):
     """out[i] uniform on [0, span) for the cells of this batch of chunks."""
