@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.noise import _drive, _inputs, _progress, _wrap
+from dpfast.noise import _drive, _inputs, _progress, _windows, _wrap
 from dpfast.random import as_generator
 
 __all__ = ["discrete_laplace", "discrete_gaussian"]
@@ -38,10 +38,12 @@ def _noised_into(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, out: Any
     dt = arr.dtype
     if out is not None and np.shares_memory(out, arr) and not _inputs.same_buffer(out, arr):
         arr = arr.copy()  # out overlaps x only in part: read x from a copy
+    in_place = out is not None and _inputs.same_buffer(out, arr)
     native64 = dt.kind == "i" and dt.itemsize == 8 and dt.isnative
-    if native64 and arr.flags.c_contiguous:
-        if out is not None and _inputs.same_buffer(out, arr):
-            # in place: on overflow the cells written so far are restored (out unchanged)
+    if native64 and arr.flags.c_contiguous and (out is None or in_place):
+        # the kernel adds the noise straight into the result (no buffer)
+        if in_place:
+            # on overflow the cells written so far are restored (out unchanged)
             if n:
                 _drive.run_discrete(gen, kind, p, n, out.reshape(-1), x=arr.reshape(-1),
                                     in_place=True, progress=tick)
@@ -50,38 +52,97 @@ def _noised_into(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, out: Any
         if n:
             _drive.run_discrete(gen, kind, p, n, result.reshape(-1), x=arr.reshape(-1),
                                 progress=tick)
-        if out is None:
-            return result
-        out[...] = result  # only after every cell is known to fit
-        return out
-    # general dtypes / byte orders / layouts: noise in int64, exact range check (in the
-    # native int64 or uint64 domain), cast back; out is written only if every cell fits
-    noise = np.empty(n, np.int64)
+        return result
+    # other dtypes / byte orders / layouts, and a separate out: the noise window by window
+    # (bounded memory), each range added with an exact range check in x's dtype
+    target = np.empty(arr.shape, dt) if out is None else out
     if n:
-        _drive.run_discrete(gen, kind, p, n, noise, progress=tick)
-    flat = np.ascontiguousarray(arr).reshape(-1)
+        _windowed_add(kind, gen, p, arr, target, in_place, out is not None and not in_place,
+                      tick)
+    return target
+
+
+def _windowed_add(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, target: np.ndarray,
+                  in_place: bool, separate: bool, tick: Any) -> None:
+    """``target = arr + noise`` (flat C order) in windows; OverflowError if a cell does not
+    fit, with ``target`` then left as it was when it is ``arr`` itself (the written
+    ranges are undone from a replay) or a separate ``out`` (checked in a first pass,
+    written in a replay)."""
+    wn = _windows.WindowedNoise(gen, kind, p, arr.size)
+    src = arr.reshape(-1) if arr.flags.c_contiguous else None  # a view, or read .flat
+    dst = target.reshape(-1) if target.flags.c_contiguous else None
+
+    def read(a: int, b: int) -> np.ndarray:
+        return src[a:b] if src is not None else arr.flat[a:b]
+
+    def put(a: int, b: int, values: np.ndarray) -> None:
+        if dst is not None:
+            dst[a:b] = values
+        else:
+            target.flat[a:b] = values
+
+    def write_range(a: int, b: int, z: np.ndarray) -> None:
+        put(a, b, _add_checked(read(a, b), z, arr.dtype))
+
+    def write_cell(i: int, v: int) -> None:
+        put(i, i + 1, _add_cell(read(i, i + 1), v, arr.dtype))
+
+    if separate:  # a separate out is written only once every cell is known to fit
+        wn.run(lambda a, b, z: _add_checked(read(a, b), z, arr.dtype),
+               lambda i, v: _add_cell(read(i, i + 1), v, arr.dtype), progress=tick)
+        wn.replay(write_range, write_cell)
+        return
+    try:
+        wn.run(write_range, write_cell, progress=tick)
+    except OverflowError:
+        if in_place:  # subtract again the noise of every range and cell written
+            wn.replay(lambda a, b, z: put(a, b, _sub(read(a, b), z, arr.dtype)),
+                      lambda i, v: put(i, i + 1, _add_cell(read(i, i + 1), -v, arr.dtype)))
+        raise
+
+
+def _overflow(dt: np.dtype) -> OverflowError:
+    return OverflowError(f"noisy value does not fit the dtype {dt} of x")
+
+
+def _add_checked(xs: np.ndarray, z: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``xs + z`` in dtype ``dt`` (exact: the sum is formed in the native int64 or uint64
+    domain with a wrap test, then range-checked), OverflowError if a cell does not fit."""
     info = np.iinfo(dt)
     if dt.kind == "u" and dt.itemsize == 8:
-        xu = flat.astype(np.uint64)
-        res: np.ndarray = xu + noise.view(np.uint64)  # modulo 2^64
-        bad = np.where(noise >= 0, res < xu, res > xu)
+        xu = xs.astype(np.uint64)
+        res: np.ndarray = xu + z.view(np.uint64)  # modulo 2^64
+        bad = np.where(z >= 0, res < xu, res > xu)
     elif dt.itemsize == 8:  # int64 of any byte order or layout
-        x64 = flat.astype(np.int64)
-        res = (x64.view(np.uint64) + noise.view(np.uint64)).view(np.int64)  # modulo 2^64
-        bad = ((x64 ^ res) & (noise ^ res)) < 0  # two's-complement overflow test
+        x64 = xs.astype(np.int64)
+        res = (x64.view(np.uint64) + z.view(np.uint64)).view(np.int64)  # modulo 2^64
+        bad = ((x64 ^ res) & (z ^ res)) < 0  # two's-complement overflow test
     else:
-        x64 = flat.astype(np.int64)
-        res = x64 + noise
+        x64 = xs.astype(np.int64)
+        res = x64 + z
         # |x| < 2^32, |noise| < 2^63: detect int64 overflow before the range test
-        bad = ((x64 ^ res) & (noise ^ res)) < 0
+        bad = ((x64 ^ res) & (z ^ res)) < 0
         bad |= (res < info.min) | (res > info.max)
     if bad.any():
-        raise OverflowError(f"noisy value does not fit the dtype {dt} of x")
-    result = res.astype(dt).reshape(arr.shape)
-    if out is None:
-        return result
-    out[...] = result
-    return out
+        raise _overflow(dt)
+    return res.astype(dt)
+
+
+def _sub(xs: np.ndarray, z: np.ndarray, dt: np.dtype) -> np.ndarray:
+    """``xs - z`` where ``xs = x + z`` was written in dtype ``dt`` (so the result is x)."""
+    if dt.itemsize == 8:
+        base = np.uint64 if dt.kind == "u" else np.int64
+        return (xs.astype(base).view(np.uint64) - z.view(np.uint64)).view(base).astype(dt)
+    return (xs.astype(np.int64) - z).astype(dt)
+
+
+def _add_cell(xs: np.ndarray, v: int, dt: np.dtype) -> np.ndarray:
+    """One cell ``x + v`` in Python integers, OverflowError if it does not fit ``dt``."""
+    info = np.iinfo(dt)
+    r = int(xs[0]) + int(v)
+    if not info.min <= r <= info.max:
+        raise _overflow(dt)
+    return np.array([r], dtype=dt)
 
 
 def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
