@@ -93,31 +93,44 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
         raise ValueError(f"{name} / granularity = {float(t):g} is below 2**-100; use a finer "
                          "granularity")
     gen = as_generator(rng)
-    # a float32 x noised into a float32 out is read as it is (float32 widens exactly)
-    narrow = arr.dtype == np.float32 and out is not None and out.dtype == np.float32
-    flat = np.ascontiguousarray(arr, dtype=np.float32 if narrow else np.float64).reshape(-1)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")
-    if out is not None and np.shares_memory(out, flat) and not _inputs.same_buffer(out, flat):
-        flat = flat.copy()  # out overlaps x only in part: read x from a copy
-    direct = out is not None and out.flags.c_contiguous
-    # with a contiguous out (out=x included: the kernel reads each cell before it writes
-    # it) the result goes straight into it; nothing after this point can fail, so out is
-    # never left half noised.  The noise is fused into the grid output (no noise buffer).
-    result = out.reshape(-1) if direct else np.empty(flat.size, np.float64)
     p = _drive.Param(np.array([float(t)]), t)
-    if flat.size:
-        # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g (a
-        # float32 out saturates at FLT_MAX, a multiple of every g <= 2^104)
-        sat = _FLT_MAX if out is not None and out.dtype == np.float32 else _DBL_MAX
-        _drive.run_discrete(gen, kind, p, flat.size, result, flat, grid=(g, sat),
-                            progress=tick)
-    if direct:
-        return out
-    result = result.reshape(arr.shape)
-    if out is None:
+    n = arr.size
+    # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g (a float32 out
+    # saturates at FLT_MAX, a multiple of every g <= 2^104)
+    f32 = out is not None and out.dtype == np.float32
+    sat = _FLT_MAX if f32 else _DBL_MAX
+    # The noise is fused into the grid output (no noise buffer), and the kernel reads each
+    # cell before it writes it, so x may be the output itself.  Nothing after the output
+    # is first written can fail, so out is never left half noised.  x is read as float64,
+    # or as it is when it is float32 going into a float32 out (float32 widens exactly);
+    # memory: x of another dtype or layout is converted into the output and noised there
+    # (no float64 copy of x) whenever the output has the dtype the kernel reads.
+    if out is None or out.flags.c_contiguous:
+        result = np.empty(arr.shape, np.float64) if out is None else out
+        dst = result.reshape(-1)
+        rd = np.float32 if f32 and arr.dtype == np.float32 else np.float64
+        if arr.dtype == rd and arr.flags.c_contiguous:
+            src = arr.reshape(-1)
+            if out is not None and np.shares_memory(out, arr) and not _inputs.same_buffer(
+                    out, arr):
+                src = src.copy()  # out overlaps x only in part: read x from a copy
+        elif result.dtype == rd:
+            if np.shares_memory(result, arr):
+                arr = arr.copy()
+            result[...] = arr  # x converted, the conversion the kernel saw before
+            src = dst
+        else:  # a float64 (or integer) x into a float32 out: read at full precision
+            src = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
+        if n:
+            _drive.run_discrete(gen, kind, p, n, dst, src, grid=(g, sat), progress=tick)
         return result
-    out[...] = result
+    # a non-contiguous out: noise a contiguous copy of x in place, then copy it out
+    flat = np.array(arr, dtype=np.float64, order="C").reshape(-1)
+    if n:
+        _drive.run_discrete(gen, kind, p, n, flat, flat, grid=(g, sat), progress=tick)
+    out[...] = flat.reshape(arr.shape)
     return out
 
 
