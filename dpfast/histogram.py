@@ -26,6 +26,7 @@ import numpy as np
 
 from dpfast import tables as _tables
 from dpfast.random import RngLike
+from dpfast.tables import _plan
 
 __all__ = ["histogram", "histogram2d", "histogramdd"]
 
@@ -76,6 +77,9 @@ def _edges_1d(a: np.ndarray, bins: Any, range: Any, name: str) -> np.ndarray:  #
 
 
 def _check_data(x: Any, name: str) -> np.ndarray:
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array; its mask would be ignored: pass "
+                        f"{name}.compressed() (with the weights of the same rows)")
     arr = np.asarray(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numbers, got dtype {arr.dtype}")
@@ -202,9 +206,10 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
     Bin assignment is numpy's (``searchsorted`` on the edges, the last edge inclusive), so
     the noiseless table equals ``numpy.histogram``'s exactly; the noise is exact.
     """
+    _plan.privacy(epsilon, delta, rho, noise, False)  # before any work on the bins
     arr = _check_data(a, "a").reshape(-1)
     edges = _edges_1d(arr, bins, range, "bins")
-    w = None if weights is None else np.asarray(weights).reshape(-1)
+    w = None if weights is None else _check_data(weights, "weights").reshape(-1)
     cell, ok = _cells([arr], [edges])
     kw = _kwargs(epsilon, delta, rho, weight_bounds, max_partitions, max_per_partition,
                  noise, rng, budget, note, use_case)
@@ -264,6 +269,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     ``bins`` an int, a sequence of ints (each with its ``range`` entry) or a sequence of
     edge arrays.  Other parameters as :func:`histogram`; one row is one point.
     """
+    _plan.privacy(epsilon, delta, rho, noise, False)  # before any work on the bins
     if isinstance(sample, (list, tuple)) and sample and np.ndim(sample[0]) == 1:
         cols = [_check_data(s, f"sample[{i}]") for i, s in enumerate(sample)]
         n = len(cols[0])
@@ -281,7 +287,8 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     shape = tuple(len(e) - 1 for e in edges)
     kw = _kwargs(epsilon, delta, rho, weight_bounds, max_partitions, max_per_partition,
                  noise, rng, budget, note, use_case)
-    rel = _release(cell, ok, shape, None if weights is None else np.asarray(weights),
+    rel = _release(cell, ok, shape,
+                   None if weights is None else _check_data(weights, "weights"),
                    privacy_ids, kw)
     h = _post(rel, shape, edges, density, nonnegative, integer)
     return (h, edges, rel) if return_release else (h, edges)

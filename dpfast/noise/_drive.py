@@ -46,9 +46,12 @@ from dpfast.noise._params import (  # noqa: F401
     MAX_SCALE,
     MIN_SCALE,
     Param,
+    describe,
     make_param,
     out_shape,
     parse_param,
+    refuse_masked,
+    refuse_wide_float,
 )
 from dpfast.random import _streams
 

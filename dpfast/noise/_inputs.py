@@ -10,8 +10,17 @@ from dpfast._kernels import grid as _gk
 from dpfast.noise import _drive
 
 
-def int_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def _as_array(x: Any, name: str = "x") -> np.ndarray:
+    """``np.asarray(x)``, refusing what it would change silently: a masked array (its
+    mask would be dropped) and longdouble (rounded to float64)."""
+    _drive.refuse_masked(x, name)
     arr = np.asarray(x)
+    _drive.refuse_wide_float(arr.dtype, name)
+    return arr
+
+
+def int_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    arr = _as_array(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         if arr.dtype.kind == "f":
             raise TypeError("x must be an integer array; use dpfast.laplace / dpfast.gaussian "
@@ -52,7 +61,7 @@ def float_input_max(x: Any, out: Any, *,
                     float32_out: bool = False) -> tuple[np.ndarray, np.ndarray | None, float]:
     """As :func:`float_input`, plus ``max |x|`` (finite) from the same pass; with
     ``float32_out`` a float32 ``out`` is accepted too."""
-    arr = np.asarray(x)
+    arr = _as_array(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
     big = max_abs(arr)
@@ -71,6 +80,7 @@ def _check_out(out: Any, shape: tuple[int, ...]) -> None:
     """``out`` is a numpy array of x's shape (its dtype rule is the caller's)."""
     if not isinstance(out, np.ndarray):
         raise TypeError("out must be a numpy array")
+    _drive.refuse_masked(out, "out")
     if out.shape != shape:
         raise ValueError(f"out has shape {out.shape}, x has shape {shape}")
 

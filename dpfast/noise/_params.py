@@ -20,6 +20,35 @@ def _bound_text(v: float) -> str:
     return f"2**{e}" if v == 2.0 ** e else f"{v:g}"
 
 
+def describe(q: Fraction) -> str:
+    """A positive rational for an error message: ``%g`` when it is a normal double, else
+    ``about 2**k`` (formatting must never raise: ``float(q)`` overflows beyond 2**1024)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        f = math.inf
+    if math.isfinite(f) and f >= 2.0 ** -1022:
+        return f"{f:g}"
+    if q <= 0:
+        return f"{float(q):g}"
+    return f"about 2**{q.numerator.bit_length() - q.denominator.bit_length()}"
+
+
+def refuse_wide_float(dtype: np.dtype, name: str) -> None:
+    """TypeError for ``longdouble`` (wider than float64): dpfast computes in float64 and
+    would round it silently."""
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        raise TypeError(f"{name} has dtype {dtype} (longdouble), which dpfast would round to "
+                        "float64; convert it explicitly (e.g. .astype(np.float64))")
+
+
+def refuse_masked(value: Any, name: str) -> None:
+    """TypeError for a numpy masked array: ``np.asarray`` would drop its mask silently."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array; dpfast would ignore its mask: pass "
+                        f"{name}.compressed() or {name}.filled(value)")
+
+
 class Param:
     """A positive rational parameter, scalar or per cell.
 
@@ -53,6 +82,9 @@ def parse_param(value: Any, name: str, *, allow_zero: bool = False,
     """
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number or an array of numbers, got bool")
+    refuse_masked(value, name)
+    if isinstance(value, (np.generic, np.ndarray)):
+        refuse_wide_float(np.asarray(value).dtype, name)
     lo = 0.0 if allow_zero else lower
     rng_text = (f"in [0, {_bound_text(upper)}]" if allow_zero else
                 f"in the supported range [{_bound_text(lo)}, {_bound_text(upper)}]")

@@ -165,11 +165,11 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
     g = grid.granularity(float(parsed)) if gran is None else grid._check_granularity(gran)
     t = parsed / Fraction(g)
     if t > _drive.MAX_SCALE:
-        raise ValueError(f"{name} / granularity = {float(t):g} exceeds 2**50; use a coarser "
-                         "granularity")
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} exceeds 2**50; use a "
+                         "coarser granularity")
     if t < _drive.MIN_SCALE:
-        raise ValueError(f"{name} / granularity = {float(t):g} is below 2**-100; use a finer "
-                         "granularity")
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} is below 2**-100; use "
+                         "a finer granularity")
     gen = _random.as_generator(rng)
     flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)

@@ -87,11 +87,11 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     g = granularity(float(scale)) if gran is None else _check_granularity(gran)
     t = scale / Fraction(g)
     if t > _drive.MAX_SCALE:
-        raise ValueError(f"{name} / granularity = {float(t):g} exceeds 2**50; use a coarser "
-                         "granularity")
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} exceeds 2**50; use a "
+                         "coarser granularity")
     if t < _drive.MIN_SCALE:
-        raise ValueError(f"{name} / granularity = {float(t):g} is below 2**-100; use a finer "
-                         "granularity")
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} is below 2**-100; use "
+                         "a finer granularity")
     gen = as_generator(rng)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from dpfast._kernels import grid as _grid
-from dpfast.noise import _chunks, _inputs, _progress, _wrap
+from dpfast.noise import _chunks, _inputs, _params, _progress, _wrap
 from dpfast.random import as_generator
 
 __all__ = ["snapping", "snapping_epsilon", "snapping_delta", "SNAP_MIN", "SNAP_MAX"]
@@ -25,6 +26,13 @@ def _snap_value(v: Any, name: str) -> Fraction:
     floats); ValueError / TypeError naming the parameter."""
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number, got bool")
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v[()]
+    if not isinstance(v, (numbers.Real, np.integer, np.floating)):
+        # strings, Decimals, arrays: refused as by the other samplers' parameters
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__}")
+    if isinstance(v, np.floating):
+        _params.refuse_wide_float(np.dtype(type(v)), name)
     if isinstance(v, Fraction):
         q = v
     elif isinstance(v, (int, np.integer)):
