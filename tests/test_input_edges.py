@@ -119,3 +119,11 @@ def test_histogram_validates_privacy_before_touching_the_bins(kwargs) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20  # 10^9 edges would be 8 GB
+
+
+def test_dask_float_noise_message_does_not_overflow() -> None:
+    da = pytest.importorskip("dask.array")
+    from dpfast import dask as dpdask
+
+    with pytest.raises(ValueError, match=r"about 2\*\*1076 is outside"):
+        dpdask.laplace(da.zeros(4, chunks=2), 5.0, granularity=2 ** -1074, rng=KEY)

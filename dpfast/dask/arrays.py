@@ -259,7 +259,8 @@ def _float(kind: int, darr: Any, param: Any, name: str, rng: Any, gran: Any) -> 
         _noise_mod._check_granularity(gran)
     t = parsed / Fraction(g)
     if t > _drive.MAX_SCALE or t < _drive.MIN_SCALE:
-        raise ValueError(f"{name} / granularity = {float(t):g} is outside [2**-100, 2**50]")
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} is outside [2**-100, "
+                         "2**50]")
     gen, key_src = _generator(rng)
     z = _noise(int(darr.size), kind, t, gen, key_src, max(int(darr.size), 1))
     z = z.reshape(darr.shape).rechunk(darr.chunks)
