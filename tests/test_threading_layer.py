@@ -97,3 +97,33 @@ def test_a_layer_numba_cannot_load_is_refused_with_the_fix(monkeypatch) -> None:
         _parallel.check_layer("omp")
     assert _parallel.check_layer("default") == "default"  # workqueue is always there
 
+
+
+_FORK = r"""
+import os, threading
+import numpy as np
+import dpfast as dp
+from dpfast._kernels import _launch
+
+x = np.zeros(200_000, dtype=np.int64)
+dp.discrete_laplace(x, 3.0, rng=bytes(32))
+hold = threading.Event(); release = threading.Event()
+def holder():  # a thread inside the launch lock while the process forks
+    with _launch._lock:
+        hold.set(); release.wait()
+t = threading.Thread(target=holder); t.start(); hold.wait()
+pid = os.fork()
+if pid == 0:  # the child: a fresh lock, kernels run (a deadlock dies of the alarm)
+    import signal; signal.alarm(60)
+    ok = dp.discrete_laplace(x, 3.0, rng=bytes(32)).shape == x.shape
+    os._exit(0 if ok else 3)
+release.set(); t.join()
+print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_a_launch_holds_the_lock_still_runs_kernels() -> None:
+    res = _run("workqueue", _FORK)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1] == "child 0"
