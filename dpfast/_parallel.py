@@ -28,6 +28,7 @@ not thread-safe: two concurrent launches abort the process).  dpfast's policy:
 from __future__ import annotations
 
 import ctypes
+import importlib
 import math
 import os
 import sys
@@ -72,11 +73,8 @@ def _loadable(name: str) -> str | None:
             from numba.np.ufunc import parallel
 
             parallel._check_tbb_version_compatible()
-            from numba.np.ufunc import tbbpool  # noqa: F401
-        elif name == "omp":
-            from numba.np.ufunc import omppool  # noqa: F401
-        else:
-            from numba.np.ufunc import workqueue  # noqa: F401
+        importlib.import_module(f"numba.np.ufunc.{name}" + ("" if name == "workqueue"
+                                                           else "pool"))
     except ImportError as exc:
         return str(exc) or type(exc).__name__
     return None

@@ -241,7 +241,9 @@ def test_envelope_tail_item_is_exact(law, param) -> None:
     assert acc.size > 100 and np.all(acc >= mt)  # c_A can be small: tails are rare
     # exact conditional law: P(m) ∝ w(m) = exp(-x(m)), m >= M
     ms = np.arange(mt, mt + 12)
-    w = np.array([float(mp.exp(-mp.mpf(tab.x(int(m)) - tab.x(mt)))) for m in ms])
+    # mpmath takes no Fraction: numerator / denominator
+    dx = [tab.x(int(m)) - tab.x(mt) for m in ms]
+    w = np.array([float(mp.exp(-mp.mpf(d.numerator) / d.denominator)) for d in dx])
     w /= w.sum()
     counts = np.array([(acc == m).sum() for m in ms])
     keep = w * acc.size >= 5

@@ -87,17 +87,27 @@ def _windowed_add(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, target:
     def write_cell(i: int, v: int) -> None:
         put(i, i + 1, _add_cell(read(i, i + 1), v, arr.dtype))
 
+    def check_range(a: int, b: int, z: np.ndarray) -> None:
+        _add_checked(read(a, b), z, arr.dtype)
+
+    def check_cell(i: int, v: int) -> None:
+        _add_cell(read(i, i + 1), v, arr.dtype)
+
+    def undo_range(a: int, b: int, z: np.ndarray) -> None:
+        put(a, b, _sub(read(a, b), z, arr.dtype))
+
+    def undo_cell(i: int, v: int) -> None:
+        put(i, i + 1, _add_cell(read(i, i + 1), -v, arr.dtype))
+
     if separate:  # a separate out is written only once every cell is known to fit
-        wn.run(lambda a, b, z: _add_checked(read(a, b), z, arr.dtype),
-               lambda i, v: _add_cell(read(i, i + 1), v, arr.dtype), progress=tick)
+        wn.run(check_range, check_cell, progress=tick)
         wn.replay(write_range, write_cell)
         return
     try:
         wn.run(write_range, write_cell, progress=tick)
     except OverflowError:
         if in_place:  # subtract again the noise of every range and cell written
-            wn.replay(lambda a, b, z: put(a, b, _sub(read(a, b), z, arr.dtype)),
-                      lambda i, v: put(i, i + 1, _add_cell(read(i, i + 1), -v, arr.dtype)))
+            wn.replay(undo_range, undo_cell)
         raise
 
 
