@@ -185,8 +185,9 @@ def test_non_contiguous_and_fortran_layouts() -> None:
 
 @pytest.mark.parametrize("dtype", ["i1", "f4", "noncontiguous"])
 def test_float_noise_of_other_inputs_converts_into_the_output(dtype: str) -> None:
-    """laplace / gaussian of int8, float32 or strided x: x is converted into the output
-    and noised there (no float64 copy of x), bit for bit as from a float64 copy."""
+    """laplace / gaussian / snapping of int8, float32 or strided x: x is converted into
+    the output and noised there (no float64 copy of x), bit for bit as from a float64
+    copy."""
     n = 1 << 23
     if dtype == "noncontiguous":
         x = np.linspace(-100.0, 100.0, 2 * n)[::2]
@@ -203,6 +204,15 @@ def test_float_noise_of_other_inputs_converts_into_the_output(dtype: str) -> Non
             tracemalloc.stop()
         assert peak - res.nbytes < 4 * _windows.window_bytes()
         assert np.array_equal(res, fn(np.array(x, np.float64), 1.5, rng=KEY))
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        res = dpfast.snapping(x, 1.5, 200.0, rng=KEY)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak - res.nbytes < 4 * _windows.window_bytes()
+    assert np.array_equal(res, dpfast.snapping(np.array(x, np.float64), 1.5, 200.0, rng=KEY))
     o = np.empty(n, np.float64)
     assert dpfast.laplace(x, 1.5, rng=KEY, out=o) is o
     assert np.array_equal(o, dpfast.laplace(np.array(x, np.float64), 1.5, rng=KEY))

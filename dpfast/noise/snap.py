@@ -159,8 +159,12 @@ def snapping(x: Any, scale: Any, bound: Any, *, rng: Any = None,
     arr, _ = _inputs.float_input(x, None)
     tick, close = _progress.ticker(progress, arr.size)
     gen = as_generator(rng)
-    flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
-    out = np.empty(flat.size, np.float64)
+    out = np.empty(arr.size, np.float64)
+    if arr.dtype == np.float64 and arr.flags.c_contiguous:
+        flat = arr.reshape(-1)
+    else:  # x converted into the output and snapped in place (the kernel reads, then writes)
+        out.reshape(arr.shape)[...] = arr
+        flat = out
     m, e = math.frexp(lam)
     big_lam = lam if m == 0.5 else math.ldexp(1.0, e)  # the smallest power of two >= lam
     calls = _chunks.CallStreams(gen, flat.size, 2.05)
