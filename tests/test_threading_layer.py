@@ -75,8 +75,8 @@ def test_every_layer_runs_concurrent_calls_or_is_refused(layer: str | None) -> N
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["same"], "concurrent calls changed the noise of a key"
     assert out["layer"] in loadable
-    if layer is None or layer == "tbb":
-        assert out["layer"] == "tbb"  # TBB is a dependency: found although pip-installed
+    if "tbb" in loadable:
+        assert out["layer"] == "tbb"  # found although pip-installed (numba does not look)
     # launches take turns exactly on the layer that is not thread-safe
     assert out["serialised"] == (out["layer"] == "workqueue")
 
