@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpfast as dp
-from dpfast import _calibrate
 from dpfast._core import search
 from dpfast.accounting import calibrate_noise_multiplier
+from dpfast.mechanisms import _calibrate
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.tables import partition_threshold
 from dpfast.tables.partition import selection_delta
