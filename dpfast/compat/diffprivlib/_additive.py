@@ -46,10 +46,25 @@ def float_down(q: Fraction) -> float:
 def grid_add(value: float, g: float, noise: float) -> float:
     """``round_g(value) + noise`` for noise on the grid ``g Z``: the exact grid value,
     rounded once (as :func:`dpfast.laplace` computes it)."""
-    q = float(value) / g
+    v = float(value)
+    if not math.isfinite(v):  # diffprivlib: NaN + noise is NaN, inf + noise is inf
+        return v
+    q = v / g
     if not math.isfinite(q):
         raise ValueError("value / granularity overflows; value is too large for this noise scale")
     return float(round(q)) * g + float(noise)
+
+
+def noisy_finite(arr: np.ndarray, draw: Any) -> np.ndarray:
+    """``draw(x)`` on the finite elements of ``arr``; NaN and inf pass through unchanged
+    (diffprivlib's arithmetic gives NaN + noise = NaN, inf + noise = inf)."""
+    x = arr.astype(np.float64, copy=False)
+    finite = np.isfinite(x)
+    if finite.all():
+        return draw(x)
+    out = x.copy()
+    out[finite] = draw(x[finite])
+    return out
 
 
 def _setup(mech: Any, random_state: Any) -> None:
@@ -103,7 +118,8 @@ class _GridLaplace(_Mixin):
         if arr is not None:
             if cal is None:
                 return arr.astype(np.float64)
-            return dpfast.laplace(arr, cal[0], rng=self._gen, granularity=cal[1])
+            return noisy_finite(arr, lambda x: dpfast.laplace(x, cal[0], rng=self._gen,
+                                                              granularity=cal[1]))
         if cal is None:
             return float(value)
         scale, g = cal
@@ -300,7 +316,8 @@ class _GridGaussian(_Mixin):
         if arr is not None:
             if sigma == 0:
                 return arr.astype(np.float64)
-            return dpfast.gaussian(arr, sigma, rng=self._gen, granularity=g)
+            return noisy_finite(arr, lambda x: dpfast.gaussian(x, sigma, rng=self._gen,
+                                                               granularity=g))
         if sigma == 0:
             return float(value)
         noise = self._buffer.take((sigma, g), lambda n: dpfast.gaussian(
@@ -347,10 +364,12 @@ class GaussianDiscrete(_dm.GaussianDiscrete):
 
     Privacy
     -------
-    Integer values whose neighbours differ by at most ``sensitivity`` = Δ.  σ is
-    :class:`dpfast.DiscreteGaussianMechanism` ``(ε, δ, Δ)``: the exact ``(ε, δ)`` formula of
-    Canonne, Kamath & Steinke 2020, Thm. 7, evaluated rigorously and rounded up, so the
-    release is ``(ε, δ)``-DP.  **Difference**: ``_scale`` is that rigorous calibration, which
+    An integer value whose neighbours differ by at most ``sensitivity`` = Δ (a scalar query,
+    as diffprivlib's mechanism is; an array gets independent noise per element, each element
+    its own scalar release).  σ is :class:`dpfast.DiscreteGaussianMechanism`
+    ``(ε, δ, Δ, max_changed=1)``: the exact one-dimensional ``(ε, δ)`` formula of Canonne,
+    Kamath & Steinke 2020, Thm. 7, evaluated rigorously and rounded up, so the release is
+    ``(ε, δ)``-DP.  **Difference**: ``_scale`` is that rigorous calibration, which
     can be smaller than diffprivlib's bisection result (e.g. ε = 3, δ = 4.009e-10: 1.9573
     versus 2.0; Thm. 7's δ is not monotone in σ and both satisfy it).  ``random_state`` as
     in :class:`Laplace`.
@@ -365,7 +384,8 @@ class GaussianDiscrete(_dm.GaussianDiscrete):
         if self.sensitivity == 0 or self.epsilon == math.inf or self.delta >= 1:
             return 0
         return dpfast.DiscreteGaussianMechanism(epsilon=self.epsilon, delta=self.delta,
-                                                sensitivity=self.sensitivity).sigma
+                                                sensitivity=self.sensitivity,
+                                                max_changed=1).sigma
 
     def randomise(self, value):
         """Randomise an integer or an integer numpy array (new array of its dtype)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -21,15 +22,67 @@ _MARGIN = Fraction(1, 10 ** 12)  # relative slack kept below the target epsilon
 _MAX_STEPS = 1 << 60  # grid steps across the domain (int64 arithmetic)
 
 
-def _loss(b: float, g: float, k: int, n: int) -> mpmath.mpf:
-    """Worst-case privacy loss of the grid bounded-domain Laplace (see the class docs)."""
+def _loss(b: float, g: float, k: int, n: int | None, two_sided: bool) -> mpmath.mpf:
+    """Worst-case privacy loss of the grid bounded-domain Laplace (see the class docs);
+    ``n=None``: the domain is unbounded on one side (``two_sided``: on both)."""
     with mpmath.workprec(_PREC):
         gb = mpmath.mpf(g) / mpmath.mpf(b)
+        if two_sided:  # plain discrete Laplace on gZ: a shift of k steps costs k g / b
+            return k * gb
         q = mpmath.exp(-gb)
+        if n is None:  # half-line: S(n) = (1 + q - q^{n+1}) / (1 - q), worst at n = 0, j = k
+            return k * gb + mpmath.log(1 + q - q ** (k + 1))
         m = min(k, n)  # j g/b + ln S(j)/S(0) is nondecreasing in j (see the class docs)
         num = 1 + q - q ** (m + 1) - q ** (n - m + 1)
         den = 1 - q ** (n + 1)
         return m * gb + mpmath.log(num / den)
+
+
+def _layout(b: float, sens: float, lower: float, upper: float
+             ) -> tuple[float, int, int | None, int | None]:
+    """(g, k, lo, hi): grid, steps a neighbour can move, lowest and highest grid index in
+    the domain (None: unbounded on that side)."""
+    bits = 40
+    while True:
+        g = dpfast.granularity(b, bits)
+        k = int(Fraction(sens) / Fraction(g)) + 1
+        lo = math.ceil(Fraction(lower) / Fraction(g)) if math.isfinite(lower) else None
+        hi = math.floor(Fraction(upper) / Fraction(g)) if math.isfinite(upper) else None
+        if lo is None or hi is None or hi - lo < _MAX_STEPS:
+            return g, k, lo, hi
+        bits -= 1
+
+
+@functools.lru_cache(maxsize=1024)
+def calibrate(eps: float, delta: float, sens: float, lower: float, upper: float
+              ) -> tuple[float, float, int, int | None, int | None] | None:
+    """``(b, g, k, lo, hi)`` for these parameters (cached: every object with the same
+    parameters shares one bisection), or None when no noise is needed."""
+    width = upper - lower
+    if sens == 0 or eps == math.inf or delta >= 1 or width == 0:
+        return None
+    extra = -math.log1p(-delta) if delta > 0 else 0.0
+    extra = max(0.0, math.nextafter(math.nextafter(extra, 0.0), 0.0))
+    target = float_down((Fraction(eps) + Fraction(extra)) * (1 - _MARGIN))
+    two_sided = not (math.isfinite(lower) or math.isfinite(upper))
+
+    def ok(b: float) -> bool:
+        g, k, j_lo, j_hi = _layout(b, sens, lower, upper)
+        n = None if j_lo is None or j_hi is None else max(j_hi - j_lo, 0)
+        return _loss(b, g, k, n, two_sided) <= mpmath.mpf(target)
+
+    lo = hi = sens / target
+    while not ok(hi):
+        lo, hi = hi, hi * 2
+    for _ in range(200):  # bisection on floats down to adjacent values
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return (hi, *_layout(hi, sens, lower, upper))
 
 
 class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
@@ -53,6 +106,11 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
     analogue of diffprivlib's ``Δ/b + ln Δ_C``.  ``b`` is the smallest float
     found by bisection with ``ε(b) <= ε'`` (``ε' = ε + ln(1/(1-δ))`` rounded down, as for
     :class:`Laplace`), evaluated in 256-bit arithmetic with a ``1e-12`` relative margin.
+    An infinite bound (diffprivlib's PCA uses ``[0, inf)``): on a half-line
+    ``S(n) = (1 + q - q^{n+1}) / (1 - q)``, the same argument gives
+    ``ε(b) = k g/b + ln(1 + q - q^{k+1})``; on the whole line (both bounds infinite) the
+    noise is plain discrete Laplace and ``ε(b) = k g/b``.  The bisection is cached by
+    parameters (every object with the same ``(ε, δ, Δ, lower, upper)`` shares it).
     Guarantee: ``ε'``-DP, hence ``(ε, δ)``-DP, for values in ``[lower, upper]``.
     **Difference**: grid outputs and this calibration instead of float Laplace samples with
     diffprivlib's float bisection (``_scale`` agrees to about ``1e-9``); ``bias`` and
@@ -65,59 +123,15 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
         self._gen = generator_for(random_state)
         self._cal_key: Any = None
 
-    def _grid(self) -> tuple[float, float, int, int, int] | None:
-        """(b, g, k, j0, N) for the current parameters, or None when no noise is needed."""
+    def _grid(self) -> tuple[float, float, int, int | None, int | None] | None:
+        """(b, g, k, lo, hi) for the current parameters, or None when no noise is needed."""
         key = (self.epsilon, self.delta, self.sensitivity, self.lower, self.upper)
         if self._cal_key != key:
-            self._cal_key, self._cal = key, self._calibrate()
+            self._cal_key = key
+            self._cal = calibrate(*(float(v) for v in key))
+            if self._cal is not None:
+                self._scale = self._cal[0]
         return self._cal
-
-    def _calibrate(self) -> Any:
-        eps, delta, sens = self.epsilon, self.delta, self.sensitivity
-        width = float(self.upper) - float(self.lower)
-        if sens == 0 or eps == math.inf or delta >= 1 or width == 0:
-            return None
-        extra = -math.log1p(-delta) if delta > 0 else 0.0
-        extra = max(0.0, math.nextafter(math.nextafter(extra, 0.0), 0.0))
-        target = float_down((Fraction(eps) + Fraction(extra)) * (1 - _MARGIN))
-
-        def layout(b: float) -> tuple[float, int, int, int]:
-            bits = 40
-            while True:
-                g = dpfast.granularity(b, bits)
-                j0 = math.ceil(Fraction(self.lower) / Fraction(g))
-                n = math.floor(Fraction(self.upper) / Fraction(g)) - j0
-                if n < _MAX_STEPS:
-                    return g, int(Fraction(sens) / Fraction(g)) + 1, j0, n
-                bits -= 1
-
-        def ok(b: float) -> bool:
-            g, k, _, n = layout(b)
-            return _loss(b, g, k, max(n, 0)) <= mpmath.mpf(target)
-
-        lo = hi = sens / target
-        for _ in range(2200):  # bounded: the float range is 2098 binades
-            if ok(hi):
-                break
-            if not math.isfinite(hi * 2):
-                break
-            lo, hi = hi, hi * 2
-        else:  # pragma: no cover
-            hi = math.inf
-        if not (math.isfinite(hi) and ok(hi)):
-            raise ValueError(f"epsilon={self.epsilon!r}, delta={self.delta!r}: no finite "
-                             f"Laplace scale meets the target for [{self.lower}, {self.upper}]")
-        for _ in range(200):  # bisection on floats down to adjacent values
-            mid = (lo + hi) / 2
-            if mid in (lo, hi):
-                break
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid
-        g, k, j0, n = layout(hi)
-        self._scale = hi
-        return hi, g, k, j0, n
 
     def _find_scale(self):
         cal = self._grid()
@@ -129,24 +143,41 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
         self._check_all(0.0 if arr is not None else value)
         x = np.clip(np.asarray(arr if arr is not None else [value], dtype=np.float64),
                     self.lower, self.upper).reshape(-1)
-        nan = np.isnan(x)
-        x[nan] = self.lower  # diffprivlib returns NaN for NaN; restored below
+        special = ~np.isfinite(x)  # NaN, or inf on an unbounded side: returned as is
+        kept = x[special]
+        x[special] = np.clip(0.0, self.lower, self.upper)
         cal = self._grid()
-        if cal is None:
-            out = x
-        else:
-            b, g, _, j0, n = cal
-            t = Fraction(b) / Fraction(g)
-            start = np.clip(np.rint(x / g) - j0, 0, n).astype(np.int64)
-            offset = start.copy()
-            pending = np.flatnonzero(np.ones(x.size, bool))
-            while pending.size:
-                z = dpfast.discrete_laplace(np.zeros(pending.size, np.int64), t, rng=self._gen)
-                y = start[pending] + z
-                good = (y >= 0) & (y <= n)
-                offset[pending[good]] = y[good]
-                pending = pending[~good]
-            out = (float(j0) + offset.astype(np.float64)) * g
-            out = np.clip(out, self.lower, self.upper)
-        out[nan] = np.nan
+        out = x if cal is None else self._draw(x, cal)
+        out[special] = kept
         return out.reshape(np.shape(arr)) if arr is not None else float(out[0])
+
+    def _draw(self, x: np.ndarray, cal: tuple[float, float, int, int | None, int | None]
+              ) -> np.ndarray:
+        """Exact discrete Laplace on the grid indices, conditioned on the domain by
+        rejection.  Indices are int64 below 2**62 and Python ints beyond (exact either
+        way: ``g`` is a power of two, so ``x / g`` is exact)."""
+        b, g, _, lo, hi = cal
+        t = Fraction(b) / Fraction(g)
+        c = np.rint(x / g)
+        if lo is not None:
+            c = np.maximum(c, lo)
+        if hi is not None:
+            c = np.minimum(c, hi)
+        big = bool(c.size) and (np.max(np.abs(c)) >= 2.0 ** 62
+                                or max(abs(lo or 0), abs(hi or 0)) >= 2 ** 62)
+        centre = np.array([int(v) for v in c], dtype=object) if big else c.astype(np.int64)
+        index = centre.copy()
+        pending = np.arange(x.size)
+        while pending.size:
+            z = dpfast.discrete_laplace(np.zeros(pending.size, np.int64), t, rng=self._gen)
+            y = centre[pending] + (z.astype(object) if big else z)
+            good = np.ones(pending.size, bool)
+            if lo is not None:
+                good &= y >= lo
+            if hi is not None:
+                good &= y <= hi
+            index[pending[good]] = y[good]
+            pending = pending[~good]
+        out = (np.array([float(Fraction(int(v)) * Fraction(g)) for v in index]) if big
+               else index.astype(np.float64) * g)
+        return np.clip(out, self.lower, self.upper)

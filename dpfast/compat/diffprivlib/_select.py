@@ -17,6 +17,10 @@ from dpfast.compat.diffprivlib._measure import sample_measured
 
 __all__ = ["Snapping", "Exponential", "PermuteAndFlip"]
 
+# diffprivlib's own classes, taken at import: install() rebinds the names in
+# diffprivlib.mechanisms to this module's classes, so a call-time ``_dm.PermuteAndFlip`` would
+# find the replacement itself (and recurse forever)
+_DPL_PERMUTE_AND_FLIP = _dm.PermuteAndFlip
 _MAX_REPLICAS = 1 << 20  # integer measures up to this total are sampled exactly by replication
 
 
@@ -194,7 +198,7 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
 
     def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None,
                  random_state=None):
-        _dm.PermuteAndFlip.__init__(self, epsilon=epsilon, sensitivity=sensitivity,
+        _DPL_PERMUTE_AND_FLIP.__init__(self, epsilon=epsilon, sensitivity=sensitivity,
                                     utility=utility, monotonic=monotonic, candidates=candidates,
                                     random_state=random_state)
         self._gen = generator_for(random_state)
