@@ -1,7 +1,7 @@
 """dpfast.compat.diffprivlib: diffprivlib's classes on dpfast's exact samplers.
 
-diffprivlib's own mechanism tests run unchanged in tests/vendor/diffprivlib_tests; these
-tests check what they do not: exact output distributions, the vectorized paths, the
+diffprivlib's own complete test suite runs under install() in
+tests/test_compat_diffprivlib_suite.py; these tests check what it does not: exact output distributions, the vectorized paths, the
 patching of tools and models, and ``random_state``.
 """
 

@@ -20,6 +20,7 @@ __all__ = ["LaplaceBoundedDomain"]
 _PREC = 256  # bits for the privacy-loss evaluation (its terms need ~45)
 _MARGIN = Fraction(1, 10 ** 12)  # relative slack kept below the target epsilon
 _MAX_STEPS = 1 << 60  # grid steps across the domain (int64 arithmetic)
+_MAX_BATCH = 1 << 20  # rejection candidates drawn per round
 
 
 def _loss(b: float, g: float, k: int, n: int | None, two_sided: bool) -> mpmath.mpf:
@@ -167,17 +168,29 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
                                 or max(abs(lo or 0), abs(hi or 0)) >= 2 ** 62)
         centre = np.array([int(v) for v in c], dtype=object) if big else c.astype(np.int64)
         index = centre.copy()
+        # candidates per value and round: about 4 / (the smallest acceptance probability),
+        # so nearly every value is settled in one round (the first accepted candidate of an
+        # i.i.d. sequence is exactly the conditional law, whatever the batch sizes)
+        q = math.exp(-g / b)
+        p_min = 0.5
+        if lo is not None and hi is not None:  # (1 - q^{N+1}) / (1 + q) at the domain's end
+            p_min = -math.expm1((hi - lo + 1) * math.log(q)) / (1 + q)
+        per = max(1, min(_MAX_BATCH, math.ceil(4 / max(p_min, 1e-300))))
         pending = np.arange(x.size)
         while pending.size:
-            z = dpfast.discrete_laplace(np.zeros(pending.size, np.int64), t, rng=self._gen)
-            y = centre[pending] + (z.astype(object) if big else z)
-            good = np.ones(pending.size, bool)
+            rows = pending[:max(1, _MAX_BATCH // per)]
+            z = dpfast.discrete_laplace(np.zeros(rows.size * per, np.int64), t, rng=self._gen)
+            z = z.reshape(rows.size, per)
+            y = centre[rows][:, None] + (z.astype(object) if big else z)
+            good = np.ones(y.shape, bool)
             if lo is not None:
-                good &= y >= lo
+                good &= np.asarray(y >= lo, bool)
             if hi is not None:
-                good &= y <= hi
-            index[pending[good]] = y[good]
-            pending = pending[~good]
+                good &= np.asarray(y <= hi, bool)
+            done = good.any(axis=1)
+            first = good.argmax(axis=1)
+            index[rows[done]] = y[done, first[done]]
+            pending = np.concatenate([rows[~done], pending[rows.size:]])
         out = (np.array([float(Fraction(int(v)) * Fraction(g)) for v in index]) if big
                else index.astype(np.float64) * g)
         return np.clip(out, self.lower, self.upper)
