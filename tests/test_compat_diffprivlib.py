@@ -1,8 +1,8 @@
 """dpfast.compat.diffprivlib: diffprivlib's classes on dpfast's exact samplers.
 
 diffprivlib's own complete test suite runs under install() in
-tests/test_compat_diffprivlib_suite.py; these tests check what it does not: exact output distributions, the vectorized paths, the
-patching of tools and models, and ``random_state``.
+tests/test_compat_diffprivlib_suite.py; these tests check what it does not: exact output
+distributions, the vectorized paths, the patching of tools and models, and ``random_state``.
 """
 
 from __future__ import annotations
@@ -119,7 +119,10 @@ def test_gaussian_analytic_is_dpfasts_mechanism() -> None:
 def test_gaussian_discrete_exact_distribution() -> None:
     mech = dpl.GaussianDiscrete(epsilon=1.0, delta=1e-3, sensitivity=1, random_state=SEED)
     sigma = mech._scale
-    assert sigma == dpfast.DiscreteGaussianMechanism(epsilon=1.0, delta=1e-3).sigma
+    # diffprivlib's mechanism is scalar: the tight one-coordinate calibration (CKS20 Thm. 7)
+    assert sigma == dpfast.DiscreteGaussianMechanism(epsilon=1.0, delta=1e-3,
+                                                     max_changed=1).sigma
+    assert sigma < dpfast.DiscreteGaussianMechanism(epsilon=1.0, delta=1e-3).sigma
     out = mech.randomise(np.zeros(300_000, dtype=np.int64))
     ks = np.arange(-30, 31)
     with mpmath.workdps(30):
@@ -346,10 +349,10 @@ def test_laplace_bounded_domain_exact_conditional_distribution() -> None:
 
     mech = dpl.LaplaceBoundedDomain(epsilon=0.8, sensitivity=1.0, lower=-2.0, upper=3.0,
                                     random_state=SEED)
-    b, g, k, _, n = mech._grid()
+    b, g, k, lo, hi = mech._grid()
     # calibration: the worst-case loss is below epsilon, and b is the smallest such scale
-    assert _loss(b, g, k, n) <= 0.8
-    assert _loss(b * (1 - 1e-9), g, k, n) > 0.8 * (1 - 1e-12)
+    assert _loss(b, g, k, lo, hi) <= 0.8
+    assert _loss(b * (1 - 1e-9), g, k, lo, hi) > 0.8 * (1 - 1e-12)
     assert b == pytest.approx(dm.LaplaceBoundedDomain(epsilon=0.8, sensitivity=1.0, lower=-2.0,
                                                       upper=3.0)._find_scale(), rel=1e-8)
     out = mech.randomise(np.full(200_000, 0.5))
@@ -402,3 +405,99 @@ def test_laplace_arrays_property(x, eps, sens) -> None:
     assert np.all(np.isfinite(out))
     k = out / g  # outputs are grid values (exact multiples of g, rounded once)
     assert np.all(np.abs(k - np.rint(k)) <= np.abs(k) * 2.0 ** -52 + 1e-9)
+
+
+def _loss_reference(b: float, g: float, k: int, lo: int | None, hi: int | None) -> mpmath.mpf:
+    """The bounded-domain loss (class docs of LaplaceBoundedDomain) in 256-bit arithmetic,
+    in its direct form."""
+    with mpmath.workprec(256):
+        gb = mpmath.mpf(g) / mpmath.mpf(b)
+        if lo is None and hi is None:
+            return k * gb
+        q = mpmath.exp(-gb)
+        if lo is None or hi is None:
+            return k * gb + mpmath.log(1 + q - q ** (k + 1))
+        n = max(hi - lo, 0)
+        m = min(k, n)
+        return m * gb + mpmath.log((1 + q - q ** (m + 1) - q ** (n - m + 1)) / (1 - q ** (n + 1)))
+
+
+@settings(max_examples=200)
+@given(sens=st.floats(1e-6, 1e6), ratio=st.floats(1e-3, 1e6),
+       lower=st.sampled_from([0.0, -1.0, -1e9, -math.inf]),
+       width=st.sampled_from([1e-6, 1.0, 1e3, 1e12, math.inf]))
+def test_laplace_bounded_domain_float_loss_matches_exact(sens, ratio, lower, width) -> None:
+    """The float loss used by the (cached) calibration is within 2^-48 of the 256-bit value,
+    well inside its 2^-40 allowance."""
+    from dpfast.compat.diffprivlib._bounded import _layout, _loss
+
+    b = sens * ratio
+    layout = _layout(b, sens, lower, lower + width)
+    exact = _loss_reference(b, *layout)
+    value = _loss(b, *layout)
+    assert abs(mpmath.mpf(value) - exact) <= 2.0 ** -48 * abs(exact) + 2.0 ** -200  # ref: ~0
+
+
+@pytest.mark.parametrize("lower, upper", [(0.0, math.inf), (-math.inf, 4.0),
+                                          (-math.inf, math.inf)])
+def test_laplace_bounded_domain_infinite_bounds(lower: float, upper: float) -> None:
+    """diffprivlib's PCA uses [0, inf): the half-line (and whole-line) loss is calibrated, the
+    outputs stay in the domain, NaN and inf pass through, and huge values stay exact."""
+    mech = dpl.LaplaceBoundedDomain(epsilon=0.5, sensitivity=2.0, lower=lower, upper=upper,
+                                    random_state=SEED)
+    b, g, k, lo, hi = mech._grid()
+    assert _loss_reference(b, g, k, lo, hi) <= 0.5
+    if lower == -math.inf and upper == math.inf:
+        assert b == pytest.approx(4.0, rel=1e-9)  # plain discrete Laplace: (Δ + g) / b = ε
+    out = mech.randomise(np.full(100_000, 0.0 if math.isfinite(lower) else 4.0))
+    assert out.min() >= lower and out.max() <= upper
+    edge = np.array([np.nan, 1e30 if upper == math.inf else -1e30])
+    res = mech.randomise(edge)
+    assert math.isnan(res[0]) and res[1] == pytest.approx(edge[1], rel=1e-12)
+    assert edge[1] in (1e30, -1e30)  # input untouched
+
+
+def test_nan_and_inf_pass_through_laplace_and_gaussian() -> None:
+    """diffprivlib returns NaN + noise = NaN (diffprivlib.tools.mean(..., nan)) and inf."""
+    for mech in (dpl.Laplace(epsilon=1.0, sensitivity=1.0, random_state=SEED),
+                 dpl.GaussianAnalytic(epsilon=1.0, delta=1e-6, sensitivity=1.0,
+                                      random_state=SEED)):
+        assert math.isnan(mech.randomise(float("nan")))
+        assert mech.randomise(math.inf) == math.inf
+        out = mech.randomise(np.array([1.0, np.nan, -np.inf]))
+        assert math.isnan(out[1]) and out[2] == -np.inf and np.isfinite(out[0])
+
+
+def test_permute_and_flip_under_install_does_not_recurse() -> None:
+    """install() rebinds diffprivlib.mechanisms.PermuteAndFlip to dpfast's class; creating
+    one (directly, or inside DecisionTreeClassifier) must still work."""
+    from diffprivlib.models import DecisionTreeClassifier
+
+    x = np.random.default_rng(3).random((60, 2))
+    y = (x[:, 0] > 0.5).astype(int)
+    with dpl.patched():
+        mech = dm.PermuteAndFlip(epsilon=1.0, sensitivity=1.0, utility=[1.0, 2.0, 3.0],
+                                 random_state=SEED)
+        assert isinstance(mech, dpl.PermuteAndFlip) and mech.randomise() in (0, 1, 2)
+        tree = DecisionTreeClassifier(epsilon=5.0, bounds=(0, 1), classes=[0, 1],
+                                      random_state=SEED).fit(x, y)
+    assert set(tree.predict(x)) <= {0, 1}
+    assert mech.randomise() in (0, 1, 2)  # created while installed, works after uninstall()
+
+
+def test_unseeded_mechanisms_share_one_generator_and_blocks() -> None:
+    """diffprivlib builds a new mechanism per tools call: unseeded ones share the process's
+    generator and noise blocks (no per-object key or block), seeded ones keep their own."""
+    from dpfast.compat import _random_state as rs
+
+    a = dpl.Laplace(epsilon=1.0, sensitivity=1.0)
+    b = dpl.Laplace(epsilon=1.0, sensitivity=1.0)
+    assert a._gen is b._gen is rs.shared_generator() and a._buffer is rs.SHARED_BUFFERS
+    vals = [a.randomise(0.0), b.randomise(0.0), a.randomise(0.0)]
+    assert len(set(vals)) == 3  # each pre-drawn value handed out once
+    seeded = dpl.Laplace(epsilon=1.0, sensitivity=1.0, random_state=SEED)
+    assert seeded._gen is not a._gen and seeded._buffer is not rs.SHARED_BUFFERS
+    # same numbers under different laws never share a block
+    g = dpl.Geometric(epsilon=0.5, sensitivity=1)
+    d = dpl.GaussianDiscrete(epsilon=1.0, delta=1e-3)
+    assert isinstance(g.randomise(0), int) and isinstance(d.randomise(0), int)

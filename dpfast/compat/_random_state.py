@@ -7,7 +7,8 @@ integer seed gives a ChaCha20 key derived from the seed with SHA-256: the output
 replayable, and *whoever knows or guesses the seed can remove the noise* (an int seed has
 few bits of entropy).  A numpy ``RandomState``/``Generator`` gives a key made of 32 bytes
 drawn from it: replayable from that generator's state, which is not secret-grade either.
-Seeds are for tests and audits only.
+Seeds are for tests and audits only.  Unseeded mechanisms share one process-wide
+generator and pre-drawn noise blocks (:func:`shared_generator`, :data:`SHARED_BUFFERS`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,28 @@ import dpfast
 _SEED_DOMAIN = b"dpfast.compat.random_state.v1\x00"
 
 
+def is_unseeded(random_state: Any) -> bool:
+    """Whether ``random_state`` asks for fresh secure randomness (None and diffprivlib's
+    internal "no seed" markers)."""
+    return (random_state is None or isinstance(random_state, secrets.SystemRandom)
+            or random_state is np.random.mtrand._rand)
+
+
+_SHARED_LOCK = threading.Lock()
+_SHARED_GEN: list[Any] = []  # [pid, generator]
+
+
+def shared_generator() -> Any:
+    """One process-wide generator keyed from ``os.urandom`` for every unseeded mechanism
+    (diffprivlib's tools and models build a new mechanism per call: one key per process
+    instead of one ``os.urandom`` read and one generator each; a forked child gets a fresh
+    key, never its parent's stream)."""
+    with _SHARED_LOCK:
+        if not _SHARED_GEN or _SHARED_GEN[0] != os.getpid():
+            _SHARED_GEN[:] = [os.getpid(), dpfast.default_rng()]
+        return _SHARED_GEN[1]
+
+
 def generator_for(random_state: Any) -> Any:
     """A :class:`dpfast.Generator` for a diffprivlib/scikit-learn style ``random_state``.
 
@@ -36,9 +59,8 @@ def generator_for(random_state: Any) -> Any:
         ``random_state`` is none of None, an int, a ``secrets.SystemRandom``, a numpy
         ``RandomState`` or ``Generator``.
     """
-    if (random_state is None or isinstance(random_state, secrets.SystemRandom)
-            or random_state is np.random.mtrand._rand):
-        return dpfast.default_rng()
+    if is_unseeded(random_state):
+        return shared_generator()
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         digest = hashlib.sha256(_SEED_DOMAIN + str(int(random_state)).encode()).digest()
         return dpfast.default_rng(key=digest)
@@ -81,3 +103,37 @@ class NoiseBuffer:
             value = self._values[self._pos]
             self._pos += 1
             return value
+
+
+class SharedNoiseBuffers:
+    """Process-wide :class:`NoiseBuffer` s for unseeded mechanisms, one per noise law and
+    parameters: a new mechanism object with the same parameters (diffprivlib builds one per
+    ``tools.mean`` call) continues the same pre-drawn block instead of drawing its own.
+
+    A buffer is found by ``(draw.__code__, tag)``: the drawing function's code names the law
+    (Laplace, geometric, ...), ``tag`` its parameters.  Draws come from
+    :func:`shared_generator`; each value is handed out once (the buffers' locks), at most
+    ``MAX_BUFFERS`` are kept, and a forked child starts empty.
+    """
+
+    MAX_BUFFERS = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._buffers: dict[Any, NoiseBuffer] = {}
+        self._pid = os.getpid()
+
+    def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
+        key = (draw.__code__, tag)
+        with self._lock:
+            if self._pid != os.getpid():
+                self._buffers, self._pid = {}, os.getpid()
+            buf = self._buffers.get(key)
+            if buf is None:
+                if len(self._buffers) >= self.MAX_BUFFERS:
+                    self._buffers.pop(next(iter(self._buffers)))
+                buf = self._buffers[key] = NoiseBuffer()
+        return buf.take(tag, draw)
+
+
+SHARED_BUFFERS = SharedNoiseBuffers()

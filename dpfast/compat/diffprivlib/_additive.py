@@ -9,6 +9,7 @@ pre-drawn blocks of i.i.d. noise (:class:`dpfast.compat._random_state.NoiseBuffe
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,12 @@ import numpy as np
 from diffprivlib import mechanisms as _dm
 
 import dpfast
-from dpfast.compat._random_state import NoiseBuffer, generator_for
+from dpfast.compat._random_state import (
+    SHARED_BUFFERS,
+    NoiseBuffer,
+    generator_for,
+    is_unseeded,
+)
 
 __all__ = ["Laplace", "LaplaceTruncated", "LaplaceFolded", "Geometric", "GeometricTruncated",
            "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete"]
@@ -69,7 +75,30 @@ def noisy_finite(arr: np.ndarray, draw: Any) -> np.ndarray:
 
 def _setup(mech: Any, random_state: Any) -> None:
     mech._gen = generator_for(random_state)
-    mech._buffer = NoiseBuffer()
+    # unseeded: the process-wide blocks (a new object per call reuses them); seeded: its own
+    mech._buffer = SHARED_BUFFERS if is_unseeded(random_state) else NoiseBuffer()
+
+
+@functools.lru_cache(maxsize=4096)
+def _laplace_calibration(epsilon: float, sensitivity: float) -> tuple[float, float]:
+    """(scale, granularity) of :class:`dpfast.LaplaceMechanism`, cached by parameters."""
+    mech = dpfast.LaplaceMechanism(epsilon=epsilon, sensitivity=sensitivity)
+    return mech.scale, mech.granularity
+
+
+@functools.lru_cache(maxsize=4096)
+def _gaussian_calibration(epsilon: float, delta: float, sensitivity: float
+                          ) -> tuple[float, float]:
+    """(sigma, granularity) of :class:`dpfast.GaussianMechanism`, cached by parameters."""
+    mech = dpfast.GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+    return mech.sigma, mech.granularity
+
+
+@functools.lru_cache(maxsize=4096)
+def _discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """Sigma of :class:`dpfast.DiscreteGaussianMechanism` for one coordinate, cached."""
+    return dpfast.DiscreteGaussianMechanism(epsilon=epsilon, delta=delta,
+                                            sensitivity=sensitivity, max_changed=1).sigma
 
 
 class _Mixin:
@@ -108,8 +137,7 @@ class _GridLaplace(_Mixin):
         extra = -math.log1p(-delta) if delta > 0 else 0.0
         extra = max(0.0, math.nextafter(math.nextafter(extra, 0.0), 0.0))
         eps_eff = float_down(Fraction(eps) + Fraction(extra))
-        mech = dpfast.LaplaceMechanism(epsilon=eps_eff, sensitivity=sens)
-        return mech.scale, mech.granularity
+        return _laplace_calibration(eps_eff, float(sens))
 
     def _noisy(self, value: Any) -> Any:
         arr = as_array(value, _REAL_KINDS, "a number")
@@ -350,9 +378,8 @@ class GaussianAnalytic(_GridGaussian, _dm.GaussianAnalytic):
         if self.sensitivity == 0 or self.epsilon == math.inf or self.delta >= 1:
             self._scale = 0.0
         else:
-            mech = dpfast.GaussianMechanism(epsilon=self.epsilon, delta=self.delta,
-                                            sensitivity=self.sensitivity)
-            self._scale, self._granularity = mech.sigma, mech.granularity
+            self._scale, self._granularity = _gaussian_calibration(
+                float(self.epsilon), float(self.delta), float(self.sensitivity))
 
     def randomise(self, value):
         """Randomise a number or a numpy array (new float array)."""
@@ -383,9 +410,8 @@ class GaussianDiscrete(_dm.GaussianDiscrete):
     def _find_scale(self):
         if self.sensitivity == 0 or self.epsilon == math.inf or self.delta >= 1:
             return 0
-        return dpfast.DiscreteGaussianMechanism(epsilon=self.epsilon, delta=self.delta,
-                                                sensitivity=self.sensitivity,
-                                                max_changed=1).sigma
+        return _discrete_gaussian_sigma(float(self.epsilon), float(self.delta),
+                                        float(self.sensitivity))
 
     def randomise(self, value):
         """Randomise an integer or an integer numpy array (new array of its dtype)."""
