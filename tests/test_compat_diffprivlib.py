@@ -501,3 +501,58 @@ def test_unseeded_mechanisms_share_one_generator_and_blocks() -> None:
     g = dpl.Geometric(epsilon=0.5, sensitivity=1)
     d = dpl.GaussianDiscrete(epsilon=1.0, delta=1e-3)
     assert isinstance(g.randomise(0), int) and isinstance(d.randomise(0), int)
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.7, 0.0), (1.3, 0.25), (2.5, 0.0)])
+def test_binary_exact_flip_probability(epsilon: float, delta: float) -> None:
+    """P[flip] = (1 - δ) / (e^ε + 1) exactly (diffprivlib's law; its constructor takes no
+    delta, its randomise reads the attribute)."""
+    mech = dpl.Binary(epsilon=epsilon, value0="a", value1="b", random_state=SEED)
+    mech.delta = delta
+    assert isinstance(mech, dm.Binary)
+    n = 60_000
+    flips = sum(mech.randomise("a") == "b" for _ in range(n))
+    p = float((1 - mpmath.mpf(delta)) / (1 + mpmath.exp(epsilon)))
+    assert _chisquare_ok(np.array([n - flips, flips]), np.array([1 - p, p]))
+    assert dpl.Binary(epsilon=math.inf, value0="a", value1="b").randomise("b") == "b"
+
+
+def test_bernoulli_dyadic_exact() -> None:
+    from dpfast.compat.diffprivlib._categorical import bernoulli_dyadic
+
+    gen = dpfast.default_rng(KEY)
+    for p in (0.0, 1.0):
+        assert bernoulli_dyadic(gen, p) == bool(p)
+    for p in (0.3, 2.0 ** -3 + 2.0 ** -70):
+        n = 40_000
+        hits = sum(bernoulli_dyadic(gen, p) for _ in range(n))
+        assert _chisquare_ok(np.array([n - hits, hits]), np.array([1 - p, p]))
+
+
+def test_exponential_categorical_exact_distribution() -> None:
+    utility = [["A", "B", 1], ["A", "C", 2], ["B", "C", 2]]
+    mech = dpl.ExponentialCategorical(epsilon=1.5, utility_list=utility, random_state=SEED)
+    assert isinstance(mech, dm.ExponentialCategorical)
+    targets = list(mech._normalising_constant)
+    n = 60_000
+    out = [mech.randomise("A") for _ in range(n)]
+    u = {"A": 0, "B": 1, "C": 2}
+    w = [mpmath.exp(-mpmath.mpf(1.5) * u[t] / (2 * 2)) for t in targets]  # Δ = 2, not balanced
+    probs = np.array([float(x / mpmath.fsum(w)) for x in w])
+    assert _chisquare_ok(np.array([out.count(t) for t in targets]), probs)
+
+
+def test_exponential_hierarchical_and_install() -> None:
+    hierarchy = [["A", "B"], ["C", "D"]]
+    with dpl.patched():
+        mech = dm.ExponentialHierarchical(epsilon=2.0, hierarchy=hierarchy, random_state=SEED)
+    assert isinstance(mech, dpl.ExponentialHierarchical)
+    assert mech.randomise("A") in {"A", "B", "C", "D"}  # still works after uninstall()
+    n = 40_000
+    out = [mech.randomise("A") for _ in range(n)]
+    targets = list(mech._normalising_constant)
+    c = 2.0 / (1 if mech._balanced_tree else 2) / mech._sensitivity
+    w = [mpmath.exp(-c * mpmath.mpf(0 if t == "A" else mech._get_utility("A", t)))
+         for t in targets]
+    probs = np.array([float(x / mpmath.fsum(w)) for x in w])
+    assert _chisquare_ok(np.array([out.count(t) for t in targets]), probs)

@@ -20,8 +20,8 @@ noise (tests only).  Requires ``pip install 'dpfast[compat]'``.
 
 Drop-in check: diffprivlib 0.6.6's own complete test suite (817 tests, from its sdist) runs
 with :func:`install` active for the whole session (``pytest -p
-dpfast.compat.diffprivlib._pytest_plugin``; tests/test_compat_diffprivlib_suite.py).  812
-pass; the five that fail are the intentional differences below (:data:`DIFFERENCES`, one
+dpfast.compat.diffprivlib._pytest_plugin``; tests/test_compat_diffprivlib_suite.py).  811
+pass; the six that fail are the intentional differences below (:data:`DIFFERENCES`, one
 table, also in docs/design.md), each where exactness or a safe-side calibration requires it:
 
 * ``tests/mechanisms/test_Laplace.py::TestLaplace::test_variance``
@@ -49,6 +49,12 @@ table, also in docs/design.md), each where exactness or a safe-side calibration 
   different predictions of an eps=0.01 tree at one point, which for any fixed pair of
   seeds holds with probability about 1/2 (here both predict the same class; equal seeds
   still give equal trees)
+
+* ``tests/models/test_PCA.py::TestPCA::test_big_epsilon``
+  different noise bits: the test asserts that the eps=10 PCA's score is within 0.005 of
+  scikit-learn's for one seed; over seeds 0-39 plain diffprivlib fails it for 17 and the
+  installed backend for 13 (the same scales: the eigenvalues' [0, inf) bounded-domain
+  Laplace is calibrated as diffprivlib's), and seed 2 is one that fails here
 """
 
 from __future__ import annotations
@@ -70,6 +76,11 @@ from dpfast.compat.diffprivlib._additive import (
     LaplaceTruncated,
 )
 from dpfast.compat.diffprivlib._bounded import LaplaceBoundedDomain
+from dpfast.compat.diffprivlib._categorical import (
+    Binary,
+    ExponentialCategorical,
+    ExponentialHierarchical,
+)
 from dpfast.compat.diffprivlib._differences import DIFFERENCES
 from dpfast.compat.diffprivlib._patch import (
     REPLACEMENTS,
@@ -84,12 +95,14 @@ from dpfast.compat.diffprivlib._select import Exponential, PermuteAndFlip, Snapp
 
 for _cls in (Laplace, LaplaceTruncated, LaplaceFolded, LaplaceBoundedDomain, Geometric,
              GeometricTruncated, GeometricFolded, GaussianAnalytic, GaussianDiscrete, Snapping,
-             Exponential, PermuteAndFlip):
+             Exponential, PermuteAndFlip, Binary, ExponentialCategorical,
+             ExponentialHierarchical):
     _cls.__module__ = __name__  # repr: dpfast.compat.diffprivlib.Laplace(...)
 
 __all__ = [
     "Laplace", "LaplaceTruncated", "LaplaceFolded", "LaplaceBoundedDomain", "Geometric",
     "GeometricTruncated", "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete", "Snapping",
-    "Exponential", "PermuteAndFlip", "install", "uninstall", "patched", "is_installed", "histogram",
+    "Exponential", "PermuteAndFlip", "Binary", "ExponentialCategorical",
+    "ExponentialHierarchical", "install", "uninstall", "patched", "is_installed", "histogram",
     "histogramdd", "REPLACEMENTS", "DIFFERENCES",
 ]

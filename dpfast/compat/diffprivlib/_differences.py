@@ -36,4 +36,10 @@ DIFFERENCES: dict[str, str] = {
         "give different predictions of an eps=0.01 tree at one point, which for any fixed "
         "pair of seeds holds with probability about 1/2 (here both predict the same class; "
         "equal seeds still give equal trees)"),
+    "tests/models/test_PCA.py::TestPCA::test_big_epsilon": (
+        "different noise bits: the test asserts that the eps=10 PCA's score is within 0.005 "
+        "of scikit-learn's for one seed; over seeds 0-39 plain diffprivlib fails it for 17 "
+        "and the installed backend for 13 (the same scales: the eigenvalues' [0, inf) "
+        "bounded-domain Laplace is calibrated as diffprivlib's), and seed 2 is one that "
+        "fails here"),
 }
