@@ -43,7 +43,9 @@ def _dlap_pmf(k: int, t: Fraction) -> float:
 @pytest.mark.parametrize("name", ["Laplace", "Geometric", "GeometricTruncated",
                                   "GaussianAnalytic", "GaussianDiscrete", "Snapping",
                                   "Exponential", "PermuteAndFlip", "LaplaceTruncated",
-                                  "LaplaceFolded", "GeometricFolded", "LaplaceBoundedDomain"])
+                                  "LaplaceFolded", "GeometricFolded", "LaplaceBoundedDomain",
+                                  "Binary", "ExponentialCategorical",
+                                  "ExponentialHierarchical"])
 def test_subclass_of_diffprivlibs_class(name: str) -> None:
     cls = getattr(dpl, name)
     assert issubclass(cls, getattr(dm, name)) and issubclass(cls, dm.DPMechanism)
@@ -556,3 +558,42 @@ def test_exponential_hierarchical_and_install() -> None:
          for t in targets]
     probs = np.array([float(x / mpmath.fsum(w)) for x in w])
     assert _chisquare_ok(np.array([out.count(t) for t in targets]), probs)
+
+
+# constructor arguments and an input for every replaced class (diffprivlib names)
+_MADE_WHILE_INSTALLED = {
+    "Laplace": (dict(epsilon=1.0, sensitivity=1.0), 1.0),
+    "LaplaceTruncated": (dict(epsilon=1.0, sensitivity=1.0, lower=0, upper=2), 1.0),
+    "LaplaceFolded": (dict(epsilon=1.0, sensitivity=1.0, lower=0, upper=2), 1.0),
+    "LaplaceBoundedDomain": (dict(epsilon=1.0, sensitivity=1.0, lower=0, upper=2), 1.0),
+    "Geometric": (dict(epsilon=1.0), 3),
+    "GeometricTruncated": (dict(epsilon=1.0, lower=0, upper=5), 3),
+    "GeometricFolded": (dict(epsilon=1.0, lower=0, upper=5), 3),
+    "GaussianAnalytic": (dict(epsilon=1.0, delta=1e-5, sensitivity=1.0), 1.0),
+    "GaussianDiscrete": (dict(epsilon=1.0, delta=1e-5), 3),
+    "Snapping": (dict(epsilon=1.0, sensitivity=1.0, lower=0, upper=2), 1.0),
+    "Exponential": (dict(epsilon=1.0, sensitivity=1.0, utility=[1, 2, 3]), None),
+    "PermuteAndFlip": (dict(epsilon=1.0, sensitivity=1.0, utility=[1, 2, 3]), None),
+    "Binary": (dict(epsilon=1.0, value0="x", value1="y"), "x"),
+    "ExponentialCategorical": (dict(epsilon=1.0, utility_list=[["x", "y", 1]]), "x"),
+    "ExponentialHierarchical": (dict(epsilon=1.0, hierarchy=[["x", "y"], ["z"]]), "x"),
+}
+
+
+def test_objects_created_while_installed_work_after_uninstall() -> None:
+    """Every replaced class, created through diffprivlib's own name while installed (seeded
+    and unseeded), is dpfast's and keeps working -- scalar calls, fresh and buffered --
+    after uninstall() restored diffprivlib."""
+    assert {cls.__name__ for cls in dpl.REPLACEMENTS} == set(_MADE_WHILE_INSTALLED)
+    made = []
+    with dpl.patched():
+        for name, (kwargs, value) in _MADE_WHILE_INSTALLED.items():
+            for seed in (None, SEED):
+                mech = getattr(dm, name)(**kwargs, random_state=seed)
+                assert type(mech) is getattr(dpl, name)
+                mech.randomise(value)
+                made.append((mech, value))
+    assert not dpl.is_installed() and dm.Laplace is not dpl.Laplace
+    for mech, value in made:
+        for _ in range(3):
+            mech.randomise(value)
