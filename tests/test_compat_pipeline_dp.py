@@ -214,3 +214,31 @@ def test_install_nests_and_uninstall_restores() -> None:
     assert originals == (dc.AdditiveMechanism.add_noise, dc.add_noise_vector,
                          dc.create_additive_mechanism, dc.ExponentialMechanism.apply,
                          ps.create_partition_selection_strategy)
+
+
+def test_strategies_created_while_installed_work_after_uninstall() -> None:
+    """A selection strategy keeps the generator installed when it was created."""
+    made = []
+    with compat.patched(key=KEY):
+        for strategy in (pipeline_dp.PartitionSelectionStrategy.TRUNCATED_GEOMETRIC,
+                         pipeline_dp.PartitionSelectionStrategy.LAPLACE_THRESHOLDING,
+                         pipeline_dp.PartitionSelectionStrategy.GAUSSIAN_THRESHOLDING):
+            made.append(ps.create_partition_selection_strategy(strategy, 1.0, 1e-5, 1))
+    assert not compat.is_installed()
+    for s in made:
+        assert sum(s.should_keep(50) for _ in range(20)) == 20  # 50 users: kept (p ~ 1)
+        assert s.should_keep(0) in (True, False)
+
+
+def test_scalar_noise_calibrated_once_and_blocks_shared() -> None:
+    """Scalar noise: the calibration is cached by parameters and the pre-drawn blocks are
+    shared by every mechanism object (PipelineDP builds one per partition)."""
+    from dpfast.compat import pipeline_dp as mod
+
+    with compat.patched(key=KEY):
+        mod._gaussian_mech_params.cache_clear()
+        values = [dc._add_random_noise(10.0, 1.0, 1e-6, 1, 1.0, ap.NoiseKind.GAUSSIAN)
+                  for _ in range(50)]
+        info = mod._gaussian_mech_params.cache_info()
+    assert info.misses == 1 and info.hits == 49
+    assert len(set(values)) == 50 and abs(np.mean(values) - 10.0) < 3.0

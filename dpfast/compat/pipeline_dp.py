@@ -56,6 +56,7 @@ replayable (tests only: whoever holds the key can remove the noise).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from collections.abc import Iterator
 from fractions import Fraction
@@ -66,7 +67,7 @@ import numpy as np
 import dpfast
 from dpfast._core.rounding import float_down, float_up
 from dpfast.compat._patching import Patches
-from dpfast.compat._random_state import NoiseBuffer
+from dpfast.compat._random_state import NoiseBuffer, SharedNoiseBuffers
 
 try:
     import pipeline_dp as _pdp
@@ -82,6 +83,9 @@ __all__ = ["install", "uninstall", "patched", "is_installed"]
 _INSTALLED = Patches()
 _STATE: dict[str, Any] = {"gen": None}
 _EXACT_INT = float(2 ** 53)
+# scalar noise blocks shared by every mechanism object (PipelineDP builds one per partition
+# and metric); keyed by the law, its parameters and the installed generator
+_SCALAR_BUFFERS = SharedNoiseBuffers()
 
 
 def _gen() -> Any:
@@ -94,15 +98,18 @@ def _on_integers(x: np.ndarray) -> bool:
 
 
 # ----------------------------------------------------------------------------- additive noise
+@functools.lru_cache(maxsize=4096)
 def _laplace_params(eps: float, sens: float, m: int) -> tuple[float, float]:
+    """(scale, g) of :class:`dpfast.LaplaceMechanism` (cached: no per-call calibration)."""
     mech = dpfast.LaplaceMechanism(epsilon=eps, sensitivity=sens, max_changed=m)
     return mech.scale, mech.granularity
 
 
+@functools.lru_cache(maxsize=4096)
 def _gaussian_params(sigma: float, sens: float, m: int, eps: float, delta: float
                      ) -> tuple[float, float]:
     """(σ_final, g): RDP-preserving inflation of σ for the grid, and at least dpfast's
-    rigorous (ε, δ) calibration when (ε, δ) are known."""
+    rigorous (ε, δ) calibration when (ε, δ) are known (cached by parameters)."""
     sigma_cal, g = 0.0, dpfast.granularity(sigma)
     if eps > 0 and 0 < delta < 1 and m <= (1 << 20):
         with contextlib.suppress(ValueError):
@@ -115,9 +122,16 @@ def _gaussian_params(sigma: float, sens: float, m: int, eps: float, delta: float
     return max(sigma_cal, inflated), g
 
 
-def _draw(kind: str, scale: float, g: float, n: int) -> np.ndarray:
+def _draw(kind: str, scale: float, g: float, n: int, gen: Any = None) -> np.ndarray:
     fn = dpfast.laplace if kind == "laplace" else dpfast.gaussian
-    return fn(np.zeros(n), scale, rng=_gen(), granularity=g)
+    return fn(np.zeros(n), scale, rng=_gen() if gen is None else gen, granularity=g)
+
+
+def _scalar_noise(kind: str, scale: float, g: float) -> float:
+    """One grid noise value from the shared pre-drawn blocks of the installed generator."""
+    gen = _gen()
+    return float(_SCALAR_BUFFERS.take((kind, scale, g, id(gen)),
+                                      lambda n: _draw(kind, scale, g, n, gen)))
 
 
 def _noise_params(mech: Any, x: np.ndarray) -> tuple[str, float, float] | None:
@@ -153,8 +167,7 @@ def _add_noise(self: Any, value: Any) -> Any:
     if isinstance(value, np.ndarray):
         fn = dpfast.laplace if kind == "laplace" else dpfast.gaussian
         return fn(x, scale, rng=_gen(), granularity=g)
-    buf = self.__dict__.setdefault("_dpfast_buffer", NoiseBuffer())
-    noise = buf.take((kind, scale, g, id(_gen())), lambda n: _draw(kind, scale, g, n))
+    noise = _scalar_noise(kind, scale, g)
     q = float(x) / g
     if not math.isfinite(q):
         raise ValueError("value / granularity overflows; value is too large for this noise")
@@ -201,18 +214,29 @@ def _add_noise_vector(vec: np.ndarray, noise_params: Any) -> np.ndarray:
 
 def _add_random_noise(value, eps, delta, l0_sensitivity, linf_sensitivity, noise_kind):
     """dpfast replacement of ``dp_computations._add_random_noise`` (mean/variance parts)."""
-    x = np.array([value], dtype=np.float64)
     m = int(math.ceil(l0_sensitivity))
     if noise_kind == _ap.NoiseKind.LAPLACE:
-        sens = _dc.compute_l1_sensitivity(l0_sensitivity, linf_sensitivity)
-        mech = dpfast.LaplaceMechanism(epsilon=eps, sensitivity=sens, max_changed=m)
+        sens = float(_dc.compute_l1_sensitivity(l0_sensitivity, linf_sensitivity))
+        kind, (scale, g) = "laplace", _laplace_params(float(eps), sens, m)
     elif noise_kind == _ap.NoiseKind.GAUSSIAN:
-        sens = _dc.compute_l2_sensitivity(l0_sensitivity, linf_sensitivity)
-        mech = dpfast.GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens,
-                                        max_changed=m)
+        sens = float(_dc.compute_l2_sensitivity(l0_sensitivity, linf_sensitivity))
+        kind, (scale, g) = "gaussian", _gaussian_mech_params(float(eps), float(delta), sens, m)
     else:
         raise ValueError("Noise kind must be either Laplace or Gaussian.")
-    return float(mech(x, rng=_gen())[0])
+    v = float(value)
+    if sens == 0 or not math.isfinite(v):
+        return v
+    q = v / g
+    if not math.isfinite(q):
+        raise ValueError("value / granularity overflows; value is too large for this noise")
+    return float(round(q)) * g + _scalar_noise(kind, scale, g)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gaussian_mech_params(eps: float, delta: float, sens: float, m: int) -> tuple[float, float]:
+    """(sigma, g) of :class:`dpfast.GaussianMechanism` (cached by parameters)."""
+    mech = dpfast.GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens, max_changed=m)
+    return mech.sigma, mech.granularity
 
 
 # ----------------------------------------------------------------------------- exponential
@@ -226,14 +250,14 @@ def _exponential_apply(self: Any, eps: float, inputs_to_score_col: list) -> Any:
 
 
 # ----------------------------------------------------------------------------- thresholding
-def _bernoulli(p: float) -> bool:
+def _bernoulli(p: float, gen: Any = None) -> bool:
     """Exactly Bernoulli(p) for the float p, on ChaCha20 words (lazy binary comparison)."""
     r = Fraction(p)
     if r <= 0:
         return False
     if r >= 1:
         return True
-    gen = _gen()
+    gen = _gen() if gen is None else gen
     while True:
         r *= 1 << 64
         d = int(r)
@@ -252,6 +276,8 @@ class _Strategy:
         self._inner = inner
         self._name = name
         self._kind = None
+        # the generator installed now: the strategy keeps working after uninstall()
+        self._gen = _gen()
         if name == "laplace":
             self._kind, self._scale = "laplace", l0 / epsilon
         elif name == "gaussian":
@@ -269,9 +295,10 @@ class _Strategy:
     def noised_value_if_should_keep(self, num_privacy_units: int) -> float | None:
         n = int(num_privacy_units)
         if self._kind is None:
-            return float(n) if _bernoulli(self._inner.probability_of_keep(n)) else None
-        kind, scale, g = self._kind, self._scale, self._g
-        noise = self._buffer.take((kind, scale, g, id(_gen())), lambda k: _draw(kind, scale, g, k))
+            keep = _bernoulli(self._inner.probability_of_keep(n), self._gen)
+            return float(n) if keep else None
+        kind, scale, g, gen = self._kind, self._scale, self._g, self._gen
+        noise = self._buffer.take((kind, scale, g), lambda k: _draw(kind, scale, g, k, gen))
         value = float(n) + float(noise)
         return value if value >= self._inner.threshold + self._g else None
 
