@@ -15,6 +15,8 @@ two alternate so that background load hits both alike.
 
 from __future__ import annotations
 
+from typing import Any
+
 import _timing as _t
 import numpy as np
 import pytest
@@ -144,3 +146,51 @@ def test_diffprivlib_installed_vs_plain(benchmark, report, name: str) -> None:
                                  "ratio": ratio})
     report(f"diffprivlib {name}", f"installed {t_inst * 1e3:.3f} ms vs plain "
            f"{t_plain * 1e3:.3f} ms: {ratio:.2f}x")
+
+
+def _pipeline_dp_aggregate(noise: Any, public: bool, rows: list) -> list:
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=1.0, total_delta=1e-6)
+    engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        noise_kind=noise, metrics=[pipeline_dp.Metrics.COUNT, pipeline_dp.Metrics.SUM],
+        max_partitions_contributed=3, max_contributions_per_partition=2, min_value=0.0,
+        max_value=1.0)
+    ext = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
+                                     partition_extractor=lambda r: r[1],
+                                     value_extractor=lambda r: r[2])
+    res = engine.aggregate(rows, params, ext,
+                           public_partitions=list(range(200)) if public else None)
+    acc.compute_budgets()
+    return list(res)
+
+
+@pytest.mark.parametrize("noise", ["LAPLACE", "GAUSSIAN"])
+@pytest.mark.parametrize("public", [True, False], ids=["public", "private"])
+def test_pipeline_dp_aggregate_installed_vs_plain(benchmark, report, noise: str,
+                                                  public: bool) -> None:
+    """``DPEngine.aggregate`` (COUNT and SUM over 200 partitions, LocalBackend) with
+    ``dpfast.compat.pipeline_dp`` installed vs plain PipelineDP, same run; ratio = plain
+    time / installed time."""
+    rng = np.random.default_rng(3)
+    rows = [(int(u), int(p), float(v)) for u, p, v in zip(
+        rng.integers(0, 1000, 5000), rng.integers(0, 200, 5000), rng.random(5000))]
+    kind = getattr(pipeline_dp.NoiseKind, noise)
+
+    def fn():
+        return _pipeline_dp_aggregate(kind, public, rows)
+
+    t_inst = t_plain = float("inf")
+    fn()
+    for _ in range(2):
+        with dpf_pdp.patched():
+            fn()
+            t_inst = min(t_inst, _t.best(fn, 3))
+        t_plain = min(t_plain, _t.best(fn, 3))
+    with dpf_pdp.patched():
+        benchmark.pedantic(fn, rounds=2, iterations=1)
+    ratio = t_plain / t_inst
+    benchmark.extra_info.update({"installed_ms": t_inst * 1e3, "plain_ms": t_plain * 1e3,
+                                 "ratio": ratio})
+    name = f"PipelineDP aggregate {noise} {'public' if public else 'private'}"
+    report(name, f"installed {t_inst * 1e3:.1f} ms vs plain {t_plain * 1e3:.1f} ms: "
+           f"{ratio:.2f}x")
