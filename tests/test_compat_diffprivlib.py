@@ -45,7 +45,7 @@ def _dlap_pmf(k: int, t: Fraction) -> float:
                                   "Exponential", "PermuteAndFlip", "LaplaceTruncated",
                                   "LaplaceFolded", "GeometricFolded", "LaplaceBoundedDomain",
                                   "Binary", "ExponentialCategorical",
-                                  "ExponentialHierarchical"])
+                                  "ExponentialHierarchical", "Uniform"])
 def test_subclass_of_diffprivlibs_class(name: str) -> None:
     cls = getattr(dpl, name)
     assert issubclass(cls, getattr(dm, name)) and issubclass(cls, dm.DPMechanism)
@@ -577,6 +577,7 @@ _MADE_WHILE_INSTALLED = {
     "Binary": (dict(epsilon=1.0, value0="x", value1="y"), "x"),
     "ExponentialCategorical": (dict(epsilon=1.0, utility_list=[["x", "y", 1]]), "x"),
     "ExponentialHierarchical": (dict(epsilon=1.0, hierarchy=[["x", "y"], ["z"]]), "x"),
+    "Uniform": (dict(delta=0.1, sensitivity=1.0), 1.0),
 }
 
 
@@ -597,3 +598,20 @@ def test_objects_created_while_installed_work_after_uninstall() -> None:
     for mech, value in made:
         for _ in range(3):
             mech.randomise(value)
+
+
+def test_uniform_exact_window_and_tv_bound() -> None:
+    """Uniform: the window is the smallest odd W with k / W <= δ (the (0, δ) bound, exact),
+    and the outputs are exactly uniform on the W grid points around the rounded value."""
+    mech = dpl.Uniform(delta=0.2, sensitivity=3.0, random_state=SEED)
+    g, w, m = mech._window()
+    k = math.floor(Fraction(3.0) / Fraction(g)) + 1
+    assert w % 2 == 1 and Fraction(k, w) <= Fraction(0.2) < Fraction(k, w - 2)
+    assert m * g == pytest.approx(3.0 / (2 * 0.2), rel=1e-9)
+    out = mech.randomise(np.full(200_000, 1.0))
+    assert np.all(np.abs(out - 1.0) <= m * g)
+    # exactly uniform: 20 equal-width bins of the window have equal probability
+    counts = np.histogram((out - 1.0) / g + m, bins=20, range=(0, w))[0]
+    assert _chisquare_ok(counts, np.full(20, 1 / 20))
+    assert math.isnan(mech.randomise(float("nan")))
+    assert dpl.Uniform(delta=0.5, sensitivity=0.0).randomise(2.5) == 2.5

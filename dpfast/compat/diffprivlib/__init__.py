@@ -92,17 +92,18 @@ from dpfast.compat.diffprivlib._patch import (
     uninstall,
 )
 from dpfast.compat.diffprivlib._select import Exponential, PermuteAndFlip, Snapping
+from dpfast.compat.diffprivlib._uniform import Uniform
 
 for _cls in (Laplace, LaplaceTruncated, LaplaceFolded, LaplaceBoundedDomain, Geometric,
              GeometricTruncated, GeometricFolded, GaussianAnalytic, GaussianDiscrete, Snapping,
              Exponential, PermuteAndFlip, Binary, ExponentialCategorical,
-             ExponentialHierarchical):
+             ExponentialHierarchical, Uniform):
     _cls.__module__ = __name__  # repr: dpfast.compat.diffprivlib.Laplace(...)
 
 __all__ = [
     "Laplace", "LaplaceTruncated", "LaplaceFolded", "LaplaceBoundedDomain", "Geometric",
     "GeometricTruncated", "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete", "Snapping",
     "Exponential", "PermuteAndFlip", "Binary", "ExponentialCategorical",
-    "ExponentialHierarchical", "install", "uninstall", "patched", "is_installed", "histogram",
-    "histogramdd", "REPLACEMENTS", "DIFFERENCES",
+    "ExponentialHierarchical", "Uniform", "install", "uninstall", "patched", "is_installed",
+    "histogram", "histogramdd", "REPLACEMENTS", "DIFFERENCES",
 ]

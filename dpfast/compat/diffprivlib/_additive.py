@@ -95,7 +95,7 @@ def _gaussian_calibration(epsilon: float, delta: float, sensitivity: float
 
 
 @functools.lru_cache(maxsize=4096)
-def _discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+def _discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int) -> float:
     """Sigma of :class:`dpfast.DiscreteGaussianMechanism` for one coordinate, cached."""
     return dpfast.DiscreteGaussianMechanism(epsilon=epsilon, delta=delta,
                                             sensitivity=sensitivity, max_changed=1).sigma
@@ -411,7 +411,7 @@ class GaussianDiscrete(_dm.GaussianDiscrete):
         if self.sensitivity == 0 or self.epsilon == math.inf or self.delta >= 1:
             return 0
         return _discrete_gaussian_sigma(float(self.epsilon), float(self.delta),
-                                        float(self.sensitivity))
+                                        int(self.sensitivity))
 
     def randomise(self, value):
         """Randomise an integer or an integer numpy array (new array of its dtype)."""

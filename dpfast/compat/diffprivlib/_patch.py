@@ -15,7 +15,7 @@ from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.utils import PrivacyLeakWarning, warn_unused_args
 
 from dpfast.compat._patching import Patches
-from dpfast.compat.diffprivlib import _additive, _bounded, _categorical, _select
+from dpfast.compat.diffprivlib import _additive, _bounded, _categorical, _select, _uniform
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "histogram", "histogramdd"]
 
@@ -38,6 +38,7 @@ REPLACEMENTS: dict[type, type] = {
     _dm.Binary: _categorical.Binary,
     _dm.ExponentialCategorical: _categorical.ExponentialCategorical,
     _dm.ExponentialHierarchical: _categorical.ExponentialHierarchical,
+    _dm.Uniform: _uniform.Uniform,
 }
 
 _PATCHES = Patches()
@@ -125,8 +126,8 @@ def install() -> None:
 
     Calls nest (each ``install`` needs one ``uninstall``); thread-safe.  Objects created
     before ``install`` keep their classes.  Not patched (documented): ``Vector``, ``Bingham``,
-    ``Staircase``, ``Uniform``, ``LaplaceBoundedNoise``, the classic ``Gaussian``, and numpy
-    draws the models make themselves.
+    ``Staircase``, ``LaplaceBoundedNoise``, the classic ``Gaussian``, and numpy draws the
+    models make themselves.
     """
     _PATCHES.install(_targets)
 
