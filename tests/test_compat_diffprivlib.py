@@ -522,13 +522,31 @@ def test_binary_exact_flip_probability(epsilon: float, delta: float) -> None:
 def test_bernoulli_dyadic_exact() -> None:
     from dpfast.compat.diffprivlib._categorical import bernoulli_dyadic
 
+    class Words:
+        """A generator stub that returns scripted 64-bit words."""
+
+        def __init__(self, words: list[int]) -> None:
+            self.words = list(words)
+
+        def integers(self, low: int, high: int, dtype: object = None) -> int:
+            assert (low, high) == (0, 1 << 64)
+            return self.words.pop(0)
+
+    # U < p decided on the binary expansion, word by word: P[True] = p exactly
+    p = 2.0 ** -60 + 2.0 ** -100  # two words: digits 2^4 and 2^28
+    assert bernoulli_dyadic(Words([(1 << 4) - 1]), p)
+    assert not bernoulli_dyadic(Words([(1 << 4) + 1]), p)
+    assert bernoulli_dyadic(Words([1 << 4, (1 << 28) - 1]), p)
+    assert not bernoulli_dyadic(Words([1 << 4, 1 << 28]), p)  # U == p: not below
+    digit = int(Fraction(0.3) * (1 << 64))
+    assert bernoulli_dyadic(Words([digit - 1]), 0.3)
+    assert not bernoulli_dyadic(Words([digit + 1]), 0.3)
     gen = dpfast.default_rng(KEY)
-    for p in (0.0, 1.0):
-        assert bernoulli_dyadic(gen, p) == bool(p)
-    for p in (0.3, 2.0 ** -3 + 2.0 ** -70):
-        n = 40_000
-        hits = sum(bernoulli_dyadic(gen, p) for _ in range(n))
-        assert _chisquare_ok(np.array([n - hits, hits]), np.array([1 - p, p]))
+    for q in (0.0, 1.0):
+        assert bernoulli_dyadic(gen, q) == bool(q)
+    n = 5_000
+    hits = sum(bernoulli_dyadic(gen, 0.3) for _ in range(n))
+    assert _chisquare_ok(np.array([n - hits, hits]), np.array([0.7, 0.3]))
 
 
 def test_exponential_categorical_exact_distribution() -> None:
