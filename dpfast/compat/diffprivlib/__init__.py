@@ -18,6 +18,18 @@ states the guarantee and how it differs.  ``random_state``: None keys from ``os.
 an int or a numpy generator gives a replayable key -- whoever knows the seed can remove the
 noise (tests only).  Requires ``pip install 'dpfast[compat]'``.
 
+Replaced (diffprivlib's names, installed by :func:`install`): ``Laplace``,
+``LaplaceTruncated``, ``LaplaceFolded``, ``LaplaceBoundedDomain``, ``Geometric``,
+``GeometricTruncated``, ``GeometricFolded``, ``GaussianAnalytic``, ``GaussianDiscrete``,
+``Snapping``, ``Exponential``, ``PermuteAndFlip``, ``Binary``, ``ExponentialCategorical``,
+``ExponentialHierarchical``, ``Uniform`` and the tools ``histogram``/``histogramdd``.  Not
+replaced (diffprivlib's own class runs): ``Vector``, ``Bingham``, ``Staircase`` and
+``LaplaceBoundedNoise`` (continuous samplers with no exact or secure-grid dpfast
+counterpart yet: left as they are rather than weakened), the classic ``Gaussian`` (a
+rigorous grid calibration through :class:`dpfast.GaussianMechanism` costs ~50 ms per new
+parameter set, slower than diffprivlib's closed form), and the numpy draws the models make
+themselves (tree thresholds, data shuffles).
+
 Drop-in check: diffprivlib 0.6.6's own complete test suite (817 tests, from its sdist) runs
 with :func:`install` active for the whole session (``pytest -p
 dpfast.compat.diffprivlib._pytest_plugin``; tests/test_compat_diffprivlib_suite.py).  811
