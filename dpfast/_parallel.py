@@ -272,30 +272,47 @@ register_after_fork(_reset_cap)
 
 # ----------------------------------------------------------------------------- compile notice
 NOTICE_ENV = "DPFAST_NO_COMPILE_NOTICE"
+NOTICE = ("dpfast: compiling kernels (one time, cached for later runs; 'dpfast warmup' "
+          f"compiles them all ahead; set {NOTICE_ENV}=1 to hide this)\n")
 _NOTICE_DONE = False
+_LISTENER: list[object] = []
 
 
-def _cached(dispatcher: object) -> bool:
-    """Whether numba's on-disk cache has an index for this kernel (loading it is fast)."""
-    cache = getattr(dispatcher, "_cache", None)
-    try:
-        path = os.path.join(cache._cache_path, cache._index_name)  # type: ignore[union-attr]
-    except AttributeError:
-        return True  # not a caching dispatcher: nothing to announce
-    return os.path.exists(path)
+def _is_dpfast_kernel(dispatcher: object) -> bool:
+    func = getattr(dispatcher, "py_func", None)
+    return str(getattr(func, "__module__", "")).startswith("dpfast.")
 
 
-def compile_notice(*dispatchers: object) -> None:
-    """Once per process: if a kernel is about to be compiled (no on-disk cache yet), say
-    so on stderr, because the first call after installation takes tens of seconds.
-    Silenced by the environment variable ``DPFAST_NO_COMPILE_NOTICE=1``."""
+def notice(dispatcher: object) -> None:
+    """Once per process, when numba starts compiling a dpfast kernel (it found no cached
+    machine code for it on disk), say so on stderr: a first call after installation
+    takes seconds to tens of seconds.  Silenced by ``DPFAST_NO_COMPILE_NOTICE=1``."""
     global _NOTICE_DONE
-    if _NOTICE_DONE:
+    if _NOTICE_DONE or not _is_dpfast_kernel(dispatcher):
         return
     _NOTICE_DONE = True
     if os.environ.get(NOTICE_ENV):
         return
-    if not all(_cached(d) for d in dispatchers):
-        sys.stderr.write("dpfast: compiling kernels (one time, cached for later runs; "
-                         f"set {NOTICE_ENV}=1 to hide this)\n")
-        sys.stderr.flush()
+    sys.stderr.write(NOTICE)
+    sys.stderr.flush()
+
+
+def install_compile_notice() -> None:
+    """Listen to numba's ``numba:compile`` event, which numba sends only when it compiles
+    (a kernel found in the on-disk cache is loaded without it), and call :func:`notice`.
+    Idempotent; the modules that load dpfast's C code and kernels call it at import."""
+    if _LISTENER:
+        return
+    from numba.core import event
+
+    class _Notice(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            data = ev.data
+            notice(data.get("dispatcher") if isinstance(data, dict) else None)
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    listener = _Notice()
+    event.register("numba:compile", listener)
+    _LISTENER.append(listener)

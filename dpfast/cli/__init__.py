@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "ledger": "dpfast.cli.ledger",
     "epsilon": "dpfast.cli.epsilon",
     "ldp": "dpfast.cli.ldp",
+    "warmup": "dpfast.cli.warmup",
 }
 
 

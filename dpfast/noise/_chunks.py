@@ -27,9 +27,6 @@ import numpy as np
 
 from dpfast import _native, _parallel
 from dpfast._kernels import chacha as _ck
-from dpfast._kernels import grid as _gk
-from dpfast._kernels import samplers as _sk
-from dpfast._kernels import table as _tk
 from dpfast._kernels import uniform as _uk
 from dpfast.random import _streams
 
@@ -91,8 +88,6 @@ def threads_for(nchunks: int, per_task: int = 0) -> Iterator[None]:
     A parallel batch uses at most :func:`dpfast._parallel.thread_cap` threads (a
     container's CPU quota)."""
     _parallel.check_fork_safe()
-    _parallel.compile_notice(_sk.discrete_kernel, _tk.table_kernel, _sk.bernoulli_exp_kernel,
-                             _gk.grid_add, _gk.snapping, _uk.uniform_below)
     if nchunks > 1:
         cap = _parallel.thread_cap()
         with _threads(numba.get_num_threads() if cap is None else cap):

@@ -1,0 +1,83 @@
+"""Cold start: time from a fresh process with an empty numba cache to a first result.
+
+numba compiles dpfast's kernels on first use and caches them on disk; a newcomer's first
+call pays that compilation.  Each case runs in a fresh subprocess with a fresh
+``NUMBA_CACHE_DIR`` (as after ``pip install``), and the same snippet again with the cache
+just filled (a later run); the ratio cold / warm is what compilation costs.
+
+Run:  python -m pytest bench/bench_coldstart.py --benchmark-only -s
+or:   python bench/bench_coldstart.py            (a table of seconds)
+Targets (2-core machine): each first call <= 10 s, ``dpfast warmup`` <= 60 s.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+PRELUDE = "import numpy as np, dpfast; from dpfast import tables; K = bytes(32)\n"
+CASES: dict[str, str] = {
+    "discrete_laplace": "dpfast.discrete_laplace(np.zeros(10, np.int64), 2.0, rng=K)",
+    "tables.count": ("tables.count(np.arange(50) % 3, np.arange(50), epsilon=1.0, "
+                     "domain=[0, 1, 2], rng=K)"),
+    "tables.mean": ("tables.mean(np.linspace(0, 1, 50), np.arange(50) % 3, np.arange(50), "
+                    "bounds=(0.0, 1.0), epsilon=1.0, domain=[0, 1, 2], rng=K)"),
+    "topdown": ("tables.topdown(np.array([3, 1, 4, 1]), [np.zeros(4, int), np.array([0, 0, 1, 1]),"
+                " np.arange(4)], rho=[0.1, 0.1, 0.1], rng=K)"),
+    "histogram": ("dpfast.histogram(np.linspace(0, 1, 50), bins=5, range=(0, 1), epsilon=1.0, "
+                  "rng=K)"),
+}
+TARGET_FIRST_S = 10.0
+TARGET_WARMUP_S = 60.0
+
+
+def _run(argv: list[str], cache: str) -> float:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, DPFAST_NO_COMPILE_NOTICE="1")
+    t = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    took = time.perf_counter() - t
+    if done.returncode:
+        raise RuntimeError(f"{argv[-1]!r} failed:\n{done.stderr}")
+    return took
+
+
+def python_case(name: str) -> list[str]:
+    return [sys.executable, "-c", PRELUDE + CASES[name]]
+
+
+def cold_and_warm(argv: list[str]) -> tuple[float, float]:
+    """(seconds with an empty cache, seconds again with the cache it filled)."""
+    with tempfile.TemporaryDirectory() as cache:
+        cold = _run(argv, cache)
+        warm = _run(argv, cache)
+    return cold, warm
+
+
+WARMUP = [sys.executable, "-m", "dpfast", "warmup"]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_coldstart_first_call(benchmark, report, name: str) -> None:
+    cold, warm = benchmark.pedantic(cold_and_warm, args=(python_case(name),), rounds=1,
+                                    iterations=1)
+    report(f"coldstart {name}", f"{cold:.1f} s cold, {warm:.1f} s cached "
+           f"({cold / warm:.1f}x; target <= {TARGET_FIRST_S:.0f} s cold)")
+
+
+def test_coldstart_warmup(benchmark, report) -> None:
+    cold, warm = benchmark.pedantic(cold_and_warm, args=(WARMUP,), rounds=1, iterations=1)
+    report("coldstart dpfast warmup", f"{cold:.1f} s cold, {warm:.1f} s cached "
+           f"({cold / warm:.1f}x; target <= {TARGET_WARMUP_S:.0f} s cold)")
+
+
+if __name__ == "__main__":  # pragma: no cover - manual table
+    names = sys.argv[1:] or [*CASES, "warmup"]
+    for name in names:
+        argv = WARMUP if name == "warmup" else python_case(name)
+        cold, warm = cold_and_warm(argv)
+        print(f"{name:18s} cold {cold:6.1f} s   cached {warm:5.1f} s", flush=True)
