@@ -11,11 +11,7 @@ import warnings
 
 import numpy as np
 
-from dpfast import _parallel
 from dpfast._cffi import ffi, lib
-
-# every module that draws random bits imports this one, before any kernel runs
-_parallel.install_compile_notice()
 
 __all__ = ["chacha20_blocks", "chacha20_blocks_impl", "chacha20_streams", "chacha20_keystream",
            "simd_level", "blocks_address", "BLOCK_IMPLS"]

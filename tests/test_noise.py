@@ -569,32 +569,6 @@ def test_progress_bar_on_stderr(capsys) -> None:
     assert "dpfast" in capsys.readouterr().err
 
 
-def test_compile_notice_once_and_suppressible(monkeypatch, capsys, tmp_path) -> None:
-    from dpfast import _parallel
-
-    class Cache:
-        _cache_path = str(tmp_path)
-        _index_name = "kernel.nbi"
-
-    class Uncached:
-        _cache = Cache()
-
-    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
-    monkeypatch.delenv(_parallel.NOTICE_ENV, raising=False)
-    _parallel.compile_notice(Uncached())
-    _parallel.compile_notice(Uncached())
-    assert capsys.readouterr().err.count("compiling kernels (one time") == 1
-    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
-    monkeypatch.setenv(_parallel.NOTICE_ENV, "1")
-    _parallel.compile_notice(Uncached())
-    assert capsys.readouterr().err == ""
-    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
-    monkeypatch.delenv(_parallel.NOTICE_ENV)
-    (tmp_path / "kernel.nbi").write_bytes(b"")
-    _parallel.compile_notice(Uncached())  # cached: loading is quick, nothing to say
-    assert capsys.readouterr().err == ""
-
-
 def test_grid_kernel_in_place_keeps_x_for_huge_noise() -> None:
     """grid_add with out=x: a cell left to the exact addition keeps x[i] (the exact
     addition reads it afterwards)."""

@@ -1,0 +1,137 @@
+"""Start-up: the compile notice (against real numba, fresh cache directories) and
+``dpfast warmup``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dpfast import _parallel
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTICE = "dpfast: compiling kernels (one time"
+
+
+def _python(code: str, cache: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if k != _parallel.NOTICE_ENV}
+    full.update(NUMBA_CACHE_DIR=cache, PYTHONPATH=ROOT, **env)
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_notice_once_when_compiling_and_never_from_the_cache(tmp_path) -> None:
+    """A fresh cache directory: the first process compiles and says so once (two kernels
+    compile); the second loads from the cache and says nothing; the variable silences."""
+    code = ("import numpy as np, dpfast\n"
+            "dpfast.discrete_laplace(np.zeros(4, np.int64), 2.0, rng=bytes(32))\n"
+            "dpfast.discrete_laplace(np.zeros(4, np.int32), 2.0, rng=bytes(32))\n")
+    cache = str(tmp_path / "cache")
+    first = _python(code, cache)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count(NOTICE) == 1
+    assert os.listdir(cache)  # numba wrote its cache there
+    second = _python(code, cache)
+    assert second.returncode == 0, second.stderr
+    assert NOTICE not in second.stderr
+    quiet = _python(code.replace("np.int32", "np.int16"), cache,
+                    **{_parallel.NOTICE_ENV: "1"})  # a new specialization compiles: silenced
+    assert quiet.returncode == 0, quiet.stderr
+    assert NOTICE not in quiet.stderr
+
+
+KERNEL_MODULES = ["samplers", "tables", "topdown", "local", "local_aggregate", "selection",
+                  "grid", "table", "uniform", "dpsgd", "rappor", "chacha", "blake2b", "convex"]
+
+
+@pytest.mark.parametrize("module", KERNEL_MODULES)
+def test_every_kernel_module_installs_the_notice(tmp_path, module: str) -> None:
+    """Importing any kernel module (they all load through the dpfast._kernels package)
+    registers the listener before its first kernel can compile."""
+    code = (f"import dpfast._kernels.{module}\n"
+            "from dpfast import _parallel\n"
+            "from numba.core import event\n"
+            "assert _parallel._LISTENER, 'not installed'\n"
+            "assert _parallel._LISTENER[0] in event._registered['numba:compile']\n")
+    done = _python(code, str(tmp_path))
+    assert done.returncode == 0, done.stderr
+
+
+def test_all_jitted_code_is_in_the_kernels_package() -> None:
+    """So the notice covers every kernel family: nothing outside dpfast/_kernels jits."""
+    import pathlib
+    import re
+
+    pkg = pathlib.Path(ROOT) / "dpfast"
+    jit = re.compile(r"@(numba\.)?(njit|jit|vectorize|guvectorize|cfunc)\b|numba\.(njit|jit)\(")
+    found = sorted(str(p.relative_to(pkg)) for p in pkg.rglob("*.py")
+                   if "_kernels" not in p.parts and jit.search(p.read_text()))
+    assert found == []
+    assert {p.stem for p in (pkg / "_kernels").glob("*.py")} - {"__init__"} == \
+        set(KERNEL_MODULES)
+
+
+def test_notice_fires_for_a_real_compile_of_each_kernel_module(monkeypatch, capsys) -> None:
+    """numba's compile event, as numba sends it, for a dispatcher of each kernel module
+    (tables, TopDown, local, selection, samplers...): the notice fires once; a
+    non-dpfast function never triggers it."""
+    import numba
+    from numba.core import event
+
+    from dpfast import _kernels  # noqa: F401
+    from dpfast._kernels import local, samplers, selection, tables, topdown
+
+    _parallel.install_compile_notice()
+    mods = [tables, topdown, local, selection, samplers]
+    disps = [next(v for v in vars(m).values() if isinstance(v, numba.core.registry.CPUDispatcher)
+                  and v.py_func.__module__ == m.__name__) for m in mods]
+
+    @numba.njit
+    def user_fn(x):  # not dpfast's
+        return x + 1
+
+    monkeypatch.delenv(_parallel.NOTICE_ENV, raising=False)
+    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
+    with event.trigger_event("numba:compile", data={"dispatcher": user_fn}):
+        pass
+    assert capsys.readouterr().err == ""
+    for d in disps:
+        monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
+        with event.trigger_event("numba:compile", data={"dispatcher": d}):
+            pass
+        with event.trigger_event("numba:compile", data={"dispatcher": d}):
+            pass
+        assert capsys.readouterr().err.count(NOTICE) == 1, d
+    monkeypatch.setattr(_parallel, "_NOTICE_DONE", False)
+    monkeypatch.setenv(_parallel.NOTICE_ENV, "1")
+    with event.trigger_event("numba:compile", data={"dispatcher": disps[0]}):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_install_is_idempotent() -> None:
+    from numba.core import event
+
+    _parallel.install_compile_notice()
+    _parallel.install_compile_notice()
+    mine = [x for x in event._registered["numba:compile"] if x in _parallel._LISTENER]
+    assert len(mine) == 1
+
+
+def test_warmup_progress_lines_and_only(tmp_path) -> None:
+    """``dpfast warmup --only``: one progress line per family, a summary, exit 0; an
+    unknown family is a one-line error (the full run is timed in bench_coldstart)."""
+    env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "histogram"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "dpfast warmup: [1/1] histogram ..." in done.stderr
+    assert "1 kernel families compiled and cached" in done.stdout
+    assert NOTICE not in done.stderr  # the progress line says it already
+    bad = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "nope"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "unknown family nope" in bad.stderr
