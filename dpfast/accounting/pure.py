@@ -115,7 +115,7 @@ class PureDpAccountant(Accountant):
 
     def _no_pure_bound(self, event: ev.DpEvent) -> tuple[float, float]:
         raise UnsupportedEventError(
-            f"approx_dp: {type(event).__name__} has no pure-DP guarantee and its "
+            f"{type(event).__name__} has no pure-DP guarantee and its "
             "(epsilon, delta) depends on a choice of delta; state it as EpsilonDelta or use "
             "RdpAccountant / ZcdpAccountant"
         )

@@ -108,7 +108,7 @@ class ZcdpAccountant(Accountant):
         if event.delta == 0.0:
             return _half_square(Fraction(event.epsilon))
         raise UnsupportedEventError(
-            f"zcdp_rho: an (epsilon, delta)-DP event with delta > 0 has no zCDP guarantee: "
+            f"an (epsilon, delta)-DP event with delta > 0 has no zCDP guarantee: "
             f"{event!r}"
         )
 
@@ -125,7 +125,7 @@ class ZcdpAccountant(Accountant):
         if isinstance(event, ev.PoissonSampled) and event.rate == 1.0:
             return self._cost(event.event)
         raise UnsupportedEventError(
-            f"zcdp_rho: subsampled events have no zCDP amplification; use RdpAccountant: "
+            f"subsampled events have no zCDP amplification; use RdpAccountant: "
             f"{event!r}"
         )
 

@@ -201,4 +201,4 @@ class AdvancedFilter(Filter):
         return Cost(epsilon=best[0], delta=min(best[1], self.delta))
 
     def left(self, state: _State) -> dict[str, Any]:
-        return {"delta": _exact.float_down(self._delta2 - state.delta), "rho": None}
+        return {"delta": _exact.float_down(self._delta2 - state.delta) + 0.0, "rho": None}

@@ -61,9 +61,10 @@ class Sums:
         ]
 
     def left(self, limits: Sequence[int]) -> tuple[float, ...]:
-        """Per dimension: limit minus sum, rounded down (``-inf`` if infinite)."""
+        """Per dimension: limit minus sum, rounded down (``-inf`` if infinite; ``+ 0.0``
+        turns a -0.0 into 0.0, which is what a person reads)."""
         return tuple(
-            -math.inf if self.infinite[k] else _exact.float_down(lim - self.values[k])
+            -math.inf if self.infinite[k] else _exact.float_down(lim - self.values[k]) + 0.0
             for k, lim in enumerate(limits)
         )
 

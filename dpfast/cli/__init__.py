@@ -15,7 +15,10 @@ Conventions (tested with real subprocess calls):
 * Errors are one line on stderr (``dpfast: error: ...``), never a traceback; a
   command raises :class:`CliError` (or ``ValueError``/``TypeError``/``OSError``
   for bad input) and ``main`` prints it.
-* Output files are written atomically (:func:`write_atomic`): nothing half-written.
+* Output files are written atomically (:func:`write_atomic`): nothing half-written; they
+  get the permissions the user's umask gives a new file (ledgers stay private: the
+  budget creates them 0600).
+* A missing input file is reported first, before any other option is checked.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ COMMANDS: dict[str, str] = {
     "epsilon": "dpfast.cli.epsilon",
     "ldp": "dpfast.cli.ldp",
     "warmup": "dpfast.cli.warmup",
+    "sum": "dpfast.cli.sum",
+    "mean": "dpfast.cli.mean",
+    "histogram": "dpfast.cli.histogram",
 }
 
 
@@ -49,18 +55,47 @@ class CliError(Exception):
         self.code = code
 
 
+def check_writable(path: str) -> None:
+    """Raise :class:`CliError` naming ``path`` if a file cannot be written there (its
+    directory is missing or not writable, or it is a directory) -- checked before a
+    release spends any budget."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise CliError(f"cannot write {path}: it is a directory")
+    if not os.path.isdir(directory):
+        raise CliError(f"cannot write {path}: directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise CliError(f"cannot write {path}: directory {directory} is not writable")
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_atomic(path: str, write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)`` then rename the temporary file onto ``path``.
 
-    A failure leaves ``path`` untouched (nothing half-written).
+    A failure leaves ``path`` untouched (nothing half-written); errors name ``path``,
+    never the temporary file.  The file gets the mode the user's umask gives a new file.
     """
+    check_writable(path)
     directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".dpfast-", suffix=os.path.splitext(path)[1],
-                               dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".dpfast-", suffix=os.path.splitext(path)[1],
+                                   dir=directory)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, _umask_mode())
         os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -97,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        path = getattr(args, "input", None)
+        if isinstance(path, str) and not os.path.exists(path):
+            raise CliError(f"input file not found: {path}")
         return int(args._run(args) or 0)
     except CliError as exc:
         print(f"dpfast: error: {exc}", file=sys.stderr)

@@ -1,5 +1,6 @@
-"""Shared input/output of the table commands (``count``, ``topdown``): reading columns of
-a CSV/Parquet file, writing a table atomically, and opening the ``--ledger`` budget."""
+"""Shared input/output of the table commands (``count``, ``sum``, ``mean``,
+``histogram``, ``topdown``): reading columns of a CSV/Parquet file, writing a table
+atomically (CSV, Parquet or Excel), and opening the ``--ledger`` budget."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.cli import CliError, write_atomic
+from dpfast.cli import CliError, check_writable, write_atomic
 
-__all__ = ["read_columns", "write_columns", "open_budget", "read_key_file"]
+__all__ = ["read_columns", "write_columns", "open_budget", "read_key_file", "OpenedBudget",
+           "check_output", "OUTPUT_FORMATS", "budget_sentence", "refused"]
+
+#: output extensions the table commands write
+OUTPUT_FORMATS = (".csv", ".parquet", ".xlsx")
 
 
 def read_columns(path: str, columns: list[str], what: str = "input") -> dict[str, np.ndarray]:
@@ -55,12 +60,29 @@ def read_columns(path: str, columns: list[str], what: str = "input") -> dict[str
     return {c: np.array([r[c] for r in rows], dtype=object) for c in columns}  # pragma: no cover
 
 
+def check_output(path: str) -> None:
+    """Refuse, before anything is released, an output the table commands cannot write: an
+    unknown extension, a missing or read-only directory, Excel without openpyxl."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in OUTPUT_FORMATS:
+        raise CliError(f"output {path}: use a .csv, .parquet or .xlsx file name")
+    if ext == ".xlsx":
+        try:
+            import openpyxl  # noqa: F401
+        except ImportError:
+            raise CliError("writing Excel (.xlsx) needs openpyxl: pip install openpyxl "
+                           "(or write .csv)") from None
+    check_writable(path)
+
+
 def write_columns(path: str, columns: dict[str, np.ndarray], *,
                   parquet: bool | None = None) -> None:
-    """Write ``columns`` as a CSV file, or as Parquet (``parquet=True``, or by default a
-    path ending in ``.parquet``); atomically (:func:`dpfast.cli.write_atomic`)."""
+    """Write ``columns`` as a CSV file, as Parquet (``parquet=True``, or by default a path
+    ending in ``.parquet``) or as Excel (a path ending in ``.xlsx``, needs openpyxl);
+    atomically (:func:`dpfast.cli.write_atomic`)."""
     if parquet is None:
         parquet = path.lower().endswith(".parquet")
+    excel = not parquet and path.lower().endswith(".xlsx")
 
     def write(tmp: str) -> None:
         if parquet:
@@ -72,6 +94,20 @@ def write_columns(path: str, columns: dict[str, np.ndarray], *,
                                "'dpfast[parquet]'") from exc
             pq.write_table(pa.table({k: np.asarray(v) for k, v in columns.items()}), tmp)
             return
+        if excel:
+            try:
+                import openpyxl
+            except ImportError as exc:
+                raise CliError("writing Excel (.xlsx) needs openpyxl: pip install "
+                               "openpyxl") from exc
+            book = openpyxl.Workbook()
+            sheet = book.active
+            sheet.title = "dpfast"
+            sheet.append(list(columns))
+            for row in zip(*(np.asarray(v).tolist() for v in columns.values())):
+                sheet.append(list(row))
+            book.save(tmp)
+            return
         import csv
 
         with open(tmp, "w", newline="") as fh:
@@ -82,24 +118,107 @@ def write_columns(path: str, columns: dict[str, np.ndarray], *,
     write_atomic(path, write)
 
 
-def open_budget(args: argparse.Namespace, accounting: str) -> Any:
-    """The ``--ledger`` Budget (None without one): an existing file is reopened with its
-    own definition (:meth:`dpfast.Budget.from_ledger`); a new one needs
-    ``--budget-epsilon`` (and ``--budget-delta``) and gets ``accounting``."""
+class OpenedBudget:
+    """The ``--ledger`` budget of one command run: ``budget`` (None without a ledger) and
+    whether this run created the file (``created``), so that a refused first release can
+    remove it again (:meth:`discard_if_new`)."""
+
+    def __init__(self, budget: Any, path: str | None, created: bool, note: str = "") -> None:
+        self.budget = budget
+        self.path = path
+        self.created = created
+        self.note = note
+
+    def discard_if_new(self) -> bool:
+        """Close the budget and, if this run created its ledger, delete it (the release was
+        refused or failed before anything was written).  True if a file was removed."""
+        if self.budget is None:
+            return False
+        self.budget.close()
+        if not self.created or self.path is None:
+            return False
+        removed = False
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(self.path + suffix)
+                removed = True
+            except FileNotFoundError:
+                pass
+        return removed
+
+
+def _same(a: float, b: float) -> bool:
+    return float(a) == float(b)
+
+
+def open_budget(args: argparse.Namespace, accounting: str,
+                default_delta: float = 1e-5) -> OpenedBudget:
+    """The ``--ledger`` budget: an existing file is reopened with its own definition
+    (:meth:`dpfast.Budget.from_ledger`) and ``--budget-epsilon`` / ``--budget-delta``, if
+    given, must agree with it (refused otherwise, naming the difference); a new one needs
+    ``--budget-epsilon`` and gets ``--budget-delta`` (default ``default_delta``) and
+    ``accounting``."""
     import dpfast
 
     path = args.ledger
+    given_delta = getattr(args, "budget_delta", None)
     if path is None:
-        if args.budget_epsilon is not None:
-            raise CliError("--budget-epsilon needs --ledger")
-        return None
+        if args.budget_epsilon is not None or given_delta is not None:
+            raise CliError("--budget-epsilon / --budget-delta need --ledger FILE")
+        return OpenedBudget(None, None, False)
     if os.path.exists(path):
-        return dpfast.Budget.from_ledger(path)
+        budget = dpfast.Budget.from_ledger(path)
+        diffs = []
+        if args.budget_epsilon is not None and not _same(args.budget_epsilon, budget.epsilon):
+            diffs.append(f"--budget-epsilon {args.budget_epsilon:g} but the ledger's epsilon "
+                         f"is {budget.epsilon:g}")
+        if given_delta is not None and not _same(given_delta, budget.delta):
+            diffs.append(f"--budget-delta {given_delta:g} but the ledger's delta is "
+                         f"{budget.delta:g}")
+        if diffs:
+            budget.close()
+            raise CliError(f"ledger {path} exists with another budget: {'; '.join(diffs)}. "
+                           "Drop the --budget-* options to use it as it is, or give a new "
+                           "ledger file")
+        return OpenedBudget(budget, path, False)
     if args.budget_epsilon is None:
         raise CliError(f"ledger {path} does not exist: give --budget-epsilon (and "
                        "--budget-delta) to create it")
-    return dpfast.Budget(args.budget_epsilon, args.budget_delta, ledger=path,
-                         accounting=accounting)
+    delta = default_delta if given_delta is None else given_delta
+    if not (args.budget_epsilon > 0 and np.isfinite(args.budget_epsilon)):
+        raise CliError("--budget-epsilon must be a positive finite number")
+    if not 0 <= delta < 1:
+        raise CliError("--budget-delta must be in [0, 1)")
+    check_writable(path)
+    budget = dpfast.Budget(args.budget_epsilon, delta, ledger=path, accounting=accounting)
+    note = (f"created ledger {path}: epsilon {args.budget_epsilon:g}, delta {delta:g}"
+            + (" (the default; --budget-delta to choose)" if given_delta is None else "")
+            + f", {accounting} accounting")
+    return OpenedBudget(budget, path, True, note)
+
+
+def _num(x: float) -> str:
+    return f"{x + 0.0:.6g}"
+
+
+def budget_sentence(opened: OpenedBudget) -> str:
+    """What a release left of the ledger, as a sentence (never a repr, never -0.0)."""
+    left = opened.budget.remaining()
+    spent = opened.budget.spent()
+    text = (f"ledger {opened.path}: spent epsilon {_num(spent.epsilon)}, delta "
+            f"{_num(spent.delta)} of ({_num(opened.budget.epsilon)}, "
+            f"{_num(opened.budget.delta)}); ")
+    if left.exhausted:
+        return text + "the budget is exhausted: no further release fits"
+    extra = f" (with delta up to {_num(left.delta)})" if left.accounting == "basic" else ""
+    return text + f"a next release fits if its epsilon is at most {_num(left.epsilon)}{extra}"
+
+
+def refused(opened: OpenedBudget, exc: Exception) -> CliError:
+    """The exit-1 error of a budget refusal; a ledger this run created is removed."""
+    removed = opened.discard_if_new()
+    where = f" (ledger {opened.path} not created)" if removed else ""
+    return CliError(f"budget refused the release, nothing written{where}: {exc}", 1)
 
 
 def read_key_file(path: str | None) -> Any:

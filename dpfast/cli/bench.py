@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections.abc import Callable
@@ -66,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.runs < 2 and args.save_baseline:
         raise CliError("--runs must be at least 2 (the tolerance comes from their spread)")
     only = [s.strip() for s in args.only.split(",") if s.strip()] if args.only else None
+    for opt, path in (("--check", args.check), ("--results", args.results)):
+        if path and not os.path.isfile(path):
+            raise CliError(f"{opt}: file not found: {path}")
     baseline = load_json(args.check) if args.check else None
 
     def progress(name: str) -> None:

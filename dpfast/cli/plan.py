@@ -46,6 +46,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(read only; nothing is charged)")
 
 
+def _ceil6(x: float) -> float:
+    """``x`` rounded up to 6 significant digits (as printed with ``:.6g``)."""
+    from decimal import ROUND_CEILING, Decimal
+
+    d = Decimal(x)
+    exp = d.adjusted() - 5
+    return float(d.quantize(Decimal(1).scaleb(exp), rounding=ROUND_CEILING))
+
+
 def run(args: argparse.Namespace) -> int:
     from dpfast import guidelines, planning
 
@@ -55,13 +64,15 @@ def run(args: argparse.Namespace) -> int:
     eps = planning.accuracy_to_epsilon(args.accuracy, args.alpha, **kw)
     width = planning.epsilon_to_accuracy(eps, args.alpha, **kw)
     conf = f"{100 * (1 - args.alpha):g}%"
-    print(f"epsilon needed: {eps:.6g} ({args.mechanism}, sensitivity {args.sensitivity:g}"
+    shown = _ceil6(eps)  # rounded up: the epsilon shown gives the accuracy too
+    print(f"epsilon needed: {shown:.6g} ({args.mechanism}, sensitivity {args.sensitivity:g}"
           + ("" if args.delta == 0 else f", delta {args.delta:g}")
           + (f", max_partitions {args.max_partitions}" if args.max_partitions else "")
           + (f", max_per_partition {args.max_per_partition}" if args.max_per_partition else "")
           + f"): values within +-{width:g} of the truth with {conf} confidence")
-    print(f"  (rounded up: epsilon {math.nextafter(eps, 0.0)!r} would give +-"
-          f"{planning.epsilon_to_accuracy(math.nextafter(eps, 0.0), args.alpha, **kw):g})")
+    below = math.nextafter(eps, 0.0)
+    print(f"  (shown rounded up; the least epsilon that gives +-{width:g} is {eps!r}: any "
+          f"smaller one gives +-{planning.epsilon_to_accuracy(below, args.alpha, **kw):g})")
     print("where it sits:")
     for line in guidelines.placement(eps, args.use_case):
         print(f"  {line}")

@@ -24,8 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.cli import CliError, write_atomic
-from dpfast.cli._io import open_budget, read_columns, read_key_file, write_columns
+from dpfast.cli import CliError, check_writable, write_atomic
+from dpfast.cli._io import (
+    budget_sentence,
+    open_budget,
+    read_columns,
+    read_key_file,
+    refused,
+    write_columns,
+)
 
 HELP = "release a geographic hierarchy consistent, non-negative and integral (TopDown)"
 
@@ -55,8 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "writes nothing, exit 1)")
     parser.add_argument("--budget-epsilon", type=float, default=None,
                         help="epsilon of a NEW ledger (zCDP accounting)")
-    parser.add_argument("--budget-delta", type=float, default=1e-6,
-                        help="delta of a NEW ledger (default 1e-6)")
+    parser.add_argument("--budget-delta", type=float, default=None,
+                        help="delta of a NEW ledger (default 1e-6); with an existing ledger "
+                             "it must match the ledger's")
     parser.add_argument("--format", choices=["csv", "parquet"], default=None,
                         help="output format (default: the input's)")
     parser.add_argument("-o", "--output", required=True, help="output directory")
@@ -89,20 +97,42 @@ def _counts(values: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def _hierarchy(cols: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _check_order(names: list[str], codes: list[np.ndarray], ids: list[np.ndarray]) -> None:
+    """Refuse levels given fine to coarse: a level whose column splits none of the previous
+    level's units and has fewer distinct values than that level has units is coarser than
+    it (e.g. ``--level county --level state``: every county lies in one state)."""
+    for j in range(1, len(names)):
+        n_prev = int(ids[j - 1].max()) + 1 if ids[j - 1].size else 0
+        n_here = int(ids[j].max()) + 1 if ids[j].size else 0
+        distinct = int(codes[j].max()) + 1 if codes[j].size else 0
+        if n_here == n_prev and distinct < n_prev:
+            raise CliError(
+                f"--level {names[j]} is coarser than --level {names[j - 1]} (each of the "
+                f"{n_prev} {names[j - 1]} units lies in one of {distinct} {names[j]} "
+                "values): give the levels coarse to fine, e.g. "
+                + " ".join(f"--level {n}" for n in [names[j], names[j - 1]]))
+
+
+def _hierarchy(cols: list[np.ndarray], names: list[str] | None = None
+               ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Level ids (nested: a unit is its column value within its parent) and, per level,
-    the index of the first leaf of each unit (for the labels)."""
+    the index of the first leaf of each unit (for the labels).  With ``names``, levels
+    given out of order (fine before coarse) are refused."""
     ids: list[np.ndarray] = []
     first: list[np.ndarray] = []
+    all_codes: list[np.ndarray] = []
     prev = np.zeros(cols[0].shape[0], np.int64)
     for c in cols:
         _, codes = np.unique(c.astype(str), return_inverse=True)
+        all_codes.append(codes.astype(np.int64))
         m = int(np.max(codes)) + 1 if codes.size else 1
         combined = prev * m + codes.astype(np.int64)
         _, idx, inv = np.unique(combined, return_index=True, return_inverse=True)
         ids.append(inv.astype(np.int64))
         first.append(idx)
         prev = inv.astype(np.int64)
+    if names is not None:
+        _check_order(names, all_codes, ids)
     return ids, first
 
 
@@ -125,12 +155,21 @@ def run(args: argparse.Namespace) -> int:
     geo = list(args.level)
     if len(set(geo + counts_cols)) != len(geo) + len(counts_cols):
         raise CliError("--level and --count columns must be distinct")
+    fmt = args.format or ("parquet" if args.input.lower().endswith(".parquet") else "csv")
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise CliError(f"output {args.output} exists and is not a directory")
+    top = os.path.abspath(args.output)
+    while not os.path.exists(top):  # the directories makedirs would create
+        top = os.path.dirname(top)
+    if not os.path.isdir(top):
+        raise CliError(f"cannot create {args.output}: {top} is not a directory")
+    check_writable(os.path.join(top, "privacy.json"))
     data = read_columns(args.input, geo + counts_cols)
     n = data[geo[0]].shape[0]
     if n == 0:
         raise CliError(f"{args.input} has no rows")
     leaf = np.stack([_counts(data[c], c) for c in counts_cols], axis=1)
-    ids, first = _hierarchy([data[c] for c in geo])
+    ids, first = _hierarchy([data[c] for c in geo], geo)
     labels = geo
     if not args.no_root:
         ids = [np.zeros(n, np.int64)] + ids
@@ -140,16 +179,19 @@ def run(args: argparse.Namespace) -> int:
     if args.total_invariant and isinstance(rho, list) and len(rho) == len(ids) - 1:
         rho = [0.0] + rho
     key = read_key_file(args.seed_key_file)
-    budget = open_budget(args, accounting="zcdp")
+    opened = open_budget(args, accounting="zcdp", default_delta=1e-6)
     try:
         release = tables.topdown(
             leaf, ids, rho=rho, nonnegative=not args.no_nonnegative,
             integer=not args.no_integer, total_invariant=args.total_invariant, rng=key,
-            budget=budget, note=f"dpfast topdown {args.input}",
+            budget=opened.budget, note=f"dpfast topdown {args.input}",
         )
     except dpfast.BudgetExceededError as exc:
-        raise CliError(f"budget refused the release (nothing written): {exc}", 1) from None
-    fmt = args.format or ("parquet" if args.input.lower().endswith(".parquet") else "csv")
+        raise refused(opened, exc) from None
+    except BaseException:
+        if opened.budget is not None and not opened.budget.history():
+            opened.discard_if_new()  # nothing charged: leave no ledger behind
+        raise
     os.makedirs(args.output, exist_ok=True)
     written = []
     for j in range(len(ids)):
@@ -191,6 +233,9 @@ def run(args: argparse.Namespace) -> int:
     write_atomic(os.path.join(args.output, "privacy.json"), write_json)
     print(release.summary())
     print(f"wrote {len(written)} tables and privacy.json to {args.output}")
-    if budget is not None:
-        print(f"ledger {args.ledger}: {budget.remaining()}")
+    if opened.note:
+        print(opened.note)
+    if opened.budget is not None:
+        print(budget_sentence(opened))
+        opened.budget.close()
     return 0

@@ -258,7 +258,7 @@ _CURVES: dict[type[ev.DpEvent], Callable[[Any, _Orders], np.ndarray]] = {
 def _curve(event: ev.DpEvent, info: _Orders) -> np.ndarray:
     fn = _CURVES.get(type(event))
     if fn is None:
-        raise UnsupportedEventError(f"rdp_epsilons: unsupported event {event!r}")
+        raise UnsupportedEventError(f"RDP accounting does not support the event {event!r}")
     return fn(event, info)
 
 
