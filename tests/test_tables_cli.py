@@ -59,7 +59,7 @@ def test_count_private_selection_ledger_and_refusal(records) -> None:
     assert {row["city"] for row in rows} == {"Lyon", "Nice", "Paris"}  # Tinytown suppressed
     for row in rows:
         assert int(row["ci_low"]) < int(row["count"]) < int(row["ci_high"])
-    assert "released 6 keys" in r.stdout
+    assert "released the count of 6 keys" in r.stdout
     # the same ledger again: 1 + 1 > 1.5 -> refused, exit 1, nothing written
     out2 = tmp / "out2.csv"
     args[-1] = str(out2)

@@ -169,6 +169,7 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         dcols = read_columns(args.domain, args.key, "domain")
         domain = tuple(dcols[c] for c in args.key) if len(args.key) > 1 \
             else dcols[args.key[0]]
+    values = _numbers(cols[args.value], args.value) if statistic != "count" else None
     opened = open_budget(args, accounting="basic")
     try:
         if time.perf_counter() - t0 > 2.0 and show and not progress.enabled:
@@ -185,7 +186,6 @@ def run(args: argparse.Namespace, statistic: str) -> int:
             if statistic == "count":
                 rel = tables.count(keys, ids, **common)
             else:
-                values = _numbers(cols[args.value], args.value)
                 lo, hi = args.bounds
                 if values.dtype.kind in "iu" and float(lo).is_integer() \
                         and float(hi).is_integer():
@@ -204,12 +204,12 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         progress.step("released")
         out = rel.to_columns(args.alpha)
         names = list(out)
-        for j, c in enumerate(args.key):  # the caller's column names
-            out[c] = out.pop(names[j])
-        if statistic != "count":
-            out[args.value] = out.pop(statistic)
-        write_columns(args.output, {**{c: out[c] for c in args.key},
-                                    **{k: v for k, v in out.items() if k not in args.key}})
+        nk = len(args.key)
+        value_name = args.value if statistic != "count" else names[nk]
+        table = {c: out[names[j]] for j, c in enumerate(args.key)}  # the caller's names
+        table[value_name] = out[names[nk]]
+        table.update((k, out[k]) for k in names[nk + 1:])
+        write_columns(args.output, table)
         progress.step("written")
     finally:
         progress.close()
@@ -235,8 +235,12 @@ def run(args: argparse.Namespace, statistic: str) -> int:
 
 
 def _event_text(event: Any) -> str:
-    eps = getattr(event, "epsilon", None)
-    delta = getattr(event, "delta", None)
-    if isinstance(eps, float) and isinstance(delta, float):
-        return f"({eps:g}, {delta:g})-DP" if delta else f"{eps:g}-DP"
-    return f"privacy event {event}"
+    """``"1-DP"`` / ``"(1, 1e-06)-DP"``: the release's (epsilon, delta), rounded up."""
+    from dpfast.accounting import UnsupportedEventError
+    from dpfast.accounting.pure import approx_dp
+
+    try:
+        eps, delta = approx_dp(event)
+    except UnsupportedEventError:
+        return f"privacy event {event}"
+    return f"({eps:.6g}, {delta:.3g})-DP" if delta else f"{eps:.6g}-DP"
