@@ -74,12 +74,20 @@ def test_key_types(kind: str) -> None:
     got = list(zip(*(k.tolist() for k in rel.keys))) if isinstance(rel.keys, tuple) \
         else rel.keys.tolist()
     assert got == want[0] and rel.counts.tolist() == want[1]
-    df = rel.to_pandas()
-    assert len(df) == len(want[0]) and {"count", "ci_low", "ci_high"} <= set(df.columns)
+    df = rel.to_pandas()  # indexed by the key, as a pandas group-by
+    assert list(df.columns) == ["count", "ci_low", "ci_high"]
+    assert df.index.tolist() == want[0] and df["count"].tolist() == want[1]
+    assert rel.to_dict() == dict(zip(want[0], want[1])) and len(rel) == len(want[0])
+    assert list(rel) == list(zip(want[0], want[1]))
     if kind == "series":
-        assert "city" in df.columns
-    if kind == "frame":
-        assert {"odd", "s"} <= set(df.columns)
+        assert df.index.name == "city"
+    elif kind == "frame":
+        assert isinstance(df.index, pd.MultiIndex) and list(df.index.names) == ["odd", "s"]
+    elif kind == "tuple":
+        assert list(df.index.names) == ["key0", "key1"]
+    else:
+        assert df.index.name == "key"
+    assert list(df.reset_index().columns)[-3:] == ["count", "ci_low", "ci_high"]
 
 
 def _domain(keys, kind):

@@ -595,4 +595,5 @@ def test_to_columns_and_pandas():
     assert "estimate_1" in cols and cols["noisy_0"][0] == pop.sum()
     pd = pytest.importorskip("pandas")
     df = r.to_pandas(3)
-    assert isinstance(df, pd.DataFrame) and len(df) == 30
+    assert isinstance(df, pd.DataFrame) and len(df) == 30 and df.index.name == "unit"
+    assert list(df.columns) == ["estimate", "noisy", "ci_low", "ci_high"]

@@ -8,6 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 import mpmath
+import numpy as np
 
 from dpfast import noise as _noise
 from dpfast._core.validate import check_exact, check_exact_positive
@@ -113,10 +114,54 @@ def _exp_upper(x: Fraction) -> Fraction:
 # --------------------------------------------------------------------------- base
 
 
+def interval_around(released: Any, w: Any, extra: Any = 0) -> tuple[Any, Any]:
+    """``(released - (w + extra), released + (w + extra))``: the per-value interval of a
+    mechanism's output, in the shape :meth:`dpfast.tables.TableRelease.confidence_interval`
+    returns (arrays for arrays, numbers for a scalar), in the output's dtype."""
+    arr = np.asarray(released)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"released must be the mechanism's numeric output, got dtype "
+                        f"{arr.dtype}")
+    half = w + extra
+    if arr.dtype.kind in "iu":
+        h = np.asarray(half, dtype=np.int64 if arr.dtype.kind == "i" else arr.dtype)
+        low, high = arr - h, arr + h
+    else:  # directed: the float bounds never shrink the interval
+        h = np.asarray(float(half), dtype=arr.dtype)
+        low = np.nextafter(arr - h, -np.inf)
+        high = np.nextafter(arr + h, np.inf)
+    if arr.ndim == 0:
+        return low.item(), high.item()
+    return low, high
+
+
 class _Mechanism:
     """Shared behaviour: repr and the confidence-interval argument check."""
 
     event: _events.DpEvent
+    #: added to the noise's half-width in an interval around a release (the grid
+    #: mechanisms' rounding of ``x`` to the grid: ``granularity / 2``)
+    _rounding: float = 0.0
+
+    def _halfwidth(self, alpha: float) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
+        """The noise's half-width ``w`` at level ``1 - alpha``, or with ``released`` (this
+        mechanism's output) the per-value interval ``(low, high)``.
+
+        Without ``released``: the smallest ``w`` of the noise law with
+        ``P(|noise| <= w) >= 1 - alpha`` (the mechanism's own docs say how it is computed).
+        With it: ``(low, high)`` arrays (numbers for a scalar) covering the true value
+        with probability ``>= 1 - alpha`` each -- the same shape of answer as
+        :meth:`dpfast.tables.TableRelease.confidence_interval`; the grid mechanisms add
+        the rounding of ``x`` to the grid (``granularity / 2``), float bounds are rounded
+        outwards.
+        """
+        w = self._halfwidth(alpha)
+        if released is None:
+            return w
+        return interval_around(released, w, self._rounding)
 
     def _params(self) -> dict[str, Any]:  # pragma: no cover - overridden
         return {}

@@ -155,7 +155,11 @@ class GaussianMechanism(_Mechanism):
         """Return ``x`` (rounded to the grid) plus noise, as a new float array."""
         return _noise.gaussian(x, self.sigma, rng=rng, granularity=self.granularity)
 
-    def confidence_interval(self, alpha: float) -> float:
+    @property
+    def _rounding(self) -> float:  # type: ignore[override]
+        return self.granularity / 2
+
+    def _halfwidth(self, alpha: float) -> float:
         """Smallest grid value ``w`` with ``P(|noise| <= w) >= 1 - alpha``.
 
         The noise is ``g K``, ``K ~ N_Z(0, (sigma/g)^2)``; the tail is evaluated by
@@ -277,7 +281,7 @@ class DiscreteGaussianMechanism(_Mechanism):
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_gaussian(x, self.sigma, rng=rng)
 
-    def confidence_interval(self, alpha: float) -> int:
+    def _halfwidth(self, alpha: float) -> int:
         """Smallest integer ``w`` with ``P(|noise| <= w) >= 1 - alpha``.
 
         Exact sums in 256-bit arithmetic for ``sigma < 32``; above, Euler-Maclaurin

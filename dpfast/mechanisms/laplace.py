@@ -92,7 +92,11 @@ class LaplaceMechanism(_Mechanism):
         """Return ``x`` (rounded to the grid) plus noise, as a new float array."""
         return _noise.laplace(x, self.scale, rng=rng, granularity=self.granularity)
 
-    def confidence_interval(self, alpha: float) -> float:
+    @property
+    def _rounding(self) -> float:  # type: ignore[override]
+        return self.granularity / 2
+
+    def _halfwidth(self, alpha: float) -> float:
         """Smallest grid value ``w`` with ``P(|noise| <= w) >= 1 - alpha``.
 
         Exact: the noise is ``g K`` with ``P(|K| > k) = 2 p^(k+1) / (1 + p)``,
@@ -158,7 +162,7 @@ class DiscreteLaplaceMechanism(_Mechanism):
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_laplace(x, self.scale, rng=rng)
 
-    def confidence_interval(self, alpha: float) -> int:
+    def _halfwidth(self, alpha: float) -> int:
         """Smallest integer ``w`` with ``P(|noise| <= w) >= 1 - alpha`` (exact).
 
         ``P(|K| > w) = 2 p^(w+1) / (1 + p)`` with ``p = exp(-1/scale)``.

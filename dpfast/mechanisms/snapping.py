@@ -134,7 +134,7 @@ class SnappingMechanism(_Mechanism):
         """Return the snapped noisy value(s) of ``x`` (floats in ``[-bound, bound]``)."""
         return _noise.snapping(x, self.scale, self.bound, rng=rng)
 
-    def confidence_interval(self, alpha: float) -> float:
+    def _halfwidth(self, alpha: float) -> float:
         """A rigorous ``w`` with ``P(|M(x) - clamp_B(x)| <= w) >= 1 - alpha``.
 
         ``w = Lambda/2 + scale ln(1/alpha)`` plus a relative ``2^-40`` allowance for the

@@ -34,6 +34,18 @@ def int_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
     return arr, out
 
 
+def like_input(result: np.ndarray, arr: np.ndarray) -> np.ndarray:
+    """A new result (``out`` not given) in the layout of ``x``: a Fortran-ordered input
+    gives a Fortran-ordered result (the noise of each cell is unchanged: cells are
+    addressed by their C-order index), and a float32 input a float32 result (the float64
+    value rounded once to float32: post-processing, so the guarantee is unchanged)."""
+    if arr.dtype == np.float32 and result.dtype == np.float64:
+        result = result.astype(np.float32, order="K")
+    if arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous:
+        result = np.asfortranarray(result)
+    return result
+
+
 def float_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
     arr, out, _ = float_input_max(x, out)
     return arr, out

@@ -74,7 +74,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
         res = _grid_noised(kind, arr, param, name, rng, out, gran, tick, big)
     finally:
         close()
-    return rewrap(res) if out is None else res
+    return rewrap(_inputs.like_input(res, arr)) if out is None else res
 
 
 def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, out: Any,
@@ -159,9 +159,10 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
 
     Returns
     -------
-    ndarray of float64
+    ndarray of float64 (float32 for a float32 ``x``; Fortran order kept)
         ``round_g(x) + g * Z``, ``Z`` discrete Laplace with scale ``b / g``, i.e. the exact
-        grid value rounded once to the nearest double.
+        grid value rounded once to the nearest double (then to the nearest float32 for a
+        float32 ``x``: post-processing, the guarantee is unchanged).
 
     Privacy
     -------
@@ -201,8 +202,9 @@ def gaussian(x: Any, sigma: Any, *, rng: Any = None, out: np.ndarray | None = No
 
     Returns
     -------
-    ndarray of float64
-        ``round_g(x) + g * Z``, ``Z`` discrete Gaussian with ``σ / g``.
+    ndarray of float64 (float32 for a float32 ``x``; Fortran order kept)
+        ``round_g(x) + g * Z``, ``Z`` discrete Gaussian with ``σ / g`` (rounded to float32
+        for a float32 ``x``, as :func:`laplace`).
 
     Privacy
     -------

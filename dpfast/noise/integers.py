@@ -17,7 +17,8 @@ def _add_discrete(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
     x, rewrap = _wrap.unwrap(x)
     arr, out = _inputs.int_input(x, out)
     if out is None:
-        return rewrap(_noised(kind, arr, param, name, rng, None, progress))
+        return rewrap(_inputs.like_input(_noised(kind, arr, param, name, rng, None, progress),
+                                         arr))
     return _noised(kind, arr, param, name, rng, out, progress)
 
 

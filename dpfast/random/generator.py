@@ -310,5 +310,17 @@ def as_generator(rng: RngLike, name: str = "rng") -> Generator:
         return rng
     if isinstance(rng, (bytes, bytearray, memoryview)):
         return default_rng(_check_key(rng, name))
-    raise TypeError(f"{name} must be None, a dpfast.Generator or a 32-byte key, "
-                    f"got {type(rng).__name__}")
+    kind = type(rng).__name__
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        why = (f"got the int {rng!r}: an integer seed is too small and too guessable to "
+               "key private noise")
+    elif isinstance(rng, (np.random.Generator, np.random.BitGenerator,
+                          np.random.RandomState)):
+        why = (f"got a numpy {kind}: numpy's generators are not cryptographically secure "
+               "and their state can be recovered from outputs")
+    else:
+        why = f"got {kind}"
+    raise TypeError(f"{name} must be None, a dpfast.Generator or a 32-byte key, {why}. "
+                    f"Pass {name}=None (a fresh key from the OS), {name}=dpfast.default_rng() "
+                    f"(a generator to reuse), or {name}=<32 bytes> such as os.urandom(32) "
+                    "(replayable; whoever holds the key can remove the noise)")

@@ -59,6 +59,10 @@ def _missing(x: Any) -> bool:
     return False
 
 
+def _hint(name: str) -> str:
+    return "; pass dropna=True to drop those rows" if name.startswith("keys") else ""
+
+
 def column(x: Any, name: str) -> np.ndarray:
     """A 1-D numpy array of ints, floats, str or bytes (the caller's data is not modified).
 
@@ -68,7 +72,7 @@ def column(x: Any, name: str) -> np.ndarray:
     if isinstance(x, (str, bytes)) or np.isscalar(x):
         raise TypeError(f"{name} must be a 1-D array-like, got a scalar {type(x).__name__}")
     if _missing(x):
-        raise ValueError(f"{name} contains missing values (NA/NaN/None)")
+        raise ValueError(f"{name} contains missing values (NA/NaN/None)" + _hint(name))
     to_numpy = getattr(x, "to_numpy", None)
     arr = to_numpy() if callable(to_numpy) else np.asarray(x)
     if arr.ndim != 1:
@@ -103,7 +107,7 @@ def _object_column(arr: np.ndarray, name: str) -> np.ndarray:
     kinds = set()
     for v in arr:
         if v is None or (isinstance(v, float) and math.isnan(v)):
-            raise ValueError(f"{name} contains missing values (NA/NaN/None)")
+            raise ValueError(f"{name} contains missing values (NA/NaN/None)" + _hint(name))
         if isinstance(v, str):
             kinds.add("str")
         elif isinstance(v, bytes):
@@ -144,6 +148,60 @@ def columns(keys: Any, name: str = "keys") -> list[np.ndarray]:
         if len(c) != n:
             raise ValueError(f"{name}: column {j} has {len(c)} rows, column 0 has {n}")
     return cols
+
+
+def _missing_rows(x: Any) -> np.ndarray:
+    """Per row: is the value missing (None, NaN, pandas NA / NaT)?"""
+    isna = getattr(x, "isna", None)
+    if callable(isna):
+        return np.asarray(isna(), dtype=bool).reshape(-1)
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f":
+        return np.isnan(arr).reshape(-1)
+    if arr.dtype.kind == "O":
+        try:
+            import pandas as pd
+
+            return np.asarray(pd.isna(arr), dtype=bool).reshape(-1)
+        except ImportError:  # pragma: no cover - pandas is in the test extra
+            return np.array([v is None or (isinstance(v, float) and math.isnan(v))
+                             for v in arr.reshape(-1).tolist()], dtype=bool)
+    return np.zeros(arr.shape[0] if arr.ndim else 1, dtype=bool)
+
+
+def _take(x: Any, keep: np.ndarray) -> Any:
+    iloc = getattr(x, "iloc", None)
+    if iloc is not None:
+        return iloc[np.flatnonzero(keep)]
+    return np.asarray(x)[keep]
+
+
+def drop_missing(keys: Any, privacy_ids: Any, values: Any) -> tuple[Any, Any, Any]:
+    """``dropna=True``: the rows whose key (any key column) is missing removed from the
+    keys, the privacy ids and the values (new objects; the caller's are not modified)."""
+    if hasattr(keys, "columns") and hasattr(keys, "iloc"):  # a DataFrame
+        masks = [_missing_rows(keys.iloc[:, j]) for j in range(keys.shape[1])]
+    elif isinstance(keys, tuple):
+        masks = [_missing_rows(k) for k in keys]
+    else:
+        masks = [_missing_rows(keys)]
+    if not masks:
+        return keys, privacy_ids, values
+    n = masks[0].shape[0]
+    for name, x in (("privacy_ids", privacy_ids), ("values", values)):
+        if x is not None and len(x) != n:
+            raise ValueError(f"{name} has {len(x)} rows, keys have {n}")
+    if any(m.shape[0] != n for m in masks):
+        raise ValueError("keys: the key columns have different numbers of rows")
+    keep = ~np.logical_or.reduce(masks)
+    if keep.all():
+        return keys, privacy_ids, values
+    if isinstance(keys, tuple):
+        keys = tuple(_take(k, keep) for k in keys)
+    else:
+        keys = _take(keys, keep)
+    return (keys, None if privacy_ids is None else _take(privacy_ids, keep),
+            None if values is None else _take(values, keep))
 
 
 def keys_and_ids(keys: Any, privacy_ids: Any) -> tuple[list[np.ndarray], int,

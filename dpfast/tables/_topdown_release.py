@@ -263,12 +263,12 @@ class TopDownRelease:
         return cols
 
     def to_pandas(self, level: int, alpha: float = 0.05) -> Any:
-        """:meth:`to_columns` as a pandas DataFrame (needs pandas)."""
+        """:meth:`to_columns` as a pandas DataFrame indexed by ``unit`` (needs pandas)."""
         try:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - pandas is in the test extra
             raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
-        return pd.DataFrame(self.to_columns(level, alpha))
+        return pd.DataFrame(self.to_columns(level, alpha)).set_index("unit")
 
     def summary(self, alpha: float = 0.05, truth: Sequence[Any] | None = None) -> str:
         """The privacy spent and :meth:`accuracy` as printable text."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast.random import RngLike
-from dpfast.tables import _fixed, _plan, _usecase, bounding, keynoise
+from dpfast.tables import _fixed, _keys, _plan, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.release import TableRelease
@@ -212,7 +212,11 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
 def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
          epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
          domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-         use_case: str | None = None) -> TableRelease:
+         use_case: str | None = None, dropna: bool = False) -> TableRelease:
+    if not isinstance(dropna, (bool, np.bool_)):
+        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
+    if dropna:  # rows whose key is missing leave before anything else (per-row filter)
+        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
@@ -231,7 +235,7 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
           delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
           max_per_partition: int = 1, domain: Any = None, noise: str | None = None,
           rng: RngLike = None, budget: Any = None, note: str = "",
-          use_case: str | None = None) -> TableRelease:
+          use_case: str | None = None, dropna: bool = False) -> TableRelease:
     """Release the number of rows per key, with bounded contributions.
 
     Parameters
@@ -269,6 +273,10 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     use_case : str, optional
         A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` when the release's
         ``epsilon`` leaves its conventional range.
+    dropna : bool
+        False (default): a missing key (None, NaN, pandas NA/NaT) is an error.  True: rows
+        with a missing key (in any key column) are dropped first, as pandas' ``groupby``
+        does by default (a per-row filter: the guarantee is unchanged).
 
     Returns
     -------
@@ -306,17 +314,18 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     return _run("count", keys, privacy_ids, None, None, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case)
+                use_case=use_case, dropna=dropna)
 
 
 def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],  # noqa: A001
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
         noise: str | None = None, rng: RngLike = None, budget: Any = None,
-        note: str = "", use_case: str | None = None) -> TableRelease:
+        note: str = "", use_case: str | None = None, dropna: bool = False) -> TableRelease:
     """Release the sum of ``values`` per key, values clamped to ``bounds``.
 
-    Parameters are those of :func:`count`, plus ``values`` (one number per row) and
+    Parameters are those of :func:`count` (``dropna`` too), plus ``values`` (one number
+    per row) and
     ``bounds = (lo, hi)``: integer values need integer bounds and get exact discrete noise;
     float values are summed exactly in fixed point (see Privacy) and released on the secure
     grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the
@@ -346,14 +355,15 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     return _run("sum", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case)
+                use_case=use_case, dropna=dropna)
 
 
 def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
          epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
          max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
          noise: str | None = None, rng: RngLike = None, budget: Any = None,
-         note: str = "", use_case: str | None = None) -> TableRelease:
+         note: str = "", use_case: str | None = None, dropna: bool = False
+         ) -> TableRelease:
     """Release the mean of ``values`` per key: noisy centred sum / noisy count.
 
     The budget is split in half (``ε/2`` or ``ρ/2`` each) between the count and the sum of
@@ -376,5 +386,5 @@ def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float
     return _run("mean", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case)
+                use_case=use_case, dropna=dropna)
 

@@ -161,6 +161,18 @@ class TableRelease:
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
+    def __iter__(self) -> Any:
+        """``(key, value)`` pairs, keys in release order (a tuple for several key columns),
+        as Python scalars (``for key, value in release: ...``; :meth:`to_dict` gives the
+        mapping -- ``dict(release)`` would look for a ``keys()`` method, and ``.keys`` is
+        the key array)."""
+        values = self.values.tolist()
+        return iter(zip(self._key_list(), values))
+
+    def to_dict(self) -> dict[Any, Any]:
+        """``{key: value}`` for the released keys (a tuple key for several key columns)."""
+        return dict(iter(self))
+
     def __repr__(self) -> str:
         return (f"TableRelease({self.statistic}, {len(self)} keys, event={self.event}, "
                 f"threshold={self.threshold})")
@@ -256,7 +268,14 @@ class TableRelease:
 
     # ------------------------------------------------------------------ export
     def to_pandas(self, alpha: float = 0.05) -> Any:
-        """A DataFrame: key column(s), the value, ``ci_low``, ``ci_high`` (level ``1 - alpha``).
+        """A DataFrame indexed by the key, as ``DataFrame.groupby(key).agg(...)`` gives.
+
+        Index: the released keys, named after the key Series (``"key"`` for arrays); a
+        :class:`pandas.MultiIndex` for several key columns (``"key0"``, ``"key1"``... for
+        arrays).  Columns: the noisy value (``"count"``, ``"sum"`` or ``"mean"``, or the
+        value Series' name), ``ci_low`` and ``ci_high`` (the interval of
+        :meth:`confidence_interval` at level ``1 - alpha``).  ``df.reset_index()`` gives
+        the flat table of :meth:`to_columns`.
 
         Needs pandas (``pip install dpfast[pandas]``).
         """
@@ -264,15 +283,24 @@ class TableRelease:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - pandas is in the test extra
             raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
-        return pd.DataFrame(self.to_columns(alpha))
+        cols = self.to_columns(alpha)
+        names = self._names()
+        keys = [cols.pop(n) for n in names]
+        if len(keys) == 1:
+            index = pd.Index(keys[0], name=names[0])
+        else:
+            index = pd.MultiIndex.from_arrays(keys, names=list(names))
+        return pd.DataFrame(cols, index=index)
+
+    def _names(self) -> tuple[str, ...]:
+        n = len(self.keys) if isinstance(self.keys, tuple) else 1
+        return self._key_names or (("key",) if n == 1 else tuple(f"key{j}" for j in range(n)))
 
     def to_columns(self, alpha: float = 0.05) -> dict[str, np.ndarray]:
         """The table as ``{column name: array}`` (keys, value, ci_low, ci_high)."""
         cols: dict[str, np.ndarray] = {}
         keys = self.keys if isinstance(self.keys, tuple) else (self.keys,)
-        names = self._key_names or (("key",) if len(keys) == 1 else
-                                    tuple(f"key{j}" for j in range(len(keys))))
-        for name, k in zip(names, keys):
+        for name, k in zip(self._names(), keys):
             cols[name] = k
         lo, hi = self.confidence_interval(alpha)
         cols[self._value_name] = self.values
