@@ -346,6 +346,25 @@ class Budget(Releasing):
                           self.accounting, self.orders, self._ledger.timeout,
                           self._explicit_key))
 
+    def plot(self, *, ax: Any = None) -> Any:
+        """Plot the spending over time from the audit log (:meth:`history`): one step
+        curve of all accepted charges, one per analyst when charges name analysts,
+        refused charges marked, and under basic accounting the budget's epsilon as a
+        line; returns the matplotlib Axes.  Needs matplotlib (``pip install
+        'dpfast[plot]'``); ``dpfast ledger plot FILE -o spend.png`` draws the same."""
+        from dpfast.budget.plot import plot_spending
+
+        where = "memory" if self._ledger.path is None else os.path.basename(self._ledger.path)
+        return plot_spending(self.history(include_refused=True), accounting=self.accounting,
+                             epsilon=self.epsilon, ax=ax,
+                             title=f"privacy budget spent over time ({where})")
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: definition, spent, what is left, the last charges."""
+        from dpfast.budget.plot import budget_html
+
+        return budget_html(self)
+
     def __repr__(self) -> str:
         where = "memory" if self._ledger.path is None else repr(self._ledger.path)
         head = (f"Budget(epsilon={self.epsilon!r}, delta={self.delta!r}, "

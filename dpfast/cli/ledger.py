@@ -1,13 +1,15 @@
-"""``dpfast ledger show FILE`` / ``dpfast ledger verify FILE``: look at a budget ledger.
+"""``dpfast ledger show FILE`` / ``verify FILE`` / ``plot FILE -o spend.png``: look at a
+budget ledger.
 
 ``show`` prints the ledger's definition, every record (accepted, failed and refused
 charges, with who, where and when) as a table, what was spent and what a next release
 may still cost.  ``verify`` checks the hash chain from the definition to the last row
 and prints its head hash (record it elsewhere to detect a later rewrite of the whole
-file), and the ledger against its anchor and checkpoints.  Both only read the file and
-apply the rules ``dpfast.Budget`` applies to a ledger's path (owner, mode, file type,
-directory).  A keyed ledger needs its key in ``DPFAST_LEDGER_KEY``.  Exit codes: 0 ok,
-1 the chain is broken (or the ledger lost charges), 2 not a usable ledger.
+file), and the ledger against its anchor and checkpoints.  ``plot`` draws the spending over
+time (one curve per analyst when charges name analysts; needs matplotlib) into a PNG.  All
+only read the file and apply the rules ``dpfast.Budget`` applies to a ledger's path (owner,
+mode, file type, directory).  A keyed ledger needs its key in ``DPFAST_LEDGER_KEY``.  Exit
+codes: 0 ok, 1 the chain is broken (or the ledger lost charges), 2 not a usable ledger.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     verify = sub.add_parser("verify", help="verify the hash chain (exit 1 if broken)",
                             description="verify the hash chain (exit 1 if broken)")
     verify.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
+    plot = sub.add_parser("plot", help="draw the spending over time into a PNG",
+                          description="draw the spending over time (by analyst when charges "
+                          "name analysts) into a PNG (needs matplotlib)")
+    plot.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
+    plot.add_argument("-o", "--output", required=True, metavar="FILE.png",
+                      help="the PNG file to write")
 
 
 def _cell(text: str, width: int) -> str:
@@ -71,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     if getattr(args, "limit", 0) < 0:
         raise ValueError("--limit must be >= 0")
+    if args.action == "plot":
+        return _plot(args)
     report = inspect_ledger(args.file)
     d = report.definition
     if args.action == "verify":
@@ -100,4 +110,39 @@ def run(args: argparse.Namespace) -> int:
     assert report.spent is not None and report.remaining is not None
     print(describe(report.spent, report.remaining))
     print(f"hash chain verified; head {report.head}")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    import os
+
+    from dpfast.budget import inspect_ledger
+    from dpfast.cli import CliError, check_writable, write_atomic
+
+    if not args.output.lower().endswith(".png"):
+        raise CliError(f"-o {args.output}: the plot is written as PNG: give a .png name")
+    if not os.path.exists(args.file):
+        raise CliError(f"ledger not found: {args.file}")
+    check_writable(args.output)
+    try:
+        import matplotlib
+    except ImportError:
+        raise CliError("dpfast ledger plot needs matplotlib: pip install 'dpfast[plot]'",
+                       1) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpfast.budget.plot import plot_spending
+
+    report = inspect_ledger(args.file)
+    if not report.chain_ok:
+        raise CliError(report.problem, 1)
+    d = report.definition
+    ax = plot_spending(report.records, accounting=str(d.get("accounting")),
+                       epsilon=d.get("epsilon"),
+                       title=f"privacy budget spent over time ({os.path.basename(args.file)})")
+    write_atomic(args.output, lambda tmp: ax.figure.savefig(tmp, format="png", dpi=100))
+    plt.close(ax.figure)
+    n = sum(1 for c in report.records if c.status != "refused")
+    print(f"plot of {n} charges written to {args.output}")
     return 0

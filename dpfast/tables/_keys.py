@@ -84,7 +84,7 @@ def column(x: Any, name: str) -> np.ndarray:
         return arr
     if kind == "f":
         if arr.size and not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains NaN or infinite values")
+            raise ValueError(f"{name} contains NaN or infinite values" + _hint(name))
         return arr
     if kind in "US":
         return arr

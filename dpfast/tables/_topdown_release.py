@@ -292,6 +292,22 @@ class TopDownRelease:
             lines.append(s)
         return "\n".join(lines)
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: :meth:`summary`."""
+        from dpfast.tables import _plot
+
+        return _plot.topdown_html(self)
+
+    def plot(self, alpha: float = 0.05, *, truth: Sequence[Any] | None = None,
+             ax: Any = None) -> Any:
+        """Plot the error by level: the raw measurements' ``1 - alpha`` half-width and the
+        released estimates' RMSE bound (from the noise law), and with ``truth`` (one true
+        table per level; evaluation only, it is sensitive) the measured RMSE; returns
+        the matplotlib Axes.  Needs matplotlib (``pip install 'dpfast[plot]'``)."""
+        from dpfast.tables import _plot
+
+        return _plot.plot_topdown(self, alpha=alpha, truth=truth, ax=ax)
+
     def __repr__(self) -> str:
         sizes = ", ".join(str(e.shape[0]) for e in self.estimates)
         return f"TopDownRelease(units=[{sizes}], rho={self.rho_total!r})"

@@ -177,6 +177,23 @@ class TableRelease:
         return (f"TableRelease({self.statistic}, {len(self)} keys, event={self.event}, "
                 f"threshold={self.threshold})")
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the privacy, the accuracy and the first rows."""
+        from dpfast.tables import _plot
+
+        return _plot.table_html(self)
+
+    def plot(self, alpha: float = 0.05, *, ax: Any = None) -> Any:
+        """Plot the released values with their ``1 - alpha`` confidence intervals as error
+        bars, keys sorted; returns the matplotlib Axes (``ax``, or a new figure's).
+
+        Needs matplotlib (``pip install 'dpfast[plot]'``).  Post-processing of the release
+        and of the public noise law: costs no privacy.
+        """
+        from dpfast.tables import _plot
+
+        return _plot.plot_table(self, alpha=alpha, ax=ax)
+
     # ------------------------------------------------------------------ intervals
     def confidence_interval(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Per-key ``(low, high)`` covering the bounded true value with probability
@@ -272,8 +289,8 @@ class TableRelease:
 
         Index: the released keys, named after the key Series (``"key"`` for arrays); a
         :class:`pandas.MultiIndex` for several key columns (``"key0"``, ``"key1"``... for
-        arrays).  Columns: the noisy value (``"count"``, ``"sum"`` or ``"mean"``, or the
-        value Series' name), ``ci_low`` and ``ci_high`` (the interval of
+        arrays).  Columns: the noisy value (``"count"``, ``"sum"`` or ``"mean"``),
+        ``ci_low`` and ``ci_high`` (the interval of
         :meth:`confidence_interval` at level ``1 - alpha``).  ``df.reset_index()`` gives
         the flat table of :meth:`to_columns`.
 

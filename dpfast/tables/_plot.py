@@ -1,0 +1,137 @@
+"""Pictures and notebook views of releases: :meth:`TableRelease.plot`,
+:meth:`TopDownRelease.plot` and the ``_repr_html_`` Jupyter shows.
+
+matplotlib is optional (``pip install 'dpfast[plot]'``) and imported only inside the
+plotting functions; the HTML views need nothing.  Plotting is post-processing of the
+released values and of the public noise law: it costs no privacy.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+
+__all__ = ["plot_table", "plot_topdown", "table_html", "topdown_html", "axes"]
+
+_MAX_TICKS = 40  # more keys than this: no tick labels (unreadable)
+_HTML_ROWS = 20
+
+
+def axes(ax: Any = None, figsize: tuple[float, float] = (6.4, 4.0)) -> Any:
+    """``ax``, or a new figure's Axes; a clear ImportError without matplotlib."""
+    if ax is not None:
+        return ax
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError("plot() needs matplotlib: pip install 'dpfast[plot]'") from exc
+    _, new = plt.subplots(figsize=figsize)
+    return new
+
+
+def _labels(release: Any) -> list[str]:
+    keys = release._key_list()
+    return [", ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in keys]
+
+
+def _order(release: Any) -> np.ndarray:
+    """Indices that sort the released keys (mixed types: by their text)."""
+    keys = release._key_list()
+    try:
+        return np.array(sorted(range(len(keys)), key=lambda i: keys[i]), dtype=np.int64)
+    except TypeError:
+        text = _labels(release)
+        return np.array(sorted(range(len(keys)), key=lambda i: text[i]), dtype=np.int64)
+
+
+def plot_table(release: Any, *, alpha: float = 0.05, ax: Any = None) -> Any:
+    """The released values with their ``1 - alpha`` intervals as error bars, keys sorted."""
+    ax = axes(ax)
+    order = _order(release)
+    values = np.asarray(release.values, dtype=np.float64)[order]
+    lo, hi = (np.asarray(a, dtype=np.float64)[order]
+              for a in release.confidence_interval(alpha))
+    x = np.arange(values.size)
+    err = np.vstack([np.maximum(values - lo, 0), np.maximum(hi - values, 0)])
+    ax.errorbar(x, values, yerr=err, fmt="o", ms=4, capsize=3 if values.size <= 60 else 0,
+                label=f"noisy {release.statistic}, {100 * (1 - alpha):g}% interval")
+    names = release._names()
+    ax.set_xlabel(", ".join(names))
+    ax.set_ylabel(release._value_name)
+    ax.set_title(f"{release.statistic} per key ({len(release)} keys)")
+    if values.size <= _MAX_TICKS:
+        labels = [_labels(release)[i] for i in order]
+        ax.set_xticks(x)
+        ax.set_xticklabels(labels, rotation=45 if values.size > 8 else 0,
+                           ha="right" if values.size > 8 else "center")
+    else:
+        ax.set_xticks([])
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    ax.figure.tight_layout()
+    return ax
+
+
+def plot_topdown(release: Any, *, alpha: float = 0.05, truth: Any = None,
+                 ax: Any = None) -> Any:
+    """Error by level: the raw measurements' ``1 - alpha`` half-width and the released
+    (consistent) estimates' RMSE bound, from the noise law; with ``truth`` (evaluation
+    only: sensitive) the measured RMSE of the released tables too."""
+    ax = axes(ax)
+    rows = release.report(alpha, truth)
+    levels = np.arange(len(rows))
+    width = 0.38 if truth is None else 0.27
+    raw = [float(np.max(r["noisy_halfwidth"])) for r in rows]
+    bound = [r["consistent_rmse_bound"] for r in rows]
+    ax.bar(levels - width / 2 if truth is None else levels - width, raw, width,
+           label=f"raw measurement, {100 * (1 - alpha):g}% half-width")
+    ax.bar(levels + width / 2 if truth is None else levels, bound, width,
+           label="least squares, RMSE bound")
+    if truth is not None:
+        ax.bar(levels + width, [r["released_rmse"] for r in rows], width,
+               label="released, measured RMSE")
+    ax.set_xticks(levels)
+    ax.set_xticklabels([f"{r['level']}\n({r['units']} units)" for r in rows])
+    ax.set_xlabel("level (coarse to fine)")
+    ax.set_ylabel("error (count units)")
+    ax.set_title(f"TopDown: error by level (rho = {release.rho_total:.4g} zCDP)")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    ax.figure.tight_layout()
+    return ax
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return html.escape(f"{v:.6g}")
+    return html.escape(str(v))
+
+
+def table_html(release: Any, alpha: float = 0.05) -> str:
+    """A notebook view: what was released, its privacy and the first rows."""
+    cols = release.to_columns(alpha)
+    names = list(cols)
+    n = len(release)
+    head = [f"<b>TableRelease</b>: {html.escape(release.statistic)} of {n} keys",
+            f"privacy: <code>{html.escape(str(release.event))}</code>"]
+    if release.threshold is not None:
+        head.append(f"keys chosen privately (threshold {release.threshold})")
+    if release._mean_parts is None:
+        head.append(f"each value within &plusmn;{_cell(release.law.halfwidth(alpha))} with "
+                    f"{100 * (1 - alpha):g}% confidence")
+    rows = ["<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in names) + "</tr>"]
+    shown = min(n, _HTML_ROWS)
+    lists = [np.asarray(cols[c])[:shown].tolist() for c in names]
+    for i in range(shown):
+        rows.append("<tr>" + "".join(f"<td>{_cell(col[i])}</td>" for col in lists) + "</tr>")
+    more = f"<p>... {n - shown} more rows (to_pandas())</p>" if n > shown else ""
+    return ("<div>" + "<br>".join(head) + "<table>" + "".join(rows) + "</table>" + more
+            + "</div>")
+
+
+def topdown_html(release: Any, alpha: float = 0.05) -> str:
+    """A notebook view of a TopDown release: its summary."""
+    return ("<div><b>TopDownRelease</b><pre>" + html.escape(release.summary(alpha))
+            + "</pre></div>")
