@@ -135,3 +135,31 @@ def test_warmup_progress_lines_and_only(tmp_path) -> None:
                          env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.strip().count("\n") == 0 and "unknown family nope" in bad.stderr
+
+
+def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
+    """The bounding kernels' loop sort (smaller to compile than np.sort / np.argsort)
+    orders rows exactly as numpy's stable sort by (key, value) did."""
+    import numpy as np
+
+    from dpfast._kernels import tables as kt
+
+    r = np.random.default_rng(5)
+    for trial in range(200):
+        m = int(r.integers(0, 300))
+        a = r.integers(0, 1 + int(r.integers(1, 50)), m).astype(np.int64)
+        v = r.integers(-5, 5, m).astype(np.float64) * (1.0 if trial % 2 else -0.0)
+        lo = int(r.integers(0, m + 1))
+        hi = int(r.integers(lo, m + 1))
+        a1, v1 = a.copy(), v.copy()
+        kt._sort_pairs(a1, v1, lo, hi)
+        o1 = np.argsort(v[lo:hi], kind="mergesort")
+        ka, kv = a[lo:hi][o1], v[lo:hi][o1]
+        o2 = np.argsort(ka, kind="mergesort")
+        a2, v2 = a.copy(), v.copy()
+        a2[lo:hi], v2[lo:hi] = ka[o2], kv[o2]
+        assert np.array_equal(a1, a2) and np.array_equal(np.signbit(v1), np.signbit(v2))
+        assert np.array_equal(v1, v2)
+        a3 = a.copy()
+        kt._sort_keys(a3, lo, hi)
+        assert np.array_equal(a3[lo:hi], np.sort(a[lo:hi])) and np.array_equal(a3[:lo], a[:lo])

@@ -104,42 +104,86 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
 
 # ----------------------------------------------------------------------------- sorting
 @nb.njit(cache=True)
-def _sort_keys(a, lo, hi):
+def _less(a, v, i, j, pairs):
+    """Row i before row j: by key ``a``, then (``pairs``) by value ``v``."""
+    if a[i] != a[j]:
+        return a[i] < a[j]
+    return pairs and v[i] < v[j]
+
+
+@nb.njit(cache=True)
+def _sort_rows(a, v, lo, hi, pairs):
+    """Stable sort of rows [lo, hi) by ``a`` (and ``v`` with ``pairs``; ``v`` permuted
+    along): insertion sort of runs of ``SMALL`` rows, then bottom-up merges through one
+    scratch buffer.  Plain loops (no ``np.sort``/``np.argsort``): much less for numba
+    to compile on first use, and the same order as a stable sort by (a, v)."""
     m = hi - lo
-    if m <= SMALL:
-        for i in range(lo + 1, hi):
-            v = a[i]
+    for s in range(lo, hi, SMALL):
+        e = min(s + SMALL, hi)
+        for i in range(s + 1, e):
+            ka = a[i]
+            kv = v[i] if pairs else v[0]
             j = i - 1
-            while j >= lo and a[j] > v:
+            while j >= s and (a[j] > ka or (pairs and a[j] == ka and v[j] > kv)):
                 a[j + 1] = a[j]
+                if pairs:
+                    v[j + 1] = v[j]
                 j -= 1
-            a[j + 1] = v
-    else:
-        a[lo:hi] = np.sort(a[lo:hi])
+            a[j + 1] = ka
+            if pairs:
+                v[j + 1] = kv
+    if m <= SMALL:
+        return
+    ta = np.empty(m, a.dtype)
+    tv = np.empty(m if pairs else 0, v.dtype)
+    width = SMALL
+    while width < m:
+        for s in range(0, m, 2 * width):
+            i = lo + s
+            mid = lo + min(s + width, m)
+            end = lo + min(s + 2 * width, m)
+            j = mid
+            t = s
+            while i < mid and j < end:
+                if _less(a, v, j, i, pairs):  # strictly smaller on the right: stable
+                    ta[t] = a[j]
+                    if pairs:
+                        tv[t] = v[j]
+                    j += 1
+                else:
+                    ta[t] = a[i]
+                    if pairs:
+                        tv[t] = v[i]
+                    i += 1
+                t += 1
+            while i < mid:
+                ta[t] = a[i]
+                if pairs:
+                    tv[t] = v[i]
+                i += 1
+                t += 1
+            while j < end:
+                ta[t] = a[j]
+                if pairs:
+                    tv[t] = v[j]
+                j += 1
+                t += 1
+        for t in range(m):
+            a[lo + t] = ta[t]
+            if pairs:
+                v[lo + t] = tv[t]
+        width *= 2
+
+
+@nb.njit(cache=True)
+def _sort_keys(a, lo, hi):
+    _sort_rows(a, a, lo, hi, False)
 
 
 @nb.njit(cache=True)
 def _sort_pairs(a, v, lo, hi):
     """Sort rows [lo, hi) by (key a, value v)."""
-    m = hi - lo
-    if m <= SMALL:
-        for i in range(lo + 1, hi):
-            ka = a[i]
-            kv = v[i]
-            j = i - 1
-            while j >= lo and (a[j] > ka or (a[j] == ka and v[j] > kv)):
-                a[j + 1] = a[j]
-                v[j + 1] = v[j]
-                j -= 1
-            a[j + 1] = ka
-            v[j + 1] = kv
-    else:
-        o1 = np.argsort(v[lo:hi], kind="mergesort")
-        ka = a[lo:hi][o1]
-        kv = v[lo:hi][o1]
-        o2 = np.argsort(ka, kind="mergesort")
-        a[lo:hi] = ka[o2]
-        v[lo:hi] = kv[o2]
+    _sort_rows(a, v, lo, hi, True)
 
 
 # ----------------------------------------------------------------------------- PRF streams
