@@ -186,6 +186,7 @@ def run(args: argparse.Namespace, statistic: str) -> int:
             if statistic == "count":
                 rel = tables.count(keys, ids, **common)
             else:
+                assert values is not None
                 lo, hi = args.bounds
                 if values.dtype.kind in "iu" and float(lo).is_integer() \
                         and float(hi).is_integer():
