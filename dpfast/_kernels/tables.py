@@ -217,6 +217,37 @@ def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
 
 
 # ----------------------------------------------------------------------------- bounding
+@nb.njit(cache=True)
+def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep):
+    """:func:`bound_counts` for ids ``[first, end)`` (one block, serial)."""
+    buf = np.empty(8, np.uint64)
+    st = np.zeros(3, np.int64)
+    nonce = np.zeros(3, np.uint32)
+    for i in range(first, end):
+        lo = off[i]
+        hi = off[i + 1]
+        if hi == lo:
+            nkeep[i] = 0
+            continue
+        _sort_keys(gkeys, lo, hi)
+        d = 0
+        j = lo
+        while j < hi:
+            kk = gkeys[j]
+            e = j + 1
+            while e < hi and gkeys[e] == kk:
+                e += 1
+            gkeys[lo + d] = kk
+            gcnt[lo + d] = min(e - j, c)
+            d += 1
+            j = e
+        if d > k:
+            _set_nonce(nonce, id_hash[i], 0)
+            _shuffle_prefix(gkeys, gcnt, lo, d, k, subkey, nonce, buf, st)
+            d = k
+        nkeep[i] = d
+
+
 @guarded
 @nb.njit(cache=True, parallel=True)
 def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
@@ -225,39 +256,16 @@ def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
     For id ``i``: its distinct keys (sorted) with row counts; if it has more than ``k``
     distinct keys, ``k`` of them chosen uniformly (keyed, see module docstring).  On exit
     ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys and ``gcnt[...]`` their
-    contributions ``min(rows, c)``.
+    contributions ``min(rows, c)``.  The parallel loop only hands blocks of ids to
+    :func:`_bound_counts_block` (a small parallel body compiles much faster).
     """
     n_ids = off.shape[0] - 1
     nt = max(1, nthreads)
     nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
     step = (n_ids + nblk - 1) // nblk if nblk else 0
     for blk in nb.prange(nblk):
-        buf = np.empty(8, np.uint64)
-        st = np.zeros(3, np.int64)
-        nonce = np.zeros(3, np.uint32)
-        for i in range(blk * step, min(n_ids, (blk + 1) * step)):
-            lo = off[i]
-            hi = off[i + 1]
-            if hi == lo:
-                nkeep[i] = 0
-                continue
-            _sort_keys(gkeys, lo, hi)
-            d = 0
-            j = lo
-            while j < hi:
-                kk = gkeys[j]
-                e = j + 1
-                while e < hi and gkeys[e] == kk:
-                    e += 1
-                gkeys[lo + d] = kk
-                gcnt[lo + d] = min(e - j, c)
-                d += 1
-                j = e
-            if d > k:
-                _set_nonce(nonce, id_hash[i], 0)
-                _shuffle_prefix(gkeys, gcnt, lo, d, k, subkey, nonce, buf, st)
-                d = k
-            nkeep[i] = d
+        _bound_counts_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, id_hash,
+                            subkey, k, c, gcnt, nkeep)
 
 
 @guarded
