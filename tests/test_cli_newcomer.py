@@ -94,6 +94,13 @@ def test_readme_count_command_runs_as_written(tmp_path) -> None:
         assert re.search(r"released the count of \d+ keys to counts.csv", out)
         assert "a next release fits if its epsilon is at most" in out
     assert "spent epsilon 2," in second.stdout
+    # the README's next commands on that ledger
+    for action in ("show", "verify"):
+        done = subprocess.run([sys.executable, "-m", "dpfast", "ledger", action,
+                               "budget.sqlite"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        assert "-0.0" not in done.stdout and "hash chain verified" in done.stdout
 
 
 def test_ledger_options_that_disagree_are_refused(data, capsys) -> None:
