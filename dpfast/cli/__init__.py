@@ -34,16 +34,16 @@ from collections.abc import Callable, Sequence
 COMMANDS: dict[str, str] = {
     "demo": "dpfast.cli.demo",
     "count": "dpfast.cli.count",
-    "bench": "dpfast.cli.bench",
-    "plan": "dpfast.cli.plan",
-    "topdown": "dpfast.cli.topdown",
-    "ledger": "dpfast.cli.ledger",
-    "epsilon": "dpfast.cli.epsilon",
-    "ldp": "dpfast.cli.ldp",
-    "warmup": "dpfast.cli.warmup",
     "sum": "dpfast.cli.sum",
     "mean": "dpfast.cli.mean",
     "histogram": "dpfast.cli.histogram",
+    "topdown": "dpfast.cli.topdown",
+    "plan": "dpfast.cli.plan",
+    "ledger": "dpfast.cli.ledger",
+    "epsilon": "dpfast.cli.epsilon",
+    "ldp": "dpfast.cli.ldp",
+    "bench": "dpfast.cli.bench",
+    "warmup": "dpfast.cli.warmup",
 }
 
 

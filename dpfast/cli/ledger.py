@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import math
 
-HELP = "show or verify a privacy-budget ledger file (read-only)"
+HELP = "show, verify or plot a privacy-budget ledger file (read-only)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
-                                help="show: history and totals; verify: the hash chain")
+                                help="show: history and totals; verify: the hash chain; plot: "
+                                "spending over time")
     show = sub.add_parser("show", help="print the ledger's history, what was spent and "
                           "what is left", description="print the ledger's history, what "
                           "was spent and what is left")
