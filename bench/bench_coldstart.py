@@ -32,14 +32,16 @@ CASES: dict[str, str] = {
     "histogram": ("dpfast.histogram(np.linspace(0, 1, 50), bins=5, range=(0, 1), epsilon=1.0, "
                   "rng=K)"),
 }
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this tree's dpfast
 TARGET_FIRST_S = 10.0
 TARGET_WARMUP_S = 60.0
 
 
 def _run(argv: list[str], cache: str) -> float:
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache, DPFAST_NO_COMPILE_NOTICE="1")
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, DPFAST_NO_COMPILE_NOTICE="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=ROOT)
     took = time.perf_counter() - t
     if done.returncode:
         raise RuntimeError(f"{argv[-1]!r} failed:\n{done.stderr}")
