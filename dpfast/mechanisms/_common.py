@@ -146,8 +146,8 @@ class _Mechanism:
     def _halfwidth(self, alpha: float) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
-        """The noise's half-width ``w`` at level ``1 - alpha``, or with ``released`` (this
+    def _interval(self, alpha: float, released: Any = None) -> Any:
+        """The public ``confidence_interval`` of every mechanism: the noise's half-width ``w`` at level ``1 - alpha``, or with ``released`` (this
         mechanism's output) the per-value interval ``(low, high)``.
 
         Without ``released``: the smallest ``w`` of the noise law with

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -96,6 +96,20 @@ class LaplaceMechanism(_Mechanism):
     def _rounding(self) -> float:  # type: ignore[override]
         return self.granularity / 2
 
+    @overload
+    def confidence_interval(self, alpha: float) -> float: ...
+    @overload
+    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
+
+    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
+        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
+        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
+        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
+        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
+        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
+        rounded outwards)."""
+        return self._interval(alpha, released)
+
     def _halfwidth(self, alpha: float) -> float:
         """Smallest grid value ``w`` with ``P(|noise| <= w) >= 1 - alpha``.
 
@@ -161,6 +175,20 @@ class DiscreteLaplaceMechanism(_Mechanism):
     def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_laplace(x, self.scale, rng=rng)
+
+    @overload
+    def confidence_interval(self, alpha: float) -> int: ...
+    @overload
+    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
+
+    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
+        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
+        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
+        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
+        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
+        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
+        rounded outwards)."""
+        return self._interval(alpha, released)
 
     def _halfwidth(self, alpha: float) -> int:
         """Smallest integer ``w`` with ``P(|noise| <= w) >= 1 - alpha`` (exact).
