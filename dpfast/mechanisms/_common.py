@@ -147,8 +147,9 @@ class _Mechanism:
         raise NotImplementedError
 
     def _interval(self, alpha: float, released: Any = None) -> Any:
-        """The public ``confidence_interval`` of every mechanism: the noise's half-width ``w`` at level ``1 - alpha``, or with ``released`` (this
-        mechanism's output) the per-value interval ``(low, high)``.
+        """The public ``confidence_interval`` of every mechanism: the noise's half-width
+        ``w`` at level ``1 - alpha``, or with ``released`` (this mechanism's output) the
+        per-value interval ``(low, high)``.
 
         Without ``released``: the smallest ``w`` of the noise law with
         ``P(|noise| <= w) >= 1 - alpha`` (the mechanism's own docs say how it is computed).
