@@ -43,6 +43,21 @@ def test_notice_once_when_compiling_and_never_from_the_cache(tmp_path) -> None:
     assert NOTICE not in quiet.stderr
 
 
+@pytest.mark.slow
+def test_notice_for_a_topdown_kernel_compiled_for_real(tmp_path) -> None:
+    """Another family than the samplers, compiled for real in a fresh cache directory."""
+    code = ("import numpy as np\n"
+            "from dpfast._kernels import topdown\n"
+            "out = np.full(3, -1, np.int64)\n"
+            "assert topdown.parents(np.arange(3), np.zeros(3, np.int64), out) == -1\n")
+    cache = str(tmp_path / "cache")
+    first = _python(code, cache)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count(NOTICE) == 1
+    second = _python(code, cache)
+    assert second.returncode == 0 and NOTICE not in second.stderr
+
+
 KERNEL_MODULES = ["samplers", "tables", "topdown", "local", "local_aggregate", "selection",
                   "grid", "table", "uniform", "dpsgd", "rappor", "chacha", "blake2b", "convex"]
 
