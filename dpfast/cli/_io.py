@@ -138,7 +138,7 @@ class OpenedBudget:
         if not self.created or self.path is None:
             return False
         removed = False
-        for suffix in ("", "-wal", "-shm", "-journal"):
+        for suffix in ("", "-wal", "-shm", "-journal", "-anchor"):
             try:
                 os.unlink(self.path + suffix)
                 removed = True
