@@ -46,7 +46,7 @@ def _part(p: int, per: int, rows: int):
 def _cluster(**kw):
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, **kw)
+                                       dashboard_address=":0", **kw)
     return cluster, distributed.Client(cluster)
 
 

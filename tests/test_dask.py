@@ -53,7 +53,7 @@ def client():  # type: ignore[no-untyped-def]
                           "distributed.deploy.lost-worker-timeout": "180s"}):
         # generous start-up time: CI and shared machines can be slow to spawn workers
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                           processes=True, dashboard_address=None,
+                                           processes=True, dashboard_address=":0",
                                            timeout=180)
     c = distributed.Client(cluster)
     try:

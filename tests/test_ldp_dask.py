@@ -33,7 +33,7 @@ def test_bag_and_dataframe_of_reports_on_a_local_cluster_equal_one_process(tmp_p
     one_olh = L.Aggregator(olh).add_all(olh_batches)
     with dask.config.set({"distributed.comm.timeouts.connect": "180s"}):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, timeout=180)
+                                           dashboard_address=":0", timeout=180)
     client = distributed.Client(cluster)
     try:
         bag = dbag.from_sequence(cms_batches, npartitions=5)
