@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import mpmath
 import numpy as np
@@ -135,21 +135,29 @@ def interval_around(released: Any, w: Any, extra: Any = 0) -> tuple[Any, Any]:
     return low, high
 
 
-class _Mechanism:
-    """Shared behaviour: repr and the confidence-interval argument check."""
+#: the type of a mechanism's noise half-width (int for the discrete mechanisms)
+W = TypeVar("W", int, float)
+
+
+class _Mechanism(Generic[W]):
+    """Shared behaviour: repr and the confidence interval (``W``: the half-width's type)."""
 
     event: _events.DpEvent
     #: added to the noise's half-width in an interval around a release (the grid
     #: mechanisms' rounding of ``x`` to the grid: ``granularity / 2``)
     _rounding: float = 0.0
 
-    def _halfwidth(self, alpha: float) -> Any:  # pragma: no cover - overridden
+    def _halfwidth(self, alpha: float) -> W:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _interval(self, alpha: float, released: Any = None) -> Any:
-        """The public ``confidence_interval`` of every mechanism: the noise's half-width
-        ``w`` at level ``1 - alpha``, or with ``released`` (this mechanism's output) the
-        per-value interval ``(low, high)``.
+    @overload
+    def confidence_interval(self, alpha: float) -> W: ...
+    @overload
+    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
+
+    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
+        """The noise's half-width ``w`` at level ``1 - alpha``, or with ``released`` (this
+        mechanism's output) the per-value interval ``(low, high)``.
 
         Without ``released``: the smallest ``w`` of the noise law with
         ``P(|noise| <= w) >= 1 - alpha`` (the mechanism's own docs say how it is computed).

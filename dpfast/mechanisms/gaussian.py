@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from dpfast.random import RngLike
 __all__ = ["GaussianMechanism", "DiscreteGaussianMechanism"]
 
 
-class GaussianMechanism(_Mechanism):
+class GaussianMechanism(_Mechanism[float]):
     """Secure real-valued Gaussian mechanism for ``(epsilon, delta)``-DP or ``rho``-zCDP.
 
     Rounds ``x`` to the grid ``g = dpfast.granularity(sigma)`` and adds ``g`` times
@@ -159,20 +159,6 @@ class GaussianMechanism(_Mechanism):
     def _rounding(self) -> float:  # type: ignore[override]
         return self.granularity / 2
 
-    @overload
-    def confidence_interval(self, alpha: float) -> float: ...
-    @overload
-    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
-
-    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
-        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
-        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
-        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
-        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
-        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
-        rounded outwards)."""
-        return self._interval(alpha, released)
-
     def _halfwidth(self, alpha: float) -> float:
         """Smallest grid value ``w`` with ``P(|noise| <= w) >= 1 - alpha``.
 
@@ -185,7 +171,7 @@ class GaussianMechanism(_Mechanism):
         return _discrete_gaussian_halfwidth(s, a) * self.granularity
 
 
-class DiscreteGaussianMechanism(_Mechanism):
+class DiscreteGaussianMechanism(_Mechanism[int]):
     """Discrete Gaussian mechanism for integer queries (Canonne, Kamath, Steinke 2020).
 
     Adds integer noise with ``P(k) ~ exp(-k^2 / (2 sigma^2))``
@@ -294,20 +280,6 @@ class DiscreteGaussianMechanism(_Mechanism):
     def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_gaussian(x, self.sigma, rng=rng)
-
-    @overload
-    def confidence_interval(self, alpha: float) -> int: ...
-    @overload
-    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
-
-    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
-        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
-        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
-        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
-        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
-        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
-        rounded outwards)."""
-        return self._interval(alpha, released)
 
     def _halfwidth(self, alpha: float) -> int:
         """Smallest integer ``w`` with ``P(|noise| <= w) >= 1 - alpha``.

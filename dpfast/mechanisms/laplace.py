@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from dpfast.random import RngLike
 __all__ = ["LaplaceMechanism", "DiscreteLaplaceMechanism"]
 
 
-class LaplaceMechanism(_Mechanism):
+class LaplaceMechanism(_Mechanism[float]):
     """Secure real-valued Laplace mechanism for pure ``epsilon``-DP.
 
     Rounds ``x`` to the grid ``g = dpfast.granularity(scale)`` and adds ``g`` times discrete
@@ -96,20 +96,6 @@ class LaplaceMechanism(_Mechanism):
     def _rounding(self) -> float:  # type: ignore[override]
         return self.granularity / 2
 
-    @overload
-    def confidence_interval(self, alpha: float) -> float: ...
-    @overload
-    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
-
-    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
-        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
-        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
-        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
-        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
-        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
-        rounded outwards)."""
-        return self._interval(alpha, released)
-
     def _halfwidth(self, alpha: float) -> float:
         """Smallest grid value ``w`` with ``P(|noise| <= w) >= 1 - alpha``.
 
@@ -123,7 +109,7 @@ class LaplaceMechanism(_Mechanism):
         return _discrete_laplace_halfwidth(t, a) * self.granularity
 
 
-class DiscreteLaplaceMechanism(_Mechanism):
+class DiscreteLaplaceMechanism(_Mechanism[int]):
     """Discrete Laplace (geometric) mechanism for integer queries, pure ``epsilon``-DP.
 
     Adds integer noise with ``P(k) ~ exp(-|k| / scale)`` (:func:`dpfast.discrete_laplace`).
@@ -175,20 +161,6 @@ class DiscreteLaplaceMechanism(_Mechanism):
     def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return ``x + noise`` (integer array of x's dtype and shape)."""
         return _noise.discrete_laplace(x, self.scale, rng=rng)
-
-    @overload
-    def confidence_interval(self, alpha: float) -> int: ...
-    @overload
-    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
-
-    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
-        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
-        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
-        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
-        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
-        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
-        rounded outwards)."""
-        return self._interval(alpha, released)
 
     def _halfwidth(self, alpha: float) -> int:
         """Smallest integer ``w`` with ``P(|noise| <= w) >= 1 - alpha`` (exact).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, overload
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -24,7 +24,7 @@ from dpfast.random import RngLike
 __all__ = ["SnappingMechanism"]
 
 
-class SnappingMechanism(_Mechanism):
+class SnappingMechanism(_Mechanism[float]):
     """Mironov's snapping mechanism (CCS 2012): float Laplace made safe by clamp and snap.
 
     Computes ``clamp_B(round_Lambda(clamp_B(x) + scale * S * ln U))`` with ``U`` a uniform
@@ -133,20 +133,6 @@ class SnappingMechanism(_Mechanism):
     def __call__(self, x: Any, *, rng: RngLike = None) -> np.ndarray:
         """Return the snapped noisy value(s) of ``x`` (floats in ``[-bound, bound]``)."""
         return _noise.snapping(x, self.scale, self.bound, rng=rng)
-
-    @overload
-    def confidence_interval(self, alpha: float) -> float: ...
-    @overload
-    def confidence_interval(self, alpha: float, released: Any) -> tuple[Any, Any]: ...
-
-    def confidence_interval(self, alpha: float, released: Any = None) -> Any:
-        """The noise's half-width ``w`` at level ``1 - alpha`` (how: :meth:`_halfwidth`), or
-        with ``released`` (this mechanism's output) the per-value ``(low, high)`` covering
-        the true value with probability ``>= 1 - alpha`` each: arrays (numbers for a
-        scalar), the shape :meth:`dpfast.tables.TableRelease.confidence_interval` returns
-        (the grid mechanisms add their rounding ``granularity / 2``; float bounds are
-        rounded outwards)."""
-        return self._interval(alpha, released)
 
     def _halfwidth(self, alpha: float) -> float:
         """A rigorous ``w`` with ``P(|M(x) - clamp_B(x)| <= w) >= 1 - alpha``.
