@@ -274,6 +274,7 @@ class AnchorFile:
 
 
 def _fsync_dir(directory: str) -> None:
+    """fsync a directory (a new file's entry durable); best effort where unsupported."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

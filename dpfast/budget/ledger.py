@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import checkpoint, migrations, paths, schema
-from .anchor import ENV_KEY, AnchorFile, kind_of
+from .anchor import ENV_KEY, AnchorFile, _fsync_dir, kind_of
 from .chain import Chain
 from .records import LedgerError
 
@@ -74,19 +74,6 @@ def _init_schema(conn: sqlite3.Connection, definition_text: str,
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _owner_only(path: str) -> None:
