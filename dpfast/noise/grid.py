@@ -69,12 +69,19 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
               gran: Any, progress: Any = False) -> Any:
     x, rewrap = _wrap.unwrap(x)
     arr, out, big = _inputs.float_input_max(x, out, float32_out=True)
+    new = out is None
+    if new and arr.dtype == np.float32:
+        # a float32 x gives a float32 result, written by the kernel itself (the float64
+        # grid value rounded once more, saturated at FLT_MAX: post-processing) -- no
+        # float64 result to convert
+        fortran = arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous
+        out = np.empty(arr.shape, np.float32, order="F" if fortran else "C")
     tick, close = _progress.ticker(progress, arr.size)
     try:
         res = _grid_noised(kind, arr, param, name, rng, out, gran, tick, big)
     finally:
         close()
-    return rewrap(_inputs.like_input(res, arr)) if out is None else res
+    return rewrap(_inputs.like_input(res, arr)) if new else res
 
 
 def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, out: Any,
