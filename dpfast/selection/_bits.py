@@ -8,6 +8,7 @@ from dpfast import _native
 from dpfast import random as _random
 from dpfast._kernels import selection as _ks
 from dpfast.noise import _drive, _exact
+from dpfast.selection import _small
 from dpfast.selection._validate import _NUM_THREADS
 
 
@@ -20,6 +21,8 @@ def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
     The result depends only on the key and the call sequence, never on the thread count.
     """
     chunk = _drive.CHUNK
+    if n <= _small.SMALL_CELLS:  # one stream's prefix, fewer steps (same words)
+        return _small.draw_words(_drive.source_of(gen), n)
     full, tail = divmod(n, chunk)
     nchunks = full + (tail > 0)
     streams = _drive.source_of(gen)
@@ -52,6 +55,8 @@ def _draw_words(gen: _random.Generator, n: int) -> np.ndarray:
 
 def _uniform_spans(gen: _random.Generator, spans: np.ndarray) -> np.ndarray:
     """Exactly uniform integers in [0, spans[i]) (uint64 spans >= 1)."""
+    if spans.shape[0] <= _small.SMALL_CELLS:  # one chunk, fewer steps (same words)
+        return _small.uniform_spans(_drive.source_of(gen), spans, _ks.uniform_spans)
     out = np.empty(spans.shape[0], np.uint64)
     key_words = _drive.source_of(gen).key_words
     for lo, hi, buf, st, nonces in _drive.batches(gen, spans.shape[0], 1.0):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ def _forced() -> bool:
 
 
 _PARALLEL_WORK = 1 << 16  # cells below which a kernel runs on the calling thread
+_SMALL_CELLS = 4096  # utilities up to this size are checked with numpy on the calling thread
 _MIN_PARALLEL_ROWS = 16  # rows below which row_max runs on the calling thread
 # the Gumbel scan costs ~2 ns per cell (most cells are skipped by one table lookup): a
 # 10^6-candidate scan takes ~2 ms on one thread, below the ~20 ms a parallel launch was
@@ -70,6 +72,11 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     """(float64 C-contiguous (rows, n) array -- possibly the caller's, never written to --,
     row maxima, input was 1-D)."""
     arr = np.asarray(utilities)
+    if arr.dtype == np.float64 and arr.ndim in (1, 2) and 0 < arr.size <= _SMALL_CELLS:
+        # small call: numpy's max on the calling thread (no kernel launch, no thread switch)
+        f2 = np.ascontiguousarray(arr.reshape(1, -1) if arr.ndim == 1 else arr)
+        if np.isfinite(f2).all():
+            return f2, f2.max(axis=1), arr.ndim == 1
     if arr.dtype == np.bool_:
         raise TypeError("utilities must be real numbers, got dtype bool")
     if arr.dtype.kind in "iu":
@@ -101,7 +108,24 @@ def _check_utilities(utilities: Any) -> tuple[np.ndarray, np.ndarray, bool]:
 
 
 def _coefficient(epsilon: Any, sensitivity: Any, denom: int) -> tuple[Fraction, float]:
-    """(exact c, float c) with c = epsilon / (denom * sensitivity)."""
+    """(exact c, float c) with c = epsilon / (denom * sensitivity).  Cached for plain
+    float / int parameters (the result depends only on their exact values; errors are
+    raised again, never cached)."""
+    if type(epsilon) in _PLAIN and type(sensitivity) in _PLAIN:
+        return _coefficient_cached(epsilon, sensitivity, denom)
+    return _coefficient_of(epsilon, sensitivity, denom)
+
+
+_PLAIN = (float, int)
+
+
+@functools.lru_cache(maxsize=1024)
+def _coefficient_cached(epsilon: float | int, sensitivity: float | int, denom: int
+                        ) -> tuple[Fraction, float]:
+    return _coefficient_of(epsilon, sensitivity, denom)
+
+
+def _coefficient_of(epsilon: Any, sensitivity: Any, denom: int) -> tuple[Fraction, float]:
     eps = check_exact_positive(epsilon, "epsilon")
     sens = check_exact_positive(sensitivity, "sensitivity")
     c = eps / (denom * sens)
