@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -74,8 +75,23 @@ def _threads(n: int) -> Iterator[None]:
         numba.set_num_threads(old)
 
 
-@contextlib.contextmanager
-def threads_for(nchunks: int, per_task: int = 0) -> Iterator[None]:
+class _OneThread:
+    """``threads_for`` of a one-chunk batch, as a plain context manager (a small call's
+    fixed cost: no generator frame)."""
+
+    __slots__ = ("_old",)
+
+    def __enter__(self) -> None:
+        self._old = numba.get_num_threads()
+        if self._old != 1:
+            numba.set_num_threads(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._old != 1:
+            numba.set_num_threads(self._old)
+
+
+def threads_for(nchunks: int, per_task: int = 0) -> contextlib.AbstractContextManager[None]:
     """Run a batch of one chunk on the calling thread: a parallel launch costs more than
     a small batch's work.  Output never depends on the thread count.
 
@@ -89,16 +105,26 @@ def threads_for(nchunks: int, per_task: int = 0) -> Iterator[None]:
     container's CPU quota)."""
     _parallel.check_fork_safe()
     if nchunks > 1:
-        cap = _parallel.thread_cap()
-        with _threads(numba.get_num_threads() if cap is None else cap):
-            if per_task > 0:
-                with numba.parallel_chunksize(per_task):
-                    yield
-            else:
+        return _threads_parallel(per_task)
+    return _OneThread()
+
+
+@contextlib.contextmanager
+def _threads_parallel(per_task: int) -> Iterator[None]:
+    """The parallel case of :func:`threads_for`."""
+    cap = _parallel.thread_cap()
+    with _threads(numba.get_num_threads() if cap is None else cap):
+        if per_task > 0:
+            with numba.parallel_chunksize(per_task):
                 yield
-        return
-    with _threads(1):
-        yield
+        else:
+            yield
+
+
+@functools.lru_cache(maxsize=1)
+def _fill_address() -> int:
+    """The C refill's address (``ST_FILL``), looked up once."""
+    return _native.blocks_address()
 
 
 def _nonces(first: int, n: int) -> np.ndarray:
@@ -192,7 +218,7 @@ class CallStreams:
         c1 = min(self.nchunks, c0 + self.per_batch)
         nonces = _nonces(self.first + c0, c1 - c0)
         st = np.zeros((c1 - c0, _ck.ST_COLS), np.int64)
-        st[:, _ck.ST_FILL] = _native.blocks_address()
+        st[:, _ck.ST_FILL] = _fill_address()
         if self.prefill:
             buf = fill_streams(self.key_words, nonces, self.words)
             st[:, _ck.ST_BLOCK] = self.words // 8

@@ -160,18 +160,22 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
         for b in calls:
             pend = _pending_arrays(b.st.shape[0], cap)
             streams = b.streams(calls.key_words)
+            one = b.st.shape[0] == 1  # a small call: scalar reads of the state row
             while True:
                 with threads_for(b.st.shape[0], 1):
                     kernel(streams, mode, force, pend)
-                check_wrap(b.st)
-                if b.st[:, _ck.ST_OVERFLOW].any():
+                if not one or b.st[0, _ck.ST_WRAP]:
+                    check_wrap(b.st)
+                if (b.st[0, _ck.ST_OVERFLOW] if one else b.st[:, _ck.ST_OVERFLOW].any()):
                     raise OverflowError(_OVERFLOW)
-                for i, ints, u64s in _pending_rows(b, pend):
-                    v = finish(i, ints, u64s)
-                    store(i, v)
-                    if log is not None:
-                        log[i] = v
-                if np.all(b.st[:, _ck.ST_CELL] >= b.st[:, _ck.ST_END]):
+                if not one or b.st[0, _ck.ST_PENDING]:
+                    for i, ints, u64s in _pending_rows(b, pend):
+                        v = finish(i, ints, u64s)
+                        store(i, v)
+                        if log is not None:
+                            log[i] = v
+                if (b.st[0, _ck.ST_CELL] >= b.st[0, _ck.ST_END] if one
+                        else np.all(b.st[:, _ck.ST_CELL] >= b.st[:, _ck.ST_END])):
                     break
             if progress is not None:
                 progress(b.hi - b.lo)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -78,8 +79,29 @@ def parse_param(value: Any, name: str, *, allow_zero: bool = False,
     """Validate a scale-like parameter against its supported range.
 
     Positive parameters must lie in ``[lower, upper]``; with ``allow_zero`` the range is
-    ``{0} ∪ [0, upper]``.  Returns (Fraction or float64 array, shape).
+    ``{0} ∪ [0, upper]``.  Returns (Fraction or float64 array, shape).  A plain Python
+    float or int is looked up in a cache (its result depends only on its exact value;
+    refused values raise every time, they are never cached).
     """
+    if type(value) in _PLAIN:
+        return _parse_scalar(value, name, allow_zero, lower, upper)
+    return _parse_param(value, name, allow_zero=allow_zero, lower=lower, upper=upper)
+
+
+_PLAIN = (float, int)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_scalar(value: float | int, name: str, allow_zero: bool, lower: float,
+                  upper: float) -> tuple[Fraction, tuple[int, ...]]:
+    parsed, shape = _parse_param(value, name, allow_zero=allow_zero, lower=lower, upper=upper)
+    assert isinstance(parsed, Fraction)
+    return parsed, shape
+
+
+def _parse_param(value: Any, name: str, *, allow_zero: bool = False,
+                 lower: float = MIN_SCALE, upper: float = MAX_SCALE
+                 ) -> tuple[np.ndarray | Fraction, tuple[int, ...]]:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a number or an array of numbers, got bool")
     refuse_masked(value, name)
@@ -101,8 +123,8 @@ def parse_param(value: Any, name: str, *, allow_zero: bool = False,
         if arr.dtype.kind not in "iuf" or arr.dtype == np.bool_:
             raise TypeError(f"{name} must be real numbers, got dtype {arr.dtype}")
         if arr.ndim == 0:
-            return parse_param(arr.item(), name, allow_zero=allow_zero, lower=lower,
-                               upper=upper)
+            return _parse_param(arr.item(), name, allow_zero=allow_zero, lower=lower,
+                                upper=upper)
         arr = arr.astype(np.float64)
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite (no NaN or inf)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -65,6 +66,20 @@ def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.nda
             res[i] = _drive.grid_value(int(np.rint(flat[i] / g)) + int(z[i]), gfrac, sat)
 
 
+@functools.lru_cache(maxsize=1024)
+def _grid_scale(scale: Fraction, g: float, name: str) -> Fraction:
+    """``scale / g`` exactly, checked against the samplers' range (cached: a scalar call's
+    fixed cost; a refused pair raises every time)."""
+    t = scale / Fraction(g)
+    if t > _drive.MAX_SCALE:
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} exceeds 2**50; use a "
+                         "coarser granularity")
+    if t < _drive.MIN_SCALE:
+        raise ValueError(f"{name} / granularity = {_drive.describe(t)} is below 2**-100; use "
+                         "a finer granularity")
+    return t
+
+
 def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
               gran: Any, progress: Any = False) -> Any:
     x, rewrap = _wrap.unwrap(x)
@@ -92,13 +107,7 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
         raise TypeError(f"{name} must be a scalar for the float mechanisms")
     scale = parsed
     g = granularity(float(scale)) if gran is None else _check_granularity(gran)
-    t = scale / Fraction(g)
-    if t > _drive.MAX_SCALE:
-        raise ValueError(f"{name} / granularity = {_drive.describe(t)} exceeds 2**50; use a "
-                         "coarser granularity")
-    if t < _drive.MIN_SCALE:
-        raise ValueError(f"{name} / granularity = {_drive.describe(t)} is below 2**-100; use "
-                         "a finer granularity")
+    t = _grid_scale(scale, g, name)
     gen = as_generator(rng)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")

@@ -70,6 +70,8 @@ def nonce_words(first: int, n: int) -> np.ndarray:
     """(n, 3) uint32 little-endian nonce words of the stream ids first, ..., first+n-1."""
     if not (0 <= first and first + n <= 1 << 96):
         raise ValueError("internal: stream id out of range")
+    if n == 1 and first < ALLOCATABLE:  # the common single-stream case, fewer steps
+        return np.array([[first & 0xFFFFFFFF, first >> 32, 0]], np.uint32)
     if first + n <= ALLOCATABLE:
         ids = np.uint64(first) + np.arange(n, dtype=np.uint64)
         out = np.zeros((n, 3), np.uint32)

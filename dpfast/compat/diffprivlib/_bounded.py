@@ -92,9 +92,8 @@ def calibrate(eps: float, delta: float, sens: float, lower: float, upper: float
     def ok(b: float) -> bool:
         return _loss(b, *_layout(b, sens, lower, upper)) * (1 + _ALLOW) <= target
 
-    lo = hi = sens / target
-    while not ok(hi):
-        lo, hi = hi, hi * 2
+    lo, hi = _bracket(ok, sens / target, lambda b: _loss(b, *_layout(b, sens, lower, upper))
+                      * (1 + _ALLOW) / target)
     for _ in range(200):  # bisection on floats down to adjacent values
         mid = (lo + hi) / 2
         if mid in (lo, hi):
@@ -104,6 +103,33 @@ def calibrate(eps: float, delta: float, sens: float, lower: float, upper: float
         else:
             lo = mid
     return (hi, *_layout(hi, sens, lower, upper))
+
+
+def _bracket(ok: Any, b0: float, ratio: Any) -> tuple[float, float]:
+    """``(lo, hi)`` with ``hi`` passing ``ok`` and ``lo`` failing it (or ``lo == hi == b0``
+    when ``b0`` passes), ``b0 <= lo``, close around the smallest passing scale: a few
+    fixed-point steps ``b <- b ratio(b)`` (the loss falls about as ``1/b``) approach it,
+    then a bracket of relative width ``2^-36`` is widened geometrically until it holds.
+    The bisection then runs over a few thousand floats instead of a binade."""
+    if ok(b0):
+        return b0, b0
+    b = b0
+    for _ in range(12):
+        nb = b * ratio(b)
+        if not (math.isfinite(nb) and nb > b0) or abs(nb - b) <= b * 2.0 ** -40:
+            break
+        b = nb
+    step = b * 2.0 ** -36
+    hi = b + step
+    while not ok(hi):  # the loss falls to 0 as b grows: ends (at worst after ~1000 steps)
+        step *= 2
+        hi = b + step
+    lo = max(b0, b - b * 2.0 ** -36)
+    step = b * 2.0 ** -36
+    while lo > b0 and ok(lo):
+        step *= 2
+        lo = max(b0, b - step)
+    return lo, hi
 
 
 class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
