@@ -107,25 +107,40 @@ def calibrate(eps: float, delta: float, sens: float, lower: float, upper: float
 
 def _bracket(ok: Any, b0: float, ratio: Any) -> tuple[float, float]:
     """``(lo, hi)`` with ``hi`` passing ``ok`` and ``lo`` failing it (or ``lo == hi == b0``
-    when ``b0`` passes), ``b0 <= lo``, close around the smallest passing scale: a few
-    fixed-point steps ``b <- b ratio(b)`` (the loss falls about as ``1/b``) approach it,
-    then a bracket of relative width ``2^-36`` is widened geometrically until it holds.
-    The bisection then runs over a few thousand floats instead of a binade."""
+    when ``b0`` passes), ``b0 <= lo``, close around the smallest passing scale: secant
+    steps on ``log ratio`` against ``log b`` (the first one assumes the loss falls as
+    ``1/b``) approach it, then a bracket a few times the last step wide is widened
+    geometrically until it holds.  The bisection then runs over a few hundred floats
+    instead of a binade."""
     if ok(b0):
         return b0, b0
-    b = b0
-    for _ in range(12):
-        nb = b * ratio(b)
-        if not (math.isfinite(nb) and nb > b0) or abs(nb - b) <= b * 2.0 ** -40:
+    x0, y0 = math.log(b0), math.log(ratio(b0))
+    x1 = x0 + y0
+    width = 2.0 ** -30
+    for _ in range(16):
+        r1 = ratio(math.exp(x1))
+        if not (math.isfinite(r1) and r1 > 0):
             break
-        b = nb
-    step = b * 2.0 ** -36
+        y1 = math.log(r1)
+        if y1 == y0:
+            break
+        x2 = x1 - y1 * (x1 - x0) / (y1 - y0)
+        x0, y0 = x1, y1
+        width = max(abs(x2 - x1) * 4, 2.0 ** -46)
+        if not math.isfinite(x2) or x2 <= math.log(b0):
+            x1 = max(x1, math.log(b0))
+            break
+        x1 = x2
+        if width <= 2.0 ** -44:
+            break
+    b = max(math.exp(x1), b0)
+    step = b * width
     hi = b + step
-    while not ok(hi):  # the loss falls to 0 as b grows: ends (at worst after ~1000 steps)
+    while not ok(hi):  # the loss falls to 0 as b grows: ends after a few doublings
         step *= 2
         hi = b + step
-    lo = max(b0, b - b * 2.0 ** -36)
-    step = b * 2.0 ** -36
+    step = b * width
+    lo = max(b0, b - step)
     while lo > b0 and ok(lo):
         step *= 2
         lo = max(b0, b - step)
