@@ -73,8 +73,10 @@ def generator_for(random_state: Any) -> Any:
 class NoiseBuffer:
     """Pre-drawn i.i.d. noise for scalar calls (one dpfast call serves many scalars).
 
-    Values are drawn in blocks (16, doubling up to 4096) from ``draw(n)`` and handed out in
-    order; a new ``tag`` (the noise parameters) discards the rest.  Independent identically
+    Values are drawn in blocks (``first``, 16 by default, doubling up to 4096) from
+    ``draw(n)`` and handed out in order; a new ``tag`` (the noise parameters) discards the
+    rest.  An object that usually draws once (diffprivlib's trees build one selection
+    mechanism per leaf) passes ``first=1``.  Independent identically
     distributed draws handed out one by one have the same joint distribution as drawing
     one at a time, so the mechanisms' output distributions are unchanged.  Each value is
     handed out once: a lock serialises threads, and a forked child discards the values its
@@ -83,11 +85,12 @@ class NoiseBuffer:
 
     _MAX = 4096
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 16) -> None:
         self._tag: Any = None
         self._values: np.ndarray = np.empty(0)
         self._pos = 0
-        self._block = 16
+        self._first = first
+        self._block = first
         self._pid = os.getpid()
         self._lock = threading.Lock()
 
@@ -96,7 +99,7 @@ class NoiseBuffer:
             pid = os.getpid()
             if tag != self._tag or self._pos >= self._values.size or pid != self._pid:
                 if tag != self._tag:
-                    self._block = 16
+                    self._block = self._first
                 self._values = draw(self._block)
                 self._block = min(self._block * 2, self._MAX)
                 self._tag, self._pid, self._pos = tag, pid, 0

@@ -129,7 +129,7 @@ class Exponential(_dm.Exponential):
                          monotonic=monotonic, candidates=candidates, measure=measure,
                          random_state=random_state)
         self._gen = generator_for(random_state)
-        self._buffer = NoiseBuffer()
+        self._buffer = NoiseBuffer(first=1)  # one draw per object is common (tree leaves)
 
     def _exact_layout(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(utilities, candidate index per entry) for exact sampling, or None."""
@@ -159,7 +159,7 @@ class Exponential(_dm.Exponential):
         v, owner = layout
         if v.size == 1:
             return np.full(n, owner[0])
-        return owner[self._select(np.broadcast_to(v, (n, v.size)))]
+        return owner[self._select(np.repeat(v[None, :], n, axis=0))]  # writable, C order
 
     def _select(self, rows: np.ndarray) -> np.ndarray:
         return np.asarray(dpfast.exponential(rows, epsilon=self.epsilon,
@@ -202,7 +202,7 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
                                     utility=utility, monotonic=monotonic, candidates=candidates,
                                     random_state=random_state)
         self._gen = generator_for(random_state)
-        self._buffer = NoiseBuffer()
+        self._buffer = NoiseBuffer(first=1)  # one draw per object is common (tree leaves)
 
     def _select(self, rows: np.ndarray) -> np.ndarray:
         sens = self.sensitivity / 2 if self.monotonic else self.sensitivity
