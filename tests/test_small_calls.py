@@ -205,3 +205,49 @@ def test_bounded_domain_calibration_bracket_finds_the_bisection_scale() -> None:
                       else math.inf))
     for c in cases:
         assert b.calibrate.__wrapped__(*c) == _reference_calibration(*c), c
+
+
+@pytest.mark.parametrize("allow_zero", [False, True])
+def test_parse_param_array_fast_accept_agrees_with_the_checks(allow_zero: bool) -> None:
+    """Arrays accepted by the two-reduction test are exactly those the full checks
+    accept; refused arrays raise the same errors."""
+    good = [np.array([1.0, 2.0]), np.array([2.0 ** -100, 2.0 ** 50]), np.array([3, 4])]
+    bad = [np.array([-1.0]), np.array([np.nan, 1.0]), np.array([np.inf]),
+           np.array([2.0 ** 51])]
+    edge = [np.array([0.0, 1.0]), np.array([2.0 ** -101])]  # valid only with allow_zero
+    for a in good + (edge if allow_zero else []):
+        parsed, shape = _params.parse_param(a, "scale", allow_zero=allow_zero)
+        assert shape == a.shape and np.array_equal(parsed, a.astype(np.float64))
+    for a in bad + ([] if allow_zero else edge):
+        with pytest.raises(ValueError, match="scale"):
+            _params.parse_param(a, "scale", allow_zero=allow_zero)
+
+
+def test_bounded_domain_scalar_path_is_the_rejection_sampler() -> None:
+    """A scalar LaplaceBoundedDomain draw: the first in-domain candidate of the batches of
+    exact discrete Laplace draws, as the array loop takes them (same words for a seed)."""
+    pytest.importorskip("diffprivlib")
+    from dpfast.compat._random_state import generator_for
+    from dpfast.compat.diffprivlib import _bounded as b
+
+    for upper in (10.0, math.inf, 1e-3):
+        mech = b.LaplaceBoundedDomain(epsilon=0.5, sensitivity=4.0, lower=0.0, upper=upper,
+                                      random_state=11)
+        got = [mech.randomise(v) for v in (3.0, 0.0, 9.9)]
+        bs, g, _, lo, hi = mech._grid()
+        t = Fraction(bs) / Fraction(g)
+        q = math.exp(-g / bs)
+        p_min = 0.5 if hi is None else -math.expm1((hi - lo + 1) * math.log(q)) / (1 + q)
+        per = max(1, math.ceil(4 / p_min))
+        gen = generator_for(11)
+        want = []
+        for v in (3.0, 0.0, 9.9):
+            c = int(min(max(np.rint(min(max(v, 0.0), upper) / g), lo),
+                        hi if hi is not None else math.inf))
+            while True:
+                y = b._discrete_laplace(per, t, gen) + c
+                ok = (y >= lo) & (y <= hi if hi is not None else True)
+                if ok.any():
+                    want.append(float(min(max(float(y[ok.argmax()]) * g, 0.0), upper)))
+                    break
+        assert got == want

@@ -108,8 +108,11 @@ def _parse_param(value: Any, name: str, *, allow_zero: bool = False,
     if isinstance(value, (np.generic, np.ndarray)):
         refuse_wide_float(np.asarray(value).dtype, name)
     lo = 0.0 if allow_zero else lower
-    rng_text = (f"in [0, {_bound_text(upper)}]" if allow_zero else
+
+    def rng_text() -> str:  # built only for an error message
+        return (f"in [0, {_bound_text(upper)}]" if allow_zero else
                 f"in the supported range [{_bound_text(lo)}, {_bound_text(upper)}]")
+
     if isinstance(value, Fraction):
         exact = value
     elif isinstance(value, (int, np.integer)):
@@ -126,18 +129,22 @@ def _parse_param(value: Any, name: str, *, allow_zero: bool = False,
             return _parse_param(arr.item(), name, allow_zero=allow_zero, lower=lower,
                                 upper=upper)
         arr = arr.astype(np.float64)
+        if arr.size:  # two reductions decide a valid array (NaN fails both comparisons)
+            mn, mx = arr.min(), arr.max()
+            if (mn >= 0 if allow_zero else mn > 0 and mn >= lo) and mx <= upper:
+                return arr, arr.shape
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite (no NaN or inf)")
         low_ok = np.all(arr >= 0) if allow_zero else np.all(arr > 0)
         if not low_ok:
             raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}")
         if np.any(arr > upper) or (not allow_zero and np.any(arr < lo)):
-            raise ValueError(f"{name} must be {rng_text}")
+            raise ValueError(f"{name} must be {rng_text()}")
         return arr, arr.shape
     if exact < 0 or (exact == 0 and not allow_zero):
         raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
     if exact > upper or (exact != 0 and exact < lo):
-        raise ValueError(f"{name} must be {rng_text}, got {value}")
+        raise ValueError(f"{name} must be {rng_text()}, got {value}")
     return exact, ()
 
 

@@ -147,6 +147,12 @@ def _bracket(ok: Any, b0: float, ratio: Any) -> tuple[float, float]:
     return lo, hi
 
 
+@functools.lru_cache(maxsize=4096)
+def _ratio(b: float, g: float) -> Fraction:
+    """``b / g`` exactly (cached with the calibration it belongs to)."""
+    return Fraction(b) / Fraction(g)
+
+
 class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
     r"""diffprivlib's ``LaplaceBoundedDomain`` (Holohan et al. 2020) drawn exactly on a grid.
 
@@ -222,7 +228,7 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
         rejection.  Indices are int64 below 2**62 and Python ints beyond (exact either
         way: ``g`` is a power of two, so ``x / g`` is exact)."""
         b, g, _, lo, hi = cal
-        t = Fraction(b) / Fraction(g)
+        t = _ratio(b, g)
         c = np.rint(x / g)
         if lo is not None:
             c = np.maximum(c, lo)
@@ -240,6 +246,18 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
         if lo is not None and hi is not None:  # (1 - q^{N+1}) / (1 + q) at the domain's end
             p_min = -math.expm1((hi - lo + 1) * math.log(q)) / (1 + q)
         per = max(1, min(_MAX_BATCH, math.ceil(4 / max(p_min, 1e-300))))
+        if x.size == 1 and not big:  # a scalar: the same draws as below, fewer steps
+            ci = int(centre[0])
+            while True:
+                y1 = _discrete_laplace(per, t, self._gen) + ci
+                ok = np.ones(per, bool)
+                if lo is not None:
+                    ok &= y1 >= lo
+                if hi is not None:
+                    ok &= y1 <= hi
+                if ok.any():
+                    out1 = y1[int(ok.argmax()):][:1].astype(np.float64) * g
+                    return np.clip(out1, self.lower, self.upper)
         pending = np.arange(x.size)
         while pending.size:
             rows = pending[:max(1, _MAX_BATCH // per)]
