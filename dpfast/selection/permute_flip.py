@@ -80,8 +80,9 @@ def permute_and_flip(utilities: Any, epsilon: Any, sensitivity: Any = 1.0, *,
         flags = np.empty(rows * n, np.uint8)
         with _threads(rows * n):
             _ks.pf_flips(m, flat, umax, n, _SEG, c_f, _forced(), flags)
-        pending = np.flatnonzero(flags == _ks.PENDING)
-        if pending.size:
+        # PENDING is the largest flag value: one reduction tells whether any coin is undecided
+        pending = np.flatnonzero(flags == _ks.PENDING) if flags.max() == _ks.PENDING else ()
+        if len(pending):
             src = _LazySource(gen)
             for i in pending:
                 gamma = c * (Fraction(float(umax[i // n])) - Fraction(float(flat[i])))
