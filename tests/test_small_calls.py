@@ -110,9 +110,18 @@ def test_parse_param_cache_matches_the_uncached_parser() -> None:
 
 def test_grid_scale_cache_refuses_every_time() -> None:
     assert grid._grid_scale(Fraction(3, 2), 2.0 ** -40, "scale") == Fraction(3, 2) * 2 ** 40
+    assert grid._grid_setup_cached(1.5, "scale", None) == grid._grid_setup(1.5, "scale", None)
     for _ in range(2):
         with pytest.raises(ValueError, match="exceeds 2\\*\\*50"):
             dpfast.laplace(np.zeros(2), 1.0, granularity=2.0 ** -60, rng=KEY)
+        with pytest.raises(ValueError, match="granularity"):
+            dpfast.laplace(np.zeros(2), 1.0, granularity=0.3, rng=KEY)
+        with pytest.raises(TypeError, match="granularity"):
+            dpfast.laplace(np.zeros(2), 1.0, granularity=True, rng=KEY)
+        with pytest.raises(ValueError, match="scale"):
+            dpfast.laplace(np.zeros(2), -1.0, rng=KEY)
+        with pytest.raises(TypeError, match="sigma must be a scalar"):
+            dpfast.gaussian(np.zeros(2), [1.0, 2.0], rng=KEY)
 
 
 @pytest.mark.parametrize("first", [1, 7, (1 << 32) - 1, 1 << 32, (1 << 64) - 1])

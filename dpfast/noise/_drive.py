@@ -237,11 +237,9 @@ def _grid_store(out: np.ndarray, x: np.ndarray, g: float, sat: float) -> Store:
     """Store of MODE_GRID: out[i] = the exact grid value (rint(x[i]/g) + v) g rounded once
     (:func:`grid_value`), so a pending cell gets what the kernel's float path gives
     whenever that applies."""
-    gf = Fraction(g)
-
     def store(i: int, v: int) -> None:
         # float(): a float32 x must not be divided in float32 (x / g could overflow)
-        out[i] = grid_value(int(np.rint(float(x[i]) / g)) + int(v), gf, sat)
+        out[i] = grid_value(int(np.rint(float(x[i]) / g)) + int(v), Fraction(g), sat)
 
     return store
 

@@ -66,6 +66,27 @@ def _grid_fix(flat: np.ndarray, z: np.ndarray, g: float, sat: float, res: np.nda
             res[i] = _drive.grid_value(int(np.rint(flat[i] / g)) + int(z[i]), gfrac, sat)
 
 
+_PLAIN = (float, int)
+
+
+def _grid_setup(param: Any, name: str, gran: Any) -> tuple[float, Fraction]:
+    """(granularity g, exact scale / g) of a call, checked."""
+    parsed, pshape = _drive.parse_param(param, name, lower=MIN_FLOAT_SCALE,
+                                        upper=MAX_FLOAT_SCALE)
+    if pshape:
+        raise TypeError(f"{name} must be a scalar for the float mechanisms")
+    g = granularity(float(parsed)) if gran is None else _check_granularity(gran)
+    return g, _grid_scale(parsed, g, name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _grid_setup_cached(param: float | int, name: str, gran: float | int | None
+                       ) -> tuple[float, Fraction]:
+    """:func:`_grid_setup` for plain float / int arguments (a scalar call's fixed cost;
+    the result depends only on their exact values, and refused ones raise every time)."""
+    return _grid_setup(param, name, gran)
+
+
 @functools.lru_cache(maxsize=1024)
 def _grid_scale(scale: Fraction, g: float, name: str) -> Fraction:
     """``scale / g`` exactly, checked against the samplers' range (cached: a scalar call's
@@ -101,13 +122,10 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
 
 def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, out: Any,
                  gran: Any, tick: Any, big: float) -> np.ndarray:
-    parsed, pshape = _drive.parse_param(param, name, lower=MIN_FLOAT_SCALE,
-                                        upper=MAX_FLOAT_SCALE)
-    if pshape:
-        raise TypeError(f"{name} must be a scalar for the float mechanisms")
-    scale = parsed
-    g = granularity(float(scale)) if gran is None else _check_granularity(gran)
-    t = _grid_scale(scale, g, name)
+    if type(param) in _PLAIN and (gran is None or type(gran) in _PLAIN):
+        g, t = _grid_setup_cached(param, name, gran)
+    else:
+        g, t = _grid_setup(param, name, gran)
     gen = as_generator(rng)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")
