@@ -26,6 +26,7 @@ pipeline_dp = pytest.importorskip("pipeline_dp")
 from pipeline_dp import aggregate_params as ap  # noqa: E402
 from pipeline_dp import dp_computations as dc  # noqa: E402
 
+import dpfast  # noqa: E402
 from dpfast.compat import diffprivlib as dpl  # noqa: E402
 from dpfast.compat import pipeline_dp as dpf_pdp  # noqa: E402
 
@@ -194,3 +195,58 @@ def test_pipeline_dp_aggregate_installed_vs_plain(benchmark, report, noise: str,
     name = f"PipelineDP aggregate {noise} {'public' if public else 'private'}"
     report(name, f"installed {t_inst * 1e3:.1f} ms vs plain {t_plain * 1e3:.1f} ms: "
            f"{ratio:.2f}x")
+
+
+# ----------------------------------------------------------------------------- issue 25
+def _small_call_cases() -> dict:
+    """(dpfast call, diffprivlib's own equivalent: a new mechanism and one draw)."""
+    from diffprivlib import mechanisms as dm
+
+    gen = dpfast.default_rng(KEY)
+    u2, u10 = np.array([3.0, 5.0]), np.linspace(0.0, 9.0, 10)
+    x1, x10 = np.array([0.5]), np.linspace(0.0, 1.0, 10)
+    i1 = np.array([3])
+    return {
+        "permute_and_flip 2 candidates": (
+            lambda: dpfast.permute_and_flip(u2, 1.0, rng=gen),
+            lambda: dm.PermuteAndFlip(epsilon=1.0, sensitivity=1.0, utility=list(u2),
+                                      random_state=None).randomise()),
+        "permute_and_flip 10 candidates": (
+            lambda: dpfast.permute_and_flip(u10, 1.0, rng=gen),
+            lambda: dm.PermuteAndFlip(epsilon=1.0, sensitivity=1.0, utility=list(u10),
+                                      random_state=None).randomise()),
+        "laplace 1 value": (
+            lambda: dpfast.laplace(x1, 2.0, rng=gen),
+            lambda: dm.Laplace(epsilon=0.5, sensitivity=1.0).randomise(0.5)),
+        "laplace 10 values": (
+            lambda: dpfast.laplace(x10, 2.0, rng=gen),
+            lambda: [dm.Laplace(epsilon=0.5, sensitivity=1.0).randomise(v) for v in x10]),
+        "discrete_laplace 1 value": (
+            lambda: dpfast.discrete_laplace(i1, 2.0, rng=gen),
+            lambda: dm.Geometric(epsilon=0.5, sensitivity=1).randomise(3)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_small_call_cases()))
+def test_small_call_vs_diffprivlib(benchmark, report, name: str) -> None:
+    """Per-call cost of a small dpfast draw (fixed overhead) against diffprivlib's own
+    mechanism for the same small job (object plus draw), same run, best of interleaved
+    repeats of 200 calls; ratio = diffprivlib time / dpfast time."""
+    import warnings
+
+    fast, slow = _small_call_cases()[name]
+
+    def many(fn):
+        return lambda: [fn() for _ in range(200)]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast(), slow()
+        t_fast, t_slow = _t.best_interleaved([many(fast), many(slow)], repeat=7)
+        benchmark.pedantic(fast, rounds=50, iterations=1)
+    t_fast, t_slow = t_fast / 200, t_slow / 200
+    ratio = t_slow / t_fast
+    benchmark.extra_info.update({"dpfast_us": t_fast * 1e6, "diffprivlib_us": t_slow * 1e6,
+                                 "ratio": ratio})
+    report(f"small call {name}", f"dpfast {t_fast * 1e6:.1f} us vs diffprivlib "
+           f"{t_slow * 1e6:.1f} us: {ratio:.2f}x")
