@@ -225,9 +225,13 @@ class CallStreams:
         else:  # empty: the first word read refills from block 0
             buf = np.empty((c1 - c0, self.words), np.uint64)
             st[:, _ck.ST_POS] = self.words
-        starts = c0 * self.chunk + np.arange(c1 - c0, dtype=np.int64) * self.chunk
-        st[:, _ck.ST_CELL] = starts
-        st[:, _ck.ST_END] = np.minimum(starts + self.chunk, self.n)
+        if c1 - c0 == 1:  # one chunk (every small call): scalar stores
+            st[0, _ck.ST_CELL] = c0 * self.chunk
+            st[0, _ck.ST_END] = min(c0 * self.chunk + self.chunk, self.n)
+        else:
+            starts = c0 * self.chunk + np.arange(c1 - c0, dtype=np.int64) * self.chunk
+            st[:, _ck.ST_CELL] = starts
+            st[:, _ck.ST_END] = np.minimum(starts + self.chunk, self.n)
         return Batch(c0 * self.chunk, min(self.n, c1 * self.chunk), c0, buf, st, nonces)
 
     def __iter__(self) -> Iterator[Batch]:

@@ -142,7 +142,7 @@ def table(law: int | str, param: Fraction) -> Table:
     key = law if isinstance(law, str) else int(law)
     if key not in _LAW_NAMES:
         raise ValueError(f"internal: unknown law {law!r}")
-    return _table(_LAW_NAMES[key], Fraction(param))
+    return _table(_LAW_NAMES[key], param if type(param) is Fraction else Fraction(param))
 
 
 @functools.lru_cache(maxsize=TABLE_CACHE)
