@@ -7,6 +7,7 @@ just filled (a later run); the ratio cold / warm is what compilation costs.
 
 Run:  python -m pytest bench/bench_coldstart.py --benchmark-only -s
 or:   python bench/bench_coldstart.py            (a table of seconds)
+or:   python bench/bench_coldstart.py --profile tables.count   (what compiles, how long)
 Targets (2-core machine): each first call <= 10 s, ``dpfast warmup`` <= 60 s.
 """
 
@@ -62,6 +63,64 @@ def cold_and_warm(argv: list[str]) -> tuple[float, float]:
 
 WARMUP = [sys.executable, "-m", "dpfast", "warmup"]
 
+# Profile of a first call: numba sends "numba:compile" around every compilation (nested
+# when a kernel compiles the functions it calls); the listener records each one's CPU
+# seconds, inclusive and self (inclusive minus the compilations nested in it).  CPU time
+# (compilation is single-threaded) is steadier than wall time on a loaded machine.
+PROFILE = """
+import json, sys, time
+from numba.core import event
+_stack, _rows = [], []
+class _L(event.Listener):
+    def on_start(self, ev):
+        _stack.append([time.process_time(), 0.0])
+    def on_end(self, ev):
+        t0, kids = _stack.pop()
+        took = time.process_time() - t0
+        if _stack:
+            _stack[-1][1] += took
+        d = ev.data.get("dispatcher")
+        f = getattr(d, "py_func", None)
+        name = f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
+        _rows.append((name, len(_stack), took, took - kids, str(ev.data.get("args"))))
+event.register("numba:compile", _L())
+_t = time.process_time()
+"""
+PROFILE_END = "\nprint(json.dumps([time.process_time() - _t, _rows]))\n"
+
+
+def profile(name: str) -> tuple[float, list[tuple[str, int, float, float, str]]]:
+    """(CPU seconds of case ``name``'s first call with an empty cache, the compilations:
+    (function, nesting depth, inclusive s, self s, argument types) in completion order)."""
+    return profile_code(PRELUDE + CASES[name], name)
+
+
+def profile_code(snippet: str, name: str = "snippet"
+                 ) -> tuple[float, list[tuple[str, int, float, float, str]]]:
+    """:func:`profile` of any Python ``snippet`` (run in a fresh process, empty cache)."""
+    import json
+
+    code = PROFILE + snippet + PROFILE_END
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache, DPFAST_NO_COMPILE_NOTICE="1",
+                   PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, cwd=ROOT)
+    if done.returncode:
+        raise RuntimeError(f"{name!r} failed:\n{done.stderr}")
+    total, rows = json.loads(done.stdout.strip().splitlines()[-1])
+    return total, [tuple(r) for r in rows]
+
+
+def print_profile(name: str) -> None:  # pragma: no cover - manual table
+    total, rows = profile(name)
+    print(f"{name}: {total:.1f} CPU s in all; dpfast kernels (self / inclusive CPU s):")
+    own = [r for r in rows if r[0].startswith("dpfast.")]
+    for fn, depth, incl, self_, _args in own:
+        print(f"  {self_:5.2f} {incl:6.2f}  {'  ' * depth}{fn}")
+    rest = sum(r[3] for r in rows if not r[0].startswith("dpfast."))
+    print(f"  {rest:5.2f}         numba's own helpers (sorting, array constructors, ...)")
+
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_coldstart_first_call(benchmark, report, name: str) -> None:
@@ -78,6 +137,10 @@ def test_coldstart_warmup(benchmark, report) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover - manual table
+    if sys.argv[1:2] == ["--profile"]:
+        for name in sys.argv[2:] or list(CASES):
+            print_profile(name)
+        sys.exit(0)
     names = sys.argv[1:] or [*CASES, "warmup"]
     for name in names:
         argv = WARMUP if name == "warmup" else python_case(name)

@@ -181,3 +181,29 @@ def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
         a3 = a.copy()
         kt._sort_keys(a3, lo, hi)
         assert np.array_equal(a3[lo:hi], np.sort(a[lo:hi])) and np.array_equal(a3[:lo], a[:lo])
+
+
+def test_coldstart_profile_nests_compilations_and_splits_self_time() -> None:
+    """``bench/bench_coldstart.py --profile``: every compilation of a first call, nested
+    as numba compiles callees inside their callers, self time = inclusive - nested."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_coldstart", os.path.join(ROOT, "bench", "bench_coldstart.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    snippet = ("import numba, numpy as np\n"
+               "@numba.njit\ndef inner(x):\n    return x.sum()\n"
+               "@numba.njit\ndef outer(x):\n    return inner(x) + 1.0\n"
+               "outer(np.ones(3))\n")
+    total, rows = mod.profile_code(snippet)
+    mine = {r[0].rsplit(".", 1)[-1]: r for r in rows if r[0].startswith("__main__.")}
+    assert set(mine) == {"inner", "outer"}
+    (_, d_in, incl_in, self_in, args_in), (_, d_out, incl_out, self_out, _) = \
+        mine["inner"], mine["outer"]
+    assert (d_in, d_out) == (1, 0) and "float64" in args_in
+    assert rows.index(mine["inner"]) < rows.index(mine["outer"])  # completion order
+    assert 0 <= self_in <= incl_in and 0 <= self_out <= incl_out
+    nested = sum(r[2] for r in rows if r[1] == 1 and rows.index(r) < rows.index(mine["outer"]))
+    assert abs(incl_out - self_out - nested) < 1e-6  # self = inclusive - direct children
+    assert incl_out <= total
