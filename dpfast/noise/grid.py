@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -75,8 +75,9 @@ def _grid_setup(param: Any, name: str, gran: Any) -> tuple[float, Fraction]:
                                         upper=MAX_FLOAT_SCALE)
     if pshape:
         raise TypeError(f"{name} must be a scalar for the float mechanisms")
-    g = granularity(float(parsed)) if gran is None else _check_granularity(gran)
-    return g, _grid_scale(parsed, g, name)
+    scale = cast(Fraction, parsed)  # a scalar parameter parses to its exact Fraction
+    g = granularity(float(scale)) if gran is None else _check_granularity(gran)
+    return g, _grid_scale(scale, g, name)
 
 
 @functools.lru_cache(maxsize=1024)
