@@ -1,0 +1,1 @@
+"""Accuracy comparison of dpfast with its peers on a public dataset (``compare.py``)."""
