@@ -8,6 +8,8 @@ Every privacy id draws from its own ChaCha20 streams under the release's boundin
 addressed by the id's 64-bit canonical value ``h``: nonce ``(h mod 2^32, h >> 32, 0)`` for
 the choice of its ``max_partitions`` keys, nonce ``(h mod 2^32, h >> 32, j + 1)`` for the
 rows kept in the id's ``j``-th key (its keys sorted canonically); block counters from 0.
+The keys: uniformly (a partial shuffle), or (``bounding="frequent"``) the ``max_partitions``
+with the most rows, ties in the order of a full shuffle on the same stream.
 Each choice is a partial Fisher-Yates shuffle with exactly
 uniform integers (Lemire), applied to the id's rows in canonical order, so what an id keeps
 depends only on (key, its canonical value, its own rows): never on other ids, the row
@@ -218,7 +220,8 @@ def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
 
 # ----------------------------------------------------------------------------- bounding
 @nb.njit(cache=True)
-def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep):
+def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
+                        graw):
     """:func:`bound_counts` for ids ``[first, end)`` (one block, serial)."""
     buf = np.empty(8, np.uint64)
     st = np.zeros(3, np.int64)
@@ -239,22 +242,29 @@ def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nke
                 e += 1
             gkeys[lo + d] = kk
             gcnt[lo + d] = min(e - j, c)
+            graw[lo + d] = e - j
             d += 1
             j = e
         if d > k:
             _set_nonce(nonce, id_hash[i], 0)
-            _shuffle_prefix(gkeys, gcnt, lo, d, k, subkey, nonce, buf, st)
+            if policy == 0:
+                _shuffle_prefix(gkeys, gcnt, lo, d, k, subkey, nonce, buf, st)
+            else:
+                _most_frequent(gkeys, gcnt, gcnt, graw, lo, d, k, False, subkey, nonce, buf,
+                               st)
             d = k
         nkeep[i] = d
 
 
 @guarded
 @nb.njit(cache=True, parallel=True)
-def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
+def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, nthreads):
     """Bound each id's rows (grouped by :func:`group_by_id`) for a count.
 
     For id ``i``: its distinct keys (sorted) with row counts; if it has more than ``k``
-    distinct keys, ``k`` of them chosen uniformly (keyed, see module docstring).  On exit
+    distinct keys, ``k`` of them chosen (keyed, see module docstring): uniformly
+    (``policy`` 0), or the ``k`` with the most rows, ties in a uniformly random order
+    (``policy`` 1, :func:`_most_frequent`).  ``graw`` is scratch (the raw row counts).  On exit
     ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys and ``gcnt[...]`` their
     contributions ``min(rows, c)``.  The parallel loop only hands blocks of ids to
     :func:`_bound_counts_block` (a small parallel body compiles much faster).
@@ -265,14 +275,16 @@ def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, nthreads):
     step = (n_ids + nblk - 1) // nblk if nblk else 0
     for blk in nb.prange(nblk):
         _bound_counts_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, id_hash,
-                            subkey, k, c, gcnt, nkeep)
+                            subkey, k, c, gcnt, nkeep, policy, graw)
 
 
 @guarded
 @nb.njit(cache=True, parallel=True)
-def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, nthreads):
+def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw,
+                 nthreads):
     """Bound each id's rows for a sum / mean: per distinct key at most ``c`` rows (chosen
-    uniformly among the id's rows of that key, sorted by value), then at most ``k`` keys.
+    uniformly among the id's rows of that key, sorted by value), then at most ``k`` keys
+    (uniformly, ``policy`` 0; the ``k`` with the most rows, ``policy`` 1).
 
     On exit ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys, ``gsum`` the sums of the
     kept (already clamped) values and ``gcnt`` the numbers of kept rows.
@@ -310,12 +322,17 @@ def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, nt
                 gkeys[lo + d] = kk
                 gsum[lo + d] = s
                 gcnt[lo + d] = m
+                graw[lo + d] = e - j
                 d += 1
                 j = e
             if d > k:
                 _set_nonce(nonce, id_hash[i], 0)
-                # permute keys, sums and counts together: shuffle an index vector
-                _shuffle3(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
+                if policy == 0:
+                    # permute keys, sums and counts together
+                    _shuffle3(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
+                else:
+                    _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce,
+                                   buf, st)
                 d = k
             nkeep[i] = d
 
@@ -341,6 +358,45 @@ def _shuffle3(a, s, n, lo, d, k, key32, nonce, buf, st):
             n[lo + r] = w
 
 
+@nb.njit(cache=True)
+def _most_frequent(a, s, n, raw, lo, d, k, has_s, key32, nonce, buf, st):
+    """Move the ``k`` entries of ``[lo, lo + d)`` with the largest ``raw`` (row counts) to
+    ``[lo, lo + k)`` (``a``, ``n`` and, with ``has_s``, ``s`` moved together): the entries in
+    a uniformly random order (a full Fisher-Yates shuffle of positions on the id's stream),
+    then stably sorted by ``raw`` descending -- so ties are broken uniformly at random."""
+    st[0] = 0
+    st[1] = 0
+    st[2] = 0
+    pos = buf.shape[0]
+    perm = np.arange(d)
+    for j in range(d - 1):
+        r, pos = below(buf, pos, st, key32, nonce, np.uint64(d - j))
+        r = j + np.int64(r)
+        t = perm[j]
+        perm[j] = perm[r]
+        perm[r] = t
+    neg = np.empty(d, np.int64)
+    rank = np.empty(d, np.int64)
+    for i in range(d):
+        neg[i] = -raw[lo + perm[i]]
+        rank[i] = i
+    _sort_pairs(neg, rank, 0, d)  # by (-rows, random position): the ranks are distinct
+    ta = np.empty(k, a.dtype)
+    ts = np.empty(k, s.dtype)
+    tn = np.empty(k, n.dtype)
+    for j in range(k):
+        q = lo + perm[rank[j]]
+        ta[j] = a[q]
+        tn[j] = n[q]
+        if has_s:
+            ts[j] = s[q]
+    for j in range(k):
+        a[lo + j] = ta[j]
+        n[lo + j] = tn[j]
+        if has_s:
+            s[lo + j] = ts[j]
+
+
 # ----------------------------------------------------------------------------- aggregation
 @nb.njit(cache=True)
 def accumulate(off, nkeep, gkeys, gval, totals):
@@ -349,6 +405,15 @@ def accumulate(off, nkeep, gkeys, gval, totals):
         lo = off[i]
         for j in range(lo, lo + nkeep[i]):
             totals[gkeys[j]] += gval[j]
+
+
+@nb.njit(cache=True)
+def accumulate_units(off, nkeep, gkeys, totals):
+    """totals[key] += 1 for every kept (id, key) pair: the distinct ids kept per key."""
+    for i in range(nkeep.shape[0]):
+        lo = off[i]
+        for j in range(lo, lo + nkeep[i]):
+            totals[gkeys[j]] += 1
 
 
 @guarded

@@ -1,9 +1,9 @@
 """Charge step's input: calibrate the noise of each part of a release and state its event.
 
 A *part* is one noised vector (the counts, or the sums) with its L1 / L2 sensitivity; the
-plan turns the caller's privacy target into one mechanism per part, the noise laws, the
-partition-selection threshold and the event of the whole release.  Nothing here looks at
-the data.
+plan turns the caller's privacy target into one mechanism per part, the noise laws and the
+event of the whole release (the key selection is planned by :mod:`dpfast.tables._select`).
+Nothing here looks at the data.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from dpfast.mechanisms import (
     LaplaceMechanism,
 )
 from dpfast.mechanisms.gaussian import _largest_rho
-from dpfast.tables.partition import partition_threshold
 from dpfast.tables.release import NoiseLaw
 
 
@@ -125,25 +124,26 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
                 False)
 
 
-def threshold(p: Privacy, count_part: Part, k: int, c: int) -> int:
-    """Selection threshold on the noisy count (``count_part`` must be discrete Laplace)."""
-    return partition_threshold(Fraction(count_part.law.scale), p.delta, k, c)
-
-
-def release_event(p: Privacy, parts: list[Part]) -> Any:
+def release_event(p: Privacy, parts: list[Part], selection_delta: float | None = None
+                  ) -> Any:
     """The event of the whole release, stated for add/remove-one-person neighbours.
 
-    Private partition selection, or Gaussian noise calibrated from (ε, δ):
-    ``EpsilonDelta(epsilon, delta)`` (the parts' pure / zCDP guarantees compose to at most
+    Private key selection: ``EpsilonDelta(epsilon, selection_delta)`` (the selection's
+    exact δ, :mod:`dpfast.tables._select`; its ε share and the parts' pure shares sum to at
+    most ``epsilon``).  Gaussian noise calibrated from (ε, δ):
+    ``EpsilonDelta(epsilon, delta)`` (the parts' zCDP guarantees compose to at most
     that).  Otherwise the parts' events, composed.  Every part says
     ``neighbouring="add_remove"``: the sensitivities (``k c``, ``sqrt(k) c``, times ``B``)
     bound what adding or removing all rows of one privacy id changes, so the guarantee is
     for that relation (under replace-one they double; a budget refuses to compose the event
     with replace-one charges).
     """
-    if p.select or (p.noise == "gaussian" and p.rho is None):
+    if p.select:
+        assert p.epsilon is not None and selection_delta is not None
+        event: Any = _events.EpsilonDelta(p.epsilon, selection_delta)
+    elif p.noise == "gaussian" and p.rho is None:
         assert p.epsilon is not None
-        event: Any = _events.EpsilonDelta(p.epsilon, p.delta)
+        event = _events.EpsilonDelta(p.epsilon, p.delta)
     elif len(parts) == 1:
         event = parts[0].event
     else:

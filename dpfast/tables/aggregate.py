@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
+from dpfast._core.rounding import float_down
 from dpfast.random import RngLike
-from dpfast.tables import _fixed, _keys, _plan, _usecase, bounding, keynoise
+from dpfast.tables import _fixed, _keys, _plan, _select, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.release import TableRelease
@@ -96,16 +97,28 @@ class Plan:
     gen: _random.Generator
     release_id: int | None = None  # a raw key's fresh release id (keynoise.release_generator)
     fixed: _fixed.Fixed | None = None  # float values: the fixed-point grid of the summands
+    select: _select.Selection | None = None  # private key selection (domain=None)
+    bounding: int = 0  # bounding.policy_code of the bounding policy
+
+
+def shares(stat_parts: int, select: bool) -> Fraction:
+    """The budget share of each measurement: the ``stat_parts`` noised statistics (count:
+    1, sum: 1, mean: 2) and, with private key selection, the selection, all equal
+    (``1 / (stat_parts + 1)`` each with selection, PipelineDP's default split)."""
+    return Fraction(1, stat_parts + (1 if select else 0))
 
 
 def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer: bool,
                gen: _random.Generator, use_case: str | None,
-               release_id: int | None = None) -> Plan:
+               release_id: int | None = None, selection: Any = "auto",
+               bounding_policy: Any = "uniform") -> Plan:
     parts: list[_plan.Part] = []
     count_part = sum_part = None
-    one = Fraction(1)
+    pol = bounding.policy_code(bounding_policy)
+    policy = _select.resolve(selection, k)  # validated whether or not keys are selected
+    share = shares(2 if stat == "mean" else 1, priv.select)
     if stat == "count":
-        count_part = _plan.part(priv, one, Fraction(k * c), Fraction(k * c * c), k, True)
+        count_part = _plan.part(priv, share, Fraction(k * c), Fraction(k * c * c), k, True)
         parts.append(count_part)
     else:
         lo, hi = bnd
@@ -116,9 +129,7 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
         if mag == 0:
             raise ValueError(f"bounds {bnd} give zero sensitivity: nothing to release "
                              "privately (use lo < hi)")
-        need_count = stat == "mean" or priv.select
-        share = Fraction(1, 2) if need_count else one
-        if need_count:
+        if stat == "mean":
             count_part = _plan.part(priv, share, Fraction(k * c), Fraction(k * c * c), k, True)
             parts.append(count_part)
         sum_part = _plan.part(priv, share, k * c * mag, k * c * c * mag * mag, k, integer)
@@ -127,14 +138,15 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
     if sum_part is not None and not integer:  # exact fixed-point sums of float values
         lo, hi = bnd
         fixed = _fixed.fixed_grid(lo, hi, sum_part.law.granularity, c, stat == "mean")
-    tau = None
+    sel = None
     if priv.select:
-        assert count_part is not None  # selection always has a count part
-        tau = _plan.threshold(priv, count_part, k, c)
-    event = _plan.release_event(priv, parts)
+        assert priv.epsilon is not None
+        sel = _select.plan(float_down(Fraction(priv.epsilon) * share), priv.delta, k, policy)
+    event = _plan.release_event(priv, parts, None if sel is None else sel.delta)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
-    return Plan(stat, k, c, bnd, count_part, sum_part, parts, tau, event, gen, release_id,
-                fixed)
+    return Plan(stat, k, c, bnd, count_part, sum_part, parts,
+                None if sel is None else sel.threshold, event, gen, release_id, fixed, sel,
+                pol)
 
 
 def summands(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
@@ -172,31 +184,39 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
     keep = None
     noisy_count = None
     count_part, sum_part, tau = plan.count_part, plan.sum_part, plan.tau
+    if plan.select is not None:                                           # select
+        if agg.units is None:
+            raise ValueError("key selection needs the distinct privacy units per key "
+                             "(Bounded.units)")
+        keep = _select.apply(plan.select, agg.units[cand], rkey, cand_keys)
     if count_part is not None:                                            # noise
         noisy_count = keynoise.noise_keys(count_part.law, agg.counts[cand], rkey, cand_keys,
                                           keynoise.COUNT_PART)
-        if tau is not None:
-            keep = noisy_count >= tau                                     # select
     noisy_sum = None
     if sum_part is not None:
         assert agg.sums is not None
         noisy_sum = keynoise.noise_keys(sum_part.law, agg.sums[cand], rkey, cand_keys,
                                         keynoise.SUM_PART)
     parts, k, c, event = plan.parts, plan.k, plan.c, plan.event
-    sens = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
-            "max_per_partition": c}
+    sens: dict[str, Any] = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
+                            "max_per_partition": c}
+    if plan.select is not None:  # the unit counts: one person changes k of them by 1
+        sens["selection_l1"] = float(k)
+    sel = plan.select
     if plan.stat == "count":
         assert count_part is not None and noisy_count is not None
         out_keys, (v,) = _finish(data, cand, keep, [noisy_count])
         return TableRelease(keys=out_keys, values=v, statistic="count", event=event,
                             law=count_part.law, threshold=tau, sensitivity=sens,
-                            key_names=data.key_names, release_id=plan.release_id)
+                            key_names=data.key_names, release_id=plan.release_id,
+                            selection=sel)
     assert sum_part is not None and noisy_sum is not None
     if plan.stat == "sum":
         out_keys, (v,) = _finish(data, cand, keep, [noisy_sum])
         return TableRelease(keys=out_keys, values=v, statistic="sum", event=event,
                             law=sum_part.law, threshold=tau, sensitivity=sens,
-                            key_names=data.key_names, release_id=plan.release_id)
+                            key_names=data.key_names, release_id=plan.release_id,
+                            selection=sel)
     assert count_part is not None and noisy_count is not None and plan.bnd is not None
     out_keys, (s, n) = _finish(data, cand, keep, [noisy_sum, noisy_count])
     lo, hi = float(plan.bnd[0]), float(plan.bnd[1])
@@ -206,13 +226,14 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
                         event=event, law=sum_part.law, threshold=tau, sensitivity=sens,
                         key_names=data.key_names,
                         mean_parts=(s.astype(np.float64), n, sum_part.law, count_part.law,
-                                    lo, hi), release_id=plan.release_id)
+                                    lo, hi), release_id=plan.release_id, selection=sel)
 
 
 def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
          epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
          domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-         use_case: str | None = None, dropna: bool = False) -> TableRelease:
+         use_case: str | None = None, dropna: bool = False, selection: Any = "auto",
+         bounding_policy: Any = "uniform") -> TableRelease:
     if not isinstance(dropna, (bool, np.bool_)):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
     if dropna:  # rows whose key is missing leave before anything else (per-row filter)
@@ -223,10 +244,11 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
     gen, rid = keynoise.release_generator(rng)  # a raw key: a fresh release id
     data, bnd = _validate(keys, privacy_ids, values, bounds, domain)   # validate
     integer = data.values is None or data.values.dtype.kind == "i"
-    plan = _make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid)  # plan
+    plan = _make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,  # plan
+                      selection, bounding_policy)
     skey = bounding.subkey(gen)
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
-                               summands(plan, data.values), fixed_exp(plan))
+                               summands(plan, data.values), fixed_exp(plan), plan.bounding)
     with _charge(budget, plan.event, note):                              # charge
         return release(plan, data, agg)
 
@@ -235,7 +257,8 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
           delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
           max_per_partition: int = 1, domain: Any = None, noise: str | None = None,
           rng: RngLike = None, budget: Any = None, note: str = "",
-          use_case: str | None = None, dropna: bool = False) -> TableRelease:
+          use_case: str | None = None, dropna: bool = False, selection: str = "auto",
+          bounding: str = "uniform") -> TableRelease:
     """Release the number of rows per key, with bounded contributions.
 
     Parameters
@@ -277,6 +300,15 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         False (default): a missing key (None, NaN, pandas NA/NaT) is an error.  True: rows
         with a missing key (in any key column) are dropped first, as pandas' ``groupby``
         does by default (a per-row filter: the guarantee is unchanged).
+    selection : {"auto", "geometric", "gaussian", "laplace"}
+        With ``domain=None``: the rule that selects the keys on the noisy number of
+        distinct privacy units per key (:mod:`dpfast.tables._select`).  ``"auto"``: the
+        optimal truncated-geometric rule for ``max_partitions = 1``, Gaussian thresholding
+        otherwise.
+    bounding : {"uniform", "frequent"}
+        Which keys a person keeps when they have more than ``max_partitions``: chosen
+        uniformly, or the ones with the most rows (ties broken uniformly at random).
+        ``max_per_partition`` rows per kept key are chosen uniformly either way.
 
     Returns
     -------
@@ -299,10 +331,15 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     ``Δ2 = sqrt(k) c``.  Discrete Laplace noise of scale ``t >= Δ1 / ε`` gives ε-DP
     (Ghosh et al. 2009; CKS20); discrete Gaussian noise of ``σ`` gives
     ``Δ2² / (2σ²)``-zCDP (CKS20).  With a public ``domain`` the released keys do not depend
-    on the data.  With ``domain=None`` a key is published iff its noisy count reaches the
-    threshold of :func:`dpfast.tables.partition_threshold`, which makes the release
-    ``(ε, δ)``-DP for any ``max_partitions`` (Wilson et al. 2020; Desfontaines, Voss,
-    Gipson, Mandayam, "Differentially private partition selection", PoPETs 2022).
+    on the data.  With ``domain=None`` the keys are chosen by a separate measurement: the
+    number of distinct privacy units per key after bounding (one person changes ``k`` of
+    them by 1: sensitivity ``k``, whatever ``c``), decided by the ``selection`` rule at
+    ``(ε/2, δ)`` -- ``"geometric"``: Desfontaines, Voss, Gipson, Mandayam,
+    "Differentially private partition selection", PoPETs 2022 (at ``ε/2k, δ/k`` per key for
+    ``k > 1``); ``"gaussian"``: Gopi et al., "Differentially private set union", ICML
+    2020, ``δ = δ_noise + δ_threshold``; ``"laplace"``: Wilson et al. 2020 -- and the
+    counts are noised with the other ``ε/2``.  The release is ``(ε, δ_sel)``-DP,
+    ``δ_sel <= δ`` the selection's exact δ (rounded up; :attr:`TableRelease.event`).
     Contribution bounding depends only on each person's own rows (and the key), so it does
     not change the sensitivity of the others' contributions.
 
@@ -314,14 +351,16 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     return _run("count", keys, privacy_ids, None, None, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, dropna=dropna)
+                use_case=use_case, dropna=dropna, selection=selection,
+                bounding_policy=bounding)
 
 
 def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],  # noqa: A001
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
         noise: str | None = None, rng: RngLike = None, budget: Any = None,
-        note: str = "", use_case: str | None = None, dropna: bool = False) -> TableRelease:
+        note: str = "", use_case: str | None = None, dropna: bool = False,
+        selection: str = "auto", bounding: str = "uniform") -> TableRelease:
     """Release the sum of ``values`` per key, values clamped to ``bounds``.
 
     Parameters are those of :func:`count` (``dropna`` too), plus ``values`` (one number
@@ -329,7 +368,8 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     ``bounds = (lo, hi)``: integer values need integer bounds and get exact discrete noise;
     float values are summed exactly in fixed point (see Privacy) and released on the secure
     grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the
-    budget goes to a noisy count that selects the keys (not released) and half to the sums.
+    budget goes to the key selection on the number of privacy units per key (not
+    released; see :func:`count`) and half to the sums.
 
     Privacy
     -------
@@ -355,29 +395,32 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     return _run("sum", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, dropna=dropna)
+                use_case=use_case, dropna=dropna, selection=selection,
+                bounding_policy=bounding)
 
 
 def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
          epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
          max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
          noise: str | None = None, rng: RngLike = None, budget: Any = None,
-         note: str = "", use_case: str | None = None, dropna: bool = False
-         ) -> TableRelease:
+         note: str = "", use_case: str | None = None, dropna: bool = False,
+         selection: str = "auto", bounding: str = "uniform") -> TableRelease:
     """Release the mean of ``values`` per key: noisy centred sum / noisy count.
 
     The budget is split in half (``ε/2`` or ``ρ/2`` each) between the count and the sum of
     the centred values ``2x - lo - hi`` (range ``[-(hi - lo), hi - lo]``); the mean is
     ``(lo + hi + S / max(N, 1)) / 2`` clipped to the bounds (post-processing), the midpoint
-    where the noisy count is not positive.  With ``domain=None`` the noisy count also
-    selects the keys.  Confidence intervals are conservative (see
+    where the noisy count is not positive.  With ``domain=None`` the budget is split in
+    three equal ``ε/3``: the key selection on the number of privacy units per key (see
+    :func:`count`), the count and the centred sum.  Confidence intervals are conservative (see
     :meth:`TableRelease.confidence_interval`).
 
     Privacy
     -------
     Composition of the count (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``),
-    each at half the budget: ``ε``-DP (or ``ρ``-zCDP) overall; ``(ε, δ)``-DP with
-    partition selection.  Neighbouring relation: add/remove one person.  Float values: the
+    each at half the budget: ``ε``-DP (or ``ρ``-zCDP) overall; with private key selection
+    the three measurements at ``ε/3`` each, ``(ε, δ_sel)``-DP (``δ_sel <= δ`` the
+    selection's exact δ).  Neighbouring relation: add/remove one person.  Float values: the
     centred summand is ``(2u - ceil(lo/q) - floor(hi/q)) q`` with ``u`` the value rounded
     once to the fixed-point grid ``q`` and clamped to ``[ceil(lo/q), floor(hi/q)]`` (see
     :func:`sum`), so ``|summand| <= hi - lo`` exactly and the sum is exact (Casacuberta et
@@ -386,5 +429,6 @@ def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float
     return _run("mean", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, dropna=dropna)
+                use_case=use_case, dropna=dropna, selection=selection,
+                bounding_policy=bounding)
 

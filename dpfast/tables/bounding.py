@@ -1,5 +1,14 @@
 """Bound step: per privacy id, at most ``max_partitions`` keys and ``max_per_partition``
-rows per key, chosen uniformly with the CSPRNG, keyed per id.
+rows per key, chosen with the CSPRNG, keyed per id.
+
+Bounding policies (:data:`POLICIES`, ``bounding=`` of the releases): ``"uniform"`` keeps
+``max_partitions`` of the id's keys chosen uniformly; ``"frequent"`` keeps the
+``max_partitions`` keys in which the id has the most rows (ties broken in a uniformly
+random order from the id's keyed stream).  Either way ``max_per_partition`` rows per kept
+key are chosen uniformly, and the choice depends only on the id's own rows.  Besides the
+kept rows per key (``counts``) and their sums, the step returns the number of distinct
+ids kept per key (``units``): what private key selection measures
+(:mod:`dpfast.tables._select`).
 
 What an id keeps is a function of (the generator's key, the id's canonical value, the id's
 own rows) only -- never of other ids, the row order, the thread count or how the data are
@@ -29,18 +38,29 @@ from dpfast.random import RngLike
 from dpfast.tables import _keys
 from dpfast.tables._fixed import FixedSums
 
-__all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG"]
+__all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG", "POLICIES"]
 
 BOUNDING_TAG = b"dpfast.tables.bounding v1"
+POLICIES = ("uniform", "frequent")
 
 
 @dataclasses.dataclass(frozen=True)
 class Bounded:
     """Per-key aggregates of the kept rows: ``counts`` (int64) and, for values, ``sums``
-    (int64, or for fixed-point summands the exact :class:`~dpfast.tables._fixed.FixedSums`)."""
+    (int64, or for fixed-point summands the exact :class:`~dpfast.tables._fixed.FixedSums`);
+    ``units`` (int64): the number of distinct privacy ids with a kept row per key (the
+    number of rows when every row is its own person)."""
 
     counts: np.ndarray
     sums: np.ndarray | FixedSums | None
+    units: np.ndarray | None = None
+
+
+def policy_code(bounding: Any) -> int:
+    """0 for ``"uniform"``, 1 for ``"frequent"`` (ValueError naming ``bounding``)."""
+    if not isinstance(bounding, str) or bounding not in POLICIES:
+        raise ValueError(f"bounding must be one of {POLICIES}, got {bounding!r}")
+    return POLICIES.index(bounding)
 
 
 def positive_int(value: Any, name: str) -> int:
@@ -63,10 +83,11 @@ def subkey(gen: _random.Generator) -> np.ndarray:
 
 def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: int, c: int,
                 skey: np.ndarray, values: np.ndarray | None = None,
-                fixed_exp: int | None = None) -> Bounded:
+                fixed_exp: int | None = None, policy: int = 0) -> Bounded:
     """Bound validated rows given as key codes (and an id column, and clamped values).
 
     ``ids=None``: every row is its own person (one row, one key each); nothing is dropped.
+    ``policy``: :func:`policy_code` of the bounding policy.
     ``fixed_exp``: ``values`` are int64 fixed-point units of ``2**fixed_exp``
     (:func:`dpfast.tables._fixed.to_units`), summed per key exactly in two words
     (:class:`~dpfast.tables._fixed.FixedSums`; OverflowError, never a wrap).
@@ -83,7 +104,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         elif values is not None:
             sums = np.zeros(n_keys, values.dtype)
             np.add.at(sums, key_codes, values)
-        return Bounded(counts, sums)
+        return Bounded(counts, sums, counts)
     id_codes, id_uniques = _keys.factorize_column(ids)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
@@ -97,30 +118,39 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     nkeep = np.empty(n_ids, np.int64)
     gcnt = np.empty(n, np.int64)
     counts = np.zeros(n_keys, np.int64)
+    units = np.zeros(n_keys, np.int64)
+    graw = np.empty(n, np.int64)  # scratch: raw rows per (id, key)
+    pol = np.int64(policy)
     if not use_vals:
-        _kt.bound_counts(off, gkeys, hashes, skey, k, c, gcnt, nkeep, _keys._threads())
+        _kt.bound_counts(off, gkeys, hashes, skey, k, c, gcnt, nkeep, pol, graw,
+                         _keys._threads())
         _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
-        return Bounded(counts, None)
+        _kt.accumulate_units(off, nkeep, gkeys, units)
+        return Bounded(counts, None, units)
     gsum = np.empty(n, gvals.dtype)
-    _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep,
-                      _keys._threads())
+    _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep, pol, graw,
+                     _keys._threads())
     _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
+    _kt.accumulate_units(off, nkeep, gkeys, units)
     if fixed_exp is not None:  # c units of one (id, key) fit int64 (by the grid's choice)
         fixed = FixedSums.zeros(n_keys, fixed_exp)
         fixed.add_kept(off, nkeep, gkeys, gsum)
-        return Bounded(counts, fixed)
+        return Bounded(counts, fixed, units)
     sums = np.zeros(n_keys, gvals.dtype)
     _kt.accumulate(off, nkeep, gkeys, gsum, sums)
-    return Bounded(counts, sums)
+    return Bounded(counts, sums, units)
 
 
 def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: int = 1,
-                        max_per_partition: int = 1, values: Any = None, rng: RngLike = None
-                        ) -> tuple[Any, np.ndarray, np.ndarray | None]:
+                        max_per_partition: int = 1, values: Any = None, rng: RngLike = None,
+                        bounding: str = "uniform", units: bool = False
+                        ) -> tuple[Any, ...]:
     """Contribution bounding alone (no noise: the output is NOT private).
 
     Returns ``(keys, counts, sums)``: the distinct keys in canonical order, the number of
-    kept rows per key, and (with ``values``) the sum of the kept values per key.  Useful to
+    kept rows per key, and (with ``values``) the sum of the kept values per key; with
+    ``units=True`` ``(keys, counts, sums, units)``, ``units`` the number of distinct privacy
+    ids kept per key (what private key selection measures).  Useful to
     inspect what a release will aggregate, and as the exact "truth" of a bounded release.
 
     Parameters
@@ -134,7 +164,12 @@ def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: i
         inspection -- a release sums its clamped float values exactly in fixed point,
         :mod:`dpfast.tables._fixed`).
     rng : None, Generator or bytes
-        Keys the uniform choices (a 32-byte key replays them).
+        Keys the random choices (a 32-byte key replays them).
+    bounding : {"uniform", "frequent"}
+        Which keys an id keeps when it has more than ``max_partitions``: chosen uniformly,
+        or those with the most rows (ties broken uniformly at random).
+    units : bool
+        Also return the distinct ids kept per key.
     """
     k = positive_int(max_partitions, "max_partitions")
     c = positive_int(max_per_partition, "max_per_partition")
@@ -145,7 +180,12 @@ def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: i
         if vals.shape != (n,):
             raise ValueError(f"values has shape {vals.shape}, keys have {n} rows")
     fk = _keys.factorize(cols)
+    pol = policy_code(bounding)
+    if not isinstance(units, (bool, np.bool_)):
+        raise TypeError(f"units must be True or False, got {type(units).__name__}")
     gen = _random.as_generator(rng)
-    b = bound_codes(fk.codes, fk.size, ids, k, c, subkey(gen), vals)
+    b = bound_codes(fk.codes, fk.size, ids, k, c, subkey(gen), vals, policy=pol)
     assert not isinstance(b.sums, FixedSums)  # float64 sums here (no fixed_exp)
+    if units:
+        return fk.uniques, b.counts, b.sums, b.units
     return fk.uniques, b.counts, b.sums

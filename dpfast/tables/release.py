@@ -125,7 +125,12 @@ class TableRelease:
     law : NoiseLaw
         The noise law of each released value (count and sum: exact).
     threshold : int or None
-        Partition-selection threshold on the noisy count (None with a public domain).
+        Key-selection threshold on the noisy number of privacy units per key (None with a
+        public domain; for the geometric rule the smallest unit count that is always
+        published, see :attr:`selection`).
+    selection : Selection or None
+        The private key selection (:mod:`dpfast.tables._select`: policy, ε, exact δ, noise
+        law or keep probabilities); None with a public domain.
     sensitivity : dict
         The L1 / L2 sensitivities used in the calibration.
     release_id : int or None
@@ -139,7 +144,7 @@ class TableRelease:
                  law: NoiseLaw, threshold: int | None, sensitivity: dict[str, float],
                  key_names: tuple[str, ...] | None = None, value_name: str | None = None,
                  mean_parts: tuple[np.ndarray, np.ndarray, NoiseLaw, NoiseLaw, float, float]
-                 | None = None, release_id: int | None = None) -> None:
+                 | None = None, release_id: int | None = None, selection: Any = None) -> None:
         self.keys = keys
         self.values = values
         self.statistic = statistic
@@ -151,6 +156,7 @@ class TableRelease:
         self._value_name = value_name or statistic
         self._mean_parts = mean_parts
         self.release_id = release_id
+        self.selection = selection
 
     @property
     def counts(self) -> np.ndarray:
@@ -276,7 +282,8 @@ class TableRelease:
             t = np.array([float(items.get(k, 0)) for k in keys])
             published = set(keys)
             suppressed = sum(1 for k, v in items.items() if k not in published and v)
-            return t, (suppressed if self.threshold is not None else None)
+            selected = self.threshold is not None or self.selection is not None
+            return t, (suppressed if selected else None)
         arr = np.asarray(truth, dtype=np.float64)
         if arr.shape != self.values.shape:
             raise ValueError(f"truth has shape {arr.shape}, the release has "
