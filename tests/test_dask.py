@@ -67,15 +67,37 @@ def client():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("nparts", [1, 4, 16])
 def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -> None:
     df = _frame()
-    ref = dpt.count(df.k, df.id, epsilon=1.0, delta=1e-5, max_partitions=2, rng=_replay())
+    ref = dpt.count(df.k, df.id, epsilon=2.0, delta=1e-5, max_partitions=2, rng=_replay())
     shuffled = df.sample(frac=1, random_state=nparts)
-    got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=1.0,
+    got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=2.0,
                     delta=1e-5, max_partitions=2, rng=_replay())
     _same(got, ref)
     assert len(ref) > 3
-    got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=1.0,
+    got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=2.0,
                     delta=1e-5, max_partitions=2, rng=_replay(), npartitions=3)
     _same(got, ref)  # any number of partitions after the split by id
+
+
+@pytest.mark.parametrize("selection,bounding", [("geometric", "frequent"),
+                                                ("laplace", "uniform"),
+                                                ("gaussian", "frequent")])
+def test_selection_and_bounding_policies_equal_tables(selection: str, bounding: str) -> None:
+    """Every key-selection rule and bounding policy: bit-identical to one machine."""
+    df = _frame(seed=4)
+    kw = dict(epsilon=2.0, delta=1e-5, max_partitions=2, max_per_partition=2,
+              selection=selection, bounding=bounding, rng=None)
+    for stat in ("count", "mean"):
+        if stat == "count":
+            ref = dpt.count(df.k, df.id, **{**kw, "rng": _replay()})
+            got = dkd.count(dd.from_pandas(df, npartitions=3), "k", "id",
+                            **{**kw, "rng": _replay()})
+        else:
+            ref = dpt.mean(df.v, df.k, df.id, bounds=(-3, 8), **{**kw, "rng": _replay()})
+            got = dkd.mean(dd.from_pandas(df, npartitions=3), "k", "v", "id",
+                           bounds=(-3, 8), **{**kw, "rng": _replay()})
+        _same(got, ref)
+        assert got.selection == ref.selection and got.selection.policy == selection
+        assert len(ref) >= 3  # not trivially empty
 
 
 def test_sum_mean_domain_multicolumn_and_no_ids() -> None:
@@ -231,7 +253,7 @@ def test_integer_sum_overflow_raises_as_tables() -> None:
                                                                  match="overflow"):
         dkd.sum(dd.from_pandas(df, npartitions=8), "k", "v", "person", **kw)
     # the reduction itself never wraps (partials whose total leaves int64)
-    parts = pd.DataFrame({"k": [0, 0], DT._COUNT: [1, 1],
+    parts = pd.DataFrame({"k": [0, 0], DT._COUNT: [1, 1], DT._UNITS: [1, 1],
                           DT._SUM: [2 ** 62, 2 ** 62]})
     with pytest.raises(OverflowError, match="overflows int64"):
         DT._reduce(parts, ["k"], None, True, ("k",))

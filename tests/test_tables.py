@@ -106,7 +106,12 @@ def test_private_selection_releases_frequent_keys_only() -> None:
     rel = dpt.count(keys, ids, epsilon=1.0, delta=1e-6, rng=_replay())
     assert set(rel.keys.tolist()) == {0, 1, 2, 3, 4}
     assert isinstance(rel.event, ev.EpsilonDelta) and rel.event.delta == 1e-6
-    assert rel.threshold == dpt.partition_threshold(1.0, 1e-6, 1, 1)
+    # k = 1: the optimal truncated-geometric rule at epsilon / 2; the threshold is the
+    # smallest unit count published for sure
+    from dpfast.tables import _select
+    assert rel.selection.policy == "geometric" and rel.selection.epsilon == 0.5
+    assert _select.keep_probability(rel.selection, rel.threshold) == 1
+    assert _select.keep_probability(rel.selection, rel.threshold - 1) < 1
 
 
 def test_a_raw_key_never_replays_a_release_a_generator_replays_its_sequence() -> None:

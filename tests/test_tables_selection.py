@@ -44,12 +44,13 @@ def test_bad_delta() -> None:
 
 
 def test_a_singleton_key_is_published_with_the_stated_probability() -> None:
-    """40000 keys, each held by one person (one row): each is published iff 1 + Z >= tau,
-    probability exactly a^(tau - 1) / (1 + a); it must be at most delta."""
+    """40000 keys, each held by one person (one row; Laplace thresholding of the unit
+    counts at epsilon/2 = 1): each is published iff 1 + Z >= tau, probability exactly
+    a^(tau - 1) / (1 + a); it must be at most delta."""
     n = 40000
     keys = np.arange(n)
-    rel = dpt.count(keys, keys, epsilon=1.0, delta=0.05, rng=_replay())
-    assert rel.law.scale == 1.0
+    rel = dpt.count(keys, keys, epsilon=2.0, delta=0.05, rng=_replay(), selection="laplace")
+    assert rel.selection.law.scale == 1.0 and rel.law.scale == 1.0
     p = _tail(1.0, rel.threshold - 1)
     assert p <= 0.05
     sd = math.sqrt(n * p * (1 - p))
@@ -57,16 +58,18 @@ def test_a_singleton_key_is_published_with_the_stated_probability() -> None:
 
 
 def test_max_partitions_guarantee_per_person() -> None:
-    """Each person holds 3 keys of their own, 2 rows each (k = 3, c = 2): the chance that at
-    least one of a person's keys is published is 1 - (1 - p)^3 <= delta."""
+    """Each person holds 3 keys of their own, 2 rows each (k = 3, c = 2): each key has one
+    unit; the chance that at least one of a person's keys is published is
+    1 - (1 - p)^3 <= delta (Laplace thresholding of the unit counts, scale k / (epsilon/2),
+    independent of c)."""
     people = 20000
     ids = np.repeat(np.arange(people), 6)
     keys = np.repeat(np.arange(3 * people), 2)
     rel = dpt.count(keys, ids, epsilon=3.0, delta=0.05, max_partitions=3,
-                    max_per_partition=2, rng=_replay())
-    t = rel.law.scale
+                    max_per_partition=2, rng=_replay(), selection="laplace")
+    t = rel.selection.law.scale
     assert t == 2.0
-    p = _tail(t, rel.threshold - 2)
+    p = _tail(t, rel.threshold - 1)
     q = 1 - (1 - p) ** 3
     assert q <= 0.05
     per_key_sd = math.sqrt(3 * people * p * (1 - p))
@@ -76,7 +79,7 @@ def test_max_partitions_guarantee_per_person() -> None:
     assert abs(hit.mean() - q) < 4.5 * math.sqrt(q * (1 - q) / people)
 
 
-def test_sum_and_mean_select_with_a_noisy_count() -> None:
+def test_sum_and_mean_select_on_unit_counts() -> None:
     r = np.random.default_rng(3)
     keys = np.concatenate([r.integers(0, 4, 4000), [99]])
     vals = np.concatenate([r.integers(0, 10, 4000), [5]])

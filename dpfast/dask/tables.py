@@ -36,6 +36,7 @@ from dpfast.tables import _fixed, _inputs, _keys, _plan, aggregate, bounding, ke
 __all__ = ["count", "sum", "mean"]
 
 _COUNT = "__dpfast_count"
+_UNITS = "__dpfast_units"  # distinct privacy ids kept per key (key selection)
 _SUM = "__dpfast_sum"
 _SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
@@ -79,8 +80,8 @@ def _subkey(src: Any) -> np.ndarray:
 
 
 def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
-              bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any
-              ) -> tuple[Any, int]:
+              bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
+              policy: int = 0) -> tuple[Any, int]:
     """One partition: validate, bound per id, aggregate per key (rows with no key kept are
     dropped).  Returns a pandas DataFrame (the key columns, count and, for values, the
     exact sum: int64, or two int64 words for float values) and the partition's row count."""
@@ -92,11 +93,13 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     data, bnd = _inputs._validate(keys, ids, vals, bounds, domain)
     v = aggregate.summands_of(stat, bnd, fixed, data.values)
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v,
-                               None if fixed is None else fixed.exp)
+                               None if fixed is None else fixed.exp, policy)
     nz = np.flatnonzero(agg.counts)
     uk = aggregate._take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out[_COUNT] = agg.counts[nz]
+    assert agg.units is not None
+    out[_UNITS] = agg.units[nz]  # an id's rows are all in this partition: units add up
     if isinstance(agg.sums, _fixed.FixedSums):
         out[_SUM_HI] = agg.sums.hi[nz]
         out[_SUM_LO] = agg.sums.lo[nz]
@@ -145,6 +148,8 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
         codes = fk.codes[nd:]
     counts = np.zeros(fk.size, np.int64)
     np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
+    units = np.zeros(fk.size, np.int64)
+    np.add.at(units, codes, parts[_UNITS].to_numpy(np.int64))
     codes = np.ascontiguousarray(codes, np.int64)
     sums: Any = None
     if has_sum and fixed is not None:
@@ -156,13 +161,13 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
         if _kf.add_checked(codes, parts[_SUM].to_numpy(np.int64), sums):
             raise OverflowError("sum of the clamped values overflows int64")
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
-    return data, bounding.Bounded(counts, sums)
+    return data, bounding.Bounded(counts, sums, units)
 
 
 def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any, *,
          epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
          domain: Any, noise: Any, rng: Any, budget: Any, note: Any, use_case: Any,
-         npartitions: Any) -> Any:
+         npartitions: Any, selection: Any = "auto", bounding_policy: Any = "uniform") -> Any:
     names, id_col, val_col = _columns(ddf, key, privacy_id, value)
     k, c = aggregate._common(max_partitions, max_per_partition, id_col)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
@@ -185,11 +190,12 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
         if len(dcols) != len(names):
             raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
     gen, rid, key_src = _generator(rng)
-    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid)
+    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,
+                                selection, bounding_policy)
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
     with aggregate._charge(budget, plan.event, note):  # charged before anything is computed
         parts, nrows = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat,
-                                plan.fixed, key_src, npartitions)
+                                plan.fixed, key_src, npartitions, plan.bounding)
         if integer and bnd is not None:
             _inputs.check_int_sum(nrows, bnd)  # as tables.sum: all the rows, not a partition
         data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
@@ -198,14 +204,14 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
 
 def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,
              bnd: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
-             npartitions: int | None) -> tuple[Any, int]:
+             npartitions: int | None, policy: int = 0) -> tuple[Any, int]:
     """Build and compute the graph: [hash-partition by id ->] per partition bound and
     aggregate -> the per-key partials of every partition, concatenated (pandas), and the
     number of rows."""
     import dask
     import pandas as pd
 
-    args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src)
+    args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src, policy)
     parts = frame.to_delayed()
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
@@ -242,6 +248,10 @@ _PARAMS_DOC = """
         (the graph carries it: a retried task recomputes its own partition).
     npartitions : int, optional
         Partitions after the shuffle by privacy id (default: as many as ``ddf``).
+    selection, bounding
+        As in :func:`dpfast.tables.count`: the key-selection rule on the number of distinct
+        privacy units per key (each id's rows meet in one partition, so the per-partition
+        unit counts add up exactly) and the bounding policy.
 """
 
 
@@ -249,7 +259,8 @@ def count(ddf: Any, key: Any, privacy_id: str | None = None, *,
           epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
           max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
           noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
-          use_case: str | None = None, npartitions: int | None = None) -> Any:
+          use_case: str | None = None, npartitions: int | None = None,
+          selection: str = "auto", bounding: str = "uniform") -> Any:
     """Release the number of rows per key of a dask DataFrame, with bounded contributions.
 
     Parameters
@@ -264,20 +275,23 @@ def count(ddf: Any, key: Any, privacy_id: str | None = None, *,
     -------
     That of :func:`dpfast.tables.count` (the same mechanism: add/remove one person,
     ``Δ1 = k c``, ``Δ2 = sqrt(k) c``; discrete Laplace / Gaussian noise, CKS20; private
-    partition selection, Desfontaines et al. 2022).  Distribution changes who computes,
+    key selection on the distinct privacy units per key, sensitivity ``k``: Desfontaines
+    et al. 2022, Gopi et al. 2020, :mod:`dpfast.tables._select`).  Distribution changes who computes,
     never what is computed: bounding depends only on each person's own rows.
     """
     return _run("count", ddf, key, privacy_id, None, None, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, npartitions=npartitions)
+                use_case=use_case, npartitions=npartitions, selection=selection,
+                bounding_policy=bounding)
 
 
 def sum(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,  # noqa: A001
         bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
         rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
         domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
-        note: str = "", use_case: str | None = None, npartitions: int | None = None) -> Any:
+        note: str = "", use_case: str | None = None, npartitions: int | None = None,
+        selection: str = "auto", bounding: str = "uniform") -> Any:
     """Release the sum of the ``value`` column per key (clamped to ``bounds``).
 
     Parameters as in :func:`count`, plus ``value`` (a column name) and ``bounds``.
@@ -292,14 +306,16 @@ def sum(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,  # noq
     return _run("sum", ddf, key, privacy_id, value, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, npartitions=npartitions)
+                use_case=use_case, npartitions=npartitions, selection=selection,
+                bounding_policy=bounding)
 
 
 def mean(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
          bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
          rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
          domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
-         note: str = "", use_case: str | None = None, npartitions: int | None = None) -> Any:
+         note: str = "", use_case: str | None = None, npartitions: int | None = None,
+         selection: str = "auto", bounding: str = "uniform") -> Any:
     """Release the mean of the ``value`` column per key: noisy centred sum / noisy count.
 
     Parameters as in :func:`sum`.
@@ -312,7 +328,8 @@ def mean(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
     return _run("mean", ddf, key, privacy_id, value, bounds, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
                 domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, npartitions=npartitions)
+                use_case=use_case, npartitions=npartitions, selection=selection,
+                bounding_policy=bounding)
 
 
 count.__doc__ = (count.__doc__ or "").replace("{params}", _PARAMS_DOC.strip())
