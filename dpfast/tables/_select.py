@@ -321,8 +321,10 @@ def _geometric(e: float, d: float, k: int) -> Selection:
 
 
 def keep_probability(sel: Selection, n: int) -> Fraction | mpmath.mpf:
-    """The exact probability that a key held by ``n`` units (after bounding) is published:
-    a Fraction for the geometric rule, an upper bound (256-bit) for thresholding."""
+    """The probability that a key held by ``n`` units (after bounding) is published: exact
+    (a Fraction) for the geometric rule; for thresholding evaluated in 256-bit arithmetic,
+    an upper bound where ``n`` is below the threshold (the tails that make δ) and within
+    ``2**-200`` relative of the exact value elsewhere."""
     n = int(n)
     if n <= 0:
         return Fraction(0)
