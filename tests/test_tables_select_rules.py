@@ -21,7 +21,6 @@ from dpfast.tables import _select, keynoise
 from tests.helpers import KEY
 
 
-
 @pytest.fixture(autouse=True)
 def _precision():
     """200-bit mpmath in this module's reference formulas (restored afterwards)."""

@@ -276,8 +276,8 @@ def count(ddf: Any, key: Any, privacy_id: str | None = None, *,
     That of :func:`dpfast.tables.count` (the same mechanism: add/remove one person,
     ``Δ1 = k c``, ``Δ2 = sqrt(k) c``; discrete Laplace / Gaussian noise, CKS20; private
     key selection on the distinct privacy units per key, sensitivity ``k``: Desfontaines
-    et al. 2022, Gopi et al. 2020, :mod:`dpfast.tables._select`).  Distribution changes who computes,
-    never what is computed: bounding depends only on each person's own rows.
+    et al. 2022, Gopi et al. 2020, :mod:`dpfast.tables._select`).  Distribution changes who
+    computes, never what is computed: bounding depends only on each person's own rows.
     """
     return _run("count", ddf, key, privacy_id, None, None, epsilon=epsilon, delta=delta,
                 rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
