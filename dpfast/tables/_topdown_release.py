@@ -59,6 +59,12 @@ class TopDownRelease:
         once; ``<= rho``): the ``rho`` of the former ``Zcdp`` event.
     total_invariant : bool
         True when the level-0 totals are released exactly (not DP for them).
+    privacy_unit : str
+        Whom the guarantee protects: ``"record"`` (one record added or removed), or
+        ``"person (privacy_ids; max_partitions=k, max_per_partition=c, ...)"`` (all records
+        of one person, after per-person bounding).
+    sensitivity : list of float
+        Per level, the L2 sensitivity the noise was calibrated for (1 per record).
     release_id : int or None
         The fresh release id of a release made with a raw key (its noise is that of the
         generator ``dpfast.tables.keynoise.keyed_generator(key, release_id)``); None when
@@ -79,6 +85,10 @@ class TopDownRelease:
         self.integer: bool = kw["integer"]
         self._mechs: list[Any] = kw["mechanisms"]
         self.release_id: int | None = kw.get("release_id")
+        #: who the guarantee is about: "record", or "person (privacy_ids; ...)"
+        self.privacy_unit: str = kw.get("privacy_unit", "record")
+        #: per level, the L2 sensitivity the noise was calibrated for (1 per record)
+        self.sensitivity: list[float] = kw.get("sensitivity", [1.0] * len(self.estimates))
 
     @property
     def n_levels(self) -> int:
@@ -279,7 +289,9 @@ class TopDownRelease:
         except UnsupportedEventError:  # a level's noise beyond the PLD accountant's range
             pld = ""
         lines = [f"TopDown release: {self.n_levels} levels, rho = {self.rho_total:.6g} zCDP "
-                 f"(epsilon = {self.epsilon(1e-10):.4g} at delta = 1e-10{pld})"]
+                 f"(epsilon = {self.epsilon(1e-10):.4g} at delta = 1e-10{pld})",
+                 f"guarantee per {self.privacy_unit} (add/remove one); level L2 "
+                 f"sensitivities {', '.join(f'{s:.4g}' for s in self.sensitivity)}"]
         if self.total_invariant:
             lines.append("level 0 released exactly (invariant: not differentially private)")
         for r in self.report(alpha, truth):

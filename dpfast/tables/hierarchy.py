@@ -34,7 +34,9 @@ from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import RngLike
 
+from . import _topdown_units as _units
 from . import _usecase, _wls, keynoise
+from . import bounding as _bounding
 from ._charge import charged
 from ._topdown_release import TopDownRelease
 from .release import _alpha as _alpha
@@ -137,6 +139,10 @@ def topdown(
     budget: Any = None,
     note: str = "",
     use_case: str | None = None,
+    privacy_ids: Any = None,
+    max_partitions: int = 1,
+    max_per_partition: int = 1,
+    bounding: str = "uniform",
 ) -> TopDownRelease:
     """Release a geographic hierarchy: noisy, then consistent, non-negative and integral.
 
@@ -172,6 +178,17 @@ def topdown(
     use_case : str, optional
         A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` if the release's
         ``epsilon`` (at ``delta = 1e-10``) leaves its conventional range.
+    privacy_ids : array_like, optional
+        The person (privacy unit) of each record.  Then ``leaf_counts`` is read as one
+        leaf index per record (integers in ``[0, n_leaves)``, ``n_leaves = len(levels[0])``),
+        each person keeps at most ``max_partitions`` leaves and ``max_per_partition``
+        records per leaf (:func:`dpfast.tables.bound_contributions`, keyed per person with
+        ``rng``), and the guarantee is per person (see Privacy).  None: one record is the
+        unit (``leaf_counts`` are counts).
+    max_partitions, max_per_partition : int
+        The per-person bounds ``k`` and ``c`` (only with ``privacy_ids``).
+    bounding : {"uniform", "frequent"}
+        Which leaves a person keeps when they have more than ``max_partitions``.
 
     Returns
     -------
@@ -215,6 +232,15 @@ def topdown(
     same levels stated for ``neighbouring="replace_one"``, twice (``2 rho``-zCDP;
     sensitivity ``sqrt(2)``), not by ``event`` itself, which states add/remove-one (a
     budget refuses to compose it with replace-one charges).
+    With ``privacy_ids``: neighbouring datasets differ by all records of one person, who
+    after bounding changes at most ``k`` leaves by at most ``c``; level ``j``'s table moves
+    by at most ``Δ_j`` in L2, ``Δ_j^2 = c^2 max sum_u m_u^2`` over the ways to put ``k``
+    distinct leaves into level ``j``'s units (exact, :mod:`dpfast.tables._topdown_units`;
+    ``k c`` where a unit holds ``k`` leaves), and ``sigma_j`` satisfies
+    ``Δ_j^2 / (2 sigma_j^2) <= rho_j``: the release is ``rho``-zCDP per person (CKS20,
+    Thm. 14), :attr:`TopDownRelease.event` ``Composed(Zcdp(Δ_j^2 / (2 sigma_j^2)))``
+    (the exact scalar events when ``k = c = 1``), and :meth:`TopDownRelease.summary` names
+    the unit.
     With ``total_invariant=True`` the level-0 totals are published exactly: the release is
     **not** differentially private for them (as the 2020 Census's invariants); the
     measurements of the other levels remain ``rho``-zCDP (``event`` composes those levels
@@ -252,28 +278,52 @@ def topdown(
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if not isinstance(note, str):
         raise TypeError(f"note must be a string, got {type(note).__name__}")
-    leaves, one_d = _leaf_array(leaf_counts)
-    tree = _wls.build_tree(levels, leaves.shape[0])
+    per_person = privacy_ids is not None
+    if per_person:
+        k = _bounding.positive_int(max_partitions, "max_partitions")
+        c = _bounding.positive_int(max_per_partition, "max_per_partition")
+        pol = _bounding.policy_code(bounding)
+        n_leaves = len(np.asarray(levels[0])) if len(levels) else 0
+        tree = _wls.build_tree(levels, n_leaves)
+    else:
+        leaves, one_d = _leaf_array(leaf_counts)
+        tree = _wls.build_tree(levels, leaves.shape[0])
     L = len(tree.sizes)
     rhos = _rho_levels(rho, L, bool(total_invariant))
     gen, release_id = keynoise.release_generator(rng)  # a raw key: a fresh release id
-    mechs: list[Any] = []
-    for j in range(L):
-        # max_changed=1: one record changes one cell of one unit per level, by 1 (see
-        # Privacy); with rho it only fills the event's sensitivity, sigma is the same
-        mechs.append(None if rhos[j] == 0.0
-                     else _mechanisms.DiscreteGaussianMechanism(rho=rhos[j], max_changed=1))
-    sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
-    spent = [Fraction(0) if m is None else 1 / (2 * Fraction(m.sigma) ** 2) for m in mechs]
-    total = sum(spent, Fraction(0))
-    rho_total = float(total)
-    if Fraction(rho_total) < total:
-        rho_total = math.nextafter(rho_total, math.inf)
-    event = _level_events(mechs)
+    unit = "record"
+    if per_person:
+        lv = [np.asarray(x, np.int64) for x in levels]
+        mechs, l2sq, event, rho_total = _units.level_mechanisms(lv, rhos, k, c)
+        sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
+        leaves = _units.bounded_leaf_counts(leaf_counts, privacy_ids, n_leaves, k, c, gen,
+                                            pol).reshape(-1, 1)
+        one_d = True
+        unit = (f"person (privacy_ids; max_partitions={k}, max_per_partition={c}, "
+                f"bounding={bounding!r})")
+    else:
+        mechs = []
+        for j in range(L):
+            # max_changed=1: one record changes one cell of one unit per level, by 1 (see
+            # Privacy); with rho it only fills the event's sensitivity, sigma is the same
+            mechs.append(None if rhos[j] == 0.0 else
+                         _mechanisms.DiscreteGaussianMechanism(rho=rhos[j], max_changed=1))
+        sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
+        spent = [Fraction(0) if m is None else 1 / (2 * Fraction(m.sigma) ** 2)
+                 for m in mechs]
+        total = sum(spent, Fraction(0))
+        rho_total = float(total)
+        if Fraction(rho_total) < total:
+            rho_total = math.nextafter(rho_total, math.inf)
+        event = _level_events(mechs)
+        l2sq = [1] * L
     _usecase.check(use_case, None, 0.0, rho_total)  # a UserWarning outside the range
     with charged(budget, event, note or f"topdown: {L} levels"):  # before any noise
-        return _measure(tree, leaves, mechs, sigma, rhos, event, rho_total, gen,
-                        nonnegative, integer, total_invariant, one_d, release_id)
+        rel = _measure(tree, leaves, mechs, sigma, rhos, event, rho_total, gen,
+                       nonnegative, integer, total_invariant, one_d, release_id)
+    rel.privacy_unit = unit
+    rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in l2sq]
+    return rel
 
 
 def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float],
