@@ -85,9 +85,9 @@ class TopDownRelease:
         self.integer: bool = kw["integer"]
         self._mechs: list[Any] = kw["mechanisms"]
         self.release_id: int | None = kw.get("release_id")
-        #: who the guarantee is about: "record", or "person (privacy_ids; ...)"
+        # who the guarantee is about: "record", or "person (privacy_ids; ...)"
         self.privacy_unit: str = kw.get("privacy_unit", "record")
-        #: per level, the L2 sensitivity the noise was calibrated for (1 per record)
+        # per level, the L2 sensitivity the noise was calibrated for (1 per record)
         self.sensitivity: list[float] = kw.get("sensitivity", [1.0] * len(self.estimates))
 
     @property

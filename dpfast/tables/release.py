@@ -209,9 +209,9 @@ class TableRelease:
         (:meth:`NoiseLaw.halfwidth`).  Means: conservative, from the count's and the
         centred sum's intervals at ``alpha / 2`` each (the ratio's extremes over that box,
         clipped to the bounds).  The truth covered is the table after contribution
-        bounding; for published keys under partition selection the interval is the noise's
-        unconditional one (selection on the noisy count biases values near the threshold
-        upward).
+        bounding.  Under private key selection the keys are chosen by a separate
+        measurement (the noisy number of privacy units, independent noise), so the
+        coverage also holds conditionally on a key being published.
         """
         if self._mean_parts is None:
             w = self.law.halfwidth(alpha)
