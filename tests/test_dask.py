@@ -78,14 +78,15 @@ def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -
     _same(got, ref)  # any number of partitions after the split by id
 
 
-@pytest.mark.parametrize("selection,bounding", [("geometric", "frequent"),
-                                                ("laplace", "uniform"),
-                                                ("gaussian", "frequent")])
-def test_selection_and_bounding_policies_equal_tables(selection: str, bounding: str) -> None:
+@pytest.mark.parametrize("selection,bounding,noise", [("geometric", "frequent", None),
+                                                      ("laplace", "uniform", None),
+                                                      ("gaussian", "frequent", "gaussian")])
+def test_selection_and_bounding_policies_equal_tables(selection: str, bounding: str,
+                                                      noise: str | None) -> None:
     """Every key-selection rule and bounding policy: bit-identical to one machine."""
     df = _frame(seed=4)
     kw = dict(epsilon=2.0, delta=1e-5, max_partitions=2, max_per_partition=2,
-              selection=selection, bounding=bounding, rng=None)
+              selection=selection, bounding=bounding, noise=noise, rng=None)
     for stat in ("count", "mean"):
         if stat == "count":
             ref = dpt.count(df.k, df.id, **{**kw, "rng": _replay()})

@@ -91,9 +91,18 @@ def test_sum_and_mean_select_on_unit_counts() -> None:
     assert np.all(np.abs(m.values - 4.5) < 1.0)
 
 
-def test_gaussian_needs_a_domain_and_epsilon_delta_gaussian_works() -> None:
-    with pytest.raises(ValueError, match="Gaussian"):
-        dpt.count([1, 2], epsilon=1.0, delta=1e-6, noise="gaussian", rng=_replay())
+def test_gaussian_selection_needs_epsilon_delta_and_splits_delta() -> None:
+    with pytest.raises(ValueError, match="rho"):
+        dpt.count([1, 2], rho=0.5, delta=1e-6, rng=_replay())
+    # Gaussian statistics with private key selection: delta/2 each, eps/2 each
+    keys = np.repeat(np.arange(6), 400)
+    rel = dpt.count(keys, np.arange(keys.size), epsilon=1.0, delta=1e-6, noise="gaussian",
+                    rng=_replay())
+    assert rel.law.kind == "discrete_gaussian" and set(rel.keys.tolist()) == set(range(6))
+    assert rel.selection.epsilon == 0.5 and rel.selection.target_delta == 5e-7
+    assert rel.event.epsilon == 1.0 and rel.selection.delta < rel.event.delta <= 1e-6
+    mech = dpfast.DiscreteGaussianMechanism(epsilon=0.5, delta=5e-7, sensitivity=1)
+    assert rel.law.scale <= mech.sigma * (1 + 1e-9)  # calibrated at (eps/2, delta/2)
     rel = dpt.count(np.arange(100) % 5, epsilon=1.0, delta=1e-6, noise="gaussian",
                     domain=np.arange(5), rng=_replay())
     assert rel.law.kind == "discrete_gaussian"

@@ -71,10 +71,29 @@ def privacy(epsilon: Any, delta: Any, rho: Any, noise: Any, select: bool) -> Pri
         if d == 0.0:
             raise ValueError("domain=None (keys not known in advance) needs delta > 0 for "
                              "private partition selection; or pass the public keys as domain")
-        if kind != "laplace":
-            raise ValueError("domain=None (private partition selection) needs Laplace noise "
-                             "(epsilon, delta); Gaussian noise needs a public domain")
+        if r is not None:
+            raise ValueError("domain=None (private key selection) needs (epsilon, delta), "
+                             "not rho; or pass the public keys as domain")
     return Privacy(kind, eps, d, r, select)
+
+
+def split_for_selection(p: Privacy, share: Fraction) -> tuple[Privacy, float, float]:
+    """With private key selection: ``(the statistics' Privacy, the selection's epsilon,
+    the selection's target delta)``.
+
+    The selection gets ``share`` of ``epsilon``.  Laplace statistics: ``p`` itself (each
+    part takes its own ``share`` of ``epsilon``) and all of ``delta`` for the selection.
+    Gaussian statistics: ``(epsilon (1 - share), delta / 2)`` for the statistics together
+    and ``delta / 2`` for the selection (both rounded down, so the sums stay within
+    ``(epsilon, delta)``)."""
+    assert p.epsilon is not None and p.select
+    e_sel = float_down(Fraction(p.epsilon) * share)
+    if p.noise == "laplace":
+        return p, e_sel, p.delta
+    d_stat = float_down(Fraction(p.delta) / 2)
+    d_sel = float_down(Fraction(p.delta) - Fraction(d_stat))
+    e_stat = float_down(Fraction(p.epsilon) - Fraction(e_sel))
+    return dataclasses.replace(p, epsilon=e_stat, delta=d_stat), e_sel, d_sel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,9 +149,9 @@ def release_event(p: Privacy, parts: list[Part], selection_delta: float | None =
 
     Private key selection: ``EpsilonDelta(epsilon, selection_delta)`` (the selection's
     exact δ, :mod:`dpfast.tables._select`; its ε share and the parts' pure shares sum to at
-    most ``epsilon``).  Gaussian noise calibrated from (ε, δ):
-    ``EpsilonDelta(epsilon, delta)`` (the parts' zCDP guarantees compose to at most
-    that).  Otherwise the parts' events, composed.  Every part says
+    most ``epsilon``; Gaussian statistics add their ``δ/2``, basic composition).  Gaussian
+    noise calibrated from (ε, δ): ``EpsilonDelta(epsilon, delta)`` (the parts' zCDP
+    guarantees compose to at most that).  Otherwise the parts' events, composed.  Every part says
     ``neighbouring="add_remove"``: the sensitivities (``k c``, ``sqrt(k) c``, times ``B``)
     bound what adding or removing all rows of one privacy id changes, so the guarantee is
     for that relation (under replace-one they double; a budget refuses to compose the event
@@ -140,7 +159,10 @@ def release_event(p: Privacy, parts: list[Part], selection_delta: float | None =
     """
     if p.select:
         assert p.epsilon is not None and selection_delta is not None
-        event: Any = _events.EpsilonDelta(p.epsilon, selection_delta)
+        d = selection_delta
+        if p.noise == "gaussian":  # the statistics' delta share (split_for_selection)
+            d = float_up(Fraction(d) + Fraction(float_down(Fraction(p.delta) / 2)))
+        event: Any = _events.EpsilonDelta(p.epsilon, d)
     elif p.noise == "gaussian" and p.rho is None:
         assert p.epsilon is not None
         event = _events.EpsilonDelta(p.epsilon, p.delta)

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
-from dpfast._core.rounding import float_down
 from dpfast.random import RngLike
 from dpfast.tables import _fixed, _keys, _plan, _select, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
@@ -116,9 +115,16 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
     count_part = sum_part = None
     pol = bounding.policy_code(bounding_policy)
     policy = _select.resolve(selection, k)  # validated whether or not keys are selected
-    share = shares(2 if stat == "mean" else 1, priv.select)
+    n_stat = 2 if stat == "mean" else 1
+    share = shares(n_stat, priv.select)
+    stat_priv, sel_eps, sel_delta = priv, 0.0, 0.0
+    if priv.select:
+        stat_priv, sel_eps, sel_delta = _plan.split_for_selection(priv, share)
+        if stat_priv is not priv:  # Gaussian statistics: their own (epsilon, delta) share
+            share = Fraction(1, n_stat)
     if stat == "count":
-        count_part = _plan.part(priv, share, Fraction(k * c), Fraction(k * c * c), k, True)
+        count_part = _plan.part(stat_priv, share, Fraction(k * c), Fraction(k * c * c), k,
+                                True)
         parts.append(count_part)
     else:
         lo, hi = bnd
@@ -130,9 +136,11 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
             raise ValueError(f"bounds {bnd} give zero sensitivity: nothing to release "
                              "privately (use lo < hi)")
         if stat == "mean":
-            count_part = _plan.part(priv, share, Fraction(k * c), Fraction(k * c * c), k, True)
+            count_part = _plan.part(stat_priv, share, Fraction(k * c), Fraction(k * c * c), k,
+                                    True)
             parts.append(count_part)
-        sum_part = _plan.part(priv, share, k * c * mag, k * c * c * mag * mag, k, integer)
+        sum_part = _plan.part(stat_priv, share, k * c * mag, k * c * c * mag * mag, k,
+                              integer)
         parts.append(sum_part)
     fixed = None
     if sum_part is not None and not integer:  # exact fixed-point sums of float values
@@ -140,8 +148,7 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
         fixed = _fixed.fixed_grid(lo, hi, sum_part.law.granularity, c, stat == "mean")
     sel = None
     if priv.select:
-        assert priv.epsilon is not None
-        sel = _select.plan(float_down(Fraction(priv.epsilon) * share), priv.delta, k, policy)
+        sel = _select.plan(sel_eps, sel_delta, k, policy)
     event = _plan.release_event(priv, parts, None if sel is None else sel.delta)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
     return Plan(stat, k, c, bnd, count_part, sum_part, parts,
@@ -280,7 +287,10 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         a noisy zero; rows of other keys are dropped before bounding).  None: the keys are
         private and chosen by thresholding (needs ``delta > 0``).
     noise : {None, "laplace", "gaussian"}
-        Default: discrete Laplace with ``epsilon``, discrete Gaussian with ``rho``.
+        Default: discrete Laplace with ``epsilon``, discrete Gaussian with ``rho``.  With
+        ``domain=None`` and ``"gaussian"`` (``epsilon, delta`` only): the statistics are
+        calibrated at ``(ε (1 - s), δ/2)`` and the selection at ``(ε s, δ/2)``, ``s`` its
+        share.
     rng : None, Generator or bytes
         The CSPRNG.  A raw 32-byte key gets a fresh release id per release (recorded as
         :attr:`TableRelease.release_id`): two releases with one key never share noise.  To
