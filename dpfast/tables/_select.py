@@ -197,7 +197,7 @@ def plan(epsilon: Any, delta: Any, k: Any, policy: Any = "auto") -> Selection:
     return _plan_cached(e, d, kk, pol)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)  # a geometric table is at most 2**20 rows
 def _plan_cached(e: float, d: float, k: int, pol: str) -> Selection:
     if pol == "laplace":
         m = DiscreteLaplaceMechanism(epsilon=e, sensitivity=k)
@@ -310,11 +310,9 @@ def _geometric(e: float, d: float, k: int) -> Selection:
         nums.append(p)
     thr = len(nums) - 1 if nums[-1] == one else None
     words = bits // 32
-    table = np.zeros((len(nums), words), np.uint32)  # most significant word first
-    for n, v in enumerate(nums):
-        vv = min(v, one - 1) if v < one else 0
-        for w in range(words):
-            table[n, words - 1 - w] = (vv >> (32 * w)) & 0xFFFFFFFF
+    # most significant word first; p = 1 is stored as 0 and decided by `threshold`
+    raw = b"".join((v if v < one else 0).to_bytes(bits // 8, "big") for v in nums)
+    table = np.frombuffer(raw, dtype=">u4").astype(np.uint32).reshape(len(nums), words)
     dd = float_up(Fraction(k * dnum, one))
     return Selection("geometric", k, e, dd, d, None, thr,  # k ek <= e exactly
                      _event(e, dd), bits, table, tuple(nums))
