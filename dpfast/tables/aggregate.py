@@ -196,6 +196,10 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
             raise ValueError("key selection needs the distinct privacy units per key "
                              "(Bounded.units)")
         keep = _select.apply(plan.select, agg.units[cand], rkey, cand_keys)
+        # noise only the published keys (each key's noise is addressed: the same values)
+        cand = cand[keep]
+        cand_keys = _take_keys(data.uniques, cand)
+        keep = None
     if count_part is not None:                                            # noise
         noisy_count = keynoise.noise_keys(count_part.law, agg.counts[cand], rkey, cand_keys,
                                           keynoise.COUNT_PART)
