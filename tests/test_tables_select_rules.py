@@ -196,7 +196,14 @@ def test_any_target_gives_a_finite_rule_within_delta(k: int, eps: float, delta: 
                                                       policy: str) -> None:
     sel = _select.plan(eps, delta, k, policy)
     assert 0 < sel.delta <= delta and sel.epsilon <= eps
-    assert sel.policy == _select.resolve(policy, k)
+    if policy != "auto":
+        assert sel.policy == policy
+    else:  # the rule that keeps a key w.p. 1/2 at the fewest units (geometric for k = 1)
+        others = [_select.median_units(_select.plan(eps, delta, k, p))
+                  for p in ("geometric", "gaussian")]
+        m = _select.median_units(sel)
+        assert m is not None and all(o is None or m <= o for o in others)
+        assert k > 1 or sel.policy == "geometric"
     if sel.policy != "geometric":
         assert sel.threshold is not None and 2 <= sel.threshold < 2 ** 40
         return

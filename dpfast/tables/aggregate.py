@@ -114,7 +114,7 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
     parts: list[_plan.Part] = []
     count_part = sum_part = None
     pol = bounding.policy_code(bounding_policy)
-    policy = _select.resolve(selection, k)  # validated whether or not keys are selected
+    policy = _select.resolve(selection)  # validated whether or not keys are selected
     n_stat = 2 if stat == "mean" else 1
     share = shares(n_stat, priv.select)
     stat_priv, sel_eps, sel_delta = priv, 0.0, 0.0
@@ -317,8 +317,10 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     selection : {"auto", "geometric", "gaussian", "laplace"}
         With ``domain=None``: the rule that selects the keys on the noisy number of
         distinct privacy units per key (:mod:`dpfast.tables._select`).  ``"auto"``: the
-        optimal truncated-geometric rule for ``max_partitions = 1``, Gaussian thresholding
-        otherwise.
+        optimal truncated-geometric rule for ``max_partitions = 1``; otherwise the
+        geometric rule or Gaussian thresholding, whichever keeps a key with probability
+        1/2 at the fewer units (a data-independent choice: geometric for small
+        ``max_partitions``, Gaussian from about 5).
     bounding : {"uniform", "frequent"}
         Which keys a person keeps when they have more than ``max_partitions``: chosen
         uniformly, or the ones with the most rows (ties broken uniformly at random).
