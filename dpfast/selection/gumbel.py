@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,27 @@ from dpfast.selection.continuation import _exact_top
 def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, umax: np.ndarray, c: Fraction,
                    c_f: float) -> np.ndarray:
     rows, n = u2.shape
+    if n == 1:
+        return np.zeros(rows, np.int64)
+    src = _LazySource(gen)
+    return argmax_words(_draw_words(gen, rows * n), u2, umax, c, c_f, lambda r: src)
+
+
+def argmax_words(m: np.ndarray, u2: np.ndarray, umax: np.ndarray, c: Fraction, c_f: float,
+                 source_of_row: Callable[[int], Any]) -> np.ndarray:
+    """Gumbel-max selection per row of ``u2`` from given keystream words.
+
+    ``m``: one uint64 word per cell (``rows * n``, row-major), uniform and independent;
+    ``source_of_row(r)``: the exact path's word source for row ``r`` (a callable returning
+    an ``_exact.WordSource``, e.g. :class:`~dpfast.selection._bits._LazySource`), used only
+    for rows the float certificate leaves undecided; its bits must be independent of ``m``.
+    For callers that address each row's randomness themselves (per-key streams of a
+    release); :func:`exponential` draws ``m`` from its generator.
+    """
+    rows, n = u2.shape
     out = np.zeros(rows, np.int64)
     if n == 1:
         return out
-    m = _draw_words(gen, rows * n)
     flat = u2.reshape(-1)
     nps = -(-n // _SEG)
     nseg = rows * nps
@@ -43,10 +61,9 @@ def _gumbel_argmax(gen: _random.Generator, u2: np.ndarray, umax: np.ndarray, c: 
         _ks.em_scan(m, flat, umax, n, _SEG, c_f, _ks.GTABLE, j1, lo1, hi1, hi2, sp)
     _ks.em_combine(nps, j1, lo1, hi1, hi2, sp, forced, out)
     pending = np.flatnonzero(out < 0)
-    if pending.size:
-        src = _LazySource(gen)
-        for r in pending:
-            out[r] = _exact_top(m[r * n:(r + 1) * n], u2[r], c, c_f, 1, src, forced)[0]
+    for r in pending.tolist():
+        out[r] = _exact_top(m[r * n:(r + 1) * n], u2[r], c, c_f, 1, source_of_row(r),
+                            forced)[0]
     return out
 
 

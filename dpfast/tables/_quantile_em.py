@@ -1,0 +1,229 @@
+"""The per-key quantile mechanism: public candidate grid, rank utilities, exact sampling.
+
+Steps (each a function, shared by :mod:`dpfast.tables.quantile`, :mod:`dpfast.dask` and
+:mod:`dpfast.tables.autobounds`):
+
+1. :func:`grid` -- the public candidates ``g_0 < ... < g_{m-1}`` (data-independent).
+2. :func:`slots_of` -- each clamped value's *slot* on the grid (``2p + 1``: equal to
+   ``g_p``; ``2p``: strictly between ``g_{p-1}`` and ``g_p``).
+3. :func:`bound_slots` -- contribution bounding that keeps rows (same keyed per-id
+   streams as the sum's bounding), then :func:`slot_table`: the sparse, mergeable
+   ``(key, slot) -> rows`` table (a cluster sums partial tables: the result is the same).
+4. :func:`targets` -- the target rank ``t = floor(q n)`` per key, exact.
+5. :func:`sample` -- per key, the exponential mechanism over the grid with utility
+   ``-max(a_p - t, t - b_p, 0)`` (``a_p`` rows ``< g_p``, ``b_p`` rows ``<= g_p``),
+   sampled exactly by Gumbel-max (:func:`dpfast.selection.gumbel.argmax_words`) on words
+   addressed per key.
+
+Randomness
+----------
+Quantile ``j`` of a release draws from the ChaCha20 key
+``Q_j = BLAKE2b(key=release key, data=QUANTILE_TAG || j)`` (the release key of
+:mod:`dpfast.tables.keynoise`); key ``K``'s words are the keystream of ``Q_j`` at the
+96-bit nonce of ``K`` (:func:`dpfast.tables.keynoise.key_nonces`, part 0 of ``Q_j``), one
+64-bit word per candidate, block counter from 0.  The rare undecided row continues with
+the generator keyed ``BLAKE2b(key=Q_j, data=EXACT_TAG || nonce of K)``.  So a key's
+released quantile depends only on (key, release stream, the key's own slot counts): not
+on the other keys, the row order or a cluster's partitioning.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import _native
+from dpfast import random as _random
+from dpfast._kernels import quantile as _kq
+from dpfast.noise import _addressed
+from dpfast.selection import gumbel as _gumbel
+from dpfast.selection._bits import _LazySource
+from dpfast.selection._validate import _coefficient
+from dpfast.tables import _keys, keynoise
+
+__all__ = ["QUANTILE_TAG", "EXACT_TAG", "grid", "slots_of", "bound_slots", "slot_table",
+           "targets", "sample", "rank_error"]
+
+QUANTILE_TAG = b"dpfast.tables.quantile v1"
+EXACT_TAG = b"dpfast.tables.quantile-exact v1"
+MAX_CANDIDATES = 1 << 16
+_CHUNK_CELLS = 1 << 21  # utilities of this many (key, candidate) cells per sampling step
+
+
+def _count_arg(n: Any, name: str) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {type(n).__name__}")
+    if not 1 <= int(n) <= MAX_CANDIDATES:
+        raise ValueError(f"{name} must be in [1, {MAX_CANDIDATES}], got {n}")
+    return int(n)
+
+
+def grid(bounds: tuple[Any, Any] | None, n_candidates: Any, candidates: Any,
+         integer: bool) -> np.ndarray:
+    """The public candidate grid (float64, strictly increasing).
+
+    ``candidates`` given: those (finite, strictly increasing, 1 to 2**16 of them).
+    Otherwise ``n_candidates`` evenly spaced points of ``bounds`` (``np.linspace``), for
+    integer values the distinct integers nearest to them (all of ``[lo, hi]`` when it has
+    at most ``n_candidates`` integers).
+    """
+    if candidates is not None:
+        g = np.asarray(candidates)
+        if g.dtype == np.bool_ or g.dtype.kind not in "iuf":
+            raise TypeError(f"candidates must be numbers, got dtype {g.dtype}")
+        g = g.astype(np.float64)
+        if g.ndim != 1 or not 1 <= g.size <= MAX_CANDIDATES:
+            raise ValueError(f"candidates must be 1-D with 1 to {MAX_CANDIDATES} points, "
+                             f"got shape {g.shape}")
+        if not np.isfinite(g).all():
+            raise ValueError("candidates must be finite")
+        if g.size > 1 and not (np.diff(g) > 0).all():
+            raise ValueError("candidates must be strictly increasing")
+        return np.ascontiguousarray(g)
+    m = _count_arg(n_candidates, "n_candidates")
+    assert bounds is not None
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if integer and hi - lo + 1 <= m:
+        return np.arange(int(bounds[0]), int(bounds[1]) + 1).astype(np.float64)
+    g = np.linspace(lo, hi, m) if m > 1 else np.array([lo])
+    if integer:
+        g = np.unique(np.round(g))
+    return np.unique(g)  # lo == hi: one candidate
+
+
+def slots_of(values: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """int64 slot of each value (already clamped to ``[g_0, g_{m-1}]``) on the grid."""
+    v = np.asarray(values, np.float64)
+    p = np.searchsorted(g, v, side="left")
+    at = np.zeros(v.shape[0], np.bool_)
+    inside = p < g.shape[0]
+    at[inside] = g[p[inside]] == v[inside]
+    return (2 * p + at).astype(np.int64)
+
+
+def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
+                skey: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(key code, slot) of every kept row: per privacy id at most ``k`` keys and ``c`` rows
+    per key (:func:`dpfast._kernels.quantile.bound_rows`); ``ids=None`` keeps every row."""
+    if ids is None:
+        return codes, slots
+    from dpfast._kernels import tables as _kt
+
+    n = codes.shape[0]
+    id_codes, id_uniques = _keys.factorize_column(ids)
+    n_ids = len(id_uniques)
+    hashes = _keys.id_hashes(id_uniques)
+    off = np.empty(n_ids + 1, np.int64)
+    gkeys = np.empty(n, np.int64)
+    gvals = np.empty(n, np.int64)
+    _kt.group_by_id(id_codes, n_ids, codes, slots, True, off, gkeys, gvals,
+                    _keys._threads())
+    keep = np.empty(n, np.bool_)
+    scratch = [np.empty(n, np.int64) for _ in range(3)]
+    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep, _keys._threads())
+    return gkeys[keep], gvals[keep]
+
+
+def slot_table(codes: np.ndarray, slots: np.ndarray, n_slots: int, weights: Any = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sparse ``(key code, slot) -> rows`` table, sorted by (code, slot):
+    ``(codes, slots, counts)``.  ``weights``: rows per input entry (merging partial
+    tables); default one row per entry."""
+    if codes.shape[0] == 0:
+        z = np.zeros(0, np.int64)
+        return z, z.copy(), z.copy()
+    comb = codes.astype(np.int64) * n_slots + slots.astype(np.int64)
+    if weights is None:
+        u, cnt = np.unique(comb, return_counts=True)
+    else:
+        u, inv = np.unique(comb, return_inverse=True)
+        cnt = np.zeros(u.shape[0], np.int64)
+        np.add.at(cnt, inv.reshape(-1), np.asarray(weights, np.int64))
+    return u // n_slots, u % n_slots, cnt.astype(np.int64)
+
+
+def targets(n_rows: np.ndarray, q: float) -> np.ndarray:
+    """``floor(q n)`` per key, exactly (``q`` the exact binary rational of its float)."""
+    fq = Fraction(q)
+    uniq, inv = np.unique(n_rows, return_inverse=True)
+    t = np.array([(fq.numerator * int(v)) // fq.denominator for v in uniq.tolist()],
+                 np.int64)
+    return t[inv.reshape(-1)] if uniq.size else np.zeros(0, np.int64)
+
+
+def _words(qkey: bytes, nonces: np.ndarray, m: int) -> np.ndarray:
+    """(rows, m) uint64 words: each row's keystream under ``qkey`` at its nonce."""
+    rows = nonces.shape[0]
+    nblocks = -(-m // 8)
+    out = np.empty(rows * 16 * nblocks, np.uint32)
+    if rows:
+        _native.chacha20_streams(_addressed.key_words(qkey), np.ascontiguousarray(nonces),
+                                 np.zeros(rows, np.uint32), nblocks, out)
+    return np.ascontiguousarray(out.view(np.uint64).reshape(rows, 8 * nblocks)[:, :m])
+
+
+def _exact_source(qkey: bytes, nonce: np.ndarray) -> _LazySource:
+    call = int.from_bytes(np.ascontiguousarray(nonce, "<u4").tobytes(), "little")
+    return _LazySource(_random.default_rng(_addressed.derive_key(qkey, EXACT_TAG, call)))
+
+
+def sample(table: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
+           cand_keys: Any, qs: tuple[float, ...], eps_q: float, sensitivity: int,
+           m: int, rkey: bytes) -> np.ndarray:
+    """Candidate index per key of ``cand`` (sorted key codes; ``cand_keys`` their
+    canonical values) and per quantile: ``(len(cand), len(qs))`` int64.
+
+    Each (key, quantile) is one exponential mechanism with ``epsilon = eps_q`` and
+    utility sensitivity ``sensitivity`` over the ``m`` candidates."""
+    tc, ts, tn = table
+    starts = np.searchsorted(tc, cand, side="left").astype(np.int64)
+    ends = np.searchsorted(tc, cand, side="right").astype(np.int64)
+    csum = np.concatenate([[0], np.cumsum(tn)]).astype(np.int64)
+    n_rows = csum[ends] - csum[starts]
+    out = np.zeros((cand.shape[0], len(qs)), np.int64)
+    if cand.shape[0] == 0 or m == 1:
+        return out
+    c, c_f = _coefficient(eps_q, sensitivity, 2)
+    step = max(1, _CHUNK_CELLS // m)
+    for j, q in enumerate(qs):
+        t = targets(n_rows, q)
+        qkey = _addressed.derive_key(rkey, QUANTILE_TAG, j)
+        nonces = keynoise.key_nonces(qkey, cand_keys, 0)
+        for a in range(0, cand.shape[0], step):
+            b = min(cand.shape[0], a + step)
+            u = np.empty((b - a, m), np.float64)
+            _kq.fill_utilities(starts[a:b], ends[a:b], ts, tn, t[a:b], m, u)
+            words = _words(qkey, nonces[a:b], m).reshape(-1)
+            umax = u.max(axis=1)
+            sub = nonces[a:b]
+            out[a:b, j] = _gumbel.argmax_words(words, u, umax, c, c_f,
+                                               lambda r, sub=sub: _exact_source(qkey, sub[r]))
+    return out
+
+
+def rank_error(eps_q: float, sensitivity: int, m: int, alpha: float) -> int:
+    """Smallest integer ``r`` with ``m exp(-eps_q r / (2 sensitivity)) <= alpha``: with
+    probability at least ``1 - alpha`` the released candidate's rank distance to the target
+    exceeds the best candidate's by at most ``r`` (McSherry & Talwar 2007, Thm 6; one key,
+    one quantile).  Rounded up (computed with a safety margin, then checked exactly)."""
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if m == 1:
+        return 0
+    r = max(0, math.ceil(2 * sensitivity * math.log(m / alpha) / eps_q * (1 + 1e-12)))
+    import mpmath
+
+    with mpmath.workprec(128):  # certify the bound at r (and shrink r while it still holds)
+        def ok(x: int) -> bool:
+            return bool(m * mpmath.exp(-mpmath.mpf(Fraction(eps_q).numerator) * x
+                                       / (2 * sensitivity * Fraction(eps_q).denominator))
+                        <= mpmath.mpf(Fraction(alpha).numerator) / Fraction(alpha).denominator
+                        * (1 - mpmath.mpf(2) ** -100))
+        while not ok(r):
+            r += 1
+        while r > 0 and ok(r - 1):
+            r -= 1
+    return r

@@ -1,0 +1,322 @@
+"""Per-key quantile, median, min and max releases (exponential mechanism on a public grid).
+
+Pipeline (as :mod:`dpfast.tables.aggregate`): validate -> plan (grid, per-key ε, event;
+data-independent) -> bound (rows kept per person: ``k`` keys, ``c`` rows per key) ->
+aggregate (the sparse ``(key, grid slot)`` table) -> charge -> select keys (``domain=None``:
+:func:`select_keys`, today's noisy-count thresholding, the one place it is called) ->
+sample (:func:`dpfast.tables._quantile_em.sample`) -> :class:`QuantileRelease`.
+:func:`plan` / :func:`table_of` / :func:`release` are shared with :mod:`dpfast.dask`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import random as _random
+from dpfast._core.rounding import float_down
+from dpfast.accounting import events as _events
+from dpfast.random import RngLike
+from dpfast.tables import _keys, _plan, bounding, keynoise
+from dpfast.tables import _quantile_em as _em
+from dpfast.tables._charge import charged
+from dpfast.tables._inputs import _Data, _validate
+from dpfast.tables.quantile_release import QuantileRelease
+
+__all__ = ["quantile", "median", "min", "max", "QuantileRelease"]
+
+#: share of ε spent on selecting the keys when ``domain=None`` (the rest on the quantiles)
+SELECTION_SHARE = Fraction(1, 2)
+
+
+# ----------------------------------------------------------------------------- plan
+def _quantiles(q: Any) -> tuple[tuple[float, ...], bool]:
+    """(the quantiles as floats, scalar input)."""
+    scalar = np.ndim(q) == 0
+    arr = np.atleast_1d(np.asarray(q))
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"q must be a number or a sequence of numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"q must be a number or a non-empty 1-D sequence, got shape {arr.shape}")
+    f = arr.astype(np.float64)
+    if not ((f >= 0) & (f <= 1)).all():
+        raise ValueError(f"q must be in [0, 1], got {q!r}")
+    return tuple(float(x) for x in f), scalar
+
+
+@dataclasses.dataclass
+class Plan:
+    """The data-independent part of a quantile release."""
+
+    qs: tuple[float, ...]
+    scalar: bool
+    k: int
+    c: int
+    bnd: Any
+    grid: np.ndarray
+    priv: _plan.Privacy
+    eps_q: float  # ε of one (key, quantile) exponential mechanism
+    count_part: _plan.Part | None  # the selection's noisy count (domain=None)
+    tau: int | None
+    event: Any
+    gen: _random.Generator
+    release_id: int | None
+    integer: bool
+
+
+def plan(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer: bool,
+         n_candidates: Any, candidates: Any, epsilon: Any, delta: Any, select: bool,
+         gen: _random.Generator, release_id: int | None) -> Plan:
+    """Grid, budget split and event (nothing here looks at the data)."""
+    priv = _plan.privacy(epsilon, delta, None, None, select)
+    assert priv.epsilon is not None
+    g = _em.grid(bnd, n_candidates, candidates, integer)
+    eps = Fraction(priv.epsilon)
+    count_part = tau = None
+    if select:
+        count_part = _plan.part(priv, SELECTION_SHARE, Fraction(k * c), Fraction(k * c * c),
+                                k, True)
+        tau = _plan.threshold(priv, count_part, k, c)
+        eps = eps * (1 - SELECTION_SHARE)
+    eps_q = float_down(eps / (k * len(qs)))
+    if not eps_q > 0:
+        raise ValueError(f"epsilon {epsilon!r} split over {k} keys x {len(qs)} quantiles "
+                         "underflows")
+    if select:
+        event: Any = _events.EpsilonDelta(priv.epsilon, priv.delta)
+    else:
+        event = _events.SelfComposed(_events.Exponential(eps_q), k * len(qs))
+    event = _events.with_neighbouring(event, _events.ADD_REMOVE)
+    return Plan(qs, scalar, k, c, bnd, g, priv, eps_q, count_part, tau, event, gen,
+                release_id, integer)
+
+
+# ----------------------------------------------------------------------------- aggregate
+def table_of(p: Plan, data: _Data, skey: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bound the validated rows and build their sparse ``(key, slot)`` table."""
+    assert data.values is not None
+    slots = _em.slots_of(data.values, p.grid)
+    kc, ks = _em.bound_slots(data.codes, data.ids, p.k, p.c, skey, slots)
+    return _em.slot_table(kc, ks, 2 * p.grid.shape[0])
+
+
+# ----------------------------------------------------------------------------- select
+def select_keys(p: Plan, data: _Data, rows: np.ndarray, rkey: bytes) -> np.ndarray:
+    """Key codes that may be released, sorted.  A public domain: all of them.
+    ``domain=None``: the keys with kept rows whose noisy row count (discrete Laplace at
+    ``SELECTION_SHARE`` of ε, per-key addressed, never released) reaches the threshold of
+    :func:`dpfast.tables.partition_threshold` -- today's selection rule, called only here."""
+    if data.domain_codes is not None:
+        return np.sort(data.domain_codes)
+    cand = np.flatnonzero(rows > 0)
+    assert p.count_part is not None and p.tau is not None
+    noisy = keynoise.noise_keys(p.count_part.law, rows[cand], rkey,
+                                _take(data.uniques, cand), keynoise.COUNT_PART)
+    return cand[noisy >= p.tau]
+
+
+def _take(uniques: Any, codes: np.ndarray) -> Any:
+    if isinstance(uniques, tuple):
+        return tuple(u[codes] for u in uniques)
+    return uniques[codes]
+
+
+# ----------------------------------------------------------------------------- release
+def release(p: Plan, data: _Data, table: tuple[np.ndarray, np.ndarray, np.ndarray]
+            ) -> QuantileRelease:
+    """Select, sample and report (the budget has been charged)."""
+    rows = np.zeros(data.n_codes, np.int64)
+    np.add.at(rows, table[0], table[2])
+    stream = keynoise.release_stream(p.gen)  # after the charge
+    rkey = keynoise.release_key(p.gen._key, stream)
+    cand = select_keys(p, data, rows, rkey)
+    keys = _take(data.uniques, cand)
+    idx = _em.sample(table, cand, keys, p.qs, p.eps_q, p.c, p.grid.shape[0], rkey)
+    vals = p.grid[idx]
+    if p.integer:
+        vals = vals.astype(np.int64)
+    if data.domain_codes is not None:  # the domain's order
+        pos = np.searchsorted(cand, data.domain_codes)
+        keys = _take(data.uniques, data.domain_codes)
+        vals = vals[pos]
+    return QuantileRelease(keys=keys, values=vals[:, 0] if p.scalar else vals, q=p.qs,
+                           grid=p.grid, epsilon_per_key=p.eps_q, sensitivity=p.c,
+                           max_partitions=p.k, event=p.event, threshold=p.tau,
+                           key_names=data.key_names, release_id=p.release_id)
+
+
+def _check_budget(budget: Any, note: Any) -> None:
+    if not isinstance(note, str):
+        raise TypeError(f"note must be a str, got {type(note).__name__}")
+    if budget is not None and not callable(getattr(budget, "spend", None)):
+        raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
+
+
+def common(max_partitions: Any, max_per_partition: Any, has_ids: bool) -> tuple[int, int]:
+    k = bounding.positive_int(max_partitions, "max_partitions")
+    c = bounding.positive_int(max_per_partition, "max_per_partition")
+    return (k, c) if has_ids else (1, 1)
+
+
+def grid_bounds(bounds: Any, candidates: Any) -> Any:
+    """The clamping bounds: ``bounds``, or the ends of a given grid."""
+    if candidates is None:
+        if bounds is None:
+            raise ValueError("give bounds=(lo, hi) (or a public candidates grid)")
+        return bounds
+    if bounds is not None:
+        raise ValueError("give bounds or candidates, not both (candidates fix the bounds)")
+    g = _em.grid(None, 1, candidates, False)
+    lo, hi = float(g[0]), float(g[-1])
+    if lo.is_integer() and hi.is_integer() and np.all(g == np.round(g)):
+        return int(lo), int(hi)
+    return lo, hi
+
+
+def _values_for(values: Any, bnd: Any) -> Any:
+    """Integer values with a fractional grid are ranked as floats."""
+    if isinstance(bnd[0], float) or isinstance(bnd[1], float):
+        to_numpy = getattr(values, "to_numpy", None)
+        raw = to_numpy() if callable(to_numpy) else np.asarray(values)
+        if raw.dtype.kind in "iu":
+            return raw.astype(np.float64)
+    return values
+
+
+def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
+             bounds: tuple[float, float] | None = None, epsilon: float,
+             delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
+             n_candidates: int = 256, candidates: Any = None, domain: Any = None,
+             rng: RngLike = None, budget: Any = None, note: str = "",
+             dropna: bool = False) -> QuantileRelease:
+    """Release the ``q``-quantile(s) of ``values`` per key (exponential mechanism).
+
+    Parameters
+    ----------
+    values : array_like
+        One number per row (clamped to the grid's range).
+    keys, privacy_ids, max_partitions, max_per_partition, domain, rng, budget, note, dropna
+        As in :func:`dpfast.tables.count`.
+    q : float or sequence of float
+        Quantile(s) in ``[0, 1]``; several quantiles split ε evenly.
+    bounds : (lo, hi)
+        The public range: the grid is ``n_candidates`` evenly spaced points of it
+        (integer values: the distinct nearest integers).  Not with ``candidates``.
+    epsilon, delta : float
+        ``epsilon``-DP with a public ``domain``; ``(epsilon, delta)``-DP with
+        ``domain=None`` (half of ε selects the keys, see Privacy).
+    n_candidates : int
+        Grid size (1 to 2**16, default 256).  More points: finer values, slightly larger
+        rank error (``ln m``).
+    candidates : array_like, optional
+        A public grid (strictly increasing) instead of ``bounds`` / ``n_candidates``.
+
+    Returns
+    -------
+    QuantileRelease
+        ``.keys``, ``.values`` (one per key; ``(keys, len(q))`` for several quantiles),
+        ``.event``, ``.rank_error(alpha)``, ``.accuracy(alpha)``, ``.to_pandas()``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Bad input (named): ``q`` outside ``[0, 1]``, a bad grid, bad privacy parameters...
+
+    Privacy
+    -------
+    Neighbouring datasets: add/remove one person (all rows of one privacy id; one row with
+    ``privacy_ids=None``).  After bounding (at most ``k`` keys and ``c`` rows per key per
+    person, chosen by the person's own keyed stream), each (key, quantile) runs the
+    exponential mechanism over the public grid ``g_0 < ... < g_{m-1}`` with utility
+    ``u(g_p) = -max(a_p - t, t - b_p, 0)``, ``a_p = #{x < g_p}``, ``b_p = #{x <= g_p}``,
+    ``t = floor(q n)`` (``n`` the key's kept rows): one person moves ``a_p``, ``b_p`` and
+    ``t`` by at most ``c`` each in the same direction, so ``Δu = c`` and
+    ``P(g_p) ∝ exp(ε_q u(g_p) / (2c))`` is ``ε_q``-DP (McSherry & Talwar 2007; the
+    quantile utility of Smith 2011 on a finite grid, as Gillenwater, Joseph, Kulesza
+    2021).  ``ε_q = ε / (k · len(q))`` (rounded down): a person touches at most ``k`` keys,
+    keys they do not touch are unchanged (parallel composition), so the release is
+    ``ε``-DP by basic composition; event ``SelfComposed(Exponential(ε_q), k · len(q))``
+    (also ``k len(q) ε_q² / 8``-zCDP, bounded range).  ``domain=None``: a key is released
+    iff its noisy kept-row count (discrete Laplace, ``Δ1 = k c``, ``ε/2``) reaches the
+    threshold of :func:`dpfast.tables.partition_threshold` (Desfontaines et al. 2022); the
+    quantiles get the other ``ε/2``; ``(ε, δ)``-DP in all.
+
+    Numerics
+    --------
+    Integer utilities, exact ``t`` (integer arithmetic on the exact ``q``), exact
+    Gumbel-max sampling (:func:`dpfast.exponential`: no candidate's probability is rounded
+    to 0), per-key addressed randomness (:mod:`dpfast.tables._quantile_em`).  Min/max are
+    rank statements: with no data between ``lo`` and the minimum, ``q = 0`` is uniform
+    over the grid points below the minimum (every one of them has rank 0).
+
+    References
+    ----------
+    F. McSherry, K. Talwar, "Mechanism Design via Differential Privacy", FOCS 2007.
+    A. Smith, "Privacy-preserving statistical estimation with optimal convergence rates",
+    STOC 2011.  J. Gillenwater, M. Joseph, A. Kulesza, "Differentially Private
+    Quantiles", ICML 2021.
+    """
+    if not isinstance(dropna, (bool, np.bool_)):
+        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
+    if values is None:
+        raise TypeError("values must be an array of numbers, got None")
+    if dropna:
+        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
+    qs, scalar = _quantiles(q)
+    k, c = common(max_partitions, max_per_partition, privacy_ids is not None)
+    _check_budget(budget, note)
+    bounds = grid_bounds(bounds, candidates)
+    gen, rid = keynoise.release_generator(rng)
+    data, bnd = _validate(keys, privacy_ids, _values_for(values, bounds), bounds, domain)
+    assert data.values is not None
+    integer = data.values.dtype.kind == "i"
+    p = plan(qs, scalar, k, c, bnd, integer, n_candidates, candidates, epsilon, delta,
+             domain is None, gen, rid)
+    table = table_of(p, data, bounding.subkey(gen))
+    with charged(budget, p.event, note):
+        return release(p, data, table)
+
+
+def median(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any
+           ) -> QuantileRelease:
+    """Release the median of ``values`` per key: :func:`quantile` with ``q = 0.5``.
+
+    Privacy
+    -------
+    That of :func:`quantile` (``ε``-DP, add/remove one person, exponential mechanism with
+    the rank utility; McSherry & Talwar 2007, Smith 2011).
+    """
+    return quantile(values, keys, privacy_ids, q=0.5, **kwargs)
+
+
+def min(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any  # noqa: A001
+        ) -> QuantileRelease:
+    """Release the minimum of ``values`` per key: :func:`quantile` with ``q = 0``.
+
+    The release is a grid point of rank 0 up to the rank error (no more than
+    ``rank_error(alpha)`` rows below it, with probability ``1 - alpha``); where the grid
+    has several points below the minimum, it is uniform over them (they all have rank 0).
+
+    Privacy
+    -------
+    That of :func:`quantile` (``ε``-DP, add/remove one person; McSherry & Talwar 2007).
+    """
+    return quantile(values, keys, privacy_ids, q=0.0, **kwargs)
+
+
+def max(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any  # noqa: A001
+        ) -> QuantileRelease:
+    """Release the maximum of ``values`` per key: :func:`quantile` with ``q = 1``.
+
+    The mirror of :func:`min`: no more than ``rank_error(alpha)`` rows above the released
+    grid point, with probability ``1 - alpha``.
+
+    Privacy
+    -------
+    That of :func:`quantile` (``ε``-DP, add/remove one person; McSherry & Talwar 2007).
+    """
+    return quantile(values, keys, privacy_ids, q=1.0, **kwargs)

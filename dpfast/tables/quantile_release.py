@@ -1,0 +1,113 @@
+"""Report step of a quantile release: the released grid points and their rank accuracy."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from dpfast.tables import _quantile_em as _em
+
+__all__ = ["QuantileRelease"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantileRelease:
+    """A released table of per-key quantiles (:func:`dpfast.tables.quantile`).
+
+    Attributes
+    ----------
+    keys : ndarray or tuple of ndarray
+        The released keys (a domain's order, or canonical order after selection).
+    values : ndarray
+        One grid point per key (``(n_keys, len(q))`` for several quantiles); float64, or
+        int64 for integer values.
+    q : tuple of float
+        The quantiles.
+    grid : ndarray
+        The public candidate grid.
+    epsilon_per_key : float
+        ε of each (key, quantile) exponential mechanism.
+    sensitivity : int
+        The utility's sensitivity (rows one person may keep per key, ``c``).
+    max_partitions : int
+        Keys one person may touch (``k``).
+    event : DpEvent
+        The privacy event of the whole release (add/remove one person).
+    threshold : int or None
+        The selection threshold on the noisy row count (``domain=None``).
+    """
+
+    keys: Any
+    values: np.ndarray
+    q: tuple[float, ...]
+    grid: np.ndarray
+    epsilon_per_key: float
+    sensitivity: int
+    max_partitions: int
+    event: Any
+    threshold: int | None = None
+    key_names: tuple[str, ...] | None = None
+    release_id: int | None = None
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    def rank_error(self, alpha: float = 0.05) -> int:
+        """Rank error ``r`` at level ``1 - alpha``, per key and quantile.
+
+        With probability at least ``1 - alpha`` the released grid point ``g`` satisfies
+        ``dist(t, [a(g), b(g)]) <= d* + r``, where ``t = floor(q n)`` is the target rank
+        of the key's ``n`` kept rows, ``a(g)`` / ``b(g)`` the numbers of kept rows
+        ``< g`` / ``<= g``, and ``d*`` the same distance for the best grid point (0 when
+        the grid is fine enough to hold a point of rank ``t``).  ``r`` is the smallest
+        integer with ``m exp(-ε_q r / (2 c)) <= alpha`` (McSherry & Talwar 2007, Thm 6:
+        every worse candidate together has at most that probability), ``m`` the grid
+        size.  It depends on public parameters only.
+        """
+        return _em.rank_error(self.epsilon_per_key, self.sensitivity, self.grid.shape[0],
+                              alpha)
+
+    def accuracy(self, alpha: float = 0.05) -> dict[str, Any]:
+        """The accuracy statement at level ``1 - alpha``: ``{"alpha", "rank_error",
+        "grid_step", "statement"}`` (``grid_step``: the largest gap of the grid, the
+        value resolution)."""
+        r = self.rank_error(alpha)
+        step = float(np.max(np.diff(self.grid))) if self.grid.shape[0] > 1 else 0.0
+        text = (f"with probability >= {1 - alpha:g}, per key and quantile, the released "
+                f"value's rank is within +/-{r} rows of floor(q n) (beyond the grid's own "
+                f"resolution, step {step:g})")
+        return {"alpha": float(alpha), "rank_error": r, "grid_step": step, "statement": text}
+
+    def _names(self) -> tuple[str, ...]:
+        n = len(self.keys) if isinstance(self.keys, tuple) else 1
+        return self.key_names or (("key",) if n == 1 else tuple(f"key{j}" for j in range(n)))
+
+    def to_columns(self) -> dict[str, np.ndarray]:
+        """``{key column: array, ..., value column: array}``; one column per quantile
+        (``"q0.5"``...), or ``"median"`` / ``"min"`` / ``"max"`` / ``"quantile"`` for one."""
+        keys = self.keys if isinstance(self.keys, tuple) else (self.keys,)
+        out = {n: np.asarray(k) for n, k in zip(self._names(), keys)}
+        vals = self.values.reshape(self.values.shape[0], -1)
+        if len(self.q) == 1:
+            name = {0.5: "median", 0.0: "min", 1.0: "max"}.get(self.q[0], "quantile")
+            out[name] = vals[:, 0]
+        else:
+            for j, qq in enumerate(self.q):
+                out[f"q{qq:g}"] = vals[:, j]
+        return out
+
+    def to_pandas(self) -> Any:
+        """A DataFrame indexed by the key (a MultiIndex for several key columns).  Needs
+        pandas."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is in the test extra
+            raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
+        cols = self.to_columns()
+        names = self._names()
+        keys = [cols.pop(n) for n in names]
+        index = (pd.Index(keys[0], name=names[0]) if len(keys) == 1
+                 else pd.MultiIndex.from_arrays(keys, names=list(names)))
+        return pd.DataFrame(cols, index=index)
