@@ -247,6 +247,17 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
          bounding_policy: Any = "uniform") -> TableRelease:
     if not isinstance(dropna, (bool, np.bool_)):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
+    if isinstance(bounds, str):  # bounds="auto": private quantiles pick them
+        if bounds != "auto":
+            raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
+        from dpfast.tables import autobounds  # lazy: autobounds imports this module
+
+        return autobounds.run_auto(stat, keys, privacy_ids, values, epsilon=epsilon,
+                                   delta=delta, rho=rho, max_partitions=max_partitions,
+                                   max_per_partition=max_per_partition, domain=domain,
+                                   noise=noise, rng=rng, budget=budget, note=note,
+                                   use_case=use_case, dropna=dropna, selection=selection,
+                                   bounding_policy=bounding_policy)
     if dropna:  # rows whose key is missing leave before anything else (per-row filter)
         keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
@@ -371,7 +382,8 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
                 bounding_policy=bounding)
 
 
-def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],  # noqa: A001
+def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
+        bounds: tuple[float, float] | str,
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
         noise: str | None = None, rng: RngLike = None, budget: Any = None,
@@ -386,6 +398,10 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the
     budget goes to the key selection on the number of privacy units per key (not
     released; see :func:`count`) and half to the sums.
+    ``bounds="auto"`` (``epsilon`` targets only): 10% of ε chooses the bounds by private
+    quantiles (:mod:`dpfast.tables.autobounds`: the 1st and 99th percentiles of the kept
+    rows on a grid of signed powers of two), the other 90% releases the sums; the composed
+    event is charged once and the bounds are :attr:`TableRelease.bounds`.
 
     Privacy
     -------
@@ -400,7 +416,10 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     exactly in integers (OverflowError past ``2**94 q``, never a wrap); the exact total is
     rounded once to ``g`` and noised.  One person therefore moves a key's exact total by at
     most ``c B`` and its grid value by at most ``c B + g``, whatever the other rows and
-    their order (:mod:`dpfast.tables._fixed`).
+    their order (:mod:`dpfast.tables._fixed`).  ``bounds="auto"``: the bounds cost
+    ``ε/10`` (two exponential-mechanism quantiles, ``Δ = k c`` rows on the pooled kept rows;
+    McSherry & Talwar 2007, Smith 2011), the sums ``9ε/10`` given them (sequential
+    composition, ``ε`` in all); event ``Composed((bounds, statistic))``.
 
     Numerics
     --------
@@ -415,7 +434,8 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
                 bounding_policy=bounding)
 
 
-def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
+def mean(values: Any, keys: Any, privacy_ids: Any = None, *,
+         bounds: tuple[float, float] | str,
          epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
          max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
          noise: str | None = None, rng: RngLike = None, budget: Any = None,
@@ -430,6 +450,7 @@ def mean(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float
     three equal ``ε/3``: the key selection on the number of privacy units per key (see
     :func:`count`), the count and the centred sum.  Confidence intervals are conservative (see
     :meth:`TableRelease.confidence_interval`).
+    ``bounds="auto"``: as in :func:`sum`.
 
     Privacy
     -------

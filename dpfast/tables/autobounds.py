@@ -1,0 +1,228 @@
+"""``bounds="auto"``: clamping bounds chosen by private quantiles, at a stated share of ε.
+
+:func:`auto_bounds` releases ``(lo, hi)`` alone (reusable by any bounded statistic);
+:func:`run_auto` is what :func:`dpfast.tables.sum` / :func:`~dpfast.tables.mean` do with
+``bounds="auto"``: ``AUTO_SHARE`` (10%) of ε picks the bounds, the rest releases the
+statistic with them, and the composed event is charged once, before anything is drawn.
+
+The bounds are the ``quantiles`` (default the 1st and 99th percentiles) of all the kept
+rows pooled over the keys (after the release's own bounding: at most ``k`` keys and ``c``
+rows per key per person, so one person moves any rank by at most ``k c``), each by the
+exponential mechanism of :mod:`dpfast.tables._quantile_em` on a public grid: the signed
+powers of two ``0, ±2**e`` (``e`` in ``[-30, 62]`` for floats, ``[0, 40]`` for integers)
+unless ``candidates`` are given.  So the bounds are within a factor of 2 of those
+quantiles (up to the rank error); pass a finer public grid for tighter ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast import random as _random
+from dpfast._core.rounding import float_down
+from dpfast._core.validate import check_real
+from dpfast.accounting import events as _events
+from dpfast.random import RngLike
+from dpfast.tables import _inputs, _keys, _plan, bounding, keynoise
+from dpfast.tables import _quantile_em as _em
+from dpfast.tables._charge import charged
+
+__all__ = ["auto_bounds", "AutoBounds", "AUTO_SHARE", "default_grid"]
+
+#: share of ε that ``bounds="auto"`` spends on choosing the bounds
+AUTO_SHARE = Fraction(1, 10)
+DEFAULT_QUANTILES = (0.01, 0.99)
+
+
+def default_grid(integer: bool) -> np.ndarray:
+    """The public grid of signed powers of two (see the module docstring)."""
+    e = np.arange(0, 41) if integer else np.arange(-30, 63)
+    pos = np.ldexp(1.0, e)
+    return np.concatenate([-pos[::-1], [0.0], pos])
+
+
+@dataclasses.dataclass(frozen=True)
+class AutoBounds:
+    """Privately chosen clamping bounds ``(lo, hi)`` and the event that paid for them."""
+
+    lo: float
+    hi: float
+    quantiles: tuple[float, float]
+    epsilon: float
+    event: Any
+
+    @property
+    def bounds(self) -> tuple[Any, Any]:
+        return (self.lo, self.hi)
+
+
+def _check_quantiles(quantiles: Any) -> tuple[float, float]:
+    if not isinstance(quantiles, (tuple, list)) or len(quantiles) != 2:
+        raise TypeError("quantiles must be a pair (q_lo, q_hi)")
+    lo, hi = (check_real(q, f"quantiles[{j}]") for j, q in enumerate(quantiles))
+    if not 0.0 <= lo < hi <= 1.0:
+        raise ValueError(f"quantiles must satisfy 0 <= q_lo < q_hi <= 1, got {quantiles!r}")
+    return float(lo), float(hi)
+
+
+def _grid_for(candidates: Any, integer: bool) -> np.ndarray:
+    g = default_grid(integer) if candidates is None else _em.grid(None, 1, candidates, False)
+    if integer:
+        g = np.unique(np.round(g))
+    return g
+
+
+def bounds_event(eps_b: float) -> Any:
+    """Event of choosing the bounds with ``eps_b``: two exponential mechanisms at
+    ``eps_b / 2`` (rounded down)."""
+    return _events.SelfComposed(_events.Exponential(float_down(Fraction(eps_b) / 2)), 2)
+
+
+def choose(data: _inputs._Data, g: np.ndarray, k: int, c: int, eps_b: float,
+           qs: tuple[float, float], gen: _random.Generator, integer: bool
+           ) -> tuple[Any, Any]:
+    """The private ``(lo, hi)`` of the validated rows (values clamped to the grid's range).
+    Draws one release stream of ``gen``: call it after the charge."""
+    assert data.values is not None
+    slots = _em.slots_of(data.values, g)
+    _, kept = _em.bound_slots(data.codes, data.ids, k, c, bounding.subkey(gen), slots)
+    table = _em.slot_table(np.zeros(kept.shape[0], np.int64), kept, 2 * g.shape[0])
+    rkey = keynoise.release_key(gen._key, keynoise.release_stream(gen))
+    one = np.zeros(1, np.int64)
+    eps_each = float_down(Fraction(eps_b) / 2)
+    idx = _em.sample(table, one, one, qs, eps_each, k * c, g.shape[0], rkey)[0]
+    a, b = sorted(int(i) for i in idx)  # post-processing: an ordered pair
+    if a == b:  # a point: widen to the next grid point (never zero sensitivity)
+        if b + 1 < g.shape[0]:
+            b += 1
+        elif a > 0:
+            a -= 1
+    lo, hi = float(g[a]), float(g[b])
+    return (int(lo), int(hi)) if integer else (lo, hi)
+
+
+def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: Any
+             ) -> tuple[_inputs._Data, np.ndarray, bool]:
+    if values is None:
+        raise TypeError("values must be an array of numbers, got None")
+    to_numpy = getattr(values, "to_numpy", None)
+    raw = to_numpy() if callable(to_numpy) else np.asarray(values)
+    integer = raw.dtype.kind in "iu"
+    g = _grid_for(candidates, integer)
+    wide: Any = (int(g[0]), int(g[-1])) if integer else (float(g[0]), float(g[-1]))
+    if keys is None:
+        keys = np.zeros(raw.shape[0] if raw.ndim == 1 else 0, np.int64)
+    data, _ = _inputs._validate(keys, privacy_ids, values, wide, domain)
+    return data, g, integer
+
+
+def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
+                epsilon: float, quantiles: tuple[float, float] = DEFAULT_QUANTILES,
+                max_partitions: int = 1, max_per_partition: int = 1,
+                candidates: Any = None, rng: RngLike = None, budget: Any = None,
+                note: str = "") -> AutoBounds:
+    """Choose clamping bounds privately: the ``quantiles`` of all rows (pooled).
+
+    Parameters
+    ----------
+    values : array_like
+        One number per row.
+    keys, privacy_ids, max_partitions, max_per_partition
+        The bounding of the release the bounds are for (as in :func:`dpfast.tables.sum`):
+        the pooled rows are those it keeps, so one person holds at most ``k c`` of them.
+        ``keys=None``: one key.
+    epsilon : float
+        Spent on the two quantiles, ``epsilon / 2`` each.
+    quantiles : (float, float)
+        ``(q_lo, q_hi)`` with ``0 <= q_lo < q_hi <= 1``.
+    candidates : array_like, optional
+        The public grid (default :func:`default_grid`: signed powers of two).
+    rng, budget, note
+        As in :func:`dpfast.tables.count` (``budget`` charged with :attr:`AutoBounds.event`).
+
+    Returns
+    -------
+    AutoBounds
+        ``.lo <= .hi`` (``lo < hi``: a single chosen point is widened to the next grid
+        point), ``.event``.
+
+    Privacy
+    -------
+    Add/remove one person: after bounding one person holds at most ``k c`` pooled rows, so
+    each rank utility ``-max(a_p - t, t - b_p, 0)`` moves by at most ``Δ = k c``; two
+    exponential mechanisms at ``ε/2`` each (McSherry & Talwar 2007; Smith 2011) compose to
+    ``ε``-DP; event ``SelfComposed(Exponential(ε/2), 2)``.  Sorting and widening the pair
+    is post-processing.
+    """
+    qs = _check_quantiles(quantiles)
+    k = bounding.positive_int(max_partitions, "max_partitions")
+    c = bounding.positive_int(max_per_partition, "max_per_partition")
+    if privacy_ids is None:
+        k = c = 1
+    eps = check_real(epsilon, "epsilon")
+    if not 0.0 < eps < float("inf"):
+        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+    if not isinstance(note, str):
+        raise TypeError(f"note must be a str, got {type(note).__name__}")
+    gen, _rid = keynoise.release_generator(rng)
+    data, g, integer = _prepare(values, keys, privacy_ids, candidates, None)
+    event = _events.with_neighbouring(bounds_event(eps), _events.ADD_REMOVE)
+    with charged(budget, event, note):
+        lo, hi = choose(data, g, k, c, eps, qs, gen, integer)
+    return AutoBounds(lo, hi, qs, float(eps), event)
+
+
+def split(epsilon: Any, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
+    """``(ε for the bounds, ε for the statistic)``, both rounded down (they sum to at most
+    ``ε``)."""
+    eps = Fraction(check_real(epsilon, "epsilon"))
+    eps_b = float_down(eps * share)
+    return eps_b, float_down(eps - Fraction(eps_b))
+
+
+def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: Any,
+             delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any, domain: Any,
+             noise: Any, rng: Any, budget: Any, note: Any, use_case: str | None,
+             dropna: bool, selection: Any = "auto", bounding_policy: Any = "uniform") -> Any:
+    """``tables.sum`` / ``tables.mean`` with ``bounds="auto"`` (see the module docstring):
+    the release's event is ``Composed((bounds event, statistic event))``, charged once."""
+    from dpfast.tables import aggregate  # the release pipeline (imports this lazily too)
+
+    if rho is not None:
+        raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")
+    if values is None:
+        raise TypeError("values must be an array of numbers, got None")
+    if dropna:
+        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
+    k, c = aggregate._common(max_partitions, max_per_partition, privacy_ids)
+    _plan.privacy(epsilon, delta, None, noise, select=domain is None)  # validates all
+    eps_b, eps_rest = split(epsilon)
+    priv = _plan.privacy(eps_rest, delta, None, noise, select=domain is None)
+    aggregate._check_budget(budget, note)
+    gen, rid = keynoise.release_generator(rng)
+    data, g, integer = _prepare(values, keys, privacy_ids, None, domain)
+    rest: Any = (_events.Epsilon(eps_rest) if priv.delta == 0.0
+                 else _events.EpsilonDelta(eps_rest, priv.delta))
+    event = _events.with_neighbouring(_events.Composed((bounds_event(eps_b), rest)),
+                                      _events.ADD_REMOVE)
+    with charged(budget, event, note):
+        bnd = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer)
+        assert data.values is not None
+        data.values = np.clip(data.values, bnd[0], bnd[1])  # our own array (validated copy)
+        if integer:
+            _inputs.check_int_sum(data.values.shape[0], bnd)
+        p = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,
+                                 selection, bounding_policy)
+        agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c,
+                                   bounding.subkey(gen), aggregate.summands(p, data.values),
+                                   aggregate.fixed_exp(p), p.bounding)
+        rel = aggregate.release(p, data, agg)
+    rel.event = event  # the whole release: bounds and statistic
+    rel.bounds = bnd
+    rel.sensitivity["bounds"] = bnd
+    rel.sensitivity["bounds_epsilon"] = eps_b
+    return rel
