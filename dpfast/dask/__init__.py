@@ -1,6 +1,6 @@
 """Scale out on Dask: the same release on a cluster as on one machine.
 
-``dpfast.dask.count / sum / mean`` take a dask DataFrame and release exactly -- bit for
+``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``) take a dask DataFrame and release exactly -- bit for
 bit, for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` /
 ``sum`` / ``mean`` release on the same rows with the same key: rows are hash-partitioned
 by privacy id (so every id's rows meet in one partition), bounded per id with the keyed
@@ -36,6 +36,10 @@ _PUBLIC: dict[str, str] = {
     "count": "dpfast.dask.tables",
     "sum": "dpfast.dask.tables",
     "mean": "dpfast.dask.tables",
+    "quantile": "dpfast.dask.quantile",
+    "median": "dpfast.dask.quantile",
+    "min": "dpfast.dask.quantile",
+    "max": "dpfast.dask.quantile",
     "discrete_laplace": "dpfast.dask.arrays",
     "discrete_gaussian": "dpfast.dask.arrays",
     "laplace": "dpfast.dask.arrays",

@@ -1,0 +1,301 @@
+"""Per-key quantiles, median, min, max (issue 23): exact law, rank-error statement, inputs."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import dpfast
+import dpfast.tables as dpt
+from dpfast.accounting import events as ev
+from dpfast.selection import force_exact
+from dpfast.tables import _quantile_em as em
+from dpfast.tables import keynoise
+
+from .helpers import KEY
+
+
+def _replay() -> dpfast.Generator:
+    return dpfast.default_rng(KEY)
+
+
+# ----------------------------------------------------------------------------- exact law
+def _exact_law(rows: list[float], grid: list[float], q: float, eps: float, sens: int
+               ) -> list[mpmath.mpf]:
+    """The target law, from the definition (independently of the kernels): utility
+    ``-max(a - t, t - b, 0)``, ``t = floor(q n)``, ``P ∝ exp(eps u / (2 sens))``."""
+    fq = Fraction(q)
+    n = len(rows)
+    t = (fq.numerator * n) // fq.denominator
+    us = []
+    for g in grid:
+        a = sum(1 for x in rows if x < g)
+        b = sum(1 for x in rows if x <= g)
+        us.append(-max(a - t, t - b, 0))
+    with mpmath.workprec(100):
+        c = mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator / (2 * sens)
+        w = [mpmath.exp(c * u) for u in us]
+        z = mpmath.fsum(w)
+        return [x / z for x in w]
+
+
+def _chi2_p(counts: np.ndarray, probs: list[mpmath.mpf]) -> float:
+    n = counts.sum()
+    p = np.array([float(x) for x in probs])
+    e = n * p
+    return float(stats.chi2.sf(((counts - e) ** 2 / e).sum(), len(p) - 1))
+
+
+def _many_keys_table(rows: list[float], grid: np.ndarray, nkeys: int):
+    """The sparse slot table of ``nkeys`` keys that all hold ``rows``."""
+    s = em.slots_of(np.array(rows), grid)
+    u, cnt = np.unique(s, return_counts=True)
+    codes = np.repeat(np.arange(nkeys, dtype=np.int64), u.shape[0])
+    return codes, np.tile(u, nkeys), np.tile(cnt, nkeys).astype(np.int64)
+
+
+def test_sampler_law_equals_the_exact_law_and_would_catch_a_one_percent_error() -> None:
+    """10^6 independent keys (per-key addressed words) with the same rows: the empirical
+    law of the released candidate equals the exact exponential-mechanism law (chi-square),
+    and the same test rejects the law of an epsilon off by 1%."""
+    rows = [1.0, 2.0, 2.0, 2.5, 4.0, 4.0, 4.0, 6.0, 9.0]
+    grid = np.arange(0.0, 11.0)  # 2.5 falls between candidates, 2 / 4 are ties
+    q, eps, sens, nkeys = 0.3, 0.9, 1, 1_000_000
+    table = _many_keys_table(rows, grid, nkeys)
+    cand = np.arange(nkeys, dtype=np.int64)
+    rkey = keynoise.release_key(KEY, 5)
+    idx = em.sample(table, cand, cand, (q,), eps, sens, grid.shape[0], rkey)[:, 0]
+    counts = np.bincount(idx, minlength=grid.shape[0])
+    law = _exact_law(rows, list(grid), q, eps, sens)
+    assert _chi2_p(counts, law) > 1e-4
+    assert _chi2_p(counts, _exact_law(rows, list(grid), q, eps * 1.01, sens)) < 1e-6
+    assert _chi2_p(counts, _exact_law(rows, list(grid), q, eps * 0.99, sens)) < 1e-6
+    # a per-key addressed stream: the first keys alone give the same draws
+    few = em.sample(_many_keys_table(rows, grid, 10), cand[:10], cand[:10], (q,), eps, sens,
+                    grid.shape[0], rkey)[:, 0]
+    np.testing.assert_array_equal(few, idx[:10])
+
+
+def test_release_law_scales_with_epsilon_per_key_and_rows_per_person() -> None:
+    """Through the whole release (ids, k = 2 keys, c = 2 rows): each key's law is the
+    exponential mechanism at ε / (k · len(q)) with sensitivity c."""
+    person_rows = [[3, 5], [5], [7, 8], [8], [1, 9]]  # each person <= 2 rows per key
+    nk = 20_000
+    keys, ids, vals = [], [], []
+    for key in range(nk):
+        for p, rs in enumerate(person_rows):
+            for v in rs:
+                keys.append(key)
+                ids.append(key * 10 + p)
+                vals.append(v)
+    rel = dpt.quantile(np.array(vals), np.array(keys), np.array(ids), q=[0.5, 0.8],
+                       bounds=(0, 10), epsilon=2.4, max_partitions=2, max_per_partition=2,
+                       domain=np.arange(nk), rng=_replay())
+    assert rel.epsilon_per_key == 0.6 and rel.sensitivity == 2
+    assert rel.event == ev.with_neighbouring(ev.SelfComposed(ev.Exponential(0.6), 4),
+                                             ev.ADD_REMOVE)
+    flat = sorted(v for rs in person_rows for v in rs)
+    grid = list(range(11))
+    for j, q in enumerate((0.5, 0.8)):
+        counts = np.bincount(rel.values[:, j], minlength=11)
+        assert _chi2_p(counts, _exact_law(flat, grid, q, 0.6, 2)) > 1e-4
+        assert _chi2_p(counts, _exact_law(flat, grid, q, 1.2, 2)) < 1e-6  # not sens 1
+
+
+def test_exact_path_gives_the_same_law() -> None:
+    """Under the test hook every row is decided by the exact continuation (fresh per-key
+    words): same law (coarser check: the exact path is slow)."""
+    rows = [2.0, 3.0, 3.0, 7.0]
+    grid = np.arange(0.0, 9.0)
+    nkeys = 3000
+    table = _many_keys_table(rows, grid, nkeys)
+    cand = np.arange(nkeys, dtype=np.int64)
+    with force_exact():
+        idx = em.sample(table, cand, cand, (0.5,), 1.5, 1, grid.shape[0],
+                        keynoise.release_key(KEY, 9))[:, 0]
+    counts = np.bincount(idx, minlength=grid.shape[0])
+    assert _chi2_p(counts, _exact_law(rows, list(grid), 0.5, 1.5, 1)) > 1e-4
+
+
+# ----------------------------------------------------------------------------- accuracy
+@pytest.mark.parametrize("eps,m,alpha", [(1.0, 11, 0.05), (0.5, 40, 0.1), (2.0, 200, 0.01)])
+def test_rank_error_bound_holds_for_the_exact_law(eps: float, m: int, alpha: float) -> None:
+    """P(distance > best + r) <= alpha under the exact law (enumerated), r the smallest such
+    integer bound of McSherry-Talwar, and the empirical coverage agrees."""
+    rng = np.random.default_rng(int(eps * 10) + m)
+    rows = sorted(rng.integers(0, m, 60).astype(float).tolist())
+    grid = list(np.arange(float(m)))
+    q = 0.5
+    r = em.rank_error(eps, 1, m, alpha)
+    assert m * math.exp(-eps * r / 2) <= alpha < m * math.exp(-eps * (r - 1) / 2)
+    law = _exact_law(rows, grid, q, eps, 1)
+    t = len(rows) // 2
+    dist = [max(sum(x < g for x in rows) - t, t - sum(x <= g for x in rows), 0) for g in grid]
+    best = min(dist)
+    p_bad = mpmath.fsum(p for p, d in zip(law, dist) if d > best + r)
+    assert p_bad <= alpha
+    rel = dpt.median(np.tile(rows, 2000), np.repeat(np.arange(2000), len(rows)), bounds=(0, m - 1),
+                     n_candidates=m, epsilon=eps, domain=np.arange(2000), rng=_replay())
+    assert rel.rank_error(alpha) == r
+    got = np.array([dist[int(v)] for v in rel.values])
+    assert np.mean(got > best + r) <= alpha
+    acc = rel.accuracy(alpha)
+    assert acc["rank_error"] == r and str(r) in acc["statement"]
+
+
+def test_median_min_max_accuracy_on_real_sized_data() -> None:
+    rng = np.random.default_rng(3)
+    nk, per = 50, 4000
+    keys = np.repeat(np.arange(nk), per)
+    vals = rng.normal(0, 1, nk * per) + np.repeat(np.arange(nk) * 0.1, per)
+    kw = dict(bounds=(-10.0, 20.0), epsilon=1.0, domain=np.arange(nk), rng=_replay())
+    med = dpt.median(vals, keys, **kw)
+    truth = np.array([np.median(vals[keys == k]) for k in range(nk)])
+    step = 30 / 255
+    assert np.max(np.abs(med.values - truth)) < 0.1 + step
+    lo = dpt.min(vals, keys, **kw)
+    hi = dpt.max(vals, keys, **kw)
+    r = lo.rank_error(0.01)
+    for k in range(0, nk, 7):  # rank statements: at most r rows beyond the released points
+        v = vals[keys == k]
+        assert np.sum(v < lo.values[k]) <= r and np.sum(v > hi.values[k]) <= r
+    assert (lo.values < hi.values).all()
+    assert med.to_pandas().columns.tolist() == ["median"]
+
+
+# ----------------------------------------------------------------------------- releases
+def test_selection_path_and_event() -> None:
+    rng = np.random.default_rng(1)
+    keys = np.concatenate([np.repeat([10, 20, 30], 3000), [40, 50]])  # 40, 50: one row
+    vals = rng.integers(0, 100, keys.shape[0])
+    rel = dpt.quantile(vals, keys, q=0.5, bounds=(0, 99), epsilon=1.0, delta=1e-6,
+                       rng=_replay())
+    assert rel.keys.tolist() == [10, 20, 30] and rel.threshold is not None
+    assert rel.event == ev.with_neighbouring(ev.EpsilonDelta(1.0, 1e-6), ev.ADD_REMOVE)
+    assert rel.epsilon_per_key == 0.5 and rel.values.dtype == np.int64
+    assert np.all(np.abs(rel.values - 50) < 10)
+
+
+def test_replay_budget_and_fresh_noise() -> None:
+    rng = np.random.default_rng(2)
+    keys = rng.integers(0, 30, 5000)
+    vals = rng.random(5000)
+    kw = dict(q=0.25, bounds=(0.0, 1.0), epsilon=0.2, domain=np.arange(30))
+    a = dpt.quantile(vals, keys, rng=_replay(), **kw)
+    b = dpt.quantile(vals, keys, rng=_replay(), **kw)
+    np.testing.assert_array_equal(a.values, b.values)
+    c1 = dpt.quantile(vals, keys, rng=KEY, **kw)
+    c2 = dpt.quantile(vals, keys, rng=KEY, **kw)
+    assert c1.release_id != c2.release_id and not np.array_equal(c1.values, c2.values)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    rel = dpt.quantile(vals, keys, rng=_replay(), budget=budget, note="q", **kw)
+    h = budget.history()
+    assert len(h) == 1 and h[0].event == rel.event and h[0].note == "q"
+
+
+def test_keys_are_addressed_subset_of_domain_gives_same_values() -> None:
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 12, 3000)
+    vals = rng.integers(0, 50, 3000)
+    kw = dict(bounds=(0, 49), epsilon=0.5)
+    full = dpt.median(vals, keys, domain=np.arange(12), rng=_replay(), **kw)
+    part = dpt.median(vals, keys, domain=[3, 7, 1], rng=_replay(), **kw)
+    assert part.keys.tolist() == [3, 7, 1]
+    np.testing.assert_array_equal(part.values, full.values[[3, 7, 1]])
+
+
+def test_user_grid_and_caller_data_untouched() -> None:
+    vals = np.array([0.5, 1.5, 2.5, 3.5, 100.0])
+    keep = vals.copy()
+    g = [0.0, 1.0, 2.0, 4.0, 8.0]
+    rel = dpt.median(vals, np.zeros(5, int), candidates=g, epsilon=1.0, domain=[0],
+                     rng=_replay())
+    assert rel.values[0] in g and rel.grid.tolist() == g
+    np.testing.assert_array_equal(vals, keep)
+    ints = dpt.median(np.arange(10), np.zeros(10, int), candidates=[0.5, 4.5, 9.5],
+                      epsilon=1.0, domain=[0], rng=_replay())
+    assert ints.values.dtype == np.float64
+
+
+BAD = [
+    (dict(q=1.5), ValueError, "q must be in"),
+    (dict(q=True), TypeError, "q must be"),
+    (dict(q=[]), ValueError, "q must be"),
+    (dict(n_candidates=0), ValueError, "n_candidates"),
+    (dict(n_candidates=2.0), TypeError, "n_candidates"),
+    (dict(bounds=None), ValueError, "bounds"),
+    (dict(candidates=[0, 2, 1], bounds=None), ValueError, "candidates"),
+    (dict(candidates=[0, 1]), ValueError, "bounds or candidates"),
+    (dict(epsilon=-1.0), ValueError, "epsilon"),
+    (dict(epsilon=None), ValueError, "epsilon"),
+    (dict(domain=None), ValueError, "delta"),
+    (dict(max_partitions=0), ValueError, "max_partitions"),
+    (dict(note=3), TypeError, "note"),
+    (dict(budget=object()), TypeError, "budget"),
+    (dict(bounds="auto"), TypeError, "bounds"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,msg", BAD)
+def test_bad_input_names_the_parameter(kw: dict, exc: type, msg: str) -> None:
+    base = dict(q=0.5, bounds=(0, 10), epsilon=1.0, domain=[0, 1], rng=_replay())
+    base.update(kw)
+    with pytest.raises(exc, match=msg):
+        dpt.quantile(np.arange(6), np.array([0, 1] * 3), np.arange(6), **base)
+
+
+def test_bad_values() -> None:
+    with pytest.raises(TypeError, match="values"):
+        dpt.median(None, [0, 1], bounds=(0, 1), epsilon=1.0, domain=[0, 1])
+    with pytest.raises(ValueError, match="values"):
+        dpt.median([0.0, np.nan], [0, 1], bounds=(0, 1), epsilon=1.0, domain=[0, 1])
+    with pytest.raises(ValueError, match="alpha"):
+        dpt.median([0, 1], [0, 1], bounds=(0, 1), epsilon=1.0, domain=[0, 1],
+                   rng=_replay()).rank_error(1.5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6), st.integers(-5, 30)),
+                min_size=1, max_size=40),
+       st.floats(0, 1), st.integers(1, 3), st.integers(1, 3), st.integers(2, 40))
+def test_any_input_gives_grid_points_in_the_domain_order(rows, q, k, c, m) -> None:
+    keys = np.array([r[0] for r in rows])
+    ids = np.array([r[1] for r in rows])
+    vals = np.array([r[2] for r in rows])
+    dom = [4, 0, 2, 3, 1]
+    rel = dpt.quantile(vals, keys, ids, q=q, bounds=(-2, 25), n_candidates=m, epsilon=1.0,
+                       max_partitions=k, max_per_partition=c, domain=dom, rng=_replay())
+    assert rel.keys.tolist() == dom and rel.values.shape == (5,)
+    assert set(rel.values.tolist()) <= set(rel.grid.astype(int).tolist())
+    assert rel.grid[0] == -2 and rel.grid[-1] == 25 and rel.grid.shape[0] <= m
+    again = dpt.quantile(vals, keys, ids, q=q, bounds=(-2, 25), n_candidates=m,
+                         epsilon=1.0, max_partitions=k, max_per_partition=c, domain=dom,
+                         rng=_replay())
+    np.testing.assert_array_equal(rel.values, again.values)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(-3, 12), min_size=0, max_size=30), st.floats(0, 1),
+       st.integers(1, 3))
+def test_slot_table_ranks_match_the_definition(vals, q, c) -> None:
+    """The kernel's utilities equal the definition for any rows (ties, ends, empty)."""
+    from dpfast._kernels import quantile as kq
+
+    grid = np.array([-3.0, 0.0, 0.5, 4.0, 12.0])
+    x = np.clip(np.array(vals, float), -3, 12)
+    s = em.slots_of(x, grid)
+    tc, ts, tn = em.slot_table(np.zeros(len(vals), np.int64), s, 10)
+    t = em.targets(np.array([len(vals)]), q)
+    u = np.empty((1, 5))
+    kq.fill_utilities(np.array([0]), np.array([tc.shape[0]]), ts, tn, t, 5, u)
+    fq = Fraction(q)
+    tt = (fq.numerator * len(vals)) // fq.denominator
+    want = [-max(int((x < g).sum()) - tt, tt - int((x <= g).sum()), 0) for g in grid]
+    assert u[0].tolist() == want and t[0] == tt
