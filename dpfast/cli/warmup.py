@@ -3,7 +3,7 @@
 numba compiles each kernel the first time it runs and caches the machine code on disk
 (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``); a first call after
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
-on a tiny input (samplers, tables count/sum/mean, TopDown, histograms, local DP,
+on a tiny input (samplers, tables count/sum/mean/quantile, TopDown, histograms, local DP,
 selection), so that later processes load every kernel from the cache -- e.g. as a step of
 a container build::
 
@@ -60,6 +60,17 @@ def _sum_mean() -> None:
                     domain=[0, 1, 2], rng=_KEY)
 
 
+def _quantile() -> None:
+    import numpy as np
+
+    from dpfast import tables
+
+    keys = np.arange(60) % 3
+    for values in (np.arange(60) % 5, np.linspace(0.0, 4.0, 60)):
+        tables.median(values, keys, np.arange(60), bounds=(0, 4), epsilon=1.0,
+                      domain=[0, 1, 2], rng=_KEY)
+
+
 def _topdown() -> None:
     import numpy as np
 
@@ -104,6 +115,7 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
     ("samplers", _samplers),
     ("tables.count", _count),
     ("tables.sum/mean", _sum_mean),
+    ("tables.quantile", _quantile),
     ("topdown", _topdown),
     ("histogram", _histogram),
     ("local", _local),

@@ -1,8 +1,9 @@
 """Scale out on Dask: the same release on a cluster as on one machine.
 
-``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``) take a dask DataFrame and release exactly -- bit for
-bit, for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` /
-``sum`` / ``mean`` release on the same rows with the same key: rows are hash-partitioned
+``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``,
+:mod:`dpfast.dask.quantiles`) take a dask DataFrame and release exactly -- bit for bit,
+for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` /
+``sum`` / ``mean`` (``quantile``...) release on the same rows with the same key: rows are hash-partitioned
 by privacy id (so every id's rows meet in one partition), bounded per id with the keyed
 per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced, and noised
 on the driver with the per-key addressed noise of :mod:`dpfast.tables.keynoise`.
@@ -36,10 +37,10 @@ _PUBLIC: dict[str, str] = {
     "count": "dpfast.dask.tables",
     "sum": "dpfast.dask.tables",
     "mean": "dpfast.dask.tables",
-    "quantile": "dpfast.dask.quantile",
-    "median": "dpfast.dask.quantile",
-    "min": "dpfast.dask.quantile",
-    "max": "dpfast.dask.quantile",
+    "quantile": "dpfast.dask.quantiles",
+    "median": "dpfast.dask.quantiles",
+    "min": "dpfast.dask.quantiles",
+    "max": "dpfast.dask.quantiles",
     "discrete_laplace": "dpfast.dask.arrays",
     "discrete_gaussian": "dpfast.dask.arrays",
     "laplace": "dpfast.dask.arrays",

@@ -1,6 +1,6 @@
 """The per-key quantile mechanism: public candidate grid, rank utilities, exact sampling.
 
-Steps (each a function, shared by :mod:`dpfast.tables.quantile`, :mod:`dpfast.dask` and
+Steps (each a function, shared by :mod:`dpfast.tables.quantiles`, :mod:`dpfast.dask` and
 :mod:`dpfast.tables.autobounds`):
 
 1. :func:`grid` -- the public candidates ``g_0 < ... < g_{m-1}`` (data-independent).
@@ -199,8 +199,11 @@ def sample(table: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
             words = _words(qkey, nonces[a:b], m).reshape(-1)
             umax = u.max(axis=1)
             sub = nonces[a:b]
-            out[a:b, j] = _gumbel.argmax_words(words, u, umax, c, c_f,
-                                               lambda r, sub=sub: _exact_source(qkey, sub[r]))
+
+            def source(r: int, sub: np.ndarray = sub, qk: bytes = qkey) -> _LazySource:
+                return _exact_source(qk, sub[r])
+
+            out[a:b, j] = _gumbel.argmax_words(words, u, umax, c, c_f, source)
     return out
 
 

@@ -4,7 +4,7 @@ The pipeline of :mod:`dpfast.dask.tables` with the quantile's aggregate: rows ar
 hash-partitioned by privacy id, each partition validates, bounds per id (the keyed
 per-id streams of :func:`dpfast.tables._quantile_em.bound_slots`) and builds its sparse
 ``(key, grid slot) -> rows`` table; the driver sums the partial tables (a count table is
-all the rank utility needs) and runs :func:`dpfast.tables.quantile.release`: per-key
+all the rank utility needs) and runs :func:`dpfast.tables.quantiles.release`: per-key
 addressed exponential mechanisms.  The release equals :func:`dpfast.tables.quantile` on
 the same rows with the same release generator, bit for bit.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from dpfast.dask import tables as _dt
 from dpfast.tables import _inputs, _keys
 from dpfast.tables import _quantile_em as _em
-from dpfast.tables import quantile as _q
+from dpfast.tables import quantiles as _q
 from dpfast.tables._charge import charged
 
 __all__ = ["quantile", "median", "min", "max"]
