@@ -2,11 +2,12 @@
 
 ``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``,
 :mod:`dpfast.dask.quantiles`) take a dask DataFrame and release exactly -- bit for bit,
-for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` /
-``sum`` / ``mean`` (``quantile``...) release on the same rows with the same key: rows
-are hash-partitioned by privacy id (so every id's rows meet in one partition), bounded
-per id with the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced, and noised
-on the driver with the per-key addressed noise of :mod:`dpfast.tables.keynoise`.
+for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` / ``sum`` /
+``mean`` (``quantile``...) release on the same rows with the same key: rows are hash-
+partitioned by privacy id (so every id's rows meet in one partition), bounded per id with
+the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced,
+and noised on the driver with the per-key addressed noise of
+:mod:`dpfast.tables.keynoise`.
 
 Keys: what travels inside the task graph is the *bounding* sub-key only (it decides which
 rows a person keeps; it cannot remove noise), or, with :func:`key_from_file` /
