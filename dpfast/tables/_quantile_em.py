@@ -50,6 +50,7 @@ __all__ = ["QUANTILE_TAG", "EXACT_TAG", "grid", "slots_of", "bound_slots", "slot
 QUANTILE_TAG = b"dpfast.tables.quantile v1"
 EXACT_TAG = b"dpfast.tables.quantile-exact v1"
 MAX_CANDIDATES = 1 << 16
+_DENSE_CELLS_LOG2 = 17  # cells of one bucket's dense (code, slot) histogram (1 MiB)
 _CHUNK_CELLS = 1 << 21  # utilities of this many (key, candidate) cells per sampling step
 
 
@@ -96,12 +97,16 @@ def grid(bounds: tuple[Any, Any] | None, n_candidates: Any, candidates: Any,
 
 def slots_of(values: np.ndarray, g: np.ndarray) -> np.ndarray:
     """int64 slot of each value (already clamped to ``[g_0, g_{m-1}]``) on the grid."""
-    v = np.asarray(values, np.float64)
-    p = np.searchsorted(g, v, side="left")
-    at = np.zeros(v.shape[0], np.bool_)
-    inside = p < g.shape[0]
-    at[inside] = g[p[inside]] == v[inside]
-    return (2 * p + at).astype(np.int64)
+    v = np.ascontiguousarray(values, np.float64)
+    out = np.empty(v.shape[0], np.int64)
+    m = g.shape[0]
+    if v.shape[0]:
+        span = float(g[-1] - g[0]) if m > 1 else 0.0
+        even = m > 2 and span > 0 and np.isfinite(span) and bool(
+            np.allclose(np.diff(g), span / (m - 1), rtol=1e-6, atol=0))
+        inv = (m - 1) / span if even else 0.0
+        _kq.grid_slots(v, np.ascontiguousarray(g, np.float64), float(g[0]), inv, even, out)
+    return out
 
 
 def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
@@ -131,18 +136,25 @@ def slot_table(codes: np.ndarray, slots: np.ndarray, n_slots: int, weights: Any 
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sparse ``(key code, slot) -> rows`` table, sorted by (code, slot):
     ``(codes, slots, counts)``.  ``weights``: rows per input entry (merging partial
-    tables); default one row per entry."""
-    if codes.shape[0] == 0:
+    tables); default one row per entry.  Slots lie in ``[0, n_slots)``."""
+    n = codes.shape[0]
+    if n == 0:
         z = np.zeros(0, np.int64)
         return z, z.copy(), z.copy()
-    comb = codes.astype(np.int64) * n_slots + slots.astype(np.int64)
-    if weights is None:
-        u, cnt = np.unique(comb, return_counts=True)
-    else:
-        u, inv = np.unique(comb, return_inverse=True)
-        cnt = np.zeros(u.shape[0], np.int64)
-        np.add.at(cnt, inv.reshape(-1), np.asarray(weights, np.int64))
-    return u // n_slots, u % n_slots, cnt.astype(np.int64)
+    c = np.ascontiguousarray(codes, np.int64)
+    use_w = weights is not None
+    w = np.ascontiguousarray(weights, np.int64) if use_w else np.zeros(1, np.int64)
+    oc = np.empty(n, np.int64)
+    os_ = np.empty(n, np.int64)
+    on = np.empty(n, np.int64)
+    n_codes = int(c.max()) + 1
+    sl = np.ascontiguousarray(slots, np.int64)
+    shift = max(0, _DENSE_CELLS_LOG2 - int(n_slots - 1).bit_length())
+    if n_slots <= 1 << 13 and (n_codes >> shift) * (1 << _DENSE_CELLS_LOG2) <= 16 * n + (1 << 22):
+        size = _kq.key_slot_dense(c, sl, w, use_w, n_codes, int(n_slots), shift, oc, os_, on)
+    else:  # large grids or very many keys: per-key runs
+        size = _kq.key_slot_counts(c, sl, w, use_w, n_codes, int(n_slots), oc, os_, on)
+    return oc[:size].copy(), os_[:size].copy(), on[:size].copy()
 
 
 def targets(n_rows: np.ndarray, q: float) -> np.ndarray:
