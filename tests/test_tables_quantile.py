@@ -299,3 +299,34 @@ def test_slot_table_ranks_match_the_definition(vals, q, c) -> None:
     tt = (fq.numerator * len(vals)) // fq.denominator
     want = [-max(int((x < g).sum()) - tt, tt - int((x <= g).sum()), 0) for g in grid]
     assert u[0].tolist() == want and t[0] == tt
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 12), min_size=0, max_size=25),
+       st.lists(st.integers(-2, 14), min_size=1, max_size=3), st.floats(0, 1),
+       st.integers(3, 9))
+def test_one_person_moves_every_utility_by_at_most_their_rows(base, extra, q, m) -> None:
+    """The privacy claim at its root: adding one person's ``c`` rows (after clamping) moves
+    each candidate's kernel utility by at most ``c``, so the exact law's ratio is at most
+    ``exp(ε_q)``."""
+    from dpfast._kernels import quantile as kq
+
+    grid = em.grid((0, 12), m, None, True)
+
+    def utilities(rows: list[int]) -> np.ndarray:
+        x = np.clip(np.array(rows, float), 0, 12)
+        tc, ts, tn = em.slot_table(np.zeros(len(rows), np.int64), em.slots_of(x, grid),
+                                   2 * grid.shape[0])
+        u = np.empty((1, grid.shape[0]))
+        kq.fill_utilities(np.array([0]), np.array([tc.shape[0]]), ts, tn,
+                          em.targets(np.array([len(rows)]), q), grid.shape[0], u)
+        return u[0]
+
+    c = len(extra)
+    u0, u1 = utilities(base), utilities(base + extra)
+    assert np.max(np.abs(u1 - u0)) <= c
+    eps = 0.7
+    w0, w1 = np.exp(eps * u0 / (2 * c)), np.exp(eps * u1 / (2 * c))
+    ratio = (w1 / w1.sum()) / (w0 / w0.sum())
+    assert np.all(ratio <= math.exp(eps) * (1 + 1e-12))
+    assert np.all(ratio >= math.exp(-eps) * (1 - 1e-12))
