@@ -35,6 +35,8 @@ def test_auto_bounds_are_the_private_percentiles_on_the_power_grid() -> None:
         ev.SelfComposed(ev.Exponential(0.1), 2), ev.ADD_REMOVE)
     again = dpt.auto_bounds(vals, keys, epsilon=0.2, rng=_replay())
     assert again.bounds == b.bounds
+    r = b.rank_error(0.05)
+    assert 0 < r < 0.01 * len(vals) and r == ab._em.rank_error(0.1, 1, 187, 0.05)
     ints = dpt.auto_bounds(np.round(vals).astype(np.int64), epsilon=0.2, rng=_replay())
     assert isinstance(ints.lo, int) and ints.lo < ints.hi
 

@@ -330,3 +330,37 @@ def test_one_person_moves_every_utility_by_at_most_their_rows(base, extra, q, m)
     ratio = (w1 / w1.sum()) / (w0 / w0.sum())
     assert np.all(ratio <= math.exp(eps) * (1 + 1e-12))
     assert np.all(ratio >= math.exp(-eps) * (1 - 1e-12))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(0, 9)),
+                min_size=1, max_size=60), st.integers(1, 3), st.integers(1, 3),
+       st.randoms(use_true_random=False))
+def test_bounding_keeps_at_most_k_keys_c_rows_and_ignores_row_order(rows, k, c, rnd) -> None:
+    """What a person keeps: at most ``k`` keys, ``c`` rows per key, among their own rows;
+    the sparse table does not depend on the row order."""
+    from dpfast.tables import bounding
+
+    skey = bounding.subkey(_replay())
+    keys = np.array([r[0] for r in rows], np.int64)
+    ids = np.array([r[1] for r in rows], np.int64)
+    slots = np.array([r[2] for r in rows], np.int64)
+    table = em.slot_table(*em.bound_slots(keys, ids, k, c, skey, slots), 10)
+    perm = list(range(len(rows)))
+    rnd.shuffle(perm)
+    p = np.array(perm)
+    table2 = em.slot_table(*em.bound_slots(keys[p], ids[p], k, c, skey, slots[p]), 10)
+    for a, b in zip(table, table2):
+        np.testing.assert_array_equal(a, b)
+    for person in np.unique(ids):  # one person alone: at most k keys, c rows each
+        mine = ids == person
+        kc, ks = em.bound_slots(keys[mine], ids[mine], k, c, skey, slots[mine])
+        assert len(np.unique(kc)) <= k
+        assert all((kc == x).sum() <= c for x in np.unique(kc))
+        own = sorted(zip(keys[mine].tolist(), slots[mine].tolist()))
+        kept = sorted(zip(kc.tolist(), ks.tolist()))
+        assert all(kept.count(x) <= own.count(x) for x in set(kept))
+    total = em.bound_slots(keys, ids, k, c, skey, slots)
+    assert total[0].shape[0] == sum(
+        em.bound_slots(keys[ids == i], ids[ids == i], k, c, skey, slots[ids == i])[0].shape[0]
+        for i in np.unique(ids))

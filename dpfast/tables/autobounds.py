@@ -54,10 +54,20 @@ class AutoBounds:
     quantiles: tuple[float, float]
     epsilon: float
     event: Any
+    sensitivity: int = 1  # pooled rows one person may hold (k c)
+    n_candidates: int = 1
 
     @property
     def bounds(self) -> tuple[Any, Any]:
         return (self.lo, self.hi)
+
+    def rank_error(self, alpha: float = 0.05) -> int:
+        """Rank error of each bound at level ``1 - alpha`` (McSherry & Talwar, as
+        :meth:`dpfast.tables.QuantileRelease.rank_error`): the bound's rank among the
+        pooled kept rows is within this many rows of ``floor(q n)``, beyond the grid's
+        resolution.  The bounds are useful when it is well below ``q_lo n``."""
+        return _em.rank_error(float_down(Fraction(self.epsilon) / 2), self.sensitivity,
+                              self.n_candidates, alpha)
 
 
 def _check_quantiles(quantiles: Any) -> tuple[float, float]:
@@ -173,7 +183,7 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
     event = _events.with_neighbouring(bounds_event(eps), _events.ADD_REMOVE)
     with charged(budget, event, note):
         lo, hi = choose(data, g, k, c, eps, qs, gen, integer)
-    return AutoBounds(lo, hi, qs, float(eps), event)
+    return AutoBounds(lo, hi, qs, float(eps), event, k * c, int(g.shape[0]))
 
 
 def split(epsilon: Any, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
