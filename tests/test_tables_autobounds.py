@@ -59,7 +59,7 @@ def test_sum_and_mean_with_auto_bounds_charge_one_composed_event(stat: str) -> N
     assert Fraction(eps_b) + Fraction(eps_rest) <= 1 and abs(eps_b - 0.1) < 1e-15
     assert PureDpAccountant().compose(rel.event).get_epsilon(0.0) <= 1.0
     lo, hi = rel.bounds
-    assert lo < hi and rel.sensitivity["bounds"] == (lo, hi)
+    assert lo < hi and (rel.sensitivity["bounds_lo"], rel.sensitivity["bounds_hi"]) == (lo, hi)
     clipped = np.clip(vals, lo, hi)
     truth = np.array([(clipped[keys == k].sum() if stat == "sum"
                        else clipped[keys == k].mean()) for k in range(10)])

@@ -232,7 +232,9 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
                                    aggregate.fixed_exp(p), p.bounding)
         rel = aggregate.release(p, data, agg)
     rel.event = event  # the whole release: bounds and statistic
-    rel.bounds = bnd
-    rel.sensitivity["bounds"] = bnd
+    # the chosen bounds (public: released) -- an attribute of this release only
+    setattr(rel, "bounds", bnd)  # noqa: B010
+    rel.sensitivity["bounds_lo"] = float(bnd[0])
+    rel.sensitivity["bounds_hi"] = float(bnd[1])
     rel.sensitivity["bounds_epsilon"] = eps_b
     return rel
