@@ -364,3 +364,39 @@ def test_bounding_keeps_at_most_k_keys_c_rows_and_ignores_row_order(rows, k, c, 
     assert total[0].shape[0] == sum(
         em.bound_slots(keys[ids == i], ids[ids == i], k, c, skey, slots[ids == i])[0].shape[0]
         for i in np.unique(ids))
+
+
+@pytest.mark.parametrize("n_codes,n_slots", [(1, 6), (50, 20), (3000, 514)])
+def test_both_table_kernels_and_both_slot_searches_agree_with_numpy(n_codes, n_slots) -> None:
+    """The dense (bucketed) and the per-key-run table kernels, and the guessed and the
+    binary slot search, against np.unique / np.searchsorted."""
+    from dpfast._kernels import quantile as kq
+
+    r = np.random.default_rng(n_codes)
+    n = 20_000
+    codes = r.integers(0, n_codes, n)
+    slots = r.integers(0, n_slots, n)
+    w = r.integers(1, 4, n)
+    u, inv = np.unique(codes * n_slots + slots, return_inverse=True)
+    want = np.zeros(u.shape[0], np.int64)
+    np.add.at(want, inv.reshape(-1), w)
+    for kernel in ("dense", "runs"):
+        out = [np.empty(n, np.int64) for _ in range(3)]
+        if kernel == "dense":
+            shift = max(0, 17 - int(n_slots - 1).bit_length())
+            size = kq.key_slot_dense(codes, slots, w, True, n_codes, n_slots, shift, *out)
+        else:
+            size = kq.key_slot_counts(codes, slots, w, True, n_codes, n_slots, *out)
+        assert size == u.shape[0]
+        np.testing.assert_array_equal(out[0][:size], u // n_slots)
+        np.testing.assert_array_equal(out[1][:size], u % n_slots)
+        np.testing.assert_array_equal(out[2][:size], want)
+    g = np.linspace(-1.0, 3.0, n_slots // 2 + 1)
+    v = np.clip(np.concatenate([g, r.normal(1, 1, 5000), np.nextafter(g, 9)]), -1, 3)
+    p = np.searchsorted(g, v)
+    ref = 2 * p + (g[np.minimum(p, g.shape[0] - 1)] == v)
+    for guess in (True, False):
+        got = np.empty(v.shape[0], np.int64)
+        kq.grid_slots(v, g, -1.0, (g.shape[0] - 1) / 4.0 if guess else 0.0, guess, got)
+        np.testing.assert_array_equal(got, ref)
+    np.testing.assert_array_equal(em.slots_of(v, g), ref)
