@@ -35,7 +35,14 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str, bnd:
     keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
     ids = None if id_col is None else pdf[id_col]
     data, _ = _inputs._validate(keys, ids, _q._values_for(pdf[val_col], bnd), bnd, domain)
-    tc, ts, tn = _q.table_of(p, data, _dt._subkey(key_src))
+    skey = _dt._subkey(key_src)
+    tc, ts, tn = _q.table_of(p, data, skey)
+    if p.select is not None:  # people per key after bounding, as slot -1 rows
+        units = _q.units_of(p, data, skey)
+        uc = np.flatnonzero(units > 0)
+        tc = np.concatenate([tc, uc])
+        ts = np.concatenate([ts, np.full(uc.shape[0], -1, ts.dtype)])
+        tn = np.concatenate([tn, units[uc].astype(tn.dtype)])
     uk = _q._take(data.uniques, tc)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out[_SLOT] = ts
@@ -50,7 +57,9 @@ def _combine(pieces: list, *args: Any) -> Any:
 
 
 def _reduce(parts: Any, names: list[str], domain: Any, n_slots: int
-            ) -> tuple[_inputs._Data, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+            ) -> tuple[_inputs._Data, tuple[np.ndarray, np.ndarray, np.ndarray],
+                       np.ndarray]:
+    """The merged (key, slot) table and the people per key code (slot -1 rows)."""
     cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
     if domain is None:
         fk = _keys.factorize(cols)
@@ -62,10 +71,16 @@ def _reduce(parts: Any, names: list[str], domain: Any, n_slots: int
         domain_codes = fk.codes[:nd]
         codes = fk.codes[nd:]
     codes = np.ascontiguousarray(codes, np.int64)
-    table = _em.slot_table(codes, parts[_SLOT].to_numpy(np.int64), n_slots,
-                           parts[_ROWS].to_numpy(np.int64))
+    slots = parts[_SLOT].to_numpy(np.int64)
+    rows = parts[_ROWS].to_numpy(np.int64)
+    is_unit = slots < 0
+    units = np.zeros(fk.size, np.int64)
+    np.add.at(units, codes[is_unit], rows[is_unit])  # each person is in one partition
+    keep = ~is_unit
+    table = _em.slot_table(np.ascontiguousarray(codes[keep]), np.ascontiguousarray(slots[keep]),
+                           n_slots, np.ascontiguousarray(rows[keep]))
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, tuple(names))
-    return data, table
+    return data, table, units
 
 
 def _compute(frame: Any, names: list[str], id_col: str | None, args: tuple,
@@ -94,7 +109,7 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
              n_candidates: int = 256, candidates: Any = None, domain: Any = None,
              rng: Any = None, budget: Any = None, note: str = "",
-             npartitions: int | None = None) -> Any:
+             npartitions: int | None = None, selection: str = "auto") -> Any:
     """Release the ``q``-quantile(s) of the ``value`` column per key of a dask DataFrame.
 
     Parameters as in :func:`dpfast.tables.quantile` (columns by name, as in
@@ -135,13 +150,13 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
             raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
     gen, rid, key_src = _dt._generator(rng)
     p = _q.plan(qs, scalar, k, c, bnd, integer, n_candidates, candidates, epsilon, delta,
-                domain is None, gen, rid)
+                domain is None, gen, rid, selection)
     cols = names + ([id_col] if id_col else []) + [val_col]
     args = (names, id_col, val_col, bnd, domain, p, key_src)
     with charged(budget, p.event, note):  # charged before anything is computed
         parts = _compute(ddf[cols], names, id_col, args, npartitions)
-        data, table = _reduce(parts, names, domain, 2 * p.grid.shape[0])
-        return _q.release(p, data, table)
+        data, table, units = _reduce(parts, names, domain, 2 * p.grid.shape[0])
+        return _q.release(p, data, table, units if domain is None else None)
 
 
 def median(ddf: Any, key: Any, value: str, privacy_id: str | None = None, **kwargs: Any

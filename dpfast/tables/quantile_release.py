@@ -36,7 +36,10 @@ class QuantileRelease:
     event : DpEvent
         The privacy event of the whole release (add/remove one person).
     threshold : int or None
-        The selection threshold on the noisy row count (``domain=None``).
+        The selection threshold on the noisy number of people per key (``domain=None``
+        with a thresholding rule; None for the geometric rule or a public domain).
+    selection : str or None
+        The key-selection rule (``domain=None``), :meth:`dpfast.tables._select.Selection.describe`.
     """
 
     keys: Any
@@ -48,6 +51,7 @@ class QuantileRelease:
     max_partitions: int
     event: Any
     threshold: int | None = None
+    selection: str | None = None
     key_names: tuple[str, ...] | None = None
     release_id: int | None = None
 

@@ -2,8 +2,9 @@
 
 Pipeline (as :mod:`dpfast.tables.aggregate`): validate -> plan (grid, per-key ε, event;
 data-independent) -> bound (rows kept per person: ``k`` keys, ``c`` rows per key) ->
-aggregate (the sparse ``(key, grid slot)`` table) -> charge -> select keys (``domain=None``:
-:func:`select_keys`, today's noisy-count thresholding, the one place it is called) ->
+aggregate (the sparse ``(key, grid slot)`` table and the number of people per key) -> charge
+-> select keys (``domain=None``: :func:`select_keys`, the unit-count rules of
+:mod:`dpfast.tables._select`) ->
 sample (:func:`dpfast.tables._quantile_em.sample`) -> :class:`QuantileRelease`.
 :func:`plan` / :func:`table_of` / :func:`release` are shared with :mod:`dpfast.dask`.
 """
@@ -20,7 +21,7 @@ from dpfast import random as _random
 from dpfast._core.rounding import float_down
 from dpfast.accounting import events as _events
 from dpfast.random import RngLike
-from dpfast.tables import _keys, _plan, bounding, keynoise
+from dpfast.tables import _keys, _plan, _select, bounding, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate
@@ -59,8 +60,7 @@ class Plan:
     grid: np.ndarray
     priv: _plan.Privacy
     eps_q: float  # ε of one (key, quantile) exponential mechanism
-    count_part: _plan.Part | None  # the selection's noisy count (domain=None)
-    tau: int | None
+    select: _select.Selection | None  # the key selection on unit counts (domain=None)
     event: Any
     gen: _random.Generator
     release_id: int | None
@@ -69,29 +69,28 @@ class Plan:
 
 def plan(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer: bool,
          n_candidates: Any, candidates: Any, epsilon: Any, delta: Any, select: bool,
-         gen: _random.Generator, release_id: int | None) -> Plan:
+         gen: _random.Generator, release_id: int | None, selection: Any = "auto") -> Plan:
     """Grid, budget split and event (nothing here looks at the data)."""
     priv = _plan.privacy(epsilon, delta, None, None, select)
     assert priv.epsilon is not None
     g = _em.grid(bnd, n_candidates, candidates, integer)
     eps = Fraction(priv.epsilon)
-    count_part = tau = None
+    sel = None
     if select:
-        count_part = _plan.part(priv, SELECTION_SHARE, Fraction(k * c), Fraction(k * c * c),
-                                k, True)
-        tau = _plan.threshold(priv, count_part, k, c)
-        eps = eps * (1 - SELECTION_SHARE)
+        sel_eps = float_down(eps * SELECTION_SHARE)
+        sel = _select.plan(sel_eps, priv.delta, k, selection)
+        eps = eps - Fraction(sel_eps)
     eps_q = float_down(eps / (k * len(qs)))
     if not eps_q > 0:
         raise ValueError(f"epsilon {epsilon!r} split over {k} keys x {len(qs)} quantiles "
                          "underflows")
     if select:
-        event: Any = _events.EpsilonDelta(priv.epsilon, priv.delta)
+        assert sel is not None
+        event: Any = _events.EpsilonDelta(priv.epsilon, sel.delta)
     else:
         event = _events.SelfComposed(_events.Exponential(eps_q), k * len(qs))
     event = _events.with_neighbouring(event, _events.ADD_REMOVE)
-    return Plan(qs, scalar, k, c, bnd, g, priv, eps_q, count_part, tau, event, gen,
-                release_id, integer)
+    return Plan(qs, scalar, k, c, bnd, g, priv, eps_q, sel, event, gen, release_id, integer)
 
 
 # ----------------------------------------------------------------------------- aggregate
@@ -105,18 +104,23 @@ def table_of(p: Plan, data: _Data, skey: np.ndarray
 
 
 # ----------------------------------------------------------------------------- select
-def select_keys(p: Plan, data: _Data, rows: np.ndarray, rkey: bytes) -> np.ndarray:
+def units_of(p: Plan, data: _Data, skey: np.ndarray) -> np.ndarray:
+    """The number of privacy units (people) holding each key code after bounding (the
+    same keyed per-person choice of ``k`` keys as the quantile table)."""
+    return bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey).units
+
+
+def select_keys(p: Plan, data: _Data, units: np.ndarray, rkey: bytes) -> np.ndarray:
     """Key codes that may be released, sorted.  A public domain: all of them.
-    ``domain=None``: the keys with kept rows whose noisy row count (discrete Laplace at
-    ``SELECTION_SHARE`` of ε, per-key addressed, never released) reaches the threshold of
-    :func:`dpfast.tables.partition_threshold` -- today's selection rule, called only here."""
+    ``domain=None``: the keys held by at least one person after bounding that the
+    selection rule of :mod:`dpfast.tables._select` keeps (on the number of people per
+    key, at ``SELECTION_SHARE`` of ε, per-key addressed, never released)."""
     if data.domain_codes is not None:
         return np.sort(data.domain_codes)
-    cand = np.flatnonzero(rows > 0)
-    assert p.count_part is not None and p.tau is not None
-    noisy = keynoise.noise_keys(p.count_part.law, rows[cand], rkey,
-                                _take(data.uniques, cand), keynoise.COUNT_PART)
-    return cand[noisy >= p.tau]
+    cand = np.flatnonzero(units > 0)
+    assert p.select is not None
+    keep = _select.apply(p.select, units[cand], rkey, _take(data.uniques, cand))
+    return cand[keep]
 
 
 def _take(uniques: Any, codes: np.ndarray) -> Any:
@@ -126,14 +130,16 @@ def _take(uniques: Any, codes: np.ndarray) -> Any:
 
 
 # ----------------------------------------------------------------------------- release
-def release(p: Plan, data: _Data, table: tuple[np.ndarray, np.ndarray, np.ndarray]
-            ) -> QuantileRelease:
-    """Select, sample and report (the budget has been charged)."""
-    rows = np.zeros(data.n_codes, np.int64)
-    np.add.at(rows, table[0], table[2])
+def release(p: Plan, data: _Data, table: tuple[np.ndarray, np.ndarray, np.ndarray],
+            units: np.ndarray | None = None) -> QuantileRelease:
+    """Select, sample and report (the budget has been charged).  ``units``: people per
+    key code after bounding (:func:`units_of`; needed when ``domain=None``)."""
+    if units is None:
+        units = np.zeros(data.n_codes, np.int64)
+        assert data.domain_codes is not None, "domain=None needs the unit counts"
     stream = keynoise.release_stream(p.gen)  # after the charge
     rkey = keynoise.release_key(p.gen._key, stream)
-    cand = select_keys(p, data, rows, rkey)
+    cand = select_keys(p, data, units, rkey)
     keys = _take(data.uniques, cand)
     idx = _em.sample(table, cand, keys, p.qs, p.eps_q, p.c, p.grid.shape[0], rkey)
     vals = p.grid[idx]
@@ -145,7 +151,9 @@ def release(p: Plan, data: _Data, table: tuple[np.ndarray, np.ndarray, np.ndarra
         vals = vals[pos]
     return QuantileRelease(keys=keys, values=vals[:, 0] if p.scalar else vals, q=p.qs,
                            grid=p.grid, epsilon_per_key=p.eps_q, sensitivity=p.c,
-                           max_partitions=p.k, event=p.event, threshold=p.tau,
+                           max_partitions=p.k, event=p.event,
+                           threshold=None if p.select is None else p.select.threshold,
+                           selection=None if p.select is None else p.select.describe(),
                            key_names=data.key_names, release_id=p.release_id)
 
 
@@ -192,7 +200,7 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
              n_candidates: int = 256, candidates: Any = None, domain: Any = None,
              rng: RngLike = None, budget: Any = None, note: str = "",
-             dropna: bool = False) -> QuantileRelease:
+             dropna: bool = False, selection: str = "auto") -> QuantileRelease:
     """Release the ``q``-quantile(s) of ``values`` per key (exponential mechanism).
 
     Parameters
@@ -201,6 +209,9 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
         One number per row (clamped to the grid's range).
     keys, privacy_ids, max_partitions, max_per_partition, domain, rng, budget, note, dropna
         As in :func:`dpfast.tables.count`.
+    selection : {"auto", "geometric", "gaussian", "laplace"}
+        The key-selection rule on the number of people per key (``domain=None``), as in
+        :func:`dpfast.tables.count`.
     q : float or sequence of float
         Quantile(s) in ``[0, 1]``; several quantiles split ε evenly.
     bounds : (lo, hi)
@@ -241,9 +252,11 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     keys they do not touch are unchanged (parallel composition), so the release is
     ``ε``-DP by basic composition; event ``SelfComposed(Exponential(ε_q), k · len(q))``
     (also ``k len(q) ε_q² / 8``-zCDP, bounded range).  ``domain=None``: a key is released
-    iff its noisy kept-row count (discrete Laplace, ``Δ1 = k c``, ``ε/2``) reaches the
-    threshold of :func:`dpfast.tables.partition_threshold` (Desfontaines et al. 2022); the
-    quantiles get the other ``ε/2``; ``(ε, δ)``-DP in all.
+    iff the selection rule of :mod:`dpfast.tables._select` (``selection=``) keeps it, on
+    the number of people holding it after bounding (sensitivity ``k``, whatever ``c``;
+    ``(ε/2, δ_sel)``-DP, ``δ_sel <= δ`` its exact δ; Desfontaines et al. 2022, Gopi et al.
+    2020); the quantiles get the other ``ε/2``; ``(ε, δ_sel)``-DP in all (event
+    ``EpsilonDelta``).
 
     Numerics
     --------
@@ -275,10 +288,12 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     assert data.values is not None
     integer = data.values.dtype.kind == "i"
     p = plan(qs, scalar, k, c, bnd, integer, n_candidates, candidates, epsilon, delta,
-             domain is None, gen, rid)
-    table = table_of(p, data, bounding.subkey(gen))
+             domain is None, gen, rid, selection)
+    skey = bounding.subkey(gen)
+    table = table_of(p, data, skey)
+    units = units_of(p, data, skey) if domain is None else None
     with charged(budget, p.event, note):
-        return release(p, data, table)
+        return release(p, data, table, units)
 
 
 def median(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any
