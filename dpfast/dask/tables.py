@@ -24,6 +24,7 @@ while a retried task recomputes its own partition exactly.
 from __future__ import annotations
 
 import builtins
+import sys
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,11 @@ import numpy as np
 from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
 from dpfast.dask.keys import WorkerKey
-from dpfast.tables import _fixed, _inputs, _keys, _plan, aggregate, bounding, keynoise
+from dpfast.tables import _fixed, _inputs, _keys, _plan, bounding, keynoise
+
+# the count / sum / mean module (the package attribute ``dpfast.tables.aggregate`` is the
+# many-metric function of that name)
+aggregate = sys.modules["dpfast.tables.aggregate"]
 
 __all__ = ["count", "sum", "mean"]
 

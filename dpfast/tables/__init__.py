@@ -18,6 +18,8 @@ of this package, re-exported here.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 # name -> module of this package that defines it
@@ -39,6 +41,12 @@ _PUBLIC: dict[str, str] = {
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",
+    "privacy_id_count": "dpfast.tables.statistics",
+    "count_distinct": "dpfast.tables.statistics",
+    "variance": "dpfast.tables.variance",
+    "std": "dpfast.tables.variance",
+    "aggregate": "dpfast.tables.multi",
+    "AggregateRelease": "dpfast.tables._multi_release",
 }
 
 __all__ = sorted(_PUBLIC)
@@ -54,3 +62,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: its attribute ``aggregate`` is always the public function
+    :func:`dpfast.tables.aggregate` (:mod:`dpfast.tables.multi`), never the submodule of the
+    same name that holds count / sum / mean, which the import system would bind there on
+    its first import (import that submodule's names with ``from dpfast.tables.aggregate
+    import ...``; the module itself is ``sys.modules["dpfast.tables.aggregate"]``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "aggregate" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

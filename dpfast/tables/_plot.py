@@ -118,7 +118,7 @@ def table_html(release: Any, alpha: float = 0.05) -> str:
             f"privacy: <code>{html.escape(str(release.event))}</code>"]
     if release.threshold is not None:
         head.append(f"keys chosen privately (threshold {release.threshold})")
-    if release._mean_parts is None:
+    if release._mean_parts is None and release._interval is None:
         head.append(f"each value within &plusmn;{_cell(release.law.halfwidth(alpha))} with "
                     f"{100 * (1 - alpha):g}% confidence")
     rows = ["<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in names) + "</tr>"]

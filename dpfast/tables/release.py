@@ -144,7 +144,8 @@ class TableRelease:
                  law: NoiseLaw, threshold: int | None, sensitivity: dict[str, float],
                  key_names: tuple[str, ...] | None = None, value_name: str | None = None,
                  mean_parts: tuple[np.ndarray, np.ndarray, NoiseLaw, NoiseLaw, float, float]
-                 | None = None, release_id: int | None = None, selection: Any = None) -> None:
+                 | None = None, release_id: int | None = None, selection: Any = None,
+                 interval: Any = None) -> None:
         self.keys = keys
         self.values = values
         self.statistic = statistic
@@ -157,6 +158,8 @@ class TableRelease:
         self._mean_parts = mean_parts
         self.release_id = release_id
         self.selection = selection
+        # a statistic with its own conservative intervals (variance, std): alpha -> (lo, hi)
+        self._interval = interval
 
     @property
     def counts(self) -> np.ndarray:
@@ -211,8 +214,11 @@ class TableRelease:
         clipped to the bounds).  The truth covered is the table after contribution
         bounding.  Under private key selection the keys are chosen by a separate
         measurement (the noisy number of privacy units, independent noise), so the
-        coverage also holds conditionally on a key being published.
+        coverage also holds conditionally on a key being published.  Variances and
+        standard deviations: conservative, see :func:`dpfast.tables.variance`.
         """
+        if self._interval is not None:
+            return self._interval(alpha)
         if self._mean_parts is None:
             w = self.law.halfwidth(alpha)
             dt = self.values.dtype
@@ -251,7 +257,7 @@ class TableRelease:
             Floor of the relative error's denominator (:func:`dpfast.metrics.relative_error`).
         """
         law = self.law
-        if self._mean_parts is not None:
+        if self._mean_parts is not None or self._interval is not None:
             lo_, hi_ = self.confidence_interval(alpha)
             hw = float(np.mean((hi_ - lo_) / 2)) if len(self) else 0.0
             exp_mae = exp_rmse = float("nan")

@@ -1,0 +1,271 @@
+"""Plan of a many-metric release: the metrics, their noised parts, the budget split.
+
+A *metric* (``count``, ``privacy_id_count``, ``sum``, ``mean``, ``variance``, ``std`` of a
+column) is finished from one or more noised *parts*, each a per-key vector aggregated over
+the rows that contribution bounding kept (once, for all parts):
+
+==================  ==============================================  =====================
+part                per-key aggregate (``x`` clamped to [lo, hi])   bound per row (``B``)
+==================  ==============================================  =====================
+``count``           kept rows                                       1 (``c`` per person)
+``ids``             privacy ids that kept the key                   1 per person and key
+``sum:x``           ``Σ x``                                         ``max(|lo|, |hi|)``
+``csum:x``          ``Σ (2x - lo - hi)``                            ``hi - lo``
+``csq:x``           ``Σ (x - (lo + hi)/2)²``                        ``((hi - lo)/2)²``
+==================  ==============================================  =====================
+
+One person changes at most ``k`` keys and, per key, a part by at most ``c B`` (``1`` for
+``ids``), so its sensitivities are ``Δ1 = k c B``, ``Δ2 = sqrt(k) c B`` (add/remove one
+person).  Metrics share parts (``mean`` and ``count`` one noisy count).
+
+Budget rule: metric ``i`` gets the share ``w_i / Σ w`` of ``ε`` (or ``ρ``) -- equal
+weights unless the caller gives ``weights`` -- split equally over the parts it uses; a
+part gets the sum of the shares of the metrics that use it.  The parts' mechanisms compose
+to the release's event (one charge).  Private key selection (no public domain) thresholds
+the noisy ``ids`` part (``Δ1 = k``, one row per new key: threshold of
+:func:`~dpfast.tables.partition_threshold` with ``c = 1``), else the noisy ``count`` part;
+when no metric uses either (only sums), an ``ids`` part is added with the weight of one
+more metric (the mean weight).  The selection call lives in :func:`_selection` only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from fractions import Fraction
+from typing import Any
+
+from dpfast._core.rounding import float_down
+from dpfast.tables import _fixed, _plan
+
+__all__ = ["Metric", "MetricPlan", "parse_metrics", "plan_metrics", "KINDS"]
+
+#: metric kind -> the parts it is finished from (``None``: the part has no column)
+KINDS: dict[str, tuple[str, ...]] = {
+    "count": ("count",),
+    "privacy_id_count": ("ids",),
+    "sum": ("sum",),
+    "mean": ("count", "csum"),
+    "variance": ("count", "csum", "csq"),
+    "std": ("count", "csum", "csq"),
+}
+_COLUMN = {"sum", "mean", "variance", "std"}
+COUNT_PART, IDS_PART, FIRST_VALUE_PART = 0, 2, 3  # the parts' noise addresses (uint8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """One released statistic: its output name, kind and value column (or None)."""
+
+    name: str
+    kind: str
+    column: str | None
+
+
+def _one(spec: Any, where: str) -> tuple[str, str | None]:
+    if isinstance(spec, str):
+        kind, col = spec, None
+    elif isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(s, str) for s in spec):
+        kind, col = spec
+    else:
+        raise TypeError(f"{where} must be a metric name (e.g. 'count') or a pair "
+                        f"(kind, column) such as ('mean', 'x'), got {spec!r}")
+    if kind not in KINDS:
+        raise ValueError(f"{where}: unknown metric {kind!r}; known: {sorted(KINDS)}")
+    if kind in _COLUMN and col is None:
+        raise ValueError(f"{where}: metric {kind!r} needs a value column: ({kind!r}, 'col')")
+    if kind not in _COLUMN and col is not None:
+        raise ValueError(f"{where}: metric {kind!r} takes no value column, got {col!r}")
+    return kind, col
+
+
+def parse_metrics(metrics: Any) -> list[Metric]:
+    """``metrics``: a list of specs (``"count"``, ``("mean", "x")``; named ``"count"``,
+    ``"mean_x"``) or a mapping ``{output name: spec}``.  ValueError/TypeError naming
+    ``metrics``."""
+    out: list[Metric] = []
+    if isinstance(metrics, dict):
+        for name, spec in metrics.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"metrics names must be non-empty str, got {name!r}")
+            kind, col = _one(spec, f"metrics[{name!r}]")
+            out.append(Metric(name, kind, col))
+    elif isinstance(metrics, (list, tuple)) and not (
+            len(metrics) == 2 and isinstance(metrics, tuple) and metrics[0] in KINDS
+            and isinstance(metrics[1], str) and metrics[1] not in KINDS):
+        for i, spec in enumerate(metrics):
+            kind, col = _one(spec, f"metrics[{i}]")
+            out.append(Metric(kind if col is None else f"{kind}_{col}", kind, col))
+    elif isinstance(metrics, (str, tuple)):
+        kind, col = _one(metrics, "metrics")
+        out.append(Metric(kind if col is None else f"{kind}_{col}", kind, col))
+    else:
+        raise TypeError(f"metrics must be a list or a dict of metrics, got "
+                        f"{type(metrics).__name__}")
+    if not out:
+        raise ValueError("metrics is empty")
+    names = [m.name for m in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"metrics has duplicate output names: {names}")
+    return out
+
+
+def parse_weights(weights: Any, metrics: list[Metric]) -> list[Fraction]:
+    """Exact positive weights, one per metric (None: all 1).  A mapping by output name, or a
+    sequence aligned with the metrics."""
+    if weights is None:
+        return [Fraction(1)] * len(metrics)
+    if isinstance(weights, dict):
+        missing = [m.name for m in metrics if m.name not in weights]
+        extra = [w for w in weights if w not in {m.name for m in metrics}]
+        if missing or extra:
+            raise ValueError(f"weights must name every metric: missing {missing}, unknown "
+                             f"{extra}")
+        raw = [weights[m.name] for m in metrics]
+    elif isinstance(weights, (list, tuple)):
+        if len(weights) != len(metrics):
+            raise ValueError(f"weights has {len(weights)} entries, metrics {len(metrics)}")
+        raw = list(weights)
+    else:
+        raise TypeError(f"weights must be None, a dict or a list, got {type(weights).__name__}")
+    out = []
+    for w in raw:
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(f"weights must be real numbers, got {w!r}")
+        if not (math.isfinite(float(w)) and float(w) > 0):
+            raise ValueError(f"weights must be finite and > 0, got {w!r}")
+        out.append(Fraction(w))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """A value column's bounds and kind (integers: integer bounds, discrete noise for its
+    sums)."""
+
+    lo: Any
+    hi: Any
+    integer: bool
+
+
+@dataclasses.dataclass
+class PartPlan:
+    """One noised part: its name (``"count"``, ``"ids"``, ``"csum:x"``...), budget share,
+    calibrated mechanism (:class:`dpfast.tables._plan.Part`), noise address, matrix column
+    (None for count / ids) and fixed-point grid (float sums)."""
+
+    name: str
+    kind: str
+    column: str | None
+    share: Fraction
+    part: _plan.Part
+    address: int
+    matrix_col: int | None = None
+    fixed: _fixed.Fixed | None = None
+
+
+@dataclasses.dataclass
+class MetricPlan:
+    """The data-independent part of a many-metric release."""
+
+    metrics: list[Metric]
+    parts: dict[str, PartPlan]
+    columns: dict[str, Column]
+    k: int
+    c: int
+    select: str | None  # the part that selects the keys (None: public domain)
+    tau: int | None
+    event: Any
+
+
+def part_name(kind: str, column: str | None) -> str:
+    return kind if column is None else f"{kind}:{column}"
+
+
+def _magnitude(kind: str, col: Column) -> Fraction:
+    lo, hi = Fraction(col.lo), Fraction(col.hi)
+    if kind == "sum":
+        return max(abs(lo), abs(hi))
+    if kind == "csum":
+        return hi - lo
+    return Fraction(csq_bound(col))
+
+
+def csq_bound(col: Column) -> float:
+    """The clamp of a centred square ``(x - mid)²``: ``((hi - lo)/2)²`` rounded down."""
+    return float_down((Fraction(col.hi) - Fraction(col.lo)) ** 2 / 4)
+
+
+def _selection(priv: _plan.Privacy, parts: dict[str, PartPlan], k: int, c: int
+               ) -> tuple[str, int]:
+    """The selecting part and its threshold (today's Laplace thresholding)."""
+    name = "ids" if "ids" in parts else "count"
+    return name, _plan.threshold(priv, parts[name].part, k, 1 if name == "ids" else c)
+
+
+def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[str, Column],
+                 k: int, c: int, priv: _plan.Privacy) -> MetricPlan:
+    """Shares, mechanisms, grids, threshold and event (see the module docstring)."""
+    for m in metrics:
+        if m.column is not None and m.column not in columns:
+            raise ValueError(f"metric {m.name!r}: no bounds for column {m.column!r} "
+                             "(bounds={column: (lo, hi)})")
+    total = sum(weights, Fraction(0))
+    shares: dict[str, Fraction] = {}
+    order: list[tuple[str, str | None]] = []
+    uses = [(list(KINDS[m.kind]), m.column, w) for m, w in zip(metrics, weights)]
+    if priv.select and not any(set(KINDS[m.kind]) & {"count", "ids"} for m in metrics):
+        extra = total / len(metrics)
+        uses.append((["ids"], None, extra))
+        total += extra
+    for kinds, col, w in uses:
+        for kind in kinds:
+            pcol = None if kind in ("count", "ids") else col
+            name = part_name(kind, pcol)
+            if name not in shares:
+                shares[name] = Fraction(0)
+                order.append((kind, pcol))
+            shares[name] += w / total / len(kinds)
+    parts: dict[str, PartPlan] = {}
+    nvalue = 0
+    for kind, pcol in order:
+        name = part_name(kind, pcol)
+        if kind == "count":
+            mag, integer = Fraction(1), True
+        elif kind == "ids":
+            mag, integer = Fraction(1), True
+        else:
+            assert pcol is not None
+            col = columns[pcol]
+            mag = _magnitude(kind, col)
+            integer = col.integer and kind != "csq"
+            if mag == 0:
+                raise ValueError(f"bounds[{pcol!r}] = ({col.lo!r}, {col.hi!r}) give zero "
+                                 f"sensitivity for {name}: use lo < hi")
+        per = mag if kind == "ids" else c * mag  # one person's change of one key
+        if integer and per >= 1 << 62:
+            raise ValueError(f"max_per_partition * bound = {per} is too large for exact "
+                             f"int64 sums of {name}")
+        p = _plan.part(priv, shares[name], k * per, k * per * per, k, integer)
+        if kind in ("count", "ids"):
+            addr = COUNT_PART if kind == "count" else IDS_PART
+            parts[name] = PartPlan(name, kind, None, shares[name], p, addr)
+            continue
+        if FIRST_VALUE_PART + nvalue > 255:
+            raise ValueError("too many value metrics in one release (at most 250 parts)")
+        fixed = None
+        if not integer:
+            assert pcol is not None
+            col = columns[pcol]
+            lo, hi = (0.0, csq_bound(col)) if kind == "csq" else (float(col.lo),
+                                                                  float(col.hi))
+            fixed = _fixed.fixed_grid(lo, hi, p.law.granularity, c, kind == "csum")
+        parts[name] = PartPlan(name, kind, pcol, shares[name], p, FIRST_VALUE_PART + nvalue,
+                               nvalue, fixed)
+        nvalue += 1
+    select = tau = None
+    if priv.select:
+        select, tau = _selection(priv, parts, k, c)
+    event = _plan.release_event(priv, [q.part for q in parts.values()])
+    return MetricPlan(metrics, parts, columns, k, c, select, tau, event)

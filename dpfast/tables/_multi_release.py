@@ -1,0 +1,262 @@
+"""Noise, select and finish a many-metric release; the release object.
+
+Shared by :func:`dpfast.tables.aggregate` (and the single-statistic releases built on it:
+:func:`~dpfast.tables.variance`, :func:`~dpfast.tables.std`,
+:func:`~dpfast.tables.privacy_id_count`) and :func:`dpfast.dask.aggregate`: both supply
+the same per-key exact aggregates (:class:`~dpfast.tables._rows.RowsBounded`), so the
+release is the same bit for bit.  Every part is noised on its own per-key addressed
+streams (:mod:`dpfast.tables.keynoise`, the part's address), the keys are selected once,
+and each metric is post-processing of the noisy parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpfast.tables import _fixed, _metrics, keynoise
+from dpfast.tables._inputs import _Data
+from dpfast.tables._metrics import Metric, MetricPlan, PartPlan
+from dpfast.tables._rows import RowsBounded
+from dpfast.tables.aggregate import _candidates, _finish, _take_keys
+from dpfast.tables.release import TableRelease, _alpha
+
+__all__ = ["AggregateRelease", "summand_matrix", "release"]
+
+
+# ----------------------------------------------------------------------------- summands
+def summand_matrix(plan: MetricPlan, values: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """The ``(n, m)`` int64 summands of the value parts (clamped ``values`` per column):
+    integers as they are (centred ``2x - lo - hi`` for ``csum``), floats as fixed-point
+    units (:func:`dpfast.tables._fixed.to_units`), centred squares ``(x - mid)²`` as units
+    clamped to ``[0, ((hi - lo)/2)²]``."""
+    vparts = [p for p in plan.parts.values() if p.matrix_col is not None]
+    out = np.empty((n, len(vparts)), np.int64)
+    for p in vparts:
+        assert p.column is not None
+        col = plan.columns[p.column]
+        x = values[p.column]
+        if p.kind == "csq":
+            mid = (float(col.lo) + float(col.hi)) / 2
+            y = np.square(x.astype(np.float64) - mid)
+            assert p.fixed is not None
+            out[:, p.matrix_col] = _fixed.to_units(p.fixed, y)
+        elif p.fixed is not None:
+            out[:, p.matrix_col] = _fixed.to_units(p.fixed, x)
+        elif p.kind == "csum":
+            out[:, p.matrix_col] = 2 * x - (int(col.lo) + int(col.hi))
+        else:
+            out[:, p.matrix_col] = x
+    return out
+
+
+def _totals(p: PartPlan, agg: RowsBounded, cand: np.ndarray) -> Any:
+    if p.kind == "count":
+        return agg.counts[cand]
+    if p.kind == "ids":
+        return agg.ids[cand]
+    assert p.matrix_col is not None
+    if p.fixed is not None:
+        return agg.column(p.matrix_col, p.fixed.exp)[cand]
+    hi = agg.hi[cand, p.matrix_col]
+    if hi.size and np.abs(hi).max() >= 1 << 30:
+        raise OverflowError(f"the sum of {p.name} overflows int64")
+    return hi * (1 << 32) + agg.lo[cand, p.matrix_col]
+
+
+# ----------------------------------------------------------------------------- release
+def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
+            agg: RowsBounded) -> AggregateRelease:
+    """Noise every part, select the keys once, finish every metric.  The budget has been
+    charged."""
+    cand = _candidates(data, agg.counts)
+    stream = keynoise.release_stream(gen)  # the release's id: after the charge
+    rkey = keynoise.release_key(gen._key, stream)
+    cand_keys = _take_keys(data.uniques, cand)
+    names = list(plan.parts)
+    noisy = [keynoise.noise_keys(plan.parts[n].part.law, _totals(plan.parts[n], agg, cand),
+                                 rkey, cand_keys, plan.parts[n].address) for n in names]
+    keep = None
+    if plan.select is not None:
+        keep = noisy[names.index(plan.select)] >= plan.tau
+    out_keys, arrays = _finish(data, cand, keep, noisy)
+    parts = dict(zip(names, arrays))
+    metrics = {m.name: _finish_metric(m, plan, parts, out_keys, data.key_names, release_id)
+               for m in plan.metrics}
+    return AggregateRelease(out_keys, metrics, plan, parts, data.key_names, release_id)
+
+
+def _sens(plan: MetricPlan, p: PartPlan) -> dict[str, float]:
+    return {"l1": p.part.l1, "l2": p.part.l2, "max_partitions": plan.k,
+            "max_per_partition": plan.c}
+
+
+def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], keys: Any,
+            key_names: Any, release_id: int | None) -> TableRelease:
+    common = dict(keys=keys, event=plan.event, threshold=plan.tau, key_names=key_names,
+                  value_name=m.name, release_id=release_id)
+    if m.kind in ("count", "privacy_id_count", "sum"):
+        name = _metrics.part_name(_metrics.KINDS[m.kind][0],
+                                  m.column if m.kind == "sum" else None)
+        p = plan.parts[name]
+        return TableRelease(values=parts[name], statistic=m.kind, law=p.part.law,
+                            sensitivity=_sens(plan, p), **common)
+    assert m.column is not None
+    col = plan.columns[m.column]
+    lo, hi = float(col.lo), float(col.hi)
+    pc, ps = plan.parts["count"], plan.parts[f"csum:{m.column}"]
+    n = parts["count"]
+    s = parts[f"csum:{m.column}"].astype(np.float64)
+    if m.kind == "mean":
+        means = np.clip(((lo + hi) + s / np.maximum(n, 1)) / 2, lo, hi)
+        means[n <= 0] = (lo + hi) / 2
+        return TableRelease(values=means.astype(np.float64), statistic="mean",
+                            law=ps.part.law, sensitivity=_sens(plan, ps),
+                            mean_parts=(s, n, ps.part.law, pc.part.law, lo, hi), **common)
+    pq = plan.parts[f"csq:{m.column}"]
+    s2 = parts[f"csq:{m.column}"].astype(np.float64)
+    cap = _metrics.csq_bound(col)
+    var = variance_estimate(n, s, s2, cap)
+    laws = (pc.part.law, ps.part.law, pq.part.law)
+
+    def interval(alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        low, high = variance_interval(n, s, s2, cap, laws, alpha)
+        return (np.sqrt(low), np.sqrt(high)) if m.kind == "std" else (low, high)
+
+    values = np.sqrt(var) if m.kind == "std" else var
+    return TableRelease(values=values, statistic=m.kind, law=pq.part.law,
+                        sensitivity=_sens(plan, pq), interval=interval, **common)
+
+
+def variance_estimate(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float
+                      ) -> np.ndarray:
+    """``S2 / N' - (S1 / 2N')²`` clipped to ``[0, cap]``, ``N' = max(N, 1)`` (``S1`` the
+    noisy sum of ``2x - lo - hi``, ``S2`` of ``(x - mid)²``): post-processing."""
+    nn = np.maximum(n, 1).astype(np.float64)
+    m1 = s1 / (2 * nn)
+    return np.clip(s2 / nn - m1 * m1, 0.0, cap)
+
+
+def variance_interval(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float,
+                      laws: tuple[Any, Any, Any], alpha: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Conservative ``1 - alpha`` intervals of ``M2/n - (M1/n)²`` (the exact aggregates of
+    the kept rows, ``n >= 1``): each of the three parts within its exact half-width at
+    ``alpha / 3`` (union bound), the formula's extremes over that box, clipped to
+    ``[0, cap]``."""
+    a = float(_alpha(alpha) / 3)
+    wn, w1, w2 = (law.halfwidth(a) for law in laws)
+    n_lo = np.maximum(n - wn, 1).astype(np.float64)
+    n_hi = (n + wn).astype(np.float64)
+    a1, b1 = (s1 - w1) / 2, (s1 + w1) / 2  # the centred sum sum(x - mid) = S1 / 2
+    a2 = np.maximum(s2 - w2, 0.0)  # M2 >= 0
+    b2 = s2 + w2
+    big = np.maximum(np.abs(a1), np.abs(b1))
+    small = np.where((a1 <= 0) & (b1 >= 0), 0.0, np.minimum(np.abs(a1), np.abs(b1)))
+    low = np.clip(a2 / n_hi - (big / n_lo) ** 2, 0.0, cap)
+    high = np.clip(b2 / n_lo - (small / np.maximum(n_hi, 1)) ** 2, 0.0, cap)
+    bad = n_hi < 1
+    low[bad], high[bad] = 0.0, cap
+    return low, high
+
+
+# ----------------------------------------------------------------------------- object
+class AggregateRelease:
+    """Several statistics of one table, released together (:func:`dpfast.tables.aggregate`).
+
+    Attributes
+    ----------
+    keys : ndarray or tuple of ndarray
+        The released keys (one selection for every metric).
+    metrics : dict of str to TableRelease
+        Each metric as its own :class:`~dpfast.tables.TableRelease` (values, noise law,
+        confidence intervals, accuracy); all share the keys and the event.
+    event : DpEvent
+        The one composed event of the whole release (what the budget was charged).
+    threshold : int or None
+        The selection threshold on the noisy ``selected_on`` part (None: public domain).
+    selected_on : str or None
+        ``"ids"`` (noisy privacy-id count) or ``"count"`` (noisy row count).
+    shares : dict of str to Fraction
+        The share of the budget each noised part got (see :mod:`dpfast.tables.multi`).
+    noisy_parts : dict of str to ndarray
+        The noisy per-key parts (``"count"``, ``"ids"``, ``"sum:x"``, ``"csum:x"``,
+        ``"csq:x"``) every metric was finished from (post-processing only).
+    release_id : int or None
+        As :attr:`TableRelease.release_id`.
+    """
+
+    def __init__(self, keys: Any, metrics: dict[str, TableRelease], plan: MetricPlan,
+                 parts: dict[str, np.ndarray], key_names: Any, release_id: int | None
+                 ) -> None:
+        self.keys = keys
+        self.metrics = metrics
+        self.event = plan.event
+        self.threshold = plan.tau
+        self.selected_on = plan.select
+        self.shares = {n: p.share for n, p in plan.parts.items()}
+        self.laws = {n: p.part.law for n, p in plan.parts.items()}
+        self.noisy_parts = parts
+        self.release_id = release_id
+        self._key_names = key_names
+
+    def __getitem__(self, name: str) -> TableRelease:
+        try:
+            return self.metrics[name]
+        except KeyError:
+            raise KeyError(f"no metric {name!r}; released: {list(self.metrics)}") from None
+
+    def __len__(self) -> int:
+        k = self.keys[0] if isinstance(self.keys, tuple) else self.keys
+        return int(len(k))
+
+    def __repr__(self) -> str:
+        return (f"AggregateRelease({list(self.metrics)}, {len(self)} keys, "
+                f"event={self.event}, threshold={self.threshold})")
+
+    def confidence_interval(self, name: str, alpha: float = 0.05
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``1 - alpha`` interval of metric ``name`` (see its TableRelease)."""
+        return self[name].confidence_interval(alpha)
+
+    def to_columns(self, alpha: float = 0.05) -> dict[str, np.ndarray]:
+        """``{column: array}``: the key columns, then per metric ``name``, ``name_ci_low``
+        and ``name_ci_high``."""
+        first = next(iter(self.metrics.values()))
+        cols: dict[str, np.ndarray] = {}
+        keys = self.keys if isinstance(self.keys, tuple) else (self.keys,)
+        for kname, k in zip(first._names(), keys):
+            cols[kname] = k
+        for name, rel in self.metrics.items():
+            lo, hi = rel.confidence_interval(alpha)
+            cols[name] = rel.values
+            cols[f"{name}_ci_low"] = lo
+            cols[f"{name}_ci_high"] = hi
+        return cols
+
+    def to_pandas(self, alpha: float = 0.05) -> Any:
+        """A DataFrame indexed by the key (a MultiIndex for several key columns), one
+        column per metric plus its ``_ci_low`` / ``_ci_high``.  Needs pandas."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - pandas is in the test extra
+            raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
+        cols = self.to_columns(alpha)
+        names = next(iter(self.metrics.values()))._names()
+        keys = [cols.pop(n) for n in names]
+        if len(keys) == 1:
+            index = pd.Index(keys[0], name=names[0])
+        else:
+            index = pd.MultiIndex.from_arrays(keys, names=list(names))
+        return pd.DataFrame(cols, index=index)
+
+    def to_polars(self, alpha: float = 0.05) -> Any:
+        """A Polars DataFrame: the key columns, then the metrics and their intervals.
+        Needs polars (``pip install 'dpfast[polars]'``)."""
+        try:
+            import polars as pl
+        except ImportError as exc:  # pragma: no cover - polars is in the test extra
+            raise ImportError("to_polars needs polars: pip install 'dpfast[polars]'") from exc
+        return pl.DataFrame({k: np.asarray(v) for k, v in self.to_columns(alpha).items()})
+

@@ -1,0 +1,205 @@
+"""Many metrics in one pass: :func:`aggregate` bounds once, selects keys once, charges once.
+
+The pipeline of :mod:`dpfast.tables` with several statistics: validate the table -> plan
+(:mod:`dpfast.tables._metrics`: the noised parts, the budget split, the threshold, one
+composed event) -> bound each person's rows once over a value matrix
+(:mod:`dpfast.tables._rows`) -> charge -> noise every part with its own per-key addressed
+streams, select, finish each metric (:mod:`dpfast.tables._multi_release`).  The
+single-statistic releases :func:`~dpfast.tables.variance`, :func:`~dpfast.tables.std` and
+:func:`~dpfast.tables.privacy_id_count` are this pipeline with one metric.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpfast.random import RngLike
+from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, bounding, keynoise
+from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
+from dpfast.tables.aggregate import _charge, _check_budget, _common
+
+__all__ = ["aggregate", "AggregateRelease"]
+
+
+def frame_columns(df: Any) -> list[str]:
+    """Column names of a pandas / Polars DataFrame or a pyarrow Table."""
+    names = getattr(df, "column_names", None)  # pyarrow
+    if names is None:
+        names = getattr(df, "columns", None)
+    if names is None or isinstance(df, (np.ndarray, dict)):
+        raise TypeError("df must be a pandas or Polars DataFrame or a pyarrow Table, got "
+                        f"{type(df).__name__}")
+    return [str(n) for n in names]
+
+
+def frame_column(df: Any, name: str) -> Any:
+    """One column: a pandas Series as it is, Polars / pyarrow columns as numpy arrays."""
+    mod = type(df).__module__
+    if mod.startswith("polars"):
+        return df.get_column(name).to_numpy()
+    if hasattr(df, "column_names"):  # pyarrow.Table
+        return df.column(name).to_numpy()
+    return df[name]
+
+
+def clamped(raw: Any, name: str, n: int, bounds: Any) -> tuple[np.ndarray, _metrics.Column]:
+    """A value column checked (numbers, no missing / non-finite value, ``n`` rows) and
+    clamped to its bounds (a new array), with its :class:`~dpfast.tables._metrics.Column`."""
+    if _keys._missing(raw):
+        raise ValueError(f"{name} contains missing values (NA/NaN/None)")
+    to_numpy = getattr(raw, "to_numpy", None)
+    arr = to_numpy() if callable(to_numpy) else np.asarray(raw)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    if arr.shape != (n,):
+        raise ValueError(f"{name} has shape {arr.shape}, keys have {n} rows")
+    if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    integer = arr.dtype.kind in "iu"
+    try:
+        lo, hi = _inputs._bounds(bounds, integer)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"bounds for {name}: {exc}") from None
+    if integer:
+        _inputs.check_int_sum(n, (lo, hi))
+        return np.clip(arr, lo, hi).astype(np.int64), _metrics.Column(lo, hi, True)
+    return np.clip(arr.astype(np.float64), lo, hi), _metrics.Column(lo, hi, False)
+
+
+def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
+        bounds: dict[str, Any], *, weights: Any, epsilon: Any, delta: Any, rho: Any,
+        max_partitions: Any, max_per_partition: Any, domain: Any, noise: Any, rng: Any,
+        budget: Any, note: Any, use_case: str | None = None,
+        key_names: tuple[str, ...] | None = None) -> AggregateRelease:
+    """The local many-metric release of ``keys`` (as :func:`dpfast.tables.count` takes
+    them), ``privacy_ids`` and the value columns ``values`` (name -> column)."""
+    mets = _metrics.parse_metrics(metrics)
+    w = _metrics.parse_weights(weights, mets)
+    k, c = _common(max_partitions, max_per_partition, privacy_ids)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    _check_budget(budget, note)
+    if not isinstance(bounds, dict):
+        raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got "
+                        f"{type(bounds).__name__}")
+    gen, rid = keynoise.release_generator(rng)
+    cols, n, _ = _keys.keys_and_ids(keys, privacy_ids)
+    used = sorted({m.column for m in mets if m.column is not None})
+    vals: dict[str, np.ndarray] = {}
+    columns: dict[str, _metrics.Column] = {}
+    for name in used:
+        if name not in values:
+            raise ValueError(f"metrics use column {name!r}, which is not in the table")
+        if name not in bounds:
+            raise ValueError(f"metrics use column {name!r}: give bounds={{{name!r}: (lo, "
+                             "hi)}}")
+        vals[name], columns[name] = clamped(values[name], f"column {name!r}", n,
+                                            bounds[name])
+    rows = np.arange(n, dtype=np.int64)  # which rows survive the domain filter
+    data, _ = _inputs._validate(keys, privacy_ids, rows, (0, max(n, 1)), domain)
+    kept_rows = data.values
+    assert kept_rows is not None
+    data.values = None
+    if key_names is not None:
+        data.key_names = key_names
+    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
+    taken = {name: v[kept_rows] if kept_rows.shape[0] != n else v for name, v in vals.items()}
+    matrix = summand_matrix(plan, taken, kept_rows.shape[0])
+    agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, bounding.subkey(gen),
+                             matrix)
+    with _charge(budget, plan.event, note):
+        return release(plan, gen, rid, data, agg)
+
+
+def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
+              epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+              bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
+              max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+              noise: str | None = None, rng: RngLike = None, budget: Any = None,
+              note: str = "", use_case: str | None = None) -> AggregateRelease:
+    """Release several statistics per key of one table in one pass.
+
+    Each person's rows are bounded once (at most ``max_partitions`` keys, at most
+    ``max_per_partition`` rows per key, chosen uniformly with the CSPRNG), the keys are
+    selected once, the budget is split over the metrics by a stated rule, and one composed
+    event is charged.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame, polars.DataFrame or pyarrow.Table
+        The rows.
+    by : str or list of str
+        The key column(s).
+    privacy_id : str, optional
+        The column of the privacy unit (None: every row is a different person).
+    metrics : list or dict
+        ``["count", "privacy_id_count", ("sum", "x"), ("mean", "x"), ("variance", "x"),
+        ("std", "x")]`` (output names ``"count"``, ``"mean_x"``...), or a mapping
+        ``{output name: metric}``.
+    epsilon, delta, rho, max_partitions, max_per_partition, domain, noise, rng, budget,
+    note, use_case
+        As in :func:`dpfast.tables.count`.  With ``domain=None`` the keys are chosen
+        privately (needs ``delta > 0``).
+    bounds : dict
+        ``{column: (lo, hi)}`` for every value column a metric uses (integer columns need
+        integer bounds and get exact discrete noise on their sums).
+    weights : dict or list, optional
+        Positive weights of the metrics (by output name, or aligned with ``metrics``);
+        default equal.
+
+    Returns
+    -------
+    AggregateRelease
+        Every metric (``release["mean_x"]`` is a :class:`~dpfast.tables.TableRelease` with
+        its confidence intervals and accuracy), the shared keys, the one event,
+        ``to_pandas()`` (indexed by the key) and ``to_polars()``.
+
+    Privacy
+    -------
+    Metric ``i`` gets ``w_i / Σ w`` of ``ε`` (or ``ρ``), split equally over the noised
+    parts it is finished from; a part shared by several metrics (one noisy count for
+    ``count``, ``mean`` and ``variance``) gets the sum of their shares.  Part sensitivities
+    (add/remove one person, who changes at most ``k`` keys): row count ``Δ1 = k c``;
+    privacy-id count ``Δ1 = k``; sum ``k c max(|lo|, |hi|)``; centred sum of
+    ``2x - lo - hi``: ``k c (hi - lo)``; centred square ``(x - mid)²``:
+    ``k c ((hi - lo)/2)²`` (``Δ2``: ``sqrt(k)`` instead of ``k``).  Each part is ``ε_p``-DP
+    (discrete Laplace, CKS20; grid Laplace for float sums, exact fixed-point totals,
+    Casacuberta et al. CCS 2022) or ``ρ_p``-zCDP (discrete Gaussian); the parts compose
+    (basic composition: ``Σ ε_p <= ε``, ``Σ ρ_p <= ρ``) to the release's one event.  With
+    ``domain=None`` a key is published iff its noisy privacy-id count (or, without one, its
+    noisy row count) reaches the threshold of :func:`dpfast.tables.partition_threshold`
+    (``c = 1`` for privacy-id counts), making the release ``(ε, δ)``-DP (Wilson et al.
+    2020; Desfontaines et al. 2022); every metric is post-processing of the noisy parts of
+    the published keys.  Bounding depends only on each person's own rows.  The mechanism is
+    that of PipelineDP's ``aggregate`` with several metrics, with exact noise.
+    """
+    names = frame_columns(df)
+    by_list = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
+        else None
+    if not by_list or not all(isinstance(b, str) for b in by_list):
+        raise TypeError("by must be a column name or a list of column names")
+    for label, cs in (("by", by_list), ("privacy_id", [privacy_id] if privacy_id else [])):
+        for cname in cs:
+            if not isinstance(cname, str):
+                raise TypeError(f"{label} must be a column name (str), got {cname!r}")
+            if cname not in names:
+                raise ValueError(f"{label} column {cname!r} is not in df (columns: {names})")
+    keys = frame_column(df, by_list[0]) if len(by_list) == 1 else tuple(
+        frame_column(df, b) for b in by_list)
+    ids = None if privacy_id is None else frame_column(df, privacy_id)
+    mets = _metrics.parse_metrics(metrics)
+    values = {m.column: frame_column(df, m.column) for m in mets
+              if m.column is not None and m.column in names}
+    return run(mets_spec(mets), keys, ids, values, {} if bounds is None else bounds,
+               weights=weights, epsilon=epsilon, delta=delta, rho=rho,
+               max_partitions=max_partitions, max_per_partition=max_per_partition,
+               domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+               use_case=use_case, key_names=tuple(by_list))
+
+
+def mets_spec(mets: list[_metrics.Metric]) -> dict[str, Any]:
+    """Parsed metrics back as a ``{name: spec}`` mapping (parsing it again is the
+    identity)."""
+    return {m.name: m.kind if m.column is None else (m.kind, m.column) for m in mets}

@@ -1,0 +1,170 @@
+"""Per-key counts of people and of distinct values.
+
+:func:`privacy_id_count` is the many-metric pipeline (:mod:`dpfast.tables.multi`) with
+one metric.  :func:`count_distinct` bounds each person to ``max_partitions`` keys and
+``max_per_partition`` *distinct* values per key (:func:`dpfast.tables._rows.bound_matrix`
+with ``distinct=True``), takes the union of the kept (key, value) pairs, counts its values
+per key and adds the count noise of :mod:`dpfast.tables.keynoise`; :func:`distinct_pairs`
+and :func:`distinct_release` are shared with :mod:`dpfast.dask`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast.random import RngLike
+from dpfast.tables import _inputs, _keys, _plan, _rows, _usecase, bounding, keynoise, multi
+from dpfast.tables.aggregate import (
+    _candidates,
+    _charge,
+    _check_budget,
+    _common,
+    _finish,
+    _take_keys,
+)
+from dpfast.tables.release import TableRelease
+
+__all__ = ["privacy_id_count", "count_distinct"]
+
+
+def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
+                     delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
+                     domain: Any = None, noise: str | None = None, rng: RngLike = None,
+                     budget: Any = None, note: str = "", use_case: str | None = None,
+                     dropna: bool = False) -> TableRelease:
+    """Release the number of distinct privacy ids (people) per key.
+
+    Parameters are those of :func:`dpfast.tables.count` without ``max_per_partition``
+    (a person counts once per key whatever their number of rows).  ``privacy_ids=None``:
+    every row is a different person (the row count).
+
+    Returns
+    -------
+    TableRelease
+        ``statistic == "privacy_id_count"``; exact confidence intervals of the noise law.
+
+    Privacy
+    -------
+    Each person keeps at most ``k = max_partitions`` keys (chosen uniformly, keyed by
+    their own rows) and adds 1 to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
+    person (all their rows).  Discrete Laplace noise of scale ``k / ε`` is ``ε``-DP,
+    discrete Gaussian of ``σ`` is ``k / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is
+    published iff its noisy count reaches :func:`dpfast.tables.partition_threshold` with
+    ``c = 1`` (a key only the added person holds has count 1): ``(ε, δ)``-DP (Wilson et
+    al. 2020; Desfontaines et al. 2022).  PipelineDP's ``PRIVACY_ID_COUNT``.
+    """
+    if not isinstance(dropna, bool):
+        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
+    if dropna:
+        keys, privacy_ids, _ = _keys.drop_missing(keys, privacy_ids, None)
+    rel = multi.run({"privacy_id_count": "privacy_id_count"}, keys, privacy_ids, {}, {},
+                    weights=None, epsilon=epsilon, delta=delta, rho=rho,
+                    max_partitions=max_partitions, max_per_partition=1, domain=domain,
+                    noise=noise, rng=rng, budget=budget, note=note, use_case=use_case)
+    return rel.metrics["privacy_id_count"]
+
+
+def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (key code, value) pairs that bounding keeps: ``(key codes, values)``
+    (values: the kept rows' values, one per distinct pair, sorted by key code then value
+    code)."""
+    vcodes, vuniq = _keys.factorize_column(vals)
+    b = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, skey,
+                           vcodes.reshape(-1, 1), mark=True, distinct=True)
+    assert b.kept is not None
+    kc = data.codes[b.kept]
+    vc = vcodes[b.kept]
+    pair = kc * np.int64(max(len(vuniq), 1)) + vc
+    up = np.unique(pair)
+    return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)]
+
+
+def distinct_plan(priv: _plan.Privacy, k: int, c: int) -> tuple[_plan.Part, int | None, Any]:
+    """The count part (``Δ1 = k c``), the threshold and the event of a distinct count."""
+    part = _plan.part(priv, Fraction(1), Fraction(k * c), Fraction(k * c * c), k, True)
+    tau = _plan.threshold(priv, part, k, c) if priv.select else None
+    return part, tau, _plan.release_event(priv, [part])
+
+
+def distinct_release(part: _plan.Part, tau: int | None, event: Any, gen: Any,
+                     release_id: int | None, data: _inputs._Data, counts: np.ndarray, k: int,
+                     c: int) -> TableRelease:
+    """Noise (and select) the exact distinct counts per key code of ``data.uniques``."""
+    cand = _candidates(data, counts)
+    stream = keynoise.release_stream(gen)  # after the charge
+    rkey = keynoise.release_key(gen._key, stream)
+    noisy = keynoise.noise_keys(part.law, counts[cand], rkey,
+                                _take_keys(data.uniques, cand), keynoise.COUNT_PART)
+    keep = None if tau is None else noisy >= tau
+    out_keys, (v,) = _finish(data, cand, keep, [noisy])
+    sens = {"l1": part.l1, "l2": part.l2, "max_partitions": k, "max_per_partition": c}
+    return TableRelease(keys=out_keys, values=v, statistic="count_distinct", event=event,
+                        law=part.law, threshold=tau, sensitivity=sens,
+                        key_names=data.key_names, release_id=release_id)
+
+
+def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
+                   epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+                   max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+                   noise: str | None = None, rng: RngLike = None, budget: Any = None,
+                   note: str = "", use_case: str | None = None, dropna: bool = False
+                   ) -> TableRelease:
+    """Release the number of distinct ``values`` per key.
+
+    Parameters
+    ----------
+    values : array_like or pandas Series
+        One value per row (ints, floats, str or bytes; no missing values).
+    keys, privacy_ids, epsilon, delta, rho, domain, noise, rng, budget, note, use_case, dropna
+        As in :func:`dpfast.tables.count`.
+    max_partitions, max_per_partition : int
+        Per person at most ``k`` keys and, per key, at most ``c`` distinct values (chosen
+        uniformly among the person's distinct values there, keyed by their own rows).
+
+    Returns
+    -------
+    TableRelease
+        ``statistic == "count_distinct"``; exact confidence intervals around the distinct
+        count of the kept (key, value) pairs.
+
+    Privacy
+    -------
+    Sensitivity: let ``D' = D + P`` (add one person ``P``).  Bounding is per person, so
+    every other person keeps the same pairs in ``D`` and ``D'``, and ``P`` keeps a set
+    ``A`` of at most ``c`` distinct values in each of at most ``k`` keys.  The distinct
+    count of a key is the size of the union of the kept values there; adding ``A``'s
+    values raises it by at most ``|A ∩ key| <= c`` and never lowers it, and only ``P``'s
+    ``<= k`` keys change: ``Δ1 = k c``, ``Δ∞ = c``, ``Δ2 = sqrt(k) c`` under add/remove one
+    person.  Discrete Laplace noise of scale ``k c / ε`` is ``ε``-DP, discrete Gaussian of
+    ``σ`` is ``k c² / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is published iff
+    its noisy count reaches :func:`dpfast.tables.partition_threshold` (a key only ``P``
+    holds has count ``<= c``): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
+    2022).  Tumult Analytics' ``count_distinct`` with per-person bounds.
+    """
+    if not isinstance(dropna, bool):
+        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
+    if dropna:
+        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
+    k, c = _common(max_partitions, max_per_partition, privacy_ids)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    _check_budget(budget, note)
+    gen, rid = keynoise.release_generator(rng)
+    cols, n, _ = _keys.keys_and_ids(keys, privacy_ids)
+    vcol = _keys.column(values, "values")
+    if len(vcol) != n:
+        raise ValueError(f"values has {len(vcol)} rows, keys have {n}")
+    rows = np.arange(n, dtype=np.int64)
+    data, _ = _inputs._validate(keys, privacy_ids, rows, (0, max(n, 1)), domain)
+    assert data.values is not None
+    vals = vcol[data.values]
+    data.values = None
+    part, tau, event = distinct_plan(priv, k, c)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
+    kc, _ = distinct_pairs(data, vals, k, c, bounding.subkey(gen))
+    counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
+    with _charge(budget, event, note):
+        return distinct_release(part, tau, event, gen, rid, data, counts, k, c)
