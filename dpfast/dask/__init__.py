@@ -1,9 +1,10 @@
 """Scale out on Dask: the same release on a cluster as on one machine.
 
 ``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``,
-:mod:`dpfast.dask.quantiles`) take a dask DataFrame and release exactly -- bit for bit,
-for any partitioning, row order or cluster -- what :func:`dpfast.tables.count` / ``sum`` /
-``mean`` (``quantile``...) release on the same rows with the same key: rows are hash-
+:mod:`dpfast.dask.quantiles`; ``aggregate``, ``variance``, ``std``, ``privacy_id_count``,
+``count_distinct``, :mod:`dpfast.dask.multi`) take a dask DataFrame and release exactly --
+bit for bit, for any partitioning, row order or cluster -- what the same function of
+:mod:`dpfast.tables` releases on the same rows with the same key: rows are hash-
 partitioned by privacy id (so every id's rows meet in one partition), bounded per id with
 the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced,
 and noised on the driver with the per-key addressed noise of
@@ -42,6 +43,11 @@ _PUBLIC: dict[str, str] = {
     "median": "dpfast.dask.quantiles",
     "min": "dpfast.dask.quantiles",
     "max": "dpfast.dask.quantiles",
+    "aggregate": "dpfast.dask.multi",
+    "variance": "dpfast.dask.multi",
+    "std": "dpfast.dask.multi",
+    "privacy_id_count": "dpfast.dask.multi",
+    "count_distinct": "dpfast.dask.multi",
     "discrete_laplace": "dpfast.dask.arrays",
     "discrete_gaussian": "dpfast.dask.arrays",
     "laplace": "dpfast.dask.arrays",

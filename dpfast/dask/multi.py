@@ -1,0 +1,315 @@
+"""Many-metric, variance, privacy-id and distinct-count releases of dask DataFrames.
+
+The pipeline of :mod:`dpfast.dask.tables` (plan and charge on the driver, rows
+hash-partitioned by privacy id, every id bounded where its rows are, per-key partials
+reduced exactly on the driver, noise and selection there) for the releases of
+:mod:`dpfast.tables.multi` and :mod:`dpfast.tables.statistics`: the partials are the
+exact per-key aggregates of :func:`dpfast.tables._rows.bound_matrix` (row counts, privacy-id
+counts, two-word column totals) or the distinct (key, value) pairs a person keeps, so each
+release equals the one-machine release on the same rows with the same release generator,
+bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpfast.dask import tables as _dt
+from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, multi, statistics
+from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
+from dpfast.tables.aggregate import _charge, _check_budget, _common, _take_keys
+from dpfast.tables.release import TableRelease
+
+__all__ = ["aggregate", "variance", "std", "privacy_id_count", "count_distinct"]
+
+_COUNT, _IDS = "__dpfast_count", "__dpfast_ids"
+
+
+def _by(by: Any) -> list[str]:
+    names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
+        else None
+    if not names or not all(isinstance(b, str) for b in names):
+        raise TypeError("by must be a column name or a list of column names")
+    return names
+
+
+def _keys_of(pdf: Any, names: list[str]) -> Any:
+    return pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
+
+
+def _filtered(pdf: Any, names: list[str], id_col: str | None, domain: Any
+              ) -> tuple[_inputs._Data, np.ndarray]:
+    """Validate a partition's keys and ids; the rows the domain keeps."""
+    n = len(pdf)
+    data, _ = _inputs._validate(_keys_of(pdf, names), None if id_col is None else pdf[id_col],
+                                np.arange(n, dtype=np.int64), (0, max(n, 1)), domain)
+    rows = data.values
+    assert rows is not None
+    data.values = None
+    return data, rows
+
+
+def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any,
+                     plan: _metrics.MetricPlan, bounds: dict[str, Any], key_src: Any
+                     ) -> tuple[Any, int]:
+    """One partition: bound per id over the value matrix, aggregate per key."""
+    import pandas as pd
+
+    data, rows = _filtered(pdf, names, id_col, domain)
+    vals = {c: multi.clamped(pdf[c], f"column {c!r}", len(pdf), bounds[c])[0][rows]
+            for c in plan.columns}
+    matrix = summand_matrix(plan, vals, rows.shape[0])
+    agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, plan.k, plan.c,
+                             _dt._subkey(key_src), matrix)
+    nz = np.flatnonzero(agg.counts)
+    uk = _take_keys(data.uniques, nz)
+    out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+    out[_COUNT] = agg.counts[nz]
+    out[_IDS] = agg.ids[nz]
+    for j in range(matrix.shape[1]):
+        out[f"__dpfast_hi{j}"] = agg.hi[nz, j]
+        out[f"__dpfast_lo{j}"] = agg.lo[nz, j]
+    return pd.DataFrame(out), int(len(pdf))
+
+
+def _reduce_codes(parts: Any, names: list[str], domain: Any, key_names: Any
+                  ) -> tuple[_inputs._Data, np.ndarray]:
+    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
+    if domain is None:
+        fk = _keys.factorize(cols)
+        codes, domain_codes = fk.codes, None
+    else:
+        dcols = _keys.columns(domain, "domain")
+        nd = len(dcols[0])
+        fk = _keys.factorize(_keys.joint(dcols, cols))
+        domain_codes, codes = fk.codes[:nd], fk.codes[nd:]
+    codes = np.ascontiguousarray(codes, np.int64)
+    data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
+    return data, codes
+
+
+def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tuple,
+             npartitions: int | None) -> tuple[Any, int]:
+    import builtins
+
+    import dask
+    import pandas as pd
+
+    parts = frame.to_delayed()
+    if id_col is None:
+        outs = [dask.delayed(fn)(p, *args) for p in parts]
+    else:
+        nout = npartitions or len(parts)
+        splits = [dask.delayed(_dt._split, nout=nout, pure=True)(p, id_col, nout)
+                  for p in parts]
+        pieces = [splits] if nout == 1 else [[s[j] for s in splits] for j in range(nout)]
+        outs = [dask.delayed(_concat_then)(ps, fn, *args) for ps in pieces]
+    results = dask.compute(*outs)
+    return (pd.concat([r[0] for r in results], ignore_index=True),
+            builtins.sum(r[1] for r in results))
+
+
+def _concat_then(pieces: list, fn: Any, *args: Any) -> Any:
+    import pandas as pd
+
+    return fn(pd.concat(pieces, ignore_index=True), *args)
+
+
+def _checks(ddf: Any, names: list[str], privacy_id: Any, extra: list[str],
+            npartitions: Any) -> None:
+    _dt._columns(ddf, names, privacy_id, None)
+    for c in extra:
+        if c not in ddf.columns:
+            raise ValueError(f"value column {c!r} is not in the DataFrame "
+                             f"(columns: {list(ddf.columns)})")
+    if npartitions is not None and (not isinstance(npartitions, int)
+                                    or isinstance(npartitions, bool) or npartitions < 1):
+        raise ValueError(f"npartitions must be a positive int, got {npartitions!r}")
+
+
+def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
+              epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+              bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
+              max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+              noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
+              use_case: str | None = None, npartitions: int | None = None
+              ) -> AggregateRelease:
+    """:func:`dpfast.tables.aggregate` of a dask DataFrame.
+
+    Parameters are those of :func:`dpfast.tables.aggregate` (``df`` a dask DataFrame),
+    ``rng`` and ``npartitions`` as in :func:`dpfast.dask.count`.
+
+    Returns
+    -------
+    AggregateRelease
+        Equal, bit for bit, to :func:`dpfast.tables.aggregate` on the same rows with the
+        same release generator.
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.aggregate` (the same mechanism: add/remove one person,
+    the budget split over the metrics' parts, one composed event charged once on the
+    driver before the graph is computed).  Bounding depends only on each person's rows.
+    """
+    names = _by(by)
+    mets = _metrics.parse_metrics(metrics)
+    w = _metrics.parse_weights(weights, mets)
+    k, c = _common(max_partitions, max_per_partition, privacy_id)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    _check_budget(budget, note)
+    bounds = {} if bounds is None else bounds
+    if not isinstance(bounds, dict):
+        raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got "
+                        f"{type(bounds).__name__}")
+    used = sorted({m.column for m in mets if m.column is not None})
+    _checks(ddf, names, privacy_id, used, npartitions)
+    columns: dict[str, _metrics.Column] = {}
+    for col in used:
+        if col not in bounds:
+            raise ValueError(f"metrics use column {col!r}: give bounds={{{col!r}: (lo, hi)}}")
+        dt = ddf[col].dtype
+        kind = dt.kind if isinstance(dt, np.dtype) else "O"
+        if kind not in "iuf":
+            raise TypeError(f"column {col!r} must hold numbers, got dtype {dt}")
+        lo, hi = _inputs._bounds(bounds[col], kind in "iu")
+        columns[col] = _metrics.Column(lo, hi, kind in "iu")
+    gen, rid, key_src = _dt._generator(rng)
+    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
+    cols = names + ([privacy_id] if privacy_id else []) + used
+    with _charge(budget, plan.event, note):  # charged before anything is computed
+        parts, nrows = _compute(ddf[cols], _matrix_partials, names, privacy_id,
+                                (names, privacy_id, domain, plan, bounds, key_src),
+                                npartitions)
+        for col in used:
+            if columns[col].integer:
+                _inputs.check_int_sum(nrows, (columns[col].lo, columns[col].hi))
+        data, codes = _reduce_codes(parts, names, domain, tuple(names))
+        m = sum(1 for p in plan.parts.values() if p.matrix_col is not None)
+        counts = np.zeros(data.n_codes, np.int64)
+        ids = np.zeros(data.n_codes, np.int64)
+        np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
+        np.add.at(ids, codes, parts[_IDS].to_numpy(np.int64))
+        hi = np.zeros((data.n_codes, m), np.int64)
+        lo = np.zeros((data.n_codes, m), np.int64)
+        for j in range(m):
+            fs = _rows.RowsBounded(counts, ids, hi, lo).column(j, 0)
+            fs.add_partials(codes, parts[f"__dpfast_hi{j}"].to_numpy(np.int64),
+                            parts[f"__dpfast_lo{j}"].to_numpy(np.int64))
+            hi[:, j], lo[:, j] = fs.hi, fs.lo
+        return release(plan, gen, rid, data, _rows.RowsBounded(counts, ids, hi, lo))
+
+
+def _single(kind: str, ddf: Any, key: Any, value: str | None, privacy_id: Any,
+            bounds: Any, **kw: Any) -> TableRelease:
+    spec = kind if value is None else (kind, value)
+    rel = aggregate(ddf, key, privacy_id, metrics={kind: spec},
+                    bounds=None if value is None else {value: bounds}, **kw)
+    return rel.metrics[kind]
+
+
+def variance(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
+             bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
+             rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
+             domain: Any = None, noise: str | None = None, rng: Any = None,
+             budget: Any = None, note: str = "", use_case: str | None = None,
+             npartitions: int | None = None) -> TableRelease:
+    """:func:`dpfast.tables.variance` of the ``value`` column per key (bit-identical).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.variance` (count, centred sum, centred sum of squares at
+    a third of the budget each; add/remove one person).
+    """
+    return _single("variance", ddf, key, value, privacy_id, bounds, epsilon=epsilon,
+                   delta=delta, rho=rho, max_partitions=max_partitions,
+                   max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
+                   budget=budget, note=note, use_case=use_case, npartitions=npartitions)
+
+
+def std(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
+        bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
+        rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
+        domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
+        note: str = "", use_case: str | None = None, npartitions: int | None = None
+        ) -> TableRelease:
+    """:func:`dpfast.tables.std` of the ``value`` column per key (bit-identical).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.std` (the square root of the variance release).
+    """
+    return _single("std", ddf, key, value, privacy_id, bounds, epsilon=epsilon,
+                   delta=delta, rho=rho, max_partitions=max_partitions,
+                   max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
+                   budget=budget, note=note, use_case=use_case, npartitions=npartitions)
+
+
+def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
+                     epsilon: float | None = None, delta: float = 0.0,
+                     rho: float | None = None, max_partitions: int = 1, domain: Any = None,
+                     noise: str | None = None, rng: Any = None, budget: Any = None,
+                     note: str = "", use_case: str | None = None,
+                     npartitions: int | None = None) -> TableRelease:
+    """:func:`dpfast.tables.privacy_id_count` of a dask DataFrame (bit-identical).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.privacy_id_count`: ``Δ1 = k`` under add/remove one person.
+    """
+    return _single("privacy_id_count", ddf, key, None, privacy_id, None, epsilon=epsilon,
+                   delta=delta, rho=rho, max_partitions=max_partitions, max_per_partition=1,
+                   domain=domain, noise=noise, rng=rng, budget=budget, note=note,
+                   use_case=use_case, npartitions=npartitions)
+
+
+def _distinct_partials(pdf: Any, names: list[str], id_col: str | None, value: str,
+                       domain: Any, k: int, c: int, key_src: Any) -> tuple[Any, int]:
+    import pandas as pd
+
+    data, rows = _filtered(pdf, names, id_col, domain)
+    vals = _keys.column(pdf[value], "values")[rows]
+    kc, vv = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src))
+    uk = _take_keys(data.uniques, kc)
+    out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+    out["__dpfast_value"] = vv
+    return pd.DataFrame(out), int(len(pdf))
+
+
+def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
+                   epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+                   max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
+                   noise: str | None = None, rng: Any = None, budget: Any = None,
+                   note: str = "", use_case: str | None = None,
+                   npartitions: int | None = None) -> TableRelease:
+    """:func:`dpfast.tables.count_distinct` of the ``value`` column per key (bit-identical:
+    the workers send the distinct (key, value) pairs each person keeps; the driver takes
+    their union and counts it).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.count_distinct`: ``Δ1 = k c`` under add/remove one person.
+    """
+    names = _by(key)
+    if not isinstance(value, str):
+        raise TypeError(f"value must be a column name (str), got {value!r}")
+    k, c = _common(max_partitions, max_per_partition, privacy_id)
+    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
+    _check_budget(budget, note)
+    _checks(ddf, names, privacy_id, [value], npartitions)
+    gen, rid, key_src = _dt._generator(rng)
+    part, tau, event = statistics.distinct_plan(priv, k, c)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
+    cols = names + ([privacy_id] if privacy_id else []) + [value]
+    with _charge(budget, event, note):
+        parts, _ = _compute(ddf[cols], _distinct_partials, names, privacy_id,
+                            (names, privacy_id, value, domain, k, c, key_src), npartitions)
+        data, codes = _reduce_codes(parts, names, domain, tuple(names))
+        vcodes, vuniq = _keys.factorize_column(_keys.column(parts["__dpfast_value"],
+                                                            "values"))
+        nv = max(len(vuniq), 1)
+        up = np.unique(codes * np.int64(nv) + vcodes)  # the union over partitions
+        counts = np.bincount(up // nv, minlength=data.n_codes).astype(np.int64)
+        return statistics.distinct_release(part, tau, event, gen, rid, data, counts, k, c)
