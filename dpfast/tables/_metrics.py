@@ -52,6 +52,9 @@ KINDS: dict[str, tuple[str, ...]] = {
 }
 _COLUMN = {"sum", "mean", "variance", "std"}
 COUNT_PART, IDS_PART, FIRST_VALUE_PART = 0, 2, 3  # the parts' noise addresses (uint8)
+# each part is calibrated at its share times this: the parts' events, each rounded up,
+# then still compose (basic composition, rounded up) to at most the target epsilon / rho
+_SLACK = 1 - Fraction(1, 1 << 40)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,7 +250,7 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
         if integer and per >= 1 << 62:
             raise ValueError(f"max_per_partition * bound = {per} is too large for exact "
                              f"int64 sums of {name}")
-        p = _plan.part(priv, shares[name], k * per, k * per * per, k, integer)
+        p = _plan.part(priv, shares[name] * _SLACK, k * per, k * per * per, k, integer)
         if kind in ("count", "ids"):
             addr = COUNT_PART if kind == "count" else IDS_PART
             parts[name] = PartPlan(name, kind, None, shares[name], p, addr)
