@@ -62,7 +62,7 @@ def test_distinct_keeps_at_most_c_distinct_values_per_id_and_key() -> None:
     for i, k, v in zip(ids[b.kept].tolist(), codes[b.kept].tolist(),
                        vals[b.kept].tolist()):
         seen.setdefault((i, k), []).append(v)
-    for (i, _), vs in seen.items():
+    for vs in seen.values():
         assert len(vs) == len(set(vs)) <= 2  # one row per distinct value, at most c
     per_id: dict[int, set[int]] = {}
     for i, k in seen:
