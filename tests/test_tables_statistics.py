@@ -1,0 +1,169 @@
+"""dpfast.tables.privacy_id_count and count_distinct."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dpfast
+from dpfast import tables as dpt
+from dpfast.tables import partition_threshold
+from tests.helpers import KEY
+
+pd = pytest.importorskip("pandas")
+
+BIG = 1e7
+
+
+def _replay() -> dpfast.Generator:
+    return dpfast.default_rng(KEY)
+
+
+def _data(n: int = 4000, seed: int = 0, people: int = 300):
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 15, n), rng.integers(0, people, n),
+            rng.choice(np.array(["u", "v", "w", "x", "y"]), n))
+
+
+# ----------------------------------------------------------------------------- people
+def test_privacy_id_count_exact_and_bounded() -> None:
+    keys, ids, _ = _data()
+    rel = dpt.privacy_id_count(keys, ids, epsilon=BIG, domain=np.arange(15),
+                               max_partitions=15, rng=_replay())
+    want = pd.Series(ids).groupby(keys).nunique().to_numpy()
+    np.testing.assert_array_equal(rel.values, want)
+    assert rel.statistic == "privacy_id_count"
+    # bounded to k keys per person: the count with one row per (person, key), k keys
+    k = 2
+    rel = dpt.privacy_id_count(keys, ids, epsilon=BIG, domain=np.arange(15),
+                               max_partitions=k, rng=_replay())
+    u, counts, _ = dpt.bound_contributions(keys, ids, max_partitions=k, max_per_partition=1,
+                                           rng=_replay())
+    np.testing.assert_array_equal(rel.values, counts)
+    per_person = pd.Series(keys).groupby(ids).nunique()
+    assert counts.sum() == np.minimum(per_person, k).sum()  # each person min(k, own keys)
+
+
+def test_privacy_id_count_sensitivity_threshold_and_charge() -> None:
+    keys, ids, _ = _data(20000, people=4000)
+    k, eps, delta = 3, 1.0, 1e-6
+    budget = dpfast.Budget(epsilon=eps, delta=1e-5, accounting="basic")
+    rel = dpt.privacy_id_count(keys, ids, epsilon=eps, delta=delta, max_partitions=k,
+                               rng=_replay(), budget=budget, note="people")
+    assert rel.sensitivity["l1"] == k
+    assert rel.law.kind == "discrete_laplace"
+    assert rel.law.scale == pytest.approx(k / eps, rel=1e-9) and rel.law.scale >= k / eps
+    assert rel.threshold == partition_threshold(Fraction(rel.law.scale), delta, k, 1)
+    assert (rel.values >= rel.threshold).all() and len(rel) > 5
+    assert [h.note for h in budget.history()] == ["people"]
+    assert budget.history()[0].event == rel.event
+
+
+def test_privacy_id_count_replays_with_a_generator() -> None:
+    keys, ids, _ = _data()
+    a = dpt.privacy_id_count(keys, ids, epsilon=1.0, domain=np.arange(15), rng=_replay())
+    b = dpt.privacy_id_count(keys, ids, epsilon=1.0, domain=np.arange(15), rng=_replay())
+    np.testing.assert_array_equal(a.values, b.values)
+    c = dpt.privacy_id_count(keys, ids, epsilon=1.0, domain=np.arange(15), rng=KEY)
+    assert c.release_id is not None
+
+
+# ----------------------------------------------------------------------------- distinct
+def test_count_distinct_exact_where_bounding_does_not_bind() -> None:
+    keys, ids, vals = _data()
+    rel = dpt.count_distinct(vals, keys, ids, epsilon=BIG, domain=np.arange(15),
+                             max_partitions=15, max_per_partition=5, rng=_replay())
+    want = pd.Series(vals).groupby(keys).nunique().to_numpy()
+    np.testing.assert_array_equal(rel.values, want)
+    assert rel.statistic == "count_distinct" and rel.sensitivity["l1"] == 75
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 5),
+                          st.integers(0, 6)), max_size=50),
+       st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, 9)), min_size=1,
+                max_size=10),
+       st.integers(1, 3), st.integers(1, 3))
+def test_adding_a_person_changes_at_most_k_keys_by_at_most_c(rows, person, k, c) -> None:
+    dom = np.array(["a", "b", "c"], dtype=object)
+
+    def run(rs):
+        if not rs:
+            return np.zeros(3, np.int64)
+        keys, ids, vals = (np.array(col, dtype=object if j == 0 else np.int64)
+                           for j, col in enumerate(zip(*rs)))
+        return dpt.count_distinct(vals, keys, ids, epsilon=BIG, domain=dom,
+                                  max_partitions=k, max_per_partition=c,
+                                  rng=_replay()).values
+
+    before = run(rows)
+    after = run(rows + [(key, 99, v) for key, v in person])
+    d = after - before
+    assert (d >= 0).all() and (d <= c).all() and (d != 0).sum() <= k
+    if rows:  # bounding never keeps more distinct values than there are
+        df = pd.DataFrame(rows, columns=["k", "i", "v"])
+        truth = df.groupby("k").v.nunique().reindex(dom, fill_value=0).to_numpy()
+        assert (before <= truth).all()
+
+
+def test_count_distinct_noise_follows_its_law_and_selection() -> None:
+    n = 100_000
+    keys = np.arange(n)
+    rel = dpt.count_distinct(keys % 3, keys, epsilon=0.8, domain=keys, rng=_replay())
+    z = rel.values - 1
+    se = np.std(np.abs(z)) / math.sqrt(n)
+    assert abs(np.mean(np.abs(z)) - rel.law.mean_abs()) < 4 * se
+    keys, ids, vals = _data(20000, people=5000)
+    k, c, delta = 1, 2, 1e-6
+    sel = dpt.count_distinct(np.arange(20000), keys, ids, epsilon=1.0, delta=delta,
+                             max_partitions=k, max_per_partition=c, rng=_replay())
+    assert sel.threshold == partition_threshold(Fraction(sel.law.scale), delta, k, c)
+    assert len(sel) > 5 and (sel.values >= sel.threshold).all()
+
+
+BAD = [
+    (dict(values=np.array([1, 2])), ValueError, "values"),
+    (dict(values=np.array([1.0, np.nan, 2.0])), ValueError, "values"),
+    (dict(max_per_partition=0), ValueError, "max_per_partition"),
+    (dict(max_partitions=1.5), TypeError, "max_partitions"),
+    (dict(epsilon=None), ValueError, "epsilon"),
+    (dict(privacy_ids=np.array([1, 2])), ValueError, "privacy_ids"),
+    (dict(budget=3), TypeError, "budget"),
+    (dict(dropna="no"), TypeError, "dropna"),
+]
+
+
+@pytest.mark.parametrize("kw,exc,word", BAD)
+def test_count_distinct_bad_input(kw, exc, word) -> None:
+    args = dict(values=np.array([1, 2, 2]), keys=np.array([0, 1, 1]),
+                privacy_ids=np.array([5, 6, 7]), epsilon=1.0, domain=np.arange(2))
+    args.update(kw)
+    with pytest.raises(exc, match=word):
+        dpt.count_distinct(**args)
+
+
+@pytest.mark.parametrize("kw,exc,word", [
+    (dict(max_partitions=0), ValueError, "max_partitions"),
+    (dict(privacy_ids=np.array([1])), ValueError, "privacy_ids"),
+    (dict(noise="uniform"), ValueError, "noise"),
+    (dict(domain=[0, 0]), ValueError, "domain"),
+])
+def test_privacy_id_count_bad_input(kw, exc, word) -> None:
+    args = dict(keys=np.array([0, 1, 1]), privacy_ids=np.array([5, 6, 7]), epsilon=1.0,
+                domain=np.arange(2))
+    args.update(kw)
+    with pytest.raises(exc, match=word):
+        dpt.privacy_id_count(**args)
+
+
+def test_inputs_are_not_modified() -> None:
+    keys, ids, vals = _data(300)
+    copies = [a.copy() for a in (keys, ids, vals)]
+    dpt.count_distinct(vals, keys, ids, epsilon=1.0, domain=np.arange(15), rng=_replay())
+    dpt.privacy_id_count(keys, ids, epsilon=1.0, domain=np.arange(15), rng=_replay())
+    for a, b in zip((keys, ids, vals), copies):
+        np.testing.assert_array_equal(a, b)
