@@ -1,0 +1,123 @@
+"""dpfast.dask aggregate / variance / std / privacy_id_count / count_distinct: the same
+release as one machine, bit for bit (the synchronous scheduler runs the same graph)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+dd = pytest.importorskip("dask.dataframe")
+dask = pytest.importorskip("dask")
+pd = pytest.importorskip("pandas")
+
+import dpfast  # noqa: E402
+import dpfast.dask as dkd  # noqa: E402
+import dpfast.tables as dpt  # noqa: E402
+
+from .helpers import KEY  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _sync():  # type: ignore[no-untyped-def]
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _replay() -> dpfast.Generator:
+    return dpfast.default_rng(KEY)
+
+
+def _frame(n: int = 6000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"k": rng.zipf(1.5, n) % 30, "s": rng.choice(["a", "bb"], n),
+                         "id": rng.integers(0, 1500, n), "x": rng.normal(2.0, 3.0, n),
+                         "v": rng.integers(-3, 9, n)})
+
+
+METRICS = ["count", "privacy_id_count", ("mean", "x"), ("variance", "x"), ("sum", "v"),
+           ("std", "v"), ("sum", "x")]
+BOUNDS = {"x": (-4.0, 8.0), "v": (0, 6)}
+
+
+def _same(a: dpt.TableRelease, b: dpt.TableRelease) -> None:
+    ka = a.keys if isinstance(a.keys, tuple) else (a.keys,)
+    kb = b.keys if isinstance(b.keys, tuple) else (b.keys,)
+    assert [x.tolist() for x in ka] == [x.tolist() for x in kb]
+    assert a.values.dtype == b.values.dtype
+    np.testing.assert_array_equal(a.values, b.values)
+    assert a.event == b.event and a.threshold == b.threshold
+    for p, q in zip(a.confidence_interval(0.1), b.confidence_interval(0.1)):
+        np.testing.assert_array_equal(p, q)
+
+
+@pytest.mark.parametrize("nparts", [1, 5])
+@pytest.mark.parametrize("domain", [None, "public"])
+def test_aggregate_equals_one_machine(nparts: int, domain) -> None:
+    df = _frame()
+    dom = None if domain is None else np.arange(30)
+    kw = dict(metrics=METRICS, epsilon=3.0, delta=1e-6, bounds=BOUNDS, max_partitions=2,
+              max_per_partition=3, domain=dom)
+    ref = dpt.aggregate(df, "k", "id", rng=_replay(), **kw)
+    ddf = dd.from_pandas(df.sample(frac=1, random_state=nparts), npartitions=nparts)
+    got = dkd.aggregate(ddf, "k", "id", rng=_replay(), npartitions=3, **kw)
+    assert list(got.metrics) == list(ref.metrics) and len(ref) > 3
+    for name in ref.metrics:
+        _same(got[name], ref[name])
+    pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
+
+
+def test_two_key_columns_and_no_privacy_id() -> None:
+    df = _frame(3000)
+    kw = dict(metrics={"n": "count", "m": ("mean", "x")}, epsilon=1.0, bounds=BOUNDS,
+              domain=(np.repeat(np.arange(30), 2), np.tile(["a", "bb"], 30)))
+    ref = dpt.aggregate(df, ["k", "s"], rng=_replay(), **kw)
+    got = dkd.aggregate(dd.from_pandas(df, npartitions=4), ["k", "s"], rng=_replay(), **kw)
+    pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
+
+
+def test_single_statistics_equal_one_machine() -> None:
+    df = _frame()
+    ddf = dd.from_pandas(df, npartitions=4)
+    kw = dict(epsilon=2.0, delta=1e-6, max_partitions=2, max_per_partition=2)
+    _same(dkd.variance(ddf, "k", "x", "id", bounds=(-4.0, 8.0), rng=_replay(), **kw),
+          dpt.variance(df.x, df.k, df.id, bounds=(-4.0, 8.0), rng=_replay(), **kw))
+    _same(dkd.std(ddf, "k", "v", "id", bounds=(0, 6), rng=_replay(), **kw),
+          dpt.std(df.v, df.k, df.id, bounds=(0, 6), rng=_replay(), **kw))
+    _same(dkd.privacy_id_count(ddf, "k", "id", epsilon=2.0, delta=1e-6, max_partitions=2,
+                               rng=_replay()),
+          dpt.privacy_id_count(df.k, df.id, epsilon=2.0, delta=1e-6, max_partitions=2,
+                               rng=_replay()))
+    dom = np.arange(30)
+    for d in (dom, None):
+        ref = dpt.count_distinct(df.v, df.k, df.id, epsilon=5.0, delta=1e-6, domain=d,
+                                 max_partitions=2, max_per_partition=3, rng=_replay())
+        got = dkd.count_distinct(ddf, "k", "v", "id", epsilon=5.0, delta=1e-6, domain=d,
+                                 max_partitions=2, max_per_partition=3, rng=_replay(),
+                                 npartitions=2)
+        _same(got, ref)
+
+
+def test_one_charge_fresh_ids_and_errors() -> None:
+    df = _frame(2000)
+    ddf = dd.from_pandas(df, npartitions=2)
+    budget = dpfast.Budget(epsilon=2.0, accounting="basic")
+    kw = dict(metrics=["count", ("mean", "x")], epsilon=1.0, bounds=BOUNDS,
+              domain=np.arange(30))
+    a = dkd.aggregate(ddf, "k", "id", rng=KEY, budget=budget, note="d", **kw)
+    b = dkd.aggregate(ddf, "k", "id", rng=KEY, **kw)
+    assert [h.note for h in budget.history()] == ["d"]
+    assert a.release_id != b.release_id
+    with pytest.raises(ValueError, match="nope"):
+        dkd.aggregate(ddf, "k", "id", metrics=[("mean", "nope")], epsilon=1.0,
+                      bounds={"nope": (0, 1)}, domain=np.arange(30))
+    with pytest.raises(ValueError, match="bounds"):
+        dkd.aggregate(ddf, "k", "id", metrics=[("mean", "x")], epsilon=1.0,
+                      domain=np.arange(30))
+    with pytest.raises(TypeError, match="numbers"):
+        dkd.aggregate(ddf, "k", "id", metrics=[("mean", "s")], epsilon=1.0,
+                      bounds={"s": (0, 1)}, domain=np.arange(30))
+    with pytest.raises(TypeError, match="dask DataFrame"):
+        dkd.aggregate(df, "k", "id", metrics=["count"], epsilon=1.0, domain=np.arange(30))
+    with pytest.raises(ValueError, match="npartitions"):
+        dkd.count_distinct(ddf, "k", "v", "id", epsilon=1.0, domain=np.arange(30),
+                           npartitions=0)
