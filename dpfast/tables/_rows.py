@@ -78,10 +78,18 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     nkeep = np.empty(n_ids, np.int64)
     gcnt = np.empty(n, np.int64)
     gsum = np.empty((n, m), np.int64)
+    # the values in grouped order (the kernel's reads stay inside each id's segment); the
+    # kernel permutes slot numbers into them
+    gv = np.ascontiguousarray(vals[gidx], np.int64)
+    slots = np.arange(n, dtype=np.int64)
     kept = np.zeros(n if mark else 0, np.bool_)
-    _kr.bound_rows(off, gkeys, gidx, np.ascontiguousarray(vals, np.int64), hashes, skey, k, c,
-                   gsum, gcnt, nkeep, mark, kept, distinct, _keys._threads())
+    _kr.bound_rows(off, gkeys, slots, gv, hashes, skey, k, c, gsum, gcnt, nkeep, mark, kept,
+                   distinct, _keys._threads())
     pairs = np.zeros(n_keys, np.int64)
     if _kr.accumulate_pairs(off, nkeep, gkeys, gcnt, gsum, counts, pairs, hi, lo):
         raise OverflowError(_OVERFLOW)
-    return RowsBounded(counts, pairs, hi, lo, kept if mark else None)
+    rows_kept = None
+    if mark:
+        rows_kept = np.zeros(n, np.bool_)
+        rows_kept[gidx[kept]] = True  # kept slots -> the caller's rows
+    return RowsBounded(counts, pairs, hi, lo, rows_kept)
