@@ -138,7 +138,7 @@ def parse_weights(weights: Any, metrics: list[Metric]) -> list[Fraction]:
             raise TypeError(f"weights must be real numbers, got {w!r}")
         if not (math.isfinite(float(w)) and float(w) > 0):
             raise ValueError(f"weights must be finite and > 0, got {w!r}")
-        out.append(Fraction(w))
+        out.append(Fraction(w) if isinstance(w, (int, Fraction)) else Fraction(float(w)))
     return out
 
 
@@ -222,9 +222,9 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
         extra = total / len(metrics)
         uses.append((["ids"], None, extra))
         total += extra
-    for kinds, col, w in uses:
+    for kinds, mcol, w in uses:
         for kind in kinds:
-            pcol = None if kind in ("count", "ids") else col
+            pcol = None if kind in ("count", "ids") else mcol
             name = part_name(kind, pcol)
             if name not in shares:
                 shares[name] = Fraction(0)

@@ -174,6 +174,21 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     2020; Desfontaines et al. 2022); every metric is post-processing of the noisy parts of
     the published keys.  Bounding depends only on each person's own rows.  The mechanism is
     that of PipelineDP's ``aggregate`` with several metrics, with exact noise.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dpfast import tables
+    >>> df = pd.DataFrame({"city": ["a", "a", "b", "b", "b"], "person": [1, 2, 3, 4, 4],
+    ...                    "age": [30, 40, 50, 60, 70]})
+    >>> rel = tables.aggregate(df, by="city", privacy_id="person",
+    ...                        metrics=["count", "privacy_id_count", ("mean", "age")],
+    ...                        epsilon=1.0, bounds={"age": (0, 100)}, domain=["a", "b"],
+    ...                        max_per_partition=2)
+    >>> list(rel.to_pandas().columns[:4])
+    ['count', 'count_ci_low', 'count_ci_high', 'privacy_id_count']
+    >>> rel.shares["count"], rel.shares["ids"], rel.shares["csum:age"]
+    (Fraction(1, 2), Fraction(1, 3), Fraction(1, 6))
     """
     names = frame_columns(df)
     by_list = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
