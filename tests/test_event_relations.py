@@ -50,6 +50,17 @@ def _table_releases() -> list[tuple[str, ev.DpEvent]]:
                 out.append((f"sum {v.dtype}", tables.sum(v, KEYS, IDS, bounds=b, **kws).event))
                 out.append((f"mean {v.dtype}",
                             tables.mean(v, KEYS, IDS, bounds=b, **kws).event))
+                for fn in (tables.variance, tables.std):
+                    out.append((f"{fn.__name__} {v.dtype}",
+                                fn(v, KEYS, IDS, bounds=b, **kws).event))
+            out.append(("privacy_id_count", tables.privacy_id_count(KEYS, IDS, **kws).event))
+            out.append(("count_distinct", tables.count_distinct(IVALS, KEYS, IDS, **kws).event))
+            pd = pytest.importorskip("pandas")
+            frame = pd.DataFrame({"k": KEYS, "id": IDS, "v": VALS, "w": IVALS})
+            out.append(("aggregate", tables.aggregate(
+                frame, "k", "id", metrics=["count", "privacy_id_count", ("mean", "v"),
+                                           ("variance", "w"), ("sum", "v")],
+                bounds={"v": (0.0, 4.0), "w": (0, 4)}, **kws).event))
     *_, rel = dp.histogram(VALS, bins=4, range=(0.0, 4.0), epsilon=1.0, rng=KEY,
                            return_release=True)
     out.append(("histogram", rel.event))
@@ -90,7 +101,16 @@ def test_dask_tables_state_add_remove() -> None:
                 dkd.sum(df, "k", "v", "id", bounds=(0.0, 4.0), epsilon=1.0, domain=DOMAIN,
                         rng=KEY),
                 dkd.mean(df, "k", "v", "id", bounds=(0.0, 4.0), rho=1.0, domain=DOMAIN,
-                         rng=KEY)):
+                         rng=KEY),
+                dkd.aggregate(df, "k", "id", metrics=["count", ("variance", "v")],
+                              bounds={"v": (0.0, 4.0)}, epsilon=1.0, delta=1e-6, rng=KEY),
+                dkd.variance(df, "k", "v", "id", bounds=(0.0, 4.0), rho=1.0, domain=DOMAIN,
+                             rng=KEY),
+                dkd.std(df, "k", "v", "id", bounds=(0.0, 4.0), epsilon=1.0, domain=DOMAIN,
+                        rng=KEY),
+                dkd.privacy_id_count(df, "k", "id", epsilon=1.0, delta=1e-6, rng=KEY),
+                dkd.count_distinct(df, "k", "v", "id", epsilon=1.0, domain=DOMAIN,
+                                   rng=KEY)):
         assert all(e.neighbouring == ev.ADD_REMOVE for e in _leaves(rel.event)), rel.event
 
 
@@ -117,8 +137,10 @@ def test_every_charging_release_function_is_walked() -> None:
     dkd = importlib.import_module("dpfast.dask")
     hist = importlib.import_module("dpfast.histogram")  # (dpfast.histogram: the function)
 
-    walked = {"dpfast.tables": {"count", "sum", "mean", "topdown"},
-              "dpfast.dask": {"count", "sum", "mean"},
+    walked = {"dpfast.tables": {"count", "sum", "mean", "topdown", "variance", "std",
+                                "privacy_id_count", "count_distinct", "aggregate"},
+              "dpfast.dask": {"count", "sum", "mean", "aggregate", "variance", "std",
+                              "privacy_id_count", "count_distinct"},
               "dpfast.histogram": {"histogram", "histogram2d", "histogramdd"}}
     for mod in (tables, dkd, hist):
         charging = {n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))
