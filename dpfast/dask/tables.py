@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+import dpfast.tables.aggregate  # noqa: F401 - loads the count / sum / mean module
 from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
 from dpfast.dask.keys import WorkerKey
