@@ -167,3 +167,32 @@ def test_inputs_are_not_modified() -> None:
     dpt.privacy_id_count(keys, ids, epsilon=1.0, domain=np.arange(15), rng=_replay())
     for a, b in zip((keys, ids, vals), copies):
         np.testing.assert_array_equal(a, b)
+
+
+@given(st.lists(st.tuples(st.integers(-3, 3), st.sampled_from(["p", "q", "r", "s"])),
+                max_size=40), st.integers(1, 4))
+def test_privacy_id_count_of_any_table_is_the_bounded_people_count(rows, k) -> None:
+    keys = np.array([r[0] for r in rows], np.int64)
+    ids = np.array([r[1] for r in rows], dtype=object)
+    dom = np.arange(-3, 4)
+    rel = dpt.privacy_id_count(keys, ids, epsilon=BIG, domain=dom, max_partitions=k,
+                               rng=_replay())
+    truth = pd.Series(ids).groupby(keys).nunique().reindex(dom, fill_value=0).to_numpy() \
+        if rows else np.zeros(7, np.int64)
+    assert (rel.values <= truth).all() and rel.values.sum() <= k * len(set(ids.tolist()))
+    if rows:
+        u, counts, _ = dpt.bound_contributions(keys, ids, max_partitions=k,
+                                               max_per_partition=1, rng=_replay())
+        got = dict(zip(rel.keys.tolist(), rel.values.tolist()))
+        assert all(got[key] == cnt for key, cnt in zip(u.tolist(), counts.tolist()))
+
+
+def test_count_distinct_replays_with_a_generator_never_with_a_raw_key() -> None:
+    keys, ids, vals = _data()
+    kw = dict(epsilon=1.0, domain=np.arange(15), max_partitions=2, max_per_partition=2)
+    a = dpt.count_distinct(vals, keys, ids, rng=_replay(), **kw)
+    b = dpt.count_distinct(vals, keys, ids, rng=_replay(), **kw)
+    np.testing.assert_array_equal(a.values, b.values)
+    c = dpt.count_distinct(vals, keys, ids, rng=KEY, **kw)
+    d = dpt.count_distinct(vals, keys, ids, rng=KEY, **kw)
+    assert c.release_id != d.release_id and not np.array_equal(c.values, d.values)
