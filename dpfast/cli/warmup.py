@@ -3,9 +3,9 @@
 numba compiles each kernel the first time it runs and caches the machine code on disk
 (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``); a first call after
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
-on a tiny input (samplers, tables count/sum/mean/quantile, TopDown, histograms, local DP,
-selection), so that later processes load every kernel from the cache -- e.g. as a step of
-a container build::
+on a tiny input (samplers, tables count/sum/mean/quantile, the many-metric releases,
+TopDown, histograms, local DP, selection), so that later processes load every kernel from
+the cache -- e.g. as a step of a container build::
 
     RUN pip install dpfast && dpfast warmup
 
@@ -71,6 +71,21 @@ def _quantile() -> None:
                       domain=[0, 1, 2], rng=_KEY)
 
 
+def _aggregate() -> None:
+    import numpy as np
+
+    from dpfast import tables
+
+    keys = np.arange(60) % 3
+    ids = np.arange(60) % 17
+    for values in (np.arange(60) % 5, np.linspace(0.0, 4.0, 60)):
+        tables.variance(values, keys, ids, bounds=(0, 4), epsilon=1.0, domain=[0, 1, 2],
+                        max_per_partition=2, rng=_KEY)
+    tables.privacy_id_count(keys, ids, epsilon=1.0, delta=1e-6, rng=_KEY)
+    tables.count_distinct(np.arange(60) % 7, keys, ids, epsilon=1.0, domain=[0, 1, 2],
+                          max_per_partition=2, rng=_KEY)
+
+
 def _topdown() -> None:
     import numpy as np
 
@@ -116,6 +131,7 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
     ("tables.count", _count),
     ("tables.sum/mean", _sum_mean),
     ("tables.quantile", _quantile),
+    ("tables.aggregate", _aggregate),
     ("topdown", _topdown),
     ("histogram", _histogram),
     ("local", _local),
