@@ -196,3 +196,20 @@ def test_count_distinct_replays_with_a_generator_never_with_a_raw_key() -> None:
     c = dpt.count_distinct(vals, keys, ids, rng=KEY, **kw)
     d = dpt.count_distinct(vals, keys, ids, rng=KEY, **kw)
     assert c.release_id != d.release_id and not np.array_equal(c.values, d.values)
+
+
+def test_count_distinct_charges_one_event_before_the_noise() -> None:
+    keys, ids, vals = _data()
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    rel = dpt.count_distinct(vals, keys, ids, epsilon=0.6, domain=np.arange(15),
+                             max_partitions=2, max_per_partition=2, rng=_replay(),
+                             budget=budget, note="distinct")
+    h = budget.history()
+    assert [c.note for c in h] == ["distinct"] and h[0].event == rel.event
+    assert rel.law.scale == pytest.approx(4 / 0.6, rel=1e-9)  # Δ1 = k c = 4
+    gen = _replay()
+    before = gen._root.next_stream
+    with pytest.raises(dpfast.BudgetExceededError):
+        dpt.count_distinct(vals, keys, ids, epsilon=0.6, domain=np.arange(15), rng=gen,
+                           budget=budget)
+    assert gen._root.next_stream == before and len(budget.history()) == 1

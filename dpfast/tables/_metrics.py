@@ -21,11 +21,13 @@ person).  Metrics share parts (``mean`` and ``count`` one noisy count).
 Budget rule: metric ``i`` gets the share ``w_i / Σ w`` of ``ε`` (or ``ρ``) -- equal
 weights unless the caller gives ``weights`` -- split equally over the parts it uses; a
 part gets the sum of the shares of the metrics that use it.  The parts' mechanisms compose
-to the release's event (one charge).  Private key selection (no public domain) thresholds
-the noisy ``ids`` part (``Δ1 = k``, one row per new key: threshold of
-:func:`~dpfast.tables.partition_threshold` with ``c = 1``), else the noisy ``count`` part;
-when no metric uses either (only sums), an ``ids`` part is added with the weight of one
-more metric (the mean weight).  The selection call lives in :func:`_selection` only.
+to the release's event (one charge); each is calibrated at its share times ``1 - 2**-40``,
+so that the parts' events, each rounded up, still compose to at most the target.  Private
+key selection (no public domain) thresholds the noisy ``ids`` part (``Δ1 = k``, one row
+per new key: the threshold of :func:`~dpfast.tables.partition_threshold` with ``c = 1``),
+else the noisy ``count`` part; when no metric uses either (only sums), an ``ids`` part is
+added with the weight of one more metric (the mean weight).  The selection call lives in
+:func:`_selection` only.
 """
 
 from __future__ import annotations
