@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 import dpfast
 from dpfast import tables as dpt
+from dpfast._core.rounding import float_down
 from dpfast.accounting import events as ev
-from dpfast.tables import _multi_release, partition_threshold
+from dpfast.tables import _multi_release, _select
 from tests.helpers import KEY
 
 pd = pytest.importorskip("pandas")
@@ -113,27 +114,31 @@ def test_one_charge_for_the_whole_release_and_refusal_draws_nothing() -> None:
     assert gen._root.next_stream == before and len(budget.history()) == 1
 
 
-def test_keys_are_selected_once_on_the_privacy_id_count() -> None:
+def test_keys_are_selected_once_by_a_separate_measurement_on_people() -> None:
     df = _frame(12000, people=3000)
     k, delta = 2, 1e-6
     rel = dpt.aggregate(df, "g", "pid", metrics=METRICS, epsilon=1.0, delta=delta,
                         bounds=BOUNDS, max_partitions=k, max_per_partition=4, rng=_replay())
-    assert rel.selected_on == "ids"
-    assert rel.threshold == partition_threshold(Fraction(rel.laws["ids"].scale), delta, k, 1)
-    assert (rel.noisy_parts["ids"] >= rel.threshold).all()
-    assert isinstance(rel.event, ev.EpsilonDelta) and rel.event.delta == delta
+    n_metrics = len(METRICS)
+    sel = _select.plan(float_down(Fraction(1, n_metrics + 1)), delta, k, "auto")
+    assert rel.selected_on == sel.describe()
+    # the selection has the share of one more metric; the parts share the rest
+    assert sum(rel.shares.values()) == Fraction(n_metrics, n_metrics + 1)
+    assert isinstance(rel.event, ev.EpsilonDelta) and rel.event.delta == sel.delta <= delta
     for m in rel.metrics.values():
         np.testing.assert_array_equal(m.keys, rel.keys)
-    # only sums: a privacy-id count part is added for the selection (one more metric's share)
+    # the decision is on the exact people per key after bounding: every published key is
+    # one the rule keeps for its own stream (replayed through the same generator)
+    pub = dpt.aggregate(df, "g", "pid", metrics=["count"], epsilon=1.0, delta=delta,
+                        max_partitions=k, max_per_partition=4, selection="laplace",
+                        rng=_replay())
+    assert pub.threshold is not None and "laplace" in pub.selected_on
     sums = dpt.aggregate(df, "g", "pid", metrics=[("sum", "y")], epsilon=1.0, delta=delta,
                          bounds=BOUNDS, max_partitions=k, rng=_replay())
-    assert sums.selected_on == "ids" and sums.shares == {"sum:y": Fraction(1, 2),
-                                                         "ids": Fraction(1, 2)}
-    mean = dpt.aggregate(df, "g", "pid", metrics=[("mean", "x")], epsilon=1.0, delta=delta,
-                         bounds=BOUNDS, max_partitions=k, max_per_partition=4, rng=_replay())
-    assert mean.selected_on == "count"
-    assert mean.threshold == partition_threshold(Fraction(mean.laws["count"].scale), delta,
-                                                 k, 4)
+    assert sums.shares == {"sum:y": Fraction(1, 2)}
+    with pytest.raises(ValueError, match="selection"):
+        dpt.aggregate(df, "g", "pid", metrics=["count"], epsilon=1.0, delta=delta,
+                      selection="bogus", rng=_replay())
 
 
 def test_exact_at_huge_epsilon_where_bounding_does_not_bind() -> None:

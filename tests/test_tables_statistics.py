@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 
 import dpfast
 from dpfast import tables as dpt
-from dpfast.tables import partition_threshold
+from dpfast.tables import _select
 from tests.helpers import KEY
 
 pd = pytest.importorskip("pandas")
@@ -57,9 +56,11 @@ def test_privacy_id_count_sensitivity_threshold_and_charge() -> None:
                                rng=_replay(), budget=budget, note="people")
     assert rel.sensitivity["l1"] == k
     assert rel.law.kind == "discrete_laplace"
-    assert rel.law.scale == pytest.approx(k / eps, rel=1e-9) and rel.law.scale >= k / eps
-    assert rel.threshold == partition_threshold(Fraction(rel.law.scale), delta, k, 1)
-    assert (rel.values >= rel.threshold).all() and len(rel) > 5
+    # half of ε selects the keys (a separate measurement on the people per key)
+    assert rel.law.scale == pytest.approx(2 * k / eps, rel=1e-9) and rel.law.scale >= 2 * k / eps
+    sel = _select.plan(eps / 2, delta, k, "auto")
+    assert rel.selection == sel.describe() and rel.threshold == sel.threshold
+    assert rel.event.delta == sel.delta <= delta and len(rel) > 5
     assert [h.note for h in budget.history()] == ["people"]
     assert budget.history()[0].event == rel.event
 
@@ -121,8 +122,10 @@ def test_count_distinct_noise_follows_its_law_and_selection() -> None:
     k, c, delta = 1, 2, 1e-6
     sel = dpt.count_distinct(np.arange(20000), keys, ids, epsilon=1.0, delta=delta,
                              max_partitions=k, max_per_partition=c, rng=_replay())
-    assert sel.threshold == partition_threshold(Fraction(sel.law.scale), delta, k, c)
-    assert len(sel) > 5 and (sel.values >= sel.threshold).all()
+    assert sel.law.scale == pytest.approx(2 * k * c, rel=1e-9)  # half of ε on the counts
+    rule = _select.plan(0.5, delta, k, "auto")
+    assert sel.selection == rule.describe() and sel.event.delta == rule.delta
+    assert len(sel) > 5
 
 
 BAD = [

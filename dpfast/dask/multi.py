@@ -134,8 +134,8 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
               max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
               noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
-              use_case: str | None = None, npartitions: int | None = None
-              ) -> AggregateRelease:
+              use_case: str | None = None, npartitions: int | None = None,
+              selection: str = "auto") -> AggregateRelease:
     """:func:`dpfast.tables.aggregate` of a dask DataFrame.
 
     Parameters are those of :func:`dpfast.tables.aggregate` (``df`` a dask DataFrame),
@@ -176,7 +176,7 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
         lo, hi = _inputs._bounds(bounds[col], kind in "iu")
         columns[col] = _metrics.Column(lo, hi, kind in "iu")
     gen, rid, key_src = _dt._generator(rng)
-    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv)
+    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + used
     with _charge(budget, plan.event, note):  # charged before anything is computed
@@ -271,10 +271,15 @@ def _distinct_partials(pdf: Any, names: list[str], id_col: str | None, value: st
 
     data, rows = _filtered(pdf, names, id_col, domain)
     vals = _keys.column(pdf[value], "values")[rows]
-    kc, vv = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src))
+    kc, vv, units = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src))
     uk = _take_keys(data.uniques, kc)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out["__dpfast_value"] = vv
+    # the people per key ride on the key's first pair (a key kept by someone has a pair)
+    per_row = np.zeros(kc.shape[0], np.int64)
+    _, first = np.unique(kc, return_index=True)
+    per_row[first] = units[kc[first]]
+    out["__dpfast_units"] = per_row
     return pd.DataFrame(out), int(len(pdf))
 
 
@@ -283,7 +288,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
                    max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
                    noise: str | None = None, rng: Any = None, budget: Any = None,
                    note: str = "", use_case: str | None = None,
-                   npartitions: int | None = None) -> TableRelease:
+                   npartitions: int | None = None, selection: str = "auto") -> TableRelease:
     """:func:`dpfast.tables.count_distinct` of the ``value`` column per key (bit-identical:
     the workers send the distinct (key, value) pairs each person keeps; the driver takes
     their union and counts it).
@@ -300,7 +305,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     _check_budget(budget, note)
     _checks(ddf, names, privacy_id, [value], npartitions)
     gen, rid, key_src = _dt._generator(rng)
-    part, tau, event = statistics.distinct_plan(priv, k, c)
+    part, sel, event = statistics.distinct_plan(priv, k, c, selection)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + [value]
     with _charge(budget, event, note):
@@ -312,4 +317,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
         nv = max(len(vuniq), 1)
         up = np.unique(codes * np.int64(nv) + vcodes)  # the union over partitions
         counts = np.bincount(up // nv, minlength=data.n_codes).astype(np.int64)
-        return statistics.distinct_release(part, tau, event, gen, rid, data, counts, k, c)
+        units = np.zeros(data.n_codes, np.int64)
+        np.add.at(units, codes, parts["__dpfast_units"].to_numpy(np.int64))
+        return statistics.distinct_release(part, sel, event, gen, rid, data, counts, k, c,
+                                           units)

@@ -23,10 +23,12 @@ weights unless the caller gives ``weights`` -- split equally over the parts it u
 part gets the sum of the shares of the metrics that use it.  The parts' mechanisms compose
 to the release's event (one charge); each is calibrated at its share times ``1 - 2**-40``,
 so that the parts' events, each rounded up, still compose to at most the target.  Private
-key selection (no public domain) thresholds the noisy ``ids`` part (``Δ1 = k``, one row
-per new key: the threshold of :func:`~dpfast.tables.partition_threshold` with ``c = 1``),
-else the noisy ``count`` part; when no metric uses either (only sums), an ``ids`` part is
-added with the weight of one more metric (the mean weight).  The selection call lives in
+key selection (no public domain) is a measurement of its own, with the weight of one more
+metric (the mean weight): the rule of :mod:`dpfast.tables._select` (``selection=``) on the
+exact number of privacy ids holding each key after bounding (``Δ1 = k``, whatever ``c``),
+its own per-key stream; the released parts are not the ones that decided.  With Gaussian
+parts the selection gets ``δ/2`` and the parts the other half
+(:func:`dpfast.tables._plan.split_for_selection`).  The selection is planned in
 :func:`_selection` only.
 """
 
@@ -39,7 +41,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpfast._core.rounding import float_down
-from dpfast.tables import _fixed, _plan
+from dpfast.tables import _fixed, _plan, _select
 
 __all__ = ["Metric", "MetricPlan", "parse_metrics", "plan_metrics", "KINDS"]
 
@@ -179,7 +181,7 @@ class MetricPlan:
     columns: dict[str, Column]
     k: int
     c: int
-    select: str | None  # the part that selects the keys (None: public domain)
+    select: _select.Selection | None  # the key selection (None: public domain)
     tau: int | None
     event: Any
 
@@ -202,15 +204,19 @@ def csq_bound(col: Column) -> float:
     return float_down((Fraction(col.hi) - Fraction(col.lo)) ** 2 / 4)
 
 
-def _selection(priv: _plan.Privacy, parts: dict[str, PartPlan], k: int, c: int
-               ) -> tuple[str, int]:
-    """The selecting part and its threshold (today's Laplace thresholding)."""
-    name = "ids" if "ids" in parts else "count"
-    return name, _plan.threshold(priv, parts[name].part, k, 1 if name == "ids" else c)
+def _selection(priv: _plan.Privacy, n_metrics: int, k: int, policy: Any
+               ) -> tuple[_plan.Privacy, Fraction, _select.Selection]:
+    """``(the parts' Privacy, the parts' total share of it, the key selection)``: the
+    selection gets the share of one more metric, ``1 / (n_metrics + 1)``."""
+    share = Fraction(1, n_metrics + 1)
+    stat_priv, e_sel, d_sel = _plan.split_for_selection(priv, share)
+    parts_share = 1 - share if stat_priv is priv else Fraction(1)
+    return stat_priv, parts_share, _select.plan(e_sel, d_sel, k, policy)
 
 
 def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[str, Column],
-                 k: int, c: int, priv: _plan.Privacy) -> MetricPlan:
+                 k: int, c: int, priv: _plan.Privacy, selection: Any = "auto"
+                 ) -> MetricPlan:
     """Shares, mechanisms, grids, threshold and event (see the module docstring)."""
     for m in metrics:
         if m.column is not None and m.column not in columns:
@@ -220,10 +226,10 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
     shares: dict[str, Fraction] = {}
     order: list[tuple[str, str | None]] = []
     uses = [(list(KINDS[m.kind]), m.column, w) for m, w in zip(metrics, weights)]
-    if priv.select and not any(set(KINDS[m.kind]) & {"count", "ids"} for m in metrics):
-        extra = total / len(metrics)
-        uses.append((["ids"], None, extra))
-        total += extra
+    policy = _select.resolve(selection)
+    stat_priv, parts_share, sel = priv, Fraction(1), None
+    if priv.select:
+        stat_priv, parts_share, sel = _selection(priv, len(metrics), k, policy)
     for kinds, mcol, w in uses:
         for kind in kinds:
             pcol = None if kind in ("count", "ids") else mcol
@@ -231,7 +237,7 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
             if name not in shares:
                 shares[name] = Fraction(0)
                 order.append((kind, pcol))
-            shares[name] += w / total / len(kinds)
+            shares[name] += parts_share * w / total / len(kinds)
     parts: dict[str, PartPlan] = {}
     nvalue = 0
     for kind, pcol in order:
@@ -252,7 +258,7 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
         if integer and per >= 1 << 62:
             raise ValueError(f"max_per_partition * bound = {per} is too large for exact "
                              f"int64 sums of {name}")
-        p = _plan.part(priv, shares[name] * _SLACK, k * per, k * per * per, k, integer)
+        p = _plan.part(stat_priv, shares[name] * _SLACK, k * per, k * per * per, k, integer)
         if kind in ("count", "ids"):
             addr = COUNT_PART if kind == "count" else IDS_PART
             parts[name] = PartPlan(name, kind, None, shares[name], p, addr)
@@ -269,8 +275,7 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
         parts[name] = PartPlan(name, kind, pcol, shares[name], p, FIRST_VALUE_PART + nvalue,
                                nvalue, fixed)
         nvalue += 1
-    select = tau = None
-    if priv.select:
-        select, tau = _selection(priv, parts, k, c)
-    event = _plan.release_event(priv, [q.part for q in parts.values()])
-    return MetricPlan(metrics, parts, columns, k, c, select, tau, event)
+    event = _plan.release_event(priv, [q.part for q in parts.values()],
+                                None if sel is None else sel.delta)
+    return MetricPlan(metrics, parts, columns, k, c, sel,
+                      None if sel is None else sel.threshold, event)

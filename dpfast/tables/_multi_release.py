@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.tables import _fixed, _metrics, keynoise
+from dpfast.tables import _fixed, _metrics, _select, keynoise
 from dpfast.tables._inputs import _Data
 from dpfast.tables._metrics import Metric, MetricPlan, PartPlan
 from dpfast.tables._rows import RowsBounded
@@ -78,8 +78,8 @@ def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
     noisy = [keynoise.noise_keys(plan.parts[n].part.law, _totals(plan.parts[n], agg, cand),
                                  rkey, cand_keys, plan.parts[n].address) for n in names]
     keep = None
-    if plan.select is not None:
-        keep = noisy[names.index(plan.select)] >= plan.tau
+    if plan.select is not None:  # its own measurement, on the people per key
+        keep = _select.apply(plan.select, agg.ids[cand], rkey, cand_keys)
     out_keys, arrays = _finish(data, cand, keep, noisy)
     parts = dict(zip(names, arrays))
     metrics = {m.name: _finish_metric(m, plan, parts, out_keys, data.key_names, release_id)
@@ -95,7 +95,8 @@ def _sens(plan: MetricPlan, p: PartPlan) -> dict[str, float]:
 def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], keys: Any,
             key_names: Any, release_id: int | None) -> TableRelease:
     common = dict(keys=keys, event=plan.event, threshold=plan.tau, key_names=key_names,
-                  value_name=m.name, release_id=release_id)
+                  value_name=m.name, release_id=release_id,
+                  selection=None if plan.select is None else plan.select.describe())
     if m.kind in ("count", "privacy_id_count", "sum"):
         name = _metrics.part_name(_metrics.KINDS[m.kind][0],
                                   m.column if m.kind == "sum" else None)
@@ -175,9 +176,11 @@ class AggregateRelease:
     event : DpEvent
         The one composed event of the whole release (what the budget was charged).
     threshold : int or None
-        The selection threshold on the noisy ``selected_on`` part (None: public domain).
+        The threshold of a thresholding selection rule on the noisy number of people per
+        key (None: public domain, or the geometric rule).
     selected_on : str or None
-        ``"ids"`` (noisy privacy-id count) or ``"count"`` (noisy row count).
+        The key-selection rule (:meth:`dpfast.tables._select.Selection.describe`; None:
+        public domain).
     shares : dict of str to Fraction
         The share of the budget each noised part got (see :mod:`dpfast.tables.multi`).
     noisy_parts : dict of str to ndarray
@@ -194,7 +197,7 @@ class AggregateRelease:
         self.metrics = metrics
         self.event = plan.event
         self.threshold = plan.tau
-        self.selected_on = plan.select
+        self.selected_on = None if plan.select is None else plan.select.describe()
         self.shares = {n: p.share for n, p in plan.parts.items()}
         self.laws = {n: p.part.law for n, p in plan.parts.items()}
         self.noisy_parts = parts

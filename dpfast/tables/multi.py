@@ -72,7 +72,8 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
         bounds: dict[str, Any], *, weights: Any, epsilon: Any, delta: Any, rho: Any,
         max_partitions: Any, max_per_partition: Any, domain: Any, noise: Any, rng: Any,
         budget: Any, note: Any, use_case: str | None = None,
-        key_names: tuple[str, ...] | None = None) -> AggregateRelease:
+        key_names: tuple[str, ...] | None = None, selection: Any = "auto"
+        ) -> AggregateRelease:
     """The local many-metric release of ``keys`` (as :func:`dpfast.tables.count` takes
     them), ``privacy_ids`` and the value columns ``values`` (name -> column)."""
     mets = _metrics.parse_metrics(metrics)
@@ -103,7 +104,7 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
     data.values = None
     if key_names is not None:
         data.key_names = key_names
-    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv)
+    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     taken = {name: v[kept_rows] if kept_rows.shape[0] != n else v for name, v in vals.items()}
     matrix = summand_matrix(plan, taken, kept_rows.shape[0])
@@ -118,7 +119,8 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
               max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
               noise: str | None = None, rng: RngLike = None, budget: Any = None,
-              note: str = "", use_case: str | None = None) -> AggregateRelease:
+              note: str = "", use_case: str | None = None, selection: str = "auto"
+              ) -> AggregateRelease:
     """Release several statistics per key of one table in one pass.
 
     Each person's rows are bounded once (at most ``max_partitions`` keys, at most
@@ -168,10 +170,11 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     (discrete Laplace, CKS20; grid Laplace for float sums, exact fixed-point totals,
     Casacuberta et al. CCS 2022) or ``ρ_p``-zCDP (discrete Gaussian); the parts compose
     (basic composition: ``Σ ε_p <= ε``, ``Σ ρ_p <= ρ``) to the release's one event.  With
-    ``domain=None`` a key is published iff its noisy privacy-id count (or, without one, its
-    noisy row count) reaches the threshold of :func:`dpfast.tables.partition_threshold`
-    (``c = 1`` for privacy-id counts), making the release ``(ε, δ)``-DP (Wilson et al.
-    2020; Desfontaines et al. 2022); every metric is post-processing of the noisy parts of
+    ``domain=None`` a key is published iff the key-selection rule of ``selection=``
+    (:func:`dpfast.tables.count`) keeps it, a separate measurement on the number of people
+    holding the key after bounding (sensitivity ``k``) with the share of one more metric of
+    ε (and δ, rounded up to its exact value), making the release ``(ε, δ)``-DP (Desfontaines
+    et al. 2022; Gopi et al. 2020); every metric is post-processing of the noisy parts of
     the published keys.  Bounding depends only on each person's own rows.  The mechanism is
     that of PipelineDP's ``aggregate`` with several metrics, with exact noise.
 
@@ -211,7 +214,7 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
                weights=weights, epsilon=epsilon, delta=delta, rho=rho,
                max_partitions=max_partitions, max_per_partition=max_per_partition,
                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-               use_case=use_case, key_names=tuple(by_list))
+               use_case=use_case, key_names=tuple(by_list), selection=selection)
 
 
 def mets_spec(mets: list[_metrics.Metric]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dpfast.random import RngLike
-from dpfast.tables import _inputs, _keys, _plan, _rows, _usecase, bounding, keynoise, multi
+from dpfast.tables import _inputs, _keys, _plan, _rows, _select, _usecase, bounding, keynoise, multi
 from dpfast.tables.aggregate import (
     _candidates,
     _charge,
@@ -34,7 +34,7 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
                      delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
                      domain: Any = None, noise: str | None = None, rng: RngLike = None,
                      budget: Any = None, note: str = "", use_case: str | None = None,
-                     dropna: bool = False) -> TableRelease:
+                     dropna: bool = False, selection: str = "auto") -> TableRelease:
     """Release the number of distinct privacy ids (people) per key.
 
     Parameters are those of :func:`dpfast.tables.count` without ``max_per_partition``
@@ -52,9 +52,11 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     their own rows) and adds 1 to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
     person (all their rows).  Discrete Laplace noise of scale ``k / ε`` is ``ε``-DP,
     discrete Gaussian of ``σ`` is ``k / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is
-    published iff its noisy count reaches :func:`dpfast.tables.partition_threshold` with
-    ``c = 1`` (a key only the added person holds has count 1): ``(ε, δ)``-DP (Wilson et
-    al. 2020; Desfontaines et al. 2022).  PipelineDP's ``PRIVACY_ID_COUNT``.
+    published iff the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
+    separate measurement on the number of people holding the key after bounding
+    (sensitivity ``k``) with the share of one more metric of ε (and δ, rounded up to its
+    exact value): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
+    2022; Gopi et al. 2020).  PipelineDP's ``PRIVACY_ID_COUNT``.
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
@@ -63,15 +65,16 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     rel = multi.run({"privacy_id_count": "privacy_id_count"}, keys, privacy_ids, {}, {},
                     weights=None, epsilon=epsilon, delta=delta, rho=rho,
                     max_partitions=max_partitions, max_per_partition=1, domain=domain,
-                    noise=noise, rng=rng, budget=budget, note=note, use_case=use_case)
+                    noise=noise, rng=rng, budget=budget, note=note, use_case=use_case,
+                    selection=selection)
     return rel.metrics["privacy_id_count"]
 
 
 def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (key code, value) pairs that bounding keeps: ``(key codes, values)``
-    (values: the kept rows' values, one per distinct pair, sorted by key code then value
-    code)."""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (key code, value) pairs that bounding keeps: ``(key codes, values,
+    people per key code)`` (values: the kept rows' values, one per distinct pair, sorted by
+    key code then value code; people: the privacy ids that kept each key)."""
     vcodes, vuniq = _keys.factorize_column(vals)
     b = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, skey,
                            vcodes.reshape(-1, 1), mark=True, distinct=True)
@@ -80,38 +83,54 @@ def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndar
     vc = vcodes[b.kept]
     pair = kc * np.int64(max(len(vuniq), 1)) + vc
     up = np.unique(pair)
-    return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)]
+    return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)], b.ids
 
 
-def distinct_plan(priv: _plan.Privacy, k: int, c: int) -> tuple[_plan.Part, int | None, Any]:
-    """The count part (``Δ1 = k c``), the threshold and the event of a distinct count."""
-    part = _plan.part(priv, Fraction(1), Fraction(k * c), Fraction(k * c * c), k, True)
-    tau = _plan.threshold(priv, part, k, c) if priv.select else None
-    return part, tau, _plan.release_event(priv, [part])
+def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: Any = "auto"
+                  ) -> tuple[_plan.Part, _select.Selection | None, Any]:
+    """The count part (``Δ1 = k c``), the key selection (``domain=None``: its own
+    measurement on the people per key, half of ε, :mod:`dpfast.tables._select`) and the
+    event of a distinct count."""
+    policy = _select.resolve(selection)
+    if not priv.select:
+        part = _plan.part(priv, Fraction(1), Fraction(k * c), Fraction(k * c * c), k, True)
+        return part, None, _plan.release_event(priv, [part])
+    share = Fraction(1, 2)
+    stat_priv, e_sel, d_sel = _plan.split_for_selection(priv, share)
+    part_share = share if stat_priv is priv else Fraction(1)
+    part = _plan.part(stat_priv, part_share, Fraction(k * c), Fraction(k * c * c), k, True)
+    sel = _select.plan(e_sel, d_sel, k, policy)
+    return part, sel, _plan.release_event(priv, [part], sel.delta)
 
 
-def distinct_release(part: _plan.Part, tau: int | None, event: Any, gen: Any,
+def distinct_release(part: _plan.Part, sel: _select.Selection | None, event: Any, gen: Any,
                      release_id: int | None, data: _inputs._Data, counts: np.ndarray, k: int,
-                     c: int) -> TableRelease:
-    """Noise (and select) the exact distinct counts per key code of ``data.uniques``."""
+                     c: int, units: np.ndarray | None = None) -> TableRelease:
+    """Noise (and select, on ``units``: people per key code) the exact distinct counts per
+    key code of ``data.uniques``."""
     cand = _candidates(data, counts)
     stream = keynoise.release_stream(gen)  # after the charge
     rkey = keynoise.release_key(gen._key, stream)
     noisy = keynoise.noise_keys(part.law, counts[cand], rkey,
                                 _take_keys(data.uniques, cand), keynoise.COUNT_PART)
-    keep = None if tau is None else noisy >= tau
+    keep = None
+    if sel is not None:
+        assert units is not None
+        keep = _select.apply(sel, units[cand], rkey, _take_keys(data.uniques, cand))
     out_keys, (v,) = _finish(data, cand, keep, [noisy])
     sens = {"l1": part.l1, "l2": part.l2, "max_partitions": k, "max_per_partition": c}
     return TableRelease(keys=out_keys, values=v, statistic="count_distinct", event=event,
-                        law=part.law, threshold=tau, sensitivity=sens,
-                        key_names=data.key_names, release_id=release_id)
+                        law=part.law, threshold=None if sel is None else sel.threshold,
+                        sensitivity=sens, key_names=data.key_names, release_id=release_id,
+                        selection=None if sel is None else sel.describe())
 
 
 def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
                    epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
                    max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
                    noise: str | None = None, rng: RngLike = None, budget: Any = None,
-                   note: str = "", use_case: str | None = None, dropna: bool = False
+                   note: str = "", use_case: str | None = None, dropna: bool = False,
+                   selection: str = "auto"
                    ) -> TableRelease:
     """Release the number of distinct ``values`` per key.
 
@@ -141,9 +160,10 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     ``<= k`` keys change: ``Δ1 = k c``, ``Δ∞ = c``, ``Δ2 = sqrt(k) c`` under add/remove one
     person.  Discrete Laplace noise of scale ``k c / ε`` is ``ε``-DP, discrete Gaussian of
     ``σ`` is ``k c² / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is published iff
-    its noisy count reaches :func:`dpfast.tables.partition_threshold` (a key only ``P``
-    holds has count ``<= c``): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
-    2022).  Tumult Analytics' ``count_distinct`` with per-person bounds.
+    the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
+    separate measurement on the number of people holding the key after bounding
+    (sensitivity ``k``, half of ε, δ): ``(ε, δ)``-DP (Desfontaines et al. 2022; Gopi et
+    al. 2020).  Tumult Analytics' ``count_distinct`` with per-person bounds.
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
@@ -162,9 +182,9 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     assert data.values is not None
     vals = vcol[data.values]
     data.values = None
-    part, tau, event = distinct_plan(priv, k, c)
+    part, sel, event = distinct_plan(priv, k, c, selection)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    kc, _ = distinct_pairs(data, vals, k, c, bounding.subkey(gen))
+    kc, _, units = distinct_pairs(data, vals, k, c, bounding.subkey(gen))
     counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
     with _charge(budget, event, note):
-        return distinct_release(part, tau, event, gen, rid, data, counts, k, c)
+        return distinct_release(part, sel, event, gen, rid, data, counts, k, c, units)

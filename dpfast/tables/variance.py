@@ -42,8 +42,9 @@ _PRIVACY = """
     ``k``.  Neighbouring relation: add/remove one person (all their rows).  Basic
     composition gives ``ε``-DP (discrete / grid Laplace, CKS20; float sums exact in fixed
     point, Casacuberta et al. CCS 2022) or ``ρ``-zCDP (discrete Gaussian); with
-    ``domain=None`` the keys are selected on the noisy count (Laplace thresholding, Wilson
-    et al. 2020; Desfontaines et al. 2022), ``(ε, δ)``-DP.  The estimate is
+    ``domain=None`` the keys are selected by a separate measurement on the number of people
+    per key (``selection=``, :func:`dpfast.tables.count`; Desfontaines et al. 2022, Gopi et
+    al. 2020) at the share of one more part, ``(ε, δ)``-DP.  The estimate is
     post-processing (the construction of PipelineDP's ``VARIANCE``; Wilson et al. 2020,
     Sec. 4).
 """
@@ -54,7 +55,7 @@ def variance(values: Any, keys: Any, privacy_ids: Any = None, *,
              rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
              domain: Any = None, noise: str | None = None, rng: RngLike = None,
              budget: Any = None, note: str = "", use_case: str | None = None,
-             dropna: bool = False) -> TableRelease:
+             dropna: bool = False, selection: str = "auto") -> TableRelease:
     """Release the (population) variance of ``values`` per key, values clamped to
     ``bounds``.
 
@@ -75,14 +76,15 @@ def variance(values: Any, keys: Any, privacy_ids: Any = None, *,
     return _one("variance", values, keys, privacy_ids, bounds, dropna, epsilon=epsilon,
                 delta=delta, rho=rho, max_partitions=max_partitions,
                 max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
-                budget=budget, note=note, use_case=use_case)
+                budget=budget, note=note, use_case=use_case, selection=selection)
 
 
 def std(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float, float],
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
         noise: str | None = None, rng: RngLike = None, budget: Any = None, note: str = "",
-        use_case: str | None = None, dropna: bool = False) -> TableRelease:
+        use_case: str | None = None, dropna: bool = False, selection: str = "auto"
+        ) -> TableRelease:
     """Release the (population) standard deviation of ``values`` per key: the square root
     of :func:`variance` (post-processing; its intervals are the square roots of the
     variance's).
@@ -93,7 +95,7 @@ def std(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     return _one("std", values, keys, privacy_ids, bounds, dropna, epsilon=epsilon,
                 delta=delta, rho=rho, max_partitions=max_partitions,
                 max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
-                budget=budget, note=note, use_case=use_case)
+                budget=budget, note=note, use_case=use_case, selection=selection)
 
 
 variance.__doc__ = (variance.__doc__ or "").replace("{privacy}", _PRIVACY.strip("\n"))
