@@ -19,7 +19,7 @@ import numpy as np
 from dpfast.dask import tables as _dt
 from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, multi, statistics
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
-from dpfast.tables.aggregate import _charge, _check_budget, _common, _take_keys
+from dpfast.tables.groupby import _charge, _check_budget, _common, _take_keys
 from dpfast.tables.release import TableRelease
 
 __all__ = ["aggregate", "variance", "std", "privacy_id_count", "count_distinct"]

@@ -9,7 +9,7 @@ validate, bound per id and aggregate per key
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
 per-key partials on the driver (checked integer additions: ``OverflowError``, never a
 wrap) -> per-key addressed noise, selection and report
-(:func:`dpfast.tables.aggregate.release`).  Every aggregate is an exact integer (float
+(:func:`dpfast.tables.groupby.release`).  Every aggregate is an exact integer (float
 values are summed as fixed-point units, :mod:`dpfast.tables._fixed`), so the release
 equals :func:`dpfast.tables.count` / ``sum`` / ``mean`` on the same rows with the same
 release generator bit for bit, integer and float values alike.
@@ -24,20 +24,15 @@ while a retried task recomputes its own partition exactly.
 from __future__ import annotations
 
 import builtins
-import sys
 from typing import Any
 
 import numpy as np
 
-import dpfast.tables.aggregate  # noqa: F401 - loads the count / sum / mean module
 from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import _fixed, _inputs, _keys, _plan, bounding, keynoise
-
-# the count / sum / mean module (the package attribute ``dpfast.tables.aggregate`` is the
-# many-metric function of that name)
-aggregate = sys.modules["dpfast.tables.aggregate"]
+from dpfast.tables import groupby as aggregate  # the count / sum / mean pipeline
 
 __all__ = ["count", "sum", "mean"]
 

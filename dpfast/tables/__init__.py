@@ -10,7 +10,7 @@ A release is a pipeline of separable steps, each a function of its own module:
 ``report`` (:class:`dpfast.tables.TableRelease`, its confidence intervals and accuracy).
 
 Public names are loaded lazily (``import dpfast.tables`` imports no numba).  Where to
-add: a new aggregate goes in :mod:`dpfast.tables.aggregate` (and reuses ``bound`` /
+add: a new aggregate goes in :mod:`dpfast.tables.groupby` (and reuses ``bound`` /
 ``charge`` / ``noise``), a new consistency post-processing (e.g. TopDown) in its own module
 of this package, re-exported here.
 """
@@ -18,15 +18,13 @@ of this package, re-exported here.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 # name -> module of this package that defines it
 _PUBLIC: dict[str, str] = {
-    "count": "dpfast.tables.aggregate",
-    "sum": "dpfast.tables.aggregate",
-    "mean": "dpfast.tables.aggregate",
+    "count": "dpfast.tables.groupby",
+    "sum": "dpfast.tables.groupby",
+    "mean": "dpfast.tables.groupby",
     "quantile": "dpfast.tables.quantiles",
     "median": "dpfast.tables.quantiles",
     "min": "dpfast.tables.quantiles",
@@ -43,8 +41,8 @@ _PUBLIC: dict[str, str] = {
     "aggregate_levels": "dpfast.tables.hierarchy",
     "privacy_id_count": "dpfast.tables.statistics",
     "count_distinct": "dpfast.tables.statistics",
-    "variance": "dpfast.tables.variance",
-    "std": "dpfast.tables.variance",
+    "variance": "dpfast.tables.spread",
+    "std": "dpfast.tables.spread",
     "aggregate": "dpfast.tables.multi",
     "AggregateRelease": "dpfast.tables._multi_release",
 }
@@ -62,19 +60,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_PUBLIC))
-
-
-class _Package(types.ModuleType):
-    """The package's module type: its attribute ``aggregate`` is always the public function
-    :func:`dpfast.tables.aggregate` (:mod:`dpfast.tables.multi`), never the submodule of the
-    same name that holds count / sum / mean, which the import system would bind there on
-    its first import (import that submodule's names with ``from dpfast.tables.aggregate
-    import ...``; the module itself is ``sys.modules["dpfast.tables.aggregate"]``)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "aggregate" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

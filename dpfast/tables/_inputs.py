@@ -1,6 +1,6 @@
 """Validation of a group-by release's inputs: keys, privacy ids, values, bounds, domain.
 
-The first step of the :mod:`dpfast.tables` pipeline (:mod:`dpfast.tables.aggregate`,
+The first step of the :mod:`dpfast.tables` pipeline (:mod:`dpfast.tables.groupby`,
 :mod:`dpfast.dask`): :func:`_validate` checks the columns, clamps the values to the
 bounds (a new array) and factorizes the keys (with the public ``domain``, if any) into
 the :class:`_Data` that the bounding and release steps consume.

@@ -19,7 +19,7 @@ from dpfast.tables import _fixed, _metrics, _select, keynoise
 from dpfast.tables._inputs import _Data
 from dpfast.tables._metrics import Metric, MetricPlan, PartPlan
 from dpfast.tables._rows import RowsBounded
-from dpfast.tables.aggregate import _candidates, _finish, _take_keys
+from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.release import TableRelease, _alpha
 
 __all__ = ["AggregateRelease", "summand_matrix", "release"]

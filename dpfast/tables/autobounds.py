@@ -200,7 +200,7 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
              dropna: bool, selection: Any = "auto", bounding_policy: Any = "uniform") -> Any:
     """``tables.sum`` / ``tables.mean`` with ``bounds="auto"`` (see the module docstring):
     the release's event is ``Composed((bounds event, statistic event))``, charged once."""
-    from dpfast.tables import aggregate  # the release pipeline (imports this lazily too)
+    from dpfast.tables import groupby as aggregate  # the release pipeline (lazy: it imports this)
 
     if rho is not None:
         raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")

@@ -18,7 +18,7 @@ import numpy as np
 from dpfast.random import RngLike
 from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, bounding, keynoise
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
-from dpfast.tables.aggregate import _charge, _check_budget, _common
+from dpfast.tables.groupby import _charge, _check_budget, _common
 
 __all__ = ["aggregate", "AggregateRelease"]
 

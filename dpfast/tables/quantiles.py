@@ -1,6 +1,6 @@
 """Per-key quantile, median, min and max releases (exponential mechanism on a public grid).
 
-Pipeline (as :mod:`dpfast.tables.aggregate`): validate -> plan (grid, per-key ε, event;
+Pipeline (as :mod:`dpfast.tables.groupby`): validate -> plan (grid, per-key ε, event;
 data-independent) -> bound (rows kept per person: ``k`` keys, ``c`` rows per key) ->
 aggregate (the sparse ``(key, grid slot)`` table and the number of people per key) -> charge
 -> select keys (``domain=None``: :func:`select_keys`, the unit-count rules of

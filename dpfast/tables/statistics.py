@@ -17,7 +17,7 @@ import numpy as np
 
 from dpfast.random import RngLike
 from dpfast.tables import _inputs, _keys, _plan, _rows, _select, _usecase, bounding, keynoise, multi
-from dpfast.tables.aggregate import (
+from dpfast.tables.groupby import (
     _candidates,
     _charge,
     _check_budget,
