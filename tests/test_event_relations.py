@@ -54,6 +54,14 @@ def _table_releases() -> list[tuple[str, ev.DpEvent]]:
                     out.append((f"{fn.__name__} {v.dtype}",
                                 fn(v, KEYS, IDS, bounds=b, **kws).event))
             out.append(("privacy_id_count", tables.privacy_id_count(KEYS, IDS, **kws).event))
+            if noise == "laplace":  # quantiles and automatic bounds are pure-DP mechanisms
+                qkw = {k: v for k, v in kws.items() if k != "noise"}
+                out.append(("quantile", tables.quantile(VALS, KEYS, IDS, q=[0.25, 0.5],
+                                                        bounds=(0.0, 4.0), **qkw).event))
+                out.append(("sum auto", tables.sum(VALS, KEYS, IDS, bounds="auto",
+                                                   **kws).event))
+                out.append(("auto_bounds", tables.auto_bounds(
+                    VALS, KEYS, IDS, epsilon=0.5, max_partitions=2, rng=KEY).event))
             out.append(("count_distinct", tables.count_distinct(IVALS, KEYS, IDS, **kws).event))
             pd = pytest.importorskip("pandas")
             frame = pd.DataFrame({"k": KEYS, "id": IDS, "v": VALS, "w": IVALS})
@@ -110,7 +118,9 @@ def test_dask_tables_state_add_remove() -> None:
                         rng=KEY),
                 dkd.privacy_id_count(df, "k", "id", epsilon=1.0, delta=1e-6, rng=KEY),
                 dkd.count_distinct(df, "k", "v", "id", epsilon=1.0, domain=DOMAIN,
-                                   rng=KEY)):
+                                   rng=KEY),
+                dkd.quantile(df, "k", "v", "id", q=0.5, bounds=(0.0, 4.0), epsilon=1.0,
+                             delta=1e-6, rng=KEY)):
         assert all(e.neighbouring == ev.ADD_REMOVE for e in _leaves(rel.event)), rel.event
 
 
@@ -138,9 +148,10 @@ def test_every_charging_release_function_is_walked() -> None:
     hist = importlib.import_module("dpfast.histogram")  # (dpfast.histogram: the function)
 
     walked = {"dpfast.tables": {"count", "sum", "mean", "topdown", "variance", "std",
-                                "privacy_id_count", "count_distinct", "aggregate"},
+                                "privacy_id_count", "count_distinct", "aggregate",
+                                "quantile", "auto_bounds"},
               "dpfast.dask": {"count", "sum", "mean", "aggregate", "variance", "std",
-                              "privacy_id_count", "count_distinct"},
+                              "privacy_id_count", "count_distinct", "quantile"},
               "dpfast.histogram": {"histogram", "histogram2d", "histogramdd"}}
     for mod in (tables, dkd, hist):
         charging = {n for n in mod.__all__ if inspect.isfunction(getattr(mod, n))
