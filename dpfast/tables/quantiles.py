@@ -107,7 +107,9 @@ def table_of(p: Plan, data: _Data, skey: np.ndarray
 def units_of(p: Plan, data: _Data, skey: np.ndarray) -> np.ndarray:
     """The number of privacy units (people) holding each key code after bounding (the
     same keyed per-person choice of ``k`` keys as the quantile table)."""
-    return bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey).units
+    units = bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey).units
+    assert units is not None  # bound_codes always counts the units
+    return units
 
 
 def select_keys(p: Plan, data: _Data, units: np.ndarray, rkey: bytes) -> np.ndarray:
