@@ -55,7 +55,7 @@ def test_new_ledger_is_wal_sqlite_with_meta(tmp_path):
     try:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         meta = dict(con.execute("SELECT key, value FROM meta"))
-        assert meta["format"] == "dpfast-ledger" and meta["version"] == "2"
+        assert meta["format"] == "dpfast-ledger" and meta["version"] == "3"
         assert meta["anchor"] == "sha256"  # no operator key: a plain checksum
         assert json.loads(meta["definition"]) == {
             "accounting": "basic",
@@ -71,7 +71,7 @@ def test_new_ledger_is_wal_sqlite_with_meta(tmp_path):
         assert json.loads(rows[0][3]) == [2.0**-12, 0.0]
         assert rows[0][4] == "charged" and rows[0][7] == os.getpid()
         assert rows[0][5] and rows[0][6]  # OS user and host recorded
-        assert con.execute("SELECT version FROM migrations").fetchall() == [(2,)]
+        assert con.execute("SELECT version FROM migrations").fetchall() == [(3,)]
         # the audit log is append-only
         with pytest.raises(sqlite3.DatabaseError, match="append-only"):
             con.execute("UPDATE charges SET cost = '[0.0, 0.0]'")
@@ -556,9 +556,9 @@ def test_format_1_ledgers_are_migrated(tmp_path):
         b.spend(ev.Epsilon(2.0**-20))
     b.close()
     con = sqlite3.connect(basic)
-    assert con.execute("SELECT value FROM meta WHERE key='version'").fetchone() == ("2",)
+    assert con.execute("SELECT value FROM meta WHERE key='version'").fetchone() == ("3",)
     assert [v for (v,) in con.execute("SELECT version FROM migrations ORDER BY version")] == [
-        1, 2]
+        1, 2, 3]
     con.close()
     assert _cli("ledger", "verify", str(basic)).returncode == 0
     # an rdp ledger of the old default grid opens with its stored orders (orders=None)

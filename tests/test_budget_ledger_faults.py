@@ -345,10 +345,10 @@ def test_a_rewritten_chain_is_caught_by_a_keyed_anchor(tmp_path, monkeypatch):
     con.execute("DELETE FROM checkpoints")
     prev = schema.genesis_hash(meta["definition"], meta["created"])
     for r in rows[:2]:  # keep two charges, chain recomputed
-        fields = list(r[:11])
-        digest = schema.row_hash(prev, fields)
+        fields = list(r[:12])
+        digest = schema.row_hash(prev, schema.hashed(fields))
         con.execute(f"INSERT INTO charges ({schema.COLUMNS}) VALUES "
-                    "(?,?,?,?,?,?,?,?,?,?,?,?,?)", (*fields, prev, digest))
+                    f"({schema.PLACEHOLDERS})", (*fields, prev, digest))
         prev = digest
     con.execute("UPDATE sqlite_sequence SET seq = 2 WHERE name = 'charges'")
     con.commit()
@@ -577,7 +577,7 @@ def test_a_format_1_rewrite_of_a_newer_ledger_is_not_migrated(tmp_path):
     with pytest.raises(LedgerError, match="'migrations' table"):
         Budget(1.0, ledger=path)
     con = _raw(path)
-    for t in ("migrations", "checkpoints"):
+    for t in ("migrations", "checkpoints", "payloads"):
         con.execute(f"DROP TABLE {t}")
     con.execute("DELETE FROM meta WHERE key = 'anchor'")
     con.commit()

@@ -58,7 +58,8 @@ def check_definition(
             "omit accounting for pure epsilon-DP"
         )
     if orders is not None and not cls.takes_orders:
-        raise ValueError(f"orders applies to accounting='rdp' only, not {accounting!r}")
+        raise ValueError(f"orders applies to accounting='rdp' or 'mixed' only, not "
+                         f"{accounting!r}")
     tmo = check_real(timeout, "timeout")
     if not tmo >= 0.0:
         raise ValueError(f"timeout must be >= 0, got {timeout!r}")

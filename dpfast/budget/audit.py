@@ -15,6 +15,7 @@ from typing import Any
 
 from . import checkpoint, ledger, schema
 from .anchor import ledger_key as ledger_key_of
+from .books import Books, absorb_row
 from .chain import (
     Chain,
     check_anchor,
@@ -25,7 +26,17 @@ from .chain import (
     to_row,
 )
 from .filters import Filter
-from .records import FAILED, REFUSED, Charge, Cost, LedgerError, Remaining, deserialize_event, utc
+from .records import (
+    CHARGED,
+    FAILED,
+    REFUSED,
+    Charge,
+    Cost,
+    LedgerError,
+    Remaining,
+    deserialize_event,
+    utc,
+)
 from .registry import make_filter
 from .session import relations_of_json
 
@@ -60,6 +71,9 @@ class LedgerReport:
         chain is broken).
     mode : int
         Permission bits of the file.
+    rows : tuple of Row
+        The verified rows themselves, every kind (analysts' sub-budgets, cached
+        results and cache hits too; :func:`dpfast.budget.usage.usage_of`).
     """
 
     path: str
@@ -72,6 +86,7 @@ class LedgerReport:
     spent: Cost | None
     remaining: Remaining | None
     mode: int
+    rows: tuple[schema.Row, ...] = ()
 
 
 def inspect_ledger(path: str | os.PathLike[str], *,
@@ -100,7 +115,7 @@ def inspect_ledger(path: str | os.PathLike[str], *,
         filt = make_filter(definition.get("accounting"), definition.get("epsilon"),
                            definition.get("delta"), definition.get("orders"))
         mode = stat.S_IMODE(os.stat(path).st_mode)
-        if version < schema.FORMAT_VERSION:
+        if version < 2:
             return LedgerReport(path, definition, version, [], False,
                                 f"format {version}: open it with dpfast.Budget to migrate it "
                                 f"to format {schema.FORMAT_VERSION} (adds the hash chain)",
@@ -117,11 +132,12 @@ def inspect_ledger(path: str | os.PathLike[str], *,
             anchor = lf.anchor.read()  # before the snapshot (see .session)
         except LedgerError as exc:
             anchor, problem = None, str(exc)
-        state, relation = filt.new_state(), None
+        state, relation, books = filt.new_state(), None, Books(filt)
         try:
             with snapshot(conn):
                 raws = conn.execute(
-                    f"SELECT {schema.COLUMNS} FROM charges ORDER BY id").fetchall()
+                    f"SELECT {schema.select_columns(conn)} FROM charges ORDER BY id"
+                ).fetchall()
                 seq = sequence(conn)
                 cps = (conn.execute("SELECT id, head, state, digest FROM checkpoints "
                                     "ORDER BY id").fetchall()
@@ -136,16 +152,16 @@ def inspect_ledger(path: str | os.PathLike[str], *,
                 row = to_row(raw, where)
                 chain.verify(row)
                 good.append(row)
+                absorb_row(filt, state, books, row)
                 if row.status == "charged":
-                    filt.add(state, filt.row_costs(schema.decode_cost(row.cost)))
                     if relation is None:
                         rels = relations_of_json(row.event)
                         relation = next(iter(rels)) if len(rels) == 1 else None
                 if anchor is not None and row.id == anchor.rows:
                     check_anchor(where, anchor, row.hash)
                 if row.id in marks:
-                    _check_checkpoint(marks.pop(row.id), row, state, relation, filt, key,
-                                      lf.genesis, where)
+                    _check_checkpoint(marks.pop(row.id), row, state, relation, books, filt,
+                                      key, lf.genesis, where)
             if marks:
                 raise LedgerError(f"{where} lost charges: it has a checkpoint at charge "
                                   f"{min(marks)} but ends at {chain.last_id}")
@@ -156,8 +172,7 @@ def inspect_ledger(path: str | os.PathLike[str], *,
                 row = continuation(where, anchor, chain, seq)
                 chain.verify(row)
                 good.append(row)
-                if row.status == "charged":
-                    filt.add(state, filt.row_costs(schema.decode_cost(row.cost)))
+                absorb_row(filt, state, books, row)
             if anchor is None and not problem and "anchor" in meta and chain.last_id > 0:
                 raise LedgerError(f"{where} has lost its anchor ({lf.anchor.path!r}): charges "
                                   "lost with the -wal file cannot be detected")
@@ -175,23 +190,26 @@ def inspect_ledger(path: str | os.PathLike[str], *,
             spent=filt.spent(state) if ok else None,
             remaining=filt.remaining(state) if ok else None,
             mode=mode,
+            rows=tuple(good),
         )
     finally:
         conn.close()
 
 
 def _check_checkpoint(cp: checkpoint.Checkpoint, row: schema.Row, state: Any,
-                      relation: str | None, filt: Filter, key: bytes | None,
+                      relation: str | None, books: Books, filt: Filter, key: bytes | None,
                       genesis: str, where: str) -> None:
     """A checkpoint must match its digest, its row's hash, and the state of the rows."""
     checkpoint.check(cp, key, genesis, where)
     if cp.head != row.hash:
         raise LedgerError(f"{where} has been tampered with: charge {row.id} does not have "
                           "the hash its checkpoint recorded")
-    loaded = checkpoint.load_state(cp.state, filt.new_state(), where)
+    stored = Books(filt)
+    loaded = checkpoint.load_state(cp.state, filt.new_state(), where, stored)
     if loaded is None:
         return  # another state format: nothing to compare
-    if checkpoint.dump_state(loaded[0], loaded[1]) != checkpoint.dump_state(state, relation):
+    if (checkpoint.dump_state(loaded[0], loaded[1], stored)
+            != checkpoint.dump_state(state, relation, books)):
         raise LedgerError(f"{where} has been tampered with: the checkpoint at charge {row.id} "
                           "does not match the charges before it")
 
@@ -210,8 +228,8 @@ def charges_of(rows: Sequence[schema.Row], filt: Filter, *,
     failed = {r.ref for r in rows if r.status == FAILED}
     out = []
     for r in rows:
-        if r.status == FAILED or (r.status == REFUSED and not include_refused):
-            continue
+        if r.status not in (CHARGED, REFUSED) or (r.status == REFUSED and not include_refused):
+            continue  # failures mark their charge; analysts, results and hits are not charges
         try:
             event = deserialize_event(r.event)
         except (TypeError, ValueError):
@@ -219,5 +237,5 @@ def charges_of(rows: Sequence[schema.Row], filt: Filter, *,
         status = FAILED if r.id in failed else r.status
         cost = filt.cost_record(filt.row_costs(schema.decode_cost(r.cost)))
         out.append(Charge(r.id, utc(r.time), r.analyst, r.note, event, r.event, cost, status,
-                          r.user, r.host, r.pid))
+                          r.user, r.host, r.pid, r.query))
     return out

@@ -20,7 +20,7 @@ __all__ = ["Chain", "check_anchor", "check_tail", "continuation", "row_at", "row
 
 _TYPES: tuple[tuple[type, ...], ...] = (
     (int,), (float, int), (str,), (int, type(None)), (str,), (str,), (str,), (str,), (str,),
-    (str,), (int,), (str,), (str,),
+    (str,), (int,), (str,), (str,), (str,),
 )
 
 
@@ -40,7 +40,14 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def to_row(raw: tuple[object, ...], where: str) -> schema.Row:
-    """A row of ``charges`` with every column of the type dpfast writes (LedgerError if not)."""
+    """A row of ``charges`` with every column of the type dpfast writes (LedgerError if not).
+
+    A row of 13 columns (format 2, e.g. in an anchor written before format 3) gets an
+    empty ``query``."""
+    if len(raw) == 13:
+        raw = (*raw[:11], "", *raw[11:])
+    if len(raw) != 14:
+        raise LedgerError(f"{where} is damaged: a record has {len(raw)} columns")
     for name, value, types in zip(schema.Row._fields, raw, _TYPES, strict=True):
         if not isinstance(value, types) or isinstance(value, bool):
             rid = raw[0]
@@ -53,13 +60,13 @@ def to_row(raw: tuple[object, ...], where: str) -> schema.Row:
 
 def rows_after(conn: sqlite3.Connection, last_id: int, where: str) -> list[schema.Row]:
     rows = conn.execute(
-        f"SELECT {schema.COLUMNS} FROM charges WHERE id > ? ORDER BY id", (last_id,)
-    ).fetchall()
+        f"SELECT {schema.select_columns(conn)} FROM charges WHERE id > ? ORDER BY id",
+        (last_id,)).fetchall()
     return [to_row(r, where) for r in rows]
 
 
 def row_at(conn: sqlite3.Connection, row_id: int, where: str) -> schema.Row | None:
-    raw = conn.execute(f"SELECT {schema.COLUMNS} FROM charges WHERE id = ?",
+    raw = conn.execute(f"SELECT {schema.select_columns(conn)} FROM charges WHERE id = ?",
                        (row_id,)).fetchone()
     return None if raw is None else to_row(raw, where)
 
@@ -81,7 +88,7 @@ class Chain:
                 f"{self.where} has been tampered with: charge {self.last_id + 1} is missing "
                 f"(found {row.id}); the hash chain is broken"
             )
-        fields = list(row[:11])
+        fields = schema.hashed(row)
         if row.prev != self.last_hash or schema.row_hash(row.prev, fields) != row.hash:
             raise LedgerError(
                 f"{self.where} has been tampered with: charge {row.id} does not match its "

@@ -3,8 +3,9 @@ opening a ledger verifies only the rows after the last checkpoint (constant time
 length) instead of every row.
 
 A checkpoint at row ``N`` stores the hash of row ``N`` (the chain's head there), the
-filter's exact running state after rows ``1..N`` and the neighbouring relation they
-fixed, under a digest -- SHA-256, or HMAC-SHA256 with the operator's key -- that also
+filter's exact running state after rows ``1..N``, the neighbouring relation they
+fixed and the analysts' books (:mod:`.books`; state format 2), under a digest --
+SHA-256, or HMAC-SHA256 with the operator's key -- that also
 covers the ledger's genesis hash.  dpfast writes one inside the transaction of every
 :data:`EVERY`-th row (and when an open had to verify more rows than that), computed from
 rows it had verified.  Opening trusts the state of the last checkpoint whose digest
@@ -27,7 +28,7 @@ __all__ = ["EVERY", "Checkpoint", "dump_state", "latest", "load_state", "write"]
 
 #: a checkpoint every this many rows
 EVERY = 1024
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 TABLE = """CREATE TABLE IF NOT EXISTS checkpoints (
     id     INTEGER PRIMARY KEY,
@@ -56,10 +57,28 @@ def _fields(state: Any) -> list[str]:
     return list(names) if names is not None else sorted(vars(state))
 
 
-def dump_state(state: Any, relation: str | None) -> str:
-    """Canonical JSON of a filter state (ints, bools and lists of them) and relation."""
+def state_fields(state: Any) -> dict[str, Any]:
+    """A filter state's fields (ints, bools and lists of them) as a dict."""
+    return {k: getattr(state, k) for k in _fields(state)}
+
+
+def fill_state(values: Any, fresh: Any) -> bool:
+    """Set ``fresh``'s fields from :func:`state_fields` output; False when it does not fit."""
+    names = _fields(fresh)
+    if (not isinstance(values, dict) or set(values) != set(names)
+            or not all(_same_shape(values[k], getattr(fresh, k)) for k in names)):
+        return False
+    for k in names:
+        setattr(fresh, k, values[k])
+    return True
+
+
+def dump_state(state: Any, relation: str | None, books: Any = None) -> str:
+    """Canonical JSON of a filter state (ints, bools and lists of them), the relation
+    and the analysts' books."""
     return json.dumps({"v": STATE_VERSION, "relation": relation,
-                       "state": {k: getattr(state, k) for k in _fields(state)}},
+                       "state": state_fields(state),
+                       "books": None if books is None else books.dump()},
                       sort_keys=True, separators=(",", ":"))
 
 
@@ -74,24 +93,24 @@ def _same_shape(value: Any, like: Any) -> bool:
     return False
 
 
-def load_state(text: str, fresh: Any, where: str) -> tuple[Any, str | None] | None:
-    """``(state, relation)`` of a checkpoint (filled into ``fresh``); None if it was
-    written by another version of the state format (then it is not used)."""
+def load_state(text: str, fresh: Any, where: str, books: Any = None
+               ) -> tuple[Any, str | None] | None:
+    """``(state, relation)`` of a checkpoint (filled into ``fresh``, and its books into
+    ``books``); None if it was written by another version of the state format (then it is
+    not used)."""
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise LedgerError(f"{where} has a damaged checkpoint ({exc})") from exc
     if not isinstance(data, dict) or data.get("v") != STATE_VERSION:
         return None
-    values, relation = data.get("state"), data.get("relation")
-    names = _fields(fresh)
-    if (not isinstance(values, dict) or set(values) != set(names)
-            or not all(_same_shape(values[k], getattr(fresh, k)) for k in names)
-            or not (relation is None or isinstance(relation, str))):
+    relation = data.get("relation")
+    ok = fill_state(data.get("state"), fresh) and (relation is None or isinstance(relation, str))
+    if ok and books is not None:
+        ok = books.load(data.get("books"))
+    if not ok:
         raise LedgerError(f"{where} has a damaged checkpoint (its state does not fit the "
                           "budget's filter)")
-    for k in names:
-        setattr(fresh, k, values[k])
     return fresh, relation
 
 
@@ -125,9 +144,9 @@ def check(cp: Checkpoint, key: bytes | None, genesis: str, where: str) -> None:
 
 
 def write(conn: sqlite3.Connection, key: bytes | None, genesis: str, row_id: int, head: str,
-          state: Any, relation: str | None) -> None:
+          state: Any, relation: str | None, books: Any = None) -> None:
     """Insert the checkpoint of row ``row_id`` (in the caller's write transaction)."""
-    text = dump_state(state, relation)
+    text = dump_state(state, relation, books)
     conn.execute("INSERT OR IGNORE INTO checkpoints (id, head, state, digest) "
                  "VALUES (?, ?, ?, ?)", (row_id, head, text, digest(key, genesis, row_id,
                                                                     head, text)))

@@ -203,14 +203,17 @@ def open_readonly(path: str, timeout: float = 30.0) -> tuple[sqlite3.Connection,
 def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> schema.Row:
     """Insert the row after ``chain``'s end (in the caller's transaction); returns it.
 
-    ``fields`` are ``time, status, ref, analyst, note, event, cost, user, host, pid``.
+    ``fields`` are ``time, status, ref, analyst, note, event, cost, user, host, pid`` and
+    optionally ``query`` (default ``""``).
     The chain is advanced by the caller once the transaction committed.
     """
     row_id = chain.last_id + 1
     full = [row_id, *fields]
-    digest = schema.row_hash(chain.last_hash, full)
+    if len(full) == 11:
+        full.append("")
+    digest = schema.row_hash(chain.last_hash, schema.hashed(full))
     conn.execute(
-        f"INSERT INTO charges ({schema.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        f"INSERT INTO charges ({schema.COLUMNS}) VALUES ({schema.PLACEHOLDERS})",
         (*full, chain.last_hash, digest),
     )
     return schema.Row._make([*full, chain.last_hash, digest])
@@ -218,7 +221,7 @@ def append(conn: sqlite3.Connection, chain: Chain, fields: Sequence[Any]) -> sch
 
 def insert(conn: sqlite3.Connection, row: schema.Row) -> None:
     """Insert a complete, verified row (the anchor's, restoring a lost commit)."""
-    conn.execute(f"INSERT INTO charges ({schema.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    conn.execute(f"INSERT INTO charges ({schema.COLUMNS}) VALUES ({schema.PLACEHOLDERS})",
                  tuple(row))
 
 
@@ -304,8 +307,13 @@ class LedgerFile:
                     f"{self.definition_text}; a ledger's budget definition cannot change "
                     "(open it with the stored definition, or start a new ledger)"
                 )
-            current = int(meta["version"]) == schema.FORMAT_VERSION
-            if current:
+            version = int(meta["version"])
+            current = version == schema.FORMAT_VERSION
+            # format 2 reads as format 3 (no query ids yet): verified before it is migrated
+            readable = version >= 2
+            if readable:
+                if not current:
+                    migrations.check_genuine(ro, meta, path + "-anchor", f"ledger {path!r}")
                 self._anchor_of(path, meta)
                 try:
                     load(ro)
@@ -330,6 +338,7 @@ class LedgerFile:
                 conn.execute("PRAGMA synchronous = FULL")
                 if not current:
                     self._migrate(conn)
+                if not readable:
                     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
                     self._anchor_of(path, meta)
                     load(conn)

@@ -11,23 +11,21 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dpfast import guidelines
-from dpfast._core.errors import NeighbouringRelationError
-from dpfast.accounting import events as _events
 
 from . import ledger as _store
 from . import schema
 from ._definition import check_definition, stored_definition
+from .analysts import Analysts
 from .anchor import ledger_key as _ledger_key
 from .audit import charges_of, describe
 from .filters import Filter
+from .queries import Queries
 from .records import (
     CHARGED,
     REFUSED,
-    BudgetExceededError,
     Charge,
     Cost,
     Remaining,
-    serialize_event,
     utc,
 )
 from .registry import FILTERS, make_filter
@@ -39,13 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Budget"]
 
-def _text(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
-    return value
-
-
-class Budget(Releasing):
+class Budget(Releasing, Analysts, Queries):
     r"""A privacy budget: a privacy filter with a durable, hash-chained SQLite ledger.
 
     Parameters
@@ -221,15 +213,21 @@ class Budget(Releasing):
         """The privacy filter (:class:`~dpfast.budget.Filter`)."""
         return self._filter
 
-    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Charge:
+    def spend(self, event: Any, *, note: str = "", analyst: str = "",
+              query_id: str = "") -> Charge:
         """Check that ``event`` fits the budget and charge it, atomically.
 
         Parameters
         ----------
         event : event of :mod:`dpfast.accounting.events`
             The guarantee of what is about to be released.
-        note, analyst : str, optional
+        note : str, optional
             Recorded in the audit log (with the OS user, host and pid).
+        analyst : str, optional
+            Who asks: recorded, and if the analyst has a sub-budget
+            (:meth:`analyst`) the charge must fit it as well as the budget.
+        query_id : str, optional
+            The id of the question, recorded (see :meth:`query` for cached answers).
 
         Returns
         -------
@@ -239,7 +237,8 @@ class Budget(Releasing):
         Raises
         ------
         BudgetExceededError
-            The charge does not fit; it is recorded as refused, not counted.
+            The charge does not fit the budget, or the analyst's sub-budget (the
+            message says which); it is recorded as refused, not counted.
         TypeError, ValueError
             ``event`` is not an event, or this accounting cannot charge it
             (e.g. a Gaussian under ``"basic"``); nothing is recorded.
@@ -252,43 +251,23 @@ class Budget(Releasing):
             message says so, the charge was committed but its anchor could not be
             written: it counts).
         """
-        _text(note, "note")
-        _text(analyst, "analyst")
-        event_json = serialize_event(event)  # TypeError unless an event
-        rels = _events.relations_of(event)
-        if len(rels) > 1:
-            raise NeighbouringRelationError(
-                f"the event mixes add/remove-one and replace-one parts; a budget's charges "
-                f"must share one neighbouring relation: {event!r}"
-            )
-        costs = self._filter.costs(event)  # outside the lock: may be slow
+        event_json, rels, costs = self._prepare(event, note, analyst, query_id)
         user, host, pid = identity()
         now = time.time()
-        sync = self._sync
+        verdict: list[str | None] = [None]
 
         def decide() -> str:
-            if rels and sync.relation is not None and sync.relation not in rels:
-                raise NeighbouringRelationError(
-                    f"this budget's charges are stated for {sync.relation!r} neighbours; "
-                    f"an event for {next(iter(rels))!r} neighbours cannot be composed with "
-                    f"them (nothing was recorded): {event!r}"
-                )
-            return CHARGED if self._filter.fits(sync.state, costs) else REFUSED
+            status, verdict[0] = self._verdict(event, costs, rels, analyst)
+            return status
 
         with self._lock:
             fields = [now, None, analyst, note, event_json, schema.encode_cost(costs),
-                      user, host, pid]
-            row = sync.append(fields, decide, costs, rels)
+                      user, host, pid, query_id]
+            row = self._sync.append(fields, decide, costs, rels)
             if row.status == REFUSED:
-                raise BudgetExceededError(
-                    self._filter.refusal(self._sync.state, costs),
-                    event,
-                    self._filter.cost_record(costs),
-                    self._filter.remaining(self._sync.state),
-                    self._ledger.path,
-                )
+                raise self._refusal(event, costs, analyst, verdict[0])
         return Charge(row.id, utc(now), analyst, note, event, event_json,
-                      self._filter.cost_record(costs), CHARGED, user, host, pid)
+                      self._filter.cost_record(costs), CHARGED, user, host, pid, query_id)
 
     def remaining(self) -> Remaining:
         """The budget left, in the same units whatever the accounting (:class:`Remaining`):
@@ -315,7 +294,7 @@ class Budget(Releasing):
         with self._lock:
             conn = self._sync.read("cannot read the ledger")
             rows = [schema.Row(*r) for r in conn.execute(
-                f"SELECT {schema.COLUMNS} FROM charges ORDER BY id").fetchall()]
+                f"SELECT {schema.select_columns(conn)} FROM charges ORDER BY id").fetchall()]
         return charges_of(rows, self._filter, include_refused=include_refused)
 
     def close(self) -> None:

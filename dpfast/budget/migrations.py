@@ -24,6 +24,26 @@ __all__ = ["MIGRATIONS", "check_genuine", "migrate"]
 
 #: the columns of ``charges`` in format 1
 _V1_COLUMNS = {"id", "time", "analyst", "note", "event", "epsilon", "delta", "rho", "rdp"}
+#: ... and in format 2
+_V2_COLUMNS = {"id", "time", "status", "ref", "analyst", "note", "event", "cost", "user",
+               "host", "pid", "prev", "hash"}
+
+#: the ``charges`` table of format 2 (format 3 added ``query`` and three row kinds)
+CHARGES_TABLE_V2 = """CREATE TABLE charges (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    time    REAL NOT NULL,
+    status  TEXT NOT NULL CHECK (status IN ('charged', 'refused', 'failed')),
+    ref     INTEGER,
+    analyst TEXT NOT NULL,
+    note    TEXT NOT NULL,
+    event   TEXT NOT NULL,
+    cost    TEXT NOT NULL,
+    user    TEXT NOT NULL,
+    host    TEXT NOT NULL,
+    pid     INTEGER NOT NULL,
+    prev    TEXT NOT NULL,
+    hash    TEXT NOT NULL
+)"""
 
 
 def check_genuine(conn: sqlite3.Connection, meta: dict[str, str], anchor_path: str,
@@ -33,15 +53,22 @@ def check_genuine(conn: sqlite3.Connection, meta: dict[str, str], anchor_path: s
     table, or columns of a newer ``charges`` table.  Such a file is a newer ledger
     rewritten as an old one; it is refused, never migrated (nothing is written)."""
     marks = []
-    if os.path.lexists(anchor_path):
-        marks.append(f"an anchor file ({anchor_path!r})")
-    if "anchor" in meta:
-        marks.append("an 'anchor' entry in its metadata")
+    version = meta.get("version")
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    marks += [f"a {t!r} table" for t in sorted(tables & {"migrations", "checkpoints"})]
     columns = {r[1] for r in conn.execute("PRAGMA table_info(charges)")}
-    if columns - _V1_COLUMNS:
-        marks.append(f"format-2 columns in charges ({', '.join(sorted(columns - _V1_COLUMNS))})")
+    if version == "1":
+        if os.path.lexists(anchor_path):
+            marks.append(f"an anchor file ({anchor_path!r})")
+        if "anchor" in meta:
+            marks.append("an 'anchor' entry in its metadata")
+        marks += [f"a {t!r} table" for t in sorted(tables & {"migrations", "checkpoints"})]
+        known = _V1_COLUMNS
+    else:
+        known = _V2_COLUMNS
+    marks += [f"a {t!r} table" for t in sorted(tables & {"payloads"})]
+    if columns - known:
+        marks.append(f"columns of a newer format in charges "
+                     f"({', '.join(sorted(columns - known))})")
     if marks:
         raise LedgerError(
             f"{where} says it is of format {meta.get('version')} but has {'; '.join(marks)}: "
@@ -73,7 +100,7 @@ def _v1_to_v2(conn: sqlite3.Connection, meta: dict[str, str]) -> None:
                  "DROP TRIGGER IF EXISTS meta_no_update",
                  "DROP TRIGGER IF EXISTS meta_no_delete",
                  "ALTER TABLE charges RENAME TO charges_v1",
-                 schema.CHARGES_TABLE,
+                 CHARGES_TABLE_V2,
                  schema.MIGRATIONS_TABLE):
         conn.execute(stmt)
     prev = schema.genesis_hash(meta["definition"], meta["created"])
@@ -90,7 +117,7 @@ def _v1_to_v2(conn: sqlite3.Connection, meta: dict[str, str]) -> None:
         fields = [row_id, float(t), "charged", None, analyst, note, event, cost, "", "", 0]
         digest = schema.row_hash(prev, fields)
         conn.execute(
-            f"INSERT INTO charges ({schema.COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO charges ({schema.COLUMNS_V2}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (*fields, prev, digest),
         )
         prev = digest
@@ -108,9 +135,44 @@ def _v1_to_v2(conn: sqlite3.Connection, meta: dict[str, str]) -> None:
     )
 
 
+def _v2_to_v3(conn: sqlite3.Connection, meta: dict[str, str]) -> None:
+    """Format 2 -> 3: the ``query`` column, the row kinds ``analyst``/``stored``/``hit``
+    and the ``payloads`` table (analysts, query ids and cached results).
+
+    The rows are copied as they are (same ids, contents and hashes: a row's hash covers
+    ``query`` only when it is not empty) and SQLite's sequence keeps its value, so a
+    ledger whose last rows were deleted still shows it after the migration.
+    """
+    (seq,) = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'charges'"
+    ).fetchone()
+    (count,) = conn.execute("SELECT COUNT(*) FROM charges").fetchone()
+    for stmt in ("DROP TRIGGER IF EXISTS charges_no_update",
+                 "DROP TRIGGER IF EXISTS charges_no_delete",
+                 "ALTER TABLE charges RENAME TO charges_v2",
+                 schema.CHARGES_TABLE):
+        conn.execute(stmt)
+    conn.execute(f"INSERT INTO charges ({schema.COLUMNS_V2}) SELECT {schema.COLUMNS_V2} "
+                 "FROM charges_v2 ORDER BY id")
+    conn.execute("DROP TABLE charges_v2")
+    conn.execute("DELETE FROM sqlite_sequence WHERE name IN ('charges', 'charges_v2')")
+    if seq:
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('charges', ?)", (seq,))
+    conn.execute("DROP TRIGGER IF EXISTS meta_no_update")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'version'")
+    for stmt in (*schema.CHARGES_TRIGGERS, schema.META_TRIGGERS[0], *schema.PAYLOADS):
+        conn.execute(stmt)
+    conn.execute(
+        "INSERT INTO migrations (version, applied, description) VALUES (?, ?, ?)",
+        (3, _now(), f"{count} records kept as they are; added query ids, analysts' "
+                    "sub-budgets and cached query results"),
+    )
+
+
 #: format version -> function bringing a ledger of that version to the next one
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection, dict[str, str]], None]] = {
     1: _v1_to_v2,
+    2: _v2_to_v3,
 }
 
 

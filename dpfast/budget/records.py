@@ -24,6 +24,10 @@ __all__ = [
 CHARGED = "charged"
 FAILED = "failed"
 REFUSED = "refused"
+#: row kinds of format 3 that are not charges (see :mod:`dpfast.budget.schema`)
+ANALYST = "analyst"
+STORED = "stored"
+HIT = "hit"
 
 
 class LedgerError(ValueError):
@@ -171,6 +175,8 @@ class Charge:
         (empty for records migrated from format 1).
     pid : int
         Its process id (0 for migrated records).
+    query_id : str
+        The query id the charge was made for (empty: none).
     """
 
     id: int
@@ -184,6 +190,7 @@ class Charge:
     user: str = ""
     host: str = ""
     pid: int = 0
+    query_id: str = ""
 
 
 def serialize_event(event: Any) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .advanced import AdvancedFilter
 from .filters import BasicFilter, Filter
+from .mixed import MixedFilter
 from .rdp import RdpFilter
 from .zcdp import ZcdpFilter
 
@@ -21,6 +22,7 @@ FILTERS: dict[str, type[Filter]] = {
     "zcdp": ZcdpFilter,
     "basic": BasicFilter,
     "advanced": AdvancedFilter,
+    "mixed": MixedFilter,
 }
 
 def make_filter(accounting: Any, epsilon: Any, delta: Any, orders: Any = None) -> Filter:

@@ -1,4 +1,14 @@
-"""The ledger's SQLite schema (format 2) and the hash chain of its rows.
+"""The ledger's SQLite schema (format 3) and the hash chain of its rows.
+
+Row kinds (``status``): ``charged`` / ``refused`` (a charge, accepted or not; ``cost``
+its cost tuple), ``failed`` (the release of charge ``ref`` failed after the charge),
+``analyst`` (the sub-budget of analyst ``analyst``; ``event`` holds its definition as
+JSON ``{"epsilon":..,"delta":..}``), ``stored`` (the result of the query ``query``
+charged by row ``ref``; ``event`` holds ``{"sha256":..,"size":..}`` of the payload,
+which lies in ``payloads`` under the same id) and ``hit`` (the stored result of
+``query``, row ``ref``, was served again without a charge).  Format 3 added the
+``query`` column, the last three kinds and the ``payloads`` table; a row's hash covers
+``query`` only when it is not empty, so the rows of format 2 keep their hashes.
 
 **Where to change the ledger schema:** bump :data:`FORMAT_VERSION`, change
 :data:`SCHEMA` (new ledgers) and :func:`row_content` (what the hash covers), and add a
@@ -26,13 +36,14 @@ __all__ = [
 # PRAGMA application_id = 'dpLg'; meta holds format, version, definition, created.
 APPLICATION_ID = 0x64704C67
 FORMAT = "dpfast-ledger"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 CHARGES_TABLE = """CREATE TABLE charges (
     id      INTEGER PRIMARY KEY AUTOINCREMENT,
     time    REAL NOT NULL,
-    status  TEXT NOT NULL CHECK (status IN ('charged', 'refused', 'failed')),
+    status  TEXT NOT NULL CHECK (status IN ('charged', 'refused', 'failed', 'analyst',
+                                            'stored', 'hit')),
     ref     INTEGER,
     analyst TEXT NOT NULL,
     note    TEXT NOT NULL,
@@ -41,6 +52,7 @@ CHARGES_TABLE = """CREATE TABLE charges (
     user    TEXT NOT NULL,
     host    TEXT NOT NULL,
     pid     INTEGER NOT NULL,
+    query   TEXT NOT NULL DEFAULT '',
     prev    TEXT NOT NULL,
     hash    TEXT NOT NULL
 )"""
@@ -72,6 +84,16 @@ MIGRATIONS_TRIGGERS = (
        BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END""",
 )
 
+#: cached query results: ``id`` is the ``stored`` row whose ``event`` holds the digest
+PAYLOADS = (
+    """CREATE TABLE IF NOT EXISTS payloads (id INTEGER PRIMARY KEY, data BLOB NOT NULL)""",
+    """CREATE TRIGGER IF NOT EXISTS payloads_no_update BEFORE UPDATE ON payloads
+       BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS payloads_no_delete BEFORE DELETE ON payloads
+       BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END""",
+    "CREATE INDEX IF NOT EXISTS charges_by_query ON charges (query) WHERE query != ''",
+)
+
 SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL)",
     CHARGES_TABLE,
@@ -79,13 +101,27 @@ SCHEMA = (
     *CHARGES_TRIGGERS,
     *META_TRIGGERS,
     *MIGRATIONS_TRIGGERS,
+    *PAYLOADS,
 )
 
-COLUMNS = "id, time, status, ref, analyst, note, event, cost, user, host, pid, prev, hash"
+COLUMNS = ("id, time, status, ref, analyst, note, event, cost, user, host, pid, query, "
+           "prev, hash")
+#: the columns of format 2 (no ``query``)
+COLUMNS_V2 = "id, time, status, ref, analyst, note, event, cost, user, host, pid, prev, hash"
+#: ``SELECT`` list reading a format-2 table as format 3
+COLUMNS_FROM_V2 = ("id, time, status, ref, analyst, note, event, cost, user, host, pid, "
+                   "'' AS query, prev, hash")
+PLACEHOLDERS = ",".join("?" * 14)
+
+
+def select_columns(conn: Any) -> str:
+    """The ``SELECT`` list of ``charges`` in this file (format 2 files have no query)."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(charges)")}
+    return COLUMNS if "query" in cols else COLUMNS_FROM_V2
 
 
 class Row(NamedTuple):
-    """One row of ``charges`` (format 2)."""
+    """One row of ``charges`` (format 3)."""
 
     id: int
     time: float
@@ -98,8 +134,17 @@ class Row(NamedTuple):
     user: str
     host: str
     pid: int
+    query: str
     prev: str
     hash: str
+
+
+def hashed(fields: Sequence[Any]) -> list[Any]:
+    """What a row's hash covers, from ``id .. query`` (or a whole row): ``id .. pid``,
+    and ``query`` when it is not empty (so format-2 rows keep their hashes)."""
+    head = list(fields[:11])
+    query = fields[11] if len(fields) > 11 else ""
+    return head + [query] if query else head
 
 
 def genesis_hash(definition_text: str, created: str) -> str:

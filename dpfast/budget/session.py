@@ -22,6 +22,7 @@ from dpfast.accounting import events as _events
 
 from . import checkpoint, ledger, schema
 from .anchor import Pending
+from .books import Books, absorb_row
 from .chain import (
     Chain,
     behind,
@@ -34,7 +35,7 @@ from .chain import (
     snapshot,
 )
 from .filters import Filter
-from .records import CHARGED, LedgerError, deserialize_event
+from .records import ANALYST, CHARGED, LedgerError, deserialize_event
 
 __all__ = ["_LedgerSync", "identity", "relations_of_json"]
 
@@ -89,6 +90,8 @@ class _LedgerSync:
         self._conn: sqlite3.Connection | None = None
         self._abandoned: list[sqlite3.Connection] = []
         self.state = filt.new_state()
+        #: the analysts' sub-budgets and totals (:mod:`.books`)
+        self.books = Books(filt)
         #: the neighbouring relation fixed by the charges so far (None: not fixed yet)
         self.relation: str | None = None
         self.chain: Chain | None = None
@@ -118,14 +121,16 @@ class _LedgerSync:
         where = lf.where
         # the anchor first: a commit after this read can only add rows to the snapshot
         anchor = lf.anchor.read() if lf.anchor is not None else None
-        state, relation = self.filter.new_state(), None
+        state, relation, books = self.filter.new_state(), None, Books(self.filter)
         with snapshot(conn):
             cp = checkpoint.latest(conn) if lf.anchor is not None else None
             if cp is not None:
                 checkpoint.check(cp, lf.key, lf.genesis, where)
-                loaded = checkpoint.load_state(cp.state, self.filter.new_state(), where)
+                loaded = checkpoint.load_state(cp.state, self.filter.new_state(), where,
+                                               books)
                 if loaded is None:
                     cp = None  # another state format: verify from the start
+                    books = Books(self.filter)
                 else:
                     state, relation = loaded
             base = 0 if cp is None else cp.id
@@ -150,7 +155,7 @@ class _LedgerSync:
             chain.verify(row)
             self._check_mark(marks, row.id, row.hash, anchor)
             if row.id > base:
-                relation = self._absorb(state, relation, row)
+                relation = self._absorb(state, relation, row, books)
         if anchor is not None and anchor.rows > chain.last_id:
             # one row ahead: the charge being committed now, or one whose commit a crash
             # or a lost -wal undid (completed under the write lock, in _after_open)
@@ -166,6 +171,7 @@ class _LedgerSync:
                 "refuses to open it (restore the anchor file)."
             )
         self.chain, self.state, self.relation, self._checkpoint = chain, state, relation, base
+        self.books = books
 
     def _check_mark(self, marks: dict[int, list[tuple[str, str]]], row_id: int,
                     digest: str, anchor: Any) -> None:
@@ -197,17 +203,18 @@ class _LedgerSync:
                 self.sync(conn)
                 assert self.chain is not None
                 chain, state, relation = self.chain, self.state.copy(), self.relation
+                books = self.books.copy()
                 anchor = lf.anchor.read()  # now: no writer is between write and commit
                 restored = None
                 if anchor is not None and anchor.rows > chain.last_id:
                     restored = continuation(lf.where, anchor, chain, sequence(conn))
                     ledger.insert(conn, restored)
-                    relation = self._absorb(state, relation, restored)
+                    relation = self._absorb(state, relation, restored, books)
                     chain = Chain(restored.hash, chain.where, restored.id)
                 unchecked = chain.last_id - self._checkpoint >= checkpoint.EVERY
                 if unchecked:
                     checkpoint.write(conn, lf.key, lf.genesis, chain.last_id, chain.last_hash,
-                                     state, relation)
+                                     state, relation, books)
                 if anchor is None and not lf.anchor.create(chain.last_id, chain.last_hash):
                     anchor = lf.anchor.read()  # created meanwhile by an old-format opener
                 if anchor is not None and (restored is not None or anchor.rows < chain.last_id):
@@ -223,7 +230,7 @@ class _LedgerSync:
             raise lf.error(exc, "cannot open the ledger") from exc
         except OSError as exc:
             raise LedgerError(f"cannot write the anchor of {lf.where}: {exc}") from exc
-        self.chain, self.state, self.relation = chain, state, relation
+        self.chain, self.state, self.relation, self.books = chain, state, relation, books
         if unchecked:
             self._checkpoint = chain.last_id
 
@@ -250,20 +257,19 @@ class _LedgerSync:
         assert self._conn is not None
         return self._conn
 
-    def _absorb(self, state: Any, relation: str | None, row: schema.Row) -> str | None:
-        """Add a verified row to ``state``; returns the relation fixed so far."""
-        if row.status == CHARGED:
-            try:
-                costs = self.filter.row_costs(schema.decode_cost(row.cost))
-            except (TypeError, ValueError) as exc:
-                raise LedgerError(
-                    f"charge {row.id} of {self.ledger_file.where} is damaged: {exc}"
-                ) from exc
-            self.filter.add(state, costs)
-            if relation is None:
-                rels = relations_of_json(row.event)
-                if len(rels) == 1:
-                    relation = next(iter(rels))
+    def _absorb(self, state: Any, relation: str | None, row: schema.Row,
+                books: Books) -> str | None:
+        """Add a verified row to ``state`` and ``books``; returns the relation fixed so far."""
+        try:
+            absorb_row(self.filter, state, books, row)
+        except (TypeError, ValueError) as exc:
+            raise LedgerError(
+                f"record {row.id} of {self.ledger_file.where} is damaged: {exc}"
+            ) from exc
+        if row.status == CHARGED and relation is None:
+            rels = relations_of_json(row.event)
+            if len(rels) == 1:
+                relation = next(iter(rels))
         return relation
 
     def sync(self, conn: sqlite3.Connection) -> None:
@@ -275,10 +281,11 @@ class _LedgerSync:
         chain = Chain(self.chain.last_hash, self.chain.where, self.chain.last_id)
         state = self.state.copy()
         relation = self.relation
+        books = self.books.copy()
         for row in rows:
             chain.verify(row)
-            relation = self._absorb(state, relation, row)
-        self.chain, self.state, self.relation = chain, state, relation
+            relation = self._absorb(state, relation, row, books)
+        self.chain, self.state, self.relation, self.books = chain, state, relation, books
 
     def read(self, action: str) -> sqlite3.Connection:
         conn = self.connection()
@@ -293,11 +300,28 @@ class _LedgerSync:
                ) -> schema.Row:
         """Sync, decide the row's status, append it, in one transaction (lock held).
 
-        ``fields``: ``time, ref, analyst, note, event, cost, user, host, pid``.  A
-        ``"charged"`` row adds ``costs`` to the state and fixes the relation (the one of
-        ``relations``, if not fixed yet).  After the commit the anchor is moved forward
-        (LedgerError if that fails: the row is committed and counts).  The anchor is
-        written before the commit and flushed while SQLite flushes it.
+        ``fields``: ``time, ref, analyst, note, event, cost, user, host, pid`` and
+        optionally ``query``.  A ``"charged"`` row adds its cost to the state and fixes the
+        relation (the one of ``relations``, if not fixed yet).  See :meth:`write`.
+        """
+        def make() -> list[Any]:
+            return [fields[0], decide(), *fields[1:]]
+
+        row = self.write(make, relations=relations)
+        assert row is not None
+        return row
+
+    def write(self, make: Callable[[], list[Any] | None], *,
+              relations: frozenset[str] = frozenset(),
+              extra: Callable[[sqlite3.Connection, schema.Row], None] | None = None
+              ) -> schema.Row | None:
+        """Sync, then ``make()`` the row (``time, status, ref, analyst, note, event, cost,
+        user, host, pid[, query]``; None: write nothing) and append it, in one transaction
+        (lock held); ``extra(conn, row)`` writes more in the same transaction (a cached
+        payload).  ``make`` runs with the state synced and may read the ledger.  After the
+        commit the anchor is moved forward (LedgerError if that fails: the row is committed
+        and counts).  The anchor is written before the commit and flushed while SQLite
+        flushes it.
         """
         lf = self.ledger_file
         conn = self.connection()
@@ -308,19 +332,24 @@ class _LedgerSync:
             raise lf.error(exc, "cannot lock the ledger") from exc
         try:
             self.sync(conn)
-            status = decide()
+            full = make()
+            if full is None:
+                conn.execute("COMMIT")
+                return None
             assert self.chain is not None
-            row = ledger.append(conn, self.chain, [fields[0], status, *fields[1:]])
-            state, relation = self.state, self.relation
-            if status == CHARGED:
-                state = state.copy()
-                self.filter.add(state, costs)
-                if relations and relation is None:
+            row = ledger.append(conn, self.chain, full)
+            if extra is not None:
+                extra(conn, row)
+            state, relation, books = self.state, self.relation, self.books
+            if row.status in (CHARGED, ANALYST):
+                state, books = state.copy(), books.copy()
+                relation = self._absorb(state, relation, row, books)
+                if row.status == CHARGED and relations and relation is None:
                     relation = next(iter(relations))
             if lf.anchor is not None:
                 if row.id % checkpoint.EVERY == 0:
                     checkpoint.write(conn, lf.key, lf.genesis, row.id, row.hash, state,
-                                     relation)
+                                     relation, books)
                 try:  # the anchor first, flushed while SQLite flushes the commit
                     pending = lf.anchor.write(row.id, row.hash, tuple(row))
                 except OSError as exc:
@@ -342,7 +371,7 @@ class _LedgerSync:
                 raise lf.error(exc, "cannot record the charge") from exc
             raise
         self.chain = Chain(row.hash, self.chain.where, row.id)
-        self.state, self.relation = state, relation
+        self.state, self.relation, self.books = state, relation, books
         if pending is not None:
             try:
                 pending.wait()

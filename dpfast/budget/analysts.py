@@ -1,0 +1,305 @@
+"""Analysts of a :class:`~dpfast.Budget`: per-analyst sub-budgets under the total, and the
+decision of every charge (does it fit the budget, and the analyst's sub-budget?).
+
+``budget.analyst("alice", epsilon=0.5, delta=1e-7)`` records alice's sub-budget in the
+ledger (an ``analyst`` row of the hash chain, :mod:`.books`) and returns an
+:class:`Analyst`, which has the budget's ``spend`` / ``charge`` / ``release`` /
+``query`` / ``remaining`` / ``spent`` with the analyst filled in, so it can be passed
+wherever a budget is (``tables.count(..., budget=alice)``).  Every charge naming alice,
+from any process, is checked against her sub-budget and the total in the same ledger
+transaction, so no number of processes can exceed either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from dpfast._core.errors import NeighbouringRelationError
+from dpfast._core.validate import check_real
+from dpfast.accounting import events as _events
+
+from .books import definition_json
+from .filters import Filter
+from .records import (
+    ANALYST,
+    CHARGED,
+    REFUSED,
+    BudgetExceededError,
+    Charge,
+    Cost,
+    Remaining,
+    serialize_event,
+)
+from .session import _LedgerSync, identity
+
+if TYPE_CHECKING:
+    from dpfast.random import RngLike
+
+    from .usage import Usage
+
+__all__ = ["Analyst", "Analysts", "check_text"]
+
+_MAX_TEXT = 4096
+
+
+def check_text(value: Any, name: str) -> str:
+    """``value`` as a str (TypeError naming ``name`` otherwise; at most 4096 characters)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    if len(value) > _MAX_TEXT and name in ("analyst", "query_id"):
+        raise ValueError(f"{name} must be at most {_MAX_TEXT} characters, got {len(value)}")
+    return value
+
+
+class Analysts:
+    """The analyst methods of :class:`~dpfast.Budget` (a base class of it)."""
+
+    _lock: threading.RLock
+    _sync: _LedgerSync
+    _filter: Filter
+    _ledger: Any
+
+    if TYPE_CHECKING:
+        @property
+        def epsilon(self) -> float: ...
+
+        @property
+        def delta(self) -> float: ...
+
+    # -- what every charge goes through -------------------------------------------
+
+    def _prepare(self, event: Any, note: str, analyst: str, query_id: str
+                 ) -> tuple[str, frozenset[str], tuple[float, ...]]:
+        check_text(note, "note")
+        check_text(analyst, "analyst")
+        check_text(query_id, "query_id")
+        event_json = serialize_event(event)  # TypeError unless an event
+        rels = _events.relations_of(event)
+        if len(rels) > 1:
+            raise NeighbouringRelationError(
+                f"the event mixes add/remove-one and replace-one parts; a budget's charges "
+                f"must share one neighbouring relation: {event!r}"
+            )
+        costs = self._filter.costs(event)  # outside the lock: may be slow
+        return event_json, rels, costs
+
+    def _verdict(self, event: Any, costs: tuple[float, ...], rels: frozenset[str],
+                 analyst: str) -> tuple[str, str | None]:
+        """``(status, why)`` of a charge now (lock held, ledger synced): ``why`` is
+        ``"budget"`` or ``"analyst"`` for a refusal."""
+        sync = self._sync
+        if rels and sync.relation is not None and sync.relation not in rels:
+            raise NeighbouringRelationError(
+                f"this budget's charges are stated for {sync.relation!r} neighbours; "
+                f"an event for {next(iter(rels))!r} neighbours cannot be composed with "
+                f"them (nothing was recorded): {event!r}"
+            )
+        if not self._filter.fits(sync.state, costs):
+            return REFUSED, "budget"
+        if not sync.books.fits(analyst, costs):
+            return REFUSED, "analyst"
+        return CHARGED, None
+
+    def _refusal(self, event: Any, costs: tuple[float, ...], analyst: str,
+                 why: str | None) -> BudgetExceededError:
+        sync = self._sync
+        if why == "analyst":
+            sub = sync.books.filter_of(analyst)
+            assert sub is not None
+            state = sync.books.state_of(analyst)
+            return BudgetExceededError(
+                f"analyst {analyst!r} has not enough of their sub-budget left: "
+                + sub.refusal(state, costs),
+                event, sub.cost_record(costs), sub.remaining(state), self._ledger.path)
+        return BudgetExceededError(
+            self._filter.refusal(sync.state, costs), event, self._filter.cost_record(costs),
+            self._filter.remaining(sync.state), self._ledger.path)
+
+    # -- sub-budgets -----------------------------------------------------------------
+
+    def analyst(self, name: str, *, epsilon: float | None = None,
+                delta: float | None = None) -> Analyst:
+        """The analyst ``name``, with a sub-budget if ``epsilon`` is given.
+
+        Parameters
+        ----------
+        name : str
+            The analyst (non-empty), recorded in every row the analyst's charges write.
+        epsilon, delta : float, optional
+            The analyst's sub-budget, at most the budget's own (``delta`` default 0, or
+            the budget's delta when that is > 0 and the accounting needs it).  Recorded
+            in the ledger (a row of the hash chain) before the analyst's first charge;
+            asking again with the same figures returns the same sub-budget.  Without
+            ``epsilon``: the analyst's existing sub-budget, or none (then only the total
+            limits the analyst).
+
+        Returns
+        -------
+        Analyst
+            A handle with the budget's ``spend``, ``charge``, ``release``, ``query``,
+            ``remaining``, ``spent`` and ``usage`` for this analyst.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad name or figures (named), a sub-budget larger than the budget, another
+            sub-budget already recorded for ``name``, or a sub-budget for an analyst who
+            has already been charged.
+
+        Privacy
+        -------
+        A sub-budget only adds refusals: a charge naming the analyst is accepted iff it
+        fits the budget's filter *and* the analyst's (the same filter with the
+        analyst's ``(epsilon, delta)``).  A refusal is a function of earlier outputs, so
+        the budget's guarantee is unchanged, and the analyst's own charges form a
+        filter of their own: they are ``(epsilon_a, delta_a)``-DP by the proof of the
+        budget's accounting.
+        """
+        check_text(name, "name")
+        if not name:
+            raise ValueError("name must not be empty")
+        if epsilon is None:
+            if delta is not None:
+                raise ValueError("delta needs epsilon: give the sub-budget's epsilon")
+            return Analyst(self, name)  # type: ignore[arg-type]
+        eps = check_real(epsilon, "epsilon")
+        if not (0.0 < eps <= self.epsilon):
+            raise ValueError(f"epsilon must be > 0 and at most the budget's epsilon "
+                             f"{self.epsilon!r}, got {epsilon!r}")
+        if delta is None:
+            dlt = self.delta if (self._filter.needs_delta and self.delta > 0) else 0.0
+        else:
+            dlt = check_real(delta, "delta")
+        if not (0.0 <= dlt <= self.delta):
+            raise ValueError(f"delta must be in [0, the budget's delta {self.delta!r}], "
+                             f"got {delta!r}")
+        if self._filter.needs_delta and dlt == 0.0:
+            raise ValueError(f"delta must be > 0 for a sub-budget of accounting="
+                             f"{self._filter.accounting!r}")
+        want = (eps, dlt)
+        user, host, pid = identity()
+        sync = self._sync
+
+        def make() -> list[Any] | None:
+            have = sync.books.limits.get(name)
+            if have == want:
+                return None
+            if have is not None:
+                raise ValueError(f"analyst {name!r} already has the sub-budget (epsilon="
+                                 f"{have[0]!r}, delta={have[1]!r}); it cannot change")
+            if name in sync.books.spent:
+                raise ValueError(f"analyst {name!r} has already been charged without a "
+                                 "sub-budget; a sub-budget is set before an analyst's first "
+                                 "charge")
+            return [time.time(), ANALYST, None, name, "sub-budget", definition_json(*want),
+                    "[]", user, host, pid, ""]
+
+        with self._lock:
+            sync.write(make)
+        return Analyst(self, name)  # type: ignore[arg-type]
+
+    def _sub_remaining(self, name: str) -> tuple[Remaining, Cost] | None:
+        """The analyst's (remaining, spent): what fits both the sub-budget and the total."""
+        with self._lock:
+            self._sync.read("cannot read the ledger")
+            books = self._sync.books
+            sub = books.filter_of(name)
+            if sub is None:
+                return None
+            state = books.state_of(name)
+            total, tstate = self._filter, self._sync.state
+            joint = copy.copy(sub)
+            joint.fits = (  # type: ignore[method-assign]
+                lambda st, c: total.fits(tstate, c) and sub.fits(st, c))
+            return joint.remaining(state), sub.spent(state)
+
+
+class Analyst:
+    """One analyst of a :class:`~dpfast.Budget` (see :meth:`Budget.analyst
+    <dpfast.Budget.analyst>`): the budget's charging methods with ``analyst`` filled in.
+
+    Attributes
+    ----------
+    name : str
+    budget : Budget
+    """
+
+    def __init__(self, budget: Any, name: str) -> None:
+        self.budget = budget
+        self.name = name
+
+    @property
+    def sub_budget(self) -> tuple[float, float] | None:
+        """The analyst's ``(epsilon, delta)``, or None without a sub-budget."""
+        with self.budget._lock:
+            self.budget._sync.read("cannot read the ledger")
+            return self.budget._sync.books.limits.get(self.name)
+
+    @property
+    def epsilon(self) -> float:
+        """The sub-budget's epsilon (the budget's without a sub-budget)."""
+        sub = self.sub_budget
+        return self.budget.epsilon if sub is None else sub[0]
+
+    @property
+    def delta(self) -> float:
+        """The sub-budget's delta (the budget's without a sub-budget)."""
+        sub = self.sub_budget
+        return self.budget.delta if sub is None else sub[1]
+
+    def spend(self, event: Any, *, note: str = "", query_id: str = "") -> Charge:
+        """:meth:`Budget.spend <dpfast.Budget.spend>` for this analyst."""
+        return self.budget.spend(event, note=note, analyst=self.name, query_id=query_id)
+
+    @contextlib.contextmanager
+    def charge(self, event: Any, *, note: str = "") -> Iterator[Charge]:
+        """:meth:`Budget.charge <dpfast.Budget.charge>` for this analyst."""
+        with self.budget.charge(event, note=note, analyst=self.name) as c:
+            yield c
+
+    def release(self, mechanism: Any, x: Any, *, note: str = "", rng: RngLike = None) -> Any:
+        """:meth:`Budget.release <dpfast.Budget.release>` for this analyst."""
+        return self.budget.release(mechanism, x, note=note, analyst=self.name, rng=rng)
+
+    def query(self, query_id: str, event: Any, *, note: str = "",
+              wait: float = 3600.0) -> Any:
+        """:meth:`Budget.query <dpfast.Budget.query>` for this analyst."""
+        return self.budget.query(query_id, event, note=note, analyst=self.name, wait=wait)
+
+    def remaining(self) -> Remaining:
+        """What this analyst may still spend: what fits both the sub-budget and the
+        budget (without a sub-budget: the budget's :meth:`~dpfast.Budget.remaining`);
+        the accounting's own figures are the sub-budget's."""
+        got = self.budget._sub_remaining(self.name)
+        return self.budget.remaining() if got is None else got[0]
+
+    def spent(self) -> Cost:
+        """What this analyst's accepted charges cost (the ``(epsilon, delta)`` the
+        accounting certifies for them alone)."""
+        got = self.budget._sub_remaining(self.name)
+        if got is not None:
+            return got[1]
+        b = self.budget
+        with b._lock:
+            b._sync.read("cannot read the ledger")
+            return b._filter.spent(b._sync.books.state_of(self.name))
+
+    def history(self, *, include_refused: bool = False) -> list[Charge]:
+        """This analyst's records in the audit log (:meth:`Budget.history
+        <dpfast.Budget.history>`)."""
+        return [c for c in self.budget.history(include_refused=include_refused)
+                if c.analyst == self.name]
+
+    def usage(self) -> Usage:
+        """The budget's :meth:`~dpfast.Budget.usage` restricted to this analyst."""
+        return self.budget.usage(analyst=self.name)
+
+    def __repr__(self) -> str:
+        sub = self.sub_budget
+        what = "no sub-budget" if sub is None else f"epsilon={sub[0]!r}, delta={sub[1]!r}"
+        return f"Analyst({self.name!r}, {what})"
