@@ -12,8 +12,12 @@ The package, one topic per module:
 * :mod:`.records`: :class:`Cost`, :class:`Remaining`, :class:`Charge`, the exceptions;
 * :mod:`.filters` (base :class:`Filter`, :class:`BasicFilter`), :mod:`.zcdp`
   (:class:`ZcdpFilter`), :mod:`.rdp` (:class:`RdpFilter`), :mod:`.advanced`
-  (:class:`AdvancedFilter`): what a charge costs and whether it fits, each with its
-  proof; :mod:`.registry` maps accounting names to them;
+  (:class:`AdvancedFilter`), :mod:`.mixed` (:class:`MixedFilter`: pure, approximate and
+  Gaussian releases in one ledger): what a charge costs and whether it fits, each with
+  its proof; :mod:`.registry` maps accounting names to them;
+* :mod:`.books`, :mod:`.analysts`: analysts' sub-budgets (:class:`Analyst`);
+  :mod:`.queries`: cached query results (:class:`Query`); :mod:`.usage`: the usage
+  report (:class:`Usage`);
 * :mod:`.schema`, :mod:`.ledger`, :mod:`.migrations`: the SQLite file, its hash chain
   and the upgrades of old formats;
 * :mod:`.manager`: the :class:`Budget`, which composes a filter with a ledger under a
@@ -24,16 +28,22 @@ The package, one topic per module:
 from __future__ import annotations
 
 from .advanced import AdvancedFilter
+from .analysts import Analyst
 from .audit import LedgerReport, inspect_ledger
 from .filters import BasicFilter, Filter
 from .manager import Budget
+from .mixed import MixedFilter
+from .queries import Query
 from .rdp import DEFAULT_ORDERS, RdpFilter
 from .records import BudgetExceededError, Charge, Cost, LedgerError, Remaining
 from .registry import FILTERS
+from .usage import AnalystUsage, QueryUsage, Usage
 from .zcdp import ZcdpFilter
 
 __all__ = [
     "AdvancedFilter",
+    "Analyst",
+    "AnalystUsage",
     "BasicFilter",
     "Budget",
     "BudgetExceededError",
@@ -44,8 +54,12 @@ __all__ = [
     "Filter",
     "LedgerError",
     "LedgerReport",
+    "MixedFilter",
+    "Query",
+    "QueryUsage",
     "RdpFilter",
     "Remaining",
+    "Usage",
     "ZcdpFilter",
     "inspect_ledger",
 ]

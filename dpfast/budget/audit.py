@@ -30,6 +30,7 @@ from .records import (
     CHARGED,
     FAILED,
     REFUSED,
+    STORED,
     Charge,
     Cost,
     LedgerError,
@@ -166,6 +167,7 @@ def inspect_ledger(path: str | os.PathLike[str], *,
                 raise LedgerError(f"{where} lost charges: it has a checkpoint at charge "
                                   f"{min(marks)} but ends at {chain.last_id}")
             check_tail(seq, chain)
+            _check_payloads(conn, good, where)
             if anchor is not None and anchor.rows > chain.last_id:
                 # the anchor's row, one ahead: being committed now, or a commit undone by
                 # a crash or a lost -wal (opening the ledger restores it); it counts
@@ -212,6 +214,24 @@ def _check_checkpoint(cp: checkpoint.Checkpoint, row: schema.Row, state: Any,
             != checkpoint.dump_state(state, relation, books)):
         raise LedgerError(f"{where} has been tampered with: the checkpoint at charge {row.id} "
                           "does not match the charges before it")
+
+
+def _check_payloads(conn: sqlite3.Connection, rows: Sequence[schema.Row], where: str) -> None:
+    """Every cached result must match the digest its ``stored`` row put in the chain."""
+    stored = [r for r in rows if r.status == STORED]
+    if not stored:
+        return
+    from .queries import payload_digest
+
+    for r in stored:
+        got = conn.execute("SELECT data FROM payloads WHERE id = ?", (r.id,)).fetchone()
+        if got is None or not isinstance(got[0], bytes):
+            raise LedgerError(f"{where} lost the stored result of query {r.query!r} "
+                              f"(record {r.id})")
+        if payload_digest(got[0]) != r.event:
+            raise LedgerError(f"{where} has been tampered with: the stored result of query "
+                              f"{r.query!r} (record {r.id}) does not match its digest in the "
+                              "hash chain")
 
 
 def describe(spent: Cost, left: Remaining) -> str:

@@ -53,13 +53,15 @@ class Budget(Releasing, Analysts, Queries):
         SQLite file: created (atomically, mode 0600) if it does not exist,
         otherwise opened, verified and resumed.  A file that is not a usable
         dpfast ledger raises :class:`LedgerError` and is never modified.
-    accounting : {"rdp", "zcdp", "basic", "advanced"}, optional
+    accounting : {"rdp", "zcdp", "basic", "advanced", "mixed"}, optional
         The filter (see *Privacy*); default ``"rdp"`` when ``delta > 0``, else
-        ``"basic"``.
+        ``"basic"``.  ``"mixed"`` charges pure, approximate (key selection) and
+        Gaussian/zCDP events in one ledger (the default of the CLI's ledgers).
     orders : sequence of float, optional
-        ``"rdp"`` only: the Renyi orders (``> 1``; ``inf`` is the pure-DP member);
-        default :data:`~dpfast.budget.DEFAULT_ORDERS`, or the stored orders when
-        reopening a ledger.  Part of the ledger's definition.
+        ``"rdp"`` and ``"mixed"`` only: the Renyi orders (``> 1``; ``inf`` is the
+        pure-DP member); default :func:`~dpfast.budget.rdp.default_orders` (rdp) or
+        :data:`~dpfast.budget.DEFAULT_ORDERS` plus the Gaussian-optimal order (mixed),
+        or the stored orders when reopening a ledger.  Part of the ledger's definition.
     timeout : float, default 30.0
         Seconds to wait for the ledger's write lock before :class:`LedgerError`.
     use_case : str, optional
@@ -117,7 +119,10 @@ class Budget(Releasing, Analysts, Queries):
     (:class:`~dpfast.budget.BasicFilter`), ``"zcdp"``
     (:class:`~dpfast.budget.ZcdpFilter`), ``"rdp"``
     (:class:`~dpfast.budget.RdpFilter`), ``"advanced"``
-    (:class:`~dpfast.budget.AdvancedFilter`).
+    (:class:`~dpfast.budget.AdvancedFilter`), ``"mixed"``
+    (:class:`~dpfast.budget.MixedFilter`).  Analysts' sub-budgets (:meth:`analyst`)
+    only add refusals; cache hits (:meth:`query`) are post-processing and cost
+    nothing.
 
     Numerics
     --------
@@ -190,7 +195,7 @@ class Budget(Releasing, Analysts, Queries):
 
     @property
     def accounting(self) -> str:
-        """``"basic"``, ``"zcdp"``, ``"rdp"`` or ``"advanced"``."""
+        """``"basic"``, ``"zcdp"``, ``"rdp"``, ``"advanced"`` or ``"mixed"``."""
         return self._filter.accounting
 
     @property

@@ -151,13 +151,15 @@ def _same(a: float, b: float) -> bool:
     return float(a) == float(b)
 
 
-def open_budget(args: argparse.Namespace, accounting: str,
+def open_budget(args: argparse.Namespace, accounting: str = "mixed",
                 default_delta: float = 1e-5) -> OpenedBudget:
     """The ``--ledger`` budget: an existing file is reopened with its own definition
-    (:meth:`dpfast.Budget.from_ledger`) and ``--budget-epsilon`` / ``--budget-delta``, if
-    given, must agree with it (refused otherwise, naming the difference); a new one needs
-    ``--budget-epsilon`` and gets ``--budget-delta`` (default ``default_delta``) and
-    ``accounting``."""
+    (:meth:`dpfast.Budget.from_ledger`; an old ledger keeps its accounting) and
+    ``--budget-epsilon`` / ``--budget-delta``, if given, must agree with it (refused
+    otherwise, naming the difference); a new one needs ``--budget-epsilon`` and gets
+    ``--budget-delta`` (default ``default_delta``) and ``accounting`` (default
+    ``"mixed"``: pure, approximate and Gaussian releases in one ledger, so ``count`` with
+    key selection and ``topdown`` can share it)."""
     import dpfast
 
     path = args.ledger
@@ -210,7 +212,8 @@ def budget_sentence(opened: OpenedBudget) -> str:
             f"{_num(opened.budget.delta)}); ")
     if left.exhausted:
         return text + "the budget is exhausted: no further release fits"
-    extra = f" (with delta up to {_num(left.delta)})" if left.accounting == "basic" else ""
+    extra = (f" (with delta up to {_num(left.delta)})"
+             if left.accounting in ("basic", "mixed") else "")
     return text + f"a next release fits if its epsilon is at most {_num(left.epsilon)}{extra}"
 
 

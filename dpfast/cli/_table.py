@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
     parser.add_argument("--ledger", default=None, metavar="FILE",
                         help="budget ledger to charge before any noise is drawn")
     parser.add_argument("--budget-epsilon", type=float, default=None,
-                        help="epsilon of a NEW ledger (basic composition); with an existing "
+                        help="epsilon of a NEW ledger (mixed accounting); with an existing "
                              "ledger it must match the ledger's")
     parser.add_argument("--budget-delta", type=float, default=None,
                         help="delta of a NEW ledger (default 1e-5; 0 for pure DP); with an "
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         domain = tuple(dcols[c] for c in args.key) if len(args.key) > 1 \
             else dcols[args.key[0]]
     values = _numbers(cols[args.value], args.value) if statistic != "count" else None
-    opened = open_budget(args, accounting="basic")
+    opened = open_budget(args)
     try:
         if time.perf_counter() - t0 > 2.0 and show and not progress.enabled:
             progress = _Progress(True, 2, statistic)

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ledger", default=None, metavar="FILE",
                         help="budget ledger to charge before any noise is drawn")
     parser.add_argument("--budget-epsilon", type=float, default=None,
-                        help="epsilon of a NEW ledger (basic composition)")
+                        help="epsilon of a NEW ledger (mixed accounting)")
     parser.add_argument("--budget-delta", type=float, default=None,
                         help="delta of a NEW ledger (default 1e-5)")
     parser.add_argument("--seed-key-file", default=None, metavar="FILE",
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if np.isnan(x).any():
         i = int(np.flatnonzero(np.isnan(x))[0])
         raise CliError(f"--column {args.column!r}: row {i + 1} is missing (NaN)")
-    opened = open_budget(args, accounting="basic")
+    opened = open_budget(args)
     try:
         hist, edges, rel = dpfast.histogram(
             x, bins=args.bins, range=(lo, hi), epsilon=args.epsilon,

@@ -3,7 +3,9 @@ budget ledger.
 
 ``show`` prints the ledger's definition, every record (accepted, failed and refused
 charges, with who, where and when) as a table, what was spent and what a next release
-may still cost.  ``verify`` checks the hash chain from the definition to the last row
+may still cost; ``show --by analyst`` / ``--by query`` prints the usage report instead
+(total, spent, remaining, utilization; per analyst: sub-budget, spent, left, charges,
+refusals, cache hits; per query id: cost, status, cache hits).  ``verify`` checks the hash chain from the definition to the last row
 and prints its head hash (record it elsewhere to detect a later rewrite of the whole
 file), and the ledger against its anchor and checkpoints.  ``plot`` draws the spending over
 time (one curve per analyst when charges name analysts; needs matplotlib) into a PNG.  All
@@ -30,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
     show.add_argument("--limit", type=int, default=0, metavar="N",
                       help="print only the last N records (default: all)")
+    show.add_argument("--by", choices=["analyst", "query"], default=None,
+                      help="print the usage report per analyst or per query id instead of "
+                      "the records")
     verify = sub.add_parser("verify", help="verify the hash chain (exit 1 if broken)",
                             description="verify the hash chain (exit 1 if broken)")
     verify.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
@@ -48,6 +53,12 @@ def _cell(text: str, width: int) -> str:
 
 def _cost(charge) -> str:  # type: ignore[no-untyped-def]
     c = charge.cost
+    if c.epsilon is not None and c.rdp is not None:  # mixed: a pure or approximate bound
+        return f"eps={c.epsilon:.6g}" + (f" delta={c.delta:.3g}" if c.delta else "")
+    if c.rdp is not None and c.orders is not None and len(c.orders) > 8:  # mixed, Gaussian
+        rho = [r / a for a, r in zip(c.orders, c.rdp, strict=True)
+               if math.isfinite(a) and math.isfinite(r)]
+        return f"rdp (zCDP rho about {min(rho):.4g})" if rho else "rdp (none)"
     if c.rdp is not None and c.orders is not None:
         parts = [f"a={a:g}:{r:.4g}" for a, r in zip(c.orders, c.rdp, strict=True)
                  if math.isfinite(r)]
@@ -84,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
         return _plot(args)
     report = inspect_ledger(args.file)
     d = report.definition
+    if args.action == "show" and getattr(args, "by", None):
+        return _usage(args, report)
     if args.action == "verify":
         if not report.chain_ok:
             raise CliError(report.problem, 1)
@@ -110,6 +123,26 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(report.problem, 1)
     assert report.spent is not None and report.remaining is not None
     print(describe(report.spent, report.remaining))
+    print(f"hash chain verified; head {report.head}")
+    return 0
+
+
+def _usage(args: argparse.Namespace, report) -> int:  # type: ignore[no-untyped-def]
+    from dpfast.budget.books import Books, absorb_row
+    from dpfast.budget.registry import make_filter
+    from dpfast.budget.usage import usage_of
+    from dpfast.cli import CliError
+
+    if not report.chain_ok:
+        raise CliError(report.problem, 1)
+    d = report.definition
+    filt = make_filter(d.get("accounting"), d.get("epsilon"), d.get("delta"), d.get("orders"))
+    state, books = filt.new_state(), Books(filt)
+    for row in report.rows:
+        absorb_row(filt, state, books, row)
+    print(f"ledger {args.file}: usage by {args.by}")
+    for line in usage_of(filt, state, books, report.rows).lines(args.by):
+        print(line)
     print(f"hash chain verified; head {report.head}")
     return 0
 

@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="budget ledger charged before any noise is drawn (a refusal "
                              "writes nothing, exit 1)")
     parser.add_argument("--budget-epsilon", type=float, default=None,
-                        help="epsilon of a NEW ledger (zCDP accounting)")
+                        help="epsilon of a NEW ledger (mixed accounting)")
     parser.add_argument("--budget-delta", type=float, default=None,
                         help="delta of a NEW ledger (default 1e-6); with an existing ledger "
                              "it must match the ledger's")
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     if args.total_invariant and isinstance(rho, list) and len(rho) == len(ids) - 1:
         rho = [0.0] + rho
     key = read_key_file(args.seed_key_file)
-    opened = open_budget(args, accounting="zcdp", default_delta=1e-6)
+    opened = open_budget(args, default_delta=1e-6)
     try:
         release = tables.topdown(
             leaf, ids, rho=rho, nonnegative=not args.no_nonnegative,
