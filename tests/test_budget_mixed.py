@@ -236,7 +236,7 @@ def test_count_with_key_selection_then_topdown_share_one_ledger(tmp_path):
     path = tmp_path / "shared.sqlite"
     b = Budget(2.0, 1e-5, ledger=path, accounting="mixed")
     count = ev.Composed([ev.Laplace(2.0), ev.EpsilonDelta(0.5, 1e-7)])
-    topdown = ev.Composed([ev.DiscreteGaussian(4.0, 1), ev.DiscreteGaussian(6.0, 1)])
+    topdown = ev.Composed([ev.DiscreteGaussian(8.0, 1), ev.DiscreteGaussian(10.0, 1)])
     b.spend(count, note="count")
     b.spend(topdown, note="topdown")
     b.spend(ev.Laplace(10.0), note="sum")
