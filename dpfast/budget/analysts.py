@@ -131,8 +131,8 @@ class Analysts:
         name : str
             The analyst (non-empty), recorded in every row the analyst's charges write.
         epsilon, delta : float, optional
-            The analyst's sub-budget, at most the budget's own (``delta`` default 0, or
-            the budget's delta when that is > 0 and the accounting needs it).  Recorded
+            The analyst's sub-budget, at most the budget's own (``delta`` default: the
+            budget's delta; the total still limits every analyst).  Recorded
             in the ledger (a row of the hash chain) before the analyst's first charge;
             asking again with the same figures returns the same sub-budget.  Without
             ``epsilon``: the analyst's existing sub-budget, or none (then only the total
@@ -172,7 +172,7 @@ class Analysts:
             raise ValueError(f"epsilon must be > 0 and at most the budget's epsilon "
                              f"{self.epsilon!r}, got {epsilon!r}")
         if delta is None:
-            dlt = self.delta if (self._filter.needs_delta and self.delta > 0) else 0.0
+            dlt = self.delta
         else:
             dlt = check_real(delta, "delta")
         if not (0.0 <= dlt <= self.delta):

@@ -1,0 +1,455 @@
+"""Analysts' sub-budgets, query ids, the result cache in the ledger and the usage report:
+enforced across processes, hash-chained, migrated from format 2, shown by ``dpfast ledger
+show --by``."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dpfast.accounting import events as ev
+from dpfast.budget import Analyst, Budget, BudgetExceededError, LedgerError, Usage, schema
+
+Q = 2.0**-3  # exact binary charges
+
+
+def _context():
+    if sys.platform.startswith("linux") and sys.version_info < (3, 12):
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _cli(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=300)
+
+
+def _raw(path):
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode=WAL")
+    return con
+
+
+# --------------------------------------------------------------------------- analysts
+
+
+def test_analyst_sub_budgets_and_refusals(tmp_path):
+    b = Budget(1.0, ledger=tmp_path / "l.sqlite", accounting="mixed")
+    alice = b.analyst("alice", epsilon=0.5)
+    assert isinstance(alice, Analyst) and alice.sub_budget == (0.5, 0.0)  # a pure budget
+    assert b.analyst("alice", epsilon=0.5).sub_budget == (0.5, 0.0)  # same: no new row
+    alice.spend(ev.Epsilon(0.25), note="first", query_id="q-1")
+    with alice.charge(ev.Epsilon(0.25)):
+        pass
+    with pytest.raises(BudgetExceededError, match="analyst 'alice' has not enough") as info:
+        alice.spend(ev.Epsilon(Q))
+    assert info.value.remaining.epsilon == 0.0 and info.value.remaining.exhausted
+    b.spend(ev.Epsilon(0.25), analyst="bob")  # no sub-budget: only the total limits bob
+    with pytest.raises(BudgetExceededError) as info:
+        b.spend(ev.Epsilon(0.5), analyst="bob")
+    assert "analyst" not in str(info.value)  # the total refused it
+    assert alice.remaining().epsilon == 0.0 and alice.spent().epsilon == 0.5
+    assert b.analyst("bob").remaining().epsilon == 0.25
+    hist = b.history(include_refused=True)
+    assert [(c.analyst, c.status, c.query_id) for c in hist] == [
+        ("alice", "charged", "q-1"), ("alice", "charged", ""), ("alice", "refused", ""),
+        ("bob", "charged", ""), ("bob", "refused", "")]
+    with pytest.raises(ValueError, match="already has the sub-budget"):
+        b.analyst("alice", epsilon=0.25)
+    with pytest.raises(ValueError, match="already been charged"):
+        b.analyst("bob", epsilon=0.5)
+    with pytest.raises(ValueError, match="at most the budget's epsilon"):
+        b.analyst("carol", epsilon=2.0)
+    with pytest.raises(ValueError, match="name must not be empty"):
+        b.analyst("", epsilon=0.1)
+    with pytest.raises(TypeError, match="analyst must be a str"):
+        b.spend(ev.Epsilon(Q), analyst=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="query_id must be a str"):
+        b.spend(ev.Epsilon(Q), query_id=None)  # type: ignore[arg-type]
+    b.close()
+    # the sub-budgets are rows of the ledger: a new process sees them
+    again = Budget.from_ledger(tmp_path / "l.sqlite")
+    with pytest.raises(BudgetExceededError, match="analyst 'alice'"):
+        again.spend(ev.Epsilon(Q), analyst="alice")
+    again.close()
+    assert _cli("ledger", "verify", str(tmp_path / "l.sqlite")).returncode == 0
+
+
+def test_an_analyst_is_a_budget_for_the_releases(tmp_path):
+    import numpy as np
+
+    from dpfast import tables
+
+    b = Budget(2.0, 1e-6, accounting="mixed")
+    alice = b.analyst("alice", epsilon=1.0, delta=1e-7)
+    keys = np.array(["a", "b", "a", "c"] * 10, dtype=object)
+    rel = tables.count(keys, epsilon=0.5, domain=["a", "b", "c"], budget=alice,
+                       rng=bytes(32))
+    assert len(rel) == 3
+    assert [c.analyst for c in b.history()] == ["alice"]
+    assert alice.spent().epsilon == 0.5
+
+
+def _analyst_worker(path, name, barrier, queue):
+    b = Budget.from_ledger(path)
+    who = b.analyst(name)
+    barrier.wait()
+    ok = refused = 0
+    for _ in range(12):
+        try:
+            who.spend(ev.Epsilon(2.0**-5), note=f"pid {os.getpid()}")
+            ok += 1
+        except BudgetExceededError:
+            refused += 1
+    b.close()
+    queue.put((name, ok, refused))
+
+
+def test_analysts_on_one_ledger_from_several_processes_never_overspend(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    b = Budget(1.25, ledger=path, accounting="mixed")  # 40 charges of 2**-5
+    b.analyst("alice", epsilon=0.25)  # 8
+    b.analyst("bob", epsilon=0.5)     # 16
+    b.close()
+    ctx = _context()
+    names = ["alice", "alice", "bob", "bob", "carol", "carol"]  # carol: the total only
+    barrier, queue = ctx.Barrier(len(names)), ctx.Queue()
+    procs = [ctx.Process(target=_analyst_worker, args=(path, n, barrier, queue))
+             for n in names]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    got = {n: sum(ok for m, ok, _ in results if m == n) for n in set(names)}
+    # 72 asks: never more than a sub-budget, and the total used exactly to its end
+    assert got["alice"] <= 8 and got["bob"] <= 16 and sum(got.values()) == 40
+    b = Budget.from_ledger(path)
+    assert b.spent().epsilon == 1.25 and b.remaining().epsilon == 0.0
+    u = b.usage()
+    by = {a.name: a for a in u.analysts}
+    assert by["alice"].spent_epsilon == got["alice"] * 2.0**-5
+    assert by["bob"].charges == got["bob"] and by["bob"].refused == 24 - got["bob"]
+    assert by["carol"].epsilon is None and by["carol"].utilization is None
+    b.close()
+
+
+# --------------------------------------------------------------------------- query cache
+
+
+def test_a_repeated_query_is_served_from_the_ledger_without_a_charge(tmp_path):
+    path = tmp_path / "cache.sqlite"
+    b = Budget(1.0, 1e-6, ledger=path, accounting="mixed")
+    event = ev.Laplace(4.0)
+    payload = bytes(range(256)) * 3
+    with b.query("counts/2013", event, analyst="alice", note="first") as q:
+        assert not q.hit and q.payload is None and q.charge is not None
+        q.store(payload)
+        with pytest.raises(ValueError, match="already stored"):
+            q.store(payload)
+    left = b.remaining()
+    for who in ("alice", "bob"):
+        with b.query("counts/2013", event, analyst=who) as q:
+            assert q.hit and q.payload == payload
+            with pytest.raises(ValueError, match="cache hit"):
+                q.store(b"x")
+    assert b.remaining() == left  # nothing charged
+    with pytest.raises(ValueError, match="another privacy guarantee"):
+        with b.query("counts/2013", ev.Laplace(2.0)):
+            pass
+    b.close()
+    # another process: the same bytes, still no charge, the hit recorded (who, when)
+    code = ("import sys; from dpfast.budget import Budget; from dpfast.accounting import "
+            "events as ev\nb = Budget.from_ledger(sys.argv[1])\n"
+            "with b.query('counts/2013', ev.Laplace(4.0), analyst='carol') as q:\n"
+            "    assert q.hit\n    sys.stdout.buffer.write(q.payload)\n")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == payload
+    b = Budget.from_ledger(path)
+    assert b.remaining() == left
+    u = b.usage()
+    (q,) = u.queries
+    assert (q.query_id, q.analyst, q.status, q.charges, q.hits) == (
+        "counts/2013", "alice", "cached", 1, 3)
+    assert q.cost.epsilon == 0.25 and u.hits == 3
+    assert {a.name: a.hits for a in u.analysts} == {"alice": 1, "bob": 1, "carol": 1}
+    b.close()
+
+
+def test_a_failed_computation_keeps_its_charge_and_stores_nothing():
+    b = Budget(1.0)
+    with pytest.raises(RuntimeError, match="boom"):
+        with b.query("q", ev.Epsilon(0.25)) as q:
+            assert not q.hit
+            raise RuntimeError("boom")
+    assert b.remaining().epsilon == 0.75  # no refund
+    with b.query("q", ev.Epsilon(0.25)) as q:  # no result: charged and computed again
+        assert not q.hit
+        q.store(b"ok")
+    with b.query("q", ev.Epsilon(0.25)) as q:
+        assert q.hit and q.payload == b"ok"
+    with b.query("empty", ev.Epsilon(0.25)) as q:
+        pass  # stores nothing: recorded as failed
+    assert [c.status for c in b.history()] == ["failed", "charged", "failed"]
+    assert b.remaining().epsilon == 0.25
+    u = b.usage()
+    assert {q.query_id: q.status for q in u.queries} == {"q": "cached", "empty": "failed"}
+    with pytest.raises(BudgetExceededError):
+        with b.query("big", ev.Epsilon(0.5)):
+            raise AssertionError("a refused query never runs its block")
+    with pytest.raises(ValueError, match="query_id must not be empty"):
+        with b.query("", ev.Epsilon(0.1)):
+            pass
+    with pytest.raises(TypeError, match="payload must be bytes"):
+        with b.query("t", ev.Epsilon(2.0**-10)) as q:
+            q.store("text")  # type: ignore[arg-type]
+
+
+def _query_worker(path, barrier, queue):
+    b = Budget.from_ledger(path)
+    barrier.wait()
+    with b.query("slow", ev.Epsilon(Q), analyst=f"p{os.getpid()}") as q:
+        if not q.hit:
+            time.sleep(0.5)  # the others arrive while this one computes
+            q.store(f"answer of {os.getpid()}".encode())
+        result = (q.hit, q.payload)
+    b.close()
+    queue.put(result)
+
+
+def test_concurrent_asks_of_a_new_query_charge_and_compute_once(tmp_path):
+    path = str(tmp_path / "race.sqlite")
+    Budget(1.0, ledger=path, accounting="mixed").close()
+    ctx = _context()
+    n = 4
+    barrier, queue = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_query_worker, args=(path, barrier, queue)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert sorted(h for h, _ in results) == [False] + [True] * (n - 1)
+    assert len({pl for _, pl in results}) == 1  # every process got the same bytes
+    b = Budget.from_ledger(path)
+    assert len(b.history()) == 1 and b.remaining().epsilon == 1.0 - Q
+    b.close()
+
+
+def _abandon(path):
+    b = Budget.from_ledger(path)
+    b.spend(ev.Epsilon(Q), query_id="lost")  # charged, then the process ends: no result
+    os._exit(0)
+
+
+def test_a_computation_whose_process_died_is_charged_again(tmp_path):
+    path = str(tmp_path / "dead.sqlite")
+    Budget(1.0, ledger=path, accounting="basic").close()
+    p = _context().Process(target=_abandon, args=(path,))
+    p.start()
+    p.join(timeout=60)
+    b = Budget.from_ledger(path)
+    with b.query("lost", ev.Epsilon(Q), wait=30) as q:
+        assert not q.hit
+        q.store(b"recomputed")
+    assert b.remaining().epsilon == 1.0 - 2 * Q
+    assert [c.status for c in b.history()] == ["failed", "charged"]
+    b.close()
+
+
+def test_tampering_with_a_cached_result_is_detected(tmp_path):
+    path = tmp_path / "t.sqlite"
+    b = Budget(1.0, ledger=path)
+    with b.query("q", ev.Epsilon(Q)) as q:
+        q.store(b"true answer")
+    b.close()
+    assert _cli("ledger", "verify", str(path)).returncode == 0
+    con = _raw(path)
+    con.execute("DROP TRIGGER payloads_no_update")
+    con.execute("UPDATE payloads SET data = ?", (b"fake answer",))
+    con.commit()
+    con.close()
+    r = _cli("ledger", "verify", str(path))
+    assert r.returncode == 1 and "stored result of query 'q'" in r.stderr
+    b = Budget.from_ledger(path)
+    with pytest.raises(LedgerError, match="does not match its digest"):
+        with b.query("q", ev.Epsilon(Q)):
+            pass
+    b.close()
+
+
+def test_hit_rows_and_payload_digests_are_in_the_hash_chain(tmp_path):
+    path = tmp_path / "c.sqlite"
+    b = Budget(1.0, ledger=path)
+    with b.query("q", ev.Epsilon(Q), analyst="a") as q:
+        q.store(b"x" * 100)
+    with b.query("q", ev.Epsilon(Q), analyst="b", note="again"):
+        pass
+    b.close()
+    con = sqlite3.connect(path)
+    rows = con.execute("SELECT status, ref, analyst, note, event, query FROM charges "
+                       "ORDER BY id").fetchall()
+    con.close()
+    assert [r[0] for r in rows] == ["charged", "stored", "hit"]
+    stored, hit = rows[1], rows[2]
+    assert stored[1] == 1 and json.loads(stored[4])["size"] == 100
+    assert hit[1:4] == (2, "b", "again") and hit[5] == "q"
+    # editing the query id of the hit breaks the chain
+    con = _raw(path)
+    con.execute("DROP TRIGGER charges_no_update")
+    con.execute("UPDATE charges SET query = '' WHERE status = 'hit'")
+    con.commit()
+    con.close()
+    assert _cli("ledger", "verify", str(path)).returncode == 1
+
+
+# --------------------------------------------------------------------------- usage, CLI
+
+
+def test_usage_report_and_ledger_show_by(tmp_path):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "u.sqlite"
+    b = Budget(2.0, 1e-6, ledger=path, accounting="mixed")
+    ana = b.analyst("ana", epsilon=1.0)  # delta: the budget's
+    ana.spend(ev.Epsilon(0.5), query_id="a1")
+    with ana.query("a2", ev.EpsilonDelta(0.25, 1e-7)) as q:
+        q.store(b"r")
+    with b.query("a2", ev.EpsilonDelta(0.25, 1e-7), analyst="ben") as q:
+        assert q.hit
+    b.spend(ev.Gaussian(10.0), analyst="ben", query_id="g")
+    u = b.usage()
+    assert isinstance(u, Usage) and u.charges == 3 and u.hits == 1
+    assert 0.0 < u.utilization < 100.0
+    assert u.utilization == pytest.approx(100 * (1 - u.remaining.epsilon / 2.0))
+    by = {a.name: a for a in u.analysts}
+    assert by["ana"].spent_epsilon == 0.75 and by["ana"].utilization == 75.0
+    assert by["ana"].queries == 2 and by["ben"].hits == 1 and by["ben"].queries == 1
+    frame = u.to_pandas("query")
+    assert isinstance(frame, pd.DataFrame) and list(frame["query_id"]) == ["a1", "a2", "g"]
+    assert list(u.to_pandas("analyst")["name"]) == ["ana", "ben"]
+    assert [a.name for a in ana.usage().analysts] == ["ana"]
+    assert "utilization" in str(u)
+    b.close()
+    r = _cli("ledger", "show", str(path), "--by", "analyst")
+    assert r.returncode == 0, r.stderr
+    assert "utilization" in r.stdout and "ana " in r.stdout and "1/1e-06" in r.stdout
+    r = _cli("ledger", "show", str(path), "--by", "query")
+    assert r.returncode == 0, r.stderr
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("a1", "a2", "g "))]
+    assert len(lines) == 3 and "cached" in lines[1] and "rho=" not in lines[0]
+    r = _cli("ledger", "show", str(path))
+    assert r.returncode == 0 and "zCDP rho about" in r.stdout
+
+
+def _as_format_2(path):
+    """Rewrite a (fresh, query-free) format-3 ledger as format 2 exactly."""
+    from dpfast.budget.migrations import CHARGES_TABLE_V2
+
+    con = _raw(path)
+    got = con.execute("SELECT seq FROM sqlite_sequence WHERE name='charges'").fetchone()
+    for stmt in ("DROP TRIGGER charges_no_update", "DROP TRIGGER charges_no_delete",
+                 "DROP TRIGGER meta_no_update", "DROP TRIGGER migrations_no_delete",
+                 "ALTER TABLE charges RENAME TO c3", CHARGES_TABLE_V2,
+                 f"INSERT INTO charges ({schema.COLUMNS_V2}) SELECT {schema.COLUMNS_V2} "
+                 "FROM c3", "DROP TABLE c3", "DROP TABLE payloads",
+                 "DELETE FROM sqlite_sequence WHERE name != 'charges'",
+                 "UPDATE meta SET value = '2' WHERE key = 'version'",
+                 "DELETE FROM migrations", *schema.CHARGES_TRIGGERS):
+        con.execute(stmt)
+    if got is not None:
+        con.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'charges'", got)
+    con.execute("INSERT INTO migrations VALUES (2, '2026-01-01', 'created in format 2')")
+    con.commit()
+    con.close()
+
+
+def test_format_2_ledgers_are_verified_then_migrated(tmp_path):
+    path = tmp_path / "old.sqlite"
+    b = Budget(1.0, ledger=path, accounting="basic")
+    for i in range(3):
+        b.spend(ev.Epsilon(Q), analyst=f"a{i}")
+    b.close()
+    _as_format_2(path)
+    assert _cli("ledger", "verify", str(path)).returncode == 0  # format 2 reads as it is
+    b = Budget.from_ledger(path)
+    assert [c.analyst for c in b.history()] == ["a0", "a1", "a2"]
+    assert b.remaining().epsilon == 1.0 - 3 * Q
+    with b.query("new", ev.Epsilon(Q)) as q:
+        q.store(b"after the migration")
+    b.close()
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT value FROM meta WHERE key='version'").fetchone() == ("3",)
+    assert [v for (v,) in con.execute("SELECT version FROM migrations ORDER BY version")] == [
+        2, 3]
+    con.close()
+    assert _cli("ledger", "verify", str(path)).returncode == 0
+    # a format-2 ledger whose last charge was deleted is refused before anything is written
+    trunc = tmp_path / "trunc.sqlite"
+    b = Budget(1.0, ledger=trunc, accounting="basic")
+    for _ in range(3):
+        b.spend(ev.Epsilon(Q))
+    b.close()
+    _as_format_2(trunc)
+    con = _raw(trunc)
+    con.execute("DROP TRIGGER charges_no_delete")
+    con.execute("DELETE FROM charges WHERE id = 3")
+    con.commit()
+    con.close()
+    os.remove(f"{trunc}-anchor")
+    before = trunc.read_bytes()
+    with pytest.raises(LedgerError):
+        Budget.from_ledger(trunc)
+    assert trunc.read_bytes() == before
+    # a format-2 file with a mark of format 3 is refused, never migrated
+    fake = tmp_path / "fake.sqlite"
+    Budget(1.0, ledger=fake).close()
+    _as_format_2(fake)
+    con = _raw(fake)
+    con.execute("CREATE TABLE payloads (id INTEGER PRIMARY KEY, data BLOB NOT NULL)")
+    con.commit()
+    con.close()
+    with pytest.raises(LedgerError, match="rewritten in an old format"):
+        Budget.from_ledger(fake)
+
+
+def test_cli_count_with_key_selection_and_topdown_share_a_new_ledger(tmp_path, capsys):
+    from dpfast.cli import main
+
+    rows = ["city,person,pop"] + [f"{c},{i},{i % 7}" for i in range(300)
+                                  for c in ("Paris", "Lyon", "Nice")[: 1 + i % 3]]
+    (tmp_path / "v.csv").write_text("\n".join(rows) + "\n")
+    key = tmp_path / "key.bin"
+    key.write_bytes(bytes(range(32)))
+    ledger = tmp_path / "shared.sqlite"
+    old = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["count", "v.csv", "--key", "city", "--id", "person", "--epsilon", "1",
+                     "--delta", "1e-7", "--seed-key-file", "key.bin", "--ledger",
+                     "shared.sqlite", "--budget-epsilon", "3", "-o", "c.csv"]) == 0
+        out = capsys.readouterr().out
+        assert "mixed accounting" in out
+        assert main(["topdown", "v.csv", "--level", "city", "--count", "pop", "--rho",
+                     "0.01", "--seed-key-file", "key.bin", "--ledger", "shared.sqlite",
+                     "-o", "td"]) == 0
+        capsys.readouterr()
+    finally:
+        os.chdir(old)
+    b = Budget.from_ledger(ledger)
+    assert b.accounting == "mixed" and len(b.history()) == 2
+    spent = b.spent()
+    assert spent.epsilon <= 3.0 and spent.delta <= 1e-5
+    b.close()
