@@ -5,8 +5,9 @@ budget ledger.
 charges, with who, where and when) as a table, what was spent and what a next release
 may still cost; ``show --by analyst`` / ``--by query`` prints the usage report instead
 (total, spent, remaining, utilization; per analyst: sub-budget, spent, left, charges,
-refusals, cache hits; per query id: cost, status, cache hits).  ``verify`` checks the hash chain from the definition to the last row
-and prints its head hash (record it elsewhere to detect a later rewrite of the whole
+refusals, cache hits; per query id: cost, status, cache hits).  ``verify`` checks the
+hash chain from the definition to the last row (and every cached result against its
+digest in the chain) and prints its head hash (record it elsewhere to detect a later rewrite of the whole
 file), and the ledger against its anchor and checkpoints.  ``plot`` draws the spending over
 time (one curve per analyst when charges name analysts; needs matplotlib) into a PNG.  All
 only read the file and apply the rules ``dpfast.Budget`` applies to a ledger's path (owner,
