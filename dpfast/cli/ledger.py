@@ -8,8 +8,9 @@ may still cost; ``show --by analyst`` / ``--by query`` prints the usage report i
 refusals, cache hits; per query id: cost, status, cache hits).  ``verify`` checks the
 hash chain from the definition to the last row (and every cached result against its
 digest in the chain) and prints its head hash (record it elsewhere to detect a later
-rewrite of the whole file), and the ledger against its anchor and checkpoints.  ``plot`` draws the spending over
-time (one curve per analyst when charges name analysts; needs matplotlib) into a PNG.  All
+rewrite of the whole file), and the ledger against its anchor and checkpoints.  ``plot``
+draws the spending over time (one curve per analyst when charges name analysts; needs
+matplotlib) into a PNG.  All
 only read the file and apply the rules ``dpfast.Budget`` applies to a ledger's path (owner,
 mode, file type, directory).  A keyed ledger needs its key in ``DPFAST_LEDGER_KEY``.  Exit
 codes: 0 ok, 1 the chain is broken (or the ledger lost charges), 2 not a usable ledger.
