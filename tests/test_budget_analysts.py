@@ -453,3 +453,27 @@ def test_cli_count_with_key_selection_and_topdown_share_a_new_ledger(tmp_path, c
     spent = b.spent()
     assert spent.epsilon <= 3.0 and spent.delta <= 1e-5
     b.close()
+
+
+def test_checkpoints_carry_the_analysts_books(tmp_path, monkeypatch):
+    from dpfast.budget import checkpoint
+
+    monkeypatch.setattr(checkpoint, "EVERY", 4)
+    path = tmp_path / "cp.sqlite"
+    b = Budget(1.0, 1e-6, ledger=path, accounting="mixed")
+    alice = b.analyst("alice", epsilon=0.5, delta=1e-7)
+    for i in range(9):
+        alice.spend(ev.Epsilon(2.0**-5), query_id=f"q{i}")
+        b.spend(ev.Gaussian(50.0), analyst="bob")
+    left, a_left = b.remaining(), alice.remaining()
+    b.close()
+    con = sqlite3.connect(path)
+    states = [json.loads(s) for (s,) in con.execute("SELECT state FROM checkpoints")]
+    con.close()
+    assert states and all(s["v"] == 2 and "alice" in s["books"]["limits"] for s in states)
+    again = Budget.from_ledger(path)  # opens from the last checkpoint
+    assert again.remaining() == left and again.analyst("alice").remaining() == a_left
+    with pytest.raises(BudgetExceededError, match="analyst 'alice'"):
+        again.spend(ev.Epsilon(0.25), analyst="alice")
+    again.close()
+    assert _cli("ledger", "verify", str(path)).returncode == 0  # books recomputed, equal

@@ -308,8 +308,13 @@ class Queries:
                     user, host, pid, query_id]
 
         with self._lock:
+            # a stored result never goes away: its hit is recorded without waiting for the
+            # disk (it spends nothing); anything else is a durable commit
+            known = sync.read("cannot read the ledger").execute(
+                "SELECT 1 FROM charges WHERE query = ? AND status = ? LIMIT 1",
+                (query_id, STORED)).fetchone() is not None
             try:
-                row = sync.write(make, relations=rels)
+                row = sync.write(make, relations=rels, durable=not known)
             except BaseException:
                 if "key" in out:
                     with _ACTIVE_LOCK:

@@ -313,18 +313,37 @@ class _LedgerSync:
 
     def write(self, make: Callable[[], list[Any] | None], *,
               relations: frozenset[str] = frozenset(),
-              extra: Callable[[sqlite3.Connection, schema.Row], None] | None = None
-              ) -> schema.Row | None:
+              extra: Callable[[sqlite3.Connection, schema.Row], None] | None = None,
+              durable: bool = True) -> schema.Row | None:
         """Sync, then ``make()`` the row (``time, status, ref, analyst, note, event, cost,
         user, host, pid[, query]``; None: write nothing) and append it, in one transaction
         (lock held); ``extra(conn, row)`` writes more in the same transaction (a cached
         payload).  ``make`` runs with the state synced and may read the ledger.  After the
         commit the anchor is moved forward (LedgerError if that fails: the row is committed
         and counts).  The anchor is written before the commit and flushed while SQLite
-        flushes it.
+        flushes it.  ``durable=False`` (a cache hit's record, which spends nothing) does
+        not wait for either flush: a power loss may forget the record, never a charge
+        (the next durable commit flushes it, and a record the anchor has but the ledger
+        lost is restored from the anchor).
         """
         lf = self.ledger_file
         conn = self.connection()
+        if not durable:
+            conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            try:
+                return self._write(conn, make, relations, extra, durable)
+            finally:
+                if not durable:
+                    conn.execute("PRAGMA synchronous = FULL")
+        except sqlite3.Error as exc:
+            raise lf.error(exc, "cannot record the charge") from exc
+
+    def _write(self, conn: sqlite3.Connection, make: Callable[[], list[Any] | None],
+               relations: frozenset[str],
+               extra: Callable[[sqlite3.Connection, schema.Row], None] | None,
+               durable: bool) -> schema.Row | None:
+        lf = self.ledger_file
         pending: Pending | None = None
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -372,7 +391,7 @@ class _LedgerSync:
             raise
         self.chain = Chain(row.hash, self.chain.where, row.id)
         self.state, self.relation, self.books = state, relation, books
-        if pending is not None:
+        if pending is not None and durable:
             try:
                 pending.wait()
             except OSError as exc:
