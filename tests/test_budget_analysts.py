@@ -477,3 +477,19 @@ def test_checkpoints_carry_the_analysts_books(tmp_path, monkeypatch):
         again.spend(ev.Epsilon(0.25), analyst="alice")
     again.close()
     assert _cli("ledger", "verify", str(path)).returncode == 0  # books recomputed, equal
+
+
+def test_charge_and_release_record_the_query_id_and_failures():
+    from dpfast.mechanisms import LaplaceMechanism
+
+    b = Budget(1.0, accounting="mixed")
+    alice = b.analyst("alice", epsilon=0.5)
+    with pytest.raises(KeyboardInterrupt):
+        with alice.charge(ev.Epsilon(Q), query_id="k1"):
+            raise KeyboardInterrupt
+    mech = LaplaceMechanism(epsilon=Q, sensitivity=1.0)
+    alice.release(mech, [1.0, 2.0], query_id="k2", rng=bytes(32))
+    hist = b.history()
+    assert [(c.status, c.query_id, c.analyst) for c in hist] == [
+        ("failed", "k1", "alice"), ("charged", "k2", "alice")]
+    assert alice.spent().epsilon == 2 * Q

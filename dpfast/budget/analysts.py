@@ -257,14 +257,16 @@ class Analyst:
         return self.budget.spend(event, note=note, analyst=self.name, query_id=query_id)
 
     @contextlib.contextmanager
-    def charge(self, event: Any, *, note: str = "") -> Iterator[Charge]:
+    def charge(self, event: Any, *, note: str = "", query_id: str = "") -> Iterator[Charge]:
         """:meth:`Budget.charge <dpfast.Budget.charge>` for this analyst."""
-        with self.budget.charge(event, note=note, analyst=self.name) as c:
+        with self.budget.charge(event, note=note, analyst=self.name, query_id=query_id) as c:
             yield c
 
-    def release(self, mechanism: Any, x: Any, *, note: str = "", rng: RngLike = None) -> Any:
+    def release(self, mechanism: Any, x: Any, *, note: str = "", rng: RngLike = None,
+                query_id: str = "") -> Any:
         """:meth:`Budget.release <dpfast.Budget.release>` for this analyst."""
-        return self.budget.release(mechanism, x, note=note, analyst=self.name, rng=rng)
+        return self.budget.release(mechanism, x, note=note, analyst=self.name, rng=rng,
+                                   query_id=query_id)
 
     def query(self, query_id: str, event: Any, *, note: str = "",
               wait: float = 3600.0) -> Any:

@@ -27,10 +27,12 @@ class Releasing:
     _sync: _LedgerSync
 
     if TYPE_CHECKING:
-        def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Charge: ...
+        def spend(self, event: Any, *, note: str = "", analyst: str = "",
+                  query_id: str = "") -> Charge: ...
 
     def release(
-        self, mechanism: Any, x: Any, *, note: str = "", analyst: str = "", rng: RngLike = None
+        self, mechanism: Any, x: Any, *, note: str = "", analyst: str = "", rng: RngLike = None,
+        query_id: str = "",
     ) -> Any:
         """Validate ``x``, charge ``mechanism.event``, then return ``mechanism(x, rng=rng)``.
 
@@ -59,12 +61,14 @@ class Releasing:
         if not callable(mechanism):
             raise TypeError(f"mechanism must be callable, got {type(mechanism).__name__}")
         _inputs.validate_release(mechanism, x, rng)
-        with self.charge(event, note=note, analyst=analyst):
+        with self.charge(event, note=note, analyst=analyst, query_id=query_id):
             return mechanism(x, rng=rng)
 
     @contextlib.contextmanager
-    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[Charge]:
-        """Charge ``event`` (as :meth:`spend`), then run the ``with`` block: the release.
+    def charge(self, event: Any, *, note: str = "", analyst: str = "",
+               query_id: str = "") -> Iterator[Charge]:
+        """Charge ``event`` (as :meth:`spend`, with its ``analyst`` and ``query_id``), then
+        run the ``with`` block: the release.
 
         If the block raises -- any exception, ``KeyboardInterrupt`` included (a disk
         full while drawing noise, a cluster computation cancelled before the noise) --
@@ -94,7 +98,7 @@ class Releasing:
         >>> charge.status, budget.remaining().epsilon
         ('charged', 0.5)
         """
-        charge = self.spend(event, note=note, analyst=analyst)
+        charge = self.spend(event, note=note, analyst=analyst, query_id=query_id)
         try:
             yield charge
         except BaseException as exc:
@@ -107,7 +111,7 @@ class Releasing:
         with self._lock:
             try:
                 fields = [time.time(), charge.id, charge.analyst, why, charge.event_json,
-                          "[]", user, host, pid]
+                          "[]", user, host, pid, charge.query_id]
                 self._sync.append(fields, lambda: FAILED)
             except (LedgerError, ValueError, RuntimeError):
                 pass  # the charge stays counted; never mask the mechanism's error
