@@ -214,8 +214,8 @@ class Analysts:
             state = books.state_of(name)
             total, tstate = self._filter, self._sync.state
             joint = copy.copy(sub)
-            joint.fits = (  # type: ignore[method-assign]
-                lambda st, c: total.fits(tstate, c) and sub.fits(st, c))
+            setattr(joint, "fits",  # noqa: B010 - an instance's own fit test
+                    lambda st, c: total.fits(tstate, c) and sub.fits(st, c))
             return joint.remaining(state), sub.spent(state)
 
 

@@ -133,11 +133,12 @@ def event_costs(event: Any, finite: Sequence[float]) -> tuple[list[float], float
     from dpfast.accounting.pure import approx_dp
     from dpfast.accounting.rdp import rdp_epsilons
 
+    bound: tuple[float, float] | None
     try:
-        eps, dlt = approx_dp(event)
-        eps, dlt = float(eps), float(dlt)
+        e0, d0 = approx_dp(event)
+        bound = (float(e0), float(d0))
     except ValueError:
-        eps = dlt = None
+        bound = None
     rdp: list[float] | None = None
     if finite:
         try:
@@ -146,7 +147,8 @@ def event_costs(event: Any, finite: Sequence[float]) -> tuple[list[float], float
             rdp = None
         if rdp is not None and all(math.isinf(v) for v in rdp):
             rdp = None
-    if eps is not None:
+    if bound is not None:
+        eps, dlt = bound
         pure = [float(v) for v in rdp_epsilons(_events.Epsilon(eps), list(finite))] \
             if finite else []
         curve = pure if (dlt or rdp is None) else [min(a, b) for a, b in

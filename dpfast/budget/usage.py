@@ -142,6 +142,8 @@ class Usage:
                f"{self.remaining.epsilon:.6g}; utilization {self.utilization:.1f}%",
                f"{self.charges} charges, {self.refused} refused, {self.failed} failed, "
                f"{self.hits} cache hits"]
+        head: tuple[str, ...]
+        rows: list[tuple[str, ...]]
         if by == "analyst":
             head = ("analyst", "sub-budget", "spent eps", "left eps", "used %", "charges",
                     "refused", "queries", "hits")
