@@ -102,9 +102,11 @@ class Books:
                 "spent": {k: state_fields(v) for k, v in sorted(self.spent.items())}}
 
     def load(self, data: Any) -> bool:
-        """Fill from :meth:`dump` output; False when it does not fit."""
+        """Fill from :meth:`dump` output (None: no analysts); False when it does not fit."""
         from .checkpoint import fill_state
 
+        if data is None:
+            return True
         if not isinstance(data, dict) or set(data) != {"limits", "spent"}:
             return False
         limits, spent = data["limits"], data["spent"]

@@ -227,9 +227,20 @@ class Queries:
     # -- the steps, each one ledger transaction ----------------------------------------
 
     def _rows_of(self, conn: Any, query_id: str) -> list[schema.Row]:
+        """The last ``stored`` row of the query if there is one, else its charges and
+        failures (never its hits: asking costs the same after any number of them)."""
         where = self._ledger.where
-        raws = conn.execute(f"SELECT {schema.COLUMNS} FROM charges WHERE query = ? "
-                            "ORDER BY id", (query_id,)).fetchall()
+        raw = conn.execute(f"SELECT {schema.COLUMNS} FROM charges WHERE query = ? AND "
+                           "status = ? ORDER BY id DESC LIMIT 1", (query_id, STORED)
+                           ).fetchone()
+        if raw is not None:
+            stored = to_row(raw, where)
+            charge = conn.execute(f"SELECT {schema.COLUMNS} FROM charges WHERE id = ?",
+                                  (stored.ref,)).fetchone()
+            return ([] if charge is None else [to_row(charge, where)]) + [stored]
+        raws = conn.execute(f"SELECT {schema.COLUMNS} FROM charges WHERE query = ? AND "
+                            "status IN (?, ?) ORDER BY id", (query_id, CHARGED, FAILED)
+                            ).fetchall()
         return [to_row(r, where) for r in raws]
 
     def _payload(self, conn: Any, stored: schema.Row) -> bytes:

@@ -91,7 +91,8 @@ PAYLOADS = (
        BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END""",
     """CREATE TRIGGER IF NOT EXISTS payloads_no_delete BEFORE DELETE ON payloads
        BEGIN SELECT RAISE(ABORT, 'the dpfast ledger is append-only'); END""",
-    "CREATE INDEX IF NOT EXISTS charges_by_query ON charges (query) WHERE query != ''",
+    "CREATE INDEX IF NOT EXISTS charges_by_query ON charges (query, status) "
+    "WHERE query != ''",
 )
 
 SCHEMA = (
