@@ -493,3 +493,32 @@ def test_charge_and_release_record_the_query_id_and_failures():
     assert [(c.status, c.query_id, c.analyst) for c in hist] == [
         ("failed", "k1", "alice"), ("charged", "k2", "alice")]
     assert alice.spent().epsilon == 2 * Q
+
+
+def test_threads_asking_one_new_query_compute_it_once():
+    import threading
+
+    b = Budget(1.0, accounting="mixed")
+    results, calls = [], []
+
+    def ask():
+        with b.query("t", ev.Epsilon(Q)) as q:
+            if not q.hit:
+                calls.append(1)
+                time.sleep(0.3)
+                q.store(b"once")
+            results.append(q.payload)
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert calls == [1] and results == [b"once"] * 3
+    assert b.remaining().epsilon == 1.0 - Q
+    with pytest.raises(RuntimeError, match="inside its own computation"):
+        with b.query("n", ev.Epsilon(Q)) as q:
+            with b.query("n", ev.Epsilon(Q)):
+                pass
+    with pytest.raises(ValueError, match="cannot accept any charge"):
+        Budget(1.0, 1e-6, accounting="advanced").analyst("tiny", epsilon=0.5, delta=5e-324)

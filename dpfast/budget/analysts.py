@@ -182,6 +182,13 @@ class Analysts:
             raise ValueError(f"delta must be > 0 for a sub-budget of accounting="
                              f"{self._filter.accounting!r}")
         want = (eps, dlt)
+        from .registry import make_filter
+
+        try:  # the sub-budget's filter must exist (e.g. an rdp cap can be negative)
+            make_filter(self._filter.accounting, eps, dlt, getattr(self._filter, "orders", None))
+        except ValueError as exc:
+            raise ValueError(f"the sub-budget (epsilon={eps!r}, delta={dlt!r}) of analyst "
+                             f"{name!r} cannot accept any charge: {exc}") from None
         user, host, pid = identity()
         sync = self._sync
 
