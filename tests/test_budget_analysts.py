@@ -517,7 +517,7 @@ def test_threads_asking_one_new_query_compute_it_once():
     assert calls == [1] and results == [b"once"] * 3
     assert b.remaining().epsilon == 1.0 - Q
     with pytest.raises(RuntimeError, match="inside its own computation"):
-        with b.query("n", ev.Epsilon(Q)) as q:
+        with b.query("n", ev.Epsilon(Q)):
             with b.query("n", ev.Epsilon(Q)):
                 pass
     with pytest.raises(ValueError, match="cannot accept any charge"):
