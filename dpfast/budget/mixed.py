@@ -5,9 +5,9 @@ approximate and Gaussian (zCDP/RDP) releases in one fully adaptive ledger.
 :math:`r(\alpha)` at the filter's finite orders, its pure epsilon :math:`r(\infty)`
 (``inf`` when it has none, e.g. a Gaussian), and its delta :math:`\delta_i`:
 
-* a pure :math:`\varepsilon_i`-DP event (Laplace, exponential, ...): its own RDP curve
-  (:func:`dpfast.accounting.rdp.rdp_epsilons`, never above the curve of binary
-  randomized response of :math:`\varepsilon_i`), :math:`r(\infty)=\varepsilon_i`,
+* a pure :math:`\varepsilon_i`-DP event (Laplace, exponential, ...): the smaller of its
+  own RDP curve (:func:`dpfast.accounting.rdp.rdp_epsilons`) and the curve of binary
+  randomized response of :math:`\varepsilon_i`, :math:`r(\infty)=\varepsilon_i`,
   :math:`\delta_i = 0`;
 * an :math:`(\varepsilon_i, \delta_i)`-DP event with :math:`\delta_i > 0` (key
   selection): the RDP curve of pure :math:`\varepsilon_i`-DP,
@@ -25,12 +25,13 @@ the approximate-RDP filter below for the remaining budget :math:`\varepsilon' =
 \varepsilon - E`, :math:`\delta' = \delta - D` (both rounded down), fixed when it
 opens.  Phase 2 splits :math:`\delta'` into :math:`\delta'_c = \delta'/2` for the
 charges' own deltas and :math:`\delta'_r = \delta' - \delta'_c` for the conversion of
-the RDP members, shared by the :math:`m` live finite orders as in
-:class:`~dpfast.budget.RdpFilter`.  A phase-2 charge is accepted iff
+one RDP member: the order :math:`\alpha^*` of the filter's grid whose cap, per unit of
+order, is largest (the best for Gaussian charges), chosen when phase 2 opens as a
+function of :math:`(\varepsilon', \delta')` alone.  A phase-2 charge is accepted iff
 :math:`\sum\delta_i \le \delta'_c` (phase-2 charges) and at least one *member* still
-fits: the member :math:`\infty` with :math:`\sum r_i(\infty) \le \varepsilon'`, or a
-live finite order :math:`\alpha` with :math:`\sum r_i(\alpha) \le B_\alpha(\varepsilon',
-\delta'_r/m)` (the cap of :class:`~dpfast.budget.RdpFilter`, CKS20 Prop. 12).
+fits: the member :math:`\infty` with :math:`\sum r_i(\infty) \le \varepsilon'`, or
+:math:`\alpha^*` with :math:`\sum r_i(\alpha^*) \le B_{\alpha^*}(\varepsilon',
+\delta'_r)` (the cap of :class:`~dpfast.budget.RdpFilter`, CKS20 Prop. 12).
 
 Privacy
 -------
@@ -49,15 +50,18 @@ phase 2 never opens, the transcript is phase 1, a basic-composition filter.
 *Phase 2 is* :math:`(\varepsilon', \delta'_c + \delta'_r)`-*DP.*  Fix :math:`x \sim x'`
 and a history :math:`h`.  Step :math:`i` outputs :math:`P_i = M_i(x; h)` or :math:`Q_i
 = M_i(x'; h)`, which are :math:`(\varepsilon_i, \delta_i)`-indistinguishable with
-:math:`\varepsilon_i, \delta_i` functions of :math:`h`.  By the decomposition lemma
-(Kairouz, Oh, Viswanath 2015; Murtagh & Vadhan 2016, Lemma 3.2) :math:`P_i =
-(1-\delta_i) P'_i + \delta_i P''_i` and :math:`Q_i = (1-\delta_i) Q'_i + \delta_i
-Q''_i` with :math:`P'_i, Q'_i` :math:`\varepsilon_i`-indistinguishable (pure), so
-:math:`D_\alpha(P'_i \| Q'_i) \le r_i(\alpha)` at every order (the curve of binary
-randomized response is the largest a pure pair can have; Bun & Steinke 2016, Prop. 3.3)
-and :math:`D_\infty \le \varepsilon_i`; a Gaussian step has :math:`\delta_i = 0` and
-:math:`P'_i = P_i`.  Call *good* the interaction that draws every step from
-:math:`P'_i` (resp. :math:`Q'_i`) under the same filter, :math:`\tilde P, \tilde Q` its
+:math:`\varepsilon_i, \delta_i` functions of :math:`h`.  By the simulation theorem of
+Kairouz, Oh & Viswanath (2015) the pair is a post-processing :math:`T` of the pair of
+:math:`(\varepsilon_i, \delta_i)` randomized response, whose two laws both put weight
+:math:`\delta_i` on an output that reveals the dataset and are pure
+:math:`\varepsilon_i`-RR otherwise; so :math:`P_i = (1-\delta_i) P'_i + \delta_i P''_i`
+and :math:`Q_i = (1-\delta_i) Q'_i + \delta_i Q''_i` with the *same* weight, where
+:math:`P'_i, Q'_i` are :math:`T` of binary :math:`\varepsilon_i`-RR.  By data processing
+:math:`D_\alpha(P'_i \| Q'_i)` is at most the RDP curve of binary
+:math:`\varepsilon_i`-RR, :math:`r_i(\alpha)`, at every order (and :math:`D_\infty \le
+\varepsilon_i`); a pure step has :math:`\delta_i = 0` (its own RDP curve also bounds
+it), a Gaussian step has :math:`\delta_i = 0` and :math:`P'_i = P_i`.  Call *good*
+the interaction that draws every step from :math:`P'_i` (resp. :math:`Q'_i`) under the same filter, :math:`\tilde P, \tilde Q` its
 transcript laws, and :math:`w(h) = \prod_i (1-\delta_i(h))` over the accepted steps; the
 filter keeps :math:`\sum\delta_i \le \delta'_c` on every path, so :math:`1 - w \le
 \delta'_c`.  Drawing each step as the mixture (a coin of bias :math:`\delta_i`, then
@@ -65,11 +69,12 @@ filter keeps :math:`\sum\delta_i \le \delta'_c` on every path, so :math:`1 - w \
 \mathbb{E}_{\tilde P}[w 1_S] + (1 - \mathbb{E}_{\tilde P}[w]) \le
 \mathbb{E}_{\tilde P}[w 1_S] + \delta'_c` and :math:`\mathbb{E}_{\tilde Q}[w 1_S] =
 \Pr[T(x') \in S,\ \text{no coin fell}] \le \Pr[T(x') \in S]`.  The good interaction is
-the filter of :class:`~dpfast.budget.RdpFilter` over pure-RDP steps (the member
-:math:`\infty` a basic-composition filter of pure steps, the finite orders Renyi
-filters, Feldman & Zrnic 2021; the extra stopping rule on the deltas is predictable),
-so by the argument given there its hockey-stick divergence is at most :math:`m \cdot
-\delta'_r/m + 0`; it holds for the :math:`[0,1]`-valued test :math:`w 1_S` as for sets:
+the filter of :class:`~dpfast.budget.RdpFilter` over pure-RDP steps with two members
+(:math:`\infty`, a basic-composition filter of pure steps, and :math:`\alpha^*`, a Renyi
+filter, Feldman & Zrnic 2021; the extra stopping rule on the deltas is predictable),
+so by the argument given there its hockey-stick divergence is at most
+:math:`\delta'_r + 0`; it holds for the :math:`[0,1]`-valued test :math:`w 1_S` as
+for sets:
 :math:`\mathbb{E}_{\tilde P}[w 1_S] \le e^{\varepsilon'} \mathbb{E}_{\tilde Q}[w 1_S] +
 \delta'_r`.  Together: :math:`\Pr[T(x)\in S] \le e^{\varepsilon'} \Pr[T(x')\in S] +
 \delta'_r + \delta'_c`.  This is the approximate-RDP/zCDP filter of Whitehouse,
@@ -100,6 +105,7 @@ Renyi Filter", NeurIPS 2021.  Whitehouse, Ramdas, Rogers, Wu, "Fully-Adaptive
 Composition in Differential Privacy", ICML 2023.  Lecuyer, "Practical Privacy Filters
 and Odometers with Renyi Differential Privacy", 2021.  Murtagh & Vadhan, "The
 Complexity of Computing the Optimal Composition of Differential Privacy", TCC 2016.
+Kairouz, Oh, Viswanath, "The Composition Theorem for Differential Privacy", ICML 2015.
 Bun & Steinke, "Concentrated Differential Privacy", TCC 2016.
 """
 
