@@ -61,8 +61,8 @@ and :math:`Q_i = (1-\delta_i) Q'_i + \delta_i Q''_i` with the *same* weight, whe
 :math:`\varepsilon_i`-RR, :math:`r_i(\alpha)`, at every order (and :math:`D_\infty \le
 \varepsilon_i`); a pure step has :math:`\delta_i = 0` (its own RDP curve also bounds
 it), a Gaussian step has :math:`\delta_i = 0` and :math:`P'_i = P_i`.  Call *good*
-the interaction that draws every step from :math:`P'_i` (resp. :math:`Q'_i`) under the same filter, :math:`\tilde P, \tilde Q` its
-transcript laws, and :math:`w(h) = \prod_i (1-\delta_i(h))` over the accepted steps; the
+the interaction that draws every step from :math:`P'_i` (resp. :math:`Q'_i`) under the
+same filter, :math:`\tilde P, \tilde Q` its transcript laws, and :math:`w(h) = \prod_i (1-\delta_i(h))` over the accepted steps; the
 filter keeps :math:`\sum\delta_i \le \delta'_c` on every path, so :math:`1 - w \le
 \delta'_c`.  Drawing each step as the mixture (a coin of bias :math:`\delta_i`, then
 :math:`P'_i` or :math:`P''_i`) gives, for every set :math:`S`, :math:`\Pr[T(x) \in S] \le
