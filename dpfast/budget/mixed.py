@@ -47,38 +47,38 @@ it form a basic-composition filter (Rogers, Roth, Ullman, Vadhan 2016, Thm. 3.6)
 :math:`E + \varepsilon' \le \varepsilon` and :math:`D + \delta' \le \delta`.  When
 phase 2 never opens, the transcript is phase 1, a basic-composition filter.
 
-*Phase 2 is* :math:`(\varepsilon', \delta'_c + \delta'_r)`-*DP.*  Fix :math:`x \sim x'`
-and a history :math:`h`.  Step :math:`i` outputs :math:`P_i = M_i(x; h)` or :math:`Q_i
-= M_i(x'; h)`, which are :math:`(\varepsilon_i, \delta_i)`-indistinguishable with
-:math:`\varepsilon_i, \delta_i` functions of :math:`h`.  By the simulation theorem of
+*Phase 2 is* :math:`(\varepsilon', \delta'_c + \delta'_r)`-*DP.* Fix :math:`x \sim x'`
+and a history :math:`h`. Step :math:`i` outputs :math:`P_i = M_i(x; h)` or :math:`Q_i =
+M_i(x'; h)`, which are :math:`(\varepsilon_i, \delta_i)`-indistinguishable with
+:math:`\varepsilon_i, \delta_i` functions of :math:`h`. By the simulation theorem of
 Kairouz, Oh & Viswanath (2015) the pair is a post-processing :math:`T` of the pair of
 :math:`(\varepsilon_i, \delta_i)` randomized response, whose two laws both put weight
 :math:`\delta_i` on an output that reveals the dataset and are pure
 :math:`\varepsilon_i`-RR otherwise; so :math:`P_i = (1-\delta_i) P'_i + \delta_i P''_i`
 and :math:`Q_i = (1-\delta_i) Q'_i + \delta_i Q''_i` with the *same* weight, where
-:math:`P'_i, Q'_i` are :math:`T` of binary :math:`\varepsilon_i`-RR.  By data processing
+:math:`P'_i, Q'_i` are :math:`T` of binary :math:`\varepsilon_i`-RR. By data processing
 :math:`D_\alpha(P'_i \| Q'_i)` is at most the RDP curve of binary
 :math:`\varepsilon_i`-RR, :math:`r_i(\alpha)`, at every order (and :math:`D_\infty \le
 \varepsilon_i`); a pure step has :math:`\delta_i = 0` (its own RDP curve also bounds
-it), a Gaussian step has :math:`\delta_i = 0` and :math:`P'_i = P_i`.  Call *good*
-the interaction that draws every step from :math:`P'_i` (resp. :math:`Q'_i`) under the
-same filter, :math:`\tilde P, \tilde Q` its transcript laws, and :math:`w(h) = \prod_i (1-\delta_i(h))` over the accepted steps; the
-filter keeps :math:`\sum\delta_i \le \delta'_c` on every path, so :math:`1 - w \le
-\delta'_c`.  Drawing each step as the mixture (a coin of bias :math:`\delta_i`, then
-:math:`P'_i` or :math:`P''_i`) gives, for every set :math:`S`, :math:`\Pr[T(x) \in S] \le
-\mathbb{E}_{\tilde P}[w 1_S] + (1 - \mathbb{E}_{\tilde P}[w]) \le
-\mathbb{E}_{\tilde P}[w 1_S] + \delta'_c` and :math:`\mathbb{E}_{\tilde Q}[w 1_S] =
-\Pr[T(x') \in S,\ \text{no coin fell}] \le \Pr[T(x') \in S]`.  The good interaction is
-the filter of :class:`~dpfast.budget.RdpFilter` over pure-RDP steps with two members
-(:math:`\infty`, a basic-composition filter of pure steps, and :math:`\alpha^*`, a Renyi
-filter, Feldman & Zrnic 2021; the extra stopping rule on the deltas is predictable),
-so by the argument given there its hockey-stick divergence is at most
-:math:`\delta'_r + 0`; it holds for the :math:`[0,1]`-valued test :math:`w 1_S` as
-for sets:
-:math:`\mathbb{E}_{\tilde P}[w 1_S] \le e^{\varepsilon'} \mathbb{E}_{\tilde Q}[w 1_S] +
-\delta'_r`.  Together: :math:`\Pr[T(x)\in S] \le e^{\varepsilon'} \Pr[T(x')\in S] +
-\delta'_r + \delta'_c`.  This is the approximate-RDP/zCDP filter of Whitehouse,
-Ramdas, Rogers, Wu (2023) with the member :math:`\alpha = \infty` added.
+it), a Gaussian step has :math:`\delta_i = 0` and :math:`P'_i = P_i`. Call *good* the
+interaction that draws every step from :math:`P'_i` (resp. :math:`Q'_i`) under the same
+filter, :math:`\tilde P, \tilde Q` its transcript laws, and :math:`w(h) = \prod_i
+(1-\delta_i(h))` over the accepted steps; the filter keeps :math:`\sum\delta_i \le
+\delta'_c` on every path, so :math:`1 - w \le \delta'_c`. Drawing each step as the
+mixture (a coin of bias :math:`\delta_i`, then :math:`P'_i` or :math:`P''_i`) gives, for
+every set :math:`S`, :math:`\Pr[T(x) \in S] \le \mathbb{E}_{\tilde P}[w 1_S] + (1 -
+\mathbb{E}_{\tilde P}[w]) \le \mathbb{E}_{\tilde P}[w 1_S] + \delta'_c` and
+:math:`\mathbb{E}_{\tilde Q}[w 1_S] = \Pr[T(x') \in S,\ \text{no coin fell}] \le
+\Pr[T(x') \in S]`. The good interaction is the filter of
+:class:`~dpfast.budget.RdpFilter` over pure-RDP steps with two members (:math:`\infty`,
+a basic-composition filter of pure steps, and :math:`\alpha^*`, a Renyi filter, Feldman
+& Zrnic 2021; the extra stopping rule on the deltas is predictable), so by the argument
+given there its hockey-stick divergence is at most :math:`\delta'_r + 0`; it holds for
+the :math:`[0,1]`-valued test :math:`w 1_S` as for sets: :math:`\mathbb{E}_{\tilde P}[w
+1_S] \le e^{\varepsilon'} \mathbb{E}_{\tilde Q}[w 1_S] + \delta'_r`. Together:
+:math:`\Pr[T(x)\in S] \le e^{\varepsilon'} \Pr[T(x')\in S] + \delta'_r + \delta'_c`.
+This is the approximate-RDP/zCDP filter of Whitehouse, Ramdas, Rogers, Wu (2023) with
+the member :math:`\alpha = \infty` added.
 
 *Tightness.*  On pure and approximate charges the filter accepts every prefix that
 basic composition accepts (phase 1 is basic composition; phase 2 only adds).  On
