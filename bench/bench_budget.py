@@ -120,7 +120,9 @@ def _extend(path: str, n: int) -> None:
     con = sqlite3.connect(path, isolation_level=None)
     event = '{"type":"Epsilon","epsilon":9.313225746154785e-10}'
     cost = schema.encode_cost([2.0**-30, 0.0])
-    state = filt.new_state()
+    from dpfast.budget.books import Books
+
+    state, books = filt.new_state(), Books(filt)
     prev = lf.genesis
     con.execute("BEGIN IMMEDIATE")
     batch = []
@@ -130,11 +132,12 @@ def _extend(path: str, n: int) -> None:
         batch.append((*fields, prev, digest))
         prev = digest
         filt.add(state, (2.0**-30, 0.0))
+        books.charge("a", (2.0**-30, 0.0))
         if i % checkpoint.EVERY == 0:
             con.executemany(f"INSERT INTO charges ({schema.COLUMNS}) VALUES "
                             f"({schema.PLACEHOLDERS})", batch)
             batch = []
-            checkpoint.write(con, None, lf.genesis, i, digest, state, None)
+            checkpoint.write(con, None, lf.genesis, i, digest, state, None, books)
     con.executemany(f"INSERT INTO charges ({schema.COLUMNS}) VALUES "
                     f"({schema.PLACEHOLDERS})", batch)
     con.execute("COMMIT")
