@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
     from dpfast import planning as planning
     from dpfast import random as random
     from dpfast import selection as selection
+    from dpfast import session as session
     from dpfast import tables as tables
     from dpfast.accounting import (
         Accountant,
@@ -125,6 +126,7 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
         default_rng,
         keystream,
     )
+    from dpfast.session import Session
     from dpfast.selection import (
         exponential,
         exponential_event,
@@ -188,6 +190,8 @@ _PUBLIC: dict[str, str] = {
     "Budget": "dpfast.budget",
     "BudgetExceededError": "dpfast.budget",
     "LedgerError": "dpfast.budget",
+    # sessions over a data store (the session extra: DuckDB, sqlglot)
+    "Session": "dpfast.session",
     # planning (accuracy-first calibration)
     "accuracy_to_epsilon": "dpfast.planning",
     "epsilon_to_accuracy": "dpfast.planning",
@@ -198,6 +202,7 @@ _PUBLIC: dict[str, str] = {
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
     "dpsgd", "events", "tables", "metrics", "guidelines", "planning", "dask", "compat",
+    "session",
 }
 
 # literal, so that type checkers see the re-exports (a test keeps it equal to _PUBLIC)
@@ -217,6 +222,7 @@ __all__ = [
     "PureDpAccountant",
     "RdpAccountant",
     "RngLike",
+    "Session",
     "SnappingMechanism",
     "UnsupportedEventError",
     "ZcdpAccountant",

@@ -50,6 +50,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.planning", 10),  # accuracy-first calibration (uses the mechanisms)
     ("dpfast.histogram", 11),  # numpy-style histograms, built on dpfast.tables
     ("dpfast.dask", 11),  # scale-out, built on dpfast.tables
+    ("dpfast.session", 12),  # sessions over a data store: tables, budget, dask, SQL
     ("dpfast", 12),  # the package __init__ re-exports lazily (imports at run time only)
     ("dpfast.perf", 13),  # the performance gate times the public facade
     ("dpfast.cli", 14),  # the command line uses the public facade

@@ -296,6 +296,23 @@ class TableRelease:
                              f"{self.values.shape} values")
         return arr, None
 
+    # ------------------------------------------------------------------ serialisation
+    def to_state(self) -> dict[str, Any]:
+        """The release as JSON-able data (no pickle): keys and values as their exact bytes,
+        the event, the noise law, the threshold.  :meth:`from_state` rebuilds an equal
+        release (bit for bit); :class:`dpfast.Session`'s result cache stores it.
+        (:meth:`to_dict` is the ``{key: value}`` mapping.)"""
+        from dpfast.tables._state import release_state
+
+        return release_state(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> TableRelease:
+        """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
+        from dpfast.tables._state import release_from_state
+
+        return release_from_state(state)
+
     # ------------------------------------------------------------------ export
     def to_pandas(self, alpha: float = 0.05) -> Any:
         """A DataFrame indexed by the key, as ``DataFrame.groupby(key).agg(...)`` gives.
@@ -337,3 +354,4 @@ class TableRelease:
         cols["ci_low"] = lo
         cols["ci_high"] = hi
         return cols
+

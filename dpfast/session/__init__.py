@@ -1,0 +1,44 @@
+"""Sessions: differentially private releases over a data store, with a result cache,
+analysts' sub-budgets, a usage report and aggregate SQL.
+
+* :mod:`.session`: :class:`Session` (the releases of :mod:`dpfast.tables` over one private
+  table, through the cache) and :class:`Analyst` (a session seen by one analyst), with the
+  dispatch table :data:`STATISTICS`;
+* :mod:`.sql`: the private SQL subset (sqlglot parses, DuckDB does the row work),
+  :class:`SqlRelease`, :class:`SqlRefusedError`;
+* :mod:`._source` (the data source and its fingerprint), :mod:`._spec` (the normalized
+  query spec and query id), :mod:`._store` (the cache, hits and sub-budgets beside the
+  budget), :mod:`._usage` (:class:`Usage`).
+
+Needs the ``session`` extra (``pip install 'dpfast[session]'``: DuckDB, sqlglot, Polars);
+nothing here is imported by ``import dpfast``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_PUBLIC: dict[str, str] = {
+    "Session": "dpfast.session.session",
+    "Analyst": "dpfast.session.session",
+    "STATISTICS": "dpfast.session.session",
+    "SqlRelease": "dpfast.session.sql",
+    "SqlRefusedError": "dpfast.session.sql",
+    "REASONS": "dpfast.session.sql",
+    "Usage": "dpfast.session._usage",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'dpfast.session' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -1,0 +1,247 @@
+"""The session's data source: one private table behind a DuckDB connection (a pandas or
+Polars DataFrame, Parquet files, a DuckDB database table), or a Dask DataFrame.
+
+:class:`Source` gives the session what it needs of the data and nothing more: the column
+names, the rows of some columns that pass a filter (as numpy arrays, fetched by DuckDB),
+and a *fingerprint* of those columns for the result cache:
+
+* a DataFrame (pandas / Polars) or a DuckDB connection: a content hash computed by DuckDB
+  (row count and the sum of DuckDB's 64-bit ``hash`` of each row's relevant columns), with
+  the DuckDB version; computed once per set of columns and memoised (a DataFrame must not
+  be modified in place while a session uses it);
+* Parquet files and DuckDB database files: each file's absolute path, size and
+  modification time (nanoseconds), and the table name (a rewritten file is a new source);
+* a Dask DataFrame: :func:`dask.base.tokenize` of the relevant columns (for a frame built
+  from pandas data, a hash of the data; for files, of the files' names and metadata).
+
+DuckDB, pandas, Polars and Dask are imported here only when a source of that kind is made.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Source", "make_source", "quote"]
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def quote(name: str) -> str:
+    """A SQL identifier, double-quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _table_name(name: Any, what: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"{what} must be a plain SQL name (letters, digits, _), got {name!r}")
+    return name
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as exc:  # pragma: no cover - duckdb is in the test extra
+        raise ImportError("dpfast.Session needs DuckDB: pip install 'dpfast[session]'") from exc
+    return duckdb
+
+
+def _is_pandas(x: Any) -> bool:
+    return type(x).__module__.startswith("pandas") and hasattr(x, "columns")
+
+
+def _is_polars(x: Any) -> bool:
+    return type(x).__module__.startswith("polars") and hasattr(x, "columns")
+
+
+def _is_dask(x: Any) -> bool:
+    return type(x).__module__.startswith("dask") and hasattr(x, "columns")
+
+
+def _file_stamp(path: str) -> list[Any]:
+    st = os.stat(path)
+    return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
+
+
+class Source:
+    """One private table (see the module docstring)."""
+
+    def __init__(self, kind: str, name: str, con: Any = None, frame: Any = None,
+                 files: Sequence[str] = (), table: str | None = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.con = con            # DuckDB connection (None for Dask)
+        self.frame = frame        # the Dask DataFrame
+        self.files = tuple(files)  # Parquet files or the DuckDB database file
+        self.table = table
+        self.public: frozenset[str] = frozenset()  # public tables on the same connection
+        self._memo: dict[tuple[str, ...], str] = {}
+
+    # ----------------------------------------------------------------- schema
+    @property
+    def columns(self) -> list[str]:
+        if self.kind == "dask":
+            return [str(c) for c in self.frame.columns]
+        rel = self.con.execute(f"SELECT * FROM {quote(self.name)} LIMIT 0")
+        return [d[0] for d in rel.description]
+
+    def check_columns(self, cols: Sequence[str], what: str = "column") -> None:
+        have = set(self.columns)
+        for c in cols:
+            if c not in have:
+                raise ValueError(f"{what} {c!r} is not a column of {self.name!r} "
+                                 f"(columns: {', '.join(sorted(have))})")
+
+    # ----------------------------------------------------------------- rows
+    def fetch(self, cols: Sequence[str], where: str | None = None,
+              not_null: Sequence[str] = ()) -> dict[str, np.ndarray]:
+        """The rows of ``cols`` that pass the SQL filter ``where`` and whose ``not_null``
+        columns are not NULL, as numpy arrays (DuckDB's order of the table's rows)."""
+        if self.kind == "dask":
+            raise ValueError("a Dask source has no SQL row access (use the release methods)")
+        conds = [f"({where})"] if where else []
+        conds += [f"{quote(c)} IS NOT NULL" for c in dict.fromkeys(not_null)]
+        sql = f"SELECT {', '.join(quote(c) for c in dict.fromkeys(cols))} FROM {quote(self.name)}"
+        if conds:
+            sql += " WHERE " + " AND ".join(conds)
+        res = self.con.execute(sql).fetchnumpy()
+        out = {}
+        for c in dict.fromkeys(cols):
+            a = res[c]
+            out[c] = np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
+        return out
+
+    def fetch_sql(self, sql: str) -> dict[str, np.ndarray]:
+        """The columns of a row query (built by :mod:`dpfast.session.sql`) as arrays."""
+        res = self.con.execute(sql).fetchnumpy()
+        return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
+                for c, a in res.items()}
+
+    # ----------------------------------------------------------------- fingerprint
+    def fingerprint_public(self, name: str) -> str:
+        """The content hash of a whole public table (memoised)."""
+        key = ("public:" + name,)
+        if key not in self._memo:
+            duckdb = _duckdb()
+            n, h = self.con.execute(
+                f"SELECT count(*), coalesce(sum(hash(t.*)::HUGEINT), 0)::VARCHAR "
+                f"FROM {quote(name)} t").fetchone()
+            self._memo[key] = _digest(["public", name, duckdb.__version__, int(n), h])
+        return self._memo[key]
+
+    def fingerprint(self, cols: Sequence[str]) -> str:
+        """A fingerprint of the relevant columns ``cols`` (see the module docstring)."""
+        cols = tuple(sorted(set(cols)))
+        if self.kind in ("parquet", "duckdb-file"):
+            stamps = [_file_stamp(f) for f in self.files]
+            wal = self.files[0] + ".wal" if self.kind == "duckdb-file" else None
+            if wal and os.path.exists(wal):
+                stamps.append(_file_stamp(wal))
+            return _digest([self.kind, self.table, stamps, cols])
+        if cols not in self._memo:
+            self._memo[cols] = self._content_hash(cols)
+        return self._memo[cols]
+
+    def _content_hash(self, cols: tuple[str, ...]) -> str:
+        if self.kind == "dask":
+            from dask.base import tokenize
+
+            return _digest(["dask", tokenize(self.frame[list(cols)]), cols])
+        duckdb = _duckdb()
+        cells = ", ".join(quote(c) for c in cols) or "1"
+        n, h = self.con.execute(
+            f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
+            f"FROM {quote(self.name)}").fetchone()
+        return _digest([self.kind, duckdb.__version__, int(n), h, cols])
+
+
+def _digest(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def make_source(source: Any, *, table: str | None = None, name: str | None = None,
+                public: dict[str, Any] | None = None) -> Source:
+    """Wrap ``source`` (see :class:`dpfast.Session`); ``public`` tables are registered on
+    the same DuckDB connection for SQL joins."""
+    if _is_dask(source):
+        if public:
+            raise ValueError("public tables need a DuckDB-backed source, not a Dask one")
+        return Source("dask", _table_name(name or "data", "name"), frame=source)
+    duckdb = _duckdb()
+    if isinstance(source, duckdb.DuckDBPyConnection):
+        if table is None:
+            raise ValueError("a DuckDB connection needs table= (the private table's name)")
+        tname = _table_name(table, "table")
+        src = Source("duckdb", tname, con=source, table=tname)
+    elif _is_pandas(source) or _is_polars(source):
+        con = duckdb.connect()
+        nm = _table_name(name or "data", "name")
+        con.register(nm, source)
+        src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con)
+    elif isinstance(source, (str, os.PathLike)) or (
+            isinstance(source, (list, tuple)) and source
+            and all(isinstance(s, (str, os.PathLike)) for s in source)):
+        paths = [os.fspath(s) for s in (source if isinstance(source, (list, tuple))
+                                         else [source])]
+        src = _file_source(duckdb, paths, table, name)
+    else:
+        raise TypeError("source must be a pandas or Polars DataFrame, a Dask DataFrame, "
+                        "Parquet file(s), a DuckDB database file or connection, got "
+                        f"{type(source).__name__}")
+    for pname, frame in (public or {}).items():
+        _table_name(pname, "public table name")
+        if pname == src.name:
+            raise ValueError(f"public table {pname!r} has the private table's name")
+        if isinstance(frame, (str, os.PathLike)):
+            src.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(pname)} AS SELECT * FROM "
+                            f"read_parquet('{_sql_str(os.fspath(frame))}')")
+        else:
+            src.con.register(pname, frame)
+    src.public = frozenset(public or ())
+    return src
+
+
+def _sql_str(s: str) -> str:
+    return s.replace("'", "''")
+
+
+def _file_source(duckdb: Any, paths: list[str], table: str | None, name: str | None
+                 ) -> Source:
+    files: list[str] = []
+    for p in paths:
+        hits = sorted(glob.glob(p)) if any(ch in p for ch in "*?[") else [p]
+        if not hits:
+            raise FileNotFoundError(f"no file matches {p}")
+        files.extend(hits)
+    for f in files:
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"source file not found: {f}")
+    if all(f.endswith(".parquet") for f in files):
+        con = duckdb.connect()
+        stem = os.path.splitext(os.path.basename(files[0]))[0]
+        nm = _table_name(name or (stem if _NAME.match(stem) else "data"), "name")
+        lst = ", ".join(f"'{_sql_str(os.path.abspath(f))}'" for f in files)
+        con.execute(f"CREATE VIEW {quote(nm)} AS SELECT * FROM read_parquet([{lst}])")
+        return Source("parquet", nm, con=con, files=files, table=nm)
+    if len(files) != 1:
+        raise ValueError("several source files must all be Parquet (.parquet)")
+    con = duckdb.connect(files[0], read_only=True)
+    tables = [r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables").fetchall()]
+    if table is None:
+        if len(tables) != 1:
+            raise ValueError(f"{files[0]} holds {len(tables)} tables; name one with table= "
+                             f"({', '.join(sorted(tables))})")
+        table = tables[0]
+    tname = _table_name(table, "table")
+    if tname not in tables:
+        raise ValueError(f"table {tname!r} is not in {files[0]} ({', '.join(sorted(tables))})")
+    return Source("duckdb-file", tname, con=con, files=files, table=tname)

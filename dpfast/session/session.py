@@ -1,0 +1,519 @@
+""":class:`Session`: releases of :mod:`dpfast.tables` over one private data source, with
+the privacy unit and the public facts filled in, a budget, a result cache and analysts."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from dpfast import tables as _tables
+from dpfast.budget import Budget
+
+from . import _spec, _store
+from ._source import Source, make_source
+from ._usage import Usage, usage_of
+
+__all__ = ["Analyst", "Session", "STATISTICS"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stat:
+    """One statistic of :mod:`dpfast.tables`: ``fn(values?, keys, privacy_ids, *, bounds?,
+    privacy..., domain, rng, budget, note)``; ``value``: it takes a value column (and its
+    bounds); ``dask``: the :mod:`dpfast.dask` function of the same release, if any."""
+
+    function: str
+    value: bool
+    dask: str | None = None
+
+
+#: the dispatch table: statistic name -> how to call it.  A new statistic of
+#: :mod:`dpfast.tables` with the ``sum``/``mean`` signature is one line here (and then a
+#: :class:`Session` method and an SQL aggregate of :mod:`dpfast.session.sql`).
+STATISTICS: dict[str, _Stat] = {
+    "count": _Stat("count", value=False, dask="count"),
+    "sum": _Stat("sum", value=True, dask="sum"),
+    "mean": _Stat("mean", value=True, dask="mean"),
+}
+
+
+class _Hit(Exception):
+    def __init__(self, payload: bytes) -> None:
+        super().__init__("cache hit")
+        self.payload = payload
+
+
+class _Charging:
+    """The budget a release is given: its charge opens the store's atomic query (cache
+    re-check, sub-budget and total charges); a hit found there stops the release."""
+
+    def __init__(self, store: _store.Store, qid: str, analyst: str, description: str,
+                 stack: contextlib.ExitStack) -> None:
+        self._store, self._qid, self._analyst = store, qid, analyst
+        self._description, self._stack = description, stack
+        self.query: Any = None
+
+    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Any:
+        raise TypeError("a session's release is charged with charge()")
+
+    @contextlib.contextmanager
+    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[None]:
+        if self.query is not None:
+            raise RuntimeError("a session release charges once")
+        self.query = self._stack.enter_context(self._store.query(
+            self._qid, event, note=note, analyst=self._analyst,
+            description=self._description))
+        if self.query.hit:
+            raise _Hit(self.query.payload)
+        yield
+
+
+def _encode(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _release_payload(rel: Any) -> dict[str, Any]:
+    return {"kind": "table", "release": rel.to_state()}
+
+
+def _from_payload(payload: bytes) -> Any:
+    d = json.loads(payload)
+    if d["kind"] == "table":
+        return _tables.TableRelease.from_state(d["release"])
+    if d["kind"] == "histogram":
+        from dpfast.tables._state import decode_array
+
+        return (decode_array(d["hist"]), decode_array(d["edges"]),
+                _tables.TableRelease.from_state(d["release"]))
+    raise ValueError(f"unknown cached payload kind {d['kind']!r}")
+
+
+def _names(by: Any, what: str = "by") -> list[str]:
+    cols = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
+    if not cols or not all(isinstance(c, str) for c in cols):
+        raise TypeError(f"{what} must be a column name or a list of column names, got {by!r}")
+    return cols
+
+
+class Session:
+    """Differentially private releases over one private data source.
+
+    Parameters
+    ----------
+    source : DataFrame, path(s), DuckDB connection or Dask DataFrame
+        The private table: a pandas or Polars DataFrame, Parquet file(s) (paths or a glob),
+        a DuckDB database file (``table=`` names the table when it holds several) or
+        connection (with ``table=``), or a Dask DataFrame (releases run on the cluster
+        with :mod:`dpfast.dask`: the same results, bit for bit).  Never modified.
+    privacy_unit : str or None
+        The column naming the person each row is about (one person may have many rows);
+        None: every row is a different person.
+    bounds : dict, optional
+        Public bounds ``{column: (lo, hi)}`` of value columns (values are clamped).
+    domains : dict, optional
+        Public key domains ``{column: keys}``: grouping by such a column releases exactly
+        these keys (no key selection); other group-by columns use private key selection
+        (``delta > 0``).
+    budget : dpfast.Budget, optional
+        The budget every release is charged to.  Or give ``epsilon`` (and ``delta``,
+        ``ledger``) and the session makes one (accounting: the budget layer's ``"mixed"``
+        filter where it exists, else ``"basic"``); a ``ledger`` that exists is reopened.
+    rng : None, Generator or 32-byte key
+        The noise source of every release (see :func:`dpfast.tables.count`).
+    max_partitions, max_per_partition : int
+        Default contribution bounds per person (overridable per release).
+    table, name : str, optional
+        ``table``: the table of a DuckDB source; ``name``: the private table's name in SQL
+        (default: the DuckDB table, the Parquet file's stem, else ``"data"``).
+    public : dict, optional
+        Public tables ``{name: DataFrame or Parquet path}`` that SQL may join with.
+
+    Notes
+    -----
+    Every release goes through the **result cache**: its normalized spec (statistic,
+    columns, filter, bounds, privacy target, contribution bounds, key domain, data
+    fingerprint; :mod:`dpfast.session._spec`) is hashed to a query id; a query asked before
+    returns the stored release -- the same numbers, no new charge, no new noise -- also
+    in another process using the same ledger.  Re-noising would leak: ``k`` independent
+    noisy answers to one question average to an answer with ``sqrt(k)`` times less noise,
+    i.e. ``k`` times the privacy loss; returning the stored one is post-processing of a
+    release already paid for (free).
+
+    Privacy
+    -------
+    Each release has the guarantee of the :mod:`dpfast.tables` function it calls (stated
+    there), for neighbouring datasets that differ by all rows of one privacy unit
+    (add/remove one person), and is charged to the budget (and to the analyst's
+    sub-budget) before any noise is drawn; the budget's filter bounds the whole fully
+    adaptive sequence (:class:`dpfast.Budget`).  A row filter (``where``) is applied per
+    row before contribution bounding, so it does not change the sensitivity.  Cache hits
+    are post-processing of earlier releases and cost nothing (Dwork and Roth 2014,
+    Proposition 2.1).
+    """
+
+    def __init__(self, source: Any, *, privacy_unit: str | None, bounds: dict[str, Any]
+                 | None = None, domains: dict[str, Any] | None = None, budget: Any = None,
+                 epsilon: float | None = None, delta: float = 0.0,
+                 ledger: str | os.PathLike[str] | None = None, rng: Any = None,
+                 max_partitions: int = 1, max_per_partition: int = 1,
+                 table: str | None = None, name: str | None = None,
+                 public: dict[str, Any] | None = None) -> None:
+        if budget is not None and (epsilon is not None or ledger is not None):
+            raise ValueError("give budget= or epsilon=/delta=/ledger=, not both")
+        if budget is None:
+            budget = self._make_budget(epsilon, delta, ledger)
+        elif not isinstance(budget, Budget):
+            raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
+        self.budget = budget
+        self._source: Source = make_source(source, table=table, name=name, public=public)
+        if privacy_unit is not None:
+            self._source.check_columns(_names(privacy_unit, "privacy_unit"), "privacy_unit")
+        self.privacy_unit = privacy_unit
+        self.bounds = self._check_bounds(bounds or {})
+        self.domains = self._check_domains(domains or {})
+        self.rng = rng
+        self.max_partitions = max_partitions
+        self.max_per_partition = max_per_partition
+        self._store = _store.Store(budget)
+        self.analyst_name = ""
+
+    @staticmethod
+    def _make_budget(epsilon: Any, delta: Any, ledger: Any) -> Budget:
+        if epsilon is None:
+            if ledger is not None and os.path.exists(ledger):
+                return Budget.from_ledger(ledger)
+            raise ValueError("a session needs budget= or epsilon= (and delta=, ledger=)")
+        acc = _store.default_accounting(delta)
+        return Budget(epsilon, delta or None, ledger=ledger, accounting=acc)
+
+    def _check_bounds(self, bounds: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+        if not isinstance(bounds, dict):
+            raise TypeError("bounds must be a dict {column: (lo, hi)}")
+        out = {}
+        for col, b in bounds.items():
+            self._source.check_columns([col], "bounds column")
+            if not isinstance(b, (tuple, list)) or len(b) != 2:
+                raise ValueError(f"bounds[{col!r}] must be (lo, hi), got {b!r}")
+            out[col] = (b[0], b[1])
+        return out
+
+    def _check_domains(self, domains: dict[str, Any]) -> dict[str, np.ndarray]:
+        if not isinstance(domains, dict):
+            raise TypeError("domains must be a dict {column: keys}")
+        for col in domains:
+            self._source.check_columns([col], "domains column")
+        return {c: np.asarray(list(v) if isinstance(v, (set, frozenset)) else v)
+                for c, v in domains.items()}
+
+    # ------------------------------------------------------------------ analysts
+    def analyst(self, name: str, *, epsilon: float | None = None,
+                delta: float | None = None) -> Analyst:
+        """A view of this session whose releases charge analyst ``name``'s sub-budget (of
+        ``epsilon``, ``delta``; default delta: the total's) and the total, every ledger row
+        naming them.  An analyst known to the ledger is reopened (``epsilon`` may be
+        omitted; a different one is a ValueError)."""
+        self._store.analyst(name, epsilon, delta)
+        return Analyst(self, name)
+
+    def usage(self) -> Usage:
+        """The usage report: total, spent, remaining, utilization %, per analyst, per
+        query, cache hits (:class:`dpfast.session.Usage`; ``print`` it)."""
+        return usage_of(self.budget, self._store.usage())
+
+    # ------------------------------------------------------------------ releases
+    def count(self, by: Any, *, epsilon: float | None = None, delta: float = 0.0,
+              where: str | None = None, **options: Any) -> Any:
+        """:func:`dpfast.tables.count` of the rows per ``by`` key (passing ``where``, a SQL
+        condition on the row's columns, evaluated by DuckDB), through the cache.
+        ``options``: ``rho``, ``noise``, ``max_partitions``, ``max_per_partition``,
+        ``domain`` (overrides the session's ``domains``), ``note``."""
+        return self.release("count", by, epsilon=epsilon, delta=delta, where=where,
+                            **options)
+
+    def sum(self, value: str, by: Any, *, epsilon: float | None = None,  # noqa: A003
+            delta: float = 0.0, where: str | None = None, **options: Any) -> Any:
+        """:func:`dpfast.tables.sum` of ``value`` per ``by`` key (bounds from the
+        session's ``bounds`` or ``bounds=``), through the cache; as :meth:`count`."""
+        return self.release("sum", by, value=value, epsilon=epsilon, delta=delta,
+                            where=where, **options)
+
+    def mean(self, value: str, by: Any, *, epsilon: float | None = None,
+             delta: float = 0.0, where: str | None = None, **options: Any) -> Any:
+        """:func:`dpfast.tables.mean` of ``value`` per ``by`` key; as :meth:`sum`."""
+        return self.release("mean", by, value=value, epsilon=epsilon, delta=delta,
+                            where=where, **options)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        stat = STATISTICS.get(name) if not name.startswith("_") else None
+        if stat is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if stat.value:
+            return lambda value, by, **kw: self.release(name, by, value=value, **kw)
+        return lambda by, **kw: self.release(name, by, **kw)
+
+    def release(self, statistic: str, by: Any, *, value: str | None = None,
+                epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+                noise: str | None = None, where: str | None = None,
+                bounds: tuple[Any, Any] | None = None, domain: Any = None,
+                max_partitions: int | None = None, max_per_partition: int | None = None,
+                note: str = "") -> Any:
+        """The release ``statistic`` (a name of :data:`STATISTICS`) of ``value`` per ``by``
+        key; what :meth:`count`, :meth:`sum`, :meth:`mean` call."""
+        stat = STATISTICS.get(statistic)
+        if stat is None:
+            raise ValueError(f"statistic must be one of {sorted(STATISTICS)}, got "
+                             f"{statistic!r}")
+        keys = _names(by)
+        src = self._source
+        src.check_columns(keys, "key column")
+        if stat.value:
+            if not isinstance(value, str):
+                raise TypeError(f"{statistic} needs value=, a column name")
+            src.check_columns([value], "value column")
+            if bounds is None:
+                if value not in self.bounds:
+                    raise ValueError(f"{statistic} of {value!r} needs bounds: give "
+                                     f"bounds={{{value!r}: (lo, hi)}} to the session or "
+                                     "bounds=(lo, hi)")
+                bounds = self.bounds[value]
+        elif value is not None:
+            raise TypeError(f"{statistic} takes no value column")
+        where_sql, where_cols = _normalize_where(where, src)
+        if domain is None:
+            domain = self._domain(keys)
+        k = self.max_partitions if max_partitions is None else max_partitions
+        c = self.max_per_partition if max_per_partition is None else max_per_partition
+        pid = self.privacy_unit
+        rel_cols = keys + ([value] if value else []) + ([pid] if pid else []) + where_cols
+        spec = {"statistic": statistic, "source": src.fingerprint(rel_cols), "by": keys,
+                "value": value, "where": where_sql, "privacy_unit": pid,
+                "epsilon": epsilon, "delta": delta, "rho": rho, "noise": noise,
+                "bounds": None if bounds is None else list(bounds), "max_partitions": k,
+                "max_per_partition": c, "domain": _spec.domain_fingerprint(domain)}
+        what = f"{statistic}({value or '*'}) by {', '.join(keys)}" + (
+            f" where {where_sql}" if where_sql else "")
+        kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
+                      max_partitions=k, max_per_partition=c, rng=self.rng,
+                      note=note or what)
+        if bounds is not None:
+            kwargs["bounds"] = bounds
+
+        if src.kind == "dask":
+            def compute(budget: Any) -> Any:
+                if where_sql:
+                    raise ValueError("where= needs a DuckDB-backed source, not a Dask one")
+                from dpfast import dask as _dask
+
+                assert stat.dask is not None
+                key = keys[0] if len(keys) == 1 else keys
+                args = (src.frame, key) + ((value,) if value else ())
+                return getattr(_dask, stat.dask)(*args, privacy_id=pid, budget=budget,
+                                                 **kwargs)
+
+            return self._cached(spec, what, compute, _release_payload)
+
+        def rows() -> tuple[Any, Any, Any]:
+            need = keys + ([value] if value else []) + ([pid] if pid else [])
+            got = src.fetch(need, where_sql, not_null=need)
+            kc = got[keys[0]] if len(keys) == 1 else tuple(got[n] for n in keys)
+            return kc, (got[pid] if pid else None), (got[value] if value else None)
+
+        return self._table_release(stat, spec, what, rows, kwargs)
+
+    def _table_release(self, stat: _Stat, spec: dict[str, Any], what: str,
+                       rows: Callable[[], tuple[Any, Any, Any]], kwargs: dict[str, Any]
+                       ) -> Any:
+        """Fetch the rows (after a cache miss), then the :mod:`dpfast.tables` release."""
+        fn = getattr(_tables, stat.function)
+
+        def compute(budget: Any) -> Any:
+            keys, ids, values = rows()
+            if stat.value:
+                return fn(values, keys, ids, budget=budget, **kwargs)
+            return fn(keys, ids, budget=budget, **kwargs)
+
+        return self._cached(spec, what, compute, _release_payload)
+
+    def _sql_release(self, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho: Any,
+                     noise: Any, domain: Any, max_partitions: Any, max_per_partition: Any
+                     ) -> Any:
+        """One aggregate of a planned SQL query (:func:`dpfast.session.sql.run`)."""
+        from dpfast.session._source import quote
+
+        src, pid = self._source, self.privacy_unit
+        stat = STATISTICS[agg.statistic]
+        k = self.max_partitions if max_partitions is None else max_partitions
+        c = self.max_per_partition if max_per_partition is None else max_per_partition
+        sel = [f"{e} AS __k{i}" for i, e in enumerate(plan.keys)] or ["0 AS __k0"]
+        notnull = list(plan.keys)
+        if pid:
+            sel.append(f"{quote(plan.private_alias)}.{quote(pid)} AS __pid")
+            notnull.append(f"{quote(plan.private_alias)}.{quote(pid)}")
+        if agg.column is not None:
+            if stat.value:
+                sel.append(f"{agg.column} AS __v")
+            notnull.append(agg.column)
+        conds = ([f"({plan.where})"] if plan.where else []) + [
+            f"{e} IS NOT NULL" for e in notnull]
+        row_sql = (f"SELECT {', '.join(sel)} FROM {plan.relation}"
+                   + (f" WHERE {' AND '.join(conds)}" if conds else ""))
+        bounds = self.bounds[agg.column.split(".")[-1].strip('"')] if stat.value else None
+        spec = {"statistic": agg.statistic, "rows": row_sql, "extra": agg.extra,
+                "source": src.fingerprint(self._sql_columns(plan, agg)),
+                "public": [src.fingerprint_public(t) for t in plan.public_used],
+                "privacy_unit": pid, "epsilon": epsilon, "delta": delta, "rho": rho,
+                "noise": noise, "bounds": None if bounds is None else list(bounds),
+                "max_partitions": k, "max_per_partition": c,
+                "domain": _spec.domain_fingerprint(domain)}
+        what = f"sql {agg.name} = {agg.sql}" + (
+            f" by {', '.join(plan.keys)}" if plan.keys else "")
+        kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
+                      max_partitions=k, max_per_partition=c, rng=self.rng, note=what)
+        if bounds is not None:
+            kwargs["bounds"] = bounds
+        n_keys = max(1, len(plan.keys))
+
+        def rows() -> tuple[Any, Any, Any]:
+            got = src.fetch_sql(row_sql)
+            kc = got["__k0"] if n_keys == 1 else tuple(got[f"__k{i}"] for i in range(n_keys))
+            return kc, got.get("__pid"), got.get("__v")
+
+        rel = self._table_release(stat, spec, what, rows, kwargs)
+        if plan.keys:
+            rel._key_names = tuple(plan.key_names)
+        return rel
+
+    def _sql_columns(self, plan: Any, agg: Any) -> list[str]:
+        cols = set(self._source.columns)
+        used = {c.split(".")[-1].strip('"') for c in plan.keys + [agg.column or ""]}
+        used |= set(plan.columns)
+        if self.privacy_unit:
+            used.add(self.privacy_unit)
+        return sorted(used & cols)
+
+    def histogram(self, column: str, bins: Any = 10, range: Any = None, *,  # noqa: A002
+                  epsilon: float | None = None, delta: float = 0.0, where: str | None = None,
+                  **options: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+        """:func:`dpfast.histogram` of ``column`` (``bins``, ``range`` as numpy; the privacy
+        unit and contribution bounds filled in), through the cache: ``(hist, bin_edges,
+        release)``.  ``options``: those of :func:`dpfast.histogram` but ``weights``."""
+        from dpfast import histogram as _hist
+        from dpfast.tables._state import encode_array
+
+        src = self._source
+        src.check_columns([column], "histogram column")
+        where_sql, where_cols = _normalize_where(where, src)
+        pid = self.privacy_unit
+        options.setdefault("max_partitions", self.max_partitions)
+        options.setdefault("max_per_partition", self.max_per_partition)
+        spec = {"statistic": "histogram", "column": column, "where": where_sql,
+                "source": src.fingerprint([column] + ([pid] if pid else []) + where_cols),
+                "privacy_unit": pid, "bins": np.asarray(bins), "range": range,
+                "epsilon": epsilon, "delta": delta,
+                "options": {k: v for k, v in sorted(options.items()) if k != "note"}}
+        what = f"histogram({column})" + (f" where {where_sql}" if where_sql else "")
+
+        def compute(budget: Any) -> Any:
+            rows = src.fetch([column] + ([pid] if pid else []), where_sql,
+                             not_null=[column] + ([pid] if pid else []))
+            options.setdefault("note", what)
+            return _hist.histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
+                                   privacy_ids=rows[pid] if pid else None, rng=self.rng,
+                                   budget=budget, return_release=True, **options)
+
+        def payload(res: Any) -> dict[str, Any]:
+            h, e, rel = res
+            return {"kind": "histogram", "hist": encode_array(h), "edges": encode_array(e),
+                    "release": rel.to_state()}
+
+        return self._cached(spec, what, compute, payload)
+
+    def sql(self, query: str, *, epsilon: float | None = None, delta: float = 0.0,
+            **options: Any) -> Any:
+        """Answer an aggregate SQL query privately (:func:`dpfast.session.sql.run`):
+        returns a :class:`dpfast.session.SqlRelease`."""
+        from dpfast.session import sql as _sql
+
+        return _sql.run(self, query, epsilon=epsilon, delta=delta, **options)
+
+    # ------------------------------------------------------------------ the cache
+    def _domain(self, keys: list[str]) -> Any:
+        if not all(k in self.domains for k in keys):
+            return None
+        if len(keys) == 1:
+            return self.domains[keys[0]]
+        grid = list(itertools.product(*(self.domains[k].tolist() for k in keys)))
+        return tuple(np.asarray([g[j] for g in grid]) for j in range(len(keys)))
+
+    def _cached(self, spec: dict[str, Any], what: str, compute: Callable[[Any], Any],
+                payload: Callable[[Any], dict[str, Any]]) -> Any:
+        qid = _spec.query_id(spec)
+        analyst = self.analyst_name
+        hit = self._store.lookup(qid, analyst)
+        if hit is not None:
+            return _from_payload(hit)
+        with contextlib.ExitStack() as stack:
+            charging = _Charging(self._store, qid, analyst, what, stack)
+            try:
+                result = compute(charging)
+            except _Hit as h:
+                return _from_payload(h.payload)
+            if charging.query is None:
+                raise RuntimeError(f"the release {what} charged nothing")
+            charging.query.store(_encode(payload(result)))
+        return result
+
+    def close(self) -> None:
+        """Close the session's store and its budget's ledger connection."""
+        self._store.close()
+        self.budget.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        src = self._source
+        return (f"Session({src.kind} table {src.name!r}, privacy_unit={self.privacy_unit!r}, "
+                f"budget={self.budget!r})")
+
+
+class Analyst(Session):
+    """A :class:`Session` seen by one analyst: the same data, facts, budget and cache;
+    releases also charge the analyst's sub-budget and name them in the ledger."""
+
+    def __init__(self, session: Session, name: str) -> None:  # noqa: D107
+        self.__dict__.update(session.__dict__)
+        self.analyst_name = name
+        self._parent = session
+
+    def analyst(self, name: str, **kw: Any) -> Analyst:
+        return self._parent.analyst(name, **kw)
+
+    def close(self) -> None:
+        """An analyst's view closes nothing (close the session)."""
+
+    def __repr__(self) -> str:
+        return f"Analyst({self.analyst_name!r}) of {self._parent!r}"
+
+
+def _normalize_where(where: Any, src: Source) -> tuple[str | None, list[str]]:
+    """The canonical SQL text of a row filter and the columns it reads; refuses what is not
+    a per-row condition (subqueries, aggregates, window functions)."""
+    if where is None:
+        return None, []
+    if not isinstance(where, str) or not where.strip():
+        raise TypeError(f"where must be a non-empty SQL condition (str), got {where!r}")
+    from dpfast.session import sql as _sql
+
+    return _sql.row_filter(where, src)
+

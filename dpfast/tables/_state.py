@@ -1,0 +1,135 @@
+"""A :class:`~dpfast.tables.TableRelease` as plain JSON-able data and back
+(:meth:`~dpfast.tables.TableRelease.to_state` / ``from_state``), for the session's result
+cache: numbers and fixed-width arrays travel as their exact bytes (base64), object arrays of
+str / bytes / int as tagged lists, floats as their hex form; nothing is ever unpickled."""
+
+from __future__ import annotations
+
+import base64
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpfast.accounting import events as _events
+from dpfast.tables.release import NoiseLaw, TableRelease
+
+__all__ = ["STATE_VERSION", "decode_array", "encode_array", "release_from_state",
+           "release_state"]
+
+STATE_VERSION = 1
+
+
+def _encode_scalar(x: Any) -> Any:
+    if isinstance(x, Fraction):
+        return {"fraction": [x.numerator, x.denominator]}
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return {"float": float(x).hex()}
+    if x is None or isinstance(x, str):
+        return x
+    raise TypeError(f"cannot serialise a {type(x).__name__} in a release")
+
+
+def _decode_scalar(x: Any) -> Any:
+    if isinstance(x, dict):
+        if "fraction" in x:
+            n, d = x["fraction"]
+            return Fraction(int(n), int(d))
+        return float.fromhex(x["float"])
+    return x
+
+
+def encode_array(a: np.ndarray) -> dict[str, Any]:
+    """An array as JSON-able data that :func:`decode_array` rebuilds bit for bit."""
+    a = np.asarray(a)
+    if a.dtype.kind == "O":
+        items = []
+        for v in a.ravel().tolist():
+            if isinstance(v, bytes):
+                items.append({"b": base64.b64encode(v).decode()})
+            elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                items.append(_encode_scalar(v))
+            else:
+                raise TypeError(f"cannot serialise a {type(v).__name__} key")
+        return {"object": items, "shape": list(a.shape)}
+    if a.dtype.hasobject or a.dtype.kind == "V":
+        raise TypeError(f"cannot serialise an array of dtype {a.dtype}")
+    data = np.ascontiguousarray(a)
+    return {"dtype": data.dtype.str, "shape": list(data.shape),
+            "data": base64.b64encode(data.tobytes()).decode()}
+
+
+def decode_array(d: dict[str, Any]) -> np.ndarray:
+    """The inverse of :func:`encode_array`."""
+    shape = tuple(int(s) for s in d["shape"])
+    if "object" in d:
+        out = np.empty(len(d["object"]), dtype=object)
+        for i, v in enumerate(d["object"]):
+            out[i] = base64.b64decode(v["b"]) if isinstance(v, dict) and "b" in v \
+                else _decode_scalar(v)
+        return out.reshape(shape)
+    raw = base64.b64decode(d["data"])
+    return np.frombuffer(raw, dtype=np.dtype(d["dtype"])).reshape(shape).copy()
+
+
+def _encode_law(law: NoiseLaw) -> dict[str, Any]:
+    return {"kind": law.kind, "scale": _encode_scalar(law.scale),
+            "granularity": _encode_scalar(law.granularity)}
+
+
+def _decode_law(d: dict[str, Any]) -> NoiseLaw:
+    return NoiseLaw(d["kind"], _decode_scalar(d["scale"]), _decode_scalar(d["granularity"]))
+
+
+def release_state(rel: TableRelease) -> dict[str, Any]:
+    """:meth:`TableRelease.to_state`."""
+    if not isinstance(rel.event, _events.DpEvent):
+        raise TypeError("only a release whose event is a dpfast event can be serialised")
+    keys = rel.keys
+    mp = rel._mean_parts
+    return {
+        "version": STATE_VERSION,
+        "type": "TableRelease",
+        "keys": ([encode_array(k) for k in keys] if isinstance(keys, tuple)
+                 else encode_array(keys)),
+        "multi_key": isinstance(keys, tuple),
+        "values": encode_array(rel.values),
+        "statistic": rel.statistic,
+        "event": rel.event.to_dict(),
+        "law": _encode_law(rel.law),
+        "threshold": rel.threshold,
+        "sensitivity": {k: _encode_scalar(v) for k, v in rel.sensitivity.items()},
+        "key_names": None if rel._key_names is None else list(rel._key_names),
+        "value_name": rel._value_name,
+        "mean_parts": None if mp is None else {
+            "sums": encode_array(mp[0]), "counts": encode_array(mp[1]),
+            "sum_law": _encode_law(mp[2]), "count_law": _encode_law(mp[3]),
+            "lo": _encode_scalar(mp[4]), "hi": _encode_scalar(mp[5])},
+        "release_id": rel.release_id,
+    }
+
+
+def release_from_state(state: dict[str, Any]) -> TableRelease:
+    """:meth:`TableRelease.from_state`."""
+    if not isinstance(state, dict) or state.get("type") != "TableRelease":
+        raise ValueError("state is not a serialised TableRelease")
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"unsupported TableRelease state version {state.get('version')!r}")
+    keys = (tuple(decode_array(k) for k in state["keys"]) if state["multi_key"]
+            else decode_array(state["keys"]))
+    mp = state["mean_parts"]
+    mean_parts = None if mp is None else (
+        decode_array(mp["sums"]), decode_array(mp["counts"]), _decode_law(mp["sum_law"]),
+        _decode_law(mp["count_law"]), _decode_scalar(mp["lo"]), _decode_scalar(mp["hi"]))
+    names = state["key_names"]
+    return TableRelease(
+        keys=keys, values=decode_array(state["values"]), statistic=state["statistic"],
+        event=_events.from_dict(state["event"]), law=_decode_law(state["law"]),
+        threshold=state["threshold"],
+        sensitivity={k: _decode_scalar(v) for k, v in state["sensitivity"].items()},
+        key_names=None if names is None else tuple(names), value_name=state["value_name"],
+        mean_parts=mean_parts, release_id=state["release_id"])
