@@ -38,7 +38,7 @@ def canonical(x: Any) -> Any:
     if isinstance(x, dict):
         return {"d": sorted([str(k), canonical(v)] for k, v in x.items())}
     if isinstance(x, np.ndarray):
-        return {"a": [canonical(v) for v in x.tolist()]}
+        return {"a": canonical(x.tolist())}
     if isinstance(x, (list, tuple)):
         return [canonical(v) for v in x]
     raise TypeError(f"cannot put a {type(x).__name__} in a query spec")

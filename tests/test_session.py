@@ -1,0 +1,331 @@
+"""dpfast.Session: sources, the result cache (bit-identical, free, across processes),
+analysts' sub-budgets (also concurrent processes), the usage report, release serialisation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import dpfast
+from dpfast.session import _spec
+from dpfast.tables import TableRelease
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("duckdb")
+pytest.importorskip("sqlglot")
+
+from tests.helpers import KEY  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DESTS = ["BOS", "LAX", "ORD", "SFO"]
+
+
+def _frame(n: int = 4000, seed: int = 1) -> pd.DataFrame:
+    r = np.random.default_rng(seed)
+    return pd.DataFrame({"dest": r.choice(DESTS, n), "pid": r.integers(0, 1500, n),
+                         "delay": r.normal(12, 8, n).round(2),
+                         "seats": r.integers(0, 300, n), "year": r.choice([2013, 2014], n)})
+
+
+def _session(df: pd.DataFrame | None = None, **kw: object) -> dpfast.Session:
+    kw.setdefault("epsilon", 4.0)
+    kw.setdefault("delta", 1e-5)
+    return dpfast.Session(_frame() if df is None else df, privacy_unit="pid",
+                          bounds={"delay": (-10.0, 60.0), "seats": (0, 300)},
+                          domains={"dest": DESTS}, name="flights", **kw)
+
+
+def _same(a: TableRelease, b: TableRelease) -> None:
+    assert a.statistic == b.statistic and a.event == b.event and a.law == b.law
+    ka = a.keys if isinstance(a.keys, tuple) else (a.keys,)
+    kb = b.keys if isinstance(b.keys, tuple) else (b.keys,)
+    for x, y in zip(ka, kb):
+        assert x.dtype == y.dtype and x.tolist() == y.tolist()
+    assert a.values.dtype == b.values.dtype
+    assert a.values.tobytes() == b.values.tobytes()
+    assert a.threshold == b.threshold and a.release_id == b.release_id
+    for p, q in zip(a.confidence_interval(0.1), b.confidence_interval(0.1)):
+        assert p.tobytes() == q.tobytes()
+
+
+# ------------------------------------------------------------------ serialisation
+@pytest.mark.parametrize("stat", ["count", "sum_int", "sum_float", "mean", "multi", "bytes"])
+def test_release_state_round_trip(stat: str) -> None:
+    r = np.random.default_rng(0)
+    keys = r.choice(["a", "b", "c"], 500)
+    ids = r.integers(0, 200, 500)
+    g = dpfast.default_rng(KEY)
+    if stat == "count":
+        rel = dpfast.tables.count(keys, ids, epsilon=1.0, delta=1e-6, rng=g)
+    elif stat == "sum_int":
+        rel = dpfast.tables.sum(r.integers(-5, 9, 500), keys, ids, bounds=(-5, 9),
+                                epsilon=1.0, domain=["a", "b", "c"], rng=g)
+    elif stat == "sum_float":
+        rel = dpfast.tables.sum(r.normal(size=500), keys, ids, bounds=(-2.0, 2.0),
+                                epsilon=1.0, domain=["a", "b", "c"], rng=g)
+    elif stat == "mean":
+        rel = dpfast.tables.mean(r.normal(size=500), keys.astype(object), ids,
+                                 bounds=(-2.0, 2.0), epsilon=1.0, delta=1e-6, rng=g)
+    elif stat == "multi":
+        rel = dpfast.tables.count((keys, r.integers(0, 3, 500)), ids, epsilon=1.0,
+                                  delta=1e-6, max_partitions=3, rng=g)
+    else:
+        rel = dpfast.tables.count(np.array([k.encode() for k in keys], dtype=object), ids,
+                                  epsilon=1.0, delta=1e-6, rng=g)
+    state = json.loads(json.dumps(rel.to_state()))  # plain JSON, no pickle
+    back = TableRelease.from_state(state)
+    _same(rel, back)
+    assert back.to_dict() == rel.to_dict()
+    assert back.sensitivity == rel.sensitivity
+
+
+def test_release_state_rejects_other_data() -> None:
+    with pytest.raises(ValueError, match="TableRelease"):
+        TableRelease.from_state({"type": "Other"})
+    with pytest.raises(ValueError, match="version"):
+        TableRelease.from_state({"type": "TableRelease", "version": 99})
+
+
+# ------------------------------------------------------------------ the cache
+def test_repeat_is_bit_identical_and_free() -> None:
+    s = _session()
+    a = s.mean("delay", "dest", epsilon=0.5, where="year = 2013")
+    spent = s.budget.spent().epsilon
+    b = s.mean("delay", "dest", epsilon=0.5, where="year=2013")  # same query, other text
+    _same(a, b)
+    assert s.budget.spent().epsilon == spent == 0.5
+    assert len(s.budget.history()) == 1
+    u = s.usage()
+    assert u.cache_hits == 1 and u.queries[0]["cache_hits"] == 1
+
+
+@pytest.mark.parametrize("change", [
+    {"epsilon": 0.25}, {"bounds": (0.0, 30.0)}, {"domain": DESTS[:3]},
+    {"where": "year = 2014"}, {"max_partitions": 2}])
+def test_a_different_query_is_charged(change: dict) -> None:
+    s = _session()
+    base = {"epsilon": 0.5}
+    s.mean("delay", "dest", **base)
+    s.mean("delay", "dest", **{**base, **change})
+    assert len(s.budget.history()) == 2
+    assert s.usage().cache_hits == 0
+
+
+def test_query_id_is_exact_about_floats() -> None:
+    a = _spec.query_id({"epsilon": 0.1})
+    assert a == _spec.query_id({"epsilon": 0.1})
+    assert a != _spec.query_id({"epsilon": float(np.nextafter(0.1, 1))})
+    assert _spec.query_id({"x": 1}) != _spec.query_id({"x": 1.0})
+    assert _spec.domain_fingerprint(["a", "b"]) != _spec.domain_fingerprint(["b", "a"])
+
+
+def test_data_change_is_a_new_query(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "flights.parquet")
+    df = _frame()
+    df.to_parquet(path)
+    led = os.path.join(str(tmp_path), "ledger.db")
+    kw = dict(privacy_unit="pid", domains={"dest": DESTS}, epsilon=2.0, ledger=led)
+    with dpfast.Session(path, **kw) as s:
+        s.count("dest", epsilon=0.5)
+    df.iloc[:100].to_parquet(path)  # the file is rewritten: a new source
+    with dpfast.Session(path, **kw) as s:
+        s.count("dest", epsilon=0.5)
+        assert len(s.budget.history()) == 2
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys
+    import dpfast
+    path, ledger = sys.argv[1], sys.argv[2]
+    s = dpfast.Session(path, privacy_unit="pid", bounds={"delay": (-10.0, 60.0)},
+                       domains={"dest": ["BOS", "LAX", "ORD", "SFO"]}, ledger=ledger)
+    rel = s.analyst("bob").mean("delay", "dest", epsilon=0.5)
+    print(json.dumps({"bytes": rel.values.tobytes().hex(),
+                      "charges": len(s.budget.history()), "hits": s.usage().cache_hits}))
+""")
+
+
+def test_second_process_gets_the_stored_answer(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "flights.parquet")
+    _frame().to_parquet(path)
+    led = os.path.join(str(tmp_path), "ledger.db")
+    s = dpfast.Session(path, privacy_unit="pid", bounds={"delay": (-10.0, 60.0)},
+                       domains={"dest": DESTS}, epsilon=2.0, ledger=led)
+    bob = s.analyst("bob", epsilon=1.0)
+    rel = bob.mean("delay", "dest", epsilon=0.5)
+    s.close()
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", _CHILD, path, led], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["bytes"] == rel.values.tobytes().hex()
+    assert got["charges"] == 1 and got["hits"] == 1
+
+
+# ------------------------------------------------------------------ analysts
+def test_analysts_sub_budgets_and_usage() -> None:
+    s = _session(epsilon=2.0)
+    alice = s.analyst("alice", epsilon=0.5)
+    bob = s.analyst("bob", epsilon=1.0)
+    first = alice.count("dest", epsilon=0.4)
+    with pytest.raises(dpfast.BudgetExceededError):
+        alice.count("dest", epsilon=0.2, where="year = 2013")   # over alice's 0.5
+    shared = bob.count("dest", epsilon=0.4)    # alice's answer: a hit, free for bob too
+    assert len(s.budget.history()) == 1 and shared.values.tolist() == first.values.tolist()
+    bob.count("dest", epsilon=0.4, where="year = 2014")      # bob has his own share
+    rows = s.budget.history()
+    assert [r.analyst for r in rows] == ["alice", "bob"]
+    u = s.usage()
+    by = {a["analyst"]: a for a in u.analysts}
+    assert by["alice"]["spent_epsilon"] == pytest.approx(0.4)  # the refusal costs nothing
+    assert by["bob"]["spent_epsilon"] == pytest.approx(0.4)
+    assert u.spent_epsilon == pytest.approx(0.8) and u.utilization == pytest.approx(40.0)
+    assert "analyst alice" in str(u)
+    assert by["alice"]["queries"] == 1 and by["bob"]["queries"] == 1
+    assert by["bob"]["cache_hits"] == 1
+
+
+def test_analyst_checks() -> None:
+    s = _session(epsilon=1.0)
+    with pytest.raises(ValueError, match="exceeds the session's total"):
+        s.analyst("carol", epsilon=2.0)
+    with pytest.raises(ValueError, match="analyst must be"):
+        s.analyst("bad name", epsilon=0.1)
+    s.analyst("dan", epsilon=0.5)
+    with pytest.raises(ValueError, match="already has a sub-budget"):
+        s.analyst("dan", epsilon=0.4)
+    with pytest.raises(ValueError, match="is new"):
+        s.analyst("erin")
+
+
+_WORKER = textwrap.dedent("""
+    import sys
+    import dpfast
+    path, ledger, name, start = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    s = dpfast.Session(path, privacy_unit="pid", domains={"dest": ["BOS", "LAX", "ORD",
+                       "SFO"]}, ledger=ledger)
+    a = s.analyst(name)
+    ok = 0
+    for i in range(start, start + 6):           # 6 different queries of 0.125 each
+        try:
+            a.count("dest", epsilon=0.125, where=f"seats >= {i}")
+            ok += 1
+        except dpfast.BudgetExceededError:
+            pass
+    print(ok)
+""")
+
+
+def test_concurrent_analysts_never_overspend(tmp_path: object) -> None:
+    path = os.path.join(str(tmp_path), "flights.parquet")
+    _frame(1000).to_parquet(path)
+    led = os.path.join(str(tmp_path), "ledger.db")
+    s = dpfast.Session(path, privacy_unit="pid", domains={"dest": DESTS}, epsilon=1.0,
+                       ledger=led)
+    for name in ("a1", "a2", "a3"):
+        s.analyst(name, epsilon=0.5)   # 3 x 0.5 > 1.0: the total binds too
+    s.close()
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    # four processes, two for a1 on overlapping queries (some are cache hits); the
+    # analysts' queries differ (a query one analyst paid for is free for the others)
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, path, led, name, str(st)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)
+             for name, st in (("a1", 0), ("a1", 3), ("a2", 100), ("a3", 200))]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    b = dpfast.Budget.from_ledger(led)
+    hist = b.history()
+    assert b.spent().epsilon <= 1.0
+    assert sum(h.cost.epsilon for h in hist) <= 1.0
+    per: dict[str, float] = {}
+    for h in hist:
+        per[h.analyst] = per.get(h.analyst, 0.0) + h.cost.epsilon
+    assert all(v <= 0.5 for v in per.values()), per
+    assert len(hist) == 8  # 1.0 / 0.125: the total is used up, never exceeded
+    for name in ("a1", "a2", "a3"):
+        sub = dpfast.Budget.from_ledger(f"{led}.analyst-{name}")
+        assert sub.spent().epsilon <= 0.5
+
+
+# ------------------------------------------------------------------ sources
+def _sources(tmp: str, df: pd.DataFrame) -> dict[str, object]:
+    import duckdb
+    import polars as pl
+
+    pq = os.path.join(tmp, "flights.parquet")
+    df.to_parquet(pq)
+    db = os.path.join(tmp, "store.duckdb")
+    con = duckdb.connect(db)
+    con.register("df", df)
+    con.execute("CREATE TABLE flights AS SELECT * FROM df")
+    con.close()
+    return {"pandas": df, "polars": pl.from_pandas(df), "parquet": pq, "duckdb": db}
+
+
+def test_every_source_gives_the_same_release(tmp_path: object) -> None:
+    df = _frame(2000)
+    results = {}
+    for kind, src in _sources(str(tmp_path), df).items():
+        s = dpfast.Session(src, privacy_unit="pid", bounds={"delay": (-10.0, 60.0)},
+                           domains={"dest": DESTS}, epsilon=2.0, rng=dpfast.default_rng(KEY))
+        results[kind] = s.mean("delay", "dest", epsilon=1.0)
+    direct = dpfast.tables.mean(df.delay.to_numpy(), df.dest.to_numpy(dtype=object),
+                                df.pid.to_numpy(), bounds=(-10.0, 60.0), epsilon=1.0,
+                                domain=DESTS, rng=dpfast.default_rng(KEY))
+    for rel in results.values():
+        assert rel.values.tobytes() == direct.values.tobytes()
+        assert rel.keys.tolist() == DESTS
+
+
+def test_dask_source_same_release() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    df = _frame(2000)
+    s = dpfast.Session(dd.from_pandas(df, npartitions=3), privacy_unit="pid",
+                       domains={"dest": DESTS}, bounds={"seats": (0, 300)}, epsilon=2.0,
+                       rng=dpfast.default_rng(KEY))
+    rel = s.sum("seats", "dest", epsilon=1.0)
+    direct = dpfast.tables.sum(df.seats.to_numpy(), df.dest.to_numpy(dtype=object),
+                               df.pid.to_numpy(), bounds=(0, 300), epsilon=1.0,
+                               domain=DESTS, rng=dpfast.default_rng(KEY))
+    assert rel.values.tolist() == direct.values.tolist()
+    again = s.sum("seats", "dest", epsilon=1.0)
+    assert again.values.tolist() == rel.values.tolist() and len(s.budget.history()) == 1
+    with pytest.raises(ValueError, match="DuckDB-backed"):
+        s.count("dest", epsilon=0.1, where="year = 2013")
+
+
+def test_bad_input_is_named() -> None:
+    df = _frame(200)
+    with pytest.raises(ValueError, match="privacy_unit 'who'"):
+        dpfast.Session(df, privacy_unit="who", epsilon=1.0)
+    with pytest.raises(ValueError, match="needs budget= or epsilon="):
+        dpfast.Session(df, privacy_unit="pid")
+    with pytest.raises(TypeError, match="source must be"):
+        dpfast.Session(42, privacy_unit="pid", epsilon=1.0)
+    s = dpfast.Session(df, privacy_unit="pid", epsilon=1.0, delta=1e-5)
+    with pytest.raises(ValueError, match="key column 'nope'"):
+        s.count("nope", epsilon=0.1)
+    with pytest.raises(ValueError, match="needs bounds"):
+        s.sum("delay", "dest", epsilon=0.1)
+    with pytest.raises(ValueError, match="subquery"):
+        s.count("dest", epsilon=0.1, where="delay > (SELECT avg(delay) FROM data)")
+    before = df.copy()
+    s.count("dest", epsilon=0.1, delta=1e-6)
+    pd.testing.assert_frame_equal(df, before)   # the caller's data is never modified
+    assert len(s.budget.history()) == 1
+
+
+def test_histogram_cached() -> None:
+    s = _session()
+    h, edges, rel = s.histogram("delay", bins=6, range=(-10, 50), epsilon=0.5)
+    h2, e2, rel2 = s.histogram("delay", bins=6, range=(-10, 50), epsilon=0.5)
+    assert h.tobytes() == h2.tobytes() and edges.tobytes() == e2.tobytes()
+    assert len(s.budget.history()) == 1 and rel2.event == rel.event
