@@ -404,7 +404,7 @@ class Session:
         """:func:`dpfast.histogram` of ``column`` (``bins``, ``range`` as numpy; the privacy
         unit and contribution bounds filled in), through the cache: ``(hist, bin_edges,
         release)``.  ``options``: those of :func:`dpfast.histogram` but ``weights``."""
-        from dpfast import histogram as _hist
+        from dpfast.histogram import histogram as _histogram
         from dpfast.tables._state import encode_array
 
         src = self._source
@@ -424,7 +424,7 @@ class Session:
             rows = src.fetch([column] + ([pid] if pid else []), where_sql,
                              not_null=[column] + ([pid] if pid else []))
             options.setdefault("note", what)
-            return _hist.histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
+            return _histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
                                    privacy_ids=rows[pid] if pid else None, rng=self.rng,
                                    budget=budget, return_release=True, **options)
 
