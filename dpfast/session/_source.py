@@ -130,9 +130,11 @@ class Source:
         key = ("public:" + name,)
         if key not in self._memo:
             duckdb = _duckdb()
+            desc = self.con.execute(f"SELECT * FROM {quote(name)} LIMIT 0").description
+            cells = ", ".join(quote(d[0]) for d in desc)
             n, h = self.con.execute(
-                f"SELECT count(*), coalesce(sum(hash(t.*)::HUGEINT), 0)::VARCHAR "
-                f"FROM {quote(name)} t").fetchone()
+                f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
+                f"FROM {quote(name)}").fetchone()
             self._memo[key] = _digest(["public", name, duckdb.__version__, int(n), h])
         return self._memo[key]
 
