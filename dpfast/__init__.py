@@ -126,7 +126,6 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
         default_rng,
         keystream,
     )
-    from dpfast.session import Session
     from dpfast.selection import (
         exponential,
         exponential_event,
@@ -137,6 +136,7 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
         top_k,
         top_k_event,
     )
+    from dpfast.session import Session
 
 # name -> module that defines it
 _PUBLIC: dict[str, str] = {

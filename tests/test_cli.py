@@ -20,7 +20,9 @@ def test_demo_small() -> None:
     for needle in ("discrete Laplace", "discrete Gaussian", "Laplace (2^k grid)",
                    "Gaussian (2^k grid)", "cells/s", "privacy spent", "refused",
                    "clinic visits", "measured vs truth", "CI coverage", "x numpy",
-                   "codes published"):
+                   "codes published", "result cache", "the same numbers",
+                   "no new charge", "refused by his sub-budget", "usage report",
+                   "analyst ana", "analyst ben", "utilization"):
         assert needle in text
     assert "ERROR" not in text
 

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "mean": "dpfast.cli.mean",
     "histogram": "dpfast.cli.histogram",
     "topdown": "dpfast.cli.topdown",
+    "query": "dpfast.cli.query",
     "plan": "dpfast.cli.plan",
     "ledger": "dpfast.cli.ledger",
     "epsilon": "dpfast.cli.epsilon",

@@ -1,14 +1,17 @@
 """``dpfast demo``: the main job, a real release from raw records.
 
 The demo generates realistic synthetic raw records -- clinic visits, several per patient,
-with a district, an age band, a diagnosis code and a length of stay -- and releases three
-tables under one privacy budget (in memory, or a ledger file with ``--ledger``):
+with a district, an age band, a diagnosis code and a length of stay -- stores them in the
+embedded DuckDB store, and releases three tables through a :class:`dpfast.Session` with two
+analysts, ana and ben, each with a sub-budget of one privacy budget (in memory, or a ledger
+file with ``--ledger``):
 
-1. visits per (district, age band), public keys, each patient's contribution bounded;
-2. patients per diagnosis code, keys chosen privately (partition selection);
-3. mean length of stay per district;
+1. ana: visits per (district, age band), public keys, each patient's contribution bounded;
+2. ben, in SQL: patients per diagnosis code, keys chosen privately (partition selection);
+3. ana, in SQL: mean length of stay per district;
 
-then shows a fourth release refused by the budget, the accuracy of each table (from its
+then ben repeats ana's query (answered from the result cache: no new charge), ben's next
+query is refused by his sub-budget, the usage report; the accuracy of each table (from its
 noise law, and measured against the true bounded table), and the samplers' steady-state
 throughput next to numpy's insecure ``Generator.laplace`` measured the same way in the same
 run (kernels loaded first; best of interleaved repeats), as in the README and ``bench/``.
@@ -83,11 +86,24 @@ def throughput(cells: int, out: Callable[[str], None]) -> None:
         out(f"  {name:36s} {cells / t:10.3g} cells/s  {times[0] / t:5.2f}x numpy")
 
 
+def store(data: dict[str, np.ndarray]) -> Any:
+    """The embedded data store: an in-memory DuckDB database with the table ``visits``."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("_records", {k: v for k, v in data.items()})
+    con.execute("CREATE TABLE visits AS SELECT * FROM _records")
+    con.unregister("_records")
+    return con
+
+
 def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
          out: Callable[[str], None] = print, people: int = 200_000,
          ledger: str | None = None) -> None:
-    """Release three tables from synthetic visit records under an (epsilon, delta) budget,
-    report their accuracy, then measure the samplers' throughput on ``cells`` cells."""
+    """Release three tables from synthetic visit records stored in DuckDB, through a
+    :class:`dpfast.Session` with two analysts under an (epsilon, delta) budget: a cached
+    repeat, a refused overspend, the usage report, the accuracy of each table; then measure
+    the samplers' throughput on ``cells`` cells."""
     import numba
 
     import dpfast
@@ -100,58 +116,71 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
     n = data["patient"].size
     vmax = int(np.max(np.bincount(data["patient"])))
     out(f"records: {n:,} clinic visits of {people:,} patients (1-{vmax} visits each), "
-        "40 districts, 6 age bands, 3,000 diagnosis codes")
+        "40 districts, 6 age bands, 3,000 diagnosis codes; stored in DuckDB (table visits)")
+    districts = np.array([f"D{d:02d}" for d in range(40)])
     budget = dpfast.Budget(epsilon, delta, ledger=ledger, accounting="basic")
-    where = "in memory" if ledger is None else f"ledger {ledger}"
-    out(f"budget: epsilon={epsilon:g}, delta={delta:g}, basic composition, {where}")
     rng = dpfast.default_rng()  # urandom-keyed: nobody can replay the noise
+    session = dpfast.Session(store(data), table="visits", privacy_unit="patient",
+                             bounds={"stay": (0, 30)},
+                             domains={"district": districts, "age": AGE_BANDS},
+                             budget=budget, rng=rng, max_per_partition=3)
+    where = "in memory" if ledger is None else f"ledger {ledger}"
     share = epsilon / 4
+    ana = session.analyst("ana", epsilon=2 * share)
+    ben = session.analyst("ben", epsilon=2 * share)
+    out(f"session: budget epsilon={epsilon:g}, delta={delta:g}, basic composition, {where}; "
+        f"analysts ana and ben, epsilon {2 * share:g} each")
     out("")
 
-    # 1. visits per (district, age band): public keys
-    dom_d = np.repeat(np.array([f"D{d:02d}" for d in range(40)]), 6)
-    dom_a = np.tile(AGE_BANDS, 40)
-    r1 = tables.count((data["district"], data["age"]), data["patient"], epsilon=share,
-                      max_partitions=1, max_per_partition=3, domain=(dom_d, dom_a), rng=rng,
-                      budget=budget, note="demo: visits by district x age")
+    # 1. ana: visits per (district, age band), public keys
+    r1 = ana.count(["district", "age"], epsilon=share, max_partitions=1)
     truth1 = tables.bound_contributions((data["district"], data["age"]), data["patient"],
                                         max_partitions=1, max_per_partition=3, rng=rng)
-    _report(out, "visits per (district, age band), <= 3 visits per patient", r1, truth1)
+    _report(out, "ana: visits per (district, age band), <= 3 visits per patient", r1, truth1)
 
-    # 2. patients per diagnosis code: private partition selection
-    r2 = tables.count(data["diagnosis"], data["patient"], epsilon=share, delta=delta / 2,
-                      max_partitions=3, domain=None, rng=rng, budget=budget,
-                      note="demo: patients by diagnosis")
+    # 2. ben, in SQL: patients per diagnosis code, keys chosen privately
+    q2 = ben.sql("SELECT diagnosis, COUNT(*) AS patients FROM visits GROUP BY diagnosis",
+                 epsilon=share, delta=delta / 2, max_partitions=3, max_per_partition=1)
+    r2 = q2.releases["patients"]
     truth2 = tables.bound_contributions(data["diagnosis"], data["patient"], max_partitions=3,
                                         rng=rng)
-    _report(out, "patients per diagnosis code (codes chosen privately), <= 3 codes per "
-            "patient", r2, truth2)
+    _report(out, "ben (SQL): patients per diagnosis code (codes chosen privately), <= 3 "
+            "codes per patient", r2, truth2)
     out(f"  {len(r2)} of {int((truth2[1] > 0).sum())} codes published (threshold "
         f"{r2.threshold}: a code held by one patient is published with probability "
         f"<= {delta / 2:g})")
 
-    # 3. mean length of stay per district
-    r3 = tables.mean(data["stay"], data["district"], data["patient"], bounds=(0, 30),
-                     epsilon=share, max_partitions=1, max_per_partition=3,
-                     domain=np.array([f"D{d:02d}" for d in range(40)]), rng=rng,
-                     budget=budget, note="demo: mean stay by district")
+    # 3. ana, in SQL: mean length of stay per district
+    q3 = "SELECT district, AVG(stay) AS stay FROM visits GROUP BY district"
+    r3 = ana.sql(q3, epsilon=share, max_partitions=1).releases["stay"]
     k3, c3, s3 = tables.bound_contributions(data["district"], data["patient"],
                                             max_per_partition=3,
                                             values=np.clip(data["stay"], 0, 30), rng=rng)
-    _report(out, "mean length of stay (days) per district, clamped to [0, 30]", r3,
-            (k3, s3 / np.maximum(c3, 1), None))
+    _report(out, "ana (SQL): mean length of stay (days) per district, clamped to [0, 30]",
+            r3, (k3, s3 / np.maximum(c3, 1), None))
 
     spent = budget.spent()
     rem = budget.remaining()
     out("")
     out(f"privacy spent: {len(budget.history())} releases, epsilon {spent.epsilon:.4g}, "
         f"delta {spent.delta:.3g}; left: epsilon {rem.epsilon:.4g}, delta {rem.delta:.3g}")
+    t = time.perf_counter()
+    again = ben.sql(q3, epsilon=share, max_partitions=1).releases["stay"]
+    same = again.values.tobytes() == r3.values.tobytes()
+    out(f"ben asks ana's query again: answered from the result cache in "
+        f"{1000 * (time.perf_counter() - t):.1f} ms, {'the same' if same else 'OTHER'} "
+        f"numbers, no new charge (spent epsilon still {budget.spent().epsilon:.4g}); a "
+        "fresh noisy answer would let analysts average the noise away")
     try:
-        tables.count(data["diagnosis"], data["patient"], epsilon=2 * share, delta=delta / 2,
-                     max_partitions=3, rng=rng, budget=budget, note="one release too many")
+        ben.count("diagnosis", epsilon=2 * share, delta=delta / 2, max_partitions=3)
         out("ERROR: the overspend was not refused")
     except dpfast.BudgetExceededError as exc:
-        out(f"refused before any noise was drawn: {type(exc).__name__}: {exc}")
+        out(f"ben's next query refused by his sub-budget before any noise was drawn: "
+            f"{type(exc).__name__}: {exc}")
+    out("")
+    out("usage report:")
+    for line in str(session.usage()).splitlines():
+        out(f"  {line}")
     out("")
     if cells > 0:
         throughput(cells, out)
