@@ -3,6 +3,10 @@ reason), and SQL == the direct dpfast.tables calls for the same key."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -15,6 +19,7 @@ pytest.importorskip("sqlglot")
 from dpfast.session import REASONS, SqlRefusedError  # noqa: E402
 from tests.helpers import KEY  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESTS = ["BOS", "LAX", "ORD", "SFO"]
 AIRPORTS = pd.DataFrame({"code": DESTS, "region": ["East", "West", "Mid", "West"]})
 
@@ -171,3 +176,49 @@ def test_unavailable_statistic_is_refused_by_name() -> None:
         with pytest.raises(SqlRefusedError) as info:
             s.sql(f"SELECT {agg} FROM flights", epsilon=0.5)
         assert info.value.reason == "unavailable" and stat in str(info.value)
+
+
+def test_multi_aggregate_query_refused_whole_before_any_charge() -> None:
+    s = _session(_frame(300), domains={"dest": DESTS})
+    bob = s.analyst("bob", epsilon=0.5)
+    q = "SELECT dest, COUNT(*) AS n, AVG(arr_delay) AS d FROM flights GROUP BY dest"
+    with pytest.raises(dpfast.BudgetExceededError, match="nothing was charged"):
+        bob.sql(q, epsilon=0.8)             # 0.4 + 0.4 > bob's 0.5
+    assert s.budget.history() == []
+    bob.sql(q, epsilon=0.5)
+    assert len(s.budget.history()) == 2
+    bob.sql(q, epsilon=0.5)                 # cached: answered although bob has 0 left
+    assert len(s.budget.history()) == 2
+
+
+def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "dpfast", "query", *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+
+
+def test_cli_query(tmp_path: object) -> None:
+    tmp = str(tmp_path)
+    _frame(1000).to_parquet(os.path.join(tmp, "flights.parquet"))
+    common = ["flights.parquet", "--privacy-unit", "pid", "--bounds", "arr_delay=-20:80",
+              "--domain", "dest=" + ",".join(DESTS), "--ledger", "b.db",
+              "--analyst", "alice"]
+    q = "SELECT dest, COUNT(*) AS n, AVG(arr_delay) AS delay FROM flights GROUP BY dest"
+    first = _cli(*common, q, "--epsilon", "1", "--budget-epsilon", "3",
+                 "--analyst-epsilon", "2", "-o", "out.csv", cwd=tmp)
+    assert first.returncode == 0, first.stderr
+    table = pd.read_csv(os.path.join(tmp, "out.csv"))
+    assert list(table.columns) == ["dest", "n", "delay"] and len(table) == 4
+    again = _cli(*common, q, "--epsilon", "1", cwd=tmp)
+    assert again.returncode == 0, again.stderr
+    assert "2 of 2 aggregates from the cache" in again.stderr
+    printed = again.stdout.split()
+    assert [str(v) for v in table["n"]] == [printed[printed.index(d) + 1] for d in DESTS]
+    bad = _cli(*common, "SELECT * FROM flights", "--epsilon", "1", cwd=tmp)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "refused (raw_rows)" in bad.stderr
+    over = _cli(*common, q.replace("n,", "m,"), "--epsilon", "1.5", "-o", "x.csv", cwd=tmp)
+    assert over.returncode == 1 and "refused" in over.stderr
+    assert not os.path.exists(os.path.join(tmp, "x.csv"))
+    b = dpfast.Budget.from_ledger(os.path.join(tmp, "b.db"))
+    assert {h.analyst for h in b.history()} == {"alice"} and len(b.history()) == 2

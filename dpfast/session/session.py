@@ -328,8 +328,8 @@ class Session:
         return self._table_release(stat, spec, what, rows, kwargs)
 
     def _table_release(self, stat: _Stat, spec: dict[str, Any], what: str,
-                       rows: Callable[[], tuple[Any, Any, Any]], kwargs: dict[str, Any]
-                       ) -> Any:
+                       rows: Callable[[], tuple[Any, Any, Any]], kwargs: dict[str, Any],
+                       need: float | None = None) -> Any:
         """Fetch the rows (after a cache miss), then the :mod:`dpfast.tables` release."""
         fn = getattr(_tables, stat.function)
 
@@ -339,11 +339,28 @@ class Session:
                 return fn(values, keys, ids, budget=budget, **kwargs)
             return fn(keys, ids, budget=budget, **kwargs)
 
-        return self._cached(spec, what, compute, _release_payload)
+        return self._cached(spec, what, compute, _release_payload, need)
+
+    def _check_room(self, need: float, what: str) -> None:
+        """Refuse, before any charge, a query whose remaining parts (``need`` epsilon in
+        all) cannot all fit the analyst's sub-budget and the total."""
+        from dpfast.budget import BudgetExceededError
+
+        budgets = [("the total budget", self.budget)]
+        if self.analyst_name:
+            budgets.insert(0, (f"analyst {self.analyst_name}'s sub-budget",
+                               self._store.analyst(self.analyst_name, None, None)))
+        for name, b in budgets:
+            left = b.remaining().epsilon
+            if need > left:
+                raise BudgetExceededError(
+                    f"{what}: the query's remaining aggregates need epsilon {need:.6g}, "
+                    f"more than is left of {name} ({left:.6g}); nothing was charged",
+                    remaining=b.remaining(), ledger=b.ledger)
 
     def _sql_release(self, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho: Any,
-                     noise: Any, domain: Any, max_partitions: Any, max_per_partition: Any
-                     ) -> Any:
+                     noise: Any, domain: Any, max_partitions: Any, max_per_partition: Any,
+                     need: float | None = None) -> Any:
         """One aggregate of a planned SQL query (:func:`dpfast.session.sql.run`)."""
         from dpfast.session._source import quote
 
@@ -385,7 +402,7 @@ class Session:
             kc = got["__k0"] if n_keys == 1 else tuple(got[f"__k{i}"] for i in range(n_keys))
             return kc, got.get("__pid"), got.get("__v")
 
-        rel = self._table_release(stat, spec, what, rows, kwargs)
+        rel = self._table_release(stat, spec, what, rows, kwargs, need)
         if plan.keys:
             rel._key_names = tuple(plan.key_names)
         return rel
@@ -453,12 +470,14 @@ class Session:
         return tuple(np.asarray([g[j] for g in grid]) for j in range(len(keys)))
 
     def _cached(self, spec: dict[str, Any], what: str, compute: Callable[[Any], Any],
-                payload: Callable[[Any], dict[str, Any]]) -> Any:
+                payload: Callable[[Any], dict[str, Any]], need: float | None = None) -> Any:
         qid = _spec.query_id(spec)
         analyst = self.analyst_name
         hit = self._store.lookup(qid, analyst)
         if hit is not None:
             return _from_payload(hit)
+        if need is not None:
+            self._check_room(need, what)
         with contextlib.ExitStack() as stack:
             charging = _Charging(self._store, qid, analyst, what, stack)
             try:

@@ -18,7 +18,9 @@ refused with a :class:`SqlRefusedError` whose ``reason`` names the rule (the lis
 :data:`REASONS`).
 
 Budget split: the ``m`` aggregates of a query get ``epsilon / m`` each (rounded down, so
-the parts never sum above ``epsilon``).  When the group-by keys are public (the session's
+the parts never sum above ``epsilon``); before the first aggregate not in the cache is
+charged, what all the remaining ones need must be left (of the analyst's sub-budget and of
+the total), else the query is refused with nothing charged.  When the group-by keys are public (the session's
 ``domains``) every aggregate releases those keys and gets ``delta / m``; otherwise the
 first aggregate selects the keys privately with all of ``delta``, and its released keys are
 the key domain of the others (post-processing of a release already charged).
@@ -436,9 +438,10 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
     releases: dict[str, Any] = {}
     for i, a in enumerate(p.aggs):
         d = _split(delta, m) if public_keys else (delta if i == 0 else 0.0)
+        need = None if eps is None or m == 1 else eps * (m - i)
         rel = session._sql_release(p, a, epsilon=eps, delta=d, rho=r, noise=noise,
                                    domain=domain, max_partitions=max_partitions,
-                                   max_per_partition=max_per_partition)
+                                   max_per_partition=max_per_partition, need=need)
         if a.name in releases:
             raise SqlRefusedError("syntax", f"two output columns named {a.name}")
         releases[a.name] = rel
