@@ -21,8 +21,8 @@ def test_demo_small() -> None:
                    "Gaussian (2^k grid)", "cells/s", "privacy spent", "refused",
                    "clinic visits", "measured vs truth", "CI coverage", "x numpy",
                    "codes published", "result cache", "the same numbers",
-                   "no new charge", "refused by his sub-budget", "usage report",
-                   "analyst ana", "analyst ben", "utilization"):
+                   "no new charge", "next query (epsilon", "usage report",
+                   "ana", "ben", "utilization", "cache hits"):
         assert needle in text
     assert "ERROR" not in text
 

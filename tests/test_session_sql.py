@@ -85,7 +85,7 @@ def test_sql_global_aggregate_and_cache() -> None:
     for name in res.releases:
         assert again.releases[name].values.tobytes() == res.releases[name].values.tobytes()
     assert len(s.budget.history()) == 2  # two aggregates, each charged once
-    assert s.usage().cache_hits == 2
+    assert s.usage().hits == 2
 
 
 def test_count_column_skips_nulls() -> None:

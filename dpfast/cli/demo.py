@@ -11,7 +11,7 @@ file with ``--ledger``):
 3. ana, in SQL: mean length of stay per district;
 
 then ben repeats ana's query (answered from the result cache: no new charge), ben's next
-query is refused by his sub-budget, the usage report; the accuracy of each table (from its
+query is refused (it would overspend), the usage report; the accuracy of each table (from its
 noise law, and measured against the true bounded table), and the samplers' steady-state
 throughput next to numpy's insecure ``Generator.laplace`` measured the same way in the same
 run (kernels loaded first; best of interleaved repeats), as in the README and ``bench/``.
@@ -118,7 +118,7 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
     out(f"records: {n:,} clinic visits of {people:,} patients (1-{vmax} visits each), "
         "40 districts, 6 age bands, 3,000 diagnosis codes; stored in DuckDB (table visits)")
     districts = np.array([f"D{d:02d}" for d in range(40)])
-    budget = dpfast.Budget(epsilon, delta, ledger=ledger, accounting="basic")
+    budget = dpfast.Budget(epsilon, delta, ledger=ledger, accounting="mixed")
     rng = dpfast.default_rng()  # urandom-keyed: nobody can replay the noise
     session = dpfast.Session(store(data), table="visits", privacy_unit="patient",
                              bounds={"stay": (0, 30)},
@@ -128,7 +128,7 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
     share = epsilon / 4
     ana = session.analyst("ana", epsilon=2 * share)
     ben = session.analyst("ben", epsilon=2 * share)
-    out(f"session: budget epsilon={epsilon:g}, delta={delta:g}, basic composition, {where}; "
+    out(f"session: budget epsilon={epsilon:g}, delta={delta:g}, mixed accounting, {where}; "
         f"analysts ana and ben, epsilon {2 * share:g} each")
     out("")
 
@@ -175,11 +175,12 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
         ben.count("diagnosis", epsilon=2 * share, delta=delta / 2, max_partitions=3)
         out("ERROR: the overspend was not refused")
     except dpfast.BudgetExceededError as exc:
-        out(f"ben's next query refused by his sub-budget before any noise was drawn: "
+        out(f"ben's next query (epsilon {2 * share:g}) refused before any noise was drawn: "
             f"{type(exc).__name__}: {exc}")
     out("")
     out("usage report:")
-    for line in str(session.usage()).splitlines():
+    usage = session.usage()
+    for line in usage.lines("analyst") + usage.lines("query")[2:]:
         out(f"  {line}")
     out("")
     if cells > 0:

@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     who = session
     if args.analyst is not None:
         who = session.analyst(args.analyst, epsilon=args.analyst_epsilon)
-    before = session.usage().cache_hits
+    before = session.usage().hits
     try:
         result = who.sql(args.sql, epsilon=args.epsilon, delta=args.delta)
     except dpfast.BudgetExceededError as exc:
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
             raise refused(opened, exc) from None
         raise CliError(f"budget refused the release, nothing written: {exc}", 1) from None
     table = result.to_pandas()
-    cached = session.usage().cache_hits - before
+    cached = session.usage().hits - before
     if args.output is None:
         print(table.to_string(index=False))
     else:

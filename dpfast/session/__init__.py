@@ -4,11 +4,13 @@ analysts' sub-budgets, a usage report and aggregate SQL.
 * :mod:`.session`: :class:`Session` (the releases of :mod:`dpfast.tables` over one private
   table, through the cache) and :class:`Analyst` (a session seen by one analyst), with the
   dispatch table :data:`STATISTICS`;
-* :mod:`.sql`: the private SQL subset (sqlglot parses, DuckDB does the row work),
-  :class:`SqlRelease`, :class:`SqlRefusedError`;
+* :mod:`.sql`: the private SQL subset (sqlglot parses, DuckDB does the row work) and its
+  refusals (:class:`SqlRefusedError`, :data:`REASONS`); :mod:`._answer`: running a planned
+  query, :class:`SqlRelease`;
 * :mod:`._source` (the data source and its fingerprint), :mod:`._spec` (the normalized
-  query spec and query id), :mod:`._store` (the cache, hits and sub-budgets beside the
-  budget), :mod:`._usage` (:class:`Usage`).
+  query spec and query id), :mod:`._cache` (the event probe, the payloads), :mod:`._store`
+  (the adapter to the budget's cache and analysts: :meth:`dpfast.Budget.query`,
+  :meth:`dpfast.Budget.analyst`, :meth:`dpfast.Budget.usage`).
 
 Needs the ``session`` extra (``pip install 'dpfast[session]'``: DuckDB, sqlglot, Polars);
 nothing here is imported by ``import dpfast``.
@@ -23,10 +25,9 @@ _PUBLIC: dict[str, str] = {
     "Session": "dpfast.session.session",
     "Analyst": "dpfast.session.session",
     "STATISTICS": "dpfast.session.session",
-    "SqlRelease": "dpfast.session.sql",
+    "SqlRelease": "dpfast.session._answer",
     "SqlRefusedError": "dpfast.session.sql",
     "REASONS": "dpfast.session.sql",
-    "Usage": "dpfast.session._usage",
 }
 
 __all__ = sorted(_PUBLIC)

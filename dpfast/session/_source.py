@@ -101,9 +101,11 @@ class Source:
 
     # ----------------------------------------------------------------- rows
     def fetch(self, cols: Sequence[str], where: str | None = None,
-              not_null: Sequence[str] = ()) -> dict[str, np.ndarray]:
+              not_null: Sequence[str] = (), limit: int | None = None
+              ) -> dict[str, np.ndarray]:
         """The rows of ``cols`` that pass the SQL filter ``where`` and whose ``not_null``
-        columns are not NULL, as numpy arrays (DuckDB's order of the table's rows)."""
+        columns are not NULL, as numpy arrays (DuckDB's order of the table's rows); at
+        most ``limit`` rows (0: none, only the columns' types)."""
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         conds = [f"({where})"] if where else []
@@ -111,6 +113,8 @@ class Source:
         sql = f"SELECT {', '.join(quote(c) for c in dict.fromkeys(cols))} FROM {quote(self.name)}"
         if conds:
             sql += " WHERE " + " AND ".join(conds)
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
         res = self.con.execute(sql).fetchnumpy()
         out = {}
         for c in dict.fromkeys(cols):
@@ -118,8 +122,11 @@ class Source:
             out[c] = np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
         return out
 
-    def fetch_sql(self, sql: str) -> dict[str, np.ndarray]:
-        """The columns of a row query (built by :mod:`dpfast.session.sql`) as arrays."""
+    def fetch_sql(self, sql: str, limit: int | None = None) -> dict[str, np.ndarray]:
+        """The columns of a row query (built by :mod:`dpfast.session._answer`) as
+        arrays; at most ``limit`` rows."""
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
         res = self.con.execute(sql).fetchnumpy()
         return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
                 for c, a in res.items()}

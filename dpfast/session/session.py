@@ -3,12 +3,10 @@ the privacy unit and the public facts filled in, a budget, a result cache and an
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import itertools
-import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,9 +14,8 @@ import numpy as np
 from dpfast import tables as _tables
 from dpfast.budget import Budget
 
-from . import _spec, _store
+from . import _cache, _spec, _store
 from ._source import Source, make_source
-from ._usage import Usage, usage_of
 
 __all__ = ["Analyst", "Session", "STATISTICS"]
 
@@ -42,57 +39,6 @@ STATISTICS: dict[str, _Stat] = {
     "sum": _Stat("sum", value=True, dask="sum"),
     "mean": _Stat("mean", value=True, dask="mean"),
 }
-
-
-class _Hit(Exception):
-    def __init__(self, payload: bytes) -> None:
-        super().__init__("cache hit")
-        self.payload = payload
-
-
-class _Charging:
-    """The budget a release is given: its charge opens the store's atomic query (cache
-    re-check, sub-budget and total charges); a hit found there stops the release."""
-
-    def __init__(self, store: _store.Store, qid: str, analyst: str, description: str,
-                 stack: contextlib.ExitStack) -> None:
-        self._store, self._qid, self._analyst = store, qid, analyst
-        self._description, self._stack = description, stack
-        self.query: Any = None
-
-    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Any:
-        raise TypeError("a session's release is charged with charge()")
-
-    @contextlib.contextmanager
-    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[None]:
-        if self.query is not None:
-            raise RuntimeError("a session release charges once")
-        self.query = self._stack.enter_context(self._store.query(
-            self._qid, event, note=note, analyst=self._analyst,
-            description=self._description))
-        if self.query.hit:
-            raise _Hit(self.query.payload)
-        yield
-
-
-def _encode(obj: dict[str, Any]) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
-def _release_payload(rel: Any) -> dict[str, Any]:
-    return {"kind": "table", "release": rel.to_state()}
-
-
-def _from_payload(payload: bytes) -> Any:
-    d = json.loads(payload)
-    if d["kind"] == "table":
-        return _tables.TableRelease.from_state(d["release"])
-    if d["kind"] == "histogram":
-        from dpfast.tables._state import decode_array
-
-        return (decode_array(d["hist"]), decode_array(d["edges"]),
-                _tables.TableRelease.from_state(d["release"]))
-    raise ValueError(f"unknown cached payload kind {d['kind']!r}")
 
 
 def _names(by: Any, what: str = "by") -> list[str]:
@@ -222,10 +168,10 @@ class Session:
         self._store.analyst(name, epsilon, delta)
         return Analyst(self, name)
 
-    def usage(self) -> Usage:
-        """The usage report: total, spent, remaining, utilization %, per analyst, per
-        query, cache hits (:class:`dpfast.session.Usage`; ``print`` it)."""
-        return usage_of(self.budget, self._store.usage())
+    def usage(self) -> Any:
+        """The budget's usage report (:meth:`dpfast.Budget.usage`): total, spent,
+        remaining, utilization %, per analyst, per query, cache hits; ``print`` it."""
+        return self._store.usage()
 
     # ------------------------------------------------------------------ releases
     def count(self, by: Any, *, epsilon: float | None = None, delta: float = 0.0,
@@ -306,114 +252,74 @@ class Session:
             kwargs["bounds"] = bounds
 
         if src.kind == "dask":
-            def compute(budget: Any) -> Any:
-                if where_sql:
-                    raise ValueError("where= needs a DuckDB-backed source, not a Dask one")
-                from dpfast import dask as _dask
+            if where_sql:
+                raise ValueError("where= needs a DuckDB-backed source, not a Dask one")
+            return self._dask_release(stat, spec, what, keys, value, kwargs)
+        need = keys + ([value] if value else []) + ([pid] if pid else [])
 
-                assert stat.dask is not None
-                key = keys[0] if len(keys) == 1 else keys
-                args = (src.frame, key) + ((value,) if value else ())
-                return getattr(_dask, stat.dask)(*args, privacy_id=pid, budget=budget,
-                                                 **kwargs)
-
-            return self._cached(spec, what, compute, _release_payload)
-
-        def rows() -> tuple[Any, Any, Any]:
-            need = keys + ([value] if value else []) + ([pid] if pid else [])
-            got = src.fetch(need, where_sql, not_null=need)
+        def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
+            got = src.fetch(need, where_sql, not_null=need, limit=limit)
+            if limit == 0:
+                got = _cache.one_row(got)
             kc = got[keys[0]] if len(keys) == 1 else tuple(got[n] for n in keys)
             return kc, (got[pid] if pid else None), (got[value] if value else None)
 
         return self._table_release(stat, spec, what, rows, kwargs)
 
     def _table_release(self, stat: _Stat, spec: dict[str, Any], what: str,
-                       rows: Callable[[], tuple[Any, Any, Any]], kwargs: dict[str, Any],
+                       rows: Callable[..., tuple[Any, Any, Any]], kwargs: dict[str, Any],
                        need: float | None = None) -> Any:
-        """Fetch the rows (after a cache miss), then the :mod:`dpfast.tables` release."""
+        """Probe the event on one synthetic row, then (on a cache miss) fetch the rows
+        and run the :mod:`dpfast.tables` release."""
         fn = getattr(_tables, stat.function)
 
-        def compute(budget: Any) -> Any:
-            keys, ids, values = rows()
+        def call(data: tuple[Any, Any, Any], budget: Any, rng: Any) -> Any:
+            keys, ids, values = data
+            kw = dict(kwargs, budget=budget, rng=rng)
             if stat.value:
-                return fn(values, keys, ids, budget=budget, **kwargs)
-            return fn(keys, ids, budget=budget, **kwargs)
+                return fn(values, keys, ids, **kw)
+            return fn(keys, ids, **kw)
 
-        return self._cached(spec, what, compute, _release_payload, need)
+        event = _cache.probe(lambda b: call(rows(limit=0), b, None))
+        return _cache.cached(self, spec, what, event,
+                             lambda: call(rows(), None, self.rng), _cache.table_payload,
+                             need=need)
 
-    def _check_room(self, need: float, what: str) -> None:
-        """Refuse, before any charge, a query whose remaining parts (``need`` epsilon in
-        all) cannot all fit the analyst's sub-budget and the total."""
-        from dpfast.budget import BudgetExceededError
-
-        budgets = [("the total budget", self.budget)]
-        if self.analyst_name:
-            budgets.insert(0, (f"analyst {self.analyst_name}'s sub-budget",
-                               self._store.analyst(self.analyst_name, None, None)))
-        for name, b in budgets:
-            left = b.remaining().epsilon
-            if need > left:
-                raise BudgetExceededError(
-                    f"{what}: the query's remaining aggregates need epsilon {need:.6g}, "
-                    f"more than is left of {name} ({left:.6g}); nothing was charged",
-                    remaining=b.remaining(), ledger=b.ledger)
-
-    def _sql_release(self, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho: Any,
-                     noise: Any, domain: Any, max_partitions: Any, max_per_partition: Any,
-                     need: float | None = None) -> Any:
-        """One aggregate of a planned SQL query (:func:`dpfast.session.sql.run`)."""
-        from dpfast.session._source import quote
+    def _dask_release(self, stat: _Stat, spec: dict[str, Any], what: str, keys: list[str],
+                      value: str | None, kwargs: dict[str, Any]) -> Any:
+        from dpfast import dask as _dask
 
         src, pid = self._source, self.privacy_unit
-        stat = STATISTICS[agg.statistic]
-        k = self.max_partitions if max_partitions is None else max_partitions
-        c = self.max_per_partition if max_per_partition is None else max_per_partition
-        sel = [f"{e} AS __k{i}" for i, e in enumerate(plan.keys)] or ["0 AS __k0"]
-        notnull = list(plan.keys)
-        if pid:
-            sel.append(f"{quote(plan.private_alias)}.{quote(pid)} AS __pid")
-            notnull.append(f"{quote(plan.private_alias)}.{quote(pid)}")
-        if agg.column is not None:
-            if stat.value:
-                sel.append(f"{agg.column} AS __v")
-            notnull.append(agg.column)
-        conds = ([f"({plan.where})"] if plan.where else []) + [
-            f"{e} IS NOT NULL" for e in notnull]
-        row_sql = (f"SELECT {', '.join(sel)} FROM {plan.relation}"
-                   + (f" WHERE {' AND '.join(conds)}" if conds else ""))
-        bounds = self.bounds[agg.column.split(".")[-1].strip('"')] if stat.value else None
-        spec = {"statistic": agg.statistic, "rows": row_sql, "extra": agg.extra,
-                "source": src.fingerprint(self._sql_columns(plan, agg)),
-                "public": [src.fingerprint_public(t) for t in plan.public_used],
-                "privacy_unit": pid, "epsilon": epsilon, "delta": delta, "rho": rho,
-                "noise": noise, "bounds": None if bounds is None else list(bounds),
-                "max_partitions": k, "max_per_partition": c,
-                "domain": _spec.domain_fingerprint(domain)}
-        what = f"sql {agg.name} = {agg.sql}" + (
-            f" by {', '.join(plan.keys)}" if plan.keys else "")
-        kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
-                      max_partitions=k, max_per_partition=c, rng=self.rng, note=what)
-        if bounds is not None:
-            kwargs["bounds"] = bounds
-        n_keys = max(1, len(plan.keys))
+        assert stat.dask is not None
+        cols = keys + ([value] if value else []) + ([pid] if pid else [])
+        row = _cache.one_row({c: np.asarray(src.frame._meta[c]) for c in cols})
+        kc = row[keys[0]] if len(keys) == 1 else tuple(row[k] for k in keys)
+        fn = getattr(_tables, stat.function)
+        vals = (row[value],) if value else ()
+        event = _cache.probe(lambda b: fn(*vals, kc, row[pid] if pid else None,
+                                          **dict(kwargs, budget=b, rng=None)))
+        key = keys[0] if len(keys) == 1 else keys
+        args = (src.frame, key) + ((value,) if value else ())
+        return _cache.cached(
+            self, spec, what, event,
+            lambda: getattr(_dask, stat.dask)(*args, privacy_id=pid, budget=None,
+                                              **dict(kwargs, rng=self.rng)),
+            _cache.table_payload)
 
-        def rows() -> tuple[Any, Any, Any]:
-            got = src.fetch_sql(row_sql)
-            kc = got["__k0"] if n_keys == 1 else tuple(got[f"__k{i}"] for i in range(n_keys))
-            return kc, got.get("__pid"), got.get("__v")
+    def _check_room(self, need: float, what: str, qid: str) -> None:
+        """Refuse, before any charge, a query whose remaining parts (``need`` epsilon in
+        all) cannot all fit what the analyst (or the session) may still spend, unless
+        its next part is already answered (a hit costs nothing)."""
+        from dpfast.budget import BudgetExceededError
 
-        rel = self._table_release(stat, spec, what, rows, kwargs, need)
-        if plan.keys:
-            rel._key_names = tuple(plan.key_names)
-        return rel
-
-    def _sql_columns(self, plan: Any, agg: Any) -> list[str]:
-        cols = set(self._source.columns)
-        used = {c.split(".")[-1].strip('"') for c in plan.keys + [agg.column or ""]}
-        used |= set(plan.columns)
-        if self.privacy_unit:
-            used.add(self.privacy_unit)
-        return sorted(used & cols)
+        who = self._store.who(self.analyst_name)
+        left = who.remaining()
+        if need > left.epsilon and not self._store.cached(qid):
+            name = f"analyst {self.analyst_name}" if self.analyst_name else "the budget"
+            raise BudgetExceededError(
+                f"{what}: the query's remaining aggregates need epsilon {need:.6g}, more "
+                f"than {name} may still spend ({left.epsilon:.6g}); nothing was charged",
+                remaining=left, ledger=self.budget.ledger)
 
     def histogram(self, column: str, bins: Any = 10, range: Any = None, *,  # noqa: A002
                   epsilon: float | None = None, delta: float = 0.0, where: str | None = None,
@@ -436,31 +342,34 @@ class Session:
                 "epsilon": epsilon, "delta": delta,
                 "options": {k: v for k, v in sorted(options.items()) if k != "note"}}
         what = f"histogram({column})" + (f" where {where_sql}" if where_sql else "")
+        options.setdefault("note", what)
+        cols = [column] + ([pid] if pid else [])
 
-        def compute(budget: Any) -> Any:
-            rows = src.fetch([column] + ([pid] if pid else []), where_sql,
-                             not_null=[column] + ([pid] if pid else []))
-            options.setdefault("note", what)
+        def call(limit: int | None, budget: Any, rng: Any) -> Any:
+            rows = src.fetch(cols, where_sql, not_null=cols, limit=limit)
+            if limit == 0:
+                rows = _cache.one_row(rows)
             return _histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
-                                   privacy_ids=rows[pid] if pid else None, rng=self.rng,
-                                   budget=budget, return_release=True, **options)
+                              privacy_ids=rows[pid] if pid else None, rng=rng,
+                              budget=budget, return_release=True, **options)
 
         def payload(res: Any) -> dict[str, Any]:
             h, e, rel = res
             return {"kind": "histogram", "hist": encode_array(h), "edges": encode_array(e),
                     "release": rel.to_state()}
 
-        return self._cached(spec, what, compute, payload)
+        event = _cache.probe(lambda b: call(0, b, None))
+        return _cache.cached(self, spec, what, event, lambda: call(None, None, self.rng),
+                             payload, release_of=lambda r: r[2])
 
     def sql(self, query: str, *, epsilon: float | None = None, delta: float = 0.0,
             **options: Any) -> Any:
-        """Answer an aggregate SQL query privately (:func:`dpfast.session.sql.run`):
-        returns a :class:`dpfast.session.SqlRelease`."""
-        from dpfast.session import sql as _sql
+        """Answer an aggregate SQL query privately (:mod:`dpfast.session.sql`: the subset,
+        the refusals, the budget split): returns a :class:`dpfast.session.SqlRelease`."""
+        from dpfast.session import _answer
 
-        return _sql.run(self, query, epsilon=epsilon, delta=delta, **options)
+        return _answer.run(self, query, epsilon=epsilon, delta=delta, **options)
 
-    # ------------------------------------------------------------------ the cache
     def _domain(self, keys: list[str]) -> Any:
         if not all(k in self.domains for k in keys):
             return None
@@ -469,29 +378,8 @@ class Session:
         grid = list(itertools.product(*(self.domains[k].tolist() for k in keys)))
         return tuple(np.asarray([g[j] for g in grid]) for j in range(len(keys)))
 
-    def _cached(self, spec: dict[str, Any], what: str, compute: Callable[[Any], Any],
-                payload: Callable[[Any], dict[str, Any]], need: float | None = None) -> Any:
-        qid = _spec.query_id(spec)
-        analyst = self.analyst_name
-        hit = self._store.lookup(qid, analyst)
-        if hit is not None:
-            return _from_payload(hit)
-        if need is not None:
-            self._check_room(need, what)
-        with contextlib.ExitStack() as stack:
-            charging = _Charging(self._store, qid, analyst, what, stack)
-            try:
-                result = compute(charging)
-            except _Hit as h:
-                return _from_payload(h.payload)
-            if charging.query is None:
-                raise RuntimeError(f"the release {what} charged nothing")
-            charging.query.store(_encode(payload(result)))
-        return result
-
     def close(self) -> None:
         """Close the session's store and its budget's ledger connection."""
-        self._store.close()
         self.budget.close()
 
     def __enter__(self) -> Session:

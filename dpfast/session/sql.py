@@ -20,8 +20,8 @@ refused with a :class:`SqlRefusedError` whose ``reason`` names the rule (the lis
 Budget split: the ``m`` aggregates of a query get ``epsilon / m`` each (rounded down, so
 the parts never sum above ``epsilon``); before the first aggregate not in the cache is
 charged, what all the remaining ones need must be left (of the analyst's sub-budget and of
-the total), else the query is refused with nothing charged.  When the group-by keys are public (the session's
-``domains``) every aggregate releases those keys and gets ``delta / m``; otherwise the
+the total), else the query is refused with nothing charged.  When the group-by keys are
+public (the session's ``domains``) every aggregate releases those keys and gets ``delta / m``; otherwise the
 first aggregate selects the keys privately with all of ``delta``, and its released keys are
 the key domain of the others (post-processing of a release already charged).
 """
@@ -29,15 +29,11 @@ the key domain of the others (post-processing of a release already charged).
 from __future__ import annotations
 
 import dataclasses
-import math
-from fractions import Fraction
 from typing import Any
-
-import numpy as np
 
 from ._source import Source, quote
 
-__all__ = ["REASONS", "SqlRefusedError", "SqlRelease", "row_filter", "run"]
+__all__ = ["REASONS", "SqlRefusedError", "plan", "row_filter"]
 
 #: reason -> what it refuses
 REASONS: dict[str, str] = {
@@ -342,112 +338,3 @@ def plan(text: str, src: Source, unit: str | None) -> _Plan:
     return _Plan(gsql, names, aggs, relation, None if where is None else
                  where.this.sql("duckdb"), order, private, [n for n, _ in joins],
                  sorted({c.name for c in tree.find_all(exp.Column)}))
-
-
-# ------------------------------------------------------------------------- the answer
-class SqlRelease:
-    """The answer to a private SQL query: one :class:`dpfast.tables.TableRelease` per
-    aggregate, on common keys.
-
-    Attributes
-    ----------
-    releases : dict
-        Output column name -> its release (event, noise law, intervals).
-    key_names : list of str
-        The group-by output columns.
-    rule : str
-        How the budget was split.
-    """
-
-    def __init__(self, releases: dict[str, Any], key_names: list[str], order: list[Any],
-                 rule: str) -> None:
-        self.releases = releases
-        self.key_names = key_names
-        self._order = order
-        self.rule = rule
-
-    @property
-    def events(self) -> list[Any]:
-        """The events charged, one per aggregate."""
-        return [r.event for r in self.releases.values()]
-
-    def to_pandas(self) -> Any:
-        """The table: the group-by columns and one column per aggregate (rows: the keys
-        of the first aggregate, in its order, then sorted by ORDER BY)."""
-        import pandas as pd
-
-        first = next(iter(self.releases.values()))
-        keys = first.keys if isinstance(first.keys, tuple) else (first.keys,)
-        cols: dict[str, Any] = {}
-        for n, k in zip(self.key_names, keys):
-            cols[n] = k
-        for name, rel in self.releases.items():
-            cols[name] = rel.values
-        df = pd.DataFrame(cols).drop(columns=[c for c in cols if c.startswith("__")])
-        if self._order:
-            df = df.sort_values([c for c, _ in self._order],
-                                ascending=[not d for _, d in self._order],
-                                ignore_index=True)
-        return df
-
-    def __repr__(self) -> str:
-        parts = ", ".join(f"{n}: {r.statistic}" for n, r in self.releases.items())
-        first = next(iter(self.releases.values()))
-        return f"SqlRelease({len(first)} keys; {parts}; {self.rule})"
-
-
-def _split(x: float | None, m: int) -> float | None:
-    """``x / m`` rounded down so that ``m`` parts never sum above ``x`` (exactly)."""
-    if x is None or x == 0 or m == 1:
-        return x
-    part = x / m
-    while Fraction(part) * m > Fraction(x):
-        part = math.nextafter(part, 0.0)
-    return part
-
-
-def run(session: Any, text: str, *, epsilon: float | None = None, delta: float = 0.0,
-        rho: float | None = None, noise: str | None = None, max_partitions: int | None = None,
-        max_per_partition: int | None = None) -> SqlRelease:
-    """:meth:`dpfast.Session.sql`: plan, then one cached release per aggregate."""
-    from dpfast.session.session import STATISTICS
-
-    src = session._source
-    unit = session.privacy_unit
-    p = plan(text, src, unit)
-    for a in p.aggs:
-        if a.statistic not in STATISTICS:
-            raise SqlRefusedError("unavailable", f"{a.sql} needs dpfast.tables."
-                                  f"{a.statistic}, which this version does not have")
-        if STATISTICS[a.statistic].value:
-            col = a.column.split(".")[-1].strip('"') if a.column else None
-            if col not in session.bounds:
-                raise SqlRefusedError("unbounded", f"{a.sql} needs public bounds for {col}: "
-                                      f"Session(bounds={{{col!r}: (lo, hi)}})")
-    domain = session._domain([k.split(".")[-1].strip('"') for k in p.keys]) if p.keys \
-        else np.zeros(1, np.int64)
-    m = len(p.aggs)
-    if domain is None and not delta:
-        raise SqlRefusedError("no_keys_selection", f"GROUP BY {', '.join(p.keys)}: give "
-                              "domains= for these columns or delta > 0")
-    eps, r = _split(epsilon, m), _split(rho, m)
-    public_keys = domain is not None
-    rule = (f"epsilon/{m} per aggregate" + (f", delta/{m} each" if public_keys and delta
-                                             else ", delta to the first (key selection)"
-                                             if not public_keys else ""))
-    releases: dict[str, Any] = {}
-    for i, a in enumerate(p.aggs):
-        d = _split(delta, m) if public_keys else (delta if i == 0 else 0.0)
-        need = None if eps is None or m == 1 else eps * (m - i)
-        rel = session._sql_release(p, a, epsilon=eps, delta=d, rho=r, noise=noise,
-                                   domain=domain, max_partitions=max_partitions,
-                                   max_per_partition=max_per_partition, need=need)
-        if a.name in releases:
-            raise SqlRefusedError("syntax", f"two output columns named {a.name}")
-        releases[a.name] = rel
-        if domain is None:
-            domain = rel.keys
-            if len(rel) == 0:
-                break
-    names = p.key_names if p.keys else ["__all"]
-    return SqlRelease(releases, names, p.order, rule)

@@ -1,0 +1,101 @@
+"""A release through the result cache: the event probe, the ledger query, the payload.
+
+A release's privacy event is data-independent -- a function of its public parameters and
+of the columns' types -- so the session learns it *before* touching the data, by running
+the release on one synthetic row with a budget that stops at the charge (:func:`probe`).
+Then ``budget.query(query_id, event)`` either returns the stored answer (a hit: no data
+read, nothing charged) or charges the event, and the release runs on the real rows; its
+event must equal the probed one (else the computation fails, recorded as failed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from dpfast import tables as _tables
+
+from . import _spec
+
+__all__ = ["cached", "from_payload", "one_row", "probe"]
+
+
+class _Event(Exception):
+    def __init__(self, event: Any) -> None:
+        super().__init__("probe")
+        self.event = event
+
+
+class _Probe:
+    """A budget that records the event of the charge and stops the release there."""
+
+    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Any:
+        raise _Event(event)
+
+    @contextlib.contextmanager
+    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[None]:
+        raise _Event(event)
+        yield  # pragma: no cover
+
+
+def probe(release: Callable[[Any], Any]) -> Any:
+    """The event ``release(budget)`` charges (run on synthetic rows: it stops there)."""
+    try:
+        release(_Probe())
+    except _Event as e:
+        return e.event
+    raise RuntimeError("the release charged nothing")
+
+
+def one_row(empty: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One synthetic row with the dtypes of the (empty) columns ``empty``."""
+    out = {}
+    for name, a in empty.items():
+        dt = np.asarray(a).dtype
+        out[name] = (np.zeros(1, dt) if dt.kind in "iufbMm"
+                     else np.array([""], dtype=object))
+    return out
+
+
+def _encode(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def table_payload(rel: Any) -> dict[str, Any]:
+    return {"kind": "table", "release": rel.to_state()}
+
+
+def from_payload(payload: bytes) -> Any:
+    """The cached answer: a TableRelease, or a histogram's ``(hist, edges, release)``."""
+    d = json.loads(payload)
+    if d["kind"] == "table":
+        return _tables.TableRelease.from_state(d["release"])
+    if d["kind"] == "histogram":
+        from dpfast.tables._state import decode_array
+
+        return (decode_array(d["hist"]), decode_array(d["edges"]),
+                _tables.TableRelease.from_state(d["release"]))
+    raise ValueError(f"unknown cached payload kind {d['kind']!r}")
+
+
+def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
+           compute: Callable[[], Any], payload: Callable[[Any], dict[str, Any]],
+           release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
+    """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored."""
+    qid = _spec.query_id(spec)
+    store = session._store
+    if need is not None:
+        session._check_room(need, what, qid)
+    with store.query(qid, event, note=what, analyst=session.analyst_name) as q:
+        if q.hit:
+            return from_payload(q.payload)
+        result = compute()
+        got = release_of(result).event
+        if got != event:
+            raise RuntimeError(f"the release's event {got!r} is not the probed {event!r}")
+        q.store(_encode(payload(result)))
+    return result
