@@ -21,9 +21,10 @@ Budget split: the ``m`` aggregates of a query get ``epsilon / m`` each (rounded 
 the parts never sum above ``epsilon``); before the first aggregate not in the cache is
 charged, what all the remaining ones need must be left (of the analyst's sub-budget and of
 the total), else the query is refused with nothing charged.  When the group-by keys are
-public (the session's ``domains``) every aggregate releases those keys and gets ``delta / m``; otherwise the
-first aggregate selects the keys privately with all of ``delta``, and its released keys are
-the key domain of the others (post-processing of a release already charged).
+public (the session's ``domains``) every aggregate releases those keys and gets
+``delta / m``; otherwise the first aggregate selects the keys privately with all of
+``delta``, and its released keys are the key domain of the others (post-processing of a
+release already charged).
 """
 
 from __future__ import annotations
