@@ -89,8 +89,7 @@ class Source:
     def columns(self) -> list[str]:
         if self.kind == "dask":
             return [str(c) for c in self.frame.columns]
-        rel = self.con.execute(f"SELECT * FROM {quote(self.name)} LIMIT 0")
-        return [d[0] for d in rel.description]
+        return list(self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns)
 
     def check_columns(self, cols: Sequence[str], what: str = "column") -> None:
         have = set(self.columns)
@@ -115,11 +114,23 @@ class Source:
             sql += " WHERE " + " AND ".join(conds)
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        res = self.con.execute(sql).fetchnumpy()
+        return self._numpy(sql)
+
+    def _numpy(self, sql: str) -> dict[str, np.ndarray]:
+        """The result columns of ``sql`` as numpy arrays: through Arrow where pyarrow is
+        installed (numbers without NULLs are not copied again), else DuckDB's
+        ``fetchnumpy``."""
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:  # pragma: no cover - pyarrow is in the session extra
+            res = self.con.execute(sql).fetchnumpy()
+            return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
+                    for c, a in res.items()}
+        table = self.con.sql(sql).to_arrow_table()
         out = {}
-        for c in dict.fromkeys(cols):
-            a = res[c]
-            out[c] = np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
+        for name, col in zip(table.column_names, table.columns):
+            arr = col.combine_chunks()
+            out[name] = np.asarray(arr.to_numpy(zero_copy_only=False))
         return out
 
     def fetch_sql(self, sql: str, limit: int | None = None) -> dict[str, np.ndarray]:
@@ -127,9 +138,7 @@ class Source:
         arrays; at most ``limit`` rows."""
         if limit is not None:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
-        res = self.con.execute(sql).fetchnumpy()
-        return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
-                for c, a in res.items()}
+        return self._numpy(sql)
 
     # ----------------------------------------------------------------- fingerprint
     def fingerprint_public(self, name: str) -> str:
@@ -137,11 +146,11 @@ class Source:
         key = ("public:" + name,)
         if key not in self._memo:
             duckdb = _duckdb()
-            desc = self.con.execute(f"SELECT * FROM {quote(name)} LIMIT 0").description
-            cells = ", ".join(quote(d[0]) for d in desc)
-            n, h = self.con.execute(
+            names = self.con.sql(f"SELECT * FROM {quote(name)} LIMIT 0").columns
+            cells = ", ".join(quote(c) for c in names)
+            n, h = self.con.sql(
                 f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
-                f"FROM {quote(name)}").fetchone()
+                f"FROM {quote(name)}").fetchall()[0]
             self._memo[key] = _digest(["public", name, duckdb.__version__, int(n), h])
         return self._memo[key]
 
@@ -165,9 +174,9 @@ class Source:
             return _digest(["dask", tokenize(self.frame[list(cols)]), cols])
         duckdb = _duckdb()
         cells = ", ".join(quote(c) for c in cols) or "1"
-        n, h = self.con.execute(
+        n, h = self.con.sql(
             f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
-            f"FROM {quote(self.name)}").fetchone()
+            f"FROM {quote(self.name)}").fetchall()[0]
         return _digest([self.kind, duckdb.__version__, int(n), h, cols])
 
 

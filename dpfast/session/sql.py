@@ -270,8 +270,8 @@ def _check_join_keys(src: Source, joins: list[tuple[str, Any]], has_unit: bool) 
         if not cols:
             raise SqlRefusedError("join_multiplies", f"{name}: no public join column found")
         keys = ", ".join(quote(c) for c in cols)
-        n, d = src.con.execute(f"SELECT count(*), count(DISTINCT ({keys})) FROM "
-                               f"{quote(name)}").fetchone()
+        n, d = src.con.sql(f"SELECT count(*), count(DISTINCT ({keys})) FROM "
+                           f"{quote(name)}").fetchall()[0]
         if n != d:
             raise SqlRefusedError("join_multiplies", f"{name} has {n - d} duplicate keys on "
                                   f"({', '.join(cols)}): a row would count several times")
