@@ -24,6 +24,7 @@ TYPED_MODULES = [
     "dpfast/local",
     "dpfast/tables",
     "dpfast/dask",
+    "dpfast/session",
     "dpfast/noise",
     "dpfast/histogram.py",
     "dpfast/planning.py",

@@ -300,10 +300,10 @@ class Session:
                                           **dict(kwargs, budget=b, rng=None)))
         key = keys[0] if len(keys) == 1 else keys
         args = (src.frame, key) + ((value,) if value else ())
+        dask_fn = getattr(_dask, stat.dask)
         return _cache.cached(
             self, spec, what, event,
-            lambda: getattr(_dask, stat.dask)(*args, privacy_id=pid, budget=None,
-                                              **dict(kwargs, rng=self.rng)),
+            lambda: dask_fn(*args, privacy_id=pid, budget=None, **dict(kwargs, rng=self.rng)),
             _cache.table_payload)
 
     def _check_room(self, need: float, what: str, qid: str) -> None:

@@ -186,7 +186,7 @@ class _Plan:
     aggs: list[_Agg]
     relation: str            # FROM ... JOIN ... (SQL)
     where: str | None
-    order: list[str]         # output names to sort by (post-processing)
+    order: list[tuple[str, bool]]  # (output name, descending): post-processing
     private_alias: str       # how the private table is named in the query
     public_used: list[str]
     columns: list[str]       # every column name the query reads
@@ -321,7 +321,7 @@ def plan(text: str, src: Source, unit: str | None) -> _Plan:
     if not aggs:
         raise SqlRefusedError("no_aggregate", "SELECT needs at least one aggregate")
     names = [n if n is not None else g.name for n, g in zip(key_names, gkeys)]
-    order = []
+    order: list[tuple[str, bool]] = []
     o = tree.args.get("order")
     for item in (o.expressions if o else []):
         col = item.this
