@@ -330,3 +330,25 @@ def test_histogram_cached() -> None:
     h2, e2, rel2 = s.histogram("delay", bins=6, range=(-10, 50), epsilon=0.5)
     assert h.tobytes() == h2.tobytes() and edges.tobytes() == e2.tobytes()
     assert len(s.budget.history()) == 1 and rel2.event == rel.event
+
+
+def test_topdown_cached_and_equal_to_direct() -> None:
+    r = np.random.default_rng(5)
+    geo = pd.DataFrame({"state": ["A", "A", "B", "B", "B"],
+                        "county": ["a1", "a2", "b1", "b2", "b3"]})
+    df = pd.DataFrame({"county": r.choice(geo.county, 3000), "pid": np.arange(3000)})
+    s = dpfast.Session(df, privacy_unit="pid", epsilon=10.0, delta=1e-5,
+                       rng=dpfast.default_rng(KEY))
+    rel = s.topdown(geo, ["state", "county"], rho=0.5)
+    counts = df.county.value_counts().reindex(geo.county).to_numpy()
+    direct = dpfast.tables.topdown(counts, [np.array([0, 0, 1, 1, 1]), np.arange(5)],
+                                   rho=0.5, rng=dpfast.default_rng(KEY))
+    for a, b in zip(rel.estimates, direct.estimates):
+        assert a.tolist() == b.tolist()
+    again = s.topdown(geo, ["state", "county"], rho=0.5)
+    assert len(s.budget.history()) == 1 and again.event == rel.event
+    for a, b in zip(again.estimates, rel.estimates):
+        assert a.tobytes() == b.tobytes()
+    for (lo, hi), (lo2, hi2) in zip(again.confidence_interval(0.1),
+                                    rel.confidence_interval(0.1)):
+        assert lo.tobytes() == lo2.tobytes() and hi.tobytes() == hi2.tobytes()

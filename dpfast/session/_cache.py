@@ -70,10 +70,13 @@ def table_payload(rel: Any) -> dict[str, Any]:
 
 
 def from_payload(payload: bytes) -> Any:
-    """The cached answer: a TableRelease, or a histogram's ``(hist, edges, release)``."""
+    """The cached answer: a TableRelease, a TopDownRelease, or a histogram's ``(hist,
+    edges, release)``."""
     d = json.loads(payload)
     if d["kind"] == "table":
         return _tables.TableRelease.from_state(d["release"])
+    if d["kind"] == "topdown":
+        return _tables.TopDownRelease.from_state(d["release"])
     if d["kind"] == "histogram":
         from dpfast.tables._state import decode_array
 

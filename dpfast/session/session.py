@@ -362,6 +362,28 @@ class Session:
         return _cache.cached(self, spec, what, event, lambda: call(None, None, self.rng),
                              payload, release_of=lambda r: r[2])
 
+    def topdown(self, geography: Any, levels: Any, *, rho: float, where: str | None = None,
+                **options: Any) -> Any:
+        """:func:`dpfast.tables.topdown` over the rows, through the cache.
+
+        ``geography`` is a public table (a DataFrame or a mapping of columns) with one row
+        per leaf and the ``levels`` columns, coarse to fine; the private table's column
+        ``levels[-1]`` names each row's leaf.  Each person (privacy unit) is bounded to
+        one row (:func:`dpfast.tables.bound_contributions`), rows are counted per leaf
+        (rows of leaves outside ``geography`` are dropped), and every level is noised
+        (``rho`` zCDP) and made consistent.  ``options``: those of
+        :func:`dpfast.tables.topdown`.  Returns a :class:`dpfast.tables.TopDownRelease`.
+
+        Privacy
+        -------
+        That of :func:`dpfast.tables.topdown` (``rho``-zCDP, add/remove one person, whose
+        one bounded row changes one leaf and its ancestors by 1; Canonne, Kamath, Steinke
+        2020), since bounding to one row per person depends only on that person's rows.
+        """
+        from dpfast.session import _topdown
+
+        return _topdown.topdown(self, geography, levels, rho=rho, where=where, **options)
+
     def sql(self, query: str, *, epsilon: float | None = None, delta: float = 0.0,
             **options: Any) -> Any:
         """Answer an aggregate SQL query privately (:mod:`dpfast.session.sql`: the subset,

@@ -1,4 +1,5 @@
-"""A :class:`~dpfast.tables.TableRelease` as plain JSON-able data and back
+"""A :class:`~dpfast.tables.TableRelease` (or a
+:class:`~dpfast.tables.TopDownRelease`) as plain JSON-able data and back
 (:meth:`~dpfast.tables.TableRelease.to_state` / ``from_state``), for the session's result
 cache: numbers and fixed-width arrays travel as their exact bytes (base64), object arrays of
 str / bytes / int as tagged lists, floats as their hex form; nothing is ever unpickled."""
@@ -15,7 +16,7 @@ from dpfast.accounting import events as _events
 from dpfast.tables.release import NoiseLaw, TableRelease
 
 __all__ = ["STATE_VERSION", "decode_array", "encode_array", "release_from_state",
-           "release_state"]
+           "release_state", "topdown_from_state", "topdown_state"]
 
 STATE_VERSION = 1
 
@@ -133,3 +134,51 @@ def release_from_state(state: dict[str, Any]) -> TableRelease:
         sensitivity={k: _decode_scalar(v) for k, v in state["sensitivity"].items()},
         key_names=None if names is None else tuple(names), value_name=state["value_name"],
         mean_parts=mean_parts, release_id=state["release_id"])
+
+
+def _arrays(xs: Any) -> list[Any]:
+    return [None if x is None else encode_array(x) for x in xs]
+
+
+def _unarrays(xs: Any) -> list[Any]:
+    return [None if x is None else decode_array(x) for x in xs]
+
+
+def topdown_state(rel: Any) -> dict[str, Any]:
+    """:meth:`TopDownRelease.to_state`: the arrays by their bytes, the levels' rho (the
+    mechanisms are rebuilt from them: ``DiscreteGaussianMechanism(rho=rho_j,
+    max_changed=1)``, as :func:`dpfast.tables.topdown` makes them)."""
+    return {"version": STATE_VERSION, "type": "TopDownRelease",
+            "estimates": _arrays(rel.estimates), "noisy": _arrays(rel.noisy),
+            "consistent": _arrays(rel.consistent), "variances": _arrays(rel.variances),
+            "sigma": [_encode_scalar(float(s)) for s in rel.sigma],
+            "rho": [_encode_scalar(float(r)) for r in rel.rho],
+            "event": rel.event.to_dict(), "rho_total": _encode_scalar(rel.rho_total),
+            "total_invariant": bool(rel.total_invariant),
+            "nonnegative": bool(rel.nonnegative), "integer": bool(rel.integer),
+            "release_id": rel.release_id}
+
+
+def topdown_from_state(state: dict[str, Any]) -> Any:
+    """:meth:`TopDownRelease.from_state`."""
+    from dpfast import mechanisms as _mechanisms
+    from dpfast.tables._topdown_release import TopDownRelease
+
+    if not isinstance(state, dict) or state.get("type") != "TopDownRelease":
+        raise ValueError("state is not a serialised TopDownRelease")
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"unsupported TopDownRelease state version {state.get('version')!r}")
+    rho = [_decode_scalar(r) for r in state["rho"]]
+    mechs = [None if r == 0.0 else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1)
+             for r in rho]
+    sigma = [_decode_scalar(s) for s in state["sigma"]]
+    for m, s in zip(mechs, sigma):
+        if m is not None and float(m.sigma) != s:
+            raise ValueError("state's sigma does not match its rho")
+    return TopDownRelease(
+        estimates=_unarrays(state["estimates"]), noisy=_unarrays(state["noisy"]),
+        consistent=_unarrays(state["consistent"]), variances=_unarrays(state["variances"]),
+        sigma=sigma, rho=rho, event=_events.from_dict(state["event"]),
+        rho_total=_decode_scalar(state["rho_total"]),
+        total_invariant=state["total_invariant"], nonnegative=state["nonnegative"],
+        integer=state["integer"], mechanisms=mechs, release_id=state["release_id"])

@@ -90,6 +90,20 @@ class TopDownRelease:
         # per level, the L2 sensitivity the noise was calibrated for (1 per record)
         self.sensitivity: list[float] = kw.get("sensitivity", [1.0] * len(self.estimates))
 
+    def to_state(self) -> dict[str, Any]:
+        """The release as JSON-able data (no pickle); :meth:`from_state` rebuilds an
+        equal release (bit for bit): the result cache of :class:`dpfast.Session`."""
+        from dpfast.tables._state import topdown_state
+
+        return topdown_state(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> TopDownRelease:
+        """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
+        from dpfast.tables._state import topdown_from_state
+
+        return topdown_from_state(state)  # type: ignore[no-any-return]
+
     @property
     def n_levels(self) -> int:
         return len(self.estimates)

@@ -1,0 +1,87 @@
+""":meth:`dpfast.Session.topdown`: a geographic hierarchy released from the private rows.
+
+The hierarchy is public: ``geography`` is a table with one row per leaf (finest unit) and
+the level columns, coarse to fine.  The rows' finest-level column is counted per leaf
+after bounding each person to one row (chosen uniformly with the CSPRNG, depending only on
+that person's own rows; :func:`dpfast.tables.bound_contributions`), then
+:func:`dpfast.tables.topdown` noises every level and makes them consistent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpfast import tables as _tables
+
+from . import _cache, _spec
+
+__all__ = ["topdown"]
+
+
+def _levels(geography: Any, levels: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    cols = {}
+    for c in levels:
+        try:
+            cols[c] = np.asarray(geography[c])
+        except (KeyError, IndexError, ValueError):
+            raise ValueError(f"geography has no column {c!r}") from None
+    leaf = cols[levels[-1]]
+    if len(leaf) == 0:
+        raise ValueError("geography has no rows")
+    if len(np.unique(leaf.astype(object).astype(str))) != len(leaf):
+        raise ValueError(f"geography must have one row per {levels[-1]!r} (the leaves)")
+    ids = []
+    for c in levels:
+        _, first, inv = np.unique(cols[c].astype(object).astype(str), return_index=True,
+                                  return_inverse=True)
+        order = np.argsort(np.argsort(first))  # ids in order of first appearance
+        ids.append(order[inv].astype(np.int64))
+    return ids, leaf
+
+
+def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
+            where: str | None = None, **options: Any) -> Any:
+    """See :meth:`dpfast.Session.topdown`."""
+    from dpfast.session.session import _names, _normalize_where
+
+    names = _names(levels, "levels")
+    src, pid = session._source, session.privacy_unit
+    if src.kind == "dask":
+        raise ValueError("topdown needs a DuckDB-backed source, not a Dask one")
+    leaf_col = names[-1]
+    src.check_columns([leaf_col], "levels column")
+    ids, leaf = _levels(geography, names)
+    where_sql, where_cols = _normalize_where(where, src)
+    cols = [leaf_col] + ([pid] if pid else [])
+    spec = {"statistic": "topdown", "levels": names, "where": where_sql,
+            "geography": [_spec.domain_fingerprint(i) for i in ids]
+            + [_spec.domain_fingerprint(leaf)],
+            "source": src.fingerprint(cols + where_cols), "privacy_unit": pid,
+            "rho": rho, "options": {k: v for k, v in sorted(options.items()) if k != "note"}}
+    what = f"topdown({', '.join(names)})" + (f" where {where_sql}" if where_sql else "")
+    options.setdefault("note", what)
+    n = len(leaf)
+
+    def leaf_counts() -> np.ndarray:
+        rows = src.fetch(cols, where_sql, not_null=cols)
+        keys = rows[leaf_col]
+        if pid:  # one row per person
+            keys, counts, _ = _tables.bound_contributions(keys, rows[pid], rng=None)
+        else:
+            keys, counts = np.unique(keys, return_counts=True)
+        index = {k: i for i, k in enumerate(leaf.tolist())}
+        out = np.zeros(n, np.int64)
+        for k, c in zip(np.asarray(keys).tolist(), np.asarray(counts).tolist()):
+            i = index.get(k)
+            if i is not None:  # rows outside the public geography are dropped
+                out[i] += c
+        return out
+
+    event = _cache.probe(lambda b: _tables.topdown(np.zeros(n, np.int64), ids, rho=rho,
+                                                   budget=b, **options))
+    return _cache.cached(
+        session, spec, what, event,
+        lambda: _tables.topdown(leaf_counts(), ids, rho=rho, rng=session.rng, **options),
+        lambda r: {"kind": "topdown", "release": r.to_state()})
