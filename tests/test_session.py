@@ -352,3 +352,34 @@ def test_topdown_cached_and_equal_to_direct() -> None:
     for (lo, hi), (lo2, hi2) in zip(again.confidence_interval(0.1),
                                     rel.confidence_interval(0.1)):
         assert lo.tobytes() == lo2.tobytes() and hi.tobytes() == hi2.tobytes()
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ARRAYS = st.one_of(
+    st.lists(st.integers(-2 ** 63, 2 ** 63 - 1)).map(lambda v: np.array(v, np.int64)),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True)).map(
+        lambda v: np.array(v, np.float64)),
+    st.lists(st.text()).map(lambda v: np.array(v, dtype=object)),
+    st.lists(st.binary()).map(lambda v: np.array(v, dtype=object)),
+    st.lists(st.text(min_size=1, max_size=5), min_size=1).map(np.array))
+
+
+@given(_ARRAYS)
+def test_array_state_is_exact(a: np.ndarray) -> None:
+    from dpfast.tables._state import decode_array, encode_array
+
+    back = decode_array(json.loads(json.dumps(encode_array(a))))
+    assert back.dtype == a.dtype and back.shape == a.shape
+    if a.dtype.kind == "O":
+        assert [type(x) for x in back.tolist()] == [type(x) for x in a.tolist()]
+        assert back.tolist() == a.tolist()
+    else:
+        assert back.tobytes() == a.tobytes()
+
+
+@given(st.floats(allow_nan=False), st.floats(allow_nan=False))
+def test_query_ids_tell_floats_apart(x: float, y: float) -> None:
+    same = float(x).hex() == float(y).hex()
+    assert (_spec.query_id({"epsilon": x}) == _spec.query_id({"epsilon": y})) == same
