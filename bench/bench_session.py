@@ -81,7 +81,7 @@ def test_sql_vs_direct(benchmark, report, store) -> None:
     first = sql()  # kernels loaded
     ref = direct()
     assert abs(len(first.releases["n"]) - len(ref)) < 0.1 * len(ref) + 10
-    t_sql, t_direct = _t.interleaved(sql, direct, rounds=2, repeat=2)
+    t_sql, t_direct = _t.interleaved(sql, direct, rounds=3, repeat=2)
     benchmark.pedantic(sql, rounds=1, iterations=1)
     ratio = t_sql / t_direct
     benchmark.extra_info.update({"sql_s": t_sql, "direct_s": t_direct, "ratio": ratio})
