@@ -162,6 +162,8 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
                   max_partitions=k, max_per_partition=c, rng=self.rng, note=what)
     if bounds is not None:
         kwargs["bounds"] = bounds
+    # an aggregate's own parameters (QUANTILE's q) go to the statistic by name
+    kwargs.update({k: v for k, v in agg.extra.items() if k != "not_null"})
     n_keys = max(1, len(plan.keys))
 
     def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
