@@ -383,3 +383,55 @@ def test_array_state_is_exact(a: np.ndarray) -> None:
 def test_query_ids_tell_floats_apart(x: float, y: float) -> None:
     same = float(x).hex() == float(y).hex()
     assert (_spec.query_id({"epsilon": x}) == _spec.query_id({"epsilon": y})) == same
+
+
+# ------------------------------------------------------------------ the new statistics
+def test_new_statistics_through_the_session_cached_and_equal_to_direct() -> None:
+    df = _frame()
+    s = _session(df, rng=dpfast.default_rng(KEY))
+    var = s.variance("delay", "dest", epsilon=0.5)
+    sd = s.stddev("delay", "dest", epsilon=0.5)
+    med = s.median("delay", "dest", epsilon=0.5)
+    q9 = s.quantile("delay", "dest", q=0.9, epsilon=0.5)
+    people = s.privacy_id_count("dest", epsilon=0.5)
+    kinds = s.count_distinct("seats", "dest", epsilon=0.5)
+    spent = s.budget.spent().epsilon
+    assert spent == pytest.approx(3.0)
+    # the same questions again: the stored answers, bit for bit, no charge
+    again = [s.variance("delay", "dest", epsilon=0.5), s.stddev("delay", "dest", epsilon=0.5),
+             s.median("delay", "dest", epsilon=0.5),
+             s.quantile("delay", "dest", q=0.9, epsilon=0.5),
+             s.privacy_id_count("dest", epsilon=0.5),
+             s.count_distinct("seats", "dest", epsilon=0.5)]
+    assert s.budget.spent().epsilon == spent and s.usage().hits == 6
+    for a, b in zip([var, sd, people, kinds], [again[0], again[1], again[4], again[5]]):
+        _same(a, b)  # variance/std intervals come back from the cache too
+    for a, b in zip([med, q9], [again[2], again[3]]):
+        assert a.values.tobytes() == b.values.tobytes() and a.event == b.event
+        assert a.rank_error(0.1) == b.rank_error(0.1)
+    # the same release as the direct call with the same generator
+    direct = dpfast.tables.median(df["delay"].to_numpy(), df["dest"].to_numpy(),
+                                  df["pid"].to_numpy(), bounds=(-10.0, 60.0), epsilon=0.5,
+                                  domain=DESTS, max_partitions=s.max_partitions,
+                                  max_per_partition=s.max_per_partition,
+                                  rng=dpfast.default_rng(KEY))
+    assert direct.event == med.event and direct.values.shape == med.values.shape
+    with pytest.raises(TypeError, match="q="):
+        s.quantile("delay", "dest", epsilon=0.5)
+    with pytest.raises(ValueError, match="pure-DP"):
+        s.median("delay", "dest", rho=0.1)
+
+
+def test_sql_new_aggregates_and_cache() -> None:
+    s = _session(rng=dpfast.default_rng(KEY))
+    q = ("SELECT dest, COUNT(DISTINCT pid) AS people, MEDIAN(delay) AS med, "
+         "VARIANCE(delay) AS v, STDDEV(delay) AS sd FROM flights GROUP BY dest")
+    a = s.sql(q, epsilon=2.0)
+    spent = s.budget.spent().epsilon
+    b = s.sql(q, epsilon=2.0)
+    assert s.budget.spent().epsilon == spent <= 2.0 + 1e-12
+    ta, tb = a.to_pandas(), b.to_pandas()
+    assert list(ta.columns)[:4] == ["people", "med", "v", "sd"] or {"people", "med", "v",
+                                                                      "sd"} <= set(ta.columns)
+    assert ta.equals(tb)
+    assert (ta["v"] >= 0).all() and (ta["sd"] >= 0).all()

@@ -4,11 +4,14 @@ on common keys, under the budget split stated in :mod:`dpfast.session.sql`."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+
+from dpfast import tables as _tables
 
 from . import _cache, _spec
 from ._source import quote
@@ -175,7 +178,10 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
 
     rel = self._table_release(stat, spec, what, rows, kwargs, need)
     if plan.keys:
-        rel._key_names = tuple(plan.key_names)
+        if isinstance(rel, _tables.QuantileRelease):  # a frozen dataclass
+            rel = dataclasses.replace(rel, key_names=tuple(plan.key_names))
+        else:
+            rel._key_names = tuple(plan.key_names)
     return rel
 
 

@@ -66,7 +66,8 @@ def _encode(obj: dict[str, Any]) -> bytes:
 
 
 def table_payload(rel: Any) -> dict[str, Any]:
-    return {"kind": "table", "release": rel.to_state()}
+    kind = "quantile" if isinstance(rel, _tables.QuantileRelease) else "table"
+    return {"kind": kind, "release": rel.to_state()}
 
 
 def from_payload(payload: bytes) -> Any:
@@ -75,6 +76,8 @@ def from_payload(payload: bytes) -> Any:
     d = json.loads(payload)
     if d["kind"] == "table":
         return _tables.TableRelease.from_state(d["release"])
+    if d["kind"] == "quantile":
+        return _tables.QuantileRelease.from_state(d["release"])
     if d["kind"] == "topdown":
         return _tables.TopDownRelease.from_state(d["release"])
     if d["kind"] == "histogram":

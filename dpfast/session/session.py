@@ -29,6 +29,9 @@ class _Stat:
     function: str
     value: bool
     dask: str | None = None
+    bounds: bool = True          # a value statistic that takes bounds=
+    per_partition: bool = True   # takes max_per_partition (privacy_id_count does not)
+    gaussian: bool = True        # takes rho= / noise= (quantiles are pure-DP)
 
 
 #: the dispatch table: statistic name -> how to call it.  A new statistic of
@@ -38,7 +41,33 @@ STATISTICS: dict[str, _Stat] = {
     "count": _Stat("count", value=False, dask="count"),
     "sum": _Stat("sum", value=True, dask="sum"),
     "mean": _Stat("mean", value=True, dask="mean"),
+    "variance": _Stat("variance", value=True, dask="variance"),
+    "stddev": _Stat("std", value=True, dask="std"),
+    "privacy_id_count": _Stat("privacy_id_count", value=False, dask="privacy_id_count",
+                              per_partition=False),
+    "count_distinct": _Stat("count_distinct", value=True, dask="count_distinct",
+                            bounds=False),
+    "median": _Stat("median", value=True, dask="median", gaussian=False),
+    "quantile": _Stat("quantile", value=True, dask="quantile", gaussian=False),
 }
+
+
+def _call_kwargs(stat: _Stat, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` as ``stat``'s function takes them: the session's contribution bound
+    ``max_per_partition`` is dropped where it plays no role (people per key); a set
+    ``rho=`` / ``noise=`` for a pure-DP statistic is refused (ValueError)."""
+    kw = dict(kwargs)
+    if not stat.per_partition:
+        kw.pop("max_per_partition", None)
+    if not stat.bounds:
+        kw.pop("bounds", None)
+    if not stat.gaussian:
+        for name in ("rho", "noise"):
+            v = kw.pop(name, None)
+            if v is not None:
+                raise ValueError(f"{stat.function} is pure-DP: it takes no {name}= "
+                                 f"(got {v!r})")
+    return kw
 
 
 def _names(by: Any, what: str = "by") -> list[str]:
@@ -209,9 +238,12 @@ class Session:
                 noise: str | None = None, where: str | None = None,
                 bounds: tuple[Any, Any] | None = None, domain: Any = None,
                 max_partitions: int | None = None, max_per_partition: int | None = None,
-                note: str = "") -> Any:
+                note: str = "", q: Any = None) -> Any:
         """The release ``statistic`` (a name of :data:`STATISTICS`) of ``value`` per ``by``
-        key; what :meth:`count`, :meth:`sum`, :meth:`mean` call."""
+        key; what :meth:`count`, :meth:`sum`, :meth:`mean` call (and, by attribute, every
+        other name of :data:`STATISTICS`: ``session.variance(value, by)``,
+        ``session.median(value, by)``, ``session.quantile(value, by, q=0.9)``,
+        ``session.privacy_id_count(by)``, ``session.count_distinct(value, by)``)."""
         stat = STATISTICS.get(statistic)
         if stat is None:
             raise ValueError(f"statistic must be one of {sorted(STATISTICS)}, got "
@@ -219,11 +251,13 @@ class Session:
         keys = _names(by)
         src = self._source
         src.check_columns(keys, "key column")
+        if (q is None) != (statistic != "quantile"):
+            raise TypeError("q= is for (and needed by) the quantile statistic")
         if stat.value:
             if not isinstance(value, str):
                 raise TypeError(f"{statistic} needs value=, a column name")
             src.check_columns([value], "value column")
-            if bounds is None:
+            if bounds is None and stat.bounds:
                 if value not in self.bounds:
                     raise ValueError(f"{statistic} of {value!r} needs bounds: give "
                                      f"bounds={{{value!r}: (lo, hi)}} to the session or "
@@ -243,6 +277,8 @@ class Session:
                 "epsilon": epsilon, "delta": delta, "rho": rho, "noise": noise,
                 "bounds": None if bounds is None else list(bounds), "max_partitions": k,
                 "max_per_partition": c, "domain": _spec.domain_fingerprint(domain)}
+        if q is not None:
+            spec["q"] = [float(x) for x in np.atleast_1d(q)]
         what = f"{statistic}({value or '*'}) by {', '.join(keys)}" + (
             f" where {where_sql}" if where_sql else "")
         kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
@@ -250,6 +286,8 @@ class Session:
                       note=note or what)
         if bounds is not None:
             kwargs["bounds"] = bounds
+        if q is not None:
+            kwargs["q"] = q
 
         if src.kind == "dask":
             if where_sql:
@@ -275,7 +313,7 @@ class Session:
 
         def call(data: tuple[Any, Any, Any], budget: Any, rng: Any) -> Any:
             keys, ids, values = data
-            kw = dict(kwargs, budget=budget, rng=rng)
+            kw = dict(_call_kwargs(stat, kwargs), budget=budget, rng=rng)
             if stat.value:
                 return fn(values, keys, ids, **kw)
             return fn(keys, ids, **kw)
@@ -296,6 +334,7 @@ class Session:
         kc = row[keys[0]] if len(keys) == 1 else tuple(row[k] for k in keys)
         fn = getattr(_tables, stat.function)
         vals = (row[value],) if value else ()
+        kwargs = _call_kwargs(stat, kwargs)
         event = _cache.probe(lambda b: fn(*vals, kc, row[pid] if pid else None,
                                           **dict(kwargs, budget=b, rng=None)))
         key = keys[0] if len(keys) == 1 else keys

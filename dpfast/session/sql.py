@@ -9,9 +9,11 @@ sensitivity dpfast can bound::
     [GROUP BY g1, ...]
     [ORDER BY g1, ...]
 
-with ``AGG`` one of ``COUNT(*)``, ``COUNT(col)``, ``SUM``, ``AVG`` and, where this version of
-:mod:`dpfast.tables` has them (:data:`dpfast.session.STATISTICS`), ``COUNT(DISTINCT
-privacy_unit)``, ``VARIANCE``, ``STDDEV``, ``MEDIAN`` and ``QUANTILE``.  DuckDB does the
+with ``AGG`` one of ``COUNT(*)``, ``COUNT(col)``, ``SUM``, ``AVG``, ``COUNT(DISTINCT
+privacy_unit)`` (:func:`dpfast.tables.privacy_id_count`), ``VARIANCE`` / ``STDDEV``
+(:func:`dpfast.tables.variance` / ``std``), ``MEDIAN`` and ``QUANTILE(col, q)``
+(:func:`dpfast.tables.median` / ``quantile``) -- the dispatch table
+:data:`dpfast.session.STATISTICS`.  DuckDB does the
 non-private row work (joins with public tables, the WHERE filter, the projection); dpfast
 bounds each person's contribution, charges the budget and adds the noise.  Anything else is
 refused with a :class:`SqlRefusedError` whose ``reason`` names the rule (the list is

@@ -11,6 +11,7 @@ and each metric is post-processing of the noisy parts.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -96,7 +97,7 @@ def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], ke
             key_names: Any, release_id: int | None) -> TableRelease:
     common = dict(keys=keys, event=plan.event, threshold=plan.tau, key_names=key_names,
                   value_name=m.name, release_id=release_id,
-                  selection=None if plan.select is None else plan.select.describe())
+                  selection=plan.select)
     if m.kind in ("count", "privacy_id_count", "sum"):
         name = _metrics.part_name(_metrics.KINDS[m.kind][0],
                                   m.column if m.kind == "sum" else None)
@@ -120,14 +121,28 @@ def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], ke
     cap = _metrics.csq_bound(col)
     var = variance_estimate(n, s, s2, cap)
     laws = (pc.part.law, ps.part.law, pq.part.law)
-
-    def interval(alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        low, high = variance_interval(n, s, s2, cap, laws, alpha)
-        return (np.sqrt(low), np.sqrt(high)) if m.kind == "std" else (low, high)
-
+    interval = VarianceInterval(n, s, s2, cap, laws, m.kind == "std")
     values = np.sqrt(var) if m.kind == "std" else var
     return TableRelease(values=values, statistic=m.kind, law=pq.part.law,
                         sensitivity=_sens(plan, pq), interval=interval, **common)
+
+
+@dataclasses.dataclass(frozen=True)
+class VarianceInterval:
+    """The conservative intervals of a released variance (or, ``sqrt``, standard
+    deviation): :func:`variance_interval` of the noisy parts; post-processing, so it is
+    kept (and cached, :mod:`dpfast.tables._state`) with the release."""
+
+    n: np.ndarray
+    s1: np.ndarray
+    s2: np.ndarray
+    cap: float
+    laws: tuple[Any, Any, Any]
+    sqrt: bool
+
+    def __call__(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        low, high = variance_interval(self.n, self.s1, self.s2, self.cap, self.laws, alpha)
+        return (np.sqrt(low), np.sqrt(high)) if self.sqrt else (low, high)
 
 
 def variance_estimate(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float

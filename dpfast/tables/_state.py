@@ -15,7 +15,8 @@ import numpy as np
 from dpfast.accounting import events as _events
 from dpfast.tables.release import NoiseLaw, TableRelease
 
-__all__ = ["STATE_VERSION", "decode_array", "encode_array", "release_from_state",
+__all__ = ["STATE_VERSION", "decode_array", "encode_array", "quantile_from_state",
+           "quantile_state", "release_from_state",
            "release_state", "topdown_from_state", "topdown_state"]
 
 STATE_VERSION = 1
@@ -111,7 +112,56 @@ def release_state(rel: TableRelease) -> dict[str, Any]:
             "sum_law": _encode_law(mp[2]), "count_law": _encode_law(mp[3]),
             "lo": _encode_scalar(mp[4]), "hi": _encode_scalar(mp[5])},
         "release_id": rel.release_id,
+        "selection": selection_state(rel.selection),
+        "interval": _interval_state(rel._interval),
     }
+
+
+def selection_state(sel: Any) -> Any:
+    """A planned key selection (:class:`dpfast.tables._select.Selection`) by its inputs."""
+    if sel is None:
+        return None
+    return {"policy": sel.policy, "k": int(sel.k), "epsilon": _encode_scalar(float(sel.epsilon)),
+            "target_delta": _encode_scalar(float(sel.target_delta)),
+            "delta": _encode_scalar(float(sel.delta))}
+
+
+def selection_from_state(d: Any) -> Any:
+    """Re-plan the selection (data-independent, deterministic) and check it is the one
+    that was stored."""
+    if d is None:
+        return None
+    from dpfast.tables import _select
+
+    sel = _select.plan(_decode_scalar(d["epsilon"]), _decode_scalar(d["target_delta"]),
+                       d["k"], d["policy"])
+    if sel.delta != _decode_scalar(d["delta"]):
+        raise ValueError("state's key selection does not match its parameters")
+    return sel
+
+
+def _interval_state(iv: Any) -> Any:
+    """A release's own interval rule (variance / std) as data."""
+    if iv is None:
+        return None
+    from dpfast.tables._multi_release import VarianceInterval
+
+    if not isinstance(iv, VarianceInterval):
+        raise TypeError(f"cannot serialise an interval rule of type {type(iv).__name__}")
+    return {"n": encode_array(np.asarray(iv.n)), "s1": encode_array(np.asarray(iv.s1)),
+            "s2": encode_array(np.asarray(iv.s2)), "cap": _encode_scalar(float(iv.cap)),
+            "laws": [_encode_law(law) for law in iv.laws], "sqrt": bool(iv.sqrt)}
+
+
+def _interval_from_state(d: Any) -> Any:
+    if d is None:
+        return None
+    from dpfast.tables._multi_release import VarianceInterval
+
+    laws = tuple(_decode_law(x) for x in d["laws"])
+    return VarianceInterval(decode_array(d["n"]), decode_array(d["s1"]),
+                            decode_array(d["s2"]), _decode_scalar(d["cap"]),
+                            (laws[0], laws[1], laws[2]), bool(d["sqrt"]))
 
 
 def release_from_state(state: dict[str, Any]) -> TableRelease:
@@ -133,7 +183,9 @@ def release_from_state(state: dict[str, Any]) -> TableRelease:
         threshold=state["threshold"],
         sensitivity={k: _decode_scalar(v) for k, v in state["sensitivity"].items()},
         key_names=None if names is None else tuple(names), value_name=state["value_name"],
-        mean_parts=mean_parts, release_id=state["release_id"])
+        mean_parts=mean_parts, release_id=state["release_id"],
+        selection=selection_from_state(state.get("selection")),
+        interval=_interval_from_state(state.get("interval")))
 
 
 def _arrays(xs: Any) -> list[Any]:
@@ -156,7 +208,12 @@ def topdown_state(rel: Any) -> dict[str, Any]:
             "event": rel.event.to_dict(), "rho_total": _encode_scalar(rel.rho_total),
             "total_invariant": bool(rel.total_invariant),
             "nonnegative": bool(rel.nonnegative), "integer": bool(rel.integer),
-            "release_id": rel.release_id}
+            "release_id": rel.release_id,
+            # each level mechanism's own rho (per person: rho_j / Δ_j², rounded down)
+            "mech_rho": [None if m is None else _encode_scalar(float(m.rho))
+                         for m in rel._mechs],
+            "privacy_unit": rel.privacy_unit,
+            "sensitivity": [_encode_scalar(float(x)) for x in rel.sensitivity]}
 
 
 def topdown_from_state(state: dict[str, Any]) -> Any:
@@ -169,8 +226,11 @@ def topdown_from_state(state: dict[str, Any]) -> Any:
     if state.get("version") != STATE_VERSION:
         raise ValueError(f"unsupported TopDownRelease state version {state.get('version')!r}")
     rho = [_decode_scalar(r) for r in state["rho"]]
-    mechs = [None if r == 0.0 else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1)
-             for r in rho]
+    mech_rho = [None if r is None else _decode_scalar(r)
+                for r in state.get("mech_rho", [None if r == 0.0 else _encode_scalar(r)
+                                                 for r in rho])]
+    mechs = [None if r is None else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1)
+             for r in mech_rho]
     sigma = [_decode_scalar(s) for s in state["sigma"]]
     for m, s in zip(mechs, sigma):
         if m is not None and float(m.sigma) != s:
@@ -181,4 +241,44 @@ def topdown_from_state(state: dict[str, Any]) -> Any:
         sigma=sigma, rho=rho, event=_events.from_dict(state["event"]),
         rho_total=_decode_scalar(state["rho_total"]),
         total_invariant=state["total_invariant"], nonnegative=state["nonnegative"],
-        integer=state["integer"], mechanisms=mechs, release_id=state["release_id"])
+        integer=state["integer"], mechanisms=mechs, release_id=state["release_id"],
+        privacy_unit=state.get("privacy_unit", "record"),
+        sensitivity=[_decode_scalar(x) for x in state.get("sensitivity", [1.0] * len(rho))])
+
+
+def quantile_state(rel: Any) -> dict[str, Any]:
+    """:meth:`QuantileRelease.to_state`: keys, values and grid by their bytes."""
+    keys = rel.keys
+    return {"version": STATE_VERSION, "type": "QuantileRelease",
+            "keys": ([encode_array(k) for k in keys] if isinstance(keys, tuple)
+                     else encode_array(keys)),
+            "multi_key": isinstance(keys, tuple), "values": encode_array(rel.values),
+            "q": [_encode_scalar(float(x)) for x in rel.q], "grid": encode_array(rel.grid),
+            "epsilon_per_key": _encode_scalar(float(rel.epsilon_per_key)),
+            "sensitivity": int(rel.sensitivity), "max_partitions": int(rel.max_partitions),
+            "event": rel.event.to_dict(), "threshold": rel.threshold,
+            "selection": selection_state(rel.selection),
+            "key_names": None if rel.key_names is None else list(rel.key_names),
+            "release_id": rel.release_id}
+
+
+def quantile_from_state(state: dict[str, Any]) -> Any:
+    """:meth:`QuantileRelease.from_state`."""
+    from dpfast.tables.quantile_release import QuantileRelease
+
+    if not isinstance(state, dict) or state.get("type") != "QuantileRelease":
+        raise ValueError("state is not a serialised QuantileRelease")
+    if state.get("version") != STATE_VERSION:
+        raise ValueError(f"unsupported QuantileRelease state version {state.get('version')!r}")
+    keys = (tuple(decode_array(k) for k in state["keys"]) if state["multi_key"]
+            else decode_array(state["keys"]))
+    names = state["key_names"]
+    return QuantileRelease(
+        keys=keys, values=decode_array(state["values"]),
+        q=tuple(_decode_scalar(x) for x in state["q"]), grid=decode_array(state["grid"]),
+        epsilon_per_key=_decode_scalar(state["epsilon_per_key"]),
+        sensitivity=state["sensitivity"], max_partitions=state["max_partitions"],
+        event=_events.from_dict(state["event"]), threshold=state["threshold"],
+        selection=selection_from_state(state["selection"]),
+        key_names=None if names is None else tuple(names),
+        release_id=state["release_id"])

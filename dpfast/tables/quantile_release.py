@@ -38,8 +38,8 @@ class QuantileRelease:
     threshold : int or None
         The selection threshold on the noisy number of people per key (``domain=None``
         with a thresholding rule; None for the geometric rule or a public domain).
-    selection : str or None
-        The key-selection rule (``domain=None``), :meth:`dpfast.tables._select.Selection.describe`.
+    selection : Selection or None
+        The private key selection (``domain=None``; :mod:`dpfast.tables._select`).
     """
 
     keys: Any
@@ -51,12 +51,26 @@ class QuantileRelease:
     max_partitions: int
     event: Any
     threshold: int | None = None
-    selection: str | None = None
+    selection: Any = None
     key_names: tuple[str, ...] | None = None
     release_id: int | None = None
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
+
+    def to_state(self) -> dict[str, Any]:
+        """The release as JSON-able data (no pickle; :meth:`from_state` rebuilds it bit for
+        bit): what :class:`dpfast.Session`'s result cache stores."""
+        from dpfast.tables._state import quantile_state
+
+        return quantile_state(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> QuantileRelease:
+        """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
+        from dpfast.tables._state import quantile_from_state
+
+        return quantile_from_state(state)
 
     def rank_error(self, alpha: float = 0.05) -> int:
         """Rank error ``r`` at level ``1 - alpha``, per key and quantile.

@@ -155,7 +155,7 @@ def release(p: Plan, data: _Data, table: tuple[np.ndarray, np.ndarray, np.ndarra
                            grid=p.grid, epsilon_per_key=p.eps_q, sensitivity=p.c,
                            max_partitions=p.k, event=p.event,
                            threshold=None if p.select is None else p.select.threshold,
-                           selection=None if p.select is None else p.select.describe(),
+                           selection=p.select,
                            key_names=data.key_names, release_id=p.release_id)
 
 

@@ -122,7 +122,7 @@ def distinct_release(part: _plan.Part, sel: _select.Selection | None, event: Any
     return TableRelease(keys=out_keys, values=v, statistic="count_distinct", event=event,
                         law=part.law, threshold=None if sel is None else sel.threshold,
                         sensitivity=sens, key_names=data.key_names, release_id=release_id,
-                        selection=None if sel is None else sel.describe())
+                        selection=sel)
 
 
 def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
