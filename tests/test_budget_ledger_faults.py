@@ -619,3 +619,27 @@ def test_a_damaged_anchor_never_opens_with_less_spent(fuzz_ledger, edits):
         assert b.remaining().epsilon == 1.0 - 5 * STEP and len(b.history()) == 5
     finally:
         b.close()
+
+
+def test_a_new_anchor_appears_complete_or_not_at_all(tmp_path, monkeypatch) -> None:
+    # a process opening the ledger while another creates it must never read an empty
+    # anchor (it reported "damaged or forged" under concurrent creation): the records are
+    # written to a private file, which then takes the anchor's name in one link
+    from dpfast.budget import anchor as anchor_mod
+
+    a = anchor_mod.AnchorFile(str(tmp_path / "l.sqlite"), "ledger-id", "sha256", None)
+    seen = []
+    real_link = os.link
+
+    def spy(src, dst):
+        assert not os.path.exists(dst)
+        with open(src, "rb") as f:
+            seen.append(a._parse(f.read(anchor_mod.SLOT))[0])  # complete
+        return real_link(src, dst)
+
+    monkeypatch.setattr(anchor_mod.os, "link", spy)
+    assert a.create(0, "h" * 64)
+    assert seen and seen[0] is not None and seen[0].rows == 0
+    assert a.read() is not None and a.read().rows == 0
+    assert not a.create(0, "h" * 64)  # an existing anchor is left alone
+    assert [p.name for p in tmp_path.iterdir()] == ["l.sqlite-anchor"]  # no temporary left

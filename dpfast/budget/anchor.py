@@ -243,20 +243,32 @@ class AnchorFile:
 
     def create(self, count: int, head: str) -> bool:
         """Write a new anchor file (owner-only; call under the ledger's write lock).
-        False if one exists (it is left alone)."""
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
+        False if one exists (it is left alone).
+
+        The file appears complete or not at all: both records are written and synced in a
+        private temporary file first, which is then hard-linked to the anchor's name
+        (``link`` fails if the name exists) -- a process opening the ledger at that moment
+        never reads an empty anchor (it would report it as damaged)."""
+        if os.path.lexists(self.path):
             return False
+        tmp = f"{self.path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
         try:
-            os.fchmod(fd, 0o600)
-            rec = self._record(count, head, None)
-            os.pwrite(fd, rec, 0)
-            os.pwrite(fd, rec, SLOT)
-            os.fsync(fd)
+            try:
+                os.fchmod(fd, 0o600)
+                rec = self._record(count, head, None)
+                os.pwrite(fd, rec, 0)
+                os.pwrite(fd, rec, SLOT)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return False
         finally:
-            os.close(fd)
+            os.unlink(tmp)
         _fsync_dir(os.path.dirname(self.path))
         return True
 
