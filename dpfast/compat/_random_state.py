@@ -32,7 +32,8 @@ def is_unseeded(random_state: Any) -> bool:
     """Whether ``random_state`` asks for fresh secure randomness (None and diffprivlib's
     internal "no seed" markers)."""
     return (random_state is None or isinstance(random_state, secrets.SystemRandom)
-            or random_state is np.random.mtrand._rand)
+            or random_state is np.random.mtrand._rand
+            or getattr(random_state, "unseeded", False) is True)
 
 
 _SHARED_LOCK = threading.Lock()
@@ -61,6 +62,9 @@ def generator_for(random_state: Any) -> Any:
     """
     if is_unseeded(random_state):
         return shared_generator()
+    hook = getattr(random_state, "dpfast_generator", None)
+    if hook is not None:  # a RandomState over dpfast's ChaCha20 (compat.diffprivlib)
+        return hook()
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         digest = hashlib.sha256(_SEED_DOMAIN + str(int(random_state)).encode()).digest()
         return dpfast.default_rng(key=digest)

@@ -15,7 +15,14 @@ from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.utils import PrivacyLeakWarning, warn_unused_args
 
 from dpfast.compat._patching import Patches
-from dpfast.compat.diffprivlib import _additive, _bounded, _categorical, _select, _uniform
+from dpfast.compat.diffprivlib import (
+    _additive,
+    _bounded,
+    _categorical,
+    _numpy_rng,
+    _select,
+    _uniform,
+)
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "histogram", "histogramdd"]
 
@@ -142,6 +149,10 @@ def _targets() -> list[tuple[Any, str, Any]]:
             elif (attr in _TOOLS and callable(value)
                   and getattr(value, "__module__", "") == "diffprivlib.tools.histograms"):
                 found.append((module, attr, _TOOLS[attr]))
+            elif (value is _numpy_rng.ORIGINAL_CHECK_RANDOM_STATE
+                  and module.__name__.startswith(("diffprivlib.models", "diffprivlib.tools"))):
+                # the models' and tools' own numpy draws (diffprivlib.utils itself is kept)
+                found.append((module, attr, _numpy_rng.check_random_state))
     return found
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -14,6 +15,8 @@ from dpfast._core.rounding import float_up
 from dpfast.compat._random_state import NoiseBuffer, generator_for
 from dpfast.compat.diffprivlib._additive import as_array
 from dpfast.compat.diffprivlib._measure import sample_measured
+from dpfast.compat.diffprivlib._small import MAX_CANDIDATES, words_for
+from dpfast.compat.diffprivlib._small import permute_and_flip as _small_pf
 
 __all__ = ["Snapping", "Exponential", "PermuteAndFlip"]
 
@@ -96,6 +99,12 @@ class Snapping(_dm.Snapping):
                 y = np.clip(dpfast.snapping(y, lam, b_used, rng=self._gen), -b, b)
             out = (y + b) * self.sensitivity + self.lower
         return out if arr is not None else float(out[0])
+
+
+@functools.lru_cache(maxsize=4096)
+def _coefficient(epsilon: float, sensitivity: float, k: int) -> Fraction:
+    """``ε / (k Δ)`` as an exact rational (cached: a tree's leaves share one)."""
+    return Fraction(epsilon) / (Fraction(sensitivity) * k)
 
 
 def _uniform_index(gen: Any, k: int) -> int:
@@ -202,7 +211,7 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
                                     utility=utility, monotonic=monotonic, candidates=candidates,
                                     random_state=random_state)
         self._gen = generator_for(random_state)
-        self._buffer = NoiseBuffer(first=1)  # one draw per object is common (tree leaves)
+        self._buffer = NoiseBuffer(first=1)
 
     def _select(self, rows: np.ndarray) -> np.ndarray:
         sens = self.sensitivity / 2 if self.monotonic else self.sensitivity
@@ -211,4 +220,10 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
 
     def randomise(self, value=None, *, size=None):
         """Select a candidate (or ``size`` independent candidates, as an array)."""
+        if (size is None and len(self.utility) <= MAX_CANDIDATES and self.sensitivity != 0
+                and self.epsilon != math.inf):
+            # one draw of few candidates (a tree leaf): pure Python, exact, no array overhead
+            self._check_all(value)
+            c = _coefficient(self.epsilon, self.sensitivity, 1 if self.monotonic else 2)
+            return self._label(_small_pf(self.utility, c, words_for(self._gen)))
         return Exponential.randomise(self, value, size=size)
