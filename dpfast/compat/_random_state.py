@@ -37,7 +37,24 @@ def is_unseeded(random_state: Any) -> bool:
 
 
 _SHARED_LOCK = threading.Lock()
-_SHARED_GEN: list[Any] = []  # [pid, generator]
+# process generation: 0 in the process that imported this module, bumped in every forked
+# child (cheaper than an os.getpid() system call on every scalar draw)
+_FORK = [0]
+
+
+def _after_fork_in_child() -> None:
+    _FORK[0] += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def process_generation() -> int:
+    """A number that changes in every forked child (fork detection without a system call)."""
+    return _FORK[0]
+
+_SHARED_GEN: list[Any] = []  # [process generation, generator]
 
 
 def shared_generator() -> Any:
@@ -46,8 +63,8 @@ def shared_generator() -> Any:
     instead of one ``os.urandom`` read and one generator each; a forked child gets a fresh
     key, never its parent's stream)."""
     with _SHARED_LOCK:
-        if not _SHARED_GEN or _SHARED_GEN[0] != os.getpid():
-            _SHARED_GEN[:] = [os.getpid(), dpfast.default_rng()]
+        if not _SHARED_GEN or _SHARED_GEN[0] != _FORK[0]:
+            _SHARED_GEN[:] = [_FORK[0], dpfast.default_rng()]
         return _SHARED_GEN[1]
 
 
@@ -95,12 +112,12 @@ class NoiseBuffer:
         self._pos = 0
         self._first = first
         self._block = first
-        self._pid = os.getpid()
+        self._pid = _FORK[0]
         self._lock = threading.Lock()
 
     def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
         with self._lock:
-            pid = os.getpid()
+            pid = _FORK[0]
             if tag != self._tag or self._pos >= self._values.size or pid != self._pid:
                 if tag != self._tag:
                     self._block = self._first
@@ -128,13 +145,13 @@ class SharedNoiseBuffers:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._buffers: dict[Any, NoiseBuffer] = {}
-        self._pid = os.getpid()
+        self._pid = _FORK[0]
 
     def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
         key = (draw.__code__, tag)
         with self._lock:
-            if self._pid != os.getpid():
-                self._buffers, self._pid = {}, os.getpid()
+            if self._pid != _FORK[0]:
+                self._buffers, self._pid = {}, _FORK[0]
             buf = self._buffers.get(key)
             if buf is None:
                 if len(self._buffers) >= self.MAX_BUFFERS:

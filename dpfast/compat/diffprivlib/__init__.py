@@ -94,6 +94,7 @@ from dpfast.compat.diffprivlib._categorical import (
     ExponentialHierarchical,
 )
 from dpfast.compat.diffprivlib._differences import DIFFERENCES
+from dpfast.compat.diffprivlib._gaussian import Gaussian
 from dpfast.compat.diffprivlib._patch import (
     REPLACEMENTS,
     histogram,
@@ -104,18 +105,21 @@ from dpfast.compat.diffprivlib._patch import (
     uninstall,
 )
 from dpfast.compat.diffprivlib._select import Exponential, PermuteAndFlip, Snapping
+from dpfast.compat.diffprivlib._staircase import Staircase
+from dpfast.compat.diffprivlib._truncated import LaplaceBoundedNoise
 from dpfast.compat.diffprivlib._uniform import Uniform
 
 for _cls in (Laplace, LaplaceTruncated, LaplaceFolded, LaplaceBoundedDomain, Geometric,
              GeometricTruncated, GeometricFolded, GaussianAnalytic, GaussianDiscrete, Snapping,
              Exponential, PermuteAndFlip, Binary, ExponentialCategorical,
-             ExponentialHierarchical, Uniform):
+             ExponentialHierarchical, Uniform, Gaussian, Staircase, LaplaceBoundedNoise):
     _cls.__module__ = __name__  # repr: dpfast.compat.diffprivlib.Laplace(...)
 
 __all__ = [
     "Laplace", "LaplaceTruncated", "LaplaceFolded", "LaplaceBoundedDomain", "Geometric",
     "GeometricTruncated", "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete", "Snapping",
     "Exponential", "PermuteAndFlip", "Binary", "ExponentialCategorical",
-    "ExponentialHierarchical", "Uniform", "install", "uninstall", "patched", "is_installed",
-    "histogram", "histogramdd", "REPLACEMENTS", "DIFFERENCES",
+    "ExponentialHierarchical", "Uniform", "Gaussian", "Staircase", "LaplaceBoundedNoise",
+    "install", "uninstall", "patched", "is_installed", "histogram", "histogramdd",
+    "REPLACEMENTS", "DIFFERENCES",
 ]

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import hashlib
 import numbers
-import os
 import threading
 from typing import Any
 
 import numpy as np
 from diffprivlib import utils as _du
 
+from dpfast.compat._random_state import process_generation
 from dpfast.random import ChaCha20
 
 __all__ = ["DpfastRandomState", "check_random_state", "ORIGINAL_CHECK_RANDOM_STATE"]
@@ -96,10 +96,10 @@ _SHARED_LOCK = threading.Lock()
 
 def _shared() -> DpfastRandomState:
     with _SHARED_LOCK:
-        if not _SHARED or _SHARED[0] != os.getpid():
+        if not _SHARED or _SHARED[0] != process_generation():
             # (ChaCha20 re-keys itself in a forked child; a new object per process keeps the
             # dpfast generator it hands out per process too)
-            _SHARED[:] = [os.getpid(), DpfastRandomState(unseeded=True)]
+            _SHARED[:] = [process_generation(), DpfastRandomState(unseeded=True)]
         return _SHARED[1]
 
 

@@ -19,8 +19,11 @@ from dpfast.compat.diffprivlib import (
     _additive,
     _bounded,
     _categorical,
+    _gaussian,
     _numpy_rng,
     _select,
+    _staircase,
+    _truncated,
     _uniform,
 )
 
@@ -46,6 +49,9 @@ REPLACEMENTS: dict[type, type] = {
     _dm.ExponentialCategorical: _categorical.ExponentialCategorical,
     _dm.ExponentialHierarchical: _categorical.ExponentialHierarchical,
     _dm.Uniform: _uniform.Uniform,
+    _dm.Gaussian: _gaussian.Gaussian,
+    _dm.Staircase: _staircase.Staircase,
+    _dm.LaplaceBoundedNoise: _truncated.LaplaceBoundedNoise,
 }
 
 _PATCHES = Patches()

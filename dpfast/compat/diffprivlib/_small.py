@@ -12,12 +12,12 @@ whenever the test cannot decide; the head is then drawn exactly uniformly.  Same
 from __future__ import annotations
 
 import math
-import os
 import threading
 import weakref
 from fractions import Fraction
 from typing import Any
 
+from dpfast.compat._random_state import process_generation
 from dpfast.noise import _exact
 
 __all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_below"]
@@ -40,14 +40,15 @@ class Words:
         self._gen = gen
         self._buf: list[int] = []
         self._block = 8
-        self._pid = os.getpid()
+        self._pid = process_generation()
         self._lock = threading.Lock()
 
     def next(self) -> int:
         """The next word (the :class:`dpfast.noise._exact.WordSource` interface)."""
         with self._lock:
-            if self._pid != os.getpid():
-                self._buf, self._pid, self._block = [], os.getpid(), 8
+            gen = process_generation()
+            if self._pid != gen:
+                self._buf, self._pid, self._block = [], gen, 8
             if not self._buf:
                 self._buf = self._gen.random_raw(self._block).tolist()[::-1]
                 self._block = min(2 * self._block, self._MAX)
