@@ -45,7 +45,8 @@ def _dlap_pmf(k: int, t: Fraction) -> float:
                                   "Exponential", "PermuteAndFlip", "LaplaceTruncated",
                                   "LaplaceFolded", "GeometricFolded", "LaplaceBoundedDomain",
                                   "Binary", "ExponentialCategorical",
-                                  "ExponentialHierarchical", "Uniform"])
+                                  "ExponentialHierarchical", "Uniform", "Gaussian",
+                                  "Staircase", "LaplaceBoundedNoise"])
 def test_subclass_of_diffprivlibs_class(name: str) -> None:
     cls = getattr(dpl, name)
     assert issubclass(cls, getattr(dm, name)) and issubclass(cls, dm.DPMechanism)
@@ -596,6 +597,9 @@ _MADE_WHILE_INSTALLED = {
     "ExponentialCategorical": (dict(epsilon=1.0, utility_list=[["x", "y", 1]]), "x"),
     "ExponentialHierarchical": (dict(epsilon=1.0, hierarchy=[["x", "y"], ["z"]]), "x"),
     "Uniform": (dict(delta=0.1, sensitivity=1.0), 1.0),
+    "Gaussian": (dict(epsilon=0.5, delta=1e-5, sensitivity=1.0), 1.0),
+    "Staircase": (dict(epsilon=1.0, sensitivity=1.0), 1.0),
+    "LaplaceBoundedNoise": (dict(epsilon=1.0, delta=0.1, sensitivity=1.0), 1.0),
 }
 
 

@@ -22,6 +22,7 @@ from dpfast.noise import _exact
 
 __all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_below"]
 
+FORCE_EXACT = False  # test hook: every coin through the exact continuation
 MAX_CANDIDATES = 32  # up to this many candidates a scalar draw takes the pure-Python path
 _TWO64 = 1 << 64
 _TWO64F = float(_TWO64)
@@ -86,7 +87,9 @@ def _coin(words: Words, g: float, gamma_exact: Any) -> bool:
     """``1{U < exp(-γ)}`` for ``U`` uniform on [0, 1), ``g`` within ``γ 2^-50`` of ``γ``;
     ``gamma_exact()`` gives the exact rational ``γ`` when the float test cannot decide."""
     w = words.next()
-    if g > 64.0:  # γ > 44.4: exp(-γ) < 2^-64 <= U unless the word is 0
+    if FORCE_EXACT:
+        pass
+    elif g > 64.0:  # γ > 44.4: exp(-γ) < 2^-64 <= U unless the word is 0
         if w:
             return False
     else:
