@@ -94,6 +94,7 @@ def test_pipeline_dp_vector_noise_patched_vs_unpatched(benchmark, report) -> Non
 
 # ----------------------------------------------------------------------------- issue 25
 def _diffprivlib_cases() -> dict:
+    from diffprivlib import mechanisms as dm
     from diffprivlib import models, tools
 
     acc = diffprivlib.BudgetAccountant()  # unlimited budget, not the global default
@@ -121,6 +122,18 @@ def _diffprivlib_cases() -> dict:
         "RandomForestClassifier.fit 500x4": lambda: models.RandomForestClassifier(
             n_estimators=10, epsilon=1.0, bounds=(0, 1), classes=[0, 1],
             accountant=acc).fit(X, y),
+        # one value from a new mechanism object (diffprivlib's name: the replacement when
+        # installed), the way diffprivlib's tools use them
+        "mechanisms.Gaussian new + 1 value": lambda: dm.Gaussian(
+            epsilon=0.5, delta=1e-5, sensitivity=1.0).randomise(0.5),
+        "mechanisms.Staircase new + 1 value": lambda: dm.Staircase(
+            epsilon=1.0, sensitivity=1.0).randomise(0.5),
+        "mechanisms.LaplaceBoundedNoise new + 1 value": lambda: dm.LaplaceBoundedNoise(
+            epsilon=1.0, delta=0.1, sensitivity=1.0).randomise(0.5),
+        "mechanisms.LaplaceBoundedDomain new + 1 value": lambda: dm.LaplaceBoundedDomain(
+            epsilon=1.0, sensitivity=1.0, lower=0.0, upper=4.0).randomise(0.5),
+        "mechanisms.PermuteAndFlip new + 1 draw": lambda: dm.PermuteAndFlip(
+            epsilon=1.0, sensitivity=1, monotonic=True, utility=[40, 12]).randomise(),
     }
 
 

@@ -13,6 +13,8 @@ from diffprivlib import mechanisms as _dm
 import dpfast
 from dpfast.compat._random_state import generator_for
 from dpfast.compat.diffprivlib._additive import as_array, float_down
+from dpfast.compat.diffprivlib._small import discrete_laplace as _small_discrete_laplace
+from dpfast.compat.diffprivlib._small import words_for
 
 __all__ = ["LaplaceBoundedDomain"]
 
@@ -246,6 +248,15 @@ class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
         if lo is not None and hi is not None:  # (1 - q^{N+1}) / (1 + q) at the domain's end
             p_min = -math.expm1((hi - lo + 1) * math.log(q)) / (1 + q)
         per = max(1, min(_MAX_BATCH, math.ceil(4 / max(p_min, 1e-300))))
+        if x.size == 1 and not big and p_min >= 1 / 32:
+            # a scalar (a model's one release per feature): exact candidates drawn one at a
+            # time in pure Python until one falls in the domain (the first accepted of an
+            # i.i.d. sequence is the conditional law); no array call per candidate
+            ci, words, tf = int(centre[0]), words_for(self._gen), float(t)
+            while True:
+                y = ci + _small_discrete_laplace(words, t, tf)
+                if (lo is None or y >= lo) and (hi is None or y <= hi):
+                    return np.clip(np.array([float(y) * g]), self.lower, self.upper)
         if x.size == 1 and not big:  # a scalar: the same draws as below, fewer steps
             ci = int(centre[0])
             while True:

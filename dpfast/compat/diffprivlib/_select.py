@@ -138,7 +138,15 @@ class Exponential(_dm.Exponential):
                          monotonic=monotonic, candidates=candidates, measure=measure,
                          random_state=random_state)
         self._gen = generator_for(random_state)
-        self._buffer = NoiseBuffer(first=1)  # one draw per object is common (tree leaves)
+        self._buf: NoiseBuffer | None = None
+
+    @property
+    def _buffer(self) -> NoiseBuffer:
+        """Pre-drawn selections, created on first use (one draw per object is common: a
+        tree's leaves, served by the scalar path without it)."""
+        if self._buf is None:
+            self._buf = NoiseBuffer(first=1)
+        return self._buf
 
     def _exact_layout(self) -> tuple[np.ndarray, np.ndarray] | None:
         """(utilities, candidate index per entry) for exact sampling, or None."""
@@ -210,8 +218,7 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
         _DPL_PERMUTE_AND_FLIP.__init__(self, epsilon=epsilon, sensitivity=sensitivity,
                                     utility=utility, monotonic=monotonic, candidates=candidates,
                                     random_state=random_state)
-        self._gen = generator_for(random_state)
-        self._buffer = NoiseBuffer(first=1)
+        # (diffprivlib's __init__ ran Exponential.__init__ above: _gen and the buffer are set)
 
     def _select(self, rows: np.ndarray) -> np.ndarray:
         sens = self.sensitivity / 2 if self.monotonic else self.sensitivity

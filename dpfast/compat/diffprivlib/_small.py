@@ -20,7 +20,8 @@ from typing import Any
 from dpfast.compat._random_state import process_generation
 from dpfast.noise import _exact
 
-__all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_below"]
+__all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_below", "geometric",
+           "discrete_laplace"]
 
 FORCE_EXACT = False  # test hook: every coin through the exact continuation
 MAX_CANDIDATES = 32  # up to this many candidates a scalar draw takes the pure-Python path
@@ -35,12 +36,12 @@ class Words:
     """Uniform 64-bit words of one dpfast generator, fetched in blocks and handed out once
     (a lock serialises threads; a forked child discards its parent's unused words)."""
 
-    _MAX = 1024
+    _MAX = 4096
 
     def __init__(self, gen: Any) -> None:
         self._gen = gen
         self._buf: list[int] = []
-        self._block = 8
+        self._block = 64
         self._pid = process_generation()
         self._lock = threading.Lock()
 
@@ -49,7 +50,7 @@ class Words:
         with self._lock:
             gen = process_generation()
             if self._pid != gen:
-                self._buf, self._pid, self._block = [], gen, 8
+                self._buf, self._pid, self._block = [], gen, 64
             if not self._buf:
                 self._buf = self._gen.random_raw(self._block).tolist()[::-1]
                 self._block = min(2 * self._block, self._MAX)
@@ -118,3 +119,61 @@ def permute_and_flip(utility: list[Any], c: Fraction, words: Words) -> int:
                  lambda ui=ui: c * (Fraction(umax) - Fraction(ui))):
             heads.append(i)
     return heads[0] if len(heads) == 1 else heads[uniform_below(words, len(heads))]
+
+
+def _geometric_direct(words: Words, t: Fraction, tf: float) -> int:
+    """:func:`geometric` for ``t <= 2^20``: ``G = floor(-t ln U)`` from a certified float
+    enclosure over ``U``'s 64-bit interval (``log`` assumed within 2^12 ulps: a relative
+    margin of ``2^-40``); where the enclosure straddles an integer, the exact comparisons
+    ``U < e^{-k/t}`` (:func:`dpfast.noise._exact.u_less_exp`, lazily refined uniform)
+    bisect the candidates."""
+    w = words.next()
+    lo, hi = 0, None  # U < e^{-lo/t} holds; U < e^{-hi/t} fails (None: unknown)
+    if w >= 1 << 12:
+        wf = float(w)  # within 2^11 of w; wf -+ 4096 and the scaling below are exact
+        lo_u = (wf - 4096.0) * 2.0 ** -64  # <= U's lower end
+        hi_u = (wf + 4096.0) * 2.0 ** -64  # >= U's upper end
+        if hi_u < 1.0:
+            k_lo = math.floor(-tf * math.log(hi_u) * (1.0 - 2.0 ** -40))
+            k_hi = math.floor(-tf * math.log(lo_u) * (1.0 + 2.0 ** -40))
+            if k_lo == k_hi and not FORCE_EXACT:
+                return k_lo
+            lo, hi = max(k_lo, 0), k_hi + 1  # floor(-t ln U) in [k_lo, k_hi]
+    u = _exact.LazyUniform(w, words)
+    if hi is None:  # doubling search from 0 (U within 2^-51 of 0 or 1: rare)
+        hi = 1
+        while _exact.u_less_exp(u, Fraction(hi) / t):
+            lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _exact.u_less_exp(u, Fraction(mid) / t):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def geometric(words: Words, t: Fraction, tf: float) -> int:
+    """``G`` with ``P(G = k) = (1 - q) q^k``, ``q = e^{-1/t}`` (``t > 0`` rational, ``tf``
+    its float), exactly.  Large ``t`` (a grid scale is ``~2^40`` steps) splits
+    ``G = c M + R`` with ``c`` a power of two: by memorylessness ``M`` is geometric of scale
+    ``t / c`` and, independently, ``R`` has ``P(R = r) ∝ q^r`` on ``[0, c)`` -- drawn as a
+    uniform ``r`` accepted with probability ``e^{-r/t} >= e^{-2^-16}`` (an exact coin)."""
+    if tf <= 2.0 ** 20:
+        return _geometric_direct(words, t, tf)
+    c = 1 << (math.frexp(tf)[1] - 17)  # t / c in [2^16, 2^17)
+    m = _geometric_direct(words, t / c, tf / c)
+    while True:
+        r = uniform_below(words, c)
+        if r == 0 or _coin(words, r / tf, lambda r=r: Fraction(r) / t):
+            return c * m + r
+
+
+def discrete_laplace(words: Words, t: Fraction, tf: float) -> int:
+    """One exact draw of ``P(z) ∝ e^{-|z|/t}``: a uniform sign times :func:`geometric`,
+    rejecting ``-0`` (so 0 carries its weight once)."""
+    while True:
+        g = geometric(words, t, tf)
+        neg = words.next() >> 63
+        if not (neg and g == 0):
+            return -g if neg else g
