@@ -259,3 +259,48 @@ def test_models_fitted_while_installed_work_after_uninstall() -> None:
         assert model.predict(x).shape == (300,)
     t1.fit(x, y)
     forest_.fit(x, y)
+
+
+# ----------------------------------------------------------------------------- scalar Laplace
+@pytest.mark.parametrize("forced", [False, True])
+def test_scalar_discrete_laplace_exact(forced: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pure-Python exact discrete Laplace (certified float inversion, exact comparisons
+    where it cannot decide) against the exact pmf."""
+    monkeypatch.setattr(_small, "FORCE_EXACT", forced)
+    words = _small.words_for(dpfast.default_rng(KEY))
+    t = Fraction(7, 2)
+    z = np.array([_small.discrete_laplace(words, t, float(t))
+                  for _ in range(8000 if forced else 60_000)])
+    with mpmath.workprec(80):
+        q = mpmath.exp(-1 / mpmath.mpf(3.5))
+        probs = [float(q ** abs(k) * (1 - q) / (1 + q)) for k in range(-15, 16)]
+    counts = [(z == k).sum() for k in range(-15, 16)] + [(np.abs(z) > 15).sum()]
+    assert _ok(counts, probs + [1 - sum(probs)])
+
+
+def test_scalar_geometric_split_for_grid_scales() -> None:
+    """For a grid-sized scale (t ~ 2^40 steps) G = c M + R: the tails P(G >= m) = q^m and
+    the low bits (R's nearly uniform part) match the exact geometric law."""
+    words = _small.words_for(dpfast.default_rng(KEY))
+    t = Fraction(2 ** 40 + 3, 3)
+    tf = float(t)
+    g = np.array([_small.geometric(words, t, tf) for _ in range(40_000)])
+    cuts = [0.25, 0.5, 1.0, 2.0, 3.0]
+    counts = np.histogram(g, bins=[0] + [int(c * tf) for c in cuts] + [2 ** 62])[0]
+    cdf = [0.0] + [1 - math.exp(-int(c * tf) / tf) for c in cuts] + [1.0]
+    assert _ok(counts, np.diff(cdf))
+    assert _ok(np.bincount(g % 64, minlength=64), np.full(64, 1 / 64))
+
+
+def test_scalar_bounded_domain_uses_the_exact_scalar_path() -> None:
+    """One value per object (diffprivlib's models): the conditional law on the domain."""
+    from scipy import stats
+
+    mechs = [dpl.LaplaceBoundedDomain(epsilon=0.8, sensitivity=1.0, lower=-2.0, upper=3.0,
+                                      random_state=SEED + i) for i in range(3)]
+    b = mechs[0]._grid()[0]
+    out = np.array([mechs[i % 3].randomise(0.5) for i in range(30_000)])
+    assert out.min() >= -2.0 and out.max() <= 3.0
+    lap = stats.laplace(loc=0.5, scale=b)
+    lo, hi = lap.cdf(-2.0), lap.cdf(3.0)
+    assert stats.kstest(out, lambda v: (lap.cdf(v) - lo) / (hi - lo)).pvalue > 1e-4

@@ -135,12 +135,15 @@ def _modules() -> list[Any]:
 def install() -> None:
     """Make diffprivlib use dpfast: every module-level reference to a replaced mechanism
     class (in ``diffprivlib.mechanisms``, ``diffprivlib.tools.*``, ``diffprivlib.models.*``)
-    and to ``histogram``/``histogramdd`` is rebound to its dpfast counterpart.
+    and to ``histogram``/``histogramdd`` is rebound to its dpfast counterpart, and
+    ``check_random_state`` in ``diffprivlib.models.*``/``diffprivlib.tools.*`` to
+    :func:`dpfast.compat.diffprivlib._numpy_rng.check_random_state` (the models' own numpy
+    draws on ChaCha20).
 
     Calls nest (each ``install`` needs one ``uninstall``); thread-safe.  Objects created
-    before ``install`` keep their classes.  Not patched (documented): ``Vector``, ``Bingham``,
-    ``Staircase``, ``LaplaceBoundedNoise``, the classic ``Gaussian``, and numpy draws the
-    models make themselves.
+    before ``install`` keep their classes; objects created while installed keep working
+    after :func:`uninstall`.  Not patched (documented in the package docstring): ``Vector``
+    and ``Bingham``.
     """
     _PATCHES.install(_targets)
 
