@@ -101,6 +101,22 @@ def _discrete_gaussian_sigma(epsilon: float, delta: float, sensitivity: int) -> 
                                             sensitivity=sensitivity, max_changed=1).sigma
 
 
+@functools.lru_cache(maxsize=4096)
+def _relaxed_laplace_calibration(eps: float, delta: float, sens: float
+                                 ) -> tuple[float, float] | None:
+    """(scale, granularity) of the grid Laplace at ``ε' = ε + ln(1/(1 - δ))`` rounded down
+    (diffprivlib's relaxed calibration), or None when no noise is needed; cached by
+    parameters (diffprivlib's tools build a new mechanism per call)."""
+    if sens == 0 or eps == math.inf or delta >= 1:
+        return None
+    # pure eps' = eps + log(1 / (1 - delta)) (diffprivlib's calibration); eps'-DP implies
+    # (eps, delta)-DP.  log1p is < 1 ulp in glibc: two ulps down stay below the true value.
+    extra = -math.log1p(-delta) if delta > 0 else 0.0
+    extra = max(0.0, math.nextafter(math.nextafter(extra, 0.0), 0.0))
+    eps_eff = float_down(Fraction(eps) + Fraction(extra))
+    return _laplace_calibration(eps_eff, float(sens))
+
+
 class _Mixin:
     """What the mixins below use of the diffprivlib mechanism they are mixed into, declared
     for the type checker only (diffprivlib's ``__init__`` sets the attributes and defines
@@ -129,15 +145,7 @@ class _GridLaplace(_Mixin):
         return self._cal
 
     def _calibrate(self) -> tuple[float, float] | None:
-        eps, delta, sens = self.epsilon, self.delta, self.sensitivity
-        if sens == 0 or eps == math.inf or delta >= 1:
-            return None
-        # pure eps' = eps + log(1 / (1 - delta)) (diffprivlib's calibration); eps'-DP implies
-        # (eps, delta)-DP.  log1p is < 1 ulp in glibc: two ulps down stay below the true value.
-        extra = -math.log1p(-delta) if delta > 0 else 0.0
-        extra = max(0.0, math.nextafter(math.nextafter(extra, 0.0), 0.0))
-        eps_eff = float_down(Fraction(eps) + Fraction(extra))
-        return _laplace_calibration(eps_eff, float(sens))
+        return _relaxed_laplace_calibration(self.epsilon, self.delta, self.sensitivity)
 
     def _noisy(self, value: Any) -> Any:
         arr = as_array(value, _REAL_KINDS, "a number")

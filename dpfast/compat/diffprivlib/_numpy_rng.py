@@ -21,7 +21,7 @@ Only the bits change: numpy's distribution code (``uniform``, ``permutation``,
 floating-point laws as under diffprivlib, now on cryptographic bits instead of MT19937.
 A :class:`DpfastRandomState` handed to a dpfast mechanism (a tree passes its own to every
 leaf) gives that mechanism a dpfast generator directly: the process generator when unseeded,
-one generator per seeded object otherwise (keyed once from 32 of its bytes).
+one generator per seeded object otherwise (a fresh stream id of the object's own key).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 from diffprivlib import utils as _du
 
 from dpfast.compat._random_state import process_generation
-from dpfast.random import ChaCha20
+from dpfast.random import ChaCha20, Generator
 
 __all__ = ["DpfastRandomState", "check_random_state", "ORIGINAL_CHECK_RANDOM_STATE"]
 
@@ -61,16 +61,17 @@ class DpfastRandomState(np.random.RandomState):
 
     def dpfast_generator(self) -> Any:
         """The :class:`dpfast.Generator` a dpfast mechanism given this object uses (seeded:
-        created once, keyed by 32 bytes drawn from this object)."""
+        created once, on a fresh stream of this object's key)."""
         if self.unseeded:
             from dpfast.compat._random_state import shared_generator
 
             return shared_generator()
         with self._gen_lock:
             if self._dpfast_gen is None:
-                import dpfast
-
-                self._dpfast_gen = dpfast.default_rng(key=bytes(self.bytes(32)))
+                # a fresh stream id of this object's own key (the key's allocator never hands
+                # one out twice): independent keystream, no new key schedule per tree
+                root = self._bit_generator._root
+                self._dpfast_gen = Generator(root, root.allocate(1))
             return self._dpfast_gen
 
     def __reduce__(self) -> Any:
