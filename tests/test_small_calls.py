@@ -233,11 +233,14 @@ def test_parse_param_array_fast_accept_agrees_with_the_checks(allow_zero: bool) 
 
 
 def test_bounded_domain_scalar_path_is_the_rejection_sampler() -> None:
-    """A scalar LaplaceBoundedDomain draw: the first in-domain candidate of the batches of
-    exact discrete Laplace draws, as the array loop takes them (same words for a seed)."""
+    """A scalar LaplaceBoundedDomain draw: the first in-domain candidate -- drawn one at a
+    time by the pure-Python exact sampler when the acceptance is at least 1/32, else from
+    the batches of exact discrete Laplace draws the array loop takes (same words for a
+    seed)."""
     pytest.importorskip("diffprivlib")
     from dpfast.compat._random_state import generator_for
     from dpfast.compat.diffprivlib import _bounded as b
+    from dpfast.compat.diffprivlib import _small
 
     for upper in (10.0, math.inf, 1e-3):
         mech = b.LaplaceBoundedDomain(epsilon=0.5, sensitivity=4.0, lower=0.0, upper=upper,
@@ -249,11 +252,17 @@ def test_bounded_domain_scalar_path_is_the_rejection_sampler() -> None:
         p_min = 0.5 if hi is None else -math.expm1((hi - lo + 1) * math.log(q)) / (1 + q)
         per = max(1, math.ceil(4 / p_min))
         gen = generator_for(11)
+        words = _small.words_for(gen)
         want = []
         for v in (3.0, 0.0, 9.9):
             c = int(min(max(np.rint(min(max(v, 0.0), upper) / g), lo),
                         hi if hi is not None else math.inf))
-            while True:
+            while p_min >= 1 / 32:
+                yi = c + _small.discrete_laplace(words, t, float(t))
+                if yi >= lo and (hi is None or yi <= hi):
+                    want.append(float(min(max(float(yi) * g, 0.0), upper)))
+                    break
+            while p_min < 1 / 32:
                 y = b._discrete_laplace(per, t, gen) + c
                 ok = (y >= lo) & (y <= hi if hi is not None else True)
                 if ok.any():

@@ -54,7 +54,8 @@ class DpfastRandomState(np.random.RandomState):
     """
 
     def __init__(self, key: bytes | None = None, *, unseeded: bool = False) -> None:
-        super().__init__(ChaCha20(key))
+        self._chacha = ChaCha20(key)
+        super().__init__(self._chacha)
         self.unseeded = unseeded
         self._dpfast_gen: Any = None
         self._gen_lock = threading.Lock()
@@ -70,7 +71,7 @@ class DpfastRandomState(np.random.RandomState):
             if self._dpfast_gen is None:
                 # a fresh stream id of this object's own key (the key's allocator never hands
                 # one out twice): independent keystream, no new key schedule per tree
-                root = self._bit_generator._root
+                root = self._chacha._root
                 self._dpfast_gen = Generator(root, root.allocate(1))
             return self._dpfast_gen
 

@@ -32,13 +32,15 @@ _TWO64F = float(_TWO64)
 _MARGIN = 2.0 ** -38
 
 
-class Words:
+class Words(_exact.WordSource):
     """Uniform 64-bit words of one dpfast generator, fetched in blocks and handed out once
-    (a lock serialises threads; a forked child discards its parent's unused words)."""
+    (a lock serialises threads; a forked child discards its parent's unused words).  A
+    :class:`dpfast.noise._exact.WordSource` (its ``next``), so exact continuations refine
+    uniforms with the same words."""
 
     _MAX = 4096
 
-    def __init__(self, gen: Any) -> None:
+    def __init__(self, gen: Any) -> None:  # (WordSource's fetch is not used)
         self._gen = gen
         self._buf: list[int] = []
         self._block = 64

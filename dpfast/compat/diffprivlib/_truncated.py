@@ -102,10 +102,10 @@ def truncated_draws(n: int, t: Fraction, k: int, gen: Any) -> np.ndarray:
         out1 = np.empty(n, np.int64)
         for i in range(n):
             while True:
-                z = uniform_below(words, 2 * k + 1) - k
-                m = abs(z)
+                zi = uniform_below(words, 2 * k + 1) - k
+                m = abs(zi)
                 if m == 0 or _coin(words, m / tf, lambda m=m: Fraction(m) / t):
-                    out1[i] = z
+                    out1[i] = zi
                     break
         return out1
     parts: list[np.ndarray] = []
