@@ -242,3 +242,23 @@ def test_scalar_noise_calibrated_once_and_blocks_shared() -> None:
         info = mod._gaussian_mech_params.cache_info()
     assert info.misses == 1 and info.hits == 49
     assert len(set(values)) == 50 and abs(np.mean(values) - 10.0) < 3.0
+
+
+@pytest.mark.parametrize("strategy", ["LAPLACE_THRESHOLDING", "GAUSSIAN_THRESHOLDING",
+                                      "TRUNCATED_GEOMETRIC"])
+def test_pre_threshold_selection_is_replaced(strategy: str, rng_spy) -> None:
+    """With pre_threshold p the replaced strategy decides on n - p + 1 units (n < p: dropped),
+    PyDP's own definition: keep frequencies match PyDP's probability_of_keep; it keeps working
+    after uninstall()."""
+    enum = getattr(pipeline_dp.PartitionSelectionStrategy, strategy)
+    with compat.patched(key=KEY):
+        s = ps.create_partition_selection_strategy(enum, 1.0, 1e-5, 2, pre_threshold=6)
+        assert s.pre_threshold == 6 and type(s).__name__ == "_PreThresholded"
+        assert not any(s.should_keep(5) for _ in range(200))
+        n = next(k for k in range(6, 200) if s.probability_of_keep(k) > 0.3)
+        p = s.probability_of_keep(n)
+        trials = 20000
+        kept = sum(s.should_keep(n) for _ in range(trials))
+    assert abs(kept / trials - p) < 4.5 * math.sqrt(p * (1 - p) / trials)
+    assert sum(s.should_keep(n + 60) for _ in range(20)) == 20
+    assert rng_spy == []  # no numpy / Python random draws

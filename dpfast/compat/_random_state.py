@@ -147,6 +147,11 @@ class SharedNoiseBuffers:
         self._buffers: dict[Any, NoiseBuffer] = {}
         self._pid = _FORK[0]
 
+    def clear(self) -> None:
+        """Discard every pre-drawn block (a backend installed with a new generator)."""
+        with self._lock:
+            self._buffers = {}
+
     def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
         key = (draw.__code__, tag)
         with self._lock:

@@ -41,16 +41,19 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
   both noises), so the thresholding δ is at most PyDP's; the Laplace noise is exactly
   ``l0/b``-DP, the Gaussian noise has the continuous RDP curve (same η note as above).
   Truncated-geometric selection keeps with PyDP's ``probability_of_keep(n)`` decided
-  exactly against ChaCha20 bits.
+  exactly against ChaCha20 bits.  With ``pre_threshold`` ``p`` (PyDP's wrapper): a partition
+  with ``n < p`` privacy units is dropped, otherwise the same replaced strategy decides on
+  ``n - p + 1`` units -- PyDP's own definition (its ``probability_of_keep`` is that shift),
+  so the guarantee is the base strategy's.
 * **Exponential mechanism** (``ExponentialMechanism.apply``, numpy's ``default_rng().choice``
   on float probabilities in PipelineDP): :func:`dpfast.exponential`, exact, same ε,
   sensitivity and monotonicity.
 
 Not replaced: contribution bounding's sampling (PipelineDP's numpy/``random`` sampling of
-rows, not noise), quantile trees (PyDP C++), partition selection with ``pre_threshold``
-(PyDP's C++ wrapper), ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called
-directly.  ``install(key=...)`` makes the noise
-replayable (tests only: whoever holds the key can remove the noise).
+rows, not noise), quantile trees (PERCENTILE: PyDP's C++ quantile tree adds its own noise
+inside C++), ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called directly.
+``install(key=...)`` makes the noise replayable (tests only: whoever holds the key can
+remove the noise).
 """
 
 from __future__ import annotations
@@ -308,12 +311,35 @@ class _Strategy:
 
 def _create_partition_selection_strategy(strategy, epsilon, delta, max_partitions_contributed,
                                          pre_threshold=None):
-    inner = _ORIGINAL["create_partition_selection_strategy"](
+    if pre_threshold is None:
+        inner = _ORIGINAL["create_partition_selection_strategy"](
+            strategy, epsilon, delta, max_partitions_contributed)
+        name = _ps.PARTITION_STRATEGY_ENUM_TO_STR[strategy]
+        return _Strategy(inner, name, epsilon, delta, int(max_partitions_contributed))
+    wrapped = _ORIGINAL["create_partition_selection_strategy"](
         strategy, epsilon, delta, max_partitions_contributed, pre_threshold)
-    if pre_threshold is not None:
-        return inner  # PyDP's pre-thresholding wrapper: kept (documented)
-    name = _ps.PARTITION_STRATEGY_ENUM_TO_STR[strategy]
-    return _Strategy(inner, name, epsilon, delta, int(max_partitions_contributed))
+    base = _create_partition_selection_strategy(strategy, epsilon, delta,
+                                                max_partitions_contributed)
+    return _PreThresholded(wrapped, base, int(pre_threshold))
+
+
+class _PreThresholded:
+    """PyDP's pre-thresholding: a partition with fewer than ``pre_threshold`` privacy units
+    is dropped; otherwise the base strategy decides on ``n - pre_threshold + 1`` units
+    (PyDP's ``probability_of_keep`` is exactly that shift), drawn here by :class:`_Strategy`.
+    """
+
+    def __init__(self, wrapped: Any, base: _Strategy, pre_threshold: int) -> None:
+        self._wrapped = wrapped  # PyDP's object: its attributes and probability_of_keep
+        self._base = base
+        self.pre_threshold = pre_threshold
+
+    def __getattr__(self, name: str) -> Any:  # epsilon, delta, probability_of_keep, ...
+        return getattr(self._wrapped, name)
+
+    def should_keep(self, num_privacy_units: int) -> bool:
+        n = int(num_privacy_units)
+        return n >= self.pre_threshold and self._base.should_keep(n - self.pre_threshold + 1)
 
 
 # ----------------------------------------------------------------------------- install
@@ -344,6 +370,9 @@ def install(key: bytes | None = None) -> None:
     Calls nest (each needs one :func:`uninstall`); the outermost call's key is used.
     """
     def start() -> None:
+        # blocks drawn by an earlier installation's generator are discarded (their tag holds
+        # id(generator), which a new generator may reuse: a keyed run must replay exactly)
+        _SCALAR_BUFFERS.clear()
         _STATE["gen"] = dpfast.default_rng(key=key)
 
     _INSTALLED.install(lambda: _PATCHES, before=start)
