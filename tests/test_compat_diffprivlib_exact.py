@@ -304,3 +304,36 @@ def test_scalar_bounded_domain_uses_the_exact_scalar_path() -> None:
     lap = stats.laplace(loc=0.5, scale=b)
     lo, hi = lap.cdf(-2.0), lap.cdf(3.0)
     assert stats.kstest(out, lambda v: (lap.cdf(v) - lo) / (hi - lo)).pvalue > 1e-4
+
+
+def test_words_handed_out_once_across_threads_and_forks() -> None:
+    """The scalar paths' 64-bit words: no word twice across threads, and a forked child
+    discards the block its parent drew (it never repeats the parent's words)."""
+    import os
+    import threading
+    import warnings
+
+    words = _small.Words(dpfast.default_rng(KEY))
+    got: list[int] = []
+
+    def work() -> None:
+        got.extend(words.next() for _ in range(3000))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == len(got) == 12_000
+    words.next()  # a block is now pre-drawn
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        os.write(write, repr([words.next() for _ in range(5)]).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = eval(os.read(read, 1 << 16).decode())  # noqa: S307 - our own repr of ints
+    parent = [words.next() for _ in range(5)]
+    assert not set(child) & set(parent)
