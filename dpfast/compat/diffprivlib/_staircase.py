@@ -122,6 +122,13 @@ class Staircase(_dm.Staircase):
         _setup(self, random_state)
 
     def _params(self) -> tuple[float, float, int, int] | None:
+        key = (self.epsilon, self.sensitivity, self.gamma)
+        if getattr(self, "_par_key", None) != key:
+            self._par = self._layout_for()
+            self._par_key = key
+        return self._par
+
+    def _layout_for(self) -> tuple[float, float, int, int] | None:
         eps = self.epsilon
         if self.sensitivity == 0 or eps == math.inf:
             return None
