@@ -96,6 +96,9 @@ def _gen() -> Any:
 
 
 def _on_integers(x: np.ndarray) -> bool:
+    if x.ndim == 0:  # a scalar (the per-partition path): no array reductions
+        v = float(x)
+        return math.isfinite(v) and v == round(v) and abs(v) < _EXACT_INT
     return bool(np.all(np.isfinite(x)) and np.all(x == np.rint(x))
                 and np.all(np.abs(x) < _EXACT_INT))
 
@@ -106,6 +109,12 @@ def _laplace_params(eps: float, sens: float, m: int) -> tuple[float, float]:
     """(scale, g) of :class:`dpfast.LaplaceMechanism` (cached: no per-call calibration)."""
     mech = dpfast.LaplaceMechanism(epsilon=eps, sensitivity=sens, max_changed=m)
     return mech.scale, mech.granularity
+
+
+@functools.lru_cache(maxsize=4096)
+def _laplace_epsilon(sens: float, b: float) -> float:
+    """PipelineDP's ``ε = Δ₁ / b`` rounded down (cached: a new mechanism per partition)."""
+    return float_down(Fraction(sens) / Fraction(b))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -147,8 +156,8 @@ def _noise_params(mech: Any, x: np.ndarray) -> tuple[str, float, float] | None:
     sens = float(mech.sensitivity)
     for m, fine in candidates:
         if isinstance(mech, _dc.LaplaceMechanism):
-            eps = float_down(Fraction(sens) / Fraction(mech.noise_parameter))
-            params = ("laplace", *_laplace_params(eps, sens, m))
+            params = ("laplace", *_laplace_params(
+                _laplace_epsilon(sens, float(mech.noise_parameter)), sens, m))
         else:
             pydp = mech._mechanism
             params = ("gaussian", *_gaussian_params(float(mech.std), sens, m,
