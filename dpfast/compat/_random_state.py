@@ -18,12 +18,14 @@ import numbers
 import os
 import secrets
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import dpfast
+from dpfast.noise import _exact
 
 _SEED_DOMAIN = b"dpfast.compat.random_state.v1\x00"
 
@@ -166,3 +168,46 @@ class SharedNoiseBuffers:
 
 
 SHARED_BUFFERS = SharedNoiseBuffers()
+
+
+# ----------------------------------------------------------------------------- raw words
+class Words(_exact.WordSource):
+    """Uniform 64-bit words of one dpfast generator, fetched in blocks and handed out once
+    (a lock serialises threads; a forked child discards its parent's unused words).  A
+    :class:`dpfast.noise._exact.WordSource` (its ``next``), so exact continuations refine
+    uniforms with the same words."""
+
+    _MAX = 4096
+
+    def __init__(self, gen: Any) -> None:  # (WordSource's fetch is not used)
+        self._gen = gen
+        self._buf: list[int] = []
+        self._block = 64
+        self._pid = _FORK[0]
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        """The next word (the :class:`dpfast.noise._exact.WordSource` interface)."""
+        with self._lock:
+            gen = _FORK[0]
+            if self._pid != gen:
+                self._buf, self._pid, self._block = [], gen, 64
+            if not self._buf:
+                self._buf = self._gen.random_raw(self._block).tolist()[::-1]
+                self._block = min(2 * self._block, self._MAX)
+            return self._buf.pop()
+
+
+_WORDS: weakref.WeakKeyDictionary[Any, Words] = weakref.WeakKeyDictionary()
+_WORDS_LOCK = threading.Lock()
+
+
+def words_for(gen: Any) -> Words:
+    """The :class:`Words` of ``gen`` (one per generator, so no word is handed out twice)."""
+    words = _WORDS.get(gen)
+    if words is None:
+        with _WORDS_LOCK:
+            words = _WORDS.get(gen)
+            if words is None:
+                words = _WORDS[gen] = Words(gen)
+    return words

@@ -70,7 +70,7 @@ import numpy as np
 import dpfast
 from dpfast._core.rounding import float_down, float_up
 from dpfast.compat._patching import Patches
-from dpfast.compat._random_state import NoiseBuffer, SharedNoiseBuffers
+from dpfast.compat._random_state import NoiseBuffer, SharedNoiseBuffers, words_for
 
 try:
     import pipeline_dp as _pdp
@@ -269,12 +269,12 @@ def _bernoulli(p: float, gen: Any = None) -> bool:
         return False
     if r >= 1:
         return True
-    gen = _gen() if gen is None else gen
+    words = words_for(_gen() if gen is None else gen)  # blocks of words, handed out once
     while True:
         r *= 1 << 64
         d = int(r)
         r -= d
-        w = int(gen.random_raw())
+        w = words.next()
         if w != d:
             return w < d
         if r == 0:

@@ -12,12 +12,10 @@ whenever the test cannot decide; the head is then drawn exactly uniformly.  Same
 from __future__ import annotations
 
 import math
-import threading
-import weakref
 from fractions import Fraction
 from typing import Any
 
-from dpfast.compat._random_state import process_generation
+from dpfast.compat._random_state import Words, words_for
 from dpfast.noise import _exact
 
 __all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_below", "geometric",
@@ -30,48 +28,6 @@ _TWO64F = float(_TWO64)
 # |exp(-g) - exp(-γ)| <= exp(-g)(e^{γ 2^-50} - 1) for |g - γ| <= γ 2^-50 (g <= 64: < 2^-43),
 # plus the platform exp within 2^12 ulps (2^-40): a relative margin of 2^-38 covers both
 _MARGIN = 2.0 ** -38
-
-
-class Words(_exact.WordSource):
-    """Uniform 64-bit words of one dpfast generator, fetched in blocks and handed out once
-    (a lock serialises threads; a forked child discards its parent's unused words).  A
-    :class:`dpfast.noise._exact.WordSource` (its ``next``), so exact continuations refine
-    uniforms with the same words."""
-
-    _MAX = 4096
-
-    def __init__(self, gen: Any) -> None:  # (WordSource's fetch is not used)
-        self._gen = gen
-        self._buf: list[int] = []
-        self._block = 64
-        self._pid = process_generation()
-        self._lock = threading.Lock()
-
-    def next(self) -> int:
-        """The next word (the :class:`dpfast.noise._exact.WordSource` interface)."""
-        with self._lock:
-            gen = process_generation()
-            if self._pid != gen:
-                self._buf, self._pid, self._block = [], gen, 64
-            if not self._buf:
-                self._buf = self._gen.random_raw(self._block).tolist()[::-1]
-                self._block = min(2 * self._block, self._MAX)
-            return self._buf.pop()
-
-
-_WORDS: weakref.WeakKeyDictionary[Any, Words] = weakref.WeakKeyDictionary()
-_WORDS_LOCK = threading.Lock()
-
-
-def words_for(gen: Any) -> Words:
-    """The :class:`Words` of ``gen`` (one per generator, so no word is handed out twice)."""
-    words = _WORDS.get(gen)
-    if words is None:
-        with _WORDS_LOCK:
-            words = _WORDS.get(gen)
-            if words is None:
-                words = _WORDS[gen] = Words(gen)
-    return words
 
 
 def uniform_below(words: Words, k: int) -> int:
