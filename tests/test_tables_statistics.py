@@ -59,7 +59,7 @@ def test_privacy_id_count_sensitivity_threshold_and_charge() -> None:
     # half of ε selects the keys (a separate measurement on the people per key)
     assert rel.law.scale == pytest.approx(2 * k / eps, rel=1e-9) and rel.law.scale >= 2 * k / eps
     sel = _select.plan(eps / 2, delta, k, "auto")
-    assert rel.selection == sel.describe() and rel.threshold == sel.threshold
+    assert rel.selection == sel and rel.threshold == sel.threshold
     assert rel.event.delta == sel.delta <= delta and len(rel) > 5
     assert [h.note for h in budget.history()] == ["people"]
     assert budget.history()[0].event == rel.event
@@ -124,7 +124,7 @@ def test_count_distinct_noise_follows_its_law_and_selection() -> None:
                              max_partitions=k, max_per_partition=c, rng=_replay())
     assert sel.law.scale == pytest.approx(2 * k * c, rel=1e-9)  # half of ε on the counts
     rule = _select.plan(0.5, delta, k, "auto")
-    assert sel.selection == rule.describe() and sel.event.delta == rule.delta
+    assert sel.selection == rule and sel.event.delta == rule.delta
     assert len(sel) > 5
 
 
