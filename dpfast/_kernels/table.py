@@ -90,6 +90,85 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
     return dec, pos, ubits, np.uint64(0)
 
 
+@nb.njit(cache=True, _nrt=False)
+def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, ta, trm1, flo, fhi, nbins, p, cbits, vb, ubits,
+              coef):
+    """The table kernel's common case, in a tight loop of its own: one-word proposals
+    (``two`` false) decided by the squeeze, while the chunk's buffer has words.
+
+    Takes exactly the decisions of the general loop of :func:`table_kernel` (same words,
+    same order, same tests); it stops, *before* consuming the word, at anything else (a tie
+    of the alias value's top bits, the tail item, a proposal the squeeze leaves open), and
+    the general loop takes that word.  Kept out of line, so the hot loop has the registers
+    to itself.  Returns ``(pos, i, r, v, sg, item, ux)``: ``r = 1`` stopped as above (or the
+    buffer or the chunk's cells ran out); ``r = 0`` the store of cell ``i`` overflowed;
+    ``r = -1`` (MODE_GRID) cell ``i``'s value ``v`` is too large for the float store (the
+    word consumed, nothing written, as ``_store`` reports it)."""
+    one = np.uint64(1)
+    cshift = np.uint64(64 - cbits)
+    vshift = np.uint64(64 - cbits - vb)
+    vmask = (one << np.uint64(vb)) - one
+    sshift = vshift - one
+    oshift = sshift - np.uint64(p)
+    omask = (one << np.uint64(p)) - one
+    umask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - ubits)
+    tshift = np.uint64(64 - ubits)
+    m32 = np.uint64(0xFFFFFFFF)
+    uscale = math.ldexp(1.0, -ubits)
+    n = b.shape[0]
+    while pos < n and i < hi:
+        xw = b[pos]
+        col = np.int64(xw >> cshift)
+        e = pack[col]
+        vh = (xw >> vshift) & vmask
+        th = e & m32
+        if vh == th:
+            break  # a tie: the general loop reads v's other bits
+        item = col if vh < th else np.int64(e >> np.uint64(32))
+        if item >= nbins:
+            if item == nbins:
+                break  # the tail item: pending, in the general loop
+            pos += 1
+            continue  # padding: reject
+        sg = np.int64((xw >> sshift) & one)
+        off = np.int64((xw >> oshift) & omask)
+        ux = xw & umask
+        a = item << p
+        m = a + off
+        if (m | (sg ^ 1)) == 0:
+            pos += 1
+            continue  # (negative, 0): reject
+        if p == 0:
+            if ux >= (ta[item] >> tshift):
+                if (ux << tshift) > trm1[item]:
+                    pos += 1
+                    continue  # rejected
+                break  # open: the general loop's full certificate
+        else:
+            g0 = np.float64(off) * coef
+            if law == 1:
+                g0 *= np.float64(m + a)
+            gh = g0 * (1.0 + 2.0 ** -48)
+            if gh >= 0.5:
+                break
+            uf = np.float64(ux)
+            u_hi = (uf + 1.0) * uscale * (1.0 + 2.0 ** -50)
+            if u_hi > flo[item] * (1.0 - gh):
+                gl = g0 * (1.0 - 2.0 ** -48)
+                u_lo = uf * uscale * (1.0 - 2.0 ** -50)
+                if u_lo >= fhi[item] * (1.0 - gl * (1.0 - 0.5 * gl)) * (1.0 + 2.0 ** -47):
+                    pos += 1
+                    continue  # rejected
+                break
+        pos += 1
+        v = (m ^ -sg) + sg
+        r = _store(x, out, mode, grid, i, v)
+        if r != 1:
+            return pos, i, r, v, sg, item, ux
+        i += 1
+    return pos, i, 1, np.int64(0), np.int64(0), np.int64(0), np.uint64(0)
+
+
 @guarded
 @nb.njit(cache=True, parallel=True, _nrt=False)
 def table_kernel(law, streams, io, table, force, pend):
@@ -140,6 +219,7 @@ def table_kernel(law, streams, io, table, force, pend):
     m32 = np.uint64(0xFFFFFFFF)
     uscale = math.ldexp(1.0, -ubits)
     forcing = force == FORCE_ACCEPT
+    fast = not forcing and not two
     for c in nb.prange(buf.shape[0]):
         b = buf[c]
         s_ = st[c]
@@ -150,6 +230,27 @@ def table_kernel(law, streams, io, table, force, pend):
         hi = s_[ST_END]
         first = True  # the next acceptance test is the cell's first (FORCE_ACCEPT)
         while i < hi and k < cap:
+            if fast:
+                pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, mode, grid,
+                                                       pack, ta, trm1, flo, fhi, nbins, p,
+                                                       cbits, vb, ubits, coef)
+                if r == 0:
+                    s_[ST_OVERFLOW] = 1
+                    break
+                if r < 0:
+                    ints[c, k, P_CELL] = i
+                    ints[c, k, P_STATUS] = PENDING_GRID_BIG
+                    ints[c, k, P_SIGN] = sg
+                    ints[c, k, P_A] = v
+                    ints[c, k, P_B] = item
+                    ints[c, k, P_BITS] = 0
+                    u64s[c, k, U_W] = ux
+                    u64s[c, k, U_W2] = np.uint64(0)
+                    k += 1
+                    i += 1
+                    continue
+                if i >= hi:
+                    break
             xw, pos = next_u64(b, pos, s_, key, nonce)
             col = np.int64(xw >> cshift)
             e = pack[col]
