@@ -91,15 +91,18 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 
 
 @nb.njit(cache=True, _nrt=False)
-def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, ta, trm1, flo, fhi, nbins, p, cbits, vb, ubits,
+def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, flo, fhi, nbins, p, cbits, vb, ubits,
               coef):
     """The table kernel's common case, in a tight loop of its own: one-word proposals
     (``two`` false) decided by the squeeze, while the chunk's buffer has words.
 
     Takes exactly the decisions of the general loop of :func:`table_kernel` (same words,
-    same order, same tests); it stops, *before* consuming the word, at anything else (a tie
-    of the alias value's top bits, the tail item, a proposal the squeeze leaves open), and
-    the general loop takes that word.  Kept out of line, so the hot loop has the registers
+    same order, same tests; a tie of the alias value's top bits reads the next word as
+    there); it stops *before* a proposal's first word at anything else (the tail item, a
+    proposal the squeeze leaves open, a tie whose next word is in the next buffer), and the
+    general loop takes that proposal.  Its squeeze for ``p > 0`` is tighter (cubic / quartic
+    bounds of exp) but keeps a 2^-47 margin, so it decides only proposals that the general
+    loop's certificate decides on the same bits (the same words are read).  Kept out of line, so the hot loop has the registers
     to itself.  Returns ``(pos, i, r, v, sg, item, ux)``: ``r = 1`` stopped as above (or the
     buffer or the chunk's cells ran out); ``r = 0`` the store of cell ``i`` overflowed;
     ``r = -1`` (MODE_GRID) cell ``i``'s value ``v`` is too large for the float store (the
@@ -108,6 +111,8 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, ta, trm1, flo, fhi, 
     cshift = np.uint64(64 - cbits)
     vshift = np.uint64(64 - cbits - vb)
     vmask = (one << np.uint64(vb)) - one
+    lomask = (one << vshift) - one
+    zshift = np.uint64(cbits + vb)
     sshift = vshift - one
     oshift = sshift - np.uint64(p)
     omask = (one << np.uint64(p)) - one
@@ -117,16 +122,23 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, ta, trm1, flo, fhi, 
     uscale = math.ldexp(1.0, -ubits)
     n = b.shape[0]
     while pos < n and i < hi:
+        start = pos
         xw = b[pos]
         col = np.int64(xw >> cshift)
         e = pack[col]
         vh = (xw >> vshift) & vmask
         th = e & m32
-        if vh == th:
-            break  # a tie: the general loop reads v's other bits
         item = col if vh < th else np.int64(e >> np.uint64(32))
+        if vh == th:  # a tie: v's other bits are the top of the next word
+            if pos + 1 >= n:
+                pos = start
+                break  # (in the next buffer: the general loop)
+            pos += 1
+            if (b[pos] >> zshift) < (thresh[col] & lomask):
+                item = col
         if item >= nbins:
             if item == nbins:
+                pos = start
                 break  # the tail item: pending, in the general loop
             pos += 1
             continue  # padding: reject
@@ -143,6 +155,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, ta, trm1, flo, fhi, 
                 if (ux << tshift) > trm1[item]:
                     pos += 1
                     continue  # rejected
+                pos = start
                 break  # open: the general loop's full certificate
         else:
             g0 = np.float64(off) * coef
@@ -150,15 +163,23 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, ta, trm1, flo, fhi, 
                 g0 *= np.float64(m + a)
             gh = g0 * (1.0 + 2.0 ** -48)
             if gh >= 0.5:
+                pos = start
                 break
             uf = np.float64(ux)
             u_hi = (uf + 1.0) * uscale * (1.0 + 2.0 ** -50)
-            if u_hi > flo[item] * (1.0 - gh):
+            # exp(-g) >= 1 - gh + gh^2/2 - gh^3/6 (alternating series, 0 <= g <= gh < 1/2;
+            # the polynomial's roundings < 2^-50, it is >= 0.6); the factor 1 - 2^-47 keeps
+            # every decision one the general loop's certificate on the same bits also takes
+            lo = 1.0 - gh * (1.0 - gh * (0.5 - gh * (1.0 / 6.0))) - 2.0 ** -50
+            if u_hi > flo[item] * lo * (1.0 - 2.0 ** -47):
+                # exp(-g) <= 1 - gl + gl^2/2 - gl^3/6 + gl^4/24
                 gl = g0 * (1.0 - 2.0 ** -48)
                 u_lo = uf * uscale * (1.0 - 2.0 ** -50)
-                if u_lo >= fhi[item] * (1.0 - gl * (1.0 - 0.5 * gl)) * (1.0 + 2.0 ** -47):
+                up = 1.0 - gl * (1.0 - gl * (0.5 - gl * (1.0 / 6.0 - gl * (1.0 / 24.0))))
+                if u_lo >= fhi[item] * (up + 2.0 ** -50) * (1.0 + 2.0 ** -47):
                     pos += 1
                     continue  # rejected
+                pos = start
                 break
         pos += 1
         v = (m ^ -sg) + sg
@@ -232,7 +253,8 @@ def table_kernel(law, streams, io, table, force, pend):
         while i < hi and k < cap:
             if fast:
                 pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, mode, grid,
-                                                       pack, ta, trm1, flo, fhi, nbins, p,
+                                                       pack, thresh, ta, trm1, flo, fhi,
+                                                       nbins, p,
                                                        cbits, vb, ubits, coef)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1
