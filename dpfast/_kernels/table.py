@@ -121,23 +121,24 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
     m32 = np.uint64(0xFFFFFFFF)
     uscale = math.ldexp(1.0, -ubits)
     n = b.shape[0]
+    unb = np.uint64(nbins)
     while pos < n and i < hi:
         start = pos
-        xw = b[pos]
-        col = np.int64(xw >> cshift)
+        xw = b[np.uint64(pos)]  # unsigned indices: no negative-index wraparound code
+        col = xw >> cshift
         e = pack[col]
         vh = (xw >> vshift) & vmask
         th = e & m32
-        item = col if vh < th else np.int64(e >> np.uint64(32))
+        item = col if vh < th else e >> np.uint64(32)
         if vh == th:  # a tie: v's other bits are the top of the next word
             if pos + 1 >= n:
                 pos = start
                 break  # (in the next buffer: the general loop)
             pos += 1
-            if (b[pos] >> zshift) < (thresh[col] & lomask):
+            if (b[np.uint64(pos)] >> zshift) < (thresh[col] & lomask):
                 item = col
-        if item >= nbins:
-            if item == nbins:
+        if item >= unb:
+            if item == unb:
                 pos = start
                 break  # the tail item: pending, in the general loop
             pos += 1
@@ -145,7 +146,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
         sg = np.int64((xw >> sshift) & one)
         off = np.int64((xw >> oshift) & omask)
         ux = xw & umask
-        a = item << p
+        a = np.int64(item) << p
         m = a + off
         if (m | (sg ^ 1)) == 0:
             pos += 1
@@ -183,9 +184,9 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
                 break
         pos += 1
         v = (m ^ -sg) + sg
-        r = _store(x, out, mode, grid, i, v)
+        r = _store(x, out, mode, grid, np.uint64(i), v)
         if r != 1:
-            return pos, i, r, v, sg, item, ux
+            return pos, i, r, v, sg, np.int64(item), ux
         i += 1
     return pos, i, 1, np.int64(0), np.int64(0), np.int64(0), np.uint64(0)
 
