@@ -151,13 +151,14 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
         if (m | (sg ^ 1)) == 0:
             pos += 1
             continue  # (negative, 0): reject
-        if p == 0:
-            if ux >= (ta[item] >> tshift):
-                if (ux << tshift) > trm1[item]:
-                    pos += 1
-                    continue  # rejected
-                pos = start
-                break  # open: the general loop's full certificate
+        if ux < (ta[item] >> tshift):
+            pass  # accepted: U < ta 2^-64 <= the bin's smallest acceptance probability
+        elif p == 0:
+            if (ux << tshift) > trm1[item]:
+                pos += 1
+                continue  # rejected
+            pos = start
+            break  # open: the general loop's full certificate
         else:
             g0 = np.float64(off) * coef
             if law == 1:

@@ -199,15 +199,43 @@ def _table(law: str, param: Fraction) -> Table:
     lay = layout(cbits, p)
     p0 = min(one / total, 1.0)
     words = (2.0 if lay[1] else 1.0) / (1.0 - p0 / 2.0) / 0.96
+    sq = squeeze_bounds(f)
+    if p > 0:  # wide bins: ta[i] bounds the acceptance probability over the whole bin
+        sq = (bin_accept_floor(law, param, p, nb, sq[2]), *sq[1:])
     return Table(law, param, p, nb, m_tail, cbits, thresh, alias, f, coef, ehat, ehat_tail,
-                 t_tail, words, squeeze_bounds(f), lay)
+                 t_tail, words, sq, lay)
+
+
+def bin_accept_floor(law: str, param: Fraction, p: int, nb: int, flo: np.ndarray
+                     ) -> np.ndarray:
+    """``ta`` for bins of width ``2^p > 1``: ``ta[i] <= 2^64 min_off f_i exp(-g(off))``,
+    the smallest acceptance probability of bin ``i`` (``g(off) = x(a_i + off) - x(a_i)``
+    grows with the offset, so the minimum is at ``off = 2^p - 1``), so a proposal whose
+    U's known bits ``u`` satisfy ``u < ta[i] >> (64 - ubits)`` is accepted with no float
+    arithmetic.  ``flo[i] <= f_i``; g's float value is rounded up (relative 2^-48 covers
+    its three roundings) and exp (within 1 ulp) rounded down, with a 2^-40 margin, so the
+    kernel takes this shortcut only where its float certificate on the same bits accepts
+    too (the same words are read)."""
+    span = (1 << p) - 1
+    ta = np.zeros(nb, np.uint64)
+    for i in range(nb):
+        if law == "laplace":
+            gmax = Fraction(span) / param
+        else:
+            gmax = Fraction(span * (2 * (i << p) + span)) / (2 * param * param)
+        gm = float(gmax) * (1.0 + 2.0 ** -48)
+        e_lo = math.exp(-gm) * (1.0 - 2.0 ** -50)
+        v = math.floor(math.ldexp(float(flo[i]) * e_lo * (1.0 - 2.0 ** -40), 64))
+        ta[i] = min(max(v, 0), 2**64 - 1)
+    return ta
 
 
 def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The table kernel's fast acceptance bounds, from ``f`` with ``|f - f_i| <= 2^-52 f_i``
     (f_i the exact acceptance factor):
 
-    * ``ta[i] <= f_i 2^64`` (an integer): a word ``u < ta[i]`` means U < f_i;
+    * ``ta[i] <= f_i 2^64`` (an integer): a word ``u < ta[i]`` means U < f_i (for bins of
+      width ``2^p > 1`` the table replaces it by :func:`bin_accept_floor`);
     * ``trm1[i] + 1 >= f_i 2^64``: a word ``u > trm1[i]`` means U >= f_i (``2^64 - 1``,
       never, where f_i may be 1);
     * ``flo[i] <= f_i (1 - 2^-46 + 2^-51)``, the margin the kernel's float squeeze
