@@ -91,7 +91,7 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 
 
 @nb.njit(cache=True, _nrt=False)
-def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, flo, fhi, nbins, p, cbits, vb, ubits,
+def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_ali, trm1, flo, fhi, nbins, p, cbits, vb, ubits,
               coef):
     """The table kernel's common case, in a tight loop of its own: one-word proposals
     (``two`` false) decided by the squeeze, while the chunk's buffer has words.
@@ -127,9 +127,13 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
         xw = b[np.uint64(pos)]  # unsigned indices: no negative-index wraparound code
         col = xw >> cshift
         e = pack[col]
+        t_own = ta_own[col]
+        t_ali = ta_ali[col]
         vh = (xw >> vshift) & vmask
         th = e & m32
-        item = col if vh < th else e >> np.uint64(32)
+        keep = vh < th
+        item = col if keep else e >> np.uint64(32)
+        tu = t_own if keep else t_ali
         if vh == th:  # a tie: v's other bits are the top of the next word
             if pos + 1 >= n:
                 pos = start
@@ -137,6 +141,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
             pos += 1
             if (b[np.uint64(pos)] >> zshift) < (thresh[col] & lomask):
                 item = col
+                tu = t_own
         if item >= unb:
             if item == unb:
                 pos = start
@@ -151,7 +156,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta, trm1, fl
         if (m | (sg ^ 1)) == 0:
             pos += 1
             continue  # (negative, 0): reject
-        if ux < (ta[item] >> tshift):
+        if ux < tu:
             pass  # accepted: U < ta 2^-64 <= the bin's smallest acceptance probability
         elif p == 0:
             if (ux << tshift) > trm1[item]:
@@ -198,7 +203,8 @@ def table_kernel(law, streams, io, table, force, pend):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
     rejection from the envelope table of ``dpfast.noise._envelope``:
     ``table = (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb,
-    ubits)``.
+    ubits, ta_own, ta_ali)`` (the last two: ``ta >> (64 - ubits)`` of each column's own item
+    and of its alias, for :func:`_fast_run`).
 
     One proposal per loop turn, from one keystream word (two when the bin width 2^p
     leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  Word A, from its
@@ -224,7 +230,8 @@ def table_kernel(law, streams, io, table, force, pend):
     with |v| >= 2^53, ints[..., P_A] = v."""
     buf, st, key, nonces = streams
     x, out, mode, grid = io
-    pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits = table
+    (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, ta_own,
+     ta_ali) = table
     ints, u64s = pend
     cap = ints.shape[1]
     one = np.uint64(1)
@@ -255,8 +262,8 @@ def table_kernel(law, streams, io, table, force, pend):
         while i < hi and k < cap:
             if fast:
                 pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, mode, grid,
-                                                       pack, thresh, ta, trm1, flo, fhi,
-                                                       nbins, p,
+                                                       pack, thresh, ta_own, ta_ali, trm1,
+                                                       flo, fhi, nbins, p,
                                                        cbits, vb, ubits, coef)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1

@@ -79,8 +79,15 @@ class Table:
         # threshold, in thresh, is read only on a tie of the top bits)
         hi = self.thresh >> np.uint64(64 - self.cbits - self.lay[0])
         pack = hi | (self.alias.astype(np.uint64) << np.uint64(32))
+        # the fast loop's acceptance thresholds on U's ubits known bits (ta >> (64 - ubits))
+        # per alias column, for the column's own item and for its alias (0 for the tail and
+        # padding items, which the loop sorts out first): both load from the column alone
+        tas = np.zeros(len(self.thresh) + 2, np.uint64)
+        tas[:self.nb] = self.squeeze[0] >> np.uint64(64 - self.lay[4])
+        own = tas[np.minimum(np.arange(len(self.thresh)), self.nb)]
+        ali = tas[np.minimum(self.alias, self.nb)]
         return (pack, self.thresh, self.f, self.nb, self.p, self.cbits, self.coef, *self.squeeze,
-                *self.lay)
+                *self.lay, own, ali)
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""
