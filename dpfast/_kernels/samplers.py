@@ -96,6 +96,7 @@ FORCE_NONE = 0
 FORCE_INVERSION = 1
 FORCE_REJECTION = 2
 FORCE_ACCEPT = 3
+FORCE_GENERAL = 4  # table kernel only: no fast loop, every proposal in the general one (tests)
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

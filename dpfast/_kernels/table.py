@@ -23,6 +23,7 @@ from dpfast._kernels.chacha import (
 )
 from dpfast._kernels.samplers import (
     FORCE_ACCEPT,
+    FORCE_NONE,
     INV64,
     P_A,
     P_B,
@@ -91,22 +92,29 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 
 
 @nb.njit(cache=True, _nrt=False)
-def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_ali, trm1, flo, fhi, nbins, p, cbits, vb, ubits,
-              coef):
+def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_ali, trm1, flo,
+              fhi, nbins, p, cbits, vb, ubits, coef):
     """The table kernel's common case, in a tight loop of its own: one-word proposals
-    (``two`` false) decided by the squeeze, while the chunk's buffer has words.
+    (``two`` false) decided without the full certificate, while the chunk's buffer has
+    words.  Kept out of line, so the hot loop has the registers to itself.
 
-    Takes exactly the decisions of the general loop of :func:`table_kernel` (same words,
-    same order, same tests; a tie of the alias value's top bits reads the next word as
-    there); it stops *before* a proposal's first word at anything else (the tail item, a
-    proposal the squeeze leaves open, a tie whose next word is in the next buffer), and the
-    general loop takes that proposal.  Its squeeze for ``p > 0`` is tighter (cubic / quartic
-    bounds of exp) but keeps a 2^-47 margin, so it decides only proposals that the general
-    loop's certificate decides on the same bits (the same words are read).  Kept out of line, so the hot loop has the registers
-    to itself.  Returns ``(pos, i, r, v, sg, item, ux)``: ``r = 1`` stopped as above (or the
-    buffer or the chunk's cells ran out); ``r = 0`` the store of cell ``i`` overflowed;
-    ``r = -1`` (MODE_GRID) cell ``i``'s value ``v`` is too large for the float store (the
-    word consumed, nothing written, as ``_store`` reports it)."""
+    Takes exactly the decisions of the general loop of :func:`table_kernel`: same words,
+    same order (a tie of the alias value's top bits reads the next word, as there), and
+    only certified decisions that the general loop also takes on the same bits, so both
+    read the same words and write the same values.  It stops *before* a proposal's first
+    word at anything else (the tail item, a proposal its tests leave open, a tie whose next
+    word is in the next buffer) and the general loop takes that proposal.  Acceptance:
+    ``u < ta_own / ta_ali[col]`` (``ta >> (64 - ubits)``: U is below the bin's smallest
+    acceptance probability, :func:`dpfast.noise._envelope.bin_accept_floor` for wide bins),
+    then for ``p = 0`` the rejection threshold ``trm1`` and for ``p > 0`` cubic / quartic
+    bounds of exp(-g) with a 2^-47 margin (tighter than the general loop's squeeze, within
+    its certificate's).
+
+    Returns ``(pos, i, r, v, sg, item, ux)``: ``r = 1`` stopped as above (or the buffer or
+    the chunk's cells ran out); ``r = 0`` the store of cell ``i`` overflowed; ``r = -1``
+    (MODE_GRID) cell ``i``'s value ``v`` is too large for the float store (the word
+    consumed, nothing written, as ``_store`` reports it; a one-word layout keeps
+    ``|v| < 2^53``, so this is defensive)."""
     one = np.uint64(1)
     cshift = np.uint64(64 - cbits)
     vshift = np.uint64(64 - cbits - vb)
@@ -249,7 +257,7 @@ def table_kernel(law, streams, io, table, force, pend):
     m32 = np.uint64(0xFFFFFFFF)
     uscale = math.ldexp(1.0, -ubits)
     forcing = force == FORCE_ACCEPT
-    fast = not forcing and not two
+    fast = force == FORCE_NONE and not two  # FORCE_GENERAL: the general loop only (tests)
     for c in nb.prange(buf.shape[0]):
         b = buf[c]
         s_ = st[c]

@@ -1,0 +1,150 @@
+"""The envelope-table kernel's fast loop (``_kernels/table._fast_run``) against its general
+loop, and the wide-bin acceptance floor it uses (``_envelope.bin_accept_floor``).
+
+The fast loop takes the common case of a proposal (one-word layout, decided by the squeeze)
+out of line; by construction it reads the same words and takes the same decisions as the
+general loop, which handles every case.  ``FORCE_GENERAL`` runs the general loop alone, so
+the two are compared bit for bit on real keystreams: every output cell and every chunk's
+state (words used, block counter, next cell, pending rows, overflow flag), in every store
+mode, with buffers small enough that ties of the alias value fall on a buffer's last word.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+from dpfast import _native
+from dpfast._kernels import chacha as ck
+from dpfast._kernels import samplers as sk
+from dpfast._kernels import table as tk
+from dpfast.noise import _envelope
+
+KEY_WORDS = (np.arange(8, dtype=np.uint64) * np.uint64(0x9E3779B9) + np.uint64(7)).astype(
+    np.uint32)
+NCH = 4  # chunks per kernel call
+CELLS = 4000  # cells per chunk
+
+# (law, parameter): one-word layouts with bins of width 1 (p = 0) and wide bins (p > 0,
+# where the alias value has only 6 top bits in the word, so ties are frequent), and one
+# two-word layout (the fast loop is off there: both runs are the general loop)
+TABLES = [("laplace", 1), ("laplace", 10), ("gauss", 10), ("laplace", 1000), ("gauss", 1000),
+          ("gauss", 2**40), ("laplace", 2**40), ("gauss", 2**46)]
+
+
+def _call(tab: _envelope.Table, words: int, io: tuple, force: int):
+    buf = np.zeros((NCH, words), np.uint64)
+    st = np.zeros((NCH, ck.ST_COLS), np.int64)
+    st[:, ck.ST_POS] = words  # an empty buffer: the first word read refills it
+    st[:, ck.ST_FILL] = _native.blocks_address()
+    st[:, ck.ST_CELL] = np.arange(NCH) * CELLS
+    st[:, ck.ST_END] = st[:, ck.ST_CELL] + CELLS
+    nonces = np.zeros((NCH, 3), np.uint32)
+    nonces[:, 0] = np.arange(NCH) + 11
+    pend = (np.zeros((NCH, 64, sk.P_COLS), np.int64), np.zeros((NCH, 64, sk.U_COLS), np.uint64))
+    tk.table_kernel(tab.law_code, (buf, st, KEY_WORDS, nonces), io, tab.kernel_args, force,
+                    pend)
+    return st, pend
+
+
+def _io(mode: str, rng: np.random.Generator) -> tuple:
+    n = NCH * CELLS
+    if mode == "write":
+        out = np.zeros(n, np.int64)
+        return (out, out, sk.MODE_WRITE, sk.NO_GRID)
+    if mode == "add":  # in place, some cells near the int64 limits (overflow stops a chunk)
+        x = rng.integers(-2**40, 2**40, n)
+        x[rng.random(n) < 1e-3] = 2**63 - 1  # any positive noise overflows
+        x[rng.random(n) < 1e-3] = -2**63  # any negative noise overflows
+        return (x, x, sk.MODE_ADD, sk.NO_GRID)
+    g = 2.0 ** -10
+    if mode == "grid64":
+        x = rng.normal(0, 100, n)
+        return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max)))
+    x = rng.normal(0, 100, n).astype(np.float32)  # float32 in and out
+    return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max)))
+
+
+@pytest.mark.parametrize("words", [16, 2048])
+@pytest.mark.parametrize("mode", ["write", "add", "grid64", "grid32"])
+@pytest.mark.parametrize("law,param", TABLES)
+def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: int) -> None:
+    tab = _envelope.table(law, Fraction(param))
+    res = []
+    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL):
+        io = _io(mode, np.random.default_rng(3))
+        st, pend = _call(tab, words, io, force)
+        res.append((io[1], st, pend))
+    (out_f, st_f, pend_f), (out_g, st_g, pend_g) = res
+    assert out_f.tobytes() == out_g.tobytes()
+    assert np.array_equal(st_f, st_g)
+    assert np.array_equal(pend_f[0], pend_g[0]) and np.array_equal(pend_f[1], pend_g[1])
+    if mode == "add":
+        assert st_f[:, ck.ST_OVERFLOW].any()  # the overflow stop was exercised
+    else:
+        assert np.all(st_f[:, ck.ST_CELL] == st_f[:, ck.ST_END])
+
+
+def test_tie_on_a_buffer_end() -> None:
+    """A proposal whose alias value ties with its column's threshold on the buffer's last
+    word: its other bits are the next buffer's first word (the fast loop leaves it to the
+    general loop, which refills); constructed words, both loops, bit for bit."""
+    tab = _envelope.table("gauss", Fraction(2**40))
+    vb, two, _, _, ubits = tab.lay
+    assert vb == 6 and not two  # 6 top bits of the alias value: a tie in 64 proposals
+    lo = 64 - tab.cbits - vb
+    col = next(c for c in range(len(tab.thresh)) if 0 < int(tab.thresh[c]) < 1 << (64 - tab.cbits))
+    tie = (col << (64 - tab.cbits)) | ((int(tab.thresh[col]) >> lo) << lo) | (1 << (ubits - 1))
+    words = 16
+    rows = []
+    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL):
+        buf = np.zeros((1, words), np.uint64)
+        buf[0, -1] = tie  # words 0..14: zero words, accepted at once (item of column 0, U = 0)
+        st = np.zeros((1, ck.ST_COLS), np.int64)
+        st[0, ck.ST_BLOCK] = words // 8
+        st[0, ck.ST_END] = 40
+        st[0, ck.ST_FILL] = _native.blocks_address()
+        out = np.zeros(40, np.int64)
+        pend = (np.zeros((1, 64, sk.P_COLS), np.int64), np.zeros((1, 64, sk.U_COLS), np.uint64))
+        tk.table_kernel(tab.law_code, (buf, st, KEY_WORDS, np.zeros((1, 3), np.uint32)),
+                        (out, out, sk.MODE_WRITE, sk.NO_GRID), tab.kernel_args, force, pend)
+        rows.append((out, st))
+    assert np.array_equal(rows[0][0], rows[1][0]) and np.array_equal(rows[0][1], rows[1][1])
+    assert rows[0][1][0, ck.ST_BLOCK] > words // 8  # the tie's word came from a refill
+
+
+@pytest.mark.parametrize("law,param", [("laplace", 1000), ("gauss", 1000), ("gauss", 2**40),
+                                       ("laplace", 2**40), ("gauss", 3**20)])
+def test_wide_bin_acceptance_floor(law: str, param: int) -> None:
+    """``ta[i] 2^-64`` is at most the smallest exact acceptance probability of bin i,
+    ``w(a_i + 2^p - 1) / ê_i`` (mpmath, 200 bits), and close to it (within 2^-30)."""
+    tab = _envelope.table(law, Fraction(param))
+    assert tab.p > 0
+    ta = tab.squeeze[0]
+    with mp.workprec(200):
+        for i in range(tab.nb):
+            m = ((i + 1) << tab.p) - 1
+            x, e = tab.x(m), tab.ehat[i]
+            acc = mp.exp(-mp.mpf(x.numerator) / x.denominator) * e.denominator / e.numerator
+            lo = mp.mpf(int(ta[i])) / mp.mpf(2) ** 64
+            assert lo <= acc
+            assert acc - lo <= acc * mp.mpf(2) ** -30 + mp.mpf(2) ** -60
+
+
+@pytest.mark.parametrize("law,param", TABLES)
+def test_column_thresholds(law: str, param: int) -> None:
+    """The fast loop's per-column thresholds: ``ta >> (64 - ubits)`` of the column's own item
+    and of its alias; 0 for the tail and padding items (sorted out before U is looked at)."""
+    tab = _envelope.table(law, Fraction(param))
+    *_, ubits, own, ali = tab.kernel_args
+    ta = tab.squeeze[0]
+
+    def want(item: int) -> int:
+        return int(ta[item]) >> (64 - ubits) if item < tab.nb else 0
+
+    for col in range(len(tab.thresh)):
+        assert int(own[col]) == want(col)
+        assert int(ali[col]) == want(int(tab.alias[col]))
