@@ -130,7 +130,10 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_a
     uscale = math.ldexp(1.0, -ubits)
     n = b.shape[0]
     unb = np.uint64(nbins)
-    while pos < n and i < hi:
+    # a word gives at most one cell: stopping after hi - i words keeps i <= hi without a
+    # test of i (the caller comes back for the rest)
+    lim = min(n, pos + (hi - i))
+    while pos < lim:
         start = pos
         xw = b[np.uint64(pos)]  # unsigned indices: no negative-index wraparound code
         col = xw >> cshift
@@ -143,7 +146,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_a
         item = col if keep else e >> np.uint64(32)
         tu = t_own if keep else t_ali
         if vh == th:  # a tie: v's other bits are the top of the next word
-            if pos + 1 >= n:
+            if pos + 1 >= lim:
                 pos = start
                 break  # (in the next buffer: the general loop)
             pos += 1
