@@ -135,16 +135,19 @@ def test_wide_bin_acceptance_floor(law: str, param: int) -> None:
 
 
 @pytest.mark.parametrize("law,param", TABLES)
-def test_column_thresholds(law: str, param: int) -> None:
-    """The fast loop's per-column thresholds: ``ta >> (64 - ubits)`` of the column's own item
-    and of its alias; 0 for the tail and padding items (sorted out before U is looked at)."""
+def test_column_selection(law: str, param: int) -> None:
+    """The fast loop's per-column selection ``sel``: the column's own item and its
+    ``ta >> (64 - ubits)``, then its alias and the alias's; threshold 0 for the tail and
+    padding items (sorted out before U is looked at)."""
     tab = _envelope.table(law, Fraction(param))
-    *_, ubits, own, ali = tab.kernel_args
+    *_, ubits, sel = tab.kernel_args
     ta = tab.squeeze[0]
 
     def want(item: int) -> int:
         return int(ta[item]) >> (64 - ubits) if item < tab.nb else 0
 
+    rows = sel.reshape(-1, 4)
+    assert rows.shape[0] == len(tab.thresh)
     for col in range(len(tab.thresh)):
-        assert int(own[col]) == want(col)
-        assert int(ali[col]) == want(int(tab.alias[col]))
+        ali = int(tab.alias[col])
+        assert [int(v) for v in rows[col]] == [col, want(col), ali, want(ali)]

@@ -92,8 +92,8 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 
 
 @nb.njit(cache=True, _nrt=False)
-def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_ali, trm1, flo,
-              fhi, nbins, p, cbits, vb, ubits, coef):
+def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, sel, trm1, flo, fhi, nbins,
+              p, cbits, vb, ubits, coef):
     """The table kernel's common case, in a tight loop of its own: one-word proposals
     (``two`` false) decided without the full certificate, while the chunk's buffer has
     words.  Kept out of line, so the hot loop has the registers to itself.
@@ -104,7 +104,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_a
     read the same words and write the same values.  It stops *before* a proposal's first
     word at anything else (the tail item, a proposal its tests leave open, a tie whose next
     word is in the next buffer) and the general loop takes that proposal.  Acceptance:
-    ``u < ta_own / ta_ali[col]`` (``ta >> (64 - ubits)``: U is below the bin's smallest
+    ``u < sel[...]`` (``ta >> (64 - ubits)`` of the item: U is below the bin's smallest
     acceptance probability, :func:`dpfast.noise._envelope.bin_accept_floor` for wide bins),
     then for ``p = 0`` the rejection threshold ``trm1`` and for ``p > 0`` cubic / quartic
     bounds of exp(-g) with a 2^-47 margin (tighter than the general loop's squeeze, within
@@ -116,6 +116,7 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_a
     consumed, nothing written, as ``_store`` reports it; a one-word layout keeps
     ``|v| < 2^53``, so this is defensive)."""
     one = np.uint64(1)
+    two_ = np.uint64(2)
     cshift = np.uint64(64 - cbits)
     vshift = np.uint64(64 - cbits - vb)
     vmask = (one << np.uint64(vb)) - one
@@ -137,22 +138,21 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, ta_own, ta_a
         start = pos
         xw = b[np.uint64(pos)]  # unsigned indices: no negative-index wraparound code
         col = xw >> cshift
-        e = pack[col]
-        t_own = ta_own[col]
-        t_ali = ta_ali[col]
+        th = pack[col] & m32
         vh = (xw >> vshift) & vmask
-        th = e & m32
-        keep = vh < th
-        item = col if keep else e >> np.uint64(32)
-        tu = t_own if keep else t_ali
+        # the column's own item (vh < th) or its alias: an index, not a branch (a select of
+        # two loads becomes a mispredicted branch)
+        k4 = (col << two_) | (np.uint64(vh >= th) << one)
+        item = sel[k4]
+        tu = sel[k4 + one]
         if vh == th:  # a tie: v's other bits are the top of the next word
             if pos + 1 >= lim:
                 pos = start
                 break  # (in the next buffer: the general loop)
             pos += 1
             if (b[np.uint64(pos)] >> zshift) < (thresh[col] & lomask):
-                item = col
-                tu = t_own
+                item = sel[col << two_]
+                tu = sel[(col << two_) + one]
         if item >= unb:
             if item == unb:
                 pos = start
@@ -214,8 +214,8 @@ def table_kernel(law, streams, io, table, force, pend):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
     rejection from the envelope table of ``dpfast.noise._envelope``:
     ``table = (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb,
-    ubits, ta_own, ta_ali)`` (the last two: ``ta >> (64 - ubits)`` of each column's own item
-    and of its alias, for :func:`_fast_run`).
+    ubits, sel)`` (``sel``: per alias column its own item, that item's ``ta >> (64 - ubits)``,
+    its alias and the alias's, for :func:`_fast_run`).
 
     One proposal per loop turn, from one keystream word (two when the bin width 2^p
     leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  Word A, from its
@@ -241,8 +241,7 @@ def table_kernel(law, streams, io, table, force, pend):
     with |v| >= 2^53, ints[..., P_A] = v."""
     buf, st, key, nonces = streams
     x, out, mode, grid = io
-    (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, ta_own,
-     ta_ali) = table
+    pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, sel = table
     ints, u64s = pend
     cap = ints.shape[1]
     one = np.uint64(1)
@@ -273,8 +272,8 @@ def table_kernel(law, streams, io, table, force, pend):
         while i < hi and k < cap:
             if fast:
                 pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, mode, grid,
-                                                       pack, thresh, ta_own, ta_ali, trm1,
-                                                       flo, fhi, nbins, p,
+                                                       pack, thresh, sel, trm1, flo, fhi,
+                                                       nbins, p,
                                                        cbits, vb, ubits, coef)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1

@@ -79,15 +79,22 @@ class Table:
         # threshold, in thresh, is read only on a tie of the top bits)
         hi = self.thresh >> np.uint64(64 - self.cbits - self.lay[0])
         pack = hi | (self.alias.astype(np.uint64) << np.uint64(32))
-        # the fast loop's acceptance thresholds on U's ubits known bits (ta >> (64 - ubits))
-        # per alias column, for the column's own item and for its alias (0 for the tail and
-        # padding items, which the loop sorts out first): both load from the column alone
-        tas = np.zeros(len(self.thresh) + 2, np.uint64)
+        # the fast loop's (item, acceptance threshold on U's ubits known bits, i.e.
+        # ta >> (64 - ubits)) per alias column, for the column's own item (sel[4 col],
+        # sel[4 col + 1]) and for its alias (sel[4 col + 2], sel[4 col + 3]); threshold 0 for
+        # the tail and padding items, which the loop sorts out first.  Indexed by the
+        # outcome of the alias test, so the choice is an address, not a branch.
+        ncol = len(self.thresh)
+        tas = np.zeros(self.nb + 2, np.uint64)
         tas[:self.nb] = self.squeeze[0] >> np.uint64(64 - self.lay[4])
-        own = tas[np.minimum(np.arange(len(self.thresh)), self.nb)]
-        ali = tas[np.minimum(self.alias, self.nb)]
+        own = np.arange(ncol, dtype=np.int64)
+        sel = np.empty((ncol, 4), np.uint64)
+        sel[:, 0] = own
+        sel[:, 1] = tas[np.minimum(own, self.nb)]
+        sel[:, 2] = self.alias
+        sel[:, 3] = tas[np.minimum(self.alias, self.nb)]
         return (pack, self.thresh, self.f, self.nb, self.p, self.cbits, self.coef, *self.squeeze,
-                *self.lay, own, ali)
+                *self.lay, sel.reshape(-1))
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""
