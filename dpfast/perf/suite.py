@@ -150,6 +150,32 @@ def _noise(name: str, scale: float, dtype: type) -> Callable[[bool], tuple]:
     return setup
 
 
+def _gaussian_f32(quick: bool):
+    """The Opacus noise path (issue 27): the secure grid Gaussian written by the kernel into
+    a new float32 array (sigma 1.1, the default grid), against ``torch.normal`` into a new
+    float32 tensor; both on one thread (``_one_core`` limits numba, this torch)."""
+    import torch
+
+    import dpfast
+
+    n = _cells(quick)
+    gen = dpfast.default_rng(KEY)
+    x = np.zeros(n, np.float32)
+
+    def base() -> None:
+        old = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            torch.normal(0.0, 1.1, size=(n,), dtype=torch.float32)
+        finally:
+            torch.set_num_threads(old)
+
+    def cand() -> None:
+        dpfast.gaussian(x, 1.1, rng=gen)
+
+    return base, cand, _nothing
+
+
 def _exponential(quick: bool):
     import dpfast
 
@@ -288,6 +314,9 @@ ENTRIES: list[Entry] = [
     *(_threads(name, what, _noise(fn, scale, dtype)) for name, what, fn, scale, dtype in _SAMPLERS),
     *(Entry(f"{name}_1core", f"{what}, one thread", "numpy Generator.laplace",
             _one_core(_noise(fn, scale, dtype))) for name, what, fn, scale, dtype in _SAMPLERS),
+    Entry("gaussian_f32_1core", "gaussian (2^k grid) sigma 1.1 into float32, one thread "
+          "(the Opacus noise path)", "torch.normal float32, one thread",
+          _one_core(_gaussian_f32), needs=("torch",)),
     Entry("exponential_1e6", "exponential, 10^6 candidates",
           "numpy argmax(u + Generator.gumbel)", _exponential),
     Entry("dpsgd_epsilon", "dpsgd_epsilon (RDP, 10^4 steps)", "dp_accounting RdpAccountant",
