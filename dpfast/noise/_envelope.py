@@ -226,22 +226,21 @@ def bin_accept_floor(law: str, param: Fraction, p: int, nb: int, flo: np.ndarray
     the smallest acceptance probability of bin ``i`` (``g(off) = x(a_i + off) - x(a_i)``
     grows with the offset, so the minimum is at ``off = 2^p - 1``), so a proposal whose
     U's known bits ``u`` satisfy ``u < ta[i] >> (64 - ubits)`` is accepted with no float
-    arithmetic.  ``flo[i] <= f_i``; g's float value is rounded up (relative 2^-48 covers
-    its three roundings) and exp (within 1 ulp) rounded down, with a 2^-40 margin, so the
-    kernel takes this shortcut only where its float certificate on the same bits accepts
-    too (the same words are read)."""
+    arithmetic.  ``flo[i] <= f_i``; g's float value is rounded up (a relative 2^-48 covers
+    its at most four roundings) and exp (numpy's, within a few ulp) rounded down by 2^-45,
+    with a 2^-40 margin on the product, so the kernel takes this shortcut only where its
+    float certificate on the same bits accepts too (the same words are read).  Vectorized:
+    part of a new scale's set-up cost."""
     span = (1 << p) - 1
-    ta = np.zeros(nb, np.uint64)
-    for i in range(nb):
-        if law == "laplace":
-            gmax = Fraction(span) / param
-        else:
-            gmax = Fraction(span * (2 * (i << p) + span)) / (2 * param * param)
-        gm = float(gmax) * (1.0 + 2.0 ** -48)
-        e_lo = math.exp(-gm) * (1.0 - 2.0 ** -50)
-        v = math.floor(math.ldexp(float(flo[i]) * e_lo * (1.0 - 2.0 ** -40), 64))
-        ta[i] = min(max(v, 0), 2**64 - 1)
-    return ta
+    if law == "laplace":  # g(2^p - 1) = (2^p - 1) / t in every bin
+        gm = np.full(nb, float(Fraction(span) / param))
+    else:  # (2^p - 1) (2 a_i + 2^p - 1) / (2 sigma^2)
+        coef = float(1 / (2 * param * param))
+        ai = np.arange(nb, dtype=np.float64) * float(1 << p)
+        gm = float(span) * (2.0 * ai + float(span)) * coef
+    e_lo = np.exp(-gm * (1.0 + 2.0 ** -48)) * (1.0 - 2.0 ** -45)
+    v = np.floor(np.ldexp(flo * e_lo * (1.0 - 2.0 ** -40), 64))  # < 2^64: flo, e_lo < 1
+    return v.astype(np.uint64)
 
 
 def squeeze_bounds(f: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
