@@ -30,6 +30,13 @@ int dpf_chacha20_simd_level(void);
 int dpf_chacha20_blocks_impl(int impl, const uint32_t *key, const uint32_t *nonce,
                              uint32_t counter, uint64_t nblocks, uint32_t *out);
 
+/* Keyed BLAKE2b (RFC 7693, blake2b.c) of n messages: out[i*outlen .. +outlen) is
+ * BLAKE2b(key, tag || buf[off[i] .. off[i+1])) with digest length outlen.
+ * keylen in [1, 64], outlen in [1, 64], off[0..n] nondecreasing. */
+void dpf_blake2b_keyed_many(const uint8_t *key, uint64_t keylen, uint8_t tag,
+                            const uint8_t *buf, const int64_t *off, uint64_t n,
+                            uint8_t *out, uint64_t outlen);
+
 /* numpy bit generator state (see bitgen.c).  counter is the block counter of the next
  * refill, in [0, 2^32]; stream_index the extension in use (nonce[2]); pos indexes buf
  * (32-bit words). */

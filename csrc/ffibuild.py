@@ -13,7 +13,7 @@ import re
 from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
-SOURCES = ["csrc/chacha20.c", "csrc/bitgen.c"]
+SOURCES = ["csrc/chacha20.c", "csrc/bitgen.c", "csrc/blake2b.c"]
 
 def header_cdef(text: str) -> str:
     """The declarations of ``dpfast.h`` in the form cffi's ``cdef`` accepts.

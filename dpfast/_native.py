@@ -15,7 +15,7 @@ from dpfast._cffi import ffi, lib
 
 __all__ = ["chacha20_blocks", "chacha20_blocks_impl", "chacha20_streams", "chacha20_keystream",
            "chacha20_stream_head",
-           "simd_level", "blocks_address", "BLOCK_IMPLS"]
+           "simd_level", "blocks_address", "BLOCK_IMPLS", "blake2b_keyed_many"]
 
 #: values of the environment variable DPFAST_SIMD, which caps the ChaCha20 path the C
 #: code picks (read once, by C): e.g. "avx2" measures the AVX2 path on an AVX-512 host
@@ -24,6 +24,9 @@ if os.environ.get("DPFAST_SIMD", "") not in ("", *SIMD_CAPS):
     warnings.warn(f"DPFAST_SIMD={os.environ['DPFAST_SIMD']!r} is not one of {SIMD_CAPS}: "
                   "ignored (the widest path the CPU runs is used)", RuntimeWarning,
                   stacklevel=2)
+
+# fewest messages per thread of blake2b_keyed_many (below: one thread, no pool)
+_BLAKE2B_PART = 1 << 15
 
 # implementation numbers of dpf_chacha20_blocks_impl (csrc/chacha20.c)
 BLOCK_IMPLS = {"scalar": 0, "portable8": 1, "avx2": 2, "portable16": 3, "avx512": 4}
@@ -105,6 +108,49 @@ def chacha20_keystream(key: bytes, nonce: bytes, counter: int, nbytes: int) -> b
     lib.dpf_chacha20_keystream(key, nonce, counter,
                                ffi.from_buffer("uint8_t[]", out, require_writable=False),
                                nbytes)
+    return out
+
+
+def blake2b_keyed_many(key: bytes, tag: int, buf: np.ndarray, off: np.ndarray,
+                       outlen: int, threads: int = 1) -> np.ndarray:
+    """``out[i] = BLAKE2b(key, bytes([tag]) + buf[off[i]:off[i+1]], digest_size=outlen)``
+    for every message (``out`` an ``(n, outlen)`` uint8 array), equal to hashlib's.
+
+    ``buf`` the messages' bytes (C-contiguous uint8), ``off`` their ``n + 1`` int64
+    offsets (nondecreasing, within ``buf``).  With ``threads > 1`` and many messages,
+    contiguous parts run on that many threads (C releases the GIL); the digests do not
+    depend on the split.
+    """
+    if not (1 <= len(key) <= 64 and 1 <= outlen <= 64 and 0 <= tag < 256):
+        raise ValueError("internal: key, digest length or tag out of range")
+    if (buf.dtype != np.uint8 or off.dtype != np.int64 or not buf.flags.c_contiguous
+            or not off.flags.c_contiguous or off.ndim != 1 or off.shape[0] < 1):
+        raise TypeError("internal: expected a C-contiguous uint8 buffer and int64 offsets")
+    n = off.shape[0] - 1
+    if n and (off[0] < 0 or off[-1] > buf.shape[0] or np.any(off[1:] < off[:-1])):
+        raise ValueError("internal: message offsets out of range")
+    out = np.empty((n, outlen), np.uint8)
+    if not n:
+        return out
+    kb = bytes(key)
+    data = ffi.cast("uint8_t *", ffi.from_buffer(buf if buf.shape[0] else np.zeros(1, np.uint8)))
+    offp = ffi.cast("int64_t *", ffi.from_buffer(off))
+    outp = ffi.cast("uint8_t *", ffi.from_buffer(out))
+
+    def part(lo: int, hi: int) -> None:
+        lib.dpf_blake2b_keyed_many(kb, len(kb), tag, data, offp + lo, hi - lo,
+                                   outp + lo * outlen, outlen)
+
+    parts = max(1, min(int(threads), n // _BLAKE2B_PART))
+    if parts == 1:
+        part(0, n)
+        return out
+    from concurrent.futures import ThreadPoolExecutor
+
+    bounds = [n * j // parts for j in range(parts + 1)]
+    with ThreadPoolExecutor(parts) as pool:  # per call: nothing survives a fork
+        for f in [pool.submit(part, bounds[j], bounds[j + 1]) for j in range(parts)]:
+            f.result()
     return out
 
 

@@ -61,7 +61,7 @@ def test_notice_for_a_topdown_kernel_compiled_for_real(tmp_path) -> None:
 KERNEL_MODULES = ["samplers", "tables", "topdown", "local", "local_aggregate", "local_tally",
                   "quantile",
                   "selection", "grid", "table", "uniform", "dpsgd", "rappor", "chacha",
-                  "blake2b", "convex", "fixed", "rows"]
+                  "convex", "fixed", "rows"]
 # modules of the kernel package that hold no kernel (the parallel-launch guard)
 NOT_KERNELS = {"__init__", "_launch"}
 

@@ -33,11 +33,11 @@ Addressing
   streams (their own tag), nor with another release.
 * Key ``K`` of part ``P`` draws from the 96-bit nonce
   ``BLAKE2b(key=release key, data=P || canonical_encoding(K), digest_size=12)`` (computed
-  for all keys at once by :mod:`dpfast._kernels.blake2b`, equal to hashlib's), one exact
-  sampler run per key (:func:`dpfast.noise._addressed.run_chunks` with one-cell chunks).  The
-  nonces of the keys of a release are checked to be distinct (a 96-bit collision, with
-  probability below ``n**2 / 2**97``, raises ``RuntimeError`` rather than reuse
-  keystream).
+  for all keys at once in C, :func:`dpfast._native.blake2b_keyed_many`, equal to
+  hashlib's), one exact sampler run per key (:func:`dpfast.noise._addressed.run_chunks`
+  with one-cell chunks).  The nonces of the keys of a release are checked to be distinct
+  (a 96-bit collision, with probability below ``n**2 / 2**97``, raises ``RuntimeError``
+  rather than reuse keystream).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from dpfast import _native
 from dpfast import random as _random
-from dpfast._kernels import blake2b as _kb
 from dpfast.noise import _addressed, _drive
 from dpfast.tables import _fixed, _keys
 from dpfast.tables.release import NoiseLaw
@@ -106,10 +106,7 @@ def key_nonces(rkey: bytes, uniques: Any, part: int) -> np.ndarray:
     """(n, 3) uint32 nonces of the keys ``uniques`` (one array or a tuple of columns)."""
     buf, off = _keys.canonical_encoding_flat(uniques)
     n = off.shape[0] - 1
-    digests = np.empty((n, 12), np.uint8)
-    if n:
-        _kb.keyed_many(_kb.keyed_state(rkey, 12), np.uint8(part), buf, off, digests, _kb.IV,
-                       _kb.SIGMA)
+    digests = _native.blake2b_keyed_many(rkey, part, buf, off, 12, _keys._threads())
     nonces = digests.view("<u4").astype(np.uint32).reshape(n, 3)
     if n > 1:
         if _repeats(digests):  # pragma: no cover - probability < n^2 / 2^97
