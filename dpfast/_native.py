@@ -15,7 +15,8 @@ from dpfast._cffi import ffi, lib
 
 __all__ = ["chacha20_blocks", "chacha20_blocks_impl", "chacha20_streams", "chacha20_keystream",
            "chacha20_stream_head",
-           "simd_level", "blocks_address", "BLOCK_IMPLS", "blake2b_keyed_many"]
+           "simd_level", "blocks_address", "BLOCK_IMPLS", "blake2b_keyed_many",
+           "register_kernel_symbols"]
 
 #: values of the environment variable DPFAST_SIMD, which caps the ChaCha20 path the C
 #: code picks (read once, by C): e.g. "avx2" measures the AVX2 path on an AVX-512 host
@@ -50,9 +51,23 @@ def chacha20_blocks(key_words: np.ndarray, nonce_words: np.ndarray, counter: int
 
 
 def blocks_address() -> int:
-    """The address of ``dpf_chacha20_blocks``, for the kernels' refills
-    (``dpfast._kernels.chacha.ST_FILL``)."""
+    """The address of ``dpf_chacha20_blocks`` (what callers store in the kernels'
+    ``st[:, ST_FILL]``)."""
     return int(ffi.cast("uintptr_t", lib.dpf_chacha20_blocks))
+
+
+#: C functions the numba kernels call by name (``dpfast._kernels.chacha._c_blocks``)
+KERNEL_SYMBOLS = ("dpf_chacha20_blocks",)
+
+
+def register_kernel_symbols() -> None:
+    """Tell LLVM where the C functions the kernels call by name are (idempotent).  The
+    kernels package (``dpfast._kernels``) calls it when it loads, before any kernel can
+    be compiled or loaded from numba's cache (an unresolved name would abort)."""
+    from llvmlite import binding
+
+    for name in KERNEL_SYMBOLS:
+        binding.add_symbol(name, int(ffi.cast("uintptr_t", getattr(lib, name))))
 
 
 def chacha20_blocks_impl(impl: str, key_words: np.ndarray, nonce_words: np.ndarray,

@@ -29,7 +29,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.accounting._event_base", 1),  # the events' base class and field checks
     ("dpfast.guidelines", 1),  # data and a warning helper; imports nothing of dpfast
     ("dpfast._parallel", 0),  # threads, fork safety, compile notice: imports nothing of dpfast
-    ("dpfast._native", 2),
+    ("dpfast._native", 0),  # the C kernels (below the numba kernels, which call them)
     ("dpfast.noise._exact", 2),  # exact continuation (pure Python, imports nothing)
     ("dpfast.random._streams", 3),  # stream ids, stream sources (C keystream)
     ("dpfast.noise._envelope", 3),
@@ -66,9 +66,10 @@ PENDING: set[str] = set()
 KERNEL_ALLOWED = {"numpy", "numba", "llvmlite", "math", "__future__"}
 # the launch guard (a lock around parallel launches on a layer that is not thread-safe)
 KERNEL_ALLOWED_EXTRA = {"dpfast._kernels._launch": {"threading", "typing"}}
-# the kernels package's __init__ (no kernel code) installs the compile notice before any
-# kernel module loads: it alone may import dpfast._parallel (stdlib + a lazy numba import)
-KERNEL_INIT_MAY_IMPORT = {"dpfast._parallel"}
+# the kernels package's __init__ (no kernel code) installs the compile notice and registers
+# the C symbols the kernels call by name before any kernel module loads: it alone may
+# import dpfast._parallel (stdlib + a lazy numba import) and dpfast._native (the C code)
+KERNEL_INIT_MAY_IMPORT = {"dpfast._parallel", "dpfast._native"}
 # what the events (imported by every mechanism, kept cheap) may import of dpfast._core
 EVENTS_MAY_IMPORT = {"dpfast._core.validate", "dpfast._core.rounding", "dpfast._core.errors",
                      "dpfast.accounting._event_base"}

@@ -1,9 +1,12 @@
 """ChaCha20 (RFC 8439) in numba: the kernels' own copy of the bit source.
 
-Kernels cannot call the cffi keystream and stay cacheable, so each kernel receives a
-buffer pre-filled in bulk by the C code and, should it run dry, refills it here from
-the same (key, nonce, counter) stream.  Both implementations produce the identical
-stream (tested).
+Each kernel receives a buffer pre-filled in bulk by the C code and, should it run dry,
+refills it from the same (key, nonce, counter) stream by calling the C block function
+``dpf_chacha20_blocks`` by its symbol name (:func:`refill`): the compiled kernel names
+the symbol, not an address, so it stays cacheable; :mod:`dpfast._native` registers the
+symbol with LLVM when the kernels package loads (``dpfast._kernels.__init__``), before
+any kernel can compile or load.  :func:`chacha_words`, the numba copy, is the reference
+the C code is tested against (and the RAPPOR kernel's bit source).
 
 Bit-source layout used by every kernel (one row per chunk):
     buf[c, :]   uint64 words of keystream (little-endian pairs of 32-bit words)
@@ -15,9 +18,8 @@ Bit-source layout used by every kernel (one row per chunk):
     st[c, ST_CELL], st[c, ST_END]      the chunk's next cell and end (exact samplers)
     st[c, ST_PENDING]  number of pending (undecided) cells recorded this round
     st[c, ST_OVERFLOW] 1 if an addition overflowed (the chunk stopped before that cell)
-    st[c, ST_FILL]   address of the C block function ``dpf_chacha20_blocks`` (from
-                     ``dpfast._native.blocks_address``) that refills use; 0 (or a row
-                     without this column): the numba copy below.  Same stream either way.
+    st[c, ST_FILL]   unused by the refills (they call the C function by name); callers
+                     still store ``dpfast._native.blocks_address()`` there
     nonce[c, :] the chunk's 96-bit nonce as three uint32 words; nonce[c, 2] counts the
                 extension streams (id + k 2^64, see dpfast._streams) the chunk moved to
     key[:]      the 256-bit key as eight uint32 words
@@ -28,7 +30,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -197,15 +199,20 @@ def chacha_words(key, nonce, counter, out64):
         block_into(key, nonce, counter + b, out64, 8 * b)
 
 
+#: the C function refills call (csrc/chacha20.c); registered by dpfast._native
+C_BLOCKS_SYMBOL = "dpf_chacha20_blocks"
+
+
 @intrinsic
-def _c_blocks(typingctx, addr, key, nonce, counter, out64):
-    """Call ``dpf_chacha20_blocks(key, nonce, counter, len(out64) / 8, out64)`` through
-    its address (an int64 argument, so the compiled kernel stays cacheable)."""
-    sig = types.void(addr, key, nonce, counter, out64)
+def _c_blocks(typingctx, key, nonce, counter, out64):
+    """Call ``dpf_chacha20_blocks(key, nonce, counter, len(out64) / 8, out64)`` by its
+    symbol name (resolved when the kernel is linked: the cached machine code holds no
+    address)."""
+    sig = types.void(key, nonce, counter, out64)
 
     def codegen(context, builder, signature, args):
-        a_addr, a_key, a_nonce, a_counter, a_out = args
-        _, t_key, t_nonce, t_counter, t_out = signature.args
+        a_key, a_nonce, a_counter, a_out = args
+        t_key, t_nonce, t_counter, t_out = signature.args
         i32p = ir.IntType(32).as_pointer()
         key_p = builder.bitcast(context.make_array(t_key)(context, builder, a_key).data, i32p)
         nonce_p = builder.bitcast(
@@ -218,8 +225,7 @@ def _c_blocks(typingctx, addr, key, nonce, counter, out64):
                             ir.IntType(32))
         fnty = ir.FunctionType(ir.VoidType(), [i32p, i32p, ir.IntType(32), ir.IntType(64),
                                                i32p])
-        fn = builder.inttoptr(context.cast(builder, a_addr, signature.args[0], types.int64),
-                              fnty.as_pointer())
+        fn = cgutils.get_or_insert_function(builder.module, fnty, C_BLOCKS_SYMBOL)
         builder.call(fn, [key_p, nonce_p, ctr, nblocks, out_p])
         return context.get_dummy_value()
 
@@ -229,7 +235,9 @@ def _c_blocks(typingctx, addr, key, nonce, counter, out64):
 @nb.njit(**KERNEL)
 def refill(buf, st, key, nonce):
     """Refill a chunk's buffer from its stream, continuing after the last block used
-    (on the stream's next extension when its block counter is used up)."""
+    (on the stream's next extension when its block counter is used up), with the C
+    ChaCha20 (16-lane AVX-512 where the CPU has it).  ``st`` needs columns ST_POS,
+    ST_BLOCK and ST_WRAP only."""
     nblocks = buf.shape[0] // 8
     counter = st[1]
     if counter + nblocks > 4294967296:
@@ -240,10 +248,7 @@ def refill(buf, st, key, nonce):
         else:
             nonce[2] += np.uint32(1)
         counter = 0
-    if st.shape[0] > ST_FILL and st[ST_FILL] != 0:
-        _c_blocks(st[ST_FILL], key, nonce, counter, buf)
-    else:
-        chacha_words(key, nonce, counter, buf)
+    _c_blocks(key, nonce, counter, buf)
     st[0] = 0
     st[1] = counter + nblocks
 
