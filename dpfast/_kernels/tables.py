@@ -219,10 +219,15 @@ def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
 
 
 # ----------------------------------------------------------------------------- bounding
+# Each bounding kernel comes twice: a serial one over rows already sorted per id (the
+# caller sorted them with numpy: small inputs, where a first call should compile little)
+# and a parallel one over rows grouped by :func:`group_by_id`, which sorts each id's rows
+# itself.  Both run the same per-id code (``_bound_*_sorted``) on the same sorted rows, so
+# they keep the same rows.
 @nb.njit(cache=True)
-def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
-                        graw):
-    """:func:`bound_counts` for ids ``[first, end)`` (one block, serial)."""
+def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
+                         graw):
+    """:func:`bound_counts` for ids ``[first, end)`` whose rows are sorted by key."""
     buf = np.empty(8, np.uint64)
     st = np.zeros(3, np.int64)
     nonce = np.zeros(3, np.uint32)
@@ -232,7 +237,6 @@ def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nke
         if hi == lo:
             nkeep[i] = 0
             continue
-        _sort_keys(gkeys, lo, hi)
         d = 0
         j = lo
         while j < hi:
@@ -254,6 +258,22 @@ def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nke
                                st)
             d = k
         nkeep[i] = d
+
+
+@nb.njit(cache=True)
+def bound_counts_sorted(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
+    """:func:`bound_counts` (serial) for rows already sorted by (id, key)."""
+    _bound_counts_sorted(0, off.shape[0] - 1, off, gkeys, id_hash, subkey, k, c, gcnt,
+                         nkeep, policy, graw)
+
+
+@nb.njit(cache=True)
+def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
+                        graw):
+    for i in range(first, end):
+        _sort_keys(gkeys, off[i], off[i + 1])
+    _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
+                         graw)
 
 
 @guarded
@@ -278,6 +298,70 @@ def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, n
                             subkey, k, c, gcnt, nkeep, policy, graw)
 
 
+@nb.njit(cache=True)
+def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
+                         nkeep, policy, graw):
+    """:func:`bound_values` for ids ``[first, end)`` whose rows are sorted by (key,
+    value)."""
+    buf = np.empty(8, np.uint64)
+    st = np.zeros(3, np.int64)
+    nonce = np.zeros(3, np.uint32)
+    for i in range(first, end):
+        lo = off[i]
+        hi = off[i + 1]
+        if hi == lo:
+            nkeep[i] = 0
+            continue
+        d = 0
+        j = lo
+        while j < hi:
+            kk = gkeys[j]
+            e = j + 1
+            while e < hi and gkeys[e] == kk:
+                e += 1
+            m = e - j
+            if m > c:
+                _set_nonce(nonce, id_hash[i], d + 1)
+                _shuffle_prefix(gvals, gvals[:0], j, m, c, subkey, nonce, buf, st)
+                m = c
+            s = gvals[j]
+            for q in range(j + 1, j + m):
+                s += gvals[q]
+            gkeys[lo + d] = kk
+            gsum[lo + d] = s
+            gcnt[lo + d] = m
+            graw[lo + d] = e - j
+            d += 1
+            j = e
+        if d > k:
+            _set_nonce(nonce, id_hash[i], 0)
+            if policy == 0:
+                # permute keys, sums and counts together
+                _shuffle3(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
+            else:
+                _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce, buf,
+                               st)
+            d = k
+        nkeep[i] = d
+
+
+@nb.njit(cache=True)
+def bound_values_sorted(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
+                        graw):
+    """:func:`bound_values` (serial) for rows already sorted by (id, key, value)."""
+    _bound_values_sorted(0, off.shape[0] - 1, off, gkeys, gvals, id_hash, subkey, k, c,
+                         gsum, gcnt, nkeep, policy, graw)
+
+
+@nb.njit(cache=True)
+def _bound_values_block(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
+                        nkeep, policy, graw):
+    for i in range(first, end):
+        _sort_pairs(gkeys, gvals, off[i], off[i + 1])
+    _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
+                         nkeep, policy, graw)
+
+
 @guarded
 @nb.njit(cache=True, parallel=True)
 def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw,
@@ -294,47 +378,8 @@ def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, po
     nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
     step = (n_ids + nblk - 1) // nblk if nblk else 0
     for blk in nb.prange(nblk):
-        buf = np.empty(8, np.uint64)
-        st = np.zeros(3, np.int64)
-        nonce = np.zeros(3, np.uint32)
-        for i in range(blk * step, min(n_ids, (blk + 1) * step)):
-            lo = off[i]
-            hi = off[i + 1]
-            if hi == lo:
-                nkeep[i] = 0
-                continue
-            _sort_pairs(gkeys, gvals, lo, hi)
-            d = 0
-            j = lo
-            while j < hi:
-                kk = gkeys[j]
-                e = j + 1
-                while e < hi and gkeys[e] == kk:
-                    e += 1
-                m = e - j
-                if m > c:
-                    _set_nonce(nonce, id_hash[i], d + 1)
-                    _shuffle_prefix(gvals, gvals[:0], j, m, c, subkey, nonce, buf, st)
-                    m = c
-                s = gvals[j]
-                for q in range(j + 1, j + m):
-                    s += gvals[q]
-                gkeys[lo + d] = kk
-                gsum[lo + d] = s
-                gcnt[lo + d] = m
-                graw[lo + d] = e - j
-                d += 1
-                j = e
-            if d > k:
-                _set_nonce(nonce, id_hash[i], 0)
-                if policy == 0:
-                    # permute keys, sums and counts together
-                    _shuffle3(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
-                else:
-                    _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce,
-                                   buf, st)
-                d = k
-            nkeep[i] = d
+        _bound_values_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, gvals,
+                            id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw)
 
 
 @nb.njit(cache=True)

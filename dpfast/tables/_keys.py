@@ -24,6 +24,10 @@ import numpy as np
 from dpfast._kernels import tables as _kt
 
 _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
+#: below this many rows, factorizing, grouping and bounding run in numpy and serial
+#: kernels: a first call on small data compiles no parallel kernel (each costs seconds of
+#: LLVM on first use); from it on, the parallel kernels (same results)
+SERIAL_ROWS = 1 << 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,9 +231,14 @@ def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if hi - lo < max(2 * n, _DENSE_MIN) and -(1 << 62) < lo and hi < (1 << 62):
         x64 = x.astype(np.int64, copy=False)
         present = np.zeros(hi - lo + 1, np.uint8)
-        _kt.mark_present(x64, lo, present, _threads())
+        if n < SERIAL_ROWS:
+            present[x64 - lo] = 1
+        else:
+            _kt.mark_present(x64, lo, present, _threads())
         remap = np.cumsum(present, dtype=np.int64) - 1
         uniques = (np.flatnonzero(present) + lo).astype(x.dtype)
+        if n < SERIAL_ROWS:
+            return remap[x64 - lo], uniques
         codes = np.empty(n, np.int64)
         _kt.take_codes(x64, lo, remap, codes)
         return codes, uniques
@@ -271,8 +280,11 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
         k1 = max(1, combo_uniques.shape[0])
         if k1 * k2 >= 1 << 62:  # pragma: no cover - needs > 2**31 rows
             raise OverflowError("too many distinct multi-column keys")
-        comb = np.empty(codes.shape[0], np.int64)
-        _kt.combine_codes(codes, c2, np.int64(k2), comb)
+        if codes.shape[0] < SERIAL_ROWS:
+            comb = codes * np.int64(k2) + c2
+        else:
+            comb = np.empty(codes.shape[0], np.int64)
+            _kt.combine_codes(codes, c2, np.int64(k2), comb)
         codes, u = _factorize_int(comb)
         u = u.astype(np.int64)
         combo_uniques = np.concatenate(

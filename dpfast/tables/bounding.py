@@ -93,9 +93,12 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     (:class:`~dpfast.tables._fixed.FixedSums`; OverflowError, never a wrap).
     """
     n = key_codes.shape[0]
+    small = n < _keys.SERIAL_ROWS
     if ids is None:
         counts = np.zeros(n_keys, np.int64)
-        if n:
+        if n and small:
+            counts += np.bincount(key_codes, minlength=n_keys)
+        elif n:
             _kt.bincount_codes(key_codes, n_keys, counts, _keys._threads())
         sums: np.ndarray | FixedSums | None = None
         if values is not None and fixed_exp is not None:
@@ -108,13 +111,16 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     id_codes, id_uniques = _keys.factorize_column(ids)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
-    off = np.empty(n_ids + 1, np.int64)
-    gkeys = np.empty(n, np.int64)
     use_vals = values is not None
-    gvals = np.empty(n if values is not None else 0,
-                     values.dtype if values is not None else np.int64)
-    _kt.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
-                    off, gkeys, gvals, _keys._threads())
+    if small:  # sorted by (id, key[, value]) in numpy; serial kernels (little to compile)
+        off, gkeys, gvals = _sorted_by_id(id_codes, n_ids, key_codes, values)
+    else:  # grouped in parallel; the parallel kernels sort each id's rows
+        off = np.empty(n_ids + 1, np.int64)
+        gkeys = np.empty(n, np.int64)
+        gvals = np.empty(n if values is not None else 0,
+                         values.dtype if values is not None else np.int64)
+        _kt.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
+                        off, gkeys, gvals, _keys._threads())
     nkeep = np.empty(n_ids, np.int64)
     gcnt = np.empty(n, np.int64)
     counts = np.zeros(n_keys, np.int64)
@@ -122,14 +128,21 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     graw = np.empty(n, np.int64)  # scratch: raw rows per (id, key)
     pol = np.int64(policy)
     if not use_vals:
-        _kt.bound_counts(off, gkeys, hashes, skey, k, c, gcnt, nkeep, pol, graw,
-                         _keys._threads())
+        if small:
+            _kt.bound_counts_sorted(off, gkeys, hashes, skey, k, c, gcnt, nkeep, pol, graw)
+        else:
+            _kt.bound_counts(off, gkeys, hashes, skey, k, c, gcnt, nkeep, pol, graw,
+                             _keys._threads())
         _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
         _kt.accumulate_units(off, nkeep, gkeys, units)
         return Bounded(counts, None, units)
     gsum = np.empty(n, gvals.dtype)
-    _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep, pol, graw,
-                     _keys._threads())
+    if small:
+        _kt.bound_values_sorted(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep, pol,
+                                graw)
+    else:
+        _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep, pol, graw,
+                         _keys._threads())
     _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
     _kt.accumulate_units(off, nkeep, gkeys, units)
     if fixed_exp is not None:  # c units of one (id, key) fit int64 (by the grid's choice)
@@ -139,6 +152,22 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     sums = np.zeros(n_keys, gvals.dtype)
     _kt.accumulate(off, nkeep, gkeys, gsum, sums)
     return Bounded(counts, sums, units)
+
+
+def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray,
+                  values: np.ndarray | None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(off, keys, values)``: the rows stably sorted by (id, key[, value]), id ``i``'s
+    rows at ``[off[i], off[i+1])`` -- the order :func:`dpfast._kernels.tables.group_by_id`
+    followed by the kernels' per-id sort gives (on one block of rows, rows in input order
+    inside an id; a stable sort either way)."""
+    off = np.zeros(n_ids + 1, np.int64)
+    np.cumsum(np.bincount(id_codes, minlength=n_ids), out=off[1:])
+    if values is None:
+        order = np.lexsort((key_codes, id_codes))
+        return off, key_codes[order], np.empty(0, np.int64)
+    order = np.lexsort((values, key_codes, id_codes))
+    return off, key_codes[order], values[order]
 
 
 def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: int = 1,
