@@ -516,7 +516,8 @@ def test_rounding_kernel_repairs_any_sum(vals, offset):
         int(round(v.sum())) + offset * v.size
     target = max(target, 0)
     out = np.empty(v.size, np.int64)
-    k._round(v, v.size, np.int64(target), True, out, np.empty(v.size))
+    k._round(v, v.size, np.int64(target), True, out, np.empty(v.size),
+             np.empty(v.size, np.int64), np.empty(v.size, np.int64))
     assert int(out.sum()) == target
     assert (out >= 0).all()
     if abs(v.sum() - target) < 1e-9:
@@ -525,6 +526,45 @@ def test_rounding_kernel_repairs_any_sum(vals, offset):
         up = out > np.floor(v)
         if up.any() and (~up).any():
             assert (v - np.floor(v))[up].min() >= (v - np.floor(v))[~up].max()
+
+
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 0.1, 0.9, 1e-300]), min_size=1,
+                max_size=80))
+def test_remainder_order_is_numpys_stable_argsort(fracs):
+    """The rounding's order of remainders (plain loops) is numpy's stable argsort of
+    ``-frac``: larger first, ties to the lower index (many ties, runs past 16 merged)."""
+    from dpfast._kernels import topdown as k
+
+    f = np.array(fracs)
+    idx = np.empty(f.size, np.int64)
+    k._argsort_desc(f, f.size, idx, np.empty(f.size, np.int64))
+    np.testing.assert_array_equal(idx, np.argsort(-f, kind="mergesort"))
+
+
+def test_split_children_serial_equals_parallel() -> None:
+    """The serial kernel (small trees) and the parallel one (large) give the same
+    children, rounded or not, with or without the sign constraint."""
+    from dpfast._kernels import topdown as k
+
+    rng = np.random.default_rng(3)
+    n_par, n_ch, kk = 50, 400, 2
+    par = np.sort(rng.integers(0, n_par, n_ch))
+    offsets = np.empty(n_par + 1, np.int64)
+    order = np.empty(n_ch, np.int64)
+    k.csr(par, n_par, offsets, order)
+    x = rng.normal(3.0, 4.0, (n_ch, kk))
+    w = rng.uniform(0.5, 2.0, n_ch)
+    target = np.rint(rng.uniform(0, 60, (n_par, kk)))
+    for nonneg in (False, True):
+        for integer in (False, True):
+            outs = []
+            for fn in (k.split_children_serial, k.split_children):
+                out_i = np.zeros((n_ch if integer else 0, kk), np.int64)
+                out_f = np.zeros((0 if integer else n_ch, kk))
+                args = (target, x, w, offsets, order, nonneg, integer, out_f, out_i)
+                fn(*args, *(() if fn is k.split_children_serial else (2,)))  # 2 threads
+                outs.append(out_i if integer else out_f)
+            np.testing.assert_array_equal(outs[0], outs[1])
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -119,7 +119,7 @@ def _project(v: np.ndarray, w: np.ndarray, n: int, target: float, nonneg: bool,
 
 @nb.njit(cache=True, inline="always")
 def _round(v: np.ndarray, n: int, target: np.int64, nonneg: bool,
-           out: np.ndarray, frac: np.ndarray) -> None:
+           out: np.ndarray, frac: np.ndarray, idx: np.ndarray, tmp: np.ndarray) -> None:
     """Largest-remainder rounding: integers ``out[:n]`` with ``|out - v| < 1`` (up to the
     float error of ``sum v = target``), ``sum out = target`` exactly, ``out >= 0`` when
     ``v >= 0`` and ``nonneg``.  Ties go to the lower index (stable sort)."""
@@ -146,9 +146,100 @@ def _round(v: np.ndarray, n: int, target: np.int64, nonneg: bool,
         r -= n
     if r == 0:
         return
-    idx = np.argsort(-frac[:n], kind="mergesort")
+    _argsort_desc(frac, n, idx, tmp)
     for j in range(r):
         out[idx[j]] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def _before(frac: np.ndarray, a: np.int64, b: np.int64) -> bool:
+    """Index ``a`` goes before ``b``: larger remainder first, then the lower index."""
+    return frac[a] > frac[b] or (frac[a] == frac[b] and a < b)
+
+
+@nb.njit(cache=True)
+def _argsort_desc(frac: np.ndarray, n: int, idx: np.ndarray, tmp: np.ndarray) -> None:
+    """``idx[:n]``: the indices ``0..n-1`` by decreasing ``frac``, ties by increasing index
+    -- ``np.argsort(-frac[:n], kind="mergesort")`` (a stable sort), in plain loops
+    (insertion sort of runs of 16, then bottom-up merges through ``tmp``): far less for
+    numba to compile than its sort."""
+    for i in range(n):
+        idx[i] = i
+    for s in range(0, n, 16):
+        e = min(s + 16, n)
+        for i in range(s + 1, e):
+            x = idx[i]
+            j = i - 1
+            while j >= s and _before(frac, x, idx[j]):
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = x
+    width = 16
+    while width < n:
+        for s in range(0, n, 2 * width):
+            i = s
+            mid = min(s + width, n)
+            end = min(s + 2 * width, n)
+            j = mid
+            t = s
+            while i < mid and j < end:
+                if _before(frac, idx[j], idx[i]):
+                    tmp[t] = idx[j]
+                    j += 1
+                else:
+                    tmp[t] = idx[i]
+                    i += 1
+                t += 1
+            while i < mid:
+                tmp[t] = idx[i]
+                i += 1
+                t += 1
+            while j < end:
+                tmp[t] = idx[j]
+                j += 1
+                t += 1
+        for t in range(n):
+            idx[t] = tmp[t]
+        width *= 2
+
+
+@nb.njit(cache=True)
+def _split_range(first, end, target, x, w, offsets, order, nonneg, integer, out_f, out_i):
+    """:func:`split_children` for parents ``[first, end)``."""
+    k = x.shape[1]
+    for g in range(first, end):
+        a = offsets[g]
+        n = offsets[g + 1] - a
+        if n == 0:
+            continue
+        v = np.empty(n, np.float64)
+        ww = np.empty(n, np.float64)
+        active = np.empty(n, np.bool_)
+        frac = np.empty(n, np.float64)
+        ri = np.empty(n, np.int64)
+        idx = np.empty(n, np.int64)
+        tmp = np.empty(n, np.int64)
+        for i in range(n):
+            ww[i] = w[order[a + i]]
+        for c in range(k):
+            for i in range(n):
+                v[i] = x[order[a + i], c]
+            t = target[g, c]
+            _project(v, ww, n, t, nonneg, active)
+            if integer:
+                _round(v, n, np.int64(t), nonneg, ri, frac, idx, tmp)
+                for i in range(n):
+                    out_i[order[a + i], c] = ri[i]
+            else:
+                for i in range(n):
+                    out_f[order[a + i], c] = v[i]
+
+
+@nb.njit(cache=True)
+def split_children_serial(target, x, w, offsets, order, nonneg, integer, out_f, out_i):
+    """:func:`split_children` in one thread (small trees: little to compile)."""
+    _split_range(0, offsets.shape[0] - 1, target, x, w, offsets, order, nonneg, integer,
+                 out_f, out_i)
 
 
 @guarded
@@ -163,30 +254,13 @@ def split_children(
     integer: bool,
     out_f: np.ndarray,      # (n_child, k) float64 (written when not integer)
     out_i: np.ndarray,      # (n_child, k) int64 (written when integer)
+    nthreads: int,
 ) -> None:
+    """For every parent, its children's values projected (and rounded) to sum to the
+    parent's value; blocks of parents in parallel (:func:`_split_range`)."""
     n_parent = offsets.shape[0] - 1
-    k = x.shape[1]
-    for g in nb.prange(n_parent):
-        a = offsets[g]
-        n = offsets[g + 1] - a
-        if n == 0:
-            continue
-        v = np.empty(n, np.float64)
-        ww = np.empty(n, np.float64)
-        active = np.empty(n, np.bool_)
-        frac = np.empty(n, np.float64)
-        ri = np.empty(n, np.int64)
-        for i in range(n):
-            ww[i] = w[order[a + i]]
-        for c in range(k):
-            for i in range(n):
-                v[i] = x[order[a + i], c]
-            t = target[g, c]
-            _project(v, ww, n, t, nonneg, active)
-            if integer:
-                _round(v, n, np.int64(t), nonneg, ri, frac)
-                for i in range(n):
-                    out_i[order[a + i], c] = ri[i]
-            else:
-                for i in range(n):
-                    out_f[order[a + i], c] = v[i]
+    nblk = min(n_parent, 8 * max(1, nthreads)) if n_parent > 0 else 0
+    step = (n_parent + nblk - 1) // nblk if nblk else 0
+    for b in nb.prange(nblk):
+        _split_range(b * step, min(n_parent, (b + 1) * step), target, x, w, offsets, order,
+                     nonneg, integer, out_f, out_i)

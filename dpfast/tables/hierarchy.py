@@ -34,8 +34,8 @@ from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import RngLike
 
+from . import _keys, _usecase, _wls, keynoise
 from . import _topdown_units as _units
-from . import _usecase, _wls, keynoise
 from . import bounding as _bounding
 from ._charge import charged
 from ._topdown_release import TopDownRelease
@@ -367,8 +367,12 @@ def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float]
             k = x[j].shape[1]
             out_i = np.empty((tree.sizes[j], k) if integer else (0, k), np.int64)
             out_f = np.empty((0, k) if integer else (tree.sizes[j], k), np.float64)
-            _k.split_children(np.ascontiguousarray(prev, dtype=np.float64), x[j], V[j],
-                              offsets, order, bool(nonnegative), bool(integer), out_f, out_i)
+            args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], V[j], offsets, order,
+                    bool(nonnegative), bool(integer), out_f, out_i)
+            if tree.sizes[j] < _keys.SERIAL_ROWS:  # small: nothing parallel to compile
+                _k.split_children_serial(*args)
+            else:
+                _k.split_children(*args, _keys._threads())
             est = out_i if integer else out_f
             estimates.append(est)
             prev = est
