@@ -4,8 +4,9 @@ numba compiles each kernel the first time it runs and caches the machine code on
 (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``); a first call after
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
 on a tiny input (samplers, tables count/sum/mean/quantile, the many-metric releases,
-TopDown, histograms, local DP, selection), so that later processes load every kernel from
-the cache -- e.g. as a step of a container build::
+TopDown, histograms, local DP, selection) and the tables and TopDown once on inputs large
+enough for their parallel kernels, so that later processes load every kernel from the
+cache -- e.g. as a step of a container build::
 
     RUN pip install dpfast && dpfast warmup
 
@@ -86,6 +87,27 @@ def _aggregate() -> None:
                           max_per_partition=2, rng=_KEY)
 
 
+def _large() -> None:
+    """Inputs of at least ``dpfast.tables._keys.SERIAL_ROWS`` rows: the parallel kernels
+    (smaller inputs run numpy and serial kernels, compiled by the steps above)."""
+    import numpy as np
+
+    from dpfast import tables
+    from dpfast.tables import _keys
+
+    n = _keys.SERIAL_ROWS
+    keys = np.arange(n) % 3
+    ids = np.arange(n) // 2
+    tables.count(keys, ids, epsilon=1.0, domain=[0, 1, 2], rng=_KEY)
+    tables.count(keys, epsilon=1.0, domain=[0, 1, 2], rng=_KEY)
+    for values in (np.arange(n) % 5, np.linspace(0.0, 4.0, n)):
+        tables.mean(values, keys, ids, bounds=(0, 4), epsilon=1.0, domain=[0, 1, 2],
+                    rng=_KEY)
+    leaf = np.arange(n)
+    levels = [np.zeros(n, np.int64), leaf // 256, leaf]
+    tables.topdown(np.ones(n, np.int64), levels, rho=[0.1, 0.1, 0.1], rng=_KEY)
+
+
 def _topdown() -> None:
     import numpy as np
 
@@ -133,6 +155,7 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
     ("tables.quantile", _quantile),
     ("tables.aggregate", _aggregate),
     ("topdown", _topdown),
+    ("large", _large),
     ("histogram", _histogram),
     ("local", _local),
     ("selection", _selection),
