@@ -69,6 +69,20 @@ def test_fixed_point_sums_and_no_ids_are_the_same_on_both_paths(monkeypatch) -> 
                     [large.sums.exact(j) for j in range(fk.size)]
 
 
+def test_fixed_point_units_are_the_same_on_both_kernels() -> None:
+    from dpfast._kernels import fixed as kf
+
+    v = np.concatenate([np.linspace(-3.0, 3.0, 999), [0.5, -0.5, 1.5, 2.5, -0.0, 1e-300]])
+    for centre in (False, True):
+        a = np.empty(v.size, np.int64)
+        b = np.empty(v.size, np.int64)
+        kf.to_units_serial(v, 2.0**10, 1.0, np.int64(-2048), np.int64(2048), centre, a)
+        kf.to_units(v, 2.0**10, 1.0, np.int64(-2048), np.int64(2048), centre, b)
+        np.testing.assert_array_equal(a, b)
+        u = np.clip(np.rint(v * 2.0**10), -2048, 2048).astype(np.int64)
+        np.testing.assert_array_equal(a, 2 * u if centre else u)
+
+
 def test_factorize_is_the_same_on_both_paths(monkeypatch) -> None:
     rng = np.random.default_rng(5)
     a = rng.integers(-3, 9, 3000)

@@ -15,20 +15,31 @@ W_LIMIT = np.int64(1) << np.int64(62)
 M32I = np.int64(0xFFFFFFFF)
 
 
+@nb.njit(cache=True, inline="always")
+def _unit(v, scale, scale2, lo_u, hi_u, centre):
+    u = np.int64(np.rint((v * scale) * scale2))
+    if u < lo_u:
+        u = lo_u
+    elif u > hi_u:
+        u = hi_u
+    return 2 * u - (lo_u + hi_u) if centre else u
+
+
 @nb.njit(cache=True, parallel=True)
 def to_units(vals, scale, scale2, lo_u, hi_u, centre, out):
     """out[i] = clamp(rint(vals[i] * scale * scale2), lo_u, hi_u) (powers of two, two
     factors when one double cannot hold the scaling; the products are exact unless they
     underflow), minus ``lo_u + hi_u`` after doubling when ``centre`` (a mean's centred
     summand ``2u - lo_u - hi_u``)."""
-    mid = lo_u + hi_u
     for i in nb.prange(vals.shape[0]):
-        u = np.int64(np.rint((vals[i] * scale) * scale2))
-        if u < lo_u:
-            u = lo_u
-        elif u > hi_u:
-            u = hi_u
-        out[i] = 2 * u - mid if centre else u
+        out[i] = _unit(vals[i], scale, scale2, lo_u, hi_u, centre)
+
+
+@nb.njit(cache=True)
+def to_units_serial(vals, scale, scale2, lo_u, hi_u, centre, out):
+    """:func:`to_units` in one thread (small inputs: no parallel kernel to compile)."""
+    for i in range(vals.shape[0]):
+        out[i] = _unit(vals[i], scale, scale2, lo_u, hi_u, centre)
 
 
 @nb.njit(cache=True, inline="always")

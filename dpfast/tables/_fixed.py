@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import fixed as _kt
+from dpfast.tables._keys import SERIAL_ROWS
 
 __all__ = ["GUARD_BITS", "Fixed", "FixedSums", "fixed_grid", "to_units", "grid_steps"]
 
@@ -101,8 +102,8 @@ def to_units(fx: Fixed, vals: np.ndarray) -> np.ndarray:
         up = -fx.exp  # scale by 2**up, in two doubles when 2**up overflows one
         s1 = math.ldexp(1.0, min(up, 1023))
         s2 = math.ldexp(1.0, up - min(up, 1023))
-        _kt.to_units(v, s1, s2, np.int64(fx.lo_units), np.int64(fx.hi_units),
-                     bool(fx.centre), out)
+        kernel = _kt.to_units_serial if v.shape[0] < SERIAL_ROWS else _kt.to_units
+        kernel(v, s1, s2, np.int64(fx.lo_units), np.int64(fx.hi_units), bool(fx.centre), out)
     return out
 
 
