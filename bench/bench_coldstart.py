@@ -8,7 +8,8 @@ just filled (a later run); the ratio cold / warm is what compilation costs.
 Run:  python -m pytest bench/bench_coldstart.py --benchmark-only -s
 or:   python bench/bench_coldstart.py            (a table of seconds)
 or:   python bench/bench_coldstart.py --profile tables.count   (what compiles, how long)
-Targets (2-core machine): each first call <= 10 s, ``dpfast warmup`` <= 60 s.
+Targets (2-core machine): each first call in ``TARGETED`` <= 10 s, ``dpfast warmup`` <= 60 s
+(a first call on a large input also compiles the parallel kernels: the extra case).
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ CASES: dict[str, str] = {
                 " np.arange(4)], rho=[0.1, 0.1, 0.1], rng=K)"),
     "histogram": ("dpfast.histogram(np.linspace(0, 1, 50), bins=5, range=(0, 1), epsilon=1.0, "
                   "rng=K)"),
+    # from dpfast.tables._keys.SERIAL_ROWS (65,536) rows on, the parallel kernels compile
+    "tables.count 10^5 rows": ("tables.count(np.arange(10**5) % 3, np.arange(10**5) // 2, "
+                               "epsilon=1.0, domain=[0, 1, 2], rng=K)"),
 }
+#: the first calls the target is for (small inputs, as a newcomer's first try)
+TARGETED = ("discrete_laplace", "tables.count", "tables.mean", "topdown", "histogram")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this tree's dpfast
 TARGET_FIRST_S = 10.0
 TARGET_WARMUP_S = 60.0
@@ -126,8 +132,9 @@ def print_profile(name: str) -> None:  # pragma: no cover - manual table
 def test_coldstart_first_call(benchmark, report, name: str) -> None:
     cold, warm = benchmark.pedantic(cold_and_warm, args=(python_case(name),), rounds=1,
                                     iterations=1)
+    target = f"; target <= {TARGET_FIRST_S:.0f} s cold" if name in TARGETED else ""
     report(f"coldstart {name}", f"{cold:.1f} s cold, {warm:.1f} s cached "
-           f"({cold / warm:.1f}x; target <= {TARGET_FIRST_S:.0f} s cold)")
+           f"({cold / warm:.1f}x{target})")
 
 
 def test_coldstart_warmup(benchmark, report) -> None:
@@ -145,4 +152,4 @@ if __name__ == "__main__":  # pragma: no cover - manual table
     for name in names:
         argv = WARMUP if name == "warmup" else python_case(name)
         cold, warm = cold_and_warm(argv)
-        print(f"{name:18s} cold {cold:6.1f} s   cached {warm:5.1f} s", flush=True)
+        print(f"{name:22s} cold {cold:6.1f} s   cached {warm:5.1f} s", flush=True)
