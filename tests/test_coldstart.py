@@ -58,6 +58,49 @@ def test_notice_for_a_topdown_kernel_compiled_for_real(tmp_path) -> None:
     assert second.returncode == 0 and NOTICE not in second.stderr
 
 
+# the noise layer's sampler kernels: parallel for every input size (not tables code)
+SAMPLER_PARALLEL = {"dpfast._kernels.table.table_kernel",
+                    "dpfast._kernels.samplers.discrete_kernel"}
+
+
+@pytest.mark.slow
+def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
+    """The five first calls the cold-start target is for, in a fresh cache directory:
+    nothing they compile is a ``parallel=True`` kernel (each costs seconds of LLVM) but
+    the noise samplers' own (one kernel for every size), and neither the numba ChaCha20
+    copy nor a numba hash (the refills and the keys' BLAKE2b are C).  What compiles, not
+    how long (no timing in unit tests)."""
+    import json
+
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import bench_coldstart as bc
+    finally:
+        sys.path.pop(0)
+    code = ("import json\n"
+            "from numba.core import event\n"
+            "seen = []\n"
+            "class L(event.Listener):\n"
+            "    def on_start(self, ev):\n"
+            "        d = ev.data.get('dispatcher')\n"
+            "        f = getattr(d, 'py_func', None)\n"
+            "        seen.append((f'{f.__module__}.{f.__qualname__}' if f else '?',\n"
+            "                     bool(getattr(d, 'targetoptions', {}).get('parallel'))))\n"
+            "    def on_end(self, ev):\n"
+            "        pass\n"
+            "event.register('numba:compile', L())\n"
+            + bc.PRELUDE + "\n".join(bc.CASES[name] for name in bc.TARGETED)
+            + "\nprint(json.dumps(seen))\n")
+    done = _python(code, str(tmp_path), **{_parallel.NOTICE_ENV: "1"})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    ours = [name for name, _ in seen if name.startswith("dpfast.")]
+    assert "dpfast._kernels.table.table_kernel" in ours  # it did compile, for real
+    assert {name for name, par in seen if par} <= SAMPLER_PARALLEL
+    assert not [n for n in ours if n.endswith(("chacha_words", "block_into"))
+                or ".blake2b." in n]
+
+
 KERNEL_MODULES = ["samplers", "tables", "topdown", "local", "local_aggregate", "local_tally",
                   "quantile",
                   "selection", "grid", "table", "uniform", "dpsgd", "rappor", "chacha",
