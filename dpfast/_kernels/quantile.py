@@ -25,7 +25,7 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import guarded
-from dpfast._kernels.tables import _set_nonce, _shuffle3, _shuffle_prefix, _sort_pairs
+from dpfast._kernels.tables import _set_nonce, _shuffle_prefix, _sort_pairs
 
 
 @guarded
@@ -60,7 +60,7 @@ def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, keep, nt
                 m = e - j
                 if m > c:
                     _set_nonce(nonce, id_hash[i], d + 1)
-                    _shuffle_prefix(gvals, gvals[:0], j, m, c, subkey, nonce, buf, st)
+                    _shuffle_prefix(gvals, gvals[:0], gvals[:0], j, m, c, subkey, nonce, buf, st)
                     m = c
                 gk2[lo + d] = kk
                 gst[lo + d] = j
@@ -69,7 +69,7 @@ def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, keep, nt
                 j = e
             if d > k:
                 _set_nonce(nonce, id_hash[i], 0)
-                _shuffle3(gk2, gst, gcn, lo, d, k, subkey, nonce, buf, st)
+                _shuffle_prefix(gk2, gst, gcn, lo, d, k, subkey, nonce, buf, st)
                 d = k
             for g in range(lo, lo + d):
                 for r in range(gst[g], gst[g] + gcn[g]):

@@ -129,7 +129,7 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
                 m = w - j
             if m > c:
                 _set_nonce(nonce, id_hash[i], d + 1)
-                _shuffle_prefix(gidx, gidx[:0], j, m, c, subkey, nonce, buf, st)
+                _shuffle_prefix(gidx, gidx[:0], gidx[:0], j, m, c, subkey, nonce, buf, st)
                 m = c
             gkeys[lo + d] = kk
             start[d] = j
@@ -156,7 +156,7 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
 
 @nb.njit(cache=True)
 def _shuffle_keys(gkeys, start, gcnt, lo, d, k, key32, nonce, buf, st):
-    """The key choice of :func:`dpfast._kernels.tables._shuffle3` (same draws, same
+    """The key choice of :func:`dpfast._kernels.tables._shuffle_prefix` of keys, sums and counts (same draws, same
     permutation) on ``gkeys[lo:]``, ``start[0:]`` (local positions) and ``gcnt[lo:]``."""
     st[0] = 0
     st[1] = 0

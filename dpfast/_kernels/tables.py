@@ -198,9 +198,12 @@ def _set_nonce(nonce, h, purpose):
 
 
 @nb.njit(cache=True)
-def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
+def _shuffle_prefix(a, b, e, lo, d, k, key32, nonce, buf, st):
     """Partial Fisher-Yates: a uniformly random ordered k-subset of rows [lo, lo + d) moves
-    to [lo, lo + k) (arrays ``a`` and, if given, ``b`` permuted together)."""
+    to [lo, lo + k) (arrays ``a`` and, if not empty, ``b`` and ``e`` permuted together).
+
+    One function for every use (a count's keys and contributions, a sum's rows of one key,
+    a sum's keys with their sums and counts): one compilation per dtype of ``b``."""
     st[0] = 0
     st[1] = 0
     st[2] = 0
@@ -216,6 +219,10 @@ def _shuffle_prefix(a, b, lo, d, k, key32, nonce, buf, st):
                 u = b[lo + j]
                 b[lo + j] = b[lo + r]
                 b[lo + r] = u
+            if e.shape[0]:
+                w = e[lo + j]
+                e[lo + j] = e[lo + r]
+                e[lo + r] = w
 
 
 # ----------------------------------------------------------------------------- bounding
@@ -252,7 +259,7 @@ def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nk
         if d > k:
             _set_nonce(nonce, id_hash[i], 0)
             if policy == 0:
-                _shuffle_prefix(gkeys, gcnt, lo, d, k, subkey, nonce, buf, st)
+                _shuffle_prefix(gkeys, gcnt, gcnt[:0], lo, d, k, subkey, nonce, buf, st)
             else:
                 _most_frequent(gkeys, gcnt, gcnt, graw, lo, d, k, False, subkey, nonce, buf,
                                st)
@@ -322,7 +329,7 @@ def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, g
             m = e - j
             if m > c:
                 _set_nonce(nonce, id_hash[i], d + 1)
-                _shuffle_prefix(gvals, gvals[:0], j, m, c, subkey, nonce, buf, st)
+                _shuffle_prefix(gvals, gsum[:0], gcnt[:0], j, m, c, subkey, nonce, buf, st)
                 m = c
             s = gvals[j]
             for q in range(j + 1, j + m):
@@ -337,7 +344,7 @@ def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, g
             _set_nonce(nonce, id_hash[i], 0)
             if policy == 0:
                 # permute keys, sums and counts together
-                _shuffle3(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
+                _shuffle_prefix(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
             else:
                 _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce, buf,
                                st)
@@ -380,27 +387,6 @@ def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, po
     for blk in nb.prange(nblk):
         _bound_values_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, gvals,
                             id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw)
-
-
-@nb.njit(cache=True)
-def _shuffle3(a, s, n, lo, d, k, key32, nonce, buf, st):
-    st[0] = 0
-    st[1] = 0
-    st[2] = 0
-    pos = buf.shape[0]
-    for j in range(k):
-        r, pos = below(buf, pos, st, key32, nonce, np.uint64(d - j))
-        r = j + np.int64(r)
-        if r != j:
-            t = a[lo + j]
-            a[lo + j] = a[lo + r]
-            a[lo + r] = t
-            u = s[lo + j]
-            s[lo + j] = s[lo + r]
-            s[lo + r] = u
-            w = n[lo + j]
-            n[lo + j] = n[lo + r]
-            n[lo + r] = w
 
 
 @nb.njit(cache=True)
