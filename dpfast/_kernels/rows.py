@@ -156,8 +156,9 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
 
 @nb.njit(cache=True)
 def _shuffle_keys(gkeys, start, gcnt, lo, d, k, key32, nonce, buf, st):
-    """The key choice of :func:`dpfast._kernels.tables._shuffle_prefix` of keys, sums and counts (same draws, same
-    permutation) on ``gkeys[lo:]``, ``start[0:]`` (local positions) and ``gcnt[lo:]``."""
+    """The key choice of :func:`dpfast._kernels.tables._shuffle_prefix` of keys, sums and
+    counts (same draws, same permutation) on ``gkeys[lo:]``, ``start[0:]`` (local
+    positions) and ``gcnt[lo:]``."""
     st[0] = 0
     st[1] = 0
     st[2] = 0

@@ -233,11 +233,9 @@ def _shuffle_prefix(a, b, e, lo, d, k, key32, nonce, buf, st):
 # they keep the same rows.
 @nb.njit(cache=True)
 def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
-                         graw):
-    """:func:`bound_counts` for ids ``[first, end)`` whose rows are sorted by key."""
-    buf = np.empty(8, np.uint64)
-    st = np.zeros(3, np.int64)
-    nonce = np.zeros(3, np.uint32)
+                         graw, buf, st, nonce):
+    """:func:`bound_counts` for ids ``[first, end)`` whose rows are sorted by key
+    (``buf``, ``st``, ``nonce``: scratch of the bit source)."""
     for i in range(first, end):
         lo = off[i]
         hi = off[i + 1]
@@ -271,16 +269,20 @@ def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nk
 def bound_counts_sorted(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
     """:func:`bound_counts` (serial) for rows already sorted by (id, key)."""
     _bound_counts_sorted(0, off.shape[0] - 1, off, gkeys, id_hash, subkey, k, c, gcnt,
-                         nkeep, policy, graw)
+                         nkeep, policy, graw, np.empty(8, np.uint64), np.zeros(3, np.int64),
+                         np.zeros(3, np.uint32))
 
 
 @nb.njit(cache=True)
 def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
                         graw):
-    for i in range(first, end):
+    buf = np.empty(8, np.uint64)
+    st = np.zeros(3, np.int64)
+    nonce = np.zeros(3, np.uint32)
+    for i in range(first, end):  # each id sorted, then bounded (its rows stay in cache)
         _sort_keys(gkeys, off[i], off[i + 1])
-    _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
-                         graw)
+        _bound_counts_sorted(i, i + 1, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
+                             graw, buf, st, nonce)
 
 
 @guarded
@@ -307,12 +309,9 @@ def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, n
 
 @nb.njit(cache=True)
 def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
-                         nkeep, policy, graw):
+                         nkeep, policy, graw, buf, st, nonce):
     """:func:`bound_values` for ids ``[first, end)`` whose rows are sorted by (key,
-    value)."""
-    buf = np.empty(8, np.uint64)
-    st = np.zeros(3, np.int64)
-    nonce = np.zeros(3, np.uint32)
+    value) (``buf``, ``st``, ``nonce``: scratch of the bit source)."""
     for i in range(first, end):
         lo = off[i]
         hi = off[i + 1]
@@ -357,16 +356,20 @@ def bound_values_sorted(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nk
                         graw):
     """:func:`bound_values` (serial) for rows already sorted by (id, key, value)."""
     _bound_values_sorted(0, off.shape[0] - 1, off, gkeys, gvals, id_hash, subkey, k, c,
-                         gsum, gcnt, nkeep, policy, graw)
+                         gsum, gcnt, nkeep, policy, graw, np.empty(8, np.uint64),
+                         np.zeros(3, np.int64), np.zeros(3, np.uint32))
 
 
 @nb.njit(cache=True)
 def _bound_values_block(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
                         nkeep, policy, graw):
-    for i in range(first, end):
+    buf = np.empty(8, np.uint64)
+    st = np.zeros(3, np.int64)
+    nonce = np.zeros(3, np.uint32)
+    for i in range(first, end):  # each id sorted, then bounded (its rows stay in cache)
         _sort_pairs(gkeys, gvals, off[i], off[i + 1])
-    _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
-                         nkeep, policy, graw)
+        _bound_values_sorted(i, i + 1, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
+                             nkeep, policy, graw, buf, st, nonce)
 
 
 @guarded
