@@ -69,6 +69,23 @@ def test_fixed_point_sums_and_no_ids_are_the_same_on_both_paths(monkeypatch) -> 
                     [large.sums.exact(j) for j in range(fk.size)]
 
 
+def test_a_wide_key_domain_is_the_same_on_both_paths(monkeypatch) -> None:
+    """More key codes than rows (the small path's key pass is then a comparison sort)."""
+    rng = np.random.default_rng(6)
+    n, n_keys = 3000, 50_000
+    codes = rng.integers(0, n_keys, n)
+    codes[:1000] = codes[1000:2000]  # repeated (id, key) pairs
+    ids = rng.integers(0, 200, n)
+    vals = rng.integers(-3, 4, n)
+    skey = np.arange(8, dtype=np.uint32)
+    for v in (None, vals):
+        small, large = _both(monkeypatch, lambda v=v: bounding.bound_codes(
+            codes, n_keys, ids, 3, 2, skey, v))
+        np.testing.assert_array_equal(small.counts, large.counts)
+        if v is not None:
+            np.testing.assert_array_equal(small.sums, large.sums)
+
+
 def test_fixed_point_units_are_the_same_on_both_kernels() -> None:
     from dpfast._kernels import fixed as kf
 

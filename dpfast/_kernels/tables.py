@@ -104,6 +104,22 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
             cnt[b, j] = p + 1
 
 
+@nb.njit(cache=True)
+def counting_order(codes, n_codes, order, out):
+    """``out``: ``order`` stably sorted by ``codes[order]`` (a serial counting sort, codes
+    in ``[0, n_codes)``): two passes make a lexicographic order, small to compile."""
+    cnt = np.zeros(n_codes + 1, np.int64)
+    for i in range(order.shape[0]):
+        cnt[codes[order[i]] + 1] += 1
+    for j in range(n_codes):
+        cnt[j + 1] += cnt[j]
+    for i in range(order.shape[0]):
+        r = order[i]
+        c = codes[r]
+        out[cnt[c]] = r
+        cnt[c] += 1
+
+
 # ----------------------------------------------------------------------------- sorting
 @nb.njit(cache=True)
 def _less(a, v, i, j, pairs):

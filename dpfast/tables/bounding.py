@@ -113,7 +113,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     hashes = _keys.id_hashes(id_uniques)
     use_vals = values is not None
     if small:  # sorted by (id, key[, value]) in numpy; serial kernels (little to compile)
-        off, gkeys, gvals = _sorted_by_id(id_codes, n_ids, key_codes, values)
+        off, gkeys, gvals = _sorted_by_id(id_codes, n_ids, key_codes, n_keys, values)
     else:  # grouped in parallel; the parallel kernels sort each id's rows
         off = np.empty(n_ids + 1, np.int64)
         gkeys = np.empty(n, np.int64)
@@ -154,19 +154,27 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     return Bounded(counts, sums, units)
 
 
-def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray,
+def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray, n_keys: int,
                   values: np.ndarray | None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(off, keys, values)``: the rows stably sorted by (id, key[, value]), id ``i``'s
     rows at ``[off[i], off[i+1])`` -- the order :func:`dpfast._kernels.tables.group_by_id`
     followed by the kernels' per-id sort gives (on one block of rows, rows in input order
-    inside an id; a stable sort either way)."""
+    inside an id; a stable sort either way).  Least significant first: a stable numpy
+    sort by value, then counting sorts by key and by id (serial, linear)."""
+    n = id_codes.shape[0]
     off = np.zeros(n_ids + 1, np.int64)
     np.cumsum(np.bincount(id_codes, minlength=n_ids), out=off[1:])
+    order = (np.arange(n, dtype=np.int64) if values is None
+             else np.argsort(values, kind="stable").astype(np.int64, copy=False))
+    by_key = np.empty(n, np.int64)
+    if n_keys <= 4 * n + 1024:
+        _kt.counting_order(key_codes, n_keys, order, by_key)
+    else:  # a wide key domain: a comparison sort beats counting over it
+        by_key = order[np.argsort(key_codes[order], kind="stable")]
+    _kt.counting_order(id_codes, n_ids, by_key, order)
     if values is None:
-        order = np.lexsort((key_codes, id_codes))
         return off, key_codes[order], np.empty(0, np.int64)
-    order = np.lexsort((values, key_codes, id_codes))
     return off, key_codes[order], values[order]
 
 
