@@ -33,7 +33,7 @@ CASES: dict[str, str] = {
                 " np.arange(4)], rho=[0.1, 0.1, 0.1], rng=K)"),
     "histogram": ("dpfast.histogram(np.linspace(0, 1, 50), bins=5, range=(0, 1), epsilon=1.0, "
                   "rng=K)"),
-    # from dpfast.tables._keys.SERIAL_ROWS (65,536) rows on, the parallel kernels compile
+    # from dpfast.tables._keys.SERIAL_ROWS (32,768) rows on, the parallel kernels compile
     "tables.count 10^5 rows": ("tables.count(np.arange(10**5) % 3, np.arange(10**5) // 2, "
                                "epsilon=1.0, domain=[0, 1, 2], rng=K)"),
 }

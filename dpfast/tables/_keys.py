@@ -27,7 +27,7 @@ _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
 #: below this many rows, factorizing, grouping and bounding run in numpy and serial
 #: kernels: a first call on small data compiles no parallel kernel (each costs seconds of
 #: LLVM on first use); from it on, the parallel kernels (same results)
-SERIAL_ROWS = 1 << 16
+SERIAL_ROWS = 1 << 15
 
 
 @dataclasses.dataclass(frozen=True)
