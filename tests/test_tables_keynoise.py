@@ -217,7 +217,7 @@ def test_c_blake2b_equals_hashlib_at_every_block_boundary() -> None:
 
 
 def test_vectorised_nonces_equal_hashlib() -> None:
-    """The numba BLAKE2b and flat encoding equal hashlib over the canonical encoding."""
+    """The C keyed BLAKE2b and the flat encoding equal hashlib over the canonical encoding."""
     import hashlib
 
     rng = np.random.default_rng(4)
