@@ -121,3 +121,27 @@ def test_one_charge_fresh_ids_and_errors() -> None:
     with pytest.raises(ValueError, match="npartitions"):
         dkd.count_distinct(ddf, "k", "v", "id", epsilon=1.0, domain=np.arange(30),
                            npartitions=0)
+
+
+def test_frequent_bounding_equals_one_machine() -> None:
+    """``bounding="frequent"``: aggregate, the single statistics and count_distinct are
+    bit-identical to one machine, and differ from the uniform policy."""
+    df = _frame()
+    ddf = dd.from_pandas(df.sample(frac=1, random_state=2), npartitions=3)
+    kw = dict(epsilon=3.0, delta=1e-6, max_partitions=2, bounding="frequent")
+    ref = dpt.aggregate(df, "k", "id", metrics=METRICS, bounds=BOUNDS, max_per_partition=3,
+                        rng=_replay(), **kw)
+    got = dkd.aggregate(ddf, "k", "id", metrics=METRICS, bounds=BOUNDS, max_per_partition=3,
+                        rng=_replay(), npartitions=2, **kw)
+    pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
+    uni = dpt.aggregate(df, "k", "id", metrics=METRICS, bounds=BOUNDS, max_per_partition=3,
+                        rng=_replay(), **{**kw, "bounding": "uniform"})
+    assert not ref.to_pandas().equals(uni.to_pandas())
+    _same(dkd.variance(ddf, "k", "x", "id", bounds=(-4.0, 8.0), rng=_replay(), **kw),
+          dpt.variance(df.x, df.k, df.id, bounds=(-4.0, 8.0), rng=_replay(), **kw))
+    _same(dkd.std(ddf, "k", "v", "id", bounds=(0, 6), rng=_replay(), **kw),
+          dpt.std(df.v, df.k, df.id, bounds=(0, 6), rng=_replay(), **kw))
+    _same(dkd.privacy_id_count(ddf, "k", "id", rng=_replay(), **kw),
+          dpt.privacy_id_count(df.k, df.id, rng=_replay(), **kw))
+    _same(dkd.count_distinct(ddf, "k", "v", "id", max_per_partition=3, rng=_replay(), **kw),
+          dpt.count_distinct(df.v, df.k, df.id, max_per_partition=3, rng=_replay(), **kw))

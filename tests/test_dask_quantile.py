@@ -80,3 +80,17 @@ def test_budget_once_and_bad_input() -> None:
         dkd.quantile(ddf, "k", "f", q=2.0, bounds=(0, 1), epsilon=1.0, domain=[0])
     with pytest.raises(ValueError, match="npartitions"):
         dkd.median(ddf, "k", "f", bounds=(0, 1), epsilon=1.0, domain=[0], npartitions=0)
+
+
+@pytest.mark.parametrize("domain", [None, "public"])
+def test_frequent_bounding_equals_tables(domain) -> None:
+    """``bounding="frequent"`` (the table and the people per key): bit-identical."""
+    df = _frame()
+    dom = None if domain is None else np.arange(30)
+    kw = dict(q=[0.25, 0.5], bounds=(0.0, 10.0), epsilon=2.0, delta=1e-5, max_partitions=2,
+              max_per_partition=3, domain=dom, bounding="frequent")
+    ref = dpt.quantile(df.f, df.k, df.id, rng=_replay(), **kw)
+    got = dkd.quantile(dd.from_pandas(df.sample(frac=1, random_state=1), npartitions=4), "k",
+                       "f", "id", rng=_replay(), npartitions=3, **kw)
+    _same(got, ref)
+    assert len(ref) >= 3

@@ -107,7 +107,7 @@ def test_repeat_is_bit_identical_and_free() -> None:
 
 @pytest.mark.parametrize("change", [
     {"epsilon": 0.25}, {"bounds": (0.0, 30.0)}, {"domain": DESTS[:3]},
-    {"where": "year = 2014"}, {"max_partitions": 2}])
+    {"where": "year = 2014"}, {"max_partitions": 2}, {"bounding": "frequent"}])
 def test_a_different_query_is_charged(change: dict) -> None:
     s = _session()
     base = {"epsilon": 0.5}
@@ -115,6 +115,32 @@ def test_a_different_query_is_charged(change: dict) -> None:
     s.mean("delay", "dest", **{**base, **change})
     assert len(s.budget.history()) == 2
     assert s.usage().hits == 0
+
+
+@pytest.mark.parametrize("stat", ["variance", "median", "privacy_id_count"])
+def test_bounding_passes_through_to_the_statistic(stat: str) -> None:
+    """``bounding="frequent"`` reaches the statistic (the release equals the direct call)
+    and is part of the cached query (a repeat is free, the other policy is charged)."""
+    df = _frame()
+    s = dpfast.Session(df, privacy_unit="pid", bounds={"delay": (-10.0, 60.0)},
+                       domains={"dest": DESTS}, epsilon=4.0, rng=dpfast.default_rng(KEY))
+    kw = dict(epsilon=1.0, max_partitions=2, bounding="frequent")
+    direct_kw = dict(kw, domain=DESTS, rng=dpfast.default_rng(KEY))
+    keys, ids = df.dest.to_numpy(dtype=object), df.pid.to_numpy()
+    if stat == "privacy_id_count":
+        rel = s.privacy_id_count("dest", **kw)
+        direct = dpfast.tables.privacy_id_count(keys, ids, **direct_kw)
+    else:
+        rel = getattr(s, stat)("delay", "dest", **kw)
+        direct = getattr(dpfast.tables, stat)(df.delay.to_numpy(), keys, ids,
+                                               bounds=(-10.0, 60.0), **direct_kw)
+    assert rel.values.tolist() == direct.values.tolist()
+    again = (s.privacy_id_count("dest", **kw) if stat == "privacy_id_count"
+             else getattr(s, stat)("delay", "dest", **kw))
+    assert again.values.tolist() == rel.values.tolist() and len(s.budget.history()) == 1
+    with pytest.raises(ValueError, match="bounding"):
+        s.privacy_id_count("dest", epsilon=1.0, bounding="most")
+    assert len(s.budget.history()) == 1
 
 
 def test_query_id_is_exact_about_floats() -> None:

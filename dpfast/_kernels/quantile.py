@@ -5,7 +5,8 @@ Private (docs/design.md): numpy/numba/math only, validate nothing, cached.
 Bounding (:func:`bound_rows`) draws exactly what :func:`dpfast._kernels.tables.bound_values`
 draws: per privacy id, rows sorted by (key, value), at most ``c`` rows per key by a keyed
 partial Fisher-Yates shuffle on the id's stream ``(h, key index + 1)``, then at most ``k``
-keys on the stream ``(h, 0)``; but instead of summing the kept rows it marks them, so a
+keys on the stream ``(h, 0)`` (uniformly, or ``"frequent"``: the ``k`` keys with the most
+rows, ties broken by the same shuffle); but instead of summing the kept rows it marks them, so a
 quantile can rank them.  What an id keeps depends only on (key, its canonical value, its
 own rows).
 
@@ -25,15 +26,19 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import guarded
-from dpfast._kernels.tables import _set_nonce, _shuffle_prefix, _sort_pairs
+from dpfast._kernels.tables import _most_frequent, _set_nonce, _shuffle_prefix, _sort_pairs
 
 
 @guarded
 @nb.njit(cache=True, parallel=True)
-def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, keep, nthreads):
+def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, graw, keep, policy,
+               nthreads):
     """Bound each id's rows (grouped by :func:`~dpfast._kernels.tables.group_by_id`) and
     mark the kept ones: on exit ``keep[j]`` says whether row ``j`` of the (sorted in place)
-    ``gkeys`` / ``gvals`` is kept.  ``gk2`` / ``gst`` / ``gcn`` are scratch (length n)."""
+    ``gkeys`` / ``gvals`` is kept.  ``gk2`` / ``gst`` / ``gcn`` / ``graw`` are scratch
+    (length n).  ``policy``: the keys kept when an id has more than ``k`` -- uniformly (0)
+    or the ``k`` with the most rows (1, ties uniformly at random), the choice of
+    :func:`dpfast._kernels.tables.bound_values`."""
     n_ids = off.shape[0] - 1
     nt = max(1, nthreads)
     nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
@@ -65,11 +70,16 @@ def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, keep, nt
                 gk2[lo + d] = kk
                 gst[lo + d] = j
                 gcn[lo + d] = m
+                graw[lo + d] = e - j
                 d += 1
                 j = e
             if d > k:
                 _set_nonce(nonce, id_hash[i], 0)
-                _shuffle_prefix(gk2, gst, gcn, lo, d, k, subkey, nonce, buf, st)
+                if policy == 0:
+                    _shuffle_prefix(gk2, gst, gcn, lo, d, k, subkey, nonce, buf, st)
+                else:
+                    _most_frequent(gk2, gst, gcn, graw, lo, d, k, True, subkey, nonce, buf,
+                                   st)
                 d = k
             for g in range(lo, lo + d):
                 for r in range(gst[g], gst[g] + gcn[g]):

@@ -9,8 +9,11 @@ a variance, ``x`` and ``x²`` come from one choice of rows).  The randomness is 
 ``bound_values`` -- the same per-id ChaCha20 streams (nonce ``(h mod 2^32, h >> 32, j + 1)``
 for the rows of the id's ``j``-th key, ``0`` for the choice of keys), the same partial
 Fisher-Yates shuffles on the same canonical order (rows sorted by key, then by their value
-tuple lexicographically) -- so with ``m = 1`` the kept rows are those ``bound_values`` keeps,
-and what an id keeps is a function of (key, its canonical value, its own rows) only.
+tuple lexicographically), and the same bounding policies (``policy`` 1, ``"frequent"``: the
+``k`` keys with the most rows, ties by the shuffle of
+:func:`dpfast._kernels.tables._most_frequent`) -- so with ``m = 1`` the kept rows are those
+``bound_values`` keeps, and what an id keeps is a function of (key, its canonical value,
+its own rows) only.
 Optionally the kept rows are marked (``mark``), for statistics that need the kept rows
 themselves (distinct values).
 """
@@ -21,7 +24,7 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import guarded
-from dpfast._kernels.tables import SMALL, _set_nonce, _shuffle_prefix
+from dpfast._kernels.tables import SMALL, _most_frequent, _set_nonce, _shuffle_prefix
 from dpfast._kernels.uniform import below
 
 
@@ -97,12 +100,13 @@ def _sort_slots(a, ix, vals, lo, hi):
 
 @nb.njit(cache=True)
 def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum, gcnt,
-                 nkeep, mark, kept, distinct):
+                 nkeep, mark, kept, distinct, policy):
     buf = np.empty(8, np.uint64)
     st = np.zeros(3, np.int64)
     nonce = np.zeros(3, np.uint32)
     ncol = vals.shape[1]
     start = np.empty(0, np.int64)
+    raw = np.empty(0, np.int64)
     for i in range(first, end):
         lo = off[i]
         hi = off[i + 1]
@@ -112,6 +116,7 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
         _sort_slots(gkeys, gidx, vals, lo, hi)
         if start.shape[0] < hi - lo:
             start = np.empty(hi - lo, np.int64)
+            raw = np.empty(hi - lo, np.int64)
         d = 0
         j = lo
         while j < hi:
@@ -120,6 +125,7 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
             while e < hi and gkeys[e] == kk:
                 e += 1
             m = e - j
+            raw[d] = m  # the id's rows of the key (before de-duplication): "frequent"
             if distinct:  # one row per distinct value tuple (sorted: duplicates adjacent)
                 w = j + 1
                 for q in range(j + 1, e):
@@ -139,7 +145,11 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
         if d > k:
             _set_nonce(nonce, id_hash[i], 0)
             # the rows' run starts ride along with the keys and counts
-            _shuffle_keys(gkeys, start, gcnt, lo, d, k, subkey, nonce, buf, st)
+            if policy == 0:
+                _shuffle_keys(gkeys, start, gcnt, lo, d, k, subkey, nonce, buf, st)
+            else:  # the draws and order of bound_counts / bound_values (local views)
+                _most_frequent(gkeys[lo:hi], start, gcnt[lo:hi], raw, 0, d, k, True, subkey,
+                               nonce, buf, st)
             d = k
         for t in range(d):
             s0 = start[t]
@@ -181,7 +191,7 @@ def _shuffle_keys(gkeys, start, gcnt, lo, d, k, key32, nonce, buf, st):
 @guarded
 @nb.njit(cache=True, parallel=True)
 def bound_rows(off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum, gcnt, nkeep, mark, kept,
-               distinct, nthreads):
+               distinct, policy, nthreads):
     """Bound each id's rows (grouped by :func:`dpfast._kernels.tables.group_by_id` with
     ``gvals`` the row numbers ``gidx``) over the ``(n, m)`` int64 matrix ``vals``.
 
@@ -190,6 +200,9 @@ def bound_rows(off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
     (int64: the caller bounds ``c`` summands of a column below 2**63).  With ``mark``,
     ``kept[r]`` is set for every kept row ``r``.  With ``distinct``, rows of one id and key
     with equal value tuples count once (one of them is kept): at most ``c`` distinct tuples.
+    ``policy``: the keys an id keeps when it has more than ``k`` -- uniformly (0), or the
+    ``k`` with the most rows (1; rows counted before de-duplication, ties uniformly at
+    random), exactly the choice of :func:`dpfast._kernels.tables.bound_counts`.
     """
     n_ids = off.shape[0] - 1
     nt = max(1, nthreads)
@@ -197,7 +210,7 @@ def bound_rows(off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
     step = (n_ids + nblk - 1) // nblk if nblk else 0
     for blk in nb.prange(nblk):
         _bound_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, gidx, vals,
-                     id_hash, subkey, k, c, gsum, gcnt, nkeep, mark, kept, distinct)
+                     id_hash, subkey, k, c, gsum, gcnt, nkeep, mark, kept, distinct, policy)
 
 
 @nb.njit(cache=True)

@@ -18,6 +18,7 @@ import numpy as np
 
 from dpfast.dask import tables as _dt
 from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, multi, statistics
+from dpfast.tables import bounding as bounding_mod
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
 from dpfast.tables.groupby import _charge, _check_budget, _common, _take_keys
 from dpfast.tables.release import TableRelease
@@ -52,8 +53,8 @@ def _filtered(pdf: Any, names: list[str], id_col: str | None, domain: Any
 
 
 def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any,
-                     plan: _metrics.MetricPlan, bounds: dict[str, Any], key_src: Any
-                     ) -> tuple[Any, int]:
+                     plan: _metrics.MetricPlan, bounds: dict[str, Any], key_src: Any,
+                     policy: int = 0) -> tuple[Any, int]:
     """One partition: bound per id over the value matrix, aggregate per key."""
     import pandas as pd
 
@@ -62,7 +63,7 @@ def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any
             for c in plan.columns}
     matrix = summand_matrix(plan, vals, rows.shape[0])
     agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, plan.k, plan.c,
-                             _dt._subkey(key_src), matrix)
+                             _dt._subkey(key_src), matrix, policy=policy)
     nz = np.flatnonzero(agg.counts)
     uk = _take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
@@ -135,7 +136,7 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
               noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
               use_case: str | None = None, npartitions: int | None = None,
-              selection: str = "auto") -> AggregateRelease:
+              selection: str = "auto", bounding: str = "uniform") -> AggregateRelease:
     """:func:`dpfast.tables.aggregate` of a dask DataFrame.
 
     Parameters are those of :func:`dpfast.tables.aggregate` (``df`` a dask DataFrame),
@@ -151,12 +152,14 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     -------
     That of :func:`dpfast.tables.aggregate` (the same mechanism: add/remove one person,
     the budget split over the metrics' parts, one composed event charged once on the
-    driver before the graph is computed).  Bounding depends only on each person's rows.
+    driver before the graph is computed).  Bounding (either ``bounding`` policy) depends
+    only on each person's rows, all of which one worker holds.
     """
     names = _by(by)
     mets = _metrics.parse_metrics(metrics)
     w = _metrics.parse_weights(weights, mets)
     k, c = _common(max_partitions, max_per_partition, privacy_id)
+    pol = bounding_mod.policy_code(bounding)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
     bounds = {} if bounds is None else bounds
@@ -181,7 +184,7 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     cols = names + ([privacy_id] if privacy_id else []) + used
     with _charge(budget, plan.event, note):  # charged before anything is computed
         parts, nrows = _compute(ddf[cols], _matrix_partials, names, privacy_id,
-                                (names, privacy_id, domain, plan, bounds, key_src),
+                                (names, privacy_id, domain, plan, bounds, key_src, pol),
                                 npartitions)
         for col in used:
             if columns[col].integer:
@@ -215,7 +218,7 @@ def variance(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
              rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
              domain: Any = None, noise: str | None = None, rng: Any = None,
              budget: Any = None, note: str = "", use_case: str | None = None,
-             npartitions: int | None = None) -> TableRelease:
+             npartitions: int | None = None, bounding: str = "uniform") -> TableRelease:
     """:func:`dpfast.tables.variance` of the ``value`` column per key (bit-identical).
 
     Privacy
@@ -226,15 +229,16 @@ def variance(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
     return _single("variance", ddf, key, value, privacy_id, bounds, epsilon=epsilon,
                    delta=delta, rho=rho, max_partitions=max_partitions,
                    max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
-                   budget=budget, note=note, use_case=use_case, npartitions=npartitions)
+                   budget=budget, note=note, use_case=use_case, npartitions=npartitions,
+                   bounding=bounding)
 
 
 def std(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
         bounds: tuple[float, float], epsilon: float | None = None, delta: float = 0.0,
         rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
         domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
-        note: str = "", use_case: str | None = None, npartitions: int | None = None
-        ) -> TableRelease:
+        note: str = "", use_case: str | None = None, npartitions: int | None = None,
+        bounding: str = "uniform") -> TableRelease:
     """:func:`dpfast.tables.std` of the ``value`` column per key (bit-identical).
 
     Privacy
@@ -244,7 +248,8 @@ def std(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
     return _single("std", ddf, key, value, privacy_id, bounds, epsilon=epsilon,
                    delta=delta, rho=rho, max_partitions=max_partitions,
                    max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
-                   budget=budget, note=note, use_case=use_case, npartitions=npartitions)
+                   budget=budget, note=note, use_case=use_case, npartitions=npartitions,
+                   bounding=bounding)
 
 
 def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
@@ -252,7 +257,8 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
                      rho: float | None = None, max_partitions: int = 1, domain: Any = None,
                      noise: str | None = None, rng: Any = None, budget: Any = None,
                      note: str = "", use_case: str | None = None,
-                     npartitions: int | None = None) -> TableRelease:
+                     npartitions: int | None = None, bounding: str = "uniform"
+                     ) -> TableRelease:
     """:func:`dpfast.tables.privacy_id_count` of a dask DataFrame (bit-identical).
 
     Privacy
@@ -262,16 +268,17 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
     return _single("privacy_id_count", ddf, key, None, privacy_id, None, epsilon=epsilon,
                    delta=delta, rho=rho, max_partitions=max_partitions, max_per_partition=1,
                    domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                   use_case=use_case, npartitions=npartitions)
+                   use_case=use_case, npartitions=npartitions, bounding=bounding)
 
 
 def _distinct_partials(pdf: Any, names: list[str], id_col: str | None, value: str,
-                       domain: Any, k: int, c: int, key_src: Any) -> tuple[Any, int]:
+                       domain: Any, k: int, c: int, key_src: Any, policy: int = 0
+                       ) -> tuple[Any, int]:
     import pandas as pd
 
     data, rows = _filtered(pdf, names, id_col, domain)
     vals = _keys.column(pdf[value], "values")[rows]
-    kc, vv, units = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src))
+    kc, vv, units = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src), policy)
     uk = _take_keys(data.uniques, kc)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out["__dpfast_value"] = vv
@@ -288,7 +295,8 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
                    max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
                    noise: str | None = None, rng: Any = None, budget: Any = None,
                    note: str = "", use_case: str | None = None,
-                   npartitions: int | None = None, selection: str = "auto") -> TableRelease:
+                   npartitions: int | None = None, selection: str = "auto",
+                   bounding: str = "uniform") -> TableRelease:
     """:func:`dpfast.tables.count_distinct` of the ``value`` column per key (bit-identical:
     the workers send the distinct (key, value) pairs each person keeps; the driver takes
     their union and counts it).
@@ -301,6 +309,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     if not isinstance(value, str):
         raise TypeError(f"value must be a column name (str), got {value!r}")
     k, c = _common(max_partitions, max_per_partition, privacy_id)
+    pol = bounding_mod.policy_code(bounding)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
     _checks(ddf, names, privacy_id, [value], npartitions)
@@ -310,7 +319,8 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     cols = names + ([privacy_id] if privacy_id else []) + [value]
     with _charge(budget, event, note):
         parts, _ = _compute(ddf[cols], _distinct_partials, names, privacy_id,
-                            (names, privacy_id, value, domain, k, c, key_src), npartitions)
+                            (names, privacy_id, value, domain, k, c, key_src, pol),
+                            npartitions)
         data, codes = _reduce_codes(parts, names, domain, tuple(names))
         vcodes, vuniq = _keys.factorize_column(_keys.column(parts["__dpfast_value"],
                                                             "values"))

@@ -109,12 +109,14 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
              n_candidates: int = 256, candidates: Any = None, domain: Any = None,
              rng: Any = None, budget: Any = None, note: str = "",
-             npartitions: int | None = None, selection: str = "auto") -> Any:
+             npartitions: int | None = None, selection: str = "auto",
+             bounding: str = "uniform") -> Any:
     """Release the ``q``-quantile(s) of the ``value`` column per key of a dask DataFrame.
 
     Parameters as in :func:`dpfast.tables.quantile` (columns by name, as in
-    :func:`dpfast.dask.sum`; ``rng`` may be a :class:`~dpfast.dask.WorkerKey`);
-    ``npartitions`` as in :func:`dpfast.dask.count`.
+    :func:`dpfast.dask.sum`; ``rng`` may be a :class:`~dpfast.dask.WorkerKey`; ``bounding``
+    the bounding policy, ``"uniform"`` or ``"frequent"``); ``npartitions`` as in
+    :func:`dpfast.dask.count`.
 
     Returns
     -------
@@ -126,8 +128,9 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
     -------
     That of :func:`dpfast.tables.quantile`: per (key, quantile) the exponential mechanism
     with the rank utility (``Δu = c``, ``ε_q = ε / (k len(q))``; McSherry & Talwar 2007,
-    Smith 2011), add/remove one person; the budget is charged once, on the driver, before
-    the graph is computed.
+    Smith 2011), add/remove one person; each person is bounded where all their rows are,
+    by a function of their own rows only (either policy); the budget is charged once, on
+    the driver, before the graph is computed.
     """
     names, id_col, val_col = _dt._columns(ddf, key, privacy_id, value)
     qs, scalar = _q._quantiles(q)
@@ -150,7 +153,7 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
             raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
     gen, rid, key_src = _dt._generator(rng)
     p = _q.plan(qs, scalar, k, c, bnd, integer, n_candidates, candidates, epsilon, delta,
-                domain is None, gen, rid, selection)
+                domain is None, gen, rid, selection, bounding)
     cols = names + ([id_col] if id_col else []) + [val_col]
     args = (names, id_col, val_col, bnd, domain, p, key_src)
     with charged(budget, p.event, note):  # charged before anything is computed

@@ -13,6 +13,7 @@ import numpy as np
 
 from dpfast import tables as _tables
 from dpfast.budget import Budget
+from dpfast.tables import bounding as _bounding
 
 from . import _cache, _spec, _store
 from ._source import Source, make_source
@@ -208,7 +209,7 @@ class Session:
         """:func:`dpfast.tables.count` of the rows per ``by`` key (passing ``where``, a SQL
         condition on the row's columns, evaluated by DuckDB), through the cache.
         ``options``: ``rho``, ``noise``, ``max_partitions``, ``max_per_partition``,
-        ``domain`` (overrides the session's ``domains``), ``note``."""
+        ``domain`` (overrides the session's ``domains``), ``note``, ``bounding``."""
         return self.release("count", by, epsilon=epsilon, delta=delta, where=where,
                             **options)
 
@@ -238,16 +239,19 @@ class Session:
                 noise: str | None = None, where: str | None = None,
                 bounds: tuple[Any, Any] | None = None, domain: Any = None,
                 max_partitions: int | None = None, max_per_partition: int | None = None,
-                note: str = "", q: Any = None) -> Any:
+                note: str = "", q: Any = None, bounding: str = "uniform") -> Any:
         """The release ``statistic`` (a name of :data:`STATISTICS`) of ``value`` per ``by``
         key; what :meth:`count`, :meth:`sum`, :meth:`mean` call (and, by attribute, every
         other name of :data:`STATISTICS`: ``session.variance(value, by)``,
         ``session.median(value, by)``, ``session.quantile(value, by, q=0.9)``,
-        ``session.privacy_id_count(by)``, ``session.count_distinct(value, by)``)."""
+        ``session.privacy_id_count(by)``, ``session.count_distinct(value, by)``).
+        ``bounding``: the bounding policy of the statistic (``"uniform"`` or
+        ``"frequent"``, :func:`dpfast.tables.count`); part of the cached query's spec."""
         stat = STATISTICS.get(statistic)
         if stat is None:
             raise ValueError(f"statistic must be one of {sorted(STATISTICS)}, got "
                              f"{statistic!r}")
+        _bounding.policy_code(bounding)  # ValueError naming bounding, before anything
         keys = _names(by)
         src = self._source
         src.check_columns(keys, "key column")
@@ -279,11 +283,13 @@ class Session:
                 "max_per_partition": c, "domain": _spec.domain_fingerprint(domain)}
         if q is not None:
             spec["q"] = [float(x) for x in np.atleast_1d(q)]
+        if bounding != "uniform":  # the default leaves the query ids of earlier versions
+            spec["bounding"] = bounding
         what = f"{statistic}({value or '*'}) by {', '.join(keys)}" + (
             f" where {where_sql}" if where_sql else "")
         kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
                       max_partitions=k, max_per_partition=c, rng=self.rng,
-                      note=note or what)
+                      note=note or what, bounding=bounding)
         if bounds is not None:
             kwargs["bounds"] = bounds
         if q is not None:

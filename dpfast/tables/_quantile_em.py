@@ -7,8 +7,9 @@ Steps (each a function, shared by :mod:`dpfast.tables.quantiles`, :mod:`dpfast.d
 2. :func:`slots_of` -- each clamped value's *slot* on the grid (``2p + 1``: equal to
    ``g_p``; ``2p``: strictly between ``g_{p-1}`` and ``g_p``).
 3. :func:`bound_slots` -- contribution bounding that keeps rows (same keyed per-id
-   streams as the sum's bounding), then :func:`slot_table`: the sparse, mergeable
-   ``(key, slot) -> rows`` table (a cluster sums partial tables: the result is the same).
+   streams and bounding policies as the sum's bounding), then :func:`slot_table`: the
+   sparse, mergeable ``(key, slot) -> rows`` table (a cluster sums partial tables: the
+   result is the same).
 4. :func:`targets` -- the target rank ``t = floor(q n)`` per key, exact.
 5. :func:`sample` -- per key, the exponential mechanism over the grid with utility
    ``-max(a_p - t, t - b_p, 0)`` (``a_p`` rows ``< g_p``, ``b_p`` rows ``<= g_p``),
@@ -110,9 +111,12 @@ def slots_of(values: np.ndarray, g: np.ndarray) -> np.ndarray:
 
 
 def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
-                skey: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                skey: np.ndarray, slots: np.ndarray, policy: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
     """(key code, slot) of every kept row: per privacy id at most ``k`` keys and ``c`` rows
-    per key (:func:`dpfast._kernels.quantile.bound_rows`); ``ids=None`` keeps every row."""
+    per key (:func:`dpfast._kernels.quantile.bound_rows`); ``ids=None`` keeps every row.
+    ``policy``: :func:`dpfast.tables.bounding.policy_code` of the bounding policy (the keys
+    kept per id are those :func:`dpfast.tables.bounding.bound_codes` keeps)."""
     if ids is None:
         return codes, slots
     from dpfast._kernels import tables as _kt
@@ -127,8 +131,9 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
     _kt.group_by_id(id_codes, n_ids, codes, slots, True, off, gkeys, gvals,
                     _keys._threads())
     keep = np.empty(n, np.bool_)
-    scratch = [np.empty(n, np.int64) for _ in range(3)]
-    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep, _keys._threads())
+    scratch = [np.empty(n, np.int64) for _ in range(4)]
+    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep, np.int64(policy),
+                   _keys._threads())
     return gkeys[keep], gvals[keep]
 
 

@@ -1,8 +1,9 @@
 """Bound step over a value matrix: choose each person's rows once, aggregate every column.
 
 :func:`bound_matrix` keeps, per privacy id, at most ``max_partitions`` keys and
-``max_per_partition`` rows per key -- the uniform, keyed choice of
-:mod:`dpfast.tables.bounding` (the same per-id streams; with one column the same rows as
+``max_per_partition`` rows per key -- the keyed choice of :mod:`dpfast.tables.bounding`
+under either bounding policy (``"uniform"`` or ``"frequent"``; the same per-id streams, so
+the same (id, key) pairs, and with one column the same rows, as
 :func:`~dpfast.tables.bounding.bound_codes`) -- and sums *all* columns of an ``(n, m)`` int64
 matrix over the same kept rows (:func:`dpfast._kernels.rows.bound_rows`).  Per key it
 returns the number of kept rows, the number of privacy ids that kept the key and the exact
@@ -48,7 +49,7 @@ class RowsBounded:
 
 def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: int, c: int,
                  skey: np.ndarray, vals: np.ndarray, mark: bool = False,
-                 distinct: bool = False) -> RowsBounded:
+                 distinct: bool = False, policy: int = 0) -> RowsBounded:
     """Bound validated rows (key codes, an id column or None, an ``(n, m)`` int64 matrix).
 
     ``ids=None``: every row is its own person (one row, one key each); nothing is dropped.
@@ -56,6 +57,8 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     grids of :mod:`dpfast.tables._fixed` do; integer bounds below ``2**53`` do).
     ``distinct``: per id and key, rows with equal value tuples are one row (at most ``c``
     distinct tuples are kept); with ``ids=None`` every row is kept.
+    ``policy``: :func:`dpfast.tables.bounding.policy_code` of the bounding policy (the same
+    per-id key choice as :func:`~dpfast.tables.bounding.bound_codes`).
     """
     n = key_codes.shape[0]
     m = vals.shape[1]
@@ -84,7 +87,7 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     slots = np.arange(n, dtype=np.int64)
     kept = np.zeros(n if mark else 0, np.bool_)
     _kr.bound_rows(off, gkeys, slots, gv, hashes, skey, k, c, gsum, gcnt, nkeep, mark, kept,
-                   distinct, _keys._threads())
+                   distinct, np.int64(policy), _keys._threads())
     pairs = np.zeros(n_keys, np.int64)
     if _kr.accumulate_pairs(off, nkeep, gkeys, gcnt, gsum, counts, pairs, hi, lo):
         raise OverflowError(_OVERFLOW)

@@ -72,13 +72,14 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
         bounds: dict[str, Any], *, weights: Any, epsilon: Any, delta: Any, rho: Any,
         max_partitions: Any, max_per_partition: Any, domain: Any, noise: Any, rng: Any,
         budget: Any, note: Any, use_case: str | None = None,
-        key_names: tuple[str, ...] | None = None, selection: Any = "auto"
-        ) -> AggregateRelease:
+        key_names: tuple[str, ...] | None = None, selection: Any = "auto",
+        bounding_policy: Any = "uniform") -> AggregateRelease:
     """The local many-metric release of ``keys`` (as :func:`dpfast.tables.count` takes
     them), ``privacy_ids`` and the value columns ``values`` (name -> column)."""
     mets = _metrics.parse_metrics(metrics)
     w = _metrics.parse_weights(weights, mets)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
+    pol = bounding.policy_code(bounding_policy)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
     if not isinstance(bounds, dict):
@@ -109,7 +110,7 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
     taken = {name: v[kept_rows] if kept_rows.shape[0] != n else v for name, v in vals.items()}
     matrix = summand_matrix(plan, taken, kept_rows.shape[0])
     agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, bounding.subkey(gen),
-                             matrix)
+                             matrix, policy=pol)
     with _charge(budget, plan.event, note):
         return release(plan, gen, rid, data, agg)
 
@@ -119,12 +120,13 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
               max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
               noise: str | None = None, rng: RngLike = None, budget: Any = None,
-              note: str = "", use_case: str | None = None, selection: str = "auto"
-              ) -> AggregateRelease:
+              note: str = "", use_case: str | None = None, selection: str = "auto",
+              bounding: str = "uniform") -> AggregateRelease:
     """Release several statistics per key of one table in one pass.
 
     Each person's rows are bounded once (at most ``max_partitions`` keys, at most
-    ``max_per_partition`` rows per key, chosen uniformly with the CSPRNG), the keys are
+    ``max_per_partition`` rows per key, chosen with the CSPRNG by the ``bounding`` policy),
+    the keys are
     selected once, the budget is split over the metrics by a stated rule, and one composed
     event is charged.
 
@@ -150,6 +152,11 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     weights : dict or list, optional
         Positive weights of the metrics (by output name, or aligned with ``metrics``);
         default equal.
+    bounding : {"uniform", "frequent"}
+        Which keys a person keeps when they have more than ``max_partitions``: chosen
+        uniformly, or the ones with the most rows (ties broken uniformly at random), as in
+        :func:`dpfast.tables.count`.  ``max_per_partition`` rows per kept key are chosen
+        uniformly either way.
 
     Returns
     -------
@@ -175,7 +182,8 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     holding the key after bounding (sensitivity ``k``) with the share of one more metric of
     ε (and δ, rounded up to its exact value), making the release ``(ε, δ)``-DP (Desfontaines
     et al. 2022; Gopi et al. 2020); every metric is post-processing of the noisy parts of
-    the published keys.  Bounding depends only on each person's own rows.  The mechanism is
+    the published keys.  Bounding (either policy) depends only on each person's own rows,
+    so the sensitivities above hold for both.  The mechanism is
     that of PipelineDP's ``aggregate`` with several metrics, with exact noise.
 
     Examples
@@ -214,7 +222,8 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
                weights=weights, epsilon=epsilon, delta=delta, rho=rho,
                max_partitions=max_partitions, max_per_partition=max_per_partition,
                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-               use_case=use_case, key_names=tuple(by_list), selection=selection)
+               use_case=use_case, key_names=tuple(by_list), selection=selection,
+               bounding_policy=bounding)
 
 
 def mets_spec(mets: list[_metrics.Metric]) -> dict[str, Any]:

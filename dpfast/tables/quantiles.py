@@ -23,6 +23,7 @@ from dpfast.accounting import events as _events
 from dpfast.random import RngLike
 from dpfast.tables import _keys, _plan, _select, bounding, keynoise
 from dpfast.tables import _quantile_em as _em
+from dpfast.tables import bounding as bounding_mod
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.quantile_release import QuantileRelease
@@ -65,12 +66,15 @@ class Plan:
     gen: _random.Generator
     release_id: int | None
     integer: bool
+    policy: int = 0  # bounding.policy_code of the bounding policy
 
 
 def plan(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer: bool,
          n_candidates: Any, candidates: Any, epsilon: Any, delta: Any, select: bool,
-         gen: _random.Generator, release_id: int | None, selection: Any = "auto") -> Plan:
+         gen: _random.Generator, release_id: int | None, selection: Any = "auto",
+         bounding_policy: Any = "uniform") -> Plan:
     """Grid, budget split and event (nothing here looks at the data)."""
+    pol = bounding.policy_code(bounding_policy)
     priv = _plan.privacy(epsilon, delta, None, None, select)
     assert priv.epsilon is not None
     g = _em.grid(bnd, n_candidates, candidates, integer)
@@ -90,7 +94,8 @@ def plan(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer:
     else:
         event = _events.SelfComposed(_events.Exponential(eps_q), k * len(qs))
     event = _events.with_neighbouring(event, _events.ADD_REMOVE)
-    return Plan(qs, scalar, k, c, bnd, g, priv, eps_q, sel, event, gen, release_id, integer)
+    return Plan(qs, scalar, k, c, bnd, g, priv, eps_q, sel, event, gen, release_id, integer,
+                pol)
 
 
 # ----------------------------------------------------------------------------- aggregate
@@ -99,15 +104,17 @@ def table_of(p: Plan, data: _Data, skey: np.ndarray
     """Bound the validated rows and build their sparse ``(key, slot)`` table."""
     assert data.values is not None
     slots = _em.slots_of(data.values, p.grid)
-    kc, ks = _em.bound_slots(data.codes, data.ids, p.k, p.c, skey, slots)
+    kc, ks = _em.bound_slots(data.codes, data.ids, p.k, p.c, skey, slots, p.policy)
     return _em.slot_table(kc, ks, 2 * p.grid.shape[0])
 
 
 # ----------------------------------------------------------------------------- select
 def units_of(p: Plan, data: _Data, skey: np.ndarray) -> np.ndarray:
     """The number of privacy units (people) holding each key code after bounding (the
-    same keyed per-person choice of ``k`` keys as the quantile table)."""
-    units = bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey).units
+    same keyed per-person choice of ``k`` keys as the quantile table, for either bounding
+    policy)."""
+    units = bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey,
+                                 policy=p.policy).units
     assert units is not None  # bound_codes always counts the units
     return units
 
@@ -202,7 +209,8 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
              n_candidates: int = 256, candidates: Any = None, domain: Any = None,
              rng: RngLike = None, budget: Any = None, note: str = "",
-             dropna: bool = False, selection: str = "auto") -> QuantileRelease:
+             dropna: bool = False, selection: str = "auto", bounding: str = "uniform"
+             ) -> QuantileRelease:
     """Release the ``q``-quantile(s) of ``values`` per key (exponential mechanism).
 
     Parameters
@@ -214,6 +222,10 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     selection : {"auto", "geometric", "gaussian", "laplace"}
         The key-selection rule on the number of people per key (``domain=None``), as in
         :func:`dpfast.tables.count`.
+    bounding : {"uniform", "frequent"}
+        Which keys a person keeps when they have more than ``max_partitions``: chosen
+        uniformly, or the ones with the most rows (ties broken uniformly at random), as in
+        :func:`dpfast.tables.count`; ``max_per_partition`` rows per kept key uniformly.
     q : float or sequence of float
         Quantile(s) in ``[0, 1]``; several quantiles split ε evenly.
     bounds : (lo, hi)
@@ -243,8 +255,10 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     -------
     Neighbouring datasets: add/remove one person (all rows of one privacy id; one row with
     ``privacy_ids=None``).  After bounding (at most ``k`` keys and ``c`` rows per key per
-    person, chosen by the person's own keyed stream), each (key, quantile) runs the
-    exponential mechanism over the public grid ``g_0 < ... < g_{m-1}`` with utility
+    person, chosen by the person's own keyed stream under either ``bounding`` policy: a
+    function of that person's rows only, so the sensitivity below holds for both), each
+    (key, quantile) runs the exponential mechanism over the public grid
+    ``g_0 < ... < g_{m-1}`` with utility
     ``u(g_p) = -max(a_p - t, t - b_p, 0)``, ``a_p = #{x < g_p}``, ``b_p = #{x <= g_p}``,
     ``t = floor(q n)`` (``n`` the key's kept rows): one person moves ``a_p``, ``b_p`` and
     ``t`` by at most ``c`` each in the same direction, so ``Δu = c`` and
@@ -290,8 +304,8 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     assert data.values is not None
     integer = data.values.dtype.kind == "i"
     p = plan(qs, scalar, k, c, bnd, integer, n_candidates, candidates, epsilon, delta,
-             domain is None, gen, rid, selection)
-    skey = bounding.subkey(gen)
+             domain is None, gen, rid, selection, bounding)
+    skey = bounding_mod.subkey(gen)
     table = table_of(p, data, skey)
     units = units_of(p, data, skey) if domain is None else None
     with charged(budget, p.event, note):

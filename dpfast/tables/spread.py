@@ -20,7 +20,7 @@ __all__ = ["variance", "std"]
 
 
 def _one(kind: str, values: Any, keys: Any, privacy_ids: Any, bounds: Any, dropna: Any,
-         **kw: Any) -> TableRelease:
+         bounding: Any, **kw: Any) -> TableRelease:
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
     if dropna:
@@ -28,7 +28,7 @@ def _one(kind: str, values: Any, keys: Any, privacy_ids: Any, bounds: Any, dropn
     if values is None:
         raise TypeError("values must be given (one number per row)")
     rel = multi.run({kind: (kind, "values")}, keys, privacy_ids, {"values": values},
-                    {"values": bounds}, weights=None, **kw)
+                    {"values": bounds}, weights=None, bounding_policy=bounding, **kw)
     return rel.metrics[kind]
 
 
@@ -37,7 +37,8 @@ _PRIVACY = """
     -------
     Three parts, each at ``ε/3`` (or ``ρ/3``), over the rows kept by one contribution
     bounding (at most ``k = max_partitions`` keys and ``c = max_per_partition`` rows per key
-    per person): the count (``Δ1 = k c``), the centred sum (``Δ1 = k c (hi - lo)``) and the
+    per person; either ``bounding`` policy, a function of the person's own rows only):
+    the count (``Δ1 = k c``), the centred sum (``Δ1 = k c (hi - lo)``) and the
     centred sum of squares (``Δ1 = k c ((hi - lo)/2)²``); ``Δ2``: ``sqrt(k)`` instead of
     ``k``.  Neighbouring relation: add/remove one person (all their rows).  Basic
     composition gives ``ε``-DP (discrete / grid Laplace, CKS20; float sums exact in fixed
@@ -55,11 +56,13 @@ def variance(values: Any, keys: Any, privacy_ids: Any = None, *,
              rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
              domain: Any = None, noise: str | None = None, rng: RngLike = None,
              budget: Any = None, note: str = "", use_case: str | None = None,
-             dropna: bool = False, selection: str = "auto") -> TableRelease:
+             dropna: bool = False, selection: str = "auto", bounding: str = "uniform"
+             ) -> TableRelease:
     """Release the (population) variance of ``values`` per key, values clamped to
     ``bounds``.
 
-    Parameters are those of :func:`dpfast.tables.mean`.
+    Parameters are those of :func:`dpfast.tables.mean` (``bounding="frequent"``: each
+    person keeps their ``max_partitions`` keys with the most rows).
 
     Returns
     -------
@@ -73,7 +76,8 @@ def variance(values: Any, keys: Any, privacy_ids: Any = None, *,
         each part's fixed-point grid) with probability ``>= 1 - alpha``.
 {privacy}
     """
-    return _one("variance", values, keys, privacy_ids, bounds, dropna, epsilon=epsilon,
+    return _one("variance", values, keys, privacy_ids, bounds, dropna, bounding,
+                epsilon=epsilon,
                 delta=delta, rho=rho, max_partitions=max_partitions,
                 max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
                 budget=budget, note=note, use_case=use_case, selection=selection)
@@ -83,8 +87,8 @@ def std(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
         noise: str | None = None, rng: RngLike = None, budget: Any = None, note: str = "",
-        use_case: str | None = None, dropna: bool = False, selection: str = "auto"
-        ) -> TableRelease:
+        use_case: str | None = None, dropna: bool = False, selection: str = "auto",
+        bounding: str = "uniform") -> TableRelease:
     """Release the (population) standard deviation of ``values`` per key: the square root
     of :func:`variance` (post-processing; its intervals are the square roots of the
     variance's).
@@ -92,7 +96,8 @@ def std(values: Any, keys: Any, privacy_ids: Any = None, *, bounds: tuple[float,
     Parameters are those of :func:`variance`.
 {privacy}
     """
-    return _one("std", values, keys, privacy_ids, bounds, dropna, epsilon=epsilon,
+    return _one("std", values, keys, privacy_ids, bounds, dropna, bounding,
+                epsilon=epsilon,
                 delta=delta, rho=rho, max_partitions=max_partitions,
                 max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
                 budget=budget, note=note, use_case=use_case, selection=selection)

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from dpfast.random import RngLike
-from dpfast.tables import _inputs, _keys, _plan, _rows, _select, _usecase, bounding, keynoise, multi
+from dpfast.tables import _inputs, _keys, _plan, _rows, _select, _usecase, keynoise, multi
+from dpfast.tables import bounding as bounding_mod
 from dpfast.tables.groupby import (
     _candidates,
     _charge,
@@ -34,11 +35,13 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
                      delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
                      domain: Any = None, noise: str | None = None, rng: RngLike = None,
                      budget: Any = None, note: str = "", use_case: str | None = None,
-                     dropna: bool = False, selection: str = "auto") -> TableRelease:
+                     dropna: bool = False, selection: str = "auto",
+                     bounding: str = "uniform") -> TableRelease:
     """Release the number of distinct privacy ids (people) per key.
 
     Parameters are those of :func:`dpfast.tables.count` without ``max_per_partition``
-    (a person counts once per key whatever their number of rows).  ``privacy_ids=None``:
+    (a person counts once per key whatever their number of rows); ``bounding="frequent"``
+    keeps each person's ``max_partitions`` keys with the most rows.  ``privacy_ids=None``:
     every row is a different person (the row count).
 
     Returns
@@ -48,8 +51,9 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
 
     Privacy
     -------
-    Each person keeps at most ``k = max_partitions`` keys (chosen uniformly, keyed by
-    their own rows) and adds 1 to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
+    Each person keeps at most ``k = max_partitions`` keys (chosen uniformly, or their
+    most frequent ones, keyed by their own rows only: so for either policy) and adds 1
+    to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
     person (all their rows).  Discrete Laplace noise of scale ``k / ε`` is ``ε``-DP,
     discrete Gaussian of ``σ`` is ``k / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is
     published iff the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
@@ -66,18 +70,18 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
                     weights=None, epsilon=epsilon, delta=delta, rho=rho,
                     max_partitions=max_partitions, max_per_partition=1, domain=domain,
                     noise=noise, rng=rng, budget=budget, note=note, use_case=use_case,
-                    selection=selection)
+                    selection=selection, bounding_policy=bounding)
     return rel.metrics["privacy_id_count"]
 
 
-def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndarray,
+                   policy: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct (key code, value) pairs that bounding keeps: ``(key codes, values,
     people per key code)`` (values: the kept rows' values, one per distinct pair, sorted by
     key code then value code; people: the privacy ids that kept each key)."""
     vcodes, vuniq = _keys.factorize_column(vals)
     b = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, skey,
-                           vcodes.reshape(-1, 1), mark=True, distinct=True)
+                           vcodes.reshape(-1, 1), mark=True, distinct=True, policy=policy)
     assert b.kept is not None
     kc = data.codes[b.kept]
     vc = vcodes[b.kept]
@@ -130,7 +134,7 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
                    max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
                    noise: str | None = None, rng: RngLike = None, budget: Any = None,
                    note: str = "", use_case: str | None = None, dropna: bool = False,
-                   selection: str = "auto"
+                   selection: str = "auto", bounding: str = "uniform"
                    ) -> TableRelease:
     """Release the number of distinct ``values`` per key.
 
@@ -143,6 +147,9 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     max_partitions, max_per_partition : int
         Per person at most ``k`` keys and, per key, at most ``c`` distinct values (chosen
         uniformly among the person's distinct values there, keyed by their own rows).
+    bounding : {"uniform", "frequent"}
+        Which keys a person keeps when they have more than ``max_partitions``: chosen
+        uniformly, or the ones with the most rows (ties broken uniformly at random).
 
     Returns
     -------
@@ -152,7 +159,8 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
 
     Privacy
     -------
-    Sensitivity: let ``D' = D + P`` (add one person ``P``).  Bounding is per person, so
+    Sensitivity: let ``D' = D + P`` (add one person ``P``).  Bounding (either policy) is
+    a function of each person's own rows, so
     every other person keeps the same pairs in ``D`` and ``D'``, and ``P`` keeps a set
     ``A`` of at most ``c`` distinct values in each of at most ``k`` keys.  The distinct
     count of a key is the size of the union of the kept values there; adding ``A``'s
@@ -170,6 +178,7 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     if dropna:
         keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
+    pol = bounding_mod.policy_code(bounding)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
     gen, rid = keynoise.release_generator(rng)
@@ -184,7 +193,7 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     data.values = None
     part, sel, event = distinct_plan(priv, k, c, selection)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    kc, _, units = distinct_pairs(data, vals, k, c, bounding.subkey(gen))
+    kc, _, units = distinct_pairs(data, vals, k, c, bounding_mod.subkey(gen), pol)
     counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
     with _charge(budget, event, note):
         return distinct_release(part, sel, event, gen, rid, data, counts, k, c, units)
