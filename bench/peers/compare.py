@@ -73,11 +73,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="an interpreter with tmlt.analytics installed (its own venv)")
     ap.add_argument("--only", default=None, help="comma-separated libraries")
     ap.add_argument("--out", default=None, help="write the figures as JSON here")
+    ap.add_argument("--dpfast-bounding", default=None, choices=("uniform", "frequent"),
+                    help="dpfast's bounding policy for the statistics and the key selection "
+                         "(default: run_dpfast.STAT_BOUNDING / SELECT_BOUNDING)")
     a = ap.parse_args(argv)
     df = F.load()
     truth = F.truth(df)
     keys = sorted(truth.index)
     from . import run_diffprivlib, run_dpfast, run_opendp, run_pipelinedp
+    if a.dpfast_bounding:
+        run_dpfast.STAT_BOUNDING = run_dpfast.SELECT_BOUNDING = a.dpfast_bounding
     libs = [run_dpfast, run_pipelinedp, run_opendp, run_diffprivlib]
     if a.only:
         libs = [m for m in libs if m.NAME in a.only.split(",")]
@@ -115,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         print("Tumult Analytics", row, flush=True)
     print(f"\nnycflights13: {len(df)} rows, {df['tailnum'].nunique()} aircraft, "
           f"{len(keys)} keys; ε={F.EPSILON}, δ={F.DELTA}, k={F.MAX_PARTITIONS}, "
-          f"c={F.MAX_PER_PARTITION}, bounds={F.BOUNDS}, {a.reps} repetitions\n")
+          f"c={F.MAX_PER_PARTITION}, bounds={F.BOUNDS}, {a.reps} repetitions; dpfast "
+          f"bounding: statistics {run_dpfast.STAT_BOUNDING!r}, selection "
+          f"{run_dpfast.SELECT_BOUNDING!r}\n")
     cols = ["selected", *F.STATISTICS]
     print(f"| library | keys published (of {len(keys)}) | "
           + " | ".join(f"MAE {c}" for c in F.STATISTICS) + " |")
