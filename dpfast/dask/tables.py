@@ -83,9 +83,10 @@ def _subkey(src: Any) -> np.ndarray:
 def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
               bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
               policy: int = 0) -> tuple[Any, int]:
-    """One partition: validate, bound per id, aggregate per key (rows with no key kept are
-    dropped).  Returns a pandas DataFrame (the key columns, count and, for values, the
-    exact sum: int64, or two int64 words for float values) and the partition's row count."""
+    """One partition (a pandas DataFrame, or a dict of equal-length numpy columns):
+    validate, bound per id, aggregate per key (rows with no key kept are dropped).  Returns
+    a pandas DataFrame (the key columns, count and, for values, the exact sum: int64, or
+    two int64 words for float values) and the partition's row count."""
     import pandas as pd
 
     keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
@@ -106,7 +107,7 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
         out[_SUM_LO] = agg.sums.lo[nz]
     elif agg.sums is not None:
         out[_SUM] = agg.sums[nz]
-    return pd.DataFrame(out), int(len(pdf))
+    return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
 
 def _split(pdf: Any, id_col: str, nout: int) -> tuple:
@@ -131,6 +132,41 @@ def _combine(pieces: list, *args: Any) -> Any:
     import pandas as pd
 
     return _partials(pd.concat(pieces, ignore_index=True), *args)
+
+
+def _numeric(ddf: Any, cols: list[str]) -> bool:
+    """Whether every column is a plain numpy number dtype (bool, int, uint, float): the
+    compact path of :func:`_split_arrays`, decided once per graph from the metadata."""
+    return all(isinstance(ddf[c].dtype, np.dtype) and ddf[c].dtype.kind in "biuf"
+               for c in cols)
+
+
+def _split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
+    """:func:`_split` for numpy-dtype columns: the pieces are dicts of compact numpy
+    columns (no index, no DataFrame), cheap to pickle between workers.  The same hash as
+    :func:`_split` (``pandas.util.hash_array``), so the same id meets in the same output."""
+    import pandas as pd
+
+    arrs = {c: pdf[c].to_numpy() for c in cols}
+    ids = arrs[id_col]
+    if ids.dtype.kind == "f" and np.isnan(ids).any():
+        raise ValueError(f"privacy_id column {id_col!r} contains missing values")
+    if nout == 1:
+        return ({c: np.ascontiguousarray(a) for c, a in arrs.items()},)
+    h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(
+        np.uint16 if nout <= 1 << 16 else np.int64)
+    order = np.argsort(h, kind="stable")  # radix sort for uint16
+    bounds = np.zeros(nout + 1, np.int64)
+    np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
+    sorted_cols = {c: a.take(order) for c, a in arrs.items()}
+    return tuple({c: a[bounds[j]:bounds[j + 1]] for c, a in sorted_cols.items()}
+                 for j in range(nout))
+
+
+def _combine_arrays(pieces: list, *args: Any) -> Any:
+    """Concatenate one output's compact pieces (:func:`_split_arrays`) and bound them."""
+    cols = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+    return _partials(cols, *args)
 
 
 def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any,
@@ -216,6 +252,13 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
     parts = frame.to_delayed()
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
+    elif _numeric(frame, list(frame.columns)):  # compact numpy pieces (all-to-all)
+        nout = npartitions or len(parts)
+        cols = list(frame.columns)
+        splits = [dask.delayed(_split_arrays, nout=nout, pure=True)(p, cols, id_col, nout)
+                  for p in parts]
+        outs = [dask.delayed(_combine_arrays)([s[j] for s in splits], *args)
+                for j in range(nout)]
     else:  # every id's rows in one output partition (a numpy hash split, all-to-all)
         nout = npartitions or len(parts)
         splits = [dask.delayed(_split, nout=nout, pure=True)(p, id_col, nout)
