@@ -13,7 +13,7 @@ import dpfast  # noqa: E402
 import dpfast.dask as dkd  # noqa: E402
 import dpfast.tables as dpt  # noqa: E402
 from dpfast.dask import tables as DT  # noqa: E402
-from dpfast.tables import keynoise  # noqa: E402
+from dpfast.tables import bounding, keynoise  # noqa: E402
 
 from .helpers import KEY  # noqa: E402
 
@@ -258,3 +258,44 @@ def test_integer_sum_overflow_raises_as_tables() -> None:
                           DT._SUM: [2 ** 62, 2 ** 62]})
     with pytest.raises(OverflowError, match="overflows int64"):
         DT._reduce(parts, ["k"], None, True, ("k",))
+
+
+def test_compact_shuffle_id_dtypes_equal_tables() -> None:
+    """Issue 28: numpy-dtype columns travel as compact arrays (int64 columns that fit int32
+    as int32); ids of every numeric kind -- wide, negative, unsigned, float, bool keys --
+    and partitions of different dtypes release what one machine releases, bit for bit."""
+    df = _frame(2500, seed=11)
+    r = np.random.default_rng(12)
+    wide = (df.id.to_numpy() * (2 ** 40 + 3)).astype(np.int64) - 2 ** 60  # no int32 fit
+    cases = {"wide": wide, "neg": -df.id.to_numpy(), "u": df.id.to_numpy().astype(np.uint64),
+             "f": df.id.to_numpy() / 4.0, "i32": df.id.to_numpy().astype(np.int32)}
+    df["b"] = r.integers(0, 2, len(df)).astype(bool)
+    for name, ids in cases.items():
+        d = df.assign(pid=ids)
+        assert DT._numeric(dd.from_pandas(d, npartitions=2), ["k", "b", "pid", "v"])
+        ref = dpt.mean(d.v, (d.k, d.b), d.pid, bounds=(-3, 8), epsilon=2.0, delta=1e-5,
+                       max_partitions=2, max_per_partition=2, rng=_replay())
+        got = dkd.mean(dd.from_pandas(d.sample(frac=1, random_state=1), npartitions=5),
+                       ["k", "b"], "v", "pid", bounds=(-3, 8), epsilon=2.0, delta=1e-5,
+                       max_partitions=2, max_per_partition=2, rng=_replay(), npartitions=3)
+        _same(got, ref)
+        assert len(ref) > 3, name
+    # one partition int32, another int64 (as a Parquet dataset written in pieces can be):
+    # the concatenation restores int64 (pandas' rule), the partials equal all-int64 pieces
+    skey = bounding.subkey(_replay())
+    args = (["k"], "id", None, None, None, 2, 1, "count", None, skey, 0)
+
+    def partials(frames: list) -> list:
+        sp = [DT._split_arrays(p, ["k", "id"], "id", 2) for p in frames]
+        return [DT._combine_arrays([s[j] for s in sp], *args) for j in range(2)]
+
+    mixed = partials([df.iloc[:1200].astype({"id": np.int32}), df.iloc[1200:]])
+    wide = partials([df.iloc[:1200], df.iloc[1200:]])
+    assert DT._split_arrays(df, ["k", "id"], "id", 2)[0]["id"].dtype == np.int32  # narrowed
+    for (a, na), (b, nb) in zip(mixed, wide, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+        assert na == nb
+    assert sum(n for _, n in mixed) == len(df)
+    bad = df.assign(id=np.where(np.arange(len(df)) == 7, np.nan, df.id / 2.0))
+    with pytest.raises(ValueError, match="privacy_id column 'id' contains missing"):
+        dkd.count(dd.from_pandas(bad, npartitions=2), "k", "id", epsilon=1.0, delta=1e-5)

@@ -41,6 +41,7 @@ _UNITS = "__dpfast_units"  # distinct privacy ids kept per key (key selection)
 _SUM = "__dpfast_sum"
 _SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
+_DTYPES = "\0dtypes"  # a compact piece's original column dtypes (:func:`_split_arrays`)
 
 
 def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str], Any, Any]:
@@ -151,21 +152,37 @@ def _split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     ids = arrs[id_col]
     if ids.dtype.kind == "f" and np.isnan(ids).any():
         raise ValueError(f"privacy_id column {id_col!r} contains missing values")
+    kinds = {c: a.dtype for c, a in arrs.items()}  # each column's own dtype, restored
     if nout == 1:
-        return ({c: np.ascontiguousarray(a) for c, a in arrs.items()},)
+        return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)
     h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(
         np.uint16 if nout <= 1 << 16 else np.int64)
     order = np.argsort(h, kind="stable")  # radix sort for uint16
     bounds = np.zeros(nout + 1, np.int64)
     np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
-    sorted_cols = {c: a.take(order) for c, a in arrs.items()}
-    return tuple({c: a[bounds[j]:bounds[j + 1]] for c, a in sorted_cols.items()}
+    sorted_cols = {c: _narrow(a).take(order) for c, a in arrs.items()}
+    return tuple({_DTYPES: kinds, **{c: a[bounds[j]:bounds[j + 1]]
+                                     for c, a in sorted_cols.items()}}
                  for j in range(nout))
 
 
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """An int64 / uint64 column whose values all fit int32 travels as int32 (half the
+    bytes through the shuffle); :func:`_combine_arrays` casts it back exactly."""
+    if a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size:
+        lo, hi = int(a.min()), int(a.max())
+        if -(1 << 31) <= lo and hi < (1 << 31):
+            return a.astype(np.int32)
+    return a
+
+
 def _combine_arrays(pieces: list, *args: Any) -> Any:
-    """Concatenate one output's compact pieces (:func:`_split_arrays`) and bound them."""
-    cols = {c: np.concatenate([p[c] for p in pieces]) for c in pieces[0]}
+    """Concatenate one output's compact pieces (:func:`_split_arrays`), restore each
+    column's dtype (that of pandas' concatenation of the original columns: the values
+    are unchanged) and bound them."""
+    cols = {c: np.concatenate([p[c] for p in pieces]).astype(
+                np.result_type(*[p[_DTYPES][c] for p in pieces]), copy=False)
+            for c in pieces[0][_DTYPES]}
     return _partials(cols, *args)
 
 
