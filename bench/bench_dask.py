@@ -3,15 +3,18 @@ dpfast.tables.count, same run (issue 12).
 
 * ``count`` on 10^7 rows (10^6 people, Zipf keys over 10^5 values, ``max_partitions=3``,
   private partition selection): ratio = single-process time / cluster time (target
-  >= 0.5x).  The rows are persisted on the workers first (as if read there); the cluster
+  >= 0.7x, issue 28; the single process on every core, each worker on one core with one
+  numba thread).  The rows are persisted on the workers first (as if read there); the cluster
   time covers the shuffle by privacy id, bounding, the reduce and the noise.  Both runs
   give the same table bit for bit (checked).
 * ``dpfast.dask.discrete_laplace`` of 10^7 int64 cells on the same cluster vs
   ``dpfast.discrete_laplace`` in one process (ratio reported, no target).
-* Out of core (opt-in: ``DPFAST_BENCH_OOC=1``, several minutes): a Parquet dataset of
-  10^8 rows generated into a temporary directory, released with ``dpfast.dask.count`` on
-  2 workers with a 2 GiB memory limit each; reports the wall time and the peak resident
-  memory of each worker process (sampled every 0.2 s).
+* Out of core (opt-in: ``DPFAST_BENCH_OOC=1``, a few minutes): a Parquet dataset of
+  10^8 rows (50 files of 2*10^6 rows, 10^7 people) generated into a temporary directory
+  (deleted after), released with ``dpfast.dask.count`` on 2 workers with a 2 GiB memory
+  limit each (target <= 120 s, issue 28), after a small warm-up release that loads the
+  kernels on the workers; reports the wall time and the peak resident memory of each
+  worker process (sampled every 0.2 s).
 
 ``DPFAST_BENCH_ROWS`` scales the first benchmark; ``DPFAST_BENCH_OOC_ROWS`` the second.
 """
@@ -44,9 +47,13 @@ def _part(p: int, per: int, rows: int):
 
 
 def _cluster(**kw):
+    """Two worker processes, one task thread and one numba thread each (one core each:
+    ``DPFAST_BENCH_WORKER_NUMBA_THREADS`` overrides; the single process keeps numba's
+    default, every core)."""
     distributed = pytest.importorskip("distributed")
+    env = {"NUMBA_NUM_THREADS": os.environ.get("DPFAST_BENCH_WORKER_NUMBA_THREADS", "1")}
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", **kw)
+                                       dashboard_address=":0", env=env, **kw)
     return cluster, distributed.Client(cluster)
 
 
@@ -98,7 +105,7 @@ def test_dask_count_vs_tables(benchmark, report) -> None:
     ratio = t1 / t2
     benchmark.extra_info.update({"single_s": t1, "cluster_s": t2, "ratio": ratio})
     report(f"dask.count {rows:.0e} rows, 2 workers", f"cluster {t2:.2f} s vs single "
-           f"process {t1:.2f} s: {ratio:.2f}x (target >= 0.5x; bit-identical tables)")
+           f"process {t1:.2f} s: {ratio:.2f}x (target >= 0.7x; bit-identical tables)")
 
 
 def test_dask_array_noise_vs_single(benchmark, report) -> None:
@@ -185,6 +192,10 @@ def test_dask_count_out_of_core(benchmark, report) -> None:
         cluster, client = _cluster(memory_limit="2GiB")
         try:
             client.run(_sampler)
+            t = time.perf_counter()  # workers import dpfast and load the cached kernels
+            dkd.count(dd.from_pandas(_part(0, 10 ** 4, 10 ** 5), npartitions=2), "key",
+                      "id", epsilon=EPS, delta=DELTA, max_partitions=K, rng=KEY)
+            t_warm = time.perf_counter() - t
             ddf = dd.read_parquet(tmp)
             t = time.perf_counter()
             rel = dkd.count(ddf, "key", "id", epsilon=EPS, delta=DELTA, max_partitions=K,
@@ -196,7 +207,9 @@ def test_dask_count_out_of_core(benchmark, report) -> None:
             client.close()
             cluster.close()
     gib = [p / 2 ** 30 for p in peaks.values()]
-    benchmark.extra_info.update({"rows": rows, "seconds": t_run, "peak_gib": gib})
+    benchmark.extra_info.update({"rows": rows, "seconds": t_run, "warmup_s": t_warm,
+                                 "peak_gib": gib})
     report(f"dask.count out of core {rows:.0e} rows (Parquet, 2 workers, 2 GiB limit)",
-           f"{t_run:.1f} s ({t_gen:.0f} s to write the data); {len(rel)} keys released; "
+           f"{t_run:.1f} s (after a {t_warm:.1f} s warm-up release that loads the kernels "
+           f"on the workers; {t_gen:.0f} s to write the data); {len(rel)} keys released; "
            f"peak RSS per worker " + ", ".join(f"{g:.2f} GiB" for g in gib))

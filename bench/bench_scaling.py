@@ -11,6 +11,14 @@ hyperthreads of one core interleave it almost perfectly) and four independent ch
 hyperthreads of one core compete for its ALUs).  The samplers' "efficiency" is their
 scaling over the four-chain probe's, pair by pair.
 
+Rows scaling (issue 28, :func:`test_rows_scaling`): the time per row of
+``tables.count``, ``tables.mean`` (one process, every core) and ``dask.count`` (2-worker
+``LocalCluster``, rows persisted on the workers) from 10^5 to 10^7 rows (10 rows per
+person, 10^5 Zipf keys, ``max_partitions=3``, private key selection), best of 2 each;
+``DPFAST_BENCH_SCALING_MAX=8`` adds 10^8 rows (about 10 GB of memory; dask.count at
+10^8 out of core is ``bench_dask.py::test_dask_count_out_of_core``).  Every release is
+checked bit-identical between dask and one process.
+
 Run: .venv/bin/python -m pytest bench/bench_scaling.py --benchmark-only -s
 """
 
@@ -139,3 +147,73 @@ def test_thread_scaling(benchmark, report, case: str) -> None:
           f"four chains {eff:.2f}")
     report(f"scaling[{case}]", f"{s:.2f}x median, {b:.2f}x best times, on "
            f"{numba.get_num_threads()} threads (probe kernels {s1:.2f}x / {s4:.2f}x)")
+
+
+def _best(fn, times: int = 2) -> float:
+    fn()  # kernels loaded, pages touched
+    best = float("inf")
+    for _ in range(times):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def test_rows_scaling(benchmark, report) -> None:
+    import os
+
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    pd = pytest.importorskip("pandas")
+    import dpfast.dask as dkd
+    from dpfast import tables as dpt
+
+    top = int(os.environ.get("DPFAST_BENCH_SCALING_MAX", 7))
+    sizes = [10 ** e for e in range(5, top + 1)]
+    kw = dict(epsilon=1.0, delta=1e-6, max_partitions=3)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0",
+                                       env={"NUMBA_NUM_THREADS": "1"})
+    client = distributed.Client(cluster)
+    rows_out: dict[str, list[float]] = {"tables.count": [], "tables.mean": [],
+                                        "dask.count": []}
+    try:
+        for n in sizes:
+            g = np.random.default_rng(n)
+            ids = g.integers(0, max(1, n // 10), n)
+            keys = (g.zipf(1.3, n) - 1) % 10 ** 5
+            vals = g.integers(0, 100, n)
+            rng = lambda: dpfast.default_rng(KEY)  # noqa: E731 - replays: comparable
+
+            def count(keys=keys, ids=ids, rng=rng):
+                return dpt.count(keys, ids, rng=rng(), **kw)
+
+            def mean(keys=keys, ids=ids, vals=vals, rng=rng):
+                return dpt.mean(vals, keys, ids, bounds=(0, 99), rng=rng(), **kw)
+
+            ddf = client.persist(dd.from_pandas(pd.DataFrame({"key": keys, "id": ids}),
+                                                npartitions=max(2, n // 1_250_000)))
+            distributed.wait(ddf)
+
+            def dcount(ddf=ddf, rng=rng):
+                return dkd.count(ddf, "key", "id", rng=rng(), **kw)
+
+            a, b = count(), dcount()
+            assert np.array_equal(a.keys, b.keys) and np.array_equal(a.values, b.values)
+            for name, fn in (("tables.count", count), ("tables.mean", mean),
+                             ("dask.count", dcount)):
+                rows_out[name].append(_best(fn) / n * 1e9)  # ns per row
+            del ddf
+        benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    finally:
+        client.close()
+        cluster.close()
+    benchmark.extra_info.update({"sizes": sizes, "ns_per_row": rows_out})
+    head = " | ".join(f"10^{len(str(n)) - 1}" for n in sizes)
+    print(f"\nns per row      | {head}")
+    for name, per in rows_out.items():
+        print(f"{name:15s} | " + " | ".join(f"{v:8.1f}" for v in per))
+        growth = per[-1] / per[0]
+        report(f"rows scaling[{name}]", "ns/row " + ", ".join(
+            f"{v:.0f}" for v in per) + f" at {head}; last/first {growth:.2f} "
+            f"(<= 1: linear or better)")

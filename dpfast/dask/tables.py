@@ -3,7 +3,10 @@
 Pipeline: validate and plan on the driver -> charge the budget (before anything is
 computed) -> hash-partition the rows by privacy id (each input partition split by
 ``pandas.util.hash_array(id) mod P`` into P pieces, output partition j the
-concatenation of the pieces j: every id's rows in one partition) -> per partition,
+concatenation of the pieces j: every id's rows in one partition; when every column used
+has a numpy number dtype -- decided once per graph from the metadata -- the pieces are
+compact numpy columns, int64 ones that fit int32 narrowed, not DataFrames:
+:func:`_split_arrays`) -> per partition,
 validate, bound per id and aggregate per key
 (:func:`dpfast.tables._inputs._validate`, :func:`dpfast.tables.bounding.bound_codes`:
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
