@@ -159,12 +159,21 @@ def _best(fn, times: int = 2) -> float:
     return best
 
 
+def _rows(part: int, per: int, people: int):
+    """One partition of the scaling rows (generated where it is computed: the workers)."""
+    import pandas as pd
+
+    g = np.random.default_rng(part)
+    return pd.DataFrame({"key": (g.zipf(1.3, per) - 1) % 10 ** 5,
+                         "id": g.integers(0, people, per), "v": g.integers(0, 100, per)})
+
+
 def test_rows_scaling(benchmark, report) -> None:
     import os
 
     dd = pytest.importorskip("dask.dataframe")
     distributed = pytest.importorskip("distributed")
-    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pandas")
     import dpfast.dask as dkd
     from dpfast import tables as dpt
 
@@ -179,10 +188,11 @@ def test_rows_scaling(benchmark, report) -> None:
                                         "dask.count": []}
     try:
         for n in sizes:
-            g = np.random.default_rng(n)
-            ids = g.integers(0, max(1, n // 10), n)
-            keys = (g.zipf(1.3, n) - 1) % 10 ** 5
-            vals = g.integers(0, 100, n)
+            nparts = max(2, n // 1_250_000)
+            per, people = n // nparts, max(1, n // 10)
+            local = [_rows(p, per, people) for p in range(nparts)]
+            keys, ids, vals = (np.concatenate([f[c].to_numpy() for f in local])
+                               for c in ("key", "id", "v"))
             rng = lambda: dpfast.default_rng(KEY)  # noqa: E731 - replays: comparable
 
             def count(keys=keys, ids=ids, rng=rng):
@@ -191,9 +201,10 @@ def test_rows_scaling(benchmark, report) -> None:
             def mean(keys=keys, ids=ids, vals=vals, rng=rng):
                 return dpt.mean(vals, keys, ids, bounds=(0, 99), rng=rng(), **kw)
 
-            ddf = client.persist(dd.from_pandas(pd.DataFrame({"key": keys, "id": ids}),
-                                                npartitions=max(2, n // 1_250_000)))
+            ddf = client.persist(dd.from_map(_rows, range(nparts), per=per, people=people,
+                                             meta=local[0].iloc[:0])[["key", "id"]])
             distributed.wait(ddf)
+            del local
 
             def dcount(ddf=ddf, rng=rng):
                 return dkd.count(ddf, "key", "id", rng=rng(), **kw)
