@@ -299,3 +299,22 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
     bad = df.assign(id=np.where(np.arange(len(df)) == 7, np.nan, df.id / 2.0))
     with pytest.raises(ValueError, match="privacy_id column 'id' contains missing"):
         dkd.count(dd.from_pandas(bad, npartitions=2), "k", "id", epsilon=1.0, delta=1e-5)
+
+
+def test_compact_shuffle_empty_partitions_equal_tables() -> None:
+    """Input partitions left empty by a filter cross the compact shuffle (and more output
+    partitions than input ones): the release is that of one machine."""
+    import dask
+
+    df = _frame(3000, seed=5).drop(columns="s").sort_values("k").reset_index(drop=True)
+    d = dd.from_pandas(df, npartitions=6)
+    d = d[d.k > 1]
+    sub = df[df.k > 1]
+    with dask.config.set(scheduler="synchronous"):
+        assert min(len(p) for p in dask.compute(*d.to_delayed())) == 0
+        ref = dpt.mean(sub.v, sub.k, sub.id, bounds=(-3, 8), epsilon=2.0, delta=1e-5,
+                       rng=_replay())
+        got = dkd.mean(d, "k", "v", "id", bounds=(-3, 8), epsilon=2.0, delta=1e-5,
+                       rng=_replay(), npartitions=7)
+    _same(got, ref)
+    assert len(ref) > 3
