@@ -400,3 +400,34 @@ def test_both_table_kernels_and_both_slot_searches_agree_with_numpy(n_codes, n_s
         kq.grid_slots(v, g, -1.0, (g.shape[0] - 1) / 4.0 if guess else 0.0, guess, got)
         np.testing.assert_array_equal(got, ref)
     np.testing.assert_array_equal(em.slots_of(v, g), ref)
+
+
+def test_zcdp_share_is_valid_tight_and_used_only_when_it_gives_more() -> None:
+    import mpmath
+
+    from dpfast.tables.quantiles import zcdp_share
+
+    for eps, delta, m in [(1.0, 1e-5, 10), (0.5, 1e-8, 40), (2.0, 1e-6, 3), (1.0, 1e-3, 2)]:
+        e_q = zcdp_share(eps, delta, m)
+        with mpmath.workprec(200):
+            big_l = mpmath.log(1 / mpmath.mpf(delta))
+            rho = m * mpmath.mpf(e_q) ** 2 / 8
+            assert rho + 2 * mpmath.sqrt(rho * big_l) <= eps          # valid
+            rho2 = m * mpmath.mpf(e_q * (1 + 1e-9)) ** 2 / 8
+            assert rho2 + 2 * mpmath.sqrt(rho2 * big_l) > eps         # and tight
+    assert zcdp_share(1.0, 1e-5, 10) > 0.129 > 1.0 / 10
+    r = np.random.default_rng(5)
+    keys = r.integers(0, 20, 20000)
+    ids = r.integers(0, 4000, 20000)
+    vals = r.normal(50, 10, 20000)
+    dom = np.arange(20)
+    kw = dict(bounds=(0.0, 100.0), epsilon=1.0, domain=dom, max_partitions=10,
+              rng=dpfast.default_rng(bytes(32)))
+    pure = dpt.median(vals, keys, ids, **kw)
+    assert pure.epsilon_per_key == pytest.approx(0.1) and isinstance(pure.event,
+                                                                     ev.SelfComposed)
+    approx = dpt.median(vals, keys, ids, delta=1e-5, **kw)
+    assert approx.epsilon_per_key == zcdp_share(1.0, 1e-5, 10)
+    assert approx.event == ev.with_neighbouring(ev.EpsilonDelta(1.0, 1e-5), ev.ADD_REMOVE)
+    two = dpt.median(vals, keys, ids, delta=1e-5, **{**kw, "max_partitions": 2})
+    assert two.epsilon_per_key == pytest.approx(0.5)  # basic composition gives more here

@@ -12,9 +12,11 @@ sample (:func:`dpfast.tables._quantile_em.sample`) -> :class:`QuantileRelease`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from fractions import Fraction
 from typing import Any
 
+import mpmath
 import numpy as np
 
 from dpfast import random as _random
@@ -84,18 +86,47 @@ def plan(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer:
         sel_eps = float_down(eps * SELECTION_SHARE)
         sel = _select.plan(sel_eps, priv.delta, k, selection)
         eps = eps - Fraction(sel_eps)
-    eps_q = float_down(eps / (k * len(qs)))
+    m = k * len(qs)
+    eps_q = float_down(eps / m)
+    by_zcdp = False
+    if not select and priv.delta > 0 and m > 1:  # delta to spend: zCDP composition
+        eps_z = zcdp_share(float(eps), priv.delta, m)
+        if eps_z > eps_q:
+            eps_q, by_zcdp = eps_z, True
     if not eps_q > 0:
         raise ValueError(f"epsilon {epsilon!r} split over {k} keys x {len(qs)} quantiles "
                          "underflows")
     if select:
         assert sel is not None
         event: Any = _events.EpsilonDelta(priv.epsilon, sel.delta)
+    elif by_zcdp:
+        event = _events.EpsilonDelta(priv.epsilon, priv.delta)
     else:
-        event = _events.SelfComposed(_events.Exponential(eps_q), k * len(qs))
+        event = _events.SelfComposed(_events.Exponential(eps_q), m)
     event = _events.with_neighbouring(event, _events.ADD_REMOVE)
     return Plan(qs, scalar, k, c, bnd, g, priv, eps_q, sel, event, gen, release_id, integer,
                 pol)
+
+
+def zcdp_share(epsilon: float, delta: float, m: int) -> float:
+    """The largest ``ε_q`` (rounded down) such that ``m`` exponential mechanisms at ``ε_q``
+    are ``(epsilon, delta)``-DP together by zCDP composition: each is ``ε_q``-bounded-range,
+    hence ``ε_q²/8``-zCDP (Durfee & Rogers, NeurIPS 2019; Cesar & Rogers, ALT 2021, Lemma
+    3.2); ``m`` of them ``ρ = m ε_q²/8``-zCDP, which is ``(ρ + 2 sqrt(ρ ln(1/δ)), δ)``-DP
+    (Bun & Steinke, TCC 2016, Prop. 1.3).  Checked at 200 bits on the float returned
+    (and lowered until it holds)."""
+    with mpmath.workprec(200):
+        big_l = mpmath.log(1 / mpmath.mpf(delta))
+        root = mpmath.sqrt(big_l + epsilon) - mpmath.sqrt(big_l)
+        e_q = float(mpmath.sqrt(8 * root * root / m) * (1 - mpmath.mpf(2) ** -60))
+
+        def ok(x: float) -> bool:
+            rho = m * mpmath.mpf(x) ** 2 / 8
+            return rho + 2 * mpmath.sqrt(rho * big_l) <= epsilon
+
+        while e_q > 0 and not ok(e_q):
+            e_q = math.nextafter(e_q, 0.0)
+    return e_q
 
 
 # ----------------------------------------------------------------------------- aggregate
@@ -232,8 +263,10 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
         The public range: the grid is ``n_candidates`` evenly spaced points of it
         (integer values: the distinct nearest integers).  Not with ``candidates``.
     epsilon, delta : float
-        ``epsilon``-DP with a public ``domain``; ``(epsilon, delta)``-DP with
-        ``domain=None`` (half of ε selects the keys, see Privacy).
+        ``epsilon``-DP with a public ``domain`` and ``delta=0``; ``(epsilon, delta)``-DP with
+        ``domain=None`` (half of ε selects the keys, see Privacy), or with a public domain
+        and ``delta > 0`` (then each mechanism's ε comes from zCDP composition when that
+        gives more than ``ε / (k len(q))``, see Privacy).
     n_candidates : int
         Grid size (1 to 2**16, default 256).  More points: finer values, slightly larger
         rank error (``ln m``).
@@ -267,7 +300,11 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     2021).  ``ε_q = ε / (k · len(q))`` (rounded down): a person touches at most ``k`` keys,
     keys they do not touch are unchanged (parallel composition), so the release is
     ``ε``-DP by basic composition; event ``SelfComposed(Exponential(ε_q), k · len(q))``
-    (also ``k len(q) ε_q² / 8``-zCDP, bounded range).  ``domain=None``: a key is released
+    (also ``k len(q) ε_q² / 8``-zCDP, bounded range).  With a public domain and
+    ``delta > 0``, ``ε_q`` is the larger of that and :func:`zcdp_share`: the largest ``ε_q``
+    whose ``ρ = k len(q) ε_q² / 8`` converts to at most ``(ε, δ)`` (Durfee & Rogers 2019;
+    Cesar & Rogers 2021; Bun & Steinke 2016); the event is then ``EpsilonDelta(ε, δ)``.
+    ``domain=None``: a key is released
     iff the selection rule of :mod:`dpfast.tables._select` (``selection=``) keeps it, on
     the number of people holding it after bounding (sensitivity ``k``, whatever ``c``;
     ``(ε/2, δ_sel)``-DP, ``δ_sel <= δ`` its exact δ; Desfontaines et al. 2022, Gopi et al.
