@@ -41,6 +41,8 @@ def release(df: pd.DataFrame, stat: str, keys: list, seed: int = 0) -> pd.Series
         fn = getattr(tables, stat, None)
         if fn is None:
             return None
+        if stat == "median":  # the peers spend δ; so does dpfast (zCDP composition)
+            kw["delta"] = F.DELTA
         r = fn(v, d, ids, bounds=F.BOUNDS, **kw)
     return pd.Series(r.values, index=list(r.keys), dtype=float)
 
