@@ -145,3 +145,16 @@ def test_frequent_bounding_equals_one_machine() -> None:
           dpt.privacy_id_count(df.k, df.id, rng=_replay(), **kw))
     _same(dkd.count_distinct(ddf, "k", "v", "id", max_per_partition=3, rng=_replay(), **kw),
           dpt.count_distinct(df.v, df.k, df.id, max_per_partition=3, rng=_replay(), **kw))
+
+
+@pytest.mark.parametrize("rule", ["laplace", "gaussian", "geometric"])
+def test_selection_rule_equals_one_machine(rule: str) -> None:
+    df = _frame()
+    ddf = dd.from_pandas(df, npartitions=3)
+    kw = dict(epsilon=2.0, delta=1e-6, max_partitions=2, selection=rule)
+    _same(dkd.privacy_id_count(ddf, "k", "id", rng=_replay(), **kw),
+          dpt.privacy_id_count(df["k"], df["id"], rng=_replay(), **kw))
+    _same(dkd.variance(ddf, "k", "x", "id", bounds=(-4.0, 8.0), rng=_replay(), **kw),
+          dpt.variance(df["x"], df["k"], df["id"], bounds=(-4.0, 8.0), rng=_replay(), **kw))
+    std = dkd.std(ddf, "k", "v", "id", bounds=(0, 6), rng=_replay(), **kw)
+    assert rule in std.selection.policy

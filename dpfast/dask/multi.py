@@ -218,7 +218,8 @@ def variance(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
              rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
              domain: Any = None, noise: str | None = None, rng: Any = None,
              budget: Any = None, note: str = "", use_case: str | None = None,
-             npartitions: int | None = None, bounding: str = "uniform") -> TableRelease:
+             npartitions: int | None = None, bounding: str = "uniform",
+             selection: str = "auto") -> TableRelease:
     """:func:`dpfast.tables.variance` of the ``value`` column per key (bit-identical).
 
     Privacy
@@ -230,7 +231,7 @@ def variance(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
                    delta=delta, rho=rho, max_partitions=max_partitions,
                    max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
                    budget=budget, note=note, use_case=use_case, npartitions=npartitions,
-                   bounding=bounding)
+                   bounding=bounding, selection=selection)
 
 
 def std(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
@@ -238,7 +239,7 @@ def std(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
         rho: float | None = None, max_partitions: int = 1, max_per_partition: int = 1,
         domain: Any = None, noise: str | None = None, rng: Any = None, budget: Any = None,
         note: str = "", use_case: str | None = None, npartitions: int | None = None,
-        bounding: str = "uniform") -> TableRelease:
+        bounding: str = "uniform", selection: str = "auto") -> TableRelease:
     """:func:`dpfast.tables.std` of the ``value`` column per key (bit-identical).
 
     Privacy
@@ -249,7 +250,7 @@ def std(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
                    delta=delta, rho=rho, max_partitions=max_partitions,
                    max_per_partition=max_per_partition, domain=domain, noise=noise, rng=rng,
                    budget=budget, note=note, use_case=use_case, npartitions=npartitions,
-                   bounding=bounding)
+                   bounding=bounding, selection=selection)
 
 
 def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
@@ -257,8 +258,8 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
                      rho: float | None = None, max_partitions: int = 1, domain: Any = None,
                      noise: str | None = None, rng: Any = None, budget: Any = None,
                      note: str = "", use_case: str | None = None,
-                     npartitions: int | None = None, bounding: str = "uniform"
-                     ) -> TableRelease:
+                     npartitions: int | None = None, bounding: str = "uniform",
+                     selection: str = "auto") -> TableRelease:
     """:func:`dpfast.tables.privacy_id_count` of a dask DataFrame (bit-identical).
 
     Privacy
@@ -268,7 +269,8 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
     return _single("privacy_id_count", ddf, key, None, privacy_id, None, epsilon=epsilon,
                    delta=delta, rho=rho, max_partitions=max_partitions, max_per_partition=1,
                    domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                   use_case=use_case, npartitions=npartitions, bounding=bounding)
+                   use_case=use_case, npartitions=npartitions, bounding=bounding,
+                   selection=selection)
 
 
 def _distinct_partials(pdf: Any, names: list[str], id_col: str | None, value: str,
