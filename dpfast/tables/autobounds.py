@@ -12,6 +12,14 @@ exponential mechanism of :mod:`dpfast.tables._quantile_em` on a public grid: the
 powers of two ``0, ±2**e`` (``e`` in ``[-30, 62]`` for floats, ``[0, 40]`` for integers)
 unless ``candidates`` are given.  So the bounds are within a factor of 2 of those
 quantiles (up to the rank error); pass a finer public grid for tighter ones.
+
+Known limitation: every candidate beyond the data on one side has the same utility, so when
+the right candidate sits in such a plateau (the quantile within one grid step of the data's
+minimum or maximum, e.g. integers 0..999: every candidate from 1024 up ties for the 99th
+percentile) or when the rows between the plateau and the right candidate are few compared
+with ``(2 k c / ε_b) ln m``, the mechanism picks uniformly over the plateau and the bound
+can be far off (measured: ``lo = -1.8e13`` for N(50, 10) at 2·10⁵ rows, ε_b = 0.1).  Pass
+public ``bounds`` when the range is known.
 """
 
 from __future__ import annotations
@@ -93,13 +101,14 @@ def bounds_event(eps_b: float) -> Any:
 
 
 def choose(data: _inputs._Data, g: np.ndarray, k: int, c: int, eps_b: float,
-           qs: tuple[float, float], gen: _random.Generator, integer: bool
-           ) -> tuple[Any, Any]:
+           qs: tuple[float, float], gen: _random.Generator, integer: bool,
+           policy: int = 0) -> tuple[Any, Any]:
     """The private ``(lo, hi)`` of the validated rows (values clamped to the grid's range).
     Draws one release stream of ``gen``: call it after the charge."""
     assert data.values is not None
     slots = _em.slots_of(data.values, g)
-    _, kept = _em.bound_slots(data.codes, data.ids, k, c, bounding.subkey(gen), slots)
+    _, kept = _em.bound_slots(data.codes, data.ids, k, c, bounding.subkey(gen), slots,
+                              policy)
     table = _em.slot_table(np.zeros(kept.shape[0], np.int64), kept, 2 * g.shape[0])
     rkey = keynoise.release_key(gen._key, keynoise.release_stream(gen))
     one = np.zeros(1, np.int64)
@@ -220,7 +229,8 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
     event = _events.with_neighbouring(_events.Composed((bounds_event(eps_b), rest)),
                                       _events.ADD_REMOVE)
     with charged(budget, event, note):
-        bnd = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer)
+        bnd = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer,
+                     bounding.policy_code(bounding_policy))
         assert data.values is not None
         data.values = np.clip(data.values, bnd[0], bnd[1])  # our own array (validated copy)
         if integer:
