@@ -75,7 +75,7 @@ def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, graw, ke
                 j = e
             if d > k:
                 _set_nonce(nonce, id_hash[i], 0)
-                if policy == 0:
+                if policy is None:  # uniform (frequent branch pruned at compile time)
                     _shuffle_prefix(gk2, gst, gcn, lo, d, k, subkey, nonce, buf, st)
                 else:
                     _most_frequent(gk2, gst, gcn, graw, lo, d, k, True, subkey, nonce, buf,

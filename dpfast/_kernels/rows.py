@@ -145,7 +145,7 @@ def _bound_block(first, end, off, gkeys, gidx, vals, id_hash, subkey, k, c, gsum
         if d > k:
             _set_nonce(nonce, id_hash[i], 0)
             # the rows' run starts ride along with the keys and counts
-            if policy == 0:
+            if policy is None:  # uniform (frequent branch pruned at compile time)
                 _shuffle_keys(gkeys, start, gcnt, lo, d, k, subkey, nonce, buf, st)
             else:  # the draws and order of bound_counts / bound_values (local views)
                 _most_frequent(gkeys[lo:hi], start, gcnt[lo:hi], raw, 0, d, k, True, subkey,

@@ -272,7 +272,7 @@ def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nk
             j = e
         if d > k:
             _set_nonce(nonce, id_hash[i], 0)
-            if policy == 0:
+            if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
                 _shuffle_prefix(gkeys, gcnt, gcnt[:0], lo, d, k, subkey, nonce, buf, st)
             else:
                 _most_frequent(gkeys, gcnt, gcnt, graw, lo, d, k, False, subkey, nonce, buf,
@@ -357,7 +357,7 @@ def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, g
             j = e
         if d > k:
             _set_nonce(nonce, id_hash[i], 0)
-            if policy == 0:
+            if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
                 # permute keys, sums and counts together
                 _shuffle_prefix(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
             else:

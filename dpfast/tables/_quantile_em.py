@@ -132,7 +132,8 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
                     _keys._threads())
     keep = np.empty(n, np.bool_)
     scratch = [np.empty(n, np.int64) for _ in range(4)]
-    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep, np.int64(policy),
+    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep,
+                   None if policy == 0 else np.int64(policy),
                    _keys._threads())
     return gkeys[keep], gvals[keep]
 

@@ -87,7 +87,8 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     slots = np.arange(n, dtype=np.int64)
     kept = np.zeros(n if mark else 0, np.bool_)
     _kr.bound_rows(off, gkeys, slots, gv, hashes, skey, k, c, gsum, gcnt, nkeep, mark, kept,
-                   distinct, np.int64(policy), _keys._threads())
+                   distinct, None if policy == 0 else np.int64(policy),
+                   _keys._threads())
     pairs = np.zeros(n_keys, np.int64)
     if _kr.accumulate_pairs(off, nkeep, gkeys, gcnt, gsum, counts, pairs, hi, lo):
         raise OverflowError(_OVERFLOW)

@@ -126,7 +126,9 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     counts = np.zeros(n_keys, np.int64)
     units = np.zeros(n_keys, np.int64)
     graw = np.empty(n, np.int64)  # scratch: raw rows per (id, key)
-    pol = np.int64(policy)
+    # uniform: None, so numba prunes the frequent branch (its sort) at compile time and a
+    # first uniform release does not compile it; frequent: the policy code
+    pol = None if policy == 0 else np.int64(policy)
     if not use_vals:
         if small:
             _kt.bound_counts_sorted(off, gkeys, hashes, skey, k, c, gcnt, nkeep, pol, graw)
