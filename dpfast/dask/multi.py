@@ -77,15 +77,7 @@ def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any
 
 def _reduce_codes(parts: Any, names: list[str], domain: Any, key_names: Any
                   ) -> tuple[_inputs._Data, np.ndarray]:
-    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
-    if domain is None:
-        fk = _keys.factorize(cols)
-        codes, domain_codes = fk.codes, None
-    else:
-        dcols = _keys.columns(domain, "domain")
-        nd = len(dcols[0])
-        fk = _keys.factorize(_keys.joint(dcols, cols))
-        domain_codes, codes = fk.codes[:nd], fk.codes[nd:]
+    fk, codes, domain_codes = _dt.key_codes(parts, names, domain)
     codes = np.ascontiguousarray(codes, np.int64)
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
     return data, codes

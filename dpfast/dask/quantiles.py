@@ -60,16 +60,7 @@ def _reduce(parts: Any, names: list[str], domain: Any, n_slots: int
             ) -> tuple[_inputs._Data, tuple[np.ndarray, np.ndarray, np.ndarray],
                        np.ndarray]:
     """The merged (key, slot) table and the people per key code (slot -1 rows)."""
-    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
-    if domain is None:
-        fk = _keys.factorize(cols)
-        codes, domain_codes = fk.codes, None
-    else:
-        dcols = _keys.columns(domain, "domain")
-        nd = len(dcols[0])
-        fk = _keys.factorize(_keys.joint(dcols, cols))
-        domain_codes = fk.codes[:nd]
-        codes = fk.codes[nd:]
+    fk, codes, domain_codes = _dt.key_codes(parts, names, domain)
     codes = np.ascontiguousarray(codes, np.int64)
     slots = parts[_SLOT].to_numpy(np.int64)
     rows = parts[_ROWS].to_numpy(np.int64)

@@ -189,20 +189,25 @@ def _combine_arrays(pieces: list, *args: Any) -> Any:
     return _partials(cols, *args)
 
 
+def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:
+    """The merged partials' key columns ``names`` factorized as on one machine:
+    ``(factorized keys, a code per partial row, the domain's codes or None)`` -- with a
+    public ``domain`` its keys come first, so the codes are those of the domain's keys."""
+    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
+    if domain is None:
+        fk = _keys.factorize(cols)
+        return fk, fk.codes, None
+    dcols = _keys.columns(domain, "domain")
+    nd = len(dcols[0])
+    fk = _keys.factorize(_keys.joint(dcols, cols))
+    return fk, fk.codes[nd:], fk.codes[:nd]
+
+
 def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any,
             fixed: Any = None) -> tuple[_inputs._Data, bounding.Bounded]:
     """Sum the per-partition partials per key (canonical codes, as on one machine), in
     checked integer arithmetic (OverflowError, never a wrap)."""
-    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
-    if domain is None:
-        fk = _keys.factorize(cols)
-        codes, domain_codes = fk.codes, None
-    else:
-        dcols = _keys.columns(domain, "domain")
-        nd = len(dcols[0])
-        fk = _keys.factorize(_keys.joint(dcols, cols))
-        domain_codes = fk.codes[:nd]
-        codes = fk.codes[nd:]
+    fk, codes, domain_codes = key_codes(parts, names, domain)
     counts = np.zeros(fk.size, np.int64)
     np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
     units = np.zeros(fk.size, np.int64)
