@@ -111,7 +111,35 @@ def _uniform_index(gen: Any, k: int) -> int:
     return 0 if k == 1 else int(gen.integers(0, k))
 
 
-class Exponential(_dm.Exponential):
+class _LazyProbabilities:
+    """diffprivlib's ``_probabilities`` computed on first read instead of in ``__init__``
+    (dpfast samples from the utilities; a tree builds one mechanism per leaf and never
+    reads them)."""
+
+    _LAZY = object()
+
+    @classmethod
+    def _find_probabilities(cls, epsilon, sensitivity, utility, monotonic, measure=None):
+        return cls._LAZY
+
+    @property
+    def _probabilities(self):
+        p = self.__dict__.get("_probabilities_value", self._LAZY)
+        if p is self._LAZY:
+            dpl = next(c for c in type(self).__mro__
+                       if c.__module__.startswith("diffprivlib.")
+                       and "_find_probabilities" in c.__dict__)
+            args = (self.epsilon, self.sensitivity, self.utility, self.monotonic)
+            p = dpl._find_probabilities.__func__(dpl, *args, self.measure)
+            self.__dict__["_probabilities_value"] = p
+        return p
+
+    @_probabilities.setter
+    def _probabilities(self, value) -> None:
+        self.__dict__["_probabilities_value"] = value
+
+
+class Exponential(_LazyProbabilities, _dm.Exponential):
     r"""diffprivlib's ``Exponential`` (McSherry & Talwar 2007) sampled by dpfast.
 
     ``randomise(value=None, *, size=None)`` returns one candidate, or with ``size=n`` an
@@ -201,7 +229,7 @@ class Exponential(_dm.Exponential):
         return picks.astype(np.int64)
 
 
-class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
+class PermuteAndFlip(_DPL_PERMUTE_AND_FLIP, Exponential):
     r"""diffprivlib's ``PermuteAndFlip`` (McKenna & Sheldon 2020) sampled exactly by
     :func:`dpfast.permute_and_flip`.
 
@@ -212,6 +240,9 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
     is decided exactly on ChaCha20 bits.  ``ε = inf`` or ``Δ = 0``: uniform over the maximal
     candidates.  ``randomise(size=n)`` gives ``n`` independent selections.
     """
+
+    # diffprivlib's PermuteAndFlip defines its own: take the lazy one back
+    _find_probabilities = _LazyProbabilities.__dict__["_find_probabilities"]
 
     def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None,
                  random_state=None):

@@ -91,7 +91,10 @@ def staircase_draws(size: int, epsilon: float, n: int, m: int, gen: Any) -> np.n
     return np.concatenate(parts)[:size]
 
 
-class Staircase(_dm.Staircase):
+_DPL_STAIRCASE = _dm.Staircase  # diffprivlib's class (the parent below)
+
+
+class Staircase(_DPL_STAIRCASE):
     r"""diffprivlib's ``Staircase`` (Geng & Viswanath 2014) drawn exactly on a grid.
 
     The value is rounded to the grid ``gZ`` (``g = dpfast.granularity(Δ)``, about
@@ -117,8 +120,13 @@ class Staircase(_dm.Staircase):
     """
 
     def __init__(self, *, epsilon, sensitivity, gamma=None, random_state=None):
-        super().__init__(epsilon=epsilon, sensitivity=sensitivity, gamma=gamma,
-                         random_state=random_state)
+        # diffprivlib's Staircase.__init__ minus its swap of an unseeded SystemRandom for a
+        # fresh numpy Generator (an OS-seeded PCG64 per object, never used here: the noise
+        # comes from dpfast's stream set up below)
+        super(_DPL_STAIRCASE, self).__init__(epsilon=epsilon, delta=0,
+                                             sensitivity=sensitivity,
+                                             random_state=random_state)
+        self.gamma = self._check_gamma(gamma, epsilon=self.epsilon)
         _setup(self, random_state)
 
     def _params(self) -> tuple[float, float, int, int] | None:
