@@ -7,19 +7,26 @@ statistic with them, and the composed event is charged once, before anything is 
 
 The bounds are the ``quantiles`` (default the 1st and 99th percentiles) of all the kept
 rows pooled over the keys (after the release's own bounding: at most ``k`` keys and ``c``
-rows per key per person, so one person moves any rank by at most ``k c``), each by the
-exponential mechanism of :mod:`dpfast.tables._quantile_em` on a public grid: the signed
-powers of two ``0, ±2**e`` (``e`` in ``[-30, 62]`` for floats, ``[0, 40]`` for integers)
-unless ``candidates`` are given.  So the bounds are within a factor of 2 of those
-quantiles (up to the rank error); pass a finer public grid for tighter ones.
+rows per key per person, so one person moves any rank by at most ``Δ = k c``), on a public
+grid: the signed powers of two ``0, ±2**e`` (``e`` in ``[-30, 62]`` for floats, ``[0, 40]``
+for integers) unless ``candidates`` are given.  The mechanism
+(:mod:`dpfast.tables._bounds_em`): a private *centre* interval of the grid (the mid
+quantile, ε/5 of the share), then each bound by the exponential mechanism whose base
+measure decays by at least ``λ = 1`` nat per grid step away from the centre (2ε/5 each).
+The base measure is data-independent (it does not change the sensitivity); it makes the
+candidates beyond the data, which all tie on rank, exponentially unlikely the farther out
+they are, where the plain mechanism picked uniformly among them (measured before:
+``lo = -1.8e13`` for N(50, 10) at 2·10⁵ rows).
 
-Known limitation: every candidate beyond the data on one side has the same utility, so when
-the right candidate sits in such a plateau (the quantile within one grid step of the data's
-minimum or maximum, e.g. integers 0..999: every candidate from 1024 up ties for the 99th
-percentile) or when the rows between the plateau and the right candidate are few compared
-with ``(2 k c / ε_b) ln m``, the mechanism picks uniformly over the plateau and the bound
-can be far off (measured: ``lo = -1.8e13`` for N(50, 10) at 2·10⁵ rows, ε_b = 0.1).  Pass
-public ``bounds`` when the range is known.
+Guarantee (:meth:`AutoBounds.steps_beyond`, :meth:`AutoBounds.rank_error`): with
+probability ``1 - α`` each bound is at most ``j(α)`` grid steps (``j = 5`` at α = 0.05;
+on the default grid: octaves) farther from the centre than the grid point whose rank is
+nearest the target, and its rank error exceeds that point's by at most
+``r(α) + s·(steps it lies closer to the centre)`` (``s = ceil(2Δ/ε_q)`` ranks per step).
+The bounds are close to the percentiles when the rank signal is strong: ``n`` pooled rows
+well above ``(2Δ/ε_q) ln(m/α)`` (``ε_q = 2 ε_b / 5``); with fewer, the base measure pulls
+each bound towards the centre (tighter bounds, more clamping), never out to the far
+plateau.  Pass public ``bounds`` when the range is known.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from dpfast._core.rounding import float_down
 from dpfast._core.validate import check_real
 from dpfast.accounting import events as _events
 from dpfast.random import RngLike
+from dpfast.tables import _bounds_em as _bem
 from dpfast.tables import _inputs, _keys, _plan, bounding, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._charge import charged
@@ -55,7 +63,10 @@ def default_grid(integer: bool) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class AutoBounds:
-    """Privately chosen clamping bounds ``(lo, hi)`` and the event that paid for them."""
+    """Privately chosen clamping bounds ``(lo, hi)`` and the event that paid for them.
+
+    ``centre``: the released centre interval ``(g_j, g_{j+1})`` of the grid;
+    ``penalty``: ``s``, the ranks per grid step of the base measure."""
 
     lo: float
     hi: float
@@ -64,18 +75,29 @@ class AutoBounds:
     event: Any
     sensitivity: int = 1  # pooled rows one person may hold (k c)
     n_candidates: int = 1
+    centre: tuple[float, float] = (0.0, 0.0)
+    penalty: int = 1
 
     @property
     def bounds(self) -> tuple[Any, Any]:
         return (self.lo, self.hi)
 
     def rank_error(self, alpha: float = 0.05) -> int:
-        """Rank error of each bound at level ``1 - alpha`` (McSherry & Talwar, as
-        :meth:`dpfast.tables.QuantileRelease.rank_error`): the bound's rank among the
-        pooled kept rows is within this many rows of ``floor(q n)``, beyond the grid's
-        resolution.  The bounds are useful when it is well below ``q_lo n``."""
-        return _em.rank_error(float_down(Fraction(self.epsilon) / 2), self.sensitivity,
+        """``r``: with probability ``1 - alpha`` (per bound) the bound's rank distance to
+        ``floor(q n)`` among the pooled kept rows exceeds that of the grid point whose rank
+        is nearest it by at most ``r + s·(steps the bound lies closer to the centre than that
+        point)`` (McSherry & Talwar 2007, Thm 6, with the base measure: ``v_p = u_p - s d_p``
+        is within ``r`` of its maximum).  Useful when it is well below ``q_lo n``."""
+        return _em.rank_error(_bem.split(self.epsilon)[1], self.sensitivity,
                               self.n_candidates, alpha)
+
+    def steps_beyond(self, alpha: float = 0.05) -> int:
+        """``j``: with probability ``1 - alpha`` (per bound) the bound is at most ``j`` grid
+        steps farther from :attr:`centre` than the grid point of largest rank utility
+        nearest it (on the default grid a step is an octave: ``j = 5`` at 0.05).  Does not
+        depend on ``n``, ``ε`` or the grid's size
+        (:func:`dpfast.tables._bounds_em.steps_beyond`)."""
+        return _bem.steps_beyond(alpha)
 
 
 def _check_quantiles(quantiles: Any) -> tuple[float, float]:
@@ -95,33 +117,32 @@ def _grid_for(candidates: Any, integer: bool) -> np.ndarray:
 
 
 def bounds_event(eps_b: float) -> Any:
-    """Event of choosing the bounds with ``eps_b``: two exponential mechanisms at
-    ``eps_b / 2`` (rounded down)."""
-    return _events.SelfComposed(_events.Exponential(float_down(Fraction(eps_b) / 2)), 2)
+    """Event of choosing the bounds with ``eps_b``: three exponential mechanisms, the
+    centre at ``eps_b / 5`` and each bound at ``2 eps_b / 5`` (rounded down)."""
+    return _bem.event(eps_b)
 
 
 def choose(data: _inputs._Data, g: np.ndarray, k: int, c: int, eps_b: float,
            qs: tuple[float, float], gen: _random.Generator, integer: bool,
-           policy: int = 0) -> tuple[Any, Any]:
-    """The private ``(lo, hi)`` of the validated rows (values clamped to the grid's range).
-    Draws one release stream of ``gen``: call it after the charge."""
+           policy: int = 0) -> tuple[Any, Any, tuple[float, float]]:
+    """The private ``(lo, hi)`` of the validated rows (values clamped to the grid's range)
+    and the centre interval.  Draws one release stream of ``gen``: call it after the
+    charge."""
     assert data.values is not None
     slots = _em.slots_of(data.values, g)
     _, kept = _em.bound_slots(data.codes, data.ids, k, c, bounding.subkey(gen), slots,
                               policy)
-    table = _em.slot_table(np.zeros(kept.shape[0], np.int64), kept, 2 * g.shape[0])
     rkey = keynoise.release_key(gen._key, keynoise.release_stream(gen))
-    one = np.zeros(1, np.int64)
-    eps_each = float_down(Fraction(eps_b) / 2)
-    idx = _em.sample(table, one, one, qs, eps_each, k * c, g.shape[0], rkey)[0]
-    a, b = sorted(int(i) for i in idx)  # post-processing: an ordered pair
+    j, ia, ib = _bem.choose(kept, g, k * c, eps_b, qs, rkey)
+    a, b = sorted((ia, ib))  # post-processing: an ordered pair
     if a == b:  # a point: widen to the next grid point (never zero sensitivity)
         if b + 1 < g.shape[0]:
             b += 1
         elif a > 0:
             a -= 1
     lo, hi = float(g[a]), float(g[b])
-    return (int(lo), int(hi)) if integer else (lo, hi)
+    centre = (float(g[j]), float(g[min(j + 1, g.shape[0] - 1)]))
+    return ((int(lo), int(hi)) if integer else (lo, hi)), centre
 
 
 def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: Any
@@ -155,7 +176,7 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
         the pooled rows are those it keeps, so one person holds at most ``k c`` of them.
         ``keys=None``: one key.
     epsilon : float
-        Spent on the two quantiles, ``epsilon / 2`` each.
+        Spent on the centre (``epsilon / 5``) and the two bounds (``2 epsilon / 5`` each).
     quantiles : (float, float)
         ``(q_lo, q_hi)`` with ``0 <= q_lo < q_hi <= 1``.
     candidates : array_like, optional
@@ -171,11 +192,28 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
 
     Privacy
     -------
-    Add/remove one person: after bounding one person holds at most ``k c`` pooled rows, so
-    each rank utility ``-max(a_p - t, t - b_p, 0)`` moves by at most ``Δ = k c``; two
-    exponential mechanisms at ``ε/2`` each (McSherry & Talwar 2007; Smith 2011) compose to
-    ``ε``-DP; event ``SelfComposed(Exponential(ε/2), 2)``.  Sorting and widening the pair
-    is post-processing.
+    ``epsilon``-DP under add/remove one person.  After bounding one person holds at most
+    ``Δ = k c`` pooled rows, so ``n``, each ``a_p`` / ``b_p`` (rows below / at most a
+    grid point) and ``t = floor(q n)`` move by at most ``Δ``, and every rank utility
+    ``-max(a - t, t - b, 0)`` (of a point, or of the centre's interval) by at most ``Δ``.
+    Step 1 is the exponential mechanism at ``ε_c = ε/5`` (rounded down); given its
+    released centre, each bound is the exponential mechanism at ``ε_q = 2ε/5`` with the
+    base measure ``μ_p ∝ exp(-ε_q s d_p / (2Δ))``, ``d_p`` the grid steps from ``p`` to
+    the centre: ``μ`` depends only on public values (grid, ``ε``, ``Δ``, the centre), so
+    for neighbours ``x, x'``
+    ``P(p | x) / P(p | x') = e^{c (u_p(x) - u_p(x'))} Z(x') / Z(x) <= e^{c Δ} e^{c Δ}
+    = e^{ε_q}`` with ``c = ε_q / (2Δ)`` and ``Z = Σ_q μ_q e^{c u_q}`` (McSherry & Talwar
+    2007, whose proof holds for any data-independent base measure; the centre's one-rank
+    tie-breaker likewise).  Adaptive composition: ``ε_c + 2 ε_q <= ε``; event
+    ``Composed((Exponential(ε_c), SelfComposed(Exponential(ε_q), 2)))`` (each also
+    ``ε``-bounded-range).  Sorting and widening the pair is post-processing.
+
+    Notes
+    -----
+    Accuracy, per bound, with probability ``1 - α``: at most :meth:`AutoBounds.steps_beyond`
+    grid steps farther from the centre than the grid point of largest rank utility, and a
+    rank error at most :meth:`AutoBounds.rank_error` beyond that point's, plus
+    ``s`` per step it lies closer to the centre.
     """
     qs = _check_quantiles(quantiles)
     k = bounding.positive_int(max_partitions, "max_partitions")
@@ -191,8 +229,9 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
     data, g, integer = _prepare(values, keys, privacy_ids, candidates, None)
     event = _events.with_neighbouring(bounds_event(eps), _events.ADD_REMOVE)
     with charged(budget, event, note):
-        lo, hi = choose(data, g, k, c, eps, qs, gen, integer)
-    return AutoBounds(lo, hi, qs, float(eps), event, k * c, int(g.shape[0]))
+        (lo, hi), centre = choose(data, g, k, c, eps, qs, gen, integer)
+    return AutoBounds(lo, hi, qs, float(eps), event, k * c, int(g.shape[0]), centre,
+                      _bem.penalty(_bem.split(eps)[1], k * c))
 
 
 def split(epsilon: Any, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
@@ -229,8 +268,8 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
     event = _events.with_neighbouring(_events.Composed((bounds_event(eps_b), rest)),
                                       _events.ADD_REMOVE)
     with charged(budget, event, note):
-        bnd = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer,
-                     bounding.policy_code(bounding_policy))
+        bnd, _centre = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer,
+                              bounding.policy_code(bounding_policy))
         assert data.values is not None
         data.values = np.clip(data.values, bnd[0], bnd[1])  # our own array (validated copy)
         if integer:
