@@ -1,36 +1,45 @@
-"""The mechanism of ``bounds="auto"``: a private centre, then each bound by the exponential
-mechanism with a data-independent geometric base measure around it.
+"""The mechanism of ``bounds="auto"``: a private scale and centre, then each bound by the
+exponential mechanism with a data-independent geometric base measure around the centre.
 
 On a public grid ``g_0 < ... < g_{m-1}`` (the pooled rows given by their *slots*, as in
 :mod:`dpfast.tables._quantile_em`: ``a_p`` rows ``< g_p``, ``b_p`` rows ``<= g_p``, ``n``
-rows), with ``Δ`` the rows one person may hold and ``t(q) = floor(q n)``:
+rows), with ``Δ`` the rows one person may hold and ``t(q) = floor(q n)``; the rank
+utility of an interval ``[x, y]`` of a grid is ``-max(a(x) - t, t - b(y), 0)`` and of a
+point ``-max(a_p - t, t - b_p, 0)`` (minus the rank distance of ``t`` to its rows):
 
-1. **Centre** (``ε_c = ε_b / 5``): an interval ``[g_j, g_{j+1}]`` by the exponential
-   mechanism with utility ``-max(a_j - t(q_c), t(q_c) - b_{j+1}, 0)`` (the rank distance of
-   the mid quantile ``q_c = (q_lo + q_hi) / 2`` to the interval) minus ``CENTRE_STEP`` (one
-   rank) per grid step between the interval and the grid point nearest 0: a tie-breaker
-   only.
-2. **Each bound** (``ε_q = 2 ε_b / 5`` each): a grid point ``p`` by the exponential
-   mechanism with utility ``v_p = u_p - s d_p``: ``u_p = -max(a_p - t(q), t(q) - b_p, 0)``
-   the rank utility, ``d_p`` the number of grid steps from ``p`` to the centre interval and
-   ``s = ceil(2 λ Δ / ε_q)`` an integer number of ranks per step (``λ = NATS_PER_STEP``).
-   So ``P(p) ∝ μ_p exp(ε_q u_p / (2Δ))`` with the base measure ``μ_p ∝ exp(-κ d_p)``,
-   ``κ = ε_q s / (2Δ) >= λ``: it depends on public values only (the grid, ε, Δ and the
-   released centre), so the sensitivity of ``v`` is that of ``u``.
+1. **Scale** (``ε_b / 6``): an interval ``[h_i, h_{i+1}]`` of the magnitudes
+   ``h = unique(|g|)``: the exponential mechanism on the rank utility of the median of
+   ``|x|``.  Its upper end ``S`` sets the *candidates* of the next steps (:func:`kept`):
+   0 and the grid points with ``|g_p| >= 2**-FLOOR_OCTAVES S``.  This drops the many tiny
+   magnitudes of the float grid far below the data's scale, where integer-valued data has
+   no rows: they would all tie.
+2. **Centre** (``ε_b / 6``): an interval of consecutive candidates, by the exponential
+   mechanism on the rank utility of the mid quantile ``q_c = (q_lo + q_hi) / 2`` minus
+   ``CENTRE_STEP`` (one rank) per candidate step between the interval and the candidate
+   nearest 0: a tie-breaker only.
+3. **Each bound** (``ε_b / 3`` each): a candidate ``p`` by the exponential mechanism with
+   utility ``v_p = u_p - s d_p``: ``u_p`` the rank utility of ``q``, ``d_p`` the candidate
+   steps from ``p`` to the centre interval and ``s = ceil(2 λ Δ / ε_q)`` an integer number
+   of ranks per step (``λ = NATS_PER_STEP``).  So ``P(p) ∝ μ_p exp(ε_q u_p / (2Δ))`` with
+   the base measure ``μ_p ∝ exp(-κ d_p)``, ``κ = ε_q s / (2Δ) >= λ``: it depends on public
+   values only (the grid, ε, Δ and the released scale and centre), so the sensitivity of
+   ``v`` is that of ``u``.
 
 Without the base measure every candidate beyond the data ties (same ``u``) and the
 mechanism picks uniformly over that plateau (bounds of ``±1e13`` on data in ``[0, 100]``);
 with it a candidate ``j`` steps farther out than the best one has probability at most
-``exp(-λ j)`` of it (:func:`steps_beyond`).  Every utility is an integer below ``2**53``,
-sampled exactly by Gumbel-max (:func:`dpfast.selection.gumbel.exponential`) from a key
-``BLAKE2b(key=release key, data=TAG || step)``, step 0, 1, 2 for centre, lo, hi.
+``exp(-λ j)`` of it (:func:`steps_beyond`).  Each step towards the centre is worth ``s``
+ranks, so where the rank signal is weak (few rows) a bound is pulled inwards (more
+clamping), never outwards.  Every utility is an integer below ``2**53``, sampled exactly
+by Gumbel-max (:func:`dpfast.selection.gumbel.exponential`) from the key
+``BLAKE2b(key=release key, data=TAG || step)``, step 0, 1, 2, 3 for scale, centre, lo, hi.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,28 +48,42 @@ from dpfast.accounting import events as _events
 from dpfast.noise import _addressed
 from dpfast.selection import gumbel as _gumbel
 
-__all__ = ["TAG", "NATS_PER_STEP", "CENTRE_STEP", "split", "event", "ranks", "penalty",
-           "centre_scores", "bound_scores", "choose", "steps_beyond"]
+__all__ = ["TAG", "NATS_PER_STEP", "CENTRE_STEP", "FLOOR_OCTAVES", "Choice", "split",
+           "event", "ranks", "penalty", "interval_scores", "magnitudes", "kept",
+           "bound_scores", "choose", "steps_beyond"]
 
 TAG = b"dpfast.tables.autobounds v2"
-#: λ: the base measure's decay per grid step away from the centre (at least, in nats)
+#: λ: the base measure's decay per candidate step away from the centre (at least, in nats)
 NATS_PER_STEP = 1
-#: ranks per grid step of the centre's tie-breaker (towards the grid point nearest 0)
+#: ranks per candidate step of the centre's tie-breaker (towards the candidate nearest 0)
 CENTRE_STEP = 1
+#: the candidates: 0 and the grid points of magnitude at least 2**-FLOOR_OCTAVES times
+#: the released scale
+FLOOR_OCTAVES = 8
 _EXACT_INT = 1 << 53
 
 
-def split(eps_b: Any) -> tuple[float, float]:
-    """``(ε_c, ε_q)``: ``ε_b / 5`` for the centre, ``2 ε_b / 5`` for each bound, rounded
-    down (``ε_c + 2 ε_q <= ε_b`` exactly)."""
+class Choice(NamedTuple):
+    """Grid indices of the bounds, and the released scale and centre intervals (values)."""
+
+    lo: int
+    hi: int
+    scale: tuple[float, float]
+    centre: tuple[float, float]
+
+
+def split(eps_b: Any) -> tuple[float, float, float]:
+    """``(ε_s, ε_c, ε_q)``: ``ε_b / 6`` for the scale and for the centre, ``ε_b / 3`` for
+    each bound, rounded down (``ε_s + ε_c + 2 ε_q <= ε_b`` exactly)."""
     e = Fraction(eps_b)
-    return float_down(e / 5), float_down(2 * e / 5)
+    return float_down(e / 6), float_down(e / 6), float_down(e / 3)
 
 
 def event(eps_b: Any) -> Any:
-    """``Composed((Exponential(ε_c), SelfComposed(Exponential(ε_q), 2)))``."""
-    eps_c, eps_q = split(eps_b)
-    return _events.Composed((_events.Exponential(eps_c),
+    """``Composed((SelfComposed(Exponential(ε_b/6), 2), SelfComposed(Exponential(ε_b/3),
+    2)))`` (rounded down)."""
+    eps_s, _, eps_q = split(eps_b)
+    return _events.Composed((_events.SelfComposed(_events.Exponential(eps_s), 2),
                              _events.SelfComposed(_events.Exponential(eps_q), 2)))
 
 
@@ -77,43 +100,58 @@ def _target(n: int, q: Any) -> int:
 
 
 def penalty(eps_q: Any, sensitivity: int, nats: Any = NATS_PER_STEP) -> int:
-    """``s = ceil(2 λ Δ / ε_q)``: ranks per grid step, so ``κ = ε_q s / (2Δ) >= λ``."""
+    """``s = ceil(2 λ Δ / ε_q)``: ranks per candidate step, so ``κ = ε_q s / (2Δ) >= λ``."""
     f = Fraction(2) * Fraction(nats) * sensitivity / Fraction(eps_q)
     return max(1, -((-f.numerator) // f.denominator))
 
 
-def _checked(v: np.ndarray, name: str) -> np.ndarray:
+def _checked(v: np.ndarray) -> np.ndarray:
     if v.size and int(np.abs(v).max()) >= _EXACT_INT:
-        raise ValueError(f"{name}: the utilities exceed 2**53 (epsilon too small for "
-                         "bounds='auto' with this sensitivity); pass public bounds")
+        raise ValueError("bounds='auto': the utilities exceed 2**53 (epsilon too small "
+                         "for this sensitivity); pass public bounds")
     return v.astype(np.float64)
 
 
-def centre_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int) -> np.ndarray:
-    """Scores of the intervals ``[g_j, g_{j+1}]``, ``j = 0 .. m-2`` (int64): rank utility
-    of ``q`` minus ``CENTRE_STEP`` per step from the interval to grid index ``zero``."""
+def interval_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int | None,
+                    step: int = CENTRE_STEP) -> np.ndarray:
+    """Scores of the intervals ``[x_j, x_{j+1}]`` of a grid ``x`` (ranks ``a``, ``b``),
+    ``j = 0 .. len - 2`` (int64): the rank utility of ``q`` minus ``step`` per step from
+    the interval to index ``zero`` (``None``: no tie-breaker)."""
     m = a.shape[0]
     t = _target(int(b[-1]), q)
-    j = np.arange(m - 1)
     u = -np.maximum(np.maximum(a[:-1] - t, t - b[1:]), 0)
-    d = np.maximum(np.maximum(j - zero, zero - (j + 1)), 0)
-    return u - CENTRE_STEP * d
+    if zero is None:
+        return u
+    j = np.arange(m - 1)
+    return u - step * np.maximum(np.maximum(j - zero, zero - (j + 1)), 0)
+
+
+def magnitudes(g: np.ndarray) -> np.ndarray:
+    """The scale's grid: the distinct ``|g_p|``, increasing."""
+    return np.unique(np.abs(g))
+
+
+def kept(g: np.ndarray, scale_top: float) -> np.ndarray:
+    """Mask of the candidates given the released scale's upper end: 0 and the grid
+    points with ``|g_p| >= 2**-FLOOR_OCTAVES scale_top`` (public values only)."""
+    return (g == 0) | (np.abs(g) >= np.ldexp(scale_top, -FLOOR_OCTAVES))
 
 
 def bound_scores(a: np.ndarray, b: np.ndarray, q: Any, centre: int, s: int) -> np.ndarray:
-    """Scores of the grid points (int64): rank utility of ``q`` minus ``s`` per step from
-    the point to the centre interval ``[g_centre, g_{centre+1}]``."""
-    m = a.shape[0]
+    """Scores of the candidates (int64; ranks ``a``, ``b`` on the candidates): the rank
+    utility of ``q`` minus ``s`` per step from the candidate to the centre interval
+    ``[centre, centre + 1]`` (candidate indices)."""
     t = _target(int(b[-1]), q)
-    p = np.arange(m)
     u = -np.maximum(np.maximum(a - t, t - b), 0)
-    d = np.maximum(np.maximum(centre - p, p - (centre + 1)), 0)
-    return u - s * d
+    p = np.arange(a.shape[0])
+    return u - s * np.maximum(np.maximum(centre - p, p - (centre + 1)), 0)
 
 
 def _draw(v: np.ndarray, eps: float, sensitivity: int, rkey: bytes, step: int) -> int:
+    if v.shape[0] == 1:
+        return 0
     key = _addressed.derive_key(rkey, TAG, step)
-    return int(_gumbel.exponential(v, eps, sensitivity, rng=key))
+    return int(_gumbel.exponential(_checked(v), eps, sensitivity, rng=key))
 
 
 def zero_index(g: np.ndarray) -> int:
@@ -121,24 +159,35 @@ def zero_index(g: np.ndarray) -> int:
     return int(np.argmin(np.abs(g)))
 
 
-def choose(slots: np.ndarray, g: np.ndarray, sensitivity: int, eps_b: float,
-           qs: tuple[float, float], rkey: bytes) -> tuple[int, int, int]:
-    """``(centre, lo, hi)`` grid indices for the kept rows' ``slots`` (centre: the interval
-    ``[g_centre, g_{centre+1}]``).  ``eps_b``: the whole share (see :func:`split`)."""
+def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity: int,
+           eps_b: float, qs: tuple[float, float], rkey: bytes) -> Choice:
+    """The bounds of the kept rows (their ``slots`` on ``g`` and ``mag_slots``, the slots
+    of their magnitudes on :func:`magnitudes`); ``eps_b``: the whole share."""
     m = g.shape[0]
-    if m == 1:
-        return 0, 0, 0
-    a, b = ranks(slots, m)
-    eps_c, eps_q = split(eps_b)
-    qc = (Fraction(qs[0]) + Fraction(qs[1])) / 2
-    cv = _checked(centre_scores(a, b, qc, zero_index(g)), "centre")
-    centre = 0 if m == 2 else _draw(cv, eps_c, sensitivity, rkey, 0)
+    h = magnitudes(g)
+    eps_s, eps_c, eps_q = split(eps_b)
     s = penalty(eps_q, sensitivity)
-    out = [centre]
-    for step, q in enumerate(qs, start=1):
-        v = _checked(bound_scores(a, b, q, centre, s), "bounds")
-        out.append(_draw(v, eps_q, sensitivity, rkey, step))
-    return out[0], out[1], out[2]
+    if int(slots.shape[0]) + s * m >= _EXACT_INT:
+        raise ValueError("bounds='auto': the utilities would exceed 2**53 (epsilon too "
+                         "small for this sensitivity); pass public bounds")
+    # 1. scale: the median magnitude's interval of h
+    ah, bh = ranks(mag_slots, h.shape[0])
+    js = _draw(interval_scores(ah, bh, Fraction(1, 2), None), eps_s, sensitivity, rkey, 0) \
+        if h.shape[0] > 1 else 0
+    scale = (float(h[js]), float(h[min(js + 1, h.shape[0] - 1)]))
+    # 2. centre: an interval of consecutive candidates
+    idx = np.flatnonzero(kept(g, scale[1]))
+    a, b = ranks(slots, m)
+    ak, bk, gk = a[idx], b[idx], g[idx]
+    qc = (Fraction(qs[0]) + Fraction(qs[1])) / 2
+    mk = idx.shape[0]
+    jc = _draw(interval_scores(ak, bk, qc, zero_index(gk)), eps_c, sensitivity, rkey, 1) \
+        if mk > 1 else 0
+    centre = (float(gk[jc]), float(gk[min(jc + 1, mk - 1)]))
+    # 3. each bound: rank utility minus s per candidate step from the centre
+    out = [int(idx[_draw(bound_scores(ak, bk, q, jc, s), eps_q, sensitivity, rkey, step)])
+           for step, q in ((2, qs[0]), (3, qs[1]))]
+    return Choice(out[0], out[1], scale, centre)
 
 
 def steps_beyond(alpha: float, nats: Any = NATS_PER_STEP) -> int:

@@ -5,27 +5,31 @@
 ``bounds="auto"``: ``AUTO_SHARE`` (10%) of ε picks the bounds, the rest releases the
 statistic with them, and the composed event is charged once, before anything is drawn.
 
-The bounds are the ``quantiles`` (default the 1st and 99th percentiles) of all the kept
-rows pooled over the keys (after the release's own bounding: at most ``k`` keys and ``c``
-rows per key per person, so one person moves any rank by at most ``Δ = k c``), on a public
-grid: the signed powers of two ``0, ±2**e`` (``e`` in ``[-30, 62]`` for floats, ``[0, 40]``
-for integers) unless ``candidates`` are given.  The mechanism
-(:mod:`dpfast.tables._bounds_em`): a private *centre* interval of the grid (the mid
-quantile, ε/5 of the share), then each bound by the exponential mechanism whose base
-measure decays by at least ``λ = 1`` nat per grid step away from the centre (2ε/5 each).
+The bounds are the ``quantiles`` (default the 1st and 99th percentiles) of the pooled rows:
+one row per person (with privacy ids: the release's keyed bounding at ``k = c = 1``, its
+bounding policy; without: every row), so one person moves any rank by at most 1 (pooling
+``k c`` rows per person instead gives ``k c`` times the rows but ``k c`` times the
+sensitivity: never a better signal).  On a public grid: the signed powers of two
+``0, ±2**e`` (``e`` in ``[-30, 62]`` for floats, ``[0, 40]`` for integers) unless
+``candidates`` are given.  The mechanism (:mod:`dpfast.tables._bounds_em`): a private
+*scale* (the median magnitude's octave, ε_b/6), which sets the candidates (0 and the grid
+points of magnitude at least ``2**-8`` times it), a private *centre* interval of them (the
+mid quantile, ε_b/6), then each bound by the exponential mechanism whose base measure
+decays by at least ``λ = 1`` nat per candidate step away from the centre (ε_b/3 each).
 The base measure is data-independent (it does not change the sensitivity); it makes the
 candidates beyond the data, which all tie on rank, exponentially unlikely the farther out
 they are, where the plain mechanism picked uniformly among them (measured before:
 ``lo = -1.8e13`` for N(50, 10) at 2·10⁵ rows).
 
 Guarantee (:meth:`AutoBounds.steps_beyond`, :meth:`AutoBounds.rank_error`): with
-probability ``1 - α`` each bound is at most ``j(α)`` grid steps (``j = 5`` at α = 0.05;
-on the default grid: octaves) farther from the centre than the grid point whose rank is
-nearest the target, and its rank error exceeds that point's by at most
-``r(α) + s·(steps it lies closer to the centre)`` (``s = ceil(2Δ/ε_q)`` ranks per step).
-The bounds are close to the percentiles when the rank signal is strong: ``n`` pooled rows
-well above ``(2Δ/ε_q) ln(m/α)`` (``ε_q = 2 ε_b / 5``); with fewer, the base measure pulls
-each bound towards the centre (tighter bounds, more clamping), never out to the far
+probability ``1 - α`` each bound is at most ``j(α)`` candidate steps (``j = 5`` at
+α = 0.05; on the default grid: octaves) farther from the centre than the candidate whose
+rank is nearest the target, and its rank error exceeds that candidate's by at most
+``r(α) + s·(steps it lies closer to the centre)`` (``s = ceil(2/ε_q)`` ranks per step,
+``ε_q = ε_b / 3``).  The scale and the centre are right when ``n`` (people, or rows
+without privacy ids) is well above ``(4/ε_s) ln(m/α)`` (``ε_s = ε_b / 6``: about 1,800 at
+ε = 1); with fewer the bounds can land anywhere.  With a weak rank signal the base measure
+pulls each bound towards the centre (tighter bounds, more clamping), never out to the far
 plateau.  Pass public ``bounds`` when the range is known.
 """
 
@@ -65,18 +69,20 @@ def default_grid(integer: bool) -> np.ndarray:
 class AutoBounds:
     """Privately chosen clamping bounds ``(lo, hi)`` and the event that paid for them.
 
-    ``centre``: the released centre interval ``(g_j, g_{j+1})`` of the grid;
-    ``penalty``: ``s``, the ranks per grid step of the base measure."""
+    ``scale``: the released interval of the median magnitude; ``centre``: the released
+    centre interval (consecutive candidates); ``penalty``: ``s``, the ranks per candidate
+    step of the base measure."""
 
     lo: float
     hi: float
     quantiles: tuple[float, float]
     epsilon: float
     event: Any
-    sensitivity: int = 1  # pooled rows one person may hold (k c)
+    sensitivity: int = 1  # pooled rows one person may hold (one)
     n_candidates: int = 1
     centre: tuple[float, float] = (0.0, 0.0)
     penalty: int = 1
+    scale: tuple[float, float] = (0.0, 0.0)
 
     @property
     def bounds(self) -> tuple[Any, Any]:
@@ -88,7 +94,7 @@ class AutoBounds:
         is nearest it by at most ``r + s·(steps the bound lies closer to the centre than that
         point)`` (McSherry & Talwar 2007, Thm 6, with the base measure: ``v_p = u_p - s d_p``
         is within ``r`` of its maximum).  Useful when it is well below ``q_lo n``."""
-        return _em.rank_error(_bem.split(self.epsilon)[1], self.sensitivity,
+        return _em.rank_error(_bem.split(self.epsilon)[2], self.sensitivity,
                               self.n_candidates, alpha)
 
     def steps_beyond(self, alpha: float = 0.05) -> int:
@@ -117,32 +123,36 @@ def _grid_for(candidates: Any, integer: bool) -> np.ndarray:
 
 
 def bounds_event(eps_b: float) -> Any:
-    """Event of choosing the bounds with ``eps_b``: three exponential mechanisms, the
-    centre at ``eps_b / 5`` and each bound at ``2 eps_b / 5`` (rounded down)."""
+    """Event of choosing the bounds with ``eps_b``: four exponential mechanisms, scale and
+    centre at ``eps_b / 6``, lo and hi at ``eps_b / 3`` (rounded down)."""
     return _bem.event(eps_b)
 
 
 def choose(data: _inputs._Data, g: np.ndarray, k: int, c: int, eps_b: float,
            qs: tuple[float, float], gen: _random.Generator, integer: bool,
-           policy: int = 0) -> tuple[Any, Any, tuple[float, float]]:
+           policy: int = 0) -> tuple[tuple[Any, Any], _bem.Choice]:
     """The private ``(lo, hi)`` of the validated rows (values clamped to the grid's range)
-    and the centre interval.  Draws one release stream of ``gen``: call it after the
-    charge."""
+    and the mechanism's choice (scale and centre too).  Draws one release stream of
+    ``gen``: call it after the charge."""
     assert data.values is not None
+    h = _bem.magnitudes(g)
     slots = _em.slots_of(data.values, g)
-    _, kept = _em.bound_slots(data.codes, data.ids, k, c, bounding.subkey(gen), slots,
+    mags = _em.slots_of(np.clip(np.abs(data.values), h[0], h[-1]), h)
+    both = slots * (2 * h.shape[0]) + mags  # one int64 per row: (slot, magnitude slot)
+    # one row per person (k = c = 1: the same keyed choice as the release's bounding)
+    _, kept = _em.bound_slots(data.codes, data.ids, 1, 1, bounding.subkey(gen), both,
                               policy)
     rkey = keynoise.release_key(gen._key, keynoise.release_stream(gen))
-    j, ia, ib = _bem.choose(kept, g, k * c, eps_b, qs, rkey)
-    a, b = sorted((ia, ib))  # post-processing: an ordered pair
+    ch = _bem.choose(kept // (2 * h.shape[0]), kept % (2 * h.shape[0]), g, 1, eps_b, qs,
+                     rkey)
+    a, b = sorted((ch.lo, ch.hi))  # post-processing: an ordered pair
     if a == b:  # a point: widen to the next grid point (never zero sensitivity)
         if b + 1 < g.shape[0]:
             b += 1
         elif a > 0:
             a -= 1
     lo, hi = float(g[a]), float(g[b])
-    centre = (float(g[j]), float(g[min(j + 1, g.shape[0] - 1)]))
-    return ((int(lo), int(hi)) if integer else (lo, hi)), centre
+    return ((int(lo), int(hi)) if integer else (lo, hi)), ch
 
 
 def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: Any
@@ -172,11 +182,13 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
     values : array_like
         One number per row.
     keys, privacy_ids, max_partitions, max_per_partition
-        The bounding of the release the bounds are for (as in :func:`dpfast.tables.sum`):
-        the pooled rows are those it keeps, so one person holds at most ``k c`` of them.
-        ``keys=None``: one key.
+        The rows and bounding of the release the bounds are for (as in
+        :func:`dpfast.tables.sum`); the pooled rows are one per person (``k = c = 1``
+        of that bounding), whatever ``max_partitions`` / ``max_per_partition`` (still
+        validated).  ``keys=None``: one key.
     epsilon : float
-        Spent on the centre (``epsilon / 5``) and the two bounds (``2 epsilon / 5`` each).
+        Spent on the scale and the centre (``epsilon / 6`` each) and the two bounds
+        (``epsilon / 3`` each).
     quantiles : (float, float)
         ``(q_lo, q_hi)`` with ``0 <= q_lo < q_hi <= 1``.
     candidates : array_like, optional
@@ -192,21 +204,22 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
 
     Privacy
     -------
-    ``epsilon``-DP under add/remove one person.  After bounding one person holds at most
-    ``Δ = k c`` pooled rows, so ``n``, each ``a_p`` / ``b_p`` (rows below / at most a
-    grid point) and ``t = floor(q n)`` move by at most ``Δ``, and every rank utility
-    ``-max(a - t, t - b, 0)`` (of a point, or of the centre's interval) by at most ``Δ``.
-    Step 1 is the exponential mechanism at ``ε_c = ε/5`` (rounded down); given its
-    released centre, each bound is the exponential mechanism at ``ε_q = 2ε/5`` with the
-    base measure ``μ_p ∝ exp(-ε_q s d_p / (2Δ))``, ``d_p`` the grid steps from ``p`` to
-    the centre: ``μ`` depends only on public values (grid, ``ε``, ``Δ``, the centre), so
-    for neighbours ``x, x'``
-    ``P(p | x) / P(p | x') = e^{c (u_p(x) - u_p(x'))} Z(x') / Z(x) <= e^{c Δ} e^{c Δ}
-    = e^{ε_q}`` with ``c = ε_q / (2Δ)`` and ``Z = Σ_q μ_q e^{c u_q}`` (McSherry & Talwar
-    2007, whose proof holds for any data-independent base measure; the centre's one-rank
-    tie-breaker likewise).  Adaptive composition: ``ε_c + 2 ε_q <= ε``; event
-    ``Composed((Exponential(ε_c), SelfComposed(Exponential(ε_q), 2)))`` (each also
-    ``ε``-bounded-range).  Sorting and widening the pair is post-processing.
+    ``epsilon``-DP under add/remove one person.  After bounding (one row per person) the
+    pooled rows change by at most one, so ``n``, the rows below / at most any grid point
+    or magnitude, and ``t = floor(q n)`` move by at most ``Δ = 1``, and every rank utility
+    ``-max(a - t, t - b, 0)`` (of a point or an interval) by at most 1.  Steps 1 and 2
+    (scale, centre) are exponential mechanisms at ``ε/6`` each (rounded down), the
+    centre's candidates and one-rank tie-breaker depending only on the released scale;
+    given scale and centre, each bound is the exponential mechanism at ``ε_q = ε/3`` over
+    the candidates with the base measure ``μ_p ∝ exp(-ε_q s d_p / 2)``, ``d_p`` the
+    candidate steps from ``p`` to the centre: public values only (grid, ``ε``, scale,
+    centre), so for neighbours ``x, x'``
+    ``P(p | x) / P(p | x') = e^{c (u_p(x) - u_p(x'))} Z(x') / Z(x) <= e^{c} e^{c}
+    = e^{ε_q}`` with ``c = ε_q / 2`` and ``Z = Σ_q μ_q e^{c u_q}`` (McSherry & Talwar
+    2007, whose proof holds for any data-independent base measure).  Adaptive composition:
+    ``2 ε/6 + 2 ε/3 <= ε``; event ``Composed((SelfComposed(Exponential(ε/6), 2),
+    SelfComposed(Exponential(ε/3), 2)))`` (each also bounded-range at its ε).  Sorting
+    and widening the pair is post-processing.
 
     Notes
     -----
@@ -229,9 +242,9 @@ def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
     data, g, integer = _prepare(values, keys, privacy_ids, candidates, None)
     event = _events.with_neighbouring(bounds_event(eps), _events.ADD_REMOVE)
     with charged(budget, event, note):
-        (lo, hi), centre = choose(data, g, k, c, eps, qs, gen, integer)
-    return AutoBounds(lo, hi, qs, float(eps), event, k * c, int(g.shape[0]), centre,
-                      _bem.penalty(_bem.split(eps)[1], k * c))
+        (lo, hi), ch = choose(data, g, k, c, eps, qs, gen, integer)
+    return AutoBounds(lo, hi, qs, float(eps), event, 1, int(g.shape[0]), ch.centre,
+                      _bem.penalty(_bem.split(eps)[2], 1), ch.scale)
 
 
 def split(epsilon: Any, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
@@ -268,7 +281,7 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
     event = _events.with_neighbouring(_events.Composed((bounds_event(eps_b), rest)),
                                       _events.ADD_REMOVE)
     with charged(budget, event, note):
-        bnd, _centre = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer,
+        bnd, _choice = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer,
                               bounding.policy_code(bounding_policy))
         assert data.values is not None
         data.values = np.clip(data.values, bnd[0], bnd[1])  # our own array (validated copy)
