@@ -26,17 +26,25 @@ def _data(n: int = 100_000, seed: int = 0):
 
 
 def test_auto_bounds_are_the_private_percentiles_on_the_power_grid() -> None:
+    # a strong rank signal: the bounds are the grid points nearest the percentiles
     keys, vals = _data()
     b = dpt.auto_bounds(vals, keys, epsilon=0.2, rng=_replay())
     lo_t, hi_t = np.quantile(vals, [0.01, 0.99])
     assert lo_t / 2 <= b.lo <= lo_t * 2 and hi_t / 2 <= b.hi <= hi_t * 2
     assert b.lo in ab.default_grid(False) and b.hi in ab.default_grid(False)
-    assert b.event == ev.with_neighbouring(
-        ev.SelfComposed(ev.Exponential(0.1), 2), ev.ADD_REMOVE)
+    eps_s, eps_c, eps_q = ab._bem.split(0.2)
+    assert eps_s == eps_c and Fraction(eps_s) <= Fraction(0.2) / 6
+    assert Fraction(eps_q) <= Fraction(0.2) / 3 and 0.2 - 2 * eps_s - 2 * eps_q < 1e-15
+    assert b.event == ev.with_neighbouring(ev.Composed((
+        ev.SelfComposed(ev.Exponential(eps_s), 2),
+        ev.SelfComposed(ev.Exponential(eps_q), 2))), ev.ADD_REMOVE)
+    assert PureDpAccountant().compose(b.event).get_epsilon(0.0) <= 0.2
+    assert b.scale == b.centre == (16.0, 32.0)  # the median is e^3 = 20
     again = dpt.auto_bounds(vals, keys, epsilon=0.2, rng=_replay())
     assert again.bounds == b.bounds
     r = b.rank_error(0.05)
-    assert 0 < r < 0.01 * len(vals) and r == ab._em.rank_error(0.1, 1, 187, 0.05)
+    assert 0 < r < 0.01 * len(vals) and r == ab._em.rank_error(eps_q, 1, 187, 0.05)
+    assert b.penalty == 31 and b.steps_beyond(0.05) == 5  # ceil(2 / eps_q) ranks a step
     ints = dpt.auto_bounds(np.round(vals).astype(np.int64), epsilon=0.2, rng=_replay())
     assert isinstance(ints.lo, int) and ints.lo < ints.hi
 
@@ -54,7 +62,7 @@ def test_sum_and_mean_with_auto_bounds_charge_one_composed_event(stat: str) -> N
     first, rest = rel.event.events
     eps_b, eps_rest = ab.split(1.0)
     assert first == ev.with_neighbouring(ab.bounds_event(eps_b), ev.ADD_REMOVE)
-    assert first.event.epsilon <= Fraction(eps_b) / 2
+    assert PureDpAccountant().compose(first).get_epsilon(0.0) <= eps_b
     assert rest == ev.with_neighbouring(ev.Epsilon(eps_rest), ev.ADD_REMOVE)
     assert Fraction(eps_b) + Fraction(eps_rest) <= 1 and abs(eps_b - 0.1) < 1e-15
     assert PureDpAccountant().compose(rel.event).get_epsilon(0.0) <= 1.0

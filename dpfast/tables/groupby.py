@@ -399,9 +399,10 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
     budget goes to the key selection on the number of privacy units per key (not
     released; see :func:`count`) and half to the sums.
     ``bounds="auto"`` (``epsilon`` targets only): 10% of ε chooses the bounds by private
-    quantiles (:mod:`dpfast.tables.autobounds`: the 1st and 99th percentiles of the kept
-    rows on a grid of signed powers of two), the other 90% releases the sums; the composed
-    event is charged once and the bounds are :attr:`TableRelease.bounds`.
+    quantiles (:mod:`dpfast.tables.autobounds`: the 1st and 99th percentiles of one row
+    per person on a grid of signed powers of two, with a geometric base measure around a
+    private centre), the other 90% releases the sums; the composed event is charged once
+    and the bounds are :attr:`TableRelease.bounds`.
 
     Privacy
     -------
@@ -417,9 +418,9 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
     rounded once to ``g`` and noised.  One person therefore moves a key's exact total by at
     most ``c B`` and its grid value by at most ``c B + g``, whatever the other rows and
     their order (:mod:`dpfast.tables._fixed`).  ``bounds="auto"``: the bounds cost
-    ``ε/10`` (two exponential-mechanism quantiles, ``Δ = k c`` rows on the pooled kept rows;
-    McSherry & Talwar 2007, Smith 2011), the sums ``9ε/10`` given them (sequential
-    composition, ``ε`` in all); event ``Composed((bounds, statistic))``.
+    ``ε/10`` (four exponential mechanisms on one row per person, ``Δ = 1``, see
+    :func:`dpfast.tables.auto_bounds`; McSherry & Talwar 2007), the sums ``9ε/10`` given
+    them (sequential composition, ``ε`` in all); event ``Composed((bounds, statistic))``.
 
     Numerics
     --------
