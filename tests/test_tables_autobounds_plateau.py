@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dpfast
 import dpfast.tables as dpt
 from dpfast.tables import _bounds_em as bem
 from dpfast.tables import _quantile_em as qem
@@ -28,8 +29,9 @@ from .helpers import KEY
 SEEDS = 40
 
 
-def _keys(n: int) -> list[bytes]:
-    return [bytes([s]) + KEY[1:] for s in range(n)]
+def _keys(n: int) -> list[dpfast.Generator]:
+    """Fixed, replayable generators (a raw key would get a fresh release id each call)."""
+    return [dpfast.default_rng(bytes([s]) + KEY[1:]) for s in range(n)]
 
 
 # ---- brute force from the definitions (independent of the implementation) ----------
@@ -167,7 +169,8 @@ def test_normal_2e5_rows_no_longer_lands_on_the_far_plateau() -> None:
     values = np.random.default_rng(0).normal(50, 10, 200_000)
     res = _check_plateau(values, 0.1, 4.0)
     assert all(-1.0 <= r.lo <= 32 and 64 <= r.hi <= 4096 for r in res)
-    assert sum(r.lo == 16.0 for r in res) >= 0.8 * SEEDS  # 16 <= p1 = 26.6 < 32
+    # 16 <= p1 = 26.6 < 32; exact law P(lo = 16) = 0.83 here (3 sigma at 40 draws: 0.65)
+    assert sum(r.lo == 16.0 for r in res) >= 0.6 * SEEDS
 
 
 def test_narrow_range_near_zero() -> None:
@@ -251,7 +254,8 @@ def test_exact_law_against_the_enumeration() -> None:
             emp[cell[axis]] = emp.get(cell[axis], 0) + k / n_draws
         assert sum(abs(marg[v] - emp.get(v, 0.0)) for v in marg) / 2 < 0.06
     # auto_bounds releases that draw for its own key, sorted and widened
-    rel = dpt.auto_bounds(np.array(DATA), epsilon=eps_b, quantiles=qs, candidates=g, rng=KEY)
+    rel = dpt.auto_bounds(np.array(DATA), epsilon=eps_b, quantiles=qs, candidates=g,
+                          rng=dpfast.default_rng(KEY))
     assert rel.lo < rel.hi and rel.lo in GRID and rel.hi in GRID and rel.centre[0] in GRID
 
 
@@ -302,3 +306,26 @@ def test_tiny_epsilon_with_large_sensitivity_is_refused() -> None:
     with pytest.raises(ValueError, match="2\\*\\*53"):
         dpt.auto_bounds(np.arange(100.0), np.zeros(100, np.int64), np.arange(100),
                         epsilon=1e-300, max_partitions=1000, max_per_partition=1000)
+
+
+def test_one_row_per_person_and_row_order() -> None:
+    """The pooled rows are one per person (sensitivity 1): a person with 20,000 rows far
+    out counts once; the choice is keyed per person, so row order does not matter."""
+    r = np.random.default_rng(3)
+    n = 5000
+    ids = np.concatenate([np.arange(n), np.full(20_000, n)])
+    vals = np.concatenate([r.normal(50, 10, n), np.full(20_000, 1e9)])
+    keys = r.integers(0, 3, ids.shape[0])
+    kw = dict(epsilon=0.5, max_partitions=3, max_per_partition=100_000)
+    for s in range(5):
+        b = dpt.auto_bounds(vals, keys, ids, rng=dpfast.default_rng(bytes([s]) + KEY[1:]),
+                            **kw)
+        assert b.sensitivity == 1 and 8 <= b.lo <= 32 and 64 <= b.hi <= 512
+        perm = r.permutation(ids.shape[0])
+        again = dpt.auto_bounds(vals[perm], keys[perm], ids[perm],
+                                rng=dpfast.default_rng(bytes([s]) + KEY[1:]), **kw)
+        assert again.bounds == b.bounds and again.centre == b.centre
+    rel = dpt.mean(vals, keys, ids, bounds="auto", epsilon=1.0, domain=[0, 1, 2],
+                   max_partitions=3, max_per_partition=5, bounding="frequent",
+                   rng=dpfast.default_rng(KEY))
+    assert 8 <= rel.bounds[0] <= 32 and 64 <= rel.bounds[1] <= 512

@@ -2,7 +2,8 @@
 
 Run: ``python -m bench.peers.autobounds_accuracy [reps]`` from the repository root.  For
 each case it releases the per-key ``mean`` and ``sum`` ``reps`` times with
-``bounds="auto"`` and with the case's public bounds (fixed keys ``0 .. reps-1``, a public
+``bounds="auto"`` and with the case's public bounds (replayable generators keyed
+``0 .. reps-1``, the same for both; a public
 ``domain``, so no key selection) and prints the bounds chosen (min / median / max) and the
 mean absolute error of each release against the exact, unbounded per-key statistic.
 
@@ -18,6 +19,7 @@ import sys
 
 import numpy as np
 
+import dpfast
 import dpfast.tables as dpt
 
 
@@ -57,11 +59,11 @@ def main(reps: int = 20) -> None:
             for rep in range(reps):
                 key = rep.to_bytes(32, "little")
                 m = dpt.mean(kw["values"], kw["keys"], kw["privacy_ids"], bounds=bounds,
-                             epsilon=1.0, domain=kw["domain"], rng=key,
+                             epsilon=1.0, domain=kw["domain"], rng=dpfast.default_rng(key),
                              max_partitions=kw.get("max_partitions", 1),
                              max_per_partition=kw.get("max_per_partition", 1))
                 s = dpt.sum(kw["values"], kw["keys"], kw["privacy_ids"], bounds=bounds,
-                            epsilon=1.0, domain=kw["domain"], rng=key,
+                            epsilon=1.0, domain=kw["domain"], rng=dpfast.default_rng(key),
                             max_partitions=kw.get("max_partitions", 1),
                             max_per_partition=kw.get("max_per_partition", 1))
                 lo, hi = m.bounds if bounds == "auto" else given
