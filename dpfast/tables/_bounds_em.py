@@ -192,13 +192,15 @@ def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity:
 
 def steps_beyond(alpha: float, nats: Any = NATS_PER_STEP) -> int:
     """Smallest ``j >= 1`` with ``2 exp(-λ j) / (1 - exp(-λ)) <= alpha``: with probability
-    at least ``1 - alpha`` a bound is at most ``j`` grid steps farther from the centre than
-    the best candidate (the point of largest rank utility nearest the centre).
+    at least ``1 - alpha`` a bound is at most ``j`` candidate steps farther from the centre
+    than the best candidate ``p*`` (of largest rank utility, the nearest the centre among
+    those).  Whatever ``n``, ``ε`` and the number of candidates.
 
     Proof: with ``p*`` that point, ``P(p) = μ_p e^{c u_p} / Z <= e^{c (v_p - v_{p*})} <=
-    e^{-κ (d_p - d_{p*})}`` (``u_p <= u_{p*}``), at most two points lie at each distance
-    from the centre interval, so ``P(d >= d_{p*} + j) <= Σ_{i >= j} 2 e^{-κ i}``, and
-    ``κ >= λ``.  Computed with a margin (rounded up)."""
+    e^{-κ (d_p - d_{p*})}`` (``Z >= e^{c v_{p*}}``, ``u_p <= u_{p*}``), at most two
+    candidates lie at each distance from the centre interval, so
+    ``P(d >= d_{p*} + j) <= Σ_{i >= j} 2 e^{-κ i}``, and ``κ >= λ``.  Computed with a
+    margin (rounded up)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     lam = float(nats)
