@@ -205,15 +205,15 @@ def _code_scores(x: list, g: np.ndarray, qs: tuple, eps_b: float, sens: int) -> 
     ah, bh = bem.ranks(qem.slots_of(np.clip(np.abs(np.array(x)), h[0], h[-1]), h),
                        h.shape[0])
     a, b = bem.ranks(qem.slots_of(np.array(x), g), g.shape[0])
-    sc = bem.interval_scores(ah, bh, Fraction(1, 2), None).tolist()
+    sc = bem.interval_scores(ah, bh, Fraction(1, 2), None, len(x)).tolist()
     s = bem.penalty(bem.split(eps_b)[2], sens)
     qc = (Fraction(qs[0]) + Fraction(qs[1])) / 2
     out = {}
     for i in range(h.shape[0] - 1):
         idx = np.flatnonzero(bem.kept(g, float(h[i + 1])))
         ak, bk = a[idx], b[idx]
-        cen = bem.interval_scores(ak, bk, qc, bem.zero_index(g[idx])).tolist()
-        per = {j: tuple(bem.bound_scores(ak, bk, q, j, s).tolist() for q in qs)
+        cen = bem.interval_scores(ak, bk, qc, bem.zero_index(g[idx]), len(x)).tolist()
+        per = {j: tuple(bem.bound_scores(ak, bk, q, j, s, len(x)).tolist() for q in qs)
                for j in range(idx.shape[0] - 1)}
         out[i] = (sc[i], idx.tolist(), cen, per)
     return out
@@ -259,22 +259,27 @@ def test_exact_law_against_the_enumeration() -> None:
     assert rel.lo < rel.hi and rel.lo in GRID and rel.hi in GRID and rel.centre[0] in GRID
 
 
-@pytest.mark.parametrize("extra,sens", [([20.0], 1), ([-9.0], 1), ([4.0], 1),
-                                        ([0.0, 16.0], 2)])
-def test_epsilon_dp_exactly_on_neighbours(extra: list, sens: int) -> None:
+ODD_GRID = [-8.0, -4.0, 2.0 ** -9, 0.5, 1.0, 3.0, 64.0]  # no 0, asymmetric, tiny point
+
+
+@pytest.mark.parametrize("grid,extra,sens", [
+    (GRID, [20.0], 1), (GRID, [-9.0], 1), (GRID, [4.0], 1), (GRID, [0.0, 16.0], 2),
+    (ODD_GRID, [100.0], 1), (ODD_GRID, [2.0 ** -9, 0.7], 2)])
+def test_epsilon_dp_exactly_on_neighbours(grid: list, extra: list, sens: int) -> None:
     """Add one person (``sens`` rows, the sensitivity stated to the mechanism): for every
     output (scale, centre, lo, hi) the probability ratio is within exp(eps_b), both ways."""
     eps_b, qs = 1.5, (0.1, 0.9)
-    x2 = [min(max(v, GRID[0]), GRID[-1]) for v in DATA + extra]
+    x = [min(max(v, grid[0]), grid[-1]) for v in DATA]
+    x2 = [min(max(v, grid[0]), grid[-1]) for v in DATA + extra]
     with mpmath.workdps(40):
-        p, p2 = _joint(DATA, GRID, qs, eps_b, sens), _joint(x2, GRID, qs, eps_b, sens)
+        p, p2 = _joint(x, grid, qs, eps_b, sens), _joint(x2, grid, qs, eps_b, sens)
         assert set(p) == set(p2)
         worst = max(abs(mpmath.log(p[c] / p2[c])) for c in p)
         assert worst <= mpmath.mpf(Fraction(eps_b).numerator) / Fraction(eps_b).denominator
     assert worst > 0.2 * eps_b  # the audit has teeth: the outputs do move
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(-40, 40), min_size=1, max_size=30),
        st.lists(st.sampled_from([v * 2.0 ** e for v in range(-50, 51) for e in (-12, 0)]),
                 min_size=2, max_size=12, unique=True),

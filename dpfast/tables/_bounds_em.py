@@ -112,13 +112,13 @@ def _checked(v: np.ndarray) -> np.ndarray:
     return v.astype(np.float64)
 
 
-def interval_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int | None,
+def interval_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int | None, n: int,
                     step: int = CENTRE_STEP) -> np.ndarray:
-    """Scores of the intervals ``[x_j, x_{j+1}]`` of a grid ``x`` (ranks ``a``, ``b``),
-    ``j = 0 .. len - 2`` (int64): the rank utility of ``q`` minus ``step`` per step from
-    the interval to index ``zero`` (``None``: no tie-breaker)."""
+    """Scores of the intervals ``[x_j, x_{j+1}]`` of a grid ``x`` (ranks ``a``, ``b`` of
+    the ``n`` rows), ``j = 0 .. len - 2`` (int64): the rank utility of ``q`` minus ``step``
+    per step from the interval to index ``zero`` (``None``: no tie-breaker)."""
     m = a.shape[0]
-    t = _target(int(b[-1]), q)
+    t = _target(n, q)
     u = -np.maximum(np.maximum(a[:-1] - t, t - b[1:]), 0)
     if zero is None:
         return u
@@ -137,11 +137,12 @@ def kept(g: np.ndarray, scale_top: float) -> np.ndarray:
     return (g == 0) | (np.abs(g) >= np.ldexp(scale_top, -FLOOR_OCTAVES))
 
 
-def bound_scores(a: np.ndarray, b: np.ndarray, q: Any, centre: int, s: int) -> np.ndarray:
-    """Scores of the candidates (int64; ranks ``a``, ``b`` on the candidates): the rank
-    utility of ``q`` minus ``s`` per step from the candidate to the centre interval
-    ``[centre, centre + 1]`` (candidate indices)."""
-    t = _target(int(b[-1]), q)
+def bound_scores(a: np.ndarray, b: np.ndarray, q: Any, centre: int, s: int, n: int
+                 ) -> np.ndarray:
+    """Scores of the candidates (int64; ranks ``a``, ``b`` of the ``n`` rows on the
+    candidates): the rank utility of ``q`` minus ``s`` per step from the candidate to the
+    centre interval ``[centre, centre + 1]`` (candidate indices)."""
+    t = _target(n, q)
     u = -np.maximum(np.maximum(a - t, t - b), 0)
     p = np.arange(a.shape[0])
     return u - s * np.maximum(np.maximum(centre - p, p - (centre + 1)), 0)
@@ -172,8 +173,9 @@ def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity:
                          "small for this sensitivity); pass public bounds")
     # 1. scale: the median magnitude's interval of h
     ah, bh = ranks(mag_slots, h.shape[0])
-    js = _draw(interval_scores(ah, bh, Fraction(1, 2), None), eps_s, sensitivity, rkey, 0) \
-        if h.shape[0] > 1 else 0
+    n = int(slots.shape[0])
+    js = _draw(interval_scores(ah, bh, Fraction(1, 2), None, n), eps_s, sensitivity, rkey,
+               0) if h.shape[0] > 1 else 0
     scale = (float(h[js]), float(h[min(js + 1, h.shape[0] - 1)]))
     # 2. centre: an interval of consecutive candidates
     idx = np.flatnonzero(kept(g, scale[1]))
@@ -181,12 +183,12 @@ def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity:
     ak, bk, gk = a[idx], b[idx], g[idx]
     qc = (Fraction(qs[0]) + Fraction(qs[1])) / 2
     mk = idx.shape[0]
-    jc = _draw(interval_scores(ak, bk, qc, zero_index(gk)), eps_c, sensitivity, rkey, 1) \
-        if mk > 1 else 0
+    jc = _draw(interval_scores(ak, bk, qc, zero_index(gk), n), eps_c, sensitivity, rkey,
+               1) if mk > 1 else 0
     centre = (float(gk[jc]), float(gk[min(jc + 1, mk - 1)]))
     # 3. each bound: rank utility minus s per candidate step from the centre
-    out = [int(idx[_draw(bound_scores(ak, bk, q, jc, s), eps_q, sensitivity, rkey, step)])
-           for step, q in ((2, qs[0]), (3, qs[1]))]
+    out = [int(idx[_draw(bound_scores(ak, bk, q, jc, s, n), eps_q, sensitivity, rkey,
+                         step)]) for step, q in ((2, qs[0]), (3, qs[1]))]
     return Choice(out[0], out[1], scale, centre)
 
 
