@@ -44,11 +44,12 @@ def _iv(a: list, b: list, t: int, j: int, k: int) -> int:
     return -max(a[j] - t, t - b[k], 0)
 
 
-def _penalty(eps_b: float, sens: int) -> int:
-    eps_q = Fraction(bem.split(eps_b)[2])
-    assert eps_q <= Fraction(eps_b) / 3
+def _penalty(eps_b: float, sens: int, which: int = 2, nats: Fraction = Fraction(1)) -> int:
+    """Smallest integer s >= 1 with eps * s / (2 sens) >= nats (eps of step ``which``)."""
+    eps = Fraction(bem.split(eps_b)[which])
+    assert eps <= Fraction(eps_b) / (3 if which == 2 else 6)
     s = 1
-    while eps_q * s / (2 * sens) < 1:
+    while eps * s / (2 * sens) < nats:
         s += 1
     return s
 
@@ -57,6 +58,7 @@ def _brute(x: list, g: list, qs: tuple, eps_b: float, sens: int) -> dict:
     """The mechanism from the docstrings: {scale index: (scale score, candidates, centre
     scores, {centre: (lo scores, hi scores)})}."""
     n, s = len(x), _penalty(eps_b, sens)
+    ss, sc = (_penalty(eps_b, sens, w, Fraction(1, 10)) for w in (0, 1))
     h = sorted({abs(v) for v in g})
     ah, bh = _ab([min(max(abs(v), h[0]), h[-1]) for v in x], h)
     a, b = _ab(x, g)
@@ -68,14 +70,14 @@ def _brute(x: list, g: list, qs: tuple, eps_b: float, sens: int) -> dict:
         cand = [p for p in range(len(g)) if g[p] == 0 or abs(Fraction(g[p])) * 256 >= top]
         ak, bk = [a[p] for p in cand], [b[p] for p in cand]
         z = min(range(len(cand)), key=lambda p: abs(g[cand[p]]))
-        cen = [_iv(ak, bk, tc, j, j + 1) - max(j - z, z - j - 1, 0)
+        cen = [_iv(ak, bk, tc, j, j + 1) - sc * max(j - z, z - j - 1, 0)
                for j in range(len(cand) - 1)]
         per = {}
         for j in range(len(cand) - 1):
             d = [max(j - p, p - j - 1, 0) for p in range(len(cand))]
             per[j] = tuple([_iv(ak, bk, t, p, p) - s * d[p] for p in range(len(cand))]
                            for t in (t_lo, t_hi))
-        out[i] = (_iv(ah, bh, n // 2, i, i + 1), cand, cen, per)
+        out[i] = (_iv(ah, bh, n // 2, i, i + 1) - ss * i, cand, cen, per)
     return out
 
 
@@ -205,14 +207,16 @@ def _code_scores(x: list, g: np.ndarray, qs: tuple, eps_b: float, sens: int) -> 
     ah, bh = bem.ranks(qem.slots_of(np.clip(np.abs(np.array(x)), h[0], h[-1]), h),
                        h.shape[0])
     a, b = bem.ranks(qem.slots_of(np.array(x), g), g.shape[0])
-    sc = bem.interval_scores(ah, bh, Fraction(1, 2), None, len(x)).tolist()
-    s = bem.penalty(bem.split(eps_b)[2], sens)
+    eps_s, eps_c, eps_q = bem.split(eps_b)
+    ss, pc = (bem.penalty(e, sens, bem.PRIOR_NATS) for e in (eps_s, eps_c))
+    sc = bem.interval_scores(ah, bh, Fraction(1, 2), 0, len(x), ss).tolist()
+    s = bem.penalty(eps_q, sens)
     qc = (Fraction(qs[0]) + Fraction(qs[1])) / 2
     out = {}
     for i in range(h.shape[0] - 1):
         idx = np.flatnonzero(bem.kept(g, float(h[i + 1])))
         ak, bk = a[idx], b[idx]
-        cen = bem.interval_scores(ak, bk, qc, bem.zero_index(g[idx]), len(x)).tolist()
+        cen = bem.interval_scores(ak, bk, qc, bem.zero_index(g[idx]), len(x), pc).tolist()
         per = {j: tuple(bem.bound_scores(ak, bk, q, j, s, len(x)).tolist() for q in qs)
                for j in range(idx.shape[0] - 1)}
         out[i] = (sc[i], idx.tolist(), cen, per)
@@ -232,7 +236,7 @@ def test_scores_equal_the_enumeration() -> None:
 
 def test_exact_law_against_the_enumeration() -> None:
     """Frequencies over 3000 keys against the exact law (mpmath): every cell of the joint
-    law (scale, centre, lo, hi) within 4.5 standard errors (+1/N), and each marginal
+    law (scale, centre, lo, hi) within 4.5 standard errors (+3/N), and each marginal
     within 0.06 in total variation."""
     g = np.array(GRID)
     eps_b, qs, n_draws = 2.0, (0.25, 0.75), 3000
@@ -244,7 +248,8 @@ def test_exact_law_against_the_enumeration() -> None:
     for cell, p in law.items():
         p = float(p)
         f = counts.get(cell, 0) / n_draws
-        assert abs(f - p) <= 4.5 * (p * (1 - p) / n_draws) ** 0.5 + 1 / n_draws, cell
+        # + 3/N: thousands of cells of tiny p, where a count of 2 or 3 is not rare
+        assert abs(f - p) <= 4.5 * (p * (1 - p) / n_draws) ** 0.5 + 3 / n_draws, cell
     for axis in range(4):
         marg: dict = {}
         emp: dict = {}

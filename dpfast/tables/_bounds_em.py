@@ -9,14 +9,18 @@ point ``-max(a_p - t, t - b_p, 0)`` (minus the rank distance of ``t`` to its row
 
 1. **Scale** (``ε_b / 6``): an interval ``[h_i, h_{i+1}]`` of the magnitudes
    ``h = unique(|g|)``: the exponential mechanism on the rank utility of the median of
-   ``|x|``.  Its upper end ``S`` sets the *candidates* of the next steps (:func:`kept`):
-   0 and the grid points with ``|g_p| >= 2**-FLOOR_OCTAVES S``.  This drops the many tiny
-   magnitudes of the float grid far below the data's scale, where integer-valued data has
-   no rows: they would all tie.
+   ``|x|`` minus ``ceil(2 λ_0 Δ / ε_s)`` ranks per step ``i`` from the smallest magnitude
+   (``λ_0 = PRIOR_NATS``: a weak prior for smaller scales, which decides only when the
+   rank signal is weak).  Its upper end ``S`` sets the *candidates* of the next steps
+   (:func:`kept`): 0 and the grid points with ``|g_p| >= 2**-FLOOR_OCTAVES S``.  This
+   drops the many tiny magnitudes of the float grid far below the data's scale, where
+   integer-valued data has no rows: they would all tie.
 2. **Centre** (``ε_b / 6``): an interval of consecutive candidates, by the exponential
    mechanism on the rank utility of the mid quantile ``q_c = (q_lo + q_hi) / 2`` minus
-   ``CENTRE_STEP`` (one rank) per candidate step between the interval and the candidate
-   nearest 0: a tie-breaker only.
+   ``ceil(2 λ_0 Δ / ε_c)`` ranks per candidate step between the interval and the
+   candidate nearest 0 (the same weak prior).  With few rows (below the stated ``n``)
+   these priors make the bounds fall near 0 (narrow: clamping bias) instead of anywhere
+   on the grid (out to ``±2**62``: noise without bound).
 3. **Each bound** (``ε_b / 3`` each): a candidate ``p`` by the exponential mechanism with
    utility ``v_p = u_p - s d_p``: ``u_p`` the rank utility of ``q``, ``d_p`` the candidate
    steps from ``p`` to the centre interval and ``s = ceil(2 λ Δ / ε_q)`` an integer number
@@ -48,15 +52,15 @@ from dpfast.accounting import events as _events
 from dpfast.noise import _addressed
 from dpfast.selection import gumbel as _gumbel
 
-__all__ = ["TAG", "NATS_PER_STEP", "CENTRE_STEP", "FLOOR_OCTAVES", "Choice", "split",
+__all__ = ["TAG", "NATS_PER_STEP", "PRIOR_NATS", "FLOOR_OCTAVES", "Choice", "split",
            "event", "ranks", "penalty", "interval_scores", "magnitudes", "kept",
            "bound_scores", "choose", "steps_beyond"]
 
 TAG = b"dpfast.tables.autobounds v2"
 #: λ: the base measure's decay per candidate step away from the centre (at least, in nats)
 NATS_PER_STEP = 1
-#: ranks per candidate step of the centre's tie-breaker (towards the candidate nearest 0)
-CENTRE_STEP = 1
+#: λ_0: the scale's and the centre's weak prior towards 0, in nats per step (at least)
+PRIOR_NATS = Fraction(1, 10)
 #: the candidates: 0 and the grid points of magnitude at least 2**-FLOOR_OCTAVES times
 #: the released scale
 FLOOR_OCTAVES = 8
@@ -112,16 +116,14 @@ def _checked(v: np.ndarray) -> np.ndarray:
     return v.astype(np.float64)
 
 
-def interval_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int | None, n: int,
-                    step: int = CENTRE_STEP) -> np.ndarray:
+def interval_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int, n: int, step: int
+                    ) -> np.ndarray:
     """Scores of the intervals ``[x_j, x_{j+1}]`` of a grid ``x`` (ranks ``a``, ``b`` of
     the ``n`` rows), ``j = 0 .. len - 2`` (int64): the rank utility of ``q`` minus ``step``
-    per step from the interval to index ``zero`` (``None``: no tie-breaker)."""
+    ranks per step from the interval to index ``zero``."""
     m = a.shape[0]
     t = _target(n, q)
     u = -np.maximum(np.maximum(a[:-1] - t, t - b[1:]), 0)
-    if zero is None:
-        return u
     j = np.arange(m - 1)
     return u - step * np.maximum(np.maximum(j - zero, zero - (j + 1)), 0)
 
@@ -168,14 +170,15 @@ def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity:
     h = magnitudes(g)
     eps_s, eps_c, eps_q = split(eps_b)
     s = penalty(eps_q, sensitivity)
-    if int(slots.shape[0]) + s * m >= _EXACT_INT:
+    ss, sc = penalty(eps_s, sensitivity, PRIOR_NATS), penalty(eps_c, sensitivity, PRIOR_NATS)
+    n = int(slots.shape[0])
+    if n + max(s, ss, sc) * m >= _EXACT_INT:
         raise ValueError("bounds='auto': the utilities would exceed 2**53 (epsilon too "
                          "small for this sensitivity); pass public bounds")
     # 1. scale: the median magnitude's interval of h
     ah, bh = ranks(mag_slots, h.shape[0])
-    n = int(slots.shape[0])
-    js = _draw(interval_scores(ah, bh, Fraction(1, 2), None, n), eps_s, sensitivity, rkey,
-               0) if h.shape[0] > 1 else 0
+    js = _draw(interval_scores(ah, bh, Fraction(1, 2), 0, n, ss), eps_s, sensitivity,
+               rkey, 0) if h.shape[0] > 1 else 0
     scale = (float(h[js]), float(h[min(js + 1, h.shape[0] - 1)]))
     # 2. centre: an interval of consecutive candidates
     idx = np.flatnonzero(kept(g, scale[1]))
@@ -183,8 +186,8 @@ def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity:
     ak, bk, gk = a[idx], b[idx], g[idx]
     qc = (Fraction(qs[0]) + Fraction(qs[1])) / 2
     mk = idx.shape[0]
-    jc = _draw(interval_scores(ak, bk, qc, zero_index(gk), n), eps_c, sensitivity, rkey,
-               1) if mk > 1 else 0
+    jc = _draw(interval_scores(ak, bk, qc, zero_index(gk), n, sc), eps_c, sensitivity,
+               rkey, 1) if mk > 1 else 0
     centre = (float(gk[jc]), float(gk[min(jc + 1, mk - 1)]))
     # 3. each bound: rank utility minus s per candidate step from the centre
     out = [int(idx[_draw(bound_scores(ak, bk, q, jc, s, n), eps_q, sensitivity, rkey,
