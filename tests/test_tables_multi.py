@@ -215,7 +215,7 @@ def test_part_noise_follows_its_exact_law() -> None:
 
 
 BAD = [
-    (dict(metrics=["median"]), ValueError, "unknown metric"),
+    (dict(metrics=["mode"]), ValueError, "unknown metric"),
     (dict(metrics=[("mean",)]), TypeError, "metrics"),
     (dict(metrics=["mean"]), ValueError, "value column"),
     (dict(metrics=[("count", "x")]), ValueError, "takes no value column"),

@@ -17,7 +17,18 @@ from typing import Any
 import numpy as np
 
 from dpfast.dask import tables as _dt
-from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, multi, statistics
+from dpfast.tables import (
+    _inputs,
+    _keys,
+    _metrics,
+    _plan,
+    _rank_metrics,
+    _rows,
+    _usecase,
+    multi,
+    statistics,
+)
+from dpfast.tables import _quantile_em as _em
 from dpfast.tables import bounding as bounding_mod
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
 from dpfast.tables.groupby import _charge, _check_budget, _common, _take_keys
@@ -26,6 +37,7 @@ from dpfast.tables.release import TableRelease
 __all__ = ["aggregate", "variance", "std", "privacy_id_count", "count_distinct"]
 
 _COUNT, _IDS = "__dpfast_count", "__dpfast_ids"
+_SLOT, _ROWS = "__dpfast_slot", "__dpfast_rows"
 
 
 def _by(by: Any) -> list[str]:
@@ -54,8 +66,9 @@ def _filtered(pdf: Any, names: list[str], id_col: str | None, domain: Any
 
 def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any,
                      plan: _metrics.MetricPlan, bounds: dict[str, Any], key_src: Any,
-                     policy: int = 0) -> tuple[Any, int]:
-    """One partition: bound per id over the value matrix, aggregate per key."""
+                     policy: int = 0) -> tuple[Any, int, dict[str, Any]]:
+    """One partition: bound per id over the value matrix, aggregate per key; per rank
+    column the sparse (key, slot) -> rows table of the kept rows."""
     import pandas as pd
 
     data, rows = _filtered(pdf, names, id_col, domain)
@@ -63,16 +76,26 @@ def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any
             for c in plan.columns}
     matrix = summand_matrix(plan, vals, rows.shape[0])
     agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, plan.k, plan.c,
-                             _dt._subkey(key_src), matrix, policy=policy)
+                             _dt._subkey(key_src), matrix,
+                             mark=bool(plan.ranks) and data.ids is not None, policy=policy)
     nz = np.flatnonzero(agg.counts)
     uk = _take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out[_COUNT] = agg.counts[nz]
     out[_IDS] = agg.ids[nz]
-    for j in range(matrix.shape[1]):
+    for j in range(plan.n_value_parts()):
         out[f"__dpfast_hi{j}"] = agg.hi[nz, j]
         out[f"__dpfast_lo{j}"] = agg.lo[nz, j]
-    return pd.DataFrame(out), int(len(pdf))
+    tables = {}
+    if plan.ranks:
+        for col, (tc, ts, tn) in _rank_metrics.slot_tables(
+                plan.grids, plan.slot_cols, data.codes, matrix, agg.kept).items():
+            tk = _take_keys(data.uniques, tc)
+            t = {n: (tk[j] if isinstance(tk, tuple) else tk) for j, n in enumerate(names)}
+            t[_SLOT] = ts
+            t[_ROWS] = tn
+            tables[col] = pd.DataFrame(t)
+    return pd.DataFrame(out), int(len(pdf)), tables
 
 
 def _reduce_codes(parts: Any, names: list[str], domain: Any, key_names: Any
@@ -84,7 +107,9 @@ def _reduce_codes(parts: Any, names: list[str], domain: Any, key_names: Any
 
 
 def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tuple,
-             npartitions: int | None) -> tuple[Any, int]:
+             npartitions: int | None) -> tuple[Any, ...]:
+    """``(the partials concatenated, the rows)``, and, when ``fn`` returns a third item
+    (a dict of frames), those frames concatenated per name."""
     import builtins
 
     import dask
@@ -100,8 +125,13 @@ def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tu
         pieces = [splits] if nout == 1 else [[s[j] for s in splits] for j in range(nout)]
         outs = [dask.delayed(_concat_then)(ps, fn, *args) for ps in pieces]
     results = dask.compute(*outs)
-    return (pd.concat([r[0] for r in results], ignore_index=True),
-            builtins.sum(r[1] for r in results))
+    first = (pd.concat([r[0] for r in results], ignore_index=True),
+             builtins.sum(r[1] for r in results))
+    if len(results[0]) < 3:
+        return first
+    extra = {name: pd.concat([r[2][name] for r in results], ignore_index=True)
+             for name in results[0][2]}
+    return (*first, extra)
 
 
 def _concat_then(pieces: list, fn: Any, *args: Any) -> Any:
@@ -128,8 +158,11 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
               noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
               use_case: str | None = None, npartitions: int | None = None,
-              selection: str = "auto", bounding: str = "uniform") -> AggregateRelease:
-    """:func:`dpfast.tables.aggregate` of a dask DataFrame.
+              selection: str = "auto", bounding: str = "uniform",
+              candidates: dict[str, Any] | None = None) -> AggregateRelease:
+    """:func:`dpfast.tables.aggregate` of a dask DataFrame (rank metrics included: each
+    worker sends the sparse (key, grid slot) -> rows table of the rows it kept, the driver
+    sums them).
 
     Parameters are those of :func:`dpfast.tables.aggregate` (``df`` a dask DataFrame),
     ``rng`` and ``npartitions`` as in :func:`dpfast.dask.count`.
@@ -143,8 +176,9 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     Privacy
     -------
     That of :func:`dpfast.tables.aggregate` (the same mechanism: add/remove one person,
-    the budget split over the metrics' parts, one composed event charged once on the
-    driver before the graph is computed).  Bounding (either ``bounding`` policy) depends
+    the budget split over the metrics' parts, the rank metrics' exponential mechanisms on
+    the same kept rows, one composed event charged once on the driver before the graph is
+    computed).  Bounding (either ``bounding`` policy) depends
     only on each person's rows, all of which one worker holds.
     """
     names = _by(by)
@@ -171,18 +205,19 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
         lo, hi = _inputs._bounds(bounds[col], kind in "iu")
         columns[col] = _metrics.Column(lo, hi, kind in "iu")
     gen, rid, key_src = _dt._generator(rng)
-    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection)
+    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection, candidates)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + used
     with _charge(budget, plan.event, note):  # charged before anything is computed
-        parts, nrows = _compute(ddf[cols], _matrix_partials, names, privacy_id,
-                                (names, privacy_id, domain, plan, bounds, key_src, pol),
-                                npartitions)
+        parts, nrows, tabs = _compute(ddf[cols], _matrix_partials, names, privacy_id,
+                                      (names, privacy_id, domain, plan, bounds, key_src,
+                                       pol), npartitions)
         for col in used:
             if columns[col].integer:
                 _inputs.check_int_sum(nrows, (columns[col].lo, columns[col].hi))
-        data, codes = _reduce_codes(parts, names, domain, tuple(names))
-        m = sum(1 for p in plan.parts.values() if p.matrix_col is not None)
+        data, tables = _reduce_tables(parts, tabs, names, domain, plan)
+        codes = data.codes[:len(parts)]
+        m = plan.n_value_parts()
         counts = np.zeros(data.n_codes, np.int64)
         ids = np.zeros(data.n_codes, np.int64)
         np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
@@ -194,7 +229,30 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
             fs.add_partials(codes, parts[f"__dpfast_hi{j}"].to_numpy(np.int64),
                             parts[f"__dpfast_lo{j}"].to_numpy(np.int64))
             hi[:, j], lo[:, j] = fs.hi, fs.lo
-        return release(plan, gen, rid, data, _rows.RowsBounded(counts, ids, hi, lo))
+        return release(plan, gen, rid, data, _rows.RowsBounded(counts, ids, hi, lo),
+                       tables)
+
+
+def _reduce_tables(parts: Any, tabs: dict[str, Any], names: list[str], domain: Any,
+                   plan: _metrics.MetricPlan) -> tuple[_inputs._Data, dict[str, Any]]:
+    """Key codes of the partials and of the rank columns' partial tables (one coding:
+    every key of a table is a key of the partials), and the merged tables."""
+    import pandas as pd
+
+    order = sorted(tabs)
+    frame = parts if not order else pd.concat(
+        [parts[names]] + [tabs[col][names] for col in order], ignore_index=True)
+    data, codes = _reduce_codes(frame, names, domain, tuple(names))
+    tables = {}
+    at = len(parts)
+    for col in order:
+        t = tabs[col]
+        tc = np.ascontiguousarray(codes[at:at + len(t)])
+        at += len(t)
+        tables[col] = _em.slot_table(tc, t[_SLOT].to_numpy(np.int64),
+                                     _rank_metrics.n_slots(plan.grids[col]),
+                                     t[_ROWS].to_numpy(np.int64))
+    return data, tables
 
 
 def _single(kind: str, ddf: Any, key: Any, value: str | None, privacy_id: Any,

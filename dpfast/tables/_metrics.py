@@ -1,8 +1,9 @@
 """Plan of a many-metric release: the metrics, their noised parts, the budget split.
 
-A *metric* (``count``, ``privacy_id_count``, ``sum``, ``mean``, ``variance``, ``std`` of a
-column) is finished from one or more noised *parts*, each a per-key vector aggregated over
-the rows that contribution bounding kept (once, for all parts):
+A *metric* (``count``, ``privacy_id_count``, ``sum``, ``mean``, ``variance``, ``std``,
+``median``, ``quantile``, ``min``, ``max`` of a column) is finished from one or more
+*parts*, each a per-key vector aggregated over the rows that contribution bounding kept
+(once, for all parts):
 
 ==================  ==============================================  =====================
 part                per-key aggregate (``x`` clamped to [lo, hi])   bound per row (``B``)
@@ -12,7 +13,11 @@ part                per-key aggregate (``x`` clamped to [lo, hi])   bound per ro
 ``sum:x``           ``Σ x``                                         ``max(|lo|, |hi|)``
 ``csum:x``          ``Σ (2x - lo - hi)``                            ``hi - lo``
 ``csq:x``           ``Σ (x - (lo + hi)/2)²``                        ``((hi - lo)/2)²``
+``quantile:x@q``    (not noised) the kept rows' ranks on the grid   ``c`` per key (utility)
 ==================  ==============================================  =====================
+
+A ``quantile`` part is an exponential mechanism per released key over a public grid
+(:mod:`dpfast.tables._rank_metrics`: its ε per key, its event, the grid rules).
 
 One person changes at most ``k`` keys and, per key, a part by at most ``c B`` (``1`` for
 ``ids``), so its sensitivities are ``Δ1 = k c B``, ``Δ2 = sqrt(k) c B`` (add/remove one
@@ -40,8 +45,10 @@ import numbers
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpfast._core.rounding import float_down
-from dpfast.tables import _fixed, _plan, _select
+from dpfast.tables import _fixed, _plan, _rank_metrics, _select
 
 __all__ = ["Metric", "MetricPlan", "parse_metrics", "plan_metrics", "KINDS"]
 
@@ -53,8 +60,12 @@ KINDS: dict[str, tuple[str, ...]] = {
     "mean": ("count", "csum"),
     "variance": ("count", "csum", "csq"),
     "std": ("count", "csum", "csq"),
+    "median": ("quantile",),
+    "quantile": ("quantile",),
+    "min": ("quantile",),
+    "max": ("quantile",),
 }
-_COLUMN = {"sum", "mean", "variance", "std"}
+_COLUMN = {"sum", "mean", "variance", "std", "median", "quantile", "min", "max"}
 COUNT_PART, IDS_PART, FIRST_VALUE_PART = 0, 2, 3  # the parts' noise addresses (uint8)
 # each part is calibrated at its share times this: the parts' events, each rounded up,
 # then still compose (basic composition, rounded up) to at most the target epsilon / rho
@@ -63,50 +74,96 @@ _SLACK = 1 - Fraction(1, 1 << 40)
 
 @dataclasses.dataclass(frozen=True)
 class Metric:
-    """One released statistic: its output name, kind and value column (or None)."""
+    """One released statistic: its output name, kind, value column (or None) and, for the
+    rank metrics (median / quantile / min / max), its quantile ``q``."""
 
     name: str
     kind: str
     column: str | None
+    q: float | None = None
+
+    def spec(self) -> Any:
+        """The metric's spec (``parse_metrics`` of it gives the metric back)."""
+        if self.column is None:
+            return self.kind
+        if self.kind == "quantile":
+            return (self.kind, self.column, self.q)
+        return (self.kind, self.column)
+
+    def default_name(self) -> str:
+        """``"count"``, ``"mean_x"``, ``"median_x"``, ``"q0.9_x"``."""
+        if self.column is None:
+            return self.kind
+        if self.kind == "quantile":
+            return f"q{self.q:g}_{self.column}"
+        return f"{self.kind}_{self.column}"
 
 
-def _one(spec: Any, where: str) -> tuple[str, str | None]:
+def _quantile_arg(q: Any, where: str) -> float:
+    if isinstance(q, (bool, np.bool_)) or not isinstance(q, (numbers.Real, np.number)):
+        raise TypeError(f"{where}: the quantile q must be a number in [0, 1], got {q!r}")
+    f = float(q)
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"{where}: the quantile q must be in [0, 1], got {q!r}")
+    return f
+
+
+def _one(spec: Any, where: str) -> tuple[str, str | None, float | None]:
+    q = None
     if isinstance(spec, str):
         kind, col = spec, None
     elif isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(s, str) for s in spec):
         kind, col = spec
+    elif (isinstance(spec, tuple) and len(spec) == 3 and all(isinstance(s, str)
+                                                             for s in spec[:2])):
+        kind, col = spec[0], spec[1]
+        if kind != "quantile":
+            raise TypeError(f"{where}: only ('quantile', column, q) takes a third entry, "
+                            f"got {spec!r}")
+        q = _quantile_arg(spec[2], where)
     else:
-        raise TypeError(f"{where} must be a metric name (e.g. 'count') or a pair "
-                        f"(kind, column) such as ('mean', 'x'), got {spec!r}")
+        raise TypeError(f"{where} must be a metric name (e.g. 'count'), a pair "
+                        f"(kind, column) such as ('mean', 'x') or ('quantile', column, q), "
+                        f"got {spec!r}")
     if kind not in KINDS:
         raise ValueError(f"{where}: unknown metric {kind!r}; known: {sorted(KINDS)}")
     if kind in _COLUMN and col is None:
         raise ValueError(f"{where}: metric {kind!r} needs a value column: ({kind!r}, 'col')")
     if kind not in _COLUMN and col is not None:
         raise ValueError(f"{where}: metric {kind!r} takes no value column, got {col!r}")
-    return kind, col
+    if kind == "quantile" and q is None:
+        raise ValueError(f"{where}: metric 'quantile' needs q: ('quantile', {col!r}, 0.9)")
+    if kind in _rank_metrics.RANK_KINDS and kind != "quantile":
+        q = _rank_metrics.RANK_KINDS[kind]
+    return kind, col, q
 
 
 def parse_metrics(metrics: Any) -> list[Metric]:
-    """``metrics``: a list of specs (``"count"``, ``("mean", "x")``; named ``"count"``,
-    ``"mean_x"``) or a mapping ``{output name: spec}``.  ValueError/TypeError naming
+    """``metrics``: a list of specs (``"count"``, ``("mean", "x")``, ``("median", "x")``,
+    ``("quantile", "x", 0.9)``; named ``"count"``, ``"mean_x"``, ``"median_x"``,
+    ``"q0.9_x"``) or a mapping ``{output name: spec}``.  ValueError/TypeError naming
     ``metrics``."""
     out: list[Metric] = []
+    one_spec = isinstance(metrics, tuple) and (
+        (len(metrics) == 2 and metrics[0] in KINDS and isinstance(metrics[1], str)
+         and metrics[1] not in KINDS)
+        or (len(metrics) == 3 and metrics[0] == "quantile" and isinstance(metrics[1], str)
+            and not isinstance(metrics[2], (str, tuple))))
     if isinstance(metrics, dict):
         for name, spec in metrics.items():
             if not isinstance(name, str) or not name:
                 raise TypeError(f"metrics names must be non-empty str, got {name!r}")
-            kind, col = _one(spec, f"metrics[{name!r}]")
-            out.append(Metric(name, kind, col))
-    elif isinstance(metrics, (list, tuple)) and not (
-            len(metrics) == 2 and isinstance(metrics, tuple) and metrics[0] in KINDS
-            and isinstance(metrics[1], str) and metrics[1] not in KINDS):
+            kind, col, q = _one(spec, f"metrics[{name!r}]")
+            out.append(Metric(name, kind, col, q))
+    elif isinstance(metrics, (list, tuple)) and not one_spec:
         for i, spec in enumerate(metrics):
-            kind, col = _one(spec, f"metrics[{i}]")
-            out.append(Metric(kind if col is None else f"{kind}_{col}", kind, col))
+            kind, col, q = _one(spec, f"metrics[{i}]")
+            m = Metric("", kind, col, q)
+            out.append(dataclasses.replace(m, name=m.default_name()))
     elif isinstance(metrics, (str, tuple)):
-        kind, col = _one(metrics, "metrics")
-        out.append(Metric(kind if col is None else f"{kind}_{col}", kind, col))
+        kind, col, q = _one(metrics, "metrics")
+        m = Metric("", kind, col, q)
+        out.append(dataclasses.replace(m, name=m.default_name()))
     else:
         raise TypeError(f"metrics must be a list or a dict of metrics, got "
                         f"{type(metrics).__name__}")
@@ -174,7 +231,10 @@ class PartPlan:
 
 @dataclasses.dataclass
 class MetricPlan:
-    """The data-independent part of a many-metric release."""
+    """The data-independent part of a many-metric release.  ``ranks``: the rank parts
+    (:mod:`dpfast.tables._rank_metrics`, by part name) with their ``rank_shares``;
+    ``grids``: each rank column's public grid; ``slot_cols``: the matrix column of each
+    rank column's grid slots (after the value parts' columns)."""
 
     metrics: list[Metric]
     parts: dict[str, PartPlan]
@@ -184,9 +244,19 @@ class MetricPlan:
     select: _select.Selection | None  # the key selection (None: public domain)
     tau: int | None
     event: Any
+    ranks: dict[str, _rank_metrics.RankPlan] = dataclasses.field(default_factory=dict)
+    rank_shares: dict[str, Fraction] = dataclasses.field(default_factory=dict)
+    grids: dict[str, Any] = dataclasses.field(default_factory=dict)
+    slot_cols: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def n_value_parts(self) -> int:
+        """Matrix columns that are noised value parts (the slot columns follow)."""
+        return sum(1 for p in self.parts.values() if p.matrix_col is not None)
 
 
-def part_name(kind: str, column: str | None) -> str:
+def part_name(kind: str, column: str | None, q: float | None = None) -> str:
+    if kind == "quantile":
+        return f"quantile:{column}@{q!r}"
     return kind if column is None else f"{kind}:{column}"
 
 
@@ -215,8 +285,8 @@ def _selection(priv: _plan.Privacy, n_metrics: int, k: int, policy: Any
 
 
 def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[str, Column],
-                 k: int, c: int, priv: _plan.Privacy, selection: Any = "auto"
-                 ) -> MetricPlan:
+                 k: int, c: int, priv: _plan.Privacy, selection: Any = "auto",
+                 candidates: Any = None) -> MetricPlan:
     """Shares, mechanisms, grids, threshold and event (see the module docstring)."""
     for m in metrics:
         if m.column is not None and m.column not in columns:
@@ -224,24 +294,32 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
                              "(bounds={column: (lo, hi)})")
     total = sum(weights, Fraction(0))
     shares: dict[str, Fraction] = {}
-    order: list[tuple[str, str | None]] = []
-    uses = [(list(KINDS[m.kind]), m.column, w) for m, w in zip(metrics, weights)]
+    order: list[tuple[str, str | None, float | None]] = []
+    uses = [(list(KINDS[m.kind]), m.column, m.q, w) for m, w in zip(metrics, weights)]
+    rank_cols = sorted({m.column for m in metrics if m.kind in _rank_metrics.RANK_KINDS
+                        and m.column is not None})
+    grid_of = _rank_metrics.grids(rank_cols, columns, candidates)
     policy = _select.resolve(selection)
     stat_priv, parts_share, sel = priv, Fraction(1), None
     if priv.select:
         stat_priv, parts_share, sel = _selection(priv, len(metrics), k, policy)
-    for kinds, mcol, w in uses:
+    for kinds, mcol, mq, w in uses:
         for kind in kinds:
             pcol = None if kind in ("count", "ids") else mcol
-            name = part_name(kind, pcol)
+            name = part_name(kind, pcol, mq)
             if name not in shares:
                 shares[name] = Fraction(0)
-                order.append((kind, pcol))
+                order.append((kind, pcol, mq))
             shares[name] += parts_share * w / total / len(kinds)
     parts: dict[str, PartPlan] = {}
+    rank_parts: list[tuple[str, str, float, Fraction]] = []
     nvalue = 0
-    for kind, pcol in order:
-        name = part_name(kind, pcol)
+    for kind, pcol, mq in order:
+        name = part_name(kind, pcol, mq)
+        if kind == "quantile":
+            assert pcol is not None and mq is not None
+            rank_parts.append((name, pcol, mq, shares[name]))
+            continue
         if kind == "count":
             mag, integer = Fraction(1), True
         elif kind == "ids":
@@ -275,7 +353,10 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
         parts[name] = PartPlan(name, kind, pcol, shares[name], p, FIRST_VALUE_PART + nvalue,
                                nvalue, fixed)
         nvalue += 1
-    event = _plan.release_event(priv, [q.part for q in parts.values()],
+    ranks, rank_events = _rank_metrics.plan_ranks(rank_parts, k, priv, stat_priv, _SLACK)
+    slot_cols = {name: nvalue + j for j, name in enumerate(rank_cols)}
+    event = _plan.release_event(priv, [q.part for q in parts.values()] + rank_events,
                                 None if sel is None else sel.delta)
     return MetricPlan(metrics, parts, columns, k, c, sel,
-                      None if sel is None else sel.threshold, event)
+                      None if sel is None else sel.threshold, event, ranks,
+                      {r[0]: r[3] for r in rank_parts}, grid_of, slot_cols)

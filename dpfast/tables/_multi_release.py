@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.tables import _fixed, _metrics, _select, keynoise
+from dpfast.tables import _fixed, _metrics, _rank_metrics, _select, keynoise
+from dpfast.tables import _quantile_em as _em
 from dpfast.tables._inputs import _Data
 from dpfast.tables._metrics import Metric, MetricPlan, PartPlan
 from dpfast.tables._rows import RowsBounded
 from dpfast.tables.groupby import _candidates, _finish, _take_keys
+from dpfast.tables.quantile_release import QuantileRelease
 from dpfast.tables.release import TableRelease, _alpha
 
 __all__ = ["AggregateRelease", "summand_matrix", "release"]
@@ -31,9 +33,13 @@ def summand_matrix(plan: MetricPlan, values: dict[str, np.ndarray], n: int) -> n
     """The ``(n, m)`` int64 summands of the value parts (clamped ``values`` per column):
     integers as they are (centred ``2x - lo - hi`` for ``csum``), floats as fixed-point
     units (:func:`dpfast.tables._fixed.to_units`), centred squares ``(x - mid)²`` as units
-    clamped to ``[0, ((hi - lo)/2)²]``."""
+    clamped to ``[0, ((hi - lo)/2)²]``; then, per rank column, each row's slot on the
+    column's grid (:func:`dpfast.tables._quantile_em.slots_of`: part of every row's
+    canonical order in bounding, and what the rank utilities count)."""
     vparts = [p for p in plan.parts.values() if p.matrix_col is not None]
-    out = np.empty((n, len(vparts)), np.int64)
+    out = np.empty((n, len(vparts) + len(plan.slot_cols)), np.int64)
+    for name, j in plan.slot_cols.items():
+        out[:, j] = _em.slots_of(values[name], plan.grids[name])
     for p in vparts:
         assert p.column is not None
         col = plan.columns[p.column]
@@ -68,9 +74,11 @@ def _totals(p: PartPlan, agg: RowsBounded, cand: np.ndarray) -> Any:
 
 # ----------------------------------------------------------------------------- release
 def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
-            agg: RowsBounded) -> AggregateRelease:
+            agg: RowsBounded, tables: dict[str, Any] | None = None) -> AggregateRelease:
     """Noise every part, select the keys once, finish every metric.  The budget has been
-    charged."""
+    charged.  ``tables``: each rank column's sparse ``(key code, slot) -> rows`` table of
+    the kept rows (:func:`dpfast.tables._rank_metrics.slot_tables`), needed when the plan
+    has rank metrics."""
     cand = _candidates(data, agg.counts)
     stream = keynoise.release_stream(gen)  # the release's id: after the charge
     rkey = keynoise.release_key(gen._key, stream)
@@ -83,7 +91,20 @@ def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
         keep = _select.apply(plan.select, agg.ids[cand], rkey, cand_keys)
     out_keys, arrays = _finish(data, cand, keep, noisy)
     parts = dict(zip(names, arrays))
-    metrics = {m.name: _finish_metric(m, plan, parts, out_keys, data.key_names, release_id)
+    ranks: dict[str, QuantileRelease] = {}
+    if plan.ranks:  # sampled for the published keys only (per-key addressed)
+        assert tables is not None, "rank metrics need the slot tables"
+        out_codes = data.domain_codes if data.domain_codes is not None else (
+            cand if keep is None else cand[keep])
+        common = dict(event=plan.event, threshold=plan.tau, selection=plan.select,
+                      key_names=data.key_names, release_id=release_id)
+        for pname, rp in plan.ranks.items():
+            ranks[pname] = _rank_metrics.finish(
+                rp, plan.grids[rp.column], plan.columns[rp.column].integer,
+                tables[rp.column], out_codes, out_keys, plan.c, plan.k, rkey, common)
+    metrics = {m.name: (ranks[_metrics.part_name("quantile", m.column, m.q)]
+                        if m.kind in _rank_metrics.RANK_KINDS else
+                        _finish_metric(m, plan, parts, out_keys, data.key_names, release_id))
                for m in plan.metrics}
     return AggregateRelease(out_keys, metrics, plan, parts, data.key_names, release_id)
 
@@ -185,9 +206,11 @@ class AggregateRelease:
     ----------
     keys : ndarray or tuple of ndarray
         The released keys (one selection for every metric).
-    metrics : dict of str to TableRelease
+    metrics : dict of str to TableRelease or QuantileRelease
         Each metric as its own :class:`~dpfast.tables.TableRelease` (values, noise law,
-        confidence intervals, accuracy); all share the keys and the event.
+        confidence intervals, accuracy), a rank metric (median / quantile / min / max) as a
+        :class:`~dpfast.tables.QuantileRelease` (values on its public grid,
+        ``rank_error(alpha)``, ``accuracy(alpha)``); all share the keys and the event.
     event : DpEvent
         The one composed event of the whole release (what the budget was charged).
     threshold : int or None
@@ -197,7 +220,10 @@ class AggregateRelease:
         The key-selection rule (:meth:`dpfast.tables._select.Selection.describe`; None:
         public domain).
     shares : dict of str to Fraction
-        The share of the budget each noised part got (see :mod:`dpfast.tables.multi`).
+        The share of the budget each part got (see :mod:`dpfast.tables.multi`), the rank
+        parts' (``"quantile:x@0.5"``) included.
+    laws : dict of str to NoiseLaw
+        The noise law of each noised part (the rank parts add no noise: they sample).
     noisy_parts : dict of str to ndarray
         The noisy per-key parts (``"count"``, ``"ids"``, ``"sum:x"``, ``"csum:x"``,
         ``"csq:x"``) every metric was finished from (post-processing only).
@@ -205,7 +231,7 @@ class AggregateRelease:
         As :attr:`TableRelease.release_id`.
     """
 
-    def __init__(self, keys: Any, metrics: dict[str, TableRelease], plan: MetricPlan,
+    def __init__(self, keys: Any, metrics: dict[str, Any], plan: MetricPlan,
                  parts: dict[str, np.ndarray], key_names: Any, release_id: int | None
                  ) -> None:
         self.keys = keys
@@ -214,12 +240,13 @@ class AggregateRelease:
         self.threshold = plan.tau
         self.selected_on = None if plan.select is None else plan.select.describe()
         self.shares = {n: p.share for n, p in plan.parts.items()}
+        self.shares.update(plan.rank_shares)
         self.laws = {n: p.part.law for n, p in plan.parts.items()}
         self.noisy_parts = parts
         self.release_id = release_id
         self._key_names = key_names
 
-    def __getitem__(self, name: str) -> TableRelease:
+    def __getitem__(self, name: str) -> Any:
         try:
             return self.metrics[name]
         except KeyError:
@@ -235,18 +262,29 @@ class AggregateRelease:
 
     def confidence_interval(self, name: str, alpha: float = 0.05
                             ) -> tuple[np.ndarray, np.ndarray]:
-        """The ``1 - alpha`` interval of metric ``name`` (see its TableRelease)."""
-        return self[name].confidence_interval(alpha)
+        """The ``1 - alpha`` interval of metric ``name`` (see its TableRelease).  A rank
+        metric has a rank-error statement instead (ValueError)."""
+        rel = self[name]
+        if isinstance(rel, QuantileRelease):
+            raise ValueError(f"metric {name!r} is a quantile: its accuracy is a statement "
+                             f"on ranks, rel[{name!r}].rank_error(alpha) / .accuracy(alpha)")
+        return rel.confidence_interval(alpha)
 
     def to_columns(self, alpha: float = 0.05) -> dict[str, np.ndarray]:
         """``{column: array}``: the key columns, then per metric ``name``, ``name_ci_low``
-        and ``name_ci_high``."""
+        and ``name_ci_high`` (a rank metric: ``name`` and ``name_rank_error``, the rank
+        error at ``1 - alpha`` of :meth:`QuantileRelease.rank_error`)."""
         first = next(iter(self.metrics.values()))
         cols: dict[str, np.ndarray] = {}
         keys = self.keys if isinstance(self.keys, tuple) else (self.keys,)
         for kname, k in zip(first._names(), keys):
             cols[kname] = k
         for name, rel in self.metrics.items():
+            if isinstance(rel, QuantileRelease):
+                cols[name] = rel.values
+                cols[f"{name}_rank_error"] = np.full(len(rel), rel.rank_error(alpha),
+                                                     np.int64)
+                continue
             lo, hi = rel.confidence_interval(alpha)
             cols[name] = rel.values
             cols[f"{name}_ci_low"] = lo

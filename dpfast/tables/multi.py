@@ -16,7 +16,17 @@ from typing import Any
 import numpy as np
 
 from dpfast.random import RngLike
-from dpfast.tables import _inputs, _keys, _metrics, _plan, _rows, _usecase, bounding, keynoise
+from dpfast.tables import (
+    _inputs,
+    _keys,
+    _metrics,
+    _plan,
+    _rank_metrics,
+    _rows,
+    _usecase,
+    bounding,
+    keynoise,
+)
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
 from dpfast.tables.groupby import _charge, _check_budget, _common
 
@@ -73,7 +83,7 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
         max_partitions: Any, max_per_partition: Any, domain: Any, noise: Any, rng: Any,
         budget: Any, note: Any, use_case: str | None = None,
         key_names: tuple[str, ...] | None = None, selection: Any = "auto",
-        bounding_policy: Any = "uniform") -> AggregateRelease:
+        bounding_policy: Any = "uniform", candidates: Any = None) -> AggregateRelease:
     """The local many-metric release of ``keys`` (as :func:`dpfast.tables.count` takes
     them), ``privacy_ids`` and the value columns ``values`` (name -> column)."""
     mets = _metrics.parse_metrics(metrics)
@@ -105,14 +115,19 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
     data.values = None
     if key_names is not None:
         data.key_names = key_names
-    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection)
+    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection, candidates)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     taken = {name: v[kept_rows] if kept_rows.shape[0] != n else v for name, v in vals.items()}
     matrix = summand_matrix(plan, taken, kept_rows.shape[0])
     agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, bounding.subkey(gen),
-                             matrix, policy=pol)
+                             matrix, mark=bool(plan.ranks) and data.ids is not None,
+                             policy=pol)
+    tables = None
+    if plan.ranks:  # the rank metrics' rows: those the one bounding kept
+        tables = _rank_metrics.slot_tables(plan.grids, plan.slot_cols, data.codes, matrix,
+                                           agg.kept)
     with _charge(budget, plan.event, note):
-        return release(plan, gen, rid, data, agg)
+        return release(plan, gen, rid, data, agg, tables)
 
 
 def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
@@ -121,7 +136,8 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
               noise: str | None = None, rng: RngLike = None, budget: Any = None,
               note: str = "", use_case: str | None = None, selection: str = "auto",
-              bounding: str = "uniform") -> AggregateRelease:
+              bounding: str = "uniform", candidates: dict[str, Any] | None = None
+              ) -> AggregateRelease:
     """Release several statistics per key of one table in one pass.
 
     Each person's rows are bounded once (at most ``max_partitions`` keys, at most
@@ -140,8 +156,13 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
         The column of the privacy unit (None: every row is a different person).
     metrics : list or dict
         ``["count", "privacy_id_count", ("sum", "x"), ("mean", "x"), ("variance", "x"),
-        ("std", "x")]`` (output names ``"count"``, ``"mean_x"``...), or a mapping
-        ``{output name: metric}``.
+        ("std", "x"), ("median", "x"), ("quantile", "x", 0.9), ("min", "x"),
+        ("max", "x")]`` (output names ``"count"``, ``"mean_x"``, ``"median_x"``,
+        ``"q0.9_x"``, ``"min_x"``...), or a mapping ``{output name: metric}``.  ``median``,
+        ``quantile`` (``q`` in ``[0, 1]``), ``min`` (``q = 0``) and ``max`` (``q = 1``)
+        are rank metrics: one exponential mechanism per released key over the column's
+        public candidate grid (see ``candidates`` and Privacy), each released as a
+        :class:`~dpfast.tables.QuantileRelease` with its rank-error statement.
     epsilon, delta, rho, max_partitions, max_per_partition, domain, noise, rng, budget,
     note, use_case
         As in :func:`dpfast.tables.count`.  With ``domain=None`` the keys are chosen
@@ -157,13 +178,23 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
         uniformly, or the ones with the most rows (ties broken uniformly at random), as in
         :func:`dpfast.tables.count`.  ``max_per_partition`` rows per kept key are chosen
         uniformly either way.
+    candidates : dict, optional
+        The public grid of each column a rank metric uses: ``{column: n}`` for ``n``
+        evenly spaced points of the column's bounds (1 to 2**16; integer columns: the
+        distinct nearest integers, all of ``[lo, hi]`` when it has at most ``n``), or
+        ``{column: array}`` for a strictly increasing public grid (the rules of
+        :func:`dpfast.tables.quantile`).  Default 256 points.  A rank value is always a
+        grid point; the values are clamped to the column's ``bounds`` first.
 
     Returns
     -------
     AggregateRelease
         Every metric (``release["mean_x"]`` is a :class:`~dpfast.tables.TableRelease` with
-        its confidence intervals and accuracy), the shared keys, the one event,
-        ``to_pandas()`` (indexed by the key) and ``to_polars()``.
+        its confidence intervals and accuracy, ``release["median_x"]`` a
+        :class:`~dpfast.tables.QuantileRelease` with ``rank_error(alpha)`` and
+        ``accuracy(alpha)``), the shared keys, the one event, ``to_pandas()`` (indexed by
+        the key; a rank metric's column comes with ``<name>_rank_error``) and
+        ``to_polars()``.
 
     Privacy
     -------
@@ -175,16 +206,28 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     ``2x - lo - hi``: ``k c (hi - lo)``; centred square ``(x - mid)²``:
     ``k c ((hi - lo)/2)²`` (``Δ2``: ``sqrt(k)`` instead of ``k``).  Each part is ``ε_p``-DP
     (discrete Laplace, CKS20; grid Laplace for float sums, exact fixed-point totals,
-    Casacuberta et al. CCS 2022) or ``ρ_p``-zCDP (discrete Gaussian); the parts compose
-    (basic composition: ``Σ ε_p <= ε``, ``Σ ρ_p <= ρ``) to the release's one event.  With
+    Casacuberta et al. CCS 2022) or ``ρ_p``-zCDP (discrete Gaussian).  A rank metric
+    (median, quantile ``q``, min, max of ``x``) is, per released key, the exponential
+    mechanism ``P(g) ∝ exp(ε_q u(g) / (2c))`` over the public grid with the rank utility
+    ``u(g) = -max(#{x < g} - t, t - #{x <= g}, 0)``, ``t = floor(q n)`` over the key's
+    ``n`` kept rows (one person moves every utility by at most ``c``: ``Δu = c``; McSherry
+    & Talwar 2007, Smith 2011); a person changes at most ``k`` keys, so the part is
+    ``SelfComposed(Exponential(ε_q), k)`` with ``ε_q = ε_p / k`` (pure), or the largest
+    ``ε_q`` with ``k ε_q²/8 <= ρ_p`` next to Gaussian parts (bounded range: Cesar & Rogers
+    2021).  With a public ``domain``, Laplace parts and ``delta > 0`` the rank parts
+    together may instead be ``(Σ ε_p, δ)``-DP by zCDP composition (as
+    :func:`dpfast.tables.quantile`; Bun & Steinke 2016), when that gives each a larger
+    ``ε_q``.  The parts compose (basic composition: ``Σ ε_p <= ε``, ``Σ ρ_p <= ρ``) to the
+    release's one event.  With
     ``domain=None`` a key is published iff the key-selection rule of ``selection=``
     (:func:`dpfast.tables.count`) keeps it, a separate measurement on the number of people
     holding the key after bounding (sensitivity ``k``) with the share of one more metric of
     ε (and δ, rounded up to its exact value), making the release ``(ε, δ)``-DP (Desfontaines
     et al. 2022; Gopi et al. 2020); every metric is post-processing of the noisy parts of
     the published keys.  Bounding (either policy) depends only on each person's own rows,
-    so the sensitivities above hold for both.  The mechanism is
-    that of PipelineDP's ``aggregate`` with several metrics, with exact noise.
+    so the sensitivities above hold for both; every metric, the rank metrics included, is
+    computed on the same kept rows.  The mechanism is that of PipelineDP's ``aggregate``
+    with several metrics, with exact noise and an exact exponential mechanism.
 
     Examples
     --------
@@ -223,10 +266,10 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
                max_partitions=max_partitions, max_per_partition=max_per_partition,
                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
                use_case=use_case, key_names=tuple(by_list), selection=selection,
-               bounding_policy=bounding)
+               bounding_policy=bounding, candidates=candidates)
 
 
 def mets_spec(mets: list[_metrics.Metric]) -> dict[str, Any]:
     """Parsed metrics back as a ``{name: spec}`` mapping (parsing it again is the
     identity)."""
-    return {m.name: m.kind if m.column is None else (m.kind, m.column) for m in mets}
+    return {m.name: m.spec() for m in mets}
