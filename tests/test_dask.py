@@ -318,3 +318,19 @@ def test_compact_shuffle_empty_partitions_equal_tables() -> None:
                        rng=_replay(), npartitions=7)
     _same(got, ref)
     assert len(ref) > 3
+
+
+def test_aggregate_with_a_median_on_two_worker_processes(client) -> None:  # type: ignore[no-untyped-def]
+    """dpfast.dask.aggregate with count, mean, median and privacy_id_count on a
+    LocalCluster of two processes: the one-machine release, bit for bit (issue 23)."""
+    df = _frame(3000, seed=11)
+    df["x"] = np.random.default_rng(12).normal(3.0, 2.0, len(df))
+    kw = dict(metrics=["count", ("mean", "x"), ("median", "x"), "privacy_id_count"],
+              epsilon=2.0, delta=1e-5, bounds={"x": (0.0, 8.0)}, max_partitions=2,
+              max_per_partition=2)
+    ref = dpt.aggregate(df, "k", "id", rng=_replay(), **kw)
+    d = dd.from_pandas(df.sample(frac=1, random_state=3), npartitions=4)
+    got = dkd.aggregate(d, "k", "id", rng=_replay(), **kw)
+    assert len(ref) > 3
+    pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
+    np.testing.assert_array_equal(got["median_x"].values, ref["median_x"].values)

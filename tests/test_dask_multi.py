@@ -158,3 +158,40 @@ def test_selection_rule_equals_one_machine(rule: str) -> None:
           dpt.variance(df["x"], df["k"], df["id"], bounds=(-4.0, 8.0), rng=_replay(), **kw))
     std = dkd.std(ddf, "k", "v", "id", bounds=(0, 6), rng=_replay(), **kw)
     assert rule in std.selection.policy
+
+
+RANKS = ["count", ("median", "x"), ("quantile", "v", 0.9), ("min", "x"), ("max", "v"),
+         "privacy_id_count", ("mean", "x")]
+
+
+@pytest.mark.parametrize("nparts", [1, 5])
+@pytest.mark.parametrize("domain", [None, "public"])
+@pytest.mark.parametrize("policy", ["uniform", "frequent"])
+def test_rank_metrics_equal_one_machine(nparts: int, domain, policy: str) -> None:
+    """Median / quantile / min / max in a dask aggregate: the workers' (key, slot) tables
+    of the rows they kept, summed on the driver, give the one-machine release bit for bit
+    (any partitioning and row order, either bounding policy)."""
+    df = _frame()
+    dom = None if domain is None else np.arange(30)
+    kw = dict(metrics=RANKS, epsilon=3.0, delta=1e-6, bounds=BOUNDS, max_partitions=2,
+              max_per_partition=3, domain=dom, bounding=policy,
+              candidates={"x": np.linspace(-4.0, 8.0, 49)})
+    ref = dpt.aggregate(df, "k", "id", rng=_replay(), **kw)
+    ddf = dd.from_pandas(df.sample(frac=1, random_state=nparts), npartitions=nparts)
+    got = dkd.aggregate(ddf, "k", "id", rng=_replay(), npartitions=3, **kw)
+    assert len(ref) > 3
+    for name in ("median_x", "q0.9_v", "min_x", "max_v"):
+        a, b = got[name], ref[name]
+        assert a.keys.tolist() == b.keys.tolist() and a.values.dtype == b.values.dtype
+        np.testing.assert_array_equal(a.values, b.values)
+        assert a.event == b.event and a.epsilon_per_key == b.epsilon_per_key
+    pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
+
+
+def test_rank_metrics_without_privacy_ids_equal_one_machine() -> None:
+    df = _frame(3000)
+    kw = dict(metrics={"m": ("median", "x"), "n": "count"}, epsilon=1.0, bounds=BOUNDS,
+              domain=(np.repeat(np.arange(30), 2), np.tile(["a", "bb"], 30)))
+    ref = dpt.aggregate(df, ["k", "s"], rng=_replay(), **kw)
+    got = dkd.aggregate(dd.from_pandas(df, npartitions=4), ["k", "s"], rng=_replay(), **kw)
+    pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
