@@ -375,3 +375,15 @@ def test_any_metric_specs_give_grid_points_for_every_domain_key(rows, specs, k, 
             assert r.values.dtype == (np.int64 if m.column == "y" else np.float64)
         else:
             assert f"{m.name}_ci_low" in out.columns
+
+
+def test_a_public_grid_narrower_than_the_bounds() -> None:
+    """Values beyond the grid's last point (slot ``2m``) rank above every candidate."""
+    vals = np.arange(11)
+    df = pd.DataFrame({"g": np.zeros(11, np.int64), "y": vals})
+    rel = dpt.aggregate(df, "g", metrics=[("max", "y"), ("min", "y"), ("median", "y")],
+                        epsilon=BIG, bounds={"y": (0, 10)}, domain=[0],
+                        candidates={"y": [2.0, 4.0, 6.0]}, rng=_replay())
+    assert rel["max_y"].values.tolist() == [6] and rel["min_y"].values.tolist() == [2]
+    assert rel["median_y"].values.tolist() == [4]  # t = 5 lies in [#{y < 4}, #{y <= 4}]
+    assert rel["max_y"].values.dtype == np.int64
