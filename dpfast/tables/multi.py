@@ -243,6 +243,12 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     ['count', 'count_ci_low', 'count_ci_high', 'privacy_id_count']
     >>> rel.shares["count"], rel.shares["ids"], rel.shares["csum:age"]
     (Fraction(1, 2), Fraction(1, 3), Fraction(1, 6))
+    >>> med = tables.aggregate(df, by="city", privacy_id="person",
+    ...                        metrics=["count", ("median", "age")], epsilon=1.0,
+    ...                        bounds={"age": (0, 100)}, domain=["a", "b"],
+    ...                        candidates={"age": 101})
+    >>> med["median_age"].grid.shape, list(med.to_pandas().columns[3:])
+    ((101,), ['median_age', 'median_age_rank_error'])
     """
     names = frame_columns(df)
     by_list = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
