@@ -191,8 +191,8 @@ def plan_ranks(parts: list[tuple[str, str, float, Fraction]], k: int, priv: _pla
     events: list[Any] = [] if group is None else [_Evented(group)]
     for j, ((name, col, q, _), e) in enumerate(zip(parts, eps_qs)):
         if not e > 0:
-            raise ValueError(f"epsilon split over {k} keys underflows for metric part "
-                             f"{name}")
+            raise ValueError(f"the budget (epsilon or rho) split over {k} keys underflows "
+                             f"for metric part {name}")
         ev = None
         if group is None:
             one: Any = _events.Exponential(e)
