@@ -80,7 +80,8 @@ def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -
 
 @pytest.mark.parametrize("selection,bounding,noise", [("geometric", "frequent", None),
                                                       ("laplace", "uniform", None),
-                                                      ("gaussian", "frequent", "gaussian")])
+                                                      ("gaussian", "frequent", "gaussian"),
+                                                      ("weighted_gaussian", "uniform", None)])
 def test_selection_and_bounding_policies_equal_tables(selection: str, bounding: str,
                                                       noise: str | None) -> None:
     """Every key-selection rule and bounding policy: bit-identical to one machine."""

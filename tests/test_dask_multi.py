@@ -147,7 +147,7 @@ def test_frequent_bounding_equals_one_machine() -> None:
           dpt.count_distinct(df.v, df.k, df.id, max_per_partition=3, rng=_replay(), **kw))
 
 
-@pytest.mark.parametrize("rule", ["laplace", "gaussian", "geometric"])
+@pytest.mark.parametrize("rule", ["laplace", "gaussian", "geometric", "weighted_gaussian"])
 def test_selection_rule_equals_one_machine(rule: str) -> None:
     df = _frame()
     ddf = dd.from_pandas(df, npartitions=3)

@@ -466,6 +466,24 @@ def accumulate_units(off, nkeep, gkeys, totals):
             totals[gkeys[j]] += 1
 
 
+@nb.njit(cache=True)
+def accumulate_weighted_units(off, nkeep, gkeys, weights, totals):
+    """totals[key] += weights[nkeep[i]] for every kept (id, key) pair of id ``i`` (the
+    weighted-Gaussian selection's measure: an id holding ``t`` kept keys adds
+    ``weights[t]`` to each).  True if a total would pass ``2**62`` (then the totals are
+    not to be used): never a wrap."""
+    limit = np.int64(1) << np.int64(62)
+    for i in range(nkeep.shape[0]):
+        lo = off[i]
+        w = weights[nkeep[i]]
+        for j in range(lo, lo + nkeep[i]):
+            key = gkeys[j]
+            if totals[key] > limit - w:
+                return True
+            totals[key] += w
+    return False
+
+
 @guarded
 @nb.njit(cache=True, parallel=True)
 def bincount_codes(codes, n_codes, totals, nthreads):

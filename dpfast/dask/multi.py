@@ -24,6 +24,7 @@ from dpfast.tables import (
     _plan,
     _rank_metrics,
     _rows,
+    _select,
     _usecase,
     multi,
     statistics,
@@ -77,12 +78,15 @@ def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any
     matrix = summand_matrix(plan, vals, rows.shape[0])
     agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, plan.k, plan.c,
                              _dt._subkey(key_src), matrix,
-                             mark=bool(plan.ranks) and data.ids is not None, policy=policy)
+                             mark=bool(plan.ranks) and data.ids is not None, policy=policy,
+                             unit_weights=_select.unit_weights(plan.select))
     nz = np.flatnonzero(agg.counts)
     uk = _take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out[_COUNT] = agg.counts[nz]
     out[_IDS] = agg.ids[nz]
+    if agg.weighted is not None:  # weighted-Gaussian selection: each id in one partition
+        out[_dt._WEIGHTED] = agg.weighted[nz]
     for j in range(plan.n_value_parts()):
         out[f"__dpfast_hi{j}"] = agg.hi[nz, j]
         out[f"__dpfast_lo{j}"] = agg.lo[nz, j]
@@ -229,8 +233,10 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
             fs.add_partials(codes, parts[f"__dpfast_hi{j}"].to_numpy(np.int64),
                             parts[f"__dpfast_lo{j}"].to_numpy(np.int64))
             hi[:, j], lo[:, j] = fs.hi, fs.lo
-        return release(plan, gen, rid, data, _rows.RowsBounded(counts, ids, hi, lo),
-                       tables)
+        weighted = (_dt.checked_total(codes, parts[_dt._WEIGHTED], data.n_codes)
+                    if _dt._WEIGHTED in parts else None)
+        return release(plan, gen, rid, data,
+                       _rows.RowsBounded(counts, ids, hi, lo, weighted=weighted), tables)
 
 
 def _reduce_tables(parts: Any, tabs: dict[str, Any], names: list[str], domain: Any,
@@ -324,13 +330,14 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
 
 
 def _distinct_partials(pdf: Any, names: list[str], id_col: str | None, value: str,
-                       domain: Any, k: int, c: int, key_src: Any, policy: int = 0
-                       ) -> tuple[Any, int]:
+                       domain: Any, k: int, c: int, key_src: Any, policy: int = 0,
+                       sel: Any = None) -> tuple[Any, int]:
     import pandas as pd
 
     data, rows = _filtered(pdf, names, id_col, domain)
     vals = _keys.column(pdf[value], "values")[rows]
-    kc, vv, units = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src), policy)
+    kc, vv, units = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src), policy,
+                                              sel)
     uk = _take_keys(data.uniques, kc)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out["__dpfast_value"] = vv
@@ -371,7 +378,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     cols = names + ([privacy_id] if privacy_id else []) + [value]
     with _charge(budget, event, note):
         parts, _ = _compute(ddf[cols], _distinct_partials, names, privacy_id,
-                            (names, privacy_id, value, domain, k, c, key_src, pol),
+                            (names, privacy_id, value, domain, k, c, key_src, pol, sel),
                             npartitions)
         data, codes = _reduce_codes(parts, names, domain, tuple(names))
         vcodes, vuniq = _keys.factorize_column(_keys.column(parts["__dpfast_value"],
@@ -379,7 +386,6 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
         nv = max(len(vuniq), 1)
         up = np.unique(codes * np.int64(nv) + vcodes)  # the union over partitions
         counts = np.bincount(up // nv, minlength=data.n_codes).astype(np.int64)
-        units = np.zeros(data.n_codes, np.int64)
-        np.add.at(units, codes, parts["__dpfast_units"].to_numpy(np.int64))
+        units = _dt.checked_total(codes, parts["__dpfast_units"], data.n_codes)
         return statistics.distinct_release(part, sel, event, gen, rid, data, counts, k, c,
                                            units)

@@ -65,8 +65,8 @@ def _reduce(parts: Any, names: list[str], domain: Any, n_slots: int
     slots = parts[_SLOT].to_numpy(np.int64)
     rows = parts[_ROWS].to_numpy(np.int64)
     is_unit = slots < 0
-    units = np.zeros(fk.size, np.int64)
-    np.add.at(units, codes[is_unit], rows[is_unit])  # each person is in one partition
+    # each person is in one partition (weighted unit counts: checked, never a wrap)
+    units = _dt.checked_total(codes[is_unit], rows[is_unit], fk.size)
     keep = ~is_unit
     table = _em.slot_table(np.ascontiguousarray(codes[keep]), np.ascontiguousarray(slots[keep]),
                            n_slots, np.ascontiguousarray(rows[keep]))

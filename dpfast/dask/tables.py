@@ -34,13 +34,14 @@ import numpy as np
 from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
 from dpfast.dask.keys import WorkerKey
-from dpfast.tables import _fixed, _inputs, _keys, _plan, bounding, keynoise
+from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, bounding, keynoise
 from dpfast.tables import groupby as aggregate  # the count / sum / mean pipeline
 
 __all__ = ["count", "sum", "mean"]
 
 _COUNT = "__dpfast_count"
 _UNITS = "__dpfast_units"  # distinct privacy ids kept per key (key selection)
+_WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key selection)
 _SUM = "__dpfast_sum"
 _SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
@@ -86,7 +87,7 @@ def _subkey(src: Any) -> np.ndarray:
 
 def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
               bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
-              policy: int = 0) -> tuple[Any, int]:
+              policy: int = 0, unit_weights: Any = None) -> tuple[Any, int]:
     """One partition (a pandas DataFrame, or a dict of equal-length numpy columns):
     validate, bound per id, aggregate per key (rows with no key kept are dropped).  Returns
     a pandas DataFrame (the key columns, count and, for values, the exact sum: int64, or
@@ -99,13 +100,15 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     data, bnd = _inputs._validate(keys, ids, vals, bounds, domain)
     v = aggregate.summands_of(stat, bnd, fixed, data.values)
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v,
-                               None if fixed is None else fixed.exp, policy)
+                               None if fixed is None else fixed.exp, policy, unit_weights)
     nz = np.flatnonzero(agg.counts)
     uk = aggregate._take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
     out[_COUNT] = agg.counts[nz]
     assert agg.units is not None
     out[_UNITS] = agg.units[nz]  # an id's rows are all in this partition: units add up
+    if agg.weighted is not None:  # so do the weighted ones (each id's t is its own)
+        out[_WEIGHTED] = agg.weighted[nz]
     if isinstance(agg.sums, _fixed.FixedSums):
         out[_SUM_HI] = agg.sums.hi[nz]
         out[_SUM_LO] = agg.sums.lo[nz]
@@ -203,6 +206,16 @@ def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarra
     return fk, fk.codes[nd:], fk.codes[:nd]
 
 
+def checked_total(codes: np.ndarray, col: Any, n: int) -> np.ndarray:
+    """Per key code, the sum of the partials' int64 column ``col`` (OverflowError, never a
+    wrap): the weighted unit counts of the weighted-Gaussian key selection."""
+    out = np.zeros(n, np.int64)
+    if _kf.add_checked(np.ascontiguousarray(codes, np.int64),
+                       np.ascontiguousarray(np.asarray(col), np.int64), out):
+        raise OverflowError(bounding._WEIGHT_OVERFLOW)
+    return out
+
+
 def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any,
             fixed: Any = None) -> tuple[_inputs._Data, bounding.Bounded]:
     """Sum the per-partition partials per key (canonical codes, as on one machine), in
@@ -222,8 +235,10 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
         sums = np.zeros(fk.size, np.int64)
         if _kf.add_checked(codes, parts[_SUM].to_numpy(np.int64), sums):
             raise OverflowError("sum of the clamped values overflows int64")
+    weighted = (checked_total(codes, parts[_WEIGHTED], fk.size) if _WEIGHTED in parts
+                else None)
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
-    return data, bounding.Bounded(counts, sums, units)
+    return data, bounding.Bounded(counts, sums, units, weighted)
 
 
 def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any, *,
@@ -257,7 +272,8 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
     with aggregate._charge(budget, plan.event, note):  # charged before anything is computed
         parts, nrows = _compute(ddf[cols], names, id_col, val_col, bnd, domain, k, c, stat,
-                                plan.fixed, key_src, npartitions, plan.bounding)
+                                plan.fixed, key_src, npartitions, plan.bounding,
+                                _select.unit_weights(plan.select))
         if integer and bnd is not None:
             _inputs.check_int_sum(nrows, bnd)  # as tables.sum: all the rows, not a partition
         data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
@@ -266,14 +282,16 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
 
 def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,
              bnd: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
-             npartitions: int | None, policy: int = 0) -> tuple[Any, int]:
+             npartitions: int | None, policy: int = 0, unit_weights: Any = None
+             ) -> tuple[Any, int]:
     """Build and compute the graph: [hash-partition by id ->] per partition bound and
     aggregate -> the per-key partials of every partition, concatenated (pandas), and the
     number of rows."""
     import dask
     import pandas as pd
 
-    args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src, policy)
+    args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src, policy,
+            unit_weights)
     parts = frame.to_delayed()
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]

@@ -88,7 +88,8 @@ def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
                                  rkey, cand_keys, plan.parts[n].address) for n in names]
     keep = None
     if plan.select is not None:  # its own measurement, on the people per key
-        keep = _select.apply(plan.select, agg.ids[cand], rkey, cand_keys)
+        measure = _select.measure(plan.select, agg.ids, agg.weighted)
+        keep = _select.apply(plan.select, measure[cand], rkey, cand_keys)
     out_keys, arrays = _finish(data, cand, keep, noisy)
     parts = dict(zip(names, arrays))
     ranks: dict[str, QuantileRelease] = {}

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpfast._kernels import rows as _kr
 from dpfast._kernels import tables as _kt
-from dpfast.tables import _keys
+from dpfast.tables import _keys, bounding
 from dpfast.tables._fixed import FixedSums
 
 __all__ = ["RowsBounded", "bound_matrix"]
@@ -40,6 +40,7 @@ class RowsBounded:
     hi: np.ndarray
     lo: np.ndarray
     kept: np.ndarray | None = None
+    weighted: np.ndarray | None = None  # weighted unit counts (unit_weights given)
 
     def column(self, j: int, exp: int) -> FixedSums:
         """Column ``j``'s totals as fixed-point sums in units of ``2**exp``."""
@@ -49,7 +50,8 @@ class RowsBounded:
 
 def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: int, c: int,
                  skey: np.ndarray, vals: np.ndarray, mark: bool = False,
-                 distinct: bool = False, policy: int = 0) -> RowsBounded:
+                 distinct: bool = False, policy: int = 0,
+                 unit_weights: np.ndarray | None = None) -> RowsBounded:
     """Bound validated rows (key codes, an id column or None, an ``(n, m)`` int64 matrix).
 
     ``ids=None``: every row is its own person (one row, one key each); nothing is dropped.
@@ -59,6 +61,8 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     distinct tuples are kept); with ``ids=None`` every row is kept.
     ``policy``: :func:`dpfast.tables.bounding.policy_code` of the bounding policy (the same
     per-id key choice as :func:`~dpfast.tables.bounding.bound_codes`).
+    ``unit_weights``: also the weighted unit counts per key (``RowsBounded.weighted``, as
+    :func:`~dpfast.tables.bounding.bound_codes`).
     """
     n = key_codes.shape[0]
     m = vals.shape[1]
@@ -69,7 +73,8 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
         if _kr.accumulate_rows(key_codes, vals, counts, hi, lo):
             raise OverflowError(_OVERFLOW)
         kept = np.ones(n, np.bool_) if mark else None
-        return RowsBounded(counts, counts.copy(), hi, lo, kept)
+        return RowsBounded(counts, counts.copy(), hi, lo, kept,
+                           bounding.weighted_rows(counts, unit_weights))
     id_codes, id_uniques = _keys.factorize_column(ids)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
@@ -96,4 +101,5 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     if mark:
         rows_kept = np.zeros(n, np.bool_)
         rows_kept[gidx[kept]] = True  # kept slots -> the caller's rows
-    return RowsBounded(counts, pairs, hi, lo, rows_kept)
+    return RowsBounded(counts, pairs, hi, lo, rows_kept,
+                       bounding.accumulate_weighted(off, nkeep, gkeys, n_keys, unit_weights))

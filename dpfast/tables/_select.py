@@ -46,10 +46,29 @@ Policies (:data:`POLICIES`)
     ``1 - (1 - P(Z >= tau - 1))^k <= δ/2``, the tail bounded exactly (256-bit
     Euler-Maclaurin / term sums with remainder bounds, :mod:`dpfast.mechanisms._tails`).
     ``δ = δ_noise + δ_threshold``.
+``"weighted_gaussian"``
+    The weighted Gaussian policy (Gopi et al. 2020, above): a person keeping ``t <= k``
+    keys adds ``sqrt(k / t)`` (not 1) to each, so one with few keys counts more there; the
+    same ``σ`` (L2 sensitivity ``sqrt(k)``, whatever ``t``) and a threshold that covers a
+    new key of weight ``sqrt(k / t)`` for every ``t``.  Exact on the fixed-point grid
+    ``2**-16`` of the weights (:mod:`dpfast.tables._select_weighted`): the measure is the
+    weighted unit count in grid units (``Bounded.weighted``), ``threshold`` is in those
+    units.  The threshold has to cover a new key of weight up to ``sqrt(k)``, but the
+    worst case is still a person with ``k`` new keys of weight 1 (the factor ``k`` in
+    ``δ_threshold`` outweighs the shift of at most ``sqrt(k) - 1`` units), so in the cases
+    measured the threshold is no higher than the Gaussian one and every key is kept at
+    least as often (``"auto"`` checks this per plan, below); keys held by people with few
+    keys are kept much more often.
 ``"auto"``
     ``"geometric"`` for ``k = 1`` (optimal there); for ``k > 1`` whichever of
     ``"geometric"`` and ``"gaussian"`` keeps a key with probability 1/2 at the fewer units
-    (:func:`median_units`; data-independent, so it costs no privacy; ties: geometric).
+    (:func:`median_units`; data-independent, so it costs no privacy; ties: geometric),
+    and in place of ``"gaussian"`` its weighted variant whenever the weighted threshold is
+    at most ``2**16`` times the Gaussian one (the same ``σ`` times ``2**16``, and every
+    weight at least ``2**16``: then each key is kept with at least the Gaussian rule's
+    probability on any dataset -- a data-independent dominance, so it costs no privacy;
+    at δ = 1e-5 it holds for every ``k`` tried, 2..1000, the finer grid lowering the
+    threshold by up to a unit).
     (Laplace thresholding is not a candidate: per key it is a non-optimal rule at about the
     geometric rule's ``ε/k, δ/k``.)  At δ = 1e-5 the
     geometric rule wins for ``k <= 3`` (ε = 0.5 .. 2) and Gaussian thresholding from
@@ -67,7 +86,13 @@ noisy unit counts are ``(ε, δ_noise)``-DP (``δ_noise = 0`` for Laplace); the 
 keys only the larger dataset holds have ``n = 1`` and stay unpublished except with
 probability ``δ_threshold = 1 - (1 - P(Z >= tau - 1))^k``; so the decisions are
 ``(ε, δ_noise + δ_threshold)``-DP in both directions (Gopi et al. 2020; Wilson et al.
-2020, Thm. 3.2).  ``"geometric"``: each changed key's decision is ``(ε/k, δ/k)``-DP by
+2020, Thm. 3.2).  ``"weighted_gaussian"``: the added person's weights form a vector of
+L2 norm ``sqrt(t) W(t) <= sqrt(k) 2**16`` (exactly, in integers), so the noisy weighted
+sums of the keys both datasets hold are ``(ε, δ_noise)``-DP (discrete Gaussian, CKS20
+Thm. 14 / Cor. 13); the at most ``t`` keys only the larger dataset holds have the weighted
+sum ``W(t)`` and are published with probability at most
+``max_t 1 - (1 - P(Z >= τ - W(t)))^t = δ_threshold`` (Gopi et al. 2020, Thm. 5.1's
+argument).  ``"geometric"``: each changed key's decision is ``(ε/k, δ/k)``-DP by
 construction of ``p`` (monotone, and both ratio constraints hold exactly), the other keys'
 decisions are unchanged: ``(ε, δ)``-DP by basic composition (Desfontaines et al. 2022).
 """
@@ -91,14 +116,14 @@ from dpfast.mechanisms._calibrate import zcdp_delta
 from dpfast.mechanisms._tails import _dg_normalizer_lower, _dg_tail_sum
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.noise import _addressed
-from dpfast.tables import keynoise
+from dpfast.tables import _select_weighted, keynoise
 from dpfast.tables.partition import partition_threshold, selection_delta
 from dpfast.tables.release import NoiseLaw
 
 __all__ = ["POLICIES", "SELECT_PART", "Selection", "plan", "apply", "keep_probability",
-           "resolve", "median_units", "gaussian_threshold_delta"]
+           "resolve", "median_units", "gaussian_threshold_delta", "unit_weights", "measure"]
 
-POLICIES = ("auto", "laplace", "geometric", "gaussian")
+POLICIES = ("auto", "laplace", "geometric", "gaussian", "weighted_gaussian")
 #: the keynoise part of the selection decisions (0: counts, 1: sums; 0x80 leaves the
 #: small part numbers to the statistics)
 SELECT_PART = 0x80
@@ -113,7 +138,8 @@ class Selection:
     Attributes
     ----------
     policy : str
-        ``"laplace"``, ``"geometric"`` or ``"gaussian"`` (``"auto"`` resolved).
+        ``"laplace"``, ``"geometric"``, ``"gaussian"`` or ``"weighted_gaussian"``
+        (``"auto"`` resolved).
     k : int
         Keys one person may hold after bounding (the unit counts' L1 sensitivity).
     epsilon, delta : float
@@ -124,7 +150,8 @@ class Selection:
     law : NoiseLaw or None
         Thresholding: the noise added to the unit counts (not released).
     threshold : int or None
-        Thresholding: publish iff ``units + noise >= threshold``.  Geometric: the smallest
+        Thresholding: publish iff ``units + noise >= threshold`` (weighted Gaussian: the
+        weighted unit count in units of ``2**-weight_bits``).  Geometric: the smallest
         unit count published with probability 1 (None if no tabulated count reaches 1).
     event : DpEvent
         ``EpsilonDelta(epsilon, delta)``, add/remove one person.
@@ -142,10 +169,16 @@ class Selection:
     table: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
     numerators: tuple[int, ...] | None = dataclasses.field(default=None, repr=False,
                                                            compare=False)
+    #: weighted Gaussian: ``W[t]``, the grid weight a person holding ``t`` kept keys adds
+    #: to each (``t = 0..k``), and the grid's bits
+    weights: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
+    weight_bits: int = 0
 
     def describe(self) -> str:
         """One line for reports."""
-        rule = (f"threshold {self.threshold} on unit counts + {self.law.kind} noise "
+        on = ("unit counts" if self.weights is None else
+              f"weighted unit counts (grid 2^-{self.weight_bits})")
+        rule = (f"threshold {self.threshold} on {on} + {self.law.kind} noise "
                 f"(scale {self.law.scale:.6g})" if self.law is not None else
                 "truncated-geometric keep probabilities")
         return (f"key selection: {self.policy} ({rule}); (ε={self.epsilon:.6g}, "
@@ -164,7 +197,12 @@ def median_units(sel: Selection) -> int | None:
     """The smallest unit count kept with probability at least 1/2 (None: none tabulated).
 
     Thresholding: ``threshold`` itself (the noise is symmetric, ``P(Z >= 0) > 1/2 >
-    P(Z >= 1)``).  Geometric: found in the keep-probability table."""
+    P(Z >= 1)``); weighted Gaussian: the people, each holding ``k`` keys (the smallest
+    weight), whose weighted count reaches it.  Geometric: found in the keep-probability
+    table."""
+    if sel.weights is not None:
+        assert sel.threshold is not None
+        return -(-sel.threshold // int(sel.weights[sel.k]))
     if sel.law is not None:
         return sel.threshold
     assert sel.numerators is not None
@@ -208,7 +246,7 @@ def plan(epsilon: Any, delta: Any, k: Any, policy: Any = "auto") -> Selection:
         The selection's share of the release's budget (``0 < delta < 1``).
     k : int
         ``max_partitions``: the number of keys one person may hold after bounding.
-    policy : {"auto", "laplace", "geometric", "gaussian"}
+    policy : {"auto", "laplace", "geometric", "gaussian", "weighted_gaussian"}
 
     Returns
     -------
@@ -228,7 +266,13 @@ def plan(epsilon: Any, delta: Any, k: Any, policy: Any = "auto") -> Selection:
         return geo
     gau = _plan_cached(e, d, kk, "gaussian")
     mg, mq = median_units(geo), median_units(gau)
-    return gau if mg is None or (mq is not None and mq < mg) else geo
+    if not (mg is None or (mq is not None and mq < mg)):
+        return geo
+    wg = _plan_cached(e, d, kk, "weighted_gaussian")
+    assert wg.threshold is not None and gau.threshold is not None
+    # the same sigma (times 2**G) and weights >= 2**G: a threshold no higher than the
+    # Gaussian one's keeps every key with at least its probability, on any data
+    return wg if wg.threshold <= gau.threshold << wg.weight_bits else gau
 
 
 @functools.lru_cache(maxsize=8)  # a geometric table is at most 2**20 rows
@@ -240,6 +284,11 @@ def _plan_cached(e: float, d: float, k: int, pol: str) -> Selection:
         dd = selection_delta(t, tau, k, 1)
         return Selection("laplace", k, e, dd, d, NoiseLaw("discrete_laplace", m.scale), tau,
                          _event(e, dd))
+    if pol == "weighted_gaussian":
+        sigma, tau, dd, w = _select_weighted.plan_parts(e, d, k)
+        return Selection("weighted_gaussian", k, e, dd, d, NoiseLaw("discrete_gaussian", sigma),
+                         tau, _event(e, dd), weights=w,
+                         weight_bits=_select_weighted.WEIGHT_BITS)
     if pol == "gaussian":
         d_noise = float_down(Fraction(d) / 2)
         d_thr = float_down(Fraction(d) - Fraction(d_noise))
@@ -356,10 +405,14 @@ def keep_probability(sel: Selection, n: int) -> Fraction | mpmath.mpf:
     """The probability that a key held by ``n`` units (after bounding) is published: exact
     (a Fraction) for the geometric rule; for thresholding evaluated in 256-bit arithmetic,
     an upper bound where ``n`` is below the threshold (the tails that make δ) and within
-    ``2**-200`` relative of the exact value elsewhere."""
+    ``2**-200`` relative of the exact value elsewhere.  Weighted Gaussian: ``n`` is the
+    key's weighted unit count (:func:`measure`, grid units)."""
     n = int(n)
     if n <= 0:
         return Fraction(0)
+    if sel.weights is not None:
+        assert sel.law is not None and sel.threshold is not None
+        return _select_weighted.keep_probability(sel.law.scale, sel.threshold, n)
     if sel.policy == "geometric":
         assert sel.numerators is not None
         nums = sel.numerators
@@ -382,10 +435,29 @@ def keep_probability(sel: Selection, n: int) -> Fraction | mpmath.mpf:
 
 
 # ----------------------------------------------------------------------------- apply
+def unit_weights(sel: Selection | None) -> np.ndarray | None:
+    """The per-person weights the bounding step sums for ``sel`` (``W[t]``, int64), or
+    None when the rule measures plain unit counts (or there is no selection)."""
+    return None if sel is None else sel.weights
+
+
+def measure(sel: Selection, units: np.ndarray | None, weighted: np.ndarray | None
+            ) -> np.ndarray:
+    """What ``sel`` decides on, per key: the unit counts, or (weighted Gaussian) the
+    weighted unit counts the bounding step summed with :func:`unit_weights`."""
+    got = weighted if sel.weights is not None else units
+    if got is None:
+        raise ValueError(f"key selection {sel.policy!r} needs the "
+                         f"{'weighted ' if sel.weights is not None else ''}unit counts "
+                         "per key (bound with unit_weights=selection weights)")
+    return got
+
+
 def apply(sel: Selection, units: np.ndarray, rkey: bytes, keys: Any) -> np.ndarray:
     """The keep decision (bool) of each candidate key ``keys`` (aligned with ``units``,
-    their unit counts after bounding, all ``>= 1``), each on its addressed stream under
-    the release key ``rkey`` (part :data:`SELECT_PART`)."""
+    their unit counts after bounding -- weighted Gaussian: their weighted unit counts,
+    :func:`measure` -- all ``>= 1``), each on its addressed stream under the release key
+    ``rkey`` (part :data:`SELECT_PART`)."""
     units = np.ascontiguousarray(units, np.int64)
     if units.shape[0] == 0:
         return np.zeros(0, np.bool_)

@@ -54,6 +54,33 @@ class Bounded:
     counts: np.ndarray
     sums: np.ndarray | FixedSums | None
     units: np.ndarray | None = None
+    weighted: np.ndarray | None = None  # weighted unit counts (unit_weights given)
+
+
+_WEIGHT_OVERFLOW = "a weighted unit count per key exceeds 2**62 grid units"
+
+
+def weighted_rows(counts: np.ndarray, unit_weights: np.ndarray | None) -> np.ndarray | None:
+    """Every row its own person (one key): the weighted unit counts ``counts W[1]``."""
+    if unit_weights is None:
+        return None
+    w1 = int(unit_weights[1])
+    if counts.size and int(counts.max()) > ((1 << 62) // w1):
+        raise OverflowError(_WEIGHT_OVERFLOW)
+    return counts * np.int64(w1)
+
+
+def accumulate_weighted(off: np.ndarray, nkeep: np.ndarray, gkeys: np.ndarray,
+                        n_keys: int, unit_weights: np.ndarray | None) -> np.ndarray | None:
+    """Per key, the sum over the ids that kept it of ``unit_weights[t]``, ``t`` the id's
+    number of kept keys (None without weights); OverflowError past ``2**62``."""
+    if unit_weights is None:
+        return None
+    out = np.zeros(n_keys, np.int64)
+    if _kt.accumulate_weighted_units(off, nkeep, gkeys,
+                                     np.ascontiguousarray(unit_weights, np.int64), out):
+        raise OverflowError(_WEIGHT_OVERFLOW)
+    return out
 
 
 def policy_code(bounding: Any) -> int:
@@ -83,7 +110,8 @@ def subkey(gen: _random.Generator) -> np.ndarray:
 
 def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: int, c: int,
                 skey: np.ndarray, values: np.ndarray | None = None,
-                fixed_exp: int | None = None, policy: int = 0) -> Bounded:
+                fixed_exp: int | None = None, policy: int = 0,
+                unit_weights: np.ndarray | None = None) -> Bounded:
     """Bound validated rows given as key codes (and an id column, and clamped values).
 
     ``ids=None``: every row is its own person (one row, one key each); nothing is dropped.
@@ -91,6 +119,9 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     ``fixed_exp``: ``values`` are int64 fixed-point units of ``2**fixed_exp``
     (:func:`dpfast.tables._fixed.to_units`), summed per key exactly in two words
     (:class:`~dpfast.tables._fixed.FixedSums`; OverflowError, never a wrap).
+    ``unit_weights``: also sum, per key, ``unit_weights[t]`` over the ids that kept it
+    (``t`` the id's number of kept keys): ``Bounded.weighted``, the measure of the
+    weighted-Gaussian key selection (:func:`dpfast.tables._select.unit_weights`).
     """
     n = key_codes.shape[0]
     small = n < _keys.SERIAL_ROWS
@@ -107,7 +138,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         elif values is not None:
             sums = np.zeros(n_keys, values.dtype)
             np.add.at(sums, key_codes, values)
-        return Bounded(counts, sums, counts)
+        return Bounded(counts, sums, counts, weighted_rows(counts, unit_weights))
     id_codes, id_uniques = _keys.factorize_column(ids)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
@@ -137,7 +168,8 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
                              _keys._threads())
         _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
         _kt.accumulate_units(off, nkeep, gkeys, units)
-        return Bounded(counts, None, units)
+        return Bounded(counts, None, units,
+                       accumulate_weighted(off, nkeep, gkeys, n_keys, unit_weights))
     gsum = np.empty(n, gvals.dtype)
     if small:
         _kt.bound_values_sorted(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep, pol,
@@ -147,13 +179,14 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
                          _keys._threads())
     _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
     _kt.accumulate_units(off, nkeep, gkeys, units)
+    weighted = accumulate_weighted(off, nkeep, gkeys, n_keys, unit_weights)
     if fixed_exp is not None:  # c units of one (id, key) fit int64 (by the grid's choice)
         fixed = FixedSums.zeros(n_keys, fixed_exp)
         fixed.add_kept(off, nkeep, gkeys, gsum)
-        return Bounded(counts, fixed, units)
+        return Bounded(counts, fixed, units, weighted)
     sums = np.zeros(n_keys, gvals.dtype)
     _kt.accumulate(off, nkeep, gkeys, gsum, sums)
-    return Bounded(counts, sums, units)
+    return Bounded(counts, sums, units, weighted)
 
 
 def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray, n_keys: int,

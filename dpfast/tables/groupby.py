@@ -192,10 +192,8 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
     noisy_count = None
     count_part, sum_part, tau = plan.count_part, plan.sum_part, plan.tau
     if plan.select is not None:                                           # select
-        if agg.units is None:
-            raise ValueError("key selection needs the distinct privacy units per key "
-                             "(Bounded.units)")
-        keep = _select.apply(plan.select, agg.units[cand], rkey, cand_keys)
+        measure = _select.measure(plan.select, agg.units, agg.weighted)
+        keep = _select.apply(plan.select, measure[cand], rkey, cand_keys)
         # noise only the published keys (each key's noise is addressed: the same values)
         cand = cand[keep]
         cand_keys = _take_keys(data.uniques, cand)
@@ -270,7 +268,8 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
                       selection, bounding_policy)
     skey = bounding.subkey(gen)
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
-                               summands(plan, data.values), fixed_exp(plan), plan.bounding)
+                               summands(plan, data.values), fixed_exp(plan), plan.bounding,
+                               _select.unit_weights(plan.select))
     with _charge(budget, plan.event, note):                              # charge
         return release(plan, data, agg)
 
@@ -325,13 +324,15 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         False (default): a missing key (None, NaN, pandas NA/NaT) is an error.  True: rows
         with a missing key (in any key column) are dropped first, as pandas' ``groupby``
         does by default (a per-row filter: the guarantee is unchanged).
-    selection : {"auto", "geometric", "gaussian", "laplace"}
+    selection : {"auto", "geometric", "gaussian", "weighted_gaussian", "laplace"}
         With ``domain=None``: the rule that selects the keys on the noisy number of
         distinct privacy units per key (:mod:`dpfast.tables._select`).  ``"auto"``: the
         optimal truncated-geometric rule for ``max_partitions = 1``; otherwise the
         geometric rule or Gaussian thresholding, whichever keeps a key with probability
         1/2 at the fewer units (a data-independent choice: geometric for small
-        ``max_partitions``, Gaussian from about 5).
+        ``max_partitions``, Gaussian from about 5), Gaussian thresholding in its weighted
+        form (``"weighted_gaussian"``: a person with ``t`` kept keys adds ``sqrt(k/t)``
+        to each, Gopi et al. 2020) whenever that keeps every key at least as often.
     bounding : {"uniform", "frequent"}
         Which keys a person keeps when they have more than ``max_partitions``: chosen
         uniformly, or the ones with the most rows (ties broken uniformly at random).
@@ -363,12 +364,13 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     them by 1: sensitivity ``k``, whatever ``c``), decided by the ``selection`` rule at
     ``(ε/2, δ)`` -- ``"geometric"``: Desfontaines, Voss, Gipson, Mandayam,
     "Differentially private partition selection", PoPETs 2022 (at ``ε/2k, δ/k`` per key for
-    ``k > 1``); ``"gaussian"``: Gopi et al., "Differentially private set union", ICML
-    2020, ``δ = δ_noise + δ_threshold``; ``"laplace"``: Wilson et al. 2020 -- and the
-    counts are noised with the other ``ε/2``.  The release is ``(ε, δ_sel)``-DP,
-    ``δ_sel <= δ`` the selection's exact δ (rounded up; :attr:`TableRelease.event`).
-    Contribution bounding depends only on each person's own rows (and the key), so it does
-    not change the sensitivity of the others' contributions.
+    ``k > 1``); ``"gaussian"`` / ``"weighted_gaussian"``: Gopi et al., "Differentially
+    private set union", ICML 2020, ``δ = δ_noise + δ_threshold``; ``"laplace"``: Wilson
+    et al. 2020 -- and the counts are noised with the other ``ε/2``.  The release is
+    ``(ε, δ_sel)``-DP, ``δ_sel <= δ`` the selection's exact δ (rounded up;
+    :attr:`TableRelease.event`).  Contribution bounding depends only on each person's own
+    rows (and the key), so it does not change the sensitivity of the others'
+    contributions.
 
     Numerics
     --------

@@ -23,6 +23,7 @@ from dpfast.tables import (
     _plan,
     _rank_metrics,
     _rows,
+    _select,
     _usecase,
     bounding,
     keynoise,
@@ -121,7 +122,7 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
     matrix = summand_matrix(plan, taken, kept_rows.shape[0])
     agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, bounding.subkey(gen),
                              matrix, mark=bool(plan.ranks) and data.ids is not None,
-                             policy=pol)
+                             policy=pol, unit_weights=_select.unit_weights(plan.select))
     tables = None
     if plan.ranks:  # the rank metrics' rows: those the one bounding kept
         tables = _rank_metrics.slot_tables(plan.grids, plan.slot_cols, data.codes, matrix,

@@ -143,11 +143,14 @@ def table_of(p: Plan, data: _Data, skey: np.ndarray
 def units_of(p: Plan, data: _Data, skey: np.ndarray) -> np.ndarray:
     """The number of privacy units (people) holding each key code after bounding (the
     same keyed per-person choice of ``k`` keys as the quantile table, for either bounding
-    policy)."""
-    units = bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey,
-                                 policy=p.policy).units
-    assert units is not None  # bound_codes always counts the units
-    return units
+    policy): the selection's measure (weighted unit counts for ``"weighted_gaussian"``,
+    :func:`dpfast.tables._select.measure`)."""
+    b = bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, p.c, skey,
+                             policy=p.policy, unit_weights=_select.unit_weights(p.select))
+    if p.select is None:
+        assert b.units is not None  # bound_codes always counts the units
+        return b.units
+    return _select.measure(p.select, b.units, b.weighted)
 
 
 def select_keys(p: Plan, data: _Data, units: np.ndarray, rkey: bytes) -> np.ndarray:
@@ -250,7 +253,7 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
         One number per row (clamped to the grid's range).
     keys, privacy_ids, max_partitions, max_per_partition, domain, rng, budget, note, dropna
         As in :func:`dpfast.tables.count`.
-    selection : {"auto", "geometric", "gaussian", "laplace"}
+    selection : {"auto", "geometric", "gaussian", "weighted_gaussian", "laplace"}
         The key-selection rule on the number of people per key (``domain=None``), as in
         :func:`dpfast.tables.count`.
     bounding : {"uniform", "frequent"}

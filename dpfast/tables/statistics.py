@@ -75,19 +75,24 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
 
 
 def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndarray,
-                   policy: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   policy: int = 0, sel: _select.Selection | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The distinct (key code, value) pairs that bounding keeps: ``(key codes, values,
     people per key code)`` (values: the kept rows' values, one per distinct pair, sorted by
-    key code then value code; people: the privacy ids that kept each key)."""
+    key code then value code; people: the privacy ids that kept each key -- weighted by
+    :func:`dpfast.tables._select.unit_weights` when ``sel`` is a weighted selection: the
+    selection's measure)."""
     vcodes, vuniq = _keys.factorize_column(vals)
     b = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, skey,
-                           vcodes.reshape(-1, 1), mark=True, distinct=True, policy=policy)
+                           vcodes.reshape(-1, 1), mark=True, distinct=True, policy=policy,
+                           unit_weights=_select.unit_weights(sel))
     assert b.kept is not None
     kc = data.codes[b.kept]
     vc = vcodes[b.kept]
     pair = kc * np.int64(max(len(vuniq), 1)) + vc
     up = np.unique(pair)
-    return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)], b.ids
+    units = b.ids if sel is None else _select.measure(sel, b.ids, b.weighted)
+    return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)], units
 
 
 def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: Any = "auto"
@@ -110,8 +115,8 @@ def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: Any = "auto"
 def distinct_release(part: _plan.Part, sel: _select.Selection | None, event: Any, gen: Any,
                      release_id: int | None, data: _inputs._Data, counts: np.ndarray, k: int,
                      c: int, units: np.ndarray | None = None) -> TableRelease:
-    """Noise (and select, on ``units``: people per key code) the exact distinct counts per
-    key code of ``data.uniques``."""
+    """Noise (and select, on ``units``: people per key code, the selection's measure of
+    :func:`distinct_pairs`) the exact distinct counts per key code of ``data.uniques``."""
     cand = _candidates(data, counts)
     stream = keynoise.release_stream(gen)  # after the charge
     rkey = keynoise.release_key(gen._key, stream)
@@ -193,7 +198,7 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     data.values = None
     part, sel, event = distinct_plan(priv, k, c, selection)
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    kc, _, units = distinct_pairs(data, vals, k, c, bounding_mod.subkey(gen), pol)
+    kc, _, units = distinct_pairs(data, vals, k, c, bounding_mod.subkey(gen), pol, sel)
     counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
     with _charge(budget, event, note):
         return distinct_release(part, sel, event, gen, rid, data, counts, k, c, units)
