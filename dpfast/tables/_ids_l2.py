@@ -21,6 +21,7 @@ the budget) and half of δ.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from typing import Any
@@ -34,7 +35,8 @@ from dpfast.tables._metrics import IDS_PART
 from dpfast.tables.groupby import _candidates, _check_budget, _finish, _take_keys
 from dpfast.tables.release import NoiseLaw, TableRelease
 
-__all__ = ["GRID_BITS", "l2_weights", "weighted_totals", "run"]
+__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "partials", "release",
+           "run"]
 
 GRID_BITS = 16
 
@@ -64,55 +66,89 @@ def weighted_totals(codes: np.ndarray, n_codes: int, ids: np.ndarray, k: int
     return totals, people
 
 
-def run(keys: Any, privacy_ids: Any, *, epsilon: Any, delta: Any, rho: Any,
-        max_partitions: Any, domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-        use_case: str | None, selection: Any) -> TableRelease:
-    """The ``bounding="l2"`` release (validation errors name the parameter)."""
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The data-independent part: ``k``, the Gaussian part, the key selection, the event."""
+
+    k: int
+    priv: _plan.Privacy
+    part: _plan.Part
+    select: _select.Selection | None
+    event: Any
+
+
+def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, noise: Any,
+         selection: Any, has_ids: bool) -> Plan:
+    """Validate and calibrate (errors name the parameter)."""
     k = bounding.positive_int(max_partitions, "max_partitions")
-    if privacy_ids is None:
+    if not has_ids:
         raise ValueError("bounding='l2' needs privacy_ids (each person's keys are weighted)")
     if noise not in (None, "gaussian"):
         raise ValueError(f"bounding='l2' bounds the L2 norm only: noise must be 'gaussian' "
                          f"(or None), got {noise!r}")
     priv = _plan.privacy(epsilon, delta, rho, "gaussian", select=domain is None)
     policy = _select.resolve(selection)
-    _check_budget(budget, note)
-    gen, rid = keynoise.release_generator(rng)
-    data, _ = _inputs._validate(keys, privacy_ids, None, None, domain)
-    assert data.ids is not None
     stat_priv, sel = priv, None
     if priv.select:
         stat_priv, e_sel, d_sel = _plan.split_for_selection(priv, Fraction(1, 2))
         sel = _select.plan(e_sel, d_sel, k, policy)
     part = _plan.part(stat_priv, Fraction(1), Fraction(k), Fraction(k), k, True)
     event = _plan.release_event(priv, [part], None if sel is None else sel.delta)
-    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    totals, people = weighted_totals(data.codes, data.n_codes, data.ids, k)
+    return Plan(k, priv, part, sel, event)
+
+
+def partials(p: Plan, data: _inputs._Data, skey: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per key code: the weighted totals, the distinct people and (``domain=None``) the
+    selection's measure over its own ``k``-key bounded contributions.  Each person's rows
+    must all be in ``data`` (a dask partition after the shuffle by id)."""
+    assert data.ids is not None
+    totals, people = weighted_totals(data.codes, data.n_codes, data.ids, p.k)
     measure = None
-    if sel is not None:  # the selection's own L0-bounded contributions (k keys each)
-        b = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, 1,
-                                 bounding.subkey(gen), unit_weights=_select.unit_weights(sel))
-        measure = _select.measure(sel, b.units, b.weighted)
-    sigma_grid = math.ldexp(part.law.scale, GRID_BITS)  # exact: a power-of-two multiple
-    with charged(budget, event, note):
-        cand = _candidates(data, people)
-        stream = keynoise.release_stream(gen)  # after the charge
-        rkey = keynoise.release_key(gen._key, stream)
-        keep = None
-        if sel is not None:
-            assert measure is not None
-            keep = _select.apply(sel, measure[cand], rkey, _take_keys(data.uniques, cand))
-            cand = cand[keep]
-            keep = None
-        noisy = keynoise.noise_keys(NoiseLaw("discrete_gaussian", sigma_grid), totals[cand],
-                                    rkey, _take_keys(data.uniques, cand), IDS_PART)
-        values = np.ldexp(noisy.astype(np.float64), -GRID_BITS)
-        out_keys, (v,) = _finish(data, cand, keep, [values])
-        law = NoiseLaw("gaussian", part.law.scale, math.ldexp(1.0, -GRID_BITS))
-        sens = {"l1": math.inf, "l2": float(sqrt_up(Fraction(k))), "max_partitions": k,
-                "max_per_partition": 1, "weight_grid": float_down(Fraction(1, 1 << GRID_BITS))}
-        return TableRelease(keys=out_keys, values=v, statistic="privacy_id_count",
-                            event=event, law=law,
-                            threshold=None if sel is None else sel.threshold,
-                            sensitivity=sens, key_names=data.key_names, release_id=rid,
-                            selection=sel)
+    if p.select is not None:
+        b = bounding.bound_codes(data.codes, data.n_codes, data.ids, p.k, 1, skey,
+                                 unit_weights=_select.unit_weights(p.select))
+        measure = _select.measure(p.select, b.units, b.weighted)
+    return totals, people, measure
+
+
+def release(p: Plan, gen: Any, release_id: int | None, data: _inputs._Data,
+            totals: np.ndarray, people: np.ndarray, measure: np.ndarray | None
+            ) -> TableRelease:
+    """Select, noise and report (the budget has been charged)."""
+    sel = p.select
+    cand = _candidates(data, people)
+    stream = keynoise.release_stream(gen)  # after the charge
+    rkey = keynoise.release_key(gen._key, stream)
+    if sel is not None:
+        assert measure is not None
+        keep = _select.apply(sel, measure[cand], rkey, _take_keys(data.uniques, cand))
+        cand = cand[keep]
+    sigma_grid = math.ldexp(p.part.law.scale, GRID_BITS)  # exact: a power-of-two multiple
+    noisy = keynoise.noise_keys(NoiseLaw("discrete_gaussian", sigma_grid), totals[cand],
+                                rkey, _take_keys(data.uniques, cand), IDS_PART)
+    values = np.ldexp(noisy.astype(np.float64), -GRID_BITS)
+    out_keys, (v,) = _finish(data, cand, None, [values])
+    law = NoiseLaw("gaussian", p.part.law.scale, math.ldexp(1.0, -GRID_BITS))
+    sens = {"l1": math.inf, "l2": float(sqrt_up(Fraction(p.k))), "max_partitions": p.k,
+            "max_per_partition": 1, "weight_grid": float_down(Fraction(1, 1 << GRID_BITS))}
+    return TableRelease(keys=out_keys, values=v, statistic="privacy_id_count",
+                        event=p.event, law=law,
+                        threshold=None if sel is None else sel.threshold,
+                        sensitivity=sens, key_names=data.key_names, release_id=release_id,
+                        selection=sel)
+
+
+def run(keys: Any, privacy_ids: Any, *, epsilon: Any, delta: Any, rho: Any,
+        max_partitions: Any, domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
+        use_case: str | None, selection: Any) -> TableRelease:
+    """The local ``bounding="l2"`` release."""
+    p = plan(epsilon, delta, rho, max_partitions, domain, noise, selection,
+             privacy_ids is not None)
+    _check_budget(budget, note)
+    _usecase.check(use_case, p.priv.epsilon, p.priv.delta, p.priv.rho)
+    gen, rid = keynoise.release_generator(rng)
+    data, _ = _inputs._validate(keys, privacy_ids, None, None, domain)
+    totals, people, measure = partials(p, data, bounding.subkey(gen))
+    with charged(budget, p.event, note):
+        return release(p, gen, rid, data, totals, people, measure)

@@ -51,7 +51,7 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     more than ``k`` keys (the bias of the other policies, which no noise level removes)
     shrinks from ``t - k`` to ``t - sqrt(k t)``.  Values are then floats (multiples of
     ``2**-16``).  ``domain=None``: the keys are selected on their own ``k``-key bounded
-    unit counts (half of ε and δ).  Not offered by :mod:`dpfast.dask` yet.
+    unit counts (half of ε and δ).  :func:`dpfast.dask.privacy_id_count` takes it too.
 
     Returns
     -------
