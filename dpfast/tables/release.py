@@ -127,7 +127,8 @@ class TableRelease:
     threshold : int or None
         Key-selection threshold on the noisy number of privacy units per key (None with a
         public domain; for the geometric rule the smallest unit count that is always
-        published, see :attr:`selection`).
+        published; for ``"weighted_gaussian"`` on the weighted unit count in units of
+        ``2**-16``; see :attr:`selection`).
     selection : Selection or None
         The private key selection (:mod:`dpfast.tables._select`: policy, ε, exact δ, noise
         law or keep probabilities); None with a public domain.

@@ -75,10 +75,10 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     min(1, sqrt(k / t)))`` over their ``t`` keys has ``t W(t)**2 <= k 4**16`` exactly, so
     ``Δ2 = sqrt(k)`` (grid units ``sqrt(k) 2**16``) under add/remove one person, whatever
     ``t``; exact discrete Gaussian noise of ``σ 2**16`` is ``k / (2σ²)``-zCDP (CKS20,
-    Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  L2
-    (rather than L0) contribution bounding: Wilson et al., "Differentially private SQL
-    with bounded user contribution", PoPETs 2020, §3; Gopi et al. 2020's ``1/sqrt(t)``
-    weights.  With ``domain=None`` the key selection is ``(ε/2, δ_sel)``, the counts
+    Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  The
+    ``1/sqrt(t)`` weights that bound a person's L2 norm whatever their number of keys are
+    Gopi et al. 2020's (weighted Gaussian policy), here applied to the released counts
+    rather than to the selection.  With ``domain=None`` the key selection is ``(ε/2, δ_sel)``, the counts
     ``(ε/2, δ/2)``: basic composition.
     """
     if not isinstance(dropna, bool):
