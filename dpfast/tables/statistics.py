@@ -78,8 +78,8 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  The
     ``1/sqrt(t)`` weights that bound a person's L2 norm whatever their number of keys are
     Gopi et al. 2020's (weighted Gaussian policy), here applied to the released counts
-    rather than to the selection.  With ``domain=None`` the key selection is ``(ε/2, δ_sel)``, the counts
-    ``(ε/2, δ/2)``: basic composition.
+    rather than to the selection.  With ``domain=None`` the key selection is
+    ``(ε/2, δ_sel)``, the counts ``(ε/2, δ/2)``: basic composition.
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
