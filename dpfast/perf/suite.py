@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpfast.perf.runner import Entry
+from dpfast.perf.suite_session import session_sql
 
 KEY = bytes(range(32))
 
@@ -382,4 +383,7 @@ ENTRIES: list[Entry] = [
     Entry("dask_count", "dask.count, 2-worker LocalCluster (2*10^6 rows quick)",
           "tables.count in one process, same rows", _dask_count,
           needs=("distributed", "dask.dataframe", "pandas"), min_rounds=7),
+    Entry("session_sql", "Session.sql GROUP BY count, DuckDB file + ledger (2*10^6 rows "
+          "quick)", "tables.count on the same arrays", session_sql,
+          needs=("duckdb", "sqlglot"), min_rounds=7),
 ]

@@ -33,6 +33,10 @@ __all__ = ["Source", "make_source", "quote"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+#: DuckDB types whose ``fetchnumpy`` arrays equal Arrow's ``to_numpy`` (dtype and values)
+_NUMPY_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
+                          "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "VARCHAR"})
+
 
 def quote(name: str) -> str:
     """A SQL identifier, double-quoted."""
@@ -117,9 +121,27 @@ class Source:
         return self._numpy(sql)
 
     def _numpy(self, sql: str) -> dict[str, np.ndarray]:
-        """The result columns of ``sql`` as numpy arrays: through Arrow where pyarrow is
-        installed (numbers without NULLs are not copied again), else DuckDB's
-        ``fetchnumpy``."""
+        """The result columns of ``sql`` as numpy arrays.
+
+        When every result column has a type whose numpy form DuckDB and Arrow agree on
+        (:data:`_NUMPY_TYPES`: integers, floats, booleans, strings) and no value is NULL,
+        DuckDB writes the rows straight into numpy arrays (``fetchnumpy``: one copy, half
+        the time of the Arrow route at 10^7 rows); otherwise (dates, decimals, NULLs...)
+        through Arrow (:meth:`_via_arrow`).  Both give the same arrays for the first kind
+        (``tests/test_session_fetch.py``).
+        """
+        rel = self.con.sql(sql)
+        if all(str(t) in _NUMPY_TYPES for t in rel.types):
+            res = rel.fetchnumpy()
+            if not any(isinstance(a, np.ma.MaskedArray) and a.mask.any()
+                       for a in res.values()):
+                return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
+                        for c, a in res.items()}
+        return self._via_arrow(sql)
+
+    def _via_arrow(self, sql: str) -> dict[str, np.ndarray]:
+        """The result columns of ``sql`` through Arrow where pyarrow is installed (the
+        session extra), else DuckDB's ``fetchnumpy``."""
         try:
             import pyarrow  # noqa: F401
         except ImportError:  # pragma: no cover - pyarrow is in the session extra
