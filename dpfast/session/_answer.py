@@ -169,8 +169,25 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
     kwargs.update({k: v for k, v in agg.extra.items() if k != "not_null"})
     n_keys = max(1, len(plan.keys))
 
+    # a plain GROUP BY of the private table's columns (no join, no WHERE): a pandas
+    # source's rows are read from the frame in place (the arrays DuckDB would give)
+    plain = {f"__k{i}": c for i, c in enumerate(plan.key_columns)} \
+        if plan.keys and not plan.public_used and plan.where is None else None
+    if plain is not None:
+        plain_notnull = list(plan.key_columns)
+        if pid:
+            plain["__pid"] = pid
+            plain_notnull.append(pid)
+        if agg.column is not None:
+            if stat.value:
+                plain["__v"] = agg.column_name
+            plain_notnull.append(agg.column_name)
+
     def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
-        got = src.fetch_sql(row_sql, limit=limit)
+        got = None if plain is None or limit is not None else src.frame_rows(
+            plain, plain_notnull)
+        if got is None:
+            got = src.fetch_sql(row_sql, limit=limit)
         if limit == 0:
             got = _cache.one_row(got)
         kc = got["__k0"] if n_keys == 1 else tuple(got[f"__k{i}"] for i in range(n_keys))

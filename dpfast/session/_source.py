@@ -36,6 +36,9 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: DuckDB types whose ``fetchnumpy`` arrays equal Arrow's ``to_numpy`` (dtype and values)
 _NUMPY_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
                           "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "VARCHAR"})
+#: numpy dtypes (``dtype.str`` without the byte order) of pandas columns that DuckDB reads
+#: and returns unchanged (:meth:`Source.frame_rows`)
+_FRAME_DTYPES = frozenset({"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8"})
 
 
 def quote(name: str) -> str:
@@ -82,7 +85,7 @@ class Source:
         self.kind = kind
         self.name = name
         self.con = con            # DuckDB connection (None for Dask)
-        self.frame = frame        # the Dask DataFrame
+        self.frame = frame        # the Dask DataFrame, or the pandas one (read in place)
         self.files = tuple(files)  # Parquet files or the DuckDB database file
         self.table = table
         self.public: frozenset[str] = frozenset()  # public tables on the same connection
@@ -162,6 +165,37 @@ class Source:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
         return self._numpy(sql)
 
+    def frame_rows(self, cols: dict[str, str], not_null: Sequence[str]
+                   ) -> dict[str, np.ndarray] | None:
+        """A pandas source's columns ``cols`` (output name -> column) of the rows whose
+        ``not_null`` columns hold a value, read from the frame (numbers in place: no copy
+        unless a row is dropped): the arrays DuckDB gives for ``SELECT col AS name ...
+        WHERE col IS NOT NULL ...`` (DuckDB reads a pandas NaN / None / NA as NULL), in
+        the frame's row order.  None (then DuckDB answers) unless every column is in
+        ``not_null`` and is a numpy bool, integer, float32 or float64 column
+        (:data:`_FRAME_DTYPES`, the dtypes DuckDB returns unchanged) or a column of
+        strings (pandas' string dtype, or objects that are all str or missing)
+        (``tests/test_session_fetch.py``)."""
+        if self.kind != "pandas" or self.frame is None or not set(cols.values()) <= set(
+                not_null):
+            return None
+        frame = self.frame
+        names = list(frame.columns)
+        folded = [n.lower() if isinstance(n, str) else n for n in names]
+        arrays: dict[str, np.ndarray] = {}
+        keep = None
+        for c in dict.fromkeys(not_null):
+            if names.count(c) != 1 or folded.count(c.lower()) != 1:  # SQL names fold case
+                return None
+            got = _frame_column(frame[c])
+            if got is None:
+                return None
+            arrays[c], missing = got
+            if missing is not None and missing.any():
+                keep = ~missing if keep is None else keep & ~missing
+        return {name: arrays[c] if keep is None else arrays[c][keep]
+                for name, c in cols.items()}
+
     # ----------------------------------------------------------------- fingerprint
     def fingerprint_public(self, name: str) -> str:
         """The content hash of a whole public table (memoised)."""
@@ -202,6 +236,22 @@ class Source:
         return _digest([self.kind, duckdb.__version__, int(n), h, cols])
 
 
+def _frame_column(col: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """A pandas column as DuckDB returns it (:meth:`Source.frame_rows`) and its missing
+    values (None: it has none), or None for a column of another kind."""
+    dt = col.dtype
+    if isinstance(dt, np.dtype) and dt.isnative and dt.str[1:] in _FRAME_DTYPES:
+        arr = np.ascontiguousarray(col.to_numpy())
+        return arr, (np.isnan(arr) if dt.kind == "f" else None)
+    import pandas as pd
+    from pandas.api.types import infer_dtype
+
+    if not (isinstance(dt, pd.StringDtype) or (
+            dt == np.dtype(object) and infer_dtype(col, skipna=True) == "string")):
+        return None
+    return col.to_numpy(dtype=object), col.isna().to_numpy()
+
+
 def _digest(obj: Any) -> str:
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
@@ -225,7 +275,8 @@ def make_source(source: Any, *, table: str | None = None, name: str | None = Non
         con = duckdb.connect()
         nm = _table_name(name or "data", "name")
         con.register(nm, source)
-        src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con)
+        src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con,
+                     frame=source if _is_pandas(source) else None)
     elif isinstance(source, (str, os.PathLike)) or (
             isinstance(source, (list, tuple)) and source
             and all(isinstance(s, (str, os.PathLike)) for s in source)):

@@ -302,7 +302,10 @@ class Session:
         need = keys + ([value] if value else []) + ([pid] if pid else [])
 
         def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
-            got = src.fetch(need, where_sql, not_null=need, limit=limit)
+            got = src.frame_rows({c: c for c in need}, need) \
+                if where_sql is None and limit is None else None
+            if got is None:
+                got = src.fetch(need, where_sql, not_null=need, limit=limit)
             if limit == 0:
                 got = _cache.one_row(got)
             kc = got[keys[0]] if len(keys) == 1 else tuple(got[n] for n in keys)

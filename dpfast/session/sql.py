@@ -139,6 +139,7 @@ class _Agg:
     column: str | None  # the value column (qualified SQL), None for COUNT(*)
     sql: str         # the aggregate as written
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    column_name: str | None = None  # the value column's bare name
 
 
 def _aggregate(node: Any, alias: str | None, unit: str | None) -> _Agg:
@@ -159,7 +160,7 @@ def _aggregate(node: Any, alias: str | None, unit: str | None) -> _Agg:
         if not isinstance(arg, exp.Column):
             raise SqlRefusedError("aggregate_argument", f"{text}: COUNT of an expression")
         return _Agg(alias or f"count_{arg.name}", "count", _qual(arg), text,
-                    {"not_null": True})
+                    {"not_null": True}, arg.name)
     if kind in _SIMPLE or kind in _QUANTILE:
         if not isinstance(arg, exp.Column):
             raise SqlRefusedError("aggregate_argument", f"{text}: aggregate a column, not an "
@@ -172,7 +173,7 @@ def _aggregate(node: Any, alias: str | None, unit: str | None) -> _Agg:
                 raise SqlRefusedError("aggregate_argument", f"{text}: the quantile must be a "
                                       "number literal")
             extra["q"] = float(q.this)
-        return _Agg(alias or f"{stat}_{arg.name}", stat, _qual(arg), text, extra)
+        return _Agg(alias or f"{stat}_{arg.name}", stat, _qual(arg), text, extra, arg.name)
     raise SqlRefusedError("unsupported_aggregate", f"{text} has no bounded private version")
 
 
@@ -192,6 +193,7 @@ class _Plan:
     private_alias: str       # how the private table is named in the query
     public_used: list[str]
     columns: list[str]       # every column name the query reads
+    key_columns: list[str]   # the group-by columns' bare names
 
 
 def _check_tree(tree: Any) -> None:
@@ -340,4 +342,4 @@ def plan(text: str, src: Source, unit: str | None) -> _Plan:
         raise SqlRefusedError("subquery", "an aggregate in WHERE")
     return _Plan(gsql, names, aggs, relation, None if where is None else
                  where.this.sql("duckdb"), order, private, [n for n, _ in joins],
-                 sorted({c.name for c in tree.find_all(exp.Column)}))
+                 sorted({c.name for c in tree.find_all(exp.Column)}), [g.name for g in gkeys])
