@@ -233,7 +233,7 @@ def test_strategies_created_while_installed_work_after_uninstall() -> None:
 def test_scalar_noise_calibrated_once_and_blocks_shared() -> None:
     """Scalar noise: the calibration is cached by parameters and the pre-drawn blocks are
     shared by every mechanism object (PipelineDP builds one per partition)."""
-    from dpfast.compat import pipeline_dp as mod
+    from dpfast.compat.pipeline_dp import _noise as mod
 
     with compat.patched(key=KEY):
         mod._gaussian_mech_params.cache_clear()
