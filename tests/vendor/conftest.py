@@ -1,5 +1,5 @@
-"""diffprivlib's own test suite (diffprivlib_suite/) runs in a subprocess with dpfast
-installed for its whole session (tests/test_compat_diffprivlib_suite.py), never in the
-project's session."""
+"""The peers' own test suites (diffprivlib_suite/, pipelinedp_suite/) run in subprocesses with
+dpfast installed for their whole session (tests/test_compat_diffprivlib_suite.py,
+tests/test_compat_pipeline_dp_suite.py), never in the project's session."""
 
-collect_ignore = ["diffprivlib_suite"]
+collect_ignore = ["diffprivlib_suite", "pipelinedp_suite"]

@@ -51,12 +51,13 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
 
 * **PERCENTILE** (``combiners.QuantileCombiner``, PyDP's C++ quantile tree): replaced by
   :class:`dpfast.compat.pipeline_dp._quantile.QuantileCombiner`, the exact exponential
-  mechanism on a public 1025-point grid of ``[min_value, max_value]``, ``ε / (l0 · L)``-DP
-  per partition and percentile (``L`` percentiles, utility sensitivity
-  ``max_contributions_per_partition``): the metric is pure ``ε``-DP, at least PipelineDP's
-  ``(ε, δ)``.  With PLD accounting and Laplace noise, ``ε = ln(2 e^{√2/(2σ)} - 1)`` so that
-  the mechanism is dominated by the sensitivity-1 Laplace mechanism the PLD accountant
-  composes; PLD with Gaussian noise raises ``NotImplementedError``.
+  mechanism over the 65536 cells of a public grid of ``[min_value, max_value]`` (PyDP's
+  tree has 16^4 leaves), ``ε / (l0 · L)``-DP per partition and percentile (``L``
+  percentiles, utility sensitivity ``max_contributions_per_partition``): the metric is
+  pure ``ε``-DP, at least PipelineDP's ``(ε, δ)``.  With PLD accounting and Laplace
+  noise, ``ε = ln(2 e^{√2/(2σ)} - 1)``, so that the mechanism is dominated by the
+  sensitivity-1 Laplace mechanism the PLD accountant composes; PLD with Gaussian noise
+  raises ``NotImplementedError``.
 
 Objects created while installed (mechanisms, selection strategies, quantile combiners) keep
 the generator of that installation and keep working after :func:`uninstall`.

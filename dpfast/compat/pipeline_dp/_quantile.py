@@ -5,8 +5,8 @@ Under :func:`dpfast.compat.pipeline_dp.install` the ``QuantileCombiner`` that
 ``create_compound_combiner`` builds is :class:`QuantileCombiner` here (a subclass of
 PipelineDP's): the same metric names, budget request and bounds, the values of each
 partition kept as a mergeable, picklable accumulator, and each percentile released by the
-exponential mechanism over the grid :data:`N_CANDIDATES` points evenly spaced in
-``[min_value, max_value]``, sampled exactly by :func:`dpfast.exponential`.
+exponential mechanism over the cells of a grid of :data:`N_CANDIDATES` points evenly spaced
+in ``[min_value, max_value]``, sampled exactly by :func:`dpfast.exponential`.
 """
 
 from __future__ import annotations
@@ -21,15 +21,17 @@ from pipeline_dp import aggregate_params as _ap
 
 import dpfast
 from dpfast._core.rounding import float_down
+from dpfast.compat._random_state import shared_generator
 from dpfast.compat.pipeline_dp._state import ORIGINAL
 from dpfast.compat.pipeline_dp._state import gen as _gen
 
 __all__ = ["QuantileCombiner", "N_CANDIDATES", "pld_epsilon"]
 
 #: grid size: the released percentile is one of these points of ``[min_value, max_value]``
-N_CANDIDATES = 1025
-# a partition keeps its values as a list until it has this many, then a slot histogram
-_LIST_MAX = 2 * N_CANDIDATES
+#: (PyDP's quantile tree has as many leaves: 16 ** 4)
+N_CANDIDATES = (1 << 16) + 1
+# a partition keeps its values as a list until it has this many, then sparse slot counts
+_LIST_MAX = 4096
 
 
 @functools.lru_cache(maxsize=256)
@@ -65,28 +67,37 @@ def pld_epsilon(sigma: float) -> float:
 
 
 class _Values:
-    """A partition's values: a list while short, then counts per grid slot (mergeable)."""
+    """A partition's values: a list while short, then sparse counts per grid slot (sorted
+    slots and their counts; at most ``2 N_CANDIDATES`` entries).  Mergeable, picklable."""
 
-    __slots__ = ("items", "counts")
+    __slots__ = ("items", "slots", "counts")
 
     def __init__(self) -> None:
         self.items: list[float] | None = []
+        self.slots: np.ndarray | None = None
         self.counts: np.ndarray | None = None
 
-    def __getstate__(self) -> tuple[Any, Any]:
-        return self.items, self.counts
+    def __getstate__(self) -> tuple[Any, Any, Any]:
+        return self.items, self.slots, self.counts
 
-    def __setstate__(self, state: tuple[Any, Any]) -> None:
-        self.items, self.counts = state
+    def __setstate__(self, state: tuple[Any, Any, Any]) -> None:
+        self.items, self.slots, self.counts = state
 
-    def n(self) -> int:
-        return len(self.items) if self.items is not None else int(self.counts.sum())
-
-    def to_counts(self, g: np.ndarray) -> np.ndarray:
-        if self.counts is None:
+    def sparse(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted distinct slots, counts), converting the list form."""
+        if self.items is not None:
             s = _slots(self.items, g) if self.items else np.zeros(0, np.int64)
-            self.counts, self.items = np.bincount(s, minlength=2 * g.size).astype(np.int64), None
-        return self.counts
+            self.slots, self.counts = np.unique(s, return_counts=True)
+            self.items = None
+        assert self.slots is not None and self.counts is not None
+        return self.slots, self.counts
+
+    def add_sparse(self, slots: np.ndarray, counts: np.ndarray, g: np.ndarray) -> None:
+        s, c = self.sparse(g)
+        merged, inverse = np.unique(np.concatenate([s, slots]), return_inverse=True)
+        self.slots = merged
+        self.counts = np.bincount(inverse, weights=np.concatenate([c, counts]),
+                                  minlength=merged.size).astype(np.int64)
 
 
 class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
@@ -99,10 +110,12 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
     ``k = max_partitions_contributed`` partitions and ``c =
     max_contributions_per_partition`` values per partition after PipelineDP's contribution
     bounding).  Per partition and percentile ``q`` (``L`` percentiles), the exponential
-    mechanism over the public grid ``g_0 < ... < g_{m-1}`` with utility ``u(g_p) =
-    -max(a_p - t, t - b_p, 0)`` (``a_p`` values ``< g_p``, ``b_p`` values ``<= g_p``,
-    ``t = floor(q n)``): one unit moves ``a_p``, ``b_p`` and ``t`` by at most ``c``, so
-    ``Δu = c`` and ``P(g_p) ∝ exp(ε_q u(g_p) / (2c))`` is ``ε_q``-DP (McSherry & Talwar
+    mechanism over the cells ``C_p = [g_p, g_{p+1})`` of the public grid ``g_0 < ... <
+    g_{m-1}`` (the last cell closed) with utility ``u(C_p) = -max(A_p - t, t + 1 - A_{p+1},
+    0)`` (``A_p`` values ``< g_p``, ``A_{m-1} = n``; ``t = floor(q (n - 1))``: zero exactly
+    on the cell holding the order statistic ``x_(t)``), releasing the chosen cell's
+    midpoint: one unit moves ``A_p``, ``A_{p+1}`` and ``t`` up (or down) by at most ``c``,
+    so ``Δu = c`` and ``P(C_p) ∝ exp(ε_q u(C_p) / (2c))`` is ``ε_q``-DP (McSherry & Talwar
     2007; Smith 2011), ``ε_q = ε / (k L)`` rounded down.  A unit touches at most ``k``
     partitions: the metric is ``ε``-DP by basic composition -- pure DP, at least as strong
     as PipelineDP's ``(ε, δ)`` for the quantile tree.  With PLD accounting (PipelineDP
@@ -115,14 +128,20 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
     Numerics
     --------
     Integer utilities, exact ``t`` (``q`` the exact rational ``percentile / 100``), exact
-    Gumbel-max sampling: no candidate's probability is rounded.  The output is one of the
-    :data:`N_CANDIDATES` grid points (resolution ``(max - min) / 1024``); the rank error
-    is at most ``2c ln(m / β) / ε_q`` with probability ``1 - β``.
+    Gumbel-max sampling: no candidate's probability is rounded.  The output is the midpoint
+    of one of the ``N_CANDIDATES - 1`` cells (resolution ``(max - min) / 65536``, PyDP's
+    tree's leaves); the rank error is at most ``2c ln(m / β) / ε_q`` with probability
+    ``1 - β``.
     """
 
     def __init__(self, params: Any, percentiles_to_compute: list[float]) -> None:
         super().__init__(params, percentiles_to_compute)
         self._dpfast_gen = _gen()  # the generator installed now: keeps working after uninstall
+
+    def __getstate__(self) -> dict:
+        # pickled (Beam): the receiving process draws from its own generator, never a copy
+        # of this one's stream
+        return {**self.__dict__, "_dpfast_gen": None}
 
     def _bounds(self) -> tuple[float, float]:
         p = self._params.aggregate_params
@@ -138,10 +157,10 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
         if acc.items is not None:
             acc.items.append(float(value))
             if len(acc.items) >= _LIST_MAX:
-                acc.to_counts(_grid(*self._bounds()))
+                acc.sparse(_grid(*self._bounds()))
         else:
-            acc.counts += np.bincount(_slots([value], _grid(*self._bounds())),
-                                      minlength=acc.counts.size)
+            g = _grid(*self._bounds())
+            acc.add_sparse(_slots([value], g), np.ones(1, np.int64), g)
 
     def merge_accumulators(self, accumulator1: _Values, accumulator2: _Values) -> _Values:
         a, b = accumulator1, accumulator2
@@ -149,8 +168,7 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
             a.items.extend(b.items)
             return a
         g = _grid(*self._bounds())
-        a.to_counts(g)
-        a.counts = a.counts + b.to_counts(g)
+        a.add_sparse(*b.sparse(g), g)
         return a
 
     def _epsilon(self) -> float:
@@ -170,19 +188,26 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
             raise ValueError("PERCENTILE needs max_partitions_contributed and "
                              "max_contributions_per_partition")
         g = _grid(*self._bounds())
-        counts = accumulator.to_counts(g)
-        cum = np.cumsum(counts)
-        a, b = cum[0::2], cum[1::2]  # values < g_p, values <= g_p
-        n = int(cum[-1]) if cum.size else 0
+        slots, counts = accumulator.sparse(g)
+        cum = np.concatenate([[0], np.cumsum(counts)])
+        n = int(cum[-1])
+        if g.size == 1:  # min_value == max_value: nothing to choose
+            return dict.fromkeys(self.metrics_names(), float(g[0]))
+        odd = 2 * np.arange(g.size) + 1  # slot of g_p: values < g_p lie in slots < 2p + 1
+        below = cum[np.searchsorted(slots, odd, side="left")]  # A_p = #{x < g_p}
+        upper = np.append(below[1:-1], n)  # cell p's upper count (the last cell is closed)
         rows = []
         for q in self._percentiles:
-            t = math.floor(Fraction(q) * n / 100)
-            rows.append(-np.maximum(np.maximum(a - t, t - b), 0))
+            t = math.floor(Fraction(q) * max(n - 1, 0) / 100)
+            rows.append(-np.maximum(np.maximum(below[:-1] - t, t + 1 - upper), 0))
         eps_q = float_down(Fraction(self._epsilon()) / (int(k) * len(self._percentiles)))
-        gen = self._dpfast_gen if self._dpfast_gen is not None else _gen()
+        gen = self._dpfast_gen
+        if gen is None:
+            gen = _gen() if _gen() is not None else shared_generator()
         idx = dpfast.exponential(np.array(rows, dtype=np.float64), epsilon=eps_q,
                                  sensitivity=float(c), rng=gen)
-        return dict(zip(self.metrics_names(), (float(g[i]) for i in np.atleast_1d(idx)),
+        mid = (g[:-1] + g[1:]) / 2  # the released point of the chosen cell
+        return dict(zip(self.metrics_names(), (float(mid[i]) for i in np.atleast_1d(idx)),
                         strict=True))
 
     def explain_computation(self) -> Any:

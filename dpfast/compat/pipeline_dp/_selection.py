@@ -10,7 +10,7 @@ from typing import Any
 from pipeline_dp import partition_selection as _ps
 
 import dpfast
-from dpfast.compat._random_state import NoiseBuffer, words_for
+from dpfast.compat._random_state import NoiseBuffer, shared_generator, words_for
 from dpfast.compat.pipeline_dp._noise import _draw
 from dpfast.compat.pipeline_dp._state import ORIGINAL
 from dpfast.compat.pipeline_dp._state import gen as _gen
@@ -36,14 +36,19 @@ def _bernoulli(p: float, gen: Any = None) -> bool:
 
 
 class _Strategy:
-    """A PyDP partition-selection strategy whose random decisions are drawn by dpfast."""
+    """A PyDP partition-selection strategy whose random decisions are drawn by dpfast.
+
+    Subclasses carry PyDP's class names (``type(s).__name__`` as PipelineDP reports it);
+    pickled (Beam), a strategy is rebuilt from its parameters in the receiving process,
+    drawing from that process's installed generator (or its own ``os.urandom``-keyed one):
+    never a copy of the sender's stream."""
 
     def __init__(self, inner: Any, name: str, epsilon: float, delta: float, l0: int) -> None:
         self._inner = inner
-        self._name = name
+        self._args = (name, epsilon, delta, l0)
         self._kind = None
         # the generator installed now: the strategy keeps working after uninstall()
-        self._gen = _gen()
+        self._gen = _generator()
         if name == "laplace":
             self._kind, self._scale = "laplace", l0 / epsilon
         elif name == "gaussian":
@@ -55,7 +60,12 @@ class _Strategy:
             self._g = min(dpfast.granularity(self._scale), 1.0)
             self._buffer = NoiseBuffer()
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _base_strategy, self._args
+
     def __getattr__(self, name: str) -> Any:  # threshold, epsilon, delta, probability_of_keep
+        if name.startswith("__") or name in ("_inner", "_args"):
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     def noised_value_if_should_keep(self, num_privacy_units: int) -> float | None:
@@ -72,21 +82,57 @@ class _Strategy:
         return self.noised_value_if_should_keep(num_privacy_units) is not None
 
 
+class LaplacePartitionSelectionStrategy(_Strategy):
+    """Laplace thresholding drawn by dpfast (PyDP's class name)."""
+
+
+class GaussianPartitionSelectionStrategy(_Strategy):
+    """Gaussian thresholding drawn by dpfast (PyDP's class name)."""
+
+
+class TruncatedGeometricPartitionSelectionStrategy(_Strategy):
+    """Truncated-geometric selection decided exactly by dpfast (PyDP's class name)."""
+
+
+_CLASSES = {"laplace": LaplacePartitionSelectionStrategy,
+            "gaussian": GaussianPartitionSelectionStrategy,
+            "truncated_geometric": TruncatedGeometricPartitionSelectionStrategy}
+
+
+def _generator() -> Any:
+    gen = _gen()
+    return gen if gen is not None else shared_generator()
+
+
+def _base_strategy(name: str, epsilon: float, delta: float, l0: int) -> _Strategy:
+    """The replaced strategy, its PyDP object made by PyDP's own per-strategy factory."""
+    from pydp.algorithms import partition_selection as _pydp_ps
+
+    make = getattr(_pydp_ps, f"create_{name}_partition_strategy")
+    return _CLASSES[name](make(epsilon, delta, l0), name, epsilon, delta, l0)
+
+
 def _create_partition_selection_strategy(strategy, epsilon, delta, max_partitions_contributed,
                                          pre_threshold=None):
+    name = _ps.PARTITION_STRATEGY_ENUM_TO_STR[strategy]
     if pre_threshold is None:
         inner = ORIGINAL["create_partition_selection_strategy"](
             strategy, epsilon, delta, max_partitions_contributed)
-        name = _ps.PARTITION_STRATEGY_ENUM_TO_STR[strategy]
-        return _Strategy(inner, name, epsilon, delta, int(max_partitions_contributed))
+        return _CLASSES[name](inner, name, epsilon, delta, int(max_partitions_contributed))
+    # PyDP's pre-thresholding wrapper (its attributes and probability_of_keep), made by
+    # PipelineDP's one call; the base strategy without a second call of that factory
     wrapped = ORIGINAL["create_partition_selection_strategy"](
         strategy, epsilon, delta, max_partitions_contributed, pre_threshold)
-    base = _create_partition_selection_strategy(strategy, epsilon, delta,
-                                                max_partitions_contributed)
-    return _PreThresholded(wrapped, base, int(pre_threshold))
+    base = _base_strategy(name, epsilon, delta, int(max_partitions_contributed))
+    return PreThresholdingPartitionSelectionStrategy(wrapped, base, int(pre_threshold))
 
 
-class _PreThresholded:
+def _pre_thresholded(strategy: Any, epsilon: float, delta: float, l0: int,
+                     pre_threshold: int) -> PreThresholdingPartitionSelectionStrategy:
+    return _create_partition_selection_strategy(strategy, epsilon, delta, l0, pre_threshold)
+
+
+class PreThresholdingPartitionSelectionStrategy:
     """PyDP's pre-thresholding: a partition with fewer than ``pre_threshold`` privacy units
     is dropped; otherwise the base strategy decides on ``n - pre_threshold + 1`` units
     (PyDP's ``probability_of_keep`` is exactly that shift), drawn here by :class:`_Strategy`.
@@ -97,11 +143,16 @@ class _PreThresholded:
         self._base = base
         self.pre_threshold = pre_threshold
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        name, eps, delta, l0 = self._base._args
+        enum = next(k for k, v in _ps.PARTITION_STRATEGY_ENUM_TO_STR.items() if v == name)
+        return _pre_thresholded, (enum, eps, delta, l0, self.pre_threshold)
+
     def __getattr__(self, name: str) -> Any:  # epsilon, delta, probability_of_keep, ...
+        if name.startswith("__") or name in ("_wrapped", "_base"):
+            raise AttributeError(name)
         return getattr(self._wrapped, name)
 
     def should_keep(self, num_privacy_units: int) -> bool:
         n = int(num_privacy_units)
         return n >= self.pre_threshold and self._base.should_keep(n - self.pre_threshold + 1)
-
-
