@@ -79,9 +79,8 @@ shipped, so keyed replay is per process only).  Checked on Beam's ``DirectRunner
 **Drop-in check.**  PipelineDP's own ``tests/`` and ``analysis/`` run with :func:`install`
 active for the whole session (tests/test_compat_pipeline_dp_suite.py, the plugin
 ``dpfast.compat.pipeline_dp._pytest_plugin``).  Every failure is one of these intentional
-differences or not-applicable tests (:data:`DIFFERENCES`):
-
-DIFFERENCES_TABLE
+differences (:data:`DIFFERENCES`, node id: reason) or a test not run
+(:data:`NOT_APPLICABLE`); the two tables follow (generated from those dictionaries).
 """
 
 from __future__ import annotations
@@ -95,7 +94,7 @@ from pipeline_dp import partition_selection as _ps
 
 import dpfast
 from dpfast.compat.pipeline_dp import _state
-from dpfast.compat.pipeline_dp._differences import DIFFERENCES
+from dpfast.compat.pipeline_dp._differences import DIFFERENCES, NOT_APPLICABLE
 from dpfast.compat.pipeline_dp._noise import (
     _add_noise,
     _add_noise_vector,
@@ -106,7 +105,15 @@ from dpfast.compat.pipeline_dp._noise import (
 from dpfast.compat.pipeline_dp._quantile import QuantileCombiner
 from dpfast.compat.pipeline_dp._selection import _create_partition_selection_strategy
 
-__all__ = ["install", "uninstall", "patched", "is_installed", "DIFFERENCES"]
+__all__ = ["install", "uninstall", "patched", "is_installed", "DIFFERENCES", "NOT_APPLICABLE"]
+
+
+def _table(title: str, rows: dict[str, str]) -> str:
+    return "\n".join([f"**{title}**", "", *(f"* ``{k}``: {v}." for k, v in rows.items()), ""])
+
+
+__doc__ = "\n".join([__doc__ or "", _table("Intentional differences", DIFFERENCES),
+                      _table("Not applicable (not run)", NOT_APPLICABLE)])
 
 _PATCHES = [
     (_dc.AdditiveMechanism, "add_noise", _add_noise),
