@@ -262,3 +262,135 @@ def test_pre_threshold_selection_is_replaced(strategy: str, rng_spy) -> None:
     assert abs(kept / trials - p) < 4.5 * math.sqrt(p * (1 - p) / trials)
     assert sum(s.should_keep(n + 60) for _ in range(20)) == 20
     assert rng_spy == []  # no numpy / Python random draws
+
+
+# ----------------------------------------------------------------------------- PERCENTILE
+def _quantile_combiner(percentiles, eps, k=1, c=1, lo=0.0, hi=8.0, n_candidates=None,
+                       noise_kind=None):
+    from pipeline_dp import budget_accounting as ba
+    from pipeline_dp import combiners as cb
+
+    from dpfast.compat.pipeline_dp import _quantile
+
+    noise_kind = noise_kind or ap.NoiseKind.LAPLACE
+    spec = ba.MechanismSpec(ap.MechanismType.LAPLACE if noise_kind == ap.NoiseKind.LAPLACE
+                            else ap.MechanismType.GAUSSIAN, _eps=eps, _delta=0.0)
+    params = pipeline_dp.AggregateParams(
+        noise_kind=noise_kind, metrics=[pipeline_dp.Metrics.PERCENTILE(50)],
+        max_partitions_contributed=k, max_contributions_per_partition=c,
+        min_value=lo, max_value=hi)
+    cls = _quantile.QuantileCombiner
+    if n_candidates is not None:
+        cls = type("SmallGrid", (cls,), {"n_candidates": n_candidates})
+    return cls(cb.CombinerParams(spec, params), list(percentiles))
+
+
+def test_percentile_exact_distribution() -> None:
+    """The released cell follows exp(eps_q u / 2c) exactly (9-point grid: cells [j, j+1)),
+    u = -max(A_p - t, t + 1 - A_{p+1}, 0), t = floor(q (n - 1)); eps_q = eps / (k L)."""
+    values = [0.5, 1.5, 1.5, 2.5, 3.5, 6.5, 8.0]  # n = 7, q = 0.5: t = 3, x_(3) = 2.5
+    L, k, c = 6000, 2, 2  # L near-identical percentiles: L samples, eps_q = eps / (k L) = 0.8
+    percentiles = [50 + i * 1e-9 for i in range(L)]
+    with compat.patched(key=KEY):
+        comb = _quantile_combiner(percentiles, eps=0.8 * k * L, k=k, c=c, n_candidates=9)
+        out = comb.compute_metrics(comb.create_accumulator(values))
+    assert len(out) == L
+    cells = np.floor(np.array(list(out.values()))).astype(int)  # midpoints j + 0.5
+    counts = np.bincount(cells, minlength=8)
+    below = [sum(v < j for v in values) for j in range(8)] + [len(values)]
+    t = 3
+    u = [-max(below[j] - t, t + 1 - below[j + 1], 0) for j in range(8)]
+    assert u.index(0) == 2  # the cell [2, 3) holds x_(3)
+    probs = [math.exp(0.8 * uj / (2 * c)) for uj in u]
+    assert chisquare_pvalue(counts, probs) > 1e-4
+
+
+def test_percentile_accumulators_merge_and_pickle() -> None:
+    """List and sparse accumulators merge to the same counts as one accumulator of all the
+    values; combiner and accumulators pickle (Beam) without the generator."""
+    import pickle
+
+    from dpfast.compat.pipeline_dp import _quantile
+
+    rng = np.random.default_rng(5)
+    values = list(rng.uniform(-3, 12, 9000))  # beyond the list form's limit, clamped to [0, 8]
+    with compat.patched(key=KEY):
+        comb = _quantile_combiner([10, 50, 90], eps=1.0, hi=8.0)
+        whole = comb.create_accumulator(values)
+        parts = [comb.create_accumulator(values[i:i + 700]) for i in range(0, 9000, 700)]
+        merged = parts[0]
+        for p in parts[1:]:
+            merged = comb.merge_accumulators(merged, pickle.loads(pickle.dumps(p)))
+        g = comb._grid()
+        s1, c1 = whole.sparse(g)
+        s2, c2 = merged.sparse(g)
+        assert np.array_equal(s1, s2) and np.array_equal(c1, c2) and c1.sum() == 9000
+        again = pickle.loads(pickle.dumps(comb))
+    assert type(again) is _quantile.QuantileCombiner and again._dpfast_gen is None
+    out = again.compute_metrics(merged)  # after uninstall: its own OS-keyed generator
+    assert list(out) == ["percentile_10", "percentile_50", "percentile_90"]
+    assert 0 <= out["percentile_10"] < out["percentile_90"] <= 8
+
+
+def test_percentile_aggregate_uses_dpfast_and_is_accurate(rng_spy) -> None:
+    """DPEngine.aggregate with PERCENTILE under install(): no PyDP quantile tree, no numpy or
+    Python randomness, replayable with a key, and close to the true percentiles."""
+    from pipeline_dp import combiners as cb
+
+    rows = [(uid, f"p{uid % 2}", float(uid % 100)) for uid in range(4000)]
+
+    def run():
+        accountant = pipeline_dp.NaiveBudgetAccountant(total_epsilon=2.0, total_delta=1e-6)
+        engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
+        params = pipeline_dp.AggregateParams(
+            noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+            metrics=[pipeline_dp.Metrics.PERCENTILE(25), pipeline_dp.Metrics.PERCENTILE(75)],
+            max_partitions_contributed=1, max_contributions_per_partition=1,
+            min_value=0.0, max_value=100.0)
+        ex = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
+                                        partition_extractor=lambda r: r[1],
+                                        value_extractor=lambda r: r[2])
+        out = engine.aggregate(rows, params, ex, public_partitions=["p0", "p1"])
+        accountant.compute_budgets()
+        return dict(out)
+
+    original = cb.QuantileCombiner
+    with compat.patched(key=KEY):
+        assert cb.QuantileCombiner is not original
+        first = run()
+    assert cb.QuantileCombiner is original
+    with compat.patched(key=KEY):
+        second = run()
+    assert first == second and rng_spy == []
+    for metrics in first.values():  # 2000 values per partition, 0..98 step 2 (or 1..99)
+        assert abs(metrics.percentile_25 - 25) < 3 and abs(metrics.percentile_75 - 75) < 3
+
+
+def test_percentile_pld_epsilon_is_dominated_by_the_laplace_profile() -> None:
+    """pld_epsilon(σ): randomized response at ε' (which dominates every ε'-DP mechanism) has
+    hockey-stick divergences at most those of Laplace(b = σ/√2) of sensitivity 1, and the
+    bound is tight at x = 0."""
+    import mpmath
+
+    from dpfast.compat.pipeline_dp import _quantile
+
+    for sigma in (0.05, 0.7, 1.0, 3.0, 40.0):
+        with mpmath.workdps(60):
+            e1 = mpmath.mpf(_quantile.pld_epsilon(sigma))
+            eps = mpmath.sqrt(2) / mpmath.mpf(sigma)
+            for x in mpmath.linspace(0, e1, 400):
+                rr = (mpmath.exp(e1) - mpmath.exp(x)) / (1 + mpmath.exp(e1))
+                lap = 1 - mpmath.exp((x - eps) / 2)
+                assert rr <= lap
+            gap = (1 - mpmath.exp(-eps / 2)) - mpmath.tanh(e1 / 2)
+            assert 0 <= gap < 1e-12
+
+
+def test_percentile_pld_gaussian_is_refused() -> None:
+    from pipeline_dp import budget_accounting as ba
+
+    comb = _quantile_combiner([50], eps=1.0, noise_kind=ap.NoiseKind.GAUSSIAN)
+    comb._params.mechanism_spec = ba.MechanismSpec(ap.MechanismType.GAUSSIAN,
+                                                   _noise_standard_deviation=2.0)
+    with pytest.raises(NotImplementedError, match="PLD"):
+        comb.compute_metrics(comb.create_accumulator([1.0, 2.0]))

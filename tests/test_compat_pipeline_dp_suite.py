@@ -79,7 +79,7 @@ def suite_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     skip = [*pdp.NOT_APPLICABLE, *([] if FULL else SLOW)]
     cmd = [sys.executable, "-m", "pytest", "tests", "analysis", "-p", "no:cacheprovider",
-           "-c", "pytest.ini", "--confcutdir", ".", "-q",
+           "-c", "pytest.ini", "--confcutdir", ".",
            "-p", "dpfast.compat.pipeline_dp._pytest_plugin", f"--junitxml={report}"]
     for node in skip:
         cmd += ["--ignore", node] if "::" not in node else ["--deselect", node]

@@ -35,8 +35,8 @@ _LIST_MAX = 4096
 
 
 @functools.lru_cache(maxsize=256)
-def _grid(lo: float, hi: float) -> np.ndarray:
-    return np.unique(np.linspace(lo, hi, N_CANDIDATES)) if hi > lo else np.array([lo])
+def _grid(lo: float, hi: float, m: int = N_CANDIDATES) -> np.ndarray:
+    return np.unique(np.linspace(lo, hi, m)) if hi > lo else np.array([lo])
 
 
 def _slots(values: Any, g: np.ndarray) -> np.ndarray:
@@ -143,9 +143,12 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
         # of this one's stream
         return {**self.__dict__, "_dpfast_gen": None}
 
-    def _bounds(self) -> tuple[float, float]:
+    #: points of the public grid (its ``n_candidates - 1`` cells are the candidates)
+    n_candidates: int = N_CANDIDATES
+
+    def _grid(self) -> np.ndarray:
         p = self._params.aggregate_params
-        return float(p.min_value), float(p.max_value)
+        return _grid(float(p.min_value), float(p.max_value), self.n_candidates)
 
     def create_accumulator(self, values: Any) -> _Values:
         acc = _Values()
@@ -157,9 +160,9 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
         if acc.items is not None:
             acc.items.append(float(value))
             if len(acc.items) >= _LIST_MAX:
-                acc.sparse(_grid(*self._bounds()))
+                acc.sparse(self._grid())
         else:
-            g = _grid(*self._bounds())
+            g = self._grid()
             acc.add_sparse(_slots([value], g), np.ones(1, np.int64), g)
 
     def merge_accumulators(self, accumulator1: _Values, accumulator2: _Values) -> _Values:
@@ -167,7 +170,7 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
         if a.items is not None and b.items is not None and len(a.items) + len(b.items) < _LIST_MAX:
             a.items.extend(b.items)
             return a
-        g = _grid(*self._bounds())
+        g = self._grid()
         a.add_sparse(*b.sparse(g), g)
         return a
 
@@ -187,7 +190,7 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
         if k is None or c is None:
             raise ValueError("PERCENTILE needs max_partitions_contributed and "
                              "max_contributions_per_partition")
-        g = _grid(*self._bounds())
+        g = self._grid()
         slots, counts = accumulator.sparse(g)
         cum = np.concatenate([[0], np.cumsum(counts)])
         n = int(cum[-1])
@@ -213,4 +216,4 @@ class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
     def explain_computation(self) -> Any:
         return lambda: (f"Computed percentiles {self._percentiles} with (eps={self._params.eps} "
                         f"delta={self._params.delta}) by dpfast's exact exponential mechanism "
-                        f"on a {N_CANDIDATES}-point grid")
+                        f"over the {self.n_candidates - 1} cells of a grid")
