@@ -66,6 +66,9 @@ def pld_epsilon(sigma: float) -> float:
     return math.nextafter(float(value), 0.0)
 
 
+_QuantileCombiner: Any = ORIGINAL["QuantileCombiner"]  # PipelineDP's, taken before patching
+
+
 class _Values:
     """A partition's values: a list while short, then sparse counts per grid slot (sorted
     slots and their counts; at most ``2 N_CANDIDATES`` entries).  Mergeable, picklable."""
@@ -100,7 +103,7 @@ class _Values:
                                   minlength=merged.size).astype(np.int64)
 
 
-class QuantileCombiner(ORIGINAL["QuantileCombiner"]):
+class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
     """PipelineDP's ``QuantileCombiner`` with each percentile released by dpfast's exact
     exponential mechanism.
 
