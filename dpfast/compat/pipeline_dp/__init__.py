@@ -56,8 +56,9 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
   percentiles, utility sensitivity ``max_contributions_per_partition``): the metric is
   pure ``ε``-DP, at least PipelineDP's ``(ε, δ)``.  With PLD accounting and Laplace
   noise, ``ε = ln(2 e^{√2/(2σ)} - 1)``, so that the mechanism is dominated by the
-  sensitivity-1 Laplace mechanism the PLD accountant composes; PLD with Gaussian noise
-  raises ``NotImplementedError``.
+  sensitivity-1 Laplace mechanism the PLD accountant composes (with Gaussian noise the
+  largest ``ε`` found whose randomized response is dominated by that Gaussian, checked on
+  a grid).
 
 Objects created while installed (mechanisms, selection strategies, quantile combiners) keep
 the generator of that installation and keep working after :func:`uninstall`.

@@ -25,7 +25,7 @@ from dpfast.compat._random_state import shared_generator
 from dpfast.compat.pipeline_dp._state import ORIGINAL
 from dpfast.compat.pipeline_dp._state import gen as _gen
 
-__all__ = ["QuantileCombiner", "N_CANDIDATES", "pld_epsilon"]
+__all__ = ["QuantileCombiner", "N_CANDIDATES", "pld_epsilon", "pld_epsilon_gaussian"]
 
 #: grid size: the released percentile is one of these points of ``[min_value, max_value]``
 #: (PyDP's quantile tree has as many leaves: 16 ** 4)
@@ -67,6 +67,40 @@ def pld_epsilon(sigma: float) -> float:
 
 
 _QuantileCombiner: Any = ORIGINAL["QuantileCombiner"]  # PipelineDP's, taken before patching
+
+
+@functools.lru_cache(maxsize=256)
+def pld_epsilon_gaussian(sigma: float) -> float:
+    """A largest-found ``ε'`` such that every ``ε'``-DP mechanism is dominated by the
+    Gaussian mechanism of standard deviation ``sigma`` and sensitivity 1 (PipelineDP's PLD
+    accountant's view of PERCENTILE with Gaussian noise).
+
+    ``RR(ε')`` (dominating every ``ε'``-DP mechanism; Kairouz, Oh & Viswanath 2015) has the
+    decreasing profile ``(e^{ε'} - e^x) / (1 + e^{ε'})`` on ``[0, ε']``, the Gaussian the
+    decreasing ``δ(x) = Φ(μ/2 - x/μ) - e^x Φ(-μ/2 - x/μ)`` (``μ = 1/σ``; Balle & Wang 2018).
+    On a grid ``x_0 < ... < x_N`` of ``[0, ε']``, ``RR(x_i) <= δ(x_{i+1}) - 1e-12`` for every
+    ``i`` bounds ``RR <= δ`` on each ``[x_i, x_{i+1}]`` (both decrease); the ``1e-12`` absorbs
+    the float evaluation's error (about ``1e-15``).  Feasibility is monotone in ``ε'``: a
+    bisection from the ``x = 0`` bound ``ε' <= 2 atanh(2Φ(μ/2) - 1)`` keeps a feasible value.
+    """
+    from scipy.special import ndtr
+
+    mu = 1.0 / float(sigma)
+
+    def ok(e: float) -> bool:
+        x = np.linspace(0.0, e, 4097)
+        rr = (math.exp(e) - np.exp(x[:-1])) / (1.0 + math.exp(e))
+        xs = x[1:]
+        dg = ndtr(mu / 2 - xs / mu) - np.exp(xs) * ndtr(-mu / 2 - xs / mu)
+        return bool(np.all(rr <= dg - 1e-12))
+
+    lo, hi = 0.0, 2.0 * math.atanh(min(2.0 * float(ndtr(mu / 2)) - 1.0, 1.0 - 1e-15))
+    if ok(hi):
+        return hi
+    for _ in range(64):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
 
 
 class _Values:
@@ -124,9 +158,9 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
     as PipelineDP's ``(ε, δ)`` for the quantile tree.  With PLD accounting (PipelineDP
     gives the standard deviation ``σ`` of a sensitivity-1 Laplace mechanism instead of
     ``ε``), ``ε = ln(2 e^{√2/(2σ)} - 1)`` (:func:`pld_epsilon`): every ``ε``-DP mechanism
-    is then dominated by that Laplace mechanism, so the PLD composition stays valid.  PLD
-    accounting with Gaussian noise has no such bound here and raises
-    ``NotImplementedError`` (a guarantee is refused rather than weakened).
+    is then dominated by that Laplace mechanism, so the PLD composition stays valid; with
+    Gaussian noise ``ε`` is :func:`pld_epsilon_gaussian` (dominated by the sensitivity-1
+    Gaussian of that ``σ``, checked on a grid).
 
     Numerics
     --------
@@ -180,11 +214,10 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
     def _epsilon(self) -> float:
         spec = self._params.mechanism_spec
         if spec.standard_deviation_is_set:
-            if spec.mechanism_type.to_noise_kind() != _ap.NoiseKind.LAPLACE:
-                raise NotImplementedError(
-                    "dpfast's PERCENTILE under PLD accounting needs Laplace noise: an "
-                    "eps-DP mechanism dominated by a Gaussian PLD has no bound here")
-            return pld_epsilon(float(spec.noise_standard_deviation))
+            sigma = float(spec.noise_standard_deviation)
+            if spec.mechanism_type.to_noise_kind() == _ap.NoiseKind.LAPLACE:
+                return pld_epsilon(sigma)
+            return pld_epsilon_gaussian(sigma)
         return float(spec.eps)
 
     def compute_metrics(self, accumulator: _Values) -> dict:
