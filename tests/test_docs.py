@@ -35,7 +35,8 @@ DOCTEST_FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 # a block importing one of these is skipped where the optional dependency is missing
 OPTIONAL = {"pandas": "pandas", "dask": "dask.dataframe", "distributed": "distributed",
             "diffprivlib": "diffprivlib", "pipeline_dp": "pipeline_dp",
-            "dpfast.compat.pipeline_dp": "pipeline_dp", "sklearn": "sklearn"}
+            "dpfast.compat.pipeline_dp": "pipeline_dp", "sklearn": "sklearn",
+            "apache_beam": "apache_beam"}
 
 
 def _blocks(path: pathlib.Path, kinds: tuple[str, ...]) -> list[tuple[str, int, str]]:

@@ -12,9 +12,9 @@ from diffprivlib import mechanisms as _dm
 
 import dpfast
 from dpfast._core.rounding import float_up
+from dpfast.compat._measure import sample_measured
 from dpfast.compat._random_state import NoiseBuffer, generator_for
 from dpfast.compat.diffprivlib._additive import as_array
-from dpfast.compat.diffprivlib._measure import sample_measured
 from dpfast.compat.diffprivlib._small import MAX_CANDIDATES, words_for
 from dpfast.compat.diffprivlib._small import permute_and_flip as _small_pf
 
@@ -153,7 +153,7 @@ class Exponential(_LazyProbabilities, _dm.Exponential):
     replicated ``measure_i`` times, zero-measure candidates dropped) are sampled exactly by
     :func:`dpfast.exponential` (exact Gumbel-max, ChaCha20 bits); any other measure (e.g.
     the interval lengths of ``diffprivlib.tools.quantile``) exactly by certified inversion
-    with an interval-arithmetic continuation (:mod:`dpfast.compat.diffprivlib._measure`;
+    with an interval-arithmetic continuation (:mod:`dpfast.compat._measure`;
     its fast path assumes the platform ``log``/``exp`` within 2^12 ulps).  Versus
     diffprivlib: same distribution, which diffprivlib's float probabilities only
     approximate.  ``ε = inf`` or ``Δ = 0``: uniform over the maximal candidates (of positive

@@ -6,7 +6,7 @@ Under :func:`dpfast.compat.pipeline_dp.install` the ``QuantileCombiner`` that
 PipelineDP's): the same metric names, budget request and bounds, the values of each
 partition kept as a mergeable, picklable accumulator, and each percentile released by the
 exponential mechanism over the cells of a grid of :data:`N_CANDIDATES` points evenly spaced
-in ``[min_value, max_value]``, sampled exactly by :func:`dpfast.exponential`.
+in ``[min_value, max_value]``, sampled exactly.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from pipeline_dp import aggregate_params as _ap
 
-import dpfast
 from dpfast._core.rounding import float_down
-from dpfast.compat._random_state import shared_generator
+from dpfast.compat._measure import sample_measured
+from dpfast.compat._random_state import shared_generator, words_for
 from dpfast.compat.pipeline_dp._state import ORIGINAL
 from dpfast.compat.pipeline_dp._state import gen as _gen
 
@@ -104,13 +104,14 @@ def pld_epsilon_gaussian(sigma: float) -> float:
 
 
 class _Values:
-    """A partition's values: a list while short, then sparse counts per grid slot (sorted
-    slots and their counts; at most ``2 N_CANDIDATES`` entries).  Mergeable, picklable."""
+    """A partition's values: pending values (a list, at most ``_LIST_MAX``) and sparse counts
+    per grid slot (sorted distinct slots and their counts; at most ``2 N_CANDIDATES``
+    entries).  Mergeable, picklable."""
 
     __slots__ = ("items", "slots", "counts")
 
-    def __init__(self) -> None:
-        self.items: list[float] | None = []
+    def __init__(self, items: list[float] | None = None) -> None:
+        self.items: list[float] = items if items is not None else []
         self.slots: np.ndarray | None = None
         self.counts: np.ndarray | None = None
 
@@ -120,21 +121,77 @@ class _Values:
     def __setstate__(self, state: tuple[Any, Any, Any]) -> None:
         self.items, self.slots, self.counts = state
 
+    def _merge_sparse(self, slots: np.ndarray, counts: np.ndarray) -> None:
+        if self.slots is None or self.counts is None:
+            self.slots, self.counts = slots, counts
+            return
+        merged, inverse = np.unique(np.concatenate([self.slots, slots]), return_inverse=True)
+        self.counts = np.bincount(inverse, weights=np.concatenate([self.counts, counts]),
+                                  minlength=merged.size).astype(np.int64)
+        self.slots = merged
+
+    def flush(self, g: np.ndarray) -> None:
+        """Move the pending values into the sparse counts."""
+        if self.items:
+            self._merge_sparse(*np.unique(_slots(self.items, g), return_counts=True))
+            self.items = []
+
+    def merge(self, other: _Values, g: Any) -> None:
+        """Add ``other``'s values (``g``: the grid, or a function returning it)."""
+        self.items.extend(other.items)
+        if other.slots is not None and other.counts is not None:
+            self._merge_sparse(other.slots, other.counts)
+        if len(self.items) >= _LIST_MAX:
+            self.flush(g() if callable(g) else g)
+
     def sparse(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(sorted distinct slots, counts), converting the list form."""
-        if self.items is not None:
-            s = _slots(self.items, g) if self.items else np.zeros(0, np.int64)
-            self.slots, self.counts = np.unique(s, return_counts=True)
-            self.items = None
-        assert self.slots is not None and self.counts is not None
+        """(sorted distinct slots, counts) of all the values."""
+        self.flush(g)
+        if self.slots is None or self.counts is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return self.slots, self.counts
 
-    def add_sparse(self, slots: np.ndarray, counts: np.ndarray, g: np.ndarray) -> None:
-        s, c = self.sparse(g)
-        merged, inverse = np.unique(np.concatenate([s, slots]), return_inverse=True)
-        self.slots = merged
-        self.counts = np.bincount(inverse, weights=np.concatenate([c, counts]),
-                                  minlength=merged.size).astype(np.int64)
+
+def _runs(slots: np.ndarray, counts: np.ndarray, n_cells: int
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cells grouped into runs of equal utility: each cell holding data alone, each gap
+    of empty cells between them one run.  Returns (first cell, cells, values before the run,
+    values inside it) per run; the runs cover cells ``0 .. n_cells - 1`` in order."""
+    cells = np.minimum((slots - 1) // 2, n_cells - 1)  # slot 2p+1 (= g_p) and 2p+2: cell p
+    data, first = np.unique(cells, return_index=True)
+    per = np.add.reduceat(counts, first) if counts.size else counts
+    prior = np.concatenate([[0], np.cumsum(per)])  # values before each data cell
+    k = data.size
+    gap_start = np.concatenate([[0], data + 1])  # the gap before data cell i, and the last
+    gap_end = np.concatenate([data, [n_cells]])
+    starts = np.empty(2 * k + 1, np.int64)
+    sizes = np.empty(2 * k + 1, np.int64)
+    before = np.empty(2 * k + 1, np.int64)
+    inside = np.zeros(2 * k + 1, np.int64)
+    starts[0::2], sizes[0::2], before[0::2] = gap_start, gap_end - gap_start, prior
+    starts[1::2], sizes[1::2], before[1::2], inside[1::2] = data, 1, prior[:-1], per
+    keep = sizes > 0  # empty gaps dropped (their measure is 0)
+    return starts[keep], sizes[keep], before[keep], inside[keep]
+
+
+class _Bits:
+    """``random_raw(n)`` and exactly uniform ``below(k)`` on a generator's buffered 64-bit
+    words (:func:`dpfast.compat._random_state.words_for`: no array call per draw, no word
+    handed out twice)."""
+
+    def __init__(self, gen: Any) -> None:
+        self._words = words_for(gen)
+
+    def random_raw(self, n: int) -> np.ndarray:
+        return np.array([self._words.next() for _ in range(n)], dtype=np.uint64)
+
+    def below(self, k: int) -> int:
+        """Uniform on ``[0, k)``: rejection of the top ``2^64 mod k`` words, then ``mod``."""
+        limit = (1 << 64) - (1 << 64) % k
+        while True:
+            w = self._words.next()
+            if w < limit:
+                return w % k
 
 
 class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
@@ -164,11 +221,15 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
 
     Numerics
     --------
-    Integer utilities, exact ``t`` (``q`` the exact rational ``percentile / 100``), exact
-    Gumbel-max sampling: no candidate's probability is rounded.  The output is the midpoint
-    of one of the ``N_CANDIDATES - 1`` cells (resolution ``(max - min) / 65536``, PyDP's
-    tree's leaves); the rank error is at most ``2c ln(m / β) / ε_q`` with probability
-    ``1 - β``.
+    Integer utilities, exact ``t`` (``q`` the exact rational ``percentile / 100``).  Cells
+    of equal utility form runs (each cell holding data alone, each gap between them one
+    run): a run is drawn with probability ``∝ size · exp(ε_q u / 2c)`` exactly
+    (:func:`dpfast.compat._measure.sample_measured`: certified inversion, exact
+    continuation) and a cell uniformly inside it (rejection on 64-bit words, exact) -- the same
+    law over cells, at a cost linear in the partition's distinct values, not the grid.  The
+    output is the midpoint of one of the ``N_CANDIDATES - 1`` cells (resolution ``(max -
+    min) / 65536``, PyDP's tree's leaves); the rank error is at most ``2c ln(m / β) / ε_q``
+    with probability ``1 - β``.
     """
 
     def __init__(self, params: Any, percentiles_to_compute: list[float]) -> None:
@@ -188,28 +249,14 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
         return _grid(float(p.min_value), float(p.max_value), self.n_candidates)
 
     def create_accumulator(self, values: Any) -> _Values:
-        acc = _Values()
-        for v in values:
-            self._add(acc, v)
+        acc = _Values([float(v) for v in values])
+        if len(acc.items) >= _LIST_MAX:
+            acc.flush(self._grid())
         return acc
 
-    def _add(self, acc: _Values, value: Any) -> None:
-        if acc.items is not None:
-            acc.items.append(float(value))
-            if len(acc.items) >= _LIST_MAX:
-                acc.sparse(self._grid())
-        else:
-            g = self._grid()
-            acc.add_sparse(_slots([value], g), np.ones(1, np.int64), g)
-
     def merge_accumulators(self, accumulator1: _Values, accumulator2: _Values) -> _Values:
-        a, b = accumulator1, accumulator2
-        if a.items is not None and b.items is not None and len(a.items) + len(b.items) < _LIST_MAX:
-            a.items.extend(b.items)
-            return a
-        g = self._grid()
-        a.add_sparse(*b.sparse(g), g)
-        return a
+        accumulator1.merge(accumulator2, self._grid)
+        return accumulator1
 
     def _epsilon(self) -> float:
         spec = self._params.mechanism_spec
@@ -227,27 +274,30 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
             raise ValueError("PERCENTILE needs max_partitions_contributed and "
                              "max_contributions_per_partition")
         g = self._grid()
-        slots, counts = accumulator.sparse(g)
-        cum = np.concatenate([[0], np.cumsum(counts)])
-        n = int(cum[-1])
         if g.size == 1:  # min_value == max_value: nothing to choose
             return dict.fromkeys(self.metrics_names(), float(g[0]))
-        odd = 2 * np.arange(g.size) + 1  # slot of g_p: values < g_p lie in slots < 2p + 1
-        below = cum[np.searchsorted(slots, odd, side="left")]  # A_p = #{x < g_p}
-        upper = np.append(below[1:-1], n)  # cell p's upper count (the last cell is closed)
-        rows = []
-        for q in self._percentiles:
-            t = math.floor(Fraction(q) * max(n - 1, 0) / 100)
-            rows.append(-np.maximum(np.maximum(below[:-1] - t, t + 1 - upper), 0))
-        eps_q = float_down(Fraction(self._epsilon()) / (int(k) * len(self._percentiles)))
+        coef = self.__dict__.get("_dpfast_coef")
+        if coef is None:  # the budget is final once metrics are computed: once per combiner
+            eps_q = float_down(Fraction(self._epsilon()) / (int(k) * len(self._percentiles)))
+            coef = self._dpfast_coef = Fraction(eps_q) / (2 * int(c))  # exp(eps_q u / 2c)
         gen = self._dpfast_gen
         if gen is None:
             gen = _gen() if _gen() is not None else shared_generator()
-        idx = dpfast.exponential(np.array(rows, dtype=np.float64), epsilon=eps_q,
-                                 sensitivity=float(c), rng=gen)
-        mid = (g[:-1] + g[1:]) / 2  # the released point of the chosen cell
-        return dict(zip(self.metrics_names(), (float(mid[i]) for i in np.atleast_1d(idx)),
-                        strict=True))
+        bits = _Bits(gen)
+        starts, sizes, before, inside = _runs(*accumulator.sparse(g), g.size - 1)
+        n = int(before[-1] + inside[-1])
+        by_rank: dict[int, list[int]] = {}  # percentiles with one target rank: one call
+        for i, q in enumerate(self._percentiles):
+            by_rank.setdefault(math.floor(Fraction(q) * max(n - 1, 0) / 100), []).append(i)
+        out = [0.0] * len(self._percentiles)
+        for t, which in by_rank.items():
+            u = -np.maximum(np.maximum(before - t, t + 1 - before - inside), 0)
+            runs = sample_measured(u.astype(np.float64), sizes.astype(np.float64), coef,
+                                   bits, len(which))
+            for i, j in zip(which, runs.tolist(), strict=True):
+                cell = int(starts[j]) + (bits.below(int(sizes[j])) if sizes[j] > 1 else 0)
+                out[i] = float((g[cell] + g[cell + 1]) / 2)  # the chosen cell's midpoint
+        return dict(zip(self.metrics_names(), out, strict=True))
 
     def explain_computation(self) -> Any:
         return lambda: (f"Computed percentiles {self._percentiles} with (eps={self._params.eps} "
