@@ -285,11 +285,17 @@ def _quantile_combiner(percentiles, eps, k=1, c=1, lo=0.0, hi=8.0, n_candidates=
     return cls(cb.CombinerParams(spec, params), list(percentiles))
 
 
-def test_percentile_exact_distribution() -> None:
+@pytest.mark.parametrize("forced", [False, True])
+def test_percentile_exact_distribution(forced: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The released cell follows exp(eps_q u / 2c) exactly (9-point grid: cells [j, j+1)),
-    u = -max(A_p - t, t + 1 - A_{p+1}, 0), t = floor(q (n - 1)); eps_q = eps / (k L)."""
+    u = -max(A_p - t, t + 1 - A_{p+1}, 0), t = floor(q (n - 1)); eps_q = eps / (k L).
+    ``forced``: every draw through the exact (interval-arithmetic) continuation."""
+    from dpfast.compat import _measure
+
+    monkeypatch.setattr(_measure, "FORCE_EXACT", forced)
     values = [0.5, 1.5, 1.5, 2.5, 3.5, 6.5, 8.0]  # n = 7, q = 0.5: t = 3, x_(3) = 2.5
-    L, k, c = 6000, 2, 2  # L near-identical percentiles: L samples, eps_q = eps / (k L) = 0.8
+    # L near-identical percentiles: L samples, eps_q = eps / (k L) = 0.8
+    L, k, c = (1500 if forced else 6000), 2, 2
     percentiles = [50 + i * 1e-9 for i in range(L)]
     with compat.patched(key=KEY):
         comb = _quantile_combiner(percentiles, eps=0.8 * k * L, k=k, c=c, n_candidates=9)

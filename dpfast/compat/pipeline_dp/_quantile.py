@@ -20,7 +20,7 @@ import numpy as np
 from pipeline_dp import aggregate_params as _ap
 
 from dpfast._core.rounding import float_down
-from dpfast.compat._measure import sample_measured
+from dpfast.compat._measure import sample_measured_rows
 from dpfast.compat._random_state import shared_generator, words_for
 from dpfast.compat.pipeline_dp._state import ORIGINAL
 from dpfast.compat.pipeline_dp._state import gen as _gen
@@ -224,7 +224,7 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
     Integer utilities, exact ``t`` (``q`` the exact rational ``percentile / 100``).  Cells
     of equal utility form runs (each cell holding data alone, each gap between them one
     run): a run is drawn with probability ``∝ size · exp(ε_q u / 2c)`` exactly
-    (:func:`dpfast.compat._measure.sample_measured`: certified inversion, exact
+    (:func:`dpfast.compat._measure.sample_measured_rows`: certified inversion, exact
     continuation) and a cell uniformly inside it (rejection on 64-bit words, exact) -- the same
     law over cells, at a cost linear in the partition's distinct values, not the grid.  The
     output is the midpoint of one of the ``N_CANDIDATES - 1`` cells (resolution ``(max -
@@ -286,17 +286,14 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
         bits = _Bits(gen)
         starts, sizes, before, inside = _runs(*accumulator.sparse(g), g.size - 1)
         n = int(before[-1] + inside[-1])
-        by_rank: dict[int, list[int]] = {}  # percentiles with one target rank: one call
-        for i, q in enumerate(self._percentiles):
-            by_rank.setdefault(math.floor(Fraction(q) * max(n - 1, 0) / 100), []).append(i)
-        out = [0.0] * len(self._percentiles)
-        for t, which in by_rank.items():
-            u = -np.maximum(np.maximum(before - t, t + 1 - before - inside), 0)
-            runs = sample_measured(u.astype(np.float64), sizes.astype(np.float64), coef,
-                                   bits, len(which))
-            for i, j in zip(which, runs.tolist(), strict=True):
-                cell = int(starts[j]) + (bits.below(int(sizes[j])) if sizes[j] > 1 else 0)
-                out[i] = float((g[cell] + g[cell + 1]) / 2)  # the chosen cell's midpoint
+        ranks = [math.floor(Fraction(q) * max(n - 1, 0) / 100) for q in self._percentiles]
+        t = np.array(ranks, dtype=np.int64)[:, None]
+        u = -np.maximum(np.maximum(before - t, t + 1 - before - inside), 0)  # (L, runs)
+        runs = sample_measured_rows(u.astype(np.float64), sizes.astype(np.float64), coef, bits)
+        out = []
+        for j in runs.tolist():
+            cell = int(starts[j]) + (bits.below(int(sizes[j])) if sizes[j] > 1 else 0)
+            out.append(float((g[cell] + g[cell + 1]) / 2))  # the chosen cell's midpoint
         return dict(zip(self.metrics_names(), out, strict=True))
 
     def explain_computation(self) -> Any:
