@@ -48,7 +48,6 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
 * **Exponential mechanism** (``ExponentialMechanism.apply``, numpy's ``default_rng().choice``
   on float probabilities in PipelineDP): :func:`dpfast.exponential`, exact, same ε,
   sensitivity and monotonicity.
-
 * **PERCENTILE** (``combiners.QuantileCombiner``, PyDP's C++ quantile tree): replaced by
   :class:`dpfast.compat.pipeline_dp._quantile.QuantileCombiner`, the exact exponential
   mechanism over the 65536 cells of a public grid of ``[min_value, max_value]`` (PyDP's
@@ -60,22 +59,24 @@ PipelineDP's, one privacy unit added or removed, its contributions bounded by
   largest ``ε`` found whose randomized response is dominated by that Gaussian, checked on
   a grid).
 
-Objects created while installed (mechanisms, selection strategies, quantile combiners) keep
-the generator of that installation and keep working after :func:`uninstall`.
+Selection strategies and quantile combiners created while installed keep the generator of
+that installation and keep working after :func:`uninstall`; PipelineDP's mechanism objects
+then add PipelineDP's own noise again (their class is restored).
 
 Not replaced: contribution bounding's sampling (PipelineDP's numpy/``random`` sampling of
 rows, not noise), ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called
 directly.  ``install(key=...)`` makes the noise replayable (tests only: whoever holds the
 key can remove the noise).
 
-**Beam / Spark workers.**  ``install()`` patches the current process only.  PipelineDP on
+**Beam workers.**  ``install()`` patches the current process only.  PipelineDP on
 Beam runs its combiners and partition selection in worker processes: list the worker hook
 :mod:`dpfast.compat.pipeline_dp.worker` in the pipeline's options,
 ``PipelineOptions(beam_plugins=["dpfast.compat.pipeline_dp.worker"], ...)``: every Beam SDK
 worker imports it at start-up, which calls :func:`install` there (a fresh ``os.urandom``
 key per worker process: never two workers on one stream; a driver's ``key=`` is not
 shipped, so keyed replay is per process only).  Checked on Beam's ``DirectRunner`` in
-``multi_processing`` mode (tests/test_compat_pipeline_dp_beam.py).
+``multi_processing`` mode (tests/test_compat_pipeline_dp_beam.py).  Spark executors would
+need the same import (not tested: Spark is not in the test extra).
 
 **Drop-in check.**  PipelineDP's own ``tests/`` and ``analysis/`` run with :func:`install`
 active for the whole session (tests/test_compat_pipeline_dp_suite.py, the plugin
