@@ -56,13 +56,17 @@ def test_workers_draw_from_dpfast_with_the_hook(tmp_path: pathlib.Path) -> None:
     by_kind = collections.Counter(w for _, w in records)
     workers = {p for p, _ in records}
     assert by_kind["dpfast"] >= 1 and by_kind["pydp"] == 0  # no PyDP noise anywhere
+    assert by_kind["quantile"] == 4  # PERCENTILE: one dpfast draw per partition
     assert driver not in workers  # the noise was drawn in the worker processes
 
 
 def test_without_the_hook_workers_run_pydp(tmp_path: pathlib.Path) -> None:
-    """The control: install() in the driver does not reach Beam's worker processes."""
+    """The control: install() in the driver does not reach Beam's worker processes (the
+    QuantileCombiner the driver built is dpfast's and is shipped as such: PERCENTILE stays
+    dpfast's)."""
     results, driver, records = _run([PROBE], tmp_path)
     _check_results(results)
     kinds = collections.Counter(w for _, w in records)
     assert kinds["pydp"] >= 8 and kinds["dpfast"] == 0  # 4 partitions x (count, sum)
+    assert kinds["quantile"] == 4
     assert driver not in {p for p, _ in records}
