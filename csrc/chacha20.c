@@ -242,9 +242,62 @@ void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t co
     for (; i < nblocks; i++) block1(key, nonce, counter + (uint32_t)i, out + 16 * i);
 }
 
+/* One block each of 16 different streams (lane j: nonce nonces[3j..3j+2], counter
+ * counters[j]), block j stored to out + 16 j: the per-id streams of contribution
+ * bounding need one block per id, and 16 lanes cost about what one scalar block does. */
+#define STREAMS16_BODY                                                             \
+    v16u x[16], s[16];                                                             \
+    v8u lo_[16], hi_[16];                                                          \
+    for (int i = 0; i < 4; i++) s[i] = (v16u){0} + SIGMA[i];                       \
+    for (int i = 0; i < 8; i++) s[4 + i] = (v16u){0} + key[i];                     \
+    for (int j = 0; j < 16; j++) {                                                 \
+        s[12][j] = counters[j];                                                    \
+        for (int i = 0; i < 3; i++) s[13 + i][j] = nonces[3 * j + i];              \
+    }                                                                              \
+    for (int i = 0; i < 16; i++) x[i] = s[i];                                      \
+    for (int r = 0; r < 10; r++) {                                                 \
+        VQR16(x[0], x[4], x[8], x[12]);                                             \
+        VQR16(x[1], x[5], x[9], x[13]);                                             \
+        VQR16(x[2], x[6], x[10], x[14]);                                            \
+        VQR16(x[3], x[7], x[11], x[15]);                                            \
+        VQR16(x[0], x[5], x[10], x[15]);                                            \
+        VQR16(x[1], x[6], x[11], x[12]);                                            \
+        VQR16(x[2], x[7], x[8], x[13]);                                             \
+        VQR16(x[3], x[4], x[9], x[14]);                                             \
+    }                                                                              \
+    for (int i = 0; i < 16; i++) {                                                 \
+        x[i] += s[i];                                                              \
+        memcpy(&lo_[i], &x[i], sizeof lo_[i]);                                     \
+        memcpy(&hi_[i], (const char *)&x[i] + sizeof lo_[i], sizeof hi_[i]);       \
+    }                                                                              \
+    TRANSPOSE_STORE(lo_, out);                                                     \
+    TRANSPOSE_STORE(lo_ + 8, out + 8);                                             \
+    TRANSPOSE_STORE(hi_, out + 128);                                               \
+    TRANSPOSE_STORE(hi_ + 8, out + 136);
+
+typedef void (*streams_fn)(const uint32_t *, const uint32_t *, const uint32_t *, uint32_t *);
+
+__attribute__((target("avx512f"))) static void streams16_avx512(const uint32_t *key,
+                                                               const uint32_t *nonces,
+                                                               const uint32_t *counters,
+                                                               uint32_t *out) {
+    STREAMS16_BODY
+}
+
+static void streams16_generic(const uint32_t *key, const uint32_t *nonces,
+                              const uint32_t *counters, uint32_t *out) {
+    STREAMS16_BODY
+}
+
 void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces, const uint32_t *counters,
                           uint64_t nstreams, uint64_t nblocks, uint32_t *out) {
-    for (uint64_t s = 0; s < nstreams; s++)
+    static streams_fn fn = 0;
+    uint64_t s = 0;
+    if (nblocks == 1) { /* one block per stream: 16 streams per call, lane-wise */
+        if (!fn) fn = pick_blocks16() ? streams16_avx512 : streams16_generic;
+        for (; s + 16 <= nstreams; s += 16) fn(key, nonces + 3 * s, counters + s, out + 16 * s);
+    }
+    for (; s < nstreams; s++)
         dpf_chacha20_blocks(key, nonces + 3 * s, counters[s], nblocks, out + s * nblocks * 16);
 }
 

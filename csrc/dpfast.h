@@ -13,7 +13,8 @@ void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t co
                          uint64_t nblocks, uint32_t *out);
 
 /* Same, for many streams at once: stream i uses nonces[3*i..3*i+2] and counters[i],
- * and writes nblocks blocks to out + i*nblocks*16. */
+ * and writes nblocks blocks to out + i*nblocks*16.  With nblocks == 1, 16 streams are
+ * computed together (one SIMD lane each); the numba kernels call it by name. */
 void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces, const uint32_t *counters,
                           uint64_t nstreams, uint64_t nblocks, uint32_t *out);
 

@@ -56,8 +56,9 @@ def blocks_address() -> int:
     return int(ffi.cast("uintptr_t", lib.dpf_chacha20_blocks))
 
 
-#: C functions the numba kernels call by name (``dpfast._kernels.chacha._c_blocks``)
-KERNEL_SYMBOLS = ("dpf_chacha20_blocks",)
+#: C functions the numba kernels call by name (``dpfast._kernels.chacha._c_blocks``,
+#: ``_c_streams``)
+KERNEL_SYMBOLS = ("dpf_chacha20_blocks", "dpf_chacha20_streams")
 
 
 def register_kernel_symbols() -> None:

@@ -232,6 +232,44 @@ def _c_blocks(typingctx, key, nonce, counter, out64):
     return sig, codegen
 
 
+#: the C function :func:`first_blocks` calls (one block each of many streams)
+C_STREAMS_SYMBOL = "dpf_chacha20_streams"
+
+
+@intrinsic
+def _c_streams(typingctx, key, nonces, counters, out64):
+    """Call ``dpf_chacha20_streams(key, nonces, counters, len(counters), 1, out64)`` by its
+    symbol name: block ``counters[i]`` of stream ``nonces[i]`` (three uint32 words) into
+    ``out64[i]`` (eight uint64 words), 16 streams per SIMD call."""
+    sig = types.void(key, nonces, counters, out64)
+
+    def codegen(context, builder, signature, args):
+        i32p = ir.IntType(32).as_pointer()
+        ptrs = []
+        for a, t in zip(args, signature.args):
+            arr = context.make_array(t)(context, builder, a)
+            ptrs.append(builder.bitcast(arr.data, i32p))
+        ctr_a = context.make_array(signature.args[2])(context, builder, args[2])
+        nstreams = builder.extract_value(ctr_a.shape, 0)
+        fnty = ir.FunctionType(ir.VoidType(), [i32p, i32p, i32p, ir.IntType(64),
+                                               ir.IntType(64), i32p])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, C_STREAMS_SYMBOL)
+        builder.call(fn, [ptrs[0], ptrs[1], ptrs[2], nstreams,
+                          ir.Constant(ir.IntType(64), 1), ptrs[3]])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@nb.njit(**KERNEL)
+def first_blocks(key, nonces, counters, out64, m):
+    """Block ``counters[i]`` of stream ``nonces[i]`` into ``out64[i]`` for ``i < m``
+    (C-contiguous ``(>= m, 3)`` uint32 nonces, ``(>= m,)`` uint32 counters, ``(>= m, 8)``
+    uint64 out): what :func:`refill` computes for one stream at a time."""
+    if m > 0:
+        _c_streams(key, nonces[:m], counters[:m], out64[:m])
+
+
 @nb.njit(**KERNEL)
 def refill(buf, st, key, nonce):
     """Refill a chunk's buffer from its stream, continuing after the last block used

@@ -22,11 +22,18 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import guarded
+from dpfast._kernels.chacha import first_blocks
 from dpfast._kernels.uniform import below
 
 M32 = np.uint64(0xFFFFFFFF)
 S32 = np.uint64(32)
 SMALL = 24  # segments up to this length are sorted by insertion
+#: ids per batch of the parallel bounding kernels: the first keystream block of every
+#: stream the batch's ids need is computed in one SIMD call, 16 streams per ChaCha20 run
+#: (:func:`dpfast._kernels.chacha.first_blocks`), instead of one scalar block per id
+BATCH = 64
+#: at most this many streams per batch (an id whose streams do not fit draws its own)
+BATCH_STREAMS = 4 * BATCH
 
 
 # ----------------------------------------------------------------------------- codes
@@ -67,41 +74,137 @@ def select_rows(codes, keep_code, out_mask):
 
 
 # ----------------------------------------------------------------------------- grouping
+#: above this many ids, :func:`group_by_id` sorts in two cache-sized passes
+GROUP_ONE_PASS_IDS = 1 << 16
+#: rows per partition of the two-pass grouping (its rows, keys and values fit in L2)
+GROUP_PART_ROWS = 1 << 14
+#: at most this many partitions (the first pass's write frontier stays in cache)
+GROUP_MAX_PARTS = 1 << 12
+
+
 @guarded
 @nb.njit(cache=True, parallel=True)
 def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
     """Counting sort of rows by id code: the rows of id ``i`` go to
-    ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries).
+    ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries),
+    in input order inside every id (a stable sort; the bounding kernels sort each
+    segment canonically afterwards anyway).
 
-    Parallel: each thread counts and scatters its own block of rows; blocks are placed in
-    thread order inside every id's segment (the order inside a segment is irrelevant:
-    segments are sorted canonically afterwards).
+    Few ids (at most :data:`GROUP_ONE_PASS_IDS`): one pass, each thread counting and
+    scattering its own block of rows.  Many ids: a scatter over ``n_ids`` counters is a
+    random write per row over the whole output, a cache miss per row once the output
+    outgrows the cache (the time per row grew 5x from 10^5 to 10^7 rows).  Then two
+    passes (an MSD radix sort on the id code): the rows are first partitioned by
+    ``id >> shift`` into contiguous id ranges of about :data:`GROUP_PART_ROWS` rows (a
+    write frontier of a few thousand cache lines), straight into ``gkeys``/``gvals``,
+    then each partition is counting-sorted by id inside its own region of the output,
+    through scratch that stays in cache.  Same output as one pass.
     """
     n = ids.shape[0]
-    # one count row per thread: at most ~2^25 counters in all (memory stays bounded)
-    nt = max(1, min(nthreads, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
+    nthr = max(1, nthreads)
+    if n_ids <= GROUP_ONE_PASS_IDS or n <= 4 * GROUP_PART_ROWS:
+        # one count row per thread: at most ~2^25 counters in all (memory stays bounded)
+        nt1 = max(1, min(nthr, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
+        step1 = (n + nt1 - 1) // nt1
+        cnt1 = np.zeros((nt1, n_ids), np.int64)
+        for b in nb.prange(nt1):
+            for i in range(b * step1, min(n, (b + 1) * step1)):
+                cnt1[b, ids[i]] += 1
+        # exclusive offsets: id-major, thread-minor
+        total1 = 0
+        for j in range(n_ids):
+            off[j] = total1
+            for b in range(nt1):
+                c = cnt1[b, j]
+                cnt1[b, j] = total1
+                total1 += c
+        off[n_ids] = total1
+        for b in nb.prange(nt1):
+            for i in range(b * step1, min(n, (b + 1) * step1)):
+                j = ids[i]
+                q = cnt1[b, j]
+                gkeys[q] = keys[i]
+                if use_vals:
+                    gvals[q] = vals[i]
+                cnt1[b, j] = q + 1
+        return
+    want = min(GROUP_MAX_PARTS, max(2, n // GROUP_PART_ROWS))
+    shift = 0
+    while ((n_ids - 1) >> shift) + 1 > want:
+        shift += 1
+    n_parts = ((n_ids - 1) >> shift) + 1
+    mask = (1 << shift) - 1
+    nt = max(1, min(nthr, (n + 65535) // 65536))
     step = (n + nt - 1) // nt
-    cnt = np.zeros((nt, n_ids), np.int64)
+    cnt = np.zeros((nt, n_parts), np.int64)
     for b in nb.prange(nt):
         for i in range(b * step, min(n, (b + 1) * step)):
-            cnt[b, ids[i]] += 1
-    # exclusive offsets: id-major, thread-minor
+            cnt[b, ids[i] >> shift] += 1
+    pstart = np.empty(n_parts + 1, np.int64)
     total = 0
-    for j in range(n_ids):
-        off[j] = total
+    for p in range(n_parts):
+        pstart[p] = total
         for b in range(nt):
-            c = cnt[b, j]
-            cnt[b, j] = total
+            c = cnt[b, p]
+            cnt[b, p] = total
             total += c
-    off[n_ids] = total
+    pstart[n_parts] = total
+    loc = np.empty(n, np.int32)  # the id inside its partition
     for b in nb.prange(nt):
         for i in range(b * step, min(n, (b + 1) * step)):
             j = ids[i]
-            p = cnt[b, j]
-            gkeys[p] = keys[i]
+            p = j >> shift
+            q = cnt[b, p]
+            gkeys[q] = keys[i]
+            loc[q] = j & mask
             if use_vals:
-                gvals[p] = vals[i]
-            cnt[b, j] = p + 1
+                gvals[q] = vals[i]
+            cnt[b, p] = q + 1
+    biggest = 0
+    for p in range(n_parts):
+        biggest = max(biggest, pstart[p + 1] - pstart[p])
+    nblk = min(n_parts, 4 * nthr)
+    pstep = (n_parts + nblk - 1) // nblk
+    for blk in nb.prange(nblk):
+        sk = np.empty(biggest, gkeys.dtype)
+        sv = np.empty(biggest if use_vals else 0, gvals.dtype)
+        lc = np.empty(mask + 2, np.int64)
+        for p in range(blk * pstep, min(n_parts, (blk + 1) * pstep)):
+            _sort_partition(p, shift, n_ids, pstart[p], pstart[p + 1], loc, off, gkeys,
+                            gvals, use_vals, sk, sv, lc)
+    off[n_ids] = n
+
+
+@nb.njit(cache=True)
+def _sort_partition(p, shift, n_ids, a, e, loc, off, gkeys, gvals, use_vals, sk, sv, lc):
+    """Counting sort of partition ``p`` (rows ``[a, e)`` of ``gkeys``/``gvals``, ids
+    ``loc`` inside it) by id, in place through the scratch ``sk``/``sv``; fills ``off``
+    for the partition's ids."""
+    first = p << shift
+    m = min(1 << shift, n_ids - first)
+    for j in range(m + 1):
+        lc[j] = 0
+    for q in range(a, e):
+        lc[loc[q] + 1] += 1
+    pos = a
+    for j in range(m):
+        c = lc[j + 1]
+        off[first + j] = pos
+        lc[j] = pos - a
+        pos += c
+    r = e - a
+    for t in range(r):
+        sk[t] = gkeys[a + t]
+    if use_vals:
+        for t in range(r):
+            sv[t] = gvals[a + t]
+    for t in range(r):
+        j = loc[a + t]
+        d = lc[j]
+        gkeys[a + d] = sk[t]
+        if use_vals:
+            gvals[a + d] = sv[t]
+        lc[j] = d + 1
 
 
 @nb.njit(cache=True)
@@ -220,10 +323,17 @@ def _shuffle_prefix(a, b, e, lo, d, k, key32, nonce, buf, st):
 
     One function for every use (a count's keys and contributions, a sum's rows of one key,
     a sum's keys with their sums and counts): one compilation per dtype of ``b``."""
+    _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, False)
+
+
+@nb.njit(cache=True)
+def _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, filled):
+    """:func:`_shuffle_prefix`; with ``filled``, ``buf`` (eight words) already holds block 0
+    of the stream (computed in a batch): the same draws, that block not recomputed."""
     st[0] = 0
-    st[1] = 0
+    st[1] = 1 if filled else 0  # the block after the buffer, as a refill leaves it
     st[2] = 0
-    pos = buf.shape[0]  # empty: the first draw computes block 0
+    pos = 0 if filled else buf.shape[0]  # empty: the first draw computes block 0
     for j in range(k):
         r, pos = below(buf, pos, st, key32, nonce, np.uint64(d - j))
         r = j + np.int64(r)
@@ -290,15 +400,78 @@ def bound_counts_sorted(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, 
 
 
 @nb.njit(cache=True)
+def _distinct_counts(lo, hi, gkeys, c, gcnt, graw):
+    """The distinct keys of rows ``[lo, hi)`` (sorted by key) compacted to ``gkeys[lo:]``,
+    their contributions ``min(rows, c)`` to ``gcnt`` and rows to ``graw``; returns their
+    number (:func:`_bound_counts_sorted`'s first step)."""
+    d = 0
+    j = lo
+    while j < hi:
+        kk = gkeys[j]
+        e = j + 1
+        while e < hi and gkeys[e] == kk:
+            e += 1
+        gkeys[lo + d] = kk
+        gcnt[lo + d] = min(e - j, c)
+        graw[lo + d] = e - j
+        d += 1
+        j = e
+    return d
+
+
+@nb.njit(cache=True, inline="always")
+def _want(nonces, m, h, purpose):
+    """Append the stream (id value ``h``, ``purpose``) to a batch's ``nonces``."""
+    nonces[m, 0] = np.uint32(h & M32)
+    nonces[m, 1] = np.uint32(h >> S32)
+    nonces[m, 2] = np.uint32(purpose)
+    return m + 1
+
+
+@nb.njit(cache=True, inline="always")
+def _load(buf, pre, t):
+    for w in range(8):
+        buf[w] = pre[t, w]
+
+
+@nb.njit(cache=True)
 def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
                         graw):
+    """:func:`_bound_counts_sorted` for ids ``[first, end)`` (each id's rows sorted here,
+    while they are in cache), in batches of :data:`BATCH` ids: first every id's distinct
+    keys, then block 0 of the key-choice stream of every id with more than ``k`` of them in
+    one SIMD call, then the choices (same draws as one id at a time)."""
     buf = np.empty(8, np.uint64)
     st = np.zeros(3, np.int64)
     nonce = np.zeros(3, np.uint32)
-    for i in range(first, end):  # each id sorted, then bounded (its rows stay in cache)
-        _sort_keys(gkeys, off[i], off[i + 1])
-        _bound_counts_sorted(i, i + 1, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
-                             graw, buf, st, nonce)
+    nonces = np.zeros((BATCH, 3), np.uint32)
+    ctr = np.zeros(BATCH, np.uint32)
+    pre = np.empty((BATCH, 8), np.uint64)
+    for b0 in range(first, end, BATCH):
+        b1 = min(end, b0 + BATCH)
+        m = 0
+        for i in range(b0, b1):
+            _sort_keys(gkeys, off[i], off[i + 1])
+            d = _distinct_counts(off[i], off[i + 1], gkeys, c, gcnt, graw)
+            nkeep[i] = d
+            if d > k and policy is None:
+                m = _want(nonces, m, id_hash[i], 0)
+        first_blocks(subkey, nonces, ctr, pre, m)
+        t = 0
+        for i in range(b0, b1):
+            d = nkeep[i]
+            if d <= k:
+                continue
+            lo = off[i]
+            _set_nonce(nonce, id_hash[i], 0)
+            if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
+                _load(buf, pre, t)
+                t += 1
+                _shuffle_from(gkeys, gcnt, gcnt[:0], lo, d, k, subkey, nonce, buf, st, True)
+            else:
+                _most_frequent(gkeys, gcnt, gcnt, graw, lo, d, k, False, subkey, nonce, buf,
+                               st)
+            nkeep[i] = k
 
 
 @guarded
@@ -379,13 +552,86 @@ def bound_values_sorted(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nk
 @nb.njit(cache=True)
 def _bound_values_block(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
                         nkeep, policy, graw):
+    """:func:`_bound_values_sorted` for ids ``[first, end)`` (each id's rows sorted here),
+    in batches of :data:`BATCH` ids: first every id's distinct keys (their rows counted in
+    ``graw``), then block 0 of every stream the batch needs (the rows of a key with more
+    than ``c``, the keys of an id with more than ``k``) in one SIMD call, then the choices
+    and sums (same draws as one id at a time).  An id whose streams do not fit in the
+    batch's :data:`BATCH_STREAMS` draws its own (``pre`` not used for it)."""
     buf = np.empty(8, np.uint64)
     st = np.zeros(3, np.int64)
     nonce = np.zeros(3, np.uint32)
-    for i in range(first, end):  # each id sorted, then bounded (its rows stay in cache)
-        _sort_pairs(gkeys, gvals, off[i], off[i + 1])
-        _bound_values_sorted(i, i + 1, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
-                             nkeep, policy, graw, buf, st, nonce)
+    nonces = np.zeros((BATCH_STREAMS, 3), np.uint32)
+    ctr = np.zeros(BATCH_STREAMS, np.uint32)
+    pre = np.empty((BATCH_STREAMS, 8), np.uint64)
+    own = np.zeros(BATCH, np.bool_)
+    for b0 in range(first, end, BATCH):
+        b1 = min(end, b0 + BATCH)
+        m = 0
+        for i in range(b0, b1):
+            lo = off[i]
+            hi = off[i + 1]
+            _sort_pairs(gkeys, gvals, lo, hi)
+            d = 0
+            need = 0
+            j = lo
+            while j < hi:
+                kk = gkeys[j]
+                e = j + 1
+                while e < hi and gkeys[e] == kk:
+                    e += 1
+                gkeys[lo + d] = kk
+                graw[lo + d] = e - j
+                if e - j > c:
+                    need += 1
+                d += 1
+                j = e
+            nkeep[i] = d
+            if d > k and policy is None:
+                need += 1
+            own[i - b0] = m + need > BATCH_STREAMS
+            if need and not own[i - b0]:
+                h = id_hash[i]
+                for q in range(d):
+                    if graw[lo + q] > c:
+                        m = _want(nonces, m, h, q + 1)
+                if d > k and policy is None:
+                    m = _want(nonces, m, h, 0)
+        first_blocks(subkey, nonces, ctr, pre, m)
+        t = 0
+        for i in range(b0, b1):
+            d = nkeep[i]
+            lo = off[i]
+            filled = not own[i - b0]
+            j = lo
+            for q in range(d):
+                r = graw[lo + q]
+                mm = r
+                if r > c:
+                    _set_nonce(nonce, id_hash[i], q + 1)
+                    if filled:
+                        _load(buf, pre, t)
+                        t += 1
+                    _shuffle_from(gvals, gsum[:0], gcnt[:0], j, r, c, subkey, nonce, buf, st,
+                                  filled)
+                    mm = c
+                sm = gvals[j]
+                for u in range(j + 1, j + mm):
+                    sm += gvals[u]
+                gsum[lo + q] = sm
+                gcnt[lo + q] = mm
+                j += r
+            if d > k:
+                _set_nonce(nonce, id_hash[i], 0)
+                if policy is None:  # uniform (pruned at compile time)
+                    if filled:
+                        _load(buf, pre, t)
+                        t += 1
+                    _shuffle_from(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st, filled)
+                else:
+                    _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce,
+                                   buf, st)
+                nkeep[i] = k
 
 
 @guarded
