@@ -84,7 +84,7 @@ GROUP_MAX_PARTS = 1 << 12
 
 @guarded
 @nb.njit(cache=True, parallel=True)
-def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
+def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads):
     """Counting sort of rows by id code: the rows of id ``i`` go to
     ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries),
     in input order inside every id (a stable sort; the bounding kernels sort each
@@ -98,7 +98,9 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
     ``id >> shift`` into contiguous id ranges of about :data:`GROUP_PART_ROWS` rows (a
     write frontier of a few thousand cache lines), straight into ``gkeys``/``gvals``,
     then each partition is counting-sorted by id inside its own region of the output,
-    through scratch that stays in cache.  Same output as one pass.
+    through scratch that stays in cache.  Same output as one pass.  ``loc`` (int32, at
+    least ``n`` entries; the callers lend the memory of a later scratch array) holds each
+    row's id inside its partition between the passes.
     """
     n = ids.shape[0]
     nthr = max(1, nthreads)
@@ -149,7 +151,6 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, nthreads):
             cnt[b, p] = total
             total += c
     pstart[n_parts] = total
-    loc = np.empty(n, np.int32)  # the id inside its partition
     for b in nb.prange(nt):
         for i in range(b * step, min(n, (b + 1) * step)):
             j = ids[i]

@@ -91,7 +91,7 @@ def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
         if integer:
             lo, hi = bnd
             check_int_sum(n, bnd)
-            vals = np.clip(raw, lo, hi).astype(np.int64)  # a new array
+            vals = np.clip(raw, lo, hi).astype(np.int64, copy=False)  # a new array
         else:
             vals = np.clip(raw.astype(np.float64), bnd[0], bnd[1])
     domain_codes = None

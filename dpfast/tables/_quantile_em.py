@@ -129,7 +129,7 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
     gkeys = np.empty(n, np.int64)
     gvals = np.empty(n, np.int64)
     _kt.group_by_id(id_codes, n_ids, codes, slots, True, off, gkeys, gvals,
-                    _keys._threads())
+                    np.empty(n, np.int32), _keys._threads())
     keep = np.empty(n, np.bool_)
     scratch = [np.empty(n, np.int64) for _ in range(4)]
     _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep,

@@ -82,7 +82,7 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     gkeys = np.empty(n, np.int64)
     gidx = np.empty(n, np.int64)
     _kt.group_by_id(id_codes, n_ids, key_codes, np.arange(n, dtype=np.int64), True, off,
-                    gkeys, gidx, _keys._threads())
+                    gkeys, gidx, np.empty(n, np.int32), _keys._threads())
     nkeep = np.empty(n_ids, np.int64)
     gcnt = np.empty(n, np.int64)
     gsum = np.empty((n, m), np.int64)

@@ -173,7 +173,9 @@ def summands_of(stat: str, bnd: Any, fixed: _fixed.Fixed | None, vals: np.ndarra
     if stat != "mean":
         return vals
     lo, hi = bnd
-    return 2 * vals - (lo + hi)
+    out = vals * 2  # a new array (then centred in place: one allocation, not two)
+    out -= lo + hi
+    return out
 
 
 def fixed_exp(plan: Plan) -> int | None:
