@@ -12,12 +12,14 @@ hyperthreads of one core compete for its ALUs).  The samplers' "efficiency" is t
 scaling over the four-chain probe's, pair by pair.
 
 Rows scaling (issue 28, :func:`test_rows_scaling`): the time per row of
-``tables.count``, ``tables.mean`` (one process, every core) and ``dask.count`` (2-worker
-``LocalCluster``, rows persisted on the workers) from 10^5 to 10^7 rows (10 rows per
-person, 10^5 Zipf keys, ``max_partitions=3``, private key selection), best of 2 each;
-``DPFAST_BENCH_SCALING_MAX=8`` adds 10^8 rows (about 10 GB of memory; dask.count at
-10^8 out of core is ``bench_dask.py::test_dask_count_out_of_core``).  Every release is
-checked bit-identical between dask and one process.
+``tables.count``, ``tables.mean`` (one process, every core), ``tables.topdown`` (per block
+of a census-shaped tree with as many blocks as rows, :func:`dpfast.perf.suite.census_tree`)
+and ``dask.count`` (2-worker ``LocalCluster``, rows persisted on the workers) from 10^5 to
+10^7 rows (10 rows per person, 10^5 Zipf keys, ``max_partitions=3``, private key
+selection), best of 2 each; ``DPFAST_BENCH_SCALING_MAX=8`` adds 10^8 rows (about 10 GB of
+memory; dask.count at 10^8 out of core is ``bench_dask.py::test_dask_count_out_of_core``),
+``DPFAST_BENCH_SCALING_SIZES=1e5,1e6,1e7,3e7`` picks the sizes.  Every release is checked
+bit-identical between dask and one process.
 
 Run: .venv/bin/python -m pytest bench/bench_scaling.py --benchmark-only -s
 """
@@ -176,16 +178,19 @@ def test_rows_scaling(benchmark, report) -> None:
     pytest.importorskip("pandas")
     import dpfast.dask as dkd
     from dpfast import tables as dpt
+    from dpfast.perf.suite import census_tree
 
     top = int(os.environ.get("DPFAST_BENCH_SCALING_MAX", 7))
     sizes = [10 ** e for e in range(5, top + 1)]
+    if os.environ.get("DPFAST_BENCH_SCALING_SIZES"):
+        sizes = [int(float(v)) for v in os.environ["DPFAST_BENCH_SCALING_SIZES"].split(",")]
     kw = dict(epsilon=1.0, delta=1e-6, max_partitions=3)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                        dashboard_address=":0",
                                        env={"NUMBA_NUM_THREADS": "1"})
     client = distributed.Client(cluster)
     rows_out: dict[str, list[float]] = {"tables.count": [], "tables.mean": [],
-                                        "dask.count": []}
+                                        "tables.topdown": [], "dask.count": []}
     try:
         for n in sizes:
             nparts = max(2, n // 1_250_000)
@@ -214,13 +219,20 @@ def test_rows_scaling(benchmark, report) -> None:
             for name, fn in (("tables.count", count), ("tables.mean", mean),
                              ("dask.count", dcount)):
                 rows_out[name].append(_best(fn) / n * 1e9)  # ns per row
-            del ddf
+            del ddf, count, mean, dcount
+            tree = census_tree(n)
+
+            def topdown(tree=tree, rng=rng):
+                return dpt.topdown(tree[0], tree[1], rho=1.0, rng=rng())
+
+            rows_out["tables.topdown"].append(_best(topdown) / n * 1e9)  # ns per block
+            del tree, topdown
         benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     finally:
         client.close()
         cluster.close()
     benchmark.extra_info.update({"sizes": sizes, "ns_per_row": rows_out})
-    head = " | ".join(f"10^{len(str(n)) - 1}" for n in sizes)
+    head = " | ".join(f"{n:.0e}" for n in sizes)
     print(f"\nns per row      | {head}")
     for name, per in rows_out.items():
         print(f"{name:15s} | " + " | ".join(f"{v:8.1f}" for v in per))

@@ -264,3 +264,21 @@ def split_children(
     for b in nb.prange(nblk):
         _split_range(b * step, min(n_parent, (b + 1) * step), target, x, w, offsets, order,
                      nonneg, integer, out_f, out_i)
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def downward(par, z, V, W, S, xp, Fp, x_out, F_out):
+    """One level of the least-squares downward pass (:mod:`dpfast.tables._wls`), fused:
+    ``g = V[i] / W[p]``, ``x_out[i] = z[i] + g (xp[p] - S[p])``,
+    ``F_out[i] = V[i] - V[i] g + g g Fp[p]`` for every unit ``i`` of parent ``p = par[i]``
+    -- the numpy expressions' operations in their order (IEEE, no contraction), so the
+    same bits, without their seven level-sized temporaries."""
+    n = z.shape[0]
+    k = z.shape[1]
+    for i in nb.prange(n):
+        p = par[i]
+        g = V[i] / W[p]
+        for c in range(k):
+            x_out[i, c] = z[i, c] + g * (xp[p, c] - S[p, c])
+        F_out[i] = V[i] - V[i] * g + g * g * Fp[p]

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import topdown as _k
+from dpfast.tables import _keys
 
 
 @dataclass(frozen=True)
@@ -176,9 +177,14 @@ def least_squares(
     for j in range(L - 1):
         par = tree.parent[j + 1]
         assert par is not None
-        gain = V[j + 1] / W[j][par]
-        d = x[j] - S[j]
-        x[j + 1] = z[j + 1] + gain[:, None] * d[par]
-        F[j + 1] = V[j + 1] - V[j + 1] * gain + gain * gain * F[j][par]
+        if par.shape[0] >= _keys.SERIAL_ROWS:  # fused: no level-sized temporaries
+            x[j + 1] = np.empty_like(z[j + 1])
+            F[j + 1] = np.empty(par.shape[0])
+            _k.downward(par, z[j + 1], V[j + 1], W[j], S[j], x[j], F[j], x[j + 1], F[j + 1])
+        else:  # small: numpy (no parallel kernel to compile), the same operations
+            gain = V[j + 1] / W[j][par]
+            d = x[j] - S[j]
+            x[j + 1] = z[j + 1] + gain[:, None] * d[par]
+            F[j + 1] = V[j + 1] - V[j + 1] * gain + gain * gain * F[j][par]
         z[j + 1] = np.empty(0)  # free as we go
     return x, F, V
