@@ -541,6 +541,31 @@ def test_remainder_order_is_numpys_stable_argsort(fracs):
     np.testing.assert_array_equal(idx, np.argsort(-f, kind="mergesort"))
 
 
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 0.75, 0.1, 0.9, 1e-300]), min_size=1,
+                max_size=120), st.data())
+def test_selection_is_the_stable_argsorts_first_r(fracs, data):
+    """The rounding picks its ``r`` units by selection, not a sort: the same set as the
+    first ``r`` of numpy's stable argsort of ``-frac`` (larger first, ties to the lower
+    index), many ties included; and ``_round`` adds them exactly there."""
+    from dpfast._kernels import topdown as k
+
+    f = np.array(fracs)
+    n = f.size
+    r = data.draw(st.integers(1, n))
+    idx = np.empty(n, np.int64)
+    k._select_first(f, n, r, idx)
+    want = np.argsort(-f, kind="mergesort")[:r]
+    assert set(idx[:r].tolist()) == set(want.tolist())
+    v = np.arange(n, dtype=np.float64) + f  # floors 0..n-1
+    target = int(np.floor(v).sum()) + r
+    out = np.empty(n, np.int64)
+    k._round(v, n, np.int64(target), True, out, np.empty(n), np.empty(n, np.int64),
+             np.empty(n, np.int64))
+    ref = np.floor(v).astype(np.int64)
+    ref[np.argsort(-(v - np.floor(v)), kind="mergesort")[:r]] += 1
+    np.testing.assert_array_equal(out, ref)
+
+
 def test_split_children_serial_equals_parallel() -> None:
     """The serial kernel (small trees) and the parallel one (large) give the same
     children, rounded or not, with or without the sign constraint."""

@@ -146,9 +146,44 @@ def _round(v: np.ndarray, n: int, target: np.int64, nonneg: bool,
         r -= n
     if r == 0:
         return
-    _argsort_desc(frac, n, idx, tmp)
+    _select_first(frac, n, r, idx)
     for j in range(r):
         out[idx[j]] += 1
+
+
+@nb.njit(cache=True)
+def _select_first(frac: np.ndarray, n: int, r: int, idx: np.ndarray) -> None:
+    """``idx[:r]``: the first ``r`` of the indices ``0..n-1`` in the order of
+    :func:`_argsort_desc` (larger remainder first, ties by lower index), in some order --
+    the same set as ``np.argsort(-frac[:n], kind="mergesort")[:r]`` in linear expected
+    time (Wirth's selection on a strict total order), not a sort: the rounding needs the
+    set only."""
+    for i in range(n):
+        idx[i] = i
+    lo = 0
+    hi = n - 1
+    kk = r - 1
+    while lo < hi:
+        x = idx[(lo + hi) >> 1]
+        i = lo
+        j = hi
+        while True:
+            while _before(frac, idx[i], x):
+                i += 1
+            while _before(frac, x, idx[j]):
+                j -= 1
+            if i <= j:
+                t = idx[i]
+                idx[i] = idx[j]
+                idx[j] = t
+                i += 1
+                j -= 1
+            if i > j:
+                break
+        if j < kk:
+            lo = i
+        if kk < i:
+            hi = j
 
 
 @nb.njit(cache=True, inline="always")
@@ -207,18 +242,21 @@ def _argsort_desc(frac: np.ndarray, n: int, idx: np.ndarray, tmp: np.ndarray) ->
 def _split_range(first, end, target, x, w, offsets, order, nonneg, integer, out_f, out_i):
     """:func:`split_children` for parents ``[first, end)``."""
     k = x.shape[1]
+    most = 0  # scratch for the largest family of the range, allocated once
+    for g in range(first, end):
+        most = max(most, offsets[g + 1] - offsets[g])
+    v = np.empty(most, np.float64)
+    ww = np.empty(most, np.float64)
+    active = np.empty(most, np.bool_)
+    frac = np.empty(most, np.float64)
+    ri = np.empty(most, np.int64)
+    idx = np.empty(most, np.int64)
+    tmp = np.empty(most, np.int64)
     for g in range(first, end):
         a = offsets[g]
         n = offsets[g + 1] - a
         if n == 0:
             continue
-        v = np.empty(n, np.float64)
-        ww = np.empty(n, np.float64)
-        active = np.empty(n, np.bool_)
-        frac = np.empty(n, np.float64)
-        ri = np.empty(n, np.int64)
-        idx = np.empty(n, np.int64)
-        tmp = np.empty(n, np.int64)
         for i in range(n):
             ww[i] = w[order[a + i]]
         for c in range(k):
