@@ -387,24 +387,5 @@ ENTRIES: list[Entry] = [
     Entry("session_sql", "Session.sql GROUP BY count, DuckDB file + ledger (2*10^6 rows "
           "quick)", "tables.count on the same arrays", session_sql,
           needs=("duckdb", "sqlglot"), min_rounds=7),
-    # the release layer (issue 28): against pandas, and linear in the rows
-    Entry("tables_count_pandas", "tables.count, bounding + private key selection (10^6 rows "
-          "quick, 10^7 full)", "the insecure pandas pipeline, same steps",
-          _st._count_vs_pandas, needs=("pandas",)),
-    Entry("tables_mean_pandas", "tables.mean, bounding + private key selection (10^6 rows "
-          "quick, 10^7 full)", "the insecure pandas pipeline, same steps",
-          _st._mean_vs_pandas, needs=("pandas",)),
-    Entry("count_rows_scaling", "tables.count on n rows (10^6 quick, 10^7 full)",
-          "ten tables.count calls on n/10 rows (ratio: ns/row at n/10 over ns/row at n)",
-          _st._scaling(lambda ids, keys, _v: _st.count_call(ids, keys))),
-    Entry("mean_rows_scaling", "tables.mean on n rows (10^6 quick, 10^7 full)",
-          "ten tables.mean calls on n/10 rows (ratio: ns/row at n/10 over ns/row at n)",
-          _st._scaling(_st.mean_call)),
-    Entry("topdown_blocks_scaling", "tables.topdown, census-shaped tree of n blocks (10^6 "
-          "quick, 10^7 full)", "ten topdown calls on n/10 blocks (ratio: ns/block at n/10 "
-          "over ns/block at n)", _st._topdown_scaling),
-    Entry("dask_count_rows_scaling", "dask.count, 2-worker LocalCluster, n rows (2*10^6 "
-          "quick, 10^7 full)", "ten dask.count calls on n/10 rows (ratio: ns/row at n/10 "
-          "over ns/row at n)", _st._dask_count_scaling,
-          needs=("distributed", "dask.dataframe", "pandas")),
+    *_st.ENTRIES,  # the release layer (issue 28): against pandas, linear in the rows
 ]

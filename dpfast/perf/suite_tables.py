@@ -5,8 +5,10 @@ TopDown and ``dask.count`` in the number of rows.
 Scaling entries time ten calls on ``n / 10`` rows (the baseline; each call its own rows)
 against one call on ``n`` rows: ``ratio = ns per row at n / 10 over ns per row at n``,
 so 1.0 is linear, above 1 better than linear (fixed costs amortised), below 1 worse
-(a cache or memory effect that grows with the data).  Quick: n = 10^6 rows (TopDown:
-10^6 blocks; dask: 2*10^6 rows); full: 10^7.
+(a cache or memory effect that grows with the data).  Quick: n = 4*10^6 rows or TopDown
+blocks (its arrays are past glibc's 32 MiB mmap threshold, where every fresh array costs
+a page-zeroing pass: the regime of 10^7 rows), dask 2*10^6 rows; full: 10^7.  The pandas
+entries: 10^6 rows quick, 10^7 full.
 
 The rows: 10 rows per person, Zipf(1.3) keys modulo 10^5, ``max_partitions=3``,
 epsilon 1, delta 1e-6, private key selection; the mean's values integers in [0, 99].
@@ -17,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
+from dpfast.perf.runner import Entry
 
 KEY = bytes(range(32))
 EPS, DELTA, K = 1.0, 1e-6, 3
@@ -77,6 +81,10 @@ def _rows(quick: bool) -> int:
     return 1_000_000 if quick else 10_000_000
 
 
+def _scale_rows(quick: bool) -> int:
+    return 4_000_000 if quick else 10_000_000
+
+
 def _nothing() -> None:
     return None
 
@@ -125,7 +133,7 @@ def _tenfold(small: list[Callable[[], object]]) -> Callable[[], None]:
 
 def _scaling(make: Callable[[np.ndarray, np.ndarray, np.ndarray], Callable[[], object]]):
     def setup(quick: bool):
-        n = _rows(quick)
+        n = _scale_rows(quick)
         small = [make(*records(n // 10, seed=s)) for s in range(10)]
         return _tenfold(small), make(*records(n)), _nothing
 
@@ -137,7 +145,7 @@ def _topdown_scaling(quick: bool):
     from dpfast import tables
     from dpfast.perf.suite import census_tree
 
-    n = _rows(quick)
+    n = _scale_rows(quick)
 
     def make(seed: int, blocks: int) -> Callable[[], object]:
         pop, levels = census_tree(blocks, seed=seed)
@@ -194,3 +202,27 @@ def _dask_count_scaling(quick: bool):
         cluster.close()
 
     return _tenfold([release(f) for f in small]), release(big), teardown
+
+
+#: the release layer's gated entries (listed by :data:`dpfast.perf.suite.ENTRIES`)
+ENTRIES: list[Entry] = [
+    Entry("tables_count_pandas", "tables.count, bounding + private key selection (10^6 rows "
+          "quick, 10^7 full)", "the insecure pandas pipeline, same steps",
+          _count_vs_pandas, needs=("pandas",)),
+    Entry("tables_mean_pandas", "tables.mean, bounding + private key selection (10^6 rows "
+          "quick, 10^7 full)", "the insecure pandas pipeline, same steps",
+          _mean_vs_pandas, needs=("pandas",)),
+    Entry("count_rows_scaling", "tables.count on n rows (4*10^6 quick, 10^7 full)",
+          "ten tables.count calls on n/10 rows (ratio: ns/row at n/10 over ns/row at n)",
+          _scaling(lambda ids, keys, _v: count_call(ids, keys))),
+    Entry("mean_rows_scaling", "tables.mean on n rows (4*10^6 quick, 10^7 full)",
+          "ten tables.mean calls on n/10 rows (ratio: ns/row at n/10 over ns/row at n)",
+          _scaling(mean_call)),
+    Entry("topdown_blocks_scaling", "tables.topdown, census-shaped tree of n blocks (4*10^6 "
+          "quick, 10^7 full)", "ten topdown calls on n/10 blocks (ratio: ns/block at n/10 "
+          "over ns/block at n)", _topdown_scaling),
+    Entry("dask_count_rows_scaling", "dask.count, 2-worker LocalCluster, n rows (2*10^6 "
+          "quick, 10^7 full)", "ten dask.count calls on n/10 rows (ratio: ns/row at n/10 "
+          "over ns/row at n)", _dask_count_scaling,
+          needs=("distributed", "dask.dataframe", "pandas")),
+]
