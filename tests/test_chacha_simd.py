@@ -106,3 +106,44 @@ def test_unknown_simd_cap_warns() -> None:
     res = subprocess.run([sys.executable, "-W", "error", "-c", "import dpfast._native"],
                          env=env, capture_output=True, text=True)
     assert res.returncode != 0 and "DPFAST_SIMD='avx1024'" in res.stderr
+
+
+def _streams_digest_code() -> str:
+    return ("import hashlib, numpy as np; from dpfast import _native; "
+            "g = np.random.default_rng(7); n = 53; "
+            "kw = g.integers(0, 2**32, 8, dtype=np.uint64).astype(np.uint32); "
+            "no = g.integers(0, 2**32, (n, 3), dtype=np.uint64).astype(np.uint32); "
+            "ct = g.integers(0, 2**32 - 1, n, dtype=np.uint64).astype(np.uint32); "
+            "out = np.empty((n, 16), np.uint32); "
+            "_native.chacha20_streams(kw, no, ct, 1, out); "
+            "print(hashlib.sha256(out.tobytes()).hexdigest())")
+
+
+@given(key=st.binary(min_size=32, max_size=32), n=st.integers(0, 40), data=st.data())
+def test_streams_one_block_each_match_rfc(key: bytes, n: int, data) -> None:
+    """``dpf_chacha20_streams`` with one block per stream runs 16 streams per SIMD call,
+    one lane each (the bounding kernels' per-id streams): every stream's block is the
+    RFC block of its own nonce and counter, full groups of 16 and the tail alike."""
+    kw = np.frombuffer(key, "<u4").astype(np.uint32)
+    words = st.integers(0, 2**32 - 1)
+    nonces = np.array([data.draw(st.lists(words, min_size=3, max_size=3)) for _ in range(n)],
+                      np.uint32).reshape(n, 3)
+    counters = np.array([data.draw(st.integers(0, 2**32 - 2)) for _ in range(n)], np.uint32)
+    out = np.empty((n, 16), np.uint32)
+    _native.chacha20_streams(kw, nonces, counters, 1, out)
+    for i in range(n):
+        np.testing.assert_array_equal(out[i], reference(key, nonces[i], int(counters[i]), 1))
+
+
+def test_streams_portable_lanes_equal_the_simd_ones() -> None:
+    """The portable 16-lane clone of the multi-stream path (``DPFAST_SIMD=portable``)
+    writes the same blocks as the default path."""
+    import subprocess
+    import sys
+
+    code = _streams_digest_code()
+    base = {k: v for k, v in os.environ.items() if k != "DPFAST_SIMD"}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.strip()
+            for env in (base, {**base, "DPFAST_SIMD": "portable"})]
+    assert runs[0] == runs[1] and len(runs[0]) == 64

@@ -566,6 +566,32 @@ def test_selection_is_the_stable_argsorts_first_r(fracs, data):
     np.testing.assert_array_equal(out, ref)
 
 
+@pytest.mark.parametrize("cells", [1, 3])
+def test_fused_downward_pass_is_bit_identical_to_numpy(cells: int) -> None:
+    """From ``SERIAL_ROWS`` units on, the least-squares downward pass is one fused kernel
+    per level: its estimates and variances are the numpy expressions' bits."""
+    from dpfast.perf.suite import census_tree
+    from dpfast.tables import _keys, _wls
+
+    pop, levels = census_tree(120_000, seed=3)
+    leaves = np.stack([pop + j for j in range(cells)], 1)
+    tree = _wls.build_tree(levels, leaves.shape[0])
+    g = np.random.default_rng(0)
+    noisy = [t + g.integers(-30, 30, t.shape) for t in _wls.aggregate(tree, leaves)]
+    var = [1.3, 2.7, 0.9, 4.1, 2.2]
+    fused = _wls.least_squares(tree, noisy, var)
+    old = _keys.SERIAL_ROWS
+    _keys.SERIAL_ROWS = 1 << 40  # numpy at every level
+    try:
+        ref = _wls.least_squares(tree, noisy, var)
+    finally:
+        _keys.SERIAL_ROWS = old
+    for a, b in zip(fused, ref, strict=True):
+        for u, v in zip(a, b, strict=True):
+            assert u.dtype == v.dtype and u.shape == v.shape
+            assert u.tobytes() == v.tobytes()
+
+
 def test_split_children_serial_equals_parallel() -> None:
     """The serial kernel (small trees) and the parallel one (large) give the same
     children, rounded or not, with or without the sign constraint."""
