@@ -212,6 +212,43 @@ def test_pipeline_dp_aggregate_installed_vs_plain(benchmark, report, noise: str,
            f"{ratio:.2f}x")
 
 
+@pytest.mark.parametrize("kind", ["laplace", "gaussian"])
+@pytest.mark.parametrize("value", [3.25, 3], ids=["float", "int"])
+def test_pipeline_dp_scalar_noise_installed_vs_plain(benchmark, report, kind: str,
+                                                     value: Any) -> None:
+    """One ``add_noise`` of a scalar on an existing PipelineDP mechanism (the per-partition
+    path of ``DPEngine.aggregate``) with ``dpfast.compat.pipeline_dp`` installed vs PyDP's
+    own noise, same run, best of interleaved repeats of 2,000 calls; ratio = plain time /
+    installed time."""
+
+    from pipeline_dp import budget_accounting as ba
+
+    def make():  # as DPEngine.aggregate makes it: a spec and (l0, linf) sensitivities
+        mtype = ba.MechanismType.LAPLACE if kind == "laplace" else ba.MechanismType.GAUSSIAN
+        spec = ba.MechanismSpec(mtype, _eps=1.0, _delta=0.0 if kind == "laplace" else 1e-6)
+        return dc.create_additive_mechanism(spec, dc.Sensitivities(l0=3, linf=2.0))
+
+    plain = make()
+    with dpf_pdp.patched():
+        inst = make()
+
+        def fast():
+            for _ in range(2000):
+                inst.add_noise(value)
+
+        fast()
+        t_inst = _t.best(fast, 7)
+    t_plain = _t.best(lambda: [plain.add_noise(value) for _ in range(2000)], 7)
+    with dpf_pdp.patched():
+        benchmark.pedantic(fast, rounds=3, iterations=1)
+    ratio = t_plain / t_inst
+    benchmark.extra_info.update({"installed_us": t_inst / 2000 * 1e6,
+                                 "plain_us": t_plain / 2000 * 1e6, "ratio": ratio})
+    report(f"PipelineDP add_noise {kind} {type(value).__name__}",
+           f"installed {t_inst / 2000 * 1e6:.2f} us vs plain {t_plain / 2000 * 1e6:.2f} us: "
+           f"{ratio:.2f}x")
+
+
 @pytest.mark.parametrize(("n_rows", "n_parts"), [(20_000, 1000), (100_000, 10)],
                          ids=["small-partitions", "large-partitions"])
 def test_pipeline_dp_percentile_installed_vs_plain(benchmark, report, n_rows: int,

@@ -154,8 +154,9 @@ class SharedNoiseBuffers:
         with self._lock:
             self._buffers = {}
 
-    def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
-        key = (draw.__code__, tag)
+    def buffer(self, key: Any) -> NoiseBuffer:
+        """The buffer of ``key`` (created if needed).  A caller may keep it for later takes:
+        its values are still handed out once, and after a fork it discards its block."""
         with self._lock:
             if self._pid != _FORK[0]:
                 self._buffers, self._pid = {}, _FORK[0]
@@ -164,7 +165,10 @@ class SharedNoiseBuffers:
                 if len(self._buffers) >= self.MAX_BUFFERS:
                     self._buffers.pop(next(iter(self._buffers)))
                 buf = self._buffers[key] = NoiseBuffer()
-        return buf.take(tag, draw)
+        return buf
+
+    def take(self, tag: Any, draw: Callable[[int], np.ndarray]) -> Any:
+        return self.buffer((draw.__code__, tag)).take(tag, draw)
 
 
 SHARED_BUFFERS = SharedNoiseBuffers()

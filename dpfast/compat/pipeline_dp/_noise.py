@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import weakref
 from fractions import Fraction
 from typing import Any
 
@@ -19,6 +20,9 @@ from dpfast.compat.pipeline_dp._state import ORIGINAL, SCALAR_BUFFERS
 from dpfast.compat.pipeline_dp._state import gen as _gen
 
 _EXACT_INT = float(2 ** 53)
+# per mechanism object: (installed generator, {on integers: scalar plan}); weak, so that
+# PipelineDP's mechanisms stay picklable and are freed with their combiners
+_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _on_integers(x: np.ndarray) -> bool:
@@ -92,8 +96,51 @@ def _noise_params(mech: Any, x: np.ndarray) -> tuple[str, float, float] | None:
     return None
 
 
+def _scalar_plan(mech: Any, v: float, on_int: bool) -> Any:
+    """``(kind, scale, g, buffer, draw, tag)`` of ``mech`` for a finite scalar, memoized
+    per mechanism object (weakly: nothing is added to the object, which stays picklable)
+    and installed generator (PipelineDP calls one mechanism per partition and metric; its
+    parameters never change); None: sensitivity 0 (no noise); "pydp": keep PyDP's noise."""
+    gen = _gen()
+    memo = _MEMO.get(mech)
+    if memo is None or memo[0] is not gen:
+        memo = _MEMO[mech] = (gen, {})
+    plan = memo[1].get(on_int, False)
+    if plan is False:
+        params = (None if mech.sensitivity == 0
+                  else _noise_params(mech, np.asarray(v, dtype=np.float64)))
+        if mech.sensitivity == 0:
+            plan = None
+        elif params is None:
+            plan = "pydp"
+        else:
+            kind, scale, g = params
+
+            def draw(n: int) -> np.ndarray:
+                return _draw(kind, scale, g, n, gen)
+
+            tag = (kind, scale, g, id(gen))
+            plan = (kind, scale, g, SCALAR_BUFFERS.buffer(("scalar", tag)), draw, tag)
+        memo[1][on_int] = plan
+    return plan
+
+
 def _add_noise(self: Any, value: Any) -> Any:
     """dpfast replacement of ``AdditiveMechanism.add_noise`` (see the module docstring)."""
+    if type(value) is float or type(value) is int:  # the per-partition path: no arrays
+        v = float(value)
+        if math.isfinite(v):
+            plan = _scalar_plan(self, v, v == round(v) and abs(v) < _EXACT_INT)
+            if plan is None:  # sensitivity 0
+                return v
+            if plan == "pydp":
+                return ORIGINAL["add_noise"](self, value)
+            _, _, g, buf, draw, tag = plan
+            q = v / g
+            if not math.isfinite(q):
+                raise ValueError("value / granularity overflows; value is too large for "
+                                 "this noise")
+            return float(round(q)) * g + float(buf.take(tag, draw))
     x = np.asarray(value, dtype=np.float64)
     if self.sensitivity == 0:
         return x.copy() if isinstance(value, np.ndarray) else float(x)

@@ -18,12 +18,20 @@ from dpfast.compat.pipeline_dp._state import gen as _gen
 
 def _bernoulli(p: float, gen: Any = None) -> bool:
     """Exactly Bernoulli(p) for the float p, on ChaCha20 words (lazy binary comparison)."""
-    r = Fraction(p)
-    if r <= 0:
+    if not p > 0:
         return False
-    if r >= 1:
+    if p >= 1:
         return True
     words = words_for(_gen() if gen is None else gen)  # blocks of words, handed out once
+    # the first word against floor(p 2^64): p 2^64 is exact in binary floating point
+    x = float(p) * 18446744073709551616.0
+    d = int(x)
+    w = words.next()
+    if w != d:
+        return w < d
+    r = Fraction(x) - d  # a tie (probability 2^-64): the exact binary expansion goes on
+    if r == 0:
+        return False
     while True:
         r *= 1 << 64
         d = int(r)
