@@ -27,23 +27,42 @@ def _replay() -> dpfast.Generator:
 
 
 # ----------------------------------------------------------------------------- exact law
-def _exact_law(rows: list[float], grid: list[float], q: float, eps: float, sens: int
-               ) -> list[mpmath.mpf]:
-    """The target law, from the definition (independently of the kernels): utility
-    ``-max(a - t, t - b, 0)``, ``t = floor(q n)``, ``P ∝ exp(eps u / (2 sens))``."""
+def _definition(q: float, n: int) -> tuple[Fraction, int, int]:
+    """(target rank, units per rank D, sensitivity per row S) from the definition (not the
+    module): ``q = num/den`` exactly with ``den <= 2**16``: target ``q n``, ``D = den``,
+    ``S = max(num, den - num)``; any other q: Smith's ``floor(q n)``, ``D = S = 1``."""
     fq = Fraction(q)
-    n = len(rows)
-    t = (fq.numerator * n) // fq.denominator
+    if fq.denominator <= 1 << 16:
+        return fq * n, fq.denominator, max(fq.numerator, fq.denominator - fq.numerator)
+    return Fraction((fq.numerator * n) // fq.denominator), 1, 1
+
+
+def _utilities(rows: list[float], grid: list[float], q: float) -> list[int]:
+    """``-D dist(target, [a, b])`` per candidate (``a`` / ``b``: rows ``<`` / ``<=`` g)."""
+    t, d, _ = _definition(q, len(rows))
     us = []
     for g in grid:
         a = sum(1 for x in rows if x < g)
         b = sum(1 for x in rows if x <= g)
-        us.append(-max(a - t, t - b, 0))
+        u = -d * max(a - t, t - b, 0)
+        assert u.denominator == 1
+        us.append(int(u))
+    return us
+
+
+def _law_of(us: list[int], eps: float, sens: int) -> list[mpmath.mpf]:
     with mpmath.workprec(100):
         c = mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator / (2 * sens)
         w = [mpmath.exp(c * u) for u in us]
         z = mpmath.fsum(w)
         return [x / z for x in w]
+
+
+def _exact_law(rows: list[float], grid: list[float], q: float, eps: float, c: int
+               ) -> list[mpmath.mpf]:
+    """The target law, from the definition (independently of the kernels):
+    ``P ∝ exp(eps u / (2 S c))``, ``u`` of :func:`_utilities` (``c`` rows per person)."""
+    return _law_of(_utilities(rows, grid, q), eps, _definition(q, len(rows))[2] * c)
 
 
 def _chi2_p(counts: np.ndarray, probs: list[mpmath.mpf]) -> float:
@@ -61,13 +80,16 @@ def _many_keys_table(rows: list[float], grid: np.ndarray, nkeys: int):
     return codes, np.tile(u, nkeys), np.tile(cnt, nkeys).astype(np.int64)
 
 
-def test_sampler_law_equals_the_exact_law_and_would_catch_a_one_percent_error() -> None:
+@pytest.mark.parametrize("q,eps", [(0.3, 0.9), (0.5, 0.9), (0.75, 2.7)])
+def test_sampler_law_equals_the_exact_law_and_would_catch_a_one_percent_error(q, eps) -> None:
     """10^6 independent keys (per-key addressed words) with the same rows: the empirical
     law of the released candidate equals the exact exponential-mechanism law (chi-square),
-    and the same test rejects the law of an epsilon off by 1%."""
+    and the same test rejects the law of an epsilon off by 1%.  ``q = 0.3`` (not a short
+    binary fraction): Smith's utility; 0.5, 0.75: the scaled utility (0.75: S = 3 for a step
+    of 4, so a larger ε for the same sharpness)."""
     rows = [1.0, 2.0, 2.0, 2.5, 4.0, 4.0, 4.0, 6.0, 9.0]
     grid = np.arange(0.0, 11.0)  # 2.5 falls between candidates, 2 / 4 are ties
-    q, eps, sens, nkeys = 0.3, 0.9, 1, 1_000_000
+    sens, nkeys = 1, 1_000_000
     table = _many_keys_table(rows, grid, nkeys)
     cand = np.arange(nkeys, dtype=np.int64)
     rkey = keynoise.release_key(KEY, 5)
@@ -125,29 +147,64 @@ def test_exact_path_gives_the_same_law() -> None:
 
 
 # ----------------------------------------------------------------------------- accuracy
-@pytest.mark.parametrize("eps,m,alpha", [(1.0, 11, 0.05), (0.5, 40, 0.1), (2.0, 200, 0.01)])
-def test_rank_error_bound_holds_for_the_exact_law(eps: float, m: int, alpha: float) -> None:
+@pytest.mark.parametrize("eps,m,alpha,q", [(1.0, 11, 0.05, 0.5), (0.5, 40, 0.1, 0.5),
+                                           (2.0, 200, 0.01, 0.5), (1.0, 30, 0.05, 0.25),
+                                           (1.0, 30, 0.05, 0.3)])
+def test_rank_error_bound_holds_for_the_exact_law(eps: float, m: int, alpha: float,
+                                                  q: float) -> None:
     """P(distance > best + r) <= alpha under the exact law (enumerated), r the smallest such
-    integer bound of McSherry-Talwar, and the empirical coverage agrees."""
+    integer bound of McSherry-Talwar in ranks (the utility is -D times the rank distance,
+    its sensitivity S), and the empirical coverage agrees."""
     rng = np.random.default_rng(int(eps * 10) + m)
-    rows = sorted(rng.integers(0, m, 60).astype(float).tolist())
+    rows = sorted(rng.integers(0, m, 61).astype(float).tolist())  # odd n: q n not whole
     grid = list(np.arange(float(m)))
-    q = 0.5
-    r = em.rank_error(eps, 1, m, alpha)
-    assert m * math.exp(-eps * r / 2) <= alpha < m * math.exp(-eps * (r - 1) / 2)
+    t, d, sens = _definition(q, len(rows))
+    r = em.rank_error(eps, 1, m, alpha, q)
+    assert m * math.exp(-eps * d * r / (2 * sens)) <= alpha
+    assert alpha < m * math.exp(-eps * d * (r - 1) / (2 * sens))
     law = _exact_law(rows, grid, q, eps, 1)
-    t = len(rows) // 2
     dist = [max(sum(x < g for x in rows) - t, t - sum(x <= g for x in rows), 0) for g in grid]
     best = min(dist)
-    p_bad = mpmath.fsum(p for p, d in zip(law, dist) if d > best + r)
+    p_bad = mpmath.fsum(p for p, x in zip(law, dist) if x > best + r)
     assert p_bad <= alpha
-    rel = dpt.median(np.tile(rows, 2000), np.repeat(np.arange(2000), len(rows)), bounds=(0, m - 1),
-                     n_candidates=m, epsilon=eps, domain=np.arange(2000), rng=_replay())
-    assert rel.rank_error(alpha) == r
+    rel = dpt.quantile(np.tile(rows, 2000), np.repeat(np.arange(2000), len(rows)), q=q,
+                       bounds=(0, m - 1), n_candidates=m, epsilon=eps,
+                       domain=np.arange(2000), rng=_replay())
+    assert rel.rank_error(alpha) == r == rel.rank_error(alpha, q=q)
     got = np.array([dist[int(v)] for v in rel.values])
     assert np.mean(got > best + r) <= alpha
     acc = rel.accuracy(alpha)
     assert acc["rank_error"] == r and str(r) in acc["statement"]
+    assert ("floor(q n)" in acc["statement"]) == (q == 0.3)
+
+
+def test_median_rank_error_is_half_of_smiths_and_min_max_unchanged() -> None:
+    """The median's scaled utility (step 2 per rank, sensitivity 1) halves the rank error
+    of Smith's utility at the same ε; for q = 0 / 1 the two coincide; a state saved by an
+    older version (Smith's utility) keeps its own statement."""
+    for eps, m, c in [(0.1, 256, 30), (1.0, 241, 1), (0.129, 241, 30)]:
+        old = em.rank_error(eps, c, m, 0.05)
+        new = em.rank_error(eps, c, m, 0.05, 0.5)
+        assert new in (math.ceil(old / 2) - 1, math.ceil(old / 2), math.ceil(old / 2) + 1)
+        assert em.rank_error(eps, c, m, 0.05, 0.0) == old == em.rank_error(eps, c, m, 0.05, 1.0)
+        assert em.rank_error(eps, c, m, 0.05, 0.9) == old  # 0.9: Smith's utility
+        # q = 1/4: S = 3, D = 4, 4/3 of the resolution
+        assert em.rank_error(eps, c, m, 0.05, 0.25) < old
+    rel = dpt.median(np.arange(50), np.zeros(50, int), bounds=(0, 49), epsilon=1.0,
+                     domain=[0], rng=_replay())
+    assert rel.rank_utility == "scaled"
+    state = rel.to_state()
+    assert type(rel).from_state(state).rank_error(0.05) == rel.rank_error(0.05)
+    del state["rank_utility"]
+    older = type(rel).from_state(state)
+    assert older.rank_utility == "floor"
+    assert older.rank_error(0.05) == em.rank_error(1.0, 1, 50, 0.05) > rel.rank_error(0.05)
+    assert "floor(q n)" in older.accuracy()["statement"]
+    state["rank_utility"] = "other"
+    with pytest.raises(ValueError, match="rank utility"):
+        type(rel).from_state(state)
+    with pytest.raises(ValueError, match="q must be one of"):
+        rel.rank_error(0.05, q=0.25)
 
 
 def test_median_min_max_accuracy_on_real_sized_data() -> None:
@@ -281,55 +338,106 @@ def test_any_input_gives_grid_points_in_the_domain_order(rows, q, k, c, m) -> No
     np.testing.assert_array_equal(rel.values, again.values)
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.integers(-3, 12), min_size=0, max_size=30), st.floats(0, 1),
-       st.integers(1, 3))
-def test_slot_table_ranks_match_the_definition(vals, q, c) -> None:
-    """The kernel's utilities equal the definition for any rows (ties, ends, empty)."""
+_QS = st.one_of(st.floats(0, 1), st.sampled_from([0.0, 1.0, 0.5, 0.25, 0.75, 0.125, 0.375]),
+                st.integers(0, 1 << 16).map(lambda i: i / (1 << 16)),
+                st.integers(0, 1 << 17).map(lambda i: i / (1 << 17)))  # den 2**17: Smith's
+
+
+def _kernel_utilities(rows: list[int], grid: np.ndarray, q: float) -> np.ndarray:
     from dpfast._kernels import quantile as kq
 
-    grid = np.array([-3.0, 0.0, 0.5, 4.0, 12.0])
-    x = np.clip(np.array(vals, float), -3, 12)
-    s = em.slots_of(x, grid)
-    tc, ts, tn = em.slot_table(np.zeros(len(vals), np.int64), s, 10)
-    t = em.targets(np.array([len(vals)]), q)
-    u = np.empty((1, 5))
-    kq.fill_utilities(np.array([0]), np.array([tc.shape[0]]), ts, tn, t, 5, u)
-    fq = Fraction(q)
-    tt = (fq.numerator * len(vals)) // fq.denominator
-    want = [-max(int((x < g).sum()) - tt, tt - int((x <= g).sum()), 0) for g in grid]
-    assert u[0].tolist() == want and t[0] == tt
+    x = np.clip(np.array(rows, float), grid[0], grid[-1])
+    tc, ts, tn = em.slot_table(np.zeros(len(rows), np.int64), em.slots_of(x, grid),
+                               2 * grid.shape[0])
+    u = np.empty((1, grid.shape[0]))
+    kq.fill_utilities(np.array([0]), np.array([tc.shape[0]]), ts, tn,
+                      em.targets(np.array([len(rows)]), q), em.scale(q)[0], grid.shape[0],
+                      u)
+    return u[0]
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(0, 12), min_size=0, max_size=25),
-       st.lists(st.integers(-2, 14), min_size=1, max_size=3), st.floats(0, 1),
-       st.integers(3, 9))
-def test_one_person_moves_every_utility_by_at_most_their_rows(base, extra, q, m) -> None:
-    """The privacy claim at its root: adding one person's ``c`` rows (after clamping) moves
-    each candidate's kernel utility by at most ``c``, so the exact law's ratio is at most
-    ``exp(ε_q)``."""
+@given(st.lists(st.integers(-3, 12), min_size=0, max_size=30), _QS)
+def test_slot_table_ranks_match_the_definition(vals, q) -> None:
+    """The kernel's utilities equal the definition for any rows (ties, ends, empty) and
+    any q (scaled or Smith's utility), and (D, S) are those of the definition."""
+    grid = np.array([-3.0, 0.0, 0.5, 4.0, 12.0])
+    x = np.clip(np.array(vals, float), -3, 12).tolist()
+    assert _kernel_utilities(vals, grid, q).tolist() == _utilities(x, grid.tolist(), q)
+    _, d, sens = _definition(q, len(vals))
+    assert em.scale(q) == (d, sens)
+
+
+def test_utilities_are_capped_at_2_53_and_huge_keys_raise() -> None:
+    """|u| is capped at 2**53 (exact in float64; the cap is 1-Lipschitz) and a key with
+    more than 2**46 rows raises instead of overflowing int64."""
     from dpfast._kernels import quantile as kq
 
-    grid = em.grid((0, 12), m, None, True)
+    q = 1 / (1 << 16)  # D = 2**16
+    n = 1 << 45
+    u = np.empty((1, 3))
+    kq.fill_utilities(np.array([0]), np.array([1]), np.array([0]), np.array([n]),
+                      em.targets(np.array([n]), q), 1 << 16, 3, u)
+    assert u[0].tolist() == [-float(1 << 53)] * 3  # all rows below every candidate
+    assert em.targets(np.array([1 << 46]), q).tolist() == [1 << 46]
+    with pytest.raises(OverflowError, match=r"2\*\*46"):
+        em.targets(np.array([(1 << 46) + 1]), 0.5)
 
-    def utilities(rows: list[int]) -> np.ndarray:
-        x = np.clip(np.array(rows, float), 0, 12)
-        tc, ts, tn = em.slot_table(np.zeros(len(rows), np.int64), em.slots_of(x, grid),
-                                   2 * grid.shape[0])
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(-2, 14)), min_size=0, max_size=20),
+       st.lists(st.integers(-2, 14), min_size=1, max_size=5), _QS, st.integers(1, 3),
+       st.integers(3, 9), st.sampled_from([0.3, 1.0, 2.5]))
+def test_adding_or_removing_one_person_changes_no_probability_by_more_than_e_eps(
+        base, extra, q, c, m, eps) -> None:
+    """The privacy claim, exactly: through the real bounding (``c`` rows per person and
+    key, a per-person keyed choice) and kernels, adding one person (rows ``extra``) to the
+    people ``base`` ((person id, value) rows) moves each utility by at most ``S c``, and
+    every output's probability under the mechanism's law ``exp(ε u / (2 S c))``
+    (enumerated at 100 bits) changes by a factor ``<= e^ε`` in both directions (add and
+    remove)."""
+    from dpfast._kernels import quantile as kq
+    from dpfast.tables import bounding
+
+    grid = em.grid((0, 12), m, None, True)
+    skey = bounding.subkey(_replay())
+    d, s_row = em.scale(q)
+
+    def utilities(people: list[tuple[int, int]]) -> np.ndarray:
+        ids = np.array([p for p, _ in people], np.int64)
+        x = np.clip(np.array([v for _, v in people], float), 0, 12)
+        kc, ks = em.bound_slots(np.zeros(len(people), np.int64), ids, 1, c, skey,
+                                em.slots_of(x, grid))
+        tc, ts, tn = em.slot_table(kc, ks, 2 * grid.shape[0])
         u = np.empty((1, grid.shape[0]))
         kq.fill_utilities(np.array([0]), np.array([tc.shape[0]]), ts, tn,
-                          em.targets(np.array([len(rows)]), q), grid.shape[0], u)
+                          em.targets(np.array([int(tn.sum())]), q), d, grid.shape[0], u)
         return u[0]
 
-    c = len(extra)
-    u0, u1 = utilities(base), utilities(base + extra)
-    assert np.max(np.abs(u1 - u0)) <= c
-    eps = 0.7
-    w0, w1 = np.exp(eps * u0 / (2 * c)), np.exp(eps * u1 / (2 * c))
-    ratio = (w1 / w1.sum()) / (w0 / w0.sum())
-    assert np.all(ratio <= math.exp(eps) * (1 + 1e-12))
-    assert np.all(ratio >= math.exp(-eps) * (1 - 1e-12))
+    u0 = utilities(base)
+    u1 = utilities(base + [(99, v) for v in extra])
+    assert np.max(np.abs(u1 - u0)) <= s_row * c
+    p0 = _law_of([int(x) for x in u0], eps, s_row * c)
+    p1 = _law_of([int(x) for x in u1], eps, s_row * c)
+    with mpmath.workprec(100):
+        bound = mpmath.exp(mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator)
+        for a, b in zip(p0, p1):
+            assert a <= bound * b * (1 + mpmath.mpf(2) ** -80)  # removing the person
+            assert b <= bound * a * (1 + mpmath.mpf(2) ** -80)  # adding the person
+
+
+def test_the_median_sensitivity_is_attained_so_it_is_not_loose() -> None:
+    """One row moves a median utility by exactly S = 1 (and a q = 1/4 utility by S = 3):
+    the stated sensitivity is tight, the factor 2 of the median comes from the step."""
+    grid = np.arange(0.0, 6.0)
+    base = [1, 2, 3, 4]
+    for q, s_row in [(0.5, 1), (0.25, 3), (0.75, 3)]:
+        worst = 0.0
+        for v in range(6):
+            for rows in (base + [v], base[:1] + base[2:]):
+                worst = max(worst, float(np.max(np.abs(
+                    _kernel_utilities(rows, grid, q) - _kernel_utilities(base, grid, q)))))
+        assert worst == s_row == em.scale(q)[1]
 
 
 @settings(max_examples=30, deadline=None)

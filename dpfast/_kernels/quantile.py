@@ -14,8 +14,11 @@ Utilities (:func:`fill_utilities`): a key's kept rows are given as a sparse hist
 *slots* of the public candidate grid ``g_0 < ... < g_{m-1}`` (slot ``2p + 1``: a value
 equal to ``g_p``; slot ``2p``: a value strictly between ``g_{p-1}`` and ``g_p``).  For
 candidate ``p`` let ``a_p`` = #rows ``< g_p`` (slots ``<= 2p``) and ``b_p`` = #rows
-``<= g_p`` (slots ``<= 2p + 1``); the utility for the target rank ``t`` is
-``-max(a_p - t, t - b_p, 0)``: minus the distance of ``t`` to ``[a_p, b_p]`` (an integer).
+``<= g_p`` (slots ``<= 2p + 1``); for the scaled target ``T`` and the units per rank ``D``
+the utility is ``-min(max(D a_p - T, T - D b_p, 0), 2**53)``: minus ``D`` times the distance
+of the target rank ``T / D`` to ``[a_p, b_p]`` (an integer, exact in float64; the cap is
+1-Lipschitz, so it never raises the sensitivity).  The caller picks ``(T, D)``
+(:func:`dpfast.tables._quantile_em.targets`) and keeps ``D a_p``, ``T`` below ``2**62``.
 """
 
 from __future__ import annotations
@@ -88,11 +91,12 @@ def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, graw, ke
 
 @guarded
 @nb.njit(cache=True, parallel=True)
-def fill_utilities(starts, ends, slots, cnts, t, m, out):
+def fill_utilities(starts, ends, slots, cnts, t, den, m, out):
     """Rank utilities of keys ``0 .. rows-1``: key ``r``'s sparse histogram is
     ``slots[starts[r]:ends[r]]`` (increasing) with counts ``cnts``; ``out[r, p]`` is
-    ``-max(a_p - t[r], t[r] - b_p, 0)`` (see the module docstring)."""
+    ``-min(max(den a_p - t[r], t[r] - den b_p, 0), 2**53)`` (see the module docstring)."""
     rows = out.shape[0]
+    cap = np.int64(1) << 53
     for r in nb.prange(rows):
         e = starts[r]
         end = ends[r]
@@ -107,10 +111,12 @@ def fill_utilities(starts, ends, slots, cnts, t, m, out):
             if e < end and slots[e] == 2 * p + 1:
                 b = a + cnts[e]
             d = 0
-            if a - tr > d:
-                d = a - tr
-            if tr - b > d:
-                d = tr - b
+            if den * a - tr > d:
+                d = den * a - tr
+            if tr - den * b > d:
+                d = tr - den * b
+            if d > cap:
+                d = cap
             out[r, p] = -np.float64(d)
 
 

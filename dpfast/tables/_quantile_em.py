@@ -10,11 +10,29 @@ Steps (each a function, shared by :mod:`dpfast.tables.quantiles`, :mod:`dpfast.d
    streams and bounding policies as the sum's bounding), then :func:`slot_table`: the
    sparse, mergeable ``(key, slot) -> rows`` table (a cluster sums partial tables: the
    result is the same).
-4. :func:`targets` -- the target rank ``t = floor(q n)`` per key, exact.
+4. :func:`targets` -- the scaled target ``T`` per key, exact (:func:`scale`).
 5. :func:`sample` -- per key, the exponential mechanism over the grid with utility
-   ``-max(a_p - t, t - b_p, 0)`` (``a_p`` rows ``< g_p``, ``b_p`` rows ``<= g_p``),
-   sampled exactly by Gumbel-max (:func:`dpfast.selection.gumbel.argmax_words`) on words
-   addressed per key.
+   ``u_p = -max(D a_p - T, T - D b_p, 0)`` (``a_p`` rows ``< g_p``, ``b_p`` rows
+   ``<= g_p``), sampled exactly by Gumbel-max
+   (:func:`dpfast.selection.gumbel.argmax_words`) on words addressed per key.
+
+Utility (:func:`scale`)
+-----------------------
+``q = num / den`` exactly with ``den <= 2**16`` (0, 1, 1/2, 1/4, 3/4, 1/8, ...: min, max,
+median, quartiles): ``D = den``, ``T = num n`` -- ``u_p = -den dist(q n, [a_p, b_p])``, the
+distance of the exact target rank ``q n`` to the candidate's ranks in units of ``1/den``.
+One row added below ``g_p`` moves ``D a_p - T`` by ``den - num`` and ``T - D b_p`` by
+``num - den``; at ``g_p``: by ``-num`` and ``num - den``; above: by ``-num`` and ``num``
+(removal: the opposite), so the utility sensitivity is ``S = max(num, den - num)`` per row
+while one rank step is worth ``den``: for the median ``S = 1`` for a step of 2, twice the
+resolution of Smith's ``-dist(floor(q n), [a_p, b_p])`` at the same ε (at ``q = 0, 1`` they
+coincide).  With no tie at ``g_p`` (``a_p = b_p``) it is OpenDP's quantile score
+``|(den - num) a_p - num (n - b_p)|`` (``make_quantile_score_candidates``); a candidate
+with ties scores the distance to its whole rank interval (0 when ``q n`` falls inside),
+never less than that score.  Any other ``q`` (0.9 as a float has a denominator of
+``2**53``): Smith's utility, ``D = S = 1``, ``T = floor(q n)``.  Utilities are integers,
+capped at ``2**53`` (exact in float64; only a key with more than ``2**37`` rows can reach the
+cap, and a cap is 1-Lipschitz); a key with more than ``2**46`` rows raises OverflowError.
 
 Randomness
 ----------
@@ -45,12 +63,15 @@ from dpfast.selection._bits import _LazySource
 from dpfast.selection._validate import _coefficient
 from dpfast.tables import _keys, keynoise
 
-__all__ = ["QUANTILE_TAG", "EXACT_TAG", "grid", "slots_of", "bound_slots", "slot_table",
-           "targets", "sample", "rank_error"]
+__all__ = ["QUANTILE_TAG", "EXACT_TAG", "MAX_DEN", "grid", "slots_of", "bound_slots",
+           "slot_table", "scale", "targets", "sample", "rank_error"]
 
 QUANTILE_TAG = b"dpfast.tables.quantile v1"
 EXACT_TAG = b"dpfast.tables.quantile-exact v1"
 MAX_CANDIDATES = 1 << 16
+#: largest denominator of an exact q that gets the scaled utility (see the module docstring)
+MAX_DEN = 1 << 16
+_MAX_ROWS = 1 << 46  # rows of one key: D a_p and num n stay below 2**62 in int64
 _DENSE_CELLS_LOG2 = 17  # cells of one bucket's dense (code, slot) histogram (1 MiB)
 _CHUNK_CELLS = 1 << 21  # utilities of this many (key, candidate) cells per sampling step
 
@@ -163,10 +184,29 @@ def slot_table(codes: np.ndarray, slots: np.ndarray, n_slots: int, weights: Any 
     return oc[:size].copy(), os_[:size].copy(), on[:size].copy()
 
 
-def targets(n_rows: np.ndarray, q: float) -> np.ndarray:
-    """``floor(q n)`` per key, exactly (``q`` the exact binary rational of its float)."""
+def scale(q: float) -> tuple[int, int]:
+    """``(D, S)`` of quantile ``q``: one rank step moves the utility by ``D``, one row by at
+    most ``S``.  ``q = num / den`` exactly with ``den <= MAX_DEN``: ``(den, max(num,
+    den - num))`` (target ``T = num n``); else Smith's utility, ``(1, 1)`` (``T = floor(q
+    n)``)."""
     fq = Fraction(q)
-    uniq, inv = np.unique(n_rows, return_inverse=True)
+    num, den = fq.numerator, fq.denominator
+    if den <= MAX_DEN:
+        return den, int(max(num, den - num))
+    return 1, 1
+
+
+def targets(n_rows: np.ndarray, q: float) -> np.ndarray:
+    """The scaled target ``T`` per key, exactly (``q`` the exact binary rational of its
+    float): ``num n`` under the scaled utility, else ``floor(q n)`` (:func:`scale`)."""
+    fq = Fraction(q)
+    n = np.asarray(n_rows, np.int64).reshape(-1)
+    if n.size and int(n.max()) > _MAX_ROWS:
+        raise OverflowError(f"a key holds more than 2**46 rows ({int(n.max())}): its rank "
+                            "utilities would overflow")
+    if fq.denominator <= MAX_DEN:
+        return n * np.int64(fq.numerator)
+    uniq, inv = np.unique(n, return_inverse=True)
     t = np.array([(fq.numerator * int(v)) // fq.denominator for v in uniq.tolist()],
                  np.int64)
     return t[inv.reshape(-1)] if uniq.size else np.zeros(0, np.int64)
@@ -194,8 +234,10 @@ def sample(table: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
     """Candidate index per key of ``cand`` (sorted key codes; ``cand_keys`` their
     canonical values) and per quantile: ``(len(cand), len(qs))`` int64.
 
-    Each (key, quantile) is one exponential mechanism with ``epsilon = eps_q`` and
-    utility sensitivity ``sensitivity`` over the ``m`` candidates."""
+    Each (key, quantile ``q``) is one exponential mechanism with ``epsilon = eps_q`` over
+    the ``m`` candidates, with the utility of :func:`scale` and its sensitivity
+    ``S * sensitivity`` (``sensitivity``: the rows ``c`` one person may keep per key):
+    ``P(g_p) ∝ exp(eps_q u_p / (2 S c))``."""
     tc, ts, tn = table
     starts = np.searchsorted(tc, cand, side="left").astype(np.int64)
     ends = np.searchsorted(tc, cand, side="right").astype(np.int64)
@@ -204,16 +246,17 @@ def sample(table: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
     out = np.zeros((cand.shape[0], len(qs)), np.int64)
     if cand.shape[0] == 0 or m == 1:
         return out
-    c, c_f = _coefficient(eps_q, sensitivity, 2)
     step = max(1, _CHUNK_CELLS // m)
     for j, q in enumerate(qs):
+        den, s_row = scale(q)
+        c, c_f = _coefficient(eps_q, s_row * sensitivity, 2)
         t = targets(n_rows, q)
         qkey = _addressed.derive_key(rkey, QUANTILE_TAG, j)
         nonces = keynoise.key_nonces(qkey, cand_keys, 0)
         for a in range(0, cand.shape[0], step):
             b = min(cand.shape[0], a + step)
             u = np.empty((b - a, m), np.float64)
-            _kq.fill_utilities(starts[a:b], ends[a:b], ts, tn, t[a:b], m, u)
+            _kq.fill_utilities(starts[a:b], ends[a:b], ts, tn, t[a:b], den, m, u)
             words = _words(qkey, nonces[a:b], m).reshape(-1)
             umax = u.max(axis=1)
             sub = nonces[a:b]
@@ -225,23 +268,29 @@ def sample(table: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
     return out
 
 
-def rank_error(eps_q: float, sensitivity: int, m: int, alpha: float) -> int:
-    """Smallest integer ``r`` with ``m exp(-eps_q r / (2 sensitivity)) <= alpha``: with
-    probability at least ``1 - alpha`` the released candidate's rank distance to the target
-    exceeds the best candidate's by at most ``r`` (McSherry & Talwar 2007, Thm 6; one key,
-    one quantile).  Rounded up (computed with a safety margin, then checked exactly)."""
+def rank_error(eps_q: float, sensitivity: int, m: int, alpha: float,
+               q: float | None = None) -> int:
+    """Smallest integer ``r`` with ``m exp(-eps_q D r / (2 S sensitivity)) <= alpha``
+    (``(D, S)`` of :func:`scale` for ``q``; ``q=None``: ``D = S = 1``, Smith's utility):
+    with probability at least ``1 - alpha`` the released candidate's rank distance to the
+    target exceeds the best candidate's by at most ``r`` ranks (McSherry & Talwar 2007, Thm
+    6: the utility is ``-D`` times that distance, its sensitivity ``S sensitivity``; one
+    key, one quantile).  Rounded up (computed with a safety margin, then checked exactly)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     if m == 1:
         return 0
-    r = max(0, math.ceil(2 * sensitivity * math.log(m / alpha) / eps_q * (1 + 1e-12)))
+    den, s_row = (1, 1) if q is None else scale(q)
+    sens = Fraction(s_row * sensitivity, den)  # utility sensitivity in ranks
+    r = max(0, math.ceil(2 * float(sens) * math.log(m / alpha) / eps_q * (1 + 1e-12)))
     import mpmath
 
+    fe, fa = Fraction(eps_q), Fraction(alpha)
     with mpmath.workprec(128):  # certify the bound at r (and shrink r while it still holds)
         def ok(x: int) -> bool:
-            return bool(m * mpmath.exp(-mpmath.mpf(Fraction(eps_q).numerator) * x
-                                       / (2 * sensitivity * Fraction(eps_q).denominator))
-                        <= mpmath.mpf(Fraction(alpha).numerator) / Fraction(alpha).denominator
+            return bool(m * mpmath.exp(-mpmath.mpf(fe.numerator * sens.denominator) * x
+                                       / (2 * sens.numerator * fe.denominator))
+                        <= mpmath.mpf(fa.numerator) / fa.denominator
                         * (1 - mpmath.mpf(2) ** -100))
         while not ok(r):
             r += 1

@@ -259,7 +259,7 @@ def quantile_state(rel: Any) -> dict[str, Any]:
             "event": rel.event.to_dict(), "threshold": rel.threshold,
             "selection": selection_state(rel.selection),
             "key_names": None if rel.key_names is None else list(rel.key_names),
-            "release_id": rel.release_id}
+            "release_id": rel.release_id, "rank_utility": rel.rank_utility}
 
 
 def quantile_from_state(state: dict[str, Any]) -> Any:
@@ -281,4 +281,12 @@ def quantile_from_state(state: dict[str, Any]) -> Any:
         event=_events.from_dict(state["event"]), threshold=state["threshold"],
         selection=selection_from_state(state["selection"]),
         key_names=None if names is None else tuple(names),
-        release_id=state["release_id"])
+        release_id=state["release_id"],
+        # a state without it was drawn by an older version: Smith's utility for every q
+        rank_utility=_rank_utility(state.get("rank_utility", "floor")))
+
+
+def _rank_utility(x: Any) -> str:
+    if x not in ("scaled", "floor"):
+        raise ValueError(f"unsupported rank utility {x!r} in a QuantileRelease state")
+    return str(x)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,9 @@ class QuantileRelease:
     epsilon_per_key : float
         ε of each (key, quantile) exponential mechanism.
     sensitivity : int
-        The utility's sensitivity (rows one person may keep per key, ``c``).
+        Rows one person may keep per key (``c``); the utility's sensitivity is ``S c``
+        (:func:`dpfast.tables._quantile_em.scale`: ``S = max(num, den - num)`` for
+        ``q = num / den`` with ``den <= 2**16``, else 1).
     max_partitions : int
         Keys one person may touch (``k``).
     event : DpEvent
@@ -40,6 +43,10 @@ class QuantileRelease:
         with a thresholding rule; None for the geometric rule or a public domain).
     selection : Selection or None
         The private key selection (``domain=None``; :mod:`dpfast.tables._select`).
+    rank_utility : str
+        The rank utility the values were drawn with: ``"scaled"`` (the scaled utility of
+        :mod:`dpfast.tables._quantile_em`, this version) or ``"floor"`` (Smith's
+        ``-dist(floor(q n), [a, b])`` for every ``q``: a state saved by an older version).
     """
 
     keys: Any
@@ -54,6 +61,7 @@ class QuantileRelease:
     selection: Any = None
     key_names: tuple[str, ...] | None = None
     release_id: int | None = None
+    rank_utility: str = "scaled"
 
     def __len__(self) -> int:
         return int(self.values.shape[0])
@@ -72,29 +80,43 @@ class QuantileRelease:
 
         return quantile_from_state(state)
 
-    def rank_error(self, alpha: float = 0.05) -> int:
-        """Rank error ``r`` at level ``1 - alpha``, per key and quantile.
+    def _scaled(self, q: float) -> float | None:
+        return q if self.rank_utility == "scaled" else None
+
+    def rank_error(self, alpha: float = 0.05, q: float | None = None) -> int:
+        """Rank error ``r`` at level ``1 - alpha``, per key, of quantile ``q`` (default:
+        the largest over the release's quantiles).
 
         With probability at least ``1 - alpha`` the released grid point ``g`` satisfies
-        ``dist(t, [a(g), b(g)]) <= d* + r``, where ``t = floor(q n)`` is the target rank
-        of the key's ``n`` kept rows, ``a(g)`` / ``b(g)`` the numbers of kept rows
-        ``< g`` / ``<= g``, and ``d*`` the same distance for the best grid point (0 when
-        the grid is fine enough to hold a point of rank ``t``).  ``r`` is the smallest
-        integer with ``m exp(-ε_q r / (2 c)) <= alpha`` (McSherry & Talwar 2007, Thm 6:
-        every worse candidate together has at most that probability), ``m`` the grid
-        size.  It depends on public parameters only.
+        ``dist(t, [a(g), b(g)]) <= d* + r``, where ``t`` is the target rank of the key's
+        ``n`` kept rows -- ``q n`` exactly when ``q = num / den`` with ``den <= 2**16``
+        (0, 1/2, 1/4, 3/4...), else ``floor(q n)`` -- ``a(g)`` / ``b(g)`` the numbers of
+        kept rows ``< g`` / ``<= g``, and ``d*`` the same distance for the best grid point
+        (0 when the grid is fine enough to hold a point of rank ``t``).  ``r`` is the
+        smallest integer with ``m exp(-ε_q D r / (2 S c)) <= alpha`` (McSherry & Talwar
+        2007, Thm 6: every worse candidate together has at most that probability), ``m``
+        the grid size, ``D`` the utility's units per rank and ``S c`` its sensitivity
+        (:func:`dpfast.tables._quantile_em.scale`: ``D / S = 2`` for the median, 1 for the
+        minimum and maximum).  It depends on public parameters only.
         """
-        return _em.rank_error(self.epsilon_per_key, self.sensitivity, self.grid.shape[0],
-                              alpha)
+        qs = self.q if q is None else (float(q),)
+        if q is not None and float(q) not in self.q:
+            raise ValueError(f"q must be one of the release's quantiles {self.q}, got {q!r}")
+        return int(np.max([_em.rank_error(self.epsilon_per_key, self.sensitivity,
+                                          self.grid.shape[0], alpha, self._scaled(x))
+                           for x in qs]))
 
     def accuracy(self, alpha: float = 0.05) -> dict[str, Any]:
         """The accuracy statement at level ``1 - alpha``: ``{"alpha", "rank_error",
-        "grid_step", "statement"}`` (``grid_step``: the largest gap of the grid, the
-        value resolution)."""
+        "grid_step", "statement"}`` (``rank_error``: the largest over the quantiles;
+        ``grid_step``: the largest gap of the grid, the value resolution)."""
         r = self.rank_error(alpha)
         step = float(np.max(np.diff(self.grid))) if self.grid.shape[0] > 1 else 0.0
+        exact = self.rank_utility == "scaled" and all(
+            Fraction(x).denominator <= _em.MAX_DEN for x in self.q)
+        target = "q n" if exact else "floor(q n)"
         text = (f"with probability >= {1 - alpha:g}, per key and quantile, the released "
-                f"value's rank is within +/-{r} rows of floor(q n) (beyond the grid's own "
+                f"value's rank is within +/-{r} rows of {target} (beyond the grid's own "
                 f"resolution, step {step:g})")
         return {"alpha": float(alpha), "rank_error": r, "grid_step": step, "statement": text}
 
