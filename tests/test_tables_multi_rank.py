@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -39,16 +40,31 @@ def _frame(n: int = 4000, seed: int = 0, people: int = 400) -> pd.DataFrame:
 BOUNDS = {"x": (0.0, 8.0), "y": (0, 6)}
 
 
-def _exact_law(rows: list[float], grid: list[float], q: float, eps: float, sens: int
-               ) -> list[mpmath.mpf]:
-    """The target law from the definition: ``u = -max(a - t, t - b, 0)``, ``t = floor(q
-    n)``, ``P ∝ exp(eps u / (2 sens))``."""
+def _target(q: float, n: int) -> tuple[Fraction, int, int]:
+    """(target rank, units per rank D, sensitivity per row S) from the definition:
+    ``q = num/den`` exactly with ``den <= 2**16``: ``q n``, ``den``, ``max(num, den - num)``;
+    else Smith's ``floor(q n)``, 1, 1."""
     fq = Fraction(q)
-    t = (fq.numerator * len(rows)) // fq.denominator
-    us = [-max(sum(x < g for x in rows) - t, t - sum(x <= g for x in rows), 0) for g in grid]
+    if fq.denominator <= 1 << 16:
+        return fq * n, fq.denominator, max(fq.numerator, fq.denominator - fq.numerator)
+    return Fraction((fq.numerator * n) // fq.denominator), 1, 1
+
+
+def _dist(rows: Any, g: float, t: Fraction) -> Fraction:
+    """Distance of the target rank ``t`` to the ranks ``[#(x < g), #(x <= g)]``."""
+    return max(int(np.sum(np.asarray(rows) < g)) - t, t - int(np.sum(np.asarray(rows) <= g)),
+               Fraction(0))
+
+
+def _exact_law(rows: list[float], grid: list[float], q: float, eps: float, c: int
+               ) -> list[mpmath.mpf]:
+    """The target law from the definition: ``u = -D dist(t, [a, b])``,
+    ``P ∝ exp(eps u / (2 S c))`` (``c`` rows per person)."""
+    t, d, s_row = _target(q, len(rows))
+    us = [-d * _dist(rows, g, t) for g in grid]
     with mpmath.workprec(100):
-        c = mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator / (2 * sens)
-        w = [mpmath.exp(c * u) for u in us]
+        k = mpmath.mpf(Fraction(eps).numerator) / Fraction(eps).denominator / (2 * s_row * c)
+        w = [mpmath.exp(k * int(u)) for u in us]
         z = mpmath.fsum(w)
         return [x / z for x in w]
 
@@ -65,8 +81,8 @@ def _chi2_p(counts: np.ndarray, probs: list[mpmath.mpf]) -> float:
 def test_rank_metrics_are_computed_on_the_rows_the_one_bounding_kept(c: int) -> None:
     """One person per key, five distinct values, ``c`` rows kept.  At a huge ε the integer
     sum is exact and every rank metric is a best grid point (distance 0): the min lies in
-    ``[0, x_(0)]``, the max in ``[x_(c-1), 100]``, the median (``t = floor(c/2)``) in
-    ``[x_(t-1), x_(t)]`` of the kept rows ``x``.  Some pair of the key's values whose sum
+    ``[0, x_(0)]``, the max in ``[x_(c-1), 100]``, the median (target rank ``c/2``) where
+    ``#(x < g) <= c/2 <= #(x <= g)`` for the kept rows ``x``.  Some pair of the key's values whose sum
     is the released sum satisfies all three, for every key: the same rows."""
     rng = np.random.default_rng(7)
     nk = 300
@@ -90,10 +106,9 @@ def test_rank_metrics_are_computed_on_the_rows_the_one_bounding_kept(c: int) -> 
         for kept in itertools.combinations(sorted(own), c):
             if sum(kept) != total[i]:
                 continue
-            t = c // 2
-            fits.append(lo[i] <= kept[0] and hi[i] >= kept[-1]
-                        and (t == 0 and med[i] <= kept[0]
-                             or t > 0 and kept[t - 1] <= med[i] <= kept[t]))
+            below = sum(x < med[i] for x in kept)
+            upto = sum(x <= med[i] for x in kept)
+            fits.append(lo[i] <= kept[0] and hi[i] >= kept[-1] and 2 * below <= c <= 2 * upto)
         assert any(fits), i
         # with another row's value in place of a kept one, the statements often fail
         other = [v for v in own if v not in kept]
@@ -114,8 +129,8 @@ def test_huge_epsilon_median_is_a_best_grid_point_of_the_kept_rows() -> None:
         r = rel[name]
         for i in range(12):
             v = col[df.g == i].to_numpy()
-            t = math.floor(q * v.shape[0])
-            dist = [max(np.sum(v < g) - t, t - np.sum(v <= g), 0) for g in r.grid]
+            t = _target(q, v.shape[0])[0]
+            dist = [_dist(v, g, t) for g in r.grid]
             gi = int(np.flatnonzero(r.grid == r.values[i])[0])
             assert dist[gi] == min(dist), (name, i)
     assert rel["q0.25_y"].values.dtype == np.int64
@@ -172,12 +187,16 @@ def test_rank_error_statement_holds_on_real_sized_data() -> None:
     assert np.max(np.abs(rel["median_x"].values - truth)) < 0.15 + 30 / 255
     alpha = 0.05
     r = rel["median_x"].rank_error(alpha)
-    assert r == em.rank_error(rel["median_x"].epsilon_per_key, 1, 256, alpha)
+    eps_q = rel["median_x"].epsilon_per_key
+    assert r == em.rank_error(eps_q, 1, 256, alpha, 0.5)
+    r_lo, r_hi = rel["min_x"].rank_error(alpha), rel["max_x"].rank_error(alpha)
+    assert r_lo == r_hi == em.rank_error(rel["min_x"].epsilon_per_key, 1, 256, alpha)
+    assert rel["min_x"].epsilon_per_key == eps_q and r < r_lo  # the median's finer steps
     lo, hi = rel["min_x"].values, rel["max_x"].values
     bad = 0
     for k in range(nk):  # rank statements: at most r rows beyond the released points
         v = x[keys == k]
-        bad += int(np.sum(v < lo[k]) > r) + int(np.sum(v > hi[k]) > r)
+        bad += int(np.sum(v < lo[k]) > r_lo) + int(np.sum(v > hi[k]) > r_hi)
     assert bad <= 2 * alpha * nk
     out = rel.to_pandas(alpha)
     assert out["median_x_rank_error"].tolist() == [r] * nk
