@@ -82,8 +82,9 @@ def test_rank_metrics_are_computed_on_the_rows_the_one_bounding_kept(c: int) -> 
     """One person per key, five distinct values, ``c`` rows kept.  At a huge ε the integer
     sum is exact and every rank metric is a best grid point (distance 0): the min lies in
     ``[0, x_(0)]``, the max in ``[x_(c-1), 100]``, the median (target rank ``c/2``) where
-    ``#(x < g) <= c/2 <= #(x <= g)`` for the kept rows ``x``.  Some pair of the key's values whose sum
-    is the released sum satisfies all three, for every key: the same rows."""
+    ``#(x < g) <= c/2 <= #(x <= g)`` for the kept rows ``x``.  Some pair of the key's
+    values whose sum is the released sum satisfies all three, for every key: the same
+    rows."""
     rng = np.random.default_rng(7)
     nk = 300
     keys = np.repeat(np.arange(nk), 5)
