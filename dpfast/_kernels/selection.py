@@ -35,7 +35,12 @@ exactly.  Scores with ``a_f < -10^300`` (or an overflowed ``-inf``) are clamped 
 Skipping: ``GTABLE[b]`` bounds ``G`` from above for all words whose top 12 bits are
 ``b`` (``G`` increases with ``U``); a cell whose ``a + GTABLE[b]`` (plus slack) is below
 the segment's current ``hi2`` cannot be the winner nor change the certificate, so its
-logarithms are never computed.  The outcome does not depend on the skipping.
+logarithms are never computed.  The outcome does not depend on the skipping, nor on the
+order the cells are visited in (``hi1``, ``hi2`` are the two largest upper bounds of the
+segment whatever the order; a tie at ``hi1`` leaves the row pending), so each segment is
+scanned from its best utility on, wrapping round: the cells near the peak set ``hi2``
+first and the rising side before the peak is then mostly skipped (with a peaked utility,
+such as a quantile's, about half the logarithms of a left-to-right scan).
 """
 
 from __future__ import annotations
@@ -129,7 +134,20 @@ def em_scan(m, u, umax, n, seg, c, table, j1o, lo1o, hi1o, hi2o, spo):
         lo1 = NEG_INF
         j1 = -1
         special = False
+        ib = i0  # the segment's best utility (the first cell at the row's maximum)
+        best = u[i0]
         for i in range(i0, i1):
+            if u[i] >= um:
+                ib = i
+                break
+            if u[i] > best:
+                best = u[i]
+                ib = i
+        width = i1 - i0
+        for k in range(width):  # from the best cell on, rotated (see the module docstring)
+            i = ib + k
+            if i >= i1:
+                i -= width
             w = m[i]
             a, clamped = _score_a(c, u[i], um)
             ub = a + table[np.int64(w >> S52)]

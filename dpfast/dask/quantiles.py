@@ -118,7 +118,8 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
     Privacy
     -------
     That of :func:`dpfast.tables.quantile`: per (key, quantile) the exponential mechanism
-    with the rank utility (``Δu = c``, ``ε_q = ε / (k len(q))``; McSherry & Talwar 2007,
+    with the rank utility (``Δu = max(num, den - num) c`` for ``q = num / den``,
+    ``den <= 2**16``, else ``c``; ``ε_q = ε / (k len(q))``; McSherry & Talwar 2007,
     Smith 2011), add/remove one person; each person is bounded where all their rows are,
     by a function of their own rows only (either policy); the budget is charged once, on
     the driver, before the graph is computed.

@@ -14,8 +14,10 @@ partitioning (the dask release is bit-identical).
 
 Budget (the rule of :mod:`dpfast.tables._metrics`): a rank part gets its metric's share
 ``s`` of ``ε`` (or ``ρ``).  One person changes at most ``k`` keys and each key's utility by
-at most ``c``, so per key ``ε_q``-DP with ``P(g_p) ∝ exp(ε_q u_p / (2c))``
-(McSherry & Talwar 2007), and the part is ``SelfComposed(Exponential(ε_q), k)``:
+at most ``Δu = S c`` (``S`` of :func:`dpfast.tables._quantile_em.scale`: 1 for the median,
+min and max, ``max(num, den - num)`` for ``q = num / den``), so per key ``ε_q``-DP with
+``P(g_p) ∝ exp(ε_q u_p / (2 Δu))`` (McSherry & Talwar 2007), and the part is
+``SelfComposed(Exponential(ε_q), k)``:
 
 * pure ``ε`` (Laplace parts): ``ε_q = ε s / k`` (rounded down; basic composition);
 * zCDP (Gaussian parts, ``ρ`` given or the ``ρ`` implied by ``(ε, δ)``): ``ε_q`` the

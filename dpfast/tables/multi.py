@@ -209,10 +209,13 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     (discrete Laplace, CKS20; grid Laplace for float sums, exact fixed-point totals,
     Casacuberta et al. CCS 2022) or ``ρ_p``-zCDP (discrete Gaussian).  A rank metric
     (median, quantile ``q``, min, max of ``x``) is, per released key, the exponential
-    mechanism ``P(g) ∝ exp(ε_q u(g) / (2c))`` over the public grid with the rank utility
-    ``u(g) = -max(#{x < g} - t, t - #{x <= g}, 0)``, ``t = floor(q n)`` over the key's
-    ``n`` kept rows (one person moves every utility by at most ``c``: ``Δu = c``; McSherry
-    & Talwar 2007, Smith 2011); a person changes at most ``k`` keys, so the part is
+    mechanism ``P(g) ∝ exp(ε_q u(g) / (2 Δu))`` over the public grid with the rank
+    utility of :func:`dpfast.tables.quantile` over the key's ``n`` kept rows:
+    ``u(g) = -max(den #{x < g} - num n, num n - den #{x <= g}, 0)`` for ``q = num / den``
+    with ``den <= 2**16`` (``Δu = max(num, den - num) c``: ``c`` for the median, min and
+    max), Smith's ``-max(#{x < g} - t, t - #{x <= g}, 0)``, ``t = floor(q n)``, ``Δu = c``
+    for any other ``q`` (McSherry & Talwar 2007, Smith 2011); a person changes at most
+    ``k`` keys, so the part is
     ``SelfComposed(Exponential(ε_q), k)`` with ``ε_q = ε_p / k`` (pure), or the largest
     ``ε_q`` with ``k ε_q²/8 <= ρ_p`` next to Gaussian parts (bounded range: Cesar & Rogers
     2021).  With a public ``domain``, Laplace parts and ``delta > 0`` the rank parts

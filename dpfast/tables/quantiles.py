@@ -294,13 +294,19 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
     person, chosen by the person's own keyed stream under either ``bounding`` policy: a
     function of that person's rows only, so the sensitivity below holds for both), each
     (key, quantile) runs the exponential mechanism over the public grid
-    ``g_0 < ... < g_{m-1}`` with utility
-    ``u(g_p) = -max(a_p - t, t - b_p, 0)``, ``a_p = #{x < g_p}``, ``b_p = #{x <= g_p}``,
-    ``t = floor(q n)`` (``n`` the key's kept rows): one person moves ``a_p``, ``b_p`` and
-    ``t`` by at most ``c`` each in the same direction, so ``Δu = c`` and
-    ``P(g_p) ∝ exp(ε_q u(g_p) / (2c))`` is ``ε_q``-DP (McSherry & Talwar 2007; the
-    quantile utility of Smith 2011 on a finite grid, as Gillenwater, Joseph, Kulesza
-    2021).  ``ε_q = ε / (k · len(q))`` (rounded down): a person touches at most ``k`` keys,
+    ``g_0 < ... < g_{m-1}`` with a rank utility of ``a_p = #{x < g_p}``,
+    ``b_p = #{x <= g_p}`` and ``n`` (the key's kept rows).  ``q = num / den`` exactly with
+    ``den <= 2**16`` (0, 1/2, 1/4, 3/4, 1/8...: min, max, median, quartiles):
+    ``u(g_p) = -max(den a_p - num n, num n - den b_p, 0)`` (``-den`` times the distance of
+    the rank ``q n`` to ``[a_p, b_p]``; OpenDP's quantile score where ``a_p = b_p``); one
+    row added or removed moves both terms by at most ``S = max(num, den - num)`` (below
+    ``g_p``: ``±(den - num)``; at ``g_p``: ``-num``, ``num - den``; above: ``∓num``, ``±num``),
+    so ``Δu = S c``.  Any other ``q``: Smith's ``u(g_p) = -max(a_p - t, t - b_p, 0)``,
+    ``t = floor(q n)``, ``Δu = c``.  ``P(g_p) ∝ exp(ε_q u(g_p) / (2 Δu))`` is ``ε_q``-DP
+    (McSherry & Talwar 2007; the quantile utility of Smith 2011 on a finite grid, as
+    Gillenwater, Joseph, Kulesza 2021).  A rank step is worth ``den`` (1 for Smith's)
+    against ``Δu``: for the median twice the resolution of Smith's utility at the same ε.
+    ``ε_q = ε / (k · len(q))`` (rounded down): a person touches at most ``k`` keys,
     keys they do not touch are unchanged (parallel composition), so the release is
     ``ε``-DP by basic composition; event ``SelfComposed(Exponential(ε_q), k · len(q))``
     (also ``k len(q) ε_q² / 8``-zCDP, bounded range).  With a public domain and
@@ -316,7 +322,8 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
 
     Numerics
     --------
-    Integer utilities, exact ``t`` (integer arithmetic on the exact ``q``), exact
+    Integer utilities (exact ``num``, ``den``, ``t`` of the exact ``q``; capped at ``2**53``,
+    exact in float64; a key with more than ``2**46`` rows raises OverflowError), exact
     Gumbel-max sampling (:func:`dpfast.exponential`: no candidate's probability is rounded
     to 0), per-key addressed randomness (:mod:`dpfast.tables._quantile_em`).  Min/max are
     rank statements: with no data between ``lo`` and the minimum, ``q = 0`` is uniform
@@ -359,7 +366,8 @@ def median(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any
     Privacy
     -------
     That of :func:`quantile` (``ε``-DP, add/remove one person, exponential mechanism with
-    the rank utility; McSherry & Talwar 2007, Smith 2011).
+    the rank utility ``u(g) = -max(2 #{x < g} - n, n - 2 #{x <= g}, 0)``, ``Δu = c``;
+    McSherry & Talwar 2007, Smith 2011).
     """
     return quantile(values, keys, privacy_ids, q=0.5, **kwargs)
 
