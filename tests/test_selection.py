@@ -430,6 +430,43 @@ def test_certified_rows_match_high_precision_argmax() -> None:
     assert (out >= 0).mean() > 0.99
 
 
+@pytest.mark.parametrize("seg", [7, 64])
+def test_scan_from_the_best_cell_equals_a_full_left_to_right_scan(seg: int) -> None:
+    """The scan visits each segment from its best utility on (wrapping round) and skips
+    cells: per segment its two largest upper bounds, its special flag and (when the largest
+    is unique) the winner and lower bound are those of evaluating every cell left to right;
+    peaked integer utilities with ties, rows of several segments (the row maximum in
+    another segment), words near 0 and near 1."""
+    rng = np.random.default_rng(11)
+    rows, n = 60, 40
+    m = rng.integers(0, 2 ** 64, size=rows * n, dtype=np.uint64)
+    m[::97] = np.uint64(5)                    # U < 2^-52
+    m[::89] = np.uint64((1 << 64) - 7)        # special
+    peak = rng.integers(0, n, rows)
+    u = -np.abs(np.arange(n)[None, :] - peak[:, None]).astype(np.float64) * 2.0
+    u[::5] = np.round(u[::5] / 4.0)           # ties
+    u = u.reshape(-1)
+    umax = u.reshape(rows, n).max(axis=1)
+    nps = -(-n // seg)
+    outs = [np.empty(rows * nps, np.int64), np.empty(rows * nps), np.empty(rows * nps),
+            np.empty(rows * nps), np.empty(rows * nps, np.bool_)]
+    ks.em_scan(m, u, umax, n, seg, 0.7, ks.GTABLE, *outs)
+    j1, lo1, hi1, hi2, sp = outs
+    for r in range(rows):
+        for p in range(nps):
+            s = r * nps + p
+            cells = []
+            for j in range(p * seg, min(n, (p + 1) * seg)):
+                a = max(0.7 * (u[r * n + j] - umax[r]), -1e300)
+                cells.append((j, *ks.cell_bounds(m[r * n + j], a)))
+            his = sorted((c[2] for c in cells), reverse=True) + [-math.inf]
+            assert hi1[s] == his[0] and hi2[s] == his[1], (r, p)
+            assert sp[s] == any(c[3] for c in cells)
+            if his[0] > his[1]:
+                top = max(cells, key=lambda c: c[2])
+                assert j1[s] == top[0] and lo1[s] == top[1]
+
+
 # --------------------------------------------------------------------------- permute-and-flip
 
 
