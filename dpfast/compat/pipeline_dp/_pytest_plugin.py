@@ -8,24 +8,7 @@ PipelineDP's own test suite (tests/test_compat_pipeline_dp_suite.py).
 
 from __future__ import annotations
 
-from typing import Any
+from dpfast.compat._suite_plugin import session_hooks
 
-
-def pytest_configure(config: Any) -> None:
-    """Install the backend before collection."""
-    from dpfast.compat.pipeline_dp import install
-
-    install()
-
-
-def pytest_unconfigure(config: Any) -> None:
-    """Undo the session's :func:`install`."""
-    from dpfast.compat.pipeline_dp import is_installed, uninstall
-
-    if is_installed():
-        uninstall()
-
-
-def pytest_report_header(config: Any) -> str:
-    """Say in the header that the session runs on dpfast."""
-    return "dpfast.compat.pipeline_dp.install() active for the whole session"
+pytest_configure, pytest_unconfigure, pytest_report_header = session_hooks(
+    "dpfast.compat.pipeline_dp")
