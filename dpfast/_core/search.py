@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-__all__ = ["MAX_STEPS", "MAX_BISECT", "smallest_true", "largest_true"]
+__all__ = ["MAX_STEPS", "MAX_BISECT", "smallest_true", "largest_true", "smallest_true_int"]
 
 #: doublings or halvings before a bracket search gives up (the float range is 2098 binades)
 MAX_STEPS = 2200
@@ -123,3 +123,31 @@ def largest_true(ok: Callable[[float], bool], guess: float, *, rtol: float,
         else:
             hi = mid
     return lo
+
+
+def smallest_true_int(ok: Callable[[int], bool], guess: int, *, floor: int, step: int = 1,
+                      res: int = 1) -> int:
+    """An integer ``hi`` with ``ok(hi)`` true and ``ok`` false at ``hi - res`` or below
+    ``floor`` (``ok`` monotone: false below its boundary, true above; false at ``floor``),
+    i.e. the smallest true integer to within ``res``: gallop from ``guess`` by doubling
+    steps (the first ``step``) to a bracket ``lo < boundary <= hi``, then bisect.  The
+    thresholds of private key selection (their tails are computed exactly, so ``ok`` turns
+    at a finite integer)."""
+    if ok(guess):
+        hi, lo = guess, guess - step
+        while lo > floor and ok(lo):
+            hi, step = lo, step * 2
+            lo = hi - step
+        lo = max(lo, floor)
+    else:
+        lo, hi = guess, guess + step
+        while not ok(hi):
+            lo, step = hi, step * 2
+            hi = lo + step
+    while hi - lo > res:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

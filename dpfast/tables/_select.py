@@ -111,6 +111,7 @@ import numpy as np
 
 from dpfast import _native
 from dpfast._core.rounding import float_down, float_up
+from dpfast._core.search import smallest_true_int
 from dpfast.accounting import events as _events
 from dpfast.mechanisms import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from dpfast.mechanisms._calibrate import zcdp_delta
@@ -343,26 +344,7 @@ def _gaussian_threshold(sigma: Fraction, d: float, k: int) -> int:
     s = float(sigma)
     guess = max(2, int(1 + s * math.sqrt(max(0.0, 2 * (math.log(k) - math.log(d))))) - 2)
     # gallop to a bracket lo < answer <= hi (lo = 1 publishes every key: never ok)
-    if ok(guess):
-        hi, step = guess, 1
-        lo = hi - step
-        while lo > 1 and ok(lo):
-            hi, step = lo, step * 2
-            lo = hi - step
-        lo = max(lo, 1)
-    else:
-        lo, step = guess, 1
-        hi = lo + step
-        while not ok(hi):
-            lo, step = hi, step * 2
-            hi = lo + step
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_true_int(ok, guess, floor=1)
 
 
 # ----------------------------------------------------------------------------- geometric

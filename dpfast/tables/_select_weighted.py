@@ -33,6 +33,7 @@ import mpmath
 import numpy as np
 
 from dpfast._core.rounding import float_down, float_up
+from dpfast._core.search import smallest_true_int
 from dpfast.mechanisms import DiscreteGaussianMechanism
 from dpfast.mechanisms._calibrate import zcdp_delta
 from dpfast.mechanisms._tails import _dg_normalizer_lower, _dg_tail_sum
@@ -123,24 +124,7 @@ def _threshold(tail: _Tail, d: float, w: np.ndarray, k: int, sigma: float) -> in
     step = max(res, int(sigma) // 16)
     guess = int(w[1]) + int(sigma * math.sqrt(2 * max(0.0, math.log(k) - math.log(d))))
     floor_ = int(w[1])  # tau <= W(1): a one-key person's lone key is kept w.p. >= 1/2
-    if ok(guess):
-        hi, lo = guess, guess - step
-        while lo > floor_ and ok(lo):
-            hi, step = lo, step * 2
-            lo = hi - step
-        lo = max(lo, floor_)
-    else:
-        lo, hi = guess, guess + step
-        while not ok(hi):
-            lo, step = hi, step * 2
-            hi = lo + step
-    while hi - lo > res:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return smallest_true_int(ok, guess, floor=floor_, step=step, res=res)
 
 
 def plan_parts(e: float, d: float, k: int) -> tuple[float, int, float, np.ndarray]:
