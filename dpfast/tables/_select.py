@@ -287,8 +287,8 @@ def _plan_cached(e: float, d: float, k: int, pol: str) -> Selection:
         return Selection("laplace", k, e, dd, d, NoiseLaw("discrete_laplace", m.scale), tau,
                          _event(e, dd))
     if pol == "weighted_gaussian":
-        sigma, tau, dd, w = _select_weighted.plan_parts(e, d, k)
-        return Selection("weighted_gaussian", k, e, dd, d, NoiseLaw("discrete_gaussian", sigma),
+        w_sigma, tau, dd, w = _select_weighted.plan_parts(e, d, k)
+        return Selection("weighted_gaussian", k, e, dd, d, NoiseLaw("discrete_gaussian", w_sigma),
                          tau, _event(e, dd), weights=w,
                          weight_bits=_select_weighted.WEIGHT_BITS)
     if pol == "gaussian":

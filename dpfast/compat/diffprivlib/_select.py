@@ -229,7 +229,7 @@ class Exponential(_LazyProbabilities, _dm.Exponential):
         return picks.astype(np.int64)
 
 
-class PermuteAndFlip(_DPL_PERMUTE_AND_FLIP, Exponential):
+class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
     r"""diffprivlib's ``PermuteAndFlip`` (McKenna & Sheldon 2020) sampled exactly by
     :func:`dpfast.permute_and_flip`.
 

@@ -94,7 +94,7 @@ def staircase_draws(size: int, epsilon: float, n: int, m: int, gen: Any) -> np.n
 _DPL_STAIRCASE = _dm.Staircase  # diffprivlib's class (the parent below)
 
 
-class Staircase(_DPL_STAIRCASE):
+class Staircase(_dm.Staircase):
     r"""diffprivlib's ``Staircase`` (Geng & Viswanath 2014) drawn exactly on a grid.
 
     The value is rounded to the grid ``gZ`` (``g = dpfast.granularity(Δ)``, about

@@ -22,33 +22,33 @@ _OVERFLOW = (
 DIFFERENCES: dict[str, str] = {
     "tests/combiners_test.py::CountCombinerTest::test_compute_metrics_no_noise": (
         _OVERFLOW + "; the test's 'no noise' (eps, delta) = (1e5, 1 - 1e-5): sigma = "
-        "0.0022 * sensitivity, the test asserts |noise| < 1e-5"),
+        "0.0022 * sensitivity, the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::PrivacyIdCountCombinerTest::test_compute_metrics_no_noise": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::SumCombinerTest::"
     "test_compute_metrics_no_noise_per_contribution_bound": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::SumCombinerTest::test_compute_metrics_no_noise_per_partition_bound": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::MeanCombinerTest::test_compute_metrics_no_noise": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::VarianceCombinerTest::test_compute_metrics_no_noise": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::CompoundCombinerTest::test_compute_metrics_no_noise": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5), the test asserts abs(noise) < 1e-5"),
     "tests/combiners_test.py::VectorSumCombinerTest::test_compute_metrics_no_noise": (
-        _OVERFLOW + "; (1e5, 1 - 1e-5) on a vector, the test asserts |noise| < 1e-5"),
+        _OVERFLOW + "; (1e5, 1 - 1e-5) on a vector, the test asserts abs(noise) < 1e-5"),
     "tests/dp_engine_test.py::DpEngineTest::"
     "test_aggregate_private_partition_selection_keep_everything": (
         _OVERFLOW + "; total (1e5, 1e-10): the count's sigma is 0.0032, the test asserts "
-        "|noise| < 1e-3"),
+        "abs(noise) < 1e-3"),
     "tests/dp_engine_test.py::DpEngineTest::"
     "test_aggregate_public_partitions_add_empty_public_partitions": (
         _OVERFLOW + "; total (1e5, 1 - 1e-10) over three metrics: sigma = 0.0039, the test "
-        "asserts |noise| < 5e-8"),
+        "asserts abs(noise) < 5e-8"),
     "tests/dp_engine_test.py::DpEngineTest::"
     "test_contribution_bounds_already_enforced_sensible_result": (
-        _OVERFLOW + "; total (1000, 0.999): the test asserts |noise| < 5e-8"),
+        _OVERFLOW + "; total (1000, 0.999): the test asserts abs(noise) < 5e-8"),
 }
 
 _MOCKS_PYDP = ("not applicable: mocks PyDP's C++ strategy method {}.noised_value_if_should_keep "

@@ -22,7 +22,8 @@ from dpfast.compat.pipeline_dp._state import gen as _gen
 _EXACT_INT = float(2 ** 53)
 # per mechanism object: (installed generator, {on integers: scalar plan}); weak, so that
 # PipelineDP's mechanisms stay picklable and are freed with their combiners
-_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MEMO: weakref.WeakKeyDictionary[Any, tuple[Any, dict[bool, Any]]] = (
+    weakref.WeakKeyDictionary())
 
 
 def _on_integers(x: np.ndarray) -> bool:
@@ -102,7 +103,7 @@ def _scalar_plan(mech: Any, v: float, on_int: bool) -> Any:
     and installed generator (PipelineDP calls one mechanism per partition and metric; its
     parameters never change); None: sensitivity 0 (no noise); "pydp": keep PyDP's noise."""
     gen = _gen()
-    memo = _MEMO.get(mech)
+    memo: tuple[Any, dict[bool, Any]] | None = _MEMO.get(mech)
     if memo is None or memo[0] is not gen:
         memo = _MEMO[mech] = (gen, {})
     plan = memo[1].get(on_int, False)
