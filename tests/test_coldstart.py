@@ -101,8 +101,8 @@ def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
                 or ".blake2b." in n]
 
 
-KERNEL_MODULES = ["samplers", "tables", "topdown", "local", "local_aggregate", "local_tally",
-                  "quantile",
+KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "local", "local_aggregate",
+                  "local_tally", "quantile",
                   "selection", "grid", "table", "uniform", "dpsgd", "rappor", "chacha",
                   "convex", "fixed", "rows"]
 # modules of the kernel package that hold no kernel (the parallel-launch guard)
@@ -204,7 +204,7 @@ def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
     orders rows exactly as numpy's stable sort by (key, value) did."""
     import numpy as np
 
-    from dpfast._kernels import tables as kt
+    from dpfast._kernels import grouping as _kg
 
     r = np.random.default_rng(5)
     for trial in range(200):
@@ -214,7 +214,7 @@ def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
         lo = int(r.integers(0, m + 1))
         hi = int(r.integers(lo, m + 1))
         a1, v1 = a.copy(), v.copy()
-        kt._sort_pairs(a1, v1, lo, hi)
+        _kg._sort_pairs(a1, v1, lo, hi)
         o1 = np.argsort(v[lo:hi], kind="mergesort")
         ka, kv = a[lo:hi][o1], v[lo:hi][o1]
         o2 = np.argsort(ka, kind="mergesort")
@@ -223,7 +223,7 @@ def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
         assert np.array_equal(a1, a2) and np.array_equal(np.signbit(v1), np.signbit(v2))
         assert np.array_equal(v1, v2)
         a3 = a.copy()
-        kt._sort_keys(a3, lo, hi)
+        _kg._sort_keys(a3, lo, hi)
         assert np.array_equal(a3[lo:hi], np.sort(a[lo:hi])) and np.array_equal(a3[:lo], a[:lo])
 
 

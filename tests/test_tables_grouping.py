@@ -9,7 +9,7 @@ import numba
 import numpy as np
 import pytest
 
-from dpfast._kernels import tables as kt
+from dpfast._kernels import grouping as _kg
 from dpfast.tables import _keys
 from dpfast.tables import bounding as B
 
@@ -34,11 +34,11 @@ def test_group_by_id_is_a_stable_sort_by_id(n: int, n_ids: int, threads: int) ->
     want = _stable(ids, n_ids, keys, vals)
     off, gk, gv = (np.empty(n_ids + 1, np.int64), np.empty(n, np.int64),
                    np.empty(n, np.int64))
-    kt.group_by_id(ids, n_ids, keys, vals, True, off, gk, gv, np.empty(n, np.int32), threads)
+    _kg.group_by_id(ids, n_ids, keys, vals, True, off, gk, gv, np.empty(n, np.int32), threads)
     for a, b in zip((off, gk, gv), want, strict=True):
         np.testing.assert_array_equal(a, b)
     none = np.empty(0, np.int64)
-    kt.group_by_id(ids, n_ids, keys, none, False, off, gk, none, np.empty(n, np.int32),
+    _kg.group_by_id(ids, n_ids, keys, none, False, off, gk, none, np.empty(n, np.int32),
                    threads)
     np.testing.assert_array_equal(off, want[0])
     np.testing.assert_array_equal(gk, want[1])

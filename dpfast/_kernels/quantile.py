@@ -29,7 +29,8 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import guarded
-from dpfast._kernels.tables import _most_frequent, _set_nonce, _shuffle_prefix, _sort_pairs
+from dpfast._kernels.grouping import _sort_pairs
+from dpfast._kernels.tables import _most_frequent, _set_nonce, _shuffle_prefix
 
 
 @guarded

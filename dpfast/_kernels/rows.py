@@ -24,7 +24,8 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import guarded
-from dpfast._kernels.tables import SMALL, _most_frequent, _set_nonce, _shuffle_prefix
+from dpfast._kernels.grouping import SMALL
+from dpfast._kernels.tables import _most_frequent, _set_nonce, _shuffle_prefix
 from dpfast._kernels.uniform import below
 
 

@@ -142,7 +142,7 @@ class FixedSums:
     def add_kept(self, off: np.ndarray, nkeep: np.ndarray, gkeys: np.ndarray,
                  gval: np.ndarray) -> None:
         """Add each kept (id, key) pair's int64 sum to its key (see
-        :func:`dpfast._kernels.tables.accumulate`)."""
+        :func:`dpfast._kernels.grouping.accumulate`)."""
         if _kt.accumulate2(off, nkeep, gkeys, gval, self.hi, self.lo):
             raise OverflowError(_OVERFLOW)
 

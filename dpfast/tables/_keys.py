@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._kernels import tables as _kt
+from dpfast._kernels import grouping as _kg
 
 _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
 #: below this many rows, factorizing, grouping and bounding run in numpy and serial
@@ -234,13 +234,13 @@ def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if n < SERIAL_ROWS:
             present[x64 - lo] = 1
         else:
-            _kt.mark_present(x64, lo, present, _threads())
+            _kg.mark_present(x64, lo, present, _threads())
         remap = np.cumsum(present, dtype=np.int64) - 1
         uniques = (np.flatnonzero(present) + lo).astype(x.dtype)
         if n < SERIAL_ROWS:
             return remap[x64 - lo], uniques
         codes = np.empty(n, np.int64)
-        _kt.take_codes(x64, lo, remap, codes)
+        _kg.take_codes(x64, lo, remap, codes)
         return codes, uniques
     uniques, codes = np.unique(x, return_inverse=True)
     return codes.astype(np.int64).reshape(-1), uniques
@@ -284,7 +284,7 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
             comb = codes * np.int64(k2) + c2
         else:
             comb = np.empty(codes.shape[0], np.int64)
-            _kt.combine_codes(codes, c2, np.int64(k2), comb)
+            _kg.combine_codes(codes, c2, np.int64(k2), comb)
         codes, u = _factorize_int(comb)
         u = u.astype(np.int64)
         combo_uniques = np.concatenate(

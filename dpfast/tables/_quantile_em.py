@@ -140,7 +140,7 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
     kept per id are those :func:`dpfast.tables.bounding.bound_codes` keeps)."""
     if ids is None:
         return codes, slots
-    from dpfast._kernels import tables as _kt
+    from dpfast._kernels import grouping as _kg
 
     n = codes.shape[0]
     id_codes, id_uniques = _keys.factorize_column(ids)
@@ -149,7 +149,7 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
     off = np.empty(n_ids + 1, np.int64)
     gkeys = np.empty(n, np.int64)
     gvals = np.empty(n, np.int64)
-    _kt.group_by_id(id_codes, n_ids, codes, slots, True, off, gkeys, gvals,
+    _kg.group_by_id(id_codes, n_ids, codes, slots, True, off, gkeys, gvals,
                     np.empty(n, np.int32), _keys._threads())
     keep = np.empty(n, np.bool_)
     scratch = [np.empty(n, np.int64) for _ in range(4)]

@@ -18,8 +18,8 @@ import dataclasses
 
 import numpy as np
 
+from dpfast._kernels import grouping as _kg
 from dpfast._kernels import rows as _kr
-from dpfast._kernels import tables as _kt
 from dpfast.tables import _keys, bounding
 from dpfast.tables._fixed import FixedSums
 
@@ -81,7 +81,7 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
     off = np.empty(n_ids + 1, np.int64)
     gkeys = np.empty(n, np.int64)
     gidx = np.empty(n, np.int64)
-    _kt.group_by_id(id_codes, n_ids, key_codes, np.arange(n, dtype=np.int64), True, off,
+    _kg.group_by_id(id_codes, n_ids, key_codes, np.arange(n, dtype=np.int64), True, off,
                     gkeys, gidx, np.empty(n, np.int32), _keys._threads())
     nkeep = np.empty(n_ids, np.int64)
     gcnt = np.empty(n, np.int64)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
+from dpfast._kernels import grouping as _kg
 from dpfast._kernels import tables as _kt
 from dpfast.random import RngLike
 from dpfast.tables import _keys
@@ -77,7 +78,7 @@ def accumulate_weighted(off: np.ndarray, nkeep: np.ndarray, gkeys: np.ndarray,
     if unit_weights is None:
         return None
     out = np.zeros(n_keys, np.int64)
-    if _kt.accumulate_weighted_units(off, nkeep, gkeys,
+    if _kg.accumulate_weighted_units(off, nkeep, gkeys,
                                      np.ascontiguousarray(unit_weights, np.int64), out):
         raise OverflowError(_WEIGHT_OVERFLOW)
     return out
@@ -130,7 +131,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         if n and small:
             counts += np.bincount(key_codes, minlength=n_keys)
         elif n:
-            _kt.bincount_codes(key_codes, n_keys, counts, _keys._threads())
+            _kg.bincount_codes(key_codes, n_keys, counts, _keys._threads())
         sums: np.ndarray | FixedSums | None = None
         if values is not None and fixed_exp is not None:
             sums = FixedSums.zeros(n_keys, fixed_exp)
@@ -154,7 +155,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         gvals = np.empty(n if values is not None else 0,
                          values.dtype if values is not None else np.int64)
         # graw's memory holds the grouping's int32 scratch until bounding writes it
-        _kt.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
+        _kg.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
                         off, gkeys, gvals, graw.view(np.int32), _keys._threads())
         # the id codes are ours and no longer needed: reuse their memory (fresh pages cost
         # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
@@ -173,8 +174,8 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         else:
             _kt.bound_counts(off, gkeys, hashes, skey, k, c, gcnt, nkeep, pol, graw,
                              _keys._threads())
-        _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
-        _kt.accumulate_units(off, nkeep, gkeys, units)
+        _kg.accumulate(off, nkeep, gkeys, gcnt, counts)
+        _kg.accumulate_units(off, nkeep, gkeys, units)
         return Bounded(counts, None, units,
                        accumulate_weighted(off, nkeep, gkeys, n_keys, unit_weights))
     gsum = np.empty(n, gvals.dtype)
@@ -184,15 +185,15 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     else:
         _kt.bound_values(off, gkeys, gvals, hashes, skey, k, c, gsum, gcnt, nkeep, pol, graw,
                          _keys._threads())
-    _kt.accumulate(off, nkeep, gkeys, gcnt, counts)
-    _kt.accumulate_units(off, nkeep, gkeys, units)
+    _kg.accumulate(off, nkeep, gkeys, gcnt, counts)
+    _kg.accumulate_units(off, nkeep, gkeys, units)
     weighted = accumulate_weighted(off, nkeep, gkeys, n_keys, unit_weights)
     if fixed_exp is not None:  # c units of one (id, key) fit int64 (by the grid's choice)
         fixed = FixedSums.zeros(n_keys, fixed_exp)
         fixed.add_kept(off, nkeep, gkeys, gsum)
         return Bounded(counts, fixed, units, weighted)
     sums = np.zeros(n_keys, gvals.dtype)
-    _kt.accumulate(off, nkeep, gkeys, gsum, sums)
+    _kg.accumulate(off, nkeep, gkeys, gsum, sums)
     return Bounded(counts, sums, units, weighted)
 
 
@@ -200,7 +201,7 @@ def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray, n_key
                   values: np.ndarray | None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(off, keys, values)``: the rows stably sorted by (id, key[, value]), id ``i``'s
-    rows at ``[off[i], off[i+1])`` -- the order :func:`dpfast._kernels.tables.group_by_id`
+    rows at ``[off[i], off[i+1])`` -- the order :func:`dpfast._kernels.grouping.group_by_id`
     followed by the kernels' per-id sort gives (on one block of rows, rows in input order
     inside an id; a stable sort either way).  Least significant first: a stable numpy
     sort by value, then counting sorts by key and by id (serial, linear)."""
@@ -211,10 +212,10 @@ def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray, n_key
              else np.argsort(values, kind="stable").astype(np.int64, copy=False))
     by_key = np.empty(n, np.int64)
     if n_keys <= 4 * n + 1024:
-        _kt.counting_order(key_codes, n_keys, order, by_key)
+        _kg.counting_order(key_codes, n_keys, order, by_key)
     else:  # a wide key domain: a comparison sort beats counting over it
         by_key = order[np.argsort(key_codes[order], kind="stable")]
-    _kt.counting_order(id_codes, n_ids, by_key, order)
+    _kg.counting_order(id_codes, n_ids, by_key, order)
     if values is None:
         return off, key_codes[order], np.empty(0, np.int64)
     return off, key_codes[order], values[order]

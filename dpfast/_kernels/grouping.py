@@ -1,0 +1,342 @@
+"""Release-table kernels, part 1: dense key codes, grouping and sorting rows by privacy id,
+per-key totals.
+
+Private (docs/design.md): numpy/numba/math only, validate nothing, cached.  The grouping is
+a stable sort of the rows by id code (one counting pass for few ids; above
+:data:`GROUP_ONE_PASS_IDS` ids two passes, a partition by the id's high bits into
+cache-sized parts and a counting sort inside each), so the bounding kernels of
+:mod:`dpfast._kernels.tables` see each id's rows contiguous and in input order.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from dpfast._kernels._launch import guarded
+
+SMALL = 24  # segments up to this length are sorted by insertion
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def mark_present(x, lo, present, nthreads):
+    """present[x[i] - lo] = 1 (int64 x; benign identical writes)."""
+    n = x.shape[0]
+    nb_ = max(1, nthreads)
+    step = (n + nb_ - 1) // nb_
+    for b in nb.prange(nb_):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            present[x[i] - lo] = 1
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def take_codes(x, lo, remap, out):
+    """out[i] = remap[x[i] - lo]."""
+    for i in nb.prange(x.shape[0]):
+        out[i] = remap[x[i] - lo]
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def combine_codes(a, b, nb_, out):
+    """out[i] = a[i] * nb_ + b[i] (mixed radix; the caller checked it fits int64)."""
+    for i in nb.prange(a.shape[0]):
+        out[i] = a[i] * nb_ + b[i]
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def select_rows(codes, keep_code, out_mask):
+    """out_mask[i] = keep_code[codes[i]] (filter rows whose key is in the domain)."""
+    for i in nb.prange(codes.shape[0]):
+        out_mask[i] = keep_code[codes[i]] >= 0
+
+
+# ----------------------------------------------------------------------------- grouping
+#: above this many ids, :func:`group_by_id` sorts in two cache-sized passes
+GROUP_ONE_PASS_IDS = 1 << 16
+#: rows per partition of the two-pass grouping (its rows, keys and values fit in L2)
+GROUP_PART_ROWS = 1 << 14
+#: at most this many partitions (the first pass's write frontier stays in cache)
+GROUP_MAX_PARTS = 1 << 12
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads):
+    """Counting sort of rows by id code: the rows of id ``i`` go to
+    ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries),
+    in input order inside every id (a stable sort; the bounding kernels sort each
+    segment canonically afterwards anyway).
+
+    Few ids (at most :data:`GROUP_ONE_PASS_IDS`): one pass, each thread counting and
+    scattering its own block of rows.  Many ids: a scatter over ``n_ids`` counters is a
+    random write per row over the whole output, a cache miss per row once the output
+    outgrows the cache (the time per row grew 5x from 10^5 to 10^7 rows).  Then two
+    passes (an MSD radix sort on the id code): the rows are first partitioned by
+    ``id >> shift`` into contiguous id ranges of about :data:`GROUP_PART_ROWS` rows (a
+    write frontier of a few thousand cache lines), straight into ``gkeys``/``gvals``,
+    then each partition is counting-sorted by id inside its own region of the output,
+    through scratch that stays in cache.  Same output as one pass.  ``loc`` (int32, at
+    least ``n`` entries; the callers lend the memory of a later scratch array) holds each
+    row's id inside its partition between the passes.
+    """
+    n = ids.shape[0]
+    nthr = max(1, nthreads)
+    if n_ids <= GROUP_ONE_PASS_IDS or n <= 4 * GROUP_PART_ROWS:
+        # one count row per thread: at most ~2^25 counters in all (memory stays bounded)
+        nt1 = max(1, min(nthr, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
+        step1 = (n + nt1 - 1) // nt1
+        cnt1 = np.zeros((nt1, n_ids), np.int64)
+        for b in nb.prange(nt1):
+            for i in range(b * step1, min(n, (b + 1) * step1)):
+                cnt1[b, ids[i]] += 1
+        # exclusive offsets: id-major, thread-minor
+        total1 = 0
+        for j in range(n_ids):
+            off[j] = total1
+            for b in range(nt1):
+                c = cnt1[b, j]
+                cnt1[b, j] = total1
+                total1 += c
+        off[n_ids] = total1
+        for b in nb.prange(nt1):
+            for i in range(b * step1, min(n, (b + 1) * step1)):
+                j = ids[i]
+                q = cnt1[b, j]
+                gkeys[q] = keys[i]
+                if use_vals:
+                    gvals[q] = vals[i]
+                cnt1[b, j] = q + 1
+        return
+    want = min(GROUP_MAX_PARTS, max(2, n // GROUP_PART_ROWS))
+    shift = 0
+    while ((n_ids - 1) >> shift) + 1 > want:
+        shift += 1
+    n_parts = ((n_ids - 1) >> shift) + 1
+    mask = (1 << shift) - 1
+    nt = max(1, min(nthr, (n + 65535) // 65536))
+    step = (n + nt - 1) // nt
+    cnt = np.zeros((nt, n_parts), np.int64)
+    for b in nb.prange(nt):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            cnt[b, ids[i] >> shift] += 1
+    pstart = np.empty(n_parts + 1, np.int64)
+    total = 0
+    for p in range(n_parts):
+        pstart[p] = total
+        for b in range(nt):
+            c = cnt[b, p]
+            cnt[b, p] = total
+            total += c
+    pstart[n_parts] = total
+    for b in nb.prange(nt):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            j = ids[i]
+            p = j >> shift
+            q = cnt[b, p]
+            gkeys[q] = keys[i]
+            loc[q] = j & mask
+            if use_vals:
+                gvals[q] = vals[i]
+            cnt[b, p] = q + 1
+    biggest = 0
+    for p in range(n_parts):
+        biggest = max(biggest, pstart[p + 1] - pstart[p])
+    nblk = min(n_parts, 4 * nthr)
+    pstep = (n_parts + nblk - 1) // nblk
+    for blk in nb.prange(nblk):
+        sk = np.empty(biggest, gkeys.dtype)
+        sv = np.empty(biggest if use_vals else 0, gvals.dtype)
+        lc = np.empty(mask + 2, np.int64)
+        for p in range(blk * pstep, min(n_parts, (blk + 1) * pstep)):
+            _sort_partition(p, shift, n_ids, pstart[p], pstart[p + 1], loc, off, gkeys,
+                            gvals, use_vals, sk, sv, lc)
+    off[n_ids] = n
+
+
+@nb.njit(cache=True)
+def _sort_partition(p, shift, n_ids, a, e, loc, off, gkeys, gvals, use_vals, sk, sv, lc):
+    """Counting sort of partition ``p`` (rows ``[a, e)`` of ``gkeys``/``gvals``, ids
+    ``loc`` inside it) by id, in place through the scratch ``sk``/``sv``; fills ``off``
+    for the partition's ids."""
+    first = p << shift
+    m = min(1 << shift, n_ids - first)
+    for j in range(m + 1):
+        lc[j] = 0
+    for q in range(a, e):
+        lc[loc[q] + 1] += 1
+    pos = a
+    for j in range(m):
+        c = lc[j + 1]
+        off[first + j] = pos
+        lc[j] = pos - a
+        pos += c
+    r = e - a
+    for t in range(r):
+        sk[t] = gkeys[a + t]
+    if use_vals:
+        for t in range(r):
+            sv[t] = gvals[a + t]
+    for t in range(r):
+        j = loc[a + t]
+        d = lc[j]
+        gkeys[a + d] = sk[t]
+        if use_vals:
+            gvals[a + d] = sv[t]
+        lc[j] = d + 1
+
+
+@nb.njit(cache=True)
+def counting_order(codes, n_codes, order, out):
+    """``out``: ``order`` stably sorted by ``codes[order]`` (a serial counting sort, codes
+    in ``[0, n_codes)``): two passes make a lexicographic order, small to compile."""
+    cnt = np.zeros(n_codes + 1, np.int64)
+    for i in range(order.shape[0]):
+        cnt[codes[order[i]] + 1] += 1
+    for j in range(n_codes):
+        cnt[j + 1] += cnt[j]
+    for i in range(order.shape[0]):
+        r = order[i]
+        c = codes[r]
+        out[cnt[c]] = r
+        cnt[c] += 1
+
+
+# ----------------------------------------------------------------------------- sorting
+@nb.njit(cache=True)
+def _less(a, v, i, j, pairs):
+    """Row i before row j: by key ``a``, then (``pairs``) by value ``v``."""
+    if a[i] != a[j]:
+        return a[i] < a[j]
+    return pairs and v[i] < v[j]
+
+
+@nb.njit(cache=True)
+def _sort_rows(a, v, lo, hi, pairs):
+    """Stable sort of rows [lo, hi) by ``a`` (and ``v`` with ``pairs``; ``v`` permuted
+    along): insertion sort of runs of ``SMALL`` rows, then bottom-up merges through one
+    scratch buffer.  Plain loops (no ``np.sort``/``np.argsort``): much less for numba
+    to compile on first use, and the same order as a stable sort by (a, v)."""
+    m = hi - lo
+    for s in range(lo, hi, SMALL):
+        e = min(s + SMALL, hi)
+        for i in range(s + 1, e):
+            ka = a[i]
+            kv = v[i] if pairs else v[0]
+            j = i - 1
+            while j >= s and (a[j] > ka or (pairs and a[j] == ka and v[j] > kv)):
+                a[j + 1] = a[j]
+                if pairs:
+                    v[j + 1] = v[j]
+                j -= 1
+            a[j + 1] = ka
+            if pairs:
+                v[j + 1] = kv
+    if m <= SMALL:
+        return
+    ta = np.empty(m, a.dtype)
+    tv = np.empty(m if pairs else 0, v.dtype)
+    width = SMALL
+    while width < m:
+        for s in range(0, m, 2 * width):
+            i = lo + s
+            mid = lo + min(s + width, m)
+            end = lo + min(s + 2 * width, m)
+            j = mid
+            t = s
+            while i < mid and j < end:
+                if _less(a, v, j, i, pairs):  # strictly smaller on the right: stable
+                    ta[t] = a[j]
+                    if pairs:
+                        tv[t] = v[j]
+                    j += 1
+                else:
+                    ta[t] = a[i]
+                    if pairs:
+                        tv[t] = v[i]
+                    i += 1
+                t += 1
+            while i < mid:
+                ta[t] = a[i]
+                if pairs:
+                    tv[t] = v[i]
+                i += 1
+                t += 1
+            while j < end:
+                ta[t] = a[j]
+                if pairs:
+                    tv[t] = v[j]
+                j += 1
+                t += 1
+        for t in range(m):
+            a[lo + t] = ta[t]
+            if pairs:
+                v[lo + t] = tv[t]
+        width *= 2
+
+
+@nb.njit(cache=True)
+def _sort_keys(a, lo, hi):
+    _sort_rows(a, a, lo, hi, False)
+
+
+@nb.njit(cache=True)
+def _sort_pairs(a, v, lo, hi):
+    """Sort rows [lo, hi) by (key a, value v)."""
+    _sort_rows(a, v, lo, hi, True)
+
+
+# ----------------------------------------------------------------------------- per-key totals
+@nb.njit(cache=True)
+def accumulate(off, nkeep, gkeys, gval, totals):
+    """totals[key] += gval for every kept (id, key) pair."""
+    for i in range(nkeep.shape[0]):
+        lo = off[i]
+        for j in range(lo, lo + nkeep[i]):
+            totals[gkeys[j]] += gval[j]
+
+
+@nb.njit(cache=True)
+def accumulate_units(off, nkeep, gkeys, totals):
+    """totals[key] += 1 for every kept (id, key) pair: the distinct ids kept per key."""
+    for i in range(nkeep.shape[0]):
+        lo = off[i]
+        for j in range(lo, lo + nkeep[i]):
+            totals[gkeys[j]] += 1
+
+
+@nb.njit(cache=True)
+def accumulate_weighted_units(off, nkeep, gkeys, weights, totals):
+    """totals[key] += weights[nkeep[i]] for every kept (id, key) pair of id ``i`` (the
+    weighted-Gaussian selection's measure: an id holding ``t`` kept keys adds
+    ``weights[t]`` to each).  True if a total would pass ``2**62`` (then the totals are
+    not to be used): never a wrap."""
+    limit = np.int64(1) << np.int64(62)
+    for i in range(nkeep.shape[0]):
+        lo = off[i]
+        w = weights[nkeep[i]]
+        for j in range(lo, lo + nkeep[i]):
+            key = gkeys[j]
+            if totals[key] > limit - w:
+                return True
+            totals[key] += w
+    return False
+
+
+@guarded
+@nb.njit(cache=True, parallel=True)
+def bincount_codes(codes, n_codes, totals, nthreads):
+    """totals[k] = number of rows with code k (per-thread partial counts)."""
+    n = codes.shape[0]
+    nt = max(1, min(nthreads, (n + 65535) // 65536, (1 << 25) // max(n_codes, 1)))
+    step = (n + nt - 1) // nt
+    part = np.zeros((nt, n_codes), np.int64)
+    for b in nb.prange(nt):
+        for i in range(b * step, min(n, (b + 1) * step)):
+            part[b, codes[i]] += 1
+    for b in range(nt):
+        for j in range(n_codes):
+            totals[j] += part[b, j]
