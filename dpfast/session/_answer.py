@@ -170,7 +170,8 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
     n_keys = max(1, len(plan.keys))
 
     # a plain GROUP BY of the private table's columns (no join, no WHERE): a pandas
-    # source's rows are read from the frame in place (the arrays DuckDB would give)
+    # source's rows are read from the frame in place, a file source's from its column
+    # cache (the arrays DuckDB would give: Source.plain_rows)
     plain = {f"__k{i}": c for i, c in enumerate(plan.key_columns)} \
         if plan.keys and not plan.public_used and plan.where is None else None
     if plain is not None:
@@ -184,8 +185,7 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
             plain_notnull.append(agg.column_name)
 
     def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
-        got = None if plain is None or limit is not None else src.frame_rows(
-            plain, plain_notnull)
+        got = None if plain is None else src.plain_rows(plain, plain_notnull, limit)
         if got is None:
             got = src.fetch_sql(row_sql, limit=limit)
         if limit == 0:

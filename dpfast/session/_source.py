@@ -11,6 +11,8 @@ and a *fingerprint* of those columns for the result cache:
   be modified in place while a session uses it);
 * Parquet files and DuckDB database files: each file's absolute path, size and
   modification time (nanoseconds), and the table name (a rewritten file is a new source);
+  their decoded columns are kept in a bounded column cache valid for those stamps
+  (:mod:`dpfast.session._colcache`);
 * a Dask DataFrame: :func:`dask.base.tokenize` of the relevant columns (for a frame built
   from pandas data, a hash of the data; for files, of the files' names and metadata).
 
@@ -28,6 +30,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from . import _colcache
 
 __all__ = ["Source", "make_source", "quote"]
 
@@ -90,13 +94,40 @@ class Source:
         self.table = table
         self.public: frozenset[str] = frozenset()  # public tables on the same connection
         self._memo: dict[tuple[str, ...], str] = {}
+        self._schema: tuple[Any, dict[str, str]] | None = None  # (stamps, name -> type)
+        #: the decoded columns of a file source (None: not a file source, or disabled)
+        self.column_cache: _colcache.ColumnCache | None = None
 
     # ----------------------------------------------------------------- schema
     @property
     def columns(self) -> list[str]:
         if self.kind == "dask":
             return [str(c) for c in self.frame.columns]
+        if self.files:
+            return list(self.schema(self.stamps()))
         return list(self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns)
+
+    def schema(self, stamps: Any) -> dict[str, str]:
+        """The private table's column names and DuckDB types, memoised for a file source
+        while its files keep the stamps ``stamps`` (:meth:`stamps`)."""
+        if self.files and self._schema is not None and self._schema[0] == stamps:
+            return self._schema[1]
+        rel = self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0")
+        got = {c: str(t) for c, t in zip(rel.columns, rel.types)}
+        if self.files:
+            self._schema = (stamps, got)
+        return got
+
+    def stamps(self) -> list[Any]:
+        """A file source's files as ``[abspath, size, mtime_ns]`` each (and a DuckDB
+        file's WAL, if there is one): a rewritten file has other stamps; ``[]`` for
+        other sources."""
+        stamps = [_file_stamp(f) for f in self.files]
+        if self.kind == "duckdb-file":
+            wal = self.files[0] + ".wal"
+            if os.path.exists(wal):
+                stamps.append(_file_stamp(wal))
+        return stamps
 
     def check_columns(self, cols: Sequence[str], what: str = "column") -> None:
         have = set(self.columns)
@@ -165,6 +196,39 @@ class Source:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
         return self._numpy(sql)
 
+    def plain_rows(self, cols: dict[str, str], not_null: Sequence[str],
+                   limit: int | None = None) -> dict[str, np.ndarray] | None:
+        """The rows of a plain query (no join, no WHERE) without asking DuckDB, where the
+        source allows: ``SELECT col AS name, ... WHERE col IS NOT NULL ...`` (``cols``:
+        output name -> column; every column in ``not_null``) as DuckDB would return it --
+        a pandas frame's columns read in place (:meth:`frame_rows`), a file source's
+        columns from its column cache (:func:`dpfast.session._colcache.file_rows`;
+        ``limit=0``: only the types, from columns already cached).  None: ask DuckDB."""
+        if self.kind == "pandas":
+            return self.frame_rows(cols, not_null) if limit is None else None
+        if self.column_cache is None:
+            return None
+        return _colcache.file_rows(self, self.column_cache, cols, not_null, _NUMPY_TYPES,
+                                   limit)
+
+    def load_columns(self, names: Sequence[str]
+                     ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+        """Whole columns of the private table, decoded by DuckDB in one scan, in the
+        table's order: ``name -> (values, NULL mask or None)`` (values at NULL rows are
+        arbitrary; NaN is a value).  For columns of :data:`_NUMPY_TYPES`: the dtypes and
+        values ``fetchnumpy`` gives the row queries."""
+        sql = f"SELECT {', '.join(quote(c) for c in names)} FROM {quote(self.name)}"
+        res = self.con.sql(sql).fetchnumpy()
+        out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        for name, a in zip(names, res.values()):
+            null = None
+            if isinstance(a, np.ma.MaskedArray):
+                mask = np.ma.getmaskarray(a)
+                null = mask if mask.any() else None
+                a = a.data
+            out[name] = (np.asarray(a), null)
+        return out
+
     def frame_rows(self, cols: dict[str, str], not_null: Sequence[str]
                    ) -> dict[str, np.ndarray] | None:
         """A pandas source's columns ``cols`` (output name -> column) of the rows whose
@@ -214,11 +278,7 @@ class Source:
         """A fingerprint of the relevant columns ``cols`` (see the module docstring)."""
         cols = tuple(sorted(set(cols)))
         if self.kind in ("parquet", "duckdb-file"):
-            stamps = [_file_stamp(f) for f in self.files]
-            wal = self.files[0] + ".wal" if self.kind == "duckdb-file" else None
-            if wal and os.path.exists(wal):
-                stamps.append(_file_stamp(wal))
-            return _digest([self.kind, self.table, stamps, cols])
+            return _digest([self.kind, self.table, self.stamps(), cols])
         if cols not in self._memo:
             self._memo[cols] = self._content_hash(cols)
         return self._memo[cols]
@@ -258,9 +318,12 @@ def _digest(obj: Any) -> str:
 
 
 def make_source(source: Any, *, table: str | None = None, name: str | None = None,
-                public: dict[str, Any] | None = None) -> Source:
+                public: dict[str, Any] | None = None,
+                column_cache: int = _colcache.DEFAULT_BUDGET) -> Source:
     """Wrap ``source`` (see :class:`dpfast.Session`); ``public`` tables are registered on
-    the same DuckDB connection for SQL joins."""
+    the same DuckDB connection for SQL joins; a file source gets a column cache of
+    ``column_cache`` bytes (0: none)."""
+    column_cache = _colcache.check_budget(column_cache)
     if _is_dask(source):
         if public:
             raise ValueError("public tables need a DuckDB-backed source, not a Dask one")
@@ -297,6 +360,8 @@ def make_source(source: Any, *, table: str | None = None, name: str | None = Non
         else:
             src.con.register(pname, frame)
     src.public = frozenset(public or ())
+    if src.files and column_cache:
+        src.column_cache = _colcache.ColumnCache(column_cache)
     return src
 
 
