@@ -189,6 +189,11 @@ def test_sql_release_is_the_duckdb_routes(tmp_path, key_type: str, value_type: s
                 info = s._source.column_cache.info()
                 assert info["loads"] == 4 and info["hits"] > 0
                 assert sorted(info["columns"]) == ["K", "pid", "v", "w"]
+                fresh = s._source.load_columns(info["columns"])  # the releases wrote
+                for name, ((vals, null), _) in s._source.column_cache._entries.items():
+                    assert vals.tobytes() == fresh[name][0].tobytes() or vals.dtype.kind \
+                        == "O" and vals.tolist() == fresh[name][0].tolist()  # nothing
+                    assert (null is None) == (fresh[name][1] is None)
             s.close()
             s._source.con.close()
         for name in ("n", "m", "c", "s", "cw", "direct"):
