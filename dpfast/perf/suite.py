@@ -19,7 +19,7 @@ import numpy as np
 
 from dpfast.perf import suite_tables as _st
 from dpfast.perf.runner import Entry
-from dpfast.perf.suite_session import session_sql
+from dpfast.perf.suite_session import session_sql, session_sql_parquet
 
 KEY = bytes(range(32))
 
@@ -386,6 +386,9 @@ ENTRIES: list[Entry] = [
           needs=("distributed", "dask.dataframe", "pandas"), min_rounds=7),
     Entry("session_sql", "Session.sql GROUP BY count, DuckDB file + ledger (2*10^6 rows "
           "quick)", "tables.count on the same arrays", session_sql,
+          needs=("duckdb", "sqlglot"), min_rounds=7),
+    Entry("session_sql_parquet", "Session.sql GROUP BY count, Parquet file + ledger "
+          "(2*10^6 rows quick)", "tables.count on the same arrays", session_sql_parquet,
           needs=("duckdb", "sqlglot"), min_rounds=7),
     *_st.ENTRIES,  # the release layer (issue 28): against pandas, linear in the rows
 ]
