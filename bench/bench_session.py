@@ -10,13 +10,18 @@ Targets (issue 24):
   (``mean``) on the same rows already in numpy arrays (no ledger).  Ratio = session time /
   direct time (best of interleaved repeats; the process CPU time ratio beside it).  Every
   timed SQL call is a new query -- its epsilon differs -- so it is a cache miss: parse,
-  plan, probe the event, fetch the rows (DuckDB, or a pandas frame's columns in place),
-  bound, charge the ledger, noise, store the answer in the ledger.  The direct call gets
-  the same new epsilon each time, so both pay the key-selection threshold of new
-  parameters (memoised per parameters; a direct call repeating one epsilon skips it, and
-  a repeated SQL query is a cache hit instead).
+  plan, probe the event, get the rows (a file's columns from the session's column cache,
+  decoded by DuckDB on the first call; a pandas frame's columns in place), bound, charge
+  the ledger (a durable SQLite commit: fsync), noise, store the answer in the ledger.
+  The direct call gets a new epsilon each time too (never one the SQL side used), so
+  both pay the key-selection threshold of new parameters (memoised per parameters; a
+  direct call repeating one epsilon skips it, and a repeated SQL query is a cache hit
+  instead).
 * a repeated query (a cache hit: parse, fingerprint, probe, ledger lookup, decode)
   answers in at most 10 ms (best of 20).
+* the first query of a new session over a file pays the decode of its columns once (the
+  column cache's load): reported as the first call's time against a later one's, and the
+  same query with the column cache off (DuckDB decodes on every call).
 
 Set ``DPFAST_BENCH_ROWS`` to scale down on a small machine.
 """
@@ -100,7 +105,9 @@ def test_sql_vs_direct(benchmark, report, store, source: str, stat: str) -> None
     s = _session(store, source, f"miss-{source}-{stat}.db")
     d, rows = store["data"], store["rows"]
     eps_sql = (1.0 + i * 1e-9 for i in itertools.count())  # a new query each call
-    eps_direct = (1.0 + i * 1e-9 for i in itertools.count())  # the same parameters
+    # new parameters each call, never the SQL call's: each side computes its own
+    # key-selection threshold (a shared epsilon would reuse the other's memoised one)
+    eps_direct = (1.0 + (i + 0.5) * 1e-9 for i in itertools.count())
     gen = default_rng(KEY)
 
     def sql():
@@ -151,3 +158,82 @@ def test_cache_hit_latency(benchmark, report, store) -> None:
     report(f"session cache hit ({len(first.releases['n'])} keys, {rows:.0e}-row source)",
            f"{1000 * best:.2f} ms (target <= 10 ms)")
     s.close()
+
+
+@pytest.mark.parametrize("source", ["duckdb", "parquet"])
+def test_first_query_decodes_once(benchmark, report, store, source: str) -> None:
+    """The column cache's one-time load (one DuckDB scan of the query's columns into
+    numpy, with NULL masks) against the per-query row fetch it replaces (DuckDB's
+    ``SELECT k, person, v ... WHERE ... IS NOT NULL``, what every query paid before)."""
+    s = _session(store, source, f"first-{source}.db")
+    src = s._source
+    row_sql = ('SELECT "k" AS __k0, "person" AS __pid, "v" AS __v FROM "events" WHERE '
+               '"k" IS NOT NULL AND "person" IS NOT NULL AND "v" IS NOT NULL')
+
+    def best(f) -> tuple[float, float]:
+        w = c = float("inf")
+        for _ in range(3):
+            c0, t0 = time.process_time(), time.perf_counter()
+            f()
+            w, c = min(w, time.perf_counter() - t0), min(c, time.process_time() - c0)
+        return w, c
+
+    load = best(lambda: src.load_columns(["k", "person", "v"]))
+    fetch = best(lambda: src.fetch_sql(row_sql))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    benchmark.extra_info.update({"decode_s": load[0], "decode_cpu_s": load[1],
+                                 "fetch_s": fetch[0], "fetch_cpu_s": fetch[1]})
+    report(f"column cache load, first query only ({source} file, 3 columns, "
+           f"{store['rows']:.0e} rows)",
+           f"{load[0]:.3f} s (CPU {load[1]:.3f} s) once; without the cache every query "
+           f"fetches its rows: {fetch[0]:.3f} s (CPU {fetch[1]:.3f} s)")
+    s.close()
+
+
+def test_fixed_costs_per_query(benchmark, report, store) -> None:
+    """The per-query costs the direct call does not pay, on 10^4 rows (so that they are
+    not lost in the release's time) with the key-selection threshold already memoised
+    for each new epsilon: the ledger (two durable SQLite commits: the charge and the
+    stored answer) and the rest of the SQL layer (parse, plan, fingerprint, probe on one
+    row, payload)."""
+    import pandas as pd
+
+    import dpfast
+
+    small = {c: a[:10 ** 4] for c, a in store["data"].items()}
+    frame = pd.DataFrame(small)
+    kw = dict(privacy_unit="person", bounds={"v": BOUNDS}, name="events",
+              max_partitions=K, rng=default_rng(KEY))
+    on_disk = dpfast.Session(frame, epsilon=10 ** 6, delta=0.5,
+                             ledger=os.path.join(store["tmp"], "fixed.db"), **kw)
+    in_memory = dpfast.Session(frame, budget=dpfast.Budget(10 ** 6, 0.5,
+                                                           accounting="mixed"), **kw)
+    gen = default_rng(KEY)
+
+    def direct(e: float) -> None:
+        dpt.count(small["k"], small["person"], epsilon=e, delta=DELTA, max_partitions=K,
+                  rng=gen)
+
+    calls = {"ledger": lambda e: on_disk.sql(QUERIES["count"], epsilon=e, delta=DELTA),
+             "memory": lambda e: in_memory.sql(QUERIES["count"], epsilon=e, delta=DELTA),
+             "direct": direct}
+    best = dict.fromkeys(calls, float("inf"))
+    cpu = dict.fromkeys(calls, float("inf"))
+    for i in range(12):
+        e = 1.0 + i * 1e-9
+        direct(e)  # the key-selection threshold of these parameters: memoised for all
+        for name, f in calls.items():
+            c, t = time.process_time(), time.perf_counter()
+            f(e)
+            best[name] = min(best[name], time.perf_counter() - t)
+            cpu[name] = min(cpu[name], time.process_time() - c)
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    ledger, layer = best["ledger"] - best["memory"], best["memory"] - best["direct"]
+    ledger_cpu = cpu["ledger"] - cpu["memory"]
+    benchmark.extra_info.update({"ledger_ms": 1000 * ledger, "sql_layer_ms": 1000 * layer,
+                                 "ledger_cpu_ms": 1000 * ledger_cpu})
+    report("session.sql fixed costs per query (10^4 rows, best of 12)",
+           f"ledger file {1000 * ledger:.1f} ms (CPU {1000 * ledger_cpu:.1f} ms: the rest "
+           f"is waiting for fsync), the rest of the SQL layer {1000 * layer:.1f} ms; "
+           f"direct call {1000 * best['direct']:.1f} ms")
+    on_disk.close()
