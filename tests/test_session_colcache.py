@@ -360,3 +360,23 @@ def test_column_cache_zero_disables(tmp_path) -> None:
                               column_cache=0)._source.column_cache is None
         assert dpfast.Session(path, privacy_unit="pid", epsilon=1.0)._source.column_cache \
             .budget == _colcache.DEFAULT_BUDGET
+
+
+def test_frame_types_for_the_probe_equal_duckdbs() -> None:
+    """A pandas source's probe reads its columns' types from the frame (no DuckDB
+    query): the dtypes of DuckDB's ``LIMIT 0``; object columns are left to DuckDB."""
+    frame = pd.DataFrame({"a": np.arange(3), "f": [1.0, np.nan, 2.0],
+                          "f32": np.ones(3, np.float32), "u": np.ones(3, np.uint8),
+                          "b": [True, False, True], "s": pd.array(["x", None, "y"],
+                                                                  dtype="string"),
+                          "o": pd.Series(["x", "y", "z"], dtype=object)})
+    src = _source.make_source(frame, name="t")
+    for cols in ({"__k0": "a", "__v": "f"}, {"__k0": "s", "__pid": "u", "__v": "f32"},
+                 {"__k0": "b", "__k1": "a"}):
+        got = src.plain_rows(cols, list(cols.values()), limit=0)
+        _same_arrays(got, src.fetch_sql(f"SELECT * FROM ({_sql_of(src, cols)}) LIMIT 0"))
+    assert src.plain_rows({"__k0": "o"}, ["o"], limit=0) is None
+    assert src.columns == list(frame.columns)
+    frame["new"] = 1  # a new label: the columns are asked again (what DuckDB sees)
+    assert src.columns == list(src.con.sql("SELECT * FROM t LIMIT 0").columns)
+    assert src._frame_columns[0] == tuple(frame.columns)

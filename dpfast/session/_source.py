@@ -95,6 +95,7 @@ class Source:
         self.public: frozenset[str] = frozenset()  # public tables on the same connection
         self._memo: dict[tuple[str, ...], str] = {}
         self._schema: tuple[Any, dict[str, str]] | None = None  # (stamps, name -> type)
+        self._frame_columns: tuple[tuple[Any, ...], list[str]] | None = None
         #: the decoded columns of a file source (None: not a file source, or disabled)
         self.column_cache: _colcache.ColumnCache | None = None
 
@@ -105,6 +106,12 @@ class Source:
             return [str(c) for c in self.frame.columns]
         if self.files:
             return list(self.schema(self.stamps()))
+        if self.kind == "pandas":  # memoised while the frame keeps its column labels
+            labels = tuple(self.frame.columns)
+            if self._frame_columns is None or self._frame_columns[0] != labels:
+                names = self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns
+                self._frame_columns = (labels, list(names))
+            return list(self._frame_columns[1])
         return list(self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns)
 
     def schema(self, stamps: Any) -> dict[str, str]:
@@ -205,7 +212,7 @@ class Source:
         columns from its column cache (:func:`dpfast.session._colcache.file_rows`;
         ``limit=0``: only the types, from columns already cached).  None: ask DuckDB."""
         if self.kind == "pandas":
-            return self.frame_rows(cols, not_null) if limit is None else None
+            return self.frame_rows(cols, not_null, limit) if limit in (None, 0) else None
         if self.column_cache is None:
             return None
         return _colcache.file_rows(self, self.column_cache, cols, not_null, _NUMPY_TYPES,
@@ -229,8 +236,8 @@ class Source:
             out[name] = (np.asarray(a), null)
         return out
 
-    def frame_rows(self, cols: dict[str, str], not_null: Sequence[str]
-                   ) -> dict[str, np.ndarray] | None:
+    def frame_rows(self, cols: dict[str, str], not_null: Sequence[str],
+                   limit: int | None = None) -> dict[str, np.ndarray] | None:
         """A pandas source's columns ``cols`` (output name -> column) of the rows whose
         ``not_null`` columns hold a value, read from the frame (numbers in place: no copy
         unless a row is dropped): the arrays DuckDB gives for ``SELECT col AS name ...
@@ -239,7 +246,8 @@ class Source:
         ``not_null`` and is a numpy bool, integer, float32 or float64 column
         (:data:`_FRAME_DTYPES`, the dtypes DuckDB returns unchanged) or a column of
         strings (pandas' string dtype, or objects that are all str or missing)
-        (``tests/test_session_fetch.py``)."""
+        (``tests/test_session_fetch.py``).  ``limit=0``: no rows, the types only (numpy
+        columns and pandas' string dtype; None for object columns)."""
         if self.kind != "pandas" or self.frame is None or not set(cols.values()) <= set(
                 not_null):
             return None
@@ -251,7 +259,7 @@ class Source:
         for c in dict.fromkeys(not_null):
             if names.count(c) != 1 or folded.count(c.lower()) != 1:  # SQL names fold case
                 return None
-            got = _frame_column(frame[c])
+            got = _frame_column(frame[c], types_only=limit == 0)
             if got is None:
                 return None
             arrays[c], missing = got
@@ -296,15 +304,22 @@ class Source:
         return _digest([self.kind, duckdb.__version__, int(n), h, cols])
 
 
-def _frame_column(col: Any) -> tuple[np.ndarray, np.ndarray | None] | None:
+def _frame_column(col: Any, types_only: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray | None] | None:
     """A pandas column as DuckDB returns it (:meth:`Source.frame_rows`) and its missing
-    values (None: it has none), or None for a column of another kind."""
+    values (None: it has none), or None for a column of another kind; ``types_only``:
+    no rows (and None for an object column, whose kind needs a look at every row)."""
     dt = col.dtype
     if isinstance(dt, np.dtype) and dt.isnative and dt.str[1:] in _FRAME_DTYPES:
+        if types_only:
+            return np.empty(0, dt), None
         arr = np.ascontiguousarray(col.to_numpy())
         return arr, (np.isnan(arr) if dt.kind == "f" else None)
     import pandas as pd
     from pandas.api.types import infer_dtype
+
+    if types_only:
+        return (np.empty(0, object), None) if isinstance(dt, pd.StringDtype) else None
 
     if not (isinstance(dt, pd.StringDtype) or (
             dt == np.dtype(object) and infer_dtype(col, skipna=True) == "string")):
