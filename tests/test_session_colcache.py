@@ -380,3 +380,34 @@ def test_frame_types_for_the_probe_equal_duckdbs() -> None:
     frame["new"] = 1  # a new label: the columns are asked again (what DuckDB sees)
     assert src.columns == list(src.con.sql("SELECT * FROM t LIMIT 0").columns)
     assert src._frame_columns[0] == tuple(frame.columns)
+
+
+def test_several_parquet_files(tmp_path) -> None:
+    """A glob of Parquet files: the cached rows are DuckDB's, file after file; the stamp
+    covers every file (touching one drops the cache)."""
+    r = np.random.default_rng(4)
+    for i in range(3):
+        con = duckdb.connect()
+        _table(con, {"k": "INTEGER", "pid": "BIGINT", "v": "DOUBLE"},
+               [(int(a), int(b), None if c < 0.05 else float(c))
+                for a, b, c in zip(r.integers(0, 5, 700), r.integers(0, 300, 700),
+                                   r.random(700))])
+        con.execute(f"COPY t TO '{tmp_path / f'part{i}.parquet'}' (FORMAT parquet)")
+        con.close()
+    glob = str(tmp_path / "part*.parquet")
+    out = []
+    for budget in (0, 1 << 20):
+        s = dpfast.Session(glob, privacy_unit="pid", bounds={"v": (0.0, 1.0)}, name="t",
+                           domains={"k": range(5)}, epsilon=10.0,
+                           rng=dpfast.default_rng(KEY), column_cache=budget)
+        out.append(s.sql("SELECT k, AVG(v) AS m, COUNT(*) AS n FROM t GROUP BY k",
+                         epsilon=2.0))
+        if budget:
+            cols = {"__k0": "k", "__pid": "pid", "__v": "v"}
+            _same_arrays(s._source.plain_rows(cols, list(cols.values())),
+                         _duckdb_rows(s._source, cols))
+            _stamp_later(str(tmp_path / "part1.parquet"))
+            s.count("k", epsilon=1.0)
+            assert s._source.column_cache.info()["loads"] == 5  # k, pid, v; k, pid
+    for name in ("m", "n"):
+        _same_release(out[0].releases[name], out[1].releases[name])

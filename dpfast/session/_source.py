@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _colcache
+from . import _colcache, _frame
 
 __all__ = ["Source", "make_source", "quote"]
 
@@ -40,9 +40,6 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: DuckDB types whose ``fetchnumpy`` arrays equal Arrow's ``to_numpy`` (dtype and values)
 _NUMPY_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
                           "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "VARCHAR"})
-#: numpy dtypes (``dtype.str`` without the byte order) of pandas columns that DuckDB reads
-#: and returns unchanged (:meth:`Source.frame_rows`)
-_FRAME_DTYPES = frozenset({"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8"})
 
 
 def quote(name: str) -> str:
@@ -244,29 +241,13 @@ class Source:
         WHERE col IS NOT NULL ...`` (DuckDB reads a pandas NaN / None / NA as NULL), in
         the frame's row order.  None (then DuckDB answers) unless every column is in
         ``not_null`` and is a numpy bool, integer, float32 or float64 column
-        (:data:`_FRAME_DTYPES`, the dtypes DuckDB returns unchanged) or a column of
+        (:data:`dpfast.session._frame.FRAME_DTYPES`: dtypes DuckDB returns unchanged) or a column of
         strings (pandas' string dtype, or objects that are all str or missing)
         (``tests/test_session_fetch.py``).  ``limit=0``: no rows, the types only (numpy
         columns and pandas' string dtype; None for object columns)."""
-        if self.kind != "pandas" or self.frame is None or not set(cols.values()) <= set(
-                not_null):
+        if self.kind != "pandas" or self.frame is None:
             return None
-        frame = self.frame
-        names = list(frame.columns)
-        folded = [n.lower() if isinstance(n, str) else n for n in names]
-        arrays: dict[str, np.ndarray] = {}
-        keep = None
-        for c in dict.fromkeys(not_null):
-            if names.count(c) != 1 or folded.count(c.lower()) != 1:  # SQL names fold case
-                return None
-            got = _frame_column(frame[c], types_only=limit == 0)
-            if got is None:
-                return None
-            arrays[c], missing = got
-            if missing is not None and missing.any():
-                keep = ~missing if keep is None else keep & ~missing
-        return {name: arrays[c] if keep is None else arrays[c][keep]
-                for name, c in cols.items()}
+        return _frame.frame_rows(self.frame, cols, not_null, limit)
 
     # ----------------------------------------------------------------- fingerprint
     def fingerprint_public(self, name: str) -> str:
@@ -302,29 +283,6 @@ class Source:
             f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
             f"FROM {quote(self.name)}").fetchall()[0]
         return _digest([self.kind, duckdb.__version__, int(n), h, cols])
-
-
-def _frame_column(col: Any, types_only: bool = False
-                  ) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """A pandas column as DuckDB returns it (:meth:`Source.frame_rows`) and its missing
-    values (None: it has none), or None for a column of another kind; ``types_only``:
-    no rows (and None for an object column, whose kind needs a look at every row)."""
-    dt = col.dtype
-    if isinstance(dt, np.dtype) and dt.isnative and dt.str[1:] in _FRAME_DTYPES:
-        if types_only:
-            return np.empty(0, dt), None
-        arr = np.ascontiguousarray(col.to_numpy())
-        return arr, (np.isnan(arr) if dt.kind == "f" else None)
-    import pandas as pd
-    from pandas.api.types import infer_dtype
-
-    if types_only:
-        return (np.empty(0, object), None) if isinstance(dt, pd.StringDtype) else None
-
-    if not (isinstance(dt, pd.StringDtype) or (
-            dt == np.dtype(object) and infer_dtype(col, skipna=True) == "string")):
-        return None
-    return col.to_numpy(dtype=object), col.isna().to_numpy()
 
 
 def _digest(obj: Any) -> str:
