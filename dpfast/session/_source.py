@@ -241,8 +241,8 @@ class Source:
         WHERE col IS NOT NULL ...`` (DuckDB reads a pandas NaN / None / NA as NULL), in
         the frame's row order.  None (then DuckDB answers) unless every column is in
         ``not_null`` and is a numpy bool, integer, float32 or float64 column
-        (:data:`dpfast.session._frame.FRAME_DTYPES`: dtypes DuckDB returns unchanged) or a column of
-        strings (pandas' string dtype, or objects that are all str or missing)
+        (:data:`dpfast.session._frame.FRAME_DTYPES`: dtypes DuckDB returns unchanged) or
+        a column of strings (pandas' string dtype, or objects that are all str or missing)
         (``tests/test_session_fetch.py``).  ``limit=0``: no rows, the types only (numpy
         columns and pandas' string dtype; None for object columns)."""
         if self.kind != "pandas" or self.frame is None:
