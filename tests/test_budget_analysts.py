@@ -83,6 +83,30 @@ def test_analyst_sub_budgets_and_refusals(tmp_path):
     assert _cli("ledger", "verify", str(tmp_path / "l.sqlite")).returncode == 0
 
 
+def test_fits_is_what_spend_would_decide(tmp_path):
+    """``fits`` answers what ``spend`` would decide now (budget, sub-budget, the largest
+    epsilon ``remaining`` reports), records nothing, and validates like ``spend``."""
+    b = Budget(1.0, 1e-6, ledger=tmp_path / "l.sqlite", accounting="mixed")
+    alice = b.analyst("alice", epsilon=0.5)
+    assert alice.fits(ev.Epsilon(0.5)) and not alice.fits(ev.Epsilon(0.5 + Q))
+    assert b.fits(ev.Epsilon(1.0)) and not b.fits(ev.Epsilon(1.0 + Q))
+    alice.spend(ev.Epsilon(0.25))
+    for who in (b, alice, b.analyst("bob")):
+        left = who.remaining().epsilon
+        assert who.fits(ev.Epsilon(left))
+        assert not who.fits(ev.Epsilon(left + Q))
+    assert b.fits(ev.Epsilon(0.75), analyst="bob") and not b.fits(ev.Epsilon(0.5),
+                                                                   analyst="alice")
+    sigma = b.remaining().sigma  # the smallest Gaussian noise multiplier that fits
+    assert b.fits(ev.Gaussian(sigma)) and not b.fits(ev.Gaussian(sigma * 0.99))
+    assert len(b.history(include_refused=True)) == 1  # nothing recorded
+    with pytest.raises(TypeError, match="analyst must be a str"):
+        b.fits(ev.Epsilon(Q), analyst=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        b.fits(0.5)  # type: ignore[arg-type]
+    b.close()
+
+
 def test_an_analyst_is_a_budget_for_the_releases(tmp_path):
     import numpy as np
 

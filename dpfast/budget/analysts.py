@@ -105,6 +105,28 @@ class Analysts:
             return REFUSED, "analyst"
         return CHARGED, None
 
+    def fits(self, event: Any, *, analyst: str = "") -> bool:
+        """True if a charge of ``event`` (by ``analyst``) would be accepted now: it fits
+        the budget and the analyst's sub-budget, if any.  Charges and records nothing;
+        another process may charge in between, so :meth:`spend` still decides.  One
+        filter test: far cheaper than comparing with :meth:`remaining`, which searches
+        for the largest epsilon and smallest sigma that fit.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``analyst`` is not a string, ``event`` is not an event, or this accounting
+            cannot charge it.
+        """
+        check_text(analyst, "analyst")
+        serialize_event(event)  # TypeError unless an event
+        costs = self._filter.costs(event)
+        with self._lock:
+            sync = self._sync
+            sync.read("cannot read the ledger")
+            return bool(self._filter.fits(sync.state, costs)
+                        and sync.books.fits(analyst, costs))
+
     def _refusal(self, event: Any, costs: tuple[float, ...], analyst: str,
                  why: str | None) -> BudgetExceededError:
         sync = self._sync
@@ -279,6 +301,10 @@ class Analyst:
               wait: float = 3600.0) -> Any:
         """:meth:`Budget.query <dpfast.Budget.query>` for this analyst."""
         return self.budget.query(query_id, event, note=note, analyst=self.name, wait=wait)
+
+    def fits(self, event: Any) -> bool:
+        """:meth:`Budget.fits <dpfast.Budget.fits>` for this analyst."""
+        return self.budget.fits(event, analyst=self.name)
 
     def remaining(self) -> Remaining:
         """What this analyst may still spend: what fits both the sub-budget and the

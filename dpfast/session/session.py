@@ -367,11 +367,12 @@ class Session:
         """Refuse, before any charge, a query whose remaining parts (``need`` epsilon in
         all) cannot all fit what the analyst (or the session) may still spend, unless
         its next part is already answered (a hit costs nothing)."""
+        from dpfast.accounting.events import Epsilon
         from dpfast.budget import BudgetExceededError
 
         who = self._store.who(self.analyst_name)
-        left = who.remaining()
-        if need > left.epsilon and not self._store.cached(qid):
+        if not who.fits(Epsilon(need)) and not self._store.cached(qid):
+            left = who.remaining()
             name = f"analyst {self.analyst_name}" if self.analyst_name else "the budget"
             raise BudgetExceededError(
                 f"{what}: the query's remaining aggregates need epsilon {need:.6g}, more "
