@@ -484,8 +484,8 @@ def test_projection_kernel_is_the_weighted_projection(vals, target, seed):
 
     v = np.array(vals, dtype=np.float64)
     w = np.random.default_rng(seed).uniform(0.5, 3.0, v.size)
-    got = v.copy()
-    k._project(got, w, v.size, float(target), True, np.empty(v.size, np.bool_))
+    got = np.empty_like(v)
+    k._project(v.copy(), w, v.size, float(target), True, np.empty(v.size, np.int64), got)
     assert (got >= 0).all()
     assert abs(got.sum() - target) <= 1e-9 * (1 + target + np.abs(v).sum())
     if target > 0:
@@ -499,8 +499,8 @@ def test_projection_kernel_is_the_weighted_projection(vals, target, seed):
         ref = np.maximum(v - hi * w, 0)
         np.testing.assert_allclose(got, ref, atol=1e-7 * (1 + target))
     # without the sign constraint: a shift proportional to w
-    free = v.copy()
-    k._project(free, w, v.size, float(target), False, np.empty(v.size, np.bool_))
+    free = np.empty_like(v)
+    k._project(v.copy(), w, v.size, float(target), False, np.empty(v.size, np.int64), free)
     lam = (v.sum() - target) / w.sum()
     np.testing.assert_allclose(free, v - lam * w, rtol=1e-12, atol=1e-9)
 
@@ -509,7 +509,7 @@ def test_projection_kernel_is_the_weighted_projection(vals, target, seed):
 def test_rounding_kernel_repairs_any_sum(vals, offset):
     """Largest remainder keeps the exact integer total even when the float values do not
     sum to it (the repair paths: total below or above the floors' sum)."""
-    from dpfast._kernels import topdown as k
+    from dpfast._kernels import topdown_round as k
 
     v = np.array(vals, dtype=np.float64)
     target = int(np.floor(v).sum()) + offset * v.size if offset < 0 else \
@@ -517,7 +517,7 @@ def test_rounding_kernel_repairs_any_sum(vals, offset):
     target = max(target, 0)
     out = np.empty(v.size, np.int64)
     k._round(v, v.size, np.int64(target), True, out, np.empty(v.size),
-             np.empty(v.size, np.int64), np.empty(v.size, np.int64))
+             np.empty(v.size, np.int64))
     assert int(out.sum()) == target
     assert (out >= 0).all()
     if abs(v.sum() - target) < 1e-9:
@@ -533,7 +533,7 @@ def test_rounding_kernel_repairs_any_sum(vals, offset):
 def test_remainder_order_is_numpys_stable_argsort(fracs):
     """The rounding's order of remainders (plain loops) is numpy's stable argsort of
     ``-frac``: larger first, ties to the lower index (many ties, runs past 16 merged)."""
-    from dpfast._kernels import topdown as k
+    from dpfast._kernels import topdown_round as k
 
     f = np.array(fracs)
     idx = np.empty(f.size, np.int64)
@@ -547,7 +547,7 @@ def test_selection_is_the_stable_argsorts_first_r(fracs, data):
     """The rounding picks its ``r`` units by selection, not a sort: the same set as the
     first ``r`` of numpy's stable argsort of ``-frac`` (larger first, ties to the lower
     index), many ties included; and ``_round`` adds them exactly there."""
-    from dpfast._kernels import topdown as k
+    from dpfast._kernels import topdown_round as k
 
     f = np.array(fracs)
     n = f.size
@@ -559,11 +559,152 @@ def test_selection_is_the_stable_argsorts_first_r(fracs, data):
     v = np.arange(n, dtype=np.float64) + f  # floors 0..n-1
     target = int(np.floor(v).sum()) + r
     out = np.empty(n, np.int64)
-    k._round(v, n, np.int64(target), True, out, np.empty(n), np.empty(n, np.int64),
-             np.empty(n, np.int64))
+    k._round(v, n, np.int64(target), True, out, np.empty(n), np.empty(n, np.int64))
     ref = np.floor(v).astype(np.int64)
     ref[np.argsort(-(v - np.floor(v)), kind="mergesort")[:r]] += 1
     np.testing.assert_array_equal(out, ref)
+
+
+def _project_reference(v, w, target, nonneg):
+    """Michelot's iteration as first written (a mask over all coordinates, the sums taken
+    afresh each round), in Python floats (IEEE doubles, the kernel's operations)."""
+    n = len(v)
+    v = [float(a) for a in v]
+    if nonneg and target <= 0.0:
+        return [0.0] * n
+    active = [True] * n
+    while True:
+        sv = 0.0
+        sw = 0.0
+        for i in range(n):
+            if active[i]:
+                sv += v[i]
+                sw += w[i]
+        lam = (sv - target) / sw
+        if not nonneg:
+            break
+        changed = False
+        for i in range(n):
+            if active[i] and v[i] - lam * w[i] <= 0.0:
+                active[i] = False
+                changed = True
+        if not changed:
+            break
+    out = []
+    for i in range(n):
+        c = v[i] - lam * w[i] if active[i] else 0.0
+        out.append(c if (c > 0.0 or not nonneg) else 0.0)
+    return out
+
+
+@given(st.lists(st.floats(-50, 50), min_size=1, max_size=40), st.integers(0, 300),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_projection_kernel_is_bit_identical_to_the_reference_iteration(vals, target, one_w,
+                                                                       seed):
+    """The kernel keeps the active coordinates as a list and sums while it filters: the
+    same bits as the masked iteration that recomputes every sum."""
+    from dpfast._kernels import topdown as k
+
+    v = np.array(vals, dtype=np.float64)
+    w = np.full(v.size, 2.5) if one_w else \
+        np.random.default_rng(seed).uniform(0.5, 3.0, v.size)
+    for nonneg in (True, False):
+        got = np.empty_like(v)
+        k._project(v.copy(), w, v.size, float(target), nonneg, np.empty(v.size, np.int64),
+                   got)
+        want = np.array(_project_reference(v, w.tolist(), float(target), nonneg))
+        assert got.tobytes() == want.tobytes()
+
+
+def _round_reference(v, target):
+    """Floor, then one more unit to the ``target - sum floor`` largest remainders, ties to
+    the lower index (numpy's stable argsort), for targets the floors leave in [0, n)."""
+    f = np.floor(v)
+    out = f.astype(np.int64)
+    r = int(target - out.sum())
+    out[np.argsort(-(v - f), kind="mergesort")[:r]] += 1
+    return out
+
+
+@given(st.integers(1, 300), st.sampled_from(["spread", "ties", "binades", "zeros"]),
+       st.integers(0, 2**32 - 1), st.data())
+def test_threshold_selection_is_the_stable_argsorts_first_r(n, kind, seed, data):
+    """The rounding's search for the ``r``-th remainder by its value (counting passes,
+    the bracket snapped to remainders) picks the set of the stable argsort, on spread
+    remainders, few distinct values, and the ties of the finest level (children equal to
+    integers plus one shared float shift, whose remainders differ in their last bits
+    between binades), with exact zeros (children projected to 0)."""
+    from dpfast._kernels import topdown_round as k
+
+    g = np.random.default_rng(seed)
+    if kind == "spread":
+        v = g.uniform(0, 50, n)
+    elif kind == "ties":
+        v = g.integers(0, 40, n) + g.choice([0.0, 0.25, 0.5, 0.75], n)
+    else:
+        shift = float(g.uniform(-0.5, 0.5))
+        v = np.maximum(g.integers(0, 3000, n).astype(np.float64) + shift, 0.0)
+        if kind == "zeros":
+            v[g.random(n) < 0.4] = 0.0
+    r = data.draw(st.integers(0, n - 1))
+    target = int(np.floor(v).sum()) + r
+    out = np.empty(n, np.int64)
+    k._round(v, n, np.int64(target), True, out, np.empty(n), np.empty(n, np.int64))
+    np.testing.assert_array_equal(out, _round_reference(v, target))
+
+
+def test_split_children_one_weight_and_parent_order_are_the_general_path() -> None:
+    """``w`` empty (every child weighs ``wc``) and ``order`` empty (children in parent
+    order) give the bits of the explicit weights and order."""
+    from dpfast._kernels import topdown as k
+
+    rng = np.random.default_rng(5)
+    n_par, n_ch, kk = 60, 3000, 2
+    par = np.sort(rng.integers(0, n_par, n_ch))
+    offsets = np.empty(n_par + 1, np.int64)
+    assert k.csr_offsets(par, n_par, offsets)
+    order = np.empty(n_ch, np.int64)
+    k.csr_order(par, offsets, order)
+    np.testing.assert_array_equal(order, np.arange(n_ch))
+    x = rng.integers(-3, 40, (n_ch, kk)) + 0.37
+    target = np.rint(rng.uniform(0, 900, (n_par, kk)))
+    none_i, none_f = np.empty(0, np.int64), np.empty(0)
+    for nonneg in (False, True):
+        for integer in (False, True):
+            outs = []
+            for w, wc, o in ((np.full(n_ch, 2.5), 0.0, order), (none_f, 2.5, none_i)):
+                out_i = np.zeros((n_ch if integer else 0, kk), np.int64)
+                out_f = np.zeros((0 if integer else n_ch, kk))
+                k.split_children_serial(target, x, w, wc, offsets, o, nonneg, integer, out_f,
+                                        out_i)
+                outs.append(out_i if integer else out_f)
+            assert outs[0].tobytes() == outs[1].tobytes()
+    shuffled = rng.permutation(par)
+    assert not k.csr_offsets(shuffled, n_par, offsets)
+    k.csr_order(shuffled, offsets, order)
+    for g in range(n_par):
+        kids = order[offsets[g]:offsets[g + 1]]
+        np.testing.assert_array_equal(kids, np.flatnonzero(shuffled == g))
+
+
+@pytest.mark.parametrize("cells", [1, 2])
+def test_one_leaf_per_unit_is_the_grouped_path(cells: int) -> None:
+    """Leaves that are the finest units (``levels[-1] == arange``: no parent map, no
+    grouping) release the bits of the same counts given as two leaves per unit (the
+    general path: parents, grouped sums), from the same key."""
+    from dpfast.perf.suite import census_tree
+
+    pop, levels = census_tree(40_000, seed=4)
+    leaves = np.stack([pop + j for j in range(cells)], 1) if cells > 1 else pop
+    a = tables.topdown(leaves, levels, rho=1.0, rng=dpfast.default_rng(KEY))
+    half = leaves // 2
+    split = np.concatenate([half, leaves - half])  # every unit's count in two leaves
+    b = tables.topdown(split, [np.concatenate([lv, lv]) for lv in levels], rho=1.0,
+                       rng=dpfast.default_rng(KEY))
+    assert _wls.build_tree(levels, pop.shape[0]).leaf_units
+    for name in ("estimates", "noisy", "consistent", "variances"):
+        for u, v in zip(getattr(a, name), getattr(b, name), strict=True):
+            assert u.dtype == v.dtype and u.tobytes() == v.tobytes()
 
 
 @pytest.mark.parametrize("cells", [1, 3])
@@ -602,7 +743,8 @@ def test_split_children_serial_equals_parallel() -> None:
     par = np.sort(rng.integers(0, n_par, n_ch))
     offsets = np.empty(n_par + 1, np.int64)
     order = np.empty(n_ch, np.int64)
-    k.csr(par, n_par, offsets, order)
+    assert k.csr_offsets(par, n_par, offsets)
+    k.csr_order(par, offsets, order)
     x = rng.normal(3.0, 4.0, (n_ch, kk))
     w = rng.uniform(0.5, 2.0, n_ch)
     target = np.rint(rng.uniform(0, 60, (n_par, kk)))
@@ -612,7 +754,7 @@ def test_split_children_serial_equals_parallel() -> None:
             for fn in (k.split_children_serial, k.split_children):
                 out_i = np.zeros((n_ch if integer else 0, kk), np.int64)
                 out_f = np.zeros((0 if integer else n_ch, kk))
-                args = (target, x, w, offsets, order, nonneg, integer, out_f, out_i)
+                args = (target, x, w, 0.0, offsets, order, nonneg, integer, out_f, out_i)
                 fn(*args, *(() if fn is k.split_children_serial else (2,)))  # 2 threads
                 outs.append(out_i if integer else out_f)
             np.testing.assert_array_equal(outs[0], outs[1])

@@ -41,14 +41,17 @@ from dpfast.tables import _keys
 @dataclass(frozen=True)
 class Tree:
     """Validated hierarchy: ``ids[j]`` (leaf -> unit at level j), ``sizes[j] = n_j``,
-    ``parent[j]`` (unit of level j -> unit of level j-1; ``parent[0]`` is None)."""
+    ``parent[j]`` (unit of level j -> unit of level j-1; ``parent[0]`` is None).
+    ``leaf_units``: the finest level's ids are ``0 .. n_leaves - 1`` in order (each leaf is
+    its own finest unit, the usual case), so its parent map is ``ids[-2]`` itself."""
 
     ids: list[np.ndarray]
     sizes: list[int]
     parent: list[np.ndarray | None]
+    leaf_units: bool = False
 
 
-def _id_array(value: Any, j: int, n_leaves: int) -> tuple[np.ndarray, int]:
+def _id_array(value: Any, j: int, n_leaves: int) -> tuple[np.ndarray, int, bool]:
     arr = np.asarray(value)
     if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
         raise TypeError(f"levels[{j}] must be an integer array, got dtype {arr.dtype}")
@@ -58,17 +61,23 @@ def _id_array(value: Any, j: int, n_leaves: int) -> tuple[np.ndarray, int]:
         )
     if n_leaves == 0:
         raise ValueError("leaf_counts must have at least one leaf")
-    lo, hi = int(arr.min()), int(arr.max())
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and int(arr.max()) >= 2**63:
+        raise ValueError(f"levels[{j}]: id {int(arr.max())} is too large")  # would wrap
+    a64 = np.ascontiguousarray(arr, dtype=np.int64)  # no copy for C-ordered int64 ids
+    lo, hi, ident = _k.min_max_identity(a64)  # one pass
     if lo < 0:
-        raise ValueError(f"levels[{j}] must hold ids >= 0, got {lo}")
+        raise ValueError(f"levels[{j}] must hold ids >= 0, got {int(lo)}")
     if hi >= 2**62:
-        raise ValueError(f"levels[{j}]: id {hi} is too large")
-    return arr.astype(np.int64, copy=False), hi + 1
+        raise ValueError(f"levels[{j}]: id {int(hi)} is too large")
+    return a64, int(hi) + 1, bool(ident)
 
 
 def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
     """Validate ``levels`` (coarse to fine) and return the tree; raises ValueError naming
-    the level and a leaf where the nesting breaks or an id is unused."""
+    the level and a leaf where the nesting breaks or an id is unused.
+
+    A level whose ids are ``arange(n_leaves)`` (one unit per leaf, in order) nests and
+    uses every id by construction: its parent map is the coarser level's ids, no pass."""
     if isinstance(levels, np.ndarray) and levels.ndim == 2:
         levels = list(levels)
     if not isinstance(levels, Sequence) or isinstance(levels, str | bytes):
@@ -77,12 +86,17 @@ def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
         raise ValueError("levels must hold at least one level")
     ids: list[np.ndarray] = []
     sizes: list[int] = []
+    ident: list[bool] = []
     for j, lev in enumerate(levels):
-        arr, n = _id_array(lev, j, n_leaves)
+        arr, n, one_each = _id_array(lev, j, n_leaves)
         ids.append(arr)
         sizes.append(n)
+        ident.append(one_each)
     parent: list[np.ndarray | None] = [None]
     for j in range(1, len(ids)):
+        if ident[j]:  # unit i is leaf i: its parent is leaf i's unit one level up
+            parent.append(ids[j - 1])
+            continue
         par = np.full(sizes[j], -1, np.int64)
         bad = _k.parents(ids[j], ids[j - 1], par)
         if bad >= 0:
@@ -93,11 +107,18 @@ def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
             )
         parent.append(par)
     for j in range(len(ids)):
+        if ident[j]:
+            continue
         par_j = parent[j]
         used: np.ndarray
         if par_j is None:
             used = np.zeros(sizes[j], np.bool_)
-            used[ids[0]] = True
+            if len(ids) > 1:  # the level-0 ids of the leaves are those of level 1's units
+                p1 = parent[1]
+                assert p1 is not None
+                used[p1[p1 >= 0]] = True
+            else:
+                used[ids[0]] = True
         else:
             used = par_j >= 0
         if not used.all():
@@ -106,7 +127,7 @@ def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
                 f"levels[{j}] ids must be 0..{sizes[j] - 1} with every id used; "
                 f"id {missing} has no leaf"
             )
-    return Tree(ids=ids, sizes=sizes, parent=parent)
+    return Tree(ids=ids, sizes=sizes, parent=parent, leaf_units=ident[-1])
 
 
 def aggregate(tree: Tree, leaves: np.ndarray) -> list[np.ndarray]:
@@ -115,8 +136,11 @@ def aggregate(tree: Tree, leaves: np.ndarray) -> list[np.ndarray]:
     L = len(tree.sizes)
     k = leaves.shape[1]
     out: list[np.ndarray] = [np.empty(0)] * L
-    finest = np.zeros((tree.sizes[-1], k), np.int64)
-    _k.group_sum_int(tree.ids[-1], leaves, finest)
+    if tree.leaf_units:  # one leaf per finest unit, in order
+        finest = leaves.copy()
+    else:
+        finest = np.zeros((tree.sizes[-1], k), np.int64)
+        _k.group_sum_int(tree.ids[-1], leaves, finest)
     out[-1] = finest
     for j in range(L - 2, -1, -1):
         t = np.zeros((tree.sizes[j], k), np.int64)
@@ -134,7 +158,9 @@ def least_squares(
     root_exact: np.ndarray | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Consistent estimates ``x[j]`` (float64, ``(n_j, k)``), their error variances
-    ``F[j]`` (``(n_j,)``) and the subtree variances ``V[j]``.
+    ``F[j]`` (``(n_j,)``) and the subtree variances ``V[j]`` (below a root, the finest
+    level's ``V`` is its measurement variance ``var[-1]`` for every unit: a read-only
+    broadcast of that one value).
 
     ``noisy[j]``: level ``j``'s measurements (``noisy[0]`` may be None when
     ``root_exact`` gives level 0 exactly); ``var[j]``: their variance.
@@ -146,15 +172,23 @@ def least_squares(
     W: list[np.ndarray] = [np.empty(0)] * L
     y_last = noisy[-1]
     assert y_last is not None
-    z[-1] = y_last.astype(np.float64)
-    V[-1] = np.full(tree.sizes[-1], float(var[-1]))
+    if L == 1:
+        z[-1] = y_last.astype(np.float64)
+        V[-1] = np.full(tree.sizes[-1], float(var[-1]))
+    else:  # the finest level: z = y (int64, read as float64), V = var (one value)
+        z[-1] = y_last
+        V[-1] = np.broadcast_to(np.float64(var[-1]), (tree.sizes[-1],))
     for j in range(L - 2, -1, -1):
         par = tree.parent[j + 1]
         assert par is not None
         k = z[j + 1].shape[1]
         s = np.zeros((tree.sizes[j], k), np.float64)
-        _k.group_sum_float(par, z[j + 1], s)
-        w = np.bincount(par, weights=V[j + 1], minlength=tree.sizes[j])
+        if j == L - 2:
+            w = np.zeros(tree.sizes[j], np.float64)
+            _k.upward_leaf(par, z[j + 1], float(var[-1]), s, w)
+        else:
+            _k.group_sum_float(par, z[j + 1], s)
+            w = np.bincount(par, weights=V[j + 1], minlength=tree.sizes[j])
         S[j], W[j] = s, w
         y = noisy[j]
         if y is None:  # an exact invariant: z is not needed
@@ -178,9 +212,14 @@ def least_squares(
         par = tree.parent[j + 1]
         assert par is not None
         if par.shape[0] >= _keys.SERIAL_ROWS:  # fused: no level-sized temporaries
-            x[j + 1] = np.empty_like(z[j + 1])
+            x[j + 1] = np.empty(z[j + 1].shape, np.float64)
             F[j + 1] = np.empty(par.shape[0])
-            _k.downward(par, z[j + 1], V[j + 1], W[j], S[j], x[j], F[j], x[j + 1], F[j + 1])
+            if j + 1 == L - 1:
+                _k.downward_leaf(par, z[j + 1], float(var[-1]), W[j], S[j], x[j], F[j],
+                                 x[j + 1], F[j + 1])
+            else:
+                _k.downward(par, z[j + 1], V[j + 1], W[j], S[j], x[j], F[j], x[j + 1],
+                            F[j + 1])
         else:  # small: numpy (no parallel kernel to compile), the same operations
             gain = V[j + 1] / W[j][par]
             d = x[j] - S[j]

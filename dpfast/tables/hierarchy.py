@@ -43,6 +43,9 @@ from .release import _alpha as _alpha
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels"]
 
+_NONE = np.empty(0, np.int64)  # split_children: no order (children in parent order)
+_NO_WEIGHTS = np.empty(0, np.float64)  # split_children: one weight for every child
+
 
 # --------------------------------------------------------------------------- validation
 
@@ -60,14 +63,15 @@ def _leaf_array(leaf_counts: Any) -> tuple[np.ndarray, bool]:
         arr = arr.reshape(-1, 1)
     if arr.shape[1] == 0:
         raise ValueError("leaf_counts must have at least one cell per leaf")
-    if arr.size and int(arr.min()) < 0:
-        raise ValueError("leaf_counts must be >= 0 (counts)")
     if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**62:
         raise OverflowError("leaf_counts: a count does not fit int64 with room for noise")
     arr = np.ascontiguousarray(arr, dtype=np.int64)  # a copy unless already int64 C order
-    # every level total must fit int64 with room for the noise
     if arr.size:
-        mx = int(arr.max())
+        lo, hi, _ = _k.min_max_identity(arr.reshape(-1))  # one pass
+        if lo < 0:
+            raise ValueError("leaf_counts must be >= 0 (counts)")
+        # every level total must fit int64 with room for the noise
+        mx = int(hi)
         if mx * arr.shape[0] >= 2**62:
             col_totals = [sum(int(v) for v in np.add.reduceat(arr[:, c].astype(object),
                           np.arange(0, arr.shape[0], 1 << 16))) for c in range(arr.shape[1])]
@@ -362,13 +366,17 @@ def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float]
             assert par is not None
             n_par = tree.sizes[j - 1]
             offsets = np.empty(n_par + 1, np.int64)
-            order = np.empty(tree.sizes[j], np.int64)
-            _k.csr(par, n_par, offsets, order)
+            order = _NONE
+            if not _k.csr_offsets(par, n_par, offsets):  # children not in parent order
+                order = np.empty(tree.sizes[j], np.int64)
+                _k.csr_order(par, offsets, order)
+            # the finest level's weights are all its measurement variance (_wls)
+            w, wc = (_NO_WEIGHTS, var[j]) if j == L - 1 else (V[j], 0.0)
             k = x[j].shape[1]
             out_i = np.empty((tree.sizes[j], k) if integer else (0, k), np.int64)
             out_f = np.empty((0, k) if integer else (tree.sizes[j], k), np.float64)
-            args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], V[j], offsets, order,
-                    bool(nonnegative), bool(integer), out_f, out_i)
+            args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], w, float(wc),
+                    offsets, order, bool(nonnegative), bool(integer), out_f, out_i)
             if tree.sizes[j] < _keys.SERIAL_ROWS:  # small: nothing parallel to compile
                 _k.split_children_serial(*args)
             else:
