@@ -335,3 +335,33 @@ def test_aggregate_with_a_median_on_two_worker_processes(client) -> None:  # typ
     assert len(ref) > 3
     pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
     np.testing.assert_array_equal(got["median_x"].values, ref["median_x"].values)
+
+
+def test_shuffle_buckets_are_a_function_of_the_id_and_the_scatter_is_stable() -> None:
+    """The compact shuffle's output partition of a row depends on its id's value only
+    (int32 and int64 ids alike, negative ids, every output used), and the counting-sort
+    scatter is numpy's stable argsort by bucket, narrowed or not."""
+    from dpfast._kernels import grouping as kg
+
+    r = np.random.default_rng(8)
+    ids = np.concatenate([r.integers(-(2 ** 40), 2 ** 40, 5000), r.integers(0, 300, 5000)])
+    nout = 7
+    bucket, bounds = np.empty(ids.size, np.int64), np.zeros(nout + 1, np.int64)
+    kg.id_buckets(ids, nout, bucket, bounds)
+    assert ((bucket >= 0) & (bucket < nout)).all()
+    np.testing.assert_array_equal(np.diff(bounds), np.bincount(bucket, minlength=nout))
+    assert (np.diff(bounds) > 0).all()
+    first = {}
+    for i, b in zip(ids.tolist(), bucket.tolist(), strict=True):
+        assert first.setdefault(i, b) == b  # one id, one bucket
+    small = ids[5000:]
+    b32 = np.empty(small.size, np.int64)
+    kg.id_buckets(np.ascontiguousarray(small.astype(np.int32), np.int64), nout, b32,
+                  np.zeros(nout + 1, np.int64))
+    np.testing.assert_array_equal(b32, bucket[5000:])
+    order = np.argsort(bucket, kind="stable")
+    for dt in (np.int64, np.int32):
+        out = np.empty(ids.size, dt)
+        x = np.where(np.abs(ids) < 2 ** 31, ids, 5)
+        kg.scatter_rows(x, bucket, bounds, out)
+        np.testing.assert_array_equal(out, x[order].astype(dt))

@@ -340,3 +340,38 @@ def bincount_codes(codes, n_codes, totals, nthreads):
     for b in range(nt):
         for j in range(n_codes):
             totals[j] += part[b, j]
+
+
+# ----------------------------------------------------------------------------- shuffle
+@nb.njit(cache=True)
+def id_buckets(ids, nout, bucket, bounds):
+    """The dask shuffle's output partition of every row: ``bucket[i]`` = SplitMix64's
+    finalizer of the id's 64 bits (int64 ``ids``) mod ``nout``; ``bounds`` (``nout + 1``
+    entries) the buckets' offsets in bucket order.  A function of the id value only, so an
+    id's rows meet in one output partition."""
+    m1 = np.uint64(0xBF58476D1CE4E5B9)
+    m2 = np.uint64(0x94D049BB133111EB)
+    q = np.uint64(nout)
+    bounds[:] = 0
+    for i in range(ids.shape[0]):
+        z = np.uint64(ids[i])
+        z = (z ^ (z >> np.uint64(30))) * m1
+        z = (z ^ (z >> np.uint64(27))) * m2
+        z = z ^ (z >> np.uint64(31))
+        b = np.int64(z % q)
+        bucket[i] = b
+        bounds[b + 1] += 1
+    for b in range(nout):
+        bounds[b + 1] += bounds[b]
+
+
+@nb.njit(cache=True)
+def scatter_rows(x, bucket, bounds, out):
+    """``out``: the rows of ``x`` grouped by ``bucket`` (bucket ``b`` at
+    ``bounds[b]:bounds[b+1]``), in input order inside each bucket (a stable counting
+    sort; ``out`` may be a narrower integer type whose range the caller checked)."""
+    pos = bounds[:-1].copy()
+    for i in range(x.shape[0]):
+        b = bucket[i]
+        out[pos[b]] = x[i]
+        pos[b] += 1

@@ -33,6 +33,7 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
+from dpfast._kernels import grouping as _kg
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, bounding, keynoise
 from dpfast.tables import groupby as aggregate  # the count / sum / mean pipeline
@@ -150,8 +151,13 @@ def _numeric(ddf: Any, cols: list[str]) -> bool:
 
 def _split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     """:func:`_split` for numpy-dtype columns: the pieces are dicts of compact numpy
-    columns (no index, no DataFrame), cheap to pickle between workers.  The same hash as
-    :func:`_split` (``pandas.util.hash_array``), so the same id meets in the same output."""
+    columns (no index, no DataFrame), cheap to pickle between workers.  Integer and bool
+    ids go to the output partition of a mix of their value (:func:`_kernels.grouping.
+    id_buckets`, one pass; then one stable counting-sort pass per column straight into its
+    narrowed piece); float ids to that of ``pandas.util.hash_array`` (which hashes equal
+    floats alike).  Every partition of one graph uses the same rule (the id column has one
+    dtype in the metadata, and an int32 piece's ids mix as their int64 values), so an id's
+    rows meet in one output; which output does not change the release."""
     import pandas as pd
 
     arrs = {c: pdf[c].to_numpy() for c in cols}
@@ -161,33 +167,45 @@ def _split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     kinds = {c: a.dtype for c, a in arrs.items()}  # each column's own dtype, restored
     if nout == 1:
         return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)
-    h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(
-        np.uint16 if nout <= 1 << 16 else np.int64)
-    order = np.argsort(h, kind="stable")  # radix sort for uint16
     bounds = np.zeros(nout + 1, np.int64)
-    np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
-    sorted_cols = {c: _narrow(a).take(order) for c, a in arrs.items()}
+    if ids.dtype.kind in "biu":
+        bucket = np.empty(len(ids), np.int64)
+        _kg.id_buckets(np.ascontiguousarray(ids, np.int64), nout, bucket, bounds)
+        sorted_cols = {}
+        for c, a in arrs.items():
+            a = np.ascontiguousarray(a)
+            out = np.empty(a.shape[0], _narrow_dtype(a))
+            _kg.scatter_rows(a, bucket, bounds, out)
+            sorted_cols[c] = out
+    else:
+        h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(
+            np.uint16 if nout <= 1 << 16 else np.int64)
+        order = np.argsort(h, kind="stable")  # radix sort for uint16
+        np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
+        sorted_cols = {c: a.astype(_narrow_dtype(a), copy=False).take(order)
+                       for c, a in arrs.items()}
     return tuple({_DTYPES: kinds, **{c: a[bounds[j]:bounds[j + 1]]
                                      for c, a in sorted_cols.items()}}
                  for j in range(nout))
 
 
-def _narrow(a: np.ndarray) -> np.ndarray:
+def _narrow_dtype(a: np.ndarray) -> np.dtype:
     """An int64 / uint64 column whose values all fit int32 travels as int32 (half the
     bytes through the shuffle); :func:`_combine_arrays` casts it back exactly."""
     if a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size:
         lo, hi = int(a.min()), int(a.max())
         if -(1 << 31) <= lo and hi < (1 << 31):
-            return a.astype(np.int32)
-    return a
+            return np.dtype(np.int32)
+    return a.dtype
 
 
 def _combine_arrays(pieces: list, *args: Any) -> Any:
     """Concatenate one output's compact pieces (:func:`_split_arrays`), restore each
     column's dtype (that of pandas' concatenation of the original columns: the values
     are unchanged) and bound them."""
-    cols = {c: np.concatenate([p[c] for p in pieces]).astype(
-                np.result_type(*[p[_DTYPES][c] for p in pieces]), copy=False)
+    cols = {c: np.concatenate([p[c] for p in pieces],  # one pass, cast while copying
+                              dtype=np.result_type(*[p[_DTYPES][c] for p in pieces]),
+                              casting="unsafe")  # exact: a narrowed column fits int32
             for c in pieces[0][_DTYPES]}
     return _partials(cols, *args)
 
