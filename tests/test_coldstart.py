@@ -101,8 +101,8 @@ def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
                 or ".blake2b." in n]
 
 
-KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "local", "local_aggregate",
-                  "local_tally", "quantile",
+KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "topdown_round", "local",
+                  "local_aggregate", "local_tally", "quantile",
                   "selection", "grid", "table", "uniform", "dpsgd", "rappor", "chacha",
                   "convex", "fixed", "rows"]
 # modules of the kernel package that hold no kernel (the parallel-launch guard)

@@ -103,9 +103,12 @@ def _large() -> None:
     for values in (np.arange(n) % 5, np.linspace(0.0, 4.0, n)):
         tables.mean(values, keys, ids, bounds=(0, 4), epsilon=1.0, domain=[0, 1, 2],
                     rng=_KEY)
-    leaf = np.arange(n)
-    levels = [np.zeros(n, np.int64), leaf // 256, leaf]
-    tables.topdown(np.ones(n, np.int64), levels, rho=[0.1, 0.1, 0.1], rng=_KEY)
+    m = 2 * n  # a level of n units above the leaves: the fused downward pass
+    for mix in (1, 7919):  # leaves = units, parents in order; both permuted (order, groups)
+        leaf = (np.arange(m) * mix) % m
+        mid = ((leaf // 2) * mix) % n
+        levels = [np.zeros(m, np.int64), mid // 256, mid, leaf]
+        tables.topdown(np.ones(m, np.int64), levels, rho=[0.1] * 4, rng=_KEY)
 
 
 def _topdown() -> None:
