@@ -34,7 +34,7 @@ MAX_NARROW = 32  # at most this many narrowing passes (ties: the rest goes to _w
 @nb.njit(cache=True, inline="always")
 def _before(frac: np.ndarray, a: np.int64, b: np.int64) -> bool:
     """Index ``a`` goes before ``b``: larger remainder first, then the lower index."""
-    return frac[a] > frac[b] or (frac[a] == frac[b] and a < b)
+    return bool(frac[a] > frac[b] or (frac[a] == frac[b] and a < b))
 
 
 @nb.njit(cache=True)
@@ -186,7 +186,7 @@ def _round(v: np.ndarray, n: int, target: np.int64, nonneg: bool,
         for i in range(n):
             fmin = min(fmin, frac[i])
             fmax = max(fmax, frac[i])
-    _select_threshold(frac, n, r, fmin - 1.0, fmax, fmin, idx, out)
+    _select_threshold(frac, n, int(r), fmin - 1.0, fmax, fmin, idx, out)
 
 
 @nb.njit(cache=True)

@@ -183,6 +183,7 @@ def least_squares(
         assert par is not None
         k = z[j + 1].shape[1]
         s = np.zeros((tree.sizes[j], k), np.float64)
+        w: np.ndarray
         if j == L - 2:
             w = np.zeros(tree.sizes[j], np.float64)
             _k.upward_leaf(par, z[j + 1], float(var[-1]), s, w)
