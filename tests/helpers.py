@@ -11,6 +11,7 @@ import functools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -200,3 +201,19 @@ def chisquare_pvalue(counts: Sequence[int], probs: Sequence[float], *,
     if len(keep_c) < 2:
         return 1.0
     return float(stats.chisquare(keep_c, keep_e).pvalue)
+
+
+def same_release(a: Any, b: Any, *, release_id: bool = True) -> None:
+    """Assert two table releases are the same: statistic, event, law, threshold, keys
+    (dtype and values), the values' bytes, and (``release_id``) the release id."""
+    assert getattr(a, "statistic", None) == getattr(b, "statistic", None)
+    assert a.event == b.event and a.law == b.law and a.threshold == b.threshold
+    ka = a.keys if isinstance(a.keys, tuple) else (a.keys,)
+    kb = b.keys if isinstance(b.keys, tuple) else (b.keys,)
+    assert len(ka) == len(kb)
+    for x, y in zip(ka, kb):
+        assert x.dtype == y.dtype and x.tolist() == y.tolist()
+    assert a.values.dtype == b.values.dtype and a.values.tobytes() == b.values.tobytes()
+    if release_id:
+        assert a.release_id == b.release_id
+

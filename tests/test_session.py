@@ -20,7 +20,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
-from tests.helpers import KEY  # noqa: E402
+from tests.helpers import KEY, same_release  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESTS = ["BOS", "LAX", "ORD", "SFO"]
@@ -41,17 +41,6 @@ def _session(df: pd.DataFrame | None = None, **kw: object) -> dpfast.Session:
                           domains={"dest": DESTS}, name="flights", **kw)
 
 
-def _same(a: TableRelease, b: TableRelease) -> None:
-    assert a.statistic == b.statistic and a.event == b.event and a.law == b.law
-    ka = a.keys if isinstance(a.keys, tuple) else (a.keys,)
-    kb = b.keys if isinstance(b.keys, tuple) else (b.keys,)
-    for x, y in zip(ka, kb):
-        assert x.dtype == y.dtype and x.tolist() == y.tolist()
-    assert a.values.dtype == b.values.dtype
-    assert a.values.tobytes() == b.values.tobytes()
-    assert a.threshold == b.threshold and a.release_id == b.release_id
-    for p, q in zip(a.confidence_interval(0.1), b.confidence_interval(0.1)):
-        assert p.tobytes() == q.tobytes()
 
 
 # ------------------------------------------------------------------ serialisation
@@ -80,7 +69,7 @@ def test_release_state_round_trip(stat: str) -> None:
                                   epsilon=1.0, delta=1e-6, rng=g)
     state = json.loads(json.dumps(rel.to_state()))  # plain JSON, no pickle
     back = TableRelease.from_state(state)
-    _same(rel, back)
+    same_release(rel, back)
     assert back.to_dict() == rel.to_dict()
     assert back.sensitivity == rel.sensitivity
 
@@ -98,7 +87,7 @@ def test_repeat_is_bit_identical_and_free() -> None:
     a = s.mean("delay", "dest", epsilon=0.5, where="year = 2013")
     spent = s.budget.spent().epsilon
     b = s.mean("delay", "dest", epsilon=0.5, where="year=2013")  # same query, other text
-    _same(a, b)
+    same_release(a, b)
     assert s.budget.spent().epsilon == spent == 0.5
     assert len(s.budget.history()) == 1
     u = s.usage()
@@ -431,7 +420,7 @@ def test_new_statistics_through_the_session_cached_and_equal_to_direct() -> None
              s.count_distinct("seats", "dest", epsilon=0.5)]
     assert s.budget.spent().epsilon == spent and s.usage().hits == 6
     for a, b in zip([var, sd, people, kinds], [again[0], again[1], again[4], again[5]]):
-        _same(a, b)  # variance/std intervals come back from the cache too
+        same_release(a, b)  # variance/std intervals come back from the cache too
     for a, b in zip([med, q9], [again[2], again[3]]):
         assert a.values.tobytes() == b.values.tobytes() and a.event == b.event
         assert a.rank_error(0.1) == b.rank_error(0.1)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import dpfast  # noqa: E402
 from dpfast.session import _colcache, _source  # noqa: E402
-from tests.helpers import KEY  # noqa: E402
+from tests.helpers import KEY, same_release  # noqa: E402
 
 #: column type -> values of a small table (None: NULL)
 _COLUMNS = {
@@ -79,13 +79,6 @@ def _duckdb_rows(src: _source.Source, cols: dict[str, str]) -> dict[str, np.ndar
     return src.fetch_sql(f"SELECT {sel} FROM {_source.quote(src.name)} WHERE {cond}")
 
 
-def _same_release(a: object, b: object) -> None:
-    assert a.event == b.event and a.law == b.law and a.threshold == b.threshold
-    ka = a.keys if isinstance(a.keys, tuple) else (a.keys,)
-    kb = b.keys if isinstance(b.keys, tuple) else (b.keys,)
-    for x, y in zip(ka, kb):
-        assert x.dtype == y.dtype and x.tolist() == y.tolist()
-    assert a.values.dtype == b.values.dtype and a.values.tobytes() == b.values.tobytes()
 
 
 # ------------------------------------------------------------------ the rows served
@@ -197,7 +190,7 @@ def test_sql_release_is_the_duckdb_routes(tmp_path, key_type: str, value_type: s
             s.close()
             s._source.con.close()
         for name in ("n", "m", "c", "s", "cw", "direct"):
-            _same_release(out[0].releases[name], out[1 << 20].releases[name])
+            same_release(out[0].releases[name], out[1 << 20].releases[name], release_id=False)
         assert len(out[0].releases["n"]) > 0
 
 
@@ -257,7 +250,7 @@ def test_rewritten_parquet_gives_the_new_data(tmp_path) -> None:
     fresh = dpfast.Session(pq, privacy_unit="pid", domains={"k": [0, 1, 2, 3, 10, 11, 12, 13]},
                            epsilon=10.0, rng=dpfast.default_rng(KEY), column_cache=0)
     fresh.count("k", epsilon=2.0)  # the generator where the session's was
-    _same_release(again, fresh.count("k", epsilon=1.0))
+    same_release(again, fresh.count("k", epsilon=1.0), release_id=False)
     assert s._source.column_cache.info()["loads"] == 4  # k, pid twice
 
 
@@ -285,7 +278,7 @@ def test_a_result_cache_hit_decodes_nothing(tmp_path) -> None:
     s._source.con.close()
     s2 = dpfast.Session(db, ledger=ledger, **kw)
     again = s2.sql("SELECT k, COUNT(*) AS n FROM t GROUP BY k", epsilon=1.0)
-    _same_release(first.releases["n"], again.releases["n"])
+    same_release(first.releases["n"], again.releases["n"], release_id=False)
     assert s2._source.column_cache.info()["loads"] == 0
     s2.close()
 
@@ -342,7 +335,7 @@ def test_tiny_budget_releases_are_unchanged(tmp_path) -> None:
                 assert info["bytes"] <= budget  # one column at a time
                 assert info["loads"] == 5 and info["evictions"] == 4
         for a, b in zip(*out):
-            _same_release(a, b)
+            same_release(a, b, release_id=False)
 
 
 def test_column_cache_parameter() -> None:
@@ -410,4 +403,4 @@ def test_several_parquet_files(tmp_path) -> None:
             s.count("k", epsilon=1.0)
             assert s._source.column_cache.info()["loads"] == 5  # k, pid, v; k, pid
     for name in ("m", "n"):
-        _same_release(out[0].releases[name], out[1].releases[name])
+        same_release(out[0].releases[name], out[1].releases[name], release_id=False)
