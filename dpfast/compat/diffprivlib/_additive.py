@@ -24,7 +24,9 @@ from dpfast.compat._random_state import (
     NoiseBuffer,
     generator_for,
     is_unseeded,
+    shared_generator,
 )
+from dpfast.compat.diffprivlib._fastcheck import FastChecks, init_laplace_truncated
 
 __all__ = ["Laplace", "LaplaceTruncated", "LaplaceFolded", "Geometric", "GeometricTruncated",
            "GeometricFolded", "GaussianAnalytic", "GaussianDiscrete"]
@@ -73,10 +75,30 @@ def noisy_finite(arr: np.ndarray, draw: Any) -> np.ndarray:
     return out
 
 
+_SCALARS = frozenset({float, int, np.float64, np.int64})
+
+
+def _shared_draw_laplace(scale: float, g: float) -> Any:
+    def draw(n: int) -> np.ndarray:
+        return dpfast.laplace(np.zeros(n), scale, rng=shared_generator(), granularity=g)
+    return draw
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_laplace(cal: tuple[float, float]) -> tuple[NoiseBuffer, Any]:
+    """(buffer, draw) of the process-wide grid-Laplace blocks of ``cal`` (cached: a tool's
+    new mechanism per call finds them without a lock and a lookup; a buffer evicted from
+    :data:`SHARED_BUFFERS` keeps working, its values still handed out once)."""
+    draw = _shared_draw_laplace(*cal)
+    return SHARED_BUFFERS.buffer((draw.__code__, cal)), draw
+
+
 def _setup(mech: Any, random_state: Any) -> None:
-    mech._gen = generator_for(random_state)
     # unseeded: the process-wide blocks (a new object per call reuses them); seeded: its own
-    mech._buffer = SHARED_BUFFERS if is_unseeded(random_state) else NoiseBuffer()
+    if is_unseeded(random_state):
+        mech._gen, mech._buffer = shared_generator(), SHARED_BUFFERS
+    else:
+        mech._gen, mech._buffer = generator_for(random_state), NoiseBuffer()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -117,7 +139,7 @@ def _relaxed_laplace_calibration(eps: float, delta: float, sens: float
     return _laplace_calibration(eps_eff, float(sens))
 
 
-class _Mixin:
+class _Mixin(FastChecks):
     """What the mixins below use of the diffprivlib mechanism they are mixed into, declared
     for the type checker only (diffprivlib's ``__init__`` sets the attributes and defines
     ``_check_all``; :func:`_setup` sets ``_gen`` and ``_buffer``)."""
@@ -148,6 +170,14 @@ class _GridLaplace(_Mixin):
         return _relaxed_laplace_calibration(self.epsilon, self.delta, self.sensitivity)
 
     def _noisy(self, value: Any) -> Any:
+        if type(value) in _SCALARS:  # one value (a tool's result): no array checks
+            self._check_all(value)
+            cal = self._calibration()
+            if cal is None:
+                return float(value)
+            if self._buffer is SHARED_BUFFERS:
+                buf, draw = _shared_laplace(cal)
+                return grid_add(value, cal[1], buf.take(cal, draw))
         arr = as_array(value, _REAL_KINDS, "a number")
         self._check_all(0.0 if arr is not None else value)
         cal = self._calibration()
@@ -227,8 +257,12 @@ class LaplaceTruncated(_GridLaplace, _dm.LaplaceTruncated):
     ``variance`` keep diffprivlib's continuous formulas (accurate to ``O(2^-40)``)."""
 
     def __init__(self, *, epsilon, delta=0.0, sensitivity, lower, upper, random_state=None):
-        super().__init__(epsilon=epsilon, delta=delta, sensitivity=sensitivity, lower=lower,
-                         upper=upper, random_state=random_state)
+        # (diffprivlib's tools build one per call: its __init__ without the ABC checks when
+        # the parameters are plain numbers it accepts; the same attributes either way)
+        if not init_laplace_truncated(self, epsilon, delta, sensitivity, lower, upper,
+                                      random_state):
+            super().__init__(epsilon=epsilon, delta=delta, sensitivity=sensitivity,
+                             lower=lower, upper=upper, random_state=random_state)
         _setup(self, random_state)
 
     def randomise(self, value):

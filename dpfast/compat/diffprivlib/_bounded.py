@@ -13,6 +13,7 @@ from diffprivlib import mechanisms as _dm
 import dpfast
 from dpfast.compat._random_state import generator_for
 from dpfast.compat.diffprivlib._additive import as_array, float_down
+from dpfast.compat.diffprivlib._fastcheck import FastChecks
 from dpfast.compat.diffprivlib._small import discrete_laplace as _small_discrete_laplace
 from dpfast.compat.diffprivlib._small import words_for
 
@@ -155,7 +156,7 @@ def _ratio(b: float, g: float) -> Fraction:
     return Fraction(b) / Fraction(g)
 
 
-class LaplaceBoundedDomain(_dm.LaplaceBoundedDomain):
+class LaplaceBoundedDomain(FastChecks, _dm.LaplaceBoundedDomain):
     r"""diffprivlib's ``LaplaceBoundedDomain`` (Holohan et al. 2020) drawn exactly on a grid.
 
     Outputs lie on ``Y = gZ ∩ [lower, upper]``; the input is clamped, rounded to the grid

@@ -15,6 +15,7 @@ from dpfast._core.rounding import float_up
 from dpfast.compat._measure import sample_measured
 from dpfast.compat._random_state import NoiseBuffer, generator_for
 from dpfast.compat.diffprivlib._additive import as_array
+from dpfast.compat.diffprivlib._fastcheck import FastChecks, init_permute_and_flip
 from dpfast.compat.diffprivlib._small import MAX_CANDIDATES, words_for
 from dpfast.compat.diffprivlib._small import permute_and_flip as _small_pf
 
@@ -139,7 +140,7 @@ class _LazyProbabilities:
         self.__dict__["_probabilities_value"] = value
 
 
-class Exponential(_LazyProbabilities, _dm.Exponential):
+class Exponential(FastChecks, _LazyProbabilities, _dm.Exponential):
     r"""diffprivlib's ``Exponential`` (McSherry & Talwar 2007) sampled by dpfast.
 
     ``randomise(value=None, *, size=None)`` returns one candidate, or with ``size=n`` an
@@ -246,6 +247,13 @@ class PermuteAndFlip(_dm.PermuteAndFlip, Exponential):
 
     def __init__(self, *, epsilon, sensitivity, utility, monotonic=False, candidates=None,
                  random_state=None):
+        if init_permute_and_flip(self, epsilon, sensitivity, utility, monotonic, candidates,
+                                 random_state):
+            # (a tree builds one per leaf: diffprivlib's __init__ without the ABC checks, the
+            # same attributes; then what Exponential.__init__ below adds)
+            self._gen = generator_for(random_state)
+            self._buf = None
+            return
         _DPL_PERMUTE_AND_FLIP.__init__(self, epsilon=epsilon, sensitivity=sensitivity,
                                     utility=utility, monotonic=monotonic, candidates=candidates,
                                     random_state=random_state)

@@ -15,6 +15,8 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpfast.compat._random_state import Words, words_for
 from dpfast.noise import _exact
 
@@ -23,6 +25,7 @@ __all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_
 
 FORCE_EXACT = False  # test hook: every coin through the exact continuation
 MAX_CANDIDATES = 32  # up to this many candidates a scalar draw takes the pure-Python path
+_INT64 = np.int64
 _TWO64 = 1 << 64
 _TWO64F = float(_TWO64)
 # |exp(-g) - exp(-γ)| <= exp(-g)(e^{γ 2^-50} - 1) for |g - γ| <= γ 2^-50 (g <= 64: < 2^-43),
@@ -64,7 +67,8 @@ def permute_and_flip(utility: list[Any], c: Fraction, words: Words) -> int:
     """One permute-and-flip selection (McKenna & Sheldon 2020), exactly: index ``i`` is a
     head with probability ``exp(-c (u_max - u_i))`` (the maximum always is), and the result
     is a uniformly random head.  ``c > 0`` is the exact rational coefficient."""
-    u = [float(v) for v in utility]
+    # (float(numpy.int64) goes through numbers.Integral.__float__ in Python: int() first)
+    u = [float(int(v)) if type(v) is _INT64 else float(v) for v in utility]
     umax = max(u)
     cf = float(c)
     heads = []

@@ -1,0 +1,242 @@
+"""Fast acceptance paths for diffprivlib's parameter checks (same results, same errors).
+
+diffprivlib validates every parameter with ``isinstance(x, numbers.Real)`` (an ABC check,
+~0.3 us each) in ``__init__`` and again in every ``randomise``; its tools and trees build a new
+mechanism per call or per leaf, so these checks cost more than the noise.  :class:`FastChecks`
+is mixed in front of diffprivlib's class: each check first tries a test on the *exact* type
+(``float``, ``int``, ``numpy.float64``, ``numpy.int64``) that accepts only inputs for which
+diffprivlib's own check is known to return a given value, and returns that value; every other
+input (wrong types, out-of-range values, NaN, subclasses) is passed to diffprivlib's check,
+which raises or returns exactly as it always does.
+
+A fast path is attached only where the check it shadows is the diffprivlib function it was
+written against (identified by function object when a class is created); otherwise the class
+uses diffprivlib's check unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from diffprivlib.mechanisms import base as _base
+from diffprivlib.mechanisms import exponential as _exp
+from diffprivlib.mechanisms import geometric as _geo
+from diffprivlib.mechanisms import laplace as _lap
+
+from dpfast.compat.diffprivlib._numpy_rng import DpfastRandomState
+
+__all__ = ["FastChecks", "ENABLED", "secure_rng", "init_laplace_truncated",
+           "init_permute_and_flip"]
+
+ENABLED = True  # test hook: False sends every check to diffprivlib's own (equivalence tests)
+
+# exact types (no subclasses) that are numbers.Real / numbers.Integral
+_REAL = (float, int, np.float64, np.int64)
+_INT = (int, np.int64)
+_INT64_MIN, _INT64_END = -(1 << 63), 1 << 63
+
+
+def _func(cls: type, name: str) -> Any:
+    return cls.__dict__[name].__func__
+
+
+# shadowed diffprivlib check -> the fast path that mirrors it
+_MODES: dict[str, dict[Any, str]] = {
+    "_check_epsilon_delta": {
+        _func(_base.DPMechanism, "_check_epsilon_delta"): "any",
+        _func(_exp.Exponential, "_check_epsilon_delta"): "pure",  # delta == 0, then the base
+        _func(_geo.Geometric, "_check_epsilon_delta"): "pure",
+    },
+    "_check_sensitivity": {
+        _func(_lap.Laplace, "_check_sensitivity"): "real",  # Real, >= 0, float(s)
+        _func(_exp.Exponential, "_check_sensitivity"): "real",
+        _func(_geo.Geometric, "_check_sensitivity"): "int",  # Integral, >= 0, s
+    },
+    "_check_bounds": {
+        _func(_base.TruncationAndFoldingMixin, "_check_bounds"): "real",  # Real, lower <= upper
+    },
+    "_check_utility_candidates_measure": {
+        _func(_exp.Exponential, "_check_utility_candidates_measure"): "plain",
+    },
+}
+
+
+def _shadowed(cls: type, name: str) -> Any:
+    """The function of ``name`` that the first class after :class:`FastChecks` in ``cls``'s
+    MRO defines (what ``super(FastChecks, cls)`` calls)."""
+    mro = cls.__mro__
+    for klass in mro[mro.index(FastChecks) + 1:]:
+        attr = klass.__dict__.get(name)
+        if attr is not None:
+            return getattr(attr, "__func__", attr)
+    return None
+
+
+_CHECK_ALL = {  # diffprivlib's _check_all -> (mode, the check modes its fast path needs)
+    _lap.Laplace.__dict__["_check_all"]: ("laplace", {"_check_epsilon_delta": "any",
+                                                      "_check_sensitivity": "real"}),
+    _lap.LaplaceTruncated.__dict__["_check_all"]: ("truncated", {
+        "_check_epsilon_delta": "any", "_check_sensitivity": "real", "_check_bounds": "real"}),
+    _exp.Exponential.__dict__["_check_all"]: ("exponential", {
+        "_check_epsilon_delta": "pure", "_check_sensitivity": "real",
+        "_check_utility_candidates_measure": "plain"}),
+    _geo.Geometric.__dict__["_check_all"]: ("geometric", {"_check_epsilon_delta": "pure",
+                                                          "_check_sensitivity": "int"}),
+}
+
+
+def _eps_delta_ok(epsilon: Any, delta: Any, pure: bool) -> bool:
+    """Whether diffprivlib's base check accepts (epsilon, delta) (and delta == 0 if pure),
+    decided on exact types only (False: ask diffprivlib)."""
+    return (type(epsilon) in _REAL and type(delta) in _REAL and epsilon >= 0
+            and 0 <= delta <= 1 and epsilon + delta != 0 and (not pure or delta == 0))
+
+
+class FastChecks:
+    """Mixin (before diffprivlib's class in the bases): fast acceptance of common parameter
+    types in diffprivlib's ``_check_*`` classmethods and ``_check_all``; see the module
+    docstring."""
+
+    _fast_modes: dict[str, str | None] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        modes = {name: known.get(_shadowed(cls, name)) for name, known in _MODES.items()}
+        mode, needs = _CHECK_ALL.get(_shadowed(cls, "_check_all"), (None, {}))
+        ok = mode is not None and all(modes[k] == v for k, v in needs.items())
+        modes["_check_all"] = mode if ok else None
+        cls._fast_modes = modes
+
+    @property
+    def _fast(self) -> dict[str, str | None]:
+        return self._fast_modes if ENABLED else _OFF
+
+    @classmethod
+    def _check_epsilon_delta(cls, epsilon, delta):
+        mode = cls._fast_modes.get("_check_epsilon_delta") if ENABLED else None
+        if mode is not None and _eps_delta_ok(epsilon, delta, mode == "pure"):
+            return float(epsilon), float(delta)
+        return super()._check_epsilon_delta(epsilon, delta)  # type: ignore[misc]
+
+    @classmethod
+    def _check_sensitivity(cls, sensitivity):
+        mode = cls._fast_modes.get("_check_sensitivity") if ENABLED else None
+        if mode == "real" and type(sensitivity) in _REAL and sensitivity >= 0:
+            return float(sensitivity)
+        if mode == "int" and type(sensitivity) in _INT and sensitivity >= 0:
+            return sensitivity
+        return super()._check_sensitivity(sensitivity)  # type: ignore[misc]
+
+    @classmethod
+    def _check_bounds(cls, lower, upper):
+        if (ENABLED and cls._fast_modes.get("_check_bounds") == "real" and type(lower) in _REAL
+                and type(upper) in _REAL and not lower > upper):
+            return lower, upper
+        return super()._check_bounds(lower, upper)  # type: ignore[misc]
+
+    @classmethod
+    def _check_utility_candidates_measure(cls, utility, candidates, measure):
+        if (ENABLED and cls._fast_modes.get("_check_utility_candidates_measure") == "plain"
+                and _utility_ok(utility, candidates, measure)):
+            return utility, candidates, measure
+        return super()._check_utility_candidates_measure(  # type: ignore[misc]
+            utility, candidates, measure)
+
+    def _check_all(self, value):
+        """diffprivlib's ``_check_all`` (it re-checks every parameter before each draw), with
+        the exact-type acceptance of the checks above; returns what diffprivlib's returns."""
+        mode = self._fast.get("_check_all")
+        d: Any = self
+        if mode == "laplace" or mode == "truncated":
+            if (type(value) in _REAL and _eps_delta_ok(d.epsilon, d.delta, False)
+                    and type(d.sensitivity) in _REAL and d.sensitivity >= 0
+                    and (mode == "laplace" or (type(d.lower) in _REAL
+                                               and type(d.upper) in _REAL
+                                               and not d.lower > d.upper))):
+                return True
+        elif mode == "exponential":
+            if (value is None and _eps_delta_ok(d.epsilon, d.delta, True)
+                    and type(d.sensitivity) in _REAL and d.sensitivity >= 0
+                    and _utility_ok(d.utility, d.candidates, d.measure)):
+                return True
+        elif mode == "geometric":
+            if (type(value) in _INT and _eps_delta_ok(d.epsilon, d.delta, True)
+                    and type(d.sensitivity) in _INT and d.sensitivity >= 0):
+                return None  # (diffprivlib's Geometric._check_all returns None)
+        return super()._check_all(value)  # type: ignore[misc]
+
+
+_OFF: dict[str, str | None] = {}
+
+
+def secure_rng(random_state: Any) -> Any:
+    """What ``DPMechanism.__init__`` stores as ``_rng``: diffprivlib's
+    ``check_random_state(random_state, True)``, which returns a numpy ``RandomState`` (so a
+    :class:`~dpfast.compat.diffprivlib._numpy_rng.DpfastRandomState`) unchanged."""
+    if type(random_state) is DpfastRandomState:
+        return random_state
+    return _base.check_random_state(random_state, True)
+
+
+def init_laplace_truncated(mech: Any, epsilon: Any, delta: Any, sensitivity: Any, lower: Any,
+                           upper: Any, random_state: Any) -> bool:
+    """diffprivlib's ``LaplaceTruncated.__init__`` (the attributes it sets, in its order) for
+    exact-type parameters that its checks accept; False (nothing set): call diffprivlib's."""
+    fast = mech._fast
+    if not (fast.get("_check_all") == "truncated"
+            and _eps_delta_ok(epsilon, delta, False) and type(sensitivity) in _REAL
+            and sensitivity >= 0 and type(lower) in _REAL and type(upper) in _REAL
+            and not lower > upper):
+        return False
+    mech.epsilon, mech.delta = float(epsilon), float(delta)
+    mech.random_state = random_state
+    mech._rng = secure_rng(random_state)
+    mech.sensitivity = float(sensitivity)
+    mech._scale = None
+    mech.lower, mech.upper = lower, upper
+    return True
+
+
+def init_permute_and_flip(mech: Any, epsilon: Any, sensitivity: Any, utility: Any,
+                          monotonic: Any, candidates: Any, random_state: Any) -> bool:
+    """diffprivlib's ``PermuteAndFlip.__init__`` (via ``Exponential.__init__`` and
+    ``DPMechanism.__init__``: the attributes they set, in their order) for exact-type
+    parameters that its checks accept; False (nothing set): call diffprivlib's."""
+    if not (mech._fast.get("_check_all") == "exponential"
+            and _eps_delta_ok(epsilon, 0.0, True) and type(sensitivity) in _REAL
+            and sensitivity >= 0 and _utility_ok(utility, candidates, None)):
+        return False
+    mech.epsilon, mech.delta = float(epsilon), 0.0
+    mech.random_state = random_state
+    mech._rng = secure_rng(random_state)
+    mech.sensitivity = float(sensitivity)
+    mech.utility, mech.candidates, mech.measure = utility, candidates, None
+    mech.monotonic = bool(monotonic)
+    mech._probabilities = mech._find_probabilities(mech.epsilon, mech.sensitivity, utility,
+                                                   mech.monotonic, None)
+    return True
+
+
+def _utility_ok(utility: Any, candidates: Any, measure: Any) -> bool:
+    return (type(utility) is list and len(utility) > 0 and candidates is None
+            and measure is None and _plain_finite(utility))
+
+
+def _plain_finite(values: list) -> bool:
+    """Every element a finite ``float``/``numpy.float64`` or an ``int``/``numpy.int64`` in the
+    int64 range (diffprivlib's ``np.isinf(utility)`` then builds a numeric array, all False)."""
+    for v in values:
+        t = type(v)
+        if t is np.int64:
+            continue
+        if t is int:
+            if not _INT64_MIN <= v < _INT64_END:
+                return False
+        elif t is float or t is np.float64:
+            if math.isinf(v):
+                return False
+        else:
+            return False
+    return True
