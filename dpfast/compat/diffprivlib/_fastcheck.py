@@ -100,13 +100,24 @@ class FastChecks:
     docstring."""
 
     _fast_modes: dict[str, str | None] = {}
+    _fast_all: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         modes = {name: known.get(_shadowed(cls, name)) for name, known in _MODES.items()}
-        mode, needs = _CHECK_ALL.get(_shadowed(cls, "_check_all"), (None, {}))
-        ok = mode is not None and all(modes[k] == v for k, v in needs.items())
-        modes["_check_all"] = mode if ok else None
+        # the check_all modes whose checks this class has (see _fast_check_all)
+        cls._fast_all = frozenset(m for m, needs in _CHECK_ALL.values()
+                                  if all(modes[k] == v for k, v in needs.items()))
+        original = None
+        for klass in cls.__mro__[1:]:
+            attr = klass.__dict__.get("_check_all")
+            if attr is not None:
+                original = getattr(attr, "dpfast_original", attr)
+                break
+        mode = _CHECK_ALL.get(original, (None, {}))[0]
+        modes["_check_all"] = mode if mode in cls._fast_all else None
+        if modes["_check_all"] is not None and "_check_all" not in cls.__dict__:
+            cls._check_all = _fast_check_all(mode, original)  # type: ignore[attr-defined]
         cls._fast_modes = modes
 
     @property
@@ -144,28 +155,39 @@ class FastChecks:
         return super()._check_utility_candidates_measure(  # type: ignore[misc]
             utility, candidates, measure)
 
+
+def _fast_check_all(mode: str, original: Any) -> Any:
+    """A ``_check_all`` that accepts on exact types what diffprivlib's ``original`` accepts
+    (returning what it returns) and otherwise calls ``original``.  It is attached to each
+    class (not inherited from the mixin) because diffprivlib's code also calls it unbound,
+    ``Laplace._check_all(self, value)``, which under ``install()`` finds dpfast's ``Laplace``
+    for an object of another class: such an object (without ``_fast_all``) gets
+    ``original``."""
+
     def _check_all(self, value):
-        """diffprivlib's ``_check_all`` (it re-checks every parameter before each draw), with
-        the exact-type acceptance of the checks above; returns what diffprivlib's returns."""
-        mode = self._fast.get("_check_all")
         d: Any = self
-        if mode == "laplace" or mode == "truncated":
-            if (type(value) in _REAL and _eps_delta_ok(d.epsilon, d.delta, False)
-                    and type(d.sensitivity) in _REAL and d.sensitivity >= 0
-                    and (mode == "laplace" or (type(d.lower) in _REAL
-                                               and type(d.upper) in _REAL
-                                               and not d.lower > d.upper))):
-                return True
-        elif mode == "exponential":
-            if (value is None and _eps_delta_ok(d.epsilon, d.delta, True)
-                    and type(d.sensitivity) in _REAL and d.sensitivity >= 0
-                    and _utility_ok(d.utility, d.candidates, d.measure)):
-                return True
-        elif mode == "geometric":
-            if (type(value) in _INT and _eps_delta_ok(d.epsilon, d.delta, True)
-                    and type(d.sensitivity) in _INT and d.sensitivity >= 0):
-                return None  # (diffprivlib's Geometric._check_all returns None)
-        return super()._check_all(value)  # type: ignore[misc]
+        if ENABLED and mode in getattr(type(self), "_fast_all", ()):
+            if mode == "laplace" or mode == "truncated":
+                if (type(value) in _REAL and _eps_delta_ok(d.epsilon, d.delta, False)
+                        and type(d.sensitivity) in _REAL and d.sensitivity >= 0
+                        and (mode == "laplace" or (type(d.lower) in _REAL
+                                                   and type(d.upper) in _REAL
+                                                   and not d.lower > d.upper))):
+                    return True
+            elif mode == "exponential":
+                if (value is None and _eps_delta_ok(d.epsilon, d.delta, True)
+                        and type(d.sensitivity) in _REAL and d.sensitivity >= 0
+                        and _utility_ok(d.utility, d.candidates, d.measure)):
+                    return True
+            elif mode == "geometric":
+                if (type(value) in _INT and _eps_delta_ok(d.epsilon, d.delta, True)
+                        and type(d.sensitivity) in _INT and d.sensitivity >= 0):
+                    return None  # (diffprivlib's Geometric._check_all returns None)
+        return original(self, value)
+
+    _check_all.__doc__ = original.__doc__
+    _check_all.dpfast_original = original  # type: ignore[attr-defined]
+    return _check_all
 
 
 _OFF: dict[str, str | None] = {}
