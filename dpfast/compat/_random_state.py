@@ -215,3 +215,15 @@ def words_for(gen: Any) -> Words:
             if words is None:
                 words = _WORDS[gen] = Words(gen)
     return words
+
+
+def uniform_below(words: Words, k: int) -> int:
+    """Exactly uniform on ``{0, ..., k - 1}`` (``1 <= k < 2^64``): rejection of the top
+    ``2^64 mod k`` words."""
+    if k == 1:
+        return 0
+    limit = (1 << 64) - (1 << 64) % k
+    while True:
+        w = words.next()
+        if w < limit:
+            return w % k

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.compat._random_state import Words, words_for
+from dpfast.compat._random_state import Words, uniform_below, words_for
 from dpfast.noise import _exact
 
 __all__ = ["MAX_CANDIDATES", "Words", "words_for", "permute_and_flip", "uniform_below", "geometric",
@@ -31,18 +31,6 @@ _TWO64F = float(_TWO64)
 # |exp(-g) - exp(-γ)| <= exp(-g)(e^{γ 2^-50} - 1) for |g - γ| <= γ 2^-50 (g <= 64: < 2^-43),
 # plus the platform exp within 2^12 ulps (2^-40): a relative margin of 2^-38 covers both
 _MARGIN = 2.0 ** -38
-
-
-def uniform_below(words: Words, k: int) -> int:
-    """Exactly uniform on ``{0, ..., k - 1}`` (``1 <= k < 2^64``): rejection of the top
-    ``2^64 mod k`` words."""
-    if k == 1:
-        return 0
-    limit = _TWO64 - _TWO64 % k
-    while True:
-        w = words.next()
-        if w < limit:
-            return w % k
 
 
 def _coin(words: Words, g: float, gamma_exact: Any) -> bool:

@@ -63,9 +63,14 @@ Selection strategies and quantile combiners created while installed keep the gen
 that installation and keep working after :func:`uninstall`; PipelineDP's mechanism objects
 then add PipelineDP's own noise again (their class is restored).
 
-Not replaced: contribution bounding's sampling (PipelineDP's numpy/``random`` sampling of
-rows, not noise), ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called
-directly.  ``install(key=...)`` makes the noise replayable (tests only: whoever holds the
+* **Contribution bounding's sampling** (``LocalBackend.sample_fixed_per_key``,
+  ``sampling_utils.choose_from_list_without_replacement``: numpy's global Mersenne Twister in
+  PipelineDP): a partial Fisher-Yates shuffle on ChaCha20 words with exactly uniform indices,
+  :mod:`dpfast.compat.pipeline_dp._sampling` -- the same law (a uniformly random ordered
+  subset of the bound's size), secure bits.  Beam's and Spark's backends sample with their
+  own transforms (not replaced).
+
+Not replaced: ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called directly.  ``install(key=...)`` makes the noise replayable (tests only: whoever holds the
 key can remove the noise).
 
 **Beam workers.**  ``install()`` patches the current process only.  PipelineDP on
@@ -93,6 +98,8 @@ from collections.abc import Iterator
 from pipeline_dp import combiners as _cb
 from pipeline_dp import dp_computations as _dc
 from pipeline_dp import partition_selection as _ps
+from pipeline_dp import pipeline_backend as _pb
+from pipeline_dp import sampling_utils as _su
 
 import dpfast
 from dpfast.compat.pipeline_dp import _state
@@ -105,6 +112,10 @@ from dpfast.compat.pipeline_dp._noise import (
     _exponential_apply,
 )
 from dpfast.compat.pipeline_dp._quantile import QuantileCombiner
+from dpfast.compat.pipeline_dp._sampling import (
+    choose_from_list_without_replacement,
+    sample_fixed_per_key,
+)
 from dpfast.compat.pipeline_dp._selection import _create_partition_selection_strategy
 
 __all__ = ["install", "uninstall", "patched", "is_installed", "DIFFERENCES", "NOT_APPLICABLE"]
@@ -125,6 +136,8 @@ _PATCHES = [
     (_dc.ExponentialMechanism, "apply", _exponential_apply),
     (_ps, "create_partition_selection_strategy", _create_partition_selection_strategy),
     (_cb, "QuantileCombiner", QuantileCombiner),
+    (_pb.LocalBackend, "sample_fixed_per_key", sample_fixed_per_key),
+    (_su, "choose_from_list_without_replacement", choose_from_list_without_replacement),
 ]
 
 

@@ -20,6 +20,7 @@ from dpfast.compat.pipeline_dp._state import ORIGINAL, SCALAR_BUFFERS
 from dpfast.compat.pipeline_dp._state import gen as _gen
 
 _EXACT_INT = float(2 ** 53)
+_SCALARS = frozenset({float, int, np.float64, np.int64})
 # per mechanism object: (installed generator, {on integers: scalar plan}); weak, so that
 # PipelineDP's mechanisms stay picklable and are freed with their combiners
 _MEMO: weakref.WeakKeyDictionary[Any, tuple[Any, dict[bool, Any]]] = (
@@ -128,7 +129,7 @@ def _scalar_plan(mech: Any, v: float, on_int: bool) -> Any:
 
 def _add_noise(self: Any, value: Any) -> Any:
     """dpfast replacement of ``AdditiveMechanism.add_noise`` (see the module docstring)."""
-    if type(value) is float or type(value) is int:  # the per-partition path: no arrays
+    if type(value) in _SCALARS:  # the per-partition path (SUM's are numpy.float64): no arrays
         v = float(value)
         if math.isfinite(v):
             plan = _scalar_plan(self, v, v == round(v) and abs(v) < _EXACT_INT)
