@@ -70,8 +70,9 @@ then add PipelineDP's own noise again (their class is restored).
   subset of the bound's size), secure bits.  Beam's and Spark's backends sample with their
   own transforms (not replaced).
 
-Not replaced: ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called directly.  ``install(key=...)`` makes the noise replayable (tests only: whoever holds the
-key can remove the noise).
+Not replaced: ``apply_laplace_mechanism`` / ``apply_gaussian_mechanism`` called directly.
+``install(key=...)`` makes the noise (and the sampling) replayable (tests only: whoever
+holds the key can remove the noise).
 
 **Beam workers.**  ``install()`` patches the current process only.  PipelineDP on
 Beam runs its combiners and partition selection in worker processes: list the worker hook

@@ -152,6 +152,13 @@ class _Values:
         return self.slots, self.counts
 
 
+def _as_values(acc: Any) -> _Values:
+    """An accumulator (float, tuple of floats or :class:`_Values`) as a :class:`_Values`."""
+    if isinstance(acc, _Values):
+        return acc
+    return _Values([acc] if isinstance(acc, float) else list(acc))
+
+
 def _runs(slots: np.ndarray, counts: np.ndarray, n_cells: int
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The cells grouped into runs of equal utility: each cell holding data alone, each gap
@@ -248,15 +255,32 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
         p = self._params.aggregate_params
         return _grid(float(p.min_value), float(p.max_value), self.n_candidates)
 
-    def create_accumulator(self, values: Any) -> _Values:
-        acc = _Values([float(v) for v in values])
-        if len(acc.items) >= _LIST_MAX:
-            acc.flush(self._grid())
+    def create_accumulator(self, values: Any) -> Any:
+        """The values' accumulator: one value is a ``float`` and a few a ``tuple`` of floats
+        (objects the garbage collector does not track: a pipeline makes one per privacy unit
+        and partition, and tracked ones trigger collections of its whole heap); a
+        :class:`_Values` once merged or large."""
+        items = [float(v) for v in values]
+        if len(items) == 1:
+            return items[0]
+        if len(items) < _LIST_MAX:
+            return tuple(items)
+        acc = _Values(items)
+        acc.flush(self._grid())
         return acc
 
-    def merge_accumulators(self, accumulator1: _Values, accumulator2: _Values) -> _Values:
-        accumulator1.merge(accumulator2, self._grid)
-        return accumulator1
+    def merge_accumulators(self, accumulator1: Any, accumulator2: Any) -> _Values:
+        acc = _as_values(accumulator1)
+        if isinstance(accumulator2, _Values):
+            acc.merge(accumulator2, self._grid)
+        else:
+            if isinstance(accumulator2, float):
+                acc.items.append(accumulator2)
+            else:
+                acc.items.extend(accumulator2)
+            if len(acc.items) >= _LIST_MAX:
+                acc.flush(self._grid())
+        return acc
 
     def _epsilon(self) -> float:
         spec = self._params.mechanism_spec
@@ -284,7 +308,7 @@ class QuantileCombiner(_QuantileCombiner):  # type: ignore[misc,valid-type]
         if gen is None:
             gen = _gen() if _gen() is not None else shared_generator()
         bits = _Bits(gen)
-        starts, sizes, before, inside = _runs(*accumulator.sparse(g), g.size - 1)
+        starts, sizes, before, inside = _runs(*_as_values(accumulator).sparse(g), g.size - 1)
         n = int(before[-1] + inside[-1])
         ranks = [math.floor(Fraction(q) * max(n - 1, 0) / 100) for q in self._percentiles]
         t = np.array(ranks, dtype=np.int64)[:, None]
