@@ -3,6 +3,7 @@ in the same run; these only measure)."""
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -48,3 +49,84 @@ def interleaved(a: Callable[[], object], b: Callable[[], object], rounds: int = 
         ta = min(ta, best(a, repeat))
         tb = min(tb, best(b, repeat))
     return ta, tb
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(process CPU seconds, wall seconds) of ``repeat`` calls of ``fn``, after a garbage
+    collection (untimed: neither side pays for the other's garbage)."""
+    gc.collect()
+    c, w = time.process_time(), time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return time.process_time() - c, time.perf_counter() - w
+
+
+def paired(plain: Callable[[], object], installed: Callable[[], object],
+           context: Callable[[], object], *, repeat: int | None = None, warm: bool = True,
+           target_s: float = 0.005, budget_s: float = 5.0, min_pairs: int = 15,
+           max_pairs: int = 400) -> dict[str, float]:
+    """The same work without and with a backend installed, measured in interleaved pairs.
+
+    Each pair times ``repeat`` calls of ``plain`` and ``repeat`` calls of ``installed``
+    (inside ``with context():``, entered and left outside the timing), in alternating order
+    (plain first in even pairs, installed first in odd ones), so that drift and background
+    load hit both sides alike; short runs (``target_s`` each, ``repeat`` defaults to that)
+    and many pairs (as many as ``budget_s`` allows, within ``min_pairs`` .. ``max_pairs``)
+    keep the two sides of a pair close in time.  With ``warm``, each side makes one untimed
+    call before its timed ones (the installed side after entering ``context``: an
+    installation's first call fills its per-installation caches; the plain side gets the
+    same warm-up).  Times are process CPU time (``time.process_time``: the work this process
+    did, which other processes' load on a shared host changes much less than wall time) and
+    wall time.  The objects alive at the start are frozen out of the garbage collector
+    (``gc.freeze``) and each run starts after an untimed collection, so a run pays for the
+    collections its own objects cause -- not for the other side's garbage or the test
+    process's heap.
+
+    Returns the medians of the per-pair ratios plain / installed (``ratio``: CPU time;
+    ``wall_ratio``), their quartiles (``ratio_q1``, ``ratio_q3``), and the median CPU
+    seconds per call of each side (``plain_s``, ``installed_s``).
+    """
+    if repeat is None:
+        plain()
+        c = min(_timed(plain, 1)[0] for _ in range(3))
+        repeat = max(1, round(target_s / max(c, 1e-7)))
+    cpu: list[tuple[float, float]] = []
+    wall: list[tuple[float, float]] = []
+    gc.collect()
+    gc.freeze()
+    start = time.perf_counter()
+    try:
+        k = 0
+        while k < max_pairs and (k < min_pairs or time.perf_counter() - start < budget_s):
+            out: dict[int, tuple[float, float]] = {}
+            for side in ((0, 1) if k % 2 == 0 else (1, 0)):
+                if side == 0:
+                    if warm:
+                        plain()
+                    out[0] = _timed(plain, repeat)
+                else:
+                    with context():  # type: ignore[attr-defined]
+                        if warm:
+                            installed()
+                        out[1] = _timed(installed, repeat)
+            cpu.append((out[0][0], out[1][0]))
+            wall.append((out[0][1], out[1][1]))
+            k += 1
+    finally:
+        gc.unfreeze()
+    ratios = sorted(p / max(i, 1e-9) for p, i in cpu)
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return {"ratio": statistics.median(ratios), "ratio_q1": q1, "ratio_q3": q3,
+            "wall_ratio": statistics.median(p / max(i, 1e-9) for p, i in wall),
+            "plain_s": statistics.median(p for p, _ in cpu) / repeat,
+            "installed_s": statistics.median(i for _, i in cpu) / repeat,
+            "repeat": float(repeat), "pairs": float(len(cpu))}
+
+
+def describe(m: dict[str, float], unit: str = "ms") -> str:
+    """One line for a :func:`paired` result."""
+    scale = {"ms": 1e3, "us": 1e6}[unit]
+    return (f"installed {m['installed_s'] * scale:.3f} {unit} vs plain "
+            f"{m['plain_s'] * scale:.3f} {unit} (CPU, median): {m['ratio']:.2f}x "
+            f"[pair quartiles {m['ratio_q1']:.2f}-{m['ratio_q3']:.2f}, wall "
+            f"{m['wall_ratio']:.2f}x, {int(m['pairs'])} pairs of {int(m['repeat'])} calls]")

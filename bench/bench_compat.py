@@ -11,6 +11,11 @@ Targets (issue 15):
 Ratio = unpatched time / patched time.  The unpatched paths take seconds, so they are
 timed fewer times (best of the rounds); the patched ones best of several repeats, and the
 two alternate so that background load hits both alike.
+
+Issue 25 (whole tools, models and pipelines under ``install()``, where dpfast's part is a
+fraction of the run and the margin to measure is a few percent): interleaved plain /
+installed pairs in process CPU time, ratio = median of the per-pair ratios, with the
+lowest and highest pair and the wall-clock ratio beside it (:func:`_timing.paired`).
 """
 
 from __future__ import annotations
@@ -139,29 +144,26 @@ def _diffprivlib_cases() -> dict:
 
 @pytest.mark.parametrize("name", list(_diffprivlib_cases()))
 def test_diffprivlib_installed_vs_plain(benchmark, report, name: str) -> None:
-    """diffprivlib's tools and models with ``install()`` vs plain diffprivlib, same run
-    (best of interleaved repeats); ratio = plain time / installed time (> 1: faster)."""
+    """diffprivlib's tools and models with ``install()`` vs plain diffprivlib, same run:
+    interleaved pairs timed in process CPU time (:func:`_timing.paired`); ratio = median over
+    pairs of plain time / installed time (> 1: faster).  Model fits whose time depends on the
+    noise drawn (L-BFGS iterations, Bingham rejections) get more pairs."""
     import warnings
 
     fn = _diffprivlib_cases()[name]
-    t_inst = t_plain = float("inf")
+    budget = 12.0 if name.startswith(("LogisticRegression", "PCA")) else 5.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # diffprivlib's PrivacyLeakWarning etc.
         fn()
-        # alternate rounds so that background load hits both alike; model fits whose time
-        # depends on the noise drawn (L-BFGS iterations, Bingham rejections) need many
-        for _ in range(8):
-            with dpl.patched():  # installed for the round (install() itself not timed)
-                fn()  # load kernels, fill the calibration caches
-                t_inst = min(t_inst, _t.best(fn, 4))
-            t_plain = min(t_plain, _t.best(fn, 4))
+        with dpl.patched():
+            fn()  # load kernels, fill the calibration caches
+        m = _t.paired(fn, fn, dpl.patched, budget_s=budget)
         with dpl.patched():
             benchmark.pedantic(fn, rounds=3, iterations=1)
-    ratio = t_plain / t_inst
-    benchmark.extra_info.update({"installed_ms": t_inst * 1e3, "plain_ms": t_plain * 1e3,
-                                 "ratio": ratio})
-    report(f"diffprivlib {name}", f"installed {t_inst * 1e3:.3f} ms vs plain "
-           f"{t_plain * 1e3:.3f} ms: {ratio:.2f}x")
+    benchmark.extra_info.update({"installed_ms": m["installed_s"] * 1e3,
+                                 "plain_ms": m["plain_s"] * 1e3, "ratio": m["ratio"],
+                                 "ratio_q1": m["ratio_q1"], "wall_ratio": m["wall_ratio"]})
+    report(f"diffprivlib {name}", _t.describe(m))
 
 
 def _pipeline_dp_aggregate(noise: Any, public: bool, rows: list) -> list:
@@ -185,8 +187,8 @@ def _pipeline_dp_aggregate(noise: Any, public: bool, rows: list) -> list:
 def test_pipeline_dp_aggregate_installed_vs_plain(benchmark, report, noise: str,
                                                   public: bool) -> None:
     """``DPEngine.aggregate`` (COUNT and SUM over 200 partitions, LocalBackend) with
-    ``dpfast.compat.pipeline_dp`` installed vs plain PipelineDP, same run; ratio = plain
-    time / installed time."""
+    ``dpfast.compat.pipeline_dp`` installed vs plain PipelineDP, same run: interleaved pairs
+    in process CPU time (:func:`_timing.paired`); ratio = median of plain / installed."""
     rng = np.random.default_rng(3)
     rows = [(int(u), int(p), float(v)) for u, p, v in zip(
         rng.integers(0, 1000, 5000), rng.integers(0, 200, 5000), rng.random(5000))]
@@ -195,21 +197,17 @@ def test_pipeline_dp_aggregate_installed_vs_plain(benchmark, report, noise: str,
     def fn():
         return _pipeline_dp_aggregate(kind, public, rows)
 
-    t_inst = t_plain = float("inf")
     fn()
-    for _ in range(5):  # PipelineDP's own pipeline dominates: many alternating rounds
-        with dpf_pdp.patched():
-            fn()
-            t_inst = min(t_inst, _t.best(fn, 3))
-        t_plain = min(t_plain, _t.best(fn, 3))
+    with dpf_pdp.patched():
+        fn()
+    m = _t.paired(fn, fn, dpf_pdp.patched, budget_s=8.0)
     with dpf_pdp.patched():
         benchmark.pedantic(fn, rounds=2, iterations=1)
-    ratio = t_plain / t_inst
-    benchmark.extra_info.update({"installed_ms": t_inst * 1e3, "plain_ms": t_plain * 1e3,
-                                 "ratio": ratio})
+    benchmark.extra_info.update({"installed_ms": m["installed_s"] * 1e3,
+                                 "plain_ms": m["plain_s"] * 1e3, "ratio": m["ratio"],
+                                 "ratio_q1": m["ratio_q1"], "wall_ratio": m["wall_ratio"]})
     name = f"PipelineDP aggregate {noise} {'public' if public else 'private'}"
-    report(name, f"installed {t_inst * 1e3:.1f} ms vs plain {t_plain * 1e3:.1f} ms: "
-           f"{ratio:.2f}x")
+    report(name, _t.describe(m))
 
 
 @pytest.mark.parametrize("kind", ["laplace", "gaussian"])
@@ -254,8 +252,8 @@ def test_pipeline_dp_scalar_noise_installed_vs_plain(benchmark, report, kind: st
 def test_pipeline_dp_percentile_installed_vs_plain(benchmark, report, n_rows: int,
                                                    n_parts: int) -> None:
     """``DPEngine.aggregate`` with PERCENTILE(25, 50, 75) (LocalBackend, public partitions):
-    dpfast's exact quantile installed vs PyDP's quantile tree, same run; ratio = plain time /
-    installed time."""
+    dpfast's exact quantile installed vs PyDP's quantile tree, same run: interleaved pairs in
+    process CPU time; ratio = median of plain / installed."""
     rows = [(u, u % n_parts, float(u % 1000)) for u in range(n_rows)]
 
     def fn():
@@ -273,18 +271,19 @@ def test_pipeline_dp_percentile_installed_vs_plain(benchmark, report, n_rows: in
         accountant.compute_budgets()
         return list(res)
 
-    t_inst = t_plain = float("inf")
-    for _ in range(4):  # alternating rounds: PipelineDP's own pipeline dominates
-        with dpf_pdp.patched():
-            t_inst = min(t_inst, _t.best(fn, 1))
-        t_plain = min(t_plain, _t.best(fn, 1))
+    fn()
+    with dpf_pdp.patched():
+        fn()
+    # one call per side and pair (seconds each); no untimed warm-up call (nothing is cached
+    # per installation: the combiner is new in every call)
+    m = _t.paired(fn, fn, dpf_pdp.patched, repeat=1, warm=False, budget_s=0.0,
+                  min_pairs=6 if n_parts == 10 else 10)
     with dpf_pdp.patched():
         benchmark.pedantic(fn, rounds=1, iterations=1)
-    ratio = t_plain / t_inst
-    benchmark.extra_info.update({"installed_ms": t_inst * 1e3, "plain_ms": t_plain * 1e3,
-                                 "ratio": ratio})
-    report(f"PipelineDP PERCENTILE {n_rows} rows / {n_parts} partitions",
-           f"installed {t_inst * 1e3:.0f} ms vs plain {t_plain * 1e3:.0f} ms: {ratio:.2f}x")
+    benchmark.extra_info.update({"installed_ms": m["installed_s"] * 1e3,
+                                 "plain_ms": m["plain_s"] * 1e3, "ratio": m["ratio"],
+                                 "ratio_q1": m["ratio_q1"], "wall_ratio": m["wall_ratio"]})
+    report(f"PipelineDP PERCENTILE {n_rows} rows / {n_parts} partitions", _t.describe(m))
 
 
 # ----------------------------------------------------------------------------- issue 25

@@ -418,3 +418,93 @@ def test_percentile_pld_gaussian_epsilon_is_dominated() -> None:
     with compat.patched(key=KEY):
         out = comb.compute_metrics(comb.create_accumulator([1.0, 2.0]))
     assert 0 <= out["percentile_50"] <= 8
+
+
+# ----------------------------------------------------------------------------- sampling
+def _sampling_rows():
+    # 60 privacy units, each in 6 partitions with 3 rows each: both samplings are needed
+    return [(u, f"p{(u + j) % 8}", 1.0) for u in range(60) for j in range(6) for _ in range(3)]
+
+
+def _sampled_aggregate():
+    accountant = pipeline_dp.NaiveBudgetAccountant(total_epsilon=1.0, total_delta=1e-6)
+    engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        noise_kind=pipeline_dp.NoiseKind.LAPLACE, metrics=[pipeline_dp.Metrics.COUNT],
+        max_partitions_contributed=2, max_contributions_per_partition=1)
+    ext = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
+                                     partition_extractor=lambda r: r[1],
+                                     value_extractor=lambda r: r[2])
+    res = engine.aggregate(_sampling_rows(), params, ext,
+                           public_partitions=[f"p{i}" for i in range(8)])
+    accountant.compute_budgets()
+    return dict(res)
+
+
+def test_contribution_sampling_drawn_by_dpfast(rng_spy) -> None:
+    """Contribution bounding's sampling: numpy's global RNG plain, dpfast's keyed ChaCha20
+    installed (replayable with the key), and the bounds hold (60 units x 2 partitions)."""
+    _sampled_aggregate()
+    assert "random.choice" in rng_spy  # plain PipelineDP: np.random.choice
+    rng_spy.clear()
+    with compat.patched(key=KEY):
+        first = _sampled_aggregate()
+    assert rng_spy == []
+    with compat.patched(key=KEY):
+        second = _sampled_aggregate()
+    assert first == second
+    # Laplace scale 2 per count (l0 = 2, eps = 1): the true counts total 120
+    assert abs(sum(m.count for m in first.values()) - 120) < 60
+
+
+def test_sample_indices_exact_uniform_ordered_subsets() -> None:
+    """sample_indices(k, n): every ordered n-subset of range(k) with probability
+    (k - n)! / k! -- here the 12 ordered pairs of range(4), 240,000 draws."""
+    from dpfast.compat._random_state import Words
+    from dpfast.compat.pipeline_dp._sampling import sample_indices
+
+    words = Words(dpfast.default_rng(KEY))
+    counts: dict[tuple[int, ...], int] = {}
+    for _ in range(240_000):
+        t = tuple(sample_indices(4, 2, words))
+        counts[t] = counts.get(t, 0) + 1
+    assert set(counts) == {(a, b) for a in range(4) for b in range(4) if a != b}
+    assert chisquare_pvalue(list(counts.values()), [1 / 12] * 12) > 1e-4
+    assert sorted(sample_indices(5, 5, words)) == list(range(5))
+    assert sample_indices(3, 0, words) == []
+
+
+def test_sampling_replacements_keep_pipeline_dps_contract() -> None:
+    """Short lists come back unchanged (the same object); long ones as a new list of
+    distinct elements of the requested size; the installation's generator is kept by a
+    lazy collection evaluated after uninstall()."""
+    from pipeline_dp import pipeline_backend as pb
+    from pipeline_dp import sampling_utils as su
+
+    a = [1, 2, 3]
+    with compat.patched(key=KEY):
+        assert su.choose_from_list_without_replacement(a, 3) is a
+        picked = su.choose_from_list_without_replacement(list(range(10)), 4)
+        col = pb.LocalBackend().sample_fixed_per_key([("k", i) for i in range(9)] + [("j", 0)],
+                                                      2)
+    assert len(set(picked)) == 4 and set(picked) <= set(range(10))
+    assert not compat.is_installed()
+    out = dict(col)  # evaluated now, after uninstall
+    assert len(out["k"]) == 2 and len(set(out["k"])) == 2 and out["j"] == [0]
+
+
+def test_numpy_scalar_accumulators_take_the_scalar_path() -> None:
+    """SUM's accumulators are numpy.float64: the same keyed noise as a float value (the
+    memoised scalar path), not a per-call recalibration."""
+    from dpfast.compat.pipeline_dp import _noise
+
+    with compat.patched(key=KEY):
+        mech = _laplace_mech(1.0, 3, 2.0)
+        as_float = [mech.add_noise(3.25) for _ in range(5)]
+    with compat.patched(key=KEY):
+        mech = _laplace_mech(1.0, 3, 2.0)
+        _noise._laplace_params.cache_clear()
+        as_numpy = [mech.add_noise(np.float64(3.25)) for _ in range(5)]
+        assert _noise._laplace_params.cache_info().misses == 1  # one plan for the object
+    assert as_float == as_numpy and all(type(v) is float for v in as_numpy)
+    assert len(set(as_float)) == 5

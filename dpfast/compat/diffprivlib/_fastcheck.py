@@ -63,17 +63,6 @@ _MODES: dict[str, dict[Any, str]] = {
 }
 
 
-def _shadowed(cls: type, name: str) -> Any:
-    """The function of ``name`` that the first class after :class:`FastChecks` in ``cls``'s
-    MRO defines (what ``super(FastChecks, cls)`` calls)."""
-    mro = cls.__mro__
-    for klass in mro[mro.index(FastChecks) + 1:]:
-        attr = klass.__dict__.get(name)
-        if attr is not None:
-            return getattr(attr, "__func__", attr)
-    return None
-
-
 _CHECK_ALL = {  # diffprivlib's _check_all -> (mode, the check modes its fast path needs)
     _lap.Laplace.__dict__["_check_all"]: ("laplace", {"_check_epsilon_delta": "any",
                                                       "_check_sensitivity": "real"}),
@@ -94,26 +83,77 @@ def _eps_delta_ok(epsilon: Any, delta: Any, pure: bool) -> bool:
             and 0 <= delta <= 1 and epsilon + delta != 0 and (not pure or delta == 0))
 
 
+def _original(cls: type, name: str) -> Any:
+    """The function ``cls``'s MRO resolves ``name`` to above ``cls`` itself, seen through
+    dpfast's fast versions (their ``dpfast_original``): what diffprivlib would call."""
+    for klass in cls.__mro__[1:]:
+        attr = klass.__dict__.get(name)
+        if attr is not None:
+            func = getattr(attr, "__func__", attr)
+            return getattr(func, "dpfast_original", func)
+    return None
+
+
+def _fast_classmethod(name: str, mode: str, original: Any) -> Any:
+    """A classmethod ``name`` that accepts on exact types what diffprivlib's ``original``
+    accepts (returning what it returns) and otherwise calls ``original``."""
+    if name == "_check_epsilon_delta":
+        pure = mode == "pure"
+
+        def check(cls, epsilon, delta):
+            if ENABLED and _eps_delta_ok(epsilon, delta, pure):
+                return float(epsilon), float(delta)
+            return original(cls, epsilon, delta)
+    elif name == "_check_sensitivity" and mode == "real":
+        def check(cls, sensitivity):
+            if ENABLED and type(sensitivity) in _REAL and sensitivity >= 0:
+                return float(sensitivity)
+            return original(cls, sensitivity)
+    elif name == "_check_sensitivity":
+        def check(cls, sensitivity):
+            if ENABLED and type(sensitivity) in _INT and sensitivity >= 0:
+                return sensitivity
+            return original(cls, sensitivity)
+    elif name == "_check_bounds":
+        def check(cls, lower, upper):
+            if (ENABLED and type(lower) in _REAL and type(upper) in _REAL
+                    and not lower > upper):
+                return lower, upper
+            return original(cls, lower, upper)
+    else:  # _check_utility_candidates_measure
+        def check(cls, utility, candidates, measure):
+            if ENABLED and _utility_ok(utility, candidates, measure):
+                return utility, candidates, measure
+            return original(cls, utility, candidates, measure)
+    check.__name__ = check.__qualname__ = name
+    check.__doc__ = original.__doc__
+    check.dpfast_original = original  # type: ignore[attr-defined]
+    return classmethod(check)
+
+
 class FastChecks:
-    """Mixin (before diffprivlib's class in the bases): fast acceptance of common parameter
-    types in diffprivlib's ``_check_*`` classmethods and ``_check_all``; see the module
-    docstring."""
+    """Mixin of dpfast's diffprivlib classes: each subclass gets, in its own ``__dict__``,
+    a fast version of every diffprivlib check it inherits whose code is known (see the
+    module docstring).  Attached per class, not inherited from the mixin, because
+    diffprivlib's code also calls checks unbound (``Laplace._check_all(self, value)``), which
+    under ``install()`` finds dpfast's ``Laplace`` for objects of other classes: those
+    (without ``_fast_all``) get diffprivlib's function."""
 
     _fast_modes: dict[str, str | None] = {}
     _fast_all: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        modes = {name: known.get(_shadowed(cls, name)) for name, known in _MODES.items()}
+        modes: dict[str, str | None] = {}
+        for name, known in _MODES.items():
+            original = _original(cls, name)
+            modes[name] = mode = known.get(original)
+            if mode is not None and name not in cls.__dict__:
+                setattr(cls, name, _fast_classmethod(name, mode, original))
         # the check_all modes whose checks this class has (see _fast_check_all)
         cls._fast_all = frozenset(m for m, needs in _CHECK_ALL.values()
                                   if all(modes[k] == v for k, v in needs.items()))
-        original = None
-        for klass in cls.__mro__[1:]:
-            attr = klass.__dict__.get("_check_all")
-            if attr is not None:
-                original = getattr(attr, "dpfast_original", attr)
-                break
+        original = _original(cls, "_check_all")
         mode = _CHECK_ALL.get(original, (None, {}))[0]
         modes["_check_all"] = mode if mode in cls._fast_all else None
         if modes["_check_all"] is not None and "_check_all" not in cls.__dict__:
@@ -123,37 +163,6 @@ class FastChecks:
     @property
     def _fast(self) -> dict[str, str | None]:
         return self._fast_modes if ENABLED else _OFF
-
-    @classmethod
-    def _check_epsilon_delta(cls, epsilon, delta):
-        mode = cls._fast_modes.get("_check_epsilon_delta") if ENABLED else None
-        if mode is not None and _eps_delta_ok(epsilon, delta, mode == "pure"):
-            return float(epsilon), float(delta)
-        return super()._check_epsilon_delta(epsilon, delta)  # type: ignore[misc]
-
-    @classmethod
-    def _check_sensitivity(cls, sensitivity):
-        mode = cls._fast_modes.get("_check_sensitivity") if ENABLED else None
-        if mode == "real" and type(sensitivity) in _REAL and sensitivity >= 0:
-            return float(sensitivity)
-        if mode == "int" and type(sensitivity) in _INT and sensitivity >= 0:
-            return sensitivity
-        return super()._check_sensitivity(sensitivity)  # type: ignore[misc]
-
-    @classmethod
-    def _check_bounds(cls, lower, upper):
-        if (ENABLED and cls._fast_modes.get("_check_bounds") == "real" and type(lower) in _REAL
-                and type(upper) in _REAL and not lower > upper):
-            return lower, upper
-        return super()._check_bounds(lower, upper)  # type: ignore[misc]
-
-    @classmethod
-    def _check_utility_candidates_measure(cls, utility, candidates, measure):
-        if (ENABLED and cls._fast_modes.get("_check_utility_candidates_measure") == "plain"
-                and _utility_ok(utility, candidates, measure)):
-            return utility, candidates, measure
-        return super()._check_utility_candidates_measure(  # type: ignore[misc]
-            utility, candidates, measure)
 
 
 def _fast_check_all(mode: str, original: Any) -> Any:

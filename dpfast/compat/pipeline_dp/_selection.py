@@ -3,6 +3,7 @@ with its random decisions drawn by dpfast (the guarantees: :mod:`dpfast.compat.p
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -10,9 +11,9 @@ from typing import Any
 from pipeline_dp import partition_selection as _ps
 
 import dpfast
-from dpfast.compat._random_state import NoiseBuffer, shared_generator, words_for
+from dpfast.compat._random_state import shared_generator, words_for
 from dpfast.compat.pipeline_dp._noise import _draw
-from dpfast.compat.pipeline_dp._state import ORIGINAL
+from dpfast.compat.pipeline_dp._state import ORIGINAL, SCALAR_BUFFERS
 from dpfast.compat.pipeline_dp._state import gen as _gen
 
 
@@ -54,19 +55,16 @@ class _Strategy:
     def __init__(self, inner: Any, name: str, epsilon: float, delta: float, l0: int) -> None:
         self._inner = inner
         self._args = (name, epsilon, delta, l0)
-        self._kind = None
         # the generator installed now: the strategy keeps working after uninstall()
-        self._gen = _generator()
-        if name == "laplace":
-            self._kind, self._scale = "laplace", l0 / epsilon
-        elif name == "gaussian":
-            from pydp.algorithms import numerical_mechanisms as _nm
-            self._kind = "gaussian"
-            self._scale = _nm.GaussianMechanism(epsilon, delta / 2, math.sqrt(l0)).std
+        self._gen = gen = _generator()
+        self._kind, self._scale, self._g = _constants(name, epsilon, delta, l0)
         if self._kind is not None:
-            # counts are integers: a grid g <= 1 (a power of two) holds them exactly
-            self._g = min(dpfast.granularity(self._scale), 1.0)
-            self._buffer = NoiseBuffer()
+            # PipelineDP makes one strategy per partition and asks it once: the i.i.d.
+            # threshold noise comes from blocks shared by every strategy of these parameters
+            # and generator (each value handed out once)
+            self._tag = (self._kind, self._scale, self._g, id(gen))
+            self._buffer = SCALAR_BUFFERS.buffer(("selection", self._tag))
+            self._threshold = self._inner.threshold
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _base_strategy, self._args
@@ -82,12 +80,29 @@ class _Strategy:
             keep = _bernoulli(self._inner.probability_of_keep(n), self._gen)
             return float(n) if keep else None
         kind, scale, g, gen = self._kind, self._scale, self._g, self._gen
-        noise = self._buffer.take((kind, scale, g), lambda k: _draw(kind, scale, g, k, gen))
+        noise = self._buffer.take(self._tag, lambda k: _draw(kind, scale, g, k, gen))
         value = float(n) + float(noise)
-        return value if value >= self._inner.threshold + self._g else None
+        return value if value >= self._threshold + self._g else None
 
     def should_keep(self, num_privacy_units: int) -> bool:
         return self.noised_value_if_should_keep(num_privacy_units) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _constants(name: str, epsilon: float, delta: float, l0: int
+               ) -> tuple[str | None, float, float]:
+    """(noise kind, scale, grid) of a thresholding strategy (kind None: truncated
+    geometric), cached by parameters: Laplace ``b = l0 / ε``; Gaussian PyDP's σ of the
+    ``(ε, δ/2)`` Gaussian with ``Δ₂ = sqrt(l0)``; the grid ``g <= 1`` a power of two (counts
+    are integers: the grid holds them exactly)."""
+    if name == "laplace":
+        scale = l0 / epsilon
+    elif name == "gaussian":
+        from pydp.algorithms import numerical_mechanisms as _nm
+        scale = _nm.GaussianMechanism(epsilon, delta / 2, math.sqrt(l0)).std
+    else:
+        return None, 0.0, 0.0
+    return name, scale, min(dpfast.granularity(scale), 1.0)
 
 
 class LaplacePartitionSelectionStrategy(_Strategy):
