@@ -445,7 +445,7 @@ def test_contribution_sampling_drawn_by_dpfast(rng_spy) -> None:
     """Contribution bounding's sampling: numpy's global RNG plain, dpfast's keyed ChaCha20
     installed (replayable with the key), and the bounds hold (60 units x 2 partitions)."""
     _sampled_aggregate()
-    assert "random.choice" in rng_spy  # plain PipelineDP: np.random.choice
+    assert "numpy.random.choice" in rng_spy  # plain PipelineDP: np.random.choice
     rng_spy.clear()
     with compat.patched(key=KEY):
         first = _sampled_aggregate()

@@ -33,9 +33,17 @@ __all__ = ["FastChecks", "ENABLED", "secure_rng", "init_laplace_truncated",
 ENABLED = True  # test hook: False sends every check to diffprivlib's own (equivalence tests)
 
 # exact types (no subclasses) that are numbers.Real / numbers.Integral
-_REAL = (float, int, np.float64, np.int64)
 _INT = (int, np.int64)
 _INT64_MIN, _INT64_END = -(1 << 63), 1 << 63
+_EXACT = 1 << 53  # Python ints accepted on the fast paths: |x| < 2^53 (float(x) exact)
+
+
+def _real(x: Any) -> bool:
+    """``x`` is a ``float``, ``numpy.float64``, ``numpy.int64`` or a Python ``int`` below
+    2^53 in magnitude (so diffprivlib's ``float(x)`` cannot overflow): numbers.Real."""
+    t = type(x)
+    return (t is float or t is np.float64 or t is np.int64
+            or (t is int and -_EXACT < x < _EXACT))
 
 
 def _func(cls: type, name: str) -> Any:
@@ -79,7 +87,7 @@ _CHECK_ALL = {  # diffprivlib's _check_all -> (mode, the check modes its fast pa
 def _eps_delta_ok(epsilon: Any, delta: Any, pure: bool) -> bool:
     """Whether diffprivlib's base check accepts (epsilon, delta) (and delta == 0 if pure),
     decided on exact types only (False: ask diffprivlib)."""
-    return (type(epsilon) in _REAL and type(delta) in _REAL and epsilon >= 0
+    return (_real(epsilon) and _real(delta) and epsilon >= 0
             and 0 <= delta <= 1 and epsilon + delta != 0 and (not pure or delta == 0))
 
 
@@ -106,7 +114,7 @@ def _fast_classmethod(name: str, mode: str, original: Any) -> Any:
             return original(cls, epsilon, delta)
     elif name == "_check_sensitivity" and mode == "real":
         def check(cls, sensitivity):
-            if ENABLED and type(sensitivity) in _REAL and sensitivity >= 0:
+            if ENABLED and _real(sensitivity) and sensitivity >= 0:
                 return float(sensitivity)
             return original(cls, sensitivity)
     elif name == "_check_sensitivity":
@@ -116,7 +124,7 @@ def _fast_classmethod(name: str, mode: str, original: Any) -> Any:
             return original(cls, sensitivity)
     elif name == "_check_bounds":
         def check(cls, lower, upper):
-            if (ENABLED and type(lower) in _REAL and type(upper) in _REAL
+            if (ENABLED and _real(lower) and _real(upper)
                     and not lower > upper):
                 return lower, upper
             return original(cls, lower, upper)
@@ -177,15 +185,15 @@ def _fast_check_all(mode: str, original: Any) -> Any:
         d: Any = self
         if ENABLED and mode in getattr(type(self), "_fast_all", ()):
             if mode == "laplace" or mode == "truncated":
-                if (type(value) in _REAL and _eps_delta_ok(d.epsilon, d.delta, False)
-                        and type(d.sensitivity) in _REAL and d.sensitivity >= 0
-                        and (mode == "laplace" or (type(d.lower) in _REAL
-                                                   and type(d.upper) in _REAL
+                if (_real(value) and _eps_delta_ok(d.epsilon, d.delta, False)
+                        and _real(d.sensitivity) and d.sensitivity >= 0
+                        and (mode == "laplace" or (_real(d.lower)
+                                                   and _real(d.upper)
                                                    and not d.lower > d.upper))):
                     return True
             elif mode == "exponential":
                 if (value is None and _eps_delta_ok(d.epsilon, d.delta, True)
-                        and type(d.sensitivity) in _REAL and d.sensitivity >= 0
+                        and _real(d.sensitivity) and d.sensitivity >= 0
                         and _utility_ok(d.utility, d.candidates, d.measure)):
                     return True
             elif mode == "geometric":
@@ -217,8 +225,8 @@ def init_laplace_truncated(mech: Any, epsilon: Any, delta: Any, sensitivity: Any
     exact-type parameters that its checks accept; False (nothing set): call diffprivlib's."""
     fast = mech._fast
     if not (fast.get("_check_all") == "truncated"
-            and _eps_delta_ok(epsilon, delta, False) and type(sensitivity) in _REAL
-            and sensitivity >= 0 and type(lower) in _REAL and type(upper) in _REAL
+            and _eps_delta_ok(epsilon, delta, False) and _real(sensitivity)
+            and sensitivity >= 0 and _real(lower) and _real(upper)
             and not lower > upper):
         return False
     mech.epsilon, mech.delta = float(epsilon), float(delta)
@@ -236,7 +244,7 @@ def init_permute_and_flip(mech: Any, epsilon: Any, sensitivity: Any, utility: An
     ``DPMechanism.__init__``: the attributes they set, in their order) for exact-type
     parameters that its checks accept; False (nothing set): call diffprivlib's."""
     if not (mech._fast.get("_check_all") == "exponential"
-            and _eps_delta_ok(epsilon, 0.0, True) and type(sensitivity) in _REAL
+            and _eps_delta_ok(epsilon, 0.0, True) and _real(sensitivity)
             and sensitivity >= 0 and _utility_ok(utility, candidates, None)):
         return False
     mech.epsilon, mech.delta = float(epsilon), 0.0
