@@ -53,23 +53,31 @@ class _Strategy:
     never a copy of the sender's stream."""
 
     def __init__(self, inner: Any, name: str, epsilon: float, delta: float, l0: int) -> None:
-        self._inner = inner
+        if inner is not None:
+            self._inner = inner  # (otherwise made on first use: see __getattr__)
         self._args = (name, epsilon, delta, l0)
         # the generator installed now: the strategy keeps working after uninstall()
         self._gen = gen = _generator()
-        self._kind, self._scale, self._g = _constants(name, epsilon, delta, l0)
+        # (PyDP validates the parameters here, as when PipelineDP makes its strategy)
+        self._kind, self._scale, self._g, self._threshold = _constants(name, epsilon, delta,
+                                                                       l0)
         if self._kind is not None:
             # PipelineDP makes one strategy per partition and asks it once: the i.i.d.
             # threshold noise comes from blocks shared by every strategy of these parameters
             # and generator (each value handed out once)
             self._tag = (self._kind, self._scale, self._g, id(gen))
             self._buffer = SCALAR_BUFFERS.buffer(("selection", self._tag))
-            self._threshold = self._inner.threshold
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _base_strategy, self._args
 
     def __getattr__(self, name: str) -> Any:  # threshold, epsilon, delta, probability_of_keep
+        if name == "_inner" and "_args" in self.__dict__:
+            # PyDP's own strategy object, made when first needed (its attributes, the
+            # truncated geometric's probability_of_keep): the thresholding decision needs
+            # only the cached threshold, and PipelineDP makes one strategy per partition
+            inner = self.__dict__["_inner"] = _pydp_strategy(*self._args)
+            return inner
         if name.startswith("__") or name in ("_inner", "_args"):
             raise AttributeError(name)
         return getattr(self._inner, name)
@@ -88,21 +96,31 @@ class _Strategy:
         return self.noised_value_if_should_keep(num_privacy_units) is not None
 
 
+def _pydp_strategy(name: str, epsilon: float, delta: float, l0: int) -> Any:
+    """PyDP's strategy object, made as PipelineDP makes it (``pre_threshold`` None)."""
+    from pydp.algorithms import partition_selection as _pydp_ps
+
+    return _pydp_ps.create_partition_strategy(name, epsilon, delta, l0)
+
+
 @functools.lru_cache(maxsize=1024)
 def _constants(name: str, epsilon: float, delta: float, l0: int
-               ) -> tuple[str | None, float, float]:
-    """(noise kind, scale, grid) of a thresholding strategy (kind None: truncated
-    geometric), cached by parameters: Laplace ``b = l0 / ε``; Gaussian PyDP's σ of the
-    ``(ε, δ/2)`` Gaussian with ``Δ₂ = sqrt(l0)``; the grid ``g <= 1`` a power of two (counts
-    are integers: the grid holds them exactly)."""
+               ) -> tuple[str | None, float, float, float]:
+    """(noise kind, scale, grid, PyDP's threshold) of a strategy (kind None: truncated
+    geometric), cached by parameters -- PyDP's object is made (and its parameter checks
+    run) on every miss; invalid parameters raise and are not cached.  Laplace
+    ``b = l0 / ε``; Gaussian PyDP's σ of the ``(ε, δ/2)`` Gaussian with ``Δ₂ = sqrt(l0)``;
+    the grid ``g <= 1`` a power of two (counts are integers: the grid holds them
+    exactly)."""
+    inner = _pydp_strategy(name, epsilon, delta, l0)
     if name == "laplace":
         scale = l0 / epsilon
     elif name == "gaussian":
         from pydp.algorithms import numerical_mechanisms as _nm
         scale = _nm.GaussianMechanism(epsilon, delta / 2, math.sqrt(l0)).std
     else:
-        return None, 0.0, 0.0
-    return name, scale, min(dpfast.granularity(scale), 1.0)
+        return None, 0.0, 0.0, 0.0
+    return name, scale, min(dpfast.granularity(scale), 1.0), float(inner.threshold)
 
 
 class LaplacePartitionSelectionStrategy(_Strategy):
@@ -138,10 +156,8 @@ def _base_strategy(name: str, epsilon: float, delta: float, l0: int) -> _Strateg
 def _create_partition_selection_strategy(strategy, epsilon, delta, max_partitions_contributed,
                                          pre_threshold=None):
     name = _ps.PARTITION_STRATEGY_ENUM_TO_STR[strategy]
-    if pre_threshold is None:
-        inner = ORIGINAL["create_partition_selection_strategy"](
-            strategy, epsilon, delta, max_partitions_contributed)
-        return _CLASSES[name](inner, name, epsilon, delta, int(max_partitions_contributed))
+    if pre_threshold is None:  # (PyDP's object made lazily: see _Strategy.__getattr__)
+        return _CLASSES[name](None, name, epsilon, delta, int(max_partitions_contributed))
     # PyDP's pre-thresholding wrapper (its attributes and probability_of_keep), made by
     # PipelineDP's one call; the base strategy without a second call of that factory
     wrapped = ORIGINAL["create_partition_selection_strategy"](
