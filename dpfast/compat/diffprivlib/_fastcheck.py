@@ -17,6 +17,7 @@ uses diffprivlib's check unchanged.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -105,37 +106,42 @@ def _original(cls: type, name: str) -> Any:
 def _fast_classmethod(name: str, mode: str, original: Any) -> Any:
     """A classmethod ``name`` that accepts on exact types what diffprivlib's ``original``
     accepts (returning what it returns) and otherwise calls ``original``."""
+    check: Callable[..., Any]
     if name == "_check_epsilon_delta":
         pure = mode == "pure"
 
-        def check(cls, epsilon, delta):
+        def eps_delta(cls, epsilon, delta):
             if ENABLED and _eps_delta_ok(epsilon, delta, pure):
                 return float(epsilon), float(delta)
             return original(cls, epsilon, delta)
+        check = eps_delta
     elif name == "_check_sensitivity" and mode == "real":
-        def check(cls, sensitivity):
+        def sensitivity_real(cls, sensitivity):
             if ENABLED and _real(sensitivity) and sensitivity >= 0:
                 return float(sensitivity)
             return original(cls, sensitivity)
+        check = sensitivity_real
     elif name == "_check_sensitivity":
-        def check(cls, sensitivity):
+        def sensitivity_int(cls, sensitivity):
             if ENABLED and type(sensitivity) in _INT and sensitivity >= 0:
                 return sensitivity
             return original(cls, sensitivity)
+        check = sensitivity_int
     elif name == "_check_bounds":
-        def check(cls, lower, upper):
-            if (ENABLED and _real(lower) and _real(upper)
-                    and not lower > upper):
+        def bounds(cls, lower, upper):
+            if ENABLED and _real(lower) and _real(upper) and not lower > upper:
                 return lower, upper
             return original(cls, lower, upper)
+        check = bounds
     else:  # _check_utility_candidates_measure
-        def check(cls, utility, candidates, measure):
+        def utility(cls, utility, candidates, measure):
             if ENABLED and _utility_ok(utility, candidates, measure):
                 return utility, candidates, measure
             return original(cls, utility, candidates, measure)
+        check = utility
     check.__name__ = check.__qualname__ = name
     check.__doc__ = original.__doc__
-    check.dpfast_original = original  # type: ignore[attr-defined]
+    check.dpfast_original = original  # type: ignore[attr-defined,union-attr]
     return classmethod(check)
 
 
@@ -162,10 +168,10 @@ class FastChecks:
         cls._fast_all = frozenset(m for m, needs in _CHECK_ALL.values()
                                   if all(modes[k] == v for k, v in needs.items()))
         original = _original(cls, "_check_all")
-        mode = _CHECK_ALL.get(original, (None, {}))[0]
-        modes["_check_all"] = mode if mode in cls._fast_all else None
-        if modes["_check_all"] is not None and "_check_all" not in cls.__dict__:
-            cls._check_all = _fast_check_all(mode, original)  # type: ignore[attr-defined]
+        all_mode = _CHECK_ALL.get(original, (None, {}))[0]
+        modes["_check_all"] = all_mode if all_mode in cls._fast_all else None
+        if all_mode is not None and all_mode in cls._fast_all and "_check_all" not in cls.__dict__:
+            cls._check_all = _fast_check_all(all_mode, original)  # type: ignore[attr-defined]
         cls._fast_modes = modes
 
     @property
