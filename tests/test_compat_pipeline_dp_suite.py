@@ -90,7 +90,15 @@ def suite_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         kinds = {child.tag for child in case}
         outcomes[_node(case)] = ("failed" if kinds & {"failure", "error"}
                                  else "skipped" if "skipped" in kinds else "passed")
+        for child in case:
+            if child.tag in ("failure", "error"):  # shown by the test that fails on it
+                _MESSAGES[_node(case)] = (child.get("message") or "")[:300] + "\n" + (
+                    child.text or "")[-1500:]
     return outcomes
+
+
+#: the failure message of each failed test of the suite run (node id -> text)
+_MESSAGES: dict[str, str] = {}
 
 
 def test_every_test_collected(suite_results: dict[str, str]) -> None:
@@ -104,7 +112,8 @@ def test_every_test_collected(suite_results: dict[str, str]) -> None:
 
 def test_every_failure_is_a_documented_difference(suite_results: dict[str, str]) -> None:
     failed = sorted(n for n, o in suite_results.items() if o == "failed")
-    assert [n for n in failed if n not in pdp.DIFFERENCES] == []
+    new = [n for n in failed if n not in pdp.DIFFERENCES]
+    assert new == [], "\n\n".join(f"{n}:\n{_MESSAGES.get(n, '')}" for n in new)
 
 
 @pytest.mark.parametrize("folder", sorted(COLLECTED))
