@@ -64,7 +64,7 @@ def client():  # type: ignore[no-untyped-def]
         os.environ.pop(ENV, None)
 
 
-@pytest.mark.parametrize("nparts", [1, 4, 16])
+@pytest.mark.parametrize("nparts", [1, 4, 16, 30])
 def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -> None:
     df = _frame()
     ref = dpt.count(df.k, df.id, epsilon=2.0, delta=1e-5, max_partitions=2, rng=_replay())
@@ -76,6 +76,14 @@ def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -
     got = dkd.count(dd.from_pandas(shuffled, npartitions=nparts), "k", "id", epsilon=2.0,
                     delta=1e-5, max_partitions=2, rng=_replay(), npartitions=3)
     _same(got, ref)  # any number of partitions after the split by id
+
+
+def test_shuffle_partitions_default() -> None:
+    """As many outputs as inputs up to 8, a third beyond (at least 8); ``npartitions``
+    wins.  (16 and 30 inputs above: 8 and 10 outputs, the same release.)"""
+    got = [DT.shuffle_partitions(n, None) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
+    assert got == [1, 2, 8, 8, 8, 8, 10, 17, 100]
+    assert DT.shuffle_partitions(50, 3) == 3
 
 
 @pytest.mark.parametrize("selection,bounding,noise", [("geometric", "frequent", None),

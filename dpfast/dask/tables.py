@@ -118,6 +118,19 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
 
+def shuffle_partitions(nparts: int, npartitions: int | None) -> int:
+    """The number of partitions after the shuffle by privacy id: ``npartitions`` if given,
+    else as many as the input up to 8, and a third of them beyond (at least 8).  The
+    all-to-all shuffle moves ``nparts * nout`` pieces, each a task and a message, so an
+    output per input makes the scheduling grow with the square of the partitions (3*10^7 rows
+    in 24 partitions: 0.42x one process with 24 outputs, 0.97x with 8); a third keeps each
+    output within about three inputs' rows (memory out of core).  Which output an id goes
+    to does not change the release."""
+    if npartitions:
+        return npartitions
+    return nparts if nparts <= 8 else max(8, -(-nparts // 3))
+
+
 def _split(pdf: Any, id_col: str, nout: int) -> tuple:
     """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
     holds the rows whose id hashes to j: every id's rows meet in one output)."""
@@ -314,14 +327,14 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     elif _numeric(frame, list(frame.columns)):  # compact numpy pieces (all-to-all)
-        nout = npartitions or len(parts)
+        nout = shuffle_partitions(len(parts), npartitions)
         cols = list(frame.columns)
         splits = [dask.delayed(_split_arrays, nout=nout, pure=True)(p, cols, id_col, nout)
                   for p in parts]
         outs = [dask.delayed(_combine_arrays)([s[j] for s in splits], *args)
                 for j in range(nout)]
     else:  # every id's rows in one output partition (a numpy hash split, all-to-all)
-        nout = npartitions or len(parts)
+        nout = shuffle_partitions(len(parts), npartitions)
         splits = [dask.delayed(_split, nout=nout, pure=True)(p, id_col, nout)
                   for p in parts]
         if nout == 1:
@@ -352,7 +365,8 @@ _PARAMS_DOC = """
         no key material is in the task graph, and gets a fresh release id per release too
         (the graph carries it: a retried task recomputes its own partition).
     npartitions : int, optional
-        Partitions after the shuffle by privacy id (default: as many as ``ddf``).
+        Partitions after the shuffle by privacy id (default: as many as ``ddf`` up to 8, a
+        third of them beyond, at least 8; :func:`shuffle_partitions`).
     selection, bounding
         As in :func:`dpfast.tables.count`: the key-selection rule on the number of distinct
         privacy units per key (each id's rows meet in one partition, so the per-partition
