@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["canonical", "domain_fingerprint", "query_id"]
+__all__ = ["canonical", "column_names", "domain_fingerprint", "normalize_where", "query_id"]
 
 
 def canonical(x: Any) -> Any:
@@ -61,3 +61,23 @@ def domain_fingerprint(domain: Any) -> str | None:
 def query_id(spec: dict[str, Any]) -> str:
     """The query id of a normalized spec (32 hex digits)."""
     return _hash(spec)
+
+
+def column_names(by: Any, what: str = "by") -> list[str]:
+    """``by`` (a column name or a list of them) as a list; TypeError naming ``what``."""
+    cols = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
+    if not cols or not all(isinstance(c, str) for c in cols):
+        raise TypeError(f"{what} must be a column name or a list of column names, got {by!r}")
+    return cols
+
+
+def normalize_where(where: Any, src: Any) -> tuple[str | None, list[str]]:
+    """The canonical SQL text of a row filter and the columns it reads; refuses what is not
+    a per-row condition (subqueries, aggregates, window functions)."""
+    if where is None:
+        return None, []
+    if not isinstance(where, str) or not where.strip():
+        raise TypeError(f"where must be a non-empty SQL condition (str), got {where!r}")
+    from dpfast.session import sql as _sql
+
+    return _sql.row_filter(where, src)

@@ -44,16 +44,16 @@ def _levels(geography: Any, levels: list[str]) -> tuple[list[np.ndarray], np.nda
 def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
             where: str | None = None, **options: Any) -> Any:
     """See :meth:`dpfast.Session.topdown`."""
-    from dpfast.session.session import _names, _normalize_where
+    from dpfast.session._spec import column_names, normalize_where
 
-    names = _names(levels, "levels")
+    names = column_names(levels, "levels")
     src, pid = session._source, session.privacy_unit
     if src.kind == "dask":
         raise ValueError("topdown needs a DuckDB-backed source, not a Dask one")
     leaf_col = names[-1]
     src.check_columns([leaf_col], "levels column")
     ids, leaf = _levels(geography, names)
-    where_sql, where_cols = _normalize_where(where, src)
+    where_sql, where_cols = normalize_where(where, src)
     cols = [leaf_col] + ([pid] if pid else [])
     spec = {"statistic": "topdown", "levels": names, "where": where_sql,
             "geography": [_spec.domain_fingerprint(i) for i in ids]

@@ -71,13 +71,6 @@ def _call_kwargs(stat: _Stat, kwargs: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
-def _names(by: Any, what: str = "by") -> list[str]:
-    cols = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
-    if not cols or not all(isinstance(c, str) for c in cols):
-        raise TypeError(f"{what} must be a column name or a list of column names, got {by!r}")
-    return cols
-
-
 class Session:
     """Differentially private releases over one private data source.
 
@@ -159,7 +152,8 @@ class Session:
         self._source: Source = make_source(source, table=table, name=name, public=public,
                                            column_cache=column_cache)
         if privacy_unit is not None:
-            self._source.check_columns(_names(privacy_unit, "privacy_unit"), "privacy_unit")
+            self._source.check_columns(_spec.column_names(privacy_unit, "privacy_unit"),
+                                       "privacy_unit")
         self.privacy_unit = privacy_unit
         self.bounds = self._check_bounds(bounds or {})
         self.domains = self._check_domains(domains or {})
@@ -261,7 +255,7 @@ class Session:
             raise ValueError(f"statistic must be one of {sorted(STATISTICS)}, got "
                              f"{statistic!r}")
         _bounding.policy_code(bounding)  # ValueError naming bounding, before anything
-        keys = _names(by)
+        keys = _spec.column_names(by)
         src = self._source
         src.check_columns(keys, "key column")
         if (q is None) != (statistic != "quantile"):
@@ -278,7 +272,7 @@ class Session:
                 bounds = self.bounds[value]
         elif value is not None:
             raise TypeError(f"{statistic} takes no value column")
-        where_sql, where_cols = _normalize_where(where, src)
+        where_sql, where_cols = _spec.normalize_where(where, src)
         if domain is None:
             domain = self._domain(keys)
         k = self.max_partitions if max_partitions is None else max_partitions
@@ -390,7 +384,7 @@ class Session:
 
         src = self._source
         src.check_columns([column], "histogram column")
-        where_sql, where_cols = _normalize_where(where, src)
+        where_sql, where_cols = _spec.normalize_where(where, src)
         pid = self.privacy_unit
         options.setdefault("max_partitions", self.max_partitions)
         options.setdefault("max_per_partition", self.max_per_partition)
@@ -491,16 +485,4 @@ class Analyst(Session):
 
     def __repr__(self) -> str:
         return f"Analyst({self.analyst_name!r}) of {self._parent!r}"
-
-
-def _normalize_where(where: Any, src: Source) -> tuple[str | None, list[str]]:
-    """The canonical SQL text of a row filter and the columns it reads; refuses what is not
-    a per-row condition (subqueries, aggregates, window functions)."""
-    if where is None:
-        return None, []
-    if not isinstance(where, str) or not where.strip():
-        raise TypeError(f"where must be a non-empty SQL condition (str), got {where!r}")
-    from dpfast.session import sql as _sql
-
-    return _sql.row_filter(where, src)
 
