@@ -160,9 +160,7 @@ def test_diffprivlib_installed_vs_plain(benchmark, report, name: str) -> None:
         m = _t.paired(fn, fn, dpl.patched, budget_s=budget)
         with dpl.patched():
             benchmark.pedantic(fn, rounds=3, iterations=1)
-    benchmark.extra_info.update({"installed_ms": m["installed_s"] * 1e3,
-                                 "plain_ms": m["plain_s"] * 1e3, "ratio": m["ratio"],
-                                 "ratio_q1": m["ratio_q1"], "wall_ratio": m["wall_ratio"]})
+    benchmark.extra_info.update(_t.extra_info(m))
     report(f"diffprivlib {name}", _t.describe(m))
 
 
@@ -203,9 +201,7 @@ def test_pipeline_dp_aggregate_installed_vs_plain(benchmark, report, noise: str,
     m = _t.paired(fn, fn, dpf_pdp.patched, budget_s=8.0)
     with dpf_pdp.patched():
         benchmark.pedantic(fn, rounds=2, iterations=1)
-    benchmark.extra_info.update({"installed_ms": m["installed_s"] * 1e3,
-                                 "plain_ms": m["plain_s"] * 1e3, "ratio": m["ratio"],
-                                 "ratio_q1": m["ratio_q1"], "wall_ratio": m["wall_ratio"]})
+    benchmark.extra_info.update(_t.extra_info(m))
     name = f"PipelineDP aggregate {noise} {'public' if public else 'private'}"
     report(name, _t.describe(m))
 
@@ -280,9 +276,7 @@ def test_pipeline_dp_percentile_installed_vs_plain(benchmark, report, n_rows: in
                   min_pairs=6 if n_parts == 10 else 10)
     with dpf_pdp.patched():
         benchmark.pedantic(fn, rounds=1, iterations=1)
-    benchmark.extra_info.update({"installed_ms": m["installed_s"] * 1e3,
-                                 "plain_ms": m["plain_s"] * 1e3, "ratio": m["ratio"],
-                                 "ratio_q1": m["ratio_q1"], "wall_ratio": m["wall_ratio"]})
+    benchmark.extra_info.update(_t.extra_info(m))
     report(f"PipelineDP PERCENTILE {n_rows} rows / {n_parts} partitions", _t.describe(m))
 
 
