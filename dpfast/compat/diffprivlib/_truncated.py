@@ -12,6 +12,7 @@ import numpy as np
 from diffprivlib import mechanisms as _dm
 
 import dpfast
+from dpfast._core.search import smallest_true_int
 from dpfast.compat.diffprivlib._additive import _setup, as_array
 from dpfast.compat.diffprivlib._bounded import _discrete_laplace
 from dpfast.compat.diffprivlib._small import _coin, uniform_below, words_for
@@ -36,33 +37,14 @@ def truncated_delta(t: Fraction, k0: int, k: int) -> Any:
 
 def _smallest_bound(t: Fraction, k0: int, delta: float, start: int) -> int:
     """The smallest ``K >= k0`` with ``truncated_delta(t, k0, K) (1 + 2^-100) <= delta``
-    (``δ(K)`` decreases in ``K``): a bracket around ``start`` widened geometrically, then
-    integer bisection."""
+    (``δ(K)`` decreases in ``K``): :func:`dpfast._core.search.smallest_true_int` from
+    ``start`` (a bracket widened geometrically, then integer bisection)."""
     def ok(k: int) -> bool:
         with mpmath.workprec(_PREC):
             return bool(truncated_delta(t, k0, k) * _SLACK <= delta)
 
-    start = max(k0, start)
-    step = max(1, start >> 30)
-    lo = hi = start
-    while not ok(hi):
-        lo, hi = hi, hi + step
-        step *= 2
-    if lo == hi:  # the start passes: find a failing K below it (or k0 itself passes)
-        while True:
-            if lo == k0:
-                return k0
-            hi, lo = lo, max(k0, lo - step)
-            step *= 2
-            if not ok(lo):
-                break
-    while hi - lo > 1:  # ok(hi), not ok(lo)
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    # delta(K) = 1 below k0, so ``ok`` is false at k0 - 1 (delta < 1)
+    return smallest_true_int(ok, max(k0, start), floor=k0 - 1, step=max(1, start >> 30))
 
 
 @functools.lru_cache(maxsize=4096)
