@@ -38,6 +38,21 @@ def take_codes(x, lo, remap, out):
         out[i] = remap[x[i] - lo]
 
 
+@nb.njit(cache=True)
+def dense_remap(present, lo, remap, uniques):
+    """The dense codes of marked values: ``remap[v]`` = the number of marked ``v' < v``
+    (the code of ``v + lo`` when ``present[v]``), ``uniques[c]`` = the ``c``-th marked value
+    plus ``lo``; returns the number of marked values.  One pass (a cumulative sum and a
+    nonzero without their temporaries)."""
+    c = 0
+    for v in range(present.shape[0]):
+        remap[v] = c
+        if present[v]:
+            uniques[c] = v + lo
+            c += 1
+    return c
+
+
 @guarded
 @nb.njit(cache=True, parallel=True)
 def combine_codes(a, b, nb_, out):
@@ -345,20 +360,24 @@ def bincount_codes(codes, n_codes, totals, nthreads):
 # ----------------------------------------------------------------------------- shuffle
 @nb.njit(cache=True)
 def id_buckets(ids, nout, bucket, bounds):
-    """The dask shuffle's output partition of every row: ``bucket[i]`` = SplitMix64's
-    finalizer of the id's 64 bits (int64 ``ids``) mod ``nout``; ``bounds`` (``nout + 1``
-    entries) the buckets' offsets in bucket order.  A function of the id value only, so an
-    id's rows meet in one output partition."""
+    """The dask shuffle's output partition of every row: ``bucket[i]`` (any integer
+    dtype holding ``nout - 1``) = the high 32 bits of SplitMix64's finalizer of the id's
+    64 bits (int64 ``ids``) scaled to ``[0, nout)`` by a multiply and a shift (Lemire's
+    range reduction: no division per row; ``nout >= 2**32``: mod ``nout``); ``bounds``
+    (``nout + 1`` entries) the buckets' offsets in bucket order.  A function of the id
+    value only, so an id's rows meet in one output partition."""
     m1 = np.uint64(0xBF58476D1CE4E5B9)
     m2 = np.uint64(0x94D049BB133111EB)
     q = np.uint64(nout)
+    s32 = np.uint64(32)
+    wide = nout >= (1 << 32)
     bounds[:] = 0
     for i in range(ids.shape[0]):
         z = np.uint64(ids[i])
         z = (z ^ (z >> np.uint64(30))) * m1
         z = (z ^ (z >> np.uint64(27))) * m2
         z = z ^ (z >> np.uint64(31))
-        b = np.int64(z % q)
+        b = np.int64(z % q) if wide else np.int64(((z >> s32) * q) >> s32)
         bucket[i] = b
         bounds[b + 1] += 1
     for b in range(nout):

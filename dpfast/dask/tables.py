@@ -36,6 +36,7 @@ from dpfast._kernels import fixed as _kf
 from dpfast._kernels import grouping as _kg
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, bounding, keynoise
+from dpfast.tables import _scratch as scratch
 from dpfast.tables import groupby as aggregate  # the count / sum / mean pipeline
 
 __all__ = ["count", "sum", "mean"]
@@ -93,6 +94,14 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     validate, bound per id, aggregate per key (rows with no key kept are dropped).  Returns
     a pandas DataFrame (the key columns, count and, for values, the exact sum: int64, or
     two int64 words for float values) and the partition's row count."""
+    with scratch.lease():  # temporaries on this thread's kept pages; what returns is copied
+        return _partials_leased(pdf, names, id_col, val_col, bounds, domain, k, c, stat,
+                                fixed, key_src, policy, unit_weights)
+
+
+def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
+                     bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any,
+                     key_src: Any, policy: int, unit_weights: Any) -> tuple[Any, int]:
     import pandas as pd
 
     keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
@@ -105,7 +114,7 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | Non
     nz = np.flatnonzero(agg.counts)
     uk = aggregate._take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
-    out[_COUNT] = agg.counts[nz]
+    out[_COUNT] = agg.counts[nz]  # fancy indexing: copies, off the lease's scratch
     assert agg.units is not None
     out[_UNITS] = agg.units[nz]  # an id's rows are all in this partition: units add up
     if agg.weighted is not None:  # so do the weighted ones (each id's t is its own)
@@ -182,7 +191,7 @@ def _split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
         return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)
     bounds = np.zeros(nout + 1, np.int64)
     if ids.dtype.kind in "biu":
-        bucket = np.empty(len(ids), np.int64)
+        bucket = np.empty(len(ids), np.uint16 if nout <= 1 << 16 else np.int64)
         _kg.id_buckets(np.ascontiguousarray(ids, np.int64), nout, bucket, bounds)
         sorted_cols = {}
         for c, a in arrs.items():
@@ -216,11 +225,14 @@ def _combine_arrays(pieces: list, *args: Any) -> Any:
     """Concatenate one output's compact pieces (:func:`_split_arrays`), restore each
     column's dtype (that of pandas' concatenation of the original columns: the values
     are unchanged) and bound them."""
-    cols = {c: np.concatenate([p[c] for p in pieces],  # one pass, cast while copying
-                              dtype=np.result_type(*[p[_DTYPES][c] for p in pieces]),
-                              casting="unsafe")  # exact: a narrowed column fits int32
-            for c in pieces[0][_DTYPES]}
-    return _partials(cols, *args)
+    n = builtins.sum(len(p[next(iter(p[_DTYPES]))]) for p in pieces)
+    with scratch.lease():  # the task's temporaries reuse this thread's pages
+        cols = {c: np.concatenate([p[c] for p in pieces],  # one pass, cast while copying
+                                  out=scratch.empty(n, np.result_type(
+                                      *[p[_DTYPES][c] for p in pieces])),
+                                  casting="unsafe")  # exact: a narrowed column fits int32
+                for c in pieces[0][_DTYPES]}
+        return _partials(cols, *args)
 
 
 def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:

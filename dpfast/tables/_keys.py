@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import grouping as _kg
+from dpfast.tables import _scratch as scratch
 
 _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
 #: below this many rows, factorizing, grouping and bounding run in numpy and serial
@@ -230,16 +231,19 @@ def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lo, hi = int(x.min()), int(x.max())
     if hi - lo < max(2 * n, _DENSE_MIN) and -(1 << 62) < lo and hi < (1 << 62):
         x64 = x.astype(np.int64, copy=False)
-        present = np.zeros(hi - lo + 1, np.uint8)
         if n < SERIAL_ROWS:
+            present = np.zeros(hi - lo + 1, np.uint8)
             present[x64 - lo] = 1
-        else:
-            _kg.mark_present(x64, lo, present, _threads())
-        remap = np.cumsum(present, dtype=np.int64) - 1
-        uniques = (np.flatnonzero(present) + lo).astype(x.dtype)
-        if n < SERIAL_ROWS:
-            return remap[x64 - lo], uniques
-        codes = np.empty(n, np.int64)
+            remap = np.cumsum(present, dtype=np.int64) - 1
+            return remap[x64 - lo], (np.flatnonzero(present) + lo).astype(x.dtype)
+        # temporaries (and, when the caller holds a scratch lease, the codes) reuse the
+        # thread's scratch pages (:mod:`dpfast.tables._scratch`)
+        present = scratch.zeros(hi - lo + 1, np.uint8)
+        _kg.mark_present(x64, lo, present, _threads())
+        remap = scratch.empty(hi - lo + 1, np.int64)
+        marked = scratch.empty(min(n, hi - lo + 1), np.int64)
+        uniques = marked[:_kg.dense_remap(present, lo, remap, marked)].astype(x.dtype)
+        codes = scratch.empty(n, np.int64)
         _kg.take_codes(x64, lo, remap, codes)
         return codes, uniques
     uniques, codes = np.unique(x, return_inverse=True)

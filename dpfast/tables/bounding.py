@@ -37,6 +37,7 @@ from dpfast._kernels import grouping as _kg
 from dpfast._kernels import tables as _kt
 from dpfast.random import RngLike
 from dpfast.tables import _keys
+from dpfast.tables import _scratch as scratch
 from dpfast.tables._fixed import FixedSums
 
 __all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG", "POLICIES"]
@@ -146,12 +147,12 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     use_vals = values is not None
     if small:  # sorted by (id, key[, value]) in numpy; serial kernels (little to compile)
         off, gkeys, gvals = _sorted_by_id(id_codes, n_ids, key_codes, n_keys, values)
-    graw = np.empty(n, np.int64)  # scratch: raw rows per (id, key)
+    graw = scratch.empty(n, np.int64)  # scratch: raw rows per (id, key)
     if small:
         gcnt = np.empty(n, np.int64)
     else:  # grouped in parallel; the parallel kernels sort each id's rows
-        off = np.empty(n_ids + 1, np.int64)
-        gkeys = np.empty(n, np.int64)
+        off = scratch.empty(n_ids + 1, np.int64)
+        gkeys = scratch.empty(n, np.int64)
         gvals = np.empty(n if values is not None else 0,
                          values.dtype if values is not None else np.int64)
         # graw's memory holds the grouping's int32 scratch until bounding writes it
@@ -161,10 +162,10 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
         reuse = id_codes.dtype == np.int64 and id_codes.flags.c_contiguous and \
             id_codes.flags.writeable and id_codes.base is None
-        gcnt = id_codes if reuse else np.empty(n, np.int64)
-    nkeep = np.empty(n_ids, np.int64)
-    counts = np.zeros(n_keys, np.int64)
-    units = np.zeros(n_keys, np.int64)
+        gcnt = id_codes if reuse else scratch.empty(n, np.int64)
+    nkeep = scratch.empty(n_ids, np.int64)
+    counts = scratch.zeros(n_keys, np.int64)  # a lease's holder copies what it keeps
+    units = scratch.zeros(n_keys, np.int64)
     # uniform: None, so numba prunes the frequent branch (its sort) at compile time and a
     # first uniform release does not compile it; frequent: the policy code
     pol = None if policy == 0 else np.int64(policy)
