@@ -84,6 +84,23 @@ def test_shuffle_partitions_default() -> None:
     got = [DT.shuffle_partitions(n, None) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
     assert got == [1, 2, 8, 8, 8, 8, 10, 17, 100]
     assert DT.shuffle_partitions(50, 3) == 3
+    # with the scheduler's threads known: at most twice the threads, never more than about
+    # three inputs per output
+    two = [DT.shuffle_partitions(n, None, 2) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
+    assert two == [1, 2, 4, 4, 6, 8, 10, 17, 100]
+    assert [DT.shuffle_partitions(n, None, 1) for n in (1, 2, 8, 50)] == [1, 2, 3, 17]
+    assert [DT.shuffle_partitions(n, None, 64) for n in (8, 24, 300)] == [8, 8, 100]
+    assert DT.shuffle_partitions(50, 3, 2) == 3
+
+
+def test_scheduler_threads(client) -> None:  # type: ignore[no-untyped-def]
+    import dask
+
+    assert DT.scheduler_threads() == 2  # the module's client: two one-thread workers
+    with dask.config.set(scheduler="sync"):
+        assert DT.scheduler_threads() == 1
+    with dask.config.set(scheduler="threads"):
+        assert DT.scheduler_threads() is None  # the local pool: the input rule
 
 
 @pytest.mark.parametrize("selection,bounding,noise", [("geometric", "frequent", None),

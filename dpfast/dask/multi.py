@@ -123,7 +123,7 @@ def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tu
     if id_col is None:
         outs = [dask.delayed(fn)(p, *args) for p in parts]
     else:
-        nout = _dt.shuffle_partitions(len(parts), npartitions)
+        nout = _dt.shuffle_partitions(len(parts), npartitions, _dt.scheduler_threads())
         splits = [dask.delayed(_dt._split, nout=nout, pure=True)(p, id_col, nout)
                   for p in parts]
         pieces = [splits] if nout == 1 else [[s[j] for s in splits] for j in range(nout)]

@@ -83,7 +83,7 @@ def _compute(frame: Any, names: list[str], id_col: str | None, args: tuple,
     if id_col is None:
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     else:
-        nout = _dt.shuffle_partitions(len(parts), npartitions)
+        nout = _dt.shuffle_partitions(len(parts), npartitions, _dt.scheduler_threads())
         splits = [dask.delayed(_dt._split, nout=nout, pure=True)(p, id_col, nout)
                   for p in parts]
         if nout == 1:

@@ -127,17 +127,47 @@ def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: st
     return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
 
-def shuffle_partitions(nparts: int, npartitions: int | None) -> int:
+def shuffle_partitions(nparts: int, npartitions: int | None,
+                       threads: int | None = None) -> int:
     """The number of partitions after the shuffle by privacy id: ``npartitions`` if given,
-    else as many as the input up to 8, and a third of them beyond (at least 8).  The
-    all-to-all shuffle moves ``nparts * nout`` pieces, each a task and a message, so an
-    output per input makes the scheduling grow with the square of the partitions (3*10^7 rows
-    in 24 partitions on two workers: 160 ns a row with 24 outputs, 68 with 8); a third keeps each
-    output within about three inputs' rows (memory out of core).  Which output an id goes
-    to does not change the release."""
+    else as many as the input up to 8 and a third of them beyond (at least 8), and, when
+    ``threads`` (the scheduler's task threads, :func:`scheduler_threads`) is known, no more
+    than twice the threads unless that would put more than three inputs' rows in one
+    output.  The all-to-all shuffle moves ``nparts * nout`` pieces, each a task and a
+    message, so an output per input makes the scheduling grow with the square of the
+    partitions (3*10^7 rows in 24 partitions on two workers: 160 ns a row with 24 outputs,
+    68 with 8), and outputs beyond what the threads run at once only add pieces (10^7 rows in
+    8 partitions on two one-thread workers: 4 outputs, 9% less wall than 8); a third keeps
+    each output within about three inputs' rows (memory out of core).  Which output an id
+    goes to does not change the release."""
     if npartitions:
         return npartitions
-    return nparts if nparts <= 8 else max(8, -(-nparts // 3))
+    third = -(-nparts // 3)
+    base = nparts if nparts <= 8 else max(8, third)
+    if threads is None or threads < 1:
+        return base
+    return max(1, min(base, max(2 * threads, third)))
+
+
+def scheduler_threads() -> int | None:
+    """Task threads of the scheduler ``dask.compute`` would use now: a distributed
+    client's workers' threads, 1 for the synchronous scheduler, None when unknown (the
+    local threaded or process pool: the input rule alone)."""
+    import dask.base
+
+    sched = dask.base.get_scheduler()
+    if sched is None:
+        return None
+    owner = getattr(sched, "__self__", None)
+    nthreads = getattr(owner, "nthreads", None)
+    if callable(nthreads) and type(owner).__name__ == "Client":
+        try:
+            return int(builtins.sum(nthreads().values())) or None
+        except Exception:  # noqa: BLE001 - a client that cannot answer: the input rule
+            return None
+    if getattr(sched, "__name__", "") == "get_sync":
+        return 1
+    return None
 
 
 def _split(pdf: Any, id_col: str, nout: int) -> tuple:
@@ -339,14 +369,14 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     elif _numeric(frame, list(frame.columns)):  # compact numpy pieces (all-to-all)
-        nout = shuffle_partitions(len(parts), npartitions)
+        nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
         cols = list(frame.columns)
         splits = [dask.delayed(_split_arrays, nout=nout, pure=True)(p, cols, id_col, nout)
                   for p in parts]
         outs = [dask.delayed(_combine_arrays)([s[j] for s in splits], *args)
                 for j in range(nout)]
     else:  # every id's rows in one output partition (a numpy hash split, all-to-all)
-        nout = shuffle_partitions(len(parts), npartitions)
+        nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
         splits = [dask.delayed(_split, nout=nout, pure=True)(p, id_col, nout)
                   for p in parts]
         if nout == 1:
