@@ -213,7 +213,8 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + used
     with _charge(budget, plan.event, note):  # charged before anything is computed
-        parts, nrows, tabs = _compute(ddf[cols], _matrix_partials, names, privacy_id,
+        parts, nrows, tabs = _compute(_dt.columns_of(ddf, cols), _matrix_partials, names,
+                                      privacy_id,
                                       (names, privacy_id, domain, plan, bounds, key_src,
                                        pol), npartitions)
         for col in used:
@@ -386,7 +387,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + [value]
     with _charge(budget, event, note):
-        parts, _ = _compute(ddf[cols], _distinct_partials, names, privacy_id,
+        parts, _ = _compute(_dt.columns_of(ddf, cols), _distinct_partials, names, privacy_id,
                             (names, privacy_id, value, domain, k, c, key_src, pol, sel),
                             npartitions)
         data, codes = _reduce_codes(parts, names, domain, tuple(names))

@@ -149,7 +149,7 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
     cols = names + ([id_col] if id_col else []) + [val_col]
     args = (names, id_col, val_col, bnd, domain, p, key_src)
     with charged(budget, p.event, note):  # charged before anything is computed
-        parts = _compute(ddf[cols], names, id_col, args, npartitions)
+        parts = _compute(_dt.columns_of(ddf, cols), names, id_col, args, npartitions)
         data, table, units = _reduce(parts, names, domain, 2 * p.grid.shape[0])
         return _q.release(p, data, table, units if domain is None else None)
 
