@@ -78,6 +78,18 @@ def test_count_selection_equals_tables_any_partitioning_and_order(nparts: int) -
     _same(got, ref)  # any number of partitions after the split by id
 
 
+@pytest.mark.parametrize("nparts,nout", [(1, None), (1, 3), (4, None), (4, 1)])
+def test_string_keys_take_the_pandas_shuffle_and_equal_tables(nparts: int,
+                                                               nout: int | None) -> None:
+    """A string key column: the pandas-piece shuffle (one output: the splits themselves,
+    no getitem tasks; several: one piece per input and output)."""
+    df = _frame(seed=5)
+    ref = dpt.count(df.s, df.id, epsilon=2.0, delta=1e-5, max_partitions=2, rng=_replay())
+    d = dd.from_pandas(df.sample(frac=1, random_state=1), npartitions=nparts)
+    _same(dkd.count(d, "s", "id", epsilon=2.0, delta=1e-5, max_partitions=2, rng=_replay(),
+                    npartitions=nout), ref)
+
+
 def test_shuffle_partitions_default() -> None:
     """As many outputs as inputs up to 8, a third beyond (at least 8); ``npartitions``
     wins.  (16 and 30 inputs above: 8 and 10 outputs, the same release.)"""

@@ -27,6 +27,7 @@ while a retried task recomputes its own partition exactly.
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any
 
 import numpy as np
@@ -388,28 +389,71 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
     args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src, policy,
             unit_weights)
     parts = frame.to_delayed()
-    workers = _client_workers()
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
-    elif _numeric(frame, list(frame.columns)):  # compact numpy pieces (all-to-all)
-        nout = shuffle_partitions(len(parts), npartitions, scheduler_threads(workers))
+    else:  # every id's rows in one output partition (all-to-all)
+        nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
         cols = list(frame.columns)
-        splits = [dask.delayed(_split_arrays, nout=nout, pure=True)(p, cols, id_col, nout)
-                  for p in parts]
-        outs = [dask.delayed(_combine_arrays)([s[j] for s in splits], *args)
-                for j in range(nout)]
-    else:  # every id's rows in one output partition (a numpy hash split, all-to-all)
-        nout = shuffle_partitions(len(parts), npartitions, scheduler_threads(workers))
-        splits = [dask.delayed(_split, nout=nout, pure=True)(p, id_col, nout)
-                  for p in parts]
-        if nout == 1:
-            outs = [dask.delayed(_combine)(splits, *args)]
-        else:
-            outs = [dask.delayed(_combine)([s[j] for s in splits], *args)
-                    for j in range(nout)]
+        if _numeric(frame, cols):  # compact numpy pieces
+            split = _Call(_split_arrays, (cols, id_col, nout))
+            outs = shuffle_graph(parts, split, _Call(_combine_arrays, args), nout,
+                                 ("arrays", cols, id_col))
+        else:  # pandas pieces (a numpy hash split)
+            outs = shuffle_graph(parts, _Call(_split, (id_col, nout)),
+                                 _Call(_combine, args), nout, ("frames", id_col),
+                                 bare=nout == 1)
     results = dask.compute(*outs)
     return (pd.concat([r[0] for r in results], ignore_index=True),
             builtins.sum(r[1] for r in results))
+
+
+class _Call:
+    """``fn(x, *args)`` as a picklable task callable (its arguments are opaque to the
+    graph: never mistaken for keys, never traversed)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Any, args: tuple) -> None:
+        self.fn = fn
+        self.args = args
+
+    def __call__(self, x: Any) -> Any:
+        return self.fn(x, *self.args)
+
+    def __reduce__(self) -> tuple:
+        return (_Call, (self.fn, self.args))
+
+
+def shuffle_graph(parts: list, split: Any, combine: Any, nout: int, token: tuple,
+                  bare: bool = False) -> list:
+    """The all-to-all shuffle as one hand-built graph: ``split(partition)`` -> ``nout``
+    pieces per input partition (``getitem`` tasks, or the split itself when ``bare``:
+    one output), ``combine([piece j of every input])`` for each output ``j``; returns the
+    outputs as :class:`dask.delayed.Delayed`.  The same tasks ``dask.delayed`` would
+    make, built without its per-call argument traversal and tokenizing (10^7 rows in 8
+    partitions: 0.3 ms instead of 12-16 ms on the driver per release).  The splits are
+    named by the input keys and the split's arguments (a pure function of them); the
+    combines by a fresh name per release (they carry the release's key source)."""
+    import uuid
+
+    from dask.base import tokenize
+    from dask.delayed import Delayed
+    from dask.highlevelgraph import HighLevelGraph
+
+    sname = "dpfast-split-" + tokenize([p.key for p in parts], token, nout)
+    pname = "dpfast-piece-" + sname[len("dpfast-split-"):]
+    cname = "dpfast-combine-" + uuid.uuid4().hex
+    dsk: dict = {}
+    for i, p in enumerate(parts):
+        dsk[(sname, i)] = (split, p.key)
+        if not bare:
+            for j in range(nout):
+                dsk[(pname, i, j)] = (operator.getitem, (sname, i), j)
+    for j in range(nout):
+        ins = [(sname, i) if bare else (pname, i, j) for i in range(len(parts))]
+        dsk[(cname, j)] = (combine, ins)
+    hlg = HighLevelGraph.from_collections(cname, dsk, dependencies=parts)
+    return [Delayed((cname, j), hlg, layer=cname) for j in range(nout)]
 
 
 _PARAMS_DOC = """
