@@ -166,10 +166,11 @@ def _client_workers() -> dict[str, int] | None:
     import dask.base
 
     owner = getattr(dask.base.get_scheduler(), "__self__", None)
-    if type(owner).__name__ != "Client" or not callable(getattr(owner, "nthreads", None)):
+    nthreads = getattr(owner, "nthreads", None)
+    if type(owner).__name__ != "Client" or not callable(nthreads):
         return None
     try:
-        return {str(a): int(t) for a, t in owner.nthreads().items()} or None
+        return {str(a): int(t) for a, t in nthreads().items()} or None
     except Exception:  # noqa: BLE001 - a client that cannot answer: the input rule
         return None
 
