@@ -404,3 +404,37 @@ def test_several_parquet_files(tmp_path) -> None:
             assert s._source.column_cache.info()["loads"] == 5  # k, pid, v; k, pid
     for name in ("m", "n"):
         same_release(out[0].releases[name], out[1].releases[name], release_id=False)
+
+
+def test_histogram_and_topdown_read_the_column_cache(tmp_path) -> None:
+    """The session's histogram and TopDown without ``where=`` read a file source's columns
+    from the column cache (a second release decodes nothing), with the releases of the
+    DuckDB route (the cache off) bit for bit; with ``where=`` they ask DuckDB."""
+    r = np.random.default_rng(4)
+    n = 3000
+    rows = list(zip(r.integers(0, 8, n).tolist(), r.integers(0, 900, n).tolist(),
+                    r.normal(4.0, 2.0, n).tolist()))
+    db, pq = _files(str(tmp_path), {"leaf": "BIGINT", "pid": "BIGINT", "x": "DOUBLE"}, rows)
+    geo = pd.DataFrame({"region": [0, 0, 0, 0, 1, 1, 1, 1], "leaf": list(range(8))})
+    for path in (db, pq):
+        out = []
+        for budget in (0, 1 << 20):
+            s = dpfast.Session(path, privacy_unit="pid", epsilon=20.0, delta=1e-5,
+                               rng=dpfast.default_rng(KEY), column_cache=budget)
+            h1 = s.histogram("x", bins=6, range=(0.0, 8.0), epsilon=1.0)
+            h2 = s.histogram("x", bins=6, range=(0.0, 8.0), epsilon=2.0)
+            t = s.topdown(geo, ["region", "leaf"], rho=0.5)
+            if budget:
+                info = s._source.column_cache.info()
+                assert info["loads"] == 3  # x, pid and leaf decoded once each
+                assert info["hits"] >= 2  # the second histogram and TopDown's pid
+                s.histogram("x", bins=6, range=(0.0, 8.0), epsilon=1.5, where="x > 1")
+                assert s._source.column_cache.info()["loads"] == 3  # DuckDB answered
+            out.append((h1, h2, t))
+            s.close()
+        (a1, a2, at), (b1, b2, bt) = out
+        for a, b in ((a1, b1), (a2, b2)):
+            np.testing.assert_array_equal(a[0], b[0])
+            np.testing.assert_array_equal(a[1], b[1])
+        for lev_a, lev_b in zip(at.estimates, bt.estimates, strict=True):
+            np.testing.assert_array_equal(lev_a, lev_b)

@@ -200,6 +200,17 @@ class Source:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
         return self._numpy(sql)
 
+    def select(self, cols: Sequence[str], where: str | None = None,
+               limit: int | None = None) -> dict[str, np.ndarray]:
+        """``fetch(cols, where, not_null=cols, limit=limit)``, from :meth:`plain_rows`
+        (the frame in place, or the column cache) when there is no filter and it can
+        answer: the same arrays either way."""
+        if where is None:
+            got = self.plain_rows({c: c for c in cols}, list(cols), limit)
+            if got is not None:
+                return got
+        return self.fetch(cols, where, not_null=cols, limit=limit)
+
     def plain_rows(self, cols: dict[str, str], not_null: Sequence[str],
                    limit: int | None = None) -> dict[str, np.ndarray] | None:
         """The rows of a plain query (no join, no WHERE) without asking DuckDB, where the

@@ -65,7 +65,7 @@ def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
     n = len(leaf)
 
     def leaf_counts() -> np.ndarray:
-        rows = src.fetch(cols, where_sql, not_null=cols)
+        rows = src.select(cols, where_sql)
         keys = rows[leaf_col]
         if pid:  # one row per person
             keys, counts, _ = _tables.bound_contributions(keys, rows[pid], rng=None)

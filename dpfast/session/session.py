@@ -305,10 +305,7 @@ class Session:
         need = keys + ([value] if value else []) + ([pid] if pid else [])
 
         def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
-            got = src.plain_rows({c: c for c in need}, need, limit) \
-                if where_sql is None else None
-            if got is None:
-                got = src.fetch(need, where_sql, not_null=need, limit=limit)
+            got = src.select(need, where_sql, limit)
             if limit == 0:
                 got = _cache.one_row(got)
             kc = got[keys[0]] if len(keys) == 1 else tuple(got[n] for n in keys)
@@ -398,7 +395,7 @@ class Session:
         cols = [column] + ([pid] if pid else [])
 
         def call(limit: int | None, budget: Any, rng: Any) -> Any:
-            rows = src.fetch(cols, where_sql, not_null=cols, limit=limit)
+            rows = src.select(cols, where_sql, limit)
             if limit == 0:
                 rows = _cache.one_row(rows)
             return _histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
