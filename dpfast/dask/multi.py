@@ -124,10 +124,9 @@ def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tu
         outs = [dask.delayed(fn)(p, *args) for p in parts]
     else:
         nout = _dt.shuffle_partitions(len(parts), npartitions, _dt.scheduler_threads())
-        splits = [dask.delayed(_dt._split, nout=nout, pure=True)(p, id_col, nout)
-                  for p in parts]
-        pieces = [splits] if nout == 1 else [[s[j] for s in splits] for j in range(nout)]
-        outs = [dask.delayed(_concat_then)(ps, fn, *args) for ps in pieces]
+        outs = _dt.shuffle_graph(parts, _dt._Call(_dt._split, (id_col, nout)),
+                                 _dt._Call(_concat_then, (fn, *args)), nout,
+                                 ("frames", id_col), bare=nout == 1)
     results = dask.compute(*outs)
     first = (pd.concat([r[0] for r in results], ignore_index=True),
              builtins.sum(r[1] for r in results))

@@ -84,13 +84,9 @@ def _compute(frame: Any, names: list[str], id_col: str | None, args: tuple,
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     else:
         nout = _dt.shuffle_partitions(len(parts), npartitions, _dt.scheduler_threads())
-        splits = [dask.delayed(_dt._split, nout=nout, pure=True)(p, id_col, nout)
-                  for p in parts]
-        if nout == 1:
-            outs = [dask.delayed(_combine)(splits, *args)]
-        else:
-            outs = [dask.delayed(_combine)([s[j] for s in splits], *args)
-                    for j in range(nout)]
+        outs = _dt.shuffle_graph(parts, _dt._Call(_dt._split, (id_col, nout)),
+                                 _dt._Call(_combine, args), nout, ("frames", id_col),
+                                 bare=nout == 1)
     results = dask.compute(*outs)
     return pd.concat([r[0] for r in results], ignore_index=True)
 

@@ -175,15 +175,13 @@ def _client_workers() -> dict[str, int] | None:
         return None
 
 
-def scheduler_threads(workers: dict[str, int] | None = None) -> int | None:
+def scheduler_threads() -> int | None:
     """Task threads of the scheduler ``dask.compute`` would use now: a distributed
-    client's workers' threads (``workers``: :func:`_client_workers`, asked when None), 1
-    for the synchronous scheduler, None when unknown (the local threaded or process pool:
-    the input rule alone)."""
+    client's workers' threads, 1 for the synchronous scheduler, None when unknown (the
+    local threaded or process pool: the input rule alone)."""
     import dask.base
 
-    if workers is None:
-        workers = _client_workers()
+    workers = _client_workers()
     if workers is not None:
         return builtins.sum(workers.values()) or None
     sched = dask.base.get_scheduler()
@@ -278,7 +276,8 @@ def _combine_arrays(pieces: list, *args: Any) -> Any:
     """Concatenate one output's compact pieces (:func:`_split_arrays`), restore each
     column's dtype (that of pandas' concatenation of the original columns: the values
     are unchanged) and bound them."""
-    n = builtins.sum(len(p[next(iter(p[_DTYPES]))]) for p in pieces)
+    first = next(iter(pieces[0][_DTYPES]))  # every piece has every column
+    n = builtins.sum(len(p[first]) for p in pieces)
     with scratch.lease():  # the task's temporaries reuse this thread's pages
         cols = {c: np.concatenate([p[c] for p in pieces],  # one pass, cast while copying
                                   out=scratch.empty(n, np.result_type(
@@ -420,9 +419,6 @@ class _Call:
 
     def __call__(self, x: Any) -> Any:
         return self.fn(x, *self.args)
-
-    def __reduce__(self) -> tuple:
-        return (_Call, (self.fn, self.args))
 
 
 def shuffle_graph(parts: list, split: Any, combine: Any, nout: int, token: tuple,
