@@ -95,9 +95,10 @@ def test_cap_and_switch_off(monkeypatch: pytest.MonkeyPatch) -> None:
     with scratch.lease():
         assert scratch.empty(10, np.int64).base is None
     assert scratch._arena().blocks == []  # off: nothing kept
-    monkeypatch.setenv("DPFAST_SCRATCH_BYTES", "lots")
-    with pytest.raises(ValueError, match="DPFAST_SCRATCH_BYTES"):
-        scratch.limit()
+    for bad in ("lots", "-1", "1.5"):
+        monkeypatch.setenv("DPFAST_SCRATCH_BYTES", bad)
+        with pytest.raises(ValueError, match="DPFAST_SCRATCH_BYTES"):
+            scratch.limit()
 
 
 def test_the_pool_is_per_thread() -> None:

@@ -41,14 +41,17 @@ _MIN_BLOCK = 1 << 22  # 4 MiB: small requests share a block
 
 
 def limit() -> int:
-    """Bytes of scratch one thread may keep between leases (``DPFAST_SCRATCH_BYTES``)."""
+    """Bytes of scratch all threads of the process may keep between leases
+    (``DPFAST_SCRATCH_BYTES``: a non-negative integer; unset or empty: 256 MiB)."""
     raw = os.environ.get("DPFAST_SCRATCH_BYTES", "")
     try:
         v = int(raw) if raw.strip() else 256 << 20
     except ValueError:
-        raise ValueError(f"DPFAST_SCRATCH_BYTES must be an integer number of bytes, "
-                         f"got {raw!r}") from None
-    return max(0, v)
+        v = -1
+    if v < 0:
+        raise ValueError(f"DPFAST_SCRATCH_BYTES must be a non-negative integer number of "
+                         f"bytes, got {raw!r}")
+    return v
 
 
 _kept_lock = threading.Lock()
