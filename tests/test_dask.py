@@ -12,6 +12,7 @@ pd = pytest.importorskip("pandas")
 import dpfast  # noqa: E402
 import dpfast.dask as dkd  # noqa: E402
 import dpfast.tables as dpt  # noqa: E402
+from dpfast.dask import _shuffle as SH  # noqa: E402
 from dpfast.dask import tables as DT  # noqa: E402
 from dpfast.tables import bounding, keynoise  # noqa: E402
 
@@ -93,26 +94,26 @@ def test_string_keys_take_the_pandas_shuffle_and_equal_tables(nparts: int,
 def test_shuffle_partitions_default() -> None:
     """As many outputs as inputs up to 8, a third beyond (at least 8); ``npartitions``
     wins.  (16 and 30 inputs above: 8 and 10 outputs, the same release.)"""
-    got = [DT.shuffle_partitions(n, None) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
+    got = [SH.shuffle_partitions(n, None) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
     assert got == [1, 2, 8, 8, 8, 8, 10, 17, 100]
-    assert DT.shuffle_partitions(50, 3) == 3
+    assert SH.shuffle_partitions(50, 3) == 3
     # with the scheduler's threads known: at most twice the threads, never more than about
     # three inputs per output
-    two = [DT.shuffle_partitions(n, None, 2) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
+    two = [SH.shuffle_partitions(n, None, 2) for n in (1, 2, 8, 9, 16, 24, 30, 50, 300)]
     assert two == [1, 2, 4, 4, 6, 8, 10, 17, 100]
-    assert [DT.shuffle_partitions(n, None, 1) for n in (1, 2, 8, 50)] == [1, 2, 3, 17]
-    assert [DT.shuffle_partitions(n, None, 64) for n in (8, 24, 300)] == [8, 8, 100]
-    assert DT.shuffle_partitions(50, 3, 2) == 3
+    assert [SH.shuffle_partitions(n, None, 1) for n in (1, 2, 8, 50)] == [1, 2, 3, 17]
+    assert [SH.shuffle_partitions(n, None, 64) for n in (8, 24, 300)] == [8, 8, 100]
+    assert SH.shuffle_partitions(50, 3, 2) == 3
 
 
 def test_scheduler_threads(client) -> None:  # type: ignore[no-untyped-def]
     import dask
 
-    assert DT.scheduler_threads() == 2  # the module's client: two one-thread workers
+    assert SH.scheduler_threads() == 2  # the module's client: two one-thread workers
     with dask.config.set(scheduler="sync"):
-        assert DT.scheduler_threads() == 1
+        assert SH.scheduler_threads() == 1
     with dask.config.set(scheduler="threads"):
-        assert DT.scheduler_threads() is None  # the local pool: the input rule
+        assert SH.scheduler_threads() is None  # the local pool: the input rule
 
 
 @pytest.mark.parametrize("selection,bounding,noise", [("geometric", "frequent", None),
@@ -310,7 +311,7 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
     df["b"] = r.integers(0, 2, len(df)).astype(bool)
     for name, ids in cases.items():
         d = df.assign(pid=ids)
-        assert DT._numeric(dd.from_pandas(d, npartitions=2), ["k", "b", "pid", "v"])
+        assert SH.numeric(dd.from_pandas(d, npartitions=2), ["k", "b", "pid", "v"])
         ref = dpt.mean(d.v, (d.k, d.b), d.pid, bounds=(-3, 8), epsilon=2.0, delta=1e-5,
                        max_partitions=2, max_per_partition=2, rng=_replay())
         got = dkd.mean(dd.from_pandas(d.sample(frac=1, random_state=1), npartitions=5),
@@ -324,12 +325,12 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
     args = (["k"], "id", None, None, None, 2, 1, "count", None, skey, 0)
 
     def partials(frames: list) -> list:
-        sp = [DT._split_arrays(p, ["k", "id"], "id", 2) for p in frames]
+        sp = [SH.split_arrays(p, ["k", "id"], "id", 2) for p in frames]
         return [DT._combine_arrays([s[j] for s in sp], *args) for j in range(2)]
 
     mixed = partials([df.iloc[:1200].astype({"id": np.int32}), df.iloc[1200:]])
     wide = partials([df.iloc[:1200], df.iloc[1200:]])
-    assert DT._split_arrays(df, ["k", "id"], "id", 2)[0]["id"].dtype == np.int32  # narrowed
+    assert SH.split_arrays(df, ["k", "id"], "id", 2)[0]["id"].dtype == np.int32  # narrowed
     for (a, na), (b, nb) in zip(mixed, wide, strict=True):
         pd.testing.assert_frame_equal(a, b)
         assert na == nb

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.dask import _shuffle as shuffle
 from dpfast.dask import tables as _dt
 from dpfast.tables import (
     _inputs,
@@ -123,10 +124,7 @@ def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tu
     if id_col is None:
         outs = [dask.delayed(fn)(p, *args) for p in parts]
     else:
-        nout = _dt.shuffle_partitions(len(parts), npartitions, _dt.scheduler_threads())
-        outs = _dt.shuffle_graph(parts, _dt._Call(_dt._split, (id_col, nout)),
-                                 _dt._Call(_concat_then, (fn, *args)), nout,
-                                 ("frames", id_col), bare=nout == 1)
+        outs = shuffle.by_id(parts, id_col, _concat_then, (fn, *args), npartitions)
     results = dask.compute(*outs)
     first = (pd.concat([r[0] for r in results], ignore_index=True),
              builtins.sum(r[1] for r in results))
@@ -212,7 +210,7 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + used
     with _charge(budget, plan.event, note):  # charged before anything is computed
-        parts, nrows, tabs = _compute(_dt.columns_of(ddf, cols), _matrix_partials, names,
+        parts, nrows, tabs = _compute(shuffle.columns_of(ddf, cols), _matrix_partials, names,
                                       privacy_id,
                                       (names, privacy_id, domain, plan, bounds, key_src,
                                        pol), npartitions)
@@ -386,7 +384,7 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + [value]
     with _charge(budget, event, note):
-        parts, _ = _compute(_dt.columns_of(ddf, cols), _distinct_partials, names, privacy_id,
+        parts, _ = _compute(shuffle.columns_of(ddf, cols), _distinct_partials, names, privacy_id,
                             (names, privacy_id, value, domain, k, c, key_src, pol, sel),
                             npartitions)
         data, codes = _reduce_codes(parts, names, domain, tuple(names))

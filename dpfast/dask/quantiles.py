@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.dask import _shuffle as shuffle
 from dpfast.dask import tables as _dt
 from dpfast.tables import _inputs, _keys
 from dpfast.tables import _quantile_em as _em
@@ -83,10 +84,7 @@ def _compute(frame: Any, names: list[str], id_col: str | None, args: tuple,
     if id_col is None:
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     else:
-        nout = _dt.shuffle_partitions(len(parts), npartitions, _dt.scheduler_threads())
-        outs = _dt.shuffle_graph(parts, _dt._Call(_dt._split, (id_col, nout)),
-                                 _dt._Call(_combine, args), nout, ("frames", id_col),
-                                 bare=nout == 1)
+        outs = shuffle.by_id(parts, id_col, _combine, args, npartitions)
     results = dask.compute(*outs)
     return pd.concat([r[0] for r in results], ignore_index=True)
 
@@ -145,7 +143,7 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
     cols = names + ([id_col] if id_col else []) + [val_col]
     args = (names, id_col, val_col, bnd, domain, p, key_src)
     with charged(budget, p.event, note):  # charged before anything is computed
-        parts = _compute(_dt.columns_of(ddf, cols), names, id_col, args, npartitions)
+        parts = _compute(shuffle.columns_of(ddf, cols), names, id_col, args, npartitions)
         data, table, units = _reduce(parts, names, domain, 2 * p.grid.shape[0])
         return _q.release(p, data, table, units if domain is None else None)
 

@@ -6,7 +6,7 @@ computed) -> hash-partition the rows by privacy id (each input partition split b
 concatenation of the pieces j: every id's rows in one partition; when every column used
 has a numpy number dtype -- decided once per graph from the metadata -- the pieces are
 compact numpy columns, int64 ones that fit int32 narrowed, not DataFrames:
-:func:`_split_arrays`) -> per partition,
+:func:`dpfast.dask._shuffle.split_arrays`) -> per partition,
 validate, bound per id and aggregate per key
 (:func:`dpfast.tables._inputs._validate`, :func:`dpfast.tables.bounding.bound_codes`:
 the rows an id keeps depend only on the key, the id and its own rows) -> reduce the
@@ -27,14 +27,13 @@ while a retried task recomputes its own partition exactly.
 from __future__ import annotations
 
 import builtins
-import operator
 from typing import Any
 
 import numpy as np
 
 from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
-from dpfast._kernels import grouping as _kg
+from dpfast.dask import _shuffle as shuffle
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, bounding, keynoise
 from dpfast.tables import _scratch as scratch
@@ -48,7 +47,6 @@ _WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key sel
 _SUM = "__dpfast_sum"
 _SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
-_DTYPES = "\0dtypes"  # a compact piece's original column dtypes (:func:`_split_arrays`)
 
 
 def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str], Any, Any]:
@@ -128,163 +126,17 @@ def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: st
     return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
 
-def columns_of(ddf: Any, cols: list[str]) -> Any:
-    """``ddf[cols]``, or ``ddf`` itself when ``cols`` are all its columns (in any order):
-    the tasks read columns by name, and a projection that keeps every column is still one
-    task per partition (10^7 rows in 8 persisted partitions: 8 of the graph's 52)."""
-    have = list(getattr(ddf, "columns", []))
-    if len(set(have)) == len(have) and set(have) == set(cols) and len(cols) == len(have):
-        return ddf
-    return ddf[cols]
-
-
-def shuffle_partitions(nparts: int, npartitions: int | None,
-                       threads: int | None = None) -> int:
-    """The number of partitions after the shuffle by privacy id: ``npartitions`` if given,
-    else as many as the input up to 8 and a third of them beyond (at least 8), and, when
-    ``threads`` (the scheduler's task threads, :func:`scheduler_threads`) is known, no more
-    than twice the threads unless that would put more than three inputs' rows in one
-    output.  The all-to-all shuffle moves ``nparts * nout`` pieces, each a task and a
-    message, so an output per input makes the scheduling grow with the square of the
-    partitions (3*10^7 rows in 24 partitions on two workers: 160 ns a row with 24 outputs,
-    68 with 8), and outputs beyond what the threads run at once only add pieces (10^7 rows in
-    8 partitions on two one-thread workers: 4 outputs, 9% less wall than 8); a third keeps
-    each output within about three inputs' rows (memory out of core).  Which output an id
-    goes to does not change the release."""
-    if npartitions:
-        return npartitions
-    third = -(-nparts // 3)
-    base = nparts if nparts <= 8 else max(8, third)
-    if threads is None or threads < 1:
-        return base
-    return max(1, min(base, max(2 * threads, third)))
-
-
-def _client_workers() -> dict[str, int] | None:
-    """``{worker address: task threads}`` of the distributed client ``dask.compute`` would
-    use now, or None (no client: a local scheduler, or a client that cannot answer)."""
-    import dask.base
-
-    owner = getattr(dask.base.get_scheduler(), "__self__", None)
-    nthreads = getattr(owner, "nthreads", None)
-    if type(owner).__name__ != "Client" or not callable(nthreads):
-        return None
-    try:
-        return {str(a): int(t) for a, t in nthreads().items()} or None
-    except Exception:  # noqa: BLE001 - a client that cannot answer: the input rule
-        return None
-
-
-def scheduler_threads() -> int | None:
-    """Task threads of the scheduler ``dask.compute`` would use now: a distributed
-    client's workers' threads, 1 for the synchronous scheduler, None when unknown (the
-    local threaded or process pool: the input rule alone)."""
-    import dask.base
-
-    workers = _client_workers()
-    if workers is not None:
-        return builtins.sum(workers.values()) or None
-    sched = dask.base.get_scheduler()
-    if getattr(sched, "__name__", "") == "get_sync":
-        return 1
-    return None
-
-
-def _split(pdf: Any, id_col: str, nout: int) -> tuple:
-    """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
-    holds the rows whose id hashes to j: every id's rows meet in one output)."""
-    import pandas as pd
-
-    ids = pdf[id_col]
-    if ids.isna().any():
-        raise ValueError(f"privacy_id column {id_col!r} contains missing values")
-    h = (pd.util.hash_array(ids.to_numpy()) % np.uint64(nout)).astype(
-        np.uint16 if nout <= 1 << 16 else np.int64)
-    order = np.argsort(h, kind="stable")  # radix sort for uint16
-    bounds = np.zeros(nout + 1, np.int64)
-    np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
-    rows = pdf.take(order)
-    pieces = tuple(rows.iloc[bounds[j]:bounds[j + 1]] for j in range(nout))
-    return pieces if nout > 1 else pieces[0]
-
-
 def _combine(pieces: list, *args: Any) -> Any:
     import pandas as pd
 
     return _partials(pd.concat(pieces, ignore_index=True), *args)
 
 
-def _numeric(ddf: Any, cols: list[str]) -> bool:
-    """Whether every column is a plain numpy number dtype (bool, int, uint, float): the
-    compact path of :func:`_split_arrays`, decided once per graph from the metadata."""
-    return all(isinstance(ddf[c].dtype, np.dtype) and ddf[c].dtype.kind in "biuf"
-               for c in cols)
-
-
-def _split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
-    """:func:`_split` for numpy-dtype columns: the pieces are dicts of compact numpy
-    columns (no index, no DataFrame), cheap to pickle between workers.  Integer and bool
-    ids go to the output partition of a mix of their value (:func:`_kernels.grouping.
-    id_buckets`, one pass; then one stable counting-sort pass per column straight into its
-    narrowed piece); float ids to that of ``pandas.util.hash_array`` (which hashes equal
-    floats alike).  Every partition of one graph uses the same rule (the id column has one
-    dtype in the metadata, and an int32 piece's ids mix as their int64 values), so an id's
-    rows meet in one output; which output does not change the release."""
-    import pandas as pd
-
-    arrs = {c: pdf[c].to_numpy() for c in cols}
-    ids = arrs[id_col]
-    if ids.dtype.kind == "f" and np.isnan(ids).any():
-        raise ValueError(f"privacy_id column {id_col!r} contains missing values")
-    kinds = {c: a.dtype for c, a in arrs.items()}  # each column's own dtype, restored
-    if nout == 1:
-        return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)
-    bounds = np.zeros(nout + 1, np.int64)
-    if ids.dtype.kind in "biu":
-        sorted_cols = {}
-        with scratch.lease():  # the buckets are a temporary; the pieces leave the task
-            bucket = scratch.empty(len(ids), np.uint16 if nout <= 1 << 16 else np.int64)
-            _kg.id_buckets(np.ascontiguousarray(ids, np.int64), nout, bucket, bounds)
-            for c, a in arrs.items():
-                a = np.ascontiguousarray(a)
-                out = scratch.pages(a.shape[0], _narrow_dtype(a))  # huge pages if any
-                _kg.scatter_rows(a, bucket, bounds, out)
-                sorted_cols[c] = out
-    else:
-        h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(
-            np.uint16 if nout <= 1 << 16 else np.int64)
-        order = np.argsort(h, kind="stable")  # radix sort for uint16
-        np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
-        sorted_cols = {c: a.astype(_narrow_dtype(a), copy=False).take(order)
-                       for c, a in arrs.items()}
-    return tuple({_DTYPES: kinds, **{c: a[bounds[j]:bounds[j + 1]]
-                                     for c, a in sorted_cols.items()}}
-                 for j in range(nout))
-
-
-def _narrow_dtype(a: np.ndarray) -> np.dtype:
-    """An int64 / uint64 column whose values all fit int32 travels as int32 (half the
-    bytes through the shuffle); :func:`_combine_arrays` casts it back exactly."""
-    if a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size:
-        lo, hi = int(a.min()), int(a.max())
-        if -(1 << 31) <= lo and hi < (1 << 31):
-            return np.dtype(np.int32)
-    return a.dtype
-
-
 def _combine_arrays(pieces: list, *args: Any) -> Any:
-    """Concatenate one output's compact pieces (:func:`_split_arrays`), restore each
-    column's dtype (that of pandas' concatenation of the original columns: the values
-    are unchanged) and bound them."""
-    first = next(iter(pieces[0][_DTYPES]))  # every piece has every column
-    n = builtins.sum(len(p[first]) for p in pieces)
-    with scratch.lease():  # the task's temporaries reuse this thread's pages
-        cols = {c: np.concatenate([p[c] for p in pieces],  # one pass, cast while copying
-                                  out=scratch.empty(n, np.result_type(
-                                      *[p[_DTYPES][c] for p in pieces])),
-                                  casting="unsafe")  # exact: a narrowed column fits int32
-                for c in pieces[0][_DTYPES]}
-        return _partials(cols, *args)
+    """Concatenate one output's compact pieces (:func:`dpfast.dask._shuffle.split_arrays`)
+    and bound them; the task's temporaries reuse this thread's scratch pages."""
+    with scratch.lease():
+        return _partials(shuffle.concat_arrays(pieces), *args)
 
 
 def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:
@@ -366,7 +218,7 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
                                 selection, bounding_policy)
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
     with aggregate._charge(budget, plan.event, note):  # charged before anything is computed
-        parts, nrows = _compute(columns_of(ddf, cols), names, id_col, val_col, bnd, domain,
+        parts, nrows = _compute(shuffle.columns_of(ddf, cols), names, id_col, val_col, bnd, domain,
                                 k, c, stat,
                                 plan.fixed, key_src, npartitions, plan.bounding,
                                 _select.unit_weights(plan.select))
@@ -392,65 +244,14 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     else:  # every id's rows in one output partition (all-to-all)
-        nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
         cols = list(frame.columns)
-        if _numeric(frame, cols):  # compact numpy pieces
-            split = _Call(_split_arrays, (cols, id_col, nout))
-            outs = shuffle_graph(parts, split, _Call(_combine_arrays, args), nout,
-                                 ("arrays", cols, id_col))
+        if shuffle.numeric(frame, cols):  # compact numpy pieces
+            outs = shuffle.by_id(parts, id_col, _combine_arrays, args, npartitions, cols)
         else:  # pandas pieces (a numpy hash split)
-            outs = shuffle_graph(parts, _Call(_split, (id_col, nout)),
-                                 _Call(_combine, args), nout, ("frames", id_col),
-                                 bare=nout == 1)
+            outs = shuffle.by_id(parts, id_col, _combine, args, npartitions)
     results = dask.compute(*outs)
     return (pd.concat([r[0] for r in results], ignore_index=True),
             builtins.sum(r[1] for r in results))
-
-
-class _Call:
-    """``fn(x, *args)`` as a picklable task callable (its arguments are opaque to the
-    graph: never mistaken for keys, never traversed)."""
-
-    __slots__ = ("fn", "args")
-
-    def __init__(self, fn: Any, args: tuple) -> None:
-        self.fn = fn
-        self.args = args
-
-    def __call__(self, x: Any) -> Any:
-        return self.fn(x, *self.args)
-
-
-def shuffle_graph(parts: list, split: Any, combine: Any, nout: int, token: tuple,
-                  bare: bool = False) -> list:
-    """The all-to-all shuffle as one hand-built graph: ``split(partition)`` -> ``nout``
-    pieces per input partition (``getitem`` tasks, or the split itself when ``bare``:
-    one output), ``combine([piece j of every input])`` for each output ``j``; returns the
-    outputs as :class:`dask.delayed.Delayed`.  The same tasks ``dask.delayed`` would
-    make, built without its per-call argument traversal and tokenizing (10^7 rows in 8
-    partitions: 0.3 ms instead of 12-16 ms on the driver per release).  The splits are
-    named by the input keys and the split's arguments (a pure function of them); the
-    combines by a fresh name per release (they carry the release's key source)."""
-    import uuid
-
-    from dask.base import tokenize
-    from dask.delayed import Delayed
-    from dask.highlevelgraph import HighLevelGraph
-
-    sname = "dpfast-split-" + tokenize([p.key for p in parts], token, nout)
-    pname = "dpfast-piece-" + sname[len("dpfast-split-"):]
-    cname = "dpfast-combine-" + uuid.uuid4().hex
-    dsk: dict = {}
-    for i, p in enumerate(parts):
-        dsk[(sname, i)] = (split, p.key)
-        if not bare:
-            for j in range(nout):
-                dsk[(pname, i, j)] = (operator.getitem, (sname, i), j)
-    for j in range(nout):
-        ins = [(sname, i) if bare else (pname, i, j) for i in range(len(parts))]
-        dsk[(cname, j)] = (combine, ins)
-    hlg = HighLevelGraph.from_collections(cname, dsk, dependencies=parts)
-    return [Delayed((cname, j), hlg, layer=cname) for j in range(nout)]
 
 
 _PARAMS_DOC = """
@@ -472,7 +273,9 @@ _PARAMS_DOC = """
         (the graph carries it: a retried task recomputes its own partition).
     npartitions : int, optional
         Partitions after the shuffle by privacy id (default: as many as ``ddf`` up to 8, a
-        third of them beyond, at least 8; :func:`shuffle_partitions`).
+        third of them beyond, at least 8; under a distributed client or the synchronous
+        scheduler at most twice the task threads, unless that puts more than three input
+        partitions in one).
     selection, bounding
         As in :func:`dpfast.tables.count`: the key-selection rule on the number of distinct
         privacy units per key (each id's rows meet in one partition, so the per-partition
