@@ -326,7 +326,8 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
 
     def partials(frames: list) -> list:
         sp = [SH.split_arrays(p, ["k", "id"], "id", 2) for p in frames]
-        return [DT._combine_arrays([s[j] for s in sp], *args) for j in range(2)]
+        return [SH.concat_arrays_then([s[j] for s in sp], DT._partials, *args)
+                for j in range(2)]
 
     mixed = partials([df.iloc[:1200].astype({"id": np.int32}), df.iloc[1200:]])
     wide = partials([df.iloc[:1200], df.iloc[1200:]])

@@ -18,7 +18,8 @@ import numpy as np
 from dpfast._kernels import grouping as _kg
 from dpfast.tables import _scratch as scratch
 
-__all__ = ["Call", "by_id", "columns_of", "concat_arrays", "numeric", "scheduler_threads",
+__all__ = ["Call", "by_id", "columns_of", "concat_arrays", "concat_arrays_then",
+           "concat_frames_then", "numeric", "scheduler_threads",
            "shuffle_graph", "shuffle_partitions", "split_arrays", "split_frame"]
 
 _DTYPES = "\0dtypes"  # a compact piece's original column dtypes (:func:`split_arrays`)
@@ -86,20 +87,28 @@ def scheduler_threads() -> int | None:
     return None
 
 
+def _bucket_dtype(nout: int) -> type:
+    return np.uint16 if nout <= 1 << 16 else np.int64
+
+
+def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
+    """Rows in the order of their output ``pandas.util.hash_array(id) mod nout`` (stable);
+    ``bounds`` (``nout + 1`` zeros) gets the outputs' offsets in that order."""
+    import pandas as pd
+
+    h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(_bucket_dtype(nout))
+    np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
+    return np.argsort(h, kind="stable")  # radix sort for uint16
+
+
 def split_frame(pdf: Any, id_col: str, nout: int) -> tuple:
     """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
     holds the rows whose id hashes to j: every id's rows meet in one output)."""
-    import pandas as pd
-
     ids = pdf[id_col]
     if ids.isna().any():
         raise ValueError(f"privacy_id column {id_col!r} contains missing values")
-    h = (pd.util.hash_array(ids.to_numpy()) % np.uint64(nout)).astype(
-        np.uint16 if nout <= 1 << 16 else np.int64)
-    order = np.argsort(h, kind="stable")  # radix sort for uint16
     bounds = np.zeros(nout + 1, np.int64)
-    np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
-    rows = pdf.take(order)
+    rows = pdf.take(_hash_order(ids.to_numpy(), nout, bounds))
     pieces = tuple(rows.iloc[bounds[j]:bounds[j + 1]] for j in range(nout))
     return pieces if nout > 1 else pieces[0]
 
@@ -120,8 +129,6 @@ def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     floats alike).  Every partition of one graph uses the same rule (the id column has one
     dtype in the metadata, and an int32 piece's ids mix as their int64 values), so an id's
     rows meet in one output; which output does not change the release."""
-    import pandas as pd
-
     arrs = {c: pdf[c].to_numpy() for c in cols}
     ids = arrs[id_col]
     if ids.dtype.kind == "f" and np.isnan(ids).any():
@@ -133,7 +140,7 @@ def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     if ids.dtype.kind in "biu":
         sorted_cols = {}
         with scratch.lease():  # the buckets are a temporary; the pieces leave the task
-            bucket = scratch.empty(len(ids), np.uint16 if nout <= 1 << 16 else np.int64)
+            bucket = scratch.empty(len(ids), _bucket_dtype(nout))
             _kg.id_buckets(np.ascontiguousarray(ids, np.int64), nout, bucket, bounds)
             for c, a in arrs.items():
                 a = np.ascontiguousarray(a)
@@ -141,10 +148,7 @@ def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
                 _kg.scatter_rows(a, bucket, bounds, out)
                 sorted_cols[c] = out
     else:
-        h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(
-            np.uint16 if nout <= 1 << 16 else np.int64)
-        order = np.argsort(h, kind="stable")  # radix sort for uint16
-        np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
+        order = _hash_order(ids, nout, bounds)
         sorted_cols = {c: a.astype(_narrow_dtype(a), copy=False).take(order)
                        for c, a in arrs.items()}
     return tuple({_DTYPES: kinds, **{c: a[bounds[j]:bounds[j + 1]]
@@ -160,6 +164,22 @@ def _narrow_dtype(a: np.ndarray) -> np.dtype:
         if -(1 << 31) <= lo and hi < (1 << 31):
             return np.dtype(np.int32)
     return a.dtype
+
+
+def concat_frames_then(pieces: list, fn: Any, *args: Any) -> Any:
+    """``fn(one output's pandas pieces concatenated, *args)``: the combine of
+    :func:`split_frame`'s pieces."""
+    import pandas as pd
+
+    return fn(pd.concat(pieces, ignore_index=True), *args)
+
+
+def concat_arrays_then(pieces: list, fn: Any, *args: Any) -> Any:
+    """``fn(columns, *args)`` with one output's compact pieces (:func:`split_arrays`)
+    concatenated into a dict of columns on this thread's scratch pages: ``fn`` runs inside
+    the lease (:func:`dpfast.tables._scratch.lease`) and must return only copies."""
+    with scratch.lease():
+        return fn(concat_arrays(pieces), *args)
 
 
 def concat_arrays(pieces: list) -> dict[str, np.ndarray]:
@@ -222,16 +242,18 @@ def shuffle_graph(parts: list, split: Any, combine: Any, nout: int, token: tuple
     return [Delayed((cname, j), hlg, layer=cname) for j in range(nout)]
 
 
-def by_id(parts: list, id_col: str, combine: Any, args: tuple, npartitions: int | None,
+def by_id(parts: list, id_col: str, fn: Any, args: tuple, npartitions: int | None,
           cols: list[str] | None = None) -> list:
     """The outputs of the shuffle of ``parts`` (delayed partitions) by privacy id
-    ``id_col``: :func:`shuffle_partitions` outputs, each ``combine(pieces, *args)`` of its
-    pieces -- pandas pieces (:func:`split_frame`), or compact numpy ones
-    (:func:`split_arrays`) of the columns ``cols`` when given (every one of a numpy number
-    dtype: :func:`numeric`)."""
+    ``id_col``: :func:`shuffle_partitions` outputs, each ``fn(rows, *args)`` of its rows --
+    a pandas DataFrame (:func:`split_frame`, :func:`concat_frames_then`), or, when ``cols``
+    are given (every one of a numpy number dtype: :func:`numeric`), a dict of those
+    columns on scratch pages (:func:`split_arrays`, :func:`concat_arrays_then`)."""
     nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
     if cols is not None:
         return shuffle_graph(parts, Call(split_arrays, (cols, id_col, nout)),
-                             Call(combine, args), nout, ("arrays", cols, id_col))
-    return shuffle_graph(parts, Call(split_frame, (id_col, nout)), Call(combine, args), nout,
-                         ("frames", id_col), bare=nout == 1)
+                             Call(concat_arrays_then, (fn, *args)), nout,
+                             ("arrays", cols, id_col))
+    return shuffle_graph(parts, Call(split_frame, (id_col, nout)),
+                         Call(concat_frames_then, (fn, *args)), nout, ("frames", id_col),
+                         bare=nout == 1)

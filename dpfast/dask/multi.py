@@ -124,7 +124,7 @@ def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tu
     if id_col is None:
         outs = [dask.delayed(fn)(p, *args) for p in parts]
     else:
-        outs = shuffle.by_id(parts, id_col, _concat_then, (fn, *args), npartitions)
+        outs = shuffle.by_id(parts, id_col, fn, args, npartitions)
     results = dask.compute(*outs)
     first = (pd.concat([r[0] for r in results], ignore_index=True),
              builtins.sum(r[1] for r in results))
@@ -133,12 +133,6 @@ def _compute(frame: Any, fn: Any, names: list[str], id_col: str | None, args: tu
     extra = {name: pd.concat([r[2][name] for r in results], ignore_index=True)
              for name in results[0][2]}
     return (*first, extra)
-
-
-def _concat_then(pieces: list, fn: Any, *args: Any) -> Any:
-    import pandas as pd
-
-    return fn(pd.concat(pieces, ignore_index=True), *args)
 
 
 def _checks(ddf: Any, names: list[str], privacy_id: Any, extra: list[str],
@@ -210,8 +204,8 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
     _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([privacy_id] if privacy_id else []) + used
     with _charge(budget, plan.event, note):  # charged before anything is computed
-        parts, nrows, tabs = _compute(shuffle.columns_of(ddf, cols), _matrix_partials, names,
-                                      privacy_id,
+        parts, nrows, tabs = _compute(shuffle.columns_of(ddf, cols), _matrix_partials,
+                                      names, privacy_id,
                                       (names, privacy_id, domain, plan, bounds, key_src,
                                        pol), npartitions)
         for col in used:

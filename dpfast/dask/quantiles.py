@@ -51,12 +51,6 @@ def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str, bnd:
     return pd.DataFrame(out), int(len(pdf))
 
 
-def _combine(pieces: list, *args: Any) -> Any:
-    import pandas as pd
-
-    return _partials(pd.concat(pieces, ignore_index=True), *args)
-
-
 def _reduce(parts: Any, names: list[str], domain: Any, n_slots: int
             ) -> tuple[_inputs._Data, tuple[np.ndarray, np.ndarray, np.ndarray],
                        np.ndarray]:
@@ -84,7 +78,7 @@ def _compute(frame: Any, names: list[str], id_col: str | None, args: tuple,
     if id_col is None:
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     else:
-        outs = shuffle.by_id(parts, id_col, _combine, args, npartitions)
+        outs = shuffle.by_id(parts, id_col, _partials, args, npartitions)
     results = dask.compute(*outs)
     return pd.concat([r[0] for r in results], ignore_index=True)
 

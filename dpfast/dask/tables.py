@@ -126,19 +126,6 @@ def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: st
     return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
 
-def _combine(pieces: list, *args: Any) -> Any:
-    import pandas as pd
-
-    return _partials(pd.concat(pieces, ignore_index=True), *args)
-
-
-def _combine_arrays(pieces: list, *args: Any) -> Any:
-    """Concatenate one output's compact pieces (:func:`dpfast.dask._shuffle.split_arrays`)
-    and bound them; the task's temporaries reuse this thread's scratch pages."""
-    with scratch.lease():
-        return _partials(shuffle.concat_arrays(pieces), *args)
-
-
 def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:
     """The merged partials' key columns ``names`` factorized as on one machine:
     ``(factorized keys, a code per partial row, the domain's codes or None)`` -- with a
@@ -244,11 +231,9 @@ def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | No
     if id_col is None:  # one row, one person: no need to move rows
         outs = [dask.delayed(_partials)(p, *args) for p in parts]
     else:  # every id's rows in one output partition (all-to-all)
-        cols = list(frame.columns)
-        if shuffle.numeric(frame, cols):  # compact numpy pieces
-            outs = shuffle.by_id(parts, id_col, _combine_arrays, args, npartitions, cols)
-        else:  # pandas pieces (a numpy hash split)
-            outs = shuffle.by_id(parts, id_col, _combine, args, npartitions)
+        cols = list(frame.columns)  # compact numpy pieces when every column is numeric
+        outs = shuffle.by_id(parts, id_col, _partials, args, npartitions,
+                             cols if shuffle.numeric(frame, cols) else None)
     results = dask.compute(*outs)
     return (pd.concat([r[0] for r in results], ignore_index=True),
             builtins.sum(r[1] for r in results))
