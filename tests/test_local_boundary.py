@@ -198,3 +198,21 @@ def test_randomizers_give_each_value_of_a_batch_its_own_randomness(name: str) ->
     else:
         rows = _rows(L.randomize(protos[name], [7] * 2000, rng=bytes(32)))
     assert len(set(rows)) == 2000
+
+
+def test_small_output_randomizers_are_independent_within_a_batch() -> None:
+    """The rest of the randomizers (binary RR, k-RR, Hadamard CMS), one call with a raw key,
+    16000 reports of one value: adjacent reports (2i, 2i+1) follow the product of the
+    exact marginals (chi-square): no value of a call shares another's randomness."""
+    n = 16000
+    for k in (2, 5):
+        rep = L.randomize(L.GeneralizedRandomizedResponse(k, 1.0), [1] * n, rng=bytes(32))
+        a = rep.arrays["values"].astype(np.int64)
+        assert _pairs_pvalue(a[0::2], a[1::2], k, 1.0, 1) > 1e-4
+    hc = L.randomize(L.HadamardCountMeanSketch(1.0, 4, 64, hash_seed=1), [7] * n,
+                     rng=bytes(32))
+    rows = hc.arrays["rows"].astype(np.int64)  # uniform on [0, 4), independent of the value
+    cols = hc.arrays["cols"].astype(np.int64) % 8  # uniform on [0, 64) -> on [0, 8)
+    for x, m in ((rows, 4), (cols, 8)):
+        counts = np.bincount(x[0::2] * m + x[1::2], minlength=m * m)
+        assert chisquare_pvalue(counts, np.full(m * m, 1.0 / (m * m))) > 1e-4
