@@ -447,10 +447,14 @@ def test_client_budget_holds_across_processes(tmp_path) -> None:
     assert sorted((tmp_path / "out").read_text()) == sorted("000111")
 
 
-def test_rappor_client_memoizes_permanent_responses_and_caps_their_cost(tmp_path) -> None:
+def test_rappor_client_memoizes_permanent_responses_and_charges_every_report(tmp_path
+                                                                             ) -> None:
+    """The permanent response is memoized (across restarts); every report is charged
+    epsilon_1, a repeated value as much as a new one (issue 36, channel 9: a cheaper repeat
+    made the refusals depend on the values)."""
     proto = L.Rappor(32, 2, 4, f=0.5, p=0.5, q=0.75, hash_seed=2)
-    e1, einf = Fraction(proto.epsilon_one), Fraction(proto.epsilon_longitudinal)
-    budget = 12.0
+    e1 = Fraction(proto.epsilon_one)
+    budget = 16.0
     clock = _Clock()
     path = tmp_path / "r.sqlite"
     c = L.Client(proto, path, budget=budget, clock=clock, rng=KEY)
@@ -464,17 +468,19 @@ def test_rappor_client_memoizes_permanent_responses_and_caps_their_cost(tmp_path
     np.testing.assert_array_equal(first.bits, proto.permanent(["x"], [c.client_id],
                                                               c._secret).bits)
     spent = []
-    for _ in range(8):  # many reports of one value cost at most epsilon_inf in total
+    for _ in range(8):  # every report of one value is charged epsilon_1
         c.report(["x"])
         spent.append(Fraction(c.spent()))
-    assert spent[-1] == pytest.approx(float(min(9 * e1, einf)))
-    assert float(min(9 * e1, einf)) <= c.spent() < float(min(9 * e1, einf)) * (1 + 1e-12)
+    assert float(9 * e1) <= c.spent() < float(9 * e1) * (1 + 1e-12)
+    assert c.max_reports == int(Fraction(budget) // e1) == 14
     before = c.spent()
-    assert c.cost(["x"]) == 0.0  # capped: a further report of x is free
-    c.report(["y", "y"])  # a different value composes
-    assert c.spent() == pytest.approx(before + float(min(2 * e1, einf)))
+    assert c.cost(["x"]) == c.cost(["y"]) == c.epsilon  # a repeat costs what a new value does
+    c.report(["y", "y"])
+    assert c.spent() == pytest.approx(before + float(2 * e1))
     irr = [c.report(["x"]).arrays["bits"] for _ in range(3)]
     assert not all(np.array_equal(irr[0], b) for b in irr[1:])  # instantaneous: fresh
+    with pytest.raises(L.BudgetExhaustedError):
+        c.report(["x"])  # the 15th report, whatever its value
 
 
 def test_client_pool_budgets_across_restarts_and_partial_reports(tmp_path) -> None:

@@ -22,6 +22,22 @@ generator (``rng``: None, a :class:`dpfast.Generator` or a 32-byte key), split i
 chunks on their own streams, so a key gives the same output whatever the thread count.
 The estimators themselves are float post-processing of integer counts.
 
+Randomness per report
+---------------------
+Within one call of a randomizer (``perturb``, ``encode``, ``instantaneous``,
+:func:`randomize`) every value has its own streams: two reports of one value in a batch
+are independent.  A raw 32-byte key keys *that call*: the same call with the same key
+replays the same reports (the replay handle of tests and audits), so a key passed to a
+randomizer must name one batch -- reporting again with it would send the same
+randomness twice (two reports charged ``2 epsilon`` would be only ``epsilon``-LDP
+together with the first).  To report repeatedly pass a :class:`dpfast.Generator` (its
+allocator gives every call fresh streams) or use :class:`Client` / :class:`ClientPool`,
+which derive a fresh generator for every report batch from a raw key and a counter kept
+in their state (:func:`dpfast.local.client.report_generator`) and charge every report
+its worst case, so that what the server sees -- reports, and refusals that send nothing
+-- depends on the values only through the reports themselves (docs/security.md, "Local-DP
+clients: what the server sees").
+
 Hashing (identical on clients and servers)
 ------------------------------------------
 Items are first mapped to 64-bit *fingerprints* (:func:`fingerprint`): integers to their

@@ -1,4 +1,20 @@
-"""The local-DP client: a device's randomizer with a persistent per-period privacy budget."""
+"""The local-DP client: a device's randomizer with a persistent per-period privacy budget.
+
+Two rules keep what the server sees a function of the reports alone (issue 36, channel 9):
+
+* **A data-independent charge.**  Every report is charged its worst case, the epsilon of
+  one report of a value never reported before (RAPPOR: ``epsilon_1``; the pure protocols:
+  ``epsilon``), whatever the values.  So whether a report is sent or refused
+  (:class:`BudgetExhaustedError`, nothing sent) depends only on the number of reports
+  asked for in the period and the public parameters (budget, epsilon, period), never on
+  the values: the absence of a report tells the server nothing it could not count.
+* **Fresh randomness per report.**  ``rng`` given as a raw 32-byte key is never used as
+  it is: report batch ``j`` of a client (a counter kept in its state, advanced in the same
+  transaction as the charge) randomizes with the generator keyed
+  ``BLAKE2b(key=key, data=REPORT_TAG || j)`` (:func:`report_generator`), so two reports of
+  one value are independent, and only the same report re-run (the same counter, e.g. a
+  restored state file) reproduces its output.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._core.rounding import float_down, float_up
-from dpfast._core.validate import check_exact_positive, check_positive
+from dpfast._core.validate import check_exact_positive, check_key, check_positive
 from dpfast.local._validate import _domain_values
 from dpfast.local.hashing import fingerprint
 from dpfast.local.rappor_reports import RapporReports
@@ -25,22 +41,48 @@ from dpfast.local.reports import (
     protocol_name,
     protocol_params,
 )
-from dpfast.random import RngLike
+from dpfast.noise._addressed import derive_key
+from dpfast.random import Generator, RngLike, as_generator, default_rng
 
 DAY = 86400.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS spend (period INTEGER PRIMARY KEY, spent TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS uses (period INTEGER, fp INTEGER, count INTEGER NOT NULL,
-                                 PRIMARY KEY (period, fp));
 CREATE TABLE IF NOT EXISTS memo (fp INTEGER PRIMARY KEY, cohort INTEGER NOT NULL,
                                  prr BLOB NOT NULL);
 """
 
 
+#: the domain tag of the per-report generators derived from a raw key
+REPORT_TAG = b"dpfast.local.report v1"
+
+
 class BudgetExhaustedError(Exception):
     """A report would take a client past its privacy budget for the period (nothing was
-    charged, nothing randomized)."""
+    charged, nothing randomized).  Raised on the number of reports alone (every report is
+    charged its worst case), never on the values."""
+
+
+def check_rng(rng: RngLike, name: str = "rng") -> RngLike:
+    """``rng`` of a client, checked before anything is charged: a raw key is returned as
+    32 ``bytes`` (each report batch derives its own generator from it,
+    :func:`report_generator`), a :class:`dpfast.Generator` or None as given (TypeError
+    naming ``name`` otherwise)."""
+    if isinstance(rng, (bytes, bytearray, memoryview)):
+        return check_key(bytes(rng), name)
+    return as_generator(rng, name) if rng is not None else None
+
+
+def report_generator(rng: RngLike, report: int) -> Generator:
+    """The generator of report batch number ``report`` (``0 <= report < 2**128``) of a
+    client whose ``rng`` is :func:`check_rng`'s: a raw key gives
+    ``default_rng(BLAKE2b(key=key, data=REPORT_TAG || report))`` (a keyed PRF: batches of
+    distinct numbers are independent); a :class:`dpfast.Generator` is used as given (its
+    allocator hands every batch fresh streams; one rebuilt from the same key replays its
+    sequence), None is the process-wide OS-keyed generator."""
+    if isinstance(rng, bytes):
+        return default_rng(derive_key(rng, REPORT_TAG, int(report)))
+    return as_generator(rng)
 
 
 def randomize(protocol: Any, values: Any, rng: RngLike = None) -> ReportBatch:
@@ -89,7 +131,13 @@ class Client:
     clock : callable, optional
         Seconds since the epoch (default :func:`time.time`; tests pass their own).
     rng : None, Generator or bytes, optional
-        Randomness of the reports.
+        Randomness of the reports, checked here (before any charge).  A raw 32-byte key
+        derives a fresh generator for every report batch from a counter kept in the state
+        (:func:`report_generator`): two reports of one value are independent; give every
+        client its own key (two clients with one key and fresh states would draw the same
+        streams).  A :class:`dpfast.Generator` is used as given (one rebuilt from the same
+        key after a restart replays its earlier reports' randomness: pass the raw key for
+        a client that restarts).  None: the OS-keyed process-wide generator.
 
     Notes
     -----
@@ -99,15 +147,22 @@ class Client:
 
     **Privacy**
 
-    Neighbouring relation: any two values of one client (local DP).  Each report of a
-    pure protocol is ``epsilon``-LDP; a period's reports are ``(sum of their
-    epsilons)``-LDP by basic composition, which the budget caps: the reports of one period
-    are jointly ``budget``-LDP.  RAPPOR: reports of one value ``v`` reuse its memoized
-    permanent randomized response, so ``k`` reports of ``v`` cost
-    ``min(k epsilon_1, epsilon_inf)`` (instantaneous responses compose up to the
-    permanent response's ``epsilon_inf``); different values compose.  Erlingsson, Pihur,
-    Korolova, CCS 2014 (sec. 3); Apple, "Learning with Privacy at Scale", 2017 (per-day
-    budget); Wang et al., USENIX Security 2017.  Budget arithmetic is exact (rational).
+    Neighbouring relation: any two values of one client (local DP), in the protocol's
+    domain (a value outside it is refused with ``ValueError`` before any charge).  Every
+    report is charged ``epsilon`` (RAPPOR: ``epsilon_1``, the cost of one report of a
+    value never reported before), whatever the values, so a period's reports are jointly
+    ``budget``-LDP by basic composition (at most ``floor(budget / epsilon)`` of them), and
+    the number of reports sent in a period -- and which requests are refused -- is a
+    function of the number of reports asked for, the period and the public parameters
+    only: a refused request sends nothing and its refusal depends on no value.  (Charging
+    a repeated RAPPOR value less, as its memoized permanent response would allow, made the
+    refusals depend on whether the values repeat: (v, v, v, v, v) and (v, v, v, v, w)
+    sent different numbers of reports.)  RAPPOR: reports of one value reuse its memoized
+    permanent randomized response, so all reports of one value, over every period, are
+    also jointly ``epsilon_inf``-LDP (the longitudinal bound; Erlingsson, Pihur, Korolova,
+    CCS 2014, sec. 3).  Every report has its own randomness (``rng``).  Apple, "Learning
+    with Privacy at Scale", 2017 (per-day budget); Wang et al., USENIX Security 2017.
+    Budget arithmetic is exact (rational).
     """
 
     def __init__(self, protocol: Any, path: str | os.PathLike[str], *,
@@ -115,7 +170,7 @@ class Client:
                  clock: Callable[[], float] | None = None, rng: RngLike = None,
                  timeout: float = 30.0) -> None:
         self._clock = time.time if clock is None else clock
-        self._rng = rng
+        self._rng = check_rng(rng)
         self.path = os.fspath(path)
         self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
         try:
@@ -155,6 +210,9 @@ class Client:
         self.protocol = (protocol if protocol is not None else
                          build_protocol(meta["protocol"], json.loads(meta["params"])))
         self._name = meta["protocol"]
+        eps = (self.protocol.epsilon_one if self._name == "rappor" else
+               self.protocol.epsilon)
+        self._epsilon = Fraction(eps)  # every report's charge: its worst case
         self._budget = _fraction(meta["budget"])
         self.period = float(meta["period"])
         self.client_id = int(meta["client_id"])
@@ -198,31 +256,21 @@ class Client:
         """Epsilon left in the current period (rounded down)."""
         return max(0.0, float_down(self._budget - self._spent(self._period())))
 
-    def _rappor_charge(self, period: int, fps: np.ndarray) -> tuple[Fraction, list]:
-        e1 = Fraction(self.protocol.epsilon_one)
-        einf = self.protocol.epsilon_longitudinal
-        cap = None if math.isinf(einf) else Fraction(einf)
-        uniq, cnt = np.unique(fps, return_counts=True)
-        charge = Fraction(0)
-        uses = []
-        for fp, k in zip(_signed(uniq), cnt.tolist()):
-            row = self._db.execute("SELECT count FROM uses WHERE period=? AND fp=?",
-                                   (period, fp)).fetchone()
-            before = 0 if row is None else int(row[0])
-            after = before + k
-            lo, hi = before * e1, after * e1
-            if cap is not None:
-                lo, hi = min(lo, cap), min(hi, cap)
-            charge += hi - lo
-            uses.append((period, fp, after))
-        return charge, uses
+    @property
+    def epsilon(self) -> float:
+        """The charge of one report (RAPPOR: ``epsilon_1``), whatever its value."""
+        return float_up(self._epsilon)
+
+    @property
+    def max_reports(self) -> int:
+        """Reports a period admits: ``floor(budget / epsilon)`` (public)."""
+        return int(self._budget // self._epsilon)
 
     def cost(self, values: Any) -> float:
-        """Epsilon that reporting ``values`` now would charge (rounded up)."""
-        n, fps = self._size(values)
-        if self._name != "rappor":
-            return float_up(n * Fraction(self.protocol.epsilon))
-        return float_up(self._rappor_charge(self._period(), fps)[0])
+        """Epsilon that reporting ``values`` now would charge (rounded up): ``epsilon``
+        per value, whatever the values."""
+        n, _ = self._size(values)
+        return float_up(n * self._epsilon)
 
     def _size(self, values: Any) -> tuple[int, np.ndarray]:
         if self._name in ("cms", "hcms", "rappor"):
@@ -237,9 +285,11 @@ class Client:
     def report(self, values: Any) -> ReportBatch:
         """Charge the budget for one report per value, then randomize them.
 
-        Raises :class:`BudgetExhaustedError` (charging nothing) if the period's budget
-        would be exceeded.  Returns the reports as a :class:`ReportBatch` (send its
-        ``to_bytes()`` or ``to_json()``).
+        Raises :class:`BudgetExhaustedError` (charging nothing, sending nothing) if the
+        period's budget would be exceeded: ``epsilon`` per value, so whether it is raised
+        depends on the number of values and the reports already made in the period only.
+        Returns the reports as a :class:`ReportBatch` (send its ``to_bytes()`` or
+        ``to_json()``).
         """
         n, fps = self._size(values)  # checked before anything is charged
         db = self._db
@@ -247,26 +297,32 @@ class Client:
         try:
             period = self._period()
             spent = self._spent(period)
-            if self._name == "rappor":
-                charge, uses = self._rappor_charge(period, fps)
-            else:
-                charge, uses = n * Fraction(self.protocol.epsilon), []
+            charge = n * self._epsilon  # data-independent: the worst case of each report
             if spent + charge > self._budget:
                 raise BudgetExhaustedError(
                     f"client {self.client_id}: {n} report(s) would cost {float_up(charge):g}; "
                     f"{float_down(self._budget - spent):g} of the {float(self._budget):g} "
                     f"budget is left in period {period} (refused, nothing charged)")
             db.execute("INSERT OR REPLACE INTO spend VALUES (?, ?)", (period, str(spent + charge)))
-            db.executemany("INSERT OR REPLACE INTO uses VALUES (?, ?, ?)", uses)
             db.execute("UPDATE meta SET value=? WHERE key='last_period'", (str(period),))
+            number = self._next_report()
             prr = self._memoized(fps) if self._name == "rappor" else None
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
+        gen = report_generator(self._rng, number)  # this batch's own randomness
         if prr is not None:  # charged: now the (fresh) instantaneous responses
-            return batch_of(self.protocol, self.protocol.instantaneous(prr, rng=self._rng))
-        return randomize(self.protocol, fps, self._rng)
+            return batch_of(self.protocol, self.protocol.instantaneous(prr, rng=gen))
+        return randomize(self.protocol, fps, gen)
+
+    def _next_report(self) -> int:
+        """This report batch's number (inside the charge's transaction): the count of
+        batches charged before it, kept in the state (0 for a state without one)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key='reports'").fetchone()
+        number = 0 if row is None else int(row[0])
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('reports', ?)", (str(number + 1),))
+        return number
 
     def _memoized(self, fps: np.ndarray) -> RapporReports:
         """The permanent responses of the values (computed once per value, stored)."""

@@ -43,6 +43,10 @@ class HadamardCountMeanSketch(_SketchBase):
     ``epsilon``-LDP: one bit of randomized response (ratio ``e^epsilon``); ``j`` and
     ``l`` do not depend on the input (Apple 2017, Theorem 3.2).
     Event: ``events.Epsilon(epsilon, neighbouring="replace_one")`` (local DP).
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 

@@ -83,6 +83,10 @@ class OptimalLocalHashing:
     ``e^epsilon`` (Wang et al. 2017, sec. 4.4).  Event:
     ``events.RandomizedResponse(epsilon, g)`` (the hash is public and independent of the
     input, so OLH is a mixture of g-ary randomized responses and no less private).
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 

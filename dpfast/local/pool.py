@@ -16,7 +16,14 @@ import numpy as np
 from dpfast._core.rounding import float_down
 from dpfast._core.validate import check_exact_positive, check_int, check_positive
 from dpfast.local._validate import _domain_values, _indices
-from dpfast.local.client import DAY, BudgetExhaustedError, _period_index, randomize
+from dpfast.local.client import (
+    DAY,
+    BudgetExhaustedError,
+    _period_index,
+    check_rng,
+    randomize,
+    report_generator,
+)
 from dpfast.local.hashing import fingerprint
 from dpfast.local.reports import (
     ReportBatch,
@@ -48,14 +55,22 @@ class ClientPool:
     path : str or os.PathLike
         State file (versioned binary container, replaced atomically on every charge, under
         an exclusive ``flock`` of ``path + ".lock"``): the configuration, the current
-        period, each client's number of reports in it, and the pool's 32-byte RAPPOR
-        secret.
+        period, each client's number of reports in it, the number of report batches
+        charged so far (the stream counter of a raw-key ``rng``) and the pool's 32-byte
+        RAPPOR secret.
     num_clients : int
         Number of clients (required when creating).
     budget : float
         Privacy budget of every client per period (required when creating).
-    period, clock, rng :
+    period, clock :
         As for :class:`~dpfast.local.client.Client`.
+    rng : None, Generator or bytes, optional
+        As for :class:`~dpfast.local.client.Client`, checked here: a raw 32-byte key
+        derives a fresh generator for every call of :meth:`report` /
+        :meth:`report_allowed` from the batch counter kept in the state
+        (:func:`~dpfast.local.client.report_generator`), so two reports of one value --
+        by one client or by two -- are independent; only the same batch re-run (a
+        restored state file) reproduces.
 
     Notes
     -----
@@ -64,11 +79,15 @@ class ClientPool:
     Each report is ``epsilon``-LDP for its client (RAPPOR: ``epsilon_1``); a client's
     reports in one period are at most ``budget``-LDP by basic composition: the pool
     admits at most ``floor(budget / epsilon)`` reports per client and period (exact
-    rational arithmetic).  RAPPOR's permanent response is memoized per (client, value) by
-    a PRF of the pool secret (:meth:`dpfast.local.Rappor.permanent`); the pool charges
-    ``epsilon_1`` per report without the longitudinal cap (an upper bound: use
-    :class:`~dpfast.local.client.Client` for the cap).  Apple 2017; Erlingsson et al.
-    2014; Wang et al. 2017.
+    rational arithmetic).  The charge is ``epsilon`` per report whatever the value, so
+    which entries are refused depends only on the client ids of the requests (and the
+    period, and the public parameters), never on the values: :meth:`report` refuses a
+    whole batch, :meth:`report_allowed` drops each client's entries past its budget, in
+    input order, and nothing is sent for them.  RAPPOR's permanent response is memoized
+    per (client, value) by a PRF of the pool secret
+    (:meth:`dpfast.local.Rappor.permanent`), so all reports of one value of one client
+    are also jointly ``epsilon_inf``-LDP.  Every batch has its own randomness (``rng``).
+    Apple 2017; Erlingsson et al. 2014; Wang et al. 2017.
     """
 
     def __init__(self, protocol: Any, path: str | os.PathLike[str], *,
@@ -77,7 +96,7 @@ class ClientPool:
                  rng: RngLike = None) -> None:
         self.path = os.fspath(path)
         self._clock = time.time if clock is None else clock
-        self._rng = rng
+        self._rng = check_rng(rng)
         with self._locked():
             if os.path.exists(self.path):
                 head, _ = self._read()
@@ -103,7 +122,8 @@ class ClientPool:
                         "params": protocol_params(protocol), "budget": str(b),
                         "period": check_positive(period, "period"),
                         "num_clients": check_int(num_clients, "num_clients", minimum=1),
-                        "period_index": -1, "secret": os.urandom(32).hex()}
+                        "period_index": -1, "reports": 0,
+                        "secret": os.urandom(32).hex()}
                 self._write(head, np.zeros(head["num_clients"], np.int64))
         self.protocol = (protocol if protocol is not None else
                          build_protocol(head["protocol"], head["params"]))
@@ -170,11 +190,12 @@ class ClientPool:
             raise ValueError(f"values has {v.size} entries, client_ids has {n}")
         return v
 
-    def _charge(self, ids: np.ndarray, partial: bool) -> np.ndarray | None:
+    def _charge(self, ids: np.ndarray, partial: bool) -> tuple[np.ndarray | None, int]:
         """Charge one report per entry of ``ids`` (durably, before any report exists).
 
-        All or nothing (``partial=False``: returns None) or each client's first allowed
-        entries (returns the mask of accepted entries)."""
+        All or nothing (``partial=False``: mask None) or each client's first allowed
+        entries (the mask of accepted entries); and the batch's number (the count of
+        batches charged before it, stored with the charge)."""
         with self._locked():
             head, counts, period = self._current()
             if partial:
@@ -190,8 +211,10 @@ class ClientPool:
                         f"{self.max_reports} report(s) of epsilon {self.epsilon:g} in this "
                         f"period (budget {float(self._budget):g}); refused, nothing charged")
             head["period_index"] = period
+            number = int(head.get("reports", 0))
+            head["reports"] = number + 1
             self._write(head, counts)  # charged (durably) before any report exists
-        return allowed
+        return allowed, number
 
     def _first_allowed(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
         order = np.argsort(ids, kind="stable")
@@ -214,8 +237,8 @@ class ClientPool:
         """
         ids = self._ids(client_ids)
         vals = self._values(values, ids.size)
-        self._charge(ids, partial=False)
-        return self._randomize(ids, vals)
+        _, number = self._charge(ids, partial=False)
+        return self._randomize(ids, vals, number)
 
     def report_allowed(self, client_ids: Any, values: Any) -> tuple[ReportBatch, np.ndarray]:
         """Like :meth:`report`, but refuse only the entries beyond each client's budget
@@ -223,15 +246,16 @@ class ClientPool:
         reports of the accepted entries and the boolean mask of accepted entries."""
         ids = self._ids(client_ids)
         vals = self._values(values, ids.size)
-        ok = self._charge(ids, partial=True)
+        ok, number = self._charge(ids, partial=True)
         assert ok is not None
-        return self._randomize(ids[ok], vals[ok]), ok
+        return self._randomize(ids[ok], vals[ok], number), ok
 
-    def _randomize(self, ids: np.ndarray, vals: np.ndarray) -> ReportBatch:
+    def _randomize(self, ids: np.ndarray, vals: np.ndarray, number: int) -> ReportBatch:
+        gen = report_generator(self._rng, number)  # this batch's own randomness
         if self._name == "rappor":
             return batch_of(self.protocol, self.protocol.encode(
-                vals, ids.astype(np.uint64), self._secret, rng=self._rng))
-        return randomize(self.protocol, vals, self._rng)
+                vals, ids.astype(np.uint64), self._secret, rng=gen))
+        return randomize(self.protocol, vals, gen)
 
     def __repr__(self) -> str:
         return (f"ClientPool({self._name}, {self.num_clients} clients, budget "

@@ -73,9 +73,15 @@ class Rappor:
     ``epsilon_1``-LDP and any number of reports of the same value are jointly
     ``epsilon_inf``-LDP (:func:`rappor_epsilon`; paper sec. 3.2, 3.3).  Events:
     :attr:`event` (``Epsilon(epsilon_1)``, per report) and :attr:`longitudinal_event`
-    (``Epsilon(epsilon_inf)``, a cap on all reports of one value: account a client's
-    reports as ``min(sum of epsilon_1, epsilon_inf)``).  Reports of *different* values of
-    one client each use their own permanent response and compose.
+    (``Epsilon(epsilon_inf)``, a cap on all reports of one value).  Reports of
+    *different* values of one client each use their own permanent response and compose.
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
+    :class:`~dpfast.local.Client` charges every report ``epsilon_1``, a repeated value
+    too: charging a repeat ``min(sum of epsilon_1, epsilon_inf)`` instead would make a
+    budget's refusals depend on whether the values repeat.
 
     **Numerics**
 

@@ -54,6 +54,10 @@ class GeneralizedRandomizedResponse:
     ``P[y | v] / P[y | v'] <= p / q = e^epsilon`` (any two inputs are neighbours).
     Event: ``events.RandomizedResponse(epsilon, k)``.  Warner 1965; Wang et al.,
     USENIX Security 2017, sec. 4.1.
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 
@@ -153,6 +157,10 @@ def k_randomized_response(values: Any, k: int, epsilon: float, *, rng: RngLike =
     ``epsilon``-LDP per report (any two inputs): the output probabilities of two inputs
     differ by at most the factor ``e^epsilon``.  Event:
     ``events.RandomizedResponse(epsilon, k)``.  Wang et al., USENIX Security 2017.
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 
@@ -195,6 +203,10 @@ def randomized_response(values: Any, epsilon: float, *, rng: RngLike = None) -> 
     ``epsilon``-LDP per bit: ``P[y | v] / P[y | 1 - v] <= e^epsilon``.  Event:
     ``events.RandomizedResponse(epsilon, 2)``.  Warner, JASA 1965.  Randomizing ``d``
     bits of one user costs ``d epsilon`` for that user.
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 

@@ -183,6 +183,10 @@ class CountMeanSketch(_SketchBase):
     ``(e^(eps/2))^2 = e^epsilon``; the row index is independent of the input (Apple 2017,
     Theorem 3.1).  Event: ``events.Epsilon(epsilon,
     neighbouring="replace_one")`` (local DP: one client's value replaced by another).
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 

@@ -51,6 +51,10 @@ class OptimizedUnaryEncoding:
     probability ratio is at most ``(p (1 - q)) / ((1 - p) q) = e^epsilon``
     (Wang et al. 2017, Theorem 2 / sec. 4.3).  Event: ``events.Epsilon(epsilon,
     neighbouring="replace_one")`` (local DP: one client's value replaced by another).
+    Every value of a call has its own randomness; a raw-key ``rng`` keys that one call
+    (the same key replays it), so two reports of one user must not share a key: pass a
+    :class:`dpfast.Generator` or report through :class:`~dpfast.local.Client`, which
+    derives a generator per report batch (:mod:`dpfast.local`, "Randomness per report").
 
     **Numerics**
 

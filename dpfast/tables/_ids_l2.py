@@ -16,7 +16,15 @@ the released value is ``(total + Z) 2**-16`` (exact in float64).
 Keys: a public ``domain``, or (``domain=None``) private key selection on its own,
 L0-bounded contributions (each person's ``k`` keys chosen uniformly, the rule of
 ``selection=``, :mod:`dpfast.tables._select`), with the share of one more metric (half
-the budget) and half of δ.
+the budget) and half of δ.  The candidates are exactly the keys of positive bounded
+measure -- the keys some person *keeps* after the ``k``-key bounding
+(:func:`dpfast.tables.groupby._candidates` on the selection's measure, as in every other
+release) -- not every key of the data: a person's unkept keys are never candidates, so a
+person holding ``t > k`` keys nobody else holds has at most ``k`` of them (each of measure
+1, or ``W[k]`` weighted) in front of the threshold, and is published with probability at
+most the selection's ``δ_threshold`` whatever ``t``.  (Taking candidates from all the keys
+the people hold would put the ``t - k`` unkept keys in front of the threshold too, with
+measure 0: a probability growing with ``t`` past any δ.)
 """
 
 from __future__ import annotations
@@ -35,8 +43,8 @@ from dpfast.tables._metrics import IDS_PART
 from dpfast.tables.groupby import _candidates, _check_budget, _finish, _take_keys
 from dpfast.tables.release import NoiseLaw, TableRelease
 
-__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "partials", "release",
-           "run"]
+__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "partials",
+           "candidates", "release", "run"]
 
 GRID_BITS = 16
 
@@ -112,12 +120,25 @@ def partials(p: Plan, data: _inputs._Data, skey: np.ndarray
     return totals, people, measure
 
 
+def candidates(p: Plan, data: _inputs._Data, people: np.ndarray,
+               measure: np.ndarray | None) -> np.ndarray:
+    """The key codes that may be published, in canonical order: the domain's keys, or
+    (``domain=None``) the keys of positive *bounded* measure -- some person keeps the key
+    after the ``k``-key bounding (the weighted measure is positive exactly there too) --
+    the one rule of every release (:func:`dpfast.tables.groupby._candidates`); never the
+    keys of the unbounded data (``people``), whose extra keys would each face the
+    threshold with measure 0."""
+    assert (p.select is None) == (measure is None)
+    return _candidates(data, people if measure is None else measure)
+
+
 def release(p: Plan, gen: Any, release_id: int | None, data: _inputs._Data,
             totals: np.ndarray, people: np.ndarray, measure: np.ndarray | None
             ) -> TableRelease:
-    """Select, noise and report (the budget has been charged)."""
+    """Select (among :func:`candidates`), noise and report (the budget has been
+    charged)."""
     sel = p.select
-    cand = _candidates(data, people)
+    cand = candidates(p, data, people, measure)
     stream = keynoise.release_stream(gen)  # after the charge
     rkey = keynoise.release_key(gen._key, stream)
     if sel is not None:

@@ -44,7 +44,11 @@ _charge = charged
 # ----------------------------------------------------------------------------- select
 def _candidates(data: _Data, counts: np.ndarray) -> np.ndarray:
     """Codes of the keys that may be released, in canonical order: the domain's keys, or
-    (partition selection) the keys with at least one kept row."""
+    (partition selection) the keys of positive *bounded* measure -- ``counts`` is a
+    measure of the kept contributions only (kept rows, people or weighted people after
+    the ``max_partitions`` bounding), never of the raw data: a key is a candidate only if
+    some person keeps it, so one person puts at most ``k`` keys of their own in front of
+    the selection, whatever their number of keys (the one rule of every release)."""
     if data.domain_codes is not None:
         return np.sort(data.domain_codes)
     return np.flatnonzero(counts > 0)
