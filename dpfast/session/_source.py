@@ -145,6 +145,9 @@ class Source:
         self.public: frozenset[str] = frozenset()  # public tables on the same connection
         self._copy: tuple[Any, bool] | None = None  # (version copied, with its rows)
         self._owner_key: Any = None  # the owner's table's version at the last fingerprint
+        #: a DataFrame registered on ``con`` (pandas or Polars): registered again before
+        #: every read, since DuckDB keeps the arrays it saw at registration
+        self.registered: Any = None
         self._sync_lock = threading.Lock()
         self._schema: tuple[Any, dict[str, str]] | None = None  # (stamps, name -> type)
         self._frame_columns: tuple[tuple[Any, ...], list[str]] | None = None
@@ -292,6 +295,8 @@ class Source:
         copy is remade when the table changed: a database file's stamps, an owner's
         connection's table digest (taken by :meth:`fingerprint`, which every release
         runs first)."""
+        if self.registered is not None:
+            self._register()
         if self.owner is None:
             return
         with self._sync_lock:
@@ -306,6 +311,13 @@ class Source:
             assert self.table is not None
             _engine.copy_table(self.owner, self.table, self.con, self.name, rows)
             self._copy = (key, rows)
+
+    def _register(self) -> None:
+        """Register the DataFrame again under the table's name: DuckDB reads the arrays it
+        was given at registration, and a frame changed in place (pandas' copy-on-write
+        gives a changed column new arrays) must be read as it is now."""
+        with self._sync_lock:
+            self.con.register(self.name, self.registered)
 
     def select(self, cols: Sequence[str], where: str | None = None,
                limit: int | None = None) -> dict[str, np.ndarray]:
@@ -397,13 +409,23 @@ class Source:
 
             return _digest(["dask", tokenize(self.frame[list(cols)]), cols])
         duckdb = _duckdb()
+        if self.registered is not None:
+            self._register()
         cells = ", ".join(quote(c) for c in cols) or "1"
         sums = [f"coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR"]
         if self.owner is not None:
             every = ", ".join(quote(c) for c in self.columns) or "1"
             sums.append(f"coalesce(sum(hash({every})::HUGEINT), 0)::VARCHAR")
-        got = self._meta.sql(f"SELECT count(*), {', '.join(sums)} "
-                             f"FROM {quote(self._meta_name)}").fetchall()[0]
+        try:
+            got = self._meta.sql(f"SELECT count(*), {', '.join(sums)} "
+                                 f"FROM {quote(self._meta_name)}").fetchall()[0]
+        except duckdb.Error:
+            # rows DuckDB cannot read (a frame's object column holding a value of another
+            # type than its sample): this runs before the charge, so no error may tell;
+            # a fingerprint that never repeats makes it a miss, charged, whose computation
+            # then fails with the one fixed failure
+            self._owner_key = None
+            return _digest(["unreadable", os.urandom(16).hex()])
         if self.owner is not None:
             self._owner_key = (int(got[0]), got[2])
         return _digest([self.kind, duckdb.__version__, int(got[0]), got[1], cols])
@@ -444,6 +466,7 @@ def make_source(source: Any, *, table: str | None = None, name: str | None = Non
         con.register(nm, source)
         src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con,
                      frame=source if _is_pandas(source) else None)
+        src.registered = source
     elif isinstance(source, (str, os.PathLike)) or (
             isinstance(source, (list, tuple)) and source
             and all(isinstance(s, (str, os.PathLike)) for s in source)):
