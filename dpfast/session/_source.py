@@ -409,17 +409,17 @@ class Source:
 
             return _digest(["dask", tokenize(self.frame[list(cols)]), cols])
         duckdb = _duckdb()
-        if self.registered is not None:
-            self._register()
         cells = ", ".join(quote(c) for c in cols) or "1"
         sums = [f"coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR"]
         if self.owner is not None:
             every = ", ".join(quote(c) for c in self.columns) or "1"
             sums.append(f"coalesce(sum(hash({every})::HUGEINT), 0)::VARCHAR")
         try:
+            if self.registered is not None:
+                self._register()
             got = self._meta.sql(f"SELECT count(*), {', '.join(sums)} "
                                  f"FROM {quote(self._meta_name)}").fetchall()[0]
-        except duckdb.Error:
+        except Exception:  # noqa: BLE001 - whatever it is, it may not tell before the charge
             # rows DuckDB cannot read (a frame's object column holding a value of another
             # type than its sample): this runs before the charge, so no error may tell;
             # a fingerprint that never repeats makes it a miss, charged, whose computation
