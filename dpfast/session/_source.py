@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from . import _colcache, _engine, _frame
+from ._stamps import file_stamp as _file_stamp
 
 __all__ = ["Source", "make_source", "quote"]
 
@@ -89,42 +90,6 @@ def _is_polars(x: Any) -> bool:
 
 def _is_dask(x: Any) -> bool:
     return type(x).__module__.startswith("dask") and hasattr(x, "columns")
-
-
-#: bytes at the head of a DuckDB database file that hold its headers (the main header and
-#: the two alternating database headers, each a 4 KiB block: each checkpoint rewrites one)
-_DUCKDB_HEADERS = 3 * 4096
-#: the largest Parquet footer read for a stamp (a larger one: its last bytes)
-_MAX_FOOTER = 1 << 24
-
-
-def _content_mark(path: str, size: int) -> str:
-    """A digest of the part of a file its format rewrites on every write: a Parquet file's
-    footer (metadata and its length, the last bytes), a DuckDB file's headers (the first
-    12 KiB); for another file (a WAL) its last 4 KiB."""
-    with open(path, "rb") as f:
-        if path.endswith(".parquet") and size >= 12:
-            f.seek(size - 8)
-            tail = f.read(8)
-            n = min(int.from_bytes(tail[:4], "little"), _MAX_FOOTER, size - 8)
-            f.seek(size - 8 - n)
-            data = f.read(n + 8)
-        elif path.endswith(".wal"):
-            f.seek(max(0, size - 4096))
-            data = f.read(4096)
-        else:
-            data = f.read(_DUCKDB_HEADERS)
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _file_stamp(path: str) -> list[Any]:
-    """``[abspath, size, mtime_ns, ctime_ns, inode, device, content mark]`` of a file: a
-    rewrite changes the status-change time and (written elsewhere and moved in) the inode,
-    which ``os.utime`` cannot restore, and the format's own metadata
-    (:func:`_content_mark`)."""
-    st = os.stat(path)
-    return [os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino,
-            st.st_dev, _content_mark(path, st.st_size)]
 
 
 class Source:
