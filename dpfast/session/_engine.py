@@ -49,7 +49,13 @@ def connect(duckdb: Any, allowed_paths: Iterable[str] = ()) -> Any:
                                  "autoload_known_extensions": False})
     paths = sorted(set(allowed_paths))
     if paths:
-        con.execute(f"SET allowed_paths = [{', '.join(_sql_str(p) for p in paths)}]")
+        try:
+            con.execute(f"SET allowed_paths = [{', '.join(_sql_str(p) for p in paths)}]")
+        except duckdb.Error as exc:  # DuckDB < 1.1 has no allowed_paths
+            con.close()
+            raise ImportError("a session over Parquet files needs DuckDB >= 1.1 to lock its "
+                              f"engine (allowed_paths); this is DuckDB {duckdb.__version__}: "
+                              "pip install -U duckdb") from exc
     return con
 
 
@@ -97,7 +103,9 @@ def copy_table(owner: Any, table: str, con: Any, name: str, rows: bool) -> None:
     only its columns and types.  The rows stream through Arrow record batches (types as
     DuckDB maps them to Arrow and back: ``HUGEINT`` becomes ``DECIMAL(38,0)``)."""
     sql = f"SELECT * FROM {_quote(table)}" + ("" if rows else " LIMIT 0")
-    reader = owner.sql(sql).to_arrow_reader()
+    rel = owner.sql(sql)
+    reader = (rel.to_arrow_reader() if hasattr(rel, "to_arrow_reader")
+              else rel.fetch_record_batch())  # DuckDB < 1.4
     tmp = "__dpfast_copy"
     con.register(tmp, reader)
     try:
