@@ -105,7 +105,7 @@ def copy_table(owner: Any, table: str, con: Any, name: str, rows: bool) -> None:
     sql = f"SELECT * FROM {_quote(table)}" + ("" if rows else " LIMIT 0")
     rel = owner.sql(sql)
     reader = (rel.to_arrow_reader() if hasattr(rel, "to_arrow_reader")
-              else rel.fetch_record_batch())  # DuckDB < 1.4
+              else rel.fetch_record_batch())  # older DuckDB
     tmp = "__dpfast_copy"
     con.register(tmp, reader)
     try:
