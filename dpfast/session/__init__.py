@@ -7,7 +7,8 @@ analysts' sub-budgets, a usage report and aggregate SQL.
 * :mod:`.sql`: the private SQL subset (sqlglot parses, DuckDB does the row work) and its
   refusals (:class:`SqlRefusedError`, :data:`REASONS`); :mod:`._answer`: running a planned
   query, :class:`SqlRelease`;
-* :mod:`._source` (the data source and its fingerprint), :mod:`._spec` (the normalized
+* :mod:`._source` (the data source and its fingerprint), :mod:`._engine` (the locked
+  DuckDB connection analysts' row queries run on), :mod:`._spec` (the normalized
   query spec and query id), :mod:`._cache` (the event probe, the payloads), :mod:`._store`
   (the adapter to the budget's cache and analysts: :meth:`dpfast.Budget.query`,
   :meth:`dpfast.Budget.analyst`, :meth:`dpfast.Budget.usage`).
@@ -27,6 +28,7 @@ _PUBLIC: dict[str, str] = {
     "STATISTICS": "dpfast.session.session",
     "SqlRelease": "dpfast.session._answer",
     "SqlRefusedError": "dpfast.session.sql",
+    "ReleaseFailedError": "dpfast._core.errors",
     "REASONS": "dpfast.session.sql",
 }
 

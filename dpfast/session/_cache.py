@@ -6,6 +6,12 @@ the release on one synthetic row with a budget that stops at the charge (:func:`
 Then ``budget.query(query_id, event)`` either returns the stored answer (a hit: no data
 read, nothing charged) or charges the event, and the release runs on the real rows; its
 event must equal the probed one (else the computation fails, recorded as failed).
+
+The probe reads no private row: its rows are synthetic (one row of zeros with the columns'
+types), and the types come from the schema or, for a filtered or joined row query, from
+binding the query without running it (:meth:`dpfast.session._source.Source.fetch`), so
+what it raises is a function of public information.  After the charge every failure is
+one fixed :class:`~dpfast._core.errors.ReleaseFailedError` (:func:`cached`).
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from dpfast import tables as _tables
+from dpfast._core.errors import ReleaseFailedError
 
 from . import _spec
 
-__all__ = ["cached", "from_payload", "one_row", "probe"]
+__all__ = ["ReleaseFailedError", "cached", "from_payload", "one_row", "probe"]
 
 
 class _Event(Exception):
@@ -91,7 +98,17 @@ def from_payload(payload: bytes) -> Any:
 def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
            compute: Callable[[], Any], payload: Callable[[Any], dict[str, Any]],
            release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
-    """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored."""
+    """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored.
+
+    **After the charge, one fixed failure.**  Everything ``compute`` does -- reading,
+    casting, filtering and joining the private rows, checking their values, computing the
+    release and its payload -- depends on the data, so any exception it raises ends as
+    :class:`~dpfast._core.errors.ReleaseFailedError` with its fixed message, raised
+    outside the handler (no ``__cause__``, no ``__context__``: the engine's text and its
+    traceback are dropped), and the charge is recorded as ``failed`` with that same text.
+    Storing the result (a ledger write of a DP output) is not wrapped: its errors are the
+    ledger's, not the data's.  ``KeyboardInterrupt`` and ``SystemExit`` pass unchanged.
+    """
     qid = _spec.query_id(spec)
     store = session._store
     if need is not None:
@@ -99,9 +116,15 @@ def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
     with store.query(qid, event, note=what, analyst=session.analyst_name) as q:
         if q.hit:
             return from_payload(q.payload)
-        result = compute()
-        got = release_of(result).event
-        if got != event:
-            raise RuntimeError(f"the release's event {got!r} is not the probed {event!r}")
-        q.store(_encode(payload(result)))
+        data: bytes | None = None
+        try:
+            result = compute()
+            if release_of(result).event != event:  # a bug: the probe promised another
+                raise RuntimeError("the release's event is not the probed one")
+            data = _encode(payload(result))
+        except Exception:  # noqa: BLE001 - every failure after the charge is the same one
+            pass
+        if data is None:
+            raise ReleaseFailedError() from None
+        q.store(data)
     return result

@@ -8,12 +8,14 @@ them and the NULL mask (None: no NULL).  NaN is a value in Parquet and DuckDB, n
 so it is kept as a value; only the mask says NULL.
 
 * **Key and validity.**  Entries are keyed by column name and belong to one *stamp* of
-  the source's files (each file's absolute path, size and modification time in
-  nanoseconds, and a DuckDB file's WAL, :meth:`dpfast.session._source.Source.stamps`: the
-  same stamps as the source's fingerprint).  Every use passes the current stamp; a
-  different one drops every entry.  Columns loaded while the files changed (the stamp
-  taken after the load differs from the one before) are used for that query only, never
-  stored.
+  the source's files (each file's absolute path, size, modification and status-change
+  times in nanoseconds, inode and device, and a digest of the footer or headers the
+  format rewrites on every write; and a DuckDB file's WAL,
+  :meth:`dpfast.session._source.Source.stamps`: the same stamps as the source's
+  fingerprint, so a rewrite that restores size and mtime still drops the columns).
+  Every use passes the current stamp; a different one drops every entry.  Columns loaded
+  while the files changed (the stamp taken after the load differs from the one before)
+  are used for that query only, never stored.
 * **Bound.**  At most ``budget`` bytes of values and masks (strings: the pointers plus an
   estimate of the string objects); least recently used columns are evicted first; a
   column larger than the whole budget is not kept.  ``budget=0`` disables the cache.

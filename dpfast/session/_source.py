@@ -3,15 +3,32 @@ Polars DataFrame, Parquet files, a DuckDB database table), or a Dask DataFrame.
 
 :class:`Source` gives the session what it needs of the data and nothing more: the column
 names, the rows of some columns that pass a filter (as numpy arrays, fetched by DuckDB),
-and a *fingerprint* of those columns for the result cache:
+and a *fingerprint* of those columns for the result cache.
 
-* a DataFrame (pandas / Polars) or a DuckDB connection: a content hash computed by DuckDB
-  (row count and the sum of DuckDB's 64-bit ``hash`` of each row's relevant columns), with
-  the DuckDB version; computed once per set of columns and memoised (a DataFrame must not
-  be modified in place while a session uses it);
-* Parquet files and DuckDB database files: each file's absolute path, size and
-  modification time (nanoseconds), and the table name (a rewritten file is a new source);
-  their decoded columns are kept in a bounded column cache valid for those stamps
+**The engine.**  Row queries run on a DuckDB connection dpfast owns and locks
+(:mod:`dpfast.session._engine`: no external access but the registered files, no
+extension, configuration locked; only the private table and the public tables in its
+catalog).  A DataFrame is registered on it (read in place), Parquet files through a view
+(the files are its only ``allowed_paths``), and a DuckDB table -- a database file or the
+owner's connection, which dpfast cannot lock without changing the owner's database -- is
+*copied* into it (:func:`dpfast.session._engine.copy_table`), once per version of the
+table and only when a release reads rows through SQL: that costs the table's size in
+memory; the schema, the column cache and the fingerprint read the owner's table
+directly (dpfast's own fixed SQL).
+
+**The fingerprint**, computed for every release (never memoised: a frame changed in
+place, a table changed, a file rewritten is a new source):
+
+* a DataFrame (pandas / Polars) or a DuckDB connection: a content digest computed by
+  DuckDB over the columns read (row count and the sum of DuckDB's 64-bit ``hash`` of each
+  row's relevant columns, a digest of the multiset of rows), with the DuckDB version;
+* Parquet files and DuckDB database files: their *stamps* (:meth:`Source.stamps`): each
+  file's absolute path, size, modification and status-change times (nanoseconds), inode
+  and device -- a rewrite cannot restore the status-change time (``os.utime`` sets it to
+  now) -- and a digest of content the format changes on every write (a Parquet file's
+  footer: its schema, row groups and column statistics; a DuckDB file's headers: the
+  checkpoint counter and the metadata pointers), and the table name; their decoded
+  columns are kept in a bounded column cache valid for the same stamps
   (:mod:`dpfast.session._colcache`);
 * a Dask DataFrame: :func:`dask.base.tokenize` of the relevant columns (for a frame built
   from pandas data, a hash of the data; for files, of the files' names and metadata).
@@ -26,12 +43,14 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _colcache, _frame
+from . import _colcache, _engine, _frame
+from ._stamps import file_stamp as _file_stamp
 
 __all__ = ["Source", "make_source", "quote"]
 
@@ -73,24 +92,28 @@ def _is_dask(x: Any) -> bool:
     return type(x).__module__.startswith("dask") and hasattr(x, "columns")
 
 
-def _file_stamp(path: str) -> list[Any]:
-    st = os.stat(path)
-    return [os.path.abspath(path), st.st_size, st.st_mtime_ns]
-
-
 class Source:
     """One private table (see the module docstring)."""
 
     def __init__(self, kind: str, name: str, con: Any = None, frame: Any = None,
-                 files: Sequence[str] = (), table: str | None = None) -> None:
+                 files: Sequence[str] = (), table: str | None = None,
+                 owner: Any = None) -> None:
         self.kind = kind
         self.name = name
-        self.con = con            # DuckDB connection (None for Dask)
+        self.con = con            # the DuckDB connection rows are read on (None for Dask)
         self.frame = frame        # the Dask DataFrame, or the pandas one (read in place)
         self.files = tuple(files)  # Parquet files or the DuckDB database file
         self.table = table
+        #: a DuckDB table's own connection (the owner's, or a read-only one to the file):
+        #: the table is copied from it into ``con`` (:meth:`_sync`); None: ``con`` has it
+        self.owner = owner
         self.public: frozenset[str] = frozenset()  # public tables on the same connection
-        self._memo: dict[tuple[str, ...], str] = {}
+        self._copy: tuple[Any, bool] | None = None  # (version copied, with its rows)
+        self._owner_key: Any = None  # the owner's table's version at the last fingerprint
+        #: a DataFrame registered on ``con`` (pandas or Polars): registered again before
+        #: every read, since DuckDB keeps the arrays it saw at registration
+        self.registered: Any = None
+        self._sync_lock = threading.Lock()
         self._schema: tuple[Any, dict[str, str]] | None = None  # (stamps, name -> type)
         self._frame_columns: tuple[tuple[Any, ...], list[str]] | None = None
         #: the decoded columns of a file source (None: not a file source, or disabled)
@@ -109,23 +132,34 @@ class Source:
                 names = self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns
                 self._frame_columns = (labels, list(names))
             return list(self._frame_columns[1])
-        return list(self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns)
+        return list(self._meta.sql(f"SELECT * FROM {quote(self._meta_name)} LIMIT 0").columns)
+
+    @property
+    def _meta(self) -> Any:
+        """The connection dpfast's own fixed SQL reads the table on (schema, columns,
+        digests): the owner's for a DuckDB table, else the engine."""
+        return self.owner if self.owner is not None else self.con
+
+    @property
+    def _meta_name(self) -> str:
+        return self.table if self.owner is not None and self.table else self.name
 
     def schema(self, stamps: Any) -> dict[str, str]:
         """The private table's column names and DuckDB types, memoised for a file source
         while its files keep the stamps ``stamps`` (:meth:`stamps`)."""
         if self.files and self._schema is not None and self._schema[0] == stamps:
             return self._schema[1]
-        rel = self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0")
+        rel = self._meta.sql(f"SELECT * FROM {quote(self._meta_name)} LIMIT 0")
         got = {c: str(t) for c, t in zip(rel.columns, rel.types)}
         if self.files:
             self._schema = (stamps, got)
         return got
 
     def stamps(self) -> list[Any]:
-        """A file source's files as ``[abspath, size, mtime_ns]`` each (and a DuckDB
-        file's WAL, if there is one): a rewritten file has other stamps; ``[]`` for
-        other sources."""
+        """A file source's files as ``[abspath, size, mtime_ns, ctime_ns, inode, device,
+        content mark]`` each (:func:`_file_stamp`; and a DuckDB file's WAL, if there is
+        one): a rewritten file has other stamps; ``[]`` for other sources.  The column
+        cache and the fingerprint use these same stamps."""
         stamps = [_file_stamp(f) for f in self.files]
         if self.kind == "duckdb-file":
             wal = self.files[0] + ".wal"
@@ -146,7 +180,7 @@ class Source:
               ) -> dict[str, np.ndarray]:
         """The rows of ``cols`` that pass the SQL filter ``where`` and whose ``not_null``
         columns are not NULL, as numpy arrays (DuckDB's order of the table's rows); at
-        most ``limit`` rows (0: none, only the columns' types)."""
+        most ``limit`` rows (0: none, only the columns' types, :meth:`fetch_sql`)."""
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         conds = [f"({where})"] if where else []
@@ -154,9 +188,7 @@ class Source:
         sql = f"SELECT {', '.join(quote(c) for c in dict.fromkeys(cols))} FROM {quote(self.name)}"
         if conds:
             sql += " WHERE " + " AND ".join(conds)
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return self._numpy(sql)
+        return self.fetch_sql(sql, limit)
 
     def _numpy(self, sql: str) -> dict[str, np.ndarray]:
         """The result columns of ``sql`` as numpy arrays.
@@ -194,11 +226,63 @@ class Source:
         return out
 
     def fetch_sql(self, sql: str, limit: int | None = None) -> dict[str, np.ndarray]:
-        """The columns of a row query (built by :mod:`dpfast.session._answer`) as
-        arrays; at most ``limit`` rows."""
+        """The columns of a row query (built by :mod:`dpfast.session`) as arrays, read on
+        the locked engine; at most ``limit`` rows.  ``sql`` must be one ``SELECT``
+        (ValueError otherwise, :func:`dpfast.session._engine.check_statement`).
+
+        ``limit=0`` (the event probe, before the charge) reads **no row**: the query is
+        only bound (names and types resolved, nothing run), and the empty arrays come
+        from a query of typed NULLs with no row and no table (:meth:`_shape`) -- so no
+        filter, cast or join is evaluated on a private row before the charge."""
+        if self.kind == "dask":
+            raise ValueError("a Dask source has no SQL row access (use the release methods)")
+        _engine.check_statement(self.con, sql)
+        self._sync(rows=limit != 0)
+        if limit == 0:
+            return self._shape(sql)
         if limit is not None:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
         return self._numpy(sql)
+
+    def _shape(self, sql: str) -> dict[str, np.ndarray]:
+        """The empty result columns of ``sql`` with the dtypes its rows would have,
+        without running it: its relation is bound (DuckDB resolves names and types and
+        reads no row), then ``SELECT CAST(NULL AS type) AS name, ... LIMIT 0`` -- no
+        table -- goes through :meth:`_numpy` as the rows would."""
+        rel = self.con.sql(sql)
+        cells = ", ".join(("NULL" if str(t) == "NULL" else f"CAST(NULL AS {t})")
+                          + f" AS {quote(c)}" for c, t in zip(rel.columns, rel.types))
+        return self._numpy(f"SELECT {cells} LIMIT 0")
+
+    def _sync(self, rows: bool) -> None:
+        """Make the engine's copy of a DuckDB table current (:attr:`owner`; nothing for
+        other sources): the table's columns and types, and its rows if ``rows``.  The
+        copy is remade when the table changed: a database file's stamps, an owner's
+        connection's table digest (taken by :meth:`fingerprint`, which every release
+        runs first)."""
+        if self.registered is not None:
+            self._register()
+        if self.owner is None:
+            return
+        with self._sync_lock:
+            if self.kind == "duckdb-file":
+                key: Any = self.stamps()
+            else:
+                if self._owner_key is None:
+                    self._content_hash(())
+                key = self._owner_key
+            if self._copy is not None and self._copy[0] == key and (self._copy[1] or not rows):
+                return
+            assert self.table is not None
+            _engine.copy_table(self.owner, self.table, self.con, self.name, rows)
+            self._copy = (key, rows)
+
+    def _register(self) -> None:
+        """Register the DataFrame again under the table's name: DuckDB reads the arrays it
+        was given at registration, and a frame changed in place (pandas' copy-on-write
+        gives a changed column new arrays) must be read as it is now."""
+        with self._sync_lock:
+            self.con.register(self.name, self.registered)
 
     def select(self, cols: Sequence[str], where: str | None = None,
                limit: int | None = None) -> dict[str, np.ndarray]:
@@ -232,8 +316,8 @@ class Source:
         table's order: ``name -> (values, NULL mask or None)`` (values at NULL rows are
         arbitrary; NaN is a value).  For columns of :data:`_NUMPY_TYPES`: the dtypes and
         values ``fetchnumpy`` gives the row queries."""
-        sql = f"SELECT {', '.join(quote(c) for c in names)} FROM {quote(self.name)}"
-        res = self.con.sql(sql).fetchnumpy()
+        sql = f"SELECT {', '.join(quote(c) for c in names)} FROM {quote(self._meta_name)}"
+        res = self._meta.sql(sql).fetchnumpy()
         out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
         for name, a in zip(names, res.values()):
             null = None
@@ -262,38 +346,54 @@ class Source:
 
     # ----------------------------------------------------------------- fingerprint
     def fingerprint_public(self, name: str) -> str:
-        """The content hash of a whole public table (memoised)."""
-        key = ("public:" + name,)
-        if key not in self._memo:
-            duckdb = _duckdb()
-            names = self.con.sql(f"SELECT * FROM {quote(name)} LIMIT 0").columns
-            cells = ", ".join(quote(c) for c in names)
-            n, h = self.con.sql(
-                f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
-                f"FROM {quote(name)}").fetchall()[0]
-            self._memo[key] = _digest(["public", name, duckdb.__version__, int(n), h])
-        return self._memo[key]
+        """The content digest of a whole public table (computed on every call: a public
+        frame changed in place is another table)."""
+        duckdb = _duckdb()
+        names = self.con.sql(f"SELECT * FROM {quote(name)} LIMIT 0").columns
+        cells = ", ".join(quote(c) for c in names)
+        n, h = self.con.sql(
+            f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
+            f"FROM {quote(name)}").fetchall()[0]
+        return _digest(["public", name, duckdb.__version__, int(n), h])
 
     def fingerprint(self, cols: Sequence[str]) -> str:
-        """A fingerprint of the relevant columns ``cols`` (see the module docstring)."""
+        """A fingerprint of the relevant columns ``cols`` (see the module docstring),
+        computed now: every release calls it before it reads a row."""
         cols = tuple(sorted(set(cols)))
         if self.kind in ("parquet", "duckdb-file"):
             return _digest([self.kind, self.table, self.stamps(), cols])
-        if cols not in self._memo:
-            self._memo[cols] = self._content_hash(cols)
-        return self._memo[cols]
+        return self._content_hash(cols)
 
     def _content_hash(self, cols: tuple[str, ...]) -> str:
+        """The content digest of ``cols`` (a multiset digest of the rows' values, by
+        DuckDB: row count and the 128-bit sum of each row's 64-bit ``hash``; a total
+        function of the values: it cannot fail on them).  For an owner's DuckDB table, the
+        same scan digests every column too: the version :meth:`_sync` compares."""
         if self.kind == "dask":
             from dask.base import tokenize
 
             return _digest(["dask", tokenize(self.frame[list(cols)]), cols])
         duckdb = _duckdb()
         cells = ", ".join(quote(c) for c in cols) or "1"
-        n, h = self.con.sql(
-            f"SELECT count(*), coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR "
-            f"FROM {quote(self.name)}").fetchall()[0]
-        return _digest([self.kind, duckdb.__version__, int(n), h, cols])
+        sums = [f"coalesce(sum(hash({cells})::HUGEINT), 0)::VARCHAR"]
+        if self.owner is not None:
+            every = ", ".join(quote(c) for c in self.columns) or "1"
+            sums.append(f"coalesce(sum(hash({every})::HUGEINT), 0)::VARCHAR")
+        try:
+            if self.registered is not None:
+                self._register()
+            got = self._meta.sql(f"SELECT count(*), {', '.join(sums)} "
+                                 f"FROM {quote(self._meta_name)}").fetchall()[0]
+        except Exception:  # noqa: BLE001 - whatever it is, it may not tell before the charge
+            # rows DuckDB cannot read (a frame's object column holding a value of another
+            # type than its sample): this runs before the charge, so no error may tell;
+            # a fingerprint that never repeats makes it a miss, charged, whose computation
+            # then fails with the one fixed failure
+            self._owner_key = None
+            return _digest(["unreadable", os.urandom(16).hex()])
+        if self.owner is not None:
+            self._owner_key = (int(got[0]), got[2])
+        return _digest([self.kind, duckdb.__version__, int(got[0]), got[1], cols])
 
 
 def _digest(obj: Any) -> str:
@@ -305,45 +405,52 @@ def make_source(source: Any, *, table: str | None = None, name: str | None = Non
                 public: dict[str, Any] | None = None,
                 column_cache: int = _colcache.DEFAULT_BUDGET) -> Source:
     """Wrap ``source`` (see :class:`dpfast.Session`); ``public`` tables are registered on
-    the same DuckDB connection for SQL joins; a file source gets a column cache of
+    the same (locked) DuckDB connection for SQL joins, under names that shadow no other
+    table (ValueError naming the public table); a file source gets a column cache of
     ``column_cache`` bytes (0: none)."""
     column_cache = _colcache.check_budget(column_cache)
+    public = dict(public or {})
     if _is_dask(source):
         if public:
             raise ValueError("public tables need a DuckDB-backed source, not a Dask one")
         return Source("dask", _table_name(name or "data", "name"), frame=source)
     duckdb = _duckdb()
+    for pname in public:
+        _table_name(pname, "public table name")
+    public_files = [os.path.abspath(os.fspath(f)) for f in public.values()
+                    if isinstance(f, (str, os.PathLike))]
     if isinstance(source, duckdb.DuckDBPyConnection):
         if table is None:
             raise ValueError("a DuckDB connection needs table= (the private table's name)")
         tname = _table_name(table, "table")
-        src = Source("duckdb", tname, con=source, table=tname)
+        src = Source("duckdb", tname, con=_engine.connect(duckdb, public_files), table=tname,
+                     owner=source)
     elif _is_pandas(source) or _is_polars(source):
-        con = duckdb.connect()
+        con = _engine.connect(duckdb, public_files)
         nm = _table_name(name or "data", "name")
         con.register(nm, source)
         src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con,
                      frame=source if _is_pandas(source) else None)
+        src.registered = source
     elif isinstance(source, (str, os.PathLike)) or (
             isinstance(source, (list, tuple)) and source
             and all(isinstance(s, (str, os.PathLike)) for s in source)):
         paths = [os.fspath(s) for s in (source if isinstance(source, (list, tuple))
                                          else [source])]
-        src = _file_source(duckdb, paths, table, name)
+        src = _file_source(duckdb, paths, table, name, public_files)
     else:
         raise TypeError("source must be a pandas or Polars DataFrame, a Dask DataFrame, "
                         "Parquet file(s), a DuckDB database file or connection, got "
                         f"{type(source).__name__}")
-    for pname, frame in (public or {}).items():
-        _table_name(pname, "public table name")
-        if pname == src.name:
-            raise ValueError(f"public table {pname!r} has the private table's name")
+    _engine.check_names(src.name, public, src.con)
+    for pname, frame in public.items():
         if isinstance(frame, (str, os.PathLike)):
             src.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(pname)} AS SELECT * FROM "
-                            f"read_parquet('{_sql_str(os.fspath(frame))}')")
+                            f"read_parquet('{_sql_str(os.path.abspath(os.fspath(frame)))}')")
         else:
             src.con.register(pname, frame)
-    src.public = frozenset(public or ())
+    _engine.lock(src.con)
+    src.public = frozenset(public)
     if src.files and column_cache:
         src.column_cache = _colcache.ColumnCache(column_cache)
     return src
@@ -353,8 +460,8 @@ def _sql_str(s: str) -> str:
     return s.replace("'", "''")
 
 
-def _file_source(duckdb: Any, paths: list[str], table: str | None, name: str | None
-                 ) -> Source:
+def _file_source(duckdb: Any, paths: list[str], table: str | None, name: str | None,
+                 public_files: list[str]) -> Source:
     files: list[str] = []
     for p in paths:
         hits = sorted(glob.glob(p)) if any(ch in p for ch in "*?[") else [p]
@@ -365,16 +472,17 @@ def _file_source(duckdb: Any, paths: list[str], table: str | None, name: str | N
         if not os.path.isfile(f):
             raise FileNotFoundError(f"source file not found: {f}")
     if all(f.endswith(".parquet") for f in files):
-        con = duckdb.connect()
+        full = [os.path.abspath(f) for f in files]
+        con = _engine.connect(duckdb, full + public_files)
         stem = os.path.splitext(os.path.basename(files[0]))[0]
         nm = _table_name(name or (stem if _NAME.match(stem) else "data"), "name")
-        lst = ", ".join(f"'{_sql_str(os.path.abspath(f))}'" for f in files)
+        lst = ", ".join(f"'{_sql_str(f)}'" for f in full)
         con.execute(f"CREATE VIEW {quote(nm)} AS SELECT * FROM read_parquet([{lst}])")
         return Source("parquet", nm, con=con, files=files, table=nm)
     if len(files) != 1:
         raise ValueError("several source files must all be Parquet (.parquet)")
-    con = duckdb.connect(files[0], read_only=True)
-    tables = [r[0] for r in con.execute(
+    owner = duckdb.connect(files[0], read_only=True)
+    tables = [r[0] for r in owner.execute(
         "SELECT table_name FROM information_schema.tables").fetchall()]
     if table is None:
         if len(tables) != 1:
@@ -384,4 +492,5 @@ def _file_source(duckdb: Any, paths: list[str], table: str | None, name: str | N
     tname = _table_name(table, "table")
     if tname not in tables:
         raise ValueError(f"table {tname!r} is not in {files[0]} ({', '.join(sorted(tables))})")
-    return Source("duckdb-file", tname, con=con, files=files, table=tname)
+    return Source("duckdb-file", tname, con=_engine.connect(duckdb, public_files),
+                  files=files, table=tname, owner=owner)

@@ -107,8 +107,8 @@ class Session:
         Bytes of decoded columns a file source (Parquet files, a DuckDB database file)
         keeps in memory between queries (default 1 GiB; 0: none): queries without a join
         or a row filter then read them instead of asking DuckDB to decode the file again.
-        Kept per column with its NULL mask, valid while the files keep their path, size
-        and modification time (and a DuckDB file its WAL), least recently used evicted
+        Kept per column with its NULL mask, valid while the files keep their stamps (path,
+        size, times, inode, footer digest; and a DuckDB file its WAL), least recently used evicted
         first (:mod:`dpfast.session._colcache`).  It changes no release and no charge.
 
     Notes
@@ -131,7 +131,10 @@ class Session:
     adaptive sequence (:class:`dpfast.Budget`).  A row filter (``where``) is applied per
     row before contribution bounding, so it does not change the sensitivity.  Cache hits
     are post-processing of earlier releases and cost nothing (Dwork and Roth 2014,
-    Proposition 2.1).
+    Proposition 2.1).  Whatever fails after the charge raises
+    :class:`~dpfast.session.ReleaseFailedError` with a fixed message and nothing chained
+    (a ``failed`` ledger row); analysts' row queries run on a locked DuckDB connection
+    (:mod:`dpfast.session._engine`).
     """
 
     def __init__(self, source: Any, *, privacy_unit: str | None, bounds: dict[str, Any]
