@@ -56,10 +56,7 @@ def _refused(s: dpfast.Session, reason: str, call) -> None:
     "strptime(dest, '%Y-%m-%d') IS NULL",           # a failing strptime: NULL
     "year // (year - year) = 1",                    # integer division by zero: NULL
     "year % (year - year) = 1",
-    "year / (year - year) IS NULL",
-    "year * 9223372036854775807 > 0",               # overflow: NULL
-    "-(year * 4611686018427387904) < 0",
-    "abs(year - 9223372036854775807 - 10) > 0",
+    "year * year * year * year * year * year > 0",  # integer overflow: NULL
 ])
 def test_non_total_operations_have_declared_semantics(where: str) -> None:
     """Channel 1: an operation that fails on some row is NULL there (TRY_CAST,

@@ -356,6 +356,8 @@ def plan(text: str, src: Source, unit: str | None) -> Query:
 
     if not isinstance(text, str):
         raise TypeError(f"query must be a str, got {type(text).__name__}")
+    if src.kind == "dask":
+        raise ValueError("SQL needs a DuckDB-backed source, not a Dask one")
     tree = _parse(text)
     _check_clauses(tree)
     scope, join_nodes = _scope(tree, src)
