@@ -14,7 +14,6 @@ import numpy as np
 from dpfast import tables as _tables
 
 from . import _cache, _query, _spec
-from ._source import quote
 from .sql import SqlRefusedError, plan
 
 __all__ = ["SqlRelease", "run", "sql_release"]
@@ -149,7 +148,7 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
             "max_partitions": k, "max_per_partition": c,
             "domain": _spec.domain_fingerprint(domain)}
     what = f"sql {agg.name} = {agg.label}" + (
-        f" by {', '.join(quote(k.name) for k in plan.keys)}" if plan.keys else "")
+        f" by {', '.join(k.name for k in plan.keys)}" if plan.keys else "")
     kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
                   max_partitions=k, max_per_partition=c, rng=self.rng, note=what)
     if bounds is not None:

@@ -459,7 +459,10 @@ class _Reader:
 def read(node: Any, resolve: Callable[[Any], Col], what: str) -> Expr:
     """The whitelist tree of the per-row condition ``node`` (a sqlglot expression) whose
     columns ``resolve`` finds; refused (:class:`SqlRefusedError`) unless a condition."""
-    e = _Reader(resolve).read(node)
+    try:
+        e = _Reader(resolve).read(node)
+    except RecursionError:
+        raise SqlRefusedError("syntax", f"{what} is nested too deeply") from None
     if e.kind not in ("bool", "null"):
         raise SqlRefusedError("type", f"{what} must be a condition (a boolean), got "
                               f"{e.kind}")
