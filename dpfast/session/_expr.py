@@ -237,6 +237,47 @@ _CASTS = {"BOOLEAN": "BOOLEAN", "TINYINT": "TINYINT", "SMALLINT": "SMALLINT",
           "DECIMAL": "DECIMAL"}
 
 
+_PLAIN = frozenset({"this", "expression"})
+#: the arguments dpfast reads of each whitelisted node; a node with another argument set
+#: (``BETWEEN SYMMETRIC``, ``WEEK(x, mode)``, ``SUBSTRING`` from 0...) is refused, not
+#: answered as if the argument were not there
+_ARGS: dict[str, frozenset[str]] = {
+    **{k: _PLAIN for k in (*_COMPARE, *_ARITH, "And", "Or", "Like", "ILike", "DPipe",
+                           "Nullif", "Extract", "Is")},
+    **{k: frozenset({"this"}) for k in (*_PART_FUNCS, "Paren", "Neg", "Not", "Abs",
+                                        "Lower", "Upper", "Length", "Boolean")},
+    "Null": frozenset(), "Column": frozenset({"this", "table", "db", "catalog"}),
+    "Literal": frozenset({"this"}), "In": frozenset({"this", "expressions", "query",
+                                                      "unnest", "field"}),
+    "Between": frozenset({"this", "low", "high"}), "Concat": frozenset({"expressions"}),
+    "Trim": frozenset({"this", "expression", "position", "collation"}),
+    "Substring": frozenset({"this", "start", "length"}),
+    "Coalesce": frozenset({"this", "expressions"}), "Case": frozenset({"this", "ifs",
+                                                                       "default"}),
+    "Cast": frozenset({"this", "to", "format", "action", "default"}),
+    "StrToTime": frozenset({"this", "format", "zone", "target_type", "default_year",
+                            "nlsparam"}),
+    "Anonymous": frozenset({"this", "expressions"}),
+}
+_ARGS["TryCast"] = _ARGS["Cast"] | {"requires_string", "null_on_text_overflow",
+                                    "probe_date_format"}
+#: flags that do not change what a whitelisted node computes in DuckDB
+_FLAGS = frozenset({"safe", "typed", "is_string", "is_nvl", "is_null", "coalesce",
+                    "_type", "negate"})
+
+
+def _check_args(node: Any, kind: str) -> None:
+    allowed = _ARGS.get(kind)
+    if allowed is None:
+        return
+    extra = sorted(k for k, v in node.args.items()
+                   if v is not None and v is not False and v != [] and k not in allowed
+                   and k not in _FLAGS)
+    if extra:
+        raise SqlRefusedError("expression", f"{node.sql('duckdb')}: {kind} with "
+                              f"{', '.join(extra)} is not in the whitelist")
+
+
 class _Reader:
     """Reads a sqlglot expression into the whitelist tree (see the module docstring)."""
 
@@ -248,6 +289,7 @@ class _Reader:
         from sqlglot import exp
 
         kind = type(node).__name__
+        _check_args(node, kind)
         if isinstance(node, exp.Paren):
             return self.read(node.this)
         if node.args.get("negate"):  # s NOT LIKE 'x', x NOT BETWEEN ...
