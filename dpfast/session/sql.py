@@ -42,11 +42,13 @@ from typing import Any
 from . import _expr, _relation
 from ._expr import Col
 from ._query import Agg, Query
-from ._refuse import REASONS, SqlRefusedError
+from ._refuse import REASONS, SqlRefusedError  # noqa: F401 (re-exported)
 from ._relation import Scope, Table
 from ._source import Source, quote
 
-__all__ = ["REASONS", "SqlRefusedError", "plan", "row_filter"]
+# REASONS and SqlRefusedError (dpfast.session._refuse) are re-exported here and documented
+# as dpfast.session.REASONS / dpfast.session.SqlRefusedError
+__all__ = ["plan", "row_filter"]
 
 
 def _sqlglot() -> Any:
