@@ -187,8 +187,9 @@ def test_joins_are_equalities_on_a_public_key(join: str) -> None:
 
 
 def test_equality_joins_still_answered() -> None:
-    """Channel 3: the whitelisted joins work, with and without a unit; USING too; a key
-    that is not unique is refused without a unit (checked on the public table)."""
+    """Channel 3 (a guard, passes before and after): the whitelisted joins work, with and
+    without a unit; USING too; a key that is not unique is refused without a unit (checked
+    on the public table)."""
     by_dest = AIRPORTS.rename(columns={"code": "dest"})
     for unit in (None, "pid"):
         s = _session(unit=unit, public={"airports": AIRPORTS, "ap": by_dest})
@@ -238,8 +239,8 @@ def test_sql_answered_as_it_says_or_refused_before_the_charge(query: str, reason
 
 
 def test_var_pop_is_the_population_variance() -> None:
-    """Channel 5: VAR_POP / STDDEV_POP are answered by dpfast.tables.variance / std (the
-    population statistics), bit for bit."""
+    """Channel 5 (a guard, passes before and after): VAR_POP is answered by
+    dpfast.tables.variance (the population statistic), bit for bit."""
     df = _frame()
     s = _session(df)
     res = s.sql("SELECT dest, VAR_POP(arr_delay) AS v FROM flights GROUP BY dest",
@@ -301,8 +302,9 @@ def test_comments_never_reach_the_engine(tmp_path, monkeypatch, vulnerable: bool
 
 
 def test_installed_sqlglot_escapes_comments() -> None:
-    """Channel 4: the sqlglot dpfast needs (>= 30.0.3) escapes ``*/`` in a re-emitted
-    comment: fails on a vulnerable version (the pin in pyproject.toml)."""
+    """Channel 4: the sqlglot dpfast needs (>= 30.0.3, the pin in pyproject.toml) escapes
+    ``*/`` in a re-emitted comment: fails with a vulnerable sqlglot (<= 30.0.0), whatever
+    dpfast's code."""
     text = "SELECT 1 WHERE x = 1 --*/ ; COPY (SELECT 1) TO 'p' ; /*"
     out = sqlglot.transpile(text, read="duckdb", write="duckdb")
     assert len(out) == 1
