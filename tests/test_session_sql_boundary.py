@@ -239,8 +239,8 @@ def test_sql_answered_as_it_says_or_refused_before_the_charge(query: str, reason
 
 
 def test_var_pop_is_the_population_variance() -> None:
-    """Channel 5 (a guard, passes before and after): VAR_POP is answered by
-    dpfast.tables.variance (the population statistic), bit for bit."""
+    """Channel 5 (a guard, passes before and after): VAR_POP / STDDEV_POP are answered by
+    dpfast.tables.variance / std (the population statistics), bit for bit."""
     df = _frame()
     s = _session(df)
     res = s.sql("SELECT dest, VAR_POP(arr_delay) AS v FROM flights GROUP BY dest",
@@ -250,6 +250,12 @@ def test_var_pop_is_the_population_variance() -> None:
                                     domain=DESTS, rng=dpfast.default_rng(KEY))
     assert res.releases["v"].values.tobytes() == direct.values.tobytes()
     assert res.releases["v"].event == direct.event
+    sd = _session(df).sql("SELECT dest, STDDEV_POP(arr_delay) AS sd FROM flights "
+                          "GROUP BY dest", epsilon=1.0)
+    direct = dpfast.tables.std(df.arr_delay.to_numpy(), df.dest.to_numpy(dtype=object),
+                               df.pid.to_numpy(), bounds=(-20.0, 80.0), epsilon=1.0,
+                               domain=DESTS, rng=dpfast.default_rng(KEY))
+    assert sd.releases["sd"].values.tobytes() == direct.values.tobytes()
 
 
 def test_a_comment_changes_nothing() -> None:
