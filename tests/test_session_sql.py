@@ -133,6 +133,16 @@ REFUSED = [
     ("SELECT carrier, COUNT(*) FROM flights GROUP BY carrier", "no_keys_selection"),
     ("SELECT COUNT(*) FROM flights WHERE", "syntax"),
     ("SELECT 1; SELECT 2", "syntax"),
+    # the whitelist query model (issue 36)
+    ("SELECT VARIANCE(arr_delay) FROM flights", "sample_statistic"),
+    ("SELECT dest, COUNT(*) FROM flights GROUP BY dest QUALIFY dest = 'BOS'", "clause"),
+    ("SELECT dest, COUNT(*) AS n, COUNT(*) AS n FROM flights GROUP BY dest", "output_name"),
+    ("SELECT COUNT(*) FROM flights WHERE nope = 1", "column"),
+    ("SELECT COUNT(*) FROM flights AS f(a, b, c, d, pid)", "column_alias"),
+    ("SELECT COUNT(*) FROM flights JOIN airports ON code IS NOT NULL", "join_predicate"),
+    ("SELECT COUNT(*) FROM flights WHERE error('x') IS NULL", "function"),
+    ("SELECT COUNT(*) FROM flights WHERE year = ?", "expression"),
+    ("SELECT COUNT(*) FROM flights WHERE dest = 5", "type"),
 ]
 
 

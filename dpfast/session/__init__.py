@@ -4,9 +4,10 @@ analysts' sub-budgets, a usage report and aggregate SQL.
 * :mod:`.session`: :class:`Session` (the releases of :mod:`dpfast.tables` over one private
   table, through the cache) and :class:`Analyst` (a session seen by one analyst), with the
   dispatch table :data:`STATISTICS`;
-* :mod:`.sql`: the private SQL subset (sqlglot parses, DuckDB does the row work) and its
-  refusals (:class:`SqlRefusedError`, :data:`REASONS`); :mod:`._answer`: running a planned
-  query, :class:`SqlRelease`;
+* :mod:`.sql`: the private SQL subset, read into dpfast's query model (:mod:`._query`,
+  :mod:`._relation`, :mod:`._expr`: the whitelist; dpfast generates the SQL DuckDB runs)
+  and its refusals (:class:`SqlRefusedError`, :data:`REASONS`, in :mod:`._refuse`);
+  :mod:`._answer`: running a planned query, :class:`SqlRelease`;
 * :mod:`._source` (the data source and its fingerprint), :mod:`._engine` (the locked
   DuckDB connection analysts' row queries run on), :mod:`._spec` (the normalized
   query spec and query id), :mod:`._cache` (the event probe, the payloads), :mod:`._store`
@@ -27,9 +28,9 @@ _PUBLIC: dict[str, str] = {
     "Analyst": "dpfast.session.session",
     "STATISTICS": "dpfast.session.session",
     "SqlRelease": "dpfast.session._answer",
-    "SqlRefusedError": "dpfast.session.sql",
+    "SqlRefusedError": "dpfast.session._refuse",
     "ReleaseFailedError": "dpfast._core.errors",
-    "REASONS": "dpfast.session.sql",
+    "REASONS": "dpfast.session._refuse",
 }
 
 __all__ = sorted(_PUBLIC)

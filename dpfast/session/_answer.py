@@ -13,8 +13,7 @@ import numpy as np
 
 from dpfast import tables as _tables
 
-from . import _cache, _spec
-from ._source import quote
+from . import _cache, _query, _spec
 from .sql import SqlRefusedError, plan
 
 __all__ = ["SqlRelease", "run", "sql_release"]
@@ -92,18 +91,21 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
     p = plan(text, src, unit)
     for a in p.aggs:
         if a.statistic not in STATISTICS:
-            raise SqlRefusedError("unavailable", f"{a.sql} needs dpfast.tables."
+            raise SqlRefusedError("unavailable", f"{a.label} needs dpfast.tables."
                                   f"{a.statistic}, which this version does not have")
         if STATISTICS[a.statistic].value:
-            col = a.column.split(".")[-1].strip('"') if a.column else None
-            if col not in session.bounds:
-                raise SqlRefusedError("unbounded", f"{a.sql} needs public bounds for {col}: "
+            assert a.column is not None and a.column.table == 0
+            if a.column.name not in session.bounds:
+                col = a.column.name
+                raise SqlRefusedError("unbounded", f"{a.label} needs public bounds for {col}: "
                                       f"Session(bounds={{{col!r}: (lo, hi)}})")
-    domain = session._domain([k.split(".")[-1].strip('"') for k in p.keys]) if p.keys \
-        else np.zeros(1, np.int64)
+    # public key domains are the private table's columns' (a public table's column of the
+    # same name is another column)
+    domain = (session._domain([k.name for k in p.keys]) if p.private_keys else None) \
+        if p.keys else np.zeros(1, np.int64)
     m = len(p.aggs)
     if domain is None and not delta:
-        raise SqlRefusedError("no_keys_selection", f"GROUP BY {', '.join(p.keys)}: give "
+        raise SqlRefusedError("no_keys_selection", f"GROUP BY {', '.join(p.key_names)}: give "
                               "domains= for these columns or delta > 0")
     eps, r = _split(epsilon, m), _split(rho, m)
     public_keys = domain is not None
@@ -117,14 +119,12 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
         rel = sql_release(session, p, a, epsilon=eps, delta=d, rho=r, noise=noise,
                           domain=domain, max_partitions=max_partitions,
                           max_per_partition=max_per_partition, need=need)
-        if a.name in releases:
-            raise SqlRefusedError("syntax", f"two output columns named {a.name}")
-        releases[a.name] = rel
+        releases[a.name] = rel  # names are unique (checked by plan, before any charge)
         if domain is None:
             domain = rel.keys
             if len(rel) == 0:
                 break
-    names = p.key_names if p.keys else ["__all"]
+    names = list(p.key_names) if p.keys else ["__all"]
     return SqlRelease(releases, names, p.order, rule)
 
 
@@ -138,20 +138,8 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
     stat = STATISTICS[agg.statistic]
     k = self.max_partitions if max_partitions is None else max_partitions
     c = self.max_per_partition if max_per_partition is None else max_per_partition
-    sel = [f"{e} AS __k{i}" for i, e in enumerate(plan.keys)] or ["0 AS __k0"]
-    notnull = list(plan.keys)
-    if pid:
-        sel.append(f"{quote(plan.private_alias)}.{quote(pid)} AS __pid")
-        notnull.append(f"{quote(plan.private_alias)}.{quote(pid)}")
-    if agg.column is not None:
-        if stat.value:
-            sel.append(f"{agg.column} AS __v")
-        notnull.append(agg.column)
-    conds = ([f"({plan.where})"] if plan.where else []) + [
-        f"{e} IS NOT NULL" for e in notnull]
-    row_sql = (f"SELECT {', '.join(sel)} FROM {plan.relation}"
-               + (f" WHERE {' AND '.join(conds)}" if conds else ""))
-    bounds = self.bounds[agg.column.split(".")[-1].strip('"')] if stat.value else None
+    row_sql = _query.rows_sql(plan, agg, pid, stat.value)
+    bounds = self.bounds[agg.column.name] if stat.value else None
     spec = {"statistic": agg.statistic, "rows": row_sql, "extra": agg.extra,
             "source": src.fingerprint(_sql_columns(self, plan, agg)),
             "public": [src.fingerprint_public(t) for t in plan.public_used],
@@ -159,8 +147,8 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
             "noise": noise, "bounds": None if bounds is None else list(bounds),
             "max_partitions": k, "max_per_partition": c,
             "domain": _spec.domain_fingerprint(domain)}
-    what = f"sql {agg.name} = {agg.sql}" + (
-        f" by {', '.join(plan.keys)}" if plan.keys else "")
+    what = f"sql {agg.name} = {agg.label}" + (
+        f" by {', '.join(k.name for k in plan.keys)}" if plan.keys else "")
     kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
                   max_partitions=k, max_per_partition=c, rng=self.rng, note=what)
     if bounds is not None:
@@ -172,17 +160,17 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
     # a plain GROUP BY of the private table's columns (no join, no WHERE): a pandas
     # source's rows are read from the frame in place, a file source's from its column
     # cache (the arrays DuckDB would give: Source.plain_rows)
-    plain = {f"__k{i}": c for i, c in enumerate(plan.key_columns)} \
-        if plan.keys and not plan.public_used and plan.where is None else None
+    plain = {f"__k{i}": k.name for i, k in enumerate(plan.keys)} \
+        if plan.keys and not plan.joins and plan.where is None else None
     if plain is not None:
-        plain_notnull = list(plan.key_columns)
+        plain_notnull = [k.name for k in plan.keys]
         if pid:
             plain["__pid"] = pid
             plain_notnull.append(pid)
         if agg.column is not None:
             if stat.value:
-                plain["__v"] = agg.column_name
-            plain_notnull.append(agg.column_name)
+                plain["__v"] = agg.column.name
+            plain_notnull.append(agg.column.name)
 
     def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
         got = None if plain is None else src.plain_rows(plain, plain_notnull, limit)
@@ -203,9 +191,9 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
 
 
 def _sql_columns(self: Any, plan: Any, agg: Any) -> list[str]:
-    cols = set(self._source.columns)
-    used = {c.split(".")[-1].strip('"') for c in plan.keys + [agg.column or ""]}
-    used |= set(plan.columns)
+    """The private table's columns the generated row query reads (resolved real names:
+    the keys, the condition, the join keys, every aggregate's column, the unit)."""
+    used = set(plan.columns)
     if self.privacy_unit:
         used.add(self.privacy_unit)
-    return sorted(used & cols)
+    return sorted(used)

@@ -72,8 +72,10 @@ def column_names(by: Any, what: str = "by") -> list[str]:
 
 
 def normalize_where(where: Any, src: Any) -> tuple[str | None, list[str]]:
-    """The canonical SQL text of a row filter and the columns it reads; refuses what is not
-    a per-row condition (subqueries, aggregates, window functions)."""
+    """The SQL dpfast generates for a row filter and the real columns it reads: ``where``
+    is read into the whitelist of :func:`dpfast.session.sql.row_filter` (one model and
+    generator for every ``where=`` and SQL ``WHERE``); anything else is refused
+    (:class:`dpfast.session.SqlRefusedError`) before any charge."""
     if where is None:
         return None, []
     if not isinstance(where, str) or not where.strip():

@@ -213,7 +213,8 @@ class Session:
     def count(self, by: Any, *, epsilon: float | None = None, delta: float = 0.0,
               where: str | None = None, **options: Any) -> Any:
         """:func:`dpfast.tables.count` of the rows per ``by`` key (passing ``where``, a SQL
-        condition on the row's columns, evaluated by DuckDB), through the cache.
+        condition on the row's columns of the whitelist of :mod:`dpfast.session.sql`, from
+        which dpfast generates the SQL DuckDB evaluates), through the cache.
         ``options``: ``rho``, ``noise``, ``max_partitions``, ``max_per_partition``,
         ``domain`` (overrides the session's ``domains``), ``note``, ``bounding``."""
         return self.release("count", by, epsilon=epsilon, delta=delta, where=where,
