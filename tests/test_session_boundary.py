@@ -219,7 +219,7 @@ def test_public_errors_before_the_charge_stay_clear(tmp_path) -> None:
     s = _session(tmp_path)
     with pytest.raises(ValueError, match="key column 'nope'"):
         s.count("nope", epsilon=1.0)
-    with pytest.raises(ValueError, match="where column"):
+    with pytest.raises(ValueError, match=r"refused \(column\): 'nope' is not a column"):
         s.count("k", epsilon=1.0, where="nope > 1")
     with pytest.raises(ValueError):
         s.sql("SELECT k, COUNT(*) FROM data GROUP BY k HAVING COUNT(*) > 1", epsilon=1.0)
