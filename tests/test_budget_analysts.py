@@ -554,3 +554,60 @@ def test_threads_asking_one_new_query_compute_it_once():
     with pytest.raises(ValueError, match="cannot accept any charge"):
         Budget(1.0, 1e-6, accounting="advanced").add_analyst("tiny", epsilon=0.5,
                                                              delta=5e-324)
+
+
+# --------------------------------------------------------------------------- names, registry
+
+BAD_NAMES = ["", "al\nice", "alice\n", "\x1b[31mred", "a\x00b", "\u202eevil", "x\u2066y",
+             "a" * 65, "a b", "-a", "ali\rce", "a\tb"]
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+def test_analyst_names_are_restricted_everywhere(bad):
+    """Channel 7 of issue 36: analyst names were stored and printed verbatim (a newline
+    forged a usage row; ANSI escapes, NUL, bidi controls reached terminals).  Every way a
+    name enters is refused now (ValueError naming the parameter), nothing recorded."""
+    b = Budget(1.0, accounting="mixed")
+    calls = [(lambda: b.add_analyst(bad, epsilon=0.5), "name"),
+             (lambda: b.analyst(bad), "name")]
+    if bad:  # (an empty analyst is "no analyst" for a charge)
+        calls += [(lambda: b.spend(ev.Epsilon(Q), analyst=bad), "analyst"),
+                  (lambda: b.fits(ev.Epsilon(Q), analyst=bad), "analyst"),
+                  (lambda: b.query("q", ev.Epsilon(Q), analyst=bad).__enter__(), "analyst")]
+    for call, param in calls:
+        with pytest.raises(ValueError, match=f"^{param} must") as info:
+            call()
+        assert str(info.value).isprintable()  # the message shows the name escaped
+    assert b.history(include_refused=True) == [] and b.analysts() == {}
+    b.close()
+
+
+def test_good_names_and_the_registry():
+    b = Budget(1.0, 1e-6, accounting="mixed")
+    for name in ("alice", "a.b_c-d@example.org", "A" * 64, "7"):
+        b.add_analyst(name, epsilon=Q)
+    assert set(b.analysts()) == {"alice", "a.b_c-d@example.org", "A" * 64, "7"}
+    assert b.analysts()["alice"] == (Q, 1e-6)
+    with pytest.raises(ValueError, match="'mallory' is not registered"):
+        b.analyst("mallory", epsilon=Q)  # naming an analyst creates nothing
+    assert "mallory" not in b.analysts()
+    b.close()
+
+
+def test_ledger_text_is_printed_escaped(tmp_path):
+    """Channel 7 of issue 36: notes and query ids are free text, printed by ``ledger
+    show`` and the usage report; no control character reaches the terminal (and a
+    newline cannot forge a row)."""
+    path = tmp_path / "esc.sqlite"
+    b = Budget(1.0, 1e-6, ledger=path, accounting="mixed")
+    evil = "ok\n2  2026-01-01 00:00:00  charged  forged\x1b[2J\x00\u202e"
+    b.add_analyst("ana", epsilon=0.5)
+    b.spend(ev.Epsilon(Q), note=evil, analyst="ana", query_id="q\x1b[31m\nforged")
+    report = str(b.usage().lines("query"))
+    b.close()
+    for out in (_cli("ledger", "show", str(path)).stdout,
+                _cli("ledger", "show", str(path), "--by", "query").stdout, report):
+        assert not any(c in out for c in ("\x1b", "\x00", "\u202e", "\r"))
+        assert not any(line.startswith(("2  2026", "forged")) for line in out.splitlines())
+    shown = _cli("ledger", "show", str(path)).stdout
+    assert "ok\\n2" in shown

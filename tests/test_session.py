@@ -241,6 +241,46 @@ def test_only_registered_analysts_get_a_view() -> None:
     assert len(s.budget.history(include_refused=True)) == rows
 
 
+def test_a_ledger_is_bound_to_one_privacy_unit(tmp_path: object) -> None:
+    """Channel 10 of issue 36 (first half): sessions with different privacy units were
+    accepted on one ledger, so its total mixed two neighbouring relations and bounded
+    neither.  The ledger now records the unit of its first session; a session with
+    another unit is refused at construction, nothing charged."""
+    led = os.path.join(str(tmp_path), "unit.db")
+    df = _frame(500)
+    kw = dict(domains={"dest": DESTS}, ledger=led)
+    s = dpfast.Session(df, privacy_unit="pid", epsilon=2.0, **kw)
+    assert s.bound_unit and s.budget.privacy_unit()["column"] == "pid"
+    s.count("dest", epsilon=0.5)
+    s.close()
+    for other in (None, "year"):
+        with pytest.raises(ValueError, match="privacy_unit .* is not the privacy unit"):
+            dpfast.Session(df, privacy_unit=other, **kw)
+    b = dpfast.Budget.from_ledger(led)
+    assert len(b.history(include_refused=True)) == 1 and b.spent().epsilon == 0.5
+    assert b.privacy_unit() == {"column": "pid", "relation": "add or remove one person: "
+                                "all rows with one value of column 'pid'"}
+    with pytest.raises(ValueError, match="privacy_unit"):
+        b.bind_privacy_unit(None)
+    b.close()
+    again = dpfast.Session(df, privacy_unit="pid", **kw)  # the same unit: accepted
+    assert not again.bound_unit
+    again.close()
+
+
+def test_a_ledger_without_a_unit_adopts_the_first_sessions() -> None:
+    """A ledger of an earlier dpfast (or one charged by the table functions only) has no
+    unit: the first session binds it, and the next session must agree."""
+    b = dpfast.Budget(2.0, 1e-5, accounting="mixed")
+    b.spend(dpfast.events.Epsilon(0.25))
+    assert b.privacy_unit() is None
+    first = dpfast.Session(_frame(300), privacy_unit=None, budget=b, name="flights")
+    assert first.bound_unit and b.privacy_unit()["column"] is None
+    with pytest.raises(ValueError, match="privacy_unit 'pid' is not the privacy unit"):
+        dpfast.Session(_frame(300), privacy_unit="pid", budget=b, name="flights")
+    assert len(b.history(include_refused=True)) == 1
+
+
 _WORKER = textwrap.dedent("""
     import sys
     import dpfast

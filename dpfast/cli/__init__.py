@@ -15,8 +15,10 @@ Conventions (tested with real subprocess calls):
 * Errors are one line on stderr (``dpfast: error: ...``), never a traceback; a
   command raises :class:`CliError` (or ``ValueError``/``TypeError``/``OSError``
   for bad input) and ``main`` prints it.  Any other exception is a runtime error: one
-  line naming its type, exit 1.  Every message is printed escaped
-  (:func:`dpfast.budget.names.shown`): no control character reaches the terminal.
+  line naming its type but not its message (an engine's message may quote private
+  values: run the release through the Python API to debug it), exit 1.  Every message
+  is printed escaped (:func:`dpfast.budget.names.shown`): no control character reaches
+  the terminal.
 * An output path is checked before anything is read or charged
   (:func:`dpfast.cli._io.check_paths`): never an input file (nor a link to one), nor the
   ledger; its directory must exist and be writable.
@@ -154,8 +156,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpfast: interrupted", file=sys.stderr)
         return 130
+    except ImportError as exc:  # a missing optional dependency: its message says which
+        _error(str(exc))
+        return 1
     except Exception as exc:  # a runtime error: one line, never a traceback
-        _error(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        _error(f"the command failed ({type(exc).__name__}); its message is not shown, as "
+               "it may quote private data")
         return 1
 
 

@@ -231,10 +231,6 @@ def _answer(args: argparse.Namespace, dpfast: Any, budget: Any, opened: Any,
                              rng=read_key_file(args.seed_key_file), public=public,
                              max_partitions=args.max_partitions,
                              max_per_partition=args.max_per_partition)
-    if session.bound_unit and args.ledger:
-        what = "one row" if unit is None else f"column {unit!r}"
-        print(f"ledger {args.ledger}: bound to the privacy unit {what} (every later "
-              "release on it must use the same --privacy-unit)", file=sys.stderr)
     check_columns(args.sql, list(session._source.columns), public, session._source.name)
     who = session
     if args.analyst is not None:
@@ -258,5 +254,9 @@ def _answer(args: argparse.Namespace, dpfast: Any, budget: Any, opened: Any,
             if cached else "")
     print(f"{note}budget spent: epsilon {spent.epsilon:.4g} of {budget.epsilon:g}"
           + (f" (ledger {args.ledger})" if args.ledger else ""), file=sys.stderr)
+    if session.bound_unit and args.ledger:
+        what = "one row" if unit is None else f"column {unit!r}"
+        print(f"ledger {args.ledger}: bound to the privacy unit {what} (every later "
+              "release on it must use the same --privacy-unit)", file=sys.stderr)
     session.close()
     return 0
