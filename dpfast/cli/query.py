@@ -210,11 +210,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _answer(args, dpfast, budget, opened, bounds, domains, public)
     except BaseException as exc:
-        if opened is not None and not budget.history(include_refused=True):
+        if opened is not None and opened.created and not _recorded(budget):
             opened.discard_if_new()  # nothing charged: leave no ledger behind
         if isinstance(exc, ValueError) and not isinstance(exc, dpfast.BudgetExceededError):
             raise CliError(cli_terms(str(exc))) from None
         raise
+
+
+def _recorded(budget: Any) -> bool:
+    """The budget has records (True also when it is closed already: a refusal)."""
+    try:
+        return bool(budget.history(include_refused=True))
+    except ValueError:
+        return True
 
 
 def _answer(args: argparse.Namespace, dpfast: Any, budget: Any, opened: Any,
