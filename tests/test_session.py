@@ -266,6 +266,9 @@ def test_a_ledger_is_bound_to_one_privacy_unit(tmp_path: object) -> None:
     again = dpfast.Session(df, privacy_unit="pid", **kw)  # the same unit: accepted
     assert not again.bound_unit
     again.close()
+    from dpfast.cli import main
+
+    assert main(["ledger", "verify", led]) == 0  # the unit is metadata, not a chain row
 
 
 def test_a_ledger_without_a_unit_adopts_the_first_sessions() -> None:
