@@ -166,8 +166,9 @@ def check_columns(sql: str, columns: list[str], public: dict[str, str], table: s
     if tree is None:
         return
     known = {c.lower() for c in columns} | {c.lower() for c in _public_columns(public)}
-    selects = getattr(tree, "selects", None) or []
-    known |= {e.alias.lower() for e in selects if getattr(e, "alias", "")}
+    known |= {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}  # any output
+    for t in tree.find_all(exp.TableAlias):  # a CTE's or a derived table's column names
+        known |= {c.name.lower() for c in t.columns}
     unknown = []
     for col in tree.find_all(exp.Column):
         name = col.name
