@@ -147,6 +147,7 @@ class Session:
                  column_cache: int = _colcache.DEFAULT_BUDGET) -> None:
         if budget is not None and (epsilon is not None or ledger is not None):
             raise ValueError("give budget= or epsilon=/delta=/ledger=, not both")
+        made = budget is None
         if budget is None:
             budget = self._make_budget(epsilon, delta, ledger)
         elif not isinstance(budget, Budget):
@@ -167,8 +168,13 @@ class Session:
         self.analyst_name = ""
         #: True if this session bound the ledger to its privacy unit (a new ledger, or
         #: one of an earlier dpfast that had none); a ledger bound to another unit is
-        #: refused above (ValueError naming privacy_unit)
-        self.bound_unit = self._store.bind_unit(privacy_unit)
+        #: refused here (ValueError naming privacy_unit), before anything is charged
+        try:
+            self.bound_unit = self._store.bind_unit(privacy_unit)
+        except BaseException:
+            if made:
+                budget.close()  # the session opened it: leave no connection behind
+            raise
 
     @staticmethod
     def _make_budget(epsilon: Any, delta: Any, ledger: Any) -> Budget:
