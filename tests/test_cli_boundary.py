@@ -207,3 +207,20 @@ def test_query_hints_name_the_options(data, capsys):
     err = _one_line_error(capsys.readouterr().err)
     assert "--domain" in err and "--delta" in err and "domains=" not in err
     assert _charges() == 0
+
+
+def test_table_commands_bind_the_ledger_to_their_unit(data, capsys):
+    """Channel 10 for the table commands: ``count --id pid`` binds the ledger to the
+    column ``pid``; a release on it with every row as a person (no ``--id``) or another
+    unit is refused before anything is charged, and ``query`` must use ``pid``."""
+    common = ["count", "flights.csv", "--key", "dest", "--epsilon", "0.5", "--domain",
+              "keys.csv", "--ledger", "b.db"]
+    assert main([*common, "--id", "pid", "-o", "c1.csv"]) == 0
+    capsys.readouterr()
+    assert main([*common, "-o", "c2.csv"]) == 2
+    assert "no --id" in _one_line_error(capsys.readouterr().err)
+    assert main(_query("-o", "q.csv", unit="none")) == 2
+    _one_line_error(capsys.readouterr().err)
+    assert _charges() == 1 and not os.path.exists("c2.csv")
+    assert main(_query("-o", "q.csv")) == 0  # the same unit, named by --privacy-unit
+    assert _charges() == 2

@@ -248,7 +248,7 @@ def open_budget(args: argparse.Namespace, accounting: str = "mixed",
             raise CliError(f"ledger {path} exists with another budget: {'; '.join(diffs)}. "
                            "Drop the --budget-* options to use it as it is, or give a new "
                            "ledger file")
-        return OpenedBudget(budget, path, False)
+        return _bound(OpenedBudget(budget, path, False), args)
     if args.budget_epsilon is None:
         raise CliError(f"ledger {path} does not exist: give --budget-epsilon (and "
                        "--budget-delta) to create it")
@@ -262,7 +262,29 @@ def open_budget(args: argparse.Namespace, accounting: str = "mixed",
     note = (f"created ledger {path}: epsilon {args.budget_epsilon:g}, delta {delta:g}"
             + (" (the default; --budget-delta to choose)" if given_delta is None else "")
             + f", {accounting} accounting")
-    return OpenedBudget(budget, path, True, note)
+    return _bound(OpenedBudget(budget, path, True, note), args)
+
+
+#: the table commands' privacy unit: ``--id`` (None: one row is one person); ``topdown``'s
+#: input is one row per record
+_UNIT_COMMANDS = ("count", "sum", "mean", "histogram", "topdown")
+
+
+def _bound(opened: OpenedBudget, args: argparse.Namespace) -> OpenedBudget:
+    """``opened``, its ledger bound to the command's privacy unit (``--id``; none: one
+    row) as a session binds it (:meth:`dpfast.Budget.bind_privacy_unit`); a ledger bound
+    to another unit is refused before anything is read or charged."""
+    if getattr(args, "cmd", None) not in _UNIT_COMMANDS:
+        return opened  # query: its session binds the unit; ledger analysts: no release
+    unit = getattr(args, "id", None)
+    try:
+        opened.budget.bind_privacy_unit(unit)
+    except ValueError as exc:
+        opened.discard_if_new()
+        option = "no --id (one row is one person)" if unit is None else f"--id {unit}"
+        raise CliError(f"{option}: {exc}".replace(f"privacy_unit {unit!r} is not", "that is "
+                                                   "not"), 2) from None
+    return opened
 
 
 def _num(x: float) -> str:
