@@ -265,9 +265,9 @@ def open_budget(args: argparse.Namespace, accounting: str = "mixed",
     return _bound(OpenedBudget(budget, path, True, note), args)
 
 
-#: the table commands' privacy unit: ``--id`` (None: one row is one person); ``topdown``'s
-#: input is one row per record
-_UNIT_COMMANDS = ("count", "sum", "mean", "histogram", "topdown")
+#: the commands whose privacy unit is ``--id`` (None: one row is one person).  ``topdown``
+#: reads leaf counts, with no person column: it neither binds nor checks the unit
+_UNIT_COMMANDS = ("count", "sum", "mean", "histogram")
 
 
 def _bound(opened: OpenedBudget, args: argparse.Namespace) -> OpenedBudget:
