@@ -371,8 +371,9 @@ class Analysts:
 
 
 class Analyst:
-    """One analyst of a :class:`~dpfast.Budget` (see :meth:`Budget.analyst
-    <dpfast.Budget.analyst>`): the budget's charging methods with ``analyst`` filled in.
+    """One registered analyst of a :class:`~dpfast.Budget` (see :meth:`Budget.add_analyst
+    <dpfast.Budget.add_analyst>` and :meth:`Budget.analyst <dpfast.Budget.analyst>`): the
+    budget's charging methods with ``analyst`` filled in.
 
     Attributes
     ----------
