@@ -611,3 +611,30 @@ def test_ledger_text_is_printed_escaped(tmp_path):
         assert not any(line.startswith(("2  2026", "forged")) for line in out.splitlines())
     shown = _cli("ledger", "show", str(path)).stdout
     assert "ok\\n2" in shown
+
+
+def test_shown_and_check_name_on_any_text():
+    """Every text is shown as one printable line that round-trips the printable part, and
+    a name is accepted exactly when it matches the safe pattern."""
+    import re
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from dpfast.budget.names import NAME_PATTERN, check_name, shown
+
+    @given(st.text(max_size=80))
+    def check(text):
+        out = shown(text)
+        assert out.isprintable() and "\n" not in out
+        if text.isprintable() and "\\" not in text:
+            assert out == text
+        ok = re.fullmatch(NAME_PATTERN, text) is not None
+        try:
+            check_name(text)
+        except ValueError:
+            assert not ok
+        else:
+            assert ok and text.isascii() and text.isprintable()
+
+    check()
