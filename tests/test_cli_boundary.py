@@ -224,3 +224,23 @@ def test_table_commands_bind_the_ledger_to_their_unit(data, capsys):
     assert _charges() == 1 and not os.path.exists("c2.csv")
     assert main(_query("-o", "q.csv")) == 0  # the same unit, named by --privacy-unit
     assert _charges() == 2
+
+
+def test_a_release_failed_after_its_charge_prints_its_fixed_message(data, capsys,
+                                                                     monkeypatch):
+    """A release that failed after the charge raises one fixed, data-free error (the
+    session's ``ReleaseFailedError``): the CLI prints that message, one line, exit 1."""
+    from dpfast._core import errors
+    from dpfast.cli import query
+
+    fixed = getattr(errors, "ReleaseFailedError", None)
+    if fixed is None:
+        pytest.skip("this version has no ReleaseFailedError")
+
+    def fail(args):
+        raise fixed("private 'BOS'")
+
+    monkeypatch.setattr(query, "run", fail)
+    assert main(_query()) == 1
+    err = _one_line_error(capsys.readouterr().err)
+    assert str(fixed()) in err and "BOS" not in err

@@ -16,7 +16,8 @@ Conventions (tested with real subprocess calls):
   command raises :class:`CliError` (or ``ValueError``/``TypeError``/``OSError``
   for bad input) and ``main`` prints it.  Any other exception is a runtime error: one
   line naming its type but not its message (an engine's message may quote private
-  values: run the release through the Python API to debug it), exit 1.  Every message
+  values: run the release through the Python API to debug it), exit 1; a release that
+  failed after its charge prints its fixed, data-free message.  Every message
   is printed escaped (:func:`dpfast.budget.names.shown`): no control character reaches
   the terminal.
 * An output path is checked before anything is read or charged
@@ -160,8 +161,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc))
         return 1
     except Exception as exc:  # a runtime error: one line, never a traceback
-        _error(f"the command failed ({type(exc).__name__}); its message is not shown, as "
-               "it may quote private data")
+        from dpfast._core import errors
+
+        fixed = getattr(errors, "ReleaseFailedError", None)  # a fixed, data-free message
+        if fixed is not None and isinstance(exc, fixed):
+            _error(str(exc))
+        else:
+            _error(f"the command failed ({type(exc).__name__}); its message is not shown, "
+                   "as it may quote private data")
         return 1
 
 
