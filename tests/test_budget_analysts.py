@@ -43,9 +43,10 @@ def _raw(path):
 
 def test_analyst_sub_budgets_and_refusals(tmp_path):
     b = Budget(1.0, ledger=tmp_path / "l.sqlite", accounting="mixed")
-    alice = b.analyst("alice", epsilon=0.5)
+    alice = b.add_analyst("alice", epsilon=0.5)
     assert isinstance(alice, Analyst) and alice.sub_budget == (0.5, 0.0)  # a pure budget
-    assert b.analyst("alice", epsilon=0.5).sub_budget == (0.5, 0.0)  # same: no new row
+    assert b.add_analyst("alice", epsilon=0.5).sub_budget == (0.5, 0.0)  # same: no new row
+    assert b.analyst("alice", epsilon=0.5).sub_budget == (0.5, 0.0)  # a check, no row
     alice.spend(ev.Epsilon(0.25), note="first", query_id="q-1")
     with alice.charge(ev.Epsilon(0.25)):
         pass
@@ -57,19 +58,23 @@ def test_analyst_sub_budgets_and_refusals(tmp_path):
         b.spend(ev.Epsilon(0.5), analyst="bob")
     assert "analyst" not in str(info.value)  # the total refused it
     assert alice.remaining().epsilon == 0.0 and alice.spent().epsilon == 0.5
-    assert b.analyst("bob").remaining().epsilon == 0.25
+    with pytest.raises(ValueError, match="'bob' is not registered"):
+        b.analyst("bob")  # charged as a label of the total, but not a registered analyst
     hist = b.history(include_refused=True)
     assert [(c.analyst, c.status, c.query_id) for c in hist] == [
         ("alice", "charged", "q-1"), ("alice", "charged", ""), ("alice", "refused", ""),
         ("bob", "charged", ""), ("bob", "refused", "")]
     with pytest.raises(ValueError, match="already has the sub-budget"):
+        b.add_analyst("alice", epsilon=0.25)
+    with pytest.raises(ValueError, match="already has the sub-budget"):
         b.analyst("alice", epsilon=0.25)
     with pytest.raises(ValueError, match="already been charged"):
-        b.analyst("bob", epsilon=0.5)
+        b.add_analyst("bob", epsilon=0.5)
+    assert b.add_analyst("bob").remaining().epsilon == 0.25  # the whole budget: allowed
     with pytest.raises(ValueError, match="at most the budget's epsilon"):
-        b.analyst("carol", epsilon=2.0)
+        b.add_analyst("carol", epsilon=2.0)
     with pytest.raises(ValueError, match="name must not be empty"):
-        b.analyst("", epsilon=0.1)
+        b.add_analyst("", epsilon=0.1)
     with pytest.raises(TypeError, match="analyst must be a str"):
         b.spend(ev.Epsilon(Q), analyst=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="query_id must be a str"):
@@ -87,11 +92,12 @@ def test_fits_is_what_spend_would_decide(tmp_path):
     """``fits`` answers what ``spend`` would decide now (budget, sub-budget, the largest
     epsilon ``remaining`` reports), records nothing, and validates like ``spend``."""
     b = Budget(1.0, 1e-6, ledger=tmp_path / "l.sqlite", accounting="mixed")
-    alice = b.analyst("alice", epsilon=0.5)
+    alice = b.add_analyst("alice", epsilon=0.5)
     assert alice.fits(ev.Epsilon(0.5)) and not alice.fits(ev.Epsilon(0.5 + Q))
     assert b.fits(ev.Epsilon(1.0)) and not b.fits(ev.Epsilon(1.0 + Q))
     alice.spend(ev.Epsilon(0.25))
-    for who in (b, alice, b.analyst("bob")):
+    bob = b.add_analyst("bob")  # a share of the whole budget
+    for who in (b, alice, bob):
         left = who.remaining().epsilon
         assert who.fits(ev.Epsilon(left))
         assert not who.fits(ev.Epsilon(left + Q))
@@ -99,7 +105,7 @@ def test_fits_is_what_spend_would_decide(tmp_path):
                                                                    analyst="alice")
     sigma = b.remaining().sigma  # the smallest Gaussian noise multiplier that fits
     assert b.fits(ev.Gaussian(sigma)) and not b.fits(ev.Gaussian(sigma * 0.99))
-    assert len(b.history(include_refused=True)) == 1  # nothing recorded
+    assert len(b.history(include_refused=True)) == 1  # nothing charged
     with pytest.raises(TypeError, match="analyst must be a str"):
         b.fits(ev.Epsilon(Q), analyst=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
@@ -113,7 +119,7 @@ def test_an_analyst_is_a_budget_for_the_releases(tmp_path):
     from dpfast import tables
 
     b = Budget(2.0, 1e-6, accounting="mixed")
-    alice = b.analyst("alice", epsilon=1.0, delta=1e-7)
+    alice = b.add_analyst("alice", epsilon=1.0, delta=1e-7)
     keys = np.array(["a", "b", "a", "c"] * 10, dtype=object)
     rel = tables.count(keys, epsilon=0.5, domain=["a", "b", "c"], budget=alice,
                        rng=bytes(32))
@@ -140,8 +146,9 @@ def _analyst_worker(path, name, barrier, queue):
 def test_analysts_on_one_ledger_from_several_processes_never_overspend(tmp_path):
     path = str(tmp_path / "shared.sqlite")
     b = Budget(1.25, ledger=path, accounting="mixed")  # 40 charges of 2**-5
-    b.analyst("alice", epsilon=0.25)  # 8
-    b.analyst("bob", epsilon=0.5)     # 16
+    b.add_analyst("alice", epsilon=0.25)  # 8
+    b.add_analyst("bob", epsilon=0.5)     # 16
+    b.add_analyst("carol")                # the whole budget: only the total limits carol
     b.close()
     ctx = _context()
     names = ["alice", "alice", "bob", "bob", "carol", "carol"]  # carol: the total only
@@ -163,7 +170,7 @@ def test_analysts_on_one_ledger_from_several_processes_never_overspend(tmp_path)
     by = {a.name: a for a in u.analysts}
     assert by["alice"].spent_epsilon == got["alice"] * 2.0**-5
     assert by["bob"].charges == got["bob"] and by["bob"].refused == 24 - got["bob"]
-    assert by["carol"].epsilon is None and by["carol"].utilization is None
+    assert by["carol"].epsilon == 1.25
     b.close()
 
 
@@ -347,7 +354,7 @@ def test_usage_report_and_ledger_show_by(tmp_path):
     pd = pytest.importorskip("pandas")
     path = tmp_path / "u.sqlite"
     b = Budget(2.0, 1e-6, ledger=path, accounting="mixed")
-    ana = b.analyst("ana", epsilon=1.0)  # delta: the budget's
+    ana = b.add_analyst("ana", epsilon=1.0)  # delta: the budget's
     ana.spend(ev.Epsilon(0.5), query_id="a1")
     with ana.query("a2", ev.EpsilonDelta(0.25, 1e-7)) as q:
         q.store(b"r")
@@ -485,7 +492,7 @@ def test_checkpoints_carry_the_analysts_books(tmp_path, monkeypatch):
     monkeypatch.setattr(checkpoint, "EVERY", 4)
     path = tmp_path / "cp.sqlite"
     b = Budget(1.0, 1e-6, ledger=path, accounting="mixed")
-    alice = b.analyst("alice", epsilon=0.5, delta=1e-7)
+    alice = b.add_analyst("alice", epsilon=0.5, delta=1e-7)
     for i in range(9):
         alice.spend(ev.Epsilon(2.0**-5), query_id=f"q{i}")
         b.spend(ev.Gaussian(50.0), analyst="bob")
@@ -507,7 +514,7 @@ def test_charge_and_release_record_the_query_id_and_failures():
     from dpfast.mechanisms import LaplaceMechanism
 
     b = Budget(1.0, accounting="mixed")
-    alice = b.analyst("alice", epsilon=0.5)
+    alice = b.add_analyst("alice", epsilon=0.5)
     with pytest.raises(KeyboardInterrupt):
         with alice.charge(ev.Epsilon(Q), query_id="k1"):
             raise KeyboardInterrupt
@@ -545,4 +552,89 @@ def test_threads_asking_one_new_query_compute_it_once():
             with b.query("n", ev.Epsilon(Q)):
                 pass
     with pytest.raises(ValueError, match="cannot accept any charge"):
-        Budget(1.0, 1e-6, accounting="advanced").analyst("tiny", epsilon=0.5, delta=5e-324)
+        Budget(1.0, 1e-6, accounting="advanced").add_analyst("tiny", epsilon=0.5,
+                                                             delta=5e-324)
+
+
+# --------------------------------------------------------------------------- names, registry
+
+BAD_NAMES = ["", "al\nice", "alice\n", "\x1b[31mred", "a\x00b", "\u202eevil", "x\u2066y",
+             "a" * 65, "a b", "-a", "ali\rce", "a\tb"]
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+def test_analyst_names_are_restricted_everywhere(bad):
+    """Channel 7 of issue 36: analyst names were stored and printed verbatim (a newline
+    forged a usage row; ANSI escapes, NUL, bidi controls reached terminals).  Every way a
+    name enters is refused now (ValueError naming the parameter), nothing recorded."""
+    b = Budget(1.0, accounting="mixed")
+    calls = [(lambda: b.add_analyst(bad, epsilon=0.5), "name"),
+             (lambda: b.analyst(bad), "name")]
+    if bad:  # (an empty analyst is "no analyst" for a charge)
+        calls += [(lambda: b.spend(ev.Epsilon(Q), analyst=bad), "analyst"),
+                  (lambda: b.fits(ev.Epsilon(Q), analyst=bad), "analyst"),
+                  (lambda: b.query("q", ev.Epsilon(Q), analyst=bad).__enter__(), "analyst")]
+    for call, param in calls:
+        with pytest.raises(ValueError, match=f"^{param} must") as info:
+            call()
+        assert str(info.value).isprintable()  # the message shows the name escaped
+    assert b.history(include_refused=True) == [] and b.analysts() == {}
+    b.close()
+
+
+def test_good_names_and_the_registry():
+    b = Budget(1.0, 1e-6, accounting="mixed")
+    for name in ("alice", "a.b_c-d@example.org", "A" * 64, "7"):
+        b.add_analyst(name, epsilon=Q)
+    assert set(b.analysts()) == {"alice", "a.b_c-d@example.org", "A" * 64, "7"}
+    assert b.analysts()["alice"] == (Q, 1e-6)
+    with pytest.raises(ValueError, match="'mallory' is not registered"):
+        b.analyst("mallory", epsilon=Q)  # naming an analyst creates nothing
+    assert "mallory" not in b.analysts()
+    b.close()
+
+
+def test_ledger_text_is_printed_escaped(tmp_path):
+    """Channel 7 of issue 36: notes and query ids are free text, printed by ``ledger
+    show`` and the usage report; no control character reaches the terminal (and a
+    newline cannot forge a row)."""
+    path = tmp_path / "esc.sqlite"
+    b = Budget(1.0, 1e-6, ledger=path, accounting="mixed")
+    evil = "ok\n2  2026-01-01 00:00:00  charged  forged\x1b[2J\x00\u202e"
+    b.add_analyst("ana", epsilon=0.5)
+    b.spend(ev.Epsilon(Q), note=evil, analyst="ana", query_id="q\x1b[31m\nforged")
+    report = str(b.usage().lines("query"))
+    b.close()
+    for out in (_cli("ledger", "show", str(path)).stdout,
+                _cli("ledger", "show", str(path), "--by", "query").stdout, report):
+        assert not any(c in out for c in ("\x1b", "\x00", "\u202e", "\r"))
+        assert not any(line.startswith(("2  2026", "forged")) for line in out.splitlines())
+    shown = _cli("ledger", "show", str(path)).stdout
+    assert "ok\\n2" in shown
+
+
+def test_shown_and_check_name_on_any_text():
+    """Every text is shown as one printable line that round-trips the printable part, and
+    a name is accepted exactly when it matches the safe pattern."""
+    import re
+
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from dpfast.budget.names import NAME_PATTERN, check_name, shown
+
+    @given(st.text(max_size=80))
+    def check(text):
+        out = shown(text)
+        assert out.isprintable() and "\n" not in out
+        if text.isprintable() and "\\" not in text:
+            assert out == text
+        ok = re.fullmatch(NAME_PATTERN, text) is not None
+        try:
+            check_name(text)
+        except ValueError:
+            assert not ok
+        else:
+            assert ok and text.isascii() and text.isprintable()
+
+    check()

@@ -172,7 +172,7 @@ def test_second_process_gets_the_stored_answer(tmp_path: object) -> None:
     led = os.path.join(str(tmp_path), "ledger.db")
     s = dpfast.Session(path, privacy_unit="pid", bounds={"delay": (-10.0, 60.0)},
                        domains={"dest": DESTS}, epsilon=2.0, ledger=led)
-    bob = s.analyst("bob", epsilon=1.0)
+    bob = s.add_analyst("bob", epsilon=1.0)
     rel = bob.mean("delay", "dest", epsilon=0.5)
     s.close()
     env = dict(os.environ, PYTHONPATH=ROOT)
@@ -187,8 +187,8 @@ def test_second_process_gets_the_stored_answer(tmp_path: object) -> None:
 # ------------------------------------------------------------------ analysts
 def test_analysts_sub_budgets_and_usage() -> None:
     s = _session(epsilon=2.0)
-    alice = s.analyst("alice", epsilon=0.5)
-    bob = s.analyst("bob", epsilon=1.0)
+    alice = s.add_analyst("alice", epsilon=0.5)
+    bob = s.add_analyst("bob", epsilon=1.0)
     first = alice.count("dest", epsilon=0.4)
     with pytest.raises(dpfast.BudgetExceededError):
         alice.count("dest", epsilon=0.2, where="year = 2013")   # over alice's 0.5
@@ -211,15 +211,77 @@ def test_analysts_sub_budgets_and_usage() -> None:
 def test_analyst_checks() -> None:
     s = _session(epsilon=1.0)
     with pytest.raises(ValueError, match="at most the budget's epsilon"):
-        s.analyst("carol", epsilon=2.0)
+        s.add_analyst("carol", epsilon=2.0)
     with pytest.raises(ValueError, match="must not be empty"):
-        s.analyst("", epsilon=0.1)
-    s.analyst("dan", epsilon=0.5)
+        s.add_analyst("", epsilon=0.1)
+    s.add_analyst("dan", epsilon=0.5)
+    with pytest.raises(ValueError, match="already has the sub-budget"):
+        s.add_analyst("dan", epsilon=0.4)
     with pytest.raises(ValueError, match="already has the sub-budget"):
         s.analyst("dan", epsilon=0.4)
-    erin = s.analyst("erin")          # no sub-budget: only the total limits erin
+    assert s.analyst("dan", epsilon=0.5).analyst_name == "dan"  # the same share: a check
+    erin = s.add_analyst("erin")      # a share of the whole budget: only the total limits
     erin.count("dest", epsilon=0.75)
     assert s.budget.history()[-1].analyst == "erin"
+
+
+def test_only_registered_analysts_get_a_view() -> None:
+    """Channel 7 of issue 36 (self-declared sub-budgets): naming a new analyst used to
+    create a fresh share (``session.analyst("new", epsilon=...)``); now only the budget's
+    owner registers shares, and an unknown name is refused with nothing recorded."""
+    s = _session(epsilon=1.0)
+    s.add_analyst("dan", epsilon=0.25)
+    rows = len(s.budget.history(include_refused=True))
+    for kw in ({}, {"epsilon": 0.5}, {"epsilon": 0.25}):
+        with pytest.raises(ValueError, match="'mallory' is not registered"):
+            s.analyst("mallory", **kw)
+    with pytest.raises(ValueError, match="'mallory' is not registered"):
+        s.analyst("dan").analyst("mallory", epsilon=0.5)
+    assert s.budget.analysts() == {"dan": (0.25, s.budget.delta)}
+    assert len(s.budget.history(include_refused=True)) == rows
+
+
+def test_a_ledger_is_bound_to_one_privacy_unit(tmp_path: object) -> None:
+    """Channel 10 of issue 36 (first half): sessions with different privacy units were
+    accepted on one ledger, so its total mixed two neighbouring relations and bounded
+    neither.  The ledger now records the unit of its first session; a session with
+    another unit is refused at construction, nothing charged."""
+    led = os.path.join(str(tmp_path), "unit.db")
+    df = _frame(500)
+    kw = dict(domains={"dest": DESTS}, ledger=led)
+    s = dpfast.Session(df, privacy_unit="pid", epsilon=2.0, **kw)
+    assert s.bound_unit and s.budget.privacy_unit()["column"] == "pid"
+    s.count("dest", epsilon=0.5)
+    s.close()
+    for other in (None, "year"):
+        with pytest.raises(ValueError, match="privacy_unit .* is not the privacy unit"):
+            dpfast.Session(df, privacy_unit=other, **kw)
+    b = dpfast.Budget.from_ledger(led)
+    assert len(b.history(include_refused=True)) == 1 and b.spent().epsilon == 0.5
+    assert b.privacy_unit() == {"column": "pid", "relation": "add or remove one person: "
+                                "all rows with one value of column 'pid'"}
+    with pytest.raises(ValueError, match="privacy_unit"):
+        b.bind_privacy_unit(None)
+    b.close()
+    again = dpfast.Session(df, privacy_unit="pid", **kw)  # the same unit: accepted
+    assert not again.bound_unit
+    again.close()
+    from dpfast.cli import main
+
+    assert main(["ledger", "verify", led]) == 0  # the unit is metadata, not a chain row
+
+
+def test_a_ledger_without_a_unit_adopts_the_first_sessions() -> None:
+    """A ledger of an earlier dpfast (or one charged by the table functions only) has no
+    unit: the first session binds it, and the next session must agree."""
+    b = dpfast.Budget(2.0, 1e-5, accounting="mixed")
+    b.spend(dpfast.events.Epsilon(0.25))
+    assert b.privacy_unit() is None
+    first = dpfast.Session(_frame(300), privacy_unit=None, budget=b, name="flights")
+    assert first.bound_unit and b.privacy_unit()["column"] is None
+    with pytest.raises(ValueError, match="privacy_unit 'pid' is not the privacy unit"):
+        dpfast.Session(_frame(300), privacy_unit="pid", budget=b, name="flights")
+    assert len(b.history(include_refused=True)) == 1
 
 
 _WORKER = textwrap.dedent("""
@@ -247,7 +309,7 @@ def test_concurrent_analysts_never_overspend(tmp_path: object) -> None:
     s = dpfast.Session(path, privacy_unit="pid", domains={"dest": DESTS}, epsilon=1.0,
                        ledger=led)
     for name in ("a1", "a2", "a3"):
-        s.analyst(name, epsilon=0.5)   # 3 x 0.5 > 1.0: the total binds too
+        s.add_analyst(name, epsilon=0.5)   # 3 x 0.5 > 1.0: the total binds too
     s.close()
     env = dict(os.environ, PYTHONPATH=ROOT)
     # four processes, two for a1 on overlapping queries (some are cache hits); the

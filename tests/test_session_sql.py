@@ -190,7 +190,7 @@ def test_unavailable_statistic_is_refused_by_name() -> None:
 
 def test_multi_aggregate_query_refused_whole_before_any_charge() -> None:
     s = _session(_frame(300), domains={"dest": DESTS})
-    bob = s.analyst("bob", epsilon=0.5)
+    bob = s.add_analyst("bob", epsilon=0.5)
     q = "SELECT dest, COUNT(*) AS n, AVG(arr_delay) AS d FROM flights GROUP BY dest"
     with pytest.raises(dpfast.BudgetExceededError, match="nothing was charged"):
         bob.sql(q, epsilon=0.8)             # 0.4 + 0.4 > bob's 0.5
@@ -214,8 +214,12 @@ def test_cli_query(tmp_path: object) -> None:
               "--domain", "dest=" + ",".join(DESTS), "--ledger", "b.db",
               "--analyst", "alice"]
     q = "SELECT dest, COUNT(*) AS n, AVG(arr_delay) AS delay FROM flights GROUP BY dest"
-    first = _cli(*common, q, "--epsilon", "1", "--budget-epsilon", "3",
-                 "--analyst-epsilon", "2", "-o", "out.csv", cwd=tmp)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    reg = subprocess.run([sys.executable, "-m", "dpfast", "ledger", "analysts", "add", "b.db",
+                          "alice", "--epsilon", "2", "--budget-epsilon", "3"],
+                         capture_output=True, text=True, timeout=300, cwd=tmp, env=env)
+    assert reg.returncode == 0, reg.stderr
+    first = _cli(*common, q, "--epsilon", "1", "-o", "out.csv", cwd=tmp)
     assert first.returncode == 0, first.stderr
     table = pd.read_csv(os.path.join(tmp, "out.csv"))
     assert list(table.columns) == ["dest", "n", "delay"] and len(table) == 4

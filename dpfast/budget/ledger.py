@@ -31,7 +31,10 @@ from .anchor import ENV_KEY, AnchorFile, _fsync_dir, kind_of
 from .chain import Chain
 from .records import LedgerError
 
-__all__ = ["LedgerFile", "read_meta"]
+__all__ = ["LedgerFile", "read_meta", "PRIVACY_UNIT", "unit_definition", "bind_unit"]
+
+#: the ``meta`` key of the ledger's privacy unit (see :func:`bind_unit`)
+PRIVACY_UNIT = "privacy_unit"
 
 
 def connect(target: str, timeout: float, *, uri: bool = False) -> sqlite3.Connection:
@@ -157,6 +160,46 @@ def read_meta(conn: sqlite3.Connection, where: str) -> dict[str, str]:
         raise LedgerError(f"{where} has format version {version}; this dpfast reads versions "
                           f"1 to {schema.FORMAT_VERSION}")
     return meta
+
+
+def unit_definition(column: str | None) -> dict[str, Any]:
+    """The privacy unit of a ledger's charges: the column naming the person (None: every
+    row is a person) and the neighbouring relation it gives."""
+    if column is None:
+        relation = "add or remove one row (each row is a different person)"
+    else:
+        relation = f"add or remove one person: all rows with one value of column {column!r}"
+    return {"column": column, "relation": relation}
+
+
+def bind_unit(conn: sqlite3.Connection, definition: dict[str, Any]) -> dict[str, Any] | None:
+    """Record ``definition`` (:func:`unit_definition`) as the ledger's privacy unit unless
+    one is recorded; returns the unit recorded before (None: this call recorded it).
+
+    The unit is a ``meta`` entry, which the schema's triggers make insert-only: once
+    recorded it cannot change.  One write transaction, so two processes binding a new
+    ledger at once agree on one unit.
+    """
+    text = json.dumps(definition, sort_keys=True)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (PRIVACY_UNIT,)).fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (PRIVACY_UNIT, text))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    if row is None:
+        return None
+    try:
+        stored = json.loads(row[0])
+    except ValueError as exc:
+        raise LedgerError(f"the ledger's privacy unit is damaged ({exc})") from exc
+    if not isinstance(stored, dict) or "column" not in stored:
+        raise LedgerError("the ledger's privacy unit is damaged (no column)")
+    return stored
 
 
 def _header_check(path: str) -> None:

@@ -33,7 +33,8 @@ __all__ = [
     "row_hash",
 ]
 
-# PRAGMA application_id = 'dpLg'; meta holds format, version, definition, created.
+# PRAGMA application_id = 'dpLg'; meta holds format, version, definition, created (and,
+# once a session binds it, privacy_unit: ledger.bind_unit).
 APPLICATION_ID = 0x64704C67
 FORMAT = "dpfast-ledger"
 FORMAT_VERSION = 3

@@ -18,6 +18,7 @@ from typing import Any
 from . import schema
 from .books import Books
 from .filters import Filter
+from .names import shown
 from .records import CHARGED, FAILED, HIT, REFUSED, STORED, Cost, Remaining, utc
 
 __all__ = ["AnalystUsage", "QueryUsage", "Usage", "usage_of"]
@@ -164,6 +165,7 @@ class Usage:
                                                        else "rdp"))
                 rows.append((q.query_id, q.analyst, cost, q.status, str(q.charges),
                              str(q.hits), f"{q.last:%Y-%m-%d %H:%M:%S}"))
+        rows = [tuple(shown(v) for v in r) for r in rows]  # stored text, escaped
         widths = [min(32, max(len(r[k]) for r in rows)) for k in range(len(head))]
         for r in rows:
             out.append("  ".join((v if len(v) <= w else v[: w - 1] + "…").ljust(w)

@@ -14,7 +14,15 @@ Conventions (tested with real subprocess calls):
   overspend or a failed check), 2 bad usage or bad input.
 * Errors are one line on stderr (``dpfast: error: ...``), never a traceback; a
   command raises :class:`CliError` (or ``ValueError``/``TypeError``/``OSError``
-  for bad input) and ``main`` prints it.
+  for bad input) and ``main`` prints it.  Any other exception is a runtime error: one
+  line naming its type but not its message (an engine's message may quote private
+  values: run the release through the Python API to debug it), exit 1; a release that
+  failed after its charge prints its fixed, data-free message.  Every message
+  is printed escaped (:func:`dpfast.budget.names.shown`): no control character reaches
+  the terminal.
+* An output path is checked before anything is read or charged
+  (:func:`dpfast.cli._io.check_paths`): never an input file (nor a link to one), nor the
+  ledger; its directory must exist and be writable.
 * Output files are written atomically (:func:`write_atomic`): nothing half-written; they
   get the permissions the user's umask gives a new file (ledgers stay private: the
   budget creates them 0600).
@@ -134,18 +142,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         path = getattr(args, "input", None)
-        if isinstance(path, str) and not os.path.exists(path):
+        if isinstance(path, str) and not os.path.exists(path) and not _glob(path):
             raise CliError(f"input file not found: {path}")
+        from dpfast.cli._io import check_paths
+
+        check_paths(args, args.cmd)
         return int(args._run(args) or 0)
     except CliError as exc:
-        print(f"dpfast: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return exc.code
     except (ValueError, TypeError, OSError) as exc:
-        print(f"dpfast: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return 2
     except KeyboardInterrupt:
         print("dpfast: interrupted", file=sys.stderr)
         return 130
+    except ImportError as exc:  # a missing optional dependency: its message says which
+        _error(str(exc))
+        return 1
+    except Exception as exc:  # a runtime error: one line, never a traceback
+        from dpfast._core import errors
+
+        fixed = getattr(errors, "ReleaseFailedError", None)  # a fixed, data-free message
+        if fixed is not None and isinstance(exc, fixed):
+            _error(str(exc))
+        else:
+            _error(f"the command failed ({type(exc).__name__}); its message is not shown, "
+                   "as it may quote private data")
+        return 1
+
+
+def _glob(path: str) -> bool:
+    """``path`` is a glob pattern that matches files (``dpfast query 'data/*.parquet'``)."""
+    import glob
+
+    return glob.has_magic(path) and bool(glob.glob(path))
+
+
+def _error(message: str) -> None:
+    """Print ``dpfast: error: MESSAGE`` as one line, every control character escaped."""
+    from dpfast.budget.names import shown
+
+    print(f"dpfast: error: {shown(message, backslash=False)}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,11 +1,15 @@
 """Shared input/output of the table commands (``count``, ``sum``, ``mean``,
-``histogram``, ``topdown``): reading columns of a CSV/Parquet file, writing a table
-atomically (CSV, Parquet or Excel), and opening the ``--ledger`` budget."""
+``histogram``, ``topdown``, ``query``): reading columns of a CSV/Parquet file, writing a
+table atomically (CSV, Parquet or Excel), checking every output path against the inputs
+before anything is released (:func:`check_paths`), and opening the ``--ledger`` budget."""
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import glob
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -13,7 +17,7 @@ import numpy as np
 from dpfast.cli import CliError, check_writable, write_atomic
 
 __all__ = ["read_columns", "write_columns", "open_budget", "read_key_file", "OpenedBudget",
-           "check_output", "OUTPUT_FORMATS", "budget_sentence", "refused"]
+           "check_output", "OUTPUT_FORMATS", "budget_sentence", "refused", "check_paths"]
 
 #: output extensions the table commands write
 OUTPUT_FORMATS = (".csv", ".parquet", ".xlsx")
@@ -58,6 +62,68 @@ def read_columns(path: str, columns: list[str], what: str = "input") -> dict[str
             raise CliError(f"column(s) not in {path}: {', '.join(missing)}")
         rows = list(reader)
     return {c: np.array([r[c] for r in rows], dtype=object) for c in columns}  # pragma: no cover
+
+
+#: commands whose ``--output`` is a directory, and the names they write in it
+DIRECTORY_OUTPUTS: dict[str, tuple[str, ...]] = {"topdown": ("level_*", "privacy.json")}
+#: the files beside a ledger that belong to it
+_LEDGER_FILES = ("", "-wal", "-shm", "-journal", "-anchor")
+
+
+def _input_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """``(option, path)`` of every file a command reads (or keeps: the ledger)."""
+    for option in ("input", "file", "domain", "seed_key_file"):
+        value = getattr(args, option, None)
+        if isinstance(value, str):
+            paths = sorted(glob.glob(value)) if glob.has_magic(value) else [value]
+            for p in paths or [value]:
+                yield option, p
+    ledger = getattr(args, "ledger", None)
+    if isinstance(ledger, str):
+        for suffix in _LEDGER_FILES:
+            yield "ledger", ledger + suffix
+    for item in getattr(args, "public", None) or []:
+        if isinstance(item, str) and "=" in item:
+            yield "public", item.partition("=")[2]
+
+
+def _same_file(a: str, b: str) -> bool:
+    """``a`` and ``b`` name one file: the same resolved path (symbolic links followed),
+    or, when both exist, the same inode (a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist
+        return False
+
+
+def check_paths(args: argparse.Namespace, command: str) -> None:
+    """Refuse, before anything is read or charged, an output that would overwrite an
+    input: ``--output`` equal to (or a symbolic or hard link of) the input file, the
+    ``--domain`` / ``--public`` / key files, or the ledger and its companion files (for
+    a command that writes a directory, :data:`DIRECTORY_OUTPUTS`: a file it would write
+    there); and a file output whose directory is missing or not writable."""
+    out = getattr(args, "output", None)
+    if not isinstance(out, str):
+        return
+    option_name = {"input": "the input", "file": "the ledger", "domain": "--domain",
+                   "seed_key_file": "--seed-key-file", "ledger": "the --ledger",
+                   "public": "--public"}
+    names = DIRECTORY_OUTPUTS.get(command)
+    for option, path in _input_paths(args):
+        if names is None:
+            clash = _same_file(out, path)
+        else:
+            real = os.path.realpath(path)
+            clash = (os.path.dirname(real) == os.path.realpath(out)
+                     and any(fnmatch.fnmatch(os.path.basename(real), n) for n in names))
+        if clash:
+            what = "directory would overwrite" if names is not None else "is"
+            raise CliError(f"output {out} {what} {option_name[option]} file {path}: write "
+                           "the result to another file (nothing was read or charged)")
+    if names is None:
+        check_writable(out)
 
 
 def check_output(path: str) -> None:
@@ -182,7 +248,7 @@ def open_budget(args: argparse.Namespace, accounting: str = "mixed",
             raise CliError(f"ledger {path} exists with another budget: {'; '.join(diffs)}. "
                            "Drop the --budget-* options to use it as it is, or give a new "
                            "ledger file")
-        return OpenedBudget(budget, path, False)
+        return _bound(OpenedBudget(budget, path, False), args)
     if args.budget_epsilon is None:
         raise CliError(f"ledger {path} does not exist: give --budget-epsilon (and "
                        "--budget-delta) to create it")
@@ -196,7 +262,29 @@ def open_budget(args: argparse.Namespace, accounting: str = "mixed",
     note = (f"created ledger {path}: epsilon {args.budget_epsilon:g}, delta {delta:g}"
             + (" (the default; --budget-delta to choose)" if given_delta is None else "")
             + f", {accounting} accounting")
-    return OpenedBudget(budget, path, True, note)
+    return _bound(OpenedBudget(budget, path, True, note), args)
+
+
+#: the commands whose privacy unit is ``--id`` (None: one row is one person).  ``topdown``
+#: reads leaf counts, with no person column: it neither binds nor checks the unit
+_UNIT_COMMANDS = ("count", "sum", "mean", "histogram")
+
+
+def _bound(opened: OpenedBudget, args: argparse.Namespace) -> OpenedBudget:
+    """``opened``, its ledger bound to the command's privacy unit (``--id``; none: one
+    row) as a session binds it (:meth:`dpfast.Budget.bind_privacy_unit`); a ledger bound
+    to another unit is refused before anything is read or charged."""
+    if getattr(args, "cmd", None) not in _UNIT_COMMANDS:
+        return opened  # query: its session binds the unit; ledger analysts: no release
+    unit = getattr(args, "id", None)
+    try:
+        opened.budget.bind_privacy_unit(unit)
+    except ValueError as exc:
+        opened.discard_if_new()
+        option = "no --id (one row is one person)" if unit is None else f"--id {unit}"
+        raise CliError(f"{option}: {exc}".replace(f"privacy_unit {unit!r} is not", "that is "
+                                                   "not"), 2) from None
+    return opened
 
 
 def _num(x: float) -> str:

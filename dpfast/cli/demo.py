@@ -126,8 +126,8 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
                              budget=budget, rng=rng, max_per_partition=3)
     where = "in memory" if ledger is None else f"ledger {ledger}"
     share = epsilon / 4
-    ana = session.analyst("ana", epsilon=2 * share)
-    ben = session.analyst("ben", epsilon=2 * share)
+    ana = session.add_analyst("ana", epsilon=2 * share)
+    ben = session.add_analyst("ben", epsilon=2 * share)
     out(f"session: budget epsilon={epsilon:g}, delta={delta:g}, mixed accounting, {where}; "
         f"analysts ana and ben, epsilon {2 * share:g} each")
     out("")

@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import math
 
-HELP = "show, verify or plot a privacy-budget ledger file (read-only)"
+HELP = ("show, verify or plot a privacy-budget ledger file (read-only); register its "
+        "analysts (analysts add)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True,
                                 help="show: history and totals; verify: the hash chain; plot: "
-                                "spending over time")
+                                "spending over time; analysts: the analyst registry")
     show = sub.add_parser("show", help="print the ledger's history, what was spent and "
                           "what is left", description="print the ledger's history, what "
                           "was spent and what is left")
@@ -46,10 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     plot.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
     plot.add_argument("-o", "--output", required=True, metavar="FILE.png",
                       help="the PNG file to write")
+    from dpfast.cli import analysts
+
+    analysts.add_parser(sub)  # the analyst registry: dpfast.cli.analysts
 
 
 def _cell(text: str, width: int) -> str:
-    text = text.replace("\n", " ")
+    from dpfast.budget.names import shown
+
+    text = shown(text)  # no control character of a stored note or name reaches a terminal
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -93,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
 
     if getattr(args, "limit", 0) < 0:
         raise ValueError("--limit must be >= 0")
+    if args.action == "analysts":
+        from dpfast.cli import analysts
+
+        return analysts.run(args)
     if args.action == "plot":
         return _plot(args)
     report = inspect_ledger(args.file)

@@ -7,9 +7,12 @@ and the analysts live in the budget's ledger (:meth:`dpfast.Budget.query`,
   the charge of ``event`` to the total and to the analyst's sub-budget; a computation of
   the same id in progress in another process is waited for, so two processes asking the
   same new question get one charge and one noisy answer, never two;
-* :meth:`Store.analyst` is ``budget.analyst(name, epsilon=, delta=)`` (a sub-budget row in
-  the hash chain; every charge naming the analyst must fit it and the total, checked in the
-  same transaction);
+* :meth:`Store.add_analyst` is ``budget.add_analyst(name, epsilon=, delta=)`` (the budget
+  owner registers a sub-budget: a row in the hash chain; every charge naming the analyst
+  must fit it and the total, checked in the same transaction); :meth:`Store.analyst` is
+  ``budget.analyst(name)``, which opens a *registered* analyst only;
+* :meth:`Store.bind_unit` binds the ledger to the session's privacy unit
+  (:meth:`dpfast.Budget.bind_privacy_unit`: a ledger's total is for one unit);
 * :meth:`Store.cached` says whether a query id has a stored answer (the slow path of a
   refusal check only: it reads the usage report).
 """
@@ -45,12 +48,24 @@ class Store:
         with self.budget.query(qid, event, note=note, analyst=analyst) as q:
             yield q
 
+    def add_analyst(self, name: str, epsilon: float | None, delta: float | None) -> Any:
+        """Register analyst ``name``'s sub-budget (or reopen the same); returns the handle.
+        A sub-budget's delta defaults to the budget's (key selection needs one)."""
+        if epsilon is not None and delta is None:
+            delta = self.budget.delta
+        return self.budget.add_analyst(name, epsilon=epsilon, delta=delta)
+
     def analyst(self, name: str, epsilon: float | None, delta: float | None) -> Any:
-        """Register (or reopen) analyst ``name``'s sub-budget; returns the handle.  A
-        sub-budget's delta defaults to the budget's (key selection needs one)."""
+        """The registered analyst ``name`` (ValueError if not registered, or if
+        ``epsilon`` / ``delta`` are not their share)."""
         if epsilon is not None and delta is None:
             delta = self.budget.delta
         return self.budget.analyst(name, epsilon=epsilon, delta=delta)
+
+    def bind_unit(self, privacy_unit: str | None) -> bool:
+        """Bind the ledger to ``privacy_unit`` (True: this call recorded it); ValueError
+        naming privacy_unit if the ledger is bound to another."""
+        return bool(self.budget.bind_privacy_unit(privacy_unit))
 
     def cached(self, qid: str) -> bool:
         """True if ``qid`` has a stored answer."""

@@ -83,7 +83,10 @@ class Session:
         with :mod:`dpfast.dask`: the same results, bit for bit).  Never modified.
     privacy_unit : str or None
         The column naming the person each row is about (one person may have many rows);
-        None: every row is a different person.
+        None: every row is a different person.  The budget's ledger is bound to it
+        (:meth:`dpfast.Budget.bind_privacy_unit`): the first session on a ledger records
+        it, and a session with another privacy unit is refused (ValueError), so a
+        ledger's total never mixes units.
     bounds : dict, optional
         Public bounds ``{column: (lo, hi)}`` of value columns (values are clamped).
     domains : dict, optional
@@ -147,6 +150,7 @@ class Session:
                  column_cache: int = _colcache.DEFAULT_BUDGET) -> None:
         if budget is not None and (epsilon is not None or ledger is not None):
             raise ValueError("give budget= or epsilon=/delta=/ledger=, not both")
+        made = budget is None
         if budget is None:
             budget = self._make_budget(epsilon, delta, ledger)
         elif not isinstance(budget, Budget):
@@ -165,6 +169,15 @@ class Session:
         self.max_per_partition = max_per_partition
         self._store = _store.Store(budget)
         self.analyst_name = ""
+        #: True if this session bound the ledger to its privacy unit (a new ledger, or
+        #: one of an earlier dpfast that had none); a ledger bound to another unit is
+        #: refused here (ValueError naming privacy_unit), before anything is charged
+        try:
+            self.bound_unit = self._store.bind_unit(privacy_unit)
+        except BaseException:
+            if made:
+                budget.close()  # the session opened it: leave no connection behind
+            raise
 
     @staticmethod
     def _make_budget(epsilon: Any, delta: Any, ledger: Any) -> Budget:
@@ -195,12 +208,21 @@ class Session:
                 for c, v in domains.items()}
 
     # ------------------------------------------------------------------ analysts
+    def add_analyst(self, name: str, *, epsilon: float | None = None,
+                    delta: float | None = None) -> Analyst:
+        """Register analyst ``name`` with a sub-budget of ``epsilon``, ``delta`` (default
+        delta: the total's; no ``epsilon``: a share of the whole budget) in the ledger --
+        the budget owner's act (:meth:`dpfast.Budget.add_analyst`) -- and return their
+        view (:meth:`analyst`).  Registering again with the same share returns it."""
+        self._store.add_analyst(name, epsilon, delta)
+        return Analyst(self, name)
+
     def analyst(self, name: str, *, epsilon: float | None = None,
                 delta: float | None = None) -> Analyst:
-        """A view of this session whose releases charge analyst ``name``'s sub-budget (of
-        ``epsilon``, ``delta``; default delta: the total's) and the total, every ledger row
-        naming them.  An analyst known to the ledger is reopened (``epsilon`` may be
-        omitted; a different one is a ValueError)."""
+        """A view of this session whose releases charge the *registered* analyst ``name``
+        (:meth:`add_analyst`) and the total, every ledger row naming them.  An unknown
+        name is a ValueError (nothing is created: naming an analyst gives no budget);
+        ``epsilon`` / ``delta``, if given, must be the registered share."""
         self._store.analyst(name, epsilon, delta)
         return Analyst(self, name)
 
@@ -480,6 +502,9 @@ class Analyst(Session):
 
     def analyst(self, name: str, **kw: Any) -> Analyst:
         return self._parent.analyst(name, **kw)
+
+    def add_analyst(self, name: str, **kw: Any) -> Analyst:
+        return self._parent.add_analyst(name, **kw)
 
     def close(self) -> None:
         """An analyst's view closes nothing (close the session)."""
