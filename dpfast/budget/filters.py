@@ -76,6 +76,11 @@ class Sums:
         )
 
 
+def _show(v: float | None) -> str:
+    """An epsilon for a person: 6 significant digits (``inf``: no bound)."""
+    return "unbounded" if v is None or math.isinf(v) else f"{v + 0.0:.6g}"
+
+
 def _largest_true(pred: Callable[[float], bool], lo: float, hi: float) -> float:
     """Largest double in ``[lo, hi)`` with ``pred`` true, given ``pred(lo)`` true, ``pred(hi)``
     false and ``pred`` monotone (true then false); bisection on the bit patterns."""
@@ -148,6 +153,34 @@ class Filter(abc.ABC):
     def left(self, state: Any) -> dict[str, Any]:
         """Mode-specific fields of :class:`Remaining` (``delta``, ``orders``, ``rdp``...)."""
 
+    def epsilon_delta(self, costs: Sequence[float]) -> tuple[float, float]:
+        """The ``(epsilon, delta)`` of one charge of ``costs`` on its own, as a person reads
+        it: the event's own guarantee where it has one, else the accounting's figures
+        converted at the budget's delta (rounded up; ``inf`` when there is no bound).
+        The base reads :meth:`cost_record`."""
+        rec = self.cost_record(costs)
+        if rec.epsilon is None:
+            return math.inf, self.delta
+        return rec.epsilon, rec.delta or 0.0
+
+    def detail(self, state: Any, costs: Sequence[float]) -> str:
+        """The accounting's own figures of a refusal (``""``: the message says it all)."""
+        return ""
+
+    def plain_refusal(self, state: Any, costs: Sequence[float]) -> str:
+        """A refusal in ``(epsilon, delta)`` terms, whatever the accounting: what the
+        release costs, what was spent, what a next release may still cost."""
+        eps, dlt = self.epsilon_delta(costs)
+        spent = self.spent(state)
+        left = self.largest_pure_epsilon(state)
+        sigma = self.smallest_gaussian_sigma(state)
+        gauss = ("" if not math.isfinite(sigma) else
+                 f"; a Gaussian release fits if its noise multiplier is at least {sigma:.6g}")
+        return (f"this release costs (epsilon={_show(eps)}, delta={dlt + 0.0:.3g}), more than "
+                f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}) has left: spent "
+                f"(epsilon={_show(spent.epsilon)}, delta={(spent.delta or 0.0) + 0.0:.3g}); a "
+                f"next pure release fits if its epsilon is at most {left:.6g}{gauss}")
+
     # -- shared ----------------------------------------------------------------
 
     def costs(self, event: Any) -> tuple[float, ...]:
@@ -165,11 +198,34 @@ class Filter(abc.ABC):
         return costs
 
     def _checked(self, event: Any) -> tuple[float, ...]:
-        costs = tuple(float(c) for c in self.compute_costs(event))
+        try:
+            raw = self.compute_costs(event)
+        except ValueError as exc:
+            raise ValueError(self._cannot_charge(event, str(exc))) from None
+        costs = tuple(float(c) for c in raw)
         for c in costs:
             if math.isnan(c) or c < 0:
                 raise ValueError(f"the accountant returned an invalid cost {c!r} for {event!r}")
         return costs
+
+    def _cannot_charge(self, event: Any, why: str) -> str:
+        """Why this accounting cannot charge ``event``, naming the accounting that can
+        (``"mixed"`` charges pure, approximate and Gaussian/zCDP events alike)."""
+        if self.accounting == "mixed":
+            return why
+        from .mixed import event_costs
+
+        try:
+            _, r_inf, _ = event_costs(event, (2.0, 32.0))
+        except (ValueError, TypeError, MemoryError):
+            return why  # no accounting of this library charges it
+        if not math.isfinite(r_inf) and self.delta == 0.0:
+            return (f"{why}. This budget has delta=0 (pure DP); a budget with delta > 0 "
+                    "charges it: Budget(epsilon, delta) (accounting='mixed', the default "
+                    "with delta > 0)")
+        return (f"{why}. accounting={self.accounting!r} cannot charge this release; "
+                "accounting='mixed' charges it (the default of Budget(epsilon, delta) with "
+                "delta > 0: pure, (epsilon, delta) and Gaussian/zCDP releases in one budget)")
 
     def row_costs(self, values: Sequence[Any]) -> tuple[float, ...]:
         """Costs as stored in a ledger row, checked (ValueError when damaged)."""

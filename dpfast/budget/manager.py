@@ -53,10 +53,14 @@ class Budget(Releasing, Analysts, Queries):
         SQLite file: created (atomically, mode 0600) if it does not exist,
         otherwise opened, verified and resumed.  A file that is not a usable
         dpfast ledger raises :class:`LedgerError` and is never modified.
-    accounting : {"rdp", "zcdp", "basic", "advanced", "mixed"}, optional
-        The filter (see *Privacy*); default ``"rdp"`` when ``delta > 0``, else
-        ``"basic"``.  ``"mixed"`` charges pure, approximate (key selection) and
-        Gaussian/zCDP events in one ledger (the default of the CLI's ledgers).
+    accounting : {"mixed", "rdp", "zcdp", "basic", "advanced"}, optional
+        The filter (see *Privacy*); default ``"mixed"`` when ``delta > 0`` (it charges
+        every release the library makes: pure, approximate (key selection, as in
+        :mod:`dpfast.tables`) and Gaussian/zCDP events in one ledger), else ``"basic"``;
+        reopening an existing ledger without ``accounting`` uses the ledger's own.  An
+        explicit choice is kept: ``"rdp"`` and ``"zcdp"`` cannot charge an
+        ``(epsilon, delta)`` event with ``delta > 0``, ``"basic"`` and ``"advanced"``
+        cannot charge a Gaussian (the error names the accounting that can).
     orders : sequence of float, optional
         ``"rdp"`` and ``"mixed"`` only: the Renyi orders (``> 1``; ``inf`` is the
         pure-DP member); default :func:`~dpfast.budget.rdp.default_orders` (rdp) or

@@ -11,6 +11,7 @@ event must equal the probed one (else the computation fails, recorded as failed)
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -21,7 +22,21 @@ from dpfast import tables as _tables
 
 from . import _spec
 
-__all__ = ["cached", "from_payload", "one_row", "probe"]
+__all__ = ["cached", "from_payload", "one_row", "probe", "question"]
+
+#: The question being answered (a SQL query): its parts' query ids are
+#: ``<question>~<part>``, so the usage report counts the question once.
+_QUESTION: contextvars.ContextVar[str] = contextvars.ContextVar("dpfast_question", default="")
+
+
+@contextlib.contextmanager
+def question(spec: dict[str, Any]) -> Iterator[None]:
+    """Charge the releases made inside as parts of one question (``spec`` identifies it)."""
+    token = _QUESTION.set(_spec.query_id(spec))
+    try:
+        yield
+    finally:
+        _QUESTION.reset(token)
 
 
 class _Event(Exception):
@@ -93,6 +108,8 @@ def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
            release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
     """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored."""
     qid = _spec.query_id(spec)
+    if _QUESTION.get():
+        qid = f"{_QUESTION.get()}~{qid}"
     store = session._store
     if need is not None:
         session._check_room(need, what, qid)
