@@ -817,16 +817,16 @@ def test_to_columns_and_pandas():
     pop, levels = census_like(g, (1, 3, 9, 30))
     r = tables.topdown(pop, levels, rho=1.0, rng=KEY)
     cols = r.to_columns(2)
-    assert list(cols) == ["unit", "estimate", "noisy", "ci_low", "ci_high"]
-    np.testing.assert_array_equal(cols["estimate"], r.estimates[2])
-    assert (cols["ci_low"] <= cols["estimate"]).all()
+    assert list(cols) == ["unit", "released", "measured", "ci_low", "ci_high"]
+    np.testing.assert_array_equal(cols["released"], r.estimates[2])
+    assert (cols["ci_low"] <= cols["released"]).all()
     with pytest.raises(ValueError, match="level"):
         r.to_columns(4)
     r2 = tables.topdown(np.stack([pop, pop], axis=1), levels, rho=1.0, rng=KEY,
                         total_invariant=True, nonnegative=False, integer=False)
     cols = r2.to_columns(0)
-    assert "estimate_1" in cols and cols["noisy_0"][0] == pop.sum()
+    assert "released_1" in cols and cols["measured_0"][0] == pop.sum()
     pd = pytest.importorskip("pandas")
     df = r.to_pandas(3)
     assert isinstance(df, pd.DataFrame) and len(df) == 30 and df.index.name == "unit"
-    assert list(df.columns) == ["estimate", "noisy", "ci_low", "ci_high"]
+    assert list(df.columns) == ["released", "measured", "ci_low", "ci_high"]

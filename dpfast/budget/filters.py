@@ -25,6 +25,7 @@ from dpfast._core.rounding import float_boundary
 from dpfast.accounting import events as _events
 
 from . import _exact
+from .display import down, up
 from .records import Cost, Remaining
 
 __all__ = ["Filter", "Sums", "BasicFilter"]
@@ -74,11 +75,6 @@ class Sums:
             math.inf if self.infinite[k] else _exact.float_up(v)
             for k, v in enumerate(self.values)
         )
-
-
-def _show(v: float | None) -> str:
-    """An epsilon for a person: 6 significant digits (``inf``: no bound)."""
-    return "unbounded" if v is None or math.isinf(v) else f"{v + 0.0:.6g}"
 
 
 def _largest_true(pred: Callable[[float], bool], lo: float, hi: float) -> float:
@@ -175,11 +171,11 @@ class Filter(abc.ABC):
         left = self.largest_pure_epsilon(state)
         sigma = self.smallest_gaussian_sigma(state)
         gauss = ("" if not math.isfinite(sigma) else
-                 f"; a Gaussian release fits if its noise multiplier is at least {sigma:.6g}")
-        return (f"this release costs (epsilon={_show(eps)}, delta={dlt + 0.0:.3g}), more than "
+                 f"; a Gaussian release fits if its noise multiplier is at least {up(sigma, 6)}")
+        return (f"this release costs (epsilon={up(eps, 6)}, delta={up(dlt, 3)}), more than "
                 f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}) has left: spent "
-                f"(epsilon={_show(spent.epsilon)}, delta={(spent.delta or 0.0) + 0.0:.3g}); a "
-                f"next pure release fits if its epsilon is at most {left:.6g}{gauss}")
+                f"(epsilon={up(spent.epsilon, 6)}, delta={up(spent.delta or 0.0, 3)}); a next "
+                f"pure release fits if its epsilon is at most {down(left, 6)}{gauss}")
 
     # -- shared ----------------------------------------------------------------
 

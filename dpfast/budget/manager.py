@@ -335,16 +335,21 @@ class Budget(Releasing, Analysts, Queries):
                           self._explicit_key))
 
     def plot(self, *, ax: Any = None) -> Any:
-        """Plot the spending over time from the audit log (:meth:`history`): one step
-        curve of all accepted charges, one per analyst when charges name analysts,
-        refused charges marked, and under basic accounting the budget's epsilon as a
-        line; returns the matplotlib Axes.  Needs matplotlib (``pip install
+        """Plot the epsilon spent over time from the ledger: after each accepted charge,
+        the ``(epsilon, delta)`` the accounting certifies for the charges so far (at the
+        budget's delta, as :meth:`spent` said then), one step curve for the budget and one
+        per analyst when charges name analysts, against the budget's epsilon (a
+        horizontal line; sub-budgets dotted), refused charges marked, dates on the time
+        axis; returns the matplotlib Axes.  Needs matplotlib (``pip install
         'dpfast[plot]'``); ``dpfast ledger plot FILE -o spend.png`` draws the same."""
         from dpfast.budget.plot import plot_spending
 
         where = "memory" if self._ledger.path is None else os.path.basename(self._ledger.path)
-        return plot_spending(self.history(include_refused=True), accounting=self.accounting,
-                             epsilon=self.epsilon, ax=ax,
+        with self._lock:
+            conn = self._sync.read("cannot read the ledger")
+            rows = [schema.Row(*r) for r in conn.execute(
+                f"SELECT {schema.select_columns(conn)} FROM charges ORDER BY id").fetchall()]
+        return plot_spending(self._filter, rows, ax=ax,
                              title=f"privacy budget spent over time ({where})")
 
     def _repr_html_(self) -> str:

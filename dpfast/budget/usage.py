@@ -115,8 +115,9 @@ def _eps_delta(c: Cost) -> str:
     """A cost as ``eps=... delta=...`` (``-``: none recorded)."""
     if c.epsilon is None:
         return "-"
-    eps = "unbounded" if math.isinf(c.epsilon) else f"{c.epsilon + 0.0:.4g}"
-    return f"eps={eps}" + (f" delta={c.delta:.3g}" if c.delta else "")
+    from dpfast.budget.display import up
+
+    return f"eps={up(c.epsilon)}" + (f" delta={up(c.delta, 3)}" if c.delta else "")
 
 
 def figures(c: Cost | None) -> str:

@@ -9,8 +9,8 @@ refusals, cache hits; per query id: cost, status, cache hits).  ``verify`` check
 hash chain from the definition to the last row (and every cached result against its
 digest in the chain) and prints its head hash (record it elsewhere to detect a later
 rewrite of the whole file), and the ledger against its anchor and checkpoints.  ``plot``
-draws the spending over time (one curve per analyst when charges name analysts; needs
-matplotlib) into a PNG.  All
+draws the epsilon spent over time (at the budget's delta, against the budget's epsilon;
+one curve per analyst when charges name analysts; needs matplotlib) into a PNG.  All
 only read the file and apply the rules ``dpfast.Budget`` applies to a ledger's path (owner,
 mode, file type, directory).  A keyed ledger needs its key in ``DPFAST_LEDGER_KEY``.  Exit
 codes: 0 ok, 1 the chain is broken (or the ledger lost charges), 2 not a usable ledger.
@@ -62,8 +62,9 @@ def _cost(charge) -> str:  # type: ignore[no-untyped-def]
     c = charge.cost
     if c.epsilon is None:
         return "-"
-    eps = "unbounded" if math.isinf(c.epsilon) else f"{c.epsilon + 0.0:.4g}"
-    return f"eps={eps}" + (f" delta={c.delta:.3g}" if c.delta else "")
+    from dpfast.budget.display import up
+
+    return f"eps={up(c.epsilon)}" + (f" delta={up(c.delta, 3)}" if c.delta else "")
 
 
 def _detail(charge) -> str:  # type: ignore[no-untyped-def]
@@ -222,9 +223,11 @@ def _plot(args: argparse.Namespace) -> int:
     report = inspect_ledger(args.file)
     if not report.chain_ok:
         raise CliError(report.problem, 1)
+    from dpfast.budget.registry import make_filter
+
     d = report.definition
-    ax = plot_spending(report.records, accounting=str(d.get("accounting")),
-                       epsilon=d.get("epsilon"),
+    filt = make_filter(d.get("accounting"), d.get("epsilon"), d.get("delta"), d.get("orders"))
+    ax = plot_spending(filt, report.rows,
                        title=f"privacy budget spent over time ({os.path.basename(args.file)})")
     write_atomic(args.output, lambda tmp: ax.figure.savefig(tmp, format="png", dpi=100))
     plt.close(ax.figure)
