@@ -162,19 +162,21 @@ def test_one_sql_question_asked_twice_is_one_charge_and_one_cache_hit() -> None:
     q = "SELECT dest, COUNT(*) AS n, AVG(delay) AS delay FROM flights GROUP BY dest"
     alice.sql(q, epsilon=0.5, delta=1e-6)
     u = s.usage()
-    assert (u.charges, u.hits) == (1, 0)
+    assert (u.questions, u.question_hits, u.charges, u.hits) == (1, 0, 2, 0)
     (line,) = u.queries
     assert (line.status, line.charges, line.hits, line.stored, line.parts) == (
         "charged", 1, 0, True, 2)
-    alice.sql(q, epsilon=0.5, delta=1e-6)
+    alice.sql(q.lower(), epsilon=0.5, delta=1e-6)  # the same question, written otherwise
     u = s.usage()
-    assert (u.charges, u.hits) == (1, 1)
+    assert (u.questions, u.question_hits, u.charges, u.hits) == (1, 1, 2, 2)
     (line,) = u.queries
     assert (line.status, line.charges, line.hits) == ("cached", 1, 1)
     assert line.cost.epsilon == 0.5
     (a,) = u.analysts
-    assert (a.charges, a.hits, a.queries) == (1, 1, 1)
-    assert "1 charge, 0 refused, 0 failed, 1 cache hit" in "\n".join(u.lines("query"))
+    assert (a.questions, a.question_hits, a.queries) == (1, 1, 1)
+    text = "\n".join(u.lines("query"))
+    assert "1 charge, 0 refused, 0 failed, 1 cache hit (a question asked again" in text
+    assert "in the ledger: 2 charges and 2 cache hits, one per aggregate" in text
     assert len(s.budget.history()) == 2  # the ledger keeps one charge per aggregate
     s.close()
 

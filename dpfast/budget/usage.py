@@ -49,6 +49,9 @@ class AnalystUsage:
     spent : Cost or None
         What :meth:`Budget.spent <dpfast.Budget.spent>` says of the analyst's charges
         alone, with the accounting's own figures (RDP per order, rho).
+    questions, question_hits : int
+        ``charges`` and ``hits`` counting a SQL query charged in parts (one per
+        aggregate) once: the questions charged, the questions answered from the cache.
     """
 
     name: str
@@ -64,6 +67,8 @@ class AnalystUsage:
     queries: int
     hits: int
     spent: Cost | None = None
+    questions: int = 0
+    question_hits: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +159,13 @@ class Usage:
     utilization : float
         Percent of the budget used (see :mod:`dpfast.budget.usage`).
     charges, refused, failed, hits : int
-        Over the whole ledger.
+        Over the whole ledger: its records (a SQL query with several aggregates is
+        charged, and answered from the cache, once per aggregate).
     analysts : tuple of AnalystUsage
     queries : tuple of QueryUsage
+        One line per question (a SQL query's parts merged).
+    questions, question_hits : int
+        ``charges`` and ``hits`` counting each question once: what a person asked.
     """
 
     accounting: str
@@ -171,6 +180,8 @@ class Usage:
     hits: int
     analysts: tuple[AnalystUsage, ...]
     queries: tuple[QueryUsage, ...]
+    questions: int = 0
+    question_hits: int = 0
 
     def lines(self, by: str = "analyst", *, detail: bool = False) -> list[str]:
         """The report as text lines, a table ``by`` ``"analyst"`` or ``"query"``; every
@@ -182,8 +193,7 @@ class Usage:
                f"accounting: spent (epsilon={self.spent.epsilon:.6g}, delta="
                f"{self.spent.delta:.3g}); a next pure release fits up to epsilon="
                f"{self.remaining.epsilon:.6g}; utilization {self.utilization:.1f}%",
-               f"{_n(self.charges, 'charge')}, {self.refused} refused, {self.failed} failed, "
-               f"{_n(self.hits, 'cache hit')} (a question asked again: no charge)"]
+               self._counts()]
         head: tuple[str, ...]
         rows: list[tuple[str, ...]]
         if by == "analyst":
@@ -197,6 +207,8 @@ class Usage:
                        f"{a.remaining_epsilon:.4g}", used, str(a.charges),
                        str(a.refused), str(a.queries), str(a.hits))
                 rows.append(row + ((figures(a.spent),) if detail else ()))
+            rows = [rows[0]] + [r[:6] + (str(a.questions),) + r[7:9] + (str(a.question_hits),)
+                                + r[10:] for r, a in zip(rows[1:], self.analysts, strict=True)]
         else:
             head = ("query id", "analyst", "cost (eps, delta)", "status", "charges", "hits",
                     "last (UTC)")
@@ -216,6 +228,17 @@ class Usage:
                                  for v, w in zip(r, widths, strict=True)).rstrip())
         return out
 
+    def _counts(self) -> str:
+        """The counts line: questions (a SQL query's aggregates as one), then the ledger's
+        records when they differ."""
+        text = (f"{_n(self.questions, 'charge')}, {self.refused} refused, {self.failed} "
+                f"failed, {_n(self.question_hits, 'cache hit')} (a question asked again: no "
+                "charge)")
+        if (self.questions, self.question_hits) != (self.charges, self.hits):
+            text += (f"; in the ledger: {_n(self.charges, 'charge')} and "
+                     f"{_n(self.hits, 'cache hit')}, one per aggregate of a SQL query")
+        return text
+
     def __str__(self) -> str:
         return "\n".join(self.lines("analyst"))
 
@@ -227,8 +250,9 @@ class Usage:
         except ImportError as exc:  # pragma: no cover - pandas is in the test extra
             raise ImportError("to_pandas() needs pandas: pip install pandas") from exc
         if by == "analyst":
-            return pd.DataFrame([dataclasses.asdict(a) for a in self.analysts],
-                                columns=[f.name for f in dataclasses.fields(AnalystUsage)])
+            cols = [f.name for f in dataclasses.fields(AnalystUsage) if f.name != "spent"]
+            return pd.DataFrame([{k: getattr(a, k) for k in cols} for a in self.analysts],
+                                columns=cols)
         if by == "query":
             recs = []
             for q in self.queries:
@@ -237,7 +261,7 @@ class Usage:
                 d["epsilon"], d["delta"], d["rho"] = cost["epsilon"], cost["delta"], cost["rho"]
                 recs.append(d)
             cols = ["query_id", "analyst", "epsilon", "delta", "rho", "status", "charges",
-                    "hits", "first", "last"]
+                    "hits", "first", "last", "stored", "parts"]
             return pd.DataFrame(recs, columns=cols)
         raise ValueError(f"by must be 'analyst' or 'query', got {by!r}")
 
@@ -330,37 +354,43 @@ def usage_of(filt: Filter, state: Any, books: Books, rows: Sequence[schema.Row],
     """The :class:`Usage` of a ledger: ``state`` / ``books`` its verified totals, ``rows``
     its records (every kind); ``analyst`` restricts the analysts and queries listed.
 
-    A question charged in parts (a session's SQL query with several aggregates: query ids
-    ``<question>~<part>``) counts once: one charge when its parts were charged, one cache
-    hit when every part was served from the cache."""
+    ``charges`` and ``hits`` count ledger records; ``questions`` and ``question_hits``
+    count a question charged in parts (a session's SQL query with several aggregates:
+    query ids ``<question>~<part>``) once: one charge when its parts were charged, one
+    cache hit when every part was served from the cache."""
     failed_ids = {r.ref for r in rows if r.status == FAILED}
     zero = {"charges": 0, "refused": 0, "failed": 0, "hits": 0}
-    count: dict[str, dict[str, int]] = {}
+    count: dict[str, dict[str, int]] = {}  # ledger records, per analyst
+    asked: dict[str, dict[str, int]] = {}  # questions (a SQL query's parts as one)
     qids: dict[str, set[str]] = {}
-    totals = dict(zero)
-    for r in rows:  # the records that are not parts of a question
+    totals, qtotals = dict(zero), dict(zero)
+    for r in rows:
         name = r.analyst
         c = count.setdefault(name, dict(zero))
+        a = asked.setdefault(name, dict(zero))
         if r.status == CHARGED and r.query:
             qids.setdefault(name, set()).add(question_of(r.query))
-        if r.query and _PART.match(r.query):
-            continue
         key = {CHARGED: "charges", REFUSED: "refused", HIT: "hits"}.get(r.status)
         if key is None:
             continue
+        failed = r.status == CHARGED and r.id in failed_ids
         c[key] += 1
         totals[key] += 1
-        if r.status == CHARGED and r.id in failed_ids:
-            c["failed"] += 1
-            totals["failed"] += 1
+        c["failed"] += failed
+        totals["failed"] += failed
+        if not (r.query and _PART.match(r.query)):
+            a[key] += 1
+            qtotals[key] += 1
+            a["failed"] += failed
+            qtotals["failed"] += failed
     queries = _questions(_query_lines(filt, rows, failed_ids))
     for qid in {question_of(r.query) for r in rows if r.query and _PART.match(r.query)}:
         q = queries[qid]
-        c = count.setdefault(q["analyst"], dict(zero))
+        a = asked.setdefault(q["analyst"], dict(zero))
         for key, n in (("charges", q["charges"]), ("refused", q["refused"]),
                        ("hits", q["hits"]), ("failed", 1 if q["status"] == "failed" else 0)):
-            c[key] += n
-            totals[key] += n
+            a[key] += n
+            qtotals[key] += n
     names = sorted((set(count) | set(books.limits) | set(books.spent)) - {""})
     if analyst is not None:
         names = [n for n in names if n == analyst]
@@ -372,13 +402,14 @@ def usage_of(filt: Filter, state: Any, books: Books, rows: Sequence[schema.Row],
         sp = f.spent(st)
         left = f.largest_pure_epsilon(st)
         c = count.get(name, dict(zero))
+        a = asked.get(name, dict(zero))
         lim = books.limits.get(name)
         lines.append(AnalystUsage(
             name, None if lim is None else lim[0], None if lim is None else lim[1],
             float(sp.epsilon or 0.0), float(sp.delta or 0.0), left,
             None if sub is None else _pct(left, sub.epsilon),
             c["charges"], c["refused"], c["failed"], len(qids.get(name, ())), c["hits"],
-            sp))
+            sp, a["charges"], a["hits"]))
     qlines = []
     for qid, q in queries.items():
         if analyst is not None and q["analyst"] != analyst:
@@ -390,4 +421,5 @@ def usage_of(filt: Filter, state: Any, books: Books, rows: Sequence[schema.Row],
     eps_left = remaining.epsilon if math.isfinite(remaining.epsilon) else filt.epsilon
     return Usage(filt.accounting, filt.epsilon, filt.delta, filt.spent(state), remaining,
                  _pct(eps_left, filt.epsilon), totals["charges"], totals["refused"],
-                 totals["failed"], totals["hits"], tuple(lines), tuple(qlines))
+                 totals["failed"], totals["hits"], tuple(lines), tuple(qlines),
+                 qtotals["charges"], qtotals["hits"])

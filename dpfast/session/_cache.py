@@ -24,19 +24,35 @@ from . import _spec
 
 __all__ = ["cached", "from_payload", "one_row", "probe", "question"]
 
-#: The question being answered (a SQL query): its parts' query ids are
-#: ``<question>~<part>``, so the usage report counts the question once.
-_QUESTION: contextvars.ContextVar[str] = contextvars.ContextVar("dpfast_question", default="")
+#: The question being answered (a SQL query), while :func:`question` runs: its parts'
+#: query ids are ``<first part>~<part>`` (the first part's own id names the question, so
+#: the same question written another way -- case, spacing -- has the same ids), and the
+#: usage report counts the question once.
+_QUESTION: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "dpfast_question", default=None)
 
 
 @contextlib.contextmanager
-def question(spec: dict[str, Any]) -> Iterator[None]:
-    """Charge the releases made inside as parts of one question (``spec`` identifies it)."""
-    token = _QUESTION.set(_spec.query_id(spec))
+def question() -> Iterator[None]:
+    """Charge the releases made inside as the parts of one question."""
+    token = _QUESTION.set([])
     try:
         yield
     finally:
         _QUESTION.reset(token)
+
+
+def _query_id(store: Any, spec: dict[str, Any]) -> str:
+    """The ledger query id of a release: its spec's id, prefixed by its question's."""
+    part = _spec.query_id(spec)
+    asked = _QUESTION.get()
+    if asked is None:
+        return part
+    if not asked:
+        asked.append(part)
+    if store.budget.has_result(part):  # stored before questions were grouped: reuse it
+        return part
+    return f"{asked[0]}~{part}"
 
 
 class _Event(Exception):
@@ -107,10 +123,8 @@ def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
            compute: Callable[[], Any], payload: Callable[[Any], dict[str, Any]],
            release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
     """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored."""
-    qid = _spec.query_id(spec)
-    if _QUESTION.get():
-        qid = f"{_QUESTION.get()}~{qid}"
     store = session._store
+    qid = _query_id(store, spec)
     if need is not None:
         session._check_room(need, what, qid)
     with store.query(qid, event, note=what, analyst=session.analyst_name) as q:

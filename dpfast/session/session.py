@@ -440,8 +440,7 @@ class Session:
         from dpfast.session import _answer, _cache
 
         # one question, charged in parts (one per aggregate): the usage report counts it once
-        with _cache.question({"sql": query, "epsilon": epsilon, "delta": delta,
-                              "options": sorted((k, repr(v)) for k, v in options.items())}):
+        with _cache.question():
             return _answer.run(self, query, epsilon=epsilon, delta=delta, **options)
 
     def _domain(self, keys: list[str]) -> Any:
