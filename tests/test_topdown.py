@@ -411,7 +411,10 @@ def test_cli_topdown_csv(tmp_path):
     assert len(rows["level_1_state.csv"]) == 2
     assert len(rows["level_2_county.csv"]) == 4  # CA/001, CA/003, NY/001, NY/005
     assert len(rows["level_3_block.csv"]) == 7
-    for col in ("pop", "households"):
+    assert list(rows["level_2_county.csv"][0]) == [
+        "state", "county", "pop_released", "pop_measured", "households_released",
+        "households_measured"]
+    for col in ("pop_released", "households_released"):
         total = int(rows["level_0_total.csv"][0][col])
         for name in ("level_1_state.csv", "level_2_county.csv", "level_3_block.csv"):
             vals = [int(r[col]) for r in rows[name]]
@@ -442,7 +445,8 @@ def test_cli_topdown_parquet(tmp_path):
                "0.3", "0.5", "-o", str(tmp_path / "o"))
     assert res.returncode == 0, res.stderr
     t = pq.read_table(tmp_path / "o" / "level_2_zone.parquet")
-    assert t.num_rows == 3 and sum(t.column("count").to_pylist()) >= 0
+    assert t.num_rows == 3 and sum(t.column("count_released").to_pylist()) >= 0
+    assert "count_measured" in t.column_names
 
 
 @pytest.mark.slow
