@@ -196,6 +196,7 @@ class Usage:
                self._counts()]
         head: tuple[str, ...]
         rows: list[tuple[str, ...]]
+        row: tuple[str, ...]
         if by == "analyst":
             head = ("analyst", "sub-budget (eps/delta)", "spent eps", "spent delta",
                     "left eps", "used %", "charges", "refused", "queries", "hits")
@@ -278,7 +279,7 @@ def question_of(query_id: str) -> str:
     return m.group(1) if m else query_id
 
 
-def _query_lines(filt: Filter, rows: Sequence[schema.Row], failed_ids: set[int]
+def _query_lines(filt: Filter, rows: Sequence[schema.Row], failed_ids: set[Any]
                  ) -> dict[str, dict[str, Any]]:
     """Per query id: who, what one computation costs, its status (the state its last
     record left it in), its charges, hits, whether a result is stored, first and last."""

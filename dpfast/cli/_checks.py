@@ -123,7 +123,7 @@ def _round(a: np.ndarray, how: str) -> np.ndarray:
     mag = np.floor(np.log10(np.abs(out[ok])))
     scale = 10.0 ** (DIGITS - 1 - mag)
     v = out[ok] * scale
-    r = {"nearest": np.round, "down": np.floor, "up": np.ceil}[how](v)
+    r = np.round(v) if how == "nearest" else np.floor(v) if how == "down" else np.ceil(v)
     if how != "nearest":  # keep a value that is already short (floor(1.0 * 1e5) ...)
         r = np.where(np.abs(v - np.round(v)) <= 1e-9 * np.abs(v), np.round(v), r)
     out[ok] = r / scale
