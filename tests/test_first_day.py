@@ -237,6 +237,11 @@ def test_cli_unknown_columns_are_reported_as_unknown(visits_csv, tmp_path, capsy
     assert main(["histogram", str(visits_csv), "--column", "ages", "--range", "0", "1",
                  "--record-level", "--epsilon", "1", "-o", str(tmp_path / "h.csv")]) == 2
     assert "unknown column in" in capsys.readouterr().err
+    bom = tmp_path / "bom.csv"  # the header as the reader sees it (a UTF-8 BOM is not a name)
+    bom.write_bytes(b"\xef\xbb\xbfcity,person\nLyon,1\nNice,2\n")
+    (tmp_path / "dom.csv").write_text("city\nLyon\nNice\n")
+    assert main(["count", str(bom), "--key", "city", "--id", "person", "--epsilon", "1",
+                 "--domain", str(tmp_path / "dom.csv"), "-o", str(tmp_path / "b.csv")]) == 0
 
 
 def test_cli_one_budget_delta_default(visits_csv, tmp_path, capsys) -> None:

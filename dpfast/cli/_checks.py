@@ -88,10 +88,14 @@ def _header(path: str) -> list[str] | None:
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
             return list(pq.read_schema(path).names)
-        if ext in (".csv", ".txt"):
-            with open(path, newline="") as fh:
-                return next(csv.reader(fh), [])
-    except (ImportError, OSError, ValueError, UnicodeDecodeError, csv.Error):
+        if ext in (".csv", ".txt"):  # the header as the reader sees it (pandas if there)
+            try:
+                import pandas as pd
+            except ImportError:  # pragma: no cover - pandas is in the test extra
+                with open(path, newline="", encoding="utf-8-sig") as fh:
+                    return next(csv.reader(fh), [])
+            return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+    except Exception:  # unreadable here: the reader reports it
         return None
     return None
 
