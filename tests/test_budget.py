@@ -116,7 +116,8 @@ def reference_filter(thresholds, rule, cost_rows):
         ((1.0, "0"), {"accounting": "basic"}, TypeError, "delta"),
         ((1.0,), {"accounting": "rdp"}, ValueError, "delta"),  # rdp needs delta > 0
         ((1.0, 0.0), {"accounting": "advanced"}, ValueError, "delta"),
-        ((0.03, 1e-6), {"orders": [2.0, 4.0]}, ValueError, "born exhausted"),
+        ((0.03, 1e-6), {"accounting": "rdp", "orders": [2.0, 4.0]}, ValueError,
+             "born exhausted"),
         ((1.0, 0.0), {"accounting": "zcdp"}, ValueError, "delta"),
         ((1.0, 1e-6), {"accounting": "RDP"}, ValueError, "accounting"),
         ((1.0, 1e-6), {"accounting": 3}, TypeError, "accounting"),
@@ -139,7 +140,8 @@ def test_constructor_validation(args, kwargs, exc, match):
 
 
 def test_numpy_scalars_and_orders_accepted():
-    b = Budget(np.float64(1.0), np.float32(1e-6), orders=np.array([64, 128.5, 96]))
+    b = Budget(np.float64(1.0), np.float32(1e-6), orders=np.array([64, 128.5, 96]),
+               accounting="rdp")
     assert b.epsilon == 1.0 and b.orders == (64.0, 96.0, 128.5)
     assert isinstance(b.epsilon, float)
 
@@ -449,7 +451,7 @@ def live_orders(b):
 
 @pytest.mark.parametrize(("epsilon", "delta"), [(1.0, 1e-6), (0.5, 1e-8), (8.0, 1e-5)])
 def test_rdp_thresholds_by_hand(epsilon, delta):
-    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS)
+    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS, accounting="rdp")
     live, m = live_orders(b)
     assert 0 < m < len(DEFAULT_ORDERS) - 1  # some orders are dead for these budgets
     assert b.orders[-1] == math.inf and b.thresholds[-1] == epsilon  # the pure member
@@ -478,7 +480,7 @@ def test_rdp_thresholds_by_hand(epsilon, delta):
 
 def test_rdp_thresholds_match_dp_accounting_conversion():
     rdp_mod = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
-    b = Budget(2.0, 1e-6, orders=DEFAULT_ORDERS)
+    b = Budget(2.0, 1e-6, orders=DEFAULT_ORDERS, accounting="rdp")
     live, m = live_orders(b)
     for alpha, cap in live:
         eps, _ = rdp_mod.compute_epsilon([alpha], [cap], 1e-6 / m)
@@ -489,7 +491,7 @@ def test_rdp_identical_gaussians_count_by_hand():
     """N identical Gaussian charges: N = max over orders of floor(B_alpha / (alpha/(2 s^2)))."""
     sigma = 7.3
     epsilon, delta = 2.0, 1e-6
-    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS)
+    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS, accounting="rdp")
     live, m = live_orders(b)
     with mpmath.workprec(200):
         s2 = mpmath.mpf(sigma) ** 2
@@ -523,7 +525,7 @@ def test_rdp_at_least_one_order_rule_and_reference():
     from dpfast.accounting.rdp import rdp_epsilons
 
     orders = (4.0, 8.0, 32.0)
-    b = Budget(6.0, 1e-5, orders=orders)
+    b = Budget(6.0, 1e-5, orders=orders, accounting="rdp")
     caps = b.thresholds
     assert all(c > 0 for c in caps)
     # Gaussians are cheap at low orders (cost grows with alpha); Laplace and pure-DP charges
@@ -559,7 +561,7 @@ def test_rdp_at_least_one_order_rule_and_reference():
 
 def test_rdp_remaining_epsilon_charge_fits():
     def fresh():
-        b = Budget(1.0, 1e-6, orders=DEFAULT_ORDERS)
+        b = Budget(1.0, 1e-6, orders=DEFAULT_ORDERS, accounting="rdp")
         for _ in range(3):
             b.spend(ev.Gaussian(20.0))
         return b
@@ -594,8 +596,8 @@ def test_rdp_remaining_epsilon_charge_fits():
 
 
 def test_rdp_event_without_rdp_bound():
-    b = Budget(1.0, 1e-6)
-    with pytest.raises(ValueError):
+    b = Budget(1.0, 1e-6, accounting="rdp")
+    with pytest.raises(ValueError, match="accounting='mixed' charges it"):
         b.spend(ev.EpsilonDelta(0.1, 1e-9))
     assert b.history() == []
 
@@ -625,7 +627,7 @@ def test_caps_agree_with_dpfast_conversions(epsilon, delta):
     (rho,) = Budget(epsilon, delta, accounting="zcdp").thresholds
     assert zcdp_epsilon(rho, delta) == pytest.approx(epsilon, rel=1e-12)
     assert zcdp_epsilon(rho * (1 + 1e-9), delta) > epsilon
-    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS)
+    b = Budget(epsilon, delta, orders=DEFAULT_ORDERS, accounting="rdp")
     live, m = live_orders(b)
     for alpha, cap in live:
         eps, _ = epsilon_from_rdp([alpha], [cap], delta / m)
@@ -651,7 +653,7 @@ def test_rdp_default_is_the_zcdp_order_plus_inf():
     from dpfast._core.conversions import zcdp_cap
 
     for epsilon, delta in [(1.0, 1e-6), (0.03, 1e-6), (8.0, 1e-5)]:
-        b = Budget(epsilon, delta)
+        b = Budget(epsilon, delta, accounting="rdp")
         rho, alpha = zcdp_cap(epsilon, delta)
         assert b.orders == (alpha, math.inf)
         cap, pure = b.thresholds
@@ -660,7 +662,7 @@ def test_rdp_default_is_the_zcdp_order_plus_inf():
         # the same cap as the zCDP filter's rho_B at alpha*, up to one rounding each
         assert Fraction(rho) * Fraction(alpha) <= Fraction(cap) * (1 + Fraction(1, 10**15))
     # the issue's example: born exhausted before, now 100 charges of 0.0003 (as basic)
-    tiny = Budget(0.03, 1e-6)
+    tiny = Budget(0.03, 1e-6, accounting="rdp")
     assert prefix(tiny, [ev.Epsilon(0.0003)] * 200) >= prefix(
         Budget(0.03, 1e-6, accounting="basic"), [ev.Epsilon(0.0003)] * 200
     ) >= 99
@@ -682,7 +684,7 @@ def test_rdp_accepts_at_least_what_basic_and_zcdp_accept(budget_def, charges):
     from dpfast.accounting.zcdp import zcdp_rho
 
     eps, delta = budget_def
-    n_rdp = prefix(Budget(eps, delta), charges)
+    n_rdp = prefix(Budget(eps, delta, accounting="rdp"), charges)
     n_basic = prefix(Budget(eps, delta, accounting="basic"), charges)
     zcdp = Budget(eps, delta, accounting="zcdp")
     n_zcdp = prefix(zcdp, charges)
@@ -843,5 +845,5 @@ def test_rdp_default_on_dpsgd_steps_is_close_to_offline_accounting():
             lo = mid
         else:
             hi = mid
-    online = prefix(Budget(epsilon, delta), [step] * (lo + 100))
+    online = prefix(Budget(epsilon, delta, accounting="rdp"), [step] * (lo + 100))
     assert 0.97 * lo <= online <= 1.01 * lo

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -381,8 +382,11 @@ def test_usage_report_and_ledger_show_by(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("a1", "a2", "g "))]
     assert len(lines) == 3 and "cached" in lines[1] and "rho=" not in lines[0]
-    r = _cli("ledger", "show", str(path))
-    assert r.returncode == 0 and "zCDP rho about" in r.stdout
+    r = _cli("ledger", "show", str(path))  # the Gaussian charge as (epsilon, delta)
+    assert r.returncode == 0 and "zCDP rho" not in r.stdout and "rdp" not in r.stdout
+    assert re.search(r"Gaussian +eps=0\.\d+ delta=1e-06", r.stdout)
+    r = _cli("ledger", "show", str(path), "--detail")  # and the accounting's own figures
+    assert r.returncode == 0 and "rdp a=" in r.stdout
 
 
 def _as_format_2(path):

@@ -630,7 +630,7 @@ def test_cli_ledger_show_and_verify(tmp_path):
     r = _cli("ledger", "show", str(path))
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    for needle in ("accounting='rdp'", "weekly counts", "ana", "eve", "refused", "failed",
+    for needle in ("accounting='mixed'", "weekly counts", "ana", "eve", "refused", "failed",
                    "1 charged, 1 failed after the charge, 1 refused", "spent (epsilon=0.625",
                    "next release fits if pure epsilon <= 0.375", "hash chain verified"):
         assert needle in out, needle

@@ -22,7 +22,7 @@ def test_demo_small() -> None:
                    "clinic visits", "measured vs truth", "CI coverage", "x numpy",
                    "codes published", "result cache", "the same numbers",
                    "no new charge", "next query (epsilon", "usage report",
-                   "ana", "ben", "utilization", "cache hits"):
+                   "ana", "ben", "utilization", "cache hit"):
         assert needle in text
     assert "ERROR" not in text
 

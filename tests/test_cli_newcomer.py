@@ -105,7 +105,8 @@ def test_readme_count_command_runs_as_written(tmp_path) -> None:
 
 def test_ledger_options_that_disagree_are_refused(data, capsys) -> None:
     tmp, _ = data
-    base = ["count", "visits.csv", "--key", "city", "--epsilon", "1", "--domain", "cities.csv",
+    base = ["count", "visits.csv", "--record-level", "--key", "city", "--epsilon", "1",
+            "--domain", "cities.csv",
             "--ledger", "b.sqlite", "--seed-key-file", "key.bin"]
     assert main([*base, "--budget-epsilon", "4", "-o", "a.csv"]) == 0
     out = capsys.readouterr().out
@@ -124,7 +125,8 @@ def test_ledger_options_that_disagree_are_refused(data, capsys) -> None:
 
 def test_refused_first_release_leaves_no_ledger(data, capsys) -> None:
     tmp, _ = data
-    rc = main(["count", "visits.csv", "--key", "city", "--epsilon", "1", "--delta", "1e-6",
+    rc = main(["count", "visits.csv", "--record-level",
+               "--key", "city", "--epsilon", "1", "--delta", "1e-6",
                "--ledger", "new.sqlite", "--budget-epsilon", "4", "--budget-delta", "0",
                "-o", "c.csv"])
     assert rc == 1
@@ -137,7 +139,8 @@ def test_refused_first_release_leaves_no_ledger(data, capsys) -> None:
 
 def test_output_errors_name_the_users_path_and_spend_nothing(data, capsys) -> None:
     tmp, _ = data
-    rc = main(["count", "visits.csv", "--key", "city", "--epsilon", "1", "--domain",
+    rc = main(["count", "visits.csv", "--record-level",
+               "--key", "city", "--epsilon", "1", "--domain",
                "cities.csv", "--ledger", "l.sqlite", "--budget-epsilon", "1",
                "-o", "/nonexistent/dir/o.csv"])
     assert rc == 2
@@ -145,7 +148,8 @@ def test_output_errors_name_the_users_path_and_spend_nothing(data, capsys) -> No
     assert err.strip() == ("dpfast: error: cannot write /nonexistent/dir/o.csv: directory "
                            "/nonexistent/dir does not exist")
     assert not (tmp / "l.sqlite").exists()  # checked before the ledger and the release
-    assert main(["count", "visits.csv", "--key", "city", "--epsilon", "1", "--domain",
+    assert main(["count", "visits.csv", "--record-level",
+                 "--key", "city", "--epsilon", "1", "--domain",
                  "cities.csv", "-o", "o.xls"]) == 2
     assert ".csv, .parquet or .xlsx" in capsys.readouterr().err
 
@@ -171,7 +175,8 @@ def test_outputs_follow_the_umask_ledgers_stay_private(data, capsys, umask: int)
     tmp, _ = data
     old = os.umask(umask)
     try:
-        assert main(["count", "visits.csv", "--key", "city", "--epsilon", "1", "--domain",
+        assert main(["count", "visits.csv", "--record-level",
+                     "--key", "city", "--epsilon", "1", "--domain",
                      "cities.csv", "--ledger", "p.sqlite", "--budget-epsilon", "2",
                      "-o", "o.csv"]) == 0
     finally:
@@ -183,7 +188,8 @@ def test_outputs_follow_the_umask_ledgers_stay_private(data, capsys, umask: int)
 def test_excel_output(data, capsys) -> None:
     openpyxl = pytest.importorskip("openpyxl")
     tmp, _ = data
-    assert main(["count", "visits.csv", "--key", "city", "--key", "age", "--epsilon", "1",
+    assert main(["count", "visits.csv", "--record-level",
+                 "--key", "city", "--key", "age", "--epsilon", "1",
                  "--delta", "1e-6", "--seed-key-file", "key.bin", "-o", "o.xlsx"]) == 0
     sheet = openpyxl.load_workbook(tmp / "o.xlsx").active
     rows = list(sheet.iter_rows(values_only=True))
@@ -210,14 +216,16 @@ def test_sum_and_mean_commands(data, capsys) -> None:
             assert abs(got - want) <= (60 if stat == "sum" else 0.5)
         if stat == "sum":  # integer values and bounds: an exact integer sum
             assert all(float(r["stay"]).is_integer() for r in rows)
-    assert main(["sum", "visits.csv", "--value", "city", "--bounds", "0", "1", "--key", "age",
+    assert main(["sum", "visits.csv", "--record-level",
+                 "--value", "city", "--bounds", "0", "1", "--key", "age",
                  "--epsilon", "1", "--delta", "1e-6", "-o", "x.csv"]) == 2
     assert "--value column 'city': row 1 is not a number" in capsys.readouterr().err
 
 
 def test_histogram_command(data, capsys) -> None:
     tmp, truth = data
-    assert main(["histogram", "visits.csv", "--column", "stay", "--bins", "3", "--range", "0",
+    assert main(["histogram", "visits.csv", "--record-level",
+                 "--column", "stay", "--bins", "3", "--range", "0",
                  "15", "--epsilon", "1", "--seed-key-file", "key.bin", "-o", "h.csv"]) == 0
     assert "released a histogram of 3 bins to h.csv: 1-DP" in capsys.readouterr().out
     rows = _rows(tmp / "h.csv")
@@ -227,7 +235,8 @@ def test_histogram_command(data, capsys) -> None:
     want = np.histogram(allv, bins=3, range=(0, 15))[0]
     got = np.array([int(r["count"]) for r in rows])
     assert np.all(np.abs(got - want) <= 15)
-    assert main(["histogram", "visits.csv", "--column", "stay", "--range", "1", "0",
+    assert main(["histogram", "visits.csv", "--record-level",
+                 "--column", "stay", "--range", "1", "0",
                  "--epsilon", "1", "-o", "h.csv"]) == 2
 
 

@@ -80,6 +80,10 @@ def test_topdown_plot_error_by_level(tmp_path) -> None:
 
 
 def test_budget_plot_by_analyst(tmp_path) -> None:
+    """Issue 41 item 5: the plot shows epsilon spent (not the number of charges) against
+    the cap, per analyst, with dates on the time axis."""
+    import matplotlib.dates as mdates
+
     b = dpfast.Budget(3.0, accounting="basic", ledger=str(tmp_path / "b.sqlite"))
     for analyst, eps in (("ana", 0.5), ("bo", 1.0), ("ana", 0.5)):
         b.spend(dpfast.events.Epsilon(eps), analyst=analyst, note="q")
@@ -89,10 +93,14 @@ def test_budget_plot_by_analyst(tmp_path) -> None:
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["all analysts", "analyst ana", "analyst bo", "refused (1)",
                       "budget epsilon 3"]
-    assert ax.get_ylabel() == "epsilon charged (sum of the charges)"
+    assert ax.get_ylabel() == "epsilon spent"
     assert ax.get_xlabel() == "time (UTC)" and "b.sqlite" in ax.get_title()
     assert list(ax.lines[0].get_ydata()) == [0.0, 0.5, 1.5, 2.0]
     assert list(ax.lines[1].get_ydata()) == [0.0, 0.5, 1.0]
+    assert ax.lines[0].get_ydata()[-1] == b.spent().epsilon
+    cap = [ln for ln in ax.lines if ln.get_label() == "budget epsilon 3"]
+    assert len(cap) == 1 and list(cap[0].get_ydata()) == [3.0, 3.0]
+    assert isinstance(ax.xaxis.get_major_formatter(), mdates.ConciseDateFormatter)
     _png(ax, tmp_path / "budget.png")
     html = b._repr_html_()
     assert "<b>Budget</b>: epsilon 3" in html and "spent: epsilon 2" in html
@@ -100,14 +108,52 @@ def test_budget_plot_by_analyst(tmp_path) -> None:
     b.close()
 
 
+def test_budget_plot_mixed_gaussian_epsilon_matches_the_ledger(tmp_path) -> None:
+    """Issue 41 item 5: under a (default, mixed) budget with delta, the plotted curve is the
+    epsilon the accounting certifies after each charge (Budget.spent() then), the analyst's
+    curve their own, and the sub-budget is drawn as its cap."""
+    b = dpfast.Budget(2.0, 1e-6, ledger=str(tmp_path / "m.sqlite"))
+    b.analyst("ana", epsilon=1.0)
+    spent = []
+    for event, who in ((dpfast.events.Epsilon(0.25), "ana"), (dpfast.events.Gaussian(8.0), ""),
+                       (dpfast.events.EpsilonDelta(0.25, 1e-7), "ana")):
+        b.spend(event, analyst=who)
+        spent.append(b.spent().epsilon)
+    ax = b.plot()
+    np.testing.assert_array_equal(ax.lines[0].get_ydata(), [0.0, *spent])
+    ana = ax.lines[1]
+    assert ana.get_label() == "analyst ana"
+    assert list(ana.get_ydata()) == [0.0, 0.25, 0.5]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "ana's sub-budget epsilon 1" in labels and "budget epsilon 2" in labels
+    assert ax.get_ylabel() == "epsilon spent (at delta=1e-06)"
+    _png(ax, tmp_path / "mixed.png")
+    b.close()
+
+
 def test_ledger_plot_command(tmp_path, capsys) -> None:
+    """``dpfast ledger plot`` draws epsilon (converted from zCDP at the budget's delta)."""
     from dpfast.cli import main
 
     path = tmp_path / "l.sqlite"
     with dpfast.Budget(1.0, ledger=str(path), accounting="zcdp", delta=1e-6) as b:
         b.spend(dpfast.events.Zcdp(0.005), note="a")
+        first = b.spent().epsilon
         b.spend(dpfast.events.Zcdp(0.004), note="b")
-    assert main(["ledger", "plot", str(path), "-o", str(tmp_path / "s.png")]) == 0
+        second = b.spent().epsilon
+    shown = []
+    real = plt.Figure.savefig
+
+    def keep(fig, *a, **k):
+        shown.append(list(fig.axes[0].lines[0].get_ydata()))
+        return real(fig, *a, **k)
+
+    plt.Figure.savefig = keep
+    try:
+        assert main(["ledger", "plot", str(path), "-o", str(tmp_path / "s.png")]) == 0
+    finally:
+        plt.Figure.savefig = real
+    assert shown == [[0.0, first, second]] and 0 < first < second < 1.0
     assert "plot of 2 charges written to" in capsys.readouterr().out
     _check_png(tmp_path / "s.png")
     assert main(["ledger", "plot", str(path), "-o", str(tmp_path / "s.jpg")]) == 2

@@ -78,7 +78,7 @@ def test_count_domain_and_parquet(records) -> None:
     dom = tmp / "cities.csv"
     dom.write_text("city\nParis\nLyon\nAtlantis\n")
     out = tmp / "out.parquet"
-    r = cli(str(path), "--key", "city", "--epsilon", "2", "--domain", str(dom),
+    r = cli(str(path), "--key", "city", "--record-level", "--epsilon", "2", "--domain", str(dom),
             "--seed-key-file", str(key), "-o", str(out))
     assert r.returncode == 0, r.stderr
     t = pq.read_table(out).to_pydict()
@@ -96,7 +96,7 @@ def test_count_domain_and_parquet(records) -> None:
 def test_errors_are_one_line_and_write_nothing(records, extra, word) -> None:
     tmp, path, _ = records
     out = tmp / "never.csv"
-    r = cli(str(path), "--key", "city", *extra, "-o", str(out), cwd=str(tmp))
+    r = cli(str(path), "--key", "city", "--record-level", *extra, "-o", str(out), cwd=str(tmp))
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("dpfast: error:") and word in r.stderr

@@ -411,7 +411,10 @@ def test_cli_topdown_csv(tmp_path):
     assert len(rows["level_1_state.csv"]) == 2
     assert len(rows["level_2_county.csv"]) == 4  # CA/001, CA/003, NY/001, NY/005
     assert len(rows["level_3_block.csv"]) == 7
-    for col in ("pop", "households"):
+    assert list(rows["level_2_county.csv"][0]) == [
+        "state", "county", "pop_released", "pop_measured", "households_released",
+        "households_measured"]
+    for col in ("pop_released", "households_released"):
         total = int(rows["level_0_total.csv"][0][col])
         for name in ("level_1_state.csv", "level_2_county.csv", "level_3_block.csv"):
             vals = [int(r[col]) for r in rows[name]]
@@ -442,7 +445,8 @@ def test_cli_topdown_parquet(tmp_path):
                "0.3", "0.5", "-o", str(tmp_path / "o"))
     assert res.returncode == 0, res.stderr
     t = pq.read_table(tmp_path / "o" / "level_2_zone.parquet")
-    assert t.num_rows == 3 and sum(t.column("count").to_pylist()) >= 0
+    assert t.num_rows == 3 and sum(t.column("count_released").to_pylist()) >= 0
+    assert "count_measured" in t.column_names
 
 
 @pytest.mark.slow
@@ -817,16 +821,16 @@ def test_to_columns_and_pandas():
     pop, levels = census_like(g, (1, 3, 9, 30))
     r = tables.topdown(pop, levels, rho=1.0, rng=KEY)
     cols = r.to_columns(2)
-    assert list(cols) == ["unit", "estimate", "noisy", "ci_low", "ci_high"]
-    np.testing.assert_array_equal(cols["estimate"], r.estimates[2])
-    assert (cols["ci_low"] <= cols["estimate"]).all()
+    assert list(cols) == ["unit", "released", "measured", "ci_low", "ci_high"]
+    np.testing.assert_array_equal(cols["released"], r.estimates[2])
+    assert (cols["ci_low"] <= cols["released"]).all()
     with pytest.raises(ValueError, match="level"):
         r.to_columns(4)
     r2 = tables.topdown(np.stack([pop, pop], axis=1), levels, rho=1.0, rng=KEY,
                         total_invariant=True, nonnegative=False, integer=False)
     cols = r2.to_columns(0)
-    assert "estimate_1" in cols and cols["noisy_0"][0] == pop.sum()
+    assert "released_1" in cols and cols["measured_0"][0] == pop.sum()
     pd = pytest.importorskip("pandas")
     df = r.to_pandas(3)
     assert isinstance(df, pd.DataFrame) and len(df) == 30 and df.index.name == "unit"
-    assert list(df.columns) == ["estimate", "noisy", "ci_low", "ci_high"]
+    assert list(df.columns) == ["released", "measured", "ci_low", "ci_high"]

@@ -20,7 +20,24 @@ from dpfast._core.validate import check_real
 from . import ledger as _store
 from .registry import FILTERS
 
-__all__ = ["check_definition", "stored_definition"]
+__all__ = ["check_definition", "default_accounting", "stored_definition"]
+
+
+def default_accounting(delta: float, ledger: str | os.PathLike[str] | None = None) -> str:
+    """The accounting of a budget that names none: an existing ledger file's own (so a
+    ledger created under an earlier default reopens as it was created), else ``"mixed"``
+    when ``delta > 0`` (it charges every release the library makes: pure, approximate
+    (key selection) and Gaussian/zCDP events in one budget), else ``"basic"`` (pure DP)."""
+    if isinstance(ledger, (str, os.PathLike)) and not isinstance(os.fspath(ledger), bytes):
+        p = os.fspath(ledger)
+        if p and p != ":memory:" and os.path.isfile(p):
+            try:
+                stored = stored_definition(p)[1].get("accounting")
+            except (_store.LedgerError, ValueError, OSError):
+                stored = None  # opening the ledger reports what is wrong with it
+            if isinstance(stored, str) and stored in FILTERS:
+                return stored
+    return "mixed" if delta > 0 else "basic"
 
 
 def check_definition(
@@ -45,7 +62,7 @@ def check_definition(
     if not (0.0 <= dlt < 1.0):
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
     if accounting is None:
-        accounting = "rdp" if dlt > 0 else "basic"
+        accounting = default_accounting(dlt, ledger)
     if not isinstance(accounting, str):
         raise TypeError(f"accounting must be a str, got {type(accounting).__name__}")
     if accounting not in FILTERS:

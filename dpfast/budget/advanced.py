@@ -134,8 +134,7 @@ class AdvancedFilter(Filter):
             eps, dlt = approx_dp(event)
         except ValueError as exc:
             raise ValueError(
-                f"{exc}; accounting='advanced' charges (epsilon, delta)-DP events only "
-                "(use accounting='rdp' or 'zcdp' for Gaussian noise)"
+                f"{exc}; accounting='advanced' charges (epsilon, delta)-DP events only"
             ) from None
         return (float(eps), float(dlt))
 

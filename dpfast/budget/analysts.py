@@ -148,10 +148,12 @@ class Analysts:
             return BudgetExceededError(
                 f"analyst {analyst!r} has not enough of their sub-budget left: "
                 + sub.refusal(state, costs),
-                event, sub.cost_record(costs), sub.remaining(state), self._ledger.path)
+                event, sub.cost_record(costs), sub.remaining(state), self._ledger.path,
+                sub.detail(state, costs))
         return BudgetExceededError(
             self._filter.refusal(sync.state, costs), event, self._filter.cost_record(costs),
-            self._filter.remaining(sync.state), self._ledger.path)
+            self._filter.remaining(sync.state), self._ledger.path,
+            self._filter.detail(sync.state, costs))
 
     # -- the analyst registry -----------------------------------------------------------
 

@@ -25,6 +25,7 @@ from dpfast._core.rounding import float_boundary
 from dpfast.accounting import events as _events
 
 from . import _exact
+from .display import down, up
 from .records import Cost, Remaining
 
 __all__ = ["Filter", "Sums", "BasicFilter"]
@@ -148,6 +149,34 @@ class Filter(abc.ABC):
     def left(self, state: Any) -> dict[str, Any]:
         """Mode-specific fields of :class:`Remaining` (``delta``, ``orders``, ``rdp``...)."""
 
+    def epsilon_delta(self, costs: Sequence[float]) -> tuple[float, float]:
+        """The ``(epsilon, delta)`` of one charge of ``costs`` on its own, as a person reads
+        it: the event's own guarantee where it has one, else the accounting's figures
+        converted at the budget's delta (rounded up; ``inf`` when there is no bound).
+        The base reads :meth:`cost_record`."""
+        rec = self.cost_record(costs)
+        if rec.epsilon is None:
+            return math.inf, self.delta
+        return rec.epsilon, rec.delta or 0.0
+
+    def detail(self, state: Any, costs: Sequence[float]) -> str:
+        """The accounting's own figures of a refusal (``""``: the message says it all)."""
+        return ""
+
+    def plain_refusal(self, state: Any, costs: Sequence[float]) -> str:
+        """A refusal in ``(epsilon, delta)`` terms, whatever the accounting: what the
+        release costs, what was spent, what a next release may still cost."""
+        eps, dlt = self.epsilon_delta(costs)
+        spent = self.spent(state)
+        left = self.largest_pure_epsilon(state)
+        sigma = self.smallest_gaussian_sigma(state)
+        gauss = ("" if not math.isfinite(sigma) else
+                 f"; a Gaussian release fits if its noise multiplier is at least {up(sigma, 6)}")
+        return (f"this release costs (epsilon={up(eps, 6)}, delta={up(dlt, 3)}), more than "
+                f"the budget (epsilon={self.epsilon!r}, delta={self.delta!r}) has left: spent "
+                f"(epsilon={up(spent.epsilon, 6)}, delta={up(spent.delta or 0.0, 3)}); a next "
+                f"pure release fits if its epsilon is at most {down(left, 6)}{gauss}")
+
     # -- shared ----------------------------------------------------------------
 
     def costs(self, event: Any) -> tuple[float, ...]:
@@ -165,11 +194,34 @@ class Filter(abc.ABC):
         return costs
 
     def _checked(self, event: Any) -> tuple[float, ...]:
-        costs = tuple(float(c) for c in self.compute_costs(event))
+        try:
+            raw = self.compute_costs(event)
+        except ValueError as exc:
+            raise ValueError(self._cannot_charge(event, str(exc))) from None
+        costs = tuple(float(c) for c in raw)
         for c in costs:
             if math.isnan(c) or c < 0:
                 raise ValueError(f"the accountant returned an invalid cost {c!r} for {event!r}")
         return costs
+
+    def _cannot_charge(self, event: Any, why: str) -> str:
+        """Why this accounting cannot charge ``event``, naming the accounting that can
+        (``"mixed"`` charges pure, approximate and Gaussian/zCDP events alike)."""
+        if self.accounting == "mixed":
+            return why
+        from .mixed import event_costs
+
+        try:
+            _, r_inf, _ = event_costs(event, (2.0, 32.0))
+        except (ValueError, TypeError, MemoryError):
+            return why  # no accounting of this library charges it
+        if not math.isfinite(r_inf) and self.delta == 0.0:
+            return (f"{why}. This budget has delta=0 (pure DP); a budget with delta > 0 "
+                    "charges it: Budget(epsilon, delta) (accounting='mixed', the default "
+                    "with delta > 0)")
+        return (f"{why}. accounting={self.accounting!r} cannot charge this release; "
+                "accounting='mixed' charges it (the default of Budget(epsilon, delta) with "
+                "delta > 0: pure, (epsilon, delta) and Gaussian/zCDP releases in one budget)")
 
     def row_costs(self, values: Sequence[Any]) -> tuple[float, ...]:
         """Costs as stored in a ledger row, checked (ValueError when damaged)."""

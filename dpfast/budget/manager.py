@@ -53,10 +53,14 @@ class Budget(Releasing, Analysts, Queries):
         SQLite file: created (atomically, mode 0600) if it does not exist,
         otherwise opened, verified and resumed.  A file that is not a usable
         dpfast ledger raises :class:`LedgerError` and is never modified.
-    accounting : {"rdp", "zcdp", "basic", "advanced", "mixed"}, optional
-        The filter (see *Privacy*); default ``"rdp"`` when ``delta > 0``, else
-        ``"basic"``.  ``"mixed"`` charges pure, approximate (key selection) and
-        Gaussian/zCDP events in one ledger (the default of the CLI's ledgers).
+    accounting : {"mixed", "rdp", "zcdp", "basic", "advanced"}, optional
+        The filter (see *Privacy*); default ``"mixed"`` when ``delta > 0`` (it charges
+        every release the library makes: pure, approximate (key selection, as in
+        :mod:`dpfast.tables`) and Gaussian/zCDP events in one ledger), else ``"basic"``;
+        reopening an existing ledger without ``accounting`` uses the ledger's own.  An
+        explicit choice is kept: ``"rdp"`` and ``"zcdp"`` cannot charge an
+        ``(epsilon, delta)`` event with ``delta > 0``, ``"basic"`` and ``"advanced"``
+        cannot charge a Gaussian (the error names the accounting that can).
     orders : sequence of float, optional
         ``"rdp"`` and ``"mixed"`` only: the Renyi orders (``> 1``; ``inf`` is the
         pure-DP member); default :func:`~dpfast.budget.rdp.default_orders` (rdp) or
@@ -331,16 +335,21 @@ class Budget(Releasing, Analysts, Queries):
                           self._explicit_key))
 
     def plot(self, *, ax: Any = None) -> Any:
-        """Plot the spending over time from the audit log (:meth:`history`): one step
-        curve of all accepted charges, one per analyst when charges name analysts,
-        refused charges marked, and under basic accounting the budget's epsilon as a
-        line; returns the matplotlib Axes.  Needs matplotlib (``pip install
+        """Plot the epsilon spent over time from the ledger: after each accepted charge,
+        the ``(epsilon, delta)`` the accounting certifies for the charges so far (at the
+        budget's delta, as :meth:`spent` said then), one step curve for the budget and one
+        per analyst when charges name analysts, against the budget's epsilon (a
+        horizontal line; sub-budgets dotted), refused charges marked, dates on the time
+        axis; returns the matplotlib Axes.  Needs matplotlib (``pip install
         'dpfast[plot]'``); ``dpfast ledger plot FILE -o spend.png`` draws the same."""
         from dpfast.budget.plot import plot_spending
 
         where = "memory" if self._ledger.path is None else os.path.basename(self._ledger.path)
-        return plot_spending(self.history(include_refused=True), accounting=self.accounting,
-                             epsilon=self.epsilon, ax=ax,
+        with self._lock:
+            conn = self._sync.read("cannot read the ledger")
+            rows = [schema.Row(*r) for r in conn.execute(
+                f"SELECT {schema.select_columns(conn)} FROM charges ORDER BY id").fetchall()]
+        return plot_spending(self._filter, rows, ax=ax,
                              title=f"privacy budget spent over time ({where})")
 
     def _repr_html_(self) -> str:

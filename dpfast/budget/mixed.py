@@ -348,10 +348,26 @@ class MixedFilter(Filter):
         return costs
 
     def cost_record(self, costs: Sequence[float]) -> Cost:
+        eps, dlt = self.epsilon_delta(costs)
+        return Cost(epsilon=eps, delta=dlt, orders=self.orders, rdp=tuple(costs[:-1]))
+
+    def epsilon_delta(self, costs: Sequence[float]) -> tuple[float, float]:
+        """A pure or approximate charge's own ``(epsilon, delta)``; a Gaussian-type one's
+        RDP curve converted at the budget's delta (rounded up; ``inf`` if none)."""
+        from .rdp import rdp_epsilon_delta
+
         r_inf, dlt = costs[-2], costs[-1]
-        return Cost(epsilon=r_inf if math.isfinite(r_inf) else None,
-                    delta=dlt if math.isfinite(r_inf) else None,
-                    orders=self.orders, rdp=tuple(costs[:-1]))
+        if math.isfinite(r_inf):
+            return r_inf, dlt
+        return rdp_epsilon_delta(self._finite, costs[:len(self._finite)], self.delta)
+
+    def detail(self, state: MixedState, costs: Sequence[float]) -> str:
+        left = self.left(state)
+        parts = [f"a={a:g}:{r:.4g}" for a, r in zip(self.orders, left["rdp"], strict=True)
+                 if math.isfinite(r)]
+        return (f"mixed accounting, phase {2 if state.phase2 else 1}; RDP left per live "
+                f"order: {' '.join(parts) or 'none'}; delta left for charges "
+                f"{left['delta']:.3g}")
 
     def _what(self, costs: Sequence[float]) -> str:
         r_inf, dlt = costs[-2], costs[-1]

@@ -16,72 +16,90 @@ from typing import Any
 __all__ = ["spending_series", "plot_spending", "budget_html"]
 
 
-def _unit(accounting: str) -> tuple[str, str]:
-    """(Cost field, axis label) of the per-charge figure that adds up under ``accounting``."""
-    if accounting in ("basic", "advanced"):
-        return "epsilon", "epsilon charged (sum of the charges)"
-    if accounting == "zcdp":
-        return "rho", "rho charged (zCDP, sum of the charges)"
-    return "", "number of charges"  # rdp: one curve per order; the count is what is common
-
-
-def spending_series(records: Sequence[Any], accounting: str
+def spending_series(filt: Any, rows: Sequence[Any]
                     ) -> dict[str, tuple[list[Any], list[float]]]:
-    """Per analyst (``""``: all charges; analysts only if some charge names one): the
-    times of the accepted charges and the cumulative figure after each (step curves).
-    Refused charges are not spent and are left out."""
-    field, _ = _unit(accounting)
+    """Per analyst (``""``: the whole budget; analysts only if some charge names one):
+    the times of the accepted charges and the epsilon spent after each -- the
+    ``(epsilon, delta)`` the accounting certifies for the charges so far, at the budget's
+    delta (what :meth:`Budget.spent <dpfast.Budget.spent>` said then; an analyst's against
+    their sub-budget's filter).  ``rows`` are verified ledger rows (every kind, oldest
+    first); refused charges are not spent and are left out."""
+    from .books import Books, absorb_row
+    from .records import CHARGED, utc
+
+    state, books = filt.new_state(), Books(filt)
     series: dict[str, tuple[list[Any], list[float]]] = {"": ([], [])}
-    totals: dict[str, float] = {"": 0.0}
-    for c in records:
-        if c.status == "refused":
+    for r in rows:
+        absorb_row(filt, state, books, r)
+        if r.status != CHARGED:
             continue
-        v = getattr(c.cost, field, None) if field else 1.0
-        v = 0.0 if v is None or not math.isfinite(v) else float(v)
-        names = [""] + ([c.analyst] if c.analyst else [])
-        for name in names:
-            series.setdefault(name, ([], []))
-            totals[name] = totals.get(name, 0.0) + v
-            series[name][0].append(c.time)
-            series[name][1].append(totals[name])
+        when = utc(r.time)
+        series[""][0].append(when)
+        series[""][1].append(_eps(filt.spent(state)))
+        if r.analyst:
+            sub = books.filter_of(r.analyst) or filt
+            t, v = series.setdefault(r.analyst, ([], []))
+            t.append(when)
+            v.append(_eps(sub.spent(books.state_of(r.analyst))))
     return series
 
 
-def plot_spending(records: Sequence[Any], *, accounting: str, epsilon: float | None = None,
+def _eps(cost: Any) -> float:
+    e = cost.epsilon
+    return math.inf if e is None else float(e) + 0.0
+
+
+def plot_spending(filt: Any, rows: Sequence[Any], *,
                   title: str = "privacy budget spent over time", ax: Any = None) -> Any:
-    """Step curves of the spending over time (all charges; one curve per analyst when the
-    charges name analysts), refused charges marked, the budget's epsilon as a line under
-    basic composition.  Returns the matplotlib Axes."""
+    """Epsilon spent over time (cumulative, at the budget's delta; step curves: the whole
+    budget and one per analyst when charges name analysts) against the budget's epsilon
+    (a horizontal line; an analyst's sub-budget as a dotted one), refused charges marked,
+    dates on the time axis.  Returns the matplotlib Axes."""
     try:
+        import matplotlib.dates as mdates
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("plot() needs matplotlib: pip install 'dpfast[plot]'") from exc
+    from .books import parse_definition
+    from .records import ANALYST, REFUSED, utc
+
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.0))
-    field, label = _unit(accounting)
-    series = spending_series(records, accounting)
+    series = spending_series(filt, rows)
     times, total = series.pop("")
     if times:  # each curve starts at 0 at its first charge
         ax.step([times[0], *times], [0.0, *total], where="post", lw=2, marker="o", ms=4,
-                label="all analysts" if series else "spent")
+                label="all analysts" if series else "epsilon spent")
+    limits = {}
+    for r in rows:
+        if r.status == ANALYST:
+            limits[r.analyst] = parse_definition(r.event)
     for name in sorted(series):
         t, v = series[name]
-        ax.step([t[0], *t], [0.0, *v], where="post", lw=1.2, marker="o", ms=3,
-                label=f"analyst {name}")
-    refused = [c for c in records if c.status == "refused"]
+        (line,) = ax.step([t[0], *t], [0.0, *v], where="post", lw=1.2, marker="o", ms=3,
+                          label=f"analyst {name}")
+        sub = limits.get(name)
+        if sub is not None:
+            ax.axhline(sub[0], color=line.get_color(), ls=":", lw=1,
+                       label=f"{name}'s sub-budget epsilon {sub[0]:g}")
+    refused = [r for r in rows if r.status == REFUSED]
     if refused:
         base = total[-1] if total else 0.0
-        ax.plot([c.time for c in refused], [base] * len(refused), "x", color="red", ms=7,
-                label=f"refused ({len(refused)})")
-    if accounting == "basic" and epsilon is not None and math.isfinite(epsilon):
-        ax.axhline(epsilon, color="gray", ls="--", lw=1, label=f"budget epsilon {epsilon:g}")
+        ax.plot([utc(r.time) for r in refused], [base] * len(refused), "x", color="red",
+                ms=7, label=f"refused ({len(refused)})")
+    ax.axhline(filt.epsilon, color="gray", ls="--", lw=1,
+               label=f"budget epsilon {filt.epsilon:g}")
+    shown = [v for _, vs in [("", total), *series.values()] for v in vs if math.isfinite(v)]
+    ax.set_ylim(0.0, max([filt.epsilon, *shown]) * 1.08)
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.set_xlabel("time (UTC)")
-    ax.set_ylabel(label)
+    ax.set_ylabel(f"epsilon spent (at delta={filt.delta:g})" if filt.delta
+                  else "epsilon spent")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    if times or refused:
-        ax.legend(loc="best", fontsize="small")
-    ax.figure.autofmt_xdate()
+    ax.legend(loc="best", fontsize="small")
     ax.figure.tight_layout()
     return ax
 

@@ -368,6 +368,13 @@ class Queries:
             except (LedgerError, ValueError, RuntimeError):
                 pass  # the charge stays counted; never mask the computation's error
 
+    def has_result(self, query_id: str) -> bool:
+        """True if a result of ``query_id`` is stored (asking it again is a cache hit)."""
+        with self._lock:
+            conn = self._sync.read("cannot read the ledger")
+            return conn.execute("SELECT 1 FROM charges WHERE query = ? AND status = ? "
+                                "LIMIT 1", (query_id, STORED)).fetchone() is not None
+
     def usage(self, *, analyst: str | None = None) -> Usage:
         """The usage report (:class:`~dpfast.budget.usage.Usage`): total, spent,
         remaining and utilization, per analyst and per query (cost, cache hits).

@@ -14,6 +14,21 @@ from . import _exact
 from .filters import Filter, Sums
 from .records import Cost
 
+
+def rdp_epsilon_delta(orders: Sequence[float], rdp: Sequence[float],
+                      delta: float) -> tuple[float, float]:
+    """``(epsilon, delta)`` of an RDP curve at ``delta`` (CKS20 Prop. 12 through
+    :func:`dpfast.accounting.rdp.epsilon_from_rdp`, rounded up): ``(inf, delta)`` when no
+    order gives a bound or ``delta`` is 0."""
+    from dpfast.accounting.rdp import epsilon_from_rdp
+
+    pairs = [(a, r) for a, r in zip(orders, rdp, strict=False) if math.isfinite(r)]
+    if not pairs or delta <= 0:
+        return math.inf, delta
+    eps, _ = epsilon_from_rdp([a for a, _ in pairs], [r for _, r in pairs], delta)
+    return float(eps), delta
+
+
 __all__ = ["DEFAULT_ORDERS", "RdpFilter", "check_orders", "default_orders"]
 
 #: A grid of Renyi orders for a multi-order filter (``Budget(..., orders=DEFAULT_ORDERS)``);
@@ -215,8 +230,7 @@ class RdpFilter(Filter):
                 costs.append(math.inf)
         if not any(math.isfinite(c) for c in costs):
             raise ValueError(
-                f"event {event!r} has no finite RDP bound at any order of this budget; "
-                "use accounting='basic' or 'advanced' for (epsilon, delta) events"
+                f"event {event!r} has no finite RDP bound at any order of this budget"
             )
         return tuple(costs)
 
@@ -230,13 +244,24 @@ class RdpFilter(Filter):
         return any(state.fits_each(costs, self._limits))
 
     def cost_record(self, costs: Sequence[float]) -> Cost:
-        return Cost(orders=self.orders, rdp=tuple(costs))
+        eps, dlt = self.epsilon_delta(costs)
+        return Cost(epsilon=eps, delta=dlt, orders=self.orders, rdp=tuple(costs))
+
+    def epsilon_delta(self, costs: Sequence[float]) -> tuple[float, float]:
+        """A pure charge's own epsilon (delta 0), else its RDP curve converted at the
+        budget's delta (CKS20 Prop. 12, rounded up; ``inf`` without a bound)."""
+        if math.isinf(self.orders[-1]) and math.isfinite(costs[-1]):
+            return costs[-1], 0.0
+        return rdp_epsilon_delta(self._finite, costs[:len(self._finite)], self.delta)
 
     def _left(self, state: Sums) -> tuple[float, ...]:
         left = state.left(self._limits)
         return tuple(r if ok else -math.inf for r, ok in zip(left, self.live, strict=True))
 
     def refusal(self, state: Sums, costs: Sequence[float]) -> str:
+        return self.plain_refusal(state, costs)
+
+    def detail(self, state: Sums, costs: Sequence[float]) -> str:
         left = self._left(state)
         slack = [r - c for r, c in zip(left, costs, strict=True)]
         k = max(range(len(slack)), key=slack.__getitem__)

@@ -57,6 +57,9 @@ class BudgetExceededError(Exception):
         The budget remaining at the moment of the refusal.
     ledger : str or None
         Path of the ledger, or None for an in-memory budget.
+    detail : str
+        The accounting's own figures (RDP per order, zCDP rho...); the message speaks
+        in ``(epsilon, delta)``.
     """
 
     def __init__(
@@ -66,15 +69,18 @@ class BudgetExceededError(Exception):
         cost: Cost | None = None,
         remaining: Remaining | None = None,
         ledger: str | None = None,
+        detail: str = "",
     ) -> None:
         super().__init__(message)
         self.event = event
         self.cost = cost
         self.remaining = remaining
         self.ledger = ledger
+        self.detail = detail
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.args[0], self.event, self.cost, self.remaining, self.ledger))
+        return (type(self), (self.args[0], self.event, self.cost, self.remaining, self.ledger,
+                             self.detail))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +91,10 @@ class Cost:
     Attributes
     ----------
     epsilon, delta : float or None
-        ``(epsilon, delta)``-DP.  Per charge: the event's guarantee under
-        ``"basic"`` and ``"advanced"`` accounting (None otherwise).  From
+        ``(epsilon, delta)``-DP.  Per charge, in every mode: the event's own guarantee
+        where it has one (pure or approximate DP), else the accounting's figures (RDP
+        curve, zCDP rho) converted at the budget's delta, rounded up (``inf``: no
+        bound).  From
         :meth:`Budget.spent`: in every mode, the ``(epsilon, delta)`` that the
         accounting certifies for the accepted charges now (rounded up).
     rho : float or None

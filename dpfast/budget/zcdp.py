@@ -54,9 +54,23 @@ class ZcdpFilter(Filter):
         return all(state.fits_each(costs, self._limits))
 
     def cost_record(self, costs: Sequence[float]) -> Cost:
-        return Cost(rho=costs[0])
+        eps, dlt = self.epsilon_delta(costs)
+        return Cost(epsilon=eps, delta=dlt, rho=costs[0])
+
+    def epsilon_delta(self, costs: Sequence[float]) -> tuple[float, float]:
+        """The charge's rho converted at the budget's delta (rounded up)."""
+        from dpfast.accounting.zcdp import zcdp_epsilon
+
+        rho = costs[0]
+        if math.isinf(rho):
+            return math.inf, self.delta
+        return (float(zcdp_epsilon(rho, self.delta)) if rho > 0 else 0.0), \
+            (self.delta if rho > 0 else 0.0)
 
     def refusal(self, state: Sums, costs: Sequence[float]) -> str:
+        return self.plain_refusal(state, costs)
+
+    def detail(self, state: Sums, costs: Sequence[float]) -> str:
         (rho,) = state.left(self._limits)
         return f"charge of rho={costs[0]!r} exceeds the remaining zCDP budget rho={rho!r}"
 

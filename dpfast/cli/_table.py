@@ -1,14 +1,17 @@
 """The group-by table commands ``count``, ``sum`` and ``mean``: shared options and run.
 
-Each reads one row per record, bounds each person's contribution (``--id``; without it
-every row is a different person), releases :func:`dpfast.tables.count` / ``sum`` /
-``mean`` -- over the keys listed in ``--domain`` (public keys), or chosen privately by
-thresholding (needs ``--delta``) -- and writes the table with confidence intervals
-(``--alpha``) as CSV, Parquet or Excel (by the output's extension).  Keys are read as
-text; ``--value`` (sum, mean) as numbers (integers stay integers).  With ``--ledger`` the
-release is charged to a budget ledger first (a new ledger needs ``--budget-epsilon``; an
-existing one keeps its own definition, and options that disagree with it are refused); a
-refusal writes nothing, exits 1, and removes a ledger this run created.
+Each reads one row per record, bounds each person's contribution (``--id``, required;
+``--record-level`` states that every row is a different person), releases
+:func:`dpfast.tables.count` / ``sum`` / ``mean`` -- over the keys listed in ``--domain``
+(public keys), or chosen privately by thresholding (needs ``--delta``) -- and writes the
+table with confidence intervals (``--alpha``) as CSV (numbers rounded to 6 significant
+digits, interval ends outward), Parquet or Excel (by the output's extension).
+``--use-case`` warns when epsilon leaves its conventional range; unknown column names are
+refused as unknown.  Keys are read as text; ``--value`` (sum, mean) as numbers (integers
+stay integers).  With ``--ledger`` the release is charged to a budget ledger first (a new
+ledger needs ``--budget-epsilon``; an existing one keeps its own definition, and options
+that disagree with it are refused); a refusal writes nothing, exits 1, and removes a
+ledger this run created.
 """
 
 from __future__ import annotations
@@ -22,6 +25,15 @@ from typing import Any
 import numpy as np
 
 from dpfast.cli import CliError
+from dpfast.cli._checks import (
+    add_person_options,
+    add_use_case,
+    check_columns,
+    check_epsilon,
+    check_person,
+    for_display,
+    halfwidth_text,
+)
 from dpfast.cli._io import (
     budget_sentence,
     check_output,
@@ -43,17 +55,20 @@ def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
                             help="public bounds of one value (each value is clamped to them)")
     parser.add_argument("--key", action="append", required=True, metavar="COL",
                         help="key column to group by (repeat for multi-column keys)")
-    parser.add_argument("--id", default=None, metavar="COL",
-                        help="privacy-id column (the person); default: every row is a "
-                             "different person")
+    add_person_options(parser)
     parser.add_argument("--epsilon", type=float, required=True,
                         help="privacy parameter epsilon of the release")
+    add_use_case(parser)
     parser.add_argument("--delta", type=float, default=0.0,
                         help="delta (needed without --domain: private partition selection)")
     parser.add_argument("--max-partitions", type=int, default=1, metavar="K",
                         help="keys kept per person (default 1)")
     parser.add_argument("--max-per-partition", type=int, default=1, metavar="C",
                         help="rows kept per person and key (default 1)")
+    if statistic == "count":
+        parser.add_argument("--nonnegative", action="store_true",
+                            help="clip negative noisy counts (and interval ends) at 0: "
+                                 "post-processing, no privacy cost")
     parser.add_argument("--domain", default=None, metavar="FILE",
                         help="CSV/Parquet file of the public keys (same column names as "
                              "--key): exactly these keys are released")
@@ -63,8 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
                         help="epsilon of a NEW ledger (mixed accounting); with an existing "
                              "ledger it must match the ledger's")
     parser.add_argument("--budget-delta", type=float, default=None,
-                        help="delta of a NEW ledger (default 1e-5; 0 for pure DP); with an "
-                             "existing ledger it must match the ledger's")
+                        help="delta of a NEW ledger (default 1e-5, as every command; 0 for "
+                             "pure DP); with an existing ledger it must match the ledger's")
     parser.add_argument("--seed-key-file", default=None, metavar="FILE",
                         help="file with a 32-byte key to replay the noise (whoever holds it "
                              "can remove the noise: tests and audits only)")
@@ -139,6 +154,8 @@ def _check_options(args: argparse.Namespace, statistic: str) -> None:
     for name in ("max_partitions", "max_per_partition"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name.replace('_', '-')} must be >= 1")
+    check_person(args)
+    check_epsilon(args.epsilon, args.use_case)
     if args.id is not None and args.id in args.key:
         raise CliError("--id must not be a --key column")
     if statistic != "count":
@@ -161,6 +178,8 @@ def run(args: argparse.Namespace, statistic: str) -> int:
     show = not args.no_progress and sys.stderr.isatty()  # never into captured output
     progress = _Progress(show and size > 50 * 2 ** 20, 3, statistic)
     value = [args.value] if statistic != "count" else []
+    check_columns(args.input, {"--key": args.key, "--value": value,
+                               "--id": [args.id] if args.id else []})
     cols = read_columns(args.input, args.key + value + ([args.id] if args.id else []))
     if len(np.asarray(cols[args.key[0]])) == 0:
         raise CliError(f"{args.input} has no rows")
@@ -210,7 +229,10 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         table = {c: out[names[j]] for j, c in enumerate(args.key)}  # the caller's names
         table[value_name] = out[names[nk]]
         table.update((k, out[k]) for k in names[nk + 1:])
-        write_columns(args.output, table)
+        if statistic == "count" and args.nonnegative:  # post-processing: truth is >= 0
+            for k in (value_name, "ci_low", "ci_high"):
+                table[k] = np.maximum(table[k], 0)
+        write_columns(args.output, for_display(args.output, table))
         progress.step("written")
     finally:
         progress.close()
@@ -223,8 +245,9 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         if len(rel):
             width += f" (mean half-width {float(np.mean((hi_ - lo_) / 2)):.4g})"
     else:
-        width = f"each value within +-{rel.law.halfwidth(args.alpha)} of the truth with " \
-                f"{conf} confidence"
+        width = halfwidth_text(rel.law.halfwidth(args.alpha), args.alpha)
+        if statistic == "count" and args.nonnegative:
+            width += ", before clipping at 0"
     print(f"released the {statistic} of {len(rel)} keys to {args.output}: "
           f"{_event_text(rel.event)}{thr}; {width}")
     if opened.note:

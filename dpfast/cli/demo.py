@@ -190,6 +190,8 @@ def demo(cells: int = 10_000_000, epsilon: float = 2.0, delta: float = 1e-6,
 
 def _report(out: Callable[[str], None], title: str, rel: Any,
             truth: tuple[Any, np.ndarray, Any]) -> None:
+    from dpfast.budget.display import privacy_text
+
     keys, values, _ = truth
     if isinstance(keys, tuple):
         tmap = dict(zip(zip(*(k.tolist() for k in keys)), values.tolist()))
@@ -197,7 +199,7 @@ def _report(out: Callable[[str], None], title: str, rel: Any,
         tmap = dict(zip(keys.tolist(), values.tolist()))
     acc = rel.accuracy(tmap)
     out(f"{title}:")
-    out(f"  {rel.event}")
+    out(f"  privacy spent: {privacy_text(rel.event)}")
     for line in str(acc).splitlines():
         out(f"  {line}")
 

@@ -2,8 +2,8 @@
 
 Example::
 
-    dpfast histogram people.csv --column age --bins 10 --range 0 100 --epsilon 0.5 \\
-        -o ages.csv
+    dpfast histogram people.csv --column age --bins 10 --range 0 100 --id person \\
+        --epsilon 0.5 -o ages.csv
 
 The bins are public (``--bins`` equal-width bins over ``--range``, numpy's edges, as
 :func:`dpfast.histogram`); values outside the range are not counted.  One row per person
@@ -20,6 +20,15 @@ import argparse
 import numpy as np
 
 from dpfast.cli import CliError
+from dpfast.cli._checks import (
+    add_person_options,
+    add_use_case,
+    check_columns,
+    check_epsilon,
+    check_person,
+    for_display,
+    halfwidth_text,
+)
 from dpfast.cli._io import (
     budget_sentence,
     check_output,
@@ -41,9 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--range", type=float, nargs=2, required=True, metavar=("LOW", "HIGH"),
                         help="public range of the bins (the data's min/max would not be "
                              "private)")
-    parser.add_argument("--id", default=None, metavar="COL",
-                        help="privacy-id column; default: every row is a different person")
+    add_person_options(parser)
     parser.add_argument("--epsilon", type=float, required=True, help="privacy parameter")
+    add_use_case(parser)
     parser.add_argument("--max-partitions", type=int, default=1, metavar="K",
                         help="bins kept per person (with --id; default 1)")
     parser.add_argument("--max-per-partition", type=int, default=1, metavar="C",
@@ -55,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-epsilon", type=float, default=None,
                         help="epsilon of a NEW ledger (mixed accounting)")
     parser.add_argument("--budget-delta", type=float, default=None,
-                        help="delta of a NEW ledger (default 1e-5)")
+                        help="delta of a NEW ledger (default 1e-5, as every command; 0 for "
+                             "pure DP)")
     parser.add_argument("--seed-key-file", default=None, metavar="FILE",
                         help="file with a 32-byte key to replay the noise (tests and audits)")
     parser.add_argument("--alpha", type=float, default=0.05,
@@ -76,10 +86,13 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--range must be two finite numbers LOW < HIGH")
     if not 0 < args.alpha < 1:
         raise CliError("--alpha must be in (0, 1)")
+    check_person(args)
+    check_epsilon(args.epsilon, args.use_case)
     if args.id is not None and args.id == args.column:
         raise CliError("--id must not be the --column")
     check_output(args.output)
     key = read_key_file(args.seed_key_file)
+    check_columns(args.input, {"--column": [args.column], "--id": [args.id] if args.id else []})
     cols = read_columns(args.input, [args.column] + ([args.id] if args.id else []))
     text = np.asarray(cols[args.column])
     try:
@@ -106,12 +119,12 @@ def run(args: argparse.Namespace) -> int:
     except dpfast.BudgetExceededError as exc:
         raise refused(opened, exc) from None
     ci_low, ci_high = rel.confidence_interval(args.alpha)
-    write_columns(args.output, {"bin_low": edges[:-1], "bin_high": edges[1:], "count": hist,
-                                "ci_low": ci_low, "ci_high": ci_high})
+    write_columns(args.output, for_display(args.output, {
+        "bin_low": edges[:-1], "bin_high": edges[1:], "count": hist, "ci_low": ci_low,
+        "ci_high": ci_high}))
     print(f"released a histogram of {args.bins} bins to {args.output}: {args.epsilon:g}-DP; "
-          f"each count within +-{rel.law.halfwidth(args.alpha)} of the truth with "
-          f"{100 * (1 - args.alpha):g}% confidence"
-          + (" (before clipping at 0)" if args.nonnegative else ""))
+          + halfwidth_text(rel.law.halfwidth(args.alpha), args.alpha)
+          + (", before clipping at 0" if args.nonnegative else ""))
     if opened.note:
         print(opened.note)
     if opened.budget is not None:

@@ -9,8 +9,8 @@ refusals, cache hits; per query id: cost, status, cache hits).  ``verify`` check
 hash chain from the definition to the last row (and every cached result against its
 digest in the chain) and prints its head hash (record it elsewhere to detect a later
 rewrite of the whole file), and the ledger against its anchor and checkpoints.  ``plot``
-draws the spending over time (one curve per analyst when charges name analysts; needs
-matplotlib) into a PNG.  All
+draws the epsilon spent over time (at the budget's delta, against the budget's epsilon;
+one curve per analyst when charges name analysts; needs matplotlib) into a PNG.  All
 only read the file and apply the rules ``dpfast.Budget`` applies to a ledger's path (owner,
 mode, file type, directory).  A keyed ledger needs its key in ``DPFAST_LEDGER_KEY``.  Exit
 codes: 0 ok, 1 the chain is broken (or the ledger lost charges), 2 not a usable ledger.
@@ -38,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("--by", choices=["analyst", "query"], default=None,
                       help="print the usage report per analyst or per query id instead of "
                       "the records")
+    show.add_argument("--detail", action="store_true",
+                      help="also print the accounting's own figures (the Renyi orders and "
+                      "RDP per order, zCDP rho); by default every cost is an (epsilon, "
+                      "delta) at the budget's delta")
     verify = sub.add_parser("verify", help="verify the hash chain (exit 1 if broken)",
                             description="verify the hash chain (exit 1 if broken)")
     verify.add_argument("file", metavar="FILE", help="path of the ledger (a SQLite file)")
@@ -60,36 +64,56 @@ def _cell(text: str, width: int) -> str:
 
 
 def _cost(charge) -> str:  # type: ignore[no-untyped-def]
+    """A charge's cost as a person reads it: ``(epsilon, delta)`` (see :class:`Cost`)."""
     c = charge.cost
-    if c.epsilon is not None and c.rdp is not None:  # mixed: a pure or approximate bound
-        return f"eps={c.epsilon:.6g}" + (f" delta={c.delta:.3g}" if c.delta else "")
-    if c.rdp is not None and c.orders is not None and len(c.orders) > 8:  # mixed, Gaussian
-        rho = [r / a for a, r in zip(c.orders, c.rdp, strict=True)
-               if math.isfinite(a) and math.isfinite(r)]
-        return f"rdp (zCDP rho about {min(rho):.4g})" if rho else "rdp (none)"
+    if c.epsilon is None:
+        return "-"
+    from dpfast.budget.display import up
+
+    return f"eps={up(c.epsilon)}" + (f" delta={up(c.delta, 3)}" if c.delta else "")
+
+
+def _detail(charge) -> str:  # type: ignore[no-untyped-def]
+    """The accounting's own figures of a charge (``--detail``)."""
+    c = charge.cost
     if c.rdp is not None and c.orders is not None:
-        parts = [f"a={a:g}:{r:.4g}" for a, r in zip(c.orders, c.rdp, strict=True)
+        parts = [f"a={a:g}:{r:.4g}" for a, r in zip(c.orders, c.rdp, strict=False)
                  if math.isfinite(r)]
         return "rdp " + " ".join(parts) if parts else "rdp (none)"
     if c.rho is not None:
         return f"rho={c.rho:.6g}"
-    if c.epsilon is None:
-        return "-"
-    return f"eps={c.epsilon:.6g} delta={c.delta:.3g}"
+    return ""
 
 
-def _table(records, limit: int) -> list[str]:  # type: ignore[no-untyped-def]
-    head = ("id", "time (UTC)", "status", "user@host:pid", "analyst", "note", "event", "cost")
-    widths = (5, 19, 8, 24, 12, 24, 22, 36)
+def _table(records, limit: int, detail: bool = False) -> list[str]:  # type: ignore[no-untyped-def]
+    head: tuple[str, ...] = ("record", "time (UTC)", "status", "user@host:pid", "analyst",
+                             "note", "event", "cost (epsilon, delta)")
+    widths: tuple[int, ...] = (6, 19, 8, 24, 12, 24, 22, 28)
+    if detail:
+        head, widths = head + ("accounting's figures",), widths + (400,)
     rows = [head]
     shown = records[-limit:] if limit > 0 else records
     for c in shown:
         event = c.event_json if c.event is None else type(c.event).__name__
         who = f"{c.user or '?'}@{c.host or '?'}:{c.pid}"
-        rows.append((str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), c.status, who,
-                     c.analyst, c.note, event, _cost(c)))
+        row = (str(c.id), c.time.strftime("%Y-%m-%d %H:%M:%S"), c.status, who,
+               c.analyst, c.note, event, _cost(c))
+        rows.append(row + ((_detail(c),) if detail else ()))
     return ["  ".join(_cell(v, w).ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
             for r in rows]
+
+
+def _others(rows) -> str:  # type: ignore[no-untyped-def]
+    """The ledger's records that are not charges, counted by kind."""
+    kinds = (("analyst", "analyst sub-budget", "analyst sub-budgets"),
+             ("stored", "stored result", "stored results"), ("hit", "cache hit", "cache hits"),
+             ("failed", "failure mark", "failure marks"))
+    parts = []
+    for status, one, many in kinds:
+        n = sum(1 for r in rows if r.status == status)
+        if n:
+            parts.append(f"{n} {one if n == 1 else many}")
+    return ", ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"ok: {args.file}: {len(report.records)} records, hash chain verified; "
               f"head {report.head}")
         return 0
-    orders = "" if d.get("orders") is None else f", orders={d['orders']}"
+    detail = bool(getattr(args, "detail", False))
+    orders = "" if d.get("orders") is None or not detail else f", orders={d['orders']}"
     print(f"ledger {args.file} (format {report.version}, mode {report.mode:04o})")
     if report.mode & 0o077:
         import sys
@@ -127,16 +152,40 @@ def run(args: argparse.Namespace) -> int:
           f"accounting={d['accounting']!r}{orders}")
     counts = {s: sum(1 for c in report.records if c.status == s)
               for s in ("charged", "failed", "refused")}
-    print(f"records: {len(report.records)} ({counts['charged']} charged, "
-          f"{counts['failed']} failed after the charge, {counts['refused']} refused)")
-    for line in _table(report.records, args.limit):
+    others = _others(report.rows)
+    print(f"charges: {len(report.records)} ({counts['charged']} charged, "
+          f"{counts['failed']} failed after the charge, {counts['refused']} refused); "
+          f"the ledger has {len(report.rows)} records"
+          + (f" (the others: {others})" if others else "")
+          + ", numbered in order")
+    for line in _table(report.records, args.limit, detail):
         print(line)
     if not report.chain_ok:
         raise CliError(report.problem, 1)
     assert report.spent is not None and report.remaining is not None
     print(describe(report.spent, report.remaining))
+    if detail:
+        print(f"accounting's figures: {_state_detail(report.spent, report.remaining)}")
     print(f"hash chain verified; head {report.head}")
     return 0
+
+
+def _state_detail(spent, left) -> str:  # type: ignore[no-untyped-def]
+    """What was spent and what is left in the accounting's own units (``--detail``)."""
+    out = []
+    if spent.rho is not None:
+        out.append(f"spent rho={spent.rho:.6g}")
+    if left.rho is not None:
+        out.append(f"rho of a next Gaussian <= {left.rho:.6g}")
+    if spent.rdp is not None and spent.orders is not None:
+        out.append("spent RDP " + " ".join(
+            f"a={a:g}:{r:.4g}" for a, r in zip(spent.orders, spent.rdp, strict=False)
+            if math.isfinite(r) and r > 0) or "spent RDP none")
+    if left.rdp is not None and left.orders is not None:
+        out.append("RDP left " + " ".join(
+            f"a={a:g}:{r:.4g}" for a, r in zip(left.orders, left.rdp, strict=False)
+            if math.isfinite(r)))
+    return "; ".join(out) or f"{left.accounting} accounting sums epsilon and delta"
 
 
 def _usage(args: argparse.Namespace, report) -> int:  # type: ignore[no-untyped-def]
@@ -153,7 +202,8 @@ def _usage(args: argparse.Namespace, report) -> int:  # type: ignore[no-untyped-
     for row in report.rows:
         absorb_row(filt, state, books, row)
     print(f"ledger {args.file}: usage by {args.by}")
-    for line in usage_of(filt, state, books, report.rows).lines(args.by):
+    for line in usage_of(filt, state, books, report.rows).lines(
+            args.by, detail=bool(getattr(args, "detail", False))):
         print(line)
     print(f"hash chain verified; head {report.head}")
     return 0
@@ -183,9 +233,11 @@ def _plot(args: argparse.Namespace) -> int:
     report = inspect_ledger(args.file)
     if not report.chain_ok:
         raise CliError(report.problem, 1)
+    from dpfast.budget.registry import make_filter
+
     d = report.definition
-    ax = plot_spending(report.records, accounting=str(d.get("accounting")),
-                       epsilon=d.get("epsilon"),
+    filt = make_filter(d.get("accounting"), d.get("epsilon"), d.get("delta"), d.get("orders"))
+    ax = plot_spending(filt, report.rows,
                        title=f"privacy budget spent over time ({os.path.basename(args.file)})")
     write_atomic(args.output, lambda tmp: ax.figure.savefig(tmp, format="png", dpi=100))
     plt.close(ax.figure)

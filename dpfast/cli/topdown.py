@@ -9,8 +9,9 @@ reads leaf counts (one row per leaf; several rows of one finest unit are summed)
 geography column per level, coarse to fine (a unit is identified by its own column *and*
 its ancestors', so county "001" of two states are two counties), runs
 :func:`dpfast.tables.topdown` and writes ``out/level_<j>_<column>.csv`` (or ``.parquet``)
-per level: the geography columns down to that level, the released count per ``--count``
-column and the raw noisy measurement (``<count>_noisy``, for audit), plus
+per level: the geography columns down to that level, per ``--count`` column the released
+count (``<count>_released``: consistent, non-negative, integral: publish this one) and the
+raw noisy measurement (``<count>_measured``, for audit), plus
 ``out/privacy.json`` with the privacy spent.  A single national total is added as level 0
 unless ``--no-root``.
 """
@@ -19,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from typing import Any
 
 import numpy as np
 
 from dpfast.cli import CliError, check_writable, write_atomic
+from dpfast.cli._checks import add_use_case, check_columns, check_epsilon, for_display
 from dpfast.cli._io import (
     budget_sentence,
     open_budget,
@@ -46,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rho", type=float, nargs="+", required=True,
                         help="zCDP budget: a total split equally over the levels, or one "
                              "value per level (including the root unless --no-root)")
+    add_use_case(parser)
     parser.add_argument("--no-root", action="store_true",
                         help="do not add a national total as level 0")
     parser.add_argument("--no-nonnegative", action="store_true",
@@ -63,8 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-epsilon", type=float, default=None,
                         help="epsilon of a NEW ledger (mixed accounting)")
     parser.add_argument("--budget-delta", type=float, default=None,
-                        help="delta of a NEW ledger (default 1e-6); with an existing ledger "
-                             "it must match the ledger's")
+                        help="delta of a NEW ledger (default 1e-5, as every command; 0 for "
+                             "pure DP); with an existing ledger it must match the ledger's")
     parser.add_argument("--format", choices=["csv", "parquet"], default=None,
                         help="output format (default: the input's)")
     parser.add_argument("-o", "--output", required=True, help="output directory")
@@ -164,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.isdir(top):
         raise CliError(f"cannot create {args.output}: {top} is not a directory")
     check_writable(os.path.join(top, "privacy.json"))
+    check_columns(args.input, {"--level": geo, "--count": counts_cols})
     data = read_columns(args.input, geo + counts_cols)
     n = data[geo[0]].shape[0]
     if n == 0:
@@ -176,10 +181,17 @@ def run(args: argparse.Namespace) -> int:
         first = [np.zeros(1, np.int64)] + first
         labels = ["(total)"] + geo
     rho: Any = args.rho[0] if len(args.rho) == 1 else list(args.rho)
+    if all(math.isfinite(r) and r >= 0 for r in args.rho) and sum(args.rho) > 0:
+        from dpfast import guidelines
+        from dpfast.accounting.zcdp import zcdp_epsilon
+
+        total = float(sum(args.rho)) if len(args.rho) > 1 else float(args.rho[0])
+        check_epsilon(float(zcdp_epsilon(total, guidelines.ZCDP_DELTA)), args.use_case,
+                      what=f"epsilon (rho {total:g} at delta {guidelines.ZCDP_DELTA:g})")
     if args.total_invariant and isinstance(rho, list) and len(rho) == len(ids) - 1:
         rho = [0.0] + rho
     key = read_key_file(args.seed_key_file)
-    opened = open_budget(args, default_delta=1e-6)
+    opened = open_budget(args)
     try:
         release = tables.topdown(
             leaf, ids, rho=rho, nonnegative=not args.no_nonnegative,
@@ -202,12 +214,12 @@ def run(args: argparse.Namespace) -> int:
         est = release.estimates[j]
         noisy = release.noisy[j]
         for c, name in enumerate(counts_cols):
-            cols[name] = est[:, c]
-            cols[f"{name}_noisy"] = (noisy[:, c] if noisy is not None
-                                     else np.full(est.shape[0], "", dtype=object))
+            cols[f"{name}_released"] = est[:, c]
+            cols[f"{name}_measured"] = (noisy[:, c] if noisy is not None
+                                        else np.full(est.shape[0], "", dtype=object))
         fname = f"level_{j}_{labels[j].strip('()')}.{fmt}"
         path = os.path.join(args.output, fname)
-        write_columns(path, cols, parquet=fmt == "parquet")
+        write_columns(path, for_display(fname, cols), parquet=fmt == "parquet")
         written.append(fname)
     privacy = {
         "mechanism": "TopDown: discrete Gaussian per level, least squares, non-negative "

@@ -17,6 +17,7 @@ one fixed :class:`~dpfast._core.errors.ReleaseFailedError` (:func:`cached`).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,7 +29,37 @@ from dpfast._core.errors import ReleaseFailedError
 
 from . import _spec
 
-__all__ = ["ReleaseFailedError", "cached", "from_payload", "one_row", "probe"]
+__all__ = ["ReleaseFailedError", "cached", "from_payload", "one_row", "probe", "question"]
+
+#: The question being answered (a SQL query), while :func:`question` runs: its parts'
+#: query ids are ``<first part>~<part>`` (the first part's own id names the question, so
+#: the same question written another way -- case, spacing -- has the same ids), and the
+#: usage report counts the question once.
+_QUESTION: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "dpfast_question", default=None)
+
+
+@contextlib.contextmanager
+def question() -> Iterator[None]:
+    """Charge the releases made inside as the parts of one question."""
+    token = _QUESTION.set([])
+    try:
+        yield
+    finally:
+        _QUESTION.reset(token)
+
+
+def _query_id(store: Any, spec: dict[str, Any]) -> str:
+    """The ledger query id of a release: its spec's id, prefixed by its question's."""
+    part = _spec.query_id(spec)
+    asked = _QUESTION.get()
+    if asked is None:
+        return part
+    if not asked:
+        asked.append(part)
+    if store.budget.has_result(part):  # stored before questions were grouped: reuse it
+        return part
+    return f"{asked[0]}~{part}"
 
 
 class _Event(Exception):
@@ -109,8 +140,8 @@ def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
     Storing the result (a ledger write of a DP output) is not wrapped: its errors are the
     ledger's, not the data's.  ``KeyboardInterrupt`` and ``SystemExit`` pass unchanged.
     """
-    qid = _spec.query_id(spec)
     store = session._store
+    qid = _query_id(store, spec)
     if need is not None:
         session._check_room(need, what, qid)
     with store.query(qid, event, note=what, analyst=session.analyst_name) as q:

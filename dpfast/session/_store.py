@@ -69,8 +69,7 @@ class Store:
 
     def cached(self, qid: str) -> bool:
         """True if ``qid`` has a stored answer."""
-        return any(q.query_id == qid and q.status == "cached"
-                   for q in self.budget.usage().queries)
+        return bool(self.budget.has_result(qid))
 
     def usage(self) -> Any:
         """The budget's usage report (:class:`dpfast.budget.usage.Usage`)."""

@@ -463,9 +463,11 @@ class Session:
             **options: Any) -> Any:
         """Answer an aggregate SQL query privately (:mod:`dpfast.session.sql`: the subset,
         the refusals, the budget split): returns a :class:`dpfast.session.SqlRelease`."""
-        from dpfast.session import _answer
+        from dpfast.session import _answer, _cache
 
-        return _answer.run(self, query, epsilon=epsilon, delta=delta, **options)
+        # one question, charged in parts (one per aggregate): the usage report counts it once
+        with _cache.question():
+            return _answer.run(self, query, epsilon=epsilon, delta=delta, **options)
 
     def _domain(self, keys: list[str]) -> Any:
         if not all(k in self.domains for k in keys):

@@ -261,6 +261,24 @@ class AggregateRelease:
         return (f"AggregateRelease({list(self.metrics)}, {len(self)} keys, "
                 f"event={self.event}, threshold={self.threshold})")
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the privacy spent, every metric with its interval, the rows."""
+        from dpfast.tables import _plot
+
+        return _plot.aggregate_html(self)
+
+    def __str__(self) -> str:
+        """The whole table as text (every metric and interval column, every row; pandas'
+        own print of :meth:`to_pandas` elides columns to fit the terminal)."""
+        cols = self.to_columns()
+        names = list(cols)
+        text = [[str(c) for c in names]] + [
+            [_text(v) for v in row]
+            for row in zip(*(np.asarray(cols[c]).tolist() for c in names))]
+        widths = [max(len(r[k]) for r in text) for k in range(len(names))]
+        return "\n".join("  ".join(v.rjust(w) for v, w in zip(r, widths, strict=True))
+                         for r in text)
+
     def confidence_interval(self, name: str, alpha: float = 0.05
                             ) -> tuple[np.ndarray, np.ndarray]:
         """The ``1 - alpha`` interval of metric ``name`` (see its TableRelease).  A rank
@@ -317,3 +335,7 @@ class AggregateRelease:
             raise ImportError("to_polars needs polars: pip install 'dpfast[polars]'") from exc
         return pl.DataFrame({k: np.asarray(v) for k, v in self.to_columns(alpha).items()})
 
+
+def _text(v: Any) -> str:
+    """A cell of :meth:`AggregateRelease.__str__`: floats to 6 significant digits."""
+    return f"{v:.6g}" if isinstance(v, float) else str(v)

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_table", "plot_topdown", "table_html", "topdown_html", "axes"]
+__all__ = ["aggregate_html", "axes", "plot_table", "plot_topdown", "quantile_html",
+           "table_html", "topdown_html"]
 
 _MAX_TICKS = 40  # more keys than this: no tick labels (unreadable)
 _HTML_ROWS = 20
@@ -109,29 +110,88 @@ def _cell(v: Any) -> str:
     return html.escape(str(v))
 
 
-def table_html(release: Any, alpha: float = 0.05) -> str:
-    """A notebook view: what was released, its privacy and the first rows."""
-    cols = release.to_columns(alpha)
+def _privacy(event: Any, delta: float | None = None) -> str:
+    """The privacy spent, as a person reads it: ``(epsilon, delta)``."""
+    from dpfast.budget.display import privacy_text
+
+    return f"privacy spent: {html.escape(privacy_text(event, delta))}"
+
+
+def _table(cols: dict[str, Any], n: int) -> str:
+    """The first rows of ``cols`` as an HTML table, and how many more there are."""
     names = list(cols)
-    n = len(release)
-    head = [f"<b>TableRelease</b>: {html.escape(release.statistic)} of {n} keys",
-            f"privacy: <code>{html.escape(str(release.event))}</code>"]
-    if release.threshold is not None:
-        head.append(f"keys chosen privately (threshold {release.threshold})")
-    if release._mean_parts is None and release._interval is None:
-        head.append(f"each value within &plusmn;{_cell(release.law.halfwidth(alpha))} with "
-                    f"{100 * (1 - alpha):g}% confidence")
-    rows = ["<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in names) + "</tr>"]
+    rows = ["<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in names) + "</tr>"]
     shown = min(n, _HTML_ROWS)
     lists = [np.asarray(cols[c])[:shown].tolist() for c in names]
     for i in range(shown):
         rows.append("<tr>" + "".join(f"<td>{_cell(col[i])}</td>" for col in lists) + "</tr>")
     more = f"<p>... {n - shown} more rows (to_pandas())</p>" if n > shown else ""
-    return ("<div>" + "<br>".join(head) + "<table>" + "".join(rows) + "</table>" + more
-            + "</div>")
+    return "<table>" + "".join(rows) + "</table>" + more
 
 
-def topdown_html(release: Any, alpha: float = 0.05) -> str:
-    """A notebook view of a TopDown release: its summary."""
-    return ("<div><b>TopDownRelease</b><pre>" + html.escape(release.summary(alpha))
-            + "</pre></div>")
+def _view(head: list[str], table: str) -> str:
+    return "<div>" + "<br>".join(head) + table + "</div>"
+
+
+def table_html(release: Any, alpha: float = 0.05) -> str:
+    """A notebook view: what was released, the privacy spent in ``(epsilon, delta)``, the
+    intervals and the first rows (with their ``ci_low`` / ``ci_high``)."""
+    n = len(release)
+    head = [f"<b>TableRelease</b>: {html.escape(release.statistic)} of {n} keys",
+            _privacy(release.event)]
+    if release.threshold is not None:
+        head.append(f"keys chosen privately (threshold {release.threshold})")
+    conf = f"{100 * (1 - alpha):g}%"
+    if release._mean_parts is None and release._interval is None:
+        head.append(f"{conf} interval half-width {_cell(release.law.halfwidth(alpha))}: each "
+                    f"value within &plusmn;{_cell(release.law.halfwidth(alpha))} with {conf} "
+                    "confidence")
+    else:
+        head.append(f"{conf} intervals in ci_low, ci_high")
+    return _view(head, _table(release.to_columns(alpha), n))
+
+
+def quantile_html(release: Any, alpha: float = 0.05) -> str:
+    """A notebook view of a quantile release: privacy, rank-error statement, rows."""
+    n = len(release)
+    qs = ", ".join(f"{q:g}" for q in release.q)
+    head = [f"<b>QuantileRelease</b>: quantile{'s' if len(release.q) > 1 else ''} {qs} of "
+            f"{n} keys", _privacy(release.event),
+            html.escape(release.accuracy(alpha)["statement"])]
+    if release.threshold is not None:
+        head.append(f"keys chosen privately (threshold {release.threshold})")
+    return _view(head, _table(release.to_columns(), n))
+
+
+def aggregate_html(release: Any, alpha: float = 0.05) -> str:
+    """A notebook view of several statistics released together: privacy, every metric
+    with its interval (a rank metric with its rank error)."""
+    n = len(release)
+    head = [f"<b>AggregateRelease</b>: {html.escape(', '.join(release.metrics))} of {n} keys",
+            _privacy(release.event),
+            f"{100 * (1 - alpha):g}% intervals in &lt;metric&gt;_ci_low, _ci_high"]
+    if release.threshold is not None:
+        head.append(f"keys chosen privately (threshold {release.threshold})")
+    return _view(head, _table(release.to_columns(alpha), n))
+
+
+def _topdown_privacy(release: Any) -> str:
+    """TopDown's privacy spent: its rho converted at delta 1e-10 (its own conversion)."""
+    from dpfast.budget.display import up
+
+    return (f"privacy spent: (epsilon={up(release.epsilon(1e-10))}, delta=1e-10), from rho "
+            f"= {release.rho_total:.6g} zCDP")
+
+
+def topdown_html(release: Any, alpha: float = 0.05, level: int | None = None) -> str:
+    """A notebook view of a TopDown release: the privacy spent in ``(epsilon, delta)``,
+    its summary (error by level) and the first rows of one level (the finest by default:
+    released and measured values with the released value's interval)."""
+    j = release.n_levels - 1 if level is None else level
+    head = [f"<b>TopDownRelease</b>: {release.n_levels} levels",
+            _topdown_privacy(release),
+            "<pre>" + html.escape(release.summary(alpha)) + "</pre>",
+            f"level {j} ({release.estimates[j].shape[0]} units), {100 * (1 - alpha):g}% "
+            "intervals:"]
+    cols = release.to_columns(j, alpha)
+    return _view(head, _table(cols, release.estimates[j].shape[0]))

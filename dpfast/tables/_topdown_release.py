@@ -265,8 +265,10 @@ class TopDownRelease:
         return rows
 
     def to_columns(self, level: int, alpha: float = 0.05) -> dict[str, np.ndarray]:
-        """Level ``level`` as columns: ``unit`` (the id), ``estimate``, ``noisy``,
-        ``ci_low``, ``ci_high`` (one suffix ``_<c>`` per cell for 2-D tables)."""
+        """Level ``level`` as columns: ``unit`` (the id), ``released`` (the published,
+        consistent estimate), ``measured`` (the raw noisy measurement, for audit; the
+        released one where the level was not measured), ``ci_low``, ``ci_high`` (the
+        released value's interval); one suffix ``_<c>`` per cell for 2-D tables."""
         if isinstance(level, bool) or not isinstance(level, numbers.Integral) or \
                 not 0 <= int(level) < self.n_levels:
             raise ValueError(f"level must be an integer in [0, {self.n_levels}), got {level!r}")
@@ -276,13 +278,13 @@ class TopDownRelease:
         noisy = self.noisy[j]
         cols: dict[str, np.ndarray] = {"unit": np.arange(est.shape[0])}
         if est.ndim == 1:
-            cols["estimate"] = est
-            cols["noisy"] = noisy if noisy is not None else np.asarray(est, np.float64)
+            cols["released"] = est
+            cols["measured"] = noisy if noisy is not None else np.asarray(est, np.float64)
             cols["ci_low"], cols["ci_high"] = low, high
             return cols
         for c in range(est.shape[1]):
-            cols[f"estimate_{c}"] = est[:, c]
-            cols[f"noisy_{c}"] = noisy[:, c] if noisy is not None else est[:, c]
+            cols[f"released_{c}"] = est[:, c]
+            cols[f"measured_{c}"] = noisy[:, c] if noisy is not None else est[:, c]
             cols[f"ci_low_{c}"], cols[f"ci_high_{c}"] = low[:, c], high[:, c]
         return cols
 

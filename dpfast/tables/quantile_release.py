@@ -120,6 +120,12 @@ class QuantileRelease:
                 f"resolution, step {step:g})")
         return {"alpha": float(alpha), "rank_error": r, "grid_step": step, "statement": text}
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the privacy spent, the rank-error statement and the rows."""
+        from dpfast.tables import _plot
+
+        return _plot.quantile_html(self)
+
     def _names(self) -> tuple[str, ...]:
         n = len(self.keys) if isinstance(self.keys, tuple) else 1
         return self.key_names or (("key",) if n == 1 else tuple(f"key{j}" for j in range(n)))

@@ -77,6 +77,11 @@ class AccuracySummary:
     ``rmse``, ``relative_error``, ``coverage`` and ``utility_ratio`` are measured against
     the true (bounded or raw) table when one was given, otherwise None.  Values of keys
     that were not published (partition selection) are not included.
+
+    ``utility_ratio`` is a signal-to-noise ratio: the root mean square of the true values
+    divided by the RMSE of the released ones (:func:`dpfast.metrics.utility_ratio`).  10
+    means the typical error is a tenth of the typical value; below 1 the noise dominates.
+    ``ci_halfwidth`` is the half-width of the ``1 - alpha`` interval, in the values' units.
     """
 
     n_keys: int
@@ -101,7 +106,9 @@ class AccuracySummary:
         if self.mae is not None:
             lines.append(f"measured vs truth: MAE {self.mae:.4g}, RMSE {self.rmse:.4g}, "
                          f"relative error {self.relative_error:.3%}, CI coverage "
-                         f"{self.coverage:.1%}, utility ratio {self.utility_ratio:.4g}")
+                         f"{self.coverage:.1%}, utility ratio {self.utility_ratio:.4g} "
+                         "(root-mean-square truth / RMSE: higher is better, < 1 means the "
+                         "noise dominates)")
         if self.suppressed is not None:
             lines.append(f"keys in the truth but not published: {self.suppressed}")
         return "\n".join(lines)
