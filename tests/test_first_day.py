@@ -120,7 +120,7 @@ def test_ledger_show_prints_epsilon_delta_and_detail_on_request(tmp_path, capsys
     explained (charges vs the ledger's records)."""
     path = tmp_path / "l.sqlite"
     with dpfast.Budget(2.0, 1e-6, ledger=path) as b:
-        b.analyst("ana", epsilon=1.0)
+        b.add_analyst("ana", epsilon=1.0)
         b.spend(ev.Epsilon(0.25), analyst="ana", note="pure")
         b.spend(ev.Gaussian(10.0), note="gauss")
     assert main(["ledger", "show", str(path)]) == 0
@@ -158,7 +158,7 @@ def test_one_sql_question_asked_twice_is_one_charge_and_one_cache_hit() -> None:
                             "delay": r.normal(12, 30, 3_000).round()})
     s = dpfast.Session(flights, name="flights", privacy_unit="passenger",
                        bounds={"delay": (-60, 300)}, epsilon=2.0, delta=1e-6, rng=KEY)
-    alice = s.analyst("alice", epsilon=1.0)
+    alice = s.add_analyst("alice", epsilon=1.0)
     q = "SELECT dest, COUNT(*) AS n, AVG(delay) AS delay FROM flights GROUP BY dest"
     alice.sql(q, epsilon=0.5, delta=1e-6)
     u = s.usage()

@@ -113,7 +113,7 @@ def test_budget_plot_mixed_gaussian_epsilon_matches_the_ledger(tmp_path) -> None
     epsilon the accounting certifies after each charge (Budget.spent() then), the analyst's
     curve their own, and the sub-budget is drawn as its cap."""
     b = dpfast.Budget(2.0, 1e-6, ledger=str(tmp_path / "m.sqlite"))
-    b.analyst("ana", epsilon=1.0)
+    b.add_analyst("ana", epsilon=1.0)
     spent = []
     for event, who in ((dpfast.events.Epsilon(0.25), "ana"), (dpfast.events.Gaussian(8.0), ""),
                        (dpfast.events.EpsilonDelta(0.25, 1e-7), "ana")):
