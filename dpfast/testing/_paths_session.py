@@ -1,0 +1,144 @@
+"""The release paths of :class:`dpfast.Session`: every method, the SQL forms, analysts.
+
+Each run builds a fresh session over the records (privacy unit ``id``, public bounds of
+``value``, a public table ``regions`` with one row per key) with the generator key, makes
+one release, and returns what the analyst sees: the answer (or the exception) and the
+ledger's rows (analyst, note, event, status).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dpfast.testing._observe import Raised
+from dpfast.testing._registry import BOUNDS, KEYS, ReleasePath, record_cases, register
+
+# a session run costs a session: the people whose variants the records paths cover
+# (tiny, minus_inf) are left to those
+KINDS = ("huge", "nan", "inf", "many_keys", "new_key", "engine")
+# the release statistics and the analysts' views share the session's reading code with
+# the paths above: a shorter list
+FEW = ("inf", "many_keys", "engine")
+
+CH1 = ("issue 36 channel 1: an engine error or a value check on private rows after the "
+       "charge reaches the analyst; fixed on branches engine (fixed failures after the "
+       "charge) and values (NaN/inf policy)")
+CH1_SQL = ("issue 36 channel 1: a failing CAST / division in WHERE raises the engine's "
+           "message; fixed on branches sqlmodel (declared semantics: NULL) and engine")
+
+
+def _regions() -> Any:
+    import pandas as pd
+
+    return pd.DataFrame({"key": list(KEYS), "region": ["east", "east", "west", "west",
+                                                        "west"]})
+
+
+def _ledger(session: Any) -> tuple[Any, ...]:
+    return tuple((c.analyst, c.note, c.event_json, c.status)
+                 for c in session.budget.history())
+
+
+def session_run(call: Callable[[Any], Any], *, public_keys: bool = True,
+                analyst: str | None = None) -> Callable[[Any, bytes], Any]:
+    """``run(data, rng)``: a fresh session over ``data`` (public key domain or not), then
+    ``call(session)`` (or on an analyst's view); returns ``(answer, ledger rows)``, the
+    answer being :class:`~dpfast.testing.Raised` when the release failed."""
+
+    def run(data: Any, rng: bytes) -> Any:
+        from dpfast.session import Session
+
+        s = Session(data, privacy_unit="id", name="t", bounds={"value": BOUNDS},
+                    domains={"key": list(KEYS)} if public_keys else None,
+                    epsilon=100.0, delta=1e-3, rng=rng, public={"regions": _regions()})
+        try:
+            who = s.analyst(analyst, epsilon=50.0) if analyst else s
+            try:
+                answer: Any = call(who)
+            except Exception as exc:
+                answer = Raised.of(exc)
+            return answer, _ledger(s)
+        finally:
+            s.close()
+
+    return run
+
+
+def _path(name: str, covers: str, call: Callable[[Any], Any], *, public_keys: bool = True,
+          analyst: str | None = None, known: dict[str, str] | None = None,
+          kinds: tuple[str, ...] = KINDS) -> None:
+    names = (f"dpfast.Session.{covers}",) + ((f"dpfast.Session.Analyst.{covers}",)
+                                             if analyst else ())
+    register(ReleasePath(name, names, session_run(call, public_keys=public_keys,
+                                                  analyst=analyst),
+                         cases=lambda: record_cases(kinds=kinds), known=dict(known or {}),
+                         selects_keys=not public_keys))
+
+
+# NaN is NULL in DuckDB (dropped); inf is a value, refused after it is read
+_NF = {"add-inf": CH1}
+_WHERE_CAST = "CAST(code AS INTEGER) >= 0"
+_WHERE_DIV = "10 // divisor >= 0"  # integer division
+
+_path("session.count", "count", lambda s: s.count("key", epsilon=1.0))
+_path("session.count/select", "count", lambda s: s.count("key", epsilon=3.0, delta=1e-2),
+      public_keys=False)
+_path("session.sum", "sum", lambda s: s.sum("value", "key", epsilon=1.0), known=_NF)
+_path("session.mean", "mean", lambda s: s.mean("value", "key", epsilon=1.0), known=_NF)
+_path("session.mean/where", "mean",
+      lambda s: s.mean("value", "key", epsilon=1.0, where="divisor > 1"), known=_NF)
+_path("session.count/where-cast", "count",
+      lambda s: s.count("key", epsilon=1.0, where=_WHERE_CAST), known={"add-engine": CH1_SQL})
+_path("session.count/where-divide", "count",
+      lambda s: s.count("key", epsilon=1.0, where=_WHERE_DIV),
+      known={"add-engine": CH1_SQL})
+for _stat in ("count", "sum", "mean", "variance", "std", "privacy_id_count",
+              "count_distinct", "quantile", "median", "min", "max"):
+    _value = None if _stat in ("count", "privacy_id_count") else (
+        "code" if _stat == "count_distinct" else "value")
+    _q = 0.5 if _stat == "quantile" else None
+    _path(f"session.release/{_stat}", "release",
+          lambda s, st=_stat, v=_value, q=_q: s.release(st, "key", value=v, epsilon=1.0, q=q),
+          known=_NF if _stat in ("sum", "mean", "variance", "quantile", "median") else None,
+          kinds=FEW)
+_path("session.histogram", "histogram",
+      lambda s: s.histogram("value", 5, BOUNDS, epsilon=1.0), known=_NF)
+_path("session.topdown", "topdown",
+      lambda s: s.topdown({"region": ["east", "east", "west", "west", "west"],
+                           "key": list(KEYS)}, ["region", "key"], rho=0.5))
+_path("session.sql/group-by", "sql",
+      lambda s: s.sql("SELECT key, COUNT(*) AS n, SUM(value) AS total, AVG(value) AS m "
+                      "FROM t GROUP BY key", epsilon=1.0), known=_NF)
+_path("session.sql/select", "sql",
+      lambda s: s.sql("SELECT key, COUNT(*) AS n FROM t GROUP BY key", epsilon=3.0,
+                      delta=1e-2), public_keys=False)
+_path("session.sql/where", "sql",
+      lambda s: s.sql("SELECT key, COUNT(*) AS n FROM t WHERE value > 2 AND divisor <> 3 "
+                      "GROUP BY key", epsilon=1.0))
+_path("session.sql/where-cast", "sql",
+      lambda s: s.sql(f"SELECT key, COUNT(*) AS n FROM t WHERE {_WHERE_CAST} GROUP BY key",
+                      epsilon=1.0), known={"add-engine": CH1_SQL})
+_path("session.sql/where-divide", "sql",
+      lambda s: s.sql(f"SELECT key, COUNT(*) AS n FROM t WHERE {_WHERE_DIV} GROUP BY key",
+                      epsilon=1.0), known={"add-engine": CH1_SQL})
+_path("session.sql/join", "sql",
+      lambda s: s.sql("SELECT r.region, COUNT(*) AS n FROM t JOIN regions r "
+                      "ON t.key = r.key GROUP BY r.region", epsilon=1.0, delta=1e-2))
+_path("analyst.count", "count", lambda s: s.count("key", epsilon=1.0), analyst="alice", kinds=FEW)
+_path("analyst.sum", "sum", lambda s: s.sum("value", "key", epsilon=1.0), analyst="alice",
+      kinds=FEW, known=_NF)
+_path("analyst.mean", "mean", lambda s: s.mean("value", "key", epsilon=1.0),
+      analyst="alice", kinds=FEW, known=_NF)
+_path("analyst.release", "release",
+      lambda s: s.release("quantile", "key", value="value", q=0.5, epsilon=1.0),
+      analyst="alice", kinds=FEW, known=_NF)
+_path("analyst.histogram", "histogram",
+      lambda s: s.histogram("value", 5, BOUNDS, epsilon=1.0), analyst="alice", kinds=FEW, known=_NF)
+_path("analyst.topdown", "topdown",
+      lambda s: s.topdown({"region": ["east", "east", "west", "west", "west"],
+                           "key": list(KEYS)}, ["region", "key"], rho=0.5),
+      analyst="alice", kinds=FEW)
+_path("analyst.sql", "sql",
+      lambda s: s.sql("SELECT key, COUNT(*) AS n FROM t WHERE value > 2 GROUP BY key",
+                      epsilon=1.0), analyst="alice", kinds=FEW)
