@@ -86,7 +86,8 @@ class Observation:
 
 
 def observe(result: Any, sensitivity: Any = None) -> Observation:
-    """The :class:`Observation` of ``result`` (an exception is observed as :class:`Raised`).
+    """The :class:`Observation` of ``result`` (an exception is observed as :class:`Raised`;
+    a :class:`Cells` is taken as the table it describes, for results of your own types).
 
     ``sensitivity`` states the sensitivity of cells the result does not state itself
     (plain arrays and scalars): a number (the per-cell L∞ bound) or a dict with keys
@@ -157,6 +158,9 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
         obj = Raised.of(obj)
     if isinstance(obj, Raised):
         shape.append(obj)
+    elif isinstance(obj, Cells):  # a table the caller describes itself
+        shape.append((name, "Cells", obj.name, obj.additive, obj.selected))
+        tables.append(dataclasses.replace(obj, name=name + obj.name))
     elif kind == "TableRelease":
         _table_release(obj, name, shape, tables, stated)
     elif kind == "AggregateRelease":
@@ -195,6 +199,8 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
             _walk(obj[k], f"{name}[{k!r}]", shape, tables, stated)
     elif hasattr(obj, "compute") and hasattr(obj, "dask"):  # a dask collection
         _walk(obj.compute(), name, shape, tables, stated)
+    elif isinstance(obj, (bool, np.bool_, str, bytes)) or obj is None:
+        shape.append((name, kind, obj))  # exact, compared whole
     elif isinstance(obj, np.ndarray) or isinstance(obj, (int, float, np.number)):
         arr = np.asarray(obj)
         shape.append((name, "array", arr.dtype.str, arr.shape))

@@ -56,8 +56,11 @@ _key_path("tables.count/select", "count", {}, select=True)
 _key_path("tables.count/gaussian", "count", {"rho": 0.5, "epsilon": None})
 _key_path("tables.privacy_id_count/domain", "privacy_id_count", {})
 _key_path("tables.privacy_id_count/select", "privacy_id_count", {}, select=True)
+CH8 = ("issue 36 channel 8: privacy_id_count(bounding='l2') takes candidate keys from the "
+       "unbounded data; fixed on branch keysel-ldp")
 _key_path("tables.privacy_id_count/l2", "privacy_id_count",
-          {"bounding": "l2", "max_partitions": 2}, select=True)
+          {"bounding": "l2", "max_partitions": 2, "selection": "laplace"}, select=True,
+          known={"rate": CH8})
 _value_path("tables.sum/domain", "sum", {"bounds": BOUNDS}, known=_NONFINITE)
 _value_path("tables.sum/select", "sum", {"bounds": BOUNDS}, select=True, known=_NONFINITE)
 _value_path("tables.mean/domain", "mean", {"bounds": BOUNDS}, known=_NONFINITE)

@@ -161,7 +161,8 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
             if vdtype is not None and vdtype.kind != "f":
                 if kind in ("nan", "inf", "minus_inf"):
                     return None  # not representable in an integer column
-                x = int(np.iinfo(vdtype).min) if kind == "tiny" else int(x)
+                info = np.iinfo(vdtype)
+                x = int(info.min) if kind == "tiny" else int(info.max)
             v[value] = [x]
             return Person(kind, pid, rows(1, **v), (first_key,), ())
         if kind in ("huge", "tiny", "nan", "inf", "minus_inf"):

@@ -80,8 +80,9 @@ class ReleasePath:
     sensitivity : number or dict, optional
         For results that do not state their own (see :func:`dpfast.testing.audit`).
     known : dict
-        Case name (or ``"*"``) -> the reason a case fails on the current code (a known,
-        open channel); the test suite marks those cases ``xfail(strict=True)``.
+        Case name (``"rate"``: the publication-rate test) -> the reason it fails on the
+        current code (a known, open channel); the test suite marks those cases
+        ``xfail(strict=True)``.
     selects_keys : bool
         Whether the path selects keys privately (then :func:`publication_rate` applies).
     slow : bool
