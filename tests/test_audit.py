@@ -64,6 +64,9 @@ def test_neighbour_audit(path: T.ReleasePath, case: T.Case) -> None:
     report = T.audit(path.run, case.D, case.D_prime, person_keys=case.person_keys,
                      sensitivity=path.sensitivity, name=f"{path.name} ({case.name})")
     assert report.passed
+    # not vacuous: the path releases on D (both runs refusing alike would pass (a))
+    failed = [x for x in report.on_d.shape if isinstance(x, T.Raised)]
+    assert not failed or path.name.startswith("local."), failed
 
 
 def _rate_params() -> list:
@@ -96,7 +99,7 @@ def test_publication_rate_of_a_session() -> None:
     D = T.audit_records()
     (person,) = T.adversarial_people(D, kinds=["many_keys"], n_keys=100)
     rate = T.publication_rate(path.run, T.with_person(D, person), person.new_keys, runs=12)
-    assert rate.runs == 12 and rate.delta > 0
+    assert rate.runs == 12 and 0 < rate.delta <= 1e-2  # the selection's share of δ
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
@@ -288,9 +291,10 @@ def test_binomial_tail_is_exact_on_small_cases() -> None:
 def test_nothing_in_dpfast_imports_the_audit() -> None:
     """dpfast.testing is the top layer: no module of dpfast (outside it) imports it."""
     for path in sorted((ROOT / "dpfast").rglob("*.py")):
-        if "testing" in path.relative_to(ROOT / "dpfast").parts:
+        text = path.read_text()
+        if "testing" in path.relative_to(ROOT / "dpfast").parts or "testing" not in text:
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(ast.parse(text)):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.startswith("dpfast.testing") for n in names), path

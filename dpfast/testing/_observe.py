@@ -130,8 +130,11 @@ def _keys_of(keys: Any) -> list[Any]:
     return [_scalar(k) for k in np.asarray(keys).tolist()]
 
 
-def _event_delta(event: Any) -> float:
-    d = getattr(event, "delta", None)
+def _event_delta(event: Any, selection: Any = None) -> float:
+    """The δ that key selection may spend: the selection's own, else the event's."""
+    d = getattr(selection, "delta", None)
+    if d is None:
+        d = getattr(event, "delta", None)
     return float(d) if isinstance(d, (int, float)) else 0.0
 
 
@@ -148,7 +151,7 @@ def _table_release(rel: Any, name: str, shape: list[Any], tables: list[Cells],
     tables.append(Cells(name, dict(zip(_keys_of(rel.keys), map(_scalar, rel.values))),
                         additive=rel.statistic in ADDITIVE, linf=linf, l1=l1, l2=l2,
                         tolerance=tol, selected=rel.selection is not None,
-                        delta=_event_delta(rel.event)))
+                        delta=_event_delta(rel.event, rel.selection)))
 
 
 def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
@@ -174,7 +177,8 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
     elif kind == "QuantileRelease":
         shape.append((name, kind, tuple(obj.q), repr(obj.event), obj.threshold))
         tables.append(Cells(name, dict(zip(_keys_of(obj.keys), map(_scalar, obj.values))),
-                            selected=obj.selection is not None, delta=_event_delta(obj.event)))
+                            selected=obj.selection is not None,
+                            delta=_event_delta(obj.event, obj.selection)))
     elif kind == "TopDownRelease":
         shape.append((name, kind, repr(obj.event), tuple(obj.sensitivity),
                       tuple(a.shape for a in obj.noisy)))

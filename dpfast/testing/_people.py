@@ -176,7 +176,8 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
             return Person(kind, pid, rows(1, **{key: np.asarray(new, dtype=keys.dtype)}),
                           tuple(new), tuple(new))
         if kind == "many_rows":
-            over = {value: np.full(n_rows, hi, dtype=vdtype)} if value else {}
+            # distinct values in the bounds: rows that look like n_rows people
+            over = {value: np.linspace(lo, hi, n_rows).astype(vdtype)} if value else {}
             return Person(kind, pid, rows(n_rows, **over), (first_key,), ())
         # engine: strings no cast accepts, zero divisors
         over = {c: np.asarray(["not a number: ' ; --"], dtype=object) for c in strings}
