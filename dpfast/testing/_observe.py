@@ -147,11 +147,27 @@ def _table_release(rel: Any, name: str, shape: list[Any], tables: list[Cells],
     linf = min(l1, l2)
     if stated:
         linf, l1, l2 = stated.get("linf", linf), stated.get("l1", l1), stated.get("l2", l2)
-    tol = float(rel.law.granularity) if rel.law.kind in _GRID_LAWS else 0.0
-    tables.append(Cells(name, dict(zip(_keys_of(rel.keys), map(_scalar, rel.values))),
+    keys = _keys_of(rel.keys)
+    selected, delta = rel.selection is not None, _event_delta(rel.event, rel.selection)
+    tables.append(Cells(name, dict(zip(keys, map(_scalar, rel.values))),
                         additive=rel.statistic in ADDITIVE, linf=linf, l1=l1, l2=l2,
-                        tolerance=tol, selected=rel.selection is not None,
-                        delta=_event_delta(rel.event, rel.selection)))
+                        tolerance=_grid(rel.law), selected=selected, delta=delta))
+    parts = getattr(rel, "_mean_parts", None)
+    if parts is not None and not stated:
+        # a mean is post-processing of two additive parts, each noised by key: the sum of
+        # (2 v - lo - hi) (the release's stated sensitivity) and the count (c per key)
+        s, n, law_s, law_n = parts[:4]
+        k, c = float(sens.get("max_partitions", 1)), float(sens.get("max_per_partition", 1))
+        tables.append(Cells(f"{name}.parts.sum", dict(zip(keys, map(_scalar, s))),
+                            additive=True, linf=linf, l1=l1, l2=l2, tolerance=_grid(law_s),
+                            selected=selected, delta=delta))
+        tables.append(Cells(f"{name}.parts.count", dict(zip(keys, map(_scalar, n))),
+                            additive=True, linf=c, l1=k * c, l2=math.sqrt(k) * c,
+                            tolerance=_grid(law_n), selected=selected, delta=delta))
+
+
+def _grid(law: Any) -> float:
+    return float(law.granularity) if law.kind in _GRID_LAWS else 0.0
 
 
 def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
