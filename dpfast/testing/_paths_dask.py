@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.testing._paths_tables import NULLS
 from dpfast.testing._registry import BOUNDS, KEYS, Case, ReleasePath, record_cases, register
 
 CH1 = ("issue 36 channel 1: NaN/inf values raise on private data; fixed on branch values "
        "(a declared NaN/inf policy)")
 # the records paths audit every person; on dask each run builds a graph: these suffice
-KINDS = ("huge", "nan", "inf", "many_keys", "new_key", "many_rows")
+KINDS = ("huge", "nan", "inf", "many_keys", "new_key", "many_rows", "null_key", "null_id")
 PUBLIC = {"epsilon": 1.0, "domain": list(KEYS)}
 SELECT = {"epsilon": 3.0, "delta": 1e-2}
 _NF = {"add-nan": CH1, "add-inf": CH1}
@@ -40,8 +41,9 @@ def dask_run(call: Callable[[Any, bytes], Any], *,
 
 def _path(name: str, fn: str, call: Callable[[Any, bytes], Any], *, select: bool = False,
           known: dict[str, str] | None = None) -> None:
+    known = {"add-null_key": NULLS, "add-null_id": NULLS, **(known or {})}
     register(ReleasePath(name, (f"dpfast.dask.{fn}",), dask_run(call),
-                         cases=lambda: record_cases(kinds=KINDS), known=dict(known or {}),
+                         cases=lambda: record_cases(kinds=KINDS), known=known,
                          selects_keys=select))
 
 

@@ -16,7 +16,7 @@ from dpfast.testing._registry import BOUNDS, KEYS, ReleasePath, record_cases, re
 
 # a session run costs a session: the people whose variants the records paths cover
 # (tiny, minus_inf) are left to those
-KINDS = ("huge", "nan", "inf", "many_keys", "new_key", "engine")
+KINDS = ("huge", "nan", "inf", "many_keys", "new_key", "engine", "null_key", "null_id")
 # the release statistics and the analysts' views share the session's reading code with
 # the paths above: a shorter list
 FEW = ("inf", "many_keys", "engine")
@@ -129,11 +129,14 @@ _path("session.sql/join", "sql",
                       "ON t.key = r.key GROUP BY r.region", epsilon=1.0, delta=1e-2))
 CH3 = ("issue 36 channel 3: a JOIN on a predicate that is not an equality on a unique public "
        "key copies each private row; fixed on branch sqlmodel")
-# issue 36 channel 2: a column-alias list must not make another column the privacy unit
-# (a person of many rows with distinct values would count once per row)
+CH2 = ("issue 36 channel 2: a column-alias list renames the privacy unit (here the value "
+       "column: every row a person) where DuckDB reads the rows; fixed on branch sqlmodel")
+# a person of many rows with distinct values counts once per row; with a WHERE (or an
+# object-typed column) DuckDB reads the rows and applies the alias list
 _path("session.sql/alias-list", "sql",
       lambda s: s.sql("SELECT key, COUNT(*) AS n FROM t AS f(x, key, id, code, divisor) "
-                      "GROUP BY key", epsilon=1.0), kinds=("many_rows",))
+                      "WHERE divisor > 0 GROUP BY key", epsilon=1.0), kinds=("many_rows",),
+      known={"add-many_rows": CH2, "remove": CH2})
 _path("session.sql/join-multiplies-rows", "sql",
       lambda s: s.sql("SELECT t.key, COUNT(*) AS n FROM t JOIN regions r "
                       "ON r.key IS NOT NULL GROUP BY t.key", epsilon=1.0), unit=None,

@@ -20,7 +20,7 @@ __all__ = ["Person", "adversarial_people", "with_person", "without_person", "KIN
 
 #: the kinds of adversarial people, in the order :func:`adversarial_people` makes them
 KINDS = ("huge", "tiny", "nan", "inf", "minus_inf", "many_keys", "new_key", "many_rows",
-         "engine")
+         "engine", "null_key", "null_id")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +117,8 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
     Returns
     -------
     list of Person
-        Each person's other columns copy the dataset's first row.
+        Each person's other columns copy the dataset's first row.  ``"null_key"`` holds
+        the missing key None; ``"null_id"``'s rows have no privacy id (``id`` None).
     """
     cols = _columns(data)
     for name, col in (("id", id), ("key", key)) + ((("value", value),) if value else ()):
@@ -146,8 +147,9 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
         out = {}
         for c, col in cols.items():
             if c in over:
-                out[c] = np.asarray(over[c], dtype=col.dtype if col.dtype.kind != "U" else
-                                    object)
+                v = np.asarray(over[c], dtype=object)
+                out[c] = v if col.dtype.kind in "OUT" or any(x is None for x in v) else \
+                    v.astype(col.dtype)
             else:
                 out[c] = np.repeat(col[:1], n)
         out[id] = np.repeat(np.asarray([pid], dtype=cols[id].dtype), n)
@@ -179,6 +181,13 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
             # distinct values in the bounds: rows that look like n_rows people
             over = {value: np.linspace(lo, hi, n_rows).astype(vdtype)} if value else {}
             return Person(kind, pid, rows(n_rows, **over), (first_key,), ())
+        if kind == "null_key":  # a missing key (None / NULL)
+            return Person(kind, pid, rows(1, **{key: np.asarray([None], dtype=object)}),
+                          (None,), (None,))
+        if kind == "null_id":  # rows without a privacy id
+            r = rows(1)
+            r[id] = np.asarray([None], dtype=object)
+            return Person(kind, None, r, (first_key,), ())
         # engine: strings no cast accepts, zero divisors
         over = {c: np.asarray(["not a number: ' ; --"], dtype=object) for c in strings}
         over.update({c: np.zeros(1, dtype=cols[c].dtype) for c in divisors})
