@@ -48,6 +48,18 @@ def test_every_release_path_is_audited() -> None:
     assert len({p.name for p in PATHS}) == len(PATHS)
 
 
+def test_an_unregistered_release_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpfast.tables
+
+    def new_release(keys: object) -> None:  # a public release nobody registered
+        return None
+
+    monkeypatch.setattr(dpfast.tables, "new_release", new_release, raising=False)
+    monkeypatch.setattr(dpfast.tables, "__all__", [*dpfast.tables.__all__, "new_release"])
+    covered = {name for p in PATHS for name in p.covers}
+    assert set(T.public_release_names()) - covered == {"dpfast.tables.new_release"}
+
+
 def test_the_enumeration_sees_every_kind_of_release() -> None:
     names = set(T.public_release_names())
     for expected in ("dpfast.tables.count", "dpfast.tables.aggregate", "dpfast.tables.topdown",

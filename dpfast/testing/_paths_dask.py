@@ -3,6 +3,7 @@ array), run with Dask's synchronous scheduler (one path also on a ``LocalCluster
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -66,10 +67,13 @@ _path("dask.privacy_id_count/l2", "privacy_id_count",
       select=True, known={"rate": CH8})
 _path("dask.count_distinct/domain", "count_distinct",
       lambda f, r: _d().count_distinct(f, "key", "code", "id", rng=r, **PUBLIC))
+def _bounded(fn: str, f: Any, r: bytes) -> Any:
+    return getattr(_d(), fn)(f, "key", "value", "id", bounds=BOUNDS, rng=r, **PUBLIC)
+
+
 for _fn in ("sum", "mean", "variance", "std"):
     _path(f"dask.{_fn}/domain", _fn,
-          lambda f, r, fn=_fn: getattr(_d(), fn)(f, "key", "value", "id", bounds=BOUNDS, rng=r,
-                                                 **PUBLIC), known=_NF)
+          functools.partial(_bounded, _fn), known=_NF)
 _path("dask.sum/select", "sum",
       lambda f, r: _d().sum(f, "key", "value", "id", bounds=BOUNDS, rng=r, **SELECT),
       select=True, known=_NF)
@@ -78,8 +82,7 @@ _path("dask.quantile/domain", "quantile",
                                  rng=r, **PUBLIC), known=_NF)
 for _fn in ("median", "min", "max"):
     _path(f"dask.{_fn}/domain", _fn,
-          lambda f, r, fn=_fn: getattr(_d(), fn)(f, "key", "value", "id", bounds=BOUNDS, rng=r,
-                                                 **PUBLIC), known=_NF)
+          functools.partial(_bounded, _fn), known=_NF)
 _path("dask.aggregate/domain", "aggregate",
       lambda f, r: _d().aggregate(f, "key", "id", metrics=["count", ("sum", "value"),
                                                            ("mean", "value")],

@@ -9,6 +9,7 @@ on both (the reports themselves differ: they randomize different values).
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Callable
@@ -56,7 +57,8 @@ def client_run(protocol: Callable[[], Any], budget: float) -> Callable[[Any, byt
                        clock=lambda: _DAY0, rng=rng)
             try:
                 secret = str(c.client_id)
-                return tuple(_outcome(lambda v=v: c.report([v]), secret) for v in values)
+                return tuple(_outcome(functools.partial(c.report, [v]), secret)
+                             for v in values)
             finally:
                 c.close()
 
@@ -73,8 +75,8 @@ def pool_run(protocol: Callable[[], Any], budget: float) -> Callable[[Any, bytes
         with tempfile.TemporaryDirectory() as tmp:
             p = ClientPool(protocol(), os.path.join(tmp, "pool"), num_clients=3, budget=budget,
                            clock=lambda: _DAY0, rng=rng)
-            out = [_outcome(lambda: p.report([1, 2], [values[0], values[0]]))]
-            out += [_outcome(lambda v=v: p.report([0], [v])) for v in values]
+            out = [_outcome(functools.partial(p.report, [1, 2], [values[0], values[0]]))]
+            out += [_outcome(functools.partial(p.report, [0], [v])) for v in values]
             return tuple(out)
 
     return run

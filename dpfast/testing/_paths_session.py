@@ -8,6 +8,7 @@ ledger's rows (analyst, note, event, status).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -95,13 +96,17 @@ _path("session.count/where-cast", "count",
 _path("session.count/where-divide", "count",
       lambda s: s.count("key", epsilon=1.0, where=_WHERE_DIV),
       known={"add-engine": CH1_SQL})
+def _release(stat: str, value: str | None, q: float | None, s: Any) -> Any:
+    return s.release(stat, "key", value=value, epsilon=1.0, q=q)
+
+
 for _stat in ("count", "sum", "mean", "variance", "stddev", "privacy_id_count",
               "count_distinct", "quantile", "median"):
     _value = None if _stat in ("count", "privacy_id_count") else (
         "code" if _stat == "count_distinct" else "value")
     _q = 0.5 if _stat == "quantile" else None
     _path(f"session.release/{_stat}", "release",
-          lambda s, st=_stat, v=_value, q=_q: s.release(st, "key", value=v, epsilon=1.0, q=q),
+          functools.partial(_release, _stat, _value, _q),
           known=_NF if _value == "value" else None,
           kinds=FEW)
 _path("session.histogram", "histogram",

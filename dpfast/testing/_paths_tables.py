@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 import numpy as np
@@ -150,18 +151,19 @@ register(ReleasePath("tables.sum/auto_bounds", ("dpfast.tables.sum",), _sum_auto
                      known=_NONFINITE))
 
 
-def _histogram(d: Any, rng: bytes) -> Any:
-    import dpfast.histogram
+def _hist() -> Any:
+    # the module (dpfast.histogram is also the function the package re-exports)
+    return importlib.import_module("dpfast.histogram")
 
-    return dpfast.histogram.histogram(d["value"].to_numpy(), bins=5, range=BOUNDS,
+
+def _histogram(d: Any, rng: bytes) -> Any:
+    return _hist().histogram(d["value"].to_numpy(), bins=5, range=BOUNDS,
                                       epsilon=1.0, privacy_ids=d["id"].to_numpy(), rng=rng,
                                       return_release=True)
 
 
 def _histogram2d(d: Any, rng: bytes) -> Any:
-    import dpfast.histogram
-
-    return dpfast.histogram.histogram2d(d["value"].to_numpy(),
+    return _hist().histogram2d(d["value"].to_numpy(),
                                         d["divisor"].to_numpy().astype(np.float64),
                                         bins=3, range=[BOUNDS, (0, 4)], epsilon=1.0,
                                         privacy_ids=d["id"].to_numpy(), rng=rng,
@@ -169,11 +171,9 @@ def _histogram2d(d: Any, rng: bytes) -> Any:
 
 
 def _histogramdd(d: Any, rng: bytes) -> Any:
-    import dpfast.histogram
-
     sample = np.stack([d["value"].to_numpy(), d["divisor"].to_numpy().astype(np.float64)],
                       axis=1)
-    return dpfast.histogram.histogramdd(sample, bins=(4, 2), range=[BOUNDS, (0, 4)],
+    return _hist().histogramdd(sample, bins=(4, 2), range=[BOUNDS, (0, 4)],
                                         epsilon=1.0, weights=d["value"].to_numpy(),
                                         weight_bounds=BOUNDS,
                                         privacy_ids=d["id"].to_numpy(), rng=rng,

@@ -126,14 +126,14 @@ def public_release_names() -> list[str]:
     :mod:`dpfast.dask` and :mod:`dpfast.histogram`, the public methods of
     :class:`dpfast.Session` and of its analysts, and the local-DP clients' ``report`` (and
     :func:`dpfast.local.randomize`), minus :data:`NOT_RELEASES`."""
-    import dpfast.histogram
     import dpfast.tables
     from dpfast.session import Session
     from dpfast.session import session as _session
 
     names = [f"dpfast.tables.{n}" for n in dpfast.tables.__all__
              if inspect.isfunction(getattr(dpfast.tables, n))]
-    names += [f"dpfast.histogram.{n}" for n in dpfast.histogram.__all__]
+    hist = importlib.import_module("dpfast.histogram")  # the module, not the function
+    names += [f"dpfast.histogram.{n}" for n in hist.__all__]
     try:
         import dpfast.dask
     except ImportError:  # pragma: no cover - dask is an optional dependency
