@@ -9,6 +9,8 @@ ledger's rows (analyst, note, event, status).
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -42,14 +44,23 @@ def _ledger(session: Any) -> tuple[Any, ...]:
 
 
 def session_run(call: Callable[[Any], Any], *, public_keys: bool = True,
-                analyst: str | None = None, unit: str | None = "id"
-                ) -> Callable[[Any, bytes], Any]:
+                analyst: str | None = None, unit: str | None = "id",
+                parquet: bool = False) -> Callable[[Any, bytes], Any]:
     """``run(data, rng)``: a fresh session over ``data`` (public key domain or not), then
     ``call(session)`` (or on an analyst's view; ``unit=None``: every row is a person, and
-    the person's rows are ``data``'s rows of one id); returns ``(answer, ledger rows)``, the
+    the person's rows are ``data``'s rows of one id; ``parquet``: the session reads a
+    Parquet file of ``data``, through its column cache); returns ``(answer, ledger rows)``, the
     answer being :class:`~dpfast.testing.Raised` when the release failed."""
 
     def run(data: Any, rng: bytes) -> Any:
+        if not parquet:
+            return _run(data, rng)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.parquet")
+            data.to_parquet(path, index=False)
+            return _run(path, rng)
+
+    def _run(data: Any, rng: bytes) -> Any:
         from dpfast.session import Session
 
         s = Session(data, privacy_unit=unit, name="t", bounds={"value": BOUNDS},
@@ -70,11 +81,13 @@ def session_run(call: Callable[[Any], Any], *, public_keys: bool = True,
 
 def _path(name: str, covers: str, call: Callable[[Any], Any], *, public_keys: bool = True,
           analyst: str | None = None, known: dict[str, str] | None = None,
-          kinds: tuple[str, ...] = KINDS, unit: str | None = "id") -> None:
+          kinds: tuple[str, ...] = KINDS, unit: str | None = "id",
+          parquet: bool = False) -> None:
     names = (f"dpfast.Session.{covers}",) + ((f"dpfast.Session.Analyst.{covers}",)
                                              if analyst else ())
     register(ReleasePath(name, names, session_run(call, public_keys=public_keys,
-                                                  analyst=analyst, unit=unit),
+                                                  analyst=analyst, unit=unit,
+                                                  parquet=parquet),
                          cases=lambda: record_cases(kinds=kinds), known=dict(known or {}),
                          selects_keys=not public_keys))
 
@@ -146,6 +159,15 @@ _path("session.sql/join-multiplies-rows", "sql",
       lambda s: s.sql("SELECT t.key, COUNT(*) AS n FROM t JOIN regions r "
                       "ON r.key IS NOT NULL GROUP BY t.key", epsilon=1.0), unit=None,
       kinds=("huge", "new_key"), known={"add-huge": CH3, "remove": CH3})
+# a Parquet source: the column cache reads the rows without DuckDB, a WHERE through it
+_PQ = ("huge", "nan", "inf", "many_keys", "new_key", "null_key", "null_id")
+_path("session.count/parquet", "count", lambda s: s.count("key", epsilon=1.0), parquet=True,
+      kinds=_PQ)
+_path("session.sum/parquet", "sum", lambda s: s.sum("value", "key", epsilon=1.0),
+      parquet=True, kinds=_PQ, known=_NF)
+_path("session.mean/parquet-where", "mean",
+      lambda s: s.mean("value", "key", epsilon=1.0, where="divisor > 1"), parquet=True,
+      kinds=_PQ, known=_NF)
 _path("analyst.count", "count", lambda s: s.count("key", epsilon=1.0), analyst="alice", kinds=FEW)
 _path("analyst.sum", "sum", lambda s: s.sum("value", "key", epsilon=1.0), analyst="alice",
       kinds=FEW, known=_NF)
