@@ -202,7 +202,7 @@ _PUBLIC: dict[str, str] = {
 _SUBMODULES = {
     "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
     "dpsgd", "events", "tables", "metrics", "guidelines", "planning", "dask", "compat",
-    "session",
+    "session", "testing",
 }
 
 # literal, so that type checkers see the re-exports (a test keeps it equal to _PUBLIC)

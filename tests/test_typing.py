@@ -31,6 +31,7 @@ TYPED_MODULES = [
     "dpfast/cli",
     "dpfast/random",
     "dpfast/perf",
+    "dpfast/testing",
     "dpfast/compat",
     "dpfast/metrics.py",
     "dpfast/guidelines.py",

@@ -1,0 +1,243 @@
+"""What an analyst observes of one run of a release: its shape and its published cells.
+
+:func:`observe` turns whatever a release returned (a :class:`~dpfast.tables.TableRelease`,
+an aggregate, a quantile or TopDown release, a session's SQL answer, a histogram's arrays,
+local-DP reports, an exception, nested in tuples, lists and dicts) into an
+:class:`Observation`: a hashable *shape* (the types, names, public parameters and events:
+everything but the published keys and values) and a list of :class:`Cells` tables (the
+published keys and values, with the sensitivity that the release states for them).  The
+neighbour audit (:func:`dpfast.testing.audit`) compares two observations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Cells", "Observation", "Raised", "observe"]
+
+# statistics whose published values are the true aggregate plus additive noise
+ADDITIVE = frozenset({"count", "sum", "privacy_id_count", "count_distinct"})
+_GRID_LAWS = ("laplace", "gaussian")  # float laws: the value is rounded to the grid first
+
+
+@dataclasses.dataclass(frozen=True)
+class Raised:
+    """A run that ended in an exception: its type and message (all an analyst sees)."""
+
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Raised:
+        return cls(f"{type(exc).__module__}.{type(exc).__qualname__}", str(exc))
+
+
+@dataclasses.dataclass(frozen=True)
+class Cells:
+    """One published table of a release.
+
+    Attributes
+    ----------
+    name : str
+        Where the table sits in the result (``""``, ``"metrics.count"``, ``"[2]"``...).
+    cells : dict
+        Published key -> value (a float; a tuple of floats for several quantiles).
+    additive : bool
+        Whether each value is the true aggregate plus noise addressed by its key, so that
+        with the same generator key a neighbour moves it by at most ``linf``.
+    linf, l1, l2 : float or None
+        The stated sensitivity: the most one person moves one cell, all cells together
+        (L1), and their Euclidean norm (L2).  None where not stated.
+    tolerance : float
+        The rounding of the output grid per cell (float laws: the granularity ``g``; the
+        value is rounded to the grid before the noise, which adds at most ``g``).
+    selected : bool
+        Whether the keys are chosen privately (otherwise they are public and must be equal
+        on neighbours).
+    delta : float
+        The release's δ (what key selection may spend on publishing a person's own key).
+    """
+
+    name: str
+    cells: dict[Any, Any]
+    additive: bool = False
+    linf: float | None = None
+    l1: float | None = None
+    l2: float | None = None
+    tolerance: float = 0.0
+    selected: bool = False
+    delta: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """The shape (hashable, compared for equality) and the published tables of a run."""
+
+    shape: tuple[Any, ...]
+    tables: tuple[Cells, ...]
+
+    @property
+    def raised(self) -> Raised | None:
+        return self.shape[0] if self.shape and isinstance(self.shape[0], Raised) else None
+
+
+def observe(result: Any, sensitivity: Any = None) -> Observation:
+    """The :class:`Observation` of ``result`` (an exception is observed as :class:`Raised`;
+    a :class:`Cells` is taken as the table it describes, for results of your own types).
+
+    ``sensitivity`` states the sensitivity of cells the result does not state itself
+    (plain arrays and scalars): a number (the per-cell L∞ bound) or a dict with keys
+    among ``"linf"``, ``"l1"``, ``"l2"``.  A dict also overrides what a release states.
+    """
+    shape: list[Any] = []
+    tables: list[Cells] = []
+    _walk(result, "", shape, tables, _stated(sensitivity))
+    return Observation(tuple(shape), tuple(tables))
+
+
+def _stated(sensitivity: Any) -> dict[str, float] | None:
+    if sensitivity is None:
+        return None
+    if isinstance(sensitivity, dict):
+        unknown = set(sensitivity) - {"linf", "l1", "l2"}
+        if unknown:
+            raise ValueError(f"sensitivity: unknown keys {sorted(unknown)}; use linf, l1, l2")
+        return {k: float(v) for k, v in sensitivity.items()}
+    if isinstance(sensitivity, bool) or not isinstance(sensitivity, (int, float)):
+        raise TypeError("sensitivity must be a number or a dict of linf/l1/l2")
+    if not sensitivity >= 0:
+        raise ValueError(f"sensitivity must be >= 0, got {sensitivity!r}")
+    return {"linf": float(sensitivity)}
+
+
+def _scalar(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return tuple(_scalar(x) for x in np.asarray(v, dtype=object).ravel().tolist())
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return v
+
+
+def _keys_of(keys: Any) -> list[Any]:
+    if isinstance(keys, tuple):
+        return [tuple(_scalar(x) for x in row) for row in zip(*(k.tolist() for k in keys))]
+    return [_scalar(k) for k in np.asarray(keys).tolist()]
+
+
+def _event_delta(event: Any, selection: Any = None) -> float:
+    """The δ that key selection may spend: the selection's own, else the event's."""
+    d = getattr(selection, "delta", None)
+    if d is None:
+        d = getattr(event, "delta", None)
+    return float(d) if isinstance(d, (int, float)) else 0.0
+
+
+def _table_release(rel: Any, name: str, shape: list[Any], tables: list[Cells],
+                   stated: dict[str, float] | None) -> None:
+    shape.append((name, "TableRelease", rel.statistic, repr(rel.event), repr(rel.law),
+                  tuple(sorted(rel.sensitivity.items())), rel.threshold))
+    sens = dict(rel.sensitivity)
+    l1, l2 = float(sens.get("l1", math.inf)), float(sens.get("l2", math.inf))
+    linf = min(l1, l2)
+    if stated:
+        linf, l1, l2 = stated.get("linf", linf), stated.get("l1", l1), stated.get("l2", l2)
+    keys = _keys_of(rel.keys)
+    selected, delta = rel.selection is not None, _event_delta(rel.event, rel.selection)
+    tables.append(Cells(name, dict(zip(keys, map(_scalar, rel.values))),
+                        additive=rel.statistic in ADDITIVE, linf=linf, l1=l1, l2=l2,
+                        tolerance=_grid(rel.law), selected=selected, delta=delta))
+    parts = getattr(rel, "_mean_parts", None)
+    if parts is not None and not stated:
+        # a mean is post-processing of two additive parts, each noised by key: the sum of
+        # (2 v - lo - hi) (the release's stated sensitivity) and the count (c per key)
+        s, n, law_s, law_n = parts[:4]
+        k, c = float(sens.get("max_partitions", 1)), float(sens.get("max_per_partition", 1))
+        tables.append(Cells(f"{name}.parts.sum", dict(zip(keys, map(_scalar, s))),
+                            additive=True, linf=linf, l1=l1, l2=l2, tolerance=_grid(law_s),
+                            selected=selected, delta=delta))
+        tables.append(Cells(f"{name}.parts.count", dict(zip(keys, map(_scalar, n))),
+                            additive=True, linf=c, l1=k * c, l2=math.sqrt(k) * c,
+                            tolerance=_grid(law_n), selected=selected, delta=delta))
+
+
+def _grid(law: Any) -> float:
+    return float(law.granularity) if law.kind in _GRID_LAWS else 0.0
+
+
+def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
+          stated: dict[str, float] | None) -> None:
+    kind = type(obj).__name__
+    if isinstance(obj, BaseException):
+        obj = Raised.of(obj)
+    if isinstance(obj, Raised):
+        shape.append(obj)
+    elif isinstance(obj, Cells):  # a table the caller describes itself
+        shape.append((name, "Cells", obj.name, obj.additive, obj.selected))
+        tables.append(dataclasses.replace(obj, name=name + obj.name))
+    elif kind == "TableRelease":
+        _table_release(obj, name, shape, tables, stated)
+    elif kind == "AggregateRelease":
+        shape.append((name, kind, repr(obj.event), obj.threshold))
+        for m, rel in obj.metrics.items():
+            _walk(rel, f"{name}.{m}", shape, tables, stated)
+    elif kind == "SqlRelease":
+        shape.append((name, kind, tuple(obj.key_names), obj.rule))
+        for m, rel in obj.releases.items():
+            _walk(rel, f"{name}.{m}", shape, tables, stated)
+    elif kind == "QuantileRelease":
+        shape.append((name, kind, tuple(obj.q), repr(obj.event), obj.threshold))
+        tables.append(Cells(name, dict(zip(_keys_of(obj.keys), map(_scalar, obj.values))),
+                            selected=obj.selection is not None,
+                            delta=_event_delta(obj.event, obj.selection)))
+    elif kind == "TopDownRelease":
+        shape.append((name, kind, repr(obj.event), tuple(obj.sensitivity),
+                      tuple(a.shape for a in obj.noisy)))
+        for lev, (noisy, sens) in enumerate(zip(obj.noisy, obj.sensitivity)):
+            tables.append(Cells(f"{name}.noisy[{lev}]", dict(enumerate(map(_scalar, noisy))),
+                                additive=True, linf=float(sens), l2=float(sens)))
+        for lev, est in enumerate(obj.estimates):
+            tables.append(Cells(f"{name}.estimates[{lev}]",
+                                dict(enumerate(map(_scalar, est)))))
+    elif kind in ("AutoBounds",):
+        shape.append((name, kind, repr(getattr(obj, "event", None))))
+        tables.append(Cells(name, {"bounds": _scalar((obj.lo, obj.hi))}))
+    elif kind.endswith("Batch") or kind.endswith("Reports"):  # local-DP reports
+        shape.append((name, kind, len(obj)))
+    elif isinstance(obj, (tuple, list)):
+        shape.append((name, type(obj).__name__, len(obj)))
+        for i, x in enumerate(obj):
+            _walk(x, f"{name}[{i}]", shape, tables, stated)
+    elif isinstance(obj, dict):
+        shape.append((name, "dict", tuple(sorted(map(str, obj)))))
+        for k in sorted(obj, key=str):
+            _walk(obj[k], f"{name}[{k!r}]", shape, tables, stated)
+    elif hasattr(obj, "compute") and hasattr(obj, "dask"):  # a dask collection
+        _walk(obj.compute(), name, shape, tables, stated)
+    elif isinstance(obj, (bool, np.bool_, str, bytes)) or obj is None:
+        shape.append((name, kind, obj))  # exact, compared whole
+    elif isinstance(obj, np.ndarray) or isinstance(obj, (int, float, np.number)):
+        arr = np.asarray(obj)
+        shape.append((name, "array", arr.dtype.str, arr.shape))
+        cells = {i: _scalar(v) for i, v in np.ndenumerate(arr)} if arr.ndim else \
+            {(): _scalar(arr)}
+        s = stated or {}
+        tables.append(Cells(name, cells, additive="linf" in s or "l1" in s or "l2" in s,
+                            linf=s.get("linf", s.get("l2", s.get("l1"))), l1=s.get("l1"),
+                            l2=s.get("l2")))
+    else:
+        # anything else is compared whole (strings, None, public metadata)
+        shape.append((name, kind, obj if _hashable(obj) else repr(obj)))
+
+
+def _hashable(obj: Any) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True
