@@ -67,7 +67,7 @@ def session_run(call: Callable[[Any], Any], *, public_keys: bool = True,
                     domains={"key": list(KEYS)} if public_keys else None,
                     epsilon=100.0, delta=0.25, rng=rng, public={"regions": _regions()})
         try:
-            who = s.analyst(analyst, epsilon=50.0) if analyst else s
+            who = s.add_analyst(analyst, epsilon=50.0) if analyst else s
             try:
                 answer: Any = call(who)
             except Exception as exc:

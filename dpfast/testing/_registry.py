@@ -45,6 +45,8 @@ NOT_RELEASES = {
     "dpfast.Session.close": "closes the session",
     "dpfast.Session.usage": "reports the ledger (public: events and statuses)",
     "dpfast.Session.Analyst.analyst": "returns an Analyst",
+    "dpfast.Session.add_analyst": "the owner registers a share; returns an Analyst",
+    "dpfast.Session.Analyst.add_analyst": "the owner registers a share; returns an Analyst",
     "dpfast.Session.Analyst.close": "closes the session",
     "dpfast.Session.Analyst.usage": "reports the ledger",
 }
