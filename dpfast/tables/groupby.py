@@ -19,9 +19,9 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast.random import RngLike
-from dpfast.tables import _fixed, _keys, _plan, _select, _usecase, bounding, keynoise
+from dpfast.tables import _fixed, _plan, _select, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
-from dpfast.tables._inputs import _Data, _validate
+from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.release import TableRelease
 
 __all__ = ["count", "sum", "mean"]
@@ -139,6 +139,8 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
             count_part = _plan.part(stat_priv, share, Fraction(k * c), Fraction(k * c * c), k,
                                     True)
             parts.append(count_part)
+        if integer:  # one person's partial sum is int64; the totals are two-word
+            check_int_summands(c, mag, stat)
         sum_part = _plan.part(stat_priv, share, k * c * mag, k * c * c * mag * mag, k,
                               integer)
         parts.append(sum_part)
@@ -179,8 +181,11 @@ def summands_of(stat: str, bnd: Any, fixed: _fixed.Fixed | None, vals: np.ndarra
 
 
 def fixed_exp(plan: Plan) -> int | None:
-    """The exponent of the fixed-point units the bounding step sums (None: integers)."""
-    return None if plan.fixed is None else plan.fixed.exp
+    """The exponent of the fixed-point units the bounding step sums exactly in two words
+    (0 for integer values; None for a count, which sums no values)."""
+    if plan.sum_part is None:
+        return None
+    return 0 if plan.fixed is None else plan.fixed.exp
 
 
 def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
@@ -258,8 +263,6 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
                                    noise=noise, rng=rng, budget=budget, note=note,
                                    use_case=use_case, dropna=dropna, selection=selection,
                                    bounding_policy=bounding_policy)
-    if dropna:  # rows whose key is missing leave before anything else (per-row filter)
-        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)

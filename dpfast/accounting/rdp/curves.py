@@ -42,6 +42,8 @@ def _rr_rdp(eps: float, k: int, a: np.ndarray) -> np.ndarray:
     """
     if eps == 0.0:
         return np.zeros_like(a)
+    if eps * float(np.max(a)) >= 2.0 ** 1000:  # (a - 1) eps would overflow: eps-DP is
+        return np.full_like(a, eps)  # (a, eps)-RDP at every order (D_a <= D_inf)
     y = (a - 1.0) * eps
     log_am1 = _log_expm1(y) - y + _log_expm1(a * eps) - (
         eps + math.log1p((k - 1) * math.exp(-eps)))
