@@ -72,7 +72,7 @@ def test_tiny_epsilon_is_refused_before_the_charge_and_never_hangs(tmp_path) -> 
     """channel 6: 1e-40 hung after the charge (a noise kernel with scale 1e40)."""
     ledger = tmp_path / "ledger.sqlite"
     proc = subprocess.run([sys.executable, "-c", _CHILD, str(ledger)], capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out
