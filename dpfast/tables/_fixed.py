@@ -11,8 +11,10 @@ rows.  Here a float value is never added as a float:
    magnitude at most ``(hi - lo) / q``.
 2. The units are summed exactly in integers: per (privacy id, key) in int64 (at most
    ``max_per_partition`` summands, at most ``2**61 / max_per_partition`` each by the choice
-   of ``e``), per key in two int64 words (``hi 2**32 + lo``), with ``OverflowError`` beyond
-   ``2**94`` units -- never a wrap.  Integer addition is associative, so the total does not
+   of ``e``), per key in two int64 words (``hi 2**32 + lo``).  A value is at most
+   ``2**53`` units (centred ``2**54``), so the fewer than ``2**40`` rows a release takes
+   total below ``2**94``: no input can overflow (the ``OverflowError`` beyond ``2**94``
+   units is a guard that no release reaches, never a wrap).  Integer addition is associative, so the total does not
    depend on the row order, the thread count or how a cluster partitions the rows.
 3. The exact total ``S q`` is rounded once to the output grid ``g`` of the noise (``g`` a
    power of two, ``q = g 2**-GUARD_BITS`` unless the bounds need a coarser ``q``), ties to

@@ -326,9 +326,11 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` when the release's
         ``epsilon`` leaves its conventional range.
     dropna : bool
-        False (default): a missing key (None, NaN, pandas NA/NaT) is an error.  True: rows
-        with a missing key (in any key column) are dropped first, as pandas' ``groupby``
-        does by default (a per-row filter: the guarantee is unchanged).
+        Kept for compatibility: rows with a missing key (None, NaN, pandas NA/NaT, in any
+        key column), privacy id or value are dropped first whatever its value (a per-row
+        filter: the guarantee is unchanged; an error would depend on the private rows,
+        docs/security.md "Parameters and data").  ``±inf`` values are clamped to the
+        bounds; a ``±inf`` key is an ordinary float key.
     selection : {"auto", "geometric", "gaussian", "weighted_gaussian", "laplace"}
         With ``domain=None``: the rule that selects the keys on the noisy number of
         distinct privacy units per key (:mod:`dpfast.tables._select`).  ``"auto"``: the
@@ -421,7 +423,7 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
     float value is rounded once to the fixed-point grid ``q = 2**e`` (``q = g / 2**10``
     for the output grid ``g``, coarser only where the bounds need it), clamped again to
     ``[ceil(lo/q), floor(hi/q)] q`` so that ``|rounded value| <= B`` exactly, and summed
-    exactly in integers (OverflowError past ``2**94 q``, never a wrap); the exact total is
+    exactly in integers (two words, sized so that no input reaches ``2**94 q``); the exact total is
     rounded once to ``g`` and noised.  One person therefore moves a key's exact total by at
     most ``c B`` and its grid value by at most ``c B + g``, whatever the other rows and
     their order (:mod:`dpfast.tables._fixed`).  ``bounds="auto"``: the bounds cost
@@ -431,7 +433,10 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
 
     Numerics
     --------
-    Integer values: exact int64 sums (OverflowError if ``n max(|lo|, |hi|) >= 2**62``).
+    Integer values: exact two-word sums, saturated at ``±2**62`` before the noise
+    (1-Lipschitz: the sensitivity holds), so no input overflows; ``max_per_partition *
+    max(|lo|, |hi|) >= 2**62`` is refused (ValueError) before the charge.  A release
+    takes fewer than ``2**40`` rows.
     Float values: exact fixed-point sums as above, so a release does not depend on the row
     order, the thread count or a cluster's partitioning (bit for bit).
     """

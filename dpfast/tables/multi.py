@@ -169,7 +169,9 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
         privately (needs ``delta > 0``).
     bounds : dict
         ``{column: (lo, hi)}`` for every value column a metric uses (integer columns need
-        integer bounds and get exact discrete noise on their sums).
+        integer bounds and get exact discrete noise on their sums).  A row with a missing
+        key, privacy id or value in any column a metric uses is dropped for every metric
+        (listwise); ``±inf`` values are clamped to their column's bounds.
     weights : dict or list, optional
         Positive weights of the metrics (by output name, or aligned with ``metrics``);
         default equal.

@@ -169,7 +169,8 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     Parameters
     ----------
     values : array_like or pandas Series
-        One value per row (ints, floats, str or bytes; no missing values).
+        One value per row (ints, floats, str or bytes; a row with a missing value is dropped,
+        as ``COUNT(DISTINCT x)`` ignores NULLs).
     keys, privacy_ids, epsilon, delta, rho, domain, noise, rng, budget, note, use_case, dropna
         As in :func:`dpfast.tables.count`.
     max_partitions, max_per_partition : int
