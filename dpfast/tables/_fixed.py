@@ -14,8 +14,9 @@ rows.  Here a float value is never added as a float:
    of ``e``), per key in two int64 words (``hi 2**32 + lo``).  A value is at most
    ``2**53`` units (centred ``2**54``), so the fewer than ``2**40`` rows a release takes
    total below ``2**94``: no input can overflow (the ``OverflowError`` beyond ``2**94``
-   units is a guard that no release reaches, never a wrap).  Integer addition is associative, so the total does not
-   depend on the row order, the thread count or how a cluster partitions the rows.
+   units is a guard that no release reaches, never a wrap).  Integer addition is
+   associative, so the total does not depend on the row order, the thread count or how a
+   cluster partitions the rows.
 3. The exact total ``S q`` is rounded once to the output grid ``g`` of the noise (``g`` a
    power of two, ``q = g 2**-GUARD_BITS`` unless the bounds need a coarser ``q``), ties to
    even, and noised there (:mod:`dpfast.tables.keynoise`).
