@@ -268,3 +268,14 @@ def test_person_partial_sum_too_large_is_refused_before_the_charge(tmp_path) -> 
         dpt.sum(np.array([1, 2]), np.array([0, 0]), np.array([0, 0]), bounds=(0, B),
                 max_per_partition=1 << 12, epsilon=EPS, domain=[0], budget=b)
     assert b.history() == []
+
+
+def test_private_keys_beyond_int64_never_make_the_domain_join_raise() -> None:
+    """A private key >= 2**63 next to a public domain with a negative key raised
+    OverflowError ('mix negative and >= 2**63 integers'): a test of a private value.  Now
+    the join is exact (Python ints) and the foreign key is dropped like any other."""
+    keys = np.array([2 ** 63 + 5, 2 ** 63 + 5, 7, 7], dtype=np.uint64)
+    got = dpt.count(keys, epsilon=1.0, domain=[-1, 7], rng=_gen())
+    ref = dpt.count(np.array([7, 7]), epsilon=1.0, domain=[-1, 7], rng=_gen())
+    assert [int(k) for k in got.keys] == [-1, 7]
+    np.testing.assert_array_equal(got.values, ref.values)

@@ -318,7 +318,14 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
         k2 = max(1, len(u2))
         k1 = max(1, combo_uniques.shape[0])
         if k1 * k2 >= 1 << 62:  # pragma: no cover - needs > 2**31 rows
-            raise OverflowError("too many distinct multi-column keys")
+            # the pair codes would not fit int64: factorize the pairs by sorting them (the
+            # same canonical order, lexicographic in the per-column codes) -- never an
+            # error that depends on the number of distinct keys
+            pairs, inv = np.unique(np.stack([codes, c2], axis=1), axis=0,
+                                   return_inverse=True)
+            codes = inv.astype(np.int64).reshape(-1)
+            combo_uniques = np.concatenate([combo_uniques[pairs[:, 0]], pairs[:, 1:]], axis=1)
+            continue
         if codes.shape[0] < SERIAL_ROWS:
             comb = codes * np.int64(k2) + c2
         else:
@@ -460,8 +467,12 @@ def joint(domain_cols: list[np.ndarray], cols: list[np.ndarray], name: str = "do
             big = max(int(d.max()) if len(d) else 0, int(c.max()) if len(c) else 0)
             dt = np.uint64 if big >= 1 << 63 else np.int64
             if dt == np.uint64 and ((len(d) and d.min() < 0) or (len(c) and c.min() < 0)):
-                raise OverflowError(f"{name} and keys mix negative and >= 2**63 integers")
-            d, c = d.astype(dt), c.astype(dt)
+                # negative and >= 2**63 integers: as Python ints (exact; sorted as numbers),
+                # never an error that would depend on the private keys' values
+                d = np.array([int(v) for v in d.tolist()], dtype=object)
+                c = np.array([int(v) for v in c.tolist()], dtype=object)
+            else:
+                d, c = d.astype(dt), c.astype(dt)
         if d.dtype.kind == "O" or c.dtype.kind == "O":
             d, c = d.astype(object), c.astype(object)
         out.append(np.concatenate([d, c]))
@@ -480,4 +491,6 @@ def _kind(a: np.ndarray) -> str:
         return "bytes"
     if len(a) == 0:
         return "empty"
+    if isinstance(a[0], (int, np.integer)) and not isinstance(a[0], (bool, np.bool_)):
+        return "int"
     return "str" if isinstance(a[0], str) else "bytes"
