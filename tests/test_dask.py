@@ -367,9 +367,15 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
         pd.testing.assert_frame_equal(a, b)
         assert na == nb
     assert sum(n for _, n in mixed) == len(df)
+    # a missing id is no longer an error (issue 36): the row leaves, as in dpfast.tables
     bad = df.assign(id=np.where(np.arange(len(df)) == 7, np.nan, df.id / 2.0))
-    with pytest.raises(ValueError, match="privacy_id column 'id' contains missing"):
-        dkd.count(dd.from_pandas(bad, npartitions=2), "k", "id", epsilon=1.0, delta=1e-5)
+    got = dkd.count(dd.from_pandas(bad, npartitions=2), "k", "id", epsilon=1.0, delta=1e-5,
+                    rng=_replay())
+    ref = dpt.count(bad.k, bad.id, epsilon=1.0, delta=1e-5, rng=_replay())
+    _same(got, ref)
+    ref2 = dpt.count(bad.k.drop(index=7), bad.id.drop(index=7), epsilon=1.0, delta=1e-5,
+                     rng=_replay())
+    _same(ref, ref2)
 
 
 def test_compact_shuffle_empty_partitions_equal_tables() -> None:
