@@ -295,7 +295,10 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         The person (privacy unit) of each row.  None: every row is a different person.
     epsilon, delta : float
         ``(epsilon, delta)``-DP target.  ``delta`` is needed for ``domain=None`` (partition
-        selection) and for Gaussian noise.
+        selection) and for Gaussian noise.  Supported range: ``epsilon <= 2**30`` and a
+        noise scale (or σ) of every part in ``[2**-100, 2**50]`` -- outside it a
+        ValueError naming the parameter, before the charge (docs/security.md,
+        "Parameters and data").
     rho : float, optional
         zCDP target instead of ``epsilon`` (discrete Gaussian noise; needs ``domain``).
     max_partitions, max_per_partition : int
@@ -354,7 +357,9 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     Raises
     ------
     ValueError, TypeError
-        Bad input (named): mismatched lengths, missing keys, bad privacy parameters, ...
+        Bad public input (named): mismatched lengths, bad privacy parameters or a noise
+        scale outside the supported range, ...  Never for the rows' contents: missing
+        keys, ids and values drop their rows, ``±inf`` values are clamped.
     BudgetExceededError
         The budget refused the release.
 
