@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpfast
 from dpfast import tables as dpt
@@ -279,3 +281,22 @@ def test_private_keys_beyond_int64_never_make_the_domain_join_raise() -> None:
     ref = dpt.count(np.array([7, 7]), epsilon=1.0, domain=[-1, 7], rng=_gen())
     assert [int(k) for k in got.keys] == [-1, 7]
     np.testing.assert_array_equal(got.values, ref.values)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6),
+                          st.one_of(st.floats(-10, 10), st.sampled_from([NAN, INF, -INF]))),
+                min_size=1, max_size=25),
+       st.sampled_from(["sum", "mean"]), st.booleans())
+def test_any_adversarial_rows_equal_the_cleaned_release(rows, stat, select) -> None:
+    """Property: whatever NaN / ±inf rows an adversary adds, the release is that of the
+    rows with the NaN rows removed and ±inf clamped by hand (same key, same noise)."""
+    k = np.array([r[0] for r in rows])
+    p = np.array([r[1] for r in rows])
+    x = np.array([r[2] for r in rows], np.float64)
+    keep = ~np.isnan(x)
+    clean = np.clip(x[keep], -2.0, 3.0)
+    kw = dict(bounds=(-2.0, 3.0), epsilon=1.0, max_partitions=2, max_per_partition=2)
+    kw.update(dict(delta=1e-6) if select else dict(domain=[0, 1, 2, 3]))
+    f = getattr(dpt, stat)
+    _same(f(x, k, p, rng=_gen(), **kw), f(clean, k[keep], p[keep], rng=_gen(), **kw))
