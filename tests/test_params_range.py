@@ -168,3 +168,20 @@ def test_accountant_takes_huge_pure_epsilon_without_warnings() -> None:
         b2 = dpfast.Budget(epsilon=1e308, delta=1e-3)
         with pytest.raises(dpfast.BudgetExceededError):
             b2.spend(ev.Laplace(noise_multiplier=1e-308))  # its ε is above 1e308
+
+
+@pytest.mark.parametrize("event", [ev.Laplace(noise_multiplier=1e-308),
+                                   ev.Laplace(noise_multiplier=5e-324),
+                                   ev.Gaussian(noise_multiplier=1e-308),
+                                   ev.DiscreteGaussian(noise_multiplier=1e-308),
+                                   ev.Zcdp(1e308), ev.EpsilonDelta(1e308, 0.0)])
+def test_budget_charges_of_extreme_events_are_clean_refusals(tmp_path, event) -> None:
+    """channel 6 (Budget charges): an event whose privacy loss overflows float64 is a
+    clean refusal (ValueError or BudgetExceededError, nothing recorded), never a
+    RuntimeWarning from the accountant's arithmetic (warnings are errors here)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        b = dpfast.Budget(1.0, delta=1e-6, ledger=tmp_path / "l.sqlite")
+        with pytest.raises((ValueError, dpfast.BudgetExceededError)):
+            b.spend(event)
+    assert b.history() == []
