@@ -139,12 +139,17 @@ def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarra
 
 
 def checked_total(codes: np.ndarray, col: Any, n: int) -> np.ndarray:
-    """Per key code, the sum of the partials' int64 column ``col`` (OverflowError, never a
-    wrap): the weighted unit counts of the weighted-Gaussian key selection."""
+    """Per key code, the sum of the partials' int64 column ``col`` -- the weighted unit
+    counts of the weighted-Gaussian key selection -- saturated at ``2**62`` as on one
+    machine (:func:`dpfast.tables.bounding.accumulate_weighted`: the partials are >= 0 and
+    saturated themselves, so the saturated total does not depend on the partitioning)."""
     out = np.zeros(n, np.int64)
-    if _kf.add_checked(np.ascontiguousarray(codes, np.int64),
-                       np.ascontiguousarray(np.asarray(col), np.int64), out):
-        raise OverflowError(bounding._WEIGHT_OVERFLOW)
+    codes = np.ascontiguousarray(codes, np.int64)
+    vals = np.ascontiguousarray(np.asarray(col), np.int64)
+    if _kf.add_checked(codes, vals, out):  # past int64: exact in two words, then saturated
+        exact = _fixed.FixedSums.zeros(n, 0)
+        exact.add_rows(codes, vals)
+        out = bounding.saturated_weights(exact)
     return out
 
 
