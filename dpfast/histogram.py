@@ -4,9 +4,10 @@ Drop-in replacements for :func:`numpy.histogram` / :func:`numpy.histogram2d` /
 :func:`numpy.histogramdd` (and diffprivlib's ``tools.histogram``) when each row of the
 data is an individual's value: the same bin edges and the same assignment of values to
 bins as numpy (values equal to the last edge go to the last bin, values outside the range
-are dropped), then exact discrete noise, released through :func:`dpfast.tables.count` /
-:func:`dpfast.tables.sum` with the bins as the public domain (so contribution bounding,
-the budget and the release object are the same as for tables).
+-- NaN and ±inf included, never an error -- are dropped; NaN weights drop their row, ±inf
+weights are clamped to ``weight_bounds``), then exact discrete noise, released through
+:func:`dpfast.tables.count` / :func:`dpfast.tables.sum` with the bins as the public domain
+(so contribution bounding, the budget and the release object are the same as for tables).
 
 The edges must not depend on the data: give ``range`` with an integer ``bins``, or the
 edges themselves (numpy would otherwise take the data's min and max, which is not
@@ -83,9 +84,7 @@ def _check_data(x: Any, name: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"{name} must be numbers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return arr
+    return arr  # NaN / ±inf: no bin (numpy's rule), weights: the NULL / clamp policy
 
 
 def _cells(cols: list[np.ndarray], edges: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -277,26 +277,57 @@ def test_float_sums_and_means_equal_tables_bit_for_bit() -> None:
         _same(got, ref)
 
 
-def test_integer_sum_overflow_raises_as_tables() -> None:
-    """Issue 22 item 4: the driver's total is checked (tables.sum's rule on all the rows,
-    and checked additions of the partials): OverflowError, never a wrapped release."""
+def test_integer_sum_never_overflows_and_equals_tables() -> None:
+    """Issue 36 channel 1 (was issue 22 item 4, which raised OverflowError after the charge
+    from 1024 rows of 2**52 on: a row-count oracle): the partials are exact two-word
+    totals, saturated at 2**62 before the noise, on the cluster as on one machine."""
     import dask
 
     b = 2 ** 52
-    n = 4800
-    df = pd.DataFrame({"k": np.zeros(n, np.int64), "person": np.arange(n),
-                       "v": np.full(n, b, np.int64)})
-    kw = dict(bounds=(0, b), epsilon=1.0, domain=[0], rng=KEY)
-    with pytest.raises(OverflowError, match="overflow int64"):
-        dpt.sum(df.v, df.k, df.person, **kw)
-    with dask.config.set(scheduler="synchronous"), pytest.raises(OverflowError,
-                                                                 match="overflow"):
-        dkd.sum(dd.from_pandas(df, npartitions=8), "k", "v", "person", **kw)
-    # the reduction itself never wraps (partials whose total leaves int64)
+    for n in (1000, 4800):
+        df = pd.DataFrame({"k": np.zeros(n, np.int64), "person": np.arange(n),
+                           "v": np.full(n, b, np.int64)})
+        kw = dict(bounds=(0, b), epsilon=32.0, domain=[0])
+        ref = dpt.sum(df.v, df.k, df.person, rng=_replay(), **kw)
+        with dask.config.set(scheduler="synchronous"):
+            got = dkd.sum(dd.from_pandas(df, npartitions=8), "k", "v", "person",
+                          rng=_replay(), **kw)
+        _same(got, ref)
+    # the reduction of the partials is exact in two words (no wrap, no error)
     parts = pd.DataFrame({"k": [0, 0], DT._COUNT: [1, 1], DT._UNITS: [1, 1],
-                          DT._SUM: [2 ** 62, 2 ** 62]})
-    with pytest.raises(OverflowError, match="overflows int64"):
-        DT._reduce(parts, ["k"], None, True, ("k",))
+                          DT._SUM_HI: [1 << 30, 1 << 30], DT._SUM_LO: [0, 0]})
+    _, agg = DT._reduce(parts, ["k"], None, True, ("k",))
+    assert agg.sums.exact(0) == 2 ** 63
+
+
+def test_nan_and_inf_rows_follow_the_tables_policy() -> None:
+    """Issue 36 channel 1: NaN values / keys / ids drop their rows and ±inf values are
+    clamped on the cluster exactly as in dpfast.tables (no error after the charge)."""
+    import dask
+
+    df = _frame(600)
+    df["f"] = df["v"].astype(np.float64)
+    df["kf"] = df["k"].astype(np.float64)
+    df["idf"] = df["id"].astype(np.float64)
+    df.loc[3, "f"] = np.nan
+    df.loc[4, "f"] = np.inf
+    df.loc[5, "f"] = -np.inf
+    df.loc[6, "kf"] = np.nan
+    df.loc[7, "idf"] = np.nan
+    kw = dict(bounds=(-2.0, 5.0), epsilon=1.0, delta=1e-6)
+    ref = dpt.mean(df.f, df.kf, df.idf, rng=_replay(), **kw)
+    clean = df.drop(index=[3, 6, 7])
+    clean.loc[4, "f"], clean.loc[5, "f"] = 5.0, -2.0
+    ref2 = dpt.mean(clean.f, clean.kf, clean.idf, rng=_replay(), **kw)
+    _same(ref, ref2)
+    with dask.config.set(scheduler="synchronous"):
+        ddf = dd.from_pandas(df, npartitions=4)
+        _same(dkd.mean(ddf, "kf", "f", "idf", rng=_replay(), **kw), ref)
+        agg = dkd.aggregate(ddf, "kf", "idf", metrics=[("mean", "f")], epsilon=1.0,
+                            delta=1e-6, bounds={"f": (-2.0, 5.0)}, rng=_replay())
+    loc = dpt.aggregate(df, "kf", "idf", metrics=[("mean", "f")], epsilon=1.0, delta=1e-6,
+                        bounds={"f": (-2.0, 5.0)}, rng=_replay())
+    pd.testing.assert_frame_equal(agg.to_pandas(), loc.to_pandas())
 
 
 def test_compact_shuffle_id_dtypes_equal_tables() -> None:
@@ -336,9 +367,15 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
         pd.testing.assert_frame_equal(a, b)
         assert na == nb
     assert sum(n for _, n in mixed) == len(df)
+    # a missing id is no longer an error (issue 36): the row leaves, as in dpfast.tables
     bad = df.assign(id=np.where(np.arange(len(df)) == 7, np.nan, df.id / 2.0))
-    with pytest.raises(ValueError, match="privacy_id column 'id' contains missing"):
-        dkd.count(dd.from_pandas(bad, npartitions=2), "k", "id", epsilon=1.0, delta=1e-5)
+    got = dkd.count(dd.from_pandas(bad, npartitions=2), "k", "id", epsilon=1.0, delta=1e-5,
+                    rng=_replay())
+    ref = dpt.count(bad.k, bad.id, epsilon=1.0, delta=1e-5, rng=_replay())
+    _same(got, ref)
+    ref2 = dpt.count(bad.k.drop(index=7), bad.id.drop(index=7), epsilon=1.0, delta=1e-5,
+                     rng=_replay())
+    _same(ref, ref2)
 
 
 def test_compact_shuffle_empty_partitions_equal_tables() -> None:

@@ -117,7 +117,8 @@ def test_fixed_point_summands_stay_within_the_bound(lo: float, width: float, xs:
     if fx.exp > math.frexp(g)[1] - 1 - _fixed.GUARD_BITS:  # coarser only when it must be:
         finer = q / 2  # the next finer grid would break a capacity bound
         mag = max(abs(Fraction(lo)), abs(Fraction(hi)))
-        assert mag / finer > 2 ** 60 or c * (2 * mag if centre else mag) / finer > 2 ** 61
+        # (a value at most 2**53 units: 2**40 rows total below 2**94, issue 36)
+        assert mag / finer > 2 ** 53 or c * (2 * mag if centre else mag) / finer > 2 ** 61
     for x, ui in zip(vals.tolist(), u.tolist()):
         assert abs(ui) <= fx.bound and abs(ui * q) <= bound
         if not centre and fx.lo_units <= Fraction(x) / q <= fx.hi_units:

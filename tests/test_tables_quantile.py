@@ -311,8 +311,7 @@ def test_bad_input_names_the_parameter(kw: dict, exc: type, msg: str) -> None:
 def test_bad_values() -> None:
     with pytest.raises(TypeError, match="values"):
         dpt.median(None, [0, 1], bounds=(0, 1), epsilon=1.0, domain=[0, 1])
-    with pytest.raises(ValueError, match="values"):
-        dpt.median([0.0, np.nan], [0, 1], bounds=(0, 1), epsilon=1.0, domain=[0, 1])
+    # a NaN value drops its row (issue 36): tests/test_tables_values_policy.py
     with pytest.raises(ValueError, match="alpha"):
         dpt.median([0, 1], [0, 1], bounds=(0, 1), epsilon=1.0, domain=[0, 1],
                    rng=_replay()).rank_error(1.5)

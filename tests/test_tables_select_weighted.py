@@ -190,12 +190,29 @@ def test_weighted_measure_is_the_sum_of_each_persons_weight(pol: int) -> None:
     np.testing.assert_array_equal(nb.weighted, nb.counts * w[1])
 
 
-def test_weighted_measure_overflow_is_refused() -> None:
-    w = np.array([0, 1 << 61], np.int64)
+def test_weighted_measure_saturates_instead_of_raising() -> None:
+    """Issue 36 channel 1: a weighted unit count past 2**62 raised OverflowError (a test
+    on the number of people holding a key); it is now saturated at 2**62 -- exact below,
+    1-Lipschitz, independent of the ids' order -- per id, per row and on Dask alike."""
+    w = np.array([0, 1 << 61, 5], np.int64)
     skey = bounding.subkey(dpfast.default_rng(KEY))
-    with pytest.raises(OverflowError, match="2\\*\\*62"):
-        bounding.bound_codes(np.zeros(4, np.int64), 1, np.arange(4), 1, 1, skey,
-                             unit_weights=w)
+    for n, expect in ((1, 1 << 61), (2, 1 << 62), (4, 1 << 62)):
+        b = bounding.bound_codes(np.zeros(n, np.int64), 2, np.arange(n), 1, 1, skey,
+                                 unit_weights=w)
+        assert b.weighted.tolist() == [expect, 0]
+        nb = bounding.bound_codes(np.zeros(n, np.int64), 2, None, 1, 1, skey,
+                                  unit_weights=w)
+        assert nb.weighted.tolist() == [expect, 0]
+    # two ids of two keys each (W[2] = 5) next to saturating ones: exact where below
+    codes = np.array([0, 1, 0, 1, 0, 0], np.int64)
+    ids = np.array([0, 0, 1, 1, 2, 3], np.int64)
+    b = bounding.bound_codes(codes, 2, ids, 2, 1, skey, unit_weights=w)
+    assert b.weighted.tolist() == [1 << 62, 10]
+    pytest.importorskip("dask")
+    from dpfast.dask import tables as dask_tables
+
+    got = dask_tables.checked_total(np.array([0, 0, 1]), np.array([1 << 62, 1 << 62, 7]), 2)
+    assert got.tolist() == [1 << 62, 7]
 
 
 # ----------------------------------------------------------------------------- auto, releases

@@ -106,10 +106,15 @@ def test_one_record_per_person_matches_the_per_record_release() -> None:
 
 def test_per_person_input_errors_are_named() -> None:
     levels = _levels(4, 2)
-    with pytest.raises(ValueError, match="leaf indices"):
-        dpt.topdown([0, 5], levels, rho=1.0, privacy_ids=[1, 2])
+    # a record whose leaf is not one of the hierarchy (5, 0.5) is dropped, not an error
+    # (issue 36: an error would depend on the private records; like a key outside a domain)
+    ref = dpt.topdown([0], levels, rho=1.0, privacy_ids=[1], rng=dpfast.default_rng(KEY))
+    for leaf in ([0, 5], [0.0, 0.5]):
+        got = dpt.topdown(leaf, levels, rho=1.0, privacy_ids=[1, 2],
+                          rng=dpfast.default_rng(KEY))
+        assert all(np.array_equal(a, b) for a, b in zip(got.estimates, ref.estimates))
     with pytest.raises(TypeError, match="leaf indices"):
-        dpt.topdown([0.5, 1.0], levels, rho=1.0, privacy_ids=[1, 2])
+        dpt.topdown(["a", "b"], levels, rho=1.0, privacy_ids=[1, 2])
     with pytest.raises(ValueError, match="privacy_ids"):
         dpt.topdown([0, 1, 2], levels, rho=1.0, privacy_ids=[1, 2])
     with pytest.raises(ValueError, match="max_partitions"):

@@ -105,8 +105,10 @@ def split_frame(pdf: Any, id_col: str, nout: int) -> tuple:
     """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
     holds the rows whose id hashes to j: every id's rows meet in one output)."""
     ids = pdf[id_col]
-    if ids.isna().any():
-        raise ValueError(f"privacy_id column {id_col!r} contains missing values")
+    missing = ids.isna()
+    if missing.any():  # the NULL policy (dpfast.tables._keys.drop_nulls): the row leaves
+        pdf = pdf[~missing.to_numpy()]
+        ids = pdf[id_col]
     bounds = np.zeros(nout + 1, np.int64)
     rows = pdf.take(_hash_order(ids.to_numpy(), nout, bounds))
     pieces = tuple(rows.iloc[bounds[j]:bounds[j + 1]] for j in range(nout))
@@ -131,8 +133,10 @@ def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     rows meet in one output; which output does not change the release."""
     arrs = {c: pdf[c].to_numpy() for c in cols}
     ids = arrs[id_col]
-    if ids.dtype.kind == "f" and np.isnan(ids).any():
-        raise ValueError(f"privacy_id column {id_col!r} contains missing values")
+    if ids.dtype.kind == "f" and np.isnan(ids).any():  # the NULL policy: those rows leave
+        keep = ~np.isnan(ids)
+        arrs = {c: a[keep] for c, a in arrs.items()}
+        ids = arrs[id_col]
     kinds = {c: a.dtype for c, a in arrs.items()}  # each column's own dtype, restored
     if nout == 1:
         return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)

@@ -73,6 +73,11 @@ def _matrix_partials(pdf: Any, names: list[str], id_col: str | None, domain: Any
     column the sparse (key, slot) -> rows table of the kept rows."""
     import pandas as pd
 
+    # the NULL policy (as tables.aggregate): rows with a missing key, id or used value leave
+    drop = _keys.null_mask(_keys_of(pdf, names), None if id_col is None else pdf[id_col],
+                           *(pdf[c] for c in plan.columns))
+    if drop is not None:
+        pdf = pdf[~drop]
     data, rows = _filtered(pdf, names, id_col, domain)
     vals = {c: multi.clamped(pdf[c], f"column {c!r}", len(pdf), bounds[c])[0][rows]
             for c in plan.columns}
@@ -208,9 +213,7 @@ def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
                                       names, privacy_id,
                                       (names, privacy_id, domain, plan, bounds, key_src,
                                        pol), npartitions)
-        for col in used:
-            if columns[col].integer:
-                _inputs.check_int_sum(nrows, (columns[col].lo, columns[col].hi))
+        _inputs.check_rows(nrows)  # the two-word totals are sized for this many rows
         data, tables = _reduce_tables(parts, tabs, names, domain, plan)
         codes = data.codes[:len(parts)]
         m = plan.n_value_parts()

@@ -44,7 +44,6 @@ __all__ = ["count", "sum", "mean"]
 _COUNT = "__dpfast_count"
 _UNITS = "__dpfast_units"  # distinct privacy ids kept per key (key selection)
 _WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key selection)
-_SUM = "__dpfast_sum"
 _SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
 
@@ -108,8 +107,9 @@ def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: st
     vals = None if val_col is None else pdf[val_col]
     data, bnd = _inputs._validate(keys, ids, vals, bounds, domain)
     v = aggregate.summands_of(stat, bnd, fixed, data.values)
+    fexp = None if v is None else (0 if fixed is None else fixed.exp)  # two-word totals
     agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v,
-                               None if fixed is None else fixed.exp, policy, unit_weights)
+                               fexp, policy, unit_weights)
     nz = np.flatnonzero(agg.counts)
     uk = aggregate._take_keys(data.uniques, nz)
     out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
@@ -121,8 +121,6 @@ def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: st
     if isinstance(agg.sums, _fixed.FixedSums):
         out[_SUM_HI] = agg.sums.hi[nz]
         out[_SUM_LO] = agg.sums.lo[nz]
-    elif agg.sums is not None:
-        out[_SUM] = agg.sums[nz]
     return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
 
@@ -141,12 +139,17 @@ def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarra
 
 
 def checked_total(codes: np.ndarray, col: Any, n: int) -> np.ndarray:
-    """Per key code, the sum of the partials' int64 column ``col`` (OverflowError, never a
-    wrap): the weighted unit counts of the weighted-Gaussian key selection."""
+    """Per key code, the sum of the partials' int64 column ``col`` -- the weighted unit
+    counts of the weighted-Gaussian key selection -- saturated at ``2**62`` as on one
+    machine (:func:`dpfast.tables.bounding.accumulate_weighted`: the partials are >= 0 and
+    saturated themselves, so the saturated total does not depend on the partitioning)."""
     out = np.zeros(n, np.int64)
-    if _kf.add_checked(np.ascontiguousarray(codes, np.int64),
-                       np.ascontiguousarray(np.asarray(col), np.int64), out):
-        raise OverflowError(bounding._WEIGHT_OVERFLOW)
+    codes = np.ascontiguousarray(codes, np.int64)
+    vals = np.ascontiguousarray(np.asarray(col), np.int64)
+    if _kf.add_checked(codes, vals, out):  # past int64: exact in two words, then saturated
+        exact = _fixed.FixedSums.zeros(n, 0)
+        exact.add_rows(codes, vals)
+        out = bounding.saturated_weights(exact)
     return out
 
 
@@ -161,14 +164,10 @@ def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names:
     np.add.at(units, codes, parts[_UNITS].to_numpy(np.int64))
     codes = np.ascontiguousarray(codes, np.int64)
     sums: Any = None
-    if has_sum and fixed is not None:
-        sums = _fixed.FixedSums.zeros(fk.size, fixed.exp)
+    if has_sum:  # exact two-word totals (integer values: units of 2**0)
+        sums = _fixed.FixedSums.zeros(fk.size, 0 if fixed is None else fixed.exp)
         sums.add_partials(codes, parts[_SUM_HI].to_numpy(np.int64),
                           parts[_SUM_LO].to_numpy(np.int64))
-    elif has_sum:
-        sums = np.zeros(fk.size, np.int64)
-        if _kf.add_checked(codes, parts[_SUM].to_numpy(np.int64), sums):
-            raise OverflowError("sum of the clamped values overflows int64")
     weighted = (checked_total(codes, parts[_WEIGHTED], fk.size) if _WEIGHTED in parts
                 else None)
     data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
@@ -209,8 +208,7 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
                                 k, c, stat,
                                 plan.fixed, key_src, npartitions, plan.bounding,
                                 _select.unit_weights(plan.select))
-        if integer and bnd is not None:
-            _inputs.check_int_sum(nrows, bnd)  # as tables.sum: all the rows, not a partition
+        _inputs.check_rows(nrows)  # the two-word totals are sized for this many rows
         data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
         return aggregate.release(plan, data, agg)
 

@@ -159,10 +159,13 @@ def gaussian_sigma_zcdp(rho: float, sensitivity: float = 1.0) -> float:
     """
     r = check_positive(rho, "rho")
     d = check_positive(sensitivity, "sensitivity")
-    s = d / math.sqrt(2.0 * r)
+    s = d / math.sqrt(2.0 * r) if 2.0 * r < math.inf else 0.0
     if not math.isfinite(s):
         raise ValueError(f"rho={rho!r} is too small for sensitivity {sensitivity!r}: sigma "
                          f"= sensitivity / sqrt(2 rho) overflows")
+    if s < 2.0 ** -1022:  # 0 or subnormal: no normal float sigma is certified
+        raise ValueError(f"rho={rho!r} is too large for sensitivity {sensitivity!r}: sigma "
+                         f"= sensitivity / sqrt(2 rho) is below 2**-1022")
     # certify: D^2 / (2 s^2) <= rho in exact arithmetic
     while Fraction(d) ** 2 / (2 * Fraction(s) ** 2) > Fraction(r):
         s = math.nextafter(s, math.inf)

@@ -17,6 +17,25 @@ from dpfast.accounting import events as _events
 # precision (bits) of the mpmath evaluations behind the confidence intervals
 _PREC = 256
 
+#: the range of the discrete samplers' scale / sigma (``dpfast.discrete_laplace`` and
+#: ``dpfast.discrete_gaussian`` refuse values outside it): beyond ``2**50`` a noisy int64
+#: value could not hold the noise (its tail at ``2**62`` is below ``exp(-4096)``), below
+#: ``2**-100`` the noise is zero with probability ``1 - 2**-(2**100)``
+DISCRETE_SCALE_RANGE = (2.0 ** -100, 2.0 ** 50)
+
+
+def check_discrete_scale(scale: float, what: str) -> None:
+    """ValueError unless ``scale`` lies in :data:`DISCRETE_SCALE_RANGE`; ``what`` names the
+    privacy parameter that gave it (``"epsilon=1e-20 with sensitivity 1"``).  Raised when
+    the mechanism is built, so a release refuses it before it charges a budget."""
+    lo, hi = DISCRETE_SCALE_RANGE
+    if not lo <= scale <= hi:
+        side = "too small" if scale > hi or not math.isfinite(scale) else "too large"
+        raise ValueError(f"{what} gives the noise scale {scale:g}, outside the supported "
+                         "range [2**-100, 2**50] of the discrete samplers (int64 noise): "
+                         f"the privacy parameter is {side}")
+
+
 # --------------------------------------------------------------------------- validation
 # (the checks are dpfast._core's; these add the ranges of the mechanisms, value first like _core)
 

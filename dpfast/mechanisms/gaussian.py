@@ -22,6 +22,7 @@ from dpfast.mechanisms._common import (
     _Mechanism,
     _positive_int,
     _privacy_mode,
+    check_discrete_scale,
 )
 from dpfast.mechanisms._discretisation import grid_terms
 from dpfast.mechanisms._tails import _discrete_gaussian_halfwidth
@@ -254,6 +255,9 @@ class DiscreteGaussianMechanism(_Mechanism[int]):
             assert eps is not None and dlt is not None
             rho_ok = _largest_rho(float_down(eps), float(dlt))
             self.sigma = _calibrate.gaussian_sigma_zcdp(rho_ok, sens)
+        check_discrete_scale(self.sigma, (f"rho={rho!r}" if mode == "zcdp" else
+                                          f"epsilon={epsilon!r}, delta={delta!r}")
+                             + f" with sensitivity {sens}")
         # max_changed=1: one coordinate moves by at most sens (a scalar release), so the
         # event can carry the integer sensitivity (exact PLD accounting)
         self.event = _events.DiscreteGaussian(

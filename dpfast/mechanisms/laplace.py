@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
@@ -17,6 +16,7 @@ from dpfast.mechanisms._common import (
     _granularity_fixed_point,
     _Mechanism,
     _positive_int,
+    check_discrete_scale,
 )
 from dpfast.mechanisms._tails import _discrete_laplace_halfwidth
 from dpfast.random import RngLike
@@ -148,9 +148,7 @@ class DiscreteLaplaceMechanism(_Mechanism[int]):
         self.epsilon = float(epsilon)
         self.sensitivity = sens
         self.scale = float_up(sens / eps)
-        if not math.isfinite(self.scale):
-            raise ValueError(f"epsilon={epsilon!r} is too small for sensitivity {sens}: the "
-                             "noise scale overflows")
+        check_discrete_scale(self.scale, f"epsilon={epsilon!r} with sensitivity {sens}")
         self.event = _events.DiscreteLaplace(
             noise_multiplier=float_down(Fraction(self.scale) / sens)
         )

@@ -88,6 +88,12 @@ class _Sampler:
     (1), geometric inversion for smaller Laplace scales)."""
 
     def __init__(self, kind: int, t: Fraction) -> None:
+        # the samplers' range (what the public entry points refuse with a ValueError naming
+        # their parameter, before any budget is charged): beyond it a table kernel would not
+        # terminate in any useful time (a scale of 1e40) and int64 cannot hold the noise
+        if not _drive.MIN_SCALE <= t <= _drive.MAX_SCALE:
+            raise ValueError(f"noise scale {_drive.describe(t)} is outside the samplers' "
+                             "range [2**-100, 2**50]")
         self.kind = kind
         self.t = t
         self.p = _drive.Param(np.array([float(t)]), t)

@@ -11,9 +11,12 @@ rows.  Here a float value is never added as a float:
    magnitude at most ``(hi - lo) / q``.
 2. The units are summed exactly in integers: per (privacy id, key) in int64 (at most
    ``max_per_partition`` summands, at most ``2**61 / max_per_partition`` each by the choice
-   of ``e``), per key in two int64 words (``hi 2**32 + lo``), with ``OverflowError`` beyond
-   ``2**94`` units -- never a wrap.  Integer addition is associative, so the total does not
-   depend on the row order, the thread count or how a cluster partitions the rows.
+   of ``e``), per key in two int64 words (``hi 2**32 + lo``).  A value is at most
+   ``2**53`` units (centred ``2**54``), so the fewer than ``2**40`` rows a release takes
+   total below ``2**94``: no input can overflow (the ``OverflowError`` beyond ``2**94``
+   units is a guard that no release reaches, never a wrap).  Integer addition is
+   associative, so the total does not depend on the row order, the thread count or how a
+   cluster partitions the rows.
 3. The exact total ``S q`` is rounded once to the output grid ``g`` of the noise (``g`` a
    power of two, ``q = g 2**-GUARD_BITS`` unless the bounds need a coarser ``q``), ties to
    even, and noised there (:mod:`dpfast.tables.keynoise`).
@@ -36,10 +39,13 @@ import numpy as np
 from dpfast._kernels import fixed as _kt
 from dpfast.tables._keys import SERIAL_ROWS
 
-__all__ = ["GUARD_BITS", "Fixed", "FixedSums", "fixed_grid", "to_units", "grid_steps"]
+__all__ = ["GUARD_BITS", "Fixed", "FixedSums", "fixed_grid", "to_units", "grid_steps",
+           "saturated"]
 
 GUARD_BITS = 10  # q = g / 2**10: the fixed-point grid is 1024 times finer than the output
 _ROW_BITS = 61  # c summands of one (id, key) sum to at most 2**61 in int64
+_UNIT_BITS = 53  # one clamped value is at most 2**53 units (see fixed_grid)
+SATURATION = 1 << 62  # integer totals noised in int64 are saturated at +-2**62
 _OVERFLOW = ("a float sum exceeds 2**94 fixed-point units (two int64 words); use smaller "
              "bounds or fewer rows per key")
 
@@ -81,7 +87,9 @@ def fixed_grid(lo: float, hi: float, g: float, c: int, centre: bool) -> Fixed:
     eg = math.frexp(g)[1] - 1  # g = 2**eg
     e = eg - GUARD_BITS
     if mag > 0:
-        e = max(e, _ceil_log2(mag) - 60)  # a unit count below 2**60 (doubled: 2**61)
+        # a value at most 2**53 units (centred: 2**54), so 2**40 rows (the most a release
+        # takes, tables._inputs.MAX_ROWS) total below 2**94: no data can overflow
+        e = max(e, _ceil_log2(mag) - _UNIT_BITS)
         per = 2 * mag if centre else mag  # summand magnitude (centred: at most 2 mag)
         e = max(e, _ceil_log2(per * c) - _ROW_BITS)  # c summands: at most 2**61
     e = max(e, -1074)
@@ -152,6 +160,24 @@ class FixedSums:
                                                np.ascontiguousarray(lo, np.int64),
                                                self.hi, self.lo):
             raise OverflowError(_OVERFLOW)
+
+
+def saturated(sums: FixedSums) -> np.ndarray:
+    """The exact integer totals (``exp == 0``) as int64, saturated at ``±2**62``.
+
+    Saturation is 1-Lipschitz (``|sat(a) - sat(b)| <= |a - b|``), so a person still moves
+    a saturated total by at most the sensitivity; it only applies to totals beyond
+    ``2**62``, where int64 has no room left for the noise.  It is what lets an integer
+    release take any data within its public bounds without an overflow that would depend
+    on the rows."""
+    assert sums.exp == 0, "saturated() takes integer totals"
+    hi, lo = sums.hi, sums.lo
+    lim = np.int64(1 << 30)
+    small = np.abs(hi) <= lim  # hi 2**32 + lo fits int64 (|total| <= 2**62 + 2**32)
+    out = np.where(small, hi, 0) * np.int64(1 << 32) + np.where(small, lo, 0)
+    out = np.clip(out, -SATURATION, SATURATION)
+    out[~small] = np.where(hi[~small] > 0, SATURATION, -SATURATION)
+    return out.astype(np.int64, copy=False)
 
 
 def grid_steps(sums: FixedSums, g: float) -> tuple[np.ndarray, dict[int, int]]:

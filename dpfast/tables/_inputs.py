@@ -62,38 +62,72 @@ def _bounds(bounds: Any, integer_values: bool) -> tuple[Any, Any]:
     return float(lo), float(hi)
 
 
-def check_int_sum(n: int, bnd: tuple[int, int]) -> None:
-    """OverflowError unless ``n`` integer values clamped to ``bnd`` sum (also centred for a
-    mean) exactly in int64: ``n max(|lo|, |hi|, 1) < 2**62``."""
-    lo, hi = bnd
-    if n * max(abs(lo), abs(hi), 1) >= 1 << 62:
-        raise OverflowError("sum of the clamped values could overflow int64")
+#: The largest input a release takes: ``2**40`` rows (ValueError beyond).  Every exact
+#: accumulation is sized for it (two-word totals hold ``2**40`` summands of ``2**54``), so
+#: no data within it can overflow; an input this long does not fit a machine's memory.
+MAX_ROWS = 1 << 40
+
+
+def check_rows(n: int) -> None:
+    """ValueError unless ``n < MAX_ROWS`` (``2**40``): the input's length, checked before
+    anything is summed (an input this long does not fit one machine's memory; on a
+    cluster it is the total over the partitions)."""
+    if n >= MAX_ROWS:
+        raise ValueError(f"the input has {n} rows; a release takes fewer than 2**40")
+
+
+def check_int_summands(c: int, mag: Any, what: str) -> None:
+    """ValueError (public parameters, before the charge) unless ``c`` integer summands of
+    magnitude ``mag`` -- one person's rows in one key -- sum exactly in int64.  Beyond a
+    person's partial sum nothing can overflow: totals are exact in two words
+    (:class:`~dpfast.tables._fixed.FixedSums`) for fewer than :data:`MAX_ROWS` rows."""
+    if c * int(mag) >= 1 << 62:
+        raise ValueError(f"max_per_partition * bound = {c * int(mag)} is too large for "
+                         f"exact int64 sums of {what} (at most 2**62)")
+
+
+def as_numbers(values: Any, name: str = "values") -> np.ndarray:
+    """A value column as a numeric numpy array (ints or floats; TypeError naming ``name``
+    for anything else).  An object column of numbers (what dropping the NULL rows of a
+    list with None leaves) becomes an int or float array."""
+    to_numpy = getattr(values, "to_numpy", None)
+    raw = to_numpy() if callable(to_numpy) else np.asarray(values)
+    if raw.dtype.kind == "O":
+        items = raw.tolist()
+        if all(isinstance(v, (int, float, np.integer, np.floating))
+               and not isinstance(v, (bool, np.bool_)) for v in items):
+            raw = np.array(items) if items else np.zeros(0, np.float64)
+    if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be numbers, got dtype {raw.dtype}")
+    return raw
+
+
+def clamp(raw: np.ndarray, bnd: tuple[Any, Any]) -> np.ndarray:
+    """The values clamped to the bounds (a new array): int64 for integers, float64 for
+    floats, where ``±inf`` becomes ``lo`` / ``hi`` like any other value out of range."""
+    if raw.dtype.kind in "iu":
+        lo, hi = bnd
+        if raw.dtype.kind == "u":  # compare as Python ints: no uint64 / int64 mixing
+            raw = np.minimum(raw, np.uint64(max(hi, 0))).astype(np.int64)
+        return np.clip(raw, lo, hi).astype(np.int64, copy=False)
+    return np.clip(raw.astype(np.float64), bnd[0], bnd[1])
 
 
 def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
               ) -> tuple[_Data, Any]:
+    # the NULL policy: rows with a missing key, id or value leave first (a per-row filter)
+    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
     cols, n, ids = _keys.keys_and_ids(keys, privacy_ids)
+    check_rows(n)
     vals = None
     bnd = None
     if values is not None:
-        if _keys._missing(values):
-            raise ValueError("values contains missing values (NA/NaN/None)")
-        to_numpy = getattr(values, "to_numpy", None)
-        raw = to_numpy() if callable(to_numpy) else np.asarray(values)
-        if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
-            raise TypeError(f"values must be numbers, got dtype {raw.dtype}")
+        raw = as_numbers(values)
         if raw.shape != (n,):
             raise ValueError(f"values has shape {raw.shape}, keys have {n} rows")
-        if raw.dtype.kind == "f" and raw.size and not np.isfinite(raw).all():
-            raise ValueError("values contains NaN or infinite values")
         integer = raw.dtype.kind in "iu"
         bnd = _bounds(bounds, integer)
-        if integer:
-            lo, hi = bnd
-            check_int_sum(n, bnd)
-            vals = np.clip(raw, lo, hi).astype(np.int64, copy=False)  # a new array
-        else:
-            vals = np.clip(raw.astype(np.float64), bnd[0], bnd[1])
+        vals = clamp(raw, bnd)  # ±inf: clamped like every other value
     domain_codes = None
     if domain is None:
         fk = _keys.factorize(cols)

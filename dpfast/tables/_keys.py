@@ -64,10 +64,6 @@ def _missing(x: Any) -> bool:
     return False
 
 
-def _hint(name: str) -> str:
-    return "; pass dropna=True to drop those rows" if name.startswith("keys") else ""
-
-
 def column(x: Any, name: str) -> np.ndarray:
     """A 1-D numpy array of ints, floats, str or bytes (the caller's data is not modified).
 
@@ -77,7 +73,7 @@ def column(x: Any, name: str) -> np.ndarray:
     if isinstance(x, (str, bytes)) or np.isscalar(x):
         raise TypeError(f"{name} must be a 1-D array-like, got a scalar {type(x).__name__}")
     if _missing(x):
-        raise ValueError(f"{name} contains missing values (NA/NaN/None)" + _hint(name))
+        raise ValueError(f"{name} contains missing values (NA/NaN/None)")
     to_numpy = getattr(x, "to_numpy", None)
     arr = to_numpy() if callable(to_numpy) else np.asarray(x)
     if arr.ndim != 1:
@@ -87,9 +83,9 @@ def column(x: Any, name: str) -> np.ndarray:
         return arr.astype(np.int64)
     if kind in "iu":
         return arr
-    if kind == "f":
-        if arr.size and not np.isfinite(arr).all():
-            raise ValueError(f"{name} contains NaN or infinite values" + _hint(name))
+    if kind == "f":  # ±inf is an ordinary key; NaN is missing (releases drop those rows)
+        if arr.size and np.isnan(arr).any():
+            raise ValueError(f"{name} contains missing values (NA/NaN/None)")
         return arr
     if kind in "US":
         return arr
@@ -112,7 +108,7 @@ def _object_column(arr: np.ndarray, name: str) -> np.ndarray:
     kinds = set()
     for v in arr:
         if v is None or (isinstance(v, float) and math.isnan(v)):
-            raise ValueError(f"{name} contains missing values (NA/NaN/None)" + _hint(name))
+            raise ValueError(f"{name} contains missing values (NA/NaN/None)")
         if isinstance(v, str):
             kinds.add("str")
         elif isinstance(v, bytes):
@@ -181,32 +177,71 @@ def _take(x: Any, keep: np.ndarray) -> Any:
     return np.asarray(x)[keep]
 
 
-def drop_missing(keys: Any, privacy_ids: Any, values: Any) -> tuple[Any, Any, Any]:
-    """``dropna=True``: the rows whose key (any key column) is missing removed from the
-    keys, the privacy ids and the values (new objects; the caller's are not modified)."""
+def _key_masks(keys: Any) -> list[np.ndarray]:
     if hasattr(keys, "columns") and hasattr(keys, "iloc"):  # a DataFrame
-        masks = [_missing_rows(keys.iloc[:, j]) for j in range(keys.shape[1])]
-    elif isinstance(keys, tuple):
-        masks = [_missing_rows(k) for k in keys]
-    else:
-        masks = [_missing_rows(keys)]
-    if not masks:
-        return keys, privacy_ids, values
+        return [_missing_rows(keys.iloc[:, j]) for j in range(keys.shape[1])]
+    if isinstance(keys, tuple):
+        return [_missing_rows(k) for k in keys]
+    return [_missing_rows(keys)]
+
+
+def _rows_of(x: Any) -> int | None:
+    try:
+        return len(x)
+    except TypeError:
+        return None
+
+
+def null_mask(keys: Any, privacy_ids: Any, *values: Any) -> np.ndarray | None:
+    """Per row: is its key (any key column), privacy id or value (any of ``values``)
+    missing -- None, NaN, pandas NA / NaT?  None when no row is (or when the shapes do not
+    match: the callers' checks then name the column)."""
+    if isinstance(keys, (str, bytes)) or np.isscalar(keys) or keys is None:
+        return None  # column() raises the TypeError naming keys
+    try:
+        masks = _key_masks(keys)
+    except Exception:  # pragma: no cover - exotic inputs: column() names the problem
+        return None
+    if not masks or any(m.ndim != 1 for m in masks):
+        return None
     n = masks[0].shape[0]
-    for name, x in (("privacy_ids", privacy_ids), ("values", values)):
-        if x is not None and len(x) != n:
-            raise ValueError(f"{name} has {len(x)} rows, keys have {n}")
     if any(m.shape[0] != n for m in masks):
-        raise ValueError("keys: the key columns have different numbers of rows")
-    keep = ~np.logical_or.reduce(masks)
-    if keep.all():
+        return None
+    for x in (privacy_ids, *values):
+        if x is None:
+            continue
+        if _rows_of(x) != n:
+            return None
+        m = _missing_rows(x)
+        if m.shape != (n,):
+            return None
+        masks.append(m)
+    drop = np.logical_or.reduce(masks)
+    return drop if drop.any() else None
+
+
+def drop_nulls(keys: Any, privacy_ids: Any, *values: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    """The NULL policy of every release: the rows whose key (any key column), privacy id
+    or value (any of ``values``) is missing -- None, NaN, pandas NA / NaT -- removed from
+    all the columns (new objects; the caller's are not modified).
+
+    A per-row filter: a person's rows leave or stay by their own content only, so the
+    filtered data of neighbouring inputs are neighbours and every sensitivity holds.  It
+    never raises on the rows' contents (a raise would tell the analyst whether some row
+    is NULL); shapes that do not match are public, and the callers raise ValueError for
+    them.  ``±inf`` is not missing: a value is clamped to the bounds, a key is an ordinary
+    float key.
+    """
+    drop = null_mask(keys, privacy_ids, *values)
+    if drop is None:
         return keys, privacy_ids, values
+    keep = ~drop
     if isinstance(keys, tuple):
         keys = tuple(_take(k, keep) for k in keys)
     else:
         keys = _take(keys, keep)
     return (keys, None if privacy_ids is None else _take(privacy_ids, keep),
-            None if values is None else _take(values, keep))
+            tuple(None if v is None else _take(v, keep) for v in values))
 
 
 def keys_and_ids(keys: Any, privacy_ids: Any) -> tuple[list[np.ndarray], int,
@@ -283,7 +318,14 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
         k2 = max(1, len(u2))
         k1 = max(1, combo_uniques.shape[0])
         if k1 * k2 >= 1 << 62:  # pragma: no cover - needs > 2**31 rows
-            raise OverflowError("too many distinct multi-column keys")
+            # the pair codes would not fit int64: factorize the pairs by sorting them (the
+            # same canonical order, lexicographic in the per-column codes) -- never an
+            # error that depends on the number of distinct keys
+            pairs, inv = np.unique(np.stack([codes, c2], axis=1), axis=0,
+                                   return_inverse=True)
+            codes = inv.astype(np.int64).reshape(-1)
+            combo_uniques = np.concatenate([combo_uniques[pairs[:, 0]], pairs[:, 1:]], axis=1)
+            continue
         if codes.shape[0] < SERIAL_ROWS:
             comb = codes * np.int64(k2) + c2
         else:
@@ -425,8 +467,12 @@ def joint(domain_cols: list[np.ndarray], cols: list[np.ndarray], name: str = "do
             big = max(int(d.max()) if len(d) else 0, int(c.max()) if len(c) else 0)
             dt = np.uint64 if big >= 1 << 63 else np.int64
             if dt == np.uint64 and ((len(d) and d.min() < 0) or (len(c) and c.min() < 0)):
-                raise OverflowError(f"{name} and keys mix negative and >= 2**63 integers")
-            d, c = d.astype(dt), c.astype(dt)
+                # negative and >= 2**63 integers: as Python ints (exact; sorted as numbers),
+                # never an error that would depend on the private keys' values
+                d = np.array([int(v) for v in d.tolist()], dtype=object)
+                c = np.array([int(v) for v in c.tolist()], dtype=object)
+            else:
+                d, c = d.astype(dt), c.astype(dt)
         if d.dtype.kind == "O" or c.dtype.kind == "O":
             d, c = d.astype(object), c.astype(object)
         out.append(np.concatenate([d, c]))
@@ -445,4 +491,6 @@ def _kind(a: np.ndarray) -> str:
         return "bytes"
     if len(a) == 0:
         return "empty"
+    if isinstance(a[0], (int, np.integer)) and not isinstance(a[0], (bool, np.bool_)):
+        return "int"
     return "str" if isinstance(a[0], str) else "bytes"

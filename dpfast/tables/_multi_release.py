@@ -66,10 +66,7 @@ def _totals(p: PartPlan, agg: RowsBounded, cand: np.ndarray) -> Any:
     assert p.matrix_col is not None
     if p.fixed is not None:
         return agg.column(p.matrix_col, p.fixed.exp)[cand]
-    hi = agg.hi[cand, p.matrix_col]
-    if hi.size and np.abs(hi).max() >= 1 << 30:
-        raise OverflowError(f"the sum of {p.name} overflows int64")
-    return hi * (1 << 32) + agg.lo[cand, p.matrix_col]
+    return _fixed.saturated(agg.column(p.matrix_col, 0)[cand])  # exact, then ±2**62
 
 
 # ----------------------------------------------------------------------------- release

@@ -25,6 +25,14 @@ from dpfast.mechanisms import (
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.tables.release import NoiseLaw
 
+#: The largest ``epsilon`` a release takes (ValueError beyond, before any charge): past it
+#: the exact key-selection arithmetic grows without bound, and no noise is left anyway.
+#: The other end of the range is the noise's: a part whose discrete noise scale or sigma
+#: leaves ``[2**-100, 2**50]`` (:data:`dpfast.mechanisms._common.DISCRETE_SCALE_RANGE`), or
+#: whose float grid does not converge, is refused when the plan is made (ValueError naming
+#: the parameter), also before the charge.
+MAX_EPSILON = 2.0 ** 30
+
 
 @dataclasses.dataclass(frozen=True)
 class Privacy:
@@ -53,6 +61,9 @@ def privacy(epsilon: Any, delta: Any, rho: Any, noise: Any, select: bool) -> Pri
         eps = check_real(epsilon, "epsilon")
         if not 0.0 < eps < math.inf:
             raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
+        if eps > MAX_EPSILON:
+            raise ValueError(f"epsilon must be at most 2**30 (the supported range of a "
+                             f"release), got {epsilon!r}")
     if rho is not None:
         r = check_real(rho, "rho")
         if not 0.0 < r < math.inf:

@@ -40,8 +40,21 @@ __all__ = ["bounded_leaf_counts", "level_l2sq", "level_mechanisms"]
 
 def bounded_leaf_counts(records: Any, privacy_ids: Any, n_leaves: int, k: int, c: int,
                         gen: _random.Generator, policy: int) -> np.ndarray:
-    """Bounded per-leaf counts (int64, ``n_leaves``) of the records' leaf indices."""
-    leaf = np.asarray(records)
+    """Bounded per-leaf counts (int64, ``n_leaves``) of the records' leaf indices.
+
+    The NULL policy of the releases: a record with a missing leaf or privacy id, or a leaf
+    index outside ``[0, n_leaves)`` (a unit the public hierarchy does not hold, like a key
+    outside a public ``domain``), is dropped before bounding -- a per-record filter, never
+    an error that would depend on the records."""
+    leaf_in, privacy_ids, _ = _keys.drop_nulls(records, privacy_ids)
+    leaf = _keys.column(leaf_in, "leaf_counts") if np.ndim(leaf_in) == 1 else \
+        np.asarray(leaf_in)
+    if leaf.ndim == 1 and leaf.dtype.kind == "f":  # (an integer column with NULLs)
+        unit = np.isfinite(leaf) & (leaf == np.floor(leaf)) & (leaf >= 0) & (leaf < n_leaves)
+        if not unit.all() and privacy_ids is not None and \
+                _keys._rows_of(privacy_ids) == unit.shape[0]:
+            privacy_ids = _keys._take(privacy_ids, unit)
+        leaf = leaf[unit].astype(np.int64)
     if leaf.ndim != 1:
         raise ValueError("with privacy_ids, leaf_counts must be one leaf index per record "
                          f"(1-D), got shape {leaf.shape}")
@@ -49,8 +62,10 @@ def bounded_leaf_counts(records: Any, privacy_ids: Any, n_leaves: int, k: int, c
         raise TypeError("with privacy_ids, leaf_counts must hold integer leaf indices, got "
                         f"dtype {leaf.dtype}")
     if leaf.size and (int(leaf.min()) < 0 or int(leaf.max()) >= n_leaves):
-        raise ValueError(f"with privacy_ids, leaf_counts must hold leaf indices in "
-                         f"[0, {n_leaves}) (one per entry of levels[j])")
+        inside = (leaf >= 0) & (leaf < n_leaves)
+        leaf = leaf[inside]
+        if privacy_ids is not None and _keys._rows_of(privacy_ids) == inside.shape[0]:
+            privacy_ids = _keys._take(privacy_ids, inside)
     _, n, ids = _keys.keys_and_ids(leaf, privacy_ids)
     assert ids is not None
     codes = np.ascontiguousarray(leaf, np.int64)

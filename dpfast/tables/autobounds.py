@@ -161,13 +161,16 @@ def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: 
              ) -> tuple[_inputs._Data, np.ndarray, bool]:
     if values is None:
         raise TypeError("values must be an array of numbers, got None")
-    to_numpy = getattr(values, "to_numpy", None)
-    raw = to_numpy() if callable(to_numpy) else np.asarray(values)
+    if keys is None:
+        shape = np.shape(values)
+        keys = np.zeros(shape[0] if len(shape) == 1 else 0, np.int64)
+    # the NULL policy: rows with a missing key, id or value leave first
+    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
+    raw = _inputs.as_numbers(values)
     integer = raw.dtype.kind in "iu"
     g = _grid_for(candidates, integer)
     wide: Any = (int(g[0]), int(g[-1])) if integer else (float(g[0]), float(g[-1]))
-    if keys is None:
-        keys = np.zeros(raw.shape[0] if raw.ndim == 1 else 0, np.int64)
+    values = raw
     data, _ = _inputs._validate(keys, privacy_ids, values, wide, domain)
     return data, g, integer
 
@@ -269,8 +272,8 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
         raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")
     if values is None:
         raise TypeError("values must be an array of numbers, got None")
-    if dropna:
-        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
+    # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
+    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
     k, c = aggregate._common(max_partitions, max_per_partition, privacy_ids)
     _plan.privacy(epsilon, delta, None, noise, select=domain is None)  # validates all
     eps_b, eps_rest = split(epsilon)
@@ -287,8 +290,6 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
                               bounding.policy_code(bounding_policy))
         assert data.values is not None
         data.values = np.clip(data.values, bnd[0], bnd[1])  # our own array (validated copy)
-        if integer:
-            _inputs.check_int_sum(data.values.shape[0], bnd)
         p = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,
                                  selection, bounding_policy)
         agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c,

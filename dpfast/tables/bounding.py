@@ -38,7 +38,7 @@ from dpfast._kernels import tables as _kt
 from dpfast.random import RngLike
 from dpfast.tables import _keys
 from dpfast.tables import _scratch as scratch
-from dpfast.tables._fixed import FixedSums
+from dpfast.tables._fixed import FixedSums, saturated
 
 __all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG", "POLICIES"]
 
@@ -60,29 +60,49 @@ class Bounded:
 
 
 _WEIGHT_OVERFLOW = "a weighted unit count per key exceeds 2**62 grid units"
+WEIGHT_SATURATION = 1 << 62  # weighted unit counts are saturated here (never an error)
 
 
 def weighted_rows(counts: np.ndarray, unit_weights: np.ndarray | None) -> np.ndarray | None:
-    """Every row its own person (one key): the weighted unit counts ``counts W[1]``."""
+    """Every row its own person (one key): the weighted unit counts ``counts W[1]``,
+    saturated at ``2**62`` (see :func:`accumulate_weighted`)."""
     if unit_weights is None:
         return None
     w1 = int(unit_weights[1])
-    if counts.size and int(counts.max()) > ((1 << 62) // w1):
-        raise OverflowError(_WEIGHT_OVERFLOW)
-    return counts * np.int64(w1)
+    big = counts > (WEIGHT_SATURATION // w1)
+    out = np.where(big, 0, counts) * np.int64(w1)
+    out[big] = WEIGHT_SATURATION
+    return out
 
 
 def accumulate_weighted(off: np.ndarray, nkeep: np.ndarray, gkeys: np.ndarray,
                         n_keys: int, unit_weights: np.ndarray | None) -> np.ndarray | None:
     """Per key, the sum over the ids that kept it of ``unit_weights[t]``, ``t`` the id's
-    number of kept keys (None without weights); OverflowError past ``2**62``."""
+    number of kept keys (None without weights), saturated at ``2**62``.
+
+    Saturation never depends on the order of the ids (the weights are >= 0: the exact
+    total is computed, in two words, when the int64 pass would pass ``2**62``) and is
+    1-Lipschitz per key, so one person still moves the vector of measures by at most the
+    selection's L2 sensitivity; a key past ``2**62`` is far above any threshold.  An error
+    here would depend on the private rows (issue 36)."""
     if unit_weights is None:
         return None
+    w = np.ascontiguousarray(unit_weights, np.int64)
     out = np.zeros(n_keys, np.int64)
-    if _kg.accumulate_weighted_units(off, nkeep, gkeys,
-                                     np.ascontiguousarray(unit_weights, np.int64), out):
-        raise OverflowError(_WEIGHT_OVERFLOW)
+    if _kg.accumulate_weighted_units(off, nkeep, gkeys, w, out):
+        lens = nkeep.astype(np.int64)
+        starts = np.repeat(off[:-1].astype(np.int64) - (np.cumsum(lens) - lens), lens)
+        pos = starts + np.arange(int(lens.sum()), dtype=np.int64)
+        exact = FixedSums.zeros(n_keys, 0)
+        exact.add_rows(np.ascontiguousarray(gkeys[pos], np.int64),
+                       np.ascontiguousarray(np.repeat(w[lens], lens), np.int64))
+        out = saturated_weights(exact)
     return out
+
+
+def saturated_weights(totals: FixedSums) -> np.ndarray:
+    """Exact non-negative two-word totals as int64, saturated at ``2**62``."""
+    return np.minimum(saturated(totals), WEIGHT_SATURATION)
 
 
 def policy_code(bounding: Any) -> int:

@@ -19,9 +19,9 @@ import numpy as np
 
 from dpfast import random as _random
 from dpfast.random import RngLike
-from dpfast.tables import _fixed, _keys, _plan, _select, _usecase, bounding, keynoise
+from dpfast.tables import _fixed, _plan, _select, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
-from dpfast.tables._inputs import _Data, _validate
+from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.release import TableRelease
 
 __all__ = ["count", "sum", "mean"]
@@ -143,6 +143,8 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
             count_part = _plan.part(stat_priv, share, Fraction(k * c), Fraction(k * c * c), k,
                                     True)
             parts.append(count_part)
+        if integer:  # one person's partial sum is int64; the totals are two-word
+            check_int_summands(c, mag, stat)
         sum_part = _plan.part(stat_priv, share, k * c * mag, k * c * c * mag * mag, k,
                               integer)
         parts.append(sum_part)
@@ -183,8 +185,11 @@ def summands_of(stat: str, bnd: Any, fixed: _fixed.Fixed | None, vals: np.ndarra
 
 
 def fixed_exp(plan: Plan) -> int | None:
-    """The exponent of the fixed-point units the bounding step sums (None: integers)."""
-    return None if plan.fixed is None else plan.fixed.exp
+    """The exponent of the fixed-point units the bounding step sums exactly in two words
+    (0 for integer values; None for a count, which sums no values)."""
+    if plan.sum_part is None:
+        return None
+    return 0 if plan.fixed is None else plan.fixed.exp
 
 
 def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
@@ -262,8 +267,6 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
                                    noise=noise, rng=rng, budget=budget, note=note,
                                    use_case=use_case, dropna=dropna, selection=selection,
                                    bounding_policy=bounding_policy)
-    if dropna:  # rows whose key is missing leave before anything else (per-row filter)
-        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
     _check_budget(budget, note)
@@ -296,7 +299,10 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         The person (privacy unit) of each row.  None: every row is a different person.
     epsilon, delta : float
         ``(epsilon, delta)``-DP target.  ``delta`` is needed for ``domain=None`` (partition
-        selection) and for Gaussian noise.
+        selection) and for Gaussian noise.  Supported range: ``epsilon <= 2**30`` and a
+        noise scale (or σ) of every part in ``[2**-100, 2**50]`` -- outside it a
+        ValueError naming the parameter, before the charge (docs/security.md,
+        "Parameters and data").
     rho : float, optional
         zCDP target instead of ``epsilon`` (discrete Gaussian noise; needs ``domain``).
     max_partitions, max_per_partition : int
@@ -327,9 +333,11 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
         A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` when the release's
         ``epsilon`` leaves its conventional range.
     dropna : bool
-        False (default): a missing key (None, NaN, pandas NA/NaT) is an error.  True: rows
-        with a missing key (in any key column) are dropped first, as pandas' ``groupby``
-        does by default (a per-row filter: the guarantee is unchanged).
+        Kept for compatibility: rows with a missing key (None, NaN, pandas NA/NaT, in any
+        key column), privacy id or value are dropped first whatever its value (a per-row
+        filter: the guarantee is unchanged; an error would depend on the private rows,
+        docs/security.md "Parameters and data").  ``±inf`` values are clamped to the
+        bounds; a ``±inf`` key is an ordinary float key.
     selection : {"auto", "geometric", "gaussian", "weighted_gaussian", "laplace"}
         With ``domain=None``: the rule that selects the keys on the noisy number of
         distinct privacy units per key (:mod:`dpfast.tables._select`).  ``"auto"``: the
@@ -353,7 +361,9 @@ def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
     Raises
     ------
     ValueError, TypeError
-        Bad input (named): mismatched lengths, missing keys, bad privacy parameters, ...
+        Bad public input (named): mismatched lengths, bad privacy parameters or a noise
+        scale outside the supported range, ...  Never for the rows' contents: missing
+        keys, ids and values drop their rows, ``±inf`` values are clamped.
     BudgetExceededError
         The budget refused the release.
 
@@ -422,7 +432,7 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
     float value is rounded once to the fixed-point grid ``q = 2**e`` (``q = g / 2**10``
     for the output grid ``g``, coarser only where the bounds need it), clamped again to
     ``[ceil(lo/q), floor(hi/q)] q`` so that ``|rounded value| <= B`` exactly, and summed
-    exactly in integers (OverflowError past ``2**94 q``, never a wrap); the exact total is
+    exactly in integers (two words, sized so that no input reaches ``2**94 q``); the exact total is
     rounded once to ``g`` and noised.  One person therefore moves a key's exact total by at
     most ``c B`` and its grid value by at most ``c B + g``, whatever the other rows and
     their order (:mod:`dpfast.tables._fixed`).  ``bounds="auto"``: the bounds cost
@@ -432,7 +442,10 @@ def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
 
     Numerics
     --------
-    Integer values: exact int64 sums (OverflowError if ``n max(|lo|, |hi|) >= 2**62``).
+    Integer values: exact two-word sums, saturated at ``±2**62`` before the noise
+    (1-Lipschitz: the sensitivity holds), so no input overflows; ``max_per_partition *
+    max(|lo|, |hi|) >= 2**62`` is refused (ValueError) before the charge.  A release
+    takes fewer than ``2**40`` rows.
     Float values: exact fixed-point sums as above, so a release does not depend on the row
     order, the thread count or a cluster's partitioning (bit for bit).
     """

@@ -91,6 +91,8 @@ def _rho_levels(rho: Any, n_levels: int, total_invariant: bool) -> list[float]:
         share = r / len(measured)
         while Fraction(share) * len(measured) > Fraction(r):  # never spend more than rho
             share = math.nextafter(share, 0.0)
+        if share == 0.0:
+            raise ValueError(f"rho={rho!r} is too small to split over {len(measured)} levels")
         out = [0.0] * n_levels
         for j in measured:
             out[j] = share

@@ -155,13 +155,18 @@ def noise_keys(law: NoiseLaw, x: np.ndarray | _fixed.FixedSums, rkey: bytes, uni
     """Noise the aggregates ``x`` of the keys ``uniques`` (aligned) with ``law``, each on
     its own addressed stream (see the module docstring).
 
-    ``x``: int64 for the discrete laws; for the float grid laws the exact fixed-point totals
+    ``x``: int64 for the discrete laws, or exact integer totals (``FixedSums`` with
+    ``exp == 0``, saturated at ``±2**62``: 1-Lipschitz, so the sensitivity holds, and the
+    noise of a scale ``<= 2**50`` then leaves int64 with probability below ``exp(-4096)``);
+    for the float grid laws the exact fixed-point totals
     (:class:`~dpfast.tables._fixed.FixedSums`), each rounded once to the grid (ties to
     even) before the grid noise is added."""
     kw = _addressed.key_words(rkey)
     nonces = key_nonces(rkey, uniques, part)
     if law.kind in ("discrete_laplace", "discrete_gaussian"):
         kind = 0 if law.kind == "discrete_laplace" else 1
+        if isinstance(x, _fixed.FixedSums):  # exact integer totals: saturated at ±2**62
+            x = _fixed.saturated(x)
         return _discrete(kind, Fraction(law.scale), np.asarray(x, np.int64), kw, nonces)
     kind = 0 if law.kind == "laplace" else 1
     if not isinstance(x, _fixed.FixedSums):

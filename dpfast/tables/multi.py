@@ -56,27 +56,19 @@ def frame_column(df: Any, name: str) -> Any:
 
 
 def clamped(raw: Any, name: str, n: int, bounds: Any) -> tuple[np.ndarray, _metrics.Column]:
-    """A value column checked (numbers, no missing / non-finite value, ``n`` rows) and
-    clamped to its bounds (a new array), with its :class:`~dpfast.tables._metrics.Column`."""
-    if _keys._missing(raw):
-        raise ValueError(f"{name} contains missing values (NA/NaN/None)")
-    to_numpy = getattr(raw, "to_numpy", None)
-    arr = to_numpy() if callable(to_numpy) else np.asarray(raw)
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold numbers, got dtype {arr.dtype}")
+    """A value column (numbers, ``n`` rows; its NULL rows already dropped by
+    :func:`dpfast.tables._keys.drop_nulls`) clamped to its bounds (a new array; ``±inf``
+    is clamped like any value out of range), with its
+    :class:`~dpfast.tables._metrics.Column`."""
+    arr = _inputs.as_numbers(raw, name)
     if arr.shape != (n,):
         raise ValueError(f"{name} has shape {arr.shape}, keys have {n} rows")
-    if arr.dtype.kind == "f" and arr.size and not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
     integer = arr.dtype.kind in "iu"
     try:
         lo, hi = _inputs._bounds(bounds, integer)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"bounds for {name}: {exc}") from None
-    if integer:
-        _inputs.check_int_sum(n, (lo, hi))
-        return np.clip(arr, lo, hi).astype(np.int64), _metrics.Column(lo, hi, True)
-    return np.clip(arr.astype(np.float64), lo, hi), _metrics.Column(lo, hi, False)
+    return _inputs.clamp(arr, (lo, hi)), _metrics.Column(lo, hi, integer)
 
 
 def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
@@ -97,8 +89,15 @@ def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
         raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got "
                         f"{type(bounds).__name__}")
     gen, rid = keynoise.release_generator(rng)
-    cols, n, _ = _keys.keys_and_ids(keys, privacy_ids)
     used = sorted({m.column for m in mets if m.column is not None})
+    for name in used:
+        if name not in values:
+            raise ValueError(f"metrics use column {name!r}, which is not in the table")
+    # the NULL policy: a row with a missing key, id or value of a used column leaves
+    keys, privacy_ids, taken_cols = _keys.drop_nulls(keys, privacy_ids,
+                                                     *(values[name] for name in used))
+    values = dict(zip(used, taken_cols))
+    cols, n, _ = _keys.keys_and_ids(keys, privacy_ids)
     vals: dict[str, np.ndarray] = {}
     columns: dict[str, _metrics.Column] = {}
     for name in used:
@@ -170,7 +169,9 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
         privately (needs ``delta > 0``).
     bounds : dict
         ``{column: (lo, hi)}`` for every value column a metric uses (integer columns need
-        integer bounds and get exact discrete noise on their sums).
+        integer bounds and get exact discrete noise on their sums).  A row with a missing
+        key, privacy id or value in any column a metric uses is dropped for every metric
+        (listwise); ``±inf`` values are clamped to their column's bounds.
     weights : dict or list, optional
         Positive weights of the metrics (by output name, or aligned with ``metrics``);
         default equal.

@@ -340,8 +340,8 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
     if values is None:
         raise TypeError("values must be an array of numbers, got None")
-    if dropna:
-        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
+    # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
+    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
     qs, scalar = _quantiles(q)
     k, c = common(max_partitions, max_per_partition, privacy_ids is not None)
     _check_budget(budget, note)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpfast.random import RngLike
-from dpfast.tables import _keys, multi
+from dpfast.tables import multi
 from dpfast.tables.release import TableRelease
 
 __all__ = ["variance", "std"]
@@ -23,8 +23,6 @@ def _one(kind: str, values: Any, keys: Any, privacy_ids: Any, bounds: Any, dropn
          bounding: Any, **kw: Any) -> TableRelease:
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if dropna:
-        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
     if values is None:
         raise TypeError("values must be given (one number per row)")
     rel = multi.run({kind: (kind, "values")}, keys, privacy_ids, {"values": values},

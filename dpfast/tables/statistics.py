@@ -83,8 +83,6 @@ def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | Non
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if dropna:
-        keys, privacy_ids, _ = _keys.drop_missing(keys, privacy_ids, None)
     if bounding == "l2":
         from dpfast.tables import _ids_l2  # lazy: _ids_l2 imports groupby like this module
 
@@ -171,7 +169,8 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     Parameters
     ----------
     values : array_like or pandas Series
-        One value per row (ints, floats, str or bytes; no missing values).
+        One value per row (ints, floats, str or bytes; a row with a missing value is dropped,
+        as ``COUNT(DISTINCT x)`` ignores NULLs).
     keys, privacy_ids, epsilon, delta, rho, domain, noise, rng, budget, note, use_case, dropna
         As in :func:`dpfast.tables.count`.
     max_partitions, max_per_partition : int
@@ -205,8 +204,9 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     """
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if dropna:
-        keys, privacy_ids, values = _keys.drop_missing(keys, privacy_ids, values)
+    # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
+    # (COUNT(DISTINCT x) ignores NULLs)
+    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
     k, c = _common(max_partitions, max_per_partition, privacy_ids)
     pol = bounding_mod.policy_code(bounding)
     priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)

@@ -42,6 +42,8 @@ def _rr_rdp(eps: float, k: int, a: np.ndarray) -> np.ndarray:
     """
     if eps == 0.0:
         return np.zeros_like(a)
+    if eps * float(np.max(a)) >= 2.0 ** 1000:  # (a - 1) eps would overflow: eps-DP is
+        return np.full_like(a, eps)  # (a, eps)-RDP at every order (D_a <= D_inf)
     y = (a - 1.0) * eps
     log_am1 = _log_expm1(y) - y + _log_expm1(a * eps) - (
         eps + math.log1p((k - 1) * math.exp(-eps)))
@@ -58,7 +60,10 @@ def _laplace_rdp(b: float, a: np.ndarray) -> np.ndarray:
     ``log1p((a g((a-1)/b) + (a-1) g(-a/b)) / (2a-1))`` with ``g(x) = expm1(x) - x >= 0``
     for small arguments so nothing cancels.
     """
-    e = 1.0 / b
+    with np.errstate(over="ignore", divide="ignore"):
+        e = 1.0 / b
+    if e * float(np.max(a)) >= 2.0 ** 1000:  # (a - 1) / b would overflow: the mechanism
+        return np.full_like(a, float(_up(e)))  # is (1/b)-DP, so (a, 1/b)-RDP at every order
     y = (a - 1.0) * e
     with np.errstate(over="ignore"):
         small = np.log1p((a * _expm1_minus_x(y) + (a - 1.0) * _expm1_minus_x(-a * e))
@@ -165,11 +170,13 @@ def _pure_epsilon(event: ev.DpEvent) -> float:
 def _gaussian(event: Any, info: _Orders) -> np.ndarray:
     # CKS20 Prop. 5 / Thm. 4: the discrete Gaussian satisfies the Gaussian's bound.
     s = event.noise_multiplier
-    return _up(info.alphas / (2.0 * s * s), 2 * _ULP)
+    with np.errstate(over="ignore", divide="ignore"):  # a tiny sigma: +inf, a safe bound
+        return _up(info.alphas / (2.0 * s * s), 2 * _ULP)
 
 
 def _zcdp(event: ev.Zcdp, info: _Orders) -> np.ndarray:
-    return _up(info.alphas * event.rho, 2 * _ULP)
+    with np.errstate(over="ignore"):  # a huge rho: +inf, a safe bound
+        return _up(info.alphas * event.rho, 2 * _ULP)
 
 
 def _exponential(event: ev.Exponential, info: _Orders) -> np.ndarray:
