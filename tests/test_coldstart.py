@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from dpfast import _parallel
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTICE = "dpfast: compiling kernels (one time"
@@ -19,7 +20,7 @@ def _python(code: str, cache: str, **env: str) -> subprocess.CompletedProcess[st
     full = {k: v for k, v in os.environ.items() if k != _parallel.NOTICE_ENV}
     full.update(NUMBA_CACHE_DIR=cache, PYTHONPATH=ROOT, **env)
     return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
 
 
 @pytest.mark.slow
@@ -188,13 +189,15 @@ def test_warmup_progress_lines_and_only(tmp_path) -> None:
     unknown family is a one-line error (the full run is timed in bench_coldstart)."""
     env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "histogram"],
-                          env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+                          env=env, capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "dpfast warmup: [1/1] histogram ..." in done.stderr
     assert "1 kernel families compiled and cached" in done.stdout
     assert NOTICE not in done.stderr  # the progress line says it already
     bad = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "nope"],
-                         env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+                         env=env, capture_output=True, text=True,
+                         timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
     assert bad.returncode == 2
     assert bad.stderr.strip().count("\n") == 0 and "unknown family nope" in bad.stderr
 

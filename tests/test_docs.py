@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import dpfast
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -187,7 +188,7 @@ def test_site_builds_without_warnings(tmp_path: pathlib.Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
                         "-d", str(tmp_path / "doctrees"), str(DOCS), str(tmp_path / "html")],
-                       capture_output=True, text=True, env=env, timeout=600)
+                       capture_output=True, text=True, env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     html = tmp_path / "html"
     for page in ["index", "getting-started", "security", "api/tables", "design", "changelog"]:

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.helpers import SUBPROCESS_TIMEOUT_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
@@ -37,6 +39,6 @@ def test_example_runs(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
         pytest.importorskip("opacus")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
-                       cwd=tmp_path, env=env, timeout=600)
+                       cwd=tmp_path, env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert r.returncode == 0, r.stderr[-2000:]
     assert needle in r.stdout
