@@ -193,6 +193,7 @@ def test_warmup_progress_lines_and_only(tmp_path) -> None:
                           timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert "dpfast warmup: [1/1] histogram ..." in done.stderr
+    assert "dpfast warmup: [1/1] histogram done, " in done.stderr
     assert "1 kernel families compiled and cached" in done.stdout
     assert NOTICE not in done.stderr  # the progress line says it already
     bad = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "nope"],
@@ -254,3 +255,96 @@ def test_coldstart_profile_nests_compilations_and_splits_self_time() -> None:
     nested = sum(r[2] for r in rows if r[1] == 1 and rows.index(r) < rows.index(mine["outer"]))
     assert abs(incl_out - self_out - nested) < 1e-6  # self = inclusive - direct children
     assert incl_out <= total
+
+
+def _a_kernel() -> object:
+    import numba
+
+    from dpfast._kernels import samplers
+
+    return next(v for v in vars(samplers).values()
+                if isinstance(v, numba.core.registry.CPUDispatcher))
+
+
+def test_progress_lines_name_the_kernel_compiling_and_end_with_the_burst(monkeypatch) -> None:
+    """Issue 41 item 3 (no silent compile): the progress line due at each interval names
+    the dpfast kernel compiling now (not numba's helpers nested inside it); after the
+    burst one more line, then none (the thread ends).  The lines' content, not their
+    timing (``tick`` is called directly, no thread)."""
+    import numba
+
+    monkeypatch.setenv(_parallel.NOTICE_ENV, "1")  # no thread: this test ticks itself
+    prog = _parallel._Progress()
+    kernel = _a_kernel()
+
+    @numba.njit
+    def helper(x):  # not dpfast's
+        return x
+
+    assert prog.tick() is None  # nothing compiled: nothing to say
+    prog.start(kernel)
+    prog.start(helper)
+    line = prog.tick()
+    name = _parallel._kernel_name(kernel)
+    assert line.startswith("dpfast: compiling kernels, ") and line.endswith(f"now {name})\n")
+    assert "(0 compiled;" in line
+    prog.end()  # the helper
+    prog.end()  # the kernel
+    last = prog.tick()
+    assert "(1 compiled)" in last and "now" not in last  # the interval saw a compilation
+    assert prog.tick() is None  # a quiet interval ends the burst
+
+
+def test_progress_thread_writes_while_compiling_and_stops(monkeypatch, capsys) -> None:
+    """The thread a first compilation starts writes a progress line while compiling and
+    ends once an interval passes with no compilation (waits are hang guards only)."""
+    import time
+
+    monkeypatch.delenv(_parallel.NOTICE_ENV, raising=False)
+    monkeypatch.setenv(_parallel.PROGRESS_ENV, "0.01")
+    prog = _parallel._Progress()
+    prog.start(_a_kernel())
+    thread = prog.thread
+    assert thread is not None and thread.daemon
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S
+    err = ""
+    while "dpfast: compiling kernels, " not in err and time.monotonic() < deadline:
+        time.sleep(0.01)
+        err += capsys.readouterr().err
+    assert "dpfast: compiling kernels, " in err
+    prog.end()
+    thread.join(SUBPROCESS_TIMEOUT_S)
+    assert not thread.is_alive() and prog.thread is None
+
+
+def test_progress_thread_is_silenced_by_the_notice_variable(monkeypatch) -> None:
+    """``DPFAST_NO_COMPILE_NOTICE=1`` silences the progress lines too (even when set after
+    the thread started: it ends without a word)."""
+    monkeypatch.setenv(_parallel.NOTICE_ENV, "1")
+    prog = _parallel._Progress()
+    prog.start(_a_kernel())
+    assert prog.thread is None
+    prog.end()
+    monkeypatch.delenv(_parallel.NOTICE_ENV)
+    monkeypatch.setenv(_parallel.PROGRESS_ENV, "0.01")
+    prog.start(_a_kernel())
+    thread = prog.thread
+    monkeypatch.setenv(_parallel.NOTICE_ENV, "1")  # the kernel is still compiling
+    thread.join(SUBPROCESS_TIMEOUT_S)
+    assert not thread.is_alive() and prog.thread is None
+
+
+@pytest.mark.slow
+def test_a_real_first_compile_prints_progress_and_a_cached_run_does_not(tmp_path) -> None:
+    """A first tables.count in a fresh cache directory compiles for seconds: with a short
+    interval, progress lines come; the same call from the cache prints none."""
+    code = ("import numpy as np\nfrom dpfast import tables\n"
+            "tables.count(np.arange(50) % 3, np.arange(50), epsilon=1.0, domain=[0, 1, 2], "
+            "rng=bytes(32))\n")
+    cache = str(tmp_path / "cache")
+    first = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.count(NOTICE) == 1
+    assert "dpfast: compiling kernels, " in first.stderr
+    second = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
+    assert second.returncode == 0 and second.stderr == ""

@@ -10,7 +10,8 @@ cache -- e.g. as a step of a container build::
 
     RUN pip install dpfast && dpfast warmup
 
-It prints one progress line per family on stderr and draws noise only from a fixed
+It prints a line per family on stderr (and, while a family compiles for more than a few
+seconds, a progress line every few seconds) and draws noise only from a fixed
 public key (nothing it computes is released).  Exit code 0 when every family compiled.
 """
 
@@ -172,8 +173,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
     from dpfast.cli import CliError
 
     steps = STEPS
@@ -185,14 +184,17 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--only: unknown famil{'ies' if len(unknown) > 1 else 'y'} "
                            f"{', '.join(unknown)} (known: {', '.join(n for n, _ in STEPS)})")
         steps = [(n, f) for n, f in STEPS if n in wanted]
-    os.environ.setdefault("DPFAST_NO_COMPILE_NOTICE", "1")  # the progress lines say it
+    from dpfast import _parallel
+
+    _parallel.install_compile_notice()
+    _parallel.skip_notice()  # the family lines say it; the progress lines still come
     t0 = time.perf_counter()
     for i, (name, fn) in enumerate(steps, 1):
         t = time.perf_counter()
-        print(f"dpfast warmup: [{i}/{len(steps)}] {name} ...", end="", file=sys.stderr,
-              flush=True)
+        print(f"dpfast warmup: [{i}/{len(steps)}] {name} ...", file=sys.stderr, flush=True)
         fn()
-        print(f" {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+        print(f"dpfast warmup: [{i}/{len(steps)}] {name} done, {time.perf_counter() - t:.1f} s",
+              file=sys.stderr, flush=True)
     print(f"dpfast warmup: {len(steps)} kernel families compiled and cached in "
           f"{time.perf_counter() - t0:.1f} s")
     return 0
