@@ -226,3 +226,12 @@ def test_reference_puts_the_release_functions_first() -> None:
     assert "## Contents, by task" in index
     toctree = index[index.index("```{toctree}"):]
     assert [line for line in toctree.split("\n")[3:] if line][0] == "tables"
+
+
+def test_local_pipeline_page_has_runnable_code() -> None:
+    """Issue 41 item 9: docs/local_pipeline.md had no code.  Its Python blocks (run by
+    test_page_example_runs_alone) go from clients to estimates and the monitor."""
+    code = "\n".join(c for _, _, c in _blocks(DOCS / "local_pipeline.md", ("python",)))
+    for call in ("ClientPool(", "Aggregator(", ".estimate(", "monitor(", "Client(",
+                 "BudgetExhaustedError", ".merge("):
+        assert call in code, call
