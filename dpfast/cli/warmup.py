@@ -4,9 +4,10 @@ numba compiles each kernel the first time it runs and caches the machine code on
 (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``); a first call after
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
 on a tiny input (samplers, tables count/sum/mean/quantile, the many-metric releases,
-TopDown, histograms, local DP, selection) and the tables and TopDown once on inputs large
-enough for their parallel kernels, so that later processes load every kernel from the
-cache -- e.g. as a step of a container build::
+TopDown, histograms, local DP, selection), the tables and TopDown once on inputs large
+enough for their parallel kernels, the inputs ``dpfast bench --quick`` times, and the demo
+(with the demo extra), so that later processes load every kernel from the cache -- e.g. as
+a step of a container build::
 
     RUN pip install dpfast && dpfast warmup
 
@@ -151,6 +152,21 @@ def _selection() -> None:
     selection.top_k(u, 3, 1.0, rng=_KEY)
 
 
+def _demo() -> None:
+    """``dpfast demo`` at a size whose tables reach the parallel kernels (>= 32,768 rows),
+    output discarded: a Session over DuckDB hands the kernels read-only arrays, which numba
+    compiles apart.  Skipped without the demo extra (DuckDB, sqlglot)."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("duckdb", "sqlglot")):
+        print("dpfast warmup: demo skipped (needs DuckDB and sqlglot: "
+              "pip install 'dpfast[demo]')", file=sys.stderr, flush=True)
+        return
+    from dpfast.cli import demo
+
+    demo.demo(cells=100_000, people=20_000, out=lambda line: None)
+
+
 #: (family, what it runs) in order; each compiles what its releases need
 STEPS: list[tuple[str, Callable[[], None]]] = [
     ("samplers", _samplers),
@@ -163,6 +179,7 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
     ("histogram", _histogram),
     ("local", _local),
     ("selection", _selection),
+    ("demo", _demo),
 ]
 
 
