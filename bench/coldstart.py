@@ -35,17 +35,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 TARGETS = {"quick start": 10.0, "dpfast demo": 30.0}
 
 # numba's "numba:compile" event brackets each compilation (nested when a kernel compiles its
-# callees): per dpfast kernel, wall seconds inclusive and self (inclusive minus nested ones)
+# callees): per dpfast kernel, CPU seconds inclusive and self (inclusive minus nested ones);
+# compilation is single-threaded, so CPU time is what it takes on an idle core, and it is
+# steadier than wall time on a loaded machine
 PROFILE_HEAD = """
 import atexit, json, sys, time
 from numba.core import event
 _stack, _rows = [], []
 class _L(event.Listener):
     def on_start(self, ev):
-        _stack.append([time.perf_counter(), 0.0])
+        _stack.append([time.process_time(), 0.0])
     def on_end(self, ev):
         t0, kids = _stack.pop()
-        took = time.perf_counter() - t0
+        took = time.process_time() - t0
         if _stack:
             _stack[-1][1] += took
         f = getattr(ev.data.get("dispatcher"), "py_func", None)
@@ -141,7 +143,7 @@ def measure(name: str, argv: list[str], env: dict[str, str], runs: int) -> dict[
 
 def profile(name: str, argv: list[str], env: dict[str, str]) -> None:
     """One cold run with a listener on numba's compile events: the dpfast kernels that
-    compiled, by self time (wall), and the rest of the time."""
+    compiled, by self CPU time, and the rest of the process's CPU time."""
     if argv[1] == "-c":
         argv = [argv[0], "-c", PROFILE_HEAD + argv[2]]
     else:  # python -m dpfast demo: run the CLI inside the profiled interpreter
@@ -155,13 +157,13 @@ def profile(name: str, argv: list[str], env: dict[str, str]) -> None:
     total_self = sum(r[3] for r in rows)
     ours = sorted((r for r in rows if r[0].startswith("dpfast.")), key=lambda r: -r[3])
     print(f"\n{name}: {took:.1f} s wall, {used:.1f} s CPU; {len(ours)} dpfast kernels compiled "
-          f"({sum(r[3] for r in ours):.1f} s self), numba's own helpers "
-          f"{total_self - sum(r[3] for r in ours):.1f} s, the rest (imports, data, noise) "
-          f"{took - total_self:.1f} s")
+          f"({sum(r[3] for r in ours):.1f} CPU s self), numba's own helpers "
+          f"{total_self - sum(r[3] for r in ours):.1f} CPU s, the rest (imports, data, noise) "
+          f"{used - total_self:.1f} CPU s")
     for fn, _depth, _incl, self_s in ours[:25]:
-        print(f"  {self_s:6.2f} s  {fn.removeprefix('dpfast._kernels.')}")
+        print(f"  {self_s:6.2f} CPU s  {fn.removeprefix('dpfast._kernels.')}")
     if len(ours) > 25:
-        print(f"  ... {len(ours) - 25} more, {sum(r[3] for r in ours[25:]):.2f} s")
+        print(f"  ... {len(ours) - 25} more, {sum(r[3] for r in ours[25:]):.2f} CPU s")
 
 
 def main() -> None:

@@ -59,18 +59,18 @@ def test_notice_for_a_topdown_kernel_compiled_for_real(tmp_path) -> None:
     assert second.returncode == 0 and NOTICE not in second.stderr
 
 
-# the noise layer's sampler kernels: parallel for every input size (not tables code)
-SAMPLER_PARALLEL = {"dpfast._kernels.table.table_kernel",
-                    "dpfast._kernels.samplers.discrete_kernel"}
+# the noise layer's sampler kernels run their serial twins on one chunk (a small input)
+SAMPLER_SERIAL = {"dpfast._kernels.table.table_kernel_serial",
+                  "dpfast._kernels.samplers.discrete_kernel_serial"}
 
 
 @pytest.mark.slow
 def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
     """The five first calls the cold-start target is for, in a fresh cache directory:
-    nothing they compile is a ``parallel=True`` kernel (each costs seconds of LLVM) but
-    the noise samplers' own (one kernel for every size), and neither the numba ChaCha20
-    copy nor a numba hash (the refills and the keys' BLAKE2b are C).  What compiles, not
-    how long (no timing in unit tests)."""
+    nothing they compile is a ``parallel=True`` kernel (each costs seconds of LLVM; the
+    noise samplers run their serial twins on one chunk since issue 41), and neither the
+    numba ChaCha20 copy nor a numba hash (the refills and the keys' BLAKE2b are C).  What
+    compiles, not how long (no timing in unit tests)."""
     import json
 
     sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -96,8 +96,9 @@ def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     ours = [name for name, _ in seen if name.startswith("dpfast.")]
-    assert "dpfast._kernels.table.table_kernel" in ours  # it did compile, for real
-    assert {name for name, par in seen if par} <= SAMPLER_PARALLEL
+    assert "dpfast._kernels.table.table_kernel_serial" in ours  # it did compile, for real
+    assert {name for name, par in seen if par} == set()
+    assert set(ours) & SAMPLER_SERIAL
     assert not [n for n in ours if n.endswith(("chacha_words", "block_into"))
                 or ".blake2b." in n]
 
@@ -348,3 +349,46 @@ def test_a_real_first_compile_prints_progress_and_a_cached_run_does_not(tmp_path
     assert "dpfast: compiling kernels, " in first.stderr
     second = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
     assert second.returncode == 0 and second.stderr == ""
+
+
+@pytest.mark.parametrize("case", ["table laplace", "table gauss", "discrete laplace < 1",
+                                  "discrete per-cell", "grid laplace"])
+def test_serial_twins_draw_the_parallel_kernels_noise(case: str, monkeypatch) -> None:
+    """Issue 41 item 3 (fewer parallel compilations for a first small call): a launch over
+    one chunk runs the kernel's serial twin; with the same key its noise is bit for bit the
+    parallel kernel's (here forced by pointing the twin at the parallel kernel)."""
+    import numpy as np
+
+    import dpfast
+    from dpfast._kernels import samplers as sk
+    from dpfast._kernels import table as tk
+
+    def draw() -> np.ndarray:
+        key = bytes(range(32))
+        if case == "table laplace":
+            return dpfast.discrete_laplace(np.arange(500), 7.0, rng=key)
+        if case == "table gauss":
+            return dpfast.discrete_gaussian(np.arange(500), 3.5, rng=key)
+        if case == "discrete laplace < 1":
+            return dpfast.discrete_laplace(np.arange(500), 0.4, rng=key)
+        if case == "discrete per-cell":
+            return dpfast.discrete_gaussian(np.arange(500), np.linspace(0.5, 9.0, 500),
+                                            rng=key)
+        return dpfast.laplace(np.linspace(-3.0, 3.0, 500), 2.0, rng=key)
+
+    calls = {"serial": 0}
+    for mod, name in ((tk, "table_kernel_serial"), (sk, "discrete_kernel_serial")):
+        twin = getattr(mod, name)
+
+        def counted(*args, _twin=twin):
+            calls["serial"] += 1
+            return _twin(*args)
+
+        monkeypatch.setattr(mod, name, counted)
+    serial = draw()
+    assert calls["serial"] >= 1  # 500 cells: one chunk, the twin ran
+    monkeypatch.setattr(tk, "table_kernel_serial", tk.table_kernel)
+    monkeypatch.setattr(sk, "discrete_kernel_serial", sk.discrete_kernel)
+    parallel = draw()
+    assert serial.dtype == parallel.dtype
+    assert np.array_equal(serial, parallel) and serial.tobytes() == parallel.tobytes()

@@ -207,8 +207,8 @@ def test_grouped_reference_pages_list_every_public_name(page: str) -> None:
     in a group of its page."""
     text = (DOCS / "api" / f"{page}.rst").read_text()
     assert ".. contents::" in text
-    listed = re.findall(rf"^\.\. auto(?:function|class|data):: dpfast\.{page}\.(\w+)$", text,
-                        re.M)
+    listed = re.findall(
+        rf"^\.\. (?:autofunction|autoclass|py:data):: dpfast\.{page}\.(\w+)$", text, re.M)
     module = importlib.import_module(f"dpfast.{page}")
     assert len(listed) == len(set(listed))
     missing = sorted(set(module.__all__) - set(listed))

@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import guarded, serial_twin
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -355,6 +355,15 @@ def discrete_kernel(kind, streams, io, params, force, pend):
         s_[ST_POS] = pos
         s_[ST_SIGNS] = np.int64(signs)
         s_[ST_NSIGNS] = nsigns
+
+
+discrete_kernel_serial = serial_twin(discrete_kernel, "discrete_kernel_serial")
+
+
+def run_discrete_kernel(kind, streams, io, params, force, pend):
+    """:func:`discrete_kernel`, or its serial twin when the launch has one chunk."""
+    kernel = discrete_kernel if streams[0].shape[0] > 1 else discrete_kernel_serial
+    kernel(kind, streams, io, params, force, pend)
 
 
 @guarded

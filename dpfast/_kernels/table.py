@@ -12,7 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import guarded, serial_twin
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -386,3 +386,13 @@ def table_kernel(law, streams, io, table, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
+
+
+table_kernel_serial = serial_twin(table_kernel, "table_kernel_serial")
+
+
+def run_table_kernel(law, streams, io, table, force, pend):
+    """:func:`table_kernel`, or its serial twin when the launch has one chunk (a small
+    input: nothing to run in parallel, and a first call compiles faster)."""
+    kernel = table_kernel if streams[0].shape[0] > 1 else table_kernel_serial
+    kernel(law, streams, io, table, force, pend)
