@@ -392,3 +392,31 @@ def test_serial_twins_draw_the_parallel_kernels_noise(case: str, monkeypatch) ->
     parallel = draw()
     assert serial.dtype == parallel.dtype
     assert np.array_equal(serial, parallel) and serial.tobytes() == parallel.tobytes()
+
+
+def test_warmup_runs_every_bench_entry_once(monkeypatch) -> None:
+    """Issue 41 item 3: ``dpfast warmup`` left kernels for ``dpfast bench --quick`` to
+    compile.  Its bench family runs dpfast's side of every entry once at the quick sizes
+    (what compiles is then exactly what the gate runs), tears each down, and skips an
+    entry whose optional module is missing, as the gate does."""
+    from dpfast.cli import warmup
+    from dpfast.perf import Entry
+
+    calls: list[str] = []
+
+    def setup_of(name: str):
+        def setup(quick: bool):
+            assert quick
+            calls.append(f"setup {name}")
+            return (lambda: calls.append(f"base {name}"), lambda: calls.append(f"cand {name}"),
+                    lambda: calls.append(f"teardown {name}"))
+        return setup
+
+    entries = [Entry("a", "", "", setup_of("a")),
+               Entry("b", "", "", setup_of("b"), needs=("no_such_module_dpfast",)),
+               Entry("c", "", "", setup_of("c"), needs=("numpy",))]
+    monkeypatch.setattr("dpfast.perf.ENTRIES", entries)
+    warmup._bench()
+    assert calls == ["setup a", "cand a", "teardown a", "setup c", "cand c", "teardown c"]
+    names = [name for name, _ in warmup.STEPS]
+    assert names[-2:] == ["demo", "bench"] and len(names) == len(set(names))
