@@ -83,7 +83,9 @@ def host(python: str, env: dict[str, str]) -> str:
     code = ("import platform, dpfast\nfrom dpfast import _native\n"
             "print(_native.simd_level(), dpfast.__version__, dpfast.__file__, "
             "platform.python_version())")
-    done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory() as cwd:  # not this checkout's dpfast by accident
+        done = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True,
+                              cwd=cwd)
     level, version, where, py = (done.stdout.split() + ["?"] * 4)[:4]
     name = {"3": "AVX-512", "2": "AVX2", "1": "portable"}.get(level, level)
     return (f"host: {model}; SIMD flags {' '.join(flags) or '?'}; dpfast ChaCha20 path "
