@@ -354,9 +354,10 @@ def test_a_real_first_compile_prints_progress_and_a_cached_run_does_not(tmp_path
 @pytest.mark.parametrize("case", ["table laplace", "table gauss", "discrete laplace < 1",
                                   "discrete per-cell", "grid laplace"])
 def test_serial_twins_draw_the_parallel_kernels_noise(case: str, monkeypatch) -> None:
-    """Issue 41 item 3 (fewer parallel compilations for a first small call): a launch over
-    one chunk runs the kernel's serial twin; with the same key its noise is bit for bit the
-    parallel kernel's (here forced by pointing the twin at the parallel kernel)."""
+    """Issue 41 item 3 (fewer parallel compilations for a first small call): a small launch
+    (one chunk, or few cells over the per-key chunks of addressed noise) runs the kernel's
+    serial twin; with the same key its noise is bit for bit the parallel kernel's (here
+    forced by pointing the twin at the parallel kernel)."""
     import numpy as np
 
     import dpfast
@@ -420,3 +421,48 @@ def test_warmup_runs_every_bench_entry_once(monkeypatch) -> None:
     assert calls == ["setup a", "cand a", "teardown a", "setup c", "cand c", "teardown c"]
     names = [name for name, _ in warmup.STEPS]
     assert names[-2:] == ["demo", "bench"] and len(names) == len(set(names))
+
+
+def test_serial_launch_is_for_few_cells_in_all() -> None:
+    """One chunk, or at most SERIAL_CELLS cells over every chunk, runs serially."""
+    import numpy as np
+
+    from dpfast._kernels import chacha as ck
+    from dpfast._kernels import samplers as sk
+
+    def streams(sizes: list[int]) -> tuple:
+        st = np.zeros((len(sizes), ck.ST_COLS), np.int64)
+        st[:, ck.ST_END] = np.cumsum(sizes)
+        st[:, ck.ST_CELL] = st[:, ck.ST_END] - np.array(sizes)
+        return (np.zeros((len(sizes), 4), np.uint64), st)
+
+    assert sk.serial_launch(streams([1 << 20]))  # one chunk, however long
+    assert sk.serial_launch(streams([1] * 7))  # a small table's keys
+    assert sk.serial_launch(streams([sk.SERIAL_CELLS // 2] * 2))
+    assert not sk.serial_launch(streams([sk.SERIAL_CELLS // 2 + 1] * 2))
+    assert not sk.serial_launch(streams([1] * (sk.SERIAL_CELLS + 1)))
+
+
+def test_a_small_table_launches_only_the_serial_sampler_twins(monkeypatch) -> None:
+    """A small tables.count (addressed noise: a chunk per key) runs the serial twins only,
+    so its first call compiles no parallel sampler kernel."""
+    import numpy as np
+
+    from dpfast import tables
+    from dpfast._kernels import samplers as sk
+    from dpfast._kernels import table as tk
+
+    calls: list[str] = []
+    for mod, name in ((tk, "table_kernel"), (tk, "table_kernel_serial"),
+                      (sk, "discrete_kernel"), (sk, "discrete_kernel_serial")):
+        kernel = getattr(mod, name)
+
+        def counted(*args, _k=kernel, _name=name):
+            calls.append(_name)
+            return _k(*args)
+
+        monkeypatch.setattr(mod, name, counted)
+    keys = np.arange(3000) % 7
+    tables.count(keys, np.arange(3000) // 3, epsilon=1.0, domain=list(range(7)),
+                 rng=bytes(32))
+    assert calls and set(calls) <= {"table_kernel_serial", "discrete_kernel_serial"}

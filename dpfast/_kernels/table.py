@@ -38,6 +38,7 @@ from dpfast._kernels.samplers import (
     U_W,
     U_W2,
     _store,
+    serial_launch,
 )
 
 
@@ -392,7 +393,8 @@ table_kernel_serial = serial_twin(table_kernel, "table_kernel_serial")
 
 
 def run_table_kernel(law, streams, io, table, force, pend):
-    """:func:`table_kernel`, or its serial twin when the launch has one chunk (a small
-    input: nothing to run in parallel, and a first call compiles faster)."""
-    kernel = table_kernel if streams[0].shape[0] > 1 else table_kernel_serial
+    """:func:`table_kernel`, or its serial twin for a small launch
+    (:func:`dpfast._kernels.samplers.serial_launch`: nothing worth running in parallel, and
+    a first call compiles faster)."""
+    kernel = table_kernel_serial if serial_launch(streams) else table_kernel
     kernel(law, streams, io, table, force, pend)
