@@ -32,6 +32,8 @@ import importlib
 import math
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 
 __all__ = ["check_fork_safe", "register_after_fork", "layer", "cpu_quota", "thread_cap",
@@ -274,6 +276,10 @@ register_after_fork(_reset_cap)
 NOTICE_ENV = "DPFAST_NO_COMPILE_NOTICE"
 NOTICE = ("dpfast: compiling kernels (one time, cached for later runs; 'dpfast warmup' "
           f"compiles them all ahead; set {NOTICE_ENV}=1 to hide this)\n")
+#: seconds between two progress lines while kernels compile (the one-line notice says a
+#: compilation started; these say it goes on: never more than ~5 s without a line)
+PROGRESS_S = 4.0
+PROGRESS_ENV = "DPFAST_COMPILE_PROGRESS_S"
 _NOTICE_DONE = False
 _LISTENER: list[object] = []
 
@@ -281,6 +287,12 @@ _LISTENER: list[object] = []
 def _is_dpfast_kernel(dispatcher: object) -> bool:
     func = getattr(dispatcher, "py_func", None)
     return str(getattr(func, "__module__", "")).startswith("dpfast.")
+
+
+def _kernel_name(dispatcher: object) -> str:
+    func = getattr(dispatcher, "py_func", None)
+    name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', '?')}"
+    return name.removeprefix("dpfast._kernels.")
 
 
 def notice(dispatcher: object) -> None:
@@ -297,9 +309,99 @@ def notice(dispatcher: object) -> None:
     sys.stderr.flush()
 
 
+def skip_notice() -> None:
+    """No one-line notice in this process (a caller that says it compiles, such as
+    ``dpfast warmup``); the progress lines still come."""
+    global _NOTICE_DONE
+    _NOTICE_DONE = True
+
+
+class _Progress:
+    """A progress line on stderr every :data:`PROGRESS_S` seconds while dpfast kernels
+    compile: a daemon thread started by the first compilation of a burst, which ends when
+    an interval passes with no compilation (a cached kernel sends no event: nothing runs).
+    numba sends nested events (a kernel compiles its callees inside its own compilation);
+    ``_stack`` records which of them are dpfast's."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        """No thread, no burst (also after ``fork``: the child has no progress thread)."""
+        self.lock = threading.Lock()
+        self._stack: list[str | None] = []  # the kernel names compiling (None: not ours)
+        self.thread: threading.Thread | None = None
+        self.t0 = 0.0
+        self.done = 0
+        self.busy = False  # a compilation ran since the last line
+
+    def start(self, dispatcher: object) -> None:
+        name = _kernel_name(dispatcher) if _is_dpfast_kernel(dispatcher) else None
+        with self.lock:
+            self._stack.append(name)
+            if name is None:
+                return
+            self.busy = True
+            if self.thread is None and not os.environ.get(NOTICE_ENV):
+                self.t0 = time.monotonic()
+                self.thread = threading.Thread(target=self._run, daemon=True,
+                                               name="dpfast-compile-progress")
+                self.thread.start()
+
+    def end(self) -> None:
+        with self.lock:
+            if self._stack and self._stack.pop() is not None:
+                self.done += 1
+
+    def tick(self) -> str | None:
+        """The progress line due now, or ``None`` when the burst is over (no dpfast
+        kernel compiled during the last interval and none is compiling)."""
+        with self.lock:
+            ours = [name for name in self._stack if name is not None]
+            if not (ours or self.busy):
+                return None
+            self.busy = bool(ours)
+            now = f"; now {ours[-1]}" if ours else ""
+            return (f"dpfast: compiling kernels, {time.monotonic() - self.t0:.0f} s so far "
+                    f"({self.done} compiled{now})\n")
+
+    def _run(self) -> None:
+        try:
+            interval = float(os.environ.get(PROGRESS_ENV) or PROGRESS_S)
+        except ValueError:
+            interval = PROGRESS_S
+        me = threading.current_thread()
+        while True:
+            time.sleep(max(interval, 0.01))
+            line = self.tick()
+            if os.environ.get(NOTICE_ENV):  # silenced meanwhile: end without a word
+                line = None
+                with self.lock:
+                    self.busy = False
+                    self._stack = [None] * len(self._stack)
+            if line is None:
+                with self.lock:
+                    if self.thread is me and not self.busy and \
+                            all(name is None for name in self._stack):
+                        self.thread = None
+                        return
+                continue
+            try:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            except (OSError, ValueError):  # stderr closed: say nothing more
+                return
+
+
+PROGRESS = _Progress()
+register_after_fork(PROGRESS.reset)
+
+
 def install_compile_notice() -> None:
     """Listen to numba's ``numba:compile`` event, which numba sends only when it compiles
-    (a kernel found in the on-disk cache is loaded without it), and call :func:`notice`.
+    (a kernel found in the on-disk cache is loaded without it): :func:`notice` once, then
+    a progress line every few seconds while dpfast kernels compile (:class:`_Progress`).
     Idempotent; the modules that load dpfast's C code and kernels call it at import."""
     if _LISTENER:
         return
@@ -308,10 +410,12 @@ def install_compile_notice() -> None:
     class _Notice(event.Listener):
         def on_start(self, ev: event.Event) -> None:
             data = ev.data
-            notice(data.get("dispatcher") if isinstance(data, dict) else None)
+            dispatcher = data.get("dispatcher") if isinstance(data, dict) else None
+            notice(dispatcher)
+            PROGRESS.start(dispatcher)
 
         def on_end(self, ev: event.Event) -> None:
-            pass
+            PROGRESS.end()
 
     listener = _Notice()
     event.register("numba:compile", listener)

@@ -18,6 +18,13 @@ import numpy as np
 
 KEY = bytes(range(32))  # fixed key: statistical tests are deterministic
 
+#: The one wall-clock limit of the suite's subprocesses, child processes, queues and
+#: alarms: a guard against a hang, never a performance check (no test asserts a duration).
+#: Generous on purpose: on a 2-core machine loaded to ~8 runnable processes a cold numba
+#: compile in a child takes 5-10x its quiet time, and a limit hit under load is a false
+#: failure.  Seconds.
+SUBPROCESS_TIMEOUT_S = 1200
+
 __all__ = [
     "KEY",
     "mp",

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from dpfast.accounting import PldAccountant, calibrate_noise_multiplier, dpsgd_epsilon
 from dpfast.accounting import events as ev
 from dpfast.accounting.pld import UnsupportedEventError
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "tests" / "data" / "pld_reference.json").read_text())
@@ -291,7 +292,7 @@ def test_pld_calibration_is_conservative(target: float, q: float, steps: int) ->
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dpfast", "epsilon", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+                          capture_output=True, text=True, cwd=ROOT, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_cli_prints_both_accountants() -> None:

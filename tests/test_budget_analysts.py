@@ -17,6 +17,7 @@ import pytest
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Analyst, Budget, BudgetExceededError, LedgerError, Usage, schema
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 Q = 2.0**-3  # exact binary charges
 
@@ -30,7 +31,7 @@ def _context():
 def _cli(*args, cwd=None):
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=300)
+                          text=True, env=env, cwd=cwd, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def _raw(path):
@@ -158,9 +159,9 @@ def test_analysts_on_one_ledger_from_several_processes_never_overspend(tmp_path)
              for n in names]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=120) for _ in procs]
+    results = [queue.get(timeout=SUBPROCESS_TIMEOUT_S) for _ in procs]
     for p in procs:
-        p.join(timeout=60)
+        p.join(timeout=SUBPROCESS_TIMEOUT_S)
         assert p.exitcode == 0
     got = {n: sum(ok for m, ok, _ in results if m == n) for n in set(names)}
     # 72 asks: never more than a sub-budget, and the total used exactly to its end
@@ -206,7 +207,7 @@ def test_a_repeated_query_is_served_from_the_ledger_without_a_charge(tmp_path):
             "    assert q.hit\n    sys.stdout.buffer.write(q.payload)\n")
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
-                         env=env, timeout=120)
+                         env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert out.returncode == 0, out.stderr
     assert out.stdout == payload
     b = Budget.from_ledger(path)
@@ -270,9 +271,9 @@ def test_concurrent_asks_of_a_new_query_charge_and_compute_once(tmp_path):
     procs = [ctx.Process(target=_query_worker, args=(path, barrier, queue)) for _ in range(n)]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=120) for _ in procs]
+    results = [queue.get(timeout=SUBPROCESS_TIMEOUT_S) for _ in procs]
     for p in procs:
-        p.join(timeout=60)
+        p.join(timeout=SUBPROCESS_TIMEOUT_S)
         assert p.exitcode == 0
     assert sorted(h for h, _ in results) == [False] + [True] * (n - 1)
     assert len({pl for _, pl in results}) == 1  # every process got the same bytes
@@ -292,7 +293,7 @@ def test_a_computation_whose_process_died_is_charged_again(tmp_path):
     Budget(1.0, ledger=path, accounting="basic").close()
     p = _context().Process(target=_abandon, args=(path,))
     p.start()
-    p.join(timeout=60)
+    p.join(timeout=SUBPROCESS_TIMEOUT_S)
     b = Budget.from_ledger(path)
     with b.query("lost", ev.Epsilon(Q), wait=30) as q:
         assert not q.hit
@@ -548,7 +549,7 @@ def test_threads_asking_one_new_query_compute_it_once():
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=60)
+        t.join(timeout=SUBPROCESS_TIMEOUT_S)
     assert calls == [1] and results == [b"once"] * 3
     assert b.remaining().epsilon == 1.0 - Q
     with pytest.raises(RuntimeError, match="inside its own computation"):

@@ -23,6 +23,7 @@ import pytest
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, BudgetExceededError, LedgerError
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 STEP = 2.0**-10  # exact binary charge: capacity of epsilon=1 is exactly 1024 charges
 
@@ -246,7 +247,7 @@ def test_threads_with_several_budgets_on_one_file(tmp_path):
 
 
 def _process_worker(path, n, barrier, queue):
-    b = Budget(1.0, accounting="basic", ledger=path, timeout=60.0)
+    b = Budget(1.0, accounting="basic", ledger=path, timeout=float(SUBPROCESS_TIMEOUT_S))
     barrier.wait()
     accepted, refused = [], 0
     for i in range(n):
@@ -271,9 +272,9 @@ def test_eight_processes_never_overspend(tmp_path):
     ]
     for p in procs:
         p.start()
-    results = [queue.get(timeout=120) for _ in procs]
+    results = [queue.get(timeout=SUBPROCESS_TIMEOUT_S) for _ in procs]
     for p in procs:
-        p.join(timeout=60)
+        p.join(timeout=SUBPROCESS_TIMEOUT_S)
         assert p.exitcode == 0
     accepted = [i for acc, _ in results for i in acc]
     refused = sum(r for _, r in results)
@@ -312,9 +313,9 @@ def test_concurrent_creation_of_one_ledger(tmp_path):
     ]
     for p in procs:
         p.start()
-    outcomes = sorted(queue.get(timeout=60) for _ in procs)
+    outcomes = sorted(queue.get(timeout=SUBPROCESS_TIMEOUT_S) for _ in procs)
     for p in procs:
-        p.join(timeout=60)
+        p.join(timeout=SUBPROCESS_TIMEOUT_S)
     # whoever created it first fixed the definition; the other definition is refused
     assert outcomes in (["LedgerError"] + ["ok"] * (n - 1), ["LedgerError"] * (n - 1) + ["ok"])
     winner = 1.0 if outcomes.count("ok") == n - 1 else 2.0
@@ -366,11 +367,11 @@ def test_sigkill_never_releases_uncharged(tmp_path):
     for target in (15, 40, 70, 110):  # kill once this many releases are out: mid-loop
         p = ctx.Process(target=_release_loop, args=(path, out))
         p.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S  # a hang guard only
         while _released_count(out) < target and time.monotonic() < deadline:
             time.sleep(0.0005)
         os.kill(p.pid, signal.SIGKILL)
-        p.join(timeout=30)
+        p.join(timeout=SUBPROCESS_TIMEOUT_S)
         if p.exitcode == -signal.SIGKILL:
             kills += 1
         # the ledger is consistent and opens; spend >= released, at most one charge lost
@@ -384,7 +385,7 @@ def test_sigkill_never_releases_uncharged(tmp_path):
     # a fresh process finishes the budget: exactly the capacity was charged in total
     p = ctx.Process(target=_release_loop, args=(path, out))
     p.start()
-    p.join(timeout=60)
+    p.join(timeout=SUBPROCESS_TIMEOUT_S)
     assert p.exitcode == 0
     b = Budget(1.0, accounting="basic", ledger=path)
     assert len(b.history()) == 512 and b.remaining().epsilon == 0.0
@@ -416,8 +417,8 @@ def test_budget_inherited_through_fork(tmp_path):
     queue = ctx.Queue()
     p = ctx.Process(target=_fork_child, args=(mem, fil, queue))
     p.start()
-    result = queue.get(timeout=60)
-    p.join(timeout=60)
+    result = queue.get(timeout=SUBPROCESS_TIMEOUT_S)
+    p.join(timeout=SUBPROCESS_TIMEOUT_S)
     # an in-memory budget is refused in the child: it would be a second budget
     assert result == ["mem-refused", 0.75]
     assert fil.remaining().epsilon == 0.75  # the parent sees the child's charge
@@ -608,7 +609,7 @@ def _cli(*args):
     import subprocess
 
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_cli_ledger_show_and_verify(tmp_path):

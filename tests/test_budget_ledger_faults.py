@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, LedgerError, checkpoint, inspect_ledger, schema
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 STEP = 2.0**-10
 OTHER_UID = 65534  # "nobody": we run as root in CI, and root may chown
@@ -31,7 +32,7 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
-def _cli(*args, timeout=120, env=None):
+def _cli(*args, timeout=SUBPROCESS_TIMEOUT_S, env=None):
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
@@ -86,7 +87,7 @@ def test_open_and_verify_while_other_processes_charge(tmp_path):
     for w in writers:
         w.start()
     for _ in writers:
-        assert started.acquire(timeout=120)
+        assert started.acquire(timeout=SUBPROCESS_TIMEOUT_S)
     openers = [ctx.Process(target=_opener, args=(path, 25, out)) for _ in range(2)]
     for o in openers:
         o.start()
@@ -94,11 +95,11 @@ def test_open_and_verify_while_other_processes_charge(tmp_path):
     try:
         _opener(path, 25, out)
         for _ in range(3):
-            bad += out.get(timeout=300)
+            bad += out.get(timeout=SUBPROCESS_TIMEOUT_S)
     finally:
         stop.set()
         for p in writers + openers:
-            p.join(timeout=120)
+            p.join(timeout=SUBPROCESS_TIMEOUT_S)
     assert bad == []
     assert all(p.exitcode == 0 for p in writers + openers)
     rep = inspect_ledger(path)
@@ -217,7 +218,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # a crash: the charges live in the -wal on
 def _crashed_ledger(tmp_path):
     path = str(tmp_path / "ledger.sqlite")
     r = subprocess.run([sys.executable, "-c", _WRITER, path], capture_output=True,
-                       timeout=120)
+                       timeout=SUBPROCESS_TIMEOUT_S)
     assert r.returncode == -signal.SIGKILL, r.stderr
     assert os.path.getsize(path + "-wal") > 0
     return path
@@ -448,9 +449,9 @@ def test_links_directories_fifos_and_damaged_rows(tmp_path):
     code = ("import sys, dpfast as dp\ntry:\n    dp.Budget(1.0, ledger=sys.argv[1], "
             "timeout=1)\nexcept dp.LedgerError as e:\n    print('refused:', e)")
     r = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True,
-                       text=True, timeout=60)
+                       text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert r.stdout.startswith("refused:") and "FIFO" in r.stdout, r.stderr
-    r = _cli("ledger", "verify", str(fifo), timeout=60)
+    r = _cli("ledger", "verify", str(fifo), timeout=SUBPROCESS_TIMEOUT_S)
     assert r.returncode == 2 and "FIFO" in r.stderr
     # 0660: Budget refuses it, and so does verify (one contract)
     os.chmod(mine, 0o660)

@@ -28,6 +28,7 @@ from dpfast.mechanisms import _calibrate
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.tables import partition_threshold
 from dpfast.tables.partition import selection_delta
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 TINY = 5e-324  # the smallest positive double
 
@@ -62,7 +63,7 @@ def _calls(fn: Callable[[float], bool]) -> tuple[Callable[[float], bool], list[f
 
 
 def test_discrete_gaussian_at_the_smallest_delta_returns_a_valid_sigma() -> None:
-    with _deadline(30):
+    with _deadline(SUBPROCESS_TIMEOUT_S):
         m = dp.DiscreteGaussianMechanism(0.1, delta=TINY)
         m1 = dp.DiscreteGaussianMechanism(0.1, delta=TINY, max_changed=1)
     # default route: rho = 1 / (2 sigma^2) implies (0.1, 5e-324) by CKS20 Cor. 13
@@ -76,7 +77,7 @@ def test_discrete_gaussian_at_the_smallest_delta_returns_a_valid_sigma() -> None
 
 
 def test_gaussian_at_tiny_delta() -> None:
-    with _deadline(30):
+    with _deadline(SUBPROCESS_TIMEOUT_S):
         m = dp.GaussianMechanism(0.1, delta=1e-300)
     assert _calibrate.analytic_gaussian_delta(0.1, m.sigma) <= 1e-300
     assert m.sigma > dp.GaussianMechanism(0.1, delta=1e-100).sigma
@@ -90,7 +91,7 @@ def test_gaussian_at_tiny_delta() -> None:
 
 @pytest.mark.parametrize("delta", [1e-310, TINY])
 def test_calibration_functions_at_subnormal_delta(delta: float) -> None:
-    with _deadline(30):
+    with _deadline(SUBPROCESS_TIMEOUT_S):
         s = _calibrate.discrete_gaussian_sigma(0.1, delta)
         r = _largest_rho(0.1, delta)
     assert _calibrate.discrete_gaussian_delta(0.1, s) <= delta
@@ -108,12 +109,12 @@ def test_calibration_functions_at_subnormal_delta(delta: float) -> None:
      r"target_epsilon=1e-300, delta=1e-300.*none up to 1e\+12"),
 ])
 def test_errors_name_the_callers_value(make: Callable[[], Any], named: str) -> None:
-    with _deadline(30), pytest.raises(ValueError, match=named):
+    with _deadline(SUBPROCESS_TIMEOUT_S), pytest.raises(ValueError, match=named):
         make()
 
 
 def test_dpsgd_calibration_is_bounded_at_tiny_delta() -> None:
-    with _deadline(60):
+    with _deadline(SUBPROCESS_TIMEOUT_S):
         s = calibrate_noise_multiplier(1.0, TINY, 0.01, 100)
         assert dp.accounting.dpsgd_epsilon(0.01, s, 100, TINY) <= 1.0
         # the PLD accountant certifies no delta that small: a clear error, not a hang
@@ -123,7 +124,7 @@ def test_dpsgd_calibration_is_bounded_at_tiny_delta() -> None:
 
 
 def test_planning_at_tiny_delta() -> None:
-    with _deadline(60):
+    with _deadline(SUBPROCESS_TIMEOUT_S):
         e = dp.accuracy_to_epsilon(2000.0, 0.05, mechanism="gaussian", delta=1e-310)
     assert 0 < e < math.inf
 
@@ -133,7 +134,7 @@ def test_planning_at_tiny_delta() -> None:
 
 @pytest.mark.parametrize("delta", [1e-5, 1e-100, 1e-300, TINY])
 def test_partition_threshold_is_exact_at_tiny_delta(delta: float) -> None:
-    with _deadline(30):
+    with _deadline(SUBPROCESS_TIMEOUT_S):
         tau = partition_threshold(2.0, delta, 3, 2)
     assert selection_delta(2.0, tau, 3, 2) <= delta < selection_delta(2.0, tau - 1, 3, 2)
     # against the closed form 1 - (1 - a^m / (1 + a))^k, a = e^(-1/t), m = tau - c

@@ -6,11 +6,12 @@ import subprocess
 import sys
 
 from dpfast.cli import demo as demo_cmd
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 
 def dpfast_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def test_demo_small() -> None:

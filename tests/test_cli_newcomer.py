@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from dpfast.cli import main
-from tests.helpers import KEY
+from tests.helpers import KEY, SUBPROCESS_TIMEOUT_S
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -82,11 +82,11 @@ def test_readme_count_command_runs_as_written(tmp_path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     argv = [sys.executable, "-m", "dpfast", *cmd[1:]]
     first = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=600)
+                           timeout=SUBPROCESS_TIMEOUT_S)
     assert first.returncode == 0, first.stderr
     assert "created ledger budget.sqlite" in first.stdout
     second = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
-                            timeout=600)
+                            timeout=SUBPROCESS_TIMEOUT_S)
     assert second.returncode == 0, second.stderr
     assert "created" not in second.stdout
     for out in (first.stdout, second.stdout):
@@ -98,7 +98,7 @@ def test_readme_count_command_runs_as_written(tmp_path) -> None:
     for action in ("show", "verify"):
         done = subprocess.run([sys.executable, "-m", "dpfast", "ledger", action,
                                "budget.sqlite"], cwd=tmp_path, env=env, capture_output=True,
-                              text=True, timeout=600)
+                              text=True, timeout=SUBPROCESS_TIMEOUT_S)
         assert done.returncode == 0, done.stderr
         assert "-0.0" not in done.stdout and "hash chain verified" in done.stdout
 

@@ -23,6 +23,7 @@ diffprivlib = pytest.importorskip("diffprivlib")
 sklearn = pytest.importorskip("sklearn")
 
 from dpfast.compat import diffprivlib as dpl  # noqa: E402
+from tests.helpers import SUBPROCESS_TIMEOUT_S  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "vendor" / "diffprivlib_suite"
@@ -54,7 +55,8 @@ def suite_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     cmd = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider",
            "-c", "pytest.ini", "--confcutdir", ".",
            "-p", "dpfast.compat.diffprivlib._pytest_plugin", f"--junitxml={report}"]
-    proc = subprocess.run(cmd, cwd=SUITE, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, cwd=SUITE, env=env, capture_output=True, text=True,
+                          timeout=max(1800, SUBPROCESS_TIMEOUT_S))
     assert report.exists(), proc.stdout[-4000:] + proc.stderr[-4000:]
     assert "install() active for the whole session" in proc.stdout
     outcomes: dict[str, str] = {}

@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from tests.helpers import KEY
+from tests.helpers import KEY, SUBPROCESS_TIMEOUT_S
 
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
@@ -507,7 +507,7 @@ def test_the_core_never_imports_torch():
             "dpfast.gaussian(np.zeros(4), 1.0)\n"
             "assert 'torch' not in sys.modules and 'opacus' not in sys.modules\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=300)
+                       timeout=SUBPROCESS_TIMEOUT_S)
     assert r.returncode == 0, r.stderr[-2000:]
 
 

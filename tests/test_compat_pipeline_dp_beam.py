@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from tests.helpers import SUBPROCESS_TIMEOUT_S
+
 pytest.importorskip("pipeline_dp")
 pytest.importorskip("apache_beam")
 
@@ -31,7 +33,7 @@ def _run(plugins: list[str], tmp_path: pathlib.Path) -> tuple[dict, int, list[tu
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.run([sys.executable, "-m", "tests.pipeline_dp_beam_driver",
                            ",".join(plugins)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     results = {r[0]: r[1:] for r in map(json.loads, out.read_text().splitlines())}
     driver = next(int(line.split()[1]) for line in proc.stdout.splitlines()

@@ -16,7 +16,7 @@ from dpfast.dask import _shuffle as SH  # noqa: E402
 from dpfast.dask import tables as DT  # noqa: E402
 from dpfast.tables import bounding, keynoise  # noqa: E402
 
-from .helpers import KEY  # noqa: E402
+from .helpers import KEY, SUBPROCESS_TIMEOUT_S  # noqa: E402
 
 ENV = "DPFAST_TEST_DASK_KEY"
 RID = (1 << 127) + 777  # a release id, fixed where a test compares with one machine
@@ -50,12 +50,12 @@ def client():  # type: ignore[no-untyped-def]
     import dask
 
     os.environ[ENV] = KEY.hex()  # inherited by the worker processes started below
-    with dask.config.set({"distributed.comm.timeouts.connect": "180s",
-                          "distributed.deploy.lost-worker-timeout": "180s"}):
+    with dask.config.set({"distributed.comm.timeouts.connect": f"{SUBPROCESS_TIMEOUT_S}s",
+                          "distributed.deploy.lost-worker-timeout": f"{SUBPROCESS_TIMEOUT_S}s"}):
         # generous start-up time: CI and shared machines can be slow to spawn workers
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
                                            processes=True, dashboard_address=":0",
-                                           timeout=180)
+                                           timeout=SUBPROCESS_TIMEOUT_S)
     c = distributed.Client(cluster)
     try:
         yield c

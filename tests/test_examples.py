@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.helpers import SUBPROCESS_TIMEOUT_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
@@ -37,6 +39,87 @@ def test_example_runs(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
         pytest.importorskip("opacus")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
-                       cwd=tmp_path, env=env, timeout=600)
+                       cwd=tmp_path, env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert r.returncode == 0, r.stderr[-2000:]
     assert needle in r.stdout
+
+
+# --------------------------------------------------------------- docs/cli.md, as written
+
+DATA = ROOT / "examples" / "data"
+CLI_PAGE = ROOT / "docs" / "cli.md"
+#: command lines of docs/cli.md not run here, and why (each is run elsewhere)
+NOT_RUN = {
+    "dpfast demo": "the full-size main job (tests/test_cli.py runs the demo; the smaller "
+                   "line below it runs here)",
+    "dpfast bench": "a timing gate (its verdicts follow the machine's load; "
+                    "tests/test_perf_gate.py checks it against far baselines)",
+    "dpfast warmup": "compiles every kernel family, minutes on a cold cache (the --only line "
+                     "below it runs here; tests/test_coldstart.py checks what warmup covers)",
+}
+#: optional modules a command needs (skipped without them, as a user without the extra)
+NEEDS = {".parquet": "pyarrow", "query": "duckdb", "plot": "matplotlib", ".png": "matplotlib"}
+
+
+def _cli_page_commands() -> list[str]:
+    """The ``dpfast ...`` lines of docs/cli.md's bash blocks, continuation lines joined,
+    comments dropped, in page order."""
+    import re
+    import shlex
+
+    text = CLI_PAGE.read_text()
+    out = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            argv = shlex.split(line, comments=True)
+            if argv[:1] == ["dpfast"]:
+                out.append(shlex.join(argv))
+    return out
+
+
+def test_cli_data_files_are_shipped() -> None:
+    """The files docs/cli.md's commands read exist under examples/data/ (issue 41 item 9:
+    visits.csv, cities.csv, blocks.csv and flights.parquet existed nowhere)."""
+    import shlex
+
+    named = {arg for cmd in _cli_page_commands() for arg in shlex.split(cmd)
+             if arg.endswith((".csv", ".parquet", ".bin")) and not arg.startswith("-")}
+    written = {arg for cmd in _cli_page_commands()
+               for flag, arg in zip(shlex.split(cmd), shlex.split(cmd)[1:])
+               if flag in ("-o", "--output")}
+    inputs = named - written
+    assert {"visits.csv", "cities.csv", "blocks.csv", "flights.parquet"} <= inputs
+    for name in inputs:
+        assert (DATA / name).is_file(), f"examples/data/{name} is missing"
+
+
+@pytest.mark.slow
+def test_cli_page_commands_run_as_written(tmp_path: pathlib.Path) -> None:
+    """Every command line of docs/cli.md, exactly as written, in page order (a ledger a
+    command creates is the one a later ``dpfast ledger`` reads), in a directory holding the
+    files of examples/data/: each exits 0 (NOT_RUN says which are run elsewhere)."""
+    import importlib.util
+    import shlex
+    import shutil
+
+    for f in DATA.iterdir():
+        if f.suffix in (".csv", ".parquet", ".bin"):
+            shutil.copy(f, tmp_path / f.name)
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    commands = _cli_page_commands()
+    assert len(commands) >= 15
+    failed, ran = [], 0
+    for cmd in commands:
+        if cmd in ("dpfast demo", "dpfast warmup") or cmd.startswith("dpfast bench "):
+            continue
+        if any(needle in cmd and importlib.util.find_spec(mod) is None
+               for needle, mod in NEEDS.items()):
+            continue
+        r = subprocess.run([sys.executable, "-m", "dpfast", *shlex.split(cmd)[1:]],
+                           capture_output=True, text=True, cwd=tmp_path, env=env,
+                           timeout=SUBPROCESS_TIMEOUT_S)
+        ran += 1
+        if r.returncode != 0:
+            failed.append(f"{cmd}\n  exit {r.returncode}: {r.stderr.strip()[-500:]}")
+    assert not failed, "\n".join(failed)
+    assert ran >= 12

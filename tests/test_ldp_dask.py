@@ -13,7 +13,7 @@ pd = pytest.importorskip("pandas")
 from dpfast import local as L  # noqa: E402
 from dpfast.dask import aggregate_reports  # noqa: E402
 
-from .helpers import KEY  # noqa: E402
+from .helpers import KEY, SUBPROCESS_TIMEOUT_S  # noqa: E402
 
 
 @pytest.mark.slow
@@ -31,9 +31,9 @@ def test_bag_and_dataframe_of_reports_on_a_local_cluster_equal_one_process(tmp_p
                    for i, s in enumerate(rng.integers(1, 3000, 9))]
     one_cms = L.Aggregator(cms, candidates=items).add_all(cms_batches)
     one_olh = L.Aggregator(olh).add_all(olh_batches)
-    with dask.config.set({"distributed.comm.timeouts.connect": "180s"}):
+    with dask.config.set({"distributed.comm.timeouts.connect": f"{SUBPROCESS_TIMEOUT_S}s"}):
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           dashboard_address=":0", timeout=180)
+                                           dashboard_address=":0", timeout=SUBPROCESS_TIMEOUT_S)
     client = distributed.Client(cluster)
     try:
         bag = dbag.from_sequence(cms_batches, npartitions=5)

@@ -18,7 +18,7 @@ from dpfast import local as L
 from dpfast.cli import main as cli_main
 from dpfast.local.reports import REPORT_MAGIC, pack
 
-from .helpers import KEY
+from .helpers import KEY, SUBPROCESS_TIMEOUT_S
 
 SKETCHES = ("cms", "hcms", "rappor")
 
@@ -354,7 +354,7 @@ def test_cli_ldp_report_subprocess(tmp_path) -> None:
     L.Aggregator(proto).add(L.randomize(proto, np.arange(400) % 4, rng=KEY)).save(
         tmp_path / "s.bin")
     r = subprocess.run([sys.executable, "-m", "dpfast", "ldp", "report", str(tmp_path / "s.bin")],
-                       capture_output=True, text=True, timeout=300,
+                       capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S,
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
     assert r.returncode == 0, r.stderr
     assert "protocol krr" in r.stdout
@@ -443,7 +443,7 @@ def test_client_budget_holds_across_processes(tmp_path) -> None:
     for p in procs:
         p.start()
     for p in procs:
-        p.join(120)
+        p.join(SUBPROCESS_TIMEOUT_S)
     assert sorted((tmp_path / "out").read_text()) == sorted("000111")
 
 

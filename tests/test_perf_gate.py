@@ -13,14 +13,24 @@ import sys
 
 import pytest
 
-from dpfast.perf import ENTRIES, Result, check, host_info
+from dpfast.perf import (
+    ENTRIES,
+    Result,
+    baseline_for,
+    check,
+    host_info,
+    load_json,
+    simd_level,
+    with_section,
+)
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 ONLY = "random_raw,keystream"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "dpfast", "bench", *args],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +111,80 @@ def test_entries_are_unique_and_listed() -> None:
     assert len(names) == len(set(names))
     r = cli("--list")
     assert r.returncode == 0 and all(n in r.stdout for n in names)
+
+
+def _other_level() -> str:
+    return "portable" if simd_level(host_info()) != "portable" else "avx2"
+
+
+def _section(data: dict, factor: float, host: dict | None = None) -> dict:
+    entries = {k: dict(v, ratio=v["ratio"] * factor) for k, v in data["entries"].items()}
+    return {"host": host or data["host"], "entries": entries}
+
+
+def test_the_baseline_of_this_hosts_simd_level_is_used(measured: dict, tmp_path) -> None:
+    """A baseline file with one section per SIMD level: --check gates against this host's
+    level only (another level's far higher ratios do not make a regression)."""
+    other = dict(measured["host"], chacha20_path={"portable": 1, "avx2": 2}[_other_level()])
+    data = with_section(with_section(None, _section(measured, 1.0)),
+                        _section(measured, 50.0, other))
+    assert set(data["baselines"]) == {simd_level(host_info()), _other_level()}
+    path = tmp_path / "levels.json"
+    path.write_text(json.dumps(data))
+    r = cli("--results", measured["_path"], "--check", str(path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "REGRESSION" not in r.stdout and "not gated" not in r.stdout
+    data = with_section(data, _section(measured, 50.0))  # this level's, replaced
+    path.write_text(json.dumps(data))
+    r = cli("--results", measured["_path"], "--check", str(path))
+    assert r.returncode == 1 and "REGRESSION" in r.stdout
+
+
+def test_a_host_without_a_baseline_of_its_level_is_told_first_and_not_gated(
+        measured: dict, tmp_path) -> None:
+    """Issue 41 item 10: a baseline measured at another SIMD level (the committed one is
+    AVX-512) reported a REGRESSION on any other host, the reason in the last lines.  Now
+    the first line says the host differs, the ratios are shown, exit 0 (failed on the old
+    code: exit 1)."""
+    other = dict(measured["host"], chacha20_path={"portable": 1, "avx2": 2}[_other_level()])
+    path = tmp_path / "foreign.json"
+    path.write_text(json.dumps(with_section(None, _section(measured, 50.0, other))))
+    r = cli("--results", measured["_path"], "--check", str(path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("warning: not gated, the host differs")
+    assert f"SIMD level is {simd_level(host_info())}" in first and _other_level() in first
+    assert "REGRESSION" not in r.stdout and "not gated (host differs)" in r.stdout
+    cores = dict(measured["host"], cores=measured["host"]["cores"] + 1)  # same level
+    path.write_text(json.dumps(with_section(None, _section(measured, 50.0, cores))))
+    r = cli("--results", measured["_path"], "--check", str(path))
+    assert r.returncode == 0 and r.stdout.startswith("warning: not gated") and "cores" in \
+        r.stdout.splitlines()[0]
+
+
+def test_committed_baseline_has_a_section_per_level() -> None:
+    """bench/baseline.json: format 2, each section measured at the level it is stored
+    under; baseline_for finds this host's section or says why not."""
+    import pathlib
+
+    data = load_json(str(pathlib.Path(__file__).parents[1] / "bench" / "baseline.json"))
+    assert data["format"] == 2 and data["baselines"]
+    for level, section in data["baselines"].items():
+        assert simd_level(section["host"]) == level and section["entries"]
+    section, why = baseline_for(data)
+    assert (section is None) == bool(why)
+    if section is None:
+        assert simd_level(host_info()) in why
+
+
+def test_save_baseline_keeps_the_other_levels(tmp_path) -> None:
+    """--save-baseline into an existing file replaces this level's section only."""
+    other = {"host": {"chacha20_path": 1, "cores": 2}, "entries": {"a": {"ratio": 2.0}}}
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(with_section(None, other)))
+    r = cli("--quick", "--only", "random_raw", "--save-baseline", str(path), "--runs", "2")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(path.read_text())
+    if simd_level(host_info()) != "portable":
+        assert data["baselines"]["portable"] == other
+    assert set(data["baselines"][simd_level(host_info())]["entries"]) == {"random_raw"}

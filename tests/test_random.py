@@ -15,6 +15,7 @@ from scipy import stats
 import dpfast
 from dpfast import random as dr
 from dpfast._kernels import chacha as nchacha
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 from .conftest import KEY
 
@@ -303,7 +304,7 @@ def test_fork_children_never_repeat_parent() -> None:
         procs.append((p, parent_conn))
     for p, conn in procs:
         chunks.append(conn.recv_bytes())
-        p.join(60)
+        p.join(SUBPROCESS_TIMEOUT_S)
         assert p.exitcode == 0
     chunks.append(dr._default_generator().random_raw(1 << 17).tobytes()
                   + _KEYED.random_raw(1 << 17).tobytes())
@@ -409,7 +410,7 @@ def _parent_noise() -> None:
 
 def test_os_fork_child_noises_after_parent() -> None:
     """Hardening item 4: parent noises (keystream pool and numba threads started),
-    forks; the child noises 10^6 cells and exits 0 within seconds."""
+    forks; the child noises 10^6 cells and exits 0 (no timing asserted: only a hang guard)."""
     import os
     import time
 
@@ -429,9 +430,8 @@ def test_os_fork_child_noises_after_parent() -> None:
         finally:
             os._exit(code)
     os.close(w)
-    t0 = time.time()
-    deadline = t0 + 60
-    while time.time() < deadline:
+    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S  # a hang guard, not a timing
+    while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
@@ -444,7 +444,6 @@ def test_os_fork_child_noises_after_parent() -> None:
     os.close(r)
     if _fork_safe_layer():
         assert os.waitstatus_to_exitcode(status) == 0 and msg == b"ok", msg
-        assert time.time() - t0 < 30
     else:  # GNU OpenMP: a clear refusal, not a hang or a kill
         assert os.waitstatus_to_exitcode(status) == 3 and msg.startswith(b"refused:")
 
@@ -456,11 +455,11 @@ def test_multiprocessing_child_noises(method: str) -> None:
     q = ctx.Queue()
     p = ctx.Process(target=_noise_a_million, args=(q,))
     p.start()
-    p.join(120)
+    p.join(SUBPROCESS_TIMEOUT_S)
     if p.is_alive():
         p.kill()
         raise AssertionError(f"{method} child hung")
-    status, a, b = q.get(timeout=5)
+    status, a, b = q.get(timeout=SUBPROCESS_TIMEOUT_S)
     if method == "spawn" or _fork_safe_layer():
         assert p.exitcode == 0 and status == "ok" and a > 1 and b > 10
     else:

@@ -20,7 +20,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
-from tests.helpers import KEY, same_release  # noqa: E402
+from tests.helpers import KEY, SUBPROCESS_TIMEOUT_S, same_release  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESTS = ["BOS", "LAX", "ORD", "SFO"]
@@ -177,7 +177,7 @@ def test_second_process_gets_the_stored_answer(tmp_path: object) -> None:
     s.close()
     env = dict(os.environ, PYTHONPATH=ROOT)
     out = subprocess.run([sys.executable, "-c", _CHILD, path, led], capture_output=True,
-                         text=True, env=env, timeout=300)
+                         text=True, env=env, timeout=SUBPROCESS_TIMEOUT_S)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["bytes"] == rel.values.tobytes().hex()
@@ -318,7 +318,7 @@ def test_concurrent_analysts_never_overspend(tmp_path: object) -> None:
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=env)
              for name, st in (("a1", 0), ("a1", 3), ("a2", 100), ("a3", 200))]
-    outs = [p.communicate(timeout=600) for p in procs]
+    outs = [p.communicate(timeout=SUBPROCESS_TIMEOUT_S) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     b = dpfast.Budget.from_ledger(led)
     hist = b.history()

@@ -17,7 +17,7 @@ pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
 from dpfast.session import REASONS, SqlRefusedError  # noqa: E402
-from tests.helpers import KEY  # noqa: E402
+from tests.helpers import KEY, SUBPROCESS_TIMEOUT_S  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DESTS = ["BOS", "LAX", "ORD", "SFO"]
@@ -204,7 +204,8 @@ def test_multi_aggregate_query_refused_whole_before_any_charge() -> None:
 def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.run([sys.executable, "-m", "dpfast", "query", *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+                          capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT_S, cwd=cwd, env=env)
 
 
 def test_cli_query(tmp_path: object) -> None:

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.helpers import KEY
+from tests.helpers import KEY, SUBPROCESS_TIMEOUT_S
 
 
 def cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -18,7 +18,7 @@ def cli(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "dpfast", "count", *args], capture_output=True,
-                          text=True, timeout=600, env=env, cwd=cwd)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S, env=env, cwd=cwd)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from dpfast import _parallel
+from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 _CODE = r"""
 import json, threading
@@ -59,7 +60,7 @@ def _run(layer: str | None, code: str = _CODE) -> subprocess.CompletedProcess[st
         env["NUMBA_THREADING_LAYER"] = layer
     env["DPFAST_NO_COMPILE_NOTICE"] = "1"
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 @pytest.mark.parametrize("layer", [None, "tbb", "omp", "workqueue", "threadsafe"])
@@ -114,7 +115,7 @@ def holder():  # a thread inside the launch lock while the process forks
 t = threading.Thread(target=holder); t.start(); hold.wait()
 pid = os.fork()
 if pid == 0:  # the child: a fresh lock, kernels run (a deadlock dies of the alarm)
-    import signal; signal.alarm(60)
+    import signal; signal.alarm(ALARM_S)
     ok = dp.discrete_laplace(x, 3.0, rng=bytes(32)).shape == x.shape
     os._exit(0 if ok else 3)
 release.set(); t.join()
@@ -124,6 +125,6 @@ print("child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_child_forked_while_a_launch_holds_the_lock_still_runs_kernels() -> None:
-    res = _run("workqueue", _FORK)
+    res = _run("workqueue", _FORK.replace("ALARM_S", str(SUBPROCESS_TIMEOUT_S // 2)))
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.strip().splitlines()[-1] == "child 0"

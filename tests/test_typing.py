@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.helpers import SUBPROCESS_TIMEOUT_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # modules whose bodies are checked (others are followed silently; add yours when clean)
@@ -45,7 +47,8 @@ def _mypy(modules: list[str]) -> subprocess.CompletedProcess[str]:
     pytest.importorskip("mypy")
     cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
            "--cache-dir", str(ROOT / ".mypy_cache"), *modules]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT_S)
 
 
 @pytest.mark.slow

@@ -77,6 +77,19 @@ class _Guarded:
         return f"guarded({self._dispatcher!r})"
 
 
+def serial_twin(kernel: Any, name: str) -> Any:
+    """``kernel``'s Python function compiled again without ``parallel=True``, as ``name``
+    (its own cache files): for a launch over one chunk, where there is nothing to run in
+    parallel, and whose first call then compiles in about half the time (no parfor
+    passes).  ``prange`` is ``range`` there: the same chunks, the same output."""
+    f = kernel.py_func
+    twin = type(f)(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    twin.__qualname__ = name
+    twin.__module__ = f.__module__
+    twin.__doc__ = f"{f.__name__} in one thread (one chunk): see {f.__name__}."
+    return numba.njit(cache=True, _nrt=False)(twin)
+
+
 def guarded(dispatcher: Any) -> Any:
     """Wrap a ``parallel=True`` dispatcher (decorate above ``@numba.njit(parallel=True)``)."""
     return _Guarded(dispatcher)

@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import guarded, serial_twin
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -355,6 +355,29 @@ def discrete_kernel(kind, streams, io, params, force, pend):
         s_[ST_POS] = pos
         s_[ST_SIGNS] = np.int64(signs)
         s_[ST_NSIGNS] = nsigns
+
+
+discrete_kernel_serial = serial_twin(discrete_kernel, "discrete_kernel_serial")
+
+#: a launch over at most this many cells in all runs a sampler kernel's serial twin
+SERIAL_CELLS = 1 << 16
+
+
+def serial_launch(streams):
+    """Whether a sampler launch is small enough for the serial twin: one chunk, or few
+    cells over all its chunks (addressed noise: one chunk per key of a small table).  The
+    chunks are independent, so the output is the same either way."""
+    st = streams[1]
+    if st.shape[0] <= 1:
+        return True
+    return int((st[:, ST_END] - st[:, ST_CELL]).sum()) <= SERIAL_CELLS
+
+
+def run_discrete_kernel(kind, streams, io, params, force, pend):
+    """:func:`discrete_kernel`, or its serial twin for a small launch (:func:`serial_launch`:
+    nothing worth running in parallel, and a first call compiles faster)."""
+    kernel = discrete_kernel_serial if serial_launch(streams) else discrete_kernel
+    kernel(kind, streams, io, params, force, pend)
 
 
 @guarded

@@ -12,7 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import guarded, serial_twin
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -38,6 +38,7 @@ from dpfast._kernels.samplers import (
     U_W,
     U_W2,
     _store,
+    serial_launch,
 )
 
 
@@ -386,3 +387,14 @@ def table_kernel(law, streams, io, table, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
+
+
+table_kernel_serial = serial_twin(table_kernel, "table_kernel_serial")
+
+
+def run_table_kernel(law, streams, io, table, force, pend):
+    """:func:`table_kernel`, or its serial twin for a small launch
+    (:func:`dpfast._kernels.samplers.serial_launch`: nothing worth running in parallel, and
+    a first call compiles faster)."""
+    kernel = table_kernel_serial if serial_launch(streams) else table_kernel
+    kernel(law, streams, io, table, force, pend)

@@ -4,13 +4,15 @@ numba compiles each kernel the first time it runs and caches the machine code on
 (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``); a first call after
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
 on a tiny input (samplers, tables count/sum/mean/quantile, the many-metric releases,
-TopDown, histograms, local DP, selection) and the tables and TopDown once on inputs large
-enough for their parallel kernels, so that later processes load every kernel from the
-cache -- e.g. as a step of a container build::
+TopDown, histograms, local DP, selection), the tables and TopDown once on inputs large
+enough for their parallel kernels, the inputs ``dpfast bench --quick`` times, and the demo
+(with the demo extra), so that later processes load every kernel from the cache -- e.g. as
+a step of a container build::
 
     RUN pip install dpfast && dpfast warmup
 
-It prints one progress line per family on stderr and draws noise only from a fixed
+It prints a line per family on stderr (and, while a family compiles for more than a few
+seconds, a progress line every few seconds) and draws noise only from a fixed
 public key (nothing it computes is released).  Exit code 0 when every family compiled.
 """
 
@@ -150,6 +152,43 @@ def _selection() -> None:
     selection.top_k(u, 3, 1.0, rng=_KEY)
 
 
+def _demo() -> None:
+    """``dpfast demo`` at a size whose tables reach the parallel kernels (>= 32,768 rows),
+    output discarded: a Session over DuckDB hands the kernels read-only arrays, which numba
+    compiles apart.  Skipped without the demo extra (DuckDB, sqlglot)."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("duckdb", "sqlglot")):
+        print("dpfast warmup: demo skipped (needs DuckDB and sqlglot: "
+              "pip install 'dpfast[demo]')", file=sys.stderr, flush=True)
+        return
+    from dpfast.cli import demo
+
+    demo.demo(cells=100_000, people=20_000, out=lambda line: None)
+
+
+def _bench() -> None:
+    """What ``dpfast bench --quick`` times, dpfast's side of each entry run once (its
+    inputs, sizes and dtypes: the samplers over several chunks, float32, the thread
+    layouts, TopDown, Dask and the Session), so that the gate compiles nothing; entries
+    whose optional modules are missing are skipped, as the gate skips them."""
+    import importlib
+
+    from dpfast.perf import ENTRIES
+
+    for entry in ENTRIES:
+        try:
+            for mod in entry.needs:
+                importlib.import_module(mod)
+        except ImportError:
+            continue
+        _base, cand, teardown = entry.setup(True)
+        try:
+            cand()
+        finally:
+            teardown()
+
+
 #: (family, what it runs) in order; each compiles what its releases need
 STEPS: list[tuple[str, Callable[[], None]]] = [
     ("samplers", _samplers),
@@ -162,6 +201,8 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
     ("histogram", _histogram),
     ("local", _local),
     ("selection", _selection),
+    ("demo", _demo),
+    ("bench", _bench),
 ]
 
 
@@ -172,8 +213,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
     from dpfast.cli import CliError
 
     steps = STEPS
@@ -185,14 +224,17 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--only: unknown famil{'ies' if len(unknown) > 1 else 'y'} "
                            f"{', '.join(unknown)} (known: {', '.join(n for n, _ in STEPS)})")
         steps = [(n, f) for n, f in STEPS if n in wanted]
-    os.environ.setdefault("DPFAST_NO_COMPILE_NOTICE", "1")  # the progress lines say it
+    from dpfast import _parallel
+
+    _parallel.install_compile_notice()
+    _parallel.skip_notice()  # the family lines say it; the progress lines still come
     t0 = time.perf_counter()
     for i, (name, fn) in enumerate(steps, 1):
         t = time.perf_counter()
-        print(f"dpfast warmup: [{i}/{len(steps)}] {name} ...", end="", file=sys.stderr,
-              flush=True)
+        print(f"dpfast warmup: [{i}/{len(steps)}] {name} ...", file=sys.stderr, flush=True)
         fn()
-        print(f" {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+        print(f"dpfast warmup: [{i}/{len(steps)}] {name} done, {time.perf_counter() - t:.1f} s",
+              file=sys.stderr, flush=True)
     print(f"dpfast warmup: {len(steps)} kernel families compiled and cached in "
           f"{time.perf_counter() - t0:.1f} s")
     return 0

@@ -108,9 +108,9 @@ class _Sampler:
 
     def kernel(self, streams: tuple, io: tuple, force: int, pend: tuple) -> None:
         if self.tab is not None:
-            _tk.table_kernel(self.tab.law_code, streams, io, self.tab.kernel_args, force, pend)
+            _tk.run_table_kernel(self.tab.law_code, streams, io, self.tab.kernel_args, force, pend)
         else:
-            _sk.discrete_kernel(self.kind, streams, io, self.params, force, pend)
+            _sk.run_discrete_kernel(self.kind, streams, io, self.params, force, pend)
 
     def finish(self, ex: _exact.Exact, ints: np.ndarray, u64s: np.ndarray) -> int:
         if self.tab is not None:

@@ -284,7 +284,7 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
         table = tab.kernel_args
 
         def tkernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
-            _tk.table_kernel(tab.law_code, streams,
+            _tk.run_table_kernel(tab.law_code, streams,
                              (out if m == _sk.MODE_SUB else xin, out, m, gp), table, force,
                              pend)
 
@@ -302,7 +302,7 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     finisher = _finish_laplace if kind == LAPLACE else _finish_gaussian
 
     def kernel(streams: tuple, m: int, force: int, pend: tuple) -> None:
-        _sk.discrete_kernel(kind, streams, (out if m == _sk.MODE_SUB else xin, out, m, gp),
+        _sk.run_discrete_kernel(kind, streams, (out if m == _sk.MODE_SUB else xin, out, m, gp),
                             params, force, pend)
 
     def finish(i: int, ints: np.ndarray, u64s: np.ndarray) -> int:

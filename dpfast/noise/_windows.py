@@ -76,14 +76,14 @@ class WindowedNoise:
     def _kernel(self, streams: tuple, z: np.ndarray, lo: int, hi: int, pend: tuple) -> None:
         io = (z, z, _sk.MODE_WRITE, _sk.NO_GRID)
         if self.tab is not None:
-            _tk.table_kernel(self.tab.law_code, streams, io, self.tab.kernel_args,
+            _tk.run_table_kernel(self.tab.law_code, streams, io, self.tab.kernel_args,
                              self.force, pend)
             return
         v = self.p.values
         if self.p.stride:
             v = v[lo:hi]
         p2 = np.floor(v) + 1.0 if self.kind == _drive.GAUSSIAN else v
-        _sk.discrete_kernel(self.kind, streams, io, (v, p2, self.p.stride), self.force, pend)
+        _sk.run_discrete_kernel(self.kind, streams, io, (v, p2, self.p.stride), self.force, pend)
 
     def _finish(self, i: int, ints: np.ndarray, u64s: np.ndarray) -> int:
         ex = self.slow.exact

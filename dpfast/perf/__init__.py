@@ -11,14 +11,19 @@ the reported figure is the median of the per-round ratios.
 from dpfast.perf.runner import (
     Entry,
     Result,
+    baseline_for,
+    baseline_sections,
     check,
     host_info,
     load_json,
     results_from_json,
     results_to_json,
     run_suite,
+    simd_level,
+    with_section,
 )
 from dpfast.perf.suite import ENTRIES
 
-__all__ = ["ENTRIES", "Entry", "Result", "check", "host_info", "load_json",
-           "results_from_json", "results_to_json", "run_suite"]
+__all__ = ["ENTRIES", "Entry", "Result", "baseline_for", "baseline_sections", "check",
+           "host_info", "load_json", "results_from_json", "results_to_json", "run_suite",
+           "simd_level", "with_section"]

@@ -143,11 +143,72 @@ def results_from_json(data: dict[str, object]) -> list[Result]:
 
 
 def load_json(path: str) -> dict[str, object]:
+    """A results file (``--json``: one host's ``entries``) or a baseline file (one host's
+    ``entries``, or ``baselines``: one section per SIMD level, see :func:`baseline_for`)."""
     with open(path) as fh:
         data = json.load(fh)
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+    if not isinstance(data, dict) or not (isinstance(data.get("entries"), dict)
+                                          or isinstance(data.get("baselines"), dict)):
         raise ValueError(f"{path}: not a dpfast bench JSON file (no 'entries')")
     return data
+
+
+#: the ChaCha20 path (:func:`dpfast._native.simd_level`) -> the SIMD level's name
+SIMD_LEVELS = {3: "avx512", 2: "avx2", 1: "portable"}
+
+
+def simd_level(host: dict[str, object]) -> str:
+    """The SIMD level a host's ratios were measured at (``avx512``, ``avx2``,
+    ``portable``): its ChaCha20 path, which the samplers' speed follows."""
+    path = host.get("chacha20_path")
+    return SIMD_LEVELS.get(path, f"path {path}") if isinstance(path, int) else "unknown"
+
+
+def baseline_sections(data: dict[str, object]) -> dict[str, dict[str, object]]:
+    """The baselines of a baseline file by SIMD level: ``{"baselines": {level: section}}``
+    (format 2), or the one host of a format-1 file (a results file saved with ``--json``)
+    under its own level."""
+    many = data.get("baselines")
+    if isinstance(many, dict):
+        return {str(k): v for k, v in many.items() if isinstance(v, dict)}
+    host = data.get("host")
+    return {simd_level(host if isinstance(host, dict) else {}): data}
+
+
+def baseline_for(data: dict[str, object], here: dict[str, object] | None = None
+                 ) -> tuple[dict[str, object] | None, str]:
+    """The section of baseline file ``data`` measured on a host like this one (the same
+    SIMD level and core count), or ``None`` and a one-line reason naming what differs and
+    which hosts the file has baselines for.  Ratios of another SIMD level or core count are
+    not like for like: such a host is not gated."""
+    here = host_info() if here is None else here
+    sections = baseline_sections(data)
+    level = simd_level(here)
+    have = ", ".join(f"{k} ({_cores(v)} cores)" for k, v in sorted(sections.items()))
+    section = sections.get(level)
+    if section is None:
+        return None, (f"this host's SIMD level is {level} ({here.get('cores')} cores); the "
+                      f"baseline file has baselines for {have or 'no host'} only")
+    there = section.get("host")
+    if isinstance(there, dict) and "cores" in there and there["cores"] != here["cores"]:
+        return None, (f"this host has {here['cores']} cores, the {level} baseline "
+                      f"{there['cores']}; the file has baselines for {have}")
+    return section, ""
+
+
+def _cores(section: dict[str, object]) -> object:
+    host = section.get("host")
+    return host.get("cores", "?") if isinstance(host, dict) else "?"
+
+
+def with_section(data: dict[str, object] | None, section: dict[str, object]
+                 ) -> dict[str, object]:
+    """Baseline file ``data`` (or none yet) with ``section`` stored for its host's SIMD
+    level, replacing that level's previous baseline and keeping the others (format 2)."""
+    sections = dict(baseline_sections(data)) if data is not None else {}
+    host = section.get("host")
+    sections[simd_level(host if isinstance(host, dict) else {})] = section
+    return {"format": 2, "baselines": dict(sorted(sections.items()))}
 
 
 @dataclass(frozen=True)
@@ -164,21 +225,30 @@ def check(results: Sequence[Result], baseline: dict[str, object], *,
           tolerance: float) -> tuple[list[Verdict], list[str]]:
     """Compare ``results`` with a baseline JSON; returns verdicts and warnings.
 
+    The baseline is the file's section for this host's SIMD level (:func:`baseline_for`).
     An entry fails when ``ratio < baseline_ratio * (1 - tol)``, where ``tol`` is the
     entry's own ``tolerance`` in the baseline file (chosen from the measured run-to-run
     spread) if it has one, else ``tolerance``.  Skipped entries and entries missing from
-    the baseline never fail; a host whose SIMD flags or core count differ from the
-    baseline's is reported in the warnings (the ratios are then not like for like).
+    the baseline never fail.  A host with no baseline of its SIMD level and core count is
+    not gated: every verdict passes, marked ``not gated``, and the first warning says why
+    (the ratios are then not like for like).
     """
     if not 0 <= tolerance < 1:
         raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+    here = host_info()
+    section, why = baseline_for(baseline, here)
+    if section is None:
+        verdicts = [Verdict(r.name, r.ratio, None, tolerance, True,
+                            r.note if r.ratio is None else "not gated (host differs)")
+                    for r in results]
+        return verdicts, [f"baseline host differs: {why}; not gated"]
     warnings = []
-    here, there = host_info(), baseline.get("host", {})
-    for key in ("simd_flags", "chacha20_path", "cores"):
+    there = section.get("host", {})
+    for key in ("simd_flags",):
         if isinstance(there, dict) and key in there and there[key] != here[key]:
             warnings.append(f"baseline host differs: {key} {there[key]} there, {here[key]} "
-                            "here; ratios are not like for like")
-    entries = baseline["entries"]
+                            "here (same ChaCha20 path and cores: gated)")
+    entries = section["entries"]
     verdicts = []
     for r in results:
         b = entries.get(r.name) if isinstance(entries, dict) else None
