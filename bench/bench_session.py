@@ -8,7 +8,7 @@ Targets (issue 24):
   selection, epsilon = 1, delta = 1e-6) from a DuckDB database file, a Parquet file or a
   pandas DataFrame, charged to a ledger file, costs at most 1.2x ``dpfast.tables.count``
   (``mean``) on the same rows already in numpy arrays (no ledger).  Ratio = session time /
-  direct time (best of interleaved repeats; the process CPU time ratio beside it).  Every
+  direct time (medians of interleaved repeats; the process CPU time ratio beside it).  Every
   timed SQL call is a new query -- its epsilon differs -- so it is a cache miss: parse,
   plan, probe the event, get the rows (a file's columns from the session's column cache,
   decoded by DuckDB on the first call; a pandas frame's columns in place), bound, charge
@@ -75,20 +75,21 @@ def store(tmp_path_factory):
 
 
 def _interleaved(a, b, rounds: int = 3, repeat: int = 2) -> tuple[float, ...]:
-    """Best wall and best process CPU time of ``a`` and ``b`` (alternating rounds of
-    ``repeat`` calls each): ``(wall_a, wall_b, cpu_a, cpu_b)``.  The CPU time (all the
-    process's threads: DuckDB's and numba's) is less hit by other processes' load."""
-    wa = wb = ca = cb = float("inf")
-    for _ in range(rounds):
-        for _ in range(repeat):
+    """Median wall and median process CPU time of ``a`` and ``b`` (interleaved: each
+    round times one call of each, the order alternating): ``(wall_a, wall_b, cpu_a,
+    cpu_b)``.  The CPU time (all the process's threads: DuckDB's and numba's) is less hit
+    by other processes' load.  Medians, never best-of."""
+    w: list[list[float]] = [[], []]
+    c_: list[list[float]] = [[], []]
+    fns = (a, b)
+    for r in range(max(5, rounds * repeat)):
+        for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             c, t = time.process_time(), time.perf_counter()
-            a()
-            wa, ca = min(wa, time.perf_counter() - t), min(ca, time.process_time() - c)
-        for _ in range(repeat):
-            c, t = time.process_time(), time.perf_counter()
-            b()
-            wb, cb = min(wb, time.perf_counter() - t), min(cb, time.process_time() - c)
-    return wa, wb, ca, cb
+            fns[i]()
+            w[i].append(time.perf_counter() - t)
+            c_[i].append(time.process_time() - c)
+    med = statistics.median
+    return med(w[0]), med(w[1]), med(c_[0]), med(c_[1])
 
 
 def _session(store: dict, source: str, name: str):
