@@ -2,7 +2,8 @@
 
 Run: ``PYTHONPATH=. python bench/profile_samplers.py [--cells N] [--rounds R]``.
 
-Prints, for discrete Laplace (scale 10, 1000) and discrete Gaussian (sigma 10):
+Prints, for discrete Laplace (scale 10, 1000) and discrete Gaussian (sigma 10) (and, for
+the grid ``laplace`` / ``gaussian``, the three ways of writing the output vs numpy):
 
 * ``keystream``: the C ChaCha20 refills alone (the kernels' own path: a 16 KiB buffer
   refilled from the chunk's stream and read), for the number of words the sampler really
@@ -116,6 +117,26 @@ def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
         print(f"  {label:34s} {v:8.1f} ms  {100 * v / ms[5]:5.0f}% of in place  {note}")
 
 
+def profile_grid(name: str, fn, param: float, n: int, rounds: int) -> None:
+    """The grid samplers (float64): in place, separate warm out, allocating, vs numpy."""
+    x = np.zeros(n)
+    y = np.zeros(n)
+    out = np.zeros(n)
+    npr = np.random.default_rng(1)
+    gen = dpfast.default_rng(KEY)
+    fns = [lambda: npr.laplace(0.0, param, n),
+           lambda: fn(y, param, rng=gen, out=y),
+           lambda: fn(x, param, rng=gen, out=out),
+           lambda: fn(x, param, rng=gen)]
+    for f in fns:
+        f()
+    p = _t.pairs(fns, repeat=rounds)
+    print(f"\n{name}, {n:.0e} float64 cells, one core")
+    for i, label in ((1, "in place (out=x)"), (2, "into a separate out"), (3, "allocating")):
+        print(f"  {label:34s} {p.median(i) * 1e3:8.1f} ms  {p.describe(0, i)} numpy")
+    print(f"  {'numpy Generator.laplace':34s} {p.median(0) * 1e3:8.1f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=int, default=10**7)
@@ -134,6 +155,9 @@ def main() -> None:
                             ("discrete_laplace scale 1000", dpfast.discrete_laplace, 1000.0),
                             ("discrete_gaussian sigma 10", dpfast.discrete_gaussian, 10.0)):
         profile(name, fn, param, args.cells, args.rounds)
+    for name, fn, param in (("laplace (grid) scale 10", dpfast.laplace, 10.0),
+                            ("gaussian (grid) sigma 10", dpfast.gaussian, 10.0)):
+        profile_grid(name, fn, param, args.cells, args.rounds)
 
 
 if __name__ == "__main__":
