@@ -11,7 +11,7 @@ query: the person (``identifier="id"``) is the privacy unit, ``truncate_per_grou
 id.dp.n_unique()])``, released with OpenDP's own key selection.  All four metrics are
 expressible in OpenDP.  Timed: building the context and query, ``release()`` (its
 calibration) and ``collect()`` (one run: it takes minutes at 10^7 rows); ratio = OpenDP
-time / dpfast time (best of two).  Skipped without
+time / dpfast time (median of two).  Skipped without
 opendp and polars.  ``DPFAST_BENCH_ROWS`` scales the rows (keys: rows / 100).
 """
 

@@ -9,8 +9,8 @@ Targets (issue 15):
   10^6-element vector, with ``dpfast.compat.pipeline_dp`` installed, at least 100x faster.
 
 Ratio = unpatched time / patched time.  The unpatched paths take seconds, so they are
-timed fewer times (best of the rounds); the patched ones best of several repeats, and the
-two alternate so that background load hits both alike.
+timed fewer times; the patched ones over several repeats; the two alternate so that
+background load hits both alike, and each side's figure is the median of the rounds.
 
 Issue 25 (whole tools, models and pipelines under ``install()``, where dpfast's part is a
 fraction of the run and the margin to measure is a few percent): interleaved plain /
@@ -212,7 +212,7 @@ def test_pipeline_dp_scalar_noise_installed_vs_plain(benchmark, report, kind: st
                                                      value: Any) -> None:
     """One ``add_noise`` of a scalar on an existing PipelineDP mechanism (the per-partition
     path of ``DPEngine.aggregate``) with ``dpfast.compat.pipeline_dp`` installed vs PyDP's
-    own noise, same run, best of interleaved repeats of 2,000 calls; ratio = plain time /
+    own noise, same run, medians of repeats of 2,000 calls; ratio = plain time /
     installed time."""
 
     from pipeline_dp import budget_accounting as ba
@@ -313,7 +313,7 @@ def _small_call_cases() -> dict:
 @pytest.mark.parametrize("name", list(_small_call_cases()))
 def test_small_call_vs_diffprivlib(benchmark, report, name: str) -> None:
     """Per-call cost of a small dpfast draw (fixed overhead) against diffprivlib's own
-    mechanism for the same small job (object plus draw), same run, best of interleaved
+    mechanism for the same small job (object plus draw), same run, medians of interleaved
     repeats of 200 calls; ratio = diffprivlib time / dpfast time."""
     import warnings
 

@@ -11,7 +11,7 @@ Targets:
   with ``DpfastPldAccountant`` at least 10x faster than Opacus's ``PRVAccountant``, with an
   epsilon no larger than PRV's (equal or better tightness; both are upper bounds).
 
-Ratio = Opacus/torch time / dpfast time (best of interleaved rounds).
+Ratio = Opacus/torch time / dpfast time (medians of interleaved rounds).
 """
 
 from __future__ import annotations
