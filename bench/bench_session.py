@@ -18,7 +18,7 @@ Targets (issue 24):
   direct call repeating one epsilon skips it, and a repeated SQL query is a cache hit
   instead).
 * a repeated query (a cache hit: parse, fingerprint, probe, ledger lookup, decode)
-  answers in at most 10 ms (best of 20).
+  answers in at most 10 ms (median of 20).
 * the first query of a new session over a file pays the decode of its columns once (the
   column cache's load): reported as the first call's time against a later one's, and the
   same query with the column cache off (DuckDB decodes on every call).
@@ -147,11 +147,12 @@ def test_cache_hit_latency(benchmark, report, store) -> None:
     def hit():
         return s.sql(q, epsilon=1.0, delta=DELTA)
 
-    best = float("inf")
+    runs = []
     for _ in range(20):
         t = time.perf_counter()
         again = hit()
-        best = min(best, time.perf_counter() - t)
+        runs.append(time.perf_counter() - t)
+    best = statistics.median(runs)  # the median of 20 (not the fastest)
     assert again.releases["n"].values.tobytes() == first.releases["n"].values.tobytes()
     assert len(s.budget.history()) == charges  # no new charge
     benchmark.pedantic(hit, rounds=5, iterations=1)
@@ -172,13 +173,14 @@ def test_first_query_decodes_once(benchmark, report, store, source: str) -> None
     row_sql = ('SELECT "k" AS __k0, "person" AS __pid, "v" AS __v FROM "events" WHERE '
                '"k" IS NOT NULL AND "person" IS NOT NULL AND "v" IS NOT NULL')
 
-    def best(f) -> tuple[float, float]:
-        w = c = float("inf")
+    def best(f) -> tuple[float, float]:  # medians of 3 (wall, CPU), not best-of
+        ws, cs = [], []
         for _ in range(3):
             c0, t0 = time.process_time(), time.perf_counter()
             f()
-            w, c = min(w, time.perf_counter() - t0), min(c, time.process_time() - c0)
-        return w, c
+            ws.append(time.perf_counter() - t0)
+            cs.append(time.process_time() - c0)
+        return statistics.median(ws), statistics.median(cs)
 
     load = best(lambda: src.load_columns(["k", "person", "v"]))
     fetch = best(lambda: src.fetch_sql(row_sql))
