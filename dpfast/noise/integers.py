@@ -280,7 +280,7 @@ def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None,
     Raises
     ------
     OverflowError
-        As in :func:`discrete_laplace` (``out`` is left unchanged).
+        As in :func:`discrete_laplace` (``out=x`` is restored; a separate ``out`` as there).
 
     Privacy
     -------
