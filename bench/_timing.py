@@ -1,5 +1,7 @@
 """Timing helpers shared by the benchmarks (each bench reports a ratio to a baseline timed
-in the same run; these only measure)."""
+in the same run; these only measure).  A ratio is always the median of interleaved pairs
+with its spread (:func:`pairs`, :func:`paired`), never a best-of figure: the fastest run
+of each side is an optimistic outlier on a shared host."""
 
 from __future__ import annotations
 
@@ -9,14 +11,54 @@ import time
 from collections.abc import Callable, Sequence
 
 
-def best(fn: Callable[[], object], repeat: int = 5) -> float:
-    """Fastest of ``repeat`` calls of ``fn``, in seconds."""
-    fastest = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        fastest = min(fastest, time.perf_counter() - t)
-    return fastest
+class Pairs:
+    """Times of several functions measured in interleaved rounds: in each round every
+    function runs once, in an order that alternates from round to round, so drift and
+    background load hit all alike.  Ratios are taken per round (a *pair*) and summarised
+    by their median and spread -- never by the fastest run."""
+
+    def __init__(self, times: list[list[float]]) -> None:
+        self.times = times  # times[f][r]: function f in round r, seconds
+
+    def median(self, f: int) -> float:
+        """Median seconds of function ``f``."""
+        return statistics.median(self.times[f])
+
+    def ratios(self, num: int, den: int) -> list[float]:
+        """Per-round ratios ``time(num) / time(den)`` (how many times faster ``den`` is)."""
+        return sorted(a / max(b, 1e-12) for a, b in zip(self.times[num], self.times[den]))
+
+    def ratio(self, num: int, den: int) -> float:
+        """Median of the per-round ratios ``time(num) / time(den)``."""
+        return statistics.median(self.ratios(num, den))
+
+    def spread(self, num: int, den: int) -> tuple[float, float]:
+        """(min, max) of the per-round ratios."""
+        r = self.ratios(num, den)
+        return r[0], r[-1]
+
+    def describe(self, num: int, den: int) -> str:
+        """``"2.31x (pairs 2.10-2.52, 7 rounds)"``: median and min-max of the pair ratios."""
+        lo, hi = self.spread(num, den)
+        return (f"{self.ratio(num, den):.2f}x (pairs {lo:.2f}-{hi:.2f}, "
+                f"{len(self.times[num])} rounds)")
+
+    def info(self, num: int, den: int, name: str) -> dict[str, float]:
+        """pytest-benchmark ``extra_info`` fields: median ratio and its min / max."""
+        lo, hi = self.spread(num, den)
+        return {name: self.ratio(num, den), f"{name}_min": lo, f"{name}_max": hi}
+
+
+def pairs(fns: Sequence[Callable[[], object]], repeat: int = 7) -> Pairs:
+    """Time each function ``repeat`` times in interleaved rounds (see :class:`Pairs`)."""
+    times: list[list[float]] = [[] for _ in fns]
+    order = list(range(len(fns)))
+    for r in range(repeat):
+        for i in (order if r % 2 == 0 else order[::-1]):
+            t = time.perf_counter()
+            fns[i]()
+            times[i].append(time.perf_counter() - t)
+    return Pairs(times)
 
 
 def median_time(fn: Callable[[], object], repeat: int) -> float:
@@ -27,28 +69,6 @@ def median_time(fn: Callable[[], object], repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
-
-
-def best_interleaved(fns: Sequence[Callable[[], object]], repeat: int = 7) -> list[float]:
-    """Fastest time of each function, the functions taking turns so they see the same load."""
-    fastest = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t = time.perf_counter()
-            fn()
-            fastest[i] = min(fastest[i], time.perf_counter() - t)
-    return fastest
-
-
-def interleaved(a: Callable[[], object], b: Callable[[], object], rounds: int = 3,
-                repeat: int = 5) -> tuple[float, float]:
-    """Fastest times of ``a`` and ``b``, alternating rounds of ``repeat`` calls each, so
-    background load hits both alike."""
-    ta = tb = float("inf")
-    for _ in range(rounds):
-        ta = min(ta, best(a, repeat))
-        tb = min(tb, best(b, repeat))
-    return ta, tb
 
 
 def _timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:

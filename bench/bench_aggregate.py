@@ -9,7 +9,7 @@ Targets (issue 23):
   steps: keep at most 3 keys per person and 2 rows per (person, key) (first ones by row
   order), clamp, group by key (rows, sum of the centred values, distinct people, median),
   add numpy Laplace noise to each, threshold the noisy people count, divide.  Ratio =
-  pandas time / dpfast time (best of interleaved repeats).
+  pandas time / dpfast time (medians of interleaved repeats).
 * against PipelineDP's local backend (COUNT, MEAN, PERCENTILE(50), PRIVACY_ID_COUNT) on
   10^5 rows, same parameters (skipped if pipeline_dp is not installed:
   ``pip install 'dpfast[bench]'``); PipelineDP's local backend runs ~10^4 rows/s, so 10^7
@@ -90,7 +90,8 @@ def test_aggregate_vs_pandas(benchmark, report) -> None:
     # the same kind of table (dpfast's "auto" selection rule keeps more keys than the
     # naive Laplace threshold at the same share)
     assert 0.5 * len(ref[0]) <= len(rel) <= 2 * len(ref[0]) + 10
-    t_ours, t_pd = _t.interleaved(ours, naive, rounds=1, repeat=2)
+    _p = _t.pairs([ours, naive], repeat=5)  # medians of interleaved rounds
+    t_ours, t_pd = _p.median(0), _p.median(1)
     benchmark.pedantic(ours, rounds=1, iterations=1)
     ratio = t_pd / t_ours
     benchmark.extra_info.update({"dpfast_s": t_ours, "pandas_s": t_pd, "ratio": ratio})
@@ -132,8 +133,8 @@ def test_aggregate_vs_pipelinedp(benchmark, report) -> None:
                              rng=gen)
 
     ours()
-    t_pdp = _t.best(lambda: _pipelinedp(df), 1)
-    t_ours = _t.best(ours, 5)
+    t_pdp = _t.median_time(lambda: _pipelinedp(df), 1)
+    t_ours = _t.median_time(ours, 5)
     benchmark.pedantic(ours, rounds=1, iterations=1)
     ratio = t_pdp / t_ours
     benchmark.extra_info.update({"dpfast_s": t_ours, "pipelinedp_s": t_pdp, "ratio": ratio})

@@ -53,9 +53,9 @@ def test_atomic_split_vs_quadrature(benchmark, report, m: float, sens: int) -> N
     for e in (0.0, 0.3):
         assert pm.delta(ours, dx, e) == pytest.approx(pm.delta(old, dx, e), rel=1e-9)
     benchmark.pedantic(lambda: pm.connect_dots(curve, dx, 2**20), rounds=5, iterations=1)
-    t_new, t_old = _t.interleaved(lambda: pm.connect_dots(curve, dx, 2**20),
-                                  lambda: pm.connect_dots(_Quadrature(curve), dx, 2**20),
-                                  rounds=3, repeat=2)
+    _p = _t.pairs([lambda: pm.connect_dots(curve, dx, 2**20),
+                   lambda: pm.connect_dots(_Quadrature(curve), dx, 2**20)], repeat=6)
+    t_new, t_old = _p.median(0), _p.median(1)
     ratio = t_old / t_new
     benchmark.extra_info.update({"atoms": int(curve.l.size), "split_ms": t_new * 1e3,
                                  "quadrature_ms": t_old * 1e3, "speedup": ratio})
@@ -82,7 +82,8 @@ def test_discrete_laplace_vs_dp_accounting(benchmark, report) -> None:
 
     assert ours() == pytest.approx(theirs(), rel=5e-3)
     benchmark.pedantic(ours, rounds=3, iterations=1)
-    t_ours, t_theirs = _t.interleaved(ours, theirs, rounds=3, repeat=1)
+    _p = _t.pairs([ours, theirs], repeat=5)  # medians of interleaved rounds
+    t_ours, t_theirs = _p.median(0), _p.median(1)
     ratio = t_theirs / t_ours
     benchmark.extra_info.update({"dpfast_ms": t_ours * 1e3, "dp_accounting_ms": t_theirs * 1e3,
                                  "speedup": ratio})

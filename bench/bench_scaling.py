@@ -2,9 +2,8 @@
 
 For each sampler (10^7 cells; integer ones in place) the same call runs on one thread and
 on all of numba's threads, back to back, 11 times; the scaling is the median of the
-per-pair ratios (one-thread time / all-thread time); also reported: the fastest one-thread
-time over the fastest all-thread time ("best times": noise only adds time, so this is what
-the code itself gives).  Two probe kernels with no shared data
+per-pair ratios (one-thread time / all-thread time) with their min-max (never a best-of
+figure).  Two probe kernels with no shared data
 show what the host itself gives: one xorshift dependency chain per task (latency bound:
 hyperthreads of one core interleave it almost perfectly) and four independent chains
 (instruction-level parallelism, like the samplers' ChaCha20 and integer code: two
@@ -16,7 +15,7 @@ Rows scaling (issue 28, :func:`test_rows_scaling`): the time per row of
 of a census-shaped tree with as many blocks as rows, :func:`dpfast.perf.suite.census_tree`)
 and ``dask.count`` (2-worker ``LocalCluster``, rows persisted on the workers) from 10^5 to
 10^7 rows (10 rows per person, 10^5 Zipf keys, ``max_partitions=3``, private key
-selection), best of 2 each; ``DPFAST_BENCH_SCALING_MAX=8`` adds 10^8 rows (about 10 GB of
+selection), median of 3 each; ``DPFAST_BENCH_SCALING_MAX=8`` adds 10^8 rows (about 10 GB of
 memory; dask.count at 10^8 out of core is ``bench_dask.py::test_dask_count_out_of_core``),
 ``DPFAST_BENCH_SCALING_SIZES=1e5,1e6,1e7,3e7`` picks the sizes.  Every release is checked
 bit-identical between dask and one process.
@@ -101,12 +100,6 @@ def _median_scaling(pairs: list[tuple[float, float]]) -> float:
     return statistics.median(a / b for a, b in pairs)
 
 
-def _best_scaling(pairs: list[tuple[float, float]]) -> float:
-    """Fastest one-thread time over fastest all-thread time: noise only ever adds time,
-    so this estimates what the code itself gives (the median is what a run sees)."""
-    return min(a for a, _ in pairs) / min(b for _, b in pairs)
-
-
 @pytest.mark.parametrize("case", ["discrete_laplace_10", "discrete_laplace_1000",
                                   "discrete_gaussian_10", "laplace_grid", "gaussian_grid"])
 def test_thread_scaling(benchmark, report, case: str) -> None:
@@ -134,31 +127,28 @@ def test_thread_scaling(benchmark, report, case: str) -> None:
     own, ref4 = _pairs(fn, four)
     _, ref1 = _pairs(one, one)
     s, s4, s1 = (_median_scaling(v) for v in (own, ref4, ref1))
-    b, b4, b1 = (_best_scaling(v) for v in (own, ref4, ref1))
     ratios = [a / c for a, c in own]
     eff = statistics.median((a / c) / (p / q) for (a, c), (p, q) in zip(own, ref4, strict=True))
     benchmark.extra_info.update({"threads": numba.get_num_threads(), "scaling": s,
                                  "scaling_min": min(ratios), "scaling_max": max(ratios),
-                                 "scaling_best_times": b, "probe_four_chains": s4,
-                                 "probe_one_chain": s1, "probe_four_chains_best_times": b4,
-                                 "probe_one_chain_best_times": b1,
+                                 "probe_four_chains": s4, "probe_one_chain": s1,
                                  "efficiency_vs_four_chains": eff})
     print(f"{case}: {numba.get_num_threads()} threads over 1: median {s:.2f}x (pairs "
-          f"{min(ratios):.2f}-{max(ratios):.2f}), best times {b:.2f}x; probes median/best: "
-          f"one chain {s1:.2f}/{b1:.2f}x, four chains {s4:.2f}/{b4:.2f}x; efficiency vs "
+          f"{min(ratios):.2f}-{max(ratios):.2f}); probes (median): "
+          f"one chain {s1:.2f}x, four chains {s4:.2f}x; efficiency vs "
           f"four chains {eff:.2f}")
-    report(f"scaling[{case}]", f"{s:.2f}x median, {b:.2f}x best times, on "
+    report(f"scaling[{case}]", f"{s:.2f}x median (pairs {min(ratios):.2f}-{max(ratios):.2f}), on "
            f"{numba.get_num_threads()} threads (probe kernels {s1:.2f}x / {s4:.2f}x)")
 
 
-def _best(fn, times: int = 2) -> float:
+def _median(fn, times: int = 3) -> float:
     fn()  # kernels loaded, pages touched
-    best = float("inf")
+    runs = []
     for _ in range(times):
         t = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
 
 
 def _rows(part: int, per: int, people: int):
@@ -218,14 +208,14 @@ def test_rows_scaling(benchmark, report) -> None:
             assert np.array_equal(a.keys, b.keys) and np.array_equal(a.values, b.values)
             for name, fn in (("tables.count", count), ("tables.mean", mean),
                              ("dask.count", dcount)):
-                rows_out[name].append(_best(fn) / n * 1e9)  # ns per row
+                rows_out[name].append(_median(fn) / n * 1e9)  # ns per row
             del ddf, count, mean, dcount
             tree = census_tree(n)
 
             def topdown(tree=tree, rng=rng):
                 return dpt.topdown(tree[0], tree[1], rho=1.0, rng=rng())
 
-            rows_out["tables.topdown"].append(_best(topdown) / n * 1e9)  # ns per block
+            rows_out["tables.topdown"].append(_median(topdown) / n * 1e9)  # ns per block
             del tree, topdown
         benchmark.pedantic(lambda: None, rounds=1, iterations=1)
     finally:

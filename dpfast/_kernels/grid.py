@@ -83,6 +83,31 @@ def max_abs_bits(bits, part):
     return m
 
 
+@guarded
+@nb.njit(cache=True, parallel=True, _nrt=False)
+def int64_range(x, part):
+    """``(min, max)`` of a non-empty int64 array in one pass (numpy's ``min`` and ``max``
+    take two); ``part`` (int64, shape ``(>= ceil(n / MAXABS_BLOCK), 2)``) is scratch."""
+    n = x.shape[0]
+    nblk = (n + MAXABS_BLOCK - 1) // MAXABS_BLOCK
+    for b in nb.prange(nblk):
+        blk = x[b * MAXABS_BLOCK:min(n, (b + 1) * MAXABS_BLOCK)]
+        lo = blk[0]
+        hi = blk[0]
+        for i in range(blk.shape[0]):
+            v = blk[i]
+            lo = min(lo, v)
+            hi = max(hi, v)
+        part[b, 0] = lo
+        part[b, 1] = hi
+    lo = part[0, 0]
+    hi = part[0, 1]
+    for b in range(1, nblk):
+        lo = min(lo, part[b, 0])
+        hi = max(hi, part[b, 1])
+    return lo, hi
+
+
 @nb.njit(cache=True, _nrt=False, inline="always")
 def uniform_double(buf, pos, st, key, nonce):
     """U* of Mironov 2012: the real uniform on (0, 1) rounded down to a double, i.e.

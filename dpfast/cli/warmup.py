@@ -36,6 +36,8 @@ def _samplers() -> None:
     x = np.zeros(8, np.int64)
     dpfast.discrete_laplace(x, 2.0, rng=_KEY)
     dpfast.discrete_gaussian(x, 2.0, rng=_KEY)
+    big = np.zeros(1 << 16, np.int64)  # a separate out: x's range from the int64 kernel
+    dpfast.discrete_laplace(big, 2.0, rng=_KEY, out=np.empty_like(big))
     dpfast.laplace(np.zeros(8), 2.0, rng=_KEY)
     dpfast.gaussian(np.zeros(8), 2.0, rng=_KEY)
 

@@ -152,6 +152,24 @@ def _noise(name: str, scale: float, dtype: type) -> Callable[[bool], tuple]:
     return setup
 
 
+def _out_vs_in_place(name: str, scale: float, dtype: type) -> Callable[[bool], tuple]:
+    """A separate preallocated ``out`` against ``out=x`` (issue 40): the baseline is the
+    in-place call, so ratio = in-place time / separate-out time, 1 when both paths cost
+    the same.  One thread (the per-core cost is what is compared)."""
+    def setup(quick: bool):
+        import dpfast
+
+        n = _cells(quick)
+        gen = dpfast.default_rng(KEY)
+        x, y = np.zeros(n, dtype), np.zeros(n, dtype)
+        out = np.zeros(n, dtype)
+        fn = getattr(dpfast, name)
+        return (_on_one_thread(lambda: fn(y, scale, rng=gen, out=y)),
+                _on_one_thread(lambda: fn(x, scale, rng=gen, out=out)), _nothing)
+
+    return setup
+
+
 def _gaussian_f32(quick: bool):
     """The Opacus noise path (issue 27): the secure grid Gaussian written by the kernel into
     a new float32 array (sigma 1.1, the default grid), against ``torch.normal`` into a new
@@ -370,6 +388,14 @@ ENTRIES: list[Entry] = [
     *(_threads(name, what, _noise(fn, scale, dtype)) for name, what, fn, scale, dtype in _SAMPLERS),
     *(Entry(f"{name}_1core", f"{what}, one thread", "numpy Generator.laplace",
             _one_core(_noise(fn, scale, dtype))) for name, what, fn, scale, dtype in _SAMPLERS),
+    # out= into a separate preallocated array vs in place (ratio >= ~1: no second pass)
+    *(Entry(f"{name}_out_vs_in_place", f"{fn} scale {scale:g} into a separate out, {dt}, "
+            "one thread", "the same call in place (out=x)", _out_vs_in_place(fn, scale, t))
+      for name, fn, scale, t, dt in (
+          ("discrete_laplace_10", "discrete_laplace", 10.0, np.int64, "int64"),
+          ("discrete_gaussian_10", "discrete_gaussian", 10.0, np.int64, "int64"),
+          ("discrete_laplace_10_int32", "discrete_laplace", 10.0, np.int32, "int32"),
+          ("laplace_grid", "laplace", 10.0, np.float64, "float64"))),
     Entry("gaussian_f32_1core", "gaussian (2^k grid) sigma 1.1 into float32, one thread "
           "(the Opacus noise path)", "torch.normal float32, one thread",
           _one_core(_gaussian_f32), needs=("torch",)),
