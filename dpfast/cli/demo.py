@@ -14,7 +14,7 @@ then ben repeats ana's query (answered from the result cache: no new charge), be
 query is refused (it would overspend), the usage report; the accuracy of each table (from its
 noise law, and measured against the true bounded table), and the samplers' steady-state
 throughput next to numpy's insecure ``Generator.laplace`` measured the same way in the same
-run (kernels loaded first; best of interleaved repeats), as in the README and ``bench/``.
+run (kernels loaded first; the median of interleaved rounds), as in the README and ``bench/``.
 """
 
 from __future__ import annotations
@@ -47,14 +47,19 @@ def records(people: int, seed: int = 2026) -> dict[str, np.ndarray]:
             "stay": stay}
 
 
-def _interleaved(fns: Sequence[Callable[[], object]], rounds: int = 3) -> list[float]:
-    best = [float("inf")] * len(fns)
-    for _ in range(rounds):
-        for i, fn in enumerate(fns):
+def _interleaved(fns: Sequence[Callable[[], object]], rounds: int = 5) -> list[float]:
+    """The median time of each of ``fns`` over ``rounds`` interleaved rounds (every call
+    once per round, the order reversed every other round): medians, never best-of."""
+    import statistics
+
+    times: list[list[float]] = [[] for _ in fns]
+    for r in range(rounds):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
             t = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - t)
-    return best
+            fns[i]()
+            times[i].append(time.perf_counter() - t)
+    return [statistics.median(t) for t in times]
 
 
 def throughput(cells: int, out: Callable[[str], None]) -> None:
@@ -77,8 +82,8 @@ def throughput(cells: int, out: Callable[[str], None]) -> None:
            lambda: dpfast.gaussian(xf, 10.0, rng=rng, out=xf)]
     fns[1]()  # first full-size call per sampler outside the timing (buffers, thread team)
     times = _interleaved(fns)
-    out(f"sampler throughput, {cells:,} cells, scale 10, steady state (best of 3 interleaved;"
-        f" one-off kernel setup {setup:.2f} s excluded):")
+    out(f"sampler throughput, {cells:,} cells, scale 10, steady state (median of 5 interleaved"
+        f" rounds; one-off kernel setup {setup:.2f} s excluded):")
     out(f"  {'numpy Generator.laplace (insecure)':36s} {cells / times[0]:10.3g} cells/s")
     names = ["discrete Laplace", "discrete Gaussian", "Laplace (2^k grid)",
              "Gaussian (2^k grid)"]
