@@ -52,8 +52,8 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.dask", 11),  # scale-out, built on dpfast.tables
     ("dpfast.session", 12),  # sessions over a data store: tables, budget, dask, SQL
     ("dpfast", 12),  # the package __init__ re-exports lazily (imports at run time only)
-    ("dpfast.perf", 13),
-    ("dpfast.serve", 13),  # the HTTP service: sessions, budget and local-DP behind HTTP  # the performance gate times the public facade
+    ("dpfast.perf", 13),  # the performance gate times the public facade
+    ("dpfast.serve", 13),  # the HTTP service: sessions, budget and local-DP behind HTTP
     ("dpfast.cli", 14),  # the command line uses the public facade
     ("dpfast.__main__", 15),
     ("dpfast.compat", 14),  # drop-in backends for diffprivlib / PipelineDP (public facade)

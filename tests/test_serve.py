@@ -476,20 +476,22 @@ def test_dashboard_in_headless_chromium(server: Server, tmp_path) -> None:
     for a in usage["analysts"]:
         charged = sum(r["epsilon"] for r in records
                       if r["analyst"] == a["name"] and r["status"] != "refused")
-        m = re.search(r'<g class="series" data-name="%s" data-last="([^"]+)" '
-                      r'data-cap="([^"]+)"' % a["name"], html)
+        name = re.escape(a["name"])
+        m = re.search(f'<g class="series" data-name="{name}" data-last="([^"]+)" '
+                      'data-cap="([^"]+)"', html)
         if charged:
             assert m is not None, a["name"]
             assert float(m.group(1)) == pytest.approx(charged, rel=1e-12)
             assert float(m.group(2)) == a["epsilon"]
-        row = re.search(r"<tr class=\"analyst\" data-name=\"%s\" data-spent=\"([^\"]+)\""
-                        % a["name"], html)
+        # (Chromium writes the DOM's attributes in double quotes)
+        row = re.search(f'<tr class="analyst" data-name="{name}" data-spent="([^"]+)"',
+                        html)
         assert row is not None and float(row.group(1)) == a["spent_epsilon"]
     # the collection's estimates: every item's count and interval as the API gives them
     block = html[html.index('class="collection" data-name="apps"'):]
     for item, c, lo, hi in zip(est["items"], est["counts"], est["low"], est["high"]):
-        m = re.search(r'data-label="%s" data-value="([^"]+)" data-low="([^"]+)" '
-                      r'data-high="([^"]+)"' % item, block)
+        m = re.search(f'data-label="{item}" data-value="([^"]+)" data-low="([^"]+)" '
+                      'data-high="([^"]+)"', block)
         assert m is not None
         assert [float(x) for x in m.groups()] == [c, lo, hi]
     assert f'data-n="{est["n"]}"' in html

@@ -10,11 +10,12 @@ Examples::
     dpfast serve token examples/serve/config.toml --analyst alice --revoke
     dpfast serve examples/serve/config.toml --workers 2
 
-Starting (and ``check`` and ``token``) first performs the budget owner's acts of the
+Starting (and ``token``) first performs the budget owner's acts of the
 configuration: the ledger is created or reopened (with the configured definition), bound
 to the privacy unit, and the configured analysts' shares are registered (once).  A token
 is printed once and stored only as its hash; an analyst token needs an analyst of the
-configuration.
+configuration.  ``check`` makes the same checks and writes nothing (an existing ledger is
+read, a missing one is not created).
 """
 
 from __future__ import annotations
@@ -74,22 +75,23 @@ def run(args: argparse.Namespace) -> int:
                        "'dpfast serve token CONFIG'")
     from dpfast.serve.service import prepare
 
-    prepare(cfg)
     if args.target == "check":
+        prepare(cfg, dry_run=True)
         return _check(cfg)
+    prepare(cfg)
     if args.target == "token":
         return _token(cfg, args)
     return _serve(cfg, args)
 
 
 def _check(cfg: Config) -> int:
-    from dpfast.serve.service import Service
+    from dpfast.serve.service import make_session
 
-    svc = Service(cfg)
+    session = make_session(cfg, in_memory=True)
     try:
-        cols = list(svc.session._source.columns)
+        cols = list(session._source.columns)
     finally:
-        svc.close()
+        session.close()
     c = cfg
     print(f"ok: {c.path}: private table {os.path.basename(c.source)} "
           f"({len(cols)} columns), privacy unit {c.privacy_unit or 'one row'}; budget "

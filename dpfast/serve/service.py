@@ -29,24 +29,65 @@ from .store import StateStore
 __all__ = ["Service", "prepare", "open_budget"]
 
 
-def open_budget(cfg: Config) -> Any:
+def open_budget(cfg: Config, *, in_memory: bool = False) -> Any:
     """The budget on the configured ledger (created if missing; reopened with the same
-    definition otherwise)."""
+    definition otherwise); ``in_memory``: a budget of the same definition with no ledger
+    file (what ``dpfast serve check`` uses when the ledger does not exist yet)."""
     from dpfast.budget import Budget
     from dpfast.session import _store
 
-    return Budget(cfg.epsilon, cfg.delta or None, ledger=cfg.ledger,
+    return Budget(cfg.epsilon, cfg.delta or None, ledger=None if in_memory else cfg.ledger,
                   accounting=_store.default_accounting(cfg.delta))
 
 
-def prepare(cfg: Config) -> None:
+def prepare(cfg: Config, *, dry_run: bool = False) -> None:
     """The budget owner's acts before serving: create or reopen the ledger, bind it to the
     privacy unit, register the configured analysts' shares (a ledger row each, once), and
-    create the state file.  Raises ValueError (naming what) on a mismatch."""
+    create the state file.  Raises ValueError (naming what) on a mismatch.  ``dry_run``
+    (``dpfast serve check``): the same checks, writing nothing -- an existing ledger is
+    checked read-only against the configuration, a missing one is not created."""
+    if dry_run:
+        _check_existing(cfg)
+        with _session(cfg, in_memory=True) as s:
+            for name, (eps, dlt) in cfg.analysts.items():
+                s.add_analyst(name, epsilon=eps, delta=dlt)
+        return
     with _session(cfg) as s:
         for name, (eps, dlt) in cfg.analysts.items():
             s.add_analyst(name, epsilon=eps, delta=dlt)
     StateStore(cfg.state).close()
+
+
+def _check_existing(cfg: Config) -> None:
+    """An existing ledger must have the configured definition, privacy unit and analyst
+    shares (read-only: :func:`dpfast.budget.inspect_ledger`)."""
+    from dpfast.budget import inspect_ledger
+
+    if not os.path.exists(cfg.ledger):
+        return
+    report = inspect_ledger(cfg.ledger)
+    if not report.chain_ok:
+        raise ValueError(f"ledger {cfg.ledger}: {report.problem}")
+    d = report.definition
+    if (d.get("epsilon"), d.get("delta") or 0.0) != (cfg.epsilon, cfg.delta):
+        raise ValueError(f"ledger {cfg.ledger} has epsilon {d.get('epsilon')!r}, delta "
+                         f"{d.get('delta')!r}; the configuration's budget is epsilon "
+                         f"{cfg.epsilon!r}, delta {cfg.delta!r}")
+    budget = open_budget(cfg)  # the ledger exists: opening it writes nothing new
+    try:
+        have = budget.analysts()
+        unit = budget.privacy_unit()
+    finally:
+        budget.close()
+    for name, (eps, _) in cfg.analysts.items():
+        if name in have and eps is not None and have[name][0] != eps:
+            raise ValueError(f"analysts.{name}.epsilon: the ledger registered {name} with "
+                             f"epsilon {have[name][0]!r}, the configuration says {eps!r}")
+    if unit is not None:
+        want, got = cfg.privacy_unit, unit.get("column")
+        if got != want:
+            raise ValueError(f"data.privacy_unit: the ledger is bound to {got!r}, the "
+                             f"configuration says {want!r}")
 
 
 def _source(cfg: Config) -> Any:
@@ -58,15 +99,15 @@ def _source(cfg: Config) -> Any:
 
 
 @contextlib.contextmanager
-def _session(cfg: Config) -> Iterator[Any]:
-    s = make_session(cfg)
+def _session(cfg: Config, *, in_memory: bool = False) -> Iterator[Any]:
+    s = make_session(cfg, in_memory=in_memory)
     try:
         yield s
     finally:
         s.close()
 
 
-def make_session(cfg: Config) -> Any:
+def make_session(cfg: Config, *, in_memory: bool = False) -> Any:
     from dpfast.session import Session
 
     name = cfg.name
@@ -74,7 +115,8 @@ def make_session(cfg: Config) -> Any:
         stem = os.path.splitext(os.path.basename(cfg.source))[0]
         name = stem if stem.isidentifier() else None
     return Session(_source(cfg), privacy_unit=cfg.privacy_unit, bounds=cfg.bounds,
-                   domains=cfg.domains, budget=open_budget(cfg), table=cfg.table, name=name,
+                   domains=cfg.domains, budget=open_budget(cfg, in_memory=in_memory),
+                   table=cfg.table, name=name,
                    public=cfg.public or None, max_partitions=cfg.max_partitions,
                    max_per_partition=cfg.max_per_partition)
 

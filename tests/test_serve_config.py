@@ -1,0 +1,131 @@
+"""``dpfast serve``'s configuration checks and rate limiter, without a server (issue 38):
+every bad key is refused before anything starts, with a message naming the key."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("starlette")
+
+from dpfast.serve.config import ConfigError, load  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(ROOT, "examples", "serve")
+
+GOOD = """
+[data]
+source = "people.csv"
+privacy_unit = "person_id"
+[data.bounds]
+age = [18, 90]
+[budget]
+epsilon = 2.0
+delta = 1e-6
+ledger = "budget.db"
+[analysts.alice]
+epsilon = 1.0
+[collections.apps]
+protocol = "krr"
+params = { k = 8, epsilon = 1.0 }
+"""
+
+
+@pytest.fixture
+def where(tmp_path):
+    shutil.copy(os.path.join(EXAMPLE, "people.csv"), tmp_path)
+    return tmp_path
+
+
+def _write(where, text: str) -> str:
+    p = where / "config.toml"
+    p.write_text(text)
+    return str(p)
+
+
+def test_the_example_config_loads() -> None:
+    cfg = load(os.path.join(EXAMPLE, "config.toml"))
+    assert cfg.privacy_unit == "person_id" and cfg.epsilon == 4.0
+    assert set(cfg.analysts) == {"alice", "bob"} and set(cfg.collections) == {"apps"}
+    assert os.path.isabs(cfg.ledger) and cfg.state == cfg.ledger + ".serve.db"
+
+
+def test_a_good_config_loads(where) -> None:
+    cfg = load(_write(where, GOOD))
+    assert cfg.analysts == {"alice": (1.0, None)}
+    assert cfg.collections["apps"].params == {"k": 8, "epsilon": 1.0}
+    assert cfg.bounds == {"age": (18, 90)} and cfg.workers == 1
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ('epsilon = 2.0', 'epsilon = -2.0', "budget.epsilon"),
+    ('epsilon = 2.0', 'epsilon = "2"', "budget.epsilon"),
+    ('delta = 1e-6', 'delta = 1.5', "budget.delta"),
+    ('ledger = "budget.db"', 'ledger = "no/such/dir/budget.db"', "budget.ledger"),
+    ('source = "people.csv"', 'source = "missing.parquet"', "data.source"),
+    ('privacy_unit = "person_id"', '', "data.privacy_unit"),
+    ('age = [18, 90]', 'age = [90, 18]', "data.bounds.age"),
+    ('age = [18, 90]', 'age = [18]', "data.bounds.age"),
+    ('[analysts.alice]\nepsilon = 1.0', '[analysts.alice]\nepsilon = 3.0',
+     "analysts.alice.epsilon"),
+    ('[analysts.alice]', '[analysts."al ice"]', "analysts.al ice"),
+    ('[analysts.alice]\nepsilon = 1.0', '[analysts.alice]\nepsilon = 1.0\nshare = 2',
+     "analysts.alice.share"),
+    ('protocol = "krr"', 'protocol = "nope"', "collections.apps.protocol"),
+    ('params = { k = 8, epsilon = 1.0 }', 'params = { k = 8 }', "collections.apps.params"),
+    ('[data]', '[server]\nport = 70000\n[data]', "server.port"),
+    ('[data]', '[server]\nworkers = 0\n[data]', "server.workers"),
+    ('[data]', '[server]\ntls_certfile = "people.csv"\n[data]', "server.tls_certfile"),
+    ('[data]', '[server]\nhots = "x"\n[data]', "server.hots"),
+    ('[data]', '[extra]\n[data]', "extra"),
+])
+def test_bad_keys_are_named(where, old: str, new: str, key: str) -> None:
+    assert old in GOOD
+    with pytest.raises(ConfigError, match=f": {key}: "):
+        load(_write(where, GOOD.replace(old, new, 1)))
+
+
+def test_not_toml_and_missing_file(where) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load(_write(where, "[data\nsource ="))
+    with pytest.raises(ConfigError, match="not found"):
+        load(str(where / "nothing.toml"))
+
+
+def test_check_command_validates_without_starting(where) -> None:
+    env = dict(os.environ, PYTHONPATH=ROOT, DPFAST_NO_COMPILE_NOTICE="1")
+    bad = _write(where, GOOD.replace('epsilon = 2.0', 'epsilon = 0'))
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", bad], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2 and "budget.epsilon" in out.stderr
+    assert not os.path.exists(where / "budget.db")  # nothing created
+    good = _write(where, GOOD)
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", good], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.startswith("ok: "), out.stderr
+    assert not os.path.exists(where / "budget.db")  # check writes nothing
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "token", good,
+                          "--analyst", "mallory"], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 2 and "not in the configuration" in out.stderr
+    # a ledger made with another share for alice: check names the key
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "token", good, "--admin"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and os.path.exists(where / "budget.db")
+    other = _write(where, GOOD.replace("[analysts.alice]\nepsilon = 1.0",
+                                       "[analysts.alice]\nepsilon = 0.5"))
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", other], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2 and "analysts.alice.epsilon" in out.stderr, out.stderr
+
+
+def test_token_bucket_refuses_past_the_burst() -> None:
+    from dpfast.serve.app import Buckets
+
+    b = Buckets(rate=1e-9, burst=3)  # practically no refill during the test
+    assert [b.take("t") for _ in range(4)] == [True, True, True, False]
+    assert b.take("other") is True  # per key
