@@ -129,3 +129,51 @@ def test_token_bucket_refuses_past_the_burst() -> None:
     b = Buckets(rate=1e-9, burst=3)  # practically no refill during the test
     assert [b.take("t") for _ in range(4)] == [True, True, True, False]
     assert b.take("other") is True  # per key
+
+
+def test_failures_after_the_charge_answer_the_fixed_message_only(where, monkeypatch) -> None:
+    """Over HTTP too, a release that failed after its charge is the session's one fixed
+    message (500 release_failed), and any other failure names its type only: no
+    exception text (which may quote private values) reaches the client."""
+    from dpfast._core.errors import RELEASE_FAILED, ReleaseFailedError
+    from dpfast.serve import tokens
+    from dpfast.serve.app import make_app
+    from dpfast.serve.service import prepare
+
+    cfg = load(_write(where, GOOD))
+    prepare(cfg)
+    app = make_app(cfg)
+    api = app.state.api
+    tok = tokens.make_token(api.service.state, "analyst", "alice")
+    headers = {"Authorization": f"Bearer {tok}"}
+    body = {"sql": "SELECT COUNT(*) AS n FROM people", "epsilon": 0.1}
+
+    def failed(*args, **kwargs):
+        try:
+            raise RuntimeError("engine: value 4711 of row 12")
+        except RuntimeError:
+            raise ReleaseFailedError() from None
+
+    def crashed(*args, **kwargs):
+        raise KeyError("private value 4711")
+
+    import asyncio
+
+    import httpx
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post("/v1/query", json=body, headers=headers)
+
+    try:
+        monkeypatch.setattr(api.service, "query", failed)
+        r = asyncio.run(post())
+        assert r.status_code == 500
+        assert r.json() == {"error": {"code": "release_failed", "message": RELEASE_FAILED}}
+        monkeypatch.setattr(api.service, "query", crashed)
+        r = asyncio.run(post())
+        assert r.status_code == 500 and r.json()["error"]["code"] == "internal"
+        assert "4711" not in r.text and "KeyError" in r.text
+    finally:
+        api.service.close()
