@@ -87,14 +87,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _children(pid: int) -> list[int]:
+def _workers(pid: int) -> list[int]:
+    """The uvicorn worker processes under the server ``pid`` (not its resource tracker)."""
     out = []
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/children") as fh:
-                out += [int(x) for x in fh.read().split()]
+                kids = [int(x) for x in fh.read().split()]
         except OSError:
-            pass
+            continue
+        for kid in kids:
+            try:
+                with open(f"/proc/{kid}/cmdline", "rb") as fh:
+                    if b"spawn_main" in fh.read():
+                        out.append(kid)
+            except OSError:
+                pass
     return out
 
 
@@ -175,7 +183,7 @@ async def _load(url: str, tokens: list[str], ingest: str, bodies: list[tuple[str
                    for p in per]
         if args.kill:
             await asyncio.sleep(args.kill_after)
-            victims = _children(server.pid)
+            victims = _workers(server.pid)
             if victims:
                 os.kill(victims[0], signal.SIGKILL)
                 stats["killed"] = victims[0]
@@ -183,6 +191,7 @@ async def _load(url: str, tokens: list[str], ingest: str, bodies: list[tuple[str
         stats["report_seconds"] = time.perf_counter() - t0
         await asyncio.gather(*tasks)
         stats["seconds"] = time.perf_counter() - t0
+        stats["workers_after"] = _workers(server.pid)
     stats["acked"] = acked
     return stats
 
@@ -286,6 +295,7 @@ def main() -> int:
     print(f"workers {args.workers}, {args.analysts} analysts x {args.queries} queries, "
           f"{args.reports} reports in batches of {args.batch} from {args.senders} senders"
           + (f"; worker {stats['killed']} SIGKILLed after {args.kill_after:g} s"
+             f" (workers after the load: {len(stats['workers_after'])})"
              if stats["killed"] else ""))
     print(f"queries: {sum(stats['status'].values())} answered, status {stats['status']}, "
           f"{stats['charged']} charged, {stats['cached']} from the cache, "

@@ -105,6 +105,9 @@ class Api:
     async def principal(self, request: Request, *kinds: str) -> tokens.Principal:
         who = await run_in_threadpool(self._authenticate, self.token_of(request))
         if who is None:
+            host = request.client.host if request.client else "?"
+            if not self.buckets.take(f"addr:{host}"):
+                raise ApiError(429, "rate_limited", "too many requests; retry later")
             raise ApiError(401, "unauthorized", "a valid token is required "
                            "(Authorization: Bearer TOKEN)")
         if not self.buckets.take(f"{who.kind}:{who.name}"):
@@ -116,8 +119,14 @@ class Api:
         return who
 
     def _authenticate(self, token: str | None) -> tokens.Principal | None:
+        """The principal of a live token that names an analyst or a collection of the
+        configuration (or the admin); None otherwise."""
         with self.service.state_lock:
-            return tokens.authenticate(self.service.state, token)
+            who = tokens.authenticate(self.service.state, token)
+        if who is None or (who.kind == "analyst" and who.name not in self.cfg.analysts) \
+                or (who.kind == "ingest" and who.name not in self.cfg.collections):
+            return None
+        return who
 
     async def body(self, request: Request) -> bytes:
         cap = self.cfg.max_body_bytes
