@@ -177,3 +177,35 @@ def test_failures_after_the_charge_answer_the_fixed_message_only(where, monkeypa
         assert "4711" not in r.text and "KeyError" in r.text
     finally:
         api.service.close()
+
+
+def test_tokens_outside_the_config_and_guessing_are_refused(where) -> None:
+    """A live token of an analyst the configuration no longer lists is refused (401);
+    wrong tokens from one address are rate-limited (429) like a token's requests."""
+    import asyncio
+
+    import httpx
+
+    from dpfast.serve import tokens
+    from dpfast.serve.app import make_app
+    from dpfast.serve.service import prepare
+
+    text = GOOD.replace("[data]", "[server]\nrate = 1e-9\nburst = 2\n[data]")
+    prepare(load(_write(where, text.replace("[analysts.alice]", "[analysts.bob]\n"
+                                            "epsilon = 0.5\n[analysts.alice]"))))
+    app = make_app(load(_write(where, text)))  # bob is no longer configured
+    api = app.state.api
+    bob = tokens.make_token(api.service.state, "analyst", "bob")
+
+    async def get(token: str) -> int:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            r = await client.get("/v1/usage", headers={"Authorization": f"Bearer {token}"})
+            return r.status_code
+
+    try:
+        assert asyncio.run(get(bob)) == 401
+        codes = [asyncio.run(get("dpf_" + "C" * 43)) for _ in range(3)]
+        assert codes == [401, 429, 429]  # bob's try took the address's first token
+    finally:
+        api.service.close()
