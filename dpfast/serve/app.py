@@ -173,16 +173,18 @@ class Api:
         sql, eps, dlt = doc.get("sql"), doc.get("epsilon"), doc.get("delta", 0.0)
         if not isinstance(sql, str) or not sql.strip():
             raise ApiError(400, "bad_request", "sql must be a non-empty string")
+        num: dict[str, float] = {}
         for name, v in (("epsilon", eps), ("delta", dlt)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise ApiError(400, "bad_request", f"{name} must be a finite number")
-        if not eps > 0:
+            num[name] = float(v)
+        if not num["epsilon"] > 0:
             raise ApiError(400, "bad_request", "epsilon must be > 0")
-        if not 0 <= dlt < 1:
+        if not 0 <= num["delta"] < 1:
             raise ApiError(400, "bad_request", "delta must be in [0, 1)")
         try:
-            answer = await run_in_threadpool(self.service.query, who.name, sql, float(eps),
-                                             float(dlt))
+            answer = await run_in_threadpool(self.service.query, who.name, sql,
+                                             num["epsilon"], num["delta"])
         except SqlRefusedError as exc:
             return JSONResponse({"error": {"code": "refused", "reason": exc.reason,
                                            "message": str(exc)}}, status_code=400)

@@ -59,7 +59,7 @@ def steps(series: dict[str, tuple[list[float], list[float]]], caps: dict[str, fl
     """Step curves (x: seconds since the first point) per name, each with its cap as a
     dashed line of the same colour; ``data-name``, ``data-last`` and ``data-cap``."""
     xs = [x for t, _ in series.values() for x in t] or [0.0]
-    ys = [v for _, v in series.values() for v in v] + list(caps.values()) + [0.0]
+    ys = [y for _, vs in series.values() for y in vs] + list(caps.values()) + [0.0]
     x0, x1 = min(xs), max(xs)
     x1 = x1 if x1 > x0 else x0 + 1.0
     ytop = max(ys) * 1.05 or 1.0
