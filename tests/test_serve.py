@@ -522,3 +522,52 @@ def test_dashboard_needs_a_token(server: Server) -> None:
         # the cookie is not accepted by the POST API (no cross-site form can use it)
         _error(c.post("/v1/query", json={"sql": QUERY, "epsilon": 0.1}), 401,
                "unauthorized")
+
+
+def test_tls_with_uvicorn_options(tmp_path) -> None:
+    """``tls_certfile`` / ``tls_keyfile`` serve HTTPS (a self-signed certificate)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    port = _free_port()
+    shutil.copy(os.path.join(EXAMPLE, "people.csv"), tmp_path)
+    config = tmp_path / "config.toml"
+    config.write_text(CONFIG.format(port=port, workers=1).replace(
+        "[server]", '[server]\ntls_certfile = "cert.pem"\ntls_keyfile = "key.pem"'))
+    log = open(tmp_path / "server.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "dpfast", "serve", str(config)],
+                            env=_env(), stdout=log, stderr=log, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while True:
+            assert proc.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                r = httpx.get(f"https://127.0.0.1:{port}/healthz", verify=False, timeout=5)
+                if r.status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.5)
+        with pytest.raises(httpx.HTTPError):  # no plain HTTP on the TLS port
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        log.close()
