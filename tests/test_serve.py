@@ -342,9 +342,12 @@ def test_report_batches_are_counted_once(server: Server) -> None:
                                                    "batch_id": "once-1"}
     r2 = server.post_reports("apps", body)  # a retry after a lost response
     assert r2.status_code == 202 and r2.json()["duplicate"] is True
-    # the reports' JSON as text is the same batch
+    # the reports' JSON as text, or spaced otherwise, is the same batch
     r3 = server.post_reports("apps", dict(body, reports=batch.to_json()))
     assert r3.status_code == 202 and r3.json()["duplicate"] is True
+    spaced = json.dumps(json.loads(batch.to_json()), indent=2)
+    r4 = server.post_reports("apps", dict(body, reports=spaced))
+    assert r4.status_code == 202 and r4.json()["duplicate"] is True
     est = server.estimates("apps")
     assert est["n"] == n0 + 500 and est["consistent"] is True
     # the same id with other content is a conflict, nothing counted

@@ -289,10 +289,14 @@ class Service:
                     reports: str) -> tuple[int, bool]:
         """Check the batch whole (ValueError/TypeError: refused, nothing counted), then
         count it once (:meth:`StateStore.add_batch`)."""
+        from dpfast.local.reports import ReportBatch
+
+        batch = ReportBatch.from_json(reports)
         partial = self.empty[collection].copy()
-        partial.add(reports)
+        partial.add(batch)
+        # the batch's canonical bytes: a retry is the same batch however its JSON is spaced
         with self.state_lock:
-            return self.state.add_batch(collection, batch_id, client_id, reports.encode(),
+            return self.state.add_batch(collection, batch_id, client_id, batch.to_bytes(),
                                         partial, self.empty[collection])
 
     def estimates(self, collection: str) -> dict[str, Any]:
