@@ -209,3 +209,37 @@ def test_tokens_outside_the_config_and_guessing_are_refused(where) -> None:
         assert codes == [401, 429, 429]  # bob's try took the address's first token
     finally:
         api.service.close()
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet", "duckdb"])
+def test_each_source_kind_serves_a_query(where, kind: str) -> None:
+    """The private table may be a CSV, a Parquet or a DuckDB file (``data.table``)."""
+    import pandas as pd
+
+    from dpfast.serve.service import Service, prepare
+
+    text = GOOD
+    if kind == "parquet":
+        pd.read_csv(where / "people.csv").to_parquet(where / "people.parquet")
+        text = GOOD.replace('source = "people.csv"', 'source = "people.parquet"')
+    elif kind == "duckdb":
+        duckdb = pytest.importorskip("duckdb")
+        con = duckdb.connect(str(where / "store.duckdb"))
+        con.execute(f"CREATE TABLE people AS SELECT * FROM read_csv_auto("
+                    f"'{where / 'people.csv'}')")
+        con.close()
+        text = GOOD.replace('source = "people.csv"',
+                            'source = "store.duckdb"\ntable = "people"')
+    cfg = load(_write(where, text))
+    prepare(cfg)
+    svc = Service(cfg)
+    try:
+        a = svc.query("alice", "SELECT COUNT(*) AS n, AVG(age) AS mean_age FROM people",
+                      0.5, 0.0)
+        assert a["columns"] == ["n", "mean_age"] and len(a["rows"]) == 1
+        assert a["cached"] is False and a["privacy_spent"]["epsilon"] == pytest.approx(0.5)
+        again = svc.query("alice", "SELECT COUNT(*) AS n, AVG(age) AS mean_age FROM people",
+                          0.5, 0.0)
+        assert again["cached"] is True and again["rows"] == a["rows"]
+    finally:
+        svc.close()
