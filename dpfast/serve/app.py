@@ -157,7 +157,7 @@ class Api:
 
     # ------------------------------------------------------------------ endpoints
     async def healthz(self, request: Request) -> Response:
-        return JSONResponse({"ok": True, "pid": os.getpid()})
+        return JSONResponse({"ok": True})
 
     async def query(self, request: Request) -> Response:
         from dpfast._core.errors import ReleaseFailedError

@@ -16,7 +16,9 @@ estimates with their intervals and the utility monitor's standard-error-vs-repor
 
 from __future__ import annotations
 
+import base64
 import datetime
+import hashlib
 import html
 import json
 from typing import Any
@@ -30,12 +32,17 @@ from . import svg, tokens
 __all__ = ["routes"]
 
 COOKIE = "dpfast_token"
-_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{}'; "
         "img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 _STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:1100px}"
           "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
           "padding:2px 6px;text-align:right}h2{margin-top:1.5em}code{font-size:12px}"
           ".err{color:#b00}")
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
+    return _CSP.format(digest)
 
 
 def _e(v: Any) -> str:
@@ -46,17 +53,21 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     doc = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
            f"<style>{_STYLE}</style></head><body>{body}</body></html>")
     return HTMLResponse(doc, status_code=status, headers={
-        "Content-Security-Policy": _CSP, "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": _csp(), "X-Content-Type-Options": "nosniff",
         "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
 
 
-_SIGNIN = """<h1>dpfast serve</h1><p>Sign in with your token (analyst or admin).</p>
-<form id="f" method="post" action="/login"><input type="password" name="token" id="t"
- size="60" autocomplete="off"> <button type="submit">Sign in</button></form>{msg}
-<script>(function(){{var h=location.hash;if(h.indexOf('#token=')===0){{
-history.replaceState(null,'',location.pathname);
-document.getElementById('t').value=decodeURIComponent(h.slice(7));
-document.getElementById('f').submit();}}}})();</script>"""
+#: the sign-in page's one script (a token in the URL fragment is submitted, then removed
+#: from the address bar); the pages' policy allows this script only, by its hash
+_SCRIPT = ("(function(){var h=location.hash;if(h.indexOf('#token=')===0){"
+           "history.replaceState(null,'',location.pathname);"
+           "document.getElementById('t').value=decodeURIComponent(h.slice(7));"
+           "document.getElementById('f').submit();}})();")
+_SIGNIN = ("<h1>dpfast serve</h1><p>Sign in with your token (analyst or admin).</p>"
+           "<form id='f' method='post' action='/login'><input type='password' name='token' "
+           "id='t' size='60' autocomplete='off'> <button type='submit'>Sign in</button>"
+           "</form>{msg}<script>" + _SCRIPT.replace("{", "{{").replace("}", "}}")
+           + "</script>")
 
 
 def routes(api: Any) -> list[Route]:
