@@ -574,3 +574,32 @@ def test_tls_with_uvicorn_options(tmp_path) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
         log.close()
+
+
+def test_two_workers_share_the_ledger_and_the_reports(tmp_path) -> None:
+    """With 2 worker processes: one new question asked 12 times at once is charged once
+    (the others are cache hits with the same rows); 12 batches posted at once, each
+    twice, are counted once each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    s = Server(str(tmp_path), workers=2)
+    try:
+        body = {"sql": "SELECT plan, COUNT(*) AS n FROM people WHERE age < 60 GROUP BY plan",
+                "epsilon": 0.2}
+        with ThreadPoolExecutor(12) as pool:
+            answers = [r.json() for r in pool.map(lambda _: s.query("alice", body),
+                                                  range(12))]
+        assert sum(not a["cached"] for a in answers) == 1
+        assert all(a["rows"] == answers[0]["rows"] for a in answers)
+        assert s.spent("alice") == pytest.approx(0.2)
+        batches = [_batch("krr", {"k": 8, "epsilon": 1.0}, [i % 8] * 50, seed=100 + i)
+                   for i in range(12)]
+        bodies = [{"batch_id": f"w-{i}", "client_id": f"c{i}", "reports": b.to_json()}
+                  for i, b in enumerate(batches)] * 2
+        with ThreadPoolExecutor(12) as pool:
+            codes = list(pool.map(lambda b: s.post_reports("apps", b).status_code, bodies))
+        assert codes == [202] * 24
+        est = s.estimates("apps")
+        assert est["n"] == 12 * 50 and est["batches"] == 12
+    finally:
+        s.stop()
