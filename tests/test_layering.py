@@ -54,6 +54,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast", 12),  # the package __init__ re-exports lazily (imports at run time only)
     ("dpfast.perf", 13),  # the performance gate times the public facade
     ("dpfast.testing", 13),  # the neighbour audit runs every release path; nothing imports it
+    ("dpfast.serve", 13),  # the HTTP service: sessions, budget and local-DP behind HTTP
     ("dpfast.cli", 14),  # the command line uses the public facade
     ("dpfast.__main__", 15),
     ("dpfast.compat", 14),  # drop-in backends for diffprivlib / PipelineDP (public facade)

@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     "ldp": "dpfast.cli.ldp",
     "bench": "dpfast.cli.bench",
     "warmup": "dpfast.cli.warmup",
+    "serve": "dpfast.cli.serve",
 }
 
 
