@@ -20,7 +20,14 @@ Nothing in dpfast imports this module (it imports the release layers it audits).
 
 from __future__ import annotations
 
-from dpfast.testing._audit import DEFAULT_KEY, AuditError, AuditReport, audit, replay
+from dpfast.testing._audit import (
+    DEFAULT_KEY,
+    AuditError,
+    AuditReport,
+    audit,
+    check_refused,
+    replay,
+)
 from dpfast.testing._observe import Cells, Observation, Raised, observe
 from dpfast.testing._people import KINDS, Person, adversarial_people, with_person, without_person
 from dpfast.testing._rate import PublicationRate, publication_rate
@@ -37,7 +44,8 @@ from dpfast.testing._registry import (
                                     release_paths,
 )
 
-__all__ = ["audit", "AuditReport", "AuditError", "DEFAULT_KEY", "replay", "observe",
+__all__ = ["audit", "AuditReport", "AuditError", "DEFAULT_KEY", "replay", "check_refused",
+           "observe",
            "Observation", "Cells", "Raised", "adversarial_people", "Person", "KINDS",
            "with_person", "without_person", "publication_rate", "PublicationRate",
            "release_paths", "ReleasePath", "Case", "register", "public_release_names",
