@@ -13,6 +13,8 @@ before dpfast sees it -- every id then *is* a different value.)
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -29,12 +31,12 @@ from dpfast.dask import _shuffle as SH  # noqa: E402
 from .helpers import KEY  # noqa: E402
 
 
-def _frame(n: int = 600) -> pd.DataFrame:
+def _frame(n: int = 600) -> Any:
     r = np.random.default_rng(5)
     return pd.DataFrame({"k": r.integers(0, 6, n), "id": r.integers(0, 80, n)})
 
 
-def _ddf(df: pd.DataFrame, n: int = 3) -> object:
+def _ddf(df: Any, n: int = 3) -> object:
     with dask.config.set({"dataframe.convert-string": False}):
         return dd.from_pandas(df, npartitions=n)
 

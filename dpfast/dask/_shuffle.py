@@ -102,16 +102,16 @@ def _route(ids: np.ndarray) -> np.ndarray:
 
     kind = ids.dtype.kind
     if kind in "biu":
-        return pd.util.hash_array(np.asarray(ids).astype(np.int64).view(np.uint64))
+        return np.asarray(pd.util.hash_array(np.asarray(ids).astype(np.int64).view(np.uint64)))
     if kind == "f":
-        return pd.util.hash_array(_idhash.id_hashes(ids))
+        return np.asarray(pd.util.hash_array(_idhash.id_hashes(ids)))
     return _idhash.route_hashes(ids)
 
 
 def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
     """Rows in the order of their output (their id's :func:`_route` mod ``nout``;
     stable); ``bounds`` (``nout + 1`` zeros) gets the outputs' offsets in that order."""
-    h = (_route(ids) % np.uint64(nout)).astype(_bucket_dtype(nout))
+    h: np.ndarray = (_route(ids) % np.uint64(nout)).astype(_bucket_dtype(nout))
     np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
     return np.argsort(h, kind="stable")  # radix sort for uint16
 
