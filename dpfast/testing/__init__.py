@@ -13,7 +13,9 @@ person to change (Re:cord-play, 2026; see docs/security.md, "The neighbour audit
   that make an engine fail;
 * :func:`release_paths` -- the registry of dpfast's own release paths (every public
   release function, every :class:`dpfast.Session` method and SQL form, the local-DP
-  clients), which dpfast's test suite audits; :func:`register` adds one.
+  clients), which dpfast's test suite audits; :func:`register` adds one;
+* :func:`check_refused` -- for a path whose query is an attack: both runs refused before
+  the charge (the same exception, nothing published, nothing charged).
 
 Nothing in dpfast imports this module (it imports the release layers it audits).
 """
