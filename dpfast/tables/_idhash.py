@@ -119,11 +119,14 @@ def route_hashes(ids: np.ndarray) -> np.ndarray:
     id by its canonical value (:func:`id_hashes`), mixed.  Rows of one id hash alike in
     every partition of a Dask graph, whatever else each partition holds."""
     import pandas as pd
+    from pandas.api.types import infer_dtype
 
     arr = np.asarray(ids, dtype=object)
+    if infer_dtype(arr, skipna=False) == "string":  # all str (one C pass): the common case
+        return np.asarray(pd.util.hash_array(arr))
     is_str = np.fromiter((isinstance(v, str) for v in arr), bool, arr.shape[0])
     if is_str.all():
-        return pd.util.hash_array(arr)
+        return np.asarray(pd.util.hash_array(arr))
     out = np.empty(arr.shape[0], np.uint64)
     if is_str.any():
         out[is_str] = pd.util.hash_array(arr[is_str])
