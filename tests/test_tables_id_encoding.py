@@ -94,3 +94,18 @@ def test_key_columns_still_refuse_mixed_types() -> None:
     keys = np.array([0, "a", 1], dtype=object)
     with pytest.raises(TypeError, match="keys mixes element types"):
         dpt.count(keys, None, epsilon=1.0, domain=[0, 1], rng=dpfast.default_rng(KEY))
+
+
+def test_an_id_beyond_uint64_is_one_more_person() -> None:
+    """An integer id past 2**64 (or one past 2**63 among negative ids) made the column
+    unrepresentable in int64 / uint64: an OverflowError raised by one person's row."""
+    D = {"id": IDS - 3, "key": KEYS}  # negative ids too
+    for big in (1 << 70, 1 << 63):
+        D2 = {"id": np.concatenate([D["id"].astype(object), np.array([big], object)]),
+              "key": np.concatenate([KEYS, [1]])}
+
+        def release(d: dict, rng: bytes) -> object:
+            return dpt.count(d["key"], d["id"], epsilon=1.0, max_partitions=1, rng=rng,
+                             **DOM)
+
+        assert T.audit(release, D, D2, person_keys=(1,)).passed
