@@ -226,6 +226,25 @@ def test_the_audit_finds_a_key_the_person_does_not_hold() -> None:
         T.audit(_count_on([0, 1, 2]), D, T.with_person(D, p), person_keys=p.keys)
 
 
+def test_check_refused_finds_a_charge_or_a_release() -> None:
+    """A path stated as refused before the charge must raise that exception on D and D',
+    publish nothing and return an empty ledger."""
+    class Refused(ValueError):
+        pass
+
+    D = _records()
+    ok = T.audit(lambda d, rng: (T.Raised.of(Refused("refused")), ()), D, D)
+    assert T.check_refused(ok, Refused) is ok
+    charged = T.audit(lambda d, rng: (T.Raised.of(Refused("refused")), ("a row",)), D, D)
+    with pytest.raises(T.AuditError, match="charged while refused"):
+        T.check_refused(charged, Refused)
+    with pytest.raises(T.AuditError, match="not refused"):
+        T.check_refused(T.audit(_count, D, D), Refused)
+    other = T.audit(lambda d, rng: (T.Raised.of(KeyError("x")), ()), D, D)
+    with pytest.raises(T.AuditError, match="expected .*Refused"):
+        T.check_refused(other, Refused)
+
+
 def test_replay_gives_raw_key_releases_the_same_noise() -> None:
     import dpfast.tables
 
