@@ -4,9 +4,11 @@ path, run on D and on D' = D ± one adversarial person with the same generator k
 cell by at most the stated sensitivity, publishes keys that differ only by the person's,
 and publishes the person's own keys no more often than δ allows.
 
-Cases that fail on the current code because of a channel another branch closes are
-``xfail(strict=True)`` with the channel and the branch named: when the fix lands, the
-XPASS fails the run and the marker must go.
+Every case passes on the current code.  Attacks that are now refused before the charge
+stay as regression guards (``ReleasePath(refused=...)``: both runs raise that exception,
+publish nothing and charge nothing).  A case a path lists in ``known`` (a stated, still
+open finding: only ``session.count:add-str_id``) is ``xfail(strict=True)``: when its fix
+lands, the XPASS fails the run and the marker must go.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ def test_neighbour_audit(path: T.ReleasePath, case: T.Case) -> None:
     report = T.audit(path.run, case.D, case.D_prime, person_keys=case.person_keys,
                      sensitivity=path.sensitivity, name=f"{path.name} ({case.name})")
     assert report.passed
+    if path.refused is not None:  # an attack: refused before the charge on D and D' alike
+        T.check_refused(report, path.refused)
+        return
     # not vacuous: the path releases on D (both runs refusing alike would pass (a))
     failed = [x for x in report.on_d.shape if isinstance(x, T.Raised)]
     assert not failed or path.name.startswith("local."), failed
@@ -97,9 +102,8 @@ def _rate_params() -> list:
 @pytest.mark.parametrize("path", _rate_params())
 def test_publication_rate(path: T.ReleasePath) -> None:
     """(d) A person holding 300 keys nobody else holds gets one of them published in at
-    most a δ fraction of runs (binomial test at level 1e-3, fixed keys).  Closes (with the
-    fix on branch keysel-ldp) issue 36 channel 8: ``bounding="l2"`` took its candidates
-    from the unbounded data."""
+    most a δ fraction of runs (binomial test at level 1e-3, fixed keys).  Guards issue 36
+    channel 8: ``bounding="l2"`` took its candidates from the unbounded data."""
     D = T.audit_records()
     (person,) = T.adversarial_people(D, kinds=["many_keys"], n_keys=300)
     T.publication_rate(path.run, T.with_person(D, person), person.new_keys, runs=40)
@@ -114,10 +118,9 @@ def test_publication_rate_of_a_session() -> None:
     assert rate.runs == 12 and 0 < rate.delta <= 1e-2  # the selection's share of δ
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="issue 36 channel 9b: a Client with a raw key reuses the same "
-                          "randomness for every report; fixed on branch keysel-ldp")
 def test_local_client_reports_are_fresh_per_report(tmp_path: pathlib.Path) -> None:
+    """Issue 36 channel 9b: a Client with a raw key reused the same randomness for every
+    report (identical inputs, identical reports)."""
     from dpfast.local import Client, GeneralizedRandomizedResponse
 
     c = Client(GeneralizedRandomizedResponse(16, 1.0), tmp_path / "c.db", budget=100.0,
@@ -221,6 +224,25 @@ def test_the_audit_finds_a_key_the_person_does_not_hold() -> None:
         T.audit(leaky, D, T.with_person(D, p))
     with pytest.raises(T.AuditError, match=r"\(c\) the result: public keys differ"):
         T.audit(_count_on([0, 1, 2]), D, T.with_person(D, p), person_keys=p.keys)
+
+
+def test_check_refused_finds_a_charge_or_a_release() -> None:
+    """A path stated as refused before the charge must raise that exception on D and D',
+    publish nothing and return an empty ledger."""
+    class Refused(ValueError):
+        pass
+
+    D = _records()
+    ok = T.audit(lambda d, rng: (T.Raised.of(Refused("refused")), ()), D, D)
+    assert T.check_refused(ok, Refused) is ok
+    charged = T.audit(lambda d, rng: (T.Raised.of(Refused("refused")), ("a row",)), D, D)
+    with pytest.raises(T.AuditError, match="charged while refused"):
+        T.check_refused(charged, Refused)
+    with pytest.raises(T.AuditError, match="not refused"):
+        T.check_refused(T.audit(_count, D, D), Refused)
+    other = T.audit(lambda d, rng: (T.Raised.of(KeyError("x")), ()), D, D)
+    with pytest.raises(T.AuditError, match="expected .*Refused"):
+        T.check_refused(other, Refused)
 
 
 def test_replay_gives_raw_key_releases_the_same_noise() -> None:

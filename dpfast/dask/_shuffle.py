@@ -4,7 +4,11 @@ scheduler's task threads), the split of one partition into pieces -- pandas piec
 (:func:`split_frame`) or, when every column has a numpy number dtype, compact numpy
 columns (:func:`split_arrays`, :func:`concat_arrays`) -- and the all-to-all as one
 hand-built graph (:func:`shuffle_graph`).  Every id's rows meet in one output; which output
-does not change a release.
+does not change a release.  The output of a row is a function of its id's *value* alone
+(:mod:`dpfast.tables._idhash`: the integer ``7``, the float ``7.0`` and an object ``7`` go
+to one output; a string by its own hash), never of the dtype its partition happens to give
+the id column -- a partition whose ids turned float (a missing id) or object (an id of
+another type) still sends every other id where the other partitions send it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import grouping as _kg
+from dpfast.tables import _idhash
 from dpfast.tables import _scratch as scratch
 
 __all__ = ["Call", "by_id", "columns_of", "concat_arrays", "concat_arrays_then",
@@ -91,12 +96,22 @@ def _bucket_dtype(nout: int) -> type:
     return np.uint16 if nout <= 1 << 16 else np.int64
 
 
-def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
-    """Rows in the order of their output ``pandas.util.hash_array(id) mod nout`` (stable);
-    ``bounds`` (``nout + 1`` zeros) gets the outputs' offsets in that order."""
+def _route(ids: np.ndarray) -> np.ndarray:
+    """Per row, a uint64 hash of its id's canonical value (:mod:`dpfast.tables._idhash`)."""
     import pandas as pd
 
-    h = (pd.util.hash_array(ids) % np.uint64(nout)).astype(_bucket_dtype(nout))
+    kind = ids.dtype.kind
+    if kind in "biu":
+        return np.asarray(pd.util.hash_array(np.asarray(ids).astype(np.int64).view(np.uint64)))
+    if kind == "f":
+        return np.asarray(pd.util.hash_array(_idhash.id_hashes(ids)))
+    return _idhash.route_hashes(ids)
+
+
+def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
+    """Rows in the order of their output (their id's :func:`_route` mod ``nout``;
+    stable); ``bounds`` (``nout + 1`` zeros) gets the outputs' offsets in that order."""
+    h: np.ndarray = (_route(ids) % np.uint64(nout)).astype(_bucket_dtype(nout))
     np.cumsum(np.bincount(h, minlength=nout), out=bounds[1:])
     return np.argsort(h, kind="stable")  # radix sort for uint16
 
@@ -127,10 +142,11 @@ def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     columns (no index, no DataFrame), cheap to pickle between workers.  Integer and bool
     ids go to the output partition of a mix of their value (:func:`_kernels.grouping.
     id_buckets`, one pass; then one stable counting-sort pass per column straight into its
-    narrowed piece); float ids to that of ``pandas.util.hash_array`` (which hashes equal
-    floats alike).  Every partition of one graph uses the same rule (the id column has one
-    dtype in the metadata, and an int32 piece's ids mix as their int64 values), so an id's
-    rows meet in one output; which output does not change the release."""
+    narrowed piece); float ids to that of their canonical value
+    (:func:`dpfast.tables._idhash.id_hashes`: an integral float as the integer, so a
+    partition whose ids turned float sends them where the integer ids go).  Every partition
+    of one graph uses the same rule, so an id's rows meet in one output; which output does
+    not change the release."""
     arrs = {c: pdf[c].to_numpy() for c in cols}
     ids = arrs[id_col]
     if ids.dtype.kind == "f" and np.isnan(ids).any():  # the NULL policy: those rows leave
@@ -141,11 +157,13 @@ def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
     if nout == 1:
         return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)
     bounds = np.zeros(nout + 1, np.int64)
-    if ids.dtype.kind in "biu":
+    if ids.dtype.kind in "biuf":
+        route = (_idhash.id_hashes(ids).view(np.int64) if ids.dtype.kind == "f" else
+                 np.ascontiguousarray(ids, np.int64))
         sorted_cols = {}
         with scratch.lease():  # the buckets are a temporary; the pieces leave the task
             bucket = scratch.empty(len(ids), _bucket_dtype(nout))
-            _kg.id_buckets(np.ascontiguousarray(ids, np.int64), nout, bucket, bounds)
+            _kg.id_buckets(route, nout, bucket, bounds)
             for c, a in arrs.items():
                 a = np.ascontiguousarray(a)
                 out = scratch.pages(a.shape[0], _narrow_dtype(a))  # huge pages if any

@@ -1,8 +1,8 @@
 """Group-by count, sum and mean releases of dask DataFrames (see :mod:`dpfast.dask`).
 
 Pipeline: validate and plan on the driver -> charge the budget (before anything is
-computed) -> hash-partition the rows by privacy id (each input partition split by
-``pandas.util.hash_array(id) mod P`` into P pieces, output partition j the
+computed) -> hash-partition the rows by privacy id (each input partition split by a hash
+of the id's canonical value mod P into P pieces, output partition j the
 concatenation of the pieces j: every id's rows in one partition; when every column used
 has a numpy number dtype -- decided once per graph from the metadata -- the pieces are
 compact numpy columns, int64 ones that fit int32 narrowed, not DataFrames:

@@ -7,9 +7,11 @@ integer codes ``0..K-1`` numbered in the canonical order of the keys (numbers as
 strings by code point, bytes bytewise, multi-column keys lexicographically), so every later
 step is a function of the keys' values, never of the row order.
 
-Privacy ids also get a 64-bit canonical value (the integer itself for integer ids, a
-BLAKE2b-64 digest of the UTF-8 / raw bytes for strings / bytes) that keys the per-id
-randomness of contribution bounding.
+Privacy ids also get a 64-bit canonical value, a function of each id's value alone (the
+integer itself for integer ids and integral floats, a digest for other floats, strings and
+bytes: :mod:`dpfast.tables._idhash`) that keys the per-id randomness of contribution
+bounding.  A privacy-id column may mix ints, floats, strings and bytes (one person's id of
+another type must not make a release fail or re-key everyone else); key columns may not.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import numpy as np
 
 from dpfast._kernels import grouping as _kg
 from dpfast.tables import _scratch as scratch
+from dpfast.tables._idhash import factorize_mixed
+from dpfast.tables._idhash import id_hashes as id_hashes  # the per-id canonical value
 
 _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
 #: below this many rows, factorizing, grouping and bounding run in numpy and serial
@@ -64,11 +68,13 @@ def _missing(x: Any) -> bool:
     return False
 
 
-def column(x: Any, name: str) -> np.ndarray:
+def column(x: Any, name: str, *, mixed: bool = False) -> np.ndarray:
     """A 1-D numpy array of ints, floats, str or bytes (the caller's data is not modified).
 
     Raises ValueError for missing values (NaN, None, pandas NA) and ragged shapes,
-    TypeError for other element types.
+    TypeError for other element types.  ``mixed`` (privacy ids): an object column may mix
+    those types (returned as an object array; each id keeps its own encoding), and
+    integers beyond uint64 are kept as Python ints.
     """
     if isinstance(x, (str, bytes)) or np.isscalar(x):
         raise TypeError(f"{name} must be a 1-D array-like, got a scalar {type(x).__name__}")
@@ -90,11 +96,11 @@ def column(x: Any, name: str) -> np.ndarray:
     if kind in "US":
         return arr
     if kind == "O":
-        return _object_column(arr, name)
+        return _object_column(arr, name, mixed)
     raise TypeError(f"{name} must hold ints, floats, str or bytes, got dtype {arr.dtype}")
 
 
-def _object_column(arr: np.ndarray, name: str) -> np.ndarray:
+def _object_column(arr: np.ndarray, name: str, mixed: bool = False) -> np.ndarray:
     if arr.size == 0:
         return np.zeros(0, np.int64)
     try:  # fast path (C): one pass over the objects
@@ -120,15 +126,22 @@ def _object_column(arr: np.ndarray, name: str) -> np.ndarray:
         else:
             raise TypeError(f"{name} must hold ints, floats, str or bytes, got "
                             f"{type(v).__name__}")
-        if len(kinds) > 1:
+        if len(kinds) > 1 and not mixed:
             raise TypeError(f"{name} mixes element types {sorted(kinds)}; use one type")
+    if len(kinds) > 1:  # privacy ids of several types: each keeps its own encoding
+        return arr
     kind = kinds.pop()
     if kind == "int":
         vals = [int(v) for v in arr]
         try:
             return np.array(vals, dtype=np.int64)
         except OverflowError:
-            return np.array(vals, dtype=np.uint64)
+            try:
+                return np.array(vals, dtype=np.uint64)
+            except OverflowError:
+                if mixed:  # ids beyond uint64: Python ints (never a data-dependent error)
+                    return np.array(vals, dtype=object)
+                raise
     if kind == "float":
         return column(np.array([float(v) for v in arr]), name)
     return arr  # str or bytes objects (sorted by Python's order = code point / bytewise)
@@ -252,7 +265,7 @@ def keys_and_ids(keys: Any, privacy_ids: Any) -> tuple[list[np.ndarray], int,
     n = len(cols[0])
     ids = None
     if privacy_ids is not None:
-        ids = column(privacy_ids, "privacy_ids")
+        ids = column(privacy_ids, "privacy_ids", mixed=True)
         if len(ids) != n:
             raise ValueError(f"privacy_ids has {len(ids)} rows, keys have {n}")
     return cols, n, ids
@@ -292,11 +305,22 @@ def _factorize_general(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         import pandas as pd  # optional: hashing is faster than sorting strings
     except ImportError:  # pragma: no cover - pandas is in the test extra
         pd = None
+    if pd is not None and x.dtype.kind == "O" and not _one_kind(x):
+        return factorize_mixed(x)  # privacy ids of several types
     if pd is not None and x.dtype.kind in "OUf":
         codes, uniques = pd.factorize(x, sort=True)
         return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=x.dtype)
     uniques, codes = np.unique(x, return_inverse=True)
     return codes.astype(np.int64).reshape(-1), uniques
+
+
+def _one_kind(x: np.ndarray) -> bool:
+    """Whether an object column holds one kind of element (all str, all bytes or all
+    numbers): pandas sorts those; a mix of kinds is sorted by :func:`factorize_mixed`."""
+    from pandas.api.types import infer_dtype
+
+    return infer_dtype(x, skipna=False) in ("string", "bytes", "integer", "floating",
+                                            "mixed-integer-float", "boolean", "empty")
 
 
 def factorize_column(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -340,26 +364,6 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
 
 
 # ----------------------------------------------------------------------------- ids
-def id_hashes(uniques: np.ndarray) -> np.ndarray:
-    """64-bit canonical values of distinct privacy ids (uint64).
-
-    Integers: their two's-complement bits (injective).  Floats: their IEEE bits.  Strings and
-    bytes: BLAKE2b with an 8-byte digest of ``b"s" + utf8`` / ``b"b" + bytes`` (collisions
-    only make two ids share bounding randomness; the bound itself holds regardless).
-    """
-    if uniques.dtype.kind == "i":
-        return uniques.astype(np.int64).view(np.uint64)
-    if uniques.dtype.kind == "u":
-        return uniques.astype(np.uint64)
-    if uniques.dtype.kind == "f":
-        return uniques.astype(np.float64).view(np.uint64)
-    out = np.empty(len(uniques), np.uint64)
-    for i, v in enumerate(uniques):
-        raw = (b"s" + v.encode("utf-8", "surrogatepass")) if isinstance(v, str) else b"b" + v
-        out[i] = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
-    return out
-
-
 def _encode_one(v: Any) -> bytes:
     if isinstance(v, (bool, np.bool_, int, np.integer)):
         i = int(v)

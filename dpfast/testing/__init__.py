@@ -13,14 +13,23 @@ person to change (Re:cord-play, 2026; see docs/security.md, "The neighbour audit
   that make an engine fail;
 * :func:`release_paths` -- the registry of dpfast's own release paths (every public
   release function, every :class:`dpfast.Session` method and SQL form, the local-DP
-  clients), which dpfast's test suite audits; :func:`register` adds one.
+  clients), which dpfast's test suite audits; :func:`register` adds one;
+* :func:`check_refused` -- for a path whose query is an attack: both runs refused before
+  the charge (the same exception, nothing published, nothing charged).
 
 Nothing in dpfast imports this module (it imports the release layers it audits).
 """
 
 from __future__ import annotations
 
-from dpfast.testing._audit import DEFAULT_KEY, AuditError, AuditReport, audit, replay
+from dpfast.testing._audit import (
+    DEFAULT_KEY,
+    AuditError,
+    AuditReport,
+    audit,
+    check_refused,
+    replay,
+)
 from dpfast.testing._observe import Cells, Observation, Raised, observe
 from dpfast.testing._people import KINDS, Person, adversarial_people, with_person, without_person
 from dpfast.testing._rate import PublicationRate, publication_rate
@@ -37,7 +46,8 @@ from dpfast.testing._registry import (
                                     release_paths,
 )
 
-__all__ = ["audit", "AuditReport", "AuditError", "DEFAULT_KEY", "replay", "observe",
+__all__ = ["audit", "AuditReport", "AuditError", "DEFAULT_KEY", "replay", "check_refused",
+           "observe",
            "Observation", "Cells", "Raised", "adversarial_people", "Person", "KINDS",
            "with_person", "without_person", "publication_rate", "PublicationRate",
            "release_paths", "ReleasePath", "Case", "register", "public_release_names",

@@ -32,9 +32,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dpfast.tables import keynoise as _keynoise
-from dpfast.testing._observe import Cells, Observation, observe
+from dpfast.testing._observe import Cells, Observation, Raised, observe
 
-__all__ = ["audit", "replay", "AuditReport", "AuditError", "DEFAULT_KEY", "run_observed"]
+__all__ = ["audit", "replay", "AuditReport", "AuditError", "DEFAULT_KEY", "run_observed",
+           "check_refused"]
 
 #: the generator key of an audit when none is given (fixed: an audit is reproducible)
 DEFAULT_KEY = hashlib.blake2b(b"dpfast.testing audit key v1", digest_size=32).digest()
@@ -177,6 +178,31 @@ def audit(release: Callable[[Any, bytes], Any], D: Any, D_prime: Any, *,
     checked = compare(obs_d, obs_p, set(_norm_keys(person_keys)), findings)
     report = AuditReport(name, obs_d, obs_p, findings, checked)
     return report.check() if raises else report
+
+
+def check_refused(report: AuditReport, refused: type[BaseException]) -> AuditReport:
+    """Check that both runs of ``report`` were refused before the charge: each raised
+    ``refused`` (the same message on D and D', :func:`audit`'s check (a)), published no
+    table, and returned nothing else that is not empty (a session's ledger rows: nothing
+    was charged).  Raises :class:`AuditError`; returns ``report``."""
+    want = f"{refused.__module__}.{refused.__qualname__}"
+    findings = list(report.findings)
+    for side, obs in (("D", report.on_d), ("D'", report.on_d_prime)):
+        raised = [x for x in obs.shape if isinstance(x, Raised)]
+        if not raised:
+            findings.append(f"on {side}: not refused (expected {want})")
+        findings += [f"on {side}: raised {r.type} ({r.message[:200]}), expected {want}"
+                     for r in raised if r.type != want]
+        if obs.tables:
+            findings.append(f"on {side}: published {len(obs.tables)} table(s) while refused")
+        findings += [f"on {side}: {entry[0]} is not empty ({entry[2]!r}): charged while "
+                     "refused" for entry in obs.shape
+                     if isinstance(entry, tuple) and entry[0] and len(entry) == 3
+                     and entry[1] in ("tuple", "list", "dict") and entry[2]]
+    if findings:
+        raise AuditError(f"refusal audit of {report.name or 'a release'} failed:\n  "
+                         + "\n  ".join(findings))
+    return report
 
 
 def _norm_keys(keys: Any) -> list[Any]:

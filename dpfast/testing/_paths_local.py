@@ -18,8 +18,6 @@ from typing import Any
 from dpfast.testing._observe import Raised
 from dpfast.testing._registry import Case, ReleasePath, register
 
-CH9A = ("issue 36 channel 9a: RAPPOR's charge depends on whether values repeat, so a "
-        "refusal (a report not sent) depends on the values; fixed on branch keysel-ldp")
 _DAY0 = 0.0
 
 
@@ -107,8 +105,7 @@ def rappor_cases() -> list[Case]:
 register(ReleasePath("local.Client/grr", ("dpfast.local.Client.report",),
                      client_run(_grr, 3.0), cases=grr_cases))
 register(ReleasePath("local.Client/rappor", ("dpfast.local.Client.report",),
-                     client_run(_rappor, 4.4), cases=rappor_cases,
-                     known={"repeat-vs-new": CH9A}))
+                     client_run(_rappor, 4.4), cases=rappor_cases))
 register(ReleasePath("local.ClientPool/grr", ("dpfast.local.ClientPool.report",),
                      pool_run(_grr, 3.0), cases=grr_cases))
 register(ReleasePath("local.ClientPool/rappor", ("dpfast.local.ClientPool.report",),

@@ -24,11 +24,10 @@ KINDS = ("huge", "nan", "inf", "many_keys", "new_key", "engine", "null_key", "nu
 # the paths above: a shorter list
 FEW = ("inf", "many_keys", "engine")
 
-CH1 = ("issue 36 channel 1: an engine error or a value check on private rows after the "
-       "charge reaches the analyst; fixed on branches engine (fixed failures after the "
-       "charge) and values (NaN/inf policy)")
-CH1_SQL = ("issue 36 channel 1: a failing CAST / division in WHERE raises the engine's "
-           "message; fixed on branches sqlmodel (declared semantics: NULL) and engine")
+def _sql_refused() -> type[BaseException]:
+    from dpfast.session import SqlRefusedError
+
+    return SqlRefusedError
 
 
 def _regions() -> Any:
@@ -80,35 +79,42 @@ def session_run(call: Callable[[Any], Any], *, public_keys: bool = True,
 
 
 def _path(name: str, covers: str, call: Callable[[Any], Any], *, public_keys: bool = True,
-          analyst: str | None = None, known: dict[str, str] | None = None,
-          kinds: tuple[str, ...] = KINDS, unit: str | None = "id",
-          parquet: bool = False) -> None:
+          analyst: str | None = None, kinds: tuple[str, ...] = KINDS,
+          unit: str | None = "id", parquet: bool = False,
+          refused: type[BaseException] | None = None,
+          known: dict[str, str] | None = None) -> None:
     names = (f"dpfast.Session.{covers}",) + ((f"dpfast.Session.Analyst.{covers}",)
                                              if analyst else ())
     register(ReleasePath(name, names, session_run(call, public_keys=public_keys,
                                                   analyst=analyst, unit=unit,
                                                   parquet=parquet),
-                         cases=lambda: record_cases(kinds=kinds), known=dict(known or {}),
-                         selects_keys=not public_keys))
+                         cases=lambda: record_cases(kinds=kinds), refused=refused,
+                         known=dict(known or {}), selects_keys=not public_keys))
 
 
-# NaN is NULL in DuckDB (dropped); inf is a value, refused after it is read
-_NF = {"add-inf": CH1}
 _WHERE_CAST = "CAST(code AS INTEGER) >= 0"
 _WHERE_DIV = "10 // divisor >= 0"  # integer division
 
-_path("session.count", "count", lambda s: s.count("key", epsilon=1.0))
+# Still open (found by the audit): DuckDB types a pandas object column that mixes ints and
+# strings as VARCHAR, so one person's string id turns every other person's integer id into
+# its decimal text -- everyone's bounding is re-keyed (the cells move beyond the sensitivity
+# under the replayed key), and an int id 1 and a string id "1" become one person.  The
+# tables and Dask paths encode each id by its own value (dpfast.tables._idhash).
+STR_ID = ("found by the audit, open: the Session's engine (DuckDB) reads a privacy-unit "
+          "column mixing ints and strings as text (dpfast/session/_source.py)")
+_MIXED = (*KINDS, "str_id")
+_path("session.count", "count", lambda s: s.count("key", epsilon=1.0), kinds=_MIXED,
+      known={"add-str_id": STR_ID})
 _path("session.count/select", "count", lambda s: s.count("key", epsilon=3.0, delta=1e-2),
       public_keys=False)
-_path("session.sum", "sum", lambda s: s.sum("value", "key", epsilon=1.0), known=_NF)
-_path("session.mean", "mean", lambda s: s.mean("value", "key", epsilon=1.0), known=_NF)
+_path("session.sum", "sum", lambda s: s.sum("value", "key", epsilon=1.0))
+_path("session.mean", "mean", lambda s: s.mean("value", "key", epsilon=1.0))
 _path("session.mean/where", "mean",
-      lambda s: s.mean("value", "key", epsilon=1.0, where="divisor > 1"), known=_NF)
+      lambda s: s.mean("value", "key", epsilon=1.0, where="divisor > 1"))
 _path("session.count/where-cast", "count",
-      lambda s: s.count("key", epsilon=1.0, where=_WHERE_CAST), known={"add-engine": CH1_SQL})
+      lambda s: s.count("key", epsilon=1.0, where=_WHERE_CAST))
 _path("session.count/where-divide", "count",
-      lambda s: s.count("key", epsilon=1.0, where=_WHERE_DIV),
-      known={"add-engine": CH1_SQL})
+      lambda s: s.count("key", epsilon=1.0, where=_WHERE_DIV))
 def _release(stat: str, value: str | None, q: float | None, s: Any) -> Any:
     return s.release(stat, "key", value=value, epsilon=1.0, q=q)
 
@@ -120,16 +126,15 @@ for _stat in ("count", "sum", "mean", "variance", "stddev", "privacy_id_count",
     _q = 0.5 if _stat == "quantile" else None
     _path(f"session.release/{_stat}", "release",
           functools.partial(_release, _stat, _value, _q),
-          known=_NF if _value == "value" else None,
           kinds=FEW)
 _path("session.histogram", "histogram",
-      lambda s: s.histogram("value", 5, BOUNDS, epsilon=1.0), known=_NF)
+      lambda s: s.histogram("value", 5, BOUNDS, epsilon=1.0))
 _path("session.topdown", "topdown",
       lambda s: s.topdown({"region": ["east", "east", "west", "west", "west"],
                            "key": list(KEYS)}, ["region", "key"], rho=0.5))
 _path("session.sql/group-by", "sql",
       lambda s: s.sql("SELECT key, COUNT(*) AS n, SUM(value) AS total, AVG(value) AS m "
-                      "FROM t GROUP BY key", epsilon=1.0), known=_NF)
+                      "FROM t GROUP BY key", epsilon=1.0))
 _path("session.sql/select", "sql",
       lambda s: s.sql("SELECT key, COUNT(*) AS n FROM t GROUP BY key", epsilon=3.0,
                       delta=1e-2), public_keys=False)
@@ -138,46 +143,45 @@ _path("session.sql/where", "sql",
                       "GROUP BY key", epsilon=1.0))
 _path("session.sql/where-cast", "sql",
       lambda s: s.sql(f"SELECT key, COUNT(*) AS n FROM t WHERE {_WHERE_CAST} GROUP BY key",
-                      epsilon=1.0), known={"add-engine": CH1_SQL})
+                      epsilon=1.0))
 _path("session.sql/where-divide", "sql",
       lambda s: s.sql(f"SELECT key, COUNT(*) AS n FROM t WHERE {_WHERE_DIV} GROUP BY key",
-                      epsilon=1.0), known={"add-engine": CH1_SQL})
+                      epsilon=1.0))
 _path("session.sql/join", "sql",
       lambda s: s.sql("SELECT r.region, COUNT(*) AS n FROM t JOIN regions r "
                       "ON t.key = r.key GROUP BY r.region", epsilon=1.0, delta=1e-2))
-CH3 = ("issue 36 channel 3: a JOIN on a predicate that is not an equality on a unique public "
-       "key copies each private row; fixed on branch sqlmodel")
-CH2 = ("issue 36 channel 2: a column-alias list renames the privacy unit (here the value "
-       "column: every row a person) where DuckDB reads the rows; fixed on branch sqlmodel")
-# a person of many rows with distinct values counts once per row; with a WHERE (or an
-# object-typed column) DuckDB reads the rows and applies the alias list
+# attacks kept as regression guards: refused before the charge, on D and D' alike.
+# Issue 36 channel 2: a column-alias list renamed the privacy unit (here the value column:
+# every row a person, so a person of many rows with distinct values counted once per row).
 _path("session.sql/alias-list", "sql",
       lambda s: s.sql("SELECT key, COUNT(*) AS n FROM t AS f(x, key, id, code, divisor) "
                       "WHERE divisor > 0 GROUP BY key", epsilon=1.0), kinds=("many_rows",),
-      known={"add-many_rows": CH2, "remove": CH2})
+      refused=_sql_refused())
+# Issue 36 channel 3: a JOIN on a predicate that is not an equality on a unique public key
+# copied each private row up to the public table's size.
 _path("session.sql/join-multiplies-rows", "sql",
       lambda s: s.sql("SELECT t.key, COUNT(*) AS n FROM t JOIN regions r "
                       "ON r.key IS NOT NULL GROUP BY t.key", epsilon=1.0), unit=None,
-      kinds=("huge", "new_key"), known={"add-huge": CH3, "remove": CH3})
+      kinds=("huge", "new_key"), refused=_sql_refused())
 # a Parquet source: the column cache reads the rows without DuckDB, a WHERE through it
 _PQ = ("huge", "nan", "inf", "many_keys", "new_key", "null_key", "null_id")
 _path("session.count/parquet", "count", lambda s: s.count("key", epsilon=1.0), parquet=True,
       kinds=_PQ)
 _path("session.sum/parquet", "sum", lambda s: s.sum("value", "key", epsilon=1.0),
-      parquet=True, kinds=_PQ, known=_NF)
+      parquet=True, kinds=_PQ)
 _path("session.mean/parquet-where", "mean",
       lambda s: s.mean("value", "key", epsilon=1.0, where="divisor > 1"), parquet=True,
-      kinds=_PQ, known=_NF)
+      kinds=_PQ)
 _path("analyst.count", "count", lambda s: s.count("key", epsilon=1.0), analyst="alice", kinds=FEW)
 _path("analyst.sum", "sum", lambda s: s.sum("value", "key", epsilon=1.0), analyst="alice",
-      kinds=FEW, known=_NF)
+      kinds=FEW)
 _path("analyst.mean", "mean", lambda s: s.mean("value", "key", epsilon=1.0),
-      analyst="alice", kinds=FEW, known=_NF)
+      analyst="alice", kinds=FEW)
 _path("analyst.release", "release",
       lambda s: s.release("quantile", "key", value="value", q=0.5, epsilon=1.0),
-      analyst="alice", kinds=FEW, known=_NF)
+      analyst="alice", kinds=FEW)
 _path("analyst.histogram", "histogram",
-      lambda s: s.histogram("value", 5, BOUNDS, epsilon=1.0), analyst="alice", kinds=FEW, known=_NF)
+      lambda s: s.histogram("value", 5, BOUNDS, epsilon=1.0), analyst="alice", kinds=FEW)
 _path("analyst.topdown", "topdown",
       lambda s: s.topdown({"region": ["east", "east", "west", "west", "west"],
                            "key": list(KEYS)}, ["region", "key"], rho=0.5),

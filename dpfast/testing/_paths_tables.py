@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 from typing import Any
 
 import numpy as np
 
-from dpfast.testing._registry import BOUNDS, KEYS, ReleasePath
-from dpfast.testing._registry import register as _register
+from dpfast.testing._registry import BOUNDS, KEYS, ReleasePath, register
 
 # parameters of the private key selection paths: small data, a threshold it passes
 SELECT = {"epsilon": 3.0, "delta": 1e-2}
 PUBLIC = {"epsilon": 1.0, "domain": list(KEYS)}
-CH1 = ("issue 36 channel 1: NaN/inf values raise on private data; fixed on branch values "
-       "(a declared NaN/inf policy)")
-
-
-NULLS = ("issue 36, found by the audit (no branch fixes it): a missing key or privacy id "
-         "(None) in one person's rows raises a ValueError naming it (dropna=False; privacy "
-         "ids always), a failure that depends on private rows (dpfast/tables/_inputs.py, "
-         "_keys.py)")
-_KEYLESS = ("histogram.", "tables.topdown/", "tables.auto_bounds")
-
-
-def register(path: ReleasePath) -> ReleasePath:
-    """Register, with the missing key / id cases known to fail (:data:`NULLS`)."""
-    known = {"add-null_id": NULLS}
-    if not path.name.startswith(_KEYLESS):
-        known["add-null_key"] = NULLS
-    return _register(dataclasses.replace(path, known={**known, **path.known}))
-
-
 def _cols(d: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return d["value"].to_numpy(), d["key"].to_numpy(), d["id"].to_numpy()
 
@@ -43,54 +22,43 @@ def _t() -> Any:
     return dpfast.tables
 
 
-def _value_path(name: str, fn: str, extra: dict[str, Any], *, select: bool = False,
-                known: dict[str, str] | None = None) -> None:
+def _value_path(name: str, fn: str, extra: dict[str, Any], *, select: bool = False) -> None:
     opts = dict(SELECT if select else PUBLIC, **extra)
 
     def run(d: Any, rng: bytes) -> Any:
         v, k, i = _cols(d)
         return getattr(_t(), fn)(v, k, i, rng=rng, **opts)
 
-    register(ReleasePath(name, (f"dpfast.tables.{fn}",), run, known=dict(known or {}),
-                         selects_keys=select))
+    register(ReleasePath(name, (f"dpfast.tables.{fn}",), run, selects_keys=select))
 
 
-def _key_path(name: str, fn: str, extra: dict[str, Any], *, select: bool = False,
-              known: dict[str, str] | None = None) -> None:
+def _key_path(name: str, fn: str, extra: dict[str, Any], *, select: bool = False) -> None:
     opts = dict(SELECT if select else PUBLIC, **extra)
 
     def run(d: Any, rng: bytes) -> Any:
         _, k, i = _cols(d)
         return getattr(_t(), fn)(k, i, rng=rng, **opts)
 
-    register(ReleasePath(name, (f"dpfast.tables.{fn}",), run, known=dict(known or {}),
-                         selects_keys=select))
+    register(ReleasePath(name, (f"dpfast.tables.{fn}",), run, selects_keys=select))
 
-
-_NONFINITE = {"add-nan": CH1, "add-inf": CH1, "add-minus_inf": CH1}
 
 _key_path("tables.count/domain", "count", {})
 _key_path("tables.count/select", "count", {}, select=True)
 _key_path("tables.count/gaussian", "count", {"rho": 0.5, "epsilon": None})
 _key_path("tables.privacy_id_count/domain", "privacy_id_count", {})
 _key_path("tables.privacy_id_count/select", "privacy_id_count", {}, select=True)
-CH8 = ("issue 36 channel 8: privacy_id_count(bounding='l2') takes candidate keys from the "
-       "unbounded data; fixed on branch keysel-ldp")
 _key_path("tables.privacy_id_count/l2", "privacy_id_count",
-          {"bounding": "l2", "max_partitions": 2, "selection": "laplace"}, select=True,
-          known={"rate": CH8})
-_value_path("tables.sum/domain", "sum", {"bounds": BOUNDS}, known=_NONFINITE)
-_value_path("tables.sum/select", "sum", {"bounds": BOUNDS}, select=True, known=_NONFINITE)
-_value_path("tables.mean/domain", "mean", {"bounds": BOUNDS}, known=_NONFINITE)
-_value_path("tables.variance/domain", "variance", {"bounds": BOUNDS}, known=_NONFINITE)
-_value_path("tables.std/domain", "std", {"bounds": BOUNDS}, known=_NONFINITE)
-_value_path("tables.quantile/domain", "quantile", {"bounds": BOUNDS, "q": [0.25, 0.5]},
-            known=_NONFINITE)
-_value_path("tables.quantile/select", "quantile", {"bounds": BOUNDS, "q": 0.5}, select=True,
-            known=_NONFINITE)
-_value_path("tables.median/domain", "median", {"bounds": BOUNDS}, known=_NONFINITE)
-_value_path("tables.min/domain", "min", {"bounds": BOUNDS}, known=_NONFINITE)
-_value_path("tables.max/domain", "max", {"bounds": BOUNDS}, known=_NONFINITE)
+          {"bounding": "l2", "max_partitions": 2, "selection": "laplace"}, select=True)
+_value_path("tables.sum/domain", "sum", {"bounds": BOUNDS})
+_value_path("tables.sum/select", "sum", {"bounds": BOUNDS}, select=True)
+_value_path("tables.mean/domain", "mean", {"bounds": BOUNDS})
+_value_path("tables.variance/domain", "variance", {"bounds": BOUNDS})
+_value_path("tables.std/domain", "std", {"bounds": BOUNDS})
+_value_path("tables.quantile/domain", "quantile", {"bounds": BOUNDS, "q": [0.25, 0.5]})
+_value_path("tables.quantile/select", "quantile", {"bounds": BOUNDS, "q": 0.5}, select=True)
+_value_path("tables.median/domain", "median", {"bounds": BOUNDS})
+_value_path("tables.min/domain", "min", {"bounds": BOUNDS})
+_value_path("tables.max/domain", "max", {"bounds": BOUNDS})
 
 
 def _count_distinct(d: Any, rng: bytes) -> Any:
@@ -115,10 +83,9 @@ def _aggregate_select(d: Any, rng: bytes) -> Any:
                           bounds={"value": BOUNDS}, rng=rng, **SELECT)
 
 
-register(ReleasePath("tables.aggregate/domain", ("dpfast.tables.aggregate",), _aggregate,
-                     known=_NONFINITE))
+register(ReleasePath("tables.aggregate/domain", ("dpfast.tables.aggregate",), _aggregate))
 register(ReleasePath("tables.aggregate/select", ("dpfast.tables.aggregate",),
-                     _aggregate_select, known=_NONFINITE, selects_keys=True))
+                     _aggregate_select, selects_keys=True))
 
 
 def _topdown(d: Any, rng: bytes) -> Any:
@@ -138,8 +105,7 @@ def _auto_bounds(d: Any, rng: bytes) -> Any:
     return _t().auto_bounds(v, None, i, epsilon=1.0, rng=rng)
 
 
-register(ReleasePath("tables.auto_bounds", ("dpfast.tables.auto_bounds",), _auto_bounds,
-                     known=_NONFINITE))
+register(ReleasePath("tables.auto_bounds", ("dpfast.tables.auto_bounds",), _auto_bounds))
 
 
 def _sum_auto(d: Any, rng: bytes) -> Any:
@@ -147,8 +113,7 @@ def _sum_auto(d: Any, rng: bytes) -> Any:
     return _t().sum(v, k, i, bounds="auto", rng=rng, **PUBLIC)
 
 
-register(ReleasePath("tables.sum/auto_bounds", ("dpfast.tables.sum",), _sum_auto,
-                     known=_NONFINITE))
+register(ReleasePath("tables.sum/auto_bounds", ("dpfast.tables.sum",), _sum_auto))
 
 
 def _hist() -> Any:
@@ -180,9 +145,8 @@ def _histogramdd(d: Any, rng: bytes) -> Any:
                                         return_release=True)
 
 
-register(ReleasePath("histogram.histogram", ("dpfast.histogram.histogram",), _histogram,
-                     known=_NONFINITE))
+register(ReleasePath("histogram.histogram", ("dpfast.histogram.histogram",), _histogram))
 register(ReleasePath("histogram.histogram2d", ("dpfast.histogram.histogram2d",),
-                     _histogram2d, known=_NONFINITE))
+                     _histogram2d))
 register(ReleasePath("histogram.histogramdd/weighted", ("dpfast.histogram.histogramdd",),
-                     _histogramdd, known=_NONFINITE))
+                     _histogramdd))

@@ -3,8 +3,9 @@
 A person is a set of rows with one privacy id.  :func:`adversarial_people` makes the
 people whose rows are most likely to make a release behave differently on a dataset and
 on its neighbour: values far beyond the bounds, non-finite values, many keys, keys nobody
-else holds, many rows in one key, and rows that make an engine fail (a string where a cast
-to a number fails, a zero divisor).  :func:`with_person` and :func:`without_person` make
+else holds, many rows in one key, rows that make an engine fail (a string where a cast
+to a number fails, a zero divisor), a missing key or privacy id, and a privacy id of
+another type than everyone else's.  :func:`with_person` and :func:`without_person` make
 the neighbours of a record dataset (a pandas DataFrame, or a dict of equal-length
 columns).
 """
@@ -20,7 +21,7 @@ __all__ = ["Person", "adversarial_people", "with_person", "without_person", "KIN
 
 #: the kinds of adversarial people, in the order :func:`adversarial_people` makes them
 KINDS = ("huge", "tiny", "nan", "inf", "minus_inf", "many_keys", "new_key", "many_rows",
-         "engine", "null_key", "null_id")
+         "engine", "null_key", "null_id", "str_id")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,14 @@ def _new_id(ids: np.ndarray) -> Any:
     return f"adversary-{i}"
 
 
+def _other_type_id(ids: np.ndarray) -> Any:
+    """An id of another type than ``ids``' (never equal to any of them)."""
+    if ids.dtype.kind in "biuf":
+        return "adversary-0"
+    return 1 + max((int(v) for v in ids.tolist() if isinstance(v, (int, np.integer))),
+                   default=0)
+
+
 def _new_keys(keys: np.ndarray, n: int) -> list[Any]:
     if keys.dtype.kind in "iu":
         top = int(np.max(keys)) + 1
@@ -118,7 +127,9 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
     -------
     list of Person
         Each person's other columns copy the dataset's first row.  ``"null_key"`` holds
-        the missing key None; ``"null_id"``'s rows have no privacy id (``id`` None).
+        the missing key None; ``"null_id"``'s rows have no privacy id (``id`` None);
+        ``"str_id"``'s id is of another type than the others' (a string among numbers, an
+        integer among strings: the id column becomes an object column of mixed types).
     """
     cols = _columns(data)
     for name, col in (("id", id), ("key", key)) + ((("value", value),) if value else ()):
@@ -188,6 +199,11 @@ def adversarial_people(data: Any, *, id: str = "id", key: str = "key",
             r = rows(1)
             r[id] = np.asarray([None], dtype=object)
             return Person(kind, None, r, (first_key,), ())
+        if kind == "str_id":  # an id of another type than everyone else's
+            other = _other_type_id(cols[id])
+            r = rows(1)
+            r[id] = np.asarray([other], dtype=object)
+            return Person(kind, other, r, (first_key,), ())
         # engine: strings no cast accepts, zero divisors
         over = {c: np.asarray(["not a number: ' ; --"], dtype=object) for c in strings}
         over.update({c: np.zeros(1, dtype=cols[c].dtype) for c in divisors})

@@ -84,7 +84,12 @@ class ReleasePath:
     known : dict
         Case name (``"rate"``: the publication-rate test) -> the reason it fails on the
         current code (a known, open channel); the test suite marks those cases
-        ``xfail(strict=True)``.
+        ``xfail(strict=True)``.  dpfast's own: ``session.count``'s ``add-str_id`` only.
+    refused : exception type, optional
+        The path's query is an attack (kept as a regression guard) that the release must
+        refuse *before the charge*: on D and on D' alike it raises this exception type
+        with the same message, publishes nothing, and whatever else the run returns (a
+        ledger's rows) is empty -- nothing was charged.
     selects_keys : bool
         Whether the path selects keys privately (then :func:`publication_rate` applies).
     slow : bool
@@ -97,6 +102,7 @@ class ReleasePath:
     cases: Callable[[], list[Case]] = dataclasses.field(default=lambda: record_cases())
     sensitivity: Any = None
     known: dict[str, str] = dataclasses.field(default_factory=dict)
+    refused: type[BaseException] | None = None
     selects_keys: bool = False
     slow: bool = False
 
