@@ -56,6 +56,8 @@ NOT_RUN = {
                     "tests/test_perf_gate.py checks it against far baselines)",
     "dpfast warmup": "compiles every kernel family, minutes on a cold cache (the --only line "
                      "below it runs here; tests/test_coldstart.py checks what warmup covers)",
+    "dpfast serve": "the HTTP service on examples/serve/config.toml (tests/test_serve.py "
+                    "runs serve, serve check and serve token against a running server)",
 }
 #: optional modules a command needs (skipped without them, as a user without the extra)
 NEEDS = {".parquet": "pyarrow", "query": "duckdb", "plot": "matplotlib", ".png": "matplotlib"}
@@ -110,7 +112,8 @@ def test_cli_page_commands_run_as_written(tmp_path: pathlib.Path) -> None:
     assert len(commands) >= 15
     failed, ran = [], 0
     for cmd in commands:
-        if cmd in ("dpfast demo", "dpfast warmup") or cmd.startswith("dpfast bench "):
+        if cmd in ("dpfast demo", "dpfast warmup") or cmd.startswith(("dpfast bench ",
+                                                                      "dpfast serve ")):
             continue
         if any(needle in cmd and importlib.util.find_spec(mod) is None
                for needle, mod in NEEDS.items()):

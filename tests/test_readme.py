@@ -13,7 +13,7 @@ BLOCKS = re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
 
 
 def test_readme_has_python_blocks() -> None:
-    assert len(BLOCKS) >= 5  # three quick starts (records, SQL, the service), budget, noise, accounting
+    assert len(BLOCKS) >= 5  # quick starts (records, SQL), budget, noise, accounting
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))

@@ -161,8 +161,9 @@ def _out_vs_in_place(name: str, scale: float, dtype: type) -> Callable[[bool], t
 
         n = _cells(quick)
         gen = dpfast.default_rng(KEY)
-        x, y = np.zeros(n, dtype), np.zeros(n, dtype)
-        out = np.zeros(n, dtype)
+        x: np.ndarray = np.zeros(n, dtype)
+        y: np.ndarray = np.zeros(n, dtype)
+        out: np.ndarray = np.zeros(n, dtype)
         fn = getattr(dpfast, name)
         return (_on_one_thread(lambda: fn(y, scale, rng=gen, out=y)),
                 _on_one_thread(lambda: fn(x, scale, rng=gen, out=out)), _nothing)

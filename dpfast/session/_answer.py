@@ -125,7 +125,7 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
             if len(rel) == 0:
                 break
     names = list(p.key_names) if p.keys else ["__all"]
-    return SqlRelease(releases, names, p.order, rule)
+    return SqlRelease(releases, names, list(p.order), rule)
 
 
 def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho: Any,

@@ -110,8 +110,13 @@ def _try(sql: str) -> str:
     return f"TRY({sql})"
 
 
+def _binary(op: str) -> Callable[[list[str], str], str]:
+    """The renderer of the infix operator ``op``."""
+    return lambda a, p: f"({a[0]} {op} {a[1]})"
+
+
 _RENDER: dict[str, Callable[[list[str], str], str]] = {
-    **{op: (lambda a, p, op=op: f"({a[0]} {op} {a[1]})")
+    **{op: _binary(op)
        for op in ("=", "<>", "<", "<=", ">", ">=", "AND", "OR", "LIKE", "ILIKE", "||")},
     "distinct": lambda a, p: f"({a[0]} IS DISTINCT FROM {a[1]})",
     "not_distinct": lambda a, p: f"({a[0]} IS NOT DISTINCT FROM {a[1]})",
@@ -318,15 +323,15 @@ class _Reader:
             return self._call(op, [self.read(p) for p in parts], "bool", {"bool"})
         if isinstance(node, exp.Is):
             rhs = node.expression
-            op = ("is_null" if isinstance(rhs, exp.Null) else "is_true"
-                  if isinstance(rhs, exp.Boolean) and rhs.this else "is_false"
-                  if isinstance(rhs, exp.Boolean) else None)
-            if op is None:
+            test = ("is_null" if isinstance(rhs, exp.Null) else "is_true"
+                    if isinstance(rhs, exp.Boolean) and rhs.this else "is_false"
+                    if isinstance(rhs, exp.Boolean) else None)
+            if test is None:
                 raise SqlRefusedError("expression", "IS takes NULL, TRUE or FALSE")
             arg = self.read(node.this)
-            if op != "is_null":
+            if test != "is_null":
                 _need(arg, {"bool"}, "IS TRUE / IS FALSE")
-            return Call(op, (arg,), "bool")
+            return Call(test, (arg,), "bool")
         if isinstance(node, exp.In):
             if any(node.args.get(k) for k in ("query", "unnest", "field")):
                 raise SqlRefusedError("subquery", "IN takes a list of literals")
