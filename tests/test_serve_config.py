@@ -320,8 +320,8 @@ def test_no_private_table_is_refused(where) -> None:
 def test_several_tables_route_by_from_and_share_the_ledger(two) -> None:
     """A query goes to the session whose private table its FROM names; both charge the one
     ledger; a query naming no configured private table is refused before any charge."""
-    from dpfast.session import SqlRefusedError
     from dpfast.serve.service import Service, prepare, route
+    from dpfast.session import SqlRefusedError
 
     assert route("SELECT COUNT(*) FROM ORDERS", ["people", "orders"]) == 1
     assert route("SELECT COUNT(*) FROM people", ["people", "orders"]) == 0
