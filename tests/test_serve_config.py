@@ -289,6 +289,22 @@ def test_several_private_tables_load(two) -> None:
     assert cfg.privacy_unit == "person_id"
 
 
+def test_check_opens_every_private_table(two) -> None:
+    """``dpfast serve check`` opens each table: a bound on a column only the other table
+    has is refused, naming the column; a good config lists both tables."""
+    env = dict(os.environ, PYTHONPATH=ROOT, DPFAST_NO_COMPILE_NOTICE="1")
+    good = _write(two, TWO)
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", good], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "private tables people (" in out.stdout and ", orders (" in out.stdout
+    bad = _write(two, TWO.replace("amount = [0, 100]", "amount = [0, 100]\nage = [18, 90]"))
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", bad], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2 and "age" in out.stderr, (out.stdout, out.stderr)
+    assert not os.path.exists(two / "budget.db")  # check writes nothing
+
+
 @pytest.mark.parametrize("old, new, key", [
     # a total over two units bounds neither: refused, naming the second table's key
     ('source = "orders.csv"\nprivacy_unit = "person_id"',
