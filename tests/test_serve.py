@@ -98,13 +98,13 @@ def _free_port() -> int:
 class Server:
     """A running ``dpfast serve`` subprocess and its tokens."""
 
-    def __init__(self, directory: str, workers: int = 1) -> None:
+    def __init__(self, directory: str, workers: int = 1, config: str = CONFIG) -> None:
         self.dir = directory
         self.port = _free_port()
         self.config = os.path.join(directory, "config.toml")
         shutil.copy(os.path.join(EXAMPLE, "people.csv"), directory)
         with open(self.config, "w") as fh:
-            fh.write(CONFIG.format(port=self.port, workers=workers))
+            fh.write(config.format(port=self.port, workers=workers))
         self.tokens = {
             "alice": _cli("token", self.config, "--analyst", "alice").stdout.strip(),
             "bob": _cli("token", self.config, "--analyst", "bob").stdout.strip(),
@@ -601,5 +601,57 @@ def test_two_workers_share_the_ledger_and_the_reports(tmp_path) -> None:
         assert codes == [202] * 24
         est = s.estimates("apps")
         assert est["n"] == 12 * 50 and est["batches"] == 12
+    finally:
+        s.stop()
+
+
+# the same service with two private tables, [data.people] and [data.orders]
+TWO_TABLES = CONFIG.replace("[data]\n", "[data.people]\n").replace(
+    "[data.bounds]", "[data.people.bounds]").replace(
+    "[data.domains]", "[data.people.domains]").replace("[budget]", """[data.orders]
+source = "orders.csv"
+privacy_unit = "person_id"
+
+[data.orders.bounds]
+amount = [0, 100]
+
+[data.orders.domains]
+kind = ["book", "food"]
+
+[budget]""")
+
+
+def test_two_private_tables_share_one_ledger(tmp_path) -> None:
+    """``[data.<name>]``: a query is answered by the table its FROM names, both charges
+    land in the one ledger (one chain, one total); a table that is neither is a 400
+    refusal with nothing charged."""
+    import pandas as pd
+
+    pd.DataFrame({"person_id": [1, 2, 3, 4, 5, 6] * 20, "kind": ["book", "food"] * 60,
+                  "amount": [10.0, 20.0, 30.0] * 40}).to_csv(tmp_path / "orders.csv",
+                                                             index=False)
+    s = Server(str(tmp_path), config=TWO_TABLES)
+    try:
+        a = s.query("alice", {"sql": QUERY, "epsilon": 0.25})
+        assert a.status_code == 200, a.text
+        b = s.query("bob", {"sql": "SELECT kind, SUM(amount) AS total FROM orders "
+                                   "GROUP BY kind ORDER BY kind", "epsilon": 0.5})
+        assert b.status_code == 200, b.text
+        assert b.json()["columns"] == ["kind", "total"]
+        assert [r[0] for r in b.json()["rows"]] == ["book", "food"]
+        assert sorted(r[0] for r in a.json()["rows"]) == ["east", "north", "south", "west"]
+        records = s.records()
+        charged: dict[str, float] = {}
+        for r in records:  # one row per aggregate: alice's query has two
+            if r["status"] == "charged":
+                charged[r["analyst"]] = charged.get(r["analyst"], 0.0) + r["epsilon"]
+        assert charged == {"alice": pytest.approx(0.25), "bob": pytest.approx(0.5)}, records
+        assert s.usage()["total"]["spent"]["epsilon"] == pytest.approx(0.75)
+        err = _error(s.query("alice", {"sql": "SELECT COUNT(*) AS n FROM invoices",
+                                       "epsilon": 0.1}), 400, "refused")
+        assert err["reason"] == "unknown_table", err
+        assert s.records() == records and s.spent("alice") == pytest.approx(0.25)
+        v = httpx.get(s.url + "/v1/ledger/verify", headers=s.auth("admin"), timeout=60)
+        assert v.status_code == 200 and v.json()["ok"] is True, v.text
     finally:
         s.stop()

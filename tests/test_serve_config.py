@@ -58,7 +58,8 @@ def test_a_good_config_loads(where) -> None:
     cfg = load(_write(where, GOOD))
     assert cfg.analysts == {"alice": (1.0, None)}
     assert cfg.collections["apps"].params == {"k": 8, "epsilon": 1.0}
-    assert cfg.bounds == {"age": (18, 90)} and cfg.workers == 1
+    assert [t.bounds for t in cfg.tables] == [{"age": (18, 90)}] and cfg.workers == 1
+    assert cfg.tables[0].key == "data" and cfg.tables[0].name is None
 
 
 @pytest.mark.parametrize("old, new, key", [
@@ -241,5 +242,120 @@ def test_each_source_kind_serves_a_query(where, kind: str) -> None:
         again = svc.query("alice", "SELECT COUNT(*) AS n, AVG(age) AS mean_age FROM people",
                           0.5, 0.0)
         assert again["cached"] is True and again["rows"] == a["rows"]
+    finally:
+        svc.close()
+
+
+TWO = """
+[data.people]
+source = "people.csv"
+privacy_unit = "person_id"
+[data.people.bounds]
+age = [18, 90]
+[data.orders]
+source = "orders.csv"
+privacy_unit = "person_id"
+[data.orders.bounds]
+amount = [0, 100]
+[data.orders.domains]
+kind = ["book", "food"]
+[budget]
+epsilon = 2.0
+delta = 1e-6
+ledger = "budget.db"
+[analysts.alice]
+epsilon = 1.0
+"""
+
+
+@pytest.fixture
+def two(where):
+    import pandas as pd
+
+    pd.DataFrame({"person_id": [1, 1, 2, 3, 4, 5] * 10,
+                  "kind": ["book", "food"] * 30,
+                  "amount": [10.0, 20.0, 30.0] * 20}).to_csv(where / "orders.csv",
+                                                             index=False)
+    return where
+
+
+def test_several_private_tables_load(two) -> None:
+    """``[data.<name>]``: one private table each, named in SQL by the section's name."""
+    cfg = load(_write(two, TWO))
+    assert [(t.key, t.name) for t in cfg.tables] == [("data.people", "people"),
+                                                     ("data.orders", "orders")]
+    assert cfg.tables[1].bounds == {"amount": (0, 100)}
+    assert cfg.tables[1].domains == {"kind": ["book", "food"]}
+    assert cfg.privacy_unit == "person_id"
+
+
+def test_check_opens_every_private_table(two) -> None:
+    """``dpfast serve check`` opens each table: a bound on a column only the other table
+    has is refused, naming the column; a good config lists both tables."""
+    env = dict(os.environ, PYTHONPATH=ROOT, DPFAST_NO_COMPILE_NOTICE="1")
+    good = _write(two, TWO)
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", good], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "private tables people (" in out.stdout and ", orders (" in out.stdout
+    bad = _write(two, TWO.replace("amount = [0, 100]", "amount = [0, 100]\nage = [18, 90]"))
+    out = subprocess.run([sys.executable, "-m", "dpfast", "serve", "check", bad], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2 and "age" in out.stderr, (out.stdout, out.stderr)
+    assert not os.path.exists(two / "budget.db")  # check writes nothing
+
+
+@pytest.mark.parametrize("old, new, key", [
+    # a total over two units bounds neither: refused, naming the second table's key
+    ('source = "orders.csv"\nprivacy_unit = "person_id"',
+     'source = "orders.csv"\nprivacy_unit = "kind"', "data.orders.privacy_unit"),
+    ('source = "orders.csv"\nprivacy_unit = "person_id"',
+     'source = "orders.csv"\nprivacy_unit = "none"', "data.orders.privacy_unit"),
+    ('source = "orders.csv"\nprivacy_unit = "person_id"', 'source = "orders.csv"',
+     "data.orders.privacy_unit"),
+    ('source = "orders.csv"', 'source = "missing.csv"', "data.orders.source"),
+    ('source = "orders.csv"', 'source = "orders.csv"\nname = "People"', "data.orders.name"),
+    ('source = "orders.csv"', 'source = "orders.csv"\nsauce = 1', "data.orders.sauce"),
+    ('amount = [0, 100]', 'amount = [100, 0]', "data.orders.bounds.amount"),
+    ('kind = ["book", "food"]', 'kind = ["book", 1]', "data.orders.domains.kind"),
+    ('[data.orders]', '[public]\norders = "orders.csv"\n[data.orders]', "data.orders"),
+])
+def test_several_tables_bad_keys_are_named(two, old: str, new: str, key: str) -> None:
+    assert old in TWO
+    with pytest.raises(ConfigError, match=f": {key}: "):
+        load(_write(two, TWO.replace(old, new, 1)))
+
+
+def test_no_private_table_is_refused(where) -> None:
+    text = GOOD.replace('[data]\nsource = "people.csv"\nprivacy_unit = "person_id"\n'
+                        '[data.bounds]\nage = [18, 90]\n', '[data]\n')
+    with pytest.raises(ConfigError, match=": data: names no private table"):
+        load(_write(where, text))
+
+
+def test_several_tables_route_by_from_and_share_the_ledger(two) -> None:
+    """A query goes to the session whose private table its FROM names; both charge the one
+    ledger; a query naming no configured private table is refused before any charge."""
+    from dpfast.serve.service import Service, prepare, route
+    from dpfast.session import SqlRefusedError
+
+    assert route("SELECT COUNT(*) FROM ORDERS", ["people", "orders"]) == 1
+    assert route("SELECT COUNT(*) FROM people", ["people", "orders"]) == 0
+    assert route("SELECT (", ["people", "orders"]) == 0
+    cfg = load(_write(two, TWO))
+    prepare(cfg)
+    svc = Service(cfg)
+    try:
+        a = svc.query("alice", "SELECT COUNT(*) AS n FROM people", 0.25, 0.0)
+        b = svc.query("alice", "SELECT kind, SUM(amount) AS s FROM orders GROUP BY kind",
+                      0.5, 0.0)
+        assert a["columns"] == ["n"] and b["columns"] == ["kind", "s"]
+        assert sorted(r[0] for r in b["rows"]) == ["book", "food"]
+        spent = svc.usage("alice")["analysts"][0]["spent_epsilon"]
+        assert spent == pytest.approx(0.75)
+        with pytest.raises(SqlRefusedError) as info:
+            svc.query("alice", "SELECT COUNT(*) FROM invoices", 0.25, 0.0)
+        assert info.value.reason == "unknown_table"
+        assert svc.usage("alice")["analysts"][0]["spent_epsilon"] == pytest.approx(0.75)
     finally:
         svc.close()

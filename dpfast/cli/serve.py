@@ -87,14 +87,17 @@ def run(args: argparse.Namespace) -> int:
 def _check(cfg: Config) -> int:
     from dpfast.serve.service import make_session
 
-    session = make_session(cfg, in_memory=True)
-    try:
-        cols = list(session._source.columns)
-    finally:
-        session.close()
+    described = []
+    for t in cfg.tables:  # every private table opened (its columns, bounds, domains, unit)
+        session = make_session(cfg, t, in_memory=True)
+        try:
+            described.append(f"{session._source.name} ({len(list(session._source.columns))} "
+                             f"columns, {os.path.basename(t.source)})")
+        finally:
+            session.close()
     c = cfg
-    print(f"ok: {c.path}: private table {os.path.basename(c.source)} "
-          f"({len(cols)} columns), privacy unit {c.privacy_unit or 'one row'}; budget "
+    print(f"ok: {c.path}: private table{'s' if len(described) > 1 else ''} "
+          f"{', '.join(described)}, privacy unit {c.privacy_unit or 'one row'}; budget "
           f"epsilon {c.epsilon:g}, delta {c.delta:g}, ledger {c.ledger}; "
           f"{len(c.analysts)} analysts, {len(c.collections)} collections; "
           f"would listen on {c.host}:{c.port}")

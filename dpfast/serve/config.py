@@ -10,7 +10,7 @@ Tables and keys (paths are relative to the config file's directory)::
     rate = 20.0              burst = 40          # per-token token bucket (requests/s)
     state = "serve.db"       # tokens and report aggregates (default: LEDGER.serve.db)
 
-    [data]                   # the private table
+    [data]                   # the private table (or several: [data.<name>] below)
     source = "people.parquet"  # Parquet file, CSV file or DuckDB database file
     table = "people"           # the table of a DuckDB file
     name = "people"            # its name in SQL (default: the file's stem)
@@ -19,6 +19,12 @@ Tables and keys (paths are relative to the config file's directory)::
     [data.bounds]            age = [0, 100]            # public bounds of value columns
     [data.domains]           region = ["north", "south"]  # public key domains
     [public]                 regions = "regions.parquet"  # public tables SQL may join
+
+    [data.orders]            # several private tables: one [data.<name>] each (its SQL
+    source = "orders.csv"    # name: <name> unless `name` says otherwise), with the keys
+    privacy_unit = "person_id"  # of [data]; all of them declare ONE privacy unit (the
+    [data.orders.bounds]     # ledger is bound to one) and share the one budget
+    amount = [0, 500]
 
     [budget]                 epsilon = 4.0   delta = 1e-6   ledger = "budget.db"
 
@@ -41,7 +47,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["Collection", "Config", "ConfigError", "load"]
+__all__ = ["Collection", "Config", "ConfigError", "PrivateTable", "load"]
 
 _TOP = {"server", "data", "public", "budget", "analysts", "collections"}
 _SERVER = {"host", "port", "workers", "tls_certfile", "tls_keyfile", "max_body_bytes",
@@ -67,6 +73,21 @@ class Collection:
 
 
 @dataclasses.dataclass(frozen=True)
+class PrivateTable:
+    """One private table: its source, SQL name, public bounds and domains (``key``: the
+    config's table it came from, ``data`` or ``data.<name>``, for messages)."""
+
+    key: str
+    source: str
+    table: str | None
+    name: str | None
+    max_partitions: int
+    max_per_partition: int
+    bounds: dict[str, tuple[Any, Any]]
+    domains: dict[str, list[Any]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     """A checked configuration (see the module docstring)."""
 
@@ -80,14 +101,8 @@ class Config:
     rate: float
     burst: int
     state: str
-    source: str
-    table: str | None
-    name: str | None
-    privacy_unit: str | None
-    max_partitions: int
-    max_per_partition: int
-    bounds: dict[str, tuple[Any, Any]]
-    domains: dict[str, list[Any]]
+    tables: tuple[PrivateTable, ...]  # one or more; queries are routed by the FROM's name
+    privacy_unit: str | None          # the one unit of every table (the ledger's)
     public: dict[str, str]
     epsilon: float
     delta: float
@@ -191,15 +206,16 @@ def load(path: str | os.PathLike[str]) -> Config:
     if unknown:
         raise r.fail(unknown[0], f"unknown table (known: {', '.join(sorted(_TOP))})")
     server = r.table(doc, "server", _SERVER)
-    data = r.table(doc, "data", _DATA, required=True)
+    data = r.table(doc, "data", required=True)  # its keys: checked by _tables
     budget = r.table(doc, "budget", {"epsilon", "delta", "ledger"}, required=True)
     ledger = r.file(budget, "budget.ledger", must_exist=False, required=True)
     cert = r.file(server, "server.tls_certfile", must_exist=True)
     key = r.file(server, "server.tls_keyfile", must_exist=True)
     if (cert is None) != (key is None):
         raise r.fail("server.tls_certfile", "give tls_certfile and tls_keyfile together")
-    source = r.file(data, "data.source", must_exist=True, required=True)
-    unit = r.text(data, "data.privacy_unit", required=True)
+    public = {k: r.file(doc["public"], f"public.{k}", must_exist=True)
+              for k in r.table(doc, "public")}
+    tables, unit = _tables(r, data, public)
     eps = r.number(budget, "budget.epsilon", None, positive=True)
     delta = r.number(budget, "budget.delta", 0.0, lo=0.0, hi=1.0)
     if delta >= 1:
@@ -216,24 +232,75 @@ def load(path: str | os.PathLike[str]) -> Config:
         burst=r.number(server, "server.burst", 40, integer=True, lo=1),
         state=r.file(server, "server.state", must_exist=False,
                      default=ledger + ".serve.db"),
-        source=source, table=r.text(data, "data.table"), name=r.text(data, "data.name"),
-        privacy_unit=None if unit.lower() == "none" else unit,
-        max_partitions=r.number(data, "data.max_partitions", 1, integer=True, lo=1),
-        max_per_partition=r.number(data, "data.max_per_partition", 1, integer=True, lo=1),
-        bounds=_bounds(r, r.table(data, "data.bounds")),
-        domains=_domains(r, r.table(data, "data.domains")),
-        public={k: r.file(doc["public"], f"public.{k}", must_exist=True)
-                for k in r.table(doc, "public")},
+        tables=tables, privacy_unit=unit, public=public,
         epsilon=float(eps), delta=float(delta), ledger=ledger,
         analysts=_analysts(r, r.table(doc, "analysts"), float(eps)),
         collections=_collections(r, r.table(doc, "collections")),
     )
 
 
-def _bounds(r: _Reader, table: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+def _tables(r: _Reader, data: dict[str, Any], public: dict[str, str]
+            ) -> tuple[tuple[PrivateTable, ...], str | None]:
+    """The private tables: ``[data]`` itself (it has a key of its own) or one
+    ``[data.<name>]`` each; all must declare one privacy unit (ConfigError naming the
+    key otherwise: a budget total over two units bounds neither)."""
+    if set(data) & _DATA:
+        unknown = sorted(set(data) - _DATA)
+        if unknown:
+            raise r.fail(f"data.{unknown[0]}", f"unknown key (known: "
+                         f"{', '.join(sorted(_DATA))})")
+        specs: dict[str, tuple[dict[str, Any], str | None]] = {"data": (data, None)}
+    else:
+        if not data:
+            raise r.fail("data", "names no private table (give [data] with source = ..., "
+                         "or one [data.<name>] per table)")
+        specs = {}
+        for name, spec in data.items():
+            key = f"data.{name}"
+            if not isinstance(spec, dict):
+                raise r.fail(key, f"must be a table (a private table's keys), got "
+                             f"{type(spec).__name__}")
+            unknown = sorted(set(spec) - _DATA)
+            if unknown:
+                raise r.fail(f"{key}.{unknown[0]}", f"unknown key (known: "
+                             f"{', '.join(sorted(_DATA))})")
+            specs[key] = (spec, name)
+    tables: list[PrivateTable] = []
+    units: list[tuple[str, str | None]] = []
+    seen: dict[str, str] = {}
+    for key, (spec, default_name) in specs.items():
+        source = r.file(spec, f"{key}.source", must_exist=True, required=True)
+        unit = r.text(spec, f"{key}.privacy_unit", required=True)
+        units.append((f"{key}.privacy_unit", None if unit.lower() == "none" else unit))
+        name = r.text(spec, f"{key}.name", default_name)
+        if name is not None:
+            other = seen.get(name.casefold()) or next(
+                (f"public.{p}" for p in public if p.casefold() == name.casefold()), None)
+            if other is not None:
+                raise r.fail(f"{key}.name" if "name" in spec else key,
+                             f"the SQL name {name!r} is also {other}'s (each table needs "
+                             "its own name)")
+            seen[name.casefold()] = key
+        tables.append(PrivateTable(
+            key=key, source=source, table=r.text(spec, f"{key}.table"), name=name,
+            max_partitions=r.number(spec, f"{key}.max_partitions", 1, integer=True, lo=1),
+            max_per_partition=r.number(spec, f"{key}.max_per_partition", 1, integer=True,
+                                       lo=1),
+            bounds=_bounds(r, r.table(spec, f"{key}.bounds"), f"{key}.bounds"),
+            domains=_domains(r, r.table(spec, f"{key}.domains"), f"{key}.domains")))
+    first_key, first = units[0]
+    for key, unit in units[1:]:
+        if unit != first:
+            raise r.fail(key, f"{unit or 'none'!r} differs from {first_key} "
+                         f"{first or 'none'!r}: the tables share one budget, so they must "
+                         "share one privacy unit (a total over two units bounds neither)")
+    return tuple(tables), first
+
+
+def _bounds(r: _Reader, table: dict[str, Any], where: str) -> dict[str, tuple[Any, Any]]:
     out = {}
     for col, b in table.items():
-        key = f"data.bounds.{col}"
+        key = f"{where}.{col}"
         if not isinstance(b, list) or len(b) != 2 or any(
                 isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x)
                 for x in b):
@@ -244,10 +311,10 @@ def _bounds(r: _Reader, table: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     return out
 
 
-def _domains(r: _Reader, table: dict[str, Any]) -> dict[str, list[Any]]:
+def _domains(r: _Reader, table: dict[str, Any], where: str) -> dict[str, list[Any]]:
     out = {}
     for col, keys in table.items():
-        key = f"data.domains.{col}"
+        key = f"{where}.{col}"
         if not isinstance(keys, list) or not keys or not all(
                 isinstance(k, (int, str)) and not isinstance(k, bool) for k in keys):
             raise r.fail(key, f"must be a non-empty list of integers or strings, got {keys!r}")

@@ -1,6 +1,8 @@
-"""What the HTTP app calls: one :class:`Service` per worker process, holding the
-:class:`dpfast.Session` over the private table (its budget on the shared ledger), the
-state store (tokens, report aggregates) and the collections' empty aggregators.
+"""What the HTTP app calls: one :class:`Service` per worker process, holding one
+:class:`dpfast.Session` per private table (each with its budget on the one shared ledger,
+bound to the one privacy unit), the state store (tokens, report aggregates) and the
+collections' empty aggregators.  A query goes to the session whose private table its
+FROM names (:func:`route`).
 
 The service adds no privacy logic: a query is :meth:`dpfast.Session.sql` as the
 registered analyst (the refusals, the budget split, the cache and the charge are the
@@ -24,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from .config import Config
+from .config import Config, PrivateTable
 from .store import StateStore
 
-__all__ = ["Service", "prepare", "open_budget"]
+__all__ = ["Service", "make_session", "open_budget", "prepare", "route"]
 
 
 def open_budget(cfg: Config, *, in_memory: bool = False) -> Any:
@@ -49,14 +51,11 @@ def prepare(cfg: Config, *, dry_run: bool = False) -> None:
     checked read-only against the configuration, a missing one is not created."""
     if dry_run:
         _check_existing(cfg)
-        with _session(cfg, in_memory=True) as s:
-            for name, (eps, dlt) in cfg.analysts.items():
-                s.add_analyst(name, epsilon=eps, delta=dlt)
-        return
-    with _session(cfg) as s:
+    with _sessions(cfg, in_memory=dry_run) as sessions:  # every table checked
         for name, (eps, dlt) in cfg.analysts.items():
-            s.add_analyst(name, epsilon=eps, delta=dlt)
-    StateStore(cfg.state).close()
+            sessions[0].add_analyst(name, epsilon=eps, delta=dlt)
+    if not dry_run:
+        StateStore(cfg.state).close()
 
 
 def _check_existing(cfg: Config) -> None:
@@ -87,39 +86,71 @@ def _check_existing(cfg: Config) -> None:
     if unit is not None:
         want, got = cfg.privacy_unit, unit.get("column")
         if got != want:
-            raise ValueError(f"data.privacy_unit: the ledger is bound to {got!r}, the "
-                             f"configuration says {want!r}")
+            raise ValueError(f"{cfg.tables[0].key}.privacy_unit: the ledger is bound to "
+                             f"{got!r}, the configuration says {want!r}")
 
 
-def _source(cfg: Config) -> Any:
-    if cfg.source.lower().endswith(".csv"):
+def _source(t: PrivateTable) -> Any:
+    if t.source.lower().endswith(".csv"):
         import pandas as pd
 
-        return pd.read_csv(cfg.source)
-    return cfg.source
+        return pd.read_csv(t.source)
+    return t.source
 
 
 @contextlib.contextmanager
-def _session(cfg: Config, *, in_memory: bool = False) -> Iterator[Any]:
-    s = make_session(cfg, in_memory=in_memory)
+def _sessions(cfg: Config, *, in_memory: bool = False) -> Iterator[list[Any]]:
+    sessions: list[Any] = []
     try:
-        yield s
+        for t in cfg.tables:
+            sessions.append(make_session(cfg, t, in_memory=in_memory))
+        yield sessions
     finally:
-        s.close()
+        for s in sessions:
+            s.close()
 
 
-def make_session(cfg: Config, *, in_memory: bool = False) -> Any:
+def make_session(cfg: Config, table: PrivateTable, *, in_memory: bool = False) -> Any:
+    """The session over one private ``table`` of ``cfg``, on its own connection to the
+    configured budget (``in_memory``: see :func:`open_budget`)."""
     from dpfast.session import Session
 
-    name = cfg.name
-    if name is None and not cfg.source.lower().endswith((".duckdb", ".db")):
-        stem = os.path.splitext(os.path.basename(cfg.source))[0]
+    name = table.name
+    if name is None and not table.source.lower().endswith((".duckdb", ".db")):
+        stem = os.path.splitext(os.path.basename(table.source))[0]
         name = stem if stem.isidentifier() else None
-    return Session(_source(cfg), privacy_unit=cfg.privacy_unit, bounds=cfg.bounds,
-                   domains=cfg.domains, budget=open_budget(cfg, in_memory=in_memory),
-                   table=cfg.table, name=name,
-                   public=cfg.public or None, max_partitions=cfg.max_partitions,
-                   max_per_partition=cfg.max_per_partition)
+    return Session(_source(table), privacy_unit=cfg.privacy_unit, bounds=table.bounds,
+                   domains=table.domains, budget=open_budget(cfg, in_memory=in_memory),
+                   table=table.table, name=name,
+                   public=cfg.public or None, max_partitions=table.max_partitions,
+                   max_per_partition=table.max_per_partition)
+
+
+def route(sql: str, names: list[str]) -> int:
+    """The index in ``names`` (the sessions' private tables' SQL names) of the table the
+    query's FROM names, read with the sessions' own parser (:mod:`dpfast.session.sql`)
+    and matched as the session matches it (exactly, else case-insensitively).  A query
+    that does not parse, or whose FROM names none of them, goes to the first: that
+    session refuses it with its reason (``syntax``, ``no_private_table``,
+    ``unknown_table``, ...), before any charge.  Reads the text only."""
+    if len(names) < 2 or not isinstance(sql, str):
+        return 0
+    from sqlglot import exp
+
+    from dpfast.session import SqlRefusedError
+    from dpfast.session import sql as _sql
+
+    try:
+        tree = _sql._parse(sql)
+    except SqlRefusedError:
+        return 0
+    frm = tree.args.get("from_") or tree.args.get("from")
+    t = getattr(frm, "this", None)
+    if not isinstance(t, exp.Table) or not isinstance(t.this, exp.Identifier):
+        return 0
+    found = [i for i, n in enumerate(names) if n == t.name] or [
+        i for i, n in enumerate(names) if n.casefold() == t.name.casefold()]
+    return found[0] if len(found) == 1 else 0
 
 
 class _Recorder:
@@ -167,9 +198,20 @@ class Service:
         from dpfast.local.server import Aggregator
 
         self.cfg = cfg
-        self.session = make_session(cfg)
-        self._recorder = _Recorder(self.session._store)
-        self.session._store = self._recorder
+        self.sessions: list[Any] = []
+        self._recorders: list[_Recorder] = []
+        try:
+            for t in cfg.tables:
+                s = make_session(cfg, t)
+                self.sessions.append(s)
+                self._recorders.append(_Recorder(s._store))
+                s._store = self._recorders[-1]
+        except BaseException:
+            for s in self.sessions:
+                s.close()
+            raise
+        self.session = self.sessions[0]  # usage and the ledger's history: any one will do
+        self.names = [s._source.name for s in self.sessions]
         self.state = StateStore(cfg.state)
         self.lock = threading.Lock()        # the session (one release at a time here)
         self.state_lock = threading.Lock()  # the state store's connection
@@ -178,19 +220,23 @@ class Service:
                       for name, c in cfg.collections.items()}
 
     def close(self) -> None:
-        self.session.close()
+        for s in self.sessions:
+            s.close()
         self.state.close()
 
     # ------------------------------------------------------------------ queries
     def query(self, analyst: str, sql: str, epsilon: float, delta: float) -> dict[str, Any]:
         """:meth:`dpfast.Session.sql` as ``analyst``; the answer as JSON-ready data.
+        The session is the one whose private table the FROM names (:func:`route`).
         Raises what the session raises (SqlRefusedError, BudgetExceededError,
         ReleaseFailedError, ValueError before the charge)."""
+        i = route(sql, self.names)
         with self.lock:
-            self._recorder.calls = []
-            who = self.session.analyst(analyst)
+            recorder = self._recorders[i]
+            recorder.calls = []
+            who = self.sessions[i].analyst(analyst)
             rel = who.sql(sql, epsilon=epsilon, delta=delta)
-            calls = list(self._recorder.calls)
+            calls = list(recorder.calls)
         answer = self._answer(rel, calls)
         try:  # the dashboard's list of recent releases: best effort (the ledger has it all)
             with self.state_lock:
