@@ -9,6 +9,8 @@ text, re-keying everyone's contribution bounding under a fixed key.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -96,10 +98,11 @@ def test_a_string_id_rekeys_nobody(extra) -> None:
 def test_frame_rows_and_duckdb_read_the_same_ids() -> None:
     """The frame read in place and DuckDB give the same decoded ids (a string that starts
     with the reserved character included), the caller's frame is unchanged, and every id
-    keeps its type: ints (and integral floats) as ints, strings, bytes, other floats."""
+    keeps its type: ints (and integral floats and decimals) as ints, strings, bytes, other
+    floats."""
     p = _ids.PREFIX
     values = [7, "7", 7.0, 2.5, b"\x00k", f"{p}i:7", None, np.int64(-3), float("nan"),
-              True, "", -0.0, 2 ** 70]
+              True, "", -0.0, 2 ** 70, Decimal("8.0"), Decimal("0.5"), pd.NA]
     frame = pd.DataFrame({"id": pd.Series(values, dtype=object),
                           "key": ["a"] * len(values)})
     before = frame.copy(deep=True)
@@ -107,7 +110,7 @@ def test_frame_rows_and_duckdb_read_the_same_ids() -> None:
     plain = src.frame_rows({"__pid": "id"}, ["id"])
     assert plain is not None
     via = src.fetch(["id"], where="key = 'a'", not_null=["id"])
-    expect = [7, "7", 7, 2.5, b"\x00k", f"{p}i:7", -3, 1, "", 0, 2 ** 70]
+    expect = [7, "7", 7, 2.5, b"\x00k", f"{p}i:7", -3, 1, "", 0, 2 ** 70, 8, 0.5]
     for got in (plain["__pid"], via["id"]):
         assert got.tolist() == expect
         assert [type(v) for v in got.tolist()] == [type(v) for v in expect]
@@ -156,6 +159,18 @@ def test_a_polars_object_column_is_read_by_value() -> None:
         assert _counts(rel)["a"] == 2
     finally:
         s.close()
+
+
+def test_the_encoding_never_raises() -> None:
+    """It runs before the charge: an int past Python's decimal-text limit is encoded (in
+    hex) and decoded back; a value no id may be (a decimal of a huge exponent, an object)
+    is one unsupported id, not an exception."""
+    big = 10 ** 5000
+    assert _ids.decode(np.array([_ids.encode_one(big)], dtype=object)).tolist() == [big]
+    for v in (Decimal("1e999999999"), object(), Decimal("0.1")):
+        assert _ids.encode_one(v, 3) == f"{_ids.PREFIX}o:3"
+    got = _ids.decode(np.array([f"{_ids.PREFIX}o:3"], dtype=object))
+    assert isinstance(got[0], _ids.UnsupportedId)
 
 
 _ID = st.one_of(st.integers(min_value=-(2 ** 80), max_value=2 ** 80),

@@ -16,10 +16,11 @@ and whatever the column's dtype (the encoding is invisible to contribution bound
 
 The encoding (``P`` is the reserved character ``"\\x1f"``): a string is itself unless it
 starts with ``P`` (then ``P + "s:" + s``); an integer (Python, numpy, bool) or a float
-that is an integer in ``[-2**63, 2**63)`` is ``P + "i:" + its decimal digits`` (``7.0``
+that is an integer in ``[-2**63, 2**63)`` is ``P + "i:" + its hexadecimal digits`` (``7.0``
 is the id ``7``, as in :mod:`dpfast.tables._idhash`); any other float ``P + "f:" +
-float.hex()``; bytes ``P + "b:" + hex``; a missing value (None, NaN, NA) stays missing
-(NULL); a value of any other type ``P + "o:" + its row's position`` (one person each),
+float.hex()``; bytes ``P + "b:" + hex``; a ``Decimal`` that equals an integer or a float
+is that number; a missing value (None, NaN, NA) stays missing (NULL); a value of any other
+type ``P + "o:" + its row's position`` (one person each),
 decoded as an id no release accepts: the release fails after its charge with the fixed
 failure, never before it.  A column of strings only (and a numeric, string or any other
 typed column) is registered as it is.
@@ -27,6 +28,8 @@ typed column) is registered as it is.
 
 from __future__ import annotations
 
+import decimal
+import numbers
 from typing import Any
 
 import numpy as np
@@ -48,22 +51,45 @@ class UnsupportedId:
 
 
 def encode_one(v: Any, position: int = 0) -> str | None:
-    """The text of one privacy id (module docstring); None for a missing one."""
+    """The text of one privacy id (module docstring); None for a missing one.  Never
+    raises: it runs before the charge (the fingerprint reads the encoded frame), so an id
+    whose type or value defies encoding is one person of an unsupported id."""
+    try:
+        return _encode_one(v, position)
+    except Exception:  # noqa: BLE001 - whatever it is, it may not tell before the charge
+        return f"{PREFIX}o:{position}"
+
+
+def _int(i: int) -> str:
+    return f"{PREFIX}i:{i:x}"  # hex: no digit limit (Python caps int -> decimal text)
+
+
+def _encode_one(v: Any, position: int) -> str | None:
     if v is None:
         return None
     if isinstance(v, str):
-        return PREFIX + "s:" + v if v.startswith(PREFIX) else str(v)
+        plain = str.__str__(v)
+        return PREFIX + "s:" + plain if plain.startswith(PREFIX) else plain
     if isinstance(v, (bool, np.bool_, int, np.integer)):
-        return f"{PREFIX}i:{int(v)}"
+        return _int(int(v))
     if isinstance(v, (float, np.floating)):
         f = float(v)
         if f != f:
             return None  # NaN: a missing id, as DuckDB reads it
         if f.is_integer() and -_TWO63 <= f < _TWO63:
-            return f"{PREFIX}i:{int(f)}"
+            return _int(int(f))
         return f"{PREFIX}f:{f.hex()}"
     if isinstance(v, (bytes, np.bytes_)):
         return f"{PREFIX}b:{bytes(v).hex()}"
+    if isinstance(v, numbers.Integral):
+        return _int(int(v))
+    if isinstance(v, decimal.Decimal):
+        if v.is_nan():
+            return None
+        if v.is_finite() and v.adjusted() < 4000 and v == v.to_integral_value():
+            return _int(int(v))
+        if decimal.Decimal(float(v)) == v:  # a float exactly (2.5, inf): that float
+            return _encode_one(float(v), position)
     try:
         import pandas as pd
 
@@ -77,7 +103,7 @@ def encode_one(v: Any, position: int = 0) -> str | None:
 def _decode_one(v: str) -> Any:
     tag, body = v[1:3], v[3:]
     if tag == "i:":
-        return int(body)
+        return int(body, 16)
     if tag == "f:":
         return float.fromhex(body)
     if tag == "b:":

@@ -8,7 +8,8 @@ and a *fingerprint* of those columns for the result cache.
 **The engine.**  Row queries run on a DuckDB connection dpfast owns and locks
 (:mod:`dpfast.session._engine`: no external access but the registered files, no
 extension, configuration locked; only the private table and the public tables in its
-catalog).  A DataFrame is registered on it (read in place), Parquet files through a view
+catalog).  A DataFrame is registered on it (read in place; a privacy-unit column of Python
+objects encoded id by id, :mod:`dpfast.session._ids`), Parquet files through a view
 (the files are its only ``allowed_paths``), and a DuckDB table -- a database file or the
 owner's connection, which dpfast cannot lock without changing the owner's database -- is
 *copied* into it (:func:`dpfast.session._engine.copy_table`), once per version of the
