@@ -7,8 +7,8 @@ and publishes the person's own keys no more often than δ allows.
 Every case passes on the current code.  Attacks that are now refused before the charge
 stay as regression guards (``ReleasePath(refused=...)``: both runs raise that exception,
 publish nothing and charge nothing).  A case a path lists in ``known`` (a stated, still
-open finding: only ``session.count:add-str_id``) is ``xfail(strict=True)``: when its fix
-lands, the XPASS fails the run and the marker must go.
+open finding: none at present) is ``xfail(strict=True)``: when its fix lands, the XPASS
+fails the run and the marker must go.
 """
 
 from __future__ import annotations

@@ -184,8 +184,8 @@ def test_sql_over_a_frame_read_in_place_equals_duckdb(key: str, monkeypatch) -> 
     con.execute("CREATE TABLE t AS SELECT * FROM tmp")
     queries = []
     fetch_sql = _source.Source.fetch_sql
-    monkeypatch.setattr(_source.Source, "fetch_sql", lambda self, sql, limit=None: (
-        queries.append((self.kind, limit)), fetch_sql(self, sql, limit))[1])
+    monkeypatch.setattr(_source.Source, "fetch_sql", lambda self, sql, limit=None, **kw: (
+        queries.append((self.kind, limit)), fetch_sql(self, sql, limit, **kw))[1])
     q = f"SELECT {key}, COUNT(*) AS n, AVG(v) AS m, COUNT(v) AS cv FROM t GROUP BY {key}"
     out = {}
     for kind, source in (("pandas", frame), ("duckdb", con)):

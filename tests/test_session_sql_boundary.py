@@ -294,8 +294,8 @@ def test_comments_never_reach_the_engine(tmp_path, monkeypatch, vulnerable: bool
     s = _session()
     ran: list[str] = []
     fetch_sql, fetch = _source.Source.fetch_sql, _source.Source.fetch
-    monkeypatch.setattr(_source.Source, "fetch_sql", lambda self, sql, limit=None: (
-        ran.append(sql), fetch_sql(self, sql, limit))[1])
+    monkeypatch.setattr(_source.Source, "fetch_sql", lambda self, sql, limit=None, **kw: (
+        ran.append(sql), fetch_sql(self, sql, limit, **kw))[1])
     monkeypatch.setattr(_source.Source, "fetch", lambda self, cols, where=None, **kw: (
         ran.append(where or ""), fetch(self, cols, where, **kw))[1])
     s.count("dest", epsilon=1.0, where=attack)

@@ -175,7 +175,7 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
     def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
         got = None if plain is None else src.plain_rows(plain, plain_notnull, limit)
         if got is None:
-            got = src.fetch_sql(row_sql, limit=limit)
+            got = src.fetch_sql(row_sql, limit=limit, ids=["__pid"] if pid else [])
         if limit == 0:
             got = _cache.one_row(got)
         kc = got["__k0"] if n_keys == 1 else tuple(got[f"__k{i}"] for i in range(n_keys))

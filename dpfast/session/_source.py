@@ -8,7 +8,8 @@ and a *fingerprint* of those columns for the result cache.
 **The engine.**  Row queries run on a DuckDB connection dpfast owns and locks
 (:mod:`dpfast.session._engine`: no external access but the registered files, no
 extension, configuration locked; only the private table and the public tables in its
-catalog).  A DataFrame is registered on it (read in place), Parquet files through a view
+catalog).  A DataFrame is registered on it (read in place; a privacy-unit column of Python
+objects encoded id by id, :mod:`dpfast.session._ids`), Parquet files through a view
 (the files are its only ``allowed_paths``), and a DuckDB table -- a database file or the
 owner's connection, which dpfast cannot lock without changing the owner's database -- is
 *copied* into it (:func:`dpfast.session._engine.copy_table`), once per version of the
@@ -49,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _colcache, _engine, _frame
+from . import _colcache, _engine, _frame, _ids
 from ._stamps import file_stamp as _file_stamp
 
 __all__ = ["Source", "make_source", "quote"]
@@ -113,6 +114,9 @@ class Source:
         #: a DataFrame registered on ``con`` (pandas or Polars): registered again before
         #: every read, since DuckDB keeps the arrays it saw at registration
         self.registered: Any = None
+        #: the privacy-unit column: a DataFrame's column of Python objects is registered
+        #: encoded id by id and its ids decoded when read (:mod:`dpfast.session._ids`)
+        self.unit: str | None = None
         self._sync_lock = threading.Lock()
         self._schema: tuple[Any, dict[str, str]] | None = None  # (stamps, name -> type)
         self._frame_columns: tuple[tuple[Any, ...], list[str]] | None = None
@@ -180,7 +184,8 @@ class Source:
               ) -> dict[str, np.ndarray]:
         """The rows of ``cols`` that pass the SQL filter ``where`` and whose ``not_null``
         columns are not NULL, as numpy arrays (DuckDB's order of the table's rows); at
-        most ``limit`` rows (0: none, only the columns' types, :meth:`fetch_sql`)."""
+        most ``limit`` rows (0: none, only the columns' types, :meth:`fetch_sql`); the
+        privacy-unit column's ids as their values (:attr:`unit`)."""
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         conds = [f"({where})"] if where else []
@@ -188,7 +193,7 @@ class Source:
         sql = f"SELECT {', '.join(quote(c) for c in dict.fromkeys(cols))} FROM {quote(self.name)}"
         if conds:
             sql += " WHERE " + " AND ".join(conds)
-        return self.fetch_sql(sql, limit)
+        return self.fetch_sql(sql, limit, ids=[c for c in cols if c == self.unit])
 
     def _numpy(self, sql: str) -> dict[str, np.ndarray]:
         """The result columns of ``sql`` as numpy arrays.
@@ -225,10 +230,13 @@ class Source:
             out[name] = np.asarray(arr.to_numpy(zero_copy_only=False))
         return out
 
-    def fetch_sql(self, sql: str, limit: int | None = None) -> dict[str, np.ndarray]:
+    def fetch_sql(self, sql: str, limit: int | None = None,
+                  ids: Sequence[str] = ()) -> dict[str, np.ndarray]:
         """The columns of a row query (built by :mod:`dpfast.session`) as arrays, read on
         the locked engine; at most ``limit`` rows.  ``sql`` must be one ``SELECT``
-        (ValueError otherwise, :func:`dpfast.session._engine.check_statement`).
+        (ValueError otherwise, :func:`dpfast.session._engine.check_statement`).  The result
+        columns ``ids`` hold the privacy-unit column: when the registered frame carries it
+        encoded (:mod:`dpfast.session._ids`), their ids are decoded to their values.
 
         ``limit=0`` (the event probe, before the charge) reads **no row**: the query is
         only bound (names and types resolved, nothing run), and the empty arrays come
@@ -237,12 +245,17 @@ class Source:
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         _engine.check_statement(self.con, sql)
-        self._sync(rows=limit != 0)
+        encoded = self._sync(rows=limit != 0)
         if limit == 0:
             return self._shape(sql)
         if limit is not None:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
-        return self._numpy(sql)
+        got = self._numpy(sql)
+        if encoded:
+            for name in ids:
+                if name in got:
+                    got[name] = _ids.decode(got[name])
+        return got
 
     def _shape(self, sql: str) -> dict[str, np.ndarray]:
         """The empty result columns of ``sql`` with the dtypes its rows would have,
@@ -254,16 +267,16 @@ class Source:
                           + f" AS {quote(c)}" for c, t in zip(rel.columns, rel.types))
         return self._numpy(f"SELECT {cells} LIMIT 0")
 
-    def _sync(self, rows: bool) -> None:
+    def _sync(self, rows: bool) -> bool:
         """Make the engine's copy of a DuckDB table current (:attr:`owner`; nothing for
         other sources): the table's columns and types, and its rows if ``rows``.  The
         copy is remade when the table changed: a database file's stamps, an owner's
         connection's table digest (taken by :meth:`fingerprint`, which every release
-        runs first)."""
-        if self.registered is not None:
-            self._register()
+        runs first).  A DataFrame is registered again (:meth:`_register`); True when it
+        was registered with its privacy-unit column encoded."""
+        encoded = self._register() if self.registered is not None else False
         if self.owner is None:
-            return
+            return encoded
         with self._sync_lock:
             if self.kind == "duckdb-file":
                 key: Any = self.stamps()
@@ -272,17 +285,23 @@ class Source:
                     self._content_hash(())
                 key = self._owner_key
             if self._copy is not None and self._copy[0] == key and (self._copy[1] or not rows):
-                return
+                return False
             assert self.table is not None
             _engine.copy_table(self.owner, self.table, self.con, self.name, rows)
             self._copy = (key, rows)
+        return False
 
-    def _register(self) -> None:
+    def _register(self) -> bool:
         """Register the DataFrame again under the table's name: DuckDB reads the arrays it
         was given at registration, and a frame changed in place (pandas' copy-on-write
-        gives a changed column new arrays) must be read as it is now."""
+        gives a changed column new arrays) must be read as it is now.  A privacy-unit
+        column of Python objects is registered encoded id by id
+        (:func:`dpfast.session._ids.frame_view`: a shallow copy; the caller's frame is
+        never changed); True when it is."""
         with self._sync_lock:
-            self.con.register(self.name, self.registered)
+            view, encoded = _ids.frame_view(self.registered, self.unit)
+            self.con.register(self.name, view)
+            return encoded
 
     def select(self, cols: Sequence[str], where: str | None = None,
                limit: int | None = None) -> dict[str, np.ndarray]:
@@ -339,10 +358,18 @@ class Source:
         (:data:`dpfast.session._frame.FRAME_DTYPES`: dtypes DuckDB returns unchanged) or
         a column of strings (pandas' string dtype, or objects that are all str or missing)
         (``tests/test_session_fetch.py``).  ``limit=0``: no rows, the types only (numpy
-        columns and pandas' string dtype; None for object columns)."""
+        columns and pandas' string dtype; None for object columns).  The frame read is the
+        one DuckDB is given (:func:`dpfast.session._ids.frame_view`), and the privacy-unit
+        column's ids are decoded as :meth:`fetch_sql` decodes them: the same arrays."""
         if self.kind != "pandas" or self.frame is None:
             return None
-        return _frame.frame_rows(self.frame, cols, not_null, limit)
+        view, encoded = _ids.frame_view(self.frame, self.unit)
+        got = _frame.frame_rows(view, cols, not_null, limit)
+        if got is not None and encoded:
+            for name, c in cols.items():
+                if c == self.unit:
+                    got[name] = _ids.decode(got[name])
+        return got
 
     # ----------------------------------------------------------------- fingerprint
     def fingerprint_public(self, name: str) -> str:
@@ -403,11 +430,13 @@ def _digest(obj: Any) -> str:
 
 def make_source(source: Any, *, table: str | None = None, name: str | None = None,
                 public: dict[str, Any] | None = None,
-                column_cache: int = _colcache.DEFAULT_BUDGET) -> Source:
+                column_cache: int = _colcache.DEFAULT_BUDGET,
+                privacy_unit: str | None = None) -> Source:
     """Wrap ``source`` (see :class:`dpfast.Session`); ``public`` tables are registered on
     the same (locked) DuckDB connection for SQL joins, under names that shadow no other
     table (ValueError naming the public table); a file source gets a column cache of
-    ``column_cache`` bytes (0: none)."""
+    ``column_cache`` bytes (0: none).  ``privacy_unit``: the column of the privacy unit
+    (a DataFrame's column of Python objects is read id by id, :attr:`Source.unit`)."""
     column_cache = _colcache.check_budget(column_cache)
     public = dict(public or {})
     if _is_dask(source):
@@ -428,10 +457,11 @@ def make_source(source: Any, *, table: str | None = None, name: str | None = Non
     elif _is_pandas(source) or _is_polars(source):
         con = _engine.connect(duckdb, public_files)
         nm = _table_name(name or "data", "name")
-        con.register(nm, source)
         src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con,
                      frame=source if _is_pandas(source) else None)
+        src.unit = privacy_unit if isinstance(privacy_unit, str) else None
         src.registered = source
+        src._register()
     elif isinstance(source, (str, os.PathLike)) or (
             isinstance(source, (list, tuple)) and source
             and all(isinstance(s, (str, os.PathLike)) for s in source)):

@@ -157,7 +157,8 @@ class Session:
             raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
         self.budget = budget
         self._source: Source = make_source(source, table=table, name=name, public=public,
-                                           column_cache=column_cache)
+                                           column_cache=column_cache,
+                                           privacy_unit=privacy_unit)
         if privacy_unit is not None:
             self._source.check_columns(_spec.column_names(privacy_unit, "privacy_unit"),
                                        "privacy_unit")

@@ -84,7 +84,7 @@ class ReleasePath:
     known : dict
         Case name (``"rate"``: the publication-rate test) -> the reason it fails on the
         current code (a known, open channel); the test suite marks those cases
-        ``xfail(strict=True)``.  dpfast's own: ``session.count``'s ``add-str_id`` only.
+        ``xfail(strict=True)``.  dpfast's own paths list none.
     refused : exception type, optional
         The path's query is an attack (kept as a regression guard) that the release must
         refuse *before the charge*: on D and on D' alike it raises this exception type
