@@ -148,6 +148,25 @@ class _Reader:
                                 f"{', '.join(sorted(allowed))})")
         return value
 
+    def named(self, section: str, name: str, value: Any, allowed: set[str], what: str) -> str:
+        """The key ``section.name`` of a named table (an analyst, a collection): its name
+        checked (:func:`dpfast.budget.names.check_name`), its value a table (``what``
+        says of what) holding only ``allowed`` keys."""
+        from dpfast.budget.names import check_name
+
+        key = f"{section}.{name}"
+        try:
+            check_name(name, key)
+        except (TypeError, ValueError) as exc:
+            raise self.fail(key, str(exc)) from None
+        if not isinstance(value, dict):
+            raise self.fail(key, f"must be a table ({what})")
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise self.fail(f"{key}.{unknown[0]}", f"unknown key (known: "
+                            f"{', '.join(sorted(allowed))})")
+        return key
+
     def number(self, doc: dict[str, Any], key: str, default: Any, *, positive: bool = False,
                integer: bool = False, lo: float | None = None, hi: float | None = None) -> Any:
         name = key.rsplit(".", 1)[-1]
@@ -328,20 +347,9 @@ def _domains(r: _Reader, table: dict[str, Any], where: str) -> dict[str, list[An
 
 def _analysts(r: _Reader, table: dict[str, Any], total: float
               ) -> dict[str, tuple[float | None, float | None]]:
-    from dpfast.budget.names import check_name
-
     out = {}
     for name, share in table.items():
-        key = f"analysts.{name}"
-        try:
-            check_name(name, key)
-        except (TypeError, ValueError) as exc:
-            raise r.fail(key, str(exc)) from None
-        if not isinstance(share, dict):
-            raise r.fail(key, "must be a table (epsilon, delta)")
-        unknown = sorted(set(share) - {"epsilon", "delta"})
-        if unknown:
-            raise r.fail(f"{key}.{unknown[0]}", "unknown key (known: delta, epsilon)")
+        key = r.named("analysts", name, share, {"epsilon", "delta"}, "epsilon, delta")
         eps = r.number(share, f"{key}.epsilon", None, positive=True) \
             if "epsilon" in share else None
         if eps is not None and eps > total:
@@ -353,22 +361,13 @@ def _analysts(r: _Reader, table: dict[str, Any], total: float
 
 
 def _collections(r: _Reader, table: dict[str, Any]) -> dict[str, Collection]:
-    from dpfast.budget.names import check_name
     from dpfast.local.reports import PROTOCOLS, build_protocol, protocol_params
 
     out = {}
     for name, spec in table.items():
-        key = f"collections.{name}"
-        try:
-            check_name(name, key)
-        except (TypeError, ValueError) as exc:
-            raise r.fail(key, str(exc)) from None
-        if not isinstance(spec, dict):
-            raise r.fail(key, "must be a table (protocol, params, candidates, target)")
-        unknown = sorted(set(spec) - {"protocol", "params", "candidates", "target"})
-        if unknown:
-            raise r.fail(f"{key}.{unknown[0]}", "unknown key (known: candidates, params, "
-                         "protocol, target)")
+        key = r.named("collections", name, spec, {"protocol", "params", "candidates",
+                                                  "target"},
+                      "protocol, params, candidates, target")
         proto = spec.get("protocol")
         if proto not in PROTOCOLS:
             raise r.fail(f"{key}.protocol", f"must be one of {', '.join(PROTOCOLS)}, got "
