@@ -19,11 +19,10 @@ starts with ``P`` (then ``P + "s:" + s``); an integer (Python, numpy, bool) or a
 that is an integer in ``[-2**63, 2**63)`` is ``P + "i:" + its hexadecimal digits`` (``7.0``
 is the id ``7``, as in :mod:`dpfast.tables._idhash`); any other float ``P + "f:" +
 float.hex()``; bytes ``P + "b:" + hex``; a ``Decimal`` that equals an integer or a float
-is that number; a missing value (None, NaN, NA) stays missing (NULL); a value of any other
-type ``P + "o:" + its row's position`` (one person each),
-decoded as an id no release accepts: the release fails after its charge with the fixed
-failure, never before it.  A column of strings only (and a numeric, string or any other
-typed column) is registered as it is.
+is that number; a missing value (None, NaN, NA) stays missing (NULL), and so does a value
+of any other type (a timestamp, an object): its rows are dropped like those of a missing
+id, a per-row filter (the NULL policy), so such an id can make no release fail.  A column
+of strings only (and a numeric, string or any other typed column) is registered as it is.
 """
 
 from __future__ import annotations
@@ -41,30 +40,21 @@ PREFIX = "\x1f"
 _TWO63 = 1 << 63
 
 
-class UnsupportedId:
-    """A decoded id of a type no privacy id may have (the tables layer refuses it)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UnsupportedId()"
-
-
-def encode_one(v: Any, position: int = 0) -> str | None:
-    """The text of one privacy id (module docstring); None for a missing one.  Never
-    raises: it runs before the charge (the fingerprint reads the encoded frame), so an id
-    whose type or value defies encoding is one person of an unsupported id."""
+def encode_one(v: Any) -> str | None:
+    """The text of one privacy id (module docstring); None for a missing one, or for one
+    whose type or value defies encoding.  Never raises: it runs before the charge (the
+    fingerprint reads the encoded frame)."""
     try:
-        return _encode_one(v, position)
+        return _encode_one(v)
     except Exception:  # noqa: BLE001 - whatever it is, it may not tell before the charge
-        return f"{PREFIX}o:{position}"
+        return None
 
 
 def _int(i: int) -> str:
     return f"{PREFIX}i:{i:x}"  # hex: no digit limit (Python caps int -> decimal text)
 
 
-def _encode_one(v: Any, position: int) -> str | None:
+def _encode_one(v: Any) -> str | None:
     if v is None:
         return None
     if isinstance(v, str):
@@ -89,7 +79,7 @@ def _encode_one(v: Any, position: int) -> str | None:
         if v.is_finite() and v.adjusted() < 4000 and v == v.to_integral_value():
             return _int(int(v))
         if decimal.Decimal(float(v)) == v:  # a float exactly (2.5, inf): that float
-            return _encode_one(float(v), position)
+            return _encode_one(float(v))
     try:
         import pandas as pd
 
@@ -97,7 +87,7 @@ def _encode_one(v: Any, position: int) -> str | None:
             return None
     except ImportError:  # pragma: no cover - a pandas frame implies pandas
         pass
-    return f"{PREFIX}o:{position}"
+    return None  # a type no privacy id may have: dropped as a missing id
 
 
 def _decode_one(v: str) -> Any:
@@ -108,9 +98,7 @@ def _decode_one(v: str) -> Any:
         return float.fromhex(body)
     if tag == "b:":
         return bytes.fromhex(body)
-    if tag == "s:":
-        return body
-    return UnsupportedId()
+    return body  # "s:"
 
 
 def decode(arr: np.ndarray) -> np.ndarray:
@@ -131,7 +119,7 @@ def decode(arr: np.ndarray) -> np.ndarray:
 def _encode_all(values: Any) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
-        out[i] = encode_one(v, i)
+        out[i] = encode_one(v)
     return out
 
 
