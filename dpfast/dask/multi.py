@@ -3,7 +3,7 @@
 The pipeline of :mod:`dpfast.dask.tables` (plan and charge on the driver, rows
 hash-partitioned by privacy id, every id bounded where its rows are, per-key partials
 reduced exactly on the driver, noise and selection there) for the releases of
-:mod:`dpfast.tables.multi` and :mod:`dpfast.tables.statistics`: the partials are the
+:mod:`dpfast.tables.multi` and :mod:`dpfast.tables._distinct`: the partials are the
 exact per-key aggregates of :func:`dpfast.tables._rows.bound_matrix` (row counts, privacy-id
 counts, two-word column totals) or the distinct (key, value) pairs a person keeps, so each
 release equals the one-machine release on the same rows with the same release generator,
@@ -19,6 +19,9 @@ import numpy as np
 from dpfast.dask import _shuffle as shuffle
 from dpfast.dask import tables as _dt
 from dpfast.tables import (
+    _distinct as statistics,
+)
+from dpfast.tables import (
     _inputs,
     _keys,
     _metrics,
@@ -28,7 +31,6 @@ from dpfast.tables import (
     _select,
     _usecase,
     multi,
-    statistics,
 )
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables import bounding as bounding_mod

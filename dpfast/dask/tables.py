@@ -35,7 +35,7 @@ from dpfast import random as _random
 from dpfast._kernels import fixed as _kf
 from dpfast.dask import _shuffle as shuffle
 from dpfast.dask.keys import WorkerKey
-from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, bounding, keynoise
+from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, _usecase, bounding, keynoise
 from dpfast.tables import _scratch as scratch
 from dpfast.tables import groupby as aggregate  # the count / sum / mean pipeline
 
@@ -200,8 +200,8 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
         if len(dcols) != len(names):
             raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
     gen, rid, key_src = _generator(rng)
-    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,
-                                selection, bounding_policy)
+    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, selection, bounding_policy)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
     with aggregate._charge(budget, plan.event, note):  # charged before anything is computed
         parts, nrows = _compute(shuffle.columns_of(ddf, cols), names, id_col, val_col, bnd, domain,
@@ -210,7 +210,7 @@ def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any
                                 _select.unit_weights(plan.select))
         _inputs.check_rows(nrows)  # the two-word totals are sized for this many rows
         data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
-        return aggregate.release(plan, data, agg)
+        return aggregate.release(plan, data, agg, gen, rid)
 
 
 def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,

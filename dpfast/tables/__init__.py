@@ -22,9 +22,9 @@ from typing import Any
 
 # name -> module of this package that defines it
 _PUBLIC: dict[str, str] = {
-    "count": "dpfast.tables.groupby",
-    "sum": "dpfast.tables.groupby",
-    "mean": "dpfast.tables.groupby",
+    "count": "dpfast.tables.api",
+    "sum": "dpfast.tables.api",
+    "mean": "dpfast.tables.api",
     "quantile": "dpfast.tables.quantiles",
     "median": "dpfast.tables.quantiles",
     "min": "dpfast.tables.quantiles",
@@ -39,8 +39,8 @@ _PUBLIC: dict[str, str] = {
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",
-    "privacy_id_count": "dpfast.tables.statistics",
-    "count_distinct": "dpfast.tables.statistics",
+    "privacy_id_count": "dpfast.tables._distinct",
+    "count_distinct": "dpfast.tables._distinct",
     "variance": "dpfast.tables.spread",
     "std": "dpfast.tables.spread",
     "aggregate": "dpfast.tables.multi",

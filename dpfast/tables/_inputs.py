@@ -102,6 +102,20 @@ def as_numbers(values: Any, name: str = "values") -> np.ndarray:
     return raw
 
 
+def number_kind(values: Any, name: str = "values") -> str:
+    """The dtype kind (``"i"``, ``"u"`` or ``"f"``) of a value column, as
+    :func:`as_numbers` reads it (TypeError naming ``name`` for anything else): public
+    schema, read before the plan.  Missing entries (None, NaN, pandas NA) do not count:
+    the rows holding them are dropped by the NULL policy."""
+    dtype = getattr(values, "dtype", None)
+    if isinstance(dtype, np.dtype) and dtype.kind in "iuf":
+        return dtype.kind
+    missing = _keys._missing_rows(values)
+    if missing.any():
+        values = _keys._take(values, ~missing)
+    return as_numbers(values, name).dtype.kind
+
+
 def clamp(raw: np.ndarray, bnd: tuple[Any, Any]) -> np.ndarray:
     """The values clamped to the bounds (a new array): int64 for integers, float64 for
     floats, where ``±inf`` becomes ``lo`` / ``hi`` like any other value out of range."""

@@ -49,7 +49,7 @@ from dpfast._core.validate import check_real
 from dpfast.accounting import events as _events
 from dpfast.random import RngLike
 from dpfast.tables import _bounds_em as _bem
-from dpfast.tables import _inputs, _keys, _plan, bounding, keynoise
+from dpfast.tables import _inputs, _keys, _plan, _usecase, bounding, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._charge import charged
 
@@ -285,17 +285,17 @@ def run_auto(stat: str, keys: Any, privacy_ids: Any, values: Any, *, epsilon: An
                  else _events.EpsilonDelta(eps_rest, priv.delta))
     event = _events.with_neighbouring(_events.Composed((bounds_event(eps_b), rest)),
                                       _events.ADD_REMOVE)
+    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
     with charged(budget, event, note):
         bnd, _choice = choose(data, g, k, c, eps_b, DEFAULT_QUANTILES, gen, integer,
                               bounding.policy_code(bounding_policy))
         assert data.values is not None
         data.values = np.clip(data.values, bnd[0], bnd[1])  # our own array (validated copy)
-        p = aggregate._make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,
-                                 selection, bounding_policy)
+        p = aggregate._make_plan(stat, k, c, priv, bnd, integer, selection, bounding_policy)
         agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c,
                                    bounding.subkey(gen), aggregate.summands(p, data.values),
                                    aggregate.fixed_exp(p), p.bounding)
-        rel = aggregate.release(p, data, agg)
+        rel = aggregate.release(p, data, agg, gen, rid)
     rel.event = event  # the whole release: bounds and statistic
     # the chosen bounds (public: released) -- an attribute of this release only
     setattr(rel, "bounds", bnd)  # noqa: B010

@@ -18,13 +18,12 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
-from dpfast.random import RngLike
-from dpfast.tables import _fixed, _plan, _select, _usecase, bounding, keynoise
+from dpfast.tables import _fixed, _inputs, _plan, _select, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.release import TableRelease
 
-__all__ = ["count", "sum", "mean"]
+__all__ = ["Plan", "plan_of", "release"]
 
 
 # ----------------------------------------------------------------------------- charge
@@ -84,9 +83,10 @@ def _common(max_partitions: Any, max_per_partition: Any, privacy_ids: Any
 
 @dataclasses.dataclass
 class Plan:
-    """The data-independent part of a release: bounds, laws, threshold, event and the
-    generator (whose allocator gives the release its stream id when the noise is drawn,
-    after the charge: it addresses the per-key noise, :mod:`.keynoise`)."""
+    """The data-independent part of a count / sum / mean release: bounds, laws,
+    threshold and event (:class:`dpfast.tables.run.Plan`).  ``integer``: the values are
+    integers (exact discrete noise on their sums); ``bounds``: the caller's bounds, checked
+    again against each partition's values."""
 
     stat: str
     k: int
@@ -97,11 +97,27 @@ class Plan:
     parts: list[_plan.Part]
     tau: int | None
     event: Any
-    gen: _random.Generator
-    release_id: int | None = None  # a raw key's fresh release id (keynoise.release_generator)
     fixed: _fixed.Fixed | None = None  # float values: the fixed-point grid of the summands
     select: _select.Selection | None = None  # private key selection (domain=None)
     bounding: int = 0  # bounding.policy_code of the bounding policy
+    integer: bool = True
+    bounds: Any = None
+
+    def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, bounding.Bounded]:
+        """Validate the rows (:func:`dpfast.tables._inputs._validate`) and bound them."""
+        data, _ = _validate(rows.keys, rows.privacy_ids, rows.values, self.bounds,
+                            rows.domain)
+        if data.values is not None and (data.values.dtype.kind == "i") != self.integer:
+            raise TypeError("values changed type between the plan and the rows")
+        agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, self.k, self.c,
+                                   subkey, summands(self, data.values), fixed_exp(self),
+                                   self.bounding, _select.unit_weights(self.select))
+        return data, agg
+
+    def finish(self, partials: tuple[_Data, bounding.Bounded], gen: _random.Generator,
+               release_id: int | None) -> TableRelease:
+        data, agg = partials
+        return release(self, data, agg, gen, release_id)
 
 
 def shares(stat_parts: int, select: bool) -> Fraction:
@@ -112,9 +128,8 @@ def shares(stat_parts: int, select: bool) -> Fraction:
 
 
 def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer: bool,
-               gen: _random.Generator, use_case: str | None,
-               release_id: int | None = None, selection: Any = "auto",
-               bounding_policy: Any = "uniform") -> Plan:
+               selection: Any = "auto", bounding_policy: Any = "uniform",
+               bounds: Any = None) -> Plan:
     parts: list[_plan.Part] = []
     count_part = sum_part = None
     pol = bounding.policy_code(bounding_policy)
@@ -156,10 +171,9 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
     if priv.select:
         sel = _select.plan(sel_eps, sel_delta, k, policy)
     event = _plan.release_event(priv, parts, None if sel is None else sel.delta)
-    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)         # guidelines
     return Plan(stat, k, c, bnd, count_part, sum_part, parts,
-                None if sel is None else sel.threshold, event, gen, release_id, fixed, sel,
-                pol)
+                None if sel is None else sel.threshold, event, fixed, sel, pol, integer,
+                bounds)
 
 
 def summands(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
@@ -192,12 +206,13 @@ def fixed_exp(plan: Plan) -> int | None:
     return 0 if plan.fixed is None else plan.fixed.exp
 
 
-def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
+def release(plan: Plan, data: _Data, agg: bounding.Bounded, gen: _random.Generator,
+            release_id: int | None) -> TableRelease:
     """Noise, select and report the bounded aggregates ``agg`` (per key code of
     ``data.uniques``).  The budget has been charged."""
     cand = _candidates(data, agg.counts)                                  # aggregate
-    stream = keynoise.release_stream(plan.gen)  # the release's id: after the charge
-    rkey = keynoise.release_key(plan.gen._key, stream)
+    stream = keynoise.release_stream(gen)  # the release's id: after the charge
+    rkey = keynoise.release_key(gen._key, stream)
     cand_keys = _take_keys(data.uniques, cand)
     keep = None
     noisy_count = None
@@ -228,14 +243,14 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
         out_keys, (v,) = _finish(data, cand, keep, [noisy_count])
         return TableRelease(keys=out_keys, values=v, statistic="count", event=event,
                             law=count_part.law, threshold=tau, sensitivity=sens,
-                            key_names=data.key_names, release_id=plan.release_id,
+                            key_names=data.key_names, release_id=release_id,
                             selection=sel)
     assert sum_part is not None and noisy_sum is not None
     if plan.stat == "sum":
         out_keys, (v,) = _finish(data, cand, keep, [noisy_sum])
         return TableRelease(keys=out_keys, values=v, statistic="sum", event=event,
                             law=sum_part.law, threshold=tau, sensitivity=sens,
-                            key_names=data.key_names, release_id=plan.release_id,
+                            key_names=data.key_names, release_id=release_id,
                             selection=sel)
     assert count_part is not None and noisy_count is not None and plan.bnd is not None
     out_keys, (s, n) = _finish(data, cand, keep, [noisy_sum, noisy_count])
@@ -246,248 +261,21 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded) -> TableRelease:
                         event=event, law=sum_part.law, threshold=tau, sensitivity=sens,
                         key_names=data.key_names,
                         mean_parts=(s.astype(np.float64), n, sum_part.law, count_part.law,
-                                    lo, hi), release_id=plan.release_id, selection=sel)
+                                    lo, hi), release_id=release_id, selection=sel)
 
 
-def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
-         epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
-         domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-         use_case: str | None = None, dropna: bool = False, selection: Any = "auto",
-         bounding_policy: Any = "uniform") -> TableRelease:
-    if not isinstance(dropna, (bool, np.bool_)):
-        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if isinstance(bounds, str):  # bounds="auto": private quantiles pick them
-        if bounds != "auto":
-            raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
-        from dpfast.tables import autobounds  # lazy: autobounds imports this module
-
-        return autobounds.run_auto(stat, keys, privacy_ids, values, epsilon=epsilon,
-                                   delta=delta, rho=rho, max_partitions=max_partitions,
-                                   max_per_partition=max_per_partition, domain=domain,
-                                   noise=noise, rng=rng, budget=budget, note=note,
-                                   use_case=use_case, dropna=dropna, selection=selection,
-                                   bounding_policy=bounding_policy)
-    k, c = _common(max_partitions, max_per_partition, privacy_ids)
-    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
-    _check_budget(budget, note)
-    gen, rid = keynoise.release_generator(rng)  # a raw key: a fresh release id
-    data, bnd = _validate(keys, privacy_ids, values, bounds, domain)   # validate
-    integer = data.values is None or data.values.dtype.kind == "i"
-    plan = _make_plan(stat, k, c, priv, bnd, integer, gen, use_case, rid,  # plan
-                      selection, bounding_policy)
-    skey = bounding.subkey(gen)
-    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, skey,  # bound
-                               summands(plan, data.values), fixed_exp(plan), plan.bounding,
-                               _select.unit_weights(plan.select))
-    with _charge(budget, plan.event, note):                              # charge
-        return release(plan, data, agg)
-
-
-def count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
-          delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
-          max_per_partition: int = 1, domain: Any = None, noise: str | None = None,
-          rng: RngLike = None, budget: Any = None, note: str = "",
-          use_case: str | None = None, dropna: bool = False, selection: str = "auto",
-          bounding: str = "uniform") -> TableRelease:
-    """Release the number of rows per key, with bounded contributions.
-
-    Parameters
-    ----------
-    keys : array_like, pandas Series, tuple of arrays or DataFrame
-        One key per row: ints, floats, str or bytes; several columns for multi-column keys.
-    privacy_ids : array_like, optional
-        The person (privacy unit) of each row.  None: every row is a different person.
-    epsilon, delta : float
-        ``(epsilon, delta)``-DP target.  ``delta`` is needed for ``domain=None`` (partition
-        selection) and for Gaussian noise.  Supported range: ``epsilon <= 2**30`` and a
-        noise scale (or σ) of every part in ``[2**-100, 2**50]`` -- outside it a
-        ValueError naming the parameter, before the charge (docs/security.md,
-        "Parameters and data").
-    rho : float, optional
-        zCDP target instead of ``epsilon`` (discrete Gaussian noise; needs ``domain``).
-    max_partitions, max_per_partition : int
-        Contribution bounds per privacy id: ``k`` keys, ``c`` rows per key (ignored, i.e.
-        1, when ``privacy_ids`` is None).
-    domain : array_like or tuple of arrays, optional
-        The public keys: exactly these are released, in this order (keys without rows get
-        a noisy zero; rows of other keys are dropped before bounding).  None: the keys are
-        private and chosen by thresholding (needs ``delta > 0``).
-    noise : {None, "laplace", "gaussian"}
-        Default: discrete Laplace with ``epsilon``, discrete Gaussian with ``rho``.  With
-        ``domain=None`` and ``"gaussian"`` (``epsilon, delta`` only): the statistics are
-        calibrated at ``(ε (1 - s), δ/2)`` and the selection at ``(ε s, δ/2)``, ``s`` its
-        share.
-    rng : None, Generator or bytes
-        The CSPRNG.  A raw 32-byte key gets a fresh release id per release (recorded as
-        :attr:`TableRelease.release_id`): two releases with one key never share noise.  To
-        replay a release (tests, audits) pass a generator rebuilt from the key,
-        ``dpfast.default_rng(key)`` (its allocator numbers its releases), or the release
-        generator of a raw key's release, ``keynoise.keyed_generator(key, release_id)``.
-        Whoever holds the key can remove the noise.
-    budget : dpfast.Budget, optional
-        Charged with :attr:`TableRelease.event` before any noise is drawn; a refusal raises
-        :class:`dpfast.BudgetExceededError` and nothing is returned.
-    note : str
-        Recorded in the budget's ledger.
-    use_case : str, optional
-        A use case of :mod:`dpfast.guidelines`: a ``UserWarning`` when the release's
-        ``epsilon`` leaves its conventional range.
-    dropna : bool
-        Kept for compatibility: rows with a missing key (None, NaN, pandas NA/NaT, in any
-        key column), privacy id or value are dropped first whatever its value (a per-row
-        filter: the guarantee is unchanged; an error would depend on the private rows,
-        docs/security.md "Parameters and data").  ``±inf`` values are clamped to the
-        bounds; a ``±inf`` key is an ordinary float key.
-    selection : {"auto", "geometric", "gaussian", "weighted_gaussian", "laplace"}
-        With ``domain=None``: the rule that selects the keys on the noisy number of
-        distinct privacy units per key (:mod:`dpfast.tables._select`).  ``"auto"``: the
-        optimal truncated-geometric rule for ``max_partitions = 1``; otherwise the
-        geometric rule or Gaussian thresholding, whichever keeps a key with probability
-        1/2 at the fewer units (a data-independent choice: geometric for small
-        ``max_partitions``, Gaussian from about 5), Gaussian thresholding in its weighted
-        form (``"weighted_gaussian"``: a person with ``t`` kept keys adds ``sqrt(k/t)``
-        to each, Gopi et al. 2020) whenever that keeps every key at least as often.
-    bounding : {"uniform", "frequent"}
-        Which keys a person keeps when they have more than ``max_partitions``: chosen
-        uniformly, or the ones with the most rows (ties broken uniformly at random).
-        ``max_per_partition`` rows per kept key are chosen uniformly either way.
-
-    Returns
-    -------
-    TableRelease
-        ``.keys``, ``.counts`` (int64), ``.event``, ``.confidence_interval(alpha)``,
-        ``.accuracy(truth)``, ``.to_pandas()``.
-
-    Raises
-    ------
-    ValueError, TypeError
-        Bad public input (named): mismatched lengths, bad privacy parameters or a noise
-        scale outside the supported range, ...  Never for the rows' contents: missing
-        keys, ids and values drop their rows, ``±inf`` values are clamped.
-    BudgetExceededError
-        The budget refused the release.
-
-    Privacy
-    -------
-    Neighbouring datasets differ by adding or removing one person (all rows of one privacy
-    id; one row when ``privacy_ids`` is None).  After bounding, one person changes at most
-    ``k`` counts by at most ``c`` each: L1 sensitivity ``Δ1 = k c``, L2 sensitivity
-    ``Δ2 = sqrt(k) c``.  Discrete Laplace noise of scale ``t >= Δ1 / ε`` gives ε-DP
-    (Ghosh et al. 2009; CKS20); discrete Gaussian noise of ``σ`` gives
-    ``Δ2² / (2σ²)``-zCDP (CKS20).  With a public ``domain`` the released keys do not depend
-    on the data.  With ``domain=None`` the keys are chosen by a separate measurement: the
-    number of distinct privacy units per key after bounding (one person changes ``k`` of
-    them by 1: sensitivity ``k``, whatever ``c``), decided by the ``selection`` rule at
-    ``(ε/2, δ)`` -- ``"geometric"``: Desfontaines, Voss, Gipson, Mandayam,
-    "Differentially private partition selection", PoPETs 2022 (at ``ε/2k, δ/k`` per key for
-    ``k > 1``); ``"gaussian"`` / ``"weighted_gaussian"``: Gopi et al., "Differentially
-    private set union", ICML 2020, ``δ = δ_noise + δ_threshold``; ``"laplace"``: Wilson
-    et al. 2020 -- and the counts are noised with the other ``ε/2``.  The release is
-    ``(ε, δ_sel)``-DP, ``δ_sel <= δ`` the selection's exact δ (rounded up;
-    :attr:`TableRelease.event`).  Contribution bounding depends only on each person's own
-    rows (and the key), so it does not change the sensitivity of the others'
-    contributions.
-
-    Numerics
-    --------
-    Exact integer aggregation and exact samplers; the noise scale and threshold are
-    rounded to the safe side (scale up, δ up).
-    """
-    return _run("count", keys, privacy_ids, None, None, epsilon=epsilon, delta=delta,
-                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
-                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, dropna=dropna, selection=selection,
-                bounding_policy=bounding)
-
-
-def sum(values: Any, keys: Any, privacy_ids: Any = None, *,  # noqa: A001
-        bounds: tuple[float, float] | str,
-        epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-        max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-        noise: str | None = None, rng: RngLike = None, budget: Any = None,
-        note: str = "", use_case: str | None = None, dropna: bool = False,
-        selection: str = "auto", bounding: str = "uniform") -> TableRelease:
-    """Release the sum of ``values`` per key, values clamped to ``bounds``.
-
-    Parameters are those of :func:`count` (``dropna`` too), plus ``values`` (one number
-    per row) and
-    ``bounds = (lo, hi)``: integer values need integer bounds and get exact discrete noise;
-    float values are summed exactly in fixed point (see Privacy) and released on the secure
-    grid of :func:`dpfast.laplace` / :func:`dpfast.gaussian`.  With ``domain=None`` half the
-    budget goes to the key selection on the number of privacy units per key (not
-    released; see :func:`count`) and half to the sums.
-    ``bounds="auto"`` (``epsilon`` targets only): 10% of ε chooses the bounds by private
-    quantiles (:mod:`dpfast.tables.autobounds`: the 1st and 99th percentiles of one row
-    per person on a grid of signed powers of two, with a geometric base measure around a
-    private centre), the other 90% releases the sums; the composed event is charged once
-    and the bounds are :attr:`TableRelease.bounds`.
-
-    Privacy
-    -------
-    As :func:`count`, with ``B = max(|lo|, |hi|)``: ``Δ1 = k c B``, ``Δ2 = sqrt(k) c B``
-    (add/remove one person).  Float sums: the grid rounding adds one grid step per changed
-    key to the sensitivity (``max_changed = k``; Google DP team, "Secure Noise Generation").
-    The sensitivity holds in the arithmetic that computes the sum (Casacuberta et al.,
-    "Widespread Underestimation of Sensitivity in DP Libraries", CCS 2022): each clamped
-    float value is rounded once to the fixed-point grid ``q = 2**e`` (``q = g / 2**10``
-    for the output grid ``g``, coarser only where the bounds need it), clamped again to
-    ``[ceil(lo/q), floor(hi/q)] q`` so that ``|rounded value| <= B`` exactly, and summed
-    exactly in integers (two words, sized so that no input reaches ``2**94 q``); the exact total is
-    rounded once to ``g`` and noised.  One person therefore moves a key's exact total by at
-    most ``c B`` and its grid value by at most ``c B + g``, whatever the other rows and
-    their order (:mod:`dpfast.tables._fixed`).  ``bounds="auto"``: the bounds cost
-    ``ε/10`` (four exponential mechanisms on one row per person, ``Δ = 1``, see
-    :func:`dpfast.tables.auto_bounds`; McSherry & Talwar 2007), the sums ``9ε/10`` given
-    them (sequential composition, ``ε`` in all); event ``Composed((bounds, statistic))``.
-
-    Numerics
-    --------
-    Integer values: exact two-word sums, saturated at ``±2**62`` before the noise
-    (1-Lipschitz: the sensitivity holds), so no input overflows; ``max_per_partition *
-    max(|lo|, |hi|) >= 2**62`` is refused (ValueError) before the charge.  A release
-    takes fewer than ``2**40`` rows.
-    Float values: exact fixed-point sums as above, so a release does not depend on the row
-    order, the thread count or a cluster's partitioning (bit for bit).
-    """
-    return _run("sum", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
-                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
-                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, dropna=dropna, selection=selection,
-                bounding_policy=bounding)
-
-
-def mean(values: Any, keys: Any, privacy_ids: Any = None, *,
-         bounds: tuple[float, float] | str,
-         epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-         max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-         noise: str | None = None, rng: RngLike = None, budget: Any = None,
-         note: str = "", use_case: str | None = None, dropna: bool = False,
-         selection: str = "auto", bounding: str = "uniform") -> TableRelease:
-    """Release the mean of ``values`` per key: noisy centred sum / noisy count.
-
-    The budget is split in half (``ε/2`` or ``ρ/2`` each) between the count and the sum of
-    the centred values ``2x - lo - hi`` (range ``[-(hi - lo), hi - lo]``); the mean is
-    ``(lo + hi + S / max(N, 1)) / 2`` clipped to the bounds (post-processing), the midpoint
-    where the noisy count is not positive.  With ``domain=None`` the budget is split in
-    three equal ``ε/3``: the key selection on the number of privacy units per key (see
-    :func:`count`), the count and the centred sum.  Confidence intervals are conservative (see
-    :meth:`TableRelease.confidence_interval`).
-    ``bounds="auto"``: as in :func:`sum`.
-
-    Privacy
-    -------
-    Composition of the count (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``),
-    each at half the budget: ``ε``-DP (or ``ρ``-zCDP) overall; with private key selection
-    the three measurements at ``ε/3`` each, ``(ε, δ_sel)``-DP (``δ_sel <= δ`` the
-    selection's exact δ).  Neighbouring relation: add/remove one person.  Float values: the
-    centred summand is ``(2u - ceil(lo/q) - floor(hi/q)) q`` with ``u`` the value rounded
-    once to the fixed-point grid ``q`` and clamped to ``[ceil(lo/q), floor(hi/q)]`` (see
-    :func:`sum`), so ``|summand| <= hi - lo`` exactly and the sum is exact (Casacuberta et
-    al., CCS 2022).
-    """
-    return _run("mean", keys, privacy_ids, values, bounds, epsilon=epsilon, delta=delta,
-                rho=rho, max_partitions=max_partitions, max_per_partition=max_per_partition,
-                domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-                use_case=use_case, dropna=dropna, selection=selection,
-                bounding_policy=bounding)
-
+def plan_of(stat: str, spec: Any, rows: Any) -> Plan:
+    """The plan of a count / sum / mean ``spec`` over ``rows`` (its value dtype is the
+    only thing read: whether the values are integers)."""
+    priv = spec.privacy()
+    k, c = _common(spec.max_partitions, spec.max_per_partition, rows.privacy_ids)
+    bnd = None
+    integer = True
+    bounds = None
+    if stat != "count":
+        if rows.values is None:
+            raise TypeError("values must be an array of numbers, got None")
+        integer = _inputs.number_kind(rows.values) in "iu"
+        bounds = spec.bounds
+        bnd = _inputs._bounds(bounds, integer)
+    return _make_plan(stat, k, c, priv, bnd, integer, spec.selection, spec.bounding, bounds)

@@ -1,0 +1,121 @@
+"""The one release pipeline: plan -> partials -> **the charge** -> noise, select, finish.
+
+Every release of :mod:`dpfast.tables` and :mod:`dpfast.dask` runs :func:`release`:
+
+1. the spec is checked and planned (:func:`dpfast.tables.plan.plan`): shares, laws,
+   selection, threshold and the **event**, from public information only (the spec and the
+   source's schema) -- no row is read;
+2. the backend computes the exact per-key partial aggregates (:class:`Backend`: one
+   process, or a Dask cluster: shuffle by privacy id, the same per-partition step, a
+   checked reduce) -- reading the rows, before any charge, so a failure here is a failure
+   of the inputs and charges nothing;
+3. the budget is charged with the plan's event (:func:`dpfast.tables._charge.charged`:
+   a refusal raises and nothing is released; a failure after the charge is recorded as
+   failed, never refunded) -- **this is the only charge site of the release layer**
+   (besides :meth:`dpfast.Budget.release` for single mechanisms);
+4. the plan noises, selects and finishes the release from the partials, drawing its
+   release id from the generator only now.
+
+A backend holds no statistic logic: it asks the plan for one partition's partials and for
+their merge (:class:`Plan`), as PipelineDP's backends ask a combiner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dpfast import random as _random
+from dpfast.tables import _usecase, bounding, keynoise
+from dpfast.tables._charge import charged
+from dpfast.tables.plan import plan as make_plan
+from dpfast.tables.spec import ReleaseSpec, check_charger
+
+__all__ = ["Plan", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows", "release"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rows:
+    """A local source: the caller's columns as given (arrays, pandas Series, tuples of
+    key columns), validated by the plan's partials step.  ``values``: the value column of
+    a one-column statistic; ``columns``: named value columns (a many-metric release);
+    ``domain``: the public keys (None: selected privately)."""
+
+    keys: Any
+    privacy_ids: Any = None
+    values: Any = None
+    columns: Any = None
+    domain: Any = None
+    key_names: tuple[str, ...] | None = None
+
+
+@runtime_checkable
+class Plan(Protocol):
+    """A planned release: its event (known before any row is read) and its steps."""
+
+    @property
+    def event(self) -> Any:
+        """The one privacy event the release is charged (add/remove one person)."""
+
+    def local_partials(self, source: Any, subkey: np.ndarray) -> Any:
+        """Validate ``source`` (public checks: ValueError / TypeError) and compute its exact
+        per-key partial aggregates in this process, bounding with ``subkey``."""
+
+    def finish(self, partials: Any, gen: _random.Generator, release_id: int | None) -> Any:
+        """Noise, select and finish the release (after the charge)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseKeys:
+    """The randomness of one release: the generator (noise, drawn after the charge), its
+    release id (a raw key's fresh id, else None) and what each worker derives the
+    bounding sub-key from (the sub-key words, or a worker key and the release id)."""
+
+    gen: _random.Generator
+    release_id: int | None
+    worker: Any
+
+
+class Backend(Protocol):
+    """Where the exact partial aggregates are computed."""
+
+    def keys(self, rng: Any) -> ReleaseKeys:
+        """The release's generator, release id and workers' key source."""
+
+    def partials(self, plan: Plan, source: Any, keys: ReleaseKeys) -> Any:
+        """The exact per-key partials of ``source`` under ``plan``."""
+
+
+class LocalBackend:
+    """One process: the plan's own partials over the whole source."""
+
+    def keys(self, rng: Any) -> ReleaseKeys:
+        gen, rid = keynoise.release_generator(rng)  # a raw key: a fresh release id
+        return ReleaseKeys(gen, rid, bounding.subkey(gen))
+
+    def partials(self, plan: Plan, source: Any, keys: ReleaseKeys) -> Any:
+        return plan.local_partials(source, keys.worker)
+
+
+#: the default backend
+LOCAL = LocalBackend()
+
+
+def release(spec: ReleaseSpec, source: Any, *, backend: Backend | None = None,
+            budget: Any = None, note: str = "", rng: Any = None,
+            use_case: str | None = None, plan: Plan | None = None) -> Any:
+    """Run the release ``spec`` over ``source`` (see the module docstring).
+
+    ``plan``: the plan of ``spec`` when the caller has made it already (the session reads
+    its event first); otherwise :func:`dpfast.tables.plan.plan` makes it here.
+    """
+    check_charger(budget, note)
+    back: Backend = LOCAL if backend is None else backend
+    keys = back.keys(rng)
+    p = make_plan(spec, source) if plan is None else plan
+    _usecase.check(use_case, spec.epsilon, spec.delta, spec.rho)          # guidelines
+    partials = back.partials(p, source, keys)                             # read the rows
+    with charged(budget, p.event, note):                                  # THE charge
+        return p.finish(partials, keys.gen, keys.release_id)              # noise, finish
