@@ -9,10 +9,14 @@ A release is a pipeline of separable steps, each a function of its own module:
 ``post-process`` (private partition selection, :mod:`dpfast.tables.partition`) ->
 ``report`` (:class:`dpfast.tables.TableRelease`, its confidence intervals and accuracy).
 
-Public names are loaded lazily (``import dpfast.tables`` imports no numba).  Where to
-add: a new aggregate goes in :mod:`dpfast.tables.groupby` (and reuses ``bound`` /
-``charge`` / ``noise``), a new consistency post-processing (e.g. TopDown) in its own module
-of this package, re-exported here.
+Public names are loaded lazily (``import dpfast.tables`` imports no numba).  The release
+function of each registered statistic (``count``, ``sum``, ``mean``, ...: the
+:data:`~dpfast.tables.statistics.REGISTRY`) is generated from its
+:class:`~dpfast.tables.statistics.Statistic` class by :mod:`dpfast.tables.facade`; the
+other names come from the modules of :data:`_PUBLIC`.  Where to add: a new statistic is one
+module of :mod:`dpfast.tables.statistics` plus its test (docs/extending.md); a new
+consistency post-processing (e.g. TopDown) goes in its own module of this package,
+re-exported here.
 """
 
 from __future__ import annotations
@@ -20,11 +24,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> module of this package that defines it
+# name -> module of this package that defines it (the registered statistics take
+# precedence: a statistic still listed here until its port registers it is generated then)
 _PUBLIC: dict[str, str] = {
-    "count": "dpfast.tables.api",
-    "sum": "dpfast.tables.api",
-    "mean": "dpfast.tables.api",
     "quantile": "dpfast.tables.quantiles",
     "median": "dpfast.tables.quantiles",
     "min": "dpfast.tables.quantiles",
@@ -47,10 +49,23 @@ _PUBLIC: dict[str, str] = {
     "AggregateRelease": "dpfast.tables._multi_release",
 }
 
-__all__ = sorted(_PUBLIC)
+
+
+def _registry() -> dict[str, Any]:
+    from dpfast.tables.statistics import REGISTRY  # numba-free: the modules load lazily
+
+    return REGISTRY
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":  # the registry's names too (a statistic may register later)
+        return sorted(set(_PUBLIC) | set(_registry()))
+    if not name.startswith("_"):
+        stat = _registry().get(name)
+        if stat is not None:  # generated, not cached here: the registry decides each time
+            from dpfast.tables.facade import local_function
+
+            return local_function(stat)
     if name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -59,4 +74,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_PUBLIC) | set(_registry()))
