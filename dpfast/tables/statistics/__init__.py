@@ -4,6 +4,6 @@
 from __future__ import annotations
 
 from dpfast.tables.statistics import counts, sums  # noqa: F401  (registers them)
-from dpfast.tables.statistics.base import REGISTRY, Statistic, get
+from dpfast.tables.statistics.base import COMMON, REGISTRY, REQUIRED, Statistic, get
 
-__all__ = ["REGISTRY", "Statistic", "get"]
+__all__ = ["REGISTRY", "REQUIRED", "COMMON", "Statistic", "get"]
