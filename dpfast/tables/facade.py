@@ -25,7 +25,8 @@ from typing import Any
 from dpfast.tables.statistics.base import COMMON, REQUIRED, Statistic
 
 __all__ = ["Param", "parameters", "make_function", "local_function", "release_local",
-           "release_kwargs", "cached", "registered", "DEFAULTS"]
+           "release_kwargs", "cached", "registered", "reference", "expand_reference",
+           "REFERENCE_MARKER", "DEFAULTS"]
 
 #: default and annotation of each common release parameter (:data:`COMMON`)
 DEFAULTS: dict[str, tuple[Any, str]] = {
@@ -211,3 +212,28 @@ def registered() -> dict[str, type[Statistic]]:
     from dpfast.tables.statistics import REGISTRY
 
     return REGISTRY
+
+
+#: the line of an API reference page that :func:`expand_reference` replaces
+REFERENCE_MARKER = ".. dpfast-statistics::"
+
+
+def reference(module: str) -> str:
+    """The reST of the registered statistics' functions in ``module`` (``"dpfast.tables"``
+    or ``"dpfast.dask"``): one ``autofunction`` directive each, in registry order -- what
+    the API reference shows where a page has the line ``.. dpfast-statistics:: MODULE``."""
+    if module not in ("dpfast.tables", "dpfast.dask"):
+        raise ValueError(f"module must be 'dpfast.tables' or 'dpfast.dask', got {module!r}")
+    return "\n".join(f".. autofunction:: {module}.{name}\n" for name in registered())
+
+
+def expand_reference(text: str) -> str:
+    """``text`` (a reST page) with each ``.. dpfast-statistics:: MODULE`` line replaced by
+    :func:`reference` of ``MODULE`` (the Sphinx build's ``source-read`` hook, docs/conf.py)."""
+    out = []
+    for line in text.split("\n"):
+        if line.startswith(REFERENCE_MARKER):
+            out.append(reference(line[len(REFERENCE_MARKER):].strip()))
+        else:
+            out.append(line)
+    return "\n".join(out)
