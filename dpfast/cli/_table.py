@@ -11,7 +11,7 @@ in ``--domain`` (public keys), or chosen privately by thresholding (needs ``--de
 and writes the table with confidence intervals (``--alpha``) as CSV (numbers rounded to 6
 significant digits, interval ends outward), Parquet or Excel (by the output's extension).
 ``--use-case`` warns when epsilon leaves its conventional range; unknown column names are
-refused as unknown. Keys are read as text; a bounded ``--value`` (sum, mean) as numbers
+refused as unknown. Keys are read as text; a bounded or numeric ``--value`` as numbers
 (integers stay integers), another ``--value`` as text. With ``--ledger`` the release is
 charged to a budget ledger first (a new ledger needs ``--budget-epsilon``; an existing one
 keeps its own definition, and options that disagree with it are refused); a refusal writes
@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
     parser.add_argument("input", help="CSV or Parquet file, one row per record")
     if stat.value:
         what = (f"numeric column to {statistic} (clamped to --bounds)" if stat.bounds
-                else f"column of the values ({statistic})")
+                else f"{'numeric ' if stat.numeric else ''}column of the values ({statistic})")
         parser.add_argument("--value", required=True, metavar="COL", help=what)
     if stat.bounds:
         parser.add_argument("--bounds", type=float, nargs=2,
@@ -226,7 +226,8 @@ def run(args: argparse.Namespace, statistic: str) -> int:
             else dcols[args.key[0]]
     values = None
     if stat.value:
-        values = _numbers(cols[args.value], args.value) if stat.bounds else cols[args.value]
+        numeric = stat.bounds or stat.numeric
+        values = _numbers(cols[args.value], args.value) if numeric else cols[args.value]
     opened = open_budget(args)
     try:
         if time.perf_counter() - t0 > 2.0 and show and not progress.enabled:

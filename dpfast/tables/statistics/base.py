@@ -69,6 +69,8 @@ class Statistic:
     value: ClassVar[bool] = False
     #: needs public bounds for its value column
     bounds: ClassVar[bool] = False
+    #: its value column holds numbers (always so with bounds; the CLI reads them as such)
+    numeric: ClassVar[bool] = False
     #: takes Gaussian noise (``rho`` or ``noise="gaussian"``)
     gaussian: ClassVar[bool] = True
     #: its own parameters, name -> default (:data:`REQUIRED`: the caller must give it),
