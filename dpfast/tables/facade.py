@@ -65,7 +65,8 @@ class Param:
 
 def _own(stat: type[Statistic]) -> tuple[list[Param], list[Param]]:
     """The statistic's own parameters: (required ones, ones with a default)."""
-    req, opt = [], []
+    req: list[Param] = []
+    opt: list[Param] = []
     for name, default in stat.params.items():
         p = Param(name, default, str(stat.param_types.get(name, "Any")))
         (req if default is REQUIRED else opt).append(p)
