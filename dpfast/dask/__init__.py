@@ -1,6 +1,8 @@
 """Scale out on Dask: the same release on a cluster as on one machine.
 
-``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``,
+``dpfast.dask.count / sum / mean`` -- every statistic of the registry
+(:data:`dpfast.tables.statistics.REGISTRY`), its function generated from it
+(:mod:`dpfast.dask._facade`) -- (and ``quantile / median / min / max``,
 :mod:`dpfast.dask.quantiles`; ``aggregate``, ``variance``, ``std``, ``privacy_id_count``,
 ``count_distinct``, :mod:`dpfast.dask.multi`) take a dask DataFrame and release exactly --
 bit for bit, for any partitioning, row order or cluster -- what the same function of
@@ -35,10 +37,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+# name -> module (the registered statistics take precedence: generated from the registry)
 _PUBLIC: dict[str, str] = {
-    "count": "dpfast.dask.tables",
-    "sum": "dpfast.dask.tables",
-    "mean": "dpfast.dask.tables",
     "quantile": "dpfast.dask.quantiles",
     "median": "dpfast.dask.quantiles",
     "min": "dpfast.dask.quantiles",
@@ -58,10 +58,23 @@ _PUBLIC: dict[str, str] = {
     "aggregate_reports": "dpfast.dask.local",
 }
 
-__all__ = sorted(_PUBLIC)
+
+
+def _registry() -> dict[str, Any]:
+    from dpfast.tables.statistics import REGISTRY  # numba-free: the modules load lazily
+
+    return REGISTRY
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":  # the registry's names too (a statistic may register later)
+        return sorted(set(_PUBLIC) | set(_registry()))
+    if not name.startswith("_"):
+        stat = _registry().get(name)
+        if stat is not None:  # generated, not cached here: the registry decides each time
+            from dpfast.dask._facade import dask_function
+
+            return dask_function(stat)
     if name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -70,4 +83,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_PUBLIC) | set(_registry()))

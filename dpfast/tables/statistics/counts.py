@@ -20,7 +20,8 @@ DASK_PARAMS = """
     epsilon, delta, rho, max_partitions, max_per_partition, domain, noise, budget, note,
     use_case
         As in :func:`dpfast.tables.count`.  ``budget`` is charged once, on the driver,
-        before the graph is computed (a refusal computes nothing).
+        after the partials are computed (the rows validated) and before any noise is
+        drawn (a refusal releases nothing).
     rng : None, Generator, 32-byte key or :class:`dpfast.dask.WorkerKey`
         As in :func:`dpfast.tables.count` (a raw key: a fresh release id per release); a
         :class:`~dpfast.dask.WorkerKey` (:func:`~dpfast.dask.key_from_file`,
