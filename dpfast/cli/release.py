@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from dpfast.tables.statistics import REGISTRY
 
     sub = parser.add_subparsers(dest="statistic", metavar="STATISTIC", required=True,
-                                title="statistics (one subcommand each)")
+                                title="statistics (one subcommand each)",
+                                help="the statistic to release (its options: "
+                                     "dpfast release STATISTIC --help)")
     for name, stat in REGISTRY.items():
         what = stat.summary or name
         p = sub.add_parser(name, help=what,
