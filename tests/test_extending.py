@@ -95,7 +95,7 @@ def test_it_is_charged_once_and_refuses_bad_input_before(example) -> None:
     with pytest.raises(ValueError, match="threshold must be a finite number"):
         tables.count_above(vals, keys, ids, threshold=float("nan"), epsilon=0.5,
                            domain=["A", "B", "C"], budget=budget)
-    with pytest.raises(TypeError, match="values must be numbers"):
+    with pytest.raises(TypeError, match="values"):  # strings: the schema, before the charge
         tables.count_above(keys, keys, ids, threshold=1, epsilon=0.5,
                            domain=["A", "B", "C"], budget=budget)
     with pytest.raises(TypeError, match="required keyword-only argument: 'threshold'"):
@@ -104,6 +104,40 @@ def test_it_is_charged_once_and_refuses_bad_input_before(example) -> None:
     rel = tables.count_above(vals, keys, ids, threshold=3, epsilon=0.5, delta=1e-6,
                              max_partitions=2, budget=budget, note="above", rng=KEY)
     assert [(h.note, h.event) for h in budget.history()] == [("above", rel.event)]
+
+
+def test_missing_values_are_not_above(example) -> None:
+    """A missing value (None, NaN) is a row below the threshold, never an error (an error
+    would depend on the rows)."""
+    vals = np.array([5, None, 7, np.nan, 1], dtype=object)
+    rel = tables.count_above(vals, np.array(list("AABBB")), threshold=2, epsilon=1e7,
+                             domain=["A", "B"], rng=dpfast.default_rng(KEY))
+    np.testing.assert_array_equal(rel.values, [1, 1])
+
+
+def test_it_is_a_dask_function_equal_to_the_local_release(example) -> None:
+    """``dpfast.dask.count_above`` (generated) releases bit for bit what the local form
+    releases on the same rows with the same key, for public and private keys."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    import dpfast.dask as dkd
+
+    vals, keys, ids = _data()
+    fn = dkd.count_above
+    assert inspect.isfunction(fn) and fn.__module__ == "dpfast.dask"
+    assert list(inspect.signature(fn).parameters)[:4] == ["ddf", "key", "value", "privacy_id"]
+    assert "Privacy" in fn.__doc__ and NAME in dkd.__all__
+    df = pd.DataFrame({"stay": vals, "city": keys, "person": ids})
+    ddf = dd.from_pandas(df, npartitions=3)
+    for kw in ({"domain": ["A", "B", "C"]}, {"delta": 1e-6}):
+        got = fn(ddf, "city", "stay", "person", threshold=4, epsilon=1.0, max_partitions=2,
+                 rng=dpfast.default_rng(KEY), **kw)
+        want = tables.count_above(vals, keys, ids, threshold=4, epsilon=1.0,
+                                  max_partitions=2, rng=dpfast.default_rng(KEY), **kw)
+        assert list(got.keys) == list(want.keys)
+        assert got.values.tobytes() == want.values.tobytes() and got.event == want.event
+    with pytest.raises(TypeError, match="must hold numbers"):  # the schema, before anything
+        fn(ddf, "city", "city", "person", threshold=4, epsilon=1.0, domain=["A"])
 
 
 def test_it_is_a_release_subcommand(example, tmp_path, capsys) -> None:

@@ -137,6 +137,63 @@ def test_parameters_without_rho_make_epsilon_required() -> None:
                     "npartitions", "n"]
 
 
+# ----------------------------------------------------------------------------- dask
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_registered_statistic_is_a_dask_function(name: str) -> None:
+    import dpfast.dask as dkd
+
+    stat = REGISTRY[name]
+    fn = getattr(dkd, name)
+    assert inspect.isfunction(fn) and fn is getattr(dkd, name) and name in dkd.__all__
+    assert (fn.__name__, fn.__module__) == (name, "dpfast.dask")
+    assert "\n    Privacy\n    -------\n" in fn.__doc__
+    params = inspect.signature(fn).parameters
+    head = [p for p in params if params[p].kind is not inspect.Parameter.KEYWORD_ONLY]
+    assert head == ["ddf", "key"] + (["value"] if stat.value else []) + ["privacy_id"]
+    assert "npartitions" in params and "dropna" not in params
+
+
+def test_dask_signatures_are_kept() -> None:
+    """The Dask forms keep their parameters (names, kinds, defaults) as they were."""
+    import dpfast.dask as dkd
+
+    for name in ("count", "sum", "mean"):
+        local = str(inspect.signature(getattr(tables, name)))
+        want = (local.replace("values: 'Any', keys: 'Any', privacy_ids: 'Any' = None",
+                              "ddf: 'Any', key: 'Any', value: 'str', "
+                              "privacy_id: 'str | None' = None")
+                .replace("keys: 'Any', privacy_ids: 'Any' = None",
+                         "ddf: 'Any', key: 'Any', privacy_id: 'str | None' = None")
+                .replace("rng: 'RngLike'", "rng: 'Any'")
+                .replace(" | str', epsilon", "', epsilon")
+                .replace("use_case: 'str | None' = None, dropna: 'bool' = False",
+                         "use_case: 'str | None' = None, npartitions: 'int | None' = None"))
+        assert str(inspect.signature(getattr(dkd, name))) == want, name
+
+
+def test_the_dask_form_is_the_local_release() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    import dpfast.dask as dkd
+
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"k": rng.integers(0, 5, 700), "p": rng.integers(0, 150, 700),
+                       "v": rng.integers(-3, 9, 700)})
+    ddf = dd.from_pandas(df, npartitions=4)
+    budget = dpfast.Budget(10.0, 1e-5)
+    got = dkd.sum(ddf, "k", "v", "p", bounds=(-3, 8), epsilon=1.0, delta=1e-6,
+                  max_partitions=2, rng=dpfast.default_rng(KEY), budget=budget, note="d")
+    want = tables.sum(df.v.to_numpy(), df.k.to_numpy(), df.p.to_numpy(), bounds=(-3, 8),
+                      epsilon=1.0, delta=1e-6, max_partitions=2, rng=dpfast.default_rng(KEY))
+    assert got.values.tobytes() == want.values.tobytes() and list(got.keys) == list(want.keys)
+    assert [(h.note, h.event) for h in budget.history()] == [("d", want.event)]
+    with pytest.raises(ValueError, match="npartitions must be a positive int"):
+        dkd.count(ddf, "k", "p", epsilon=1.0, domain=[0], npartitions=0, budget=budget)
+    with pytest.raises(ValueError, match="value column 'w' is not in the DataFrame"):
+        dkd.mean(ddf, "k", "w", "p", bounds=(0, 1), epsilon=1.0, domain=[0], budget=budget)
+    assert len(budget.history()) == 1
+
+
 # ----------------------------------------------------------------------------- the CLI
 @pytest.fixture
 def visits(tmp_path):
