@@ -39,7 +39,7 @@ Case = tuple[str, Callable[[], Any]]
 
 # ----------------------------------------------------------------------------- the data
 def _make_data() -> dict[str, np.ndarray]:
-    """About 400 rows, 150 people with 1-3 keys each and several rows; skewed keys."""
+    """389 rows: 150 people with 1-7 rows and 1-3 keys each; skewed keys."""
     g = np.random.default_rng(SEED)
     skeys = np.array([f"k{i:02d}" for i in range(20)])
     sw = 1.0 / np.arange(1, 21) ** 1.3
