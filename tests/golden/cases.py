@@ -212,7 +212,8 @@ def table(rel: Any) -> dict[str, Any]:
            "values": encode(np.asarray(rel.values)), "event": _event(rel.event),
            "threshold": encode(rel.threshold), "law": encode(rel.law),
            "release_id": encode(rel.release_id), "sensitivity": encode(rel.sensitivity),
-           "selection": _selection(rel.selection)}
+           "selection": _selection(rel.selection),
+           "ci95": encode(rel.confidence_interval(0.05))}
     for extra in ("bounds", "auto_bounds"):
         if hasattr(rel, extra):
             out[extra] = encode(getattr(rel, extra))
@@ -231,7 +232,7 @@ def quantiles(rel: Any) -> dict[str, Any]:
             "sensitivity": encode(rel.sensitivity), "max_partitions": rel.max_partitions,
             "event": _event(rel.event), "threshold": encode(rel.threshold),
             "selection": _selection(rel.selection), "release_id": encode(rel.release_id),
-            "rank_utility": rel.rank_utility}
+            "rank_utility": rel.rank_utility, "rank_error95": rel.rank_error(0.05)}
 
 
 def aggregate_rel(rel: Any) -> dict[str, Any]:
@@ -251,7 +252,8 @@ def topdown_rel(rel: Any) -> dict[str, Any]:
             "variances": encode(rel.variances), "sigma": encode(rel.sigma),
             "rho": encode(rel.rho), "event": _event(rel.event),
             "rho_total": encode(rel.rho_total), "total_invariant": rel.total_invariant,
-            "release_id": encode(rel.release_id), "privacy_unit": rel.privacy_unit}
+            "release_id": encode(rel.release_id), "privacy_unit": rel.privacy_unit,
+            "ci95": encode(rel.confidence_interval(0.05))}
 
 
 def result(rel: Any) -> dict[str, Any]:
