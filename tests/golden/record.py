@@ -38,8 +38,17 @@ def record(verbose: bool = False) -> dict[str, Any]:
 
 
 def dumps(data: dict[str, Any]) -> str:
-    """The stable text of the golden file (sorted keys, one layout)."""
-    return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=True, allow_nan=False) + "\n"
+    """The stable text of the golden file: sorted keys, one case per line (so a diff names
+    the cases that changed), compact within a case, ASCII, no NaN."""
+
+    def one(x: Any) -> str:
+        return json.dumps(x, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                          allow_nan=False)
+
+    cases = data["cases"]
+    lines = [f"{one(name)}:{one(cases[name])}" for name in sorted(cases)]
+    return ('{"cases":{\n' + ",\n".join(lines) + '\n},\n"header":' + one(data["header"])
+            + "}\n")
 
 
 def main() -> None:
