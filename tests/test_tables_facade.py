@@ -229,6 +229,26 @@ def test_dpfast_release_equals_its_alias(name: str, visits, capsys) -> None:
     assert out.count(f"released the {name} of 3 keys") == 2
 
 
+def test_dpfast_release_binds_the_ledger_to_its_privacy_unit(visits, capsys) -> None:
+    """Channel 10 (a ledger's total is for one privacy unit) through ``dpfast release``:
+    the ledger is bound to ``--id`` as ``dpfast count`` binds it, and a release with
+    another unit is refused before anything is read or charged (without the command in
+    the CLI's unit commands the second release was charged to the same ledger)."""
+    ledger = visits / "l.sqlite"
+    opts = [str(visits / "visits.csv"), "--key", "city", "--epsilon", "0.5", "--domain",
+            str(visits / "cities.csv"), "--ledger", str(ledger), "--budget-epsilon", "2"]
+    assert _cli(["release", "count", *opts, "--id", "person", "-o",
+                 str(visits / "a.csv")]) == 0
+    capsys.readouterr()
+    assert _cli(["release", "count", *opts, "--record-level", "-o",
+                 str(visits / "b.csv")]) == 2
+    assert "no --id (one row is one person)" in capsys.readouterr().err
+    assert not (visits / "b.csv").exists()
+    budget = dpfast.Budget.from_ledger(str(ledger))
+    assert len(budget.history()) == 1
+    budget.close()
+
+
 def test_dpfast_release_help_lists_every_registered_statistic(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         _cli(["release", "--help"])
