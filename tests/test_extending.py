@@ -150,6 +150,9 @@ def test_it_is_a_release_subcommand(example, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         main(["release", "--help"])
     assert NAME in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["release", NAME, "--help"])
+    assert "count the rows whose value is greater" in capsys.readouterr().out
     code = main(["release", NAME, str(tmp_path / "v.csv"), "--value", "stay", "--threshold",
                  "6", "--key", "city", "--id", "person", "--epsilon", "1", "--nonnegative",
                  "--domain", str(tmp_path / "d.csv"), "-o", str(tmp_path / "o.csv")])

@@ -81,9 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
     for name, default in stat.params.items():
         opt = "--" + name.replace("_", "-")
         need = default is required
+        what = stat.param_help.get(name, f"the statistic's parameter {name}")
         parser.add_argument(opt, dest=f"param_{name}", type=_literal, required=need,
                             default=None if need else default, metavar="VALUE",
-                            help=f"the statistic's parameter {name} (a Python literal"
+                            help=f"{what} (a Python literal"
                                  + ("" if need else f"; default {default!r}") + ")")
     parser.add_argument("--key", action="append", required=True, metavar="COL",
                         help="key column to group by (repeat for multi-column keys)")

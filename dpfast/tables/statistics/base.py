@@ -78,6 +78,8 @@ class Statistic:
     params: ClassVar[Mapping[str, Any]] = {}
     #: the annotation shown for each own parameter (default ``Any``)
     param_types: ClassVar[Mapping[str, Any]] = {}
+    #: one line per own parameter for the CLI's ``--<param>`` help (and the session's)
+    param_help: ClassVar[Mapping[str, str]] = {}
     #: a value of each required own parameter for examples (``dpfast warmup``, the tests)
     example: ClassVar[Mapping[str, Any]] = {}
     #: the default of ``bounds`` when ``bounds`` is True (:data:`REQUIRED`: must be given)
