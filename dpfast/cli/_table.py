@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import inspect
 import os
 import sys
 import time
@@ -262,7 +263,8 @@ def run(args: argparse.Namespace, statistic: str) -> int:
                 opened.discard_if_new()  # nothing charged: leave no ledger behind
             raise
         progress.step("released")
-        out = rel.to_columns(args.alpha)
+        intervals = "alpha" in inspect.signature(rel.to_columns).parameters
+        out = rel.to_columns(args.alpha) if intervals else rel.to_columns()
         names = list(out)
         nk = len(args.key)
         value_name = args.value if stat.value and stat.bounds else names[nk]
@@ -271,7 +273,8 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         table.update((k, out[k]) for k in names[nk + 1:])
         if stat.nonnegative and args.nonnegative:  # post-processing: truth is >= 0
             for k in (value_name, "ci_low", "ci_high"):
-                table[k] = np.maximum(table[k], 0)
+                if k in table:
+                    table[k] = np.maximum(table[k], 0)
         write_columns(args.output, for_display(args.output, table))
         progress.step("written")
     finally:
@@ -280,7 +283,9 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         f"; keys chosen privately (threshold {rel.threshold} on the noisy count)"
     conf = f"{100 * (1 - args.alpha):g}%"
     law = getattr(rel, "law", None)
-    if rel.statistic == "mean" or law is None:  # intervals that vary from key to key
+    if not intervals:  # a release without intervals (e.g. ranks: its accuracy())
+        width = "no interval columns (see the Python release's accuracy())"
+    elif getattr(rel, "statistic", statistic) == "mean" or law is None:  # vary per key
         lo_, hi_ = rel.confidence_interval(args.alpha)
         width = f"{conf} intervals in the columns ci_low, ci_high"
         if len(rel):
