@@ -138,7 +138,7 @@ def test_parameters_without_rho_make_epsilon_required() -> None:
 
 
 # ----------------------------------------------------------------------------- dask
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", sorted(n for n, s in REGISTRY.items() if s.dask))
 def test_every_registered_statistic_is_a_dask_function(name: str) -> None:
     import dpfast.dask as dkd
 
@@ -151,6 +151,22 @@ def test_every_registered_statistic_is_a_dask_function(name: str) -> None:
     head = [p for p in params if params[p].kind is not inspect.Parameter.KEYWORD_ONLY]
     assert head == ["ddf", "key"] + (["value"] if stat.value else []) + ["privacy_id"]
     assert "npartitions" in params and "dropna" not in params
+
+
+def test_a_statistic_without_dask_steps_is_local_only() -> None:
+    """``dask = False`` (a port to one machine first): ``dpfast.tables`` offers it,
+    ``dpfast.dask`` does not generate it (a legacy Dask function of that name stays)."""
+    import dpfast.dask as dkd
+
+    type("_LocalOnly", (Statistic,), {"name": "facade_local_only", "dask": False,
+                                      "doc": "Local only.\n\n    Privacy\n    -------\n"})
+    try:
+        assert inspect.isfunction(tables.facade_local_only)
+        assert "facade_local_only" not in dkd.__all__
+        with pytest.raises(AttributeError):
+            dkd.facade_local_only  # noqa: B018
+    finally:
+        REGISTRY.pop("facade_local_only")
 
 
 def test_dask_signatures_are_kept() -> None:

@@ -68,10 +68,10 @@ def _registry() -> dict[str, Any]:
 
 def __getattr__(name: str) -> Any:
     if name == "__all__":  # the registry's names too (a statistic may register later)
-        return sorted(set(_PUBLIC) | set(_registry()))
+        return sorted(set(_PUBLIC) | {n for n, s in _registry().items() if s.dask})
     if not name.startswith("_"):
         stat = _registry().get(name)
-        if stat is not None:  # generated, not cached here: the registry decides each time
+        if stat is not None and stat.dask:  # generated, not cached: the registry decides
             from dpfast.dask._facade import dask_function
 
             return dask_function(stat)
@@ -83,4 +83,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC) | set(_registry()))
+    return sorted(set(globals()) | set(_PUBLIC) | {n for n, s in _registry().items() if s.dask})

@@ -89,6 +89,10 @@ class Statistic:
     #: the common release parameters its public forms take (a sub-sequence of
     #: :data:`COMMON`); ``epsilon`` is required where ``rho`` is not offered
     common: ClassVar[tuple[str, ...]] = COMMON
+    #: its plans have the Dask steps (``partition_partials``, ``merge``): ``dpfast.dask.<name>``
+    #: is generated (False: a statistic ported to one machine first keeps its old Dask
+    #: function, if any)
+    dask: ClassVar[bool] = True
     #: its released values are never negative in truth (the CLI offers ``--nonnegative``)
     nonnegative: ClassVar[bool] = False
     #: what its release returns (the name of a public class of :mod:`dpfast.tables`)
