@@ -37,14 +37,13 @@ from typing import Any
 import numpy as np
 
 from dpfast._core.rounding import float_down, sqrt_up
-from dpfast.tables import _inputs, _keys, _plan, _select, _usecase, bounding, keynoise
-from dpfast.tables._charge import charged
+from dpfast.tables import _inputs, _keys, _plan, _select, bounding, keynoise
 from dpfast.tables._metrics import IDS_PART
-from dpfast.tables.groupby import _candidates, _check_budget, _finish, _take_keys
+from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.release import NoiseLaw, TableRelease
 
-__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "partials",
-           "candidates", "release", "run"]
+__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "plan_of",
+           "partials", "candidates", "release"]
 
 GRID_BITS = 16
 
@@ -76,13 +75,30 @@ def weighted_totals(codes: np.ndarray, n_codes: int, ids: np.ndarray, k: int
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """The data-independent part: ``k``, the Gaussian part, the key selection, the event."""
+    """The data-independent part: ``k``, the Gaussian part, the key selection, the event
+    (:class:`dpfast.tables.run.Plan`)."""
 
     k: int
     priv: _plan.Privacy
     part: _plan.Part
     select: _select.Selection | None
     event: Any
+
+    def local_partials(self, rows: Any, subkey: np.ndarray) -> _Partials:
+        """Validate the rows (keys, ids, the public domain) and compute the per-key
+        weighted totals, people and selection measure (:func:`partials`)."""
+        data, _ = _inputs._validate(rows.keys, rows.privacy_ids, None, None, rows.domain)
+        return (data, *partials(self, data, subkey))
+
+    def finish(self, parts: _Partials, gen: Any, release_id: int | None) -> TableRelease:
+        """Select, noise and report (:func:`release`; after the charge)."""
+        data, totals, people, measure = parts
+        return release(self, gen, release_id, data, totals, people, measure)
+
+
+#: what the plan's partials step gives its finish: the validated rows' key coding, the
+#: weighted totals, the people and the selection's measure (None: public domain) per key
+_Partials = tuple[_inputs._Data, np.ndarray, np.ndarray, np.ndarray | None]
 
 
 def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, noise: Any,
@@ -103,6 +119,19 @@ def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, n
     part = _plan.part(stat_priv, Fraction(1), Fraction(k), Fraction(k), k, True)
     event = _plan.release_event(priv, [part], None if sel is None else sel.delta)
     return Plan(k, priv, part, sel, event)
+
+
+def plan_of(spec: Any, source: Any) -> Plan:
+    """:func:`plan` of a ``privacy_id_count`` release spec with ``bounding="l2"`` over
+    ``source`` (whether it has privacy ids is all it reads)."""
+    return plan(spec.epsilon, spec.delta, spec.rho, spec.max_partitions, spec.domain,
+                spec.noise, spec.selection, _has_ids(source))
+
+
+def _has_ids(source: Any) -> bool:
+    if hasattr(source, "privacy_ids"):  # local rows
+        return source.privacy_ids is not None
+    raise TypeError(f"cannot plan privacy_id_count over a {type(source).__name__}")
 
 
 def partials(p: Plan, data: _inputs._Data, skey: np.ndarray
@@ -158,18 +187,3 @@ def release(p: Plan, gen: Any, release_id: int | None, data: _inputs._Data,
                         threshold=None if sel is None else sel.threshold,
                         sensitivity=sens, key_names=data.key_names, release_id=release_id,
                         selection=sel)
-
-
-def run(keys: Any, privacy_ids: Any, *, epsilon: Any, delta: Any, rho: Any,
-        max_partitions: Any, domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-        use_case: str | None, selection: Any) -> TableRelease:
-    """The local ``bounding="l2"`` release."""
-    p = plan(epsilon, delta, rho, max_partitions, domain, noise, selection,
-             privacy_ids is not None)
-    _check_budget(budget, note)
-    _usecase.check(use_case, p.priv.epsilon, p.priv.delta, p.priv.rho)
-    gen, rid = keynoise.release_generator(rng)
-    data, _ = _inputs._validate(keys, privacy_ids, None, None, domain)
-    totals, people, measure = partials(p, data, bounding.subkey(gen))
-    with charged(budget, p.event, note):
-        return release(p, gen, rid, data, totals, people, measure)

@@ -117,9 +117,9 @@ def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], ke
     common = dict(keys=keys, event=plan.event, threshold=plan.tau, key_names=key_names,
                   value_name=m.name, release_id=release_id,
                   selection=plan.select)
-    if m.kind in ("count", "privacy_id_count", "sum"):
-        name = _metrics.part_name(_metrics.KINDS[m.kind][0],
-                                  m.column if m.kind == "sum" else None)
+    if len(m.parts) == 1:  # count, privacy_id_count, sum: one noised part, as it is
+        name = _metrics.part_name(m.parts[0],
+                                  m.column if _metrics.needs_column(m.parts) else None)
         p = plan.parts[name]
         return TableRelease(values=parts[name], statistic=m.kind, law=p.part.law,
                             sensitivity=_sens(plan, p), **common)

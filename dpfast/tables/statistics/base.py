@@ -42,6 +42,10 @@ class Statistic:
     params: ClassVar[Mapping[str, Any]] = {}
     #: one line for the CLI, the session's help and the API docs
     summary: ClassVar[str] = ""
+    #: the noised parts a many-metric release (:mod:`dpfast.tables.multi`) finishes it
+    #: from, in order (``("count", "csum")`` for a mean: the part names of
+    #: :mod:`dpfast.tables._metrics`); empty: not offered by ``aggregate``
+    parts: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
