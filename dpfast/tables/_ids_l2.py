@@ -38,6 +38,7 @@ import numpy as np
 
 from dpfast._core.rounding import float_down, sqrt_up
 from dpfast.tables import _inputs, _keys, _plan, _select, bounding, keynoise
+from dpfast.tables._merge import checked_total, key_codes
 from dpfast.tables._metrics import IDS_PART
 from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.release import NoiseLaw, TableRelease
@@ -90,6 +91,48 @@ class Plan:
         data, _ = _inputs._validate(rows.keys, rows.privacy_ids, None, None, rows.domain)
         return (data, *partials(self, data, subkey))
 
+    def dask_columns(self, frame: Any) -> list[str]:
+        """No value column: the keys and the ids are all a partition reads."""
+        return []
+
+    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
+                           ) -> tuple[Any, int]:
+        """One partition (every id's rows in it, so its number of keys, hence its weight,
+        is known here): per key its weighted total, people and selection measure (a
+        pandas DataFrame of the keys some id holds), and the partition's rows."""
+        import pandas as pd
+
+        names = list(cols.by)
+        keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
+        nrows = int(len(keys if len(names) == 1 else keys[0]))
+        data, _ = _inputs._validate(keys, pdf[cols.privacy_unit], None, None, cols.domain)
+        totals, people, measure = partials(self, data, subkey)
+        nz = np.flatnonzero(people)
+        uk = _take_keys(data.uniques, nz)
+        out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+        out[_WTOTAL] = totals[nz]
+        out[_PEOPLE] = people[nz]
+        if measure is not None:
+            out[_MEASURE] = measure[nz]
+        return pd.DataFrame(out), nrows
+
+    def merge(self, parts: list[Any], cols: Any) -> _Partials:
+        """The partitions' partials summed per key (checked), the keys coded as on one
+        machine: what :meth:`finish` takes."""
+        import pandas as pd
+
+        names = list(cols.by)
+        frame = pd.concat(parts, ignore_index=True)
+        fk, codes, domain_codes = key_codes(frame, names, cols.domain)
+        codes = np.ascontiguousarray(codes, np.int64)
+        data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
+                             tuple(names))
+        totals = checked_total(codes, frame[_WTOTAL], fk.size)
+        people = checked_total(codes, frame[_PEOPLE], fk.size)
+        measure = (checked_total(codes, frame[_MEASURE], fk.size)
+                   if self.select is not None else None)
+        return data, totals, people, measure
+
     def finish(self, parts: _Partials, gen: Any, release_id: int | None) -> TableRelease:
         """Select, noise and report (:func:`release`; after the charge)."""
         data, totals, people, measure = parts
@@ -99,6 +142,9 @@ class Plan:
 #: what the plan's partials step gives its finish: the validated rows' key coding, the
 #: weighted totals, the people and the selection's measure (None: public domain) per key
 _Partials = tuple[_inputs._Data, np.ndarray, np.ndarray, np.ndarray | None]
+
+# the columns of a partition's partials (besides the key columns)
+_WTOTAL, _PEOPLE, _MEASURE = "__dpfast_wtotal", "__dpfast_ids", "__dpfast_wunits"
 
 
 def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, noise: Any,
@@ -125,13 +171,9 @@ def plan_of(spec: Any, source: Any) -> Plan:
     """:func:`plan` of a ``privacy_id_count`` release spec with ``bounding="l2"`` over
     ``source`` (whether it has privacy ids is all it reads)."""
     return plan(spec.epsilon, spec.delta, spec.rho, spec.max_partitions, spec.domain,
-                spec.noise, spec.selection, _has_ids(source))
-
-
-def _has_ids(source: Any) -> bool:
-    if hasattr(source, "privacy_ids"):  # local rows
-        return source.privacy_ids is not None
-    raise TypeError(f"cannot plan privacy_id_count over a {type(source).__name__}")
+                spec.noise, spec.selection,
+                source.privacy_ids is not None if hasattr(source, "privacy_ids")  # local
+                else spec.privacy_unit is not None)
 
 
 def partials(p: Plan, data: _inputs._Data, skey: np.ndarray

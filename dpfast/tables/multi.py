@@ -32,8 +32,10 @@ from dpfast.tables import (
     _select,
     bounding,
 )
+from dpfast.tables import _quantile_em as _em
+from dpfast.tables._merge import checked_total, key_codes
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
-from dpfast.tables.groupby import _common
+from dpfast.tables.groupby import _common, _take_keys
 from dpfast.tables.release import TableRelease
 from dpfast.tables.spec import ReleaseSpec, StatSpec
 
@@ -42,6 +44,15 @@ __all__ = ["MultiPlan", "plan_of", "aggregate_spec", "stat_specs", "frame_column
 
 #: the one value column of a single statistic (``variance(values, ...)``)
 VALUES = "values"
+
+# the columns of a partition's partials (besides the key columns)
+_COUNT, _IDS, _WEIGHTED = "__dpfast_count", "__dpfast_ids", "__dpfast_wunits"
+_SLOT, _ROWS = "__dpfast_slot", "__dpfast_rows"
+
+
+def _key_frame(names: list[str], keys: Any) -> dict[str, Any]:
+    """The key columns of a partial (``keys``: one array, or a tuple of them)."""
+    return {n: (keys[j] if isinstance(keys, tuple) else keys) for j, n in enumerate(names)}
 
 
 
@@ -165,16 +176,24 @@ class MultiPlan:
         """Validate the rows (NULL policy: a row with a missing key, id or used value
         leaves; shapes; the public domain) and bound each person's rows once."""
         values = self._columns(rows)
-        keys, ids, taken = _keys.drop_nulls(rows.keys, rows.privacy_ids,
-                                            *(values[name] for name in self.used))
-        _, n, _ = _keys.keys_and_ids(keys, ids)
-        vals = {name: clamped(raw, f"column {name!r}", n, self.metrics.columns[name])
-                for name, raw in zip(self.used, taken)}
-        index = np.arange(n, dtype=np.int64)  # which rows survive the domain filter
-        data, _ = _inputs._validate(keys, ids, index, (0, max(n, 1)), rows.domain)
+        data, vals = self._validate(rows.keys, rows.privacy_ids,
+                                    [values[name] for name in self.used], rows.domain)
         if rows.key_names is not None:
             data.key_names = rows.key_names
         return self._bound(data, vals, subkey)
+
+    def _validate(self, keys: Any, ids: Any, raw: list[Any], domain: Any
+                  ) -> tuple[_inputs._Data, dict[str, np.ndarray]]:
+        """The NULL policy (listwise over the keys, the ids and the used columns), the
+        used columns clamped, the keys factorized with the public domain (``data.values``:
+        the indices of the rows the domain keeps)."""
+        keys, ids, taken = _keys.drop_nulls(keys, ids, *raw)
+        _, n, _ = _keys.keys_and_ids(keys, ids)
+        vals = {name: clamped(col, f"column {name!r}", n, self.metrics.columns[name])
+                for name, col in zip(self.used, taken)}
+        index = np.arange(n, dtype=np.int64)  # which rows survive the domain filter
+        data, _ = _inputs._validate(keys, ids, index, (0, max(n, 1)), domain)
+        return data, vals
 
     def _bound(self, data: _inputs._Data, vals: dict[str, np.ndarray], subkey: np.ndarray
                ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
@@ -184,8 +203,7 @@ class MultiPlan:
         kept_rows = data.values
         assert kept_rows is not None
         data.values = None
-        n = next(iter(vals.values())).shape[0] if vals else kept_rows.shape[0]
-        taken = {name: v[kept_rows] if kept_rows.shape[0] != n else v
+        taken = {name: v[kept_rows] if kept_rows.shape[0] != v.shape[0] else v
                  for name, v in vals.items()}
         mp = self.metrics
         matrix = summand_matrix(mp, taken, kept_rows.shape[0])
@@ -200,6 +218,87 @@ class MultiPlan:
                                                agg.kept)
         return data, agg, tables
 
+    # ------------------------------------------------------------------ Dask
+    def dask_columns(self, frame: Any) -> list[str]:
+        """The value columns the partitions read (checked when planned: present, of a
+        number dtype)."""
+        return list(self.used)
+
+    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
+                           ) -> tuple[tuple[Any, dict[str, Any]], int]:
+        """One partition (every privacy id's rows in it): the steps of
+        :meth:`local_partials`, then per kept key its key values, rows, people, weighted
+        people and two-word column totals (a pandas DataFrame), and per rank column the
+        sparse (key, slot) -> rows table of the kept rows; and the partition's rows."""
+        import pandas as pd
+
+        names = list(cols.by)
+        keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[b] for b in names)
+        ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
+        nrows = int(len(keys if len(names) == 1 else keys[0]))
+        data, vals = self._validate(keys, ids, [pdf[c] for c in self.used], cols.domain)
+        data, agg, tables = self._bound(data, vals, subkey)
+        nz = np.flatnonzero(agg.counts)
+        out = _key_frame(names, _take_keys(data.uniques, nz))
+        out[_COUNT] = agg.counts[nz]
+        out[_IDS] = agg.ids[nz]  # every id's rows are in this partition: the people add up
+        if agg.weighted is not None:  # so do the weighted ones (each id's t is its own)
+            out[_WEIGHTED] = agg.weighted[nz]
+        for j in range(self.metrics.n_value_parts()):
+            out[f"__dpfast_hi{j}"] = agg.hi[nz, j]
+            out[f"__dpfast_lo{j}"] = agg.lo[nz, j]
+        frames = {}
+        for col, (tc, ts, tn) in (tables or {}).items():
+            t = _key_frame(names, _take_keys(data.uniques, tc))
+            t[_SLOT] = ts
+            t[_ROWS] = tn
+            frames[col] = pd.DataFrame(t)
+        return (pd.DataFrame(out), frames), nrows
+
+    def merge(self, partials: list[tuple[Any, dict[str, Any]]], cols: Any
+              ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+        """Sum the partitions' partials per key (the keys coded as on one machine, with
+        the public domain's first) in checked integer arithmetic: what :meth:`finish`
+        takes, equal to :meth:`local_partials` of all the rows."""
+        import pandas as pd
+
+        names = list(cols.by)
+        parts = pd.concat([p[0] for p in partials], ignore_index=True)
+        order = sorted(partials[0][1]) if partials else []
+        frame = parts if not order else pd.concat(
+            [parts[names]] + [p[1][col][names] for col in order for p in partials],
+            ignore_index=True)
+        fk, codes, domain_codes = key_codes(frame, names, cols.domain)
+        codes = np.ascontiguousarray(codes, np.int64)
+        data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
+                             tuple(names))
+        tables: dict[str, Any] | None = None
+        at = len(parts)
+        if order:
+            tables = {}
+            for col in order:
+                t = pd.concat([p[1][col] for p in partials], ignore_index=True)
+                tc = np.ascontiguousarray(codes[at:at + len(t)])
+                at += len(t)
+                tables[col] = _em.slot_table(tc, t[_SLOT].to_numpy(np.int64),
+                                             _rank_metrics.n_slots(self.metrics.grids[col]),
+                                             t[_ROWS].to_numpy(np.int64))
+        pc = codes[:len(parts)]
+        n, m = fk.size, self.metrics.n_value_parts()
+        counts = np.zeros(n, np.int64)
+        ids = np.zeros(n, np.int64)
+        np.add.at(counts, pc, parts[_COUNT].to_numpy(np.int64))
+        np.add.at(ids, pc, parts[_IDS].to_numpy(np.int64))
+        hi = np.zeros((n, m), np.int64)
+        lo = np.zeros((n, m), np.int64)
+        for j in range(m):
+            fs = _rows.RowsBounded(counts, ids, hi, lo).column(j, 0)
+            fs.add_partials(pc, parts[f"__dpfast_hi{j}"].to_numpy(np.int64),
+                            parts[f"__dpfast_lo{j}"].to_numpy(np.int64))
+            hi[:, j], lo[:, j] = fs.hi, fs.lo
+        weighted = (checked_total(pc, parts[_WEIGHTED], n) if _WEIGHTED in parts else None)
+        return data, _rows.RowsBounded(counts, ids, hi, lo, weighted=weighted), tables
+
     def finish(self, partials: tuple[_inputs._Data, _rows.RowsBounded, Any],
                gen: _random.Generator, release_id: int | None
                ) -> AggregateRelease | TableRelease:
@@ -207,15 +306,6 @@ class MultiPlan:
         data, agg, tables = partials
         rel = release(self.metrics, gen, release_id, data, agg, tables)
         return rel if self.single is None else rel.metrics[self.single]
-
-
-def _bounds_of(spec: ReleaseSpec, values: str | None) -> dict[str, Any]:
-    if values is not None:  # a single statistic: the pair as given
-        return {values: spec.bounds}
-    if not spec.bounds:
-        return {}
-    assert not isinstance(spec.bounds, str)
-    return {c: (lo, hi) for c, lo, hi in spec.bounds}
 
 
 def _candidates(spec: ReleaseSpec) -> dict[str, Any] | None:
@@ -232,24 +322,26 @@ def plan_of(spec: ReleaseSpec, source: Any, parts: Mapping[str, tuple[str, ...]]
     single = None
     values = None
     if spec.option("family") != "aggregate" and len(spec.statistics) == 1:
-        # one statistic: variance, std, privacy_id_count
+        # one statistic (variance, std, privacy_id_count): bounds a pair for its column
         (s,) = spec.statistics
         single = s.name or s.statistic
         if s.column is None and _metrics.needs_column(parts.get(s.statistic, ())):
-            values = VALUES
+            values = VALUES  # a local release's values
             s = dataclasses.replace(s, column=VALUES)
         metrics: Any = {single: _metric_of(s)}
+        bounds = {} if s.column is None else {s.column: spec.bounds}
     else:
         metrics = {s.name: _metric_of(s) for s in spec.statistics}
+        assert not isinstance(spec.bounds, str)
+        bounds = {c: (lo, hi) for c, lo, hi in spec.bounds or ()}
     mets = _metrics.parse_metrics(metrics, parts)
     w = _metrics.parse_weights(None if spec.option("weights") is None
                                else list(spec.option("weights")), mets)
-    schema = _Schema.of(source, values)
+    schema = _Schema.of(spec, source, values)
     k, c = _common(spec.max_partitions, spec.max_per_partition,
                    True if schema.has_ids else None)
     policy = bounding.policy_code(spec.bounding)
     priv = spec.privacy()
-    bounds = _bounds_of(spec, values)
     used = sorted({m.column for m in mets if m.column is not None})
     columns: dict[str, _metrics.Column] = {}
     for name in used:
@@ -271,30 +363,40 @@ def plan_of(spec: ReleaseSpec, source: Any, parts: Mapping[str, tuple[str, ...]]
 @dataclasses.dataclass(frozen=True)
 class _Schema:
     """What the plan reads of a source: whether it has privacy ids, its value columns'
-    presence and dtype kinds (``"i"``, ``"u"``, ``"f"``)."""
+    presence and dtype kinds (``"i"``, ``"u"``, ``"f"``) -- of local columns (a column
+    of Python objects: the kind of its non-missing entries), or of a frame's dtypes (a
+    Dask DataFrame: its metadata, nothing computed)."""
 
     has_ids: bool
     columns: Mapping[str, Any]
-    dtypes: bool  # the columns are dtypes (a Dask frame's schema), not the columns
+    frame: Any = None  # a Dask frame: its columns are read by dtype only
 
     @classmethod
-    def of(cls, source: Any, values: str | None) -> _Schema:
+    def of(cls, spec: ReleaseSpec, source: Any, values: str | None) -> _Schema:
         if hasattr(source, "privacy_ids"):  # local rows
             cols = ({values: source.values} if values is not None
                     else dict(source.columns or {}))
-            return cls(source.privacy_ids is not None, cols, False)
-        raise TypeError(f"cannot plan a many-metric release over a "
-                        f"{type(source).__name__}")
+            return cls(source.privacy_ids is not None, cols)
+        frame = getattr(source, "frame", source)
+        names = getattr(frame, "columns", None)
+        if names is None or not hasattr(frame, "dtypes"):
+            raise TypeError(f"cannot plan a many-metric release over a "
+                            f"{type(source).__name__}")
+        return cls(spec.privacy_unit is not None, {str(c): c for c in names}, frame)
 
     def check_present(self, name: str) -> None:
-        if name not in self.columns:
+        if name in self.columns:
+            return
+        if self.frame is None:
             raise ValueError(f"metrics use column {name!r}, which is not in the table")
+        raise ValueError(f"value column {name!r} is not in the DataFrame "
+                         f"(columns: {list(self.frame.columns)})")
 
     def kind(self, name: str) -> str:
-        col = self.columns[name]
-        if not self.dtypes:
-            return _inputs.number_kind(col, f"column {name!r}")
-        kind = col.kind if isinstance(col, np.dtype) else "O"
+        if self.frame is None:
+            return _inputs.number_kind(self.columns[name], f"column {name!r}")
+        dt = self.frame[self.columns[name]].dtype
+        kind = dt.kind if isinstance(dt, np.dtype) else "O"
         if kind not in "iuf":
-            raise TypeError(f"column {name!r} must hold numbers, got dtype {col}")
-        return kind
+            raise TypeError(f"column {name!r} must hold numbers, got dtype {dt}")
+        return str(kind)
