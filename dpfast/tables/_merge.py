@@ -1,8 +1,10 @@
-"""Merging per-partition partials: the keys coded as on one machine, checked totals.
+"""Merge step of a distributed release: the partitions' per-key partials, keyed by key
+*values*, summed per key as on one machine.
 
-A backend that computes a release's partials per partition (:mod:`dpfast.dask`) sums them
-per key on the driver; the plans' ``merge`` steps use these two helpers so that the key
-codes, and so the per-key noise addresses, are those of one machine.
+The keys are factorized canonically (:func:`key_codes`: with a public domain its keys come
+first, so the codes are the domain's), every total is summed in checked integer arithmetic
+(``OverflowError``, never a wrap), so the merged partials -- and the release -- do not depend
+on the partitioning.  Used by the plans' ``merge`` (:mod:`dpfast.tables.run`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dpfast.tables import _fixed, _keys, bounding
 __all__ = ["key_codes", "checked_total"]
 
 
-def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:
+def key_codes(parts: Any, names: list[str] | tuple[str, ...], domain: Any
+              ) -> tuple[Any, np.ndarray, Any]:
     """The merged partials' key columns ``names`` factorized as on one machine:
     ``(factorized keys, a code per partial row, the domain's codes or None)`` -- with a
     public ``domain`` its keys come first, so the codes are those of the domain's keys."""
