@@ -91,10 +91,6 @@ class Plan:
         data, _ = _inputs._validate(rows.keys, rows.privacy_ids, None, None, rows.domain)
         return (data, *partials(self, data, subkey))
 
-    def dask_columns(self, frame: Any) -> list[str]:
-        """No value column: the keys and the ids are all a partition reads."""
-        return []
-
     def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
                            ) -> tuple[Any, int]:
         """One partition (every id's rows in it, so its number of keys, hence its weight,
@@ -116,13 +112,13 @@ class Plan:
             out[_MEASURE] = measure[nz]
         return pd.DataFrame(out), nrows
 
-    def merge(self, parts: list[Any], cols: Any) -> _Partials:
-        """The partitions' partials summed per key (checked), the keys coded as on one
-        machine: what :meth:`finish` takes."""
+    def merge(self, results: list[tuple[Any, int]], cols: Any) -> _Partials:
+        """The partitions' partials (:meth:`partition_partials`' results) summed per key
+        (checked), the keys coded as on one machine: what :meth:`finish` takes."""
         import pandas as pd
 
         names = list(cols.by)
-        frame = pd.concat(parts, ignore_index=True)
+        frame = pd.concat([r[0] for r in results], ignore_index=True)
         fk, codes, domain_codes = key_codes(frame, names, cols.domain)
         codes = np.ascontiguousarray(codes, np.int64)
         data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
@@ -171,9 +167,7 @@ def plan_of(spec: Any, source: Any) -> Plan:
     """:func:`plan` of a ``privacy_id_count`` release spec with ``bounding="l2"`` over
     ``source`` (whether it has privacy ids is all it reads)."""
     return plan(spec.epsilon, spec.delta, spec.rho, spec.max_partitions, spec.domain,
-                spec.noise, spec.selection,
-                source.privacy_ids is not None if hasattr(source, "privacy_ids")  # local
-                else spec.privacy_unit is not None)
+                spec.noise, spec.selection, source.has_privacy_ids())
 
 
 def partials(p: Plan, data: _inputs._Data, skey: np.ndarray

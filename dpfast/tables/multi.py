@@ -219,11 +219,6 @@ class MultiPlan:
         return data, agg, tables
 
     # ------------------------------------------------------------------ Dask
-    def dask_columns(self, frame: Any) -> list[str]:
-        """The value columns the partitions read (checked when planned: present, of a
-        number dtype)."""
-        return list(self.used)
-
     def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
                            ) -> tuple[tuple[Any, dict[str, Any]], int]:
         """One partition (every privacy id's rows in it): the steps of
@@ -255,13 +250,16 @@ class MultiPlan:
             frames[col] = pd.DataFrame(t)
         return (pd.DataFrame(out), frames), nrows
 
-    def merge(self, partials: list[tuple[Any, dict[str, Any]]], cols: Any
+    def merge(self, results: list[tuple[tuple[Any, dict[str, Any]], int]], cols: Any
               ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
-        """Sum the partitions' partials per key (the keys coded as on one machine, with
-        the public domain's first) in checked integer arithmetic: what :meth:`finish`
-        takes, equal to :meth:`local_partials` of all the rows."""
+        """Sum the partitions' partials (:meth:`partition_partials`' results) per key --
+        the keys coded as on one machine, the public domain's first -- in checked integer
+        arithmetic: what :meth:`finish` takes, equal to :meth:`local_partials` of all the
+        rows."""
         import pandas as pd
 
+        _inputs.check_rows(sum(r[1] for r in results))  # the two-word totals' size
+        partials = [r[0] for r in results]
         names = list(cols.by)
         parts = pd.concat([p[0] for p in partials], ignore_index=True)
         order = sorted(partials[0][1]) if partials else []
@@ -337,19 +335,18 @@ def plan_of(spec: ReleaseSpec, source: Any, parts: Mapping[str, tuple[str, ...]]
     mets = _metrics.parse_metrics(metrics, parts)
     w = _metrics.parse_weights(None if spec.option("weights") is None
                                else list(spec.option("weights")), mets)
-    schema = _Schema.of(spec, source, values)
     k, c = _common(spec.max_partitions, spec.max_per_partition,
-                   True if schema.has_ids else None)
+                   True if source.has_privacy_ids() else None)
     policy = bounding.policy_code(spec.bounding)
     priv = spec.privacy()
     used = sorted({m.column for m in mets if m.column is not None})
     columns: dict[str, _metrics.Column] = {}
     for name in used:
-        schema.check_present(name)
+        kind = _column_kind(source, name, values is not None)
         if name not in bounds:
             raise ValueError(f"metrics use column {name!r}: give bounds={{{name!r}: (lo, "
                              "hi)}}")
-        integer = schema.kind(name) in "iu"
+        integer = kind in "iu"
         try:
             lo, hi = _inputs._bounds(bounds[name], integer)
         except (TypeError, ValueError) as exc:
@@ -360,43 +357,13 @@ def plan_of(spec: ReleaseSpec, source: Any, parts: Mapping[str, tuple[str, ...]]
     return MultiPlan(mp, policy, used, single, values)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Schema:
-    """What the plan reads of a source: whether it has privacy ids, its value columns'
-    presence and dtype kinds (``"i"``, ``"u"``, ``"f"``) -- of local columns (a column
-    of Python objects: the kind of its non-missing entries), or of a frame's dtypes (a
-    Dask DataFrame: its metadata, nothing computed)."""
-
-    has_ids: bool
-    columns: Mapping[str, Any]
-    frame: Any = None  # a Dask frame: its columns are read by dtype only
-
-    @classmethod
-    def of(cls, spec: ReleaseSpec, source: Any, values: str | None) -> _Schema:
-        if hasattr(source, "privacy_ids"):  # local rows
-            cols = ({values: source.values} if values is not None
-                    else dict(source.columns or {}))
-            return cls(source.privacy_ids is not None, cols)
-        frame = getattr(source, "frame", source)
-        names = getattr(frame, "columns", None)
-        if names is None or not hasattr(frame, "dtypes"):
-            raise TypeError(f"cannot plan a many-metric release over a "
-                            f"{type(source).__name__}")
-        return cls(spec.privacy_unit is not None, {str(c): c for c in names}, frame)
-
-    def check_present(self, name: str) -> None:
-        if name in self.columns:
-            return
-        if self.frame is None:
-            raise ValueError(f"metrics use column {name!r}, which is not in the table")
-        raise ValueError(f"value column {name!r} is not in the DataFrame "
-                         f"(columns: {list(self.frame.columns)})")
-
-    def kind(self, name: str) -> str:
-        if self.frame is None:
-            return _inputs.number_kind(self.columns[name], f"column {name!r}")
-        dt = self.frame[self.columns[name]].dtype
-        kind = dt.kind if isinstance(dt, np.dtype) else "O"
-        if kind not in "iuf":
-            raise TypeError(f"column {name!r} must hold numbers, got dtype {dt}")
-        return str(kind)
+def _column_kind(source: Any, name: str, single: bool) -> str:
+    """The dtype kind of a used value column (:meth:`dpfast.tables.run.Source.value_kind`:
+    the public schema; ValueError when a local table lacks it -- a Dask frame's columns
+    were checked when it was made)."""
+    if single:  # a local single statistic's values
+        return str(source.value_kind())
+    local = getattr(source, "columns", None)
+    if (local is None or isinstance(local, Mapping)) and name not in (local or {}):
+        raise ValueError(f"metrics use column {name!r}, which is not in the table")
+    return str(source.value_kind(name))
