@@ -144,3 +144,36 @@ def test_aggregate_spec_checks_before_anything_is_read() -> None:
     with pytest.raises(TypeError, match="candidates must be None or a dict"):
         multi.aggregate_spec([("median", "x")], parts, bounds={"x": (0, 1)}, weights=None,
                              candidates=[3], available=["x"], epsilon=1.0)
+
+
+def test_dask_validates_before_it_charges() -> None:
+    """Dask computes and merges the partials before the one charge, as one machine does:
+    an input the partitions refuse (a public domain with a repeated key, found where the
+    keys are factorized) charges nothing.  Closes the channel of the old Dask pipelines,
+    which charged first and recorded the same failure as a ``failed`` ledger row."""
+    dd = pytest.importorskip("dask.dataframe")
+    dask = pytest.importorskip("dask")
+    import dpfast.dask as dkd
+
+    df = _frame(600)
+    ddf = dd.from_pandas(df, npartitions=3)
+    dom = np.array([0, 1, 2, 2, 3])
+    budget = dpfast.Budget(epsilon=50.0, delta=1e-3)
+    kw = dict(epsilon=1.0, delta=1e-6, domain=dom, budget=budget, rng=KEY)
+    calls = [
+        lambda: dkd.aggregate(ddf, "k", "id", metrics=["count", ("median", "x")],
+                              bounds={"x": (-4.0, 8.0)}, **kw),
+        lambda: dkd.variance(ddf, "k", "x", "id", bounds=(-4.0, 8.0), **kw),
+        lambda: dkd.std(ddf, "k", "v", None, bounds=(-3, 9), **kw),
+        lambda: dkd.privacy_id_count(ddf, "k", "id", **kw),
+        lambda: dkd.privacy_id_count(ddf, "k", "id", bounding="l2", **kw),
+    ]
+    with dask.config.set(scheduler="synchronous"):
+        for call in calls:
+            with pytest.raises(ValueError, match="duplicate"):
+                call()
+            assert budget.history() == []
+        rel = dkd.variance(ddf, "k", "x", "id", bounds=(-4.0, 8.0), epsilon=1.0,
+                           domain=np.arange(12), budget=budget, note="ok", rng=KEY)
+    assert [(h.note, h.status) for h in budget.history()] == [("ok", "charged")]
+    assert budget.history()[0].event == rel.event
