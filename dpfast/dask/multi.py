@@ -19,9 +19,6 @@ import numpy as np
 from dpfast.dask import _shuffle as shuffle
 from dpfast.dask import tables as _dt
 from dpfast.tables import (
-    _distinct as statistics,
-)
-from dpfast.tables import (
     _inputs,
     _keys,
     _metrics,
@@ -37,6 +34,7 @@ from dpfast.tables import bounding as bounding_mod
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
 from dpfast.tables.groupby import _charge, _check_budget, _common, _take_keys
 from dpfast.tables.release import TableRelease
+from dpfast.tables.statistics import distinct as statistics
 
 __all__ = ["aggregate", "variance", "std", "privacy_id_count", "count_distinct"]
 
