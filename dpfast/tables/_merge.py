@@ -1,6 +1,11 @@
-"""Merging per-partition partials as one machine would: the partitions' key values coded
-canonically (:func:`key_codes`) and per-key integer totals summed in checked arithmetic
-(:func:`checked_total`).  Used by the plans' ``merge`` step (a Dask release's reduce)."""
+"""Merge step of a distributed release: the partitions' per-key partials, keyed by key
+*values*, summed per key as on one machine.
+
+The keys are factorized canonically (:func:`key_codes`: with a public domain its keys come
+first, so the codes are the domain's), every total is summed in checked integer arithmetic
+(``OverflowError``, never a wrap), so the merged partials -- and the release -- do not depend
+on the partitioning.  Used by the plans' ``merge`` (:mod:`dpfast.tables.run`).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,8 @@ from dpfast.tables import _fixed, _keys, bounding
 __all__ = ["key_codes", "checked_total"]
 
 
-def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:
+def key_codes(parts: Any, names: list[str] | tuple[str, ...], domain: Any
+              ) -> tuple[Any, np.ndarray, Any]:
     """The merged partials' key columns ``names`` factorized as on one machine:
     ``(factorized keys, a code per partial row, the domain's codes or None)`` -- with a
     public ``domain`` its keys come first, so the codes are those of the domain's keys."""
@@ -29,8 +35,8 @@ def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarra
 
 
 def checked_total(codes: np.ndarray, col: Any, n: int) -> np.ndarray:
-    """Per key code, the sum of the partials' int64 column ``col`` -- the unit counts or
-    the weighted unit counts of the key selection -- saturated at ``2**62`` as on one
+    """Per key code, the sum of the partials' int64 column ``col`` -- the weighted unit
+    counts of the weighted-Gaussian key selection -- saturated at ``2**62`` as on one
     machine (:func:`dpfast.tables.bounding.accumulate_weighted`: the partials are >= 0 and
     saturated themselves, so the saturated total does not depend on the partitioning)."""
     out = np.zeros(n, np.int64)
