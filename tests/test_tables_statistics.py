@@ -239,7 +239,8 @@ def test_count_distinct_is_a_registry_statistic_planned_without_rows() -> None:
         spec = spec_mod.ReleaseSpec.make([spec_mod.StatSpec("count_distinct")], **kw)
 
         class Unread:  # a source whose rows raise if anything reads them
-            privacy_ids = ids
+            def has_privacy_ids(self) -> bool:
+                return True
 
             def __getattr__(self, name):
                 raise AssertionError(f"the plan read the rows' {name}")

@@ -25,6 +25,7 @@ from dpfast.tables.statistics.base import Statistic
 
 if TYPE_CHECKING:
     from dpfast import random as _random
+    from dpfast.tables.run import Columns, Rows, Source
     from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["CountDistinct", "DistinctPlan", "DistinctPartials", "distinct_pairs",
@@ -142,7 +143,7 @@ class DistinctPlan:
                                        self.select)
         return data, kc, vv, units
 
-    def local_partials(self, source: Any, subkey: np.ndarray) -> DistinctPartials:
+    def local_partials(self, source: Rows, subkey: np.ndarray) -> DistinctPartials:
         """Validate the local rows (:class:`dpfast.tables.run.Rows`, ``values`` the value
         column) and count the distinct kept values per key."""
         data, kc, _, units = self._pairs(source.keys, source.privacy_ids, source.values,
@@ -150,19 +151,7 @@ class DistinctPlan:
         counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
         return DistinctPartials(data, counts, units)
 
-    def dask_columns(self, frame: Any) -> list[str]:
-        """The value column checked against the Dask frame's columns (before anything is
-        computed); the columns a partition reads besides the keys and the privacy ids."""
-        value = self.column
-        if not isinstance(value, str):
-            raise TypeError(f"value must be a column name (str), got {value!r}")
-        have = list(frame.columns)
-        if value not in have:
-            raise ValueError(f"value column {value!r} is not in the DataFrame "
-                             f"(columns: {have})")
-        return [value]
-
-    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
+    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
                            ) -> tuple[Any, int]:
         """One partition (every person's rows are in it; a pandas DataFrame or a dict of
         numpy columns): the distinct (key, value) pairs its people keep, by key value,
@@ -184,14 +173,14 @@ class DistinctPlan:
         out[_UNITS] = per_row
         return pd.DataFrame(out), int(nrows)
 
-    def merge(self, partials: Sequence[Any], cols: Any) -> DistinctPartials:
-        """The partitions' pairs united per key (keys coded as on one machine): the
-        distinct count per key and the people per key (checked sums: a person is in one
-        partition)."""
+    def merge(self, results: Sequence[tuple[Any, int]], cols: Columns) -> DistinctPartials:
+        """The partitions' pairs (:meth:`partition_partials`' results) united per key, keys
+        coded as on one machine: the distinct count per key and the people per key
+        (checked sums: a person's rows are in one partition)."""
         import pandas as pd
 
         names = list(cols.by)
-        parts = pd.concat(list(partials), ignore_index=True)
+        parts = pd.concat([r[0] for r in results], ignore_index=True)
         fk, codes, domain_codes = _merge.key_codes(parts, names, cols.domain)
         codes = np.ascontiguousarray(codes, np.int64)
         data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
@@ -224,18 +213,12 @@ class CountDistinct(Statistic):
     summary = "distinct values of a column per key"
 
     @classmethod
-    def plan(cls, spec: ReleaseSpec, source: Any) -> DistinctPlan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> DistinctPlan:
         stat = spec.statistics[0]
         k, c = spec.max_partitions, spec.max_per_partition
-        if not _has_ids(spec, source):
+        if not source.has_privacy_ids():
             k, c = 1, 1  # every row is a different person: one row, one key
         policy = bounding_mod.policy_code(spec.bounding)
         part, sel, event = distinct_plan(spec.privacy(), k, c, spec.selection)
         return DistinctPlan(k, c, part, sel, event, policy, stat.column)
 
-
-def _has_ids(spec: ReleaseSpec, source: Any) -> bool:
-    """Whether the rows name their people (False: every row is its own person)."""
-    if spec.by:  # a frame's columns (Dask): the spec names the privacy unit
-        return spec.privacy_unit is not None
-    return getattr(source, "privacy_ids", None) is not None
