@@ -114,8 +114,8 @@ class Plan:
 
     def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, bounding.Bounded]:
         """Validate the rows (:func:`dpfast.tables._inputs._validate`) and bound them."""
-        data, _ = _validate(rows.keys, rows.privacy_ids, rows.values, self.bounds,
-                            rows.domain)
+        values = None if self.stat == "count" else rows.values  # a count reads no values
+        data, _ = _validate(rows.keys, rows.privacy_ids, values, self.bounds, rows.domain)
         if data.values is not None and (data.values.dtype.kind == "i") != self.integer:
             raise TypeError("values changed type between the plan and the rows")
         agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, self.k, self.c,
@@ -143,7 +143,7 @@ class Plan:
         names = list(cols.by)
         keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
         ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
-        vals = pdf[cols.values[0]] if cols.values else None
+        vals = pdf[cols.values[0]] if cols.values and self.stat != "count" else None
         data, _ = _validate(keys, ids, vals, self.bounds, cols.domain)
         agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, self.k, self.c, subkey,
                                    summands(self, data.values),
