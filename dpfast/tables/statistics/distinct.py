@@ -111,8 +111,7 @@ class DistinctPartials:
 class DistinctPlan:
     """The data-independent part of a distinct count (:class:`dpfast.tables.run.Plan`):
     ``k`` keys and ``c`` distinct values per key and person, the count part, the key
-    selection (None: a public domain), the event, the bounding policy code and the value
-    column's name (a Dask release; None for local rows)."""
+    selection (None: a public domain), the event and the bounding policy code."""
 
     k: int
     c: int
@@ -120,7 +119,6 @@ class DistinctPlan:
     select: _select.Selection | None
     event: Any
     policy: int
-    column: str | None = None
 
     # ----------------------------------------------------------------- exact partials
     def _pairs(self, keys: Any, privacy_ids: Any, values: Any, domain: Any,
@@ -158,11 +156,14 @@ class DistinctPlan:
         with the people per key on each key's first pair; and its number of rows."""
         import pandas as pd
 
+        if len(cols.values) != 1:
+            raise ValueError(f"count_distinct reads one value column, got {cols.values!r}")
         names = list(cols.by)
         keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
         ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
         nrows = len(pdf[names[0]])
-        data, kc, vv, units = self._pairs(keys, ids, pdf[self.column], cols.domain, subkey)
+        data, kc, vv, units = self._pairs(keys, ids, pdf[cols.values[0]], cols.domain,
+                                          subkey)
         uk = _take_keys(data.uniques, kc)
         out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
         out[_VALUE] = vv
@@ -214,11 +215,10 @@ class CountDistinct(Statistic):
 
     @classmethod
     def plan(cls, spec: ReleaseSpec, source: Source) -> DistinctPlan:
-        stat = spec.statistics[0]
         k, c = spec.max_partitions, spec.max_per_partition
         if not source.has_privacy_ids():
             k, c = 1, 1  # every row is a different person: one row, one key
         policy = bounding_mod.policy_code(spec.bounding)
         part, sel, event = distinct_plan(spec.privacy(), k, c, spec.selection)
-        return DistinctPlan(k, c, part, sel, event, policy, stat.column)
+        return DistinctPlan(k, c, part, sel, event, policy)
 
