@@ -544,7 +544,6 @@ KNOWN_PRIVATE_TABLES_USES: set[str] = {
     "dpfast.cli.warmup -> dpfast.tables._keys",
     "dpfast.dask._shuffle -> dpfast.tables._idhash",
     "dpfast.dask._shuffle -> dpfast.tables._scratch",
-    "dpfast.dask.multi -> dpfast.tables._distinct",
     "dpfast.dask.multi -> dpfast.tables._ids_l2",
     "dpfast.dask.multi -> dpfast.tables._inputs",
     "dpfast.dask.multi -> dpfast.tables._keys",

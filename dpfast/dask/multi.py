@@ -3,11 +3,13 @@
 The pipeline of :mod:`dpfast.dask.tables` (plan and charge on the driver, rows
 hash-partitioned by privacy id, every id bounded where its rows are, per-key partials
 reduced exactly on the driver, noise and selection there) for the releases of
-:mod:`dpfast.tables.multi` and :mod:`dpfast.tables._distinct`: the partials are the
-exact per-key aggregates of :func:`dpfast.tables._rows.bound_matrix` (row counts, privacy-id
-counts, two-word column totals) or the distinct (key, value) pairs a person keeps, so each
-release equals the one-machine release on the same rows with the same release generator,
-bit for bit.
+:mod:`dpfast.tables.multi`: the partials are the exact per-key aggregates of
+:func:`dpfast.tables._rows.bound_matrix` (row counts, privacy-id counts, two-word column
+totals), so each release equals the one-machine release on the same rows with the same
+release generator, bit for bit.  :func:`count_distinct` runs the one release pipeline
+(:func:`dpfast.tables.run.release` with :class:`dpfast.dask.backend.DaskBackend`): its
+partition step and merge are its plan's
+(:class:`dpfast.tables.statistics.distinct.DistinctPlan`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,7 @@ import numpy as np
 
 from dpfast.dask import _shuffle as shuffle
 from dpfast.dask import tables as _dt
-from dpfast.tables import (
-    _distinct as statistics,
-)
+from dpfast.dask.backend import DaskBackend, Frame
 from dpfast.tables import (
     _inputs,
     _keys,
@@ -34,6 +34,8 @@ from dpfast.tables import (
 )
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables import bounding as bounding_mod
+from dpfast.tables import run as _run_mod
+from dpfast.tables import spec as _spec
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
 from dpfast.tables.groupby import _charge, _check_budget, _common, _take_keys
 from dpfast.tables.release import TableRelease
@@ -335,26 +337,6 @@ def privacy_id_count(ddf: Any, key: Any, privacy_id: str | None = None, *,
                    selection=selection)
 
 
-def _distinct_partials(pdf: Any, names: list[str], id_col: str | None, value: str,
-                       domain: Any, k: int, c: int, key_src: Any, policy: int = 0,
-                       sel: Any = None) -> tuple[Any, int]:
-    import pandas as pd
-
-    data, rows = _filtered(pdf, names, id_col, domain)
-    vals = _keys.column(pdf[value], "values")[rows]
-    kc, vv, units = statistics.distinct_pairs(data, vals, k, c, _dt._subkey(key_src), policy,
-                                              sel)
-    uk = _take_keys(data.uniques, kc)
-    out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
-    out["__dpfast_value"] = vv
-    # the people per key ride on the key's first pair (a key kept by someone has a pair)
-    per_row = np.zeros(kc.shape[0], np.int64)
-    _, first = np.unique(kc, return_index=True)
-    per_row[first] = units[kc[first]]
-    out["__dpfast_units"] = per_row
-    return pd.DataFrame(out), int(len(pdf))
-
-
 def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
                    epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
                    max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
@@ -369,32 +351,19 @@ def count_distinct(ddf: Any, key: Any, value: str, privacy_id: str | None = None
     Privacy
     -------
     That of :func:`dpfast.tables.count_distinct`: ``Δ1 = k c`` under add/remove one person.
+    The partials are computed (the rows validated) before the charge, as on one machine.
     """
-    names = _by(key)
     if not isinstance(value, str):
         raise TypeError(f"value must be a column name (str), got {value!r}")
-    k, c = _common(max_partitions, max_per_partition, privacy_id)
-    pol = bounding_mod.policy_code(bounding)
-    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
-    _check_budget(budget, note)
-    _checks(ddf, names, privacy_id, [value], npartitions)
-    gen, rid, key_src = _dt._generator(rng)
-    part, sel, event = statistics.distinct_plan(priv, k, c, selection)
-    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    cols = names + ([privacy_id] if privacy_id else []) + [value]
-    with _charge(budget, event, note):
-        parts, _ = _compute(shuffle.columns_of(ddf, cols), _distinct_partials, names, privacy_id,
-                            (names, privacy_id, value, domain, k, c, key_src, pol, sel),
-                            npartitions)
-        data, codes = _reduce_codes(parts, names, domain, tuple(names))
-        vcodes, vuniq = _keys.factorize_column(_keys.column(parts["__dpfast_value"],
-                                                            "values"))
-        nv = max(len(vuniq), 1)
-        up = np.unique(codes * np.int64(nv) + vcodes)  # the union over partitions
-        counts = np.bincount(up // nv, minlength=data.n_codes).astype(np.int64)
-        units = _dt.checked_total(codes, parts["__dpfast_units"], data.n_codes)
-        return statistics.distinct_release(part, sel, event, gen, rid, data, counts, k, c,
-                                           units)
+    frame = Frame.make(ddf, key, privacy_id, [value], domain)
+    back = DaskBackend(npartitions)
+    spec = _spec.ReleaseSpec.make(
+        [_spec.StatSpec("count_distinct", value)], by=frame.columns.by,
+        privacy_unit=privacy_id, epsilon=epsilon, delta=delta, rho=rho, noise=noise,
+        max_partitions=max_partitions, max_per_partition=max_per_partition, domain=domain,
+        selection=selection, bounding=bounding)
+    return _run_mod.release(spec, frame, backend=back, budget=budget, note=note, rng=rng,
+                            use_case=use_case)
 
 
 def _l2_partials(pdf: Any, names: list[str], id_col: str, domain: Any, p: Any,
