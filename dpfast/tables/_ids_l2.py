@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,11 @@ from dpfast.tables._merge import checked_total, key_codes
 from dpfast.tables._metrics import IDS_PART
 from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.release import NoiseLaw, TableRelease
+
+if TYPE_CHECKING:
+    from dpfast.random import Generator
+    from dpfast.tables.run import Columns, Rows, Source
+    from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "plan_of",
            "partials", "candidates", "release"]
@@ -85,13 +90,13 @@ class Plan:
     select: _select.Selection | None
     event: Any
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> _Partials:
+    def local_partials(self, rows: Rows, subkey: np.ndarray) -> _Partials:
         """Validate the rows (keys, ids, the public domain) and compute the per-key
         weighted totals, people and selection measure (:func:`partials`)."""
         data, _ = _inputs._validate(rows.keys, rows.privacy_ids, None, None, rows.domain)
         return (data, *partials(self, data, subkey))
 
-    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
+    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
                            ) -> tuple[Any, int]:
         """One partition (every id's rows in it, so its number of keys, hence its weight,
         is known here): per key its weighted total, people and selection measure (a
@@ -112,7 +117,7 @@ class Plan:
             out[_MEASURE] = measure[nz]
         return pd.DataFrame(out), nrows
 
-    def merge(self, results: list[tuple[Any, int]], cols: Any) -> _Partials:
+    def merge(self, results: list[tuple[Any, int]], cols: Columns) -> _Partials:
         """The partitions' partials (:meth:`partition_partials`' results) summed per key
         (checked), the keys coded as on one machine: what :meth:`finish` takes."""
         import pandas as pd
@@ -129,7 +134,8 @@ class Plan:
                    if self.select is not None else None)
         return data, totals, people, measure
 
-    def finish(self, parts: _Partials, gen: Any, release_id: int | None) -> TableRelease:
+    def finish(self, parts: _Partials, gen: Generator, release_id: int | None
+               ) -> TableRelease:
         """Select, noise and report (:func:`release`; after the charge)."""
         data, totals, people, measure = parts
         return release(self, gen, release_id, data, totals, people, measure)
@@ -163,7 +169,7 @@ def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, n
     return Plan(k, priv, part, sel, event)
 
 
-def plan_of(spec: Any, source: Any) -> Plan:
+def plan_of(spec: ReleaseSpec, source: Source) -> Plan:
     """:func:`plan` of a ``privacy_id_count`` release spec with ``bounding="l2"`` over
     ``source`` (whether it has privacy ids is all it reads)."""
     return plan(spec.epsilon, spec.delta, spec.rho, spec.max_partitions, spec.domain,

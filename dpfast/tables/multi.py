@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from dpfast.tables.groupby import _common, _take_keys
 from dpfast.tables.release import TableRelease
 from dpfast.tables.spec import ReleaseSpec, StatSpec
 
+if TYPE_CHECKING:
+    from dpfast.tables.run import Columns, Rows, Source
+
 __all__ = ["MultiPlan", "plan_of", "aggregate_spec", "stat_specs", "frame_columns",
            "frame_column", "clamped", "mets_spec"]
 
@@ -53,7 +56,6 @@ _SLOT, _ROWS = "__dpfast_slot", "__dpfast_rows"
 def _key_frame(names: list[str], keys: Any) -> dict[str, Any]:
     """The key columns of a partial (``keys``: one array, or a tuple of them)."""
     return {n: (keys[j] if isinstance(keys, tuple) else keys) for j, n in enumerate(names)}
-
 
 
 # ----------------------------------------------------------------------------- frames
@@ -165,13 +167,13 @@ class MultiPlan:
     def event(self) -> Any:
         return self.metrics.event
 
-    def _columns(self, rows: Any) -> dict[str, Any]:
+    def _columns(self, rows: Rows) -> dict[str, Any]:
         if self.values is not None:
             return {self.values: rows.values}
         return {} if rows.columns is None else dict(rows.columns)
 
     # ------------------------------------------------------------------ one process
-    def local_partials(self, rows: Any, subkey: np.ndarray
+    def local_partials(self, rows: Rows, subkey: np.ndarray
                        ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
         """Validate the rows (NULL policy: a row with a missing key, id or used value
         leaves; shapes; the public domain) and bound each person's rows once."""
@@ -219,7 +221,7 @@ class MultiPlan:
         return data, agg, tables
 
     # ------------------------------------------------------------------ Dask
-    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray
+    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
                            ) -> tuple[tuple[Any, dict[str, Any]], int]:
         """One partition (every privacy id's rows in it): the steps of
         :meth:`local_partials`, then per kept key its key values, rows, people, weighted
@@ -250,7 +252,7 @@ class MultiPlan:
             frames[col] = pd.DataFrame(t)
         return (pd.DataFrame(out), frames), nrows
 
-    def merge(self, results: list[tuple[tuple[Any, dict[str, Any]], int]], cols: Any
+    def merge(self, results: list[tuple[tuple[Any, dict[str, Any]], int]], cols: Columns
               ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
         """Sum the partitions' partials (:meth:`partition_partials`' results) per key --
         the keys coded as on one machine, the public domain's first -- in checked integer
@@ -313,7 +315,7 @@ def _candidates(spec: ReleaseSpec) -> dict[str, Any] | None:
     return {name: np.asarray(v) if isinstance(v, tuple) else v for name, v in cands}
 
 
-def plan_of(spec: ReleaseSpec, source: Any, parts: Mapping[str, tuple[str, ...]]
+def plan_of(spec: ReleaseSpec, source: Source, parts: Mapping[str, tuple[str, ...]]
             ) -> MultiPlan:
     """The plan of ``spec`` over ``source`` (its schema only: whether it has privacy ids,
     its value columns' dtypes).  ``parts``: the statistics offered -> their parts."""
@@ -357,7 +359,7 @@ def plan_of(spec: ReleaseSpec, source: Any, parts: Mapping[str, tuple[str, ...]]
     return MultiPlan(mp, policy, used, single, values)
 
 
-def _column_kind(source: Any, name: str, single: bool) -> str:
+def _column_kind(source: Source, name: str, single: bool) -> str:
     """The dtype kind of a used value column (:meth:`dpfast.tables.run.Source.value_kind`:
     the public schema; ValueError when a local table lacks it -- a Dask frame's columns
     were checked when it was made)."""
