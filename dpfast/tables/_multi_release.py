@@ -1,8 +1,9 @@
 """Noise, select and finish a many-metric release; the release object.
 
-Shared by :func:`dpfast.tables.aggregate` (and the single-statistic releases built on it:
+The finish step of the many-metric plan (:meth:`dpfast.tables.multi.MultiPlan.finish`:
+:func:`dpfast.tables.aggregate` and the single statistics finished from its parts,
 :func:`~dpfast.tables.variance`, :func:`~dpfast.tables.std`,
-:func:`~dpfast.tables.privacy_id_count`) and :func:`dpfast.dask.aggregate`: both supply
+:func:`~dpfast.tables.privacy_id_count`, on one machine or on Dask): both backends supply
 the same per-key exact aggregates (:class:`~dpfast.tables._rows.RowsBounded`), so the
 release is the same bit for bit.  Every part is noised on its own per-key addressed
 streams (:mod:`dpfast.tables.keynoise`, the part's address), the keys are selected once,
