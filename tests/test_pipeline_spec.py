@@ -196,13 +196,10 @@ def charge_sites() -> dict[str, list[int]]:
 #: the modules that still charge outside run.release (other pipelines of issue 37 not yet
 #: ported); this list may only shrink
 KNOWN_SITES = {
-    "dpfast/dask/multi.py",  # aggregate, privacy_id_count(bounding="l2")
     "dpfast/dask/quantiles.py",  # quantile / median / min / max
-    "dpfast/tables/_ids_l2.py",  # privacy_id_count(bounding="l2")
     "dpfast/tables/autobounds.py",  # bounds="auto", auto_bounds
     "dpfast/tables/groupby.py",  # the _charge alias, kept for the pipelines below
     "dpfast/tables/hierarchy.py",  # topdown
-    "dpfast/tables/multi.py",  # aggregate, variance, std, privacy_id_count
     "dpfast/tables/quantiles.py",  # quantile / median / min / max
 }
 
@@ -226,8 +223,8 @@ def test_no_new_charge_site() -> None:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "other pipelines still charge outside run.release: tables/multi.py, tables/quantiles.py, "
-    "tables/autobounds.py, tables/hierarchy.py, tables/_ids_l2.py, tables/groupby.py "
-    "(the _charge alias), dask/multi.py, dask/quantiles.py"))
+    "other pipelines still charge outside run.release: tables/quantiles.py, "
+    "tables/autobounds.py, tables/hierarchy.py, tables/groupby.py (the _charge alias), "
+    "dask/quantiles.py"))
 def test_run_release_is_the_only_charge_site() -> None:
     assert charge_sites() == {}

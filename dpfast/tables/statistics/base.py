@@ -59,6 +59,10 @@ class Statistic:
     summary: ClassVar[str] = ""
     #: what one person contributes per kept key: "rows" | "distinct" | "units" (above)
     bounding_mode: ClassVar[str] = "rows"
+    #: the noised parts a many-metric release (:mod:`dpfast.tables.multi`) finishes it
+    #: from, in order (``("count", "csum")`` for a mean: the part names of
+    #: :mod:`dpfast.tables._metrics`); empty: not offered by ``aggregate``
+    parts: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
