@@ -59,22 +59,26 @@ _PUBLIC: dict[str, str] = {
 }
 
 
-
 def _registry() -> dict[str, Any]:
-    from dpfast.tables.statistics import REGISTRY  # numba-free: the modules load lazily
+    from dpfast.tables.statistics import REGISTRY
 
     return REGISTRY
 
 
+def _generated() -> dict[str, Any]:
+    """The registered statistics generated here: those with Dask steps and a docstring
+    (the others keep their hand-written function of ``_PUBLIC``, if any)."""
+    return {n: s for n, s in _registry().items() if s.dask and s.doc}
+
+
 def __getattr__(name: str) -> Any:
     if name == "__all__":  # the registry's names too (a statistic may register later)
-        return sorted(set(_PUBLIC) | {n for n, s in _registry().items() if s.dask})
-    if not name.startswith("_"):
-        stat = _registry().get(name)
-        if stat is not None and stat.dask:  # generated, not cached: the registry decides
-            from dpfast.dask._facade import dask_function
+        return sorted(set(_PUBLIC) | set(_generated()))
+    stat = None if name.startswith("_") else _generated().get(name)
+    if stat is not None:  # generated, not cached here: the registry decides each time
+        from dpfast.dask._facade import dask_function
 
-            return dask_function(stat)
+        return dask_function(stat)
     if name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -83,4 +87,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC) | {n for n, s in _registry().items() if s.dask})
+    return sorted(set(globals()) | set(_PUBLIC) | set(_generated()))

@@ -24,8 +24,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> module of this package that defines it (the registered statistics take
-# precedence: a statistic still listed here until its port registers it is generated then)
+# name -> module of this package that defines it (a registered statistic that states its
+# docstring takes precedence: generated; one listed here until then keeps this function)
 _PUBLIC: dict[str, str] = {
     "quantile": "dpfast.tables.quantiles",
     "median": "dpfast.tables.quantiles",
@@ -41,18 +41,17 @@ _PUBLIC: dict[str, str] = {
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",
-    "privacy_id_count": "dpfast.tables._distinct",
+    "privacy_id_count": "dpfast.tables.api_multi",
     "count_distinct": "dpfast.tables._distinct",
     "variance": "dpfast.tables.spread",
     "std": "dpfast.tables.spread",
-    "aggregate": "dpfast.tables.multi",
+    "aggregate": "dpfast.tables.api_multi",
     "AggregateRelease": "dpfast.tables._multi_release",
 }
 
 
-
 def _registry() -> dict[str, Any]:
-    from dpfast.tables.statistics import REGISTRY  # numba-free: the modules load lazily
+    from dpfast.tables.statistics import REGISTRY  # loaded on first use, not at import
 
     return REGISTRY
 
@@ -62,7 +61,9 @@ def __getattr__(name: str) -> Any:
         return sorted(set(_PUBLIC) | set(_registry()))
     if not name.startswith("_"):
         stat = _registry().get(name)
-        if stat is not None:  # generated, not cached here: the registry decides each time
+        # generated (not cached here: the registry decides each time) once the statistic
+        # states its docstring; until then its hand-written function of _PUBLIC
+        if stat is not None and stat.doc:
             from dpfast.tables.facade import local_function
 
             return local_function(stat)

@@ -1,13 +1,13 @@
-"""Counts: rows per key (``count``)."""
+"""Counts: rows per key (``count``) and people per key (``privacy_id_count``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dpfast.tables.statistics.base import Statistic
+from dpfast.tables.statistics.base import COMMON, Statistic
 
 if TYPE_CHECKING:
-    from dpfast.tables import groupby
+    from dpfast.tables import _ids_l2, groupby, multi
 
 #: the Parameters entries of the Dask forms of count, sum and mean
 DASK_PARAMS = """
@@ -172,9 +172,31 @@ class Count(Statistic):
     computes, never what is computed: bounding depends only on each person's own rows.
     """
         .replace("{params}", DASK_PARAMS.strip()))
+    parts = ("count",)
 
     @classmethod
     def plan(cls, spec: Any, source: Any) -> groupby.Plan:
         from dpfast.tables import groupby  # lazy: the registry imports no kernel
 
         return groupby.plan_of("count", spec, source)
+
+
+class PrivacyIdCount(Statistic):
+    """The number of distinct people (privacy ids) per key: each person counts once in
+    each of at most ``max_partitions`` keys (``bounding="uniform"`` / ``"frequent"``: the
+    many-metric plan with this one metric), or, ``bounding="l2"``, ``min(1, sqrt(k / t))``
+    in each of their ``t`` keys (:mod:`dpfast.tables._ids_l2`, Gaussian noise)."""
+
+    name = "privacy_id_count"
+    summary = "distinct people per key"
+    nonnegative = True
+    common = tuple(c for c in COMMON if c != "max_per_partition")  # one unit per key
+    parts = ("ids",)
+
+    @classmethod
+    def plan(cls, spec: Any, source: Any) -> multi.MultiPlan | _ids_l2.Plan:
+        from dpfast.tables import _ids_l2, multi  # lazy: the registry imports no kernel
+
+        if spec.bounding == "l2":
+            return _ids_l2.plan_of(spec, source)
+        return multi.plan_of(spec, source, {cls.name: cls.parts})

@@ -1,4 +1,4 @@
-"""Sums of a bounded value column: ``sum`` and ``mean`` per key."""
+"""Sums of a bounded value column: ``sum``, ``mean``, ``variance`` and ``std`` per key."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from dpfast.tables.statistics.base import Statistic
 
 if TYPE_CHECKING:
-    from dpfast.tables import groupby
+    from dpfast.tables import groupby, multi
 
 
 class Sum(Statistic):
@@ -72,6 +72,7 @@ class Sum(Statistic):
     Integer and float values alike: bit-identical to one machine (integer partial sums are
     associative); the driver's total is checked (OverflowError, never a wrap).
     """
+    parts = ("sum",)
 
     @classmethod
     def plan(cls, spec: Any, source: Any) -> groupby.Plan:
@@ -120,9 +121,46 @@ class Mean(Statistic):
     That of :func:`dpfast.tables.mean`: the budget split in half between the count
     (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``); add/remove one person.
     """
+    parts = ("count", "csum")
 
     @classmethod
     def plan(cls, spec: Any, source: Any) -> groupby.Plan:
         from dpfast.tables import groupby  # lazy: the registry imports no kernel
 
         return groupby.plan_of("mean", spec, source)
+
+
+class Variance(Statistic):
+    """The population variance of the values per key: the noisy count, centred sum and
+    centred sum of squares of the same kept rows (the many-metric plan with one metric)."""
+
+    name = "variance"
+    sql_names = ("var_pop",)
+    value = True
+    bounds = True
+    summary = "population variance of a value column per key"
+    parts = ("count", "csum", "csq")
+
+    @classmethod
+    def plan(cls, spec: Any, source: Any) -> multi.MultiPlan:
+        from dpfast.tables import multi  # lazy: the registry imports no kernel
+
+        return multi.plan_of(spec, source, {cls.name: cls.parts})
+
+
+class Std(Statistic):
+    """The population standard deviation per key: the square root of :class:`Variance`
+    (post-processing)."""
+
+    name = "std"
+    sql_names = ("stddev_pop",)
+    value = True
+    bounds = True
+    summary = "population standard deviation of a value column per key"
+    parts = ("count", "csum", "csq")
+
+    @classmethod
+    def plan(cls, spec: Any, source: Any) -> multi.MultiPlan:
+        from dpfast.tables import multi  # lazy: the registry imports no kernel
+
+        return multi.plan_of(spec, source, {cls.name: cls.parts})
