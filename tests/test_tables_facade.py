@@ -48,17 +48,24 @@ def _python(code: str) -> str:
 
 
 # ----------------------------------------------------------------------------- imports
-def test_the_registry_and_the_generated_names_load_no_kernel() -> None:
-    """``import dpfast.tables``, its ``__all__``, ``dir()`` and a generated function's
-    signature and docstring load no numba: the registry modules import their plans lazily
-    (before, ``dpfast.tables.statistics`` imported the count/sum/mean plan and its
-    kernels)."""
-    out = _python("import sys, inspect, dpfast.tables as t\n"
-                  "import dpfast.tables.statistics\n"
-                  "names = t.__all__, dir(t)\n"
-                  "sig = inspect.signature(t.count), t.sum.__doc__\n"
-                  "print('numba' in sys.modules, 'dpfast._kernels' in sys.modules)")
+def test_the_facades_import_no_kernel() -> None:
+    """``import dpfast.tables`` and ``import dpfast.dask`` load no numba: the registry and
+    the generated functions load on first use."""
+    out = _python("import sys, dpfast.tables, dpfast.dask\n"
+                  "print('numba' in sys.modules, 'dpfast.tables.statistics' in sys.modules)")
     assert out.split() == ["False", "False"]
+
+
+#: registered statistics whose public functions are still the hand-written ones (their
+#: classes state no ``doc`` yet); this list may only shrink
+NOT_GENERATED = {"privacy_id_count", "count_distinct", "variance", "std"}
+GENERATED = sorted(n for n, s in REGISTRY.items() if s.doc)
+
+
+def test_only_the_known_statistics_are_not_generated() -> None:
+    assert {n for n, s in REGISTRY.items() if not s.doc} <= NOT_GENERATED
+    for name in NOT_GENERATED & set(REGISTRY):  # still public, still a function
+        assert inspect.isfunction(getattr(tables, name)) and name in tables.__all__
 
 
 # ----------------------------------------------------------------------------- functions
@@ -67,7 +74,7 @@ def test_generated_functions_keep_their_signatures(name: str) -> None:
     assert str(inspect.signature(getattr(tables, name))) == SIGNATURES[name]
 
 
-@pytest.mark.parametrize("name", sorted(REGISTRY))
+@pytest.mark.parametrize("name", GENERATED)
 def test_every_registered_statistic_is_a_real_public_function(name: str) -> None:
     stat = REGISTRY[name]
     fn = getattr(tables, name)
@@ -138,7 +145,7 @@ def test_parameters_without_rho_make_epsilon_required() -> None:
 
 
 # ----------------------------------------------------------------------------- dask
-@pytest.mark.parametrize("name", sorted(n for n, s in REGISTRY.items() if s.dask))
+@pytest.mark.parametrize("name", [n for n in GENERATED if REGISTRY[n].dask])
 def test_every_registered_statistic_is_a_dask_function(name: str) -> None:
     import dpfast.dask as dkd
 

@@ -35,6 +35,7 @@ imports dask until a function is called.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
 # name -> module (the registered statistics take precedence: generated from the registry)
@@ -59,6 +60,18 @@ _PUBLIC: dict[str, str] = {
 }
 
 
+def _submodule(name: str) -> bool:
+    """``name`` is a module of this package (``from dpfast.dask import NAME`` asks this module's
+    ``__getattr__`` first: a submodule is imported, never looked up in the registry)."""
+    global _MODULES
+    if _MODULES is None:
+        _MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
+    return name in _MODULES
+
+
+_MODULES: frozenset[str] | None = None
+
+
 def _registry() -> dict[str, Any]:
     from dpfast.tables.statistics import REGISTRY
 
@@ -74,7 +87,7 @@ def _generated() -> dict[str, Any]:
 def __getattr__(name: str) -> Any:
     if name == "__all__":  # the registry's names too (a statistic may register later)
         return sorted(set(_PUBLIC) | set(_generated()))
-    stat = None if name.startswith("_") else _generated().get(name)
+    stat = None if name.startswith("_") or _submodule(name) else _generated().get(name)
     if stat is not None:  # generated, not cached here: the registry decides each time
         from dpfast.dask._facade import dask_function
 

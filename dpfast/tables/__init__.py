@@ -22,6 +22,7 @@ re-exported here.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
 # name -> module of this package that defines it (a registered statistic that states its
@@ -50,6 +51,18 @@ _PUBLIC: dict[str, str] = {
 }
 
 
+def _submodule(name: str) -> bool:
+    """``name`` is a module of this package (``from dpfast.tables import NAME`` asks this module's
+    ``__getattr__`` first: a submodule is imported, never looked up in the registry)."""
+    global _MODULES
+    if _MODULES is None:
+        _MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
+    return name in _MODULES
+
+
+_MODULES: frozenset[str] | None = None
+
+
 def _registry() -> dict[str, Any]:
     from dpfast.tables.statistics import REGISTRY  # loaded on first use, not at import
 
@@ -59,7 +72,7 @@ def _registry() -> dict[str, Any]:
 def __getattr__(name: str) -> Any:
     if name == "__all__":  # the registry's names too (a statistic may register later)
         return sorted(set(_PUBLIC) | set(_registry()))
-    if not name.startswith("_"):
+    if not name.startswith("_") and not _submodule(name):
         stat = _registry().get(name)
         # generated (not cached here: the registry decides each time) once the statistic
         # states its docstring; until then its hand-written function of _PUBLIC
