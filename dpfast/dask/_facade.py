@@ -62,6 +62,8 @@ def release_dask(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
     from dpfast.tables import run as _run
 
     value = arguments.get("value")
+    if stat.value and not isinstance(value, str):
+        raise TypeError(f"value must be a column name (str), got {value!r}")
     domain = arguments.get("domain")
     frame = Frame.make(arguments["ddf"], arguments["key"], arguments["privacy_id"],
                        [value] if value else [], domain)
