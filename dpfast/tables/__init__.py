@@ -44,8 +44,6 @@ _PUBLIC: dict[str, str] = {
     "aggregate_levels": "dpfast.tables.hierarchy",
     "privacy_id_count": "dpfast.tables.api_multi",
     "count_distinct": "dpfast.tables._distinct",
-    "variance": "dpfast.tables.spread",
-    "std": "dpfast.tables.spread",
     "aggregate": "dpfast.tables.api_multi",
     "AggregateRelease": "dpfast.tables._multi_release",
 }

@@ -9,6 +9,25 @@ from dpfast.tables.statistics.base import Statistic
 if TYPE_CHECKING:
     from dpfast.tables import groupby, multi
 
+#: the Privacy section of variance and std
+_SPREAD_PRIVACY = """
+    Privacy
+    -------
+    Three parts, each at ``ε/3`` (or ``ρ/3``), over the rows kept by one contribution
+    bounding (at most ``k = max_partitions`` keys and ``c = max_per_partition`` rows per key
+    per person; either ``bounding`` policy, a function of the person's own rows only):
+    the count (``Δ1 = k c``), the centred sum (``Δ1 = k c (hi - lo)``) and the
+    centred sum of squares (``Δ1 = k c ((hi - lo)/2)²``); ``Δ2``: ``sqrt(k)`` instead of
+    ``k``.  Neighbouring relation: add/remove one person (all their rows).  Basic
+    composition gives ``ε``-DP (discrete / grid Laplace, CKS20; float sums exact in fixed
+    point, Casacuberta et al. CCS 2022) or ``ρ``-zCDP (discrete Gaussian); with
+    ``domain=None`` the keys are selected by a separate measurement on the number of people
+    per key (``selection=``, :func:`dpfast.tables.count`; Desfontaines et al. 2022, Gopi et
+    al. 2020) at the share of one more part, ``(ε, δ)``-DP.  The estimate is
+    post-processing (the construction of PipelineDP's ``VARIANCE``; Wilson et al. 2020,
+    Sec. 4).
+"""
+
 
 class Sum(Statistic):
     """The sum of the values per key, clamped to public bounds."""
@@ -130,7 +149,20 @@ class Mean(Statistic):
         return groupby.plan_of("mean", spec, source)
 
 
-class Variance(Statistic):
+class _Spread(Statistic):
+    """What variance and std share (not registered: no name)."""
+
+    @classmethod
+    def make_spec(cls, *, column: str | None = None, params: Any = None,
+                  **release: Any) -> Any:
+        """The spec; a TypeError unless ``bounds`` is a pair (before anything else)."""
+        if not isinstance(release.get("bounds"), (tuple, list)):
+            raise TypeError(f"bounds for column {column or 'values'!r}: bounds must be a "
+                            "pair (lo, hi)")
+        return super().make_spec(column=column, params=params, **release)
+
+
+class Variance(_Spread):
     """The population variance of the values per key: the noisy count, centred sum and
     centred sum of squares of the same kept rows (the many-metric plan with one metric)."""
 
@@ -141,6 +173,33 @@ class Variance(Statistic):
     summary = "population variance of a value column per key"
     parts = ("count", "csum", "csq")
 
+    doc = ("""Release the (population) variance of ``values`` per key, values clamped to
+    ``bounds``.
+
+    Parameters are those of :func:`dpfast.tables.mean` (``bounding="frequent"``: each
+    person keeps their ``max_partitions`` keys with the most rows).
+
+    Returns
+    -------
+    TableRelease
+        ``values``: the variance estimates in ``[0, ((hi - lo)/2)²]``.  Confidence
+        intervals (:meth:`~dpfast.tables.TableRelease.confidence_interval`) are
+        conservative: each of the three noisy parts within its exact half-width at level
+        ``alpha / 3`` (a union bound), the formula ``M2/n - (M1/n)²`` minimised and
+        maximised over that box (``n >= 1``), clipped to ``[0, ((hi - lo)/2)²]``; they cover
+        the formula on the exact aggregates of the kept rows (for floats: the values on
+        each part's fixed-point grid) with probability ``>= 1 - alpha``.
+{privacy}
+    """
+           .replace("{privacy}", _SPREAD_PRIVACY.strip("\n")))
+    dask_doc = """:func:`dpfast.tables.variance` of the ``value`` column per key (bit-identical).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.variance` (count, centred sum, centred sum of squares at
+    a third of the budget each; add/remove one person).
+    """
+
     @classmethod
     def plan(cls, spec: Any, source: Any) -> multi.MultiPlan:
         from dpfast.tables import multi  # lazy: the registry imports no kernel
@@ -148,7 +207,7 @@ class Variance(Statistic):
         return multi.plan_of(spec, source, {cls.name: cls.parts})
 
 
-class Std(Statistic):
+class Std(_Spread):
     """The population standard deviation per key: the square root of :class:`Variance`
     (post-processing)."""
 
@@ -158,6 +217,21 @@ class Std(Statistic):
     bounds = True
     summary = "population standard deviation of a value column per key"
     parts = ("count", "csum", "csq")
+
+    doc = ("""Release the (population) standard deviation of ``values`` per key: the square root
+    of :func:`variance` (post-processing; its intervals are the square roots of the
+    variance's).
+
+    Parameters are those of :func:`variance`.
+{privacy}
+    """
+           .replace("{privacy}", _SPREAD_PRIVACY.strip("\n")))
+    dask_doc = """:func:`dpfast.tables.std` of the ``value`` column per key (bit-identical).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.std` (the square root of the variance release).
+    """
 
     @classmethod
     def plan(cls, spec: Any, source: Any) -> multi.MultiPlan:
