@@ -45,7 +45,6 @@ _PUBLIC: dict[str, str] = {
     "min": "dpfast.dask.quantiles",
     "max": "dpfast.dask.quantiles",
     "aggregate": "dpfast.dask.multi",
-    "privacy_id_count": "dpfast.dask.multi",
     "count_distinct": "dpfast.dask.multi",
     "discrete_laplace": "dpfast.dask.arrays",
     "discrete_gaussian": "dpfast.dask.arrays",

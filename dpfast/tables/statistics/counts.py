@@ -191,6 +191,59 @@ class PrivacyIdCount(Statistic):
     summary = "distinct people per key"
     nonnegative = True
     common = tuple(c for c in COMMON if c != "max_per_partition")  # one unit per key
+    doc = """Release the number of distinct privacy ids (people) per key.
+
+    Parameters are those of :func:`dpfast.tables.count` without ``max_per_partition``
+    (a person counts once per key whatever their number of rows); ``bounding="frequent"``
+    keeps each person's ``max_partitions`` keys with the most rows.  ``privacy_ids=None``:
+    every row is a different person (the row count).
+
+    ``bounding="l2"`` (Gaussian noise: ``delta > 0`` with ``epsilon``, or ``rho``): no
+    person loses a key; a person with ``t`` distinct keys counts ``min(1, sqrt(k / t))``
+    in each of them (on the grid ``2**-16``, :mod:`dpfast.tables._ids_l2`), so the L2
+    sensitivity is that of ``k`` keys counted once while the undercount of people with
+    more than ``k`` keys (the bias of the other policies, which no noise level removes)
+    shrinks from ``t - k`` to ``t - sqrt(k t)``.  Values are then floats (multiples of
+    ``2**-16``).  ``domain=None``: the keys are selected on their own ``k``-key bounded
+    unit counts (half of ε and δ).  :func:`dpfast.dask.privacy_id_count` takes it too.
+
+    Returns
+    -------
+    TableRelease
+        ``statistic == "privacy_id_count"``; exact confidence intervals of the noise law.
+
+    Privacy
+    -------
+    Each person keeps at most ``k = max_partitions`` keys (chosen uniformly, or their
+    most frequent ones, keyed by their own rows only: so for either policy) and adds 1
+    to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
+    person (all their rows).  Discrete Laplace noise of scale ``k / ε`` is ``ε``-DP,
+    discrete Gaussian of ``σ`` is ``k / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is
+    published iff the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
+    separate measurement on the number of people holding the key after bounding
+    (sensitivity ``k``) with the share of one more metric of ε (and δ, rounded up to its
+    exact value): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
+    2022; Gopi et al. 2020).  PipelineDP's ``PRIVACY_ID_COUNT``.
+
+    ``bounding="l2"``: the person's vector of added weights ``W(t) = floor(2**16
+    min(1, sqrt(k / t)))`` over their ``t`` keys has ``t W(t)**2 <= k 4**16`` exactly, so
+    ``Δ2 = sqrt(k)`` (grid units ``sqrt(k) 2**16``) under add/remove one person, whatever
+    ``t``; exact discrete Gaussian noise of ``σ 2**16`` is ``k / (2σ²)``-zCDP (CKS20,
+    Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  The
+    ``1/sqrt(t)`` weights that bound a person's L2 norm whatever their number of keys are
+    Gopi et al. 2020's (weighted Gaussian policy), here applied to the released counts
+    rather than to the selection.  With ``domain=None`` the key selection is
+    ``(ε/2, δ_sel)``, the counts ``(ε/2, δ/2)``: basic composition.
+    """
+    dask_doc = """:func:`dpfast.tables.privacy_id_count` of a dask DataFrame (bit-identical, also
+    with ``bounding="l2"``: every id's rows meet in one partition, so its number of keys,
+    hence its weight, is known there and the integer partial totals add up).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.privacy_id_count`: ``Δ1 = k`` under add/remove one person
+    (``bounding="l2"``: ``Δ2 = sqrt(k)``, Gaussian noise).
+    """
     parts = ("ids",)
 
     @classmethod
