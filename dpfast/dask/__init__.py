@@ -1,15 +1,14 @@
 """Scale out on Dask: the same release on a cluster as on one machine.
 
-``dpfast.dask.count / sum / mean`` -- every statistic of the registry
-(:data:`dpfast.tables.statistics.REGISTRY`), its function generated from it
-(:mod:`dpfast.dask._facade`) -- (and ``quantile / median / min / max``,
-:mod:`dpfast.dask.quantiles`; ``aggregate``, ``variance``, ``std``, ``privacy_id_count``,
-``count_distinct``, :mod:`dpfast.dask.multi`) take a dask DataFrame and release exactly --
-bit for bit, for any partitioning, row order or cluster -- what the same function of
-:mod:`dpfast.tables` releases on the same rows with the same key: rows are hash-
-partitioned by privacy id (so every id's rows meet in one partition), bounded per id with
-the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced,
-and noised on the driver with the per-key addressed noise of
+``dpfast.dask.count / sum / mean / variance / std / privacy_id_count / count_distinct`` --
+every statistic of the registry (:data:`dpfast.tables.statistics.REGISTRY`), its function
+generated from it (:mod:`dpfast.dask._facade`) -- (and ``quantile / median / min / max``,
+:mod:`dpfast.dask.quantiles`; ``aggregate``, :mod:`dpfast.dask.multi`) take a dask
+DataFrame and release exactly -- bit for bit, for any partitioning, row order or cluster --
+what the same function of :mod:`dpfast.tables` releases on the same rows with the same key:
+rows are hash- partitioned by privacy id (so every id's rows meet in one partition),
+bounded per id with the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated
+per key, reduced, and noised on the driver with the per-key addressed noise of
 :mod:`dpfast.tables.keynoise`.
 
 Keys: what travels inside the task graph is the *bounding* sub-key only (it decides which
@@ -45,7 +44,6 @@ _PUBLIC: dict[str, str] = {
     "min": "dpfast.dask.quantiles",
     "max": "dpfast.dask.quantiles",
     "aggregate": "dpfast.dask.multi",
-    "count_distinct": "dpfast.dask.multi",
     "discrete_laplace": "dpfast.dask.arrays",
     "discrete_gaussian": "dpfast.dask.arrays",
     "laplace": "dpfast.dask.arrays",

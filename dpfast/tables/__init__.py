@@ -42,7 +42,6 @@ _PUBLIC: dict[str, str] = {
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",
-    "count_distinct": "dpfast.tables._distinct",
     "aggregate": "dpfast.tables.api_multi",
     "AggregateRelease": "dpfast.tables._multi_release",
 }
