@@ -6,7 +6,7 @@ generated from it (:mod:`dpfast.dask._facade`) -- (and ``quantile / median / min
 :mod:`dpfast.dask.quantiles`; ``aggregate``, :mod:`dpfast.dask.multi`) take a dask
 DataFrame and release exactly -- bit for bit, for any partitioning, row order or cluster --
 what the same function of :mod:`dpfast.tables` releases on the same rows with the same key:
-rows are hash- partitioned by privacy id (so every id's rows meet in one partition),
+rows are hash-partitioned by privacy id (so every id's rows meet in one partition),
 bounded per id with the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated
 per key, reduced, and noised on the driver with the per-key addressed noise of
 :mod:`dpfast.tables.keynoise`.
