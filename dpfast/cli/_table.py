@@ -285,7 +285,7 @@ def run(args: argparse.Namespace, statistic: str) -> int:
     law = getattr(rel, "law", None)
     if not intervals:  # a release without intervals (e.g. ranks: its accuracy())
         width = "no interval columns (see the Python release's accuracy())"
-    elif getattr(rel, "statistic", statistic) == "mean" or law is None:  # vary per key
+    elif not stat.law_interval or law is None:  # intervals that vary from key to key
         lo_, hi_ = rel.confidence_interval(args.alpha)
         width = f"{conf} intervals in the columns ci_low, ci_high"
         if len(rel):

@@ -108,6 +108,9 @@ class Statistic:
     #: is generated (False: a statistic ported to one machine first keeps its old Dask
     #: function, if any)
     dask: ClassVar[bool] = True
+    #: its intervals are each value plus or minus its noise law's half-width (the CLI
+    #: prints that half-width; otherwise the mean of the intervals' half-widths)
+    law_interval: ClassVar[bool] = False
     #: its released values are never negative in truth (the CLI offers ``--nonnegative``)
     nonnegative: ClassVar[bool] = False
     #: what its release returns (the name of a public class of :mod:`dpfast.tables`)

@@ -45,6 +45,7 @@ class Count(Statistic):
     ``max_per_partition`` rows per key)."""
 
     name = "count"
+    law_interval = True
     sql_names = ("count",)
     summary = "rows per key"
     nonnegative = True
@@ -188,6 +189,7 @@ class PrivacyIdCount(Statistic):
     in each of their ``t`` keys (:mod:`dpfast.tables._ids_l2`, Gaussian noise)."""
 
     name = "privacy_id_count"
+    law_interval = True
     summary = "distinct people per key"
     nonnegative = True
     common = tuple(c for c in COMMON if c != "max_per_partition")  # one unit per key

@@ -207,6 +207,7 @@ class CountDistinct(Statistic):
     ``max_partitions`` keys and ``max_per_partition`` distinct values per key."""
 
     name = "count_distinct"
+    law_interval = True
     sql_names = ("count_distinct",)
     value = True
     bounds = False

@@ -33,6 +33,7 @@ class Sum(Statistic):
     """The sum of the values per key, clamped to public bounds."""
 
     name = "sum"
+    law_interval = True
     sql_names = ("sum",)
     value = True
     bounds = True
