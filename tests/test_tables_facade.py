@@ -249,6 +249,29 @@ def test_dpfast_release_equals_its_alias(name: str, visits, capsys) -> None:
     assert out.count(f"released the {name} of 3 keys") == 2
 
 
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_registered_statistic_releases_from_the_command_line(name: str, visits,
+                                                                   capsys) -> None:
+    """``dpfast release NAME`` for every registered statistic, its options from the class
+    (value, bounds, example parameters); the summary names the intervals it has."""
+    stat = REGISTRY[name]
+    argv = ["release", name, str(visits / "visits.csv"), "--key", "city", "--id", "person",
+            "--epsilon", "1", "--domain", str(visits / "cities.csv"), "-o",
+            str(visits / "o.csv")]
+    if stat.value:
+        argv += ["--value", "stay"]
+    if stat.bounds:
+        argv += ["--bounds", "0", "12"]
+    for p, v in stat.example.items():
+        argv += ["--" + p.replace("_", "-"), repr(v)]
+    assert _cli(argv) == 0
+    lines = (visits / "o.csv").read_text().splitlines()
+    assert len(lines) == 4 and lines[0].startswith("city,")
+    out = capsys.readouterr().out
+    assert f"released the {name} of 3 keys" in out
+    assert ("interval half-width" in out) == stat.law_interval
+
+
 def test_dpfast_release_binds_the_ledger_to_its_privacy_unit(visits, capsys) -> None:
     """Channel 10 (a ledger's total is for one privacy unit) through ``dpfast release``:
     the ledger is bound to ``--id`` as ``dpfast count`` binds it, and a release with
