@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dpfast.tables.statistics import counts, sums  # noqa: F401  (registers them)
+from dpfast.tables.statistics import counts, ranks, sums  # noqa: F401  (registers them)
 from dpfast.tables.statistics.base import REGISTRY, Statistic, get
 
 __all__ = ["REGISTRY", "Statistic", "get"]

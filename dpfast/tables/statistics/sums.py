@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpfast.tables import groupby
+from dpfast.tables import _autobounds, groupby
 from dpfast.tables.statistics.base import Statistic
 
 
@@ -18,7 +18,9 @@ class Sum(Statistic):
     summary = "sum of a value column per key"
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
+    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto("sum", spec, source)
         return groupby.plan_of("sum", spec, source)
 
 
@@ -32,5 +34,7 @@ class Mean(Statistic):
     summary = "mean of a value column per key"
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
+    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto("mean", spec, source)
         return groupby.plan_of("mean", spec, source)
