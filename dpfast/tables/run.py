@@ -28,12 +28,35 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpfast import random as _random
-from dpfast.tables import _usecase, bounding, keynoise
+from dpfast.tables import _inputs, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables.plan import plan as make_plan
 from dpfast.tables.spec import ReleaseSpec, check_charger
 
-__all__ = ["Plan", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows", "release"]
+__all__ = ["Plan", "Source", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows",
+           "Columns", "release"]
+
+
+class Source(Protocol):
+    """What a plan may read of a source before any row: its public schema."""
+
+    def has_privacy_ids(self) -> bool:
+        """Whether rows carry a privacy unit (else every row is its own person)."""
+
+    def value_kind(self, column: str | None = None) -> str:
+        """The dtype kind (``"i"``, ``"u"``, ``"f"``) of a value column (None: the one
+        value column); TypeError naming it when it does not hold numbers."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """The column names a partition task reads and the public key domain (picklable, no
+    data): ``by`` key columns, ``privacy_unit`` (None: a row is a person), ``values``."""
+
+    by: tuple[str, ...]
+    privacy_unit: str | None = None
+    values: tuple[str, ...] = ()
+    domain: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +72,16 @@ class Rows:
     columns: Any = None
     domain: Any = None
     key_names: tuple[str, ...] | None = None
+
+    def has_privacy_ids(self) -> bool:
+        return self.privacy_ids is not None
+
+    def value_kind(self, column: str | None = None) -> str:
+        if column is None:
+            if self.values is None:
+                raise TypeError("values must be an array of numbers, got None")
+            return _inputs.number_kind(self.values)
+        return _inputs.number_kind(self.columns[column], f"column {column!r}")
 
 
 @runtime_checkable
