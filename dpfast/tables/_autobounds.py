@@ -246,9 +246,12 @@ def plan_auto(stat: str, spec: Any, rows: Any) -> AutoPlan:
     (see :class:`AutoPlan`); ValueError / TypeError naming the parameter."""
     if spec.rho is not None:
         raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")
+    if not hasattr(rows, "values"):  # a cluster's rows: no bounds="auto" (as before)
+        raise TypeError("bounds must be a pair (lo, hi)")
     if rows.values is None:
         raise TypeError("values must be an array of numbers, got None")
-    k, c = groupby._common(spec.max_partitions, spec.max_per_partition, rows.privacy_ids)
+    k, c = groupby._common(spec.max_partitions, spec.max_per_partition,
+                           True if rows.has_privacy_ids() else None)
     eps_b, eps_rest = split(spec.epsilon)
     select = spec.domain is None
     priv = _plan.privacy(eps_rest, spec.delta, None, spec.noise, select=select)

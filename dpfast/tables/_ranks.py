@@ -12,6 +12,7 @@ mechanisms (:meth:`Plan.finish`, :func:`release`).  The public functions are
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import math
 from fractions import Fraction
@@ -23,7 +24,7 @@ import numpy as np
 from dpfast import random as _random
 from dpfast._core.rounding import float_down
 from dpfast.accounting import events as _events
-from dpfast.tables import _inputs, _plan, _select, bounding, keynoise
+from dpfast.tables import _inputs, _keys, _merge, _plan, _select, bounding, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.quantile_release import QuantileRelease
@@ -158,16 +159,6 @@ class Plan:
         return release(self, data, table, units, gen, release_id)
 
     # ------------------------------------------------------------------ a cluster
-    def dask_columns(self, frame: Any, cols: Any) -> list[str]:
-        """The value column's dtype check (public, before anything is computed) and the
-        columns the release reads."""
-        val_col = cols.values
-        dt = frame[val_col].dtype
-        kind = dt.kind if isinstance(dt, np.dtype) else "O"
-        if kind not in "iuf":
-            raise TypeError(f"value column {val_col!r} must hold numbers, got dtype {dt}")
-        return list(cols.by) + ([cols.privacy_unit] if cols.privacy_unit else []) + [val_col]
-
     def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray) -> tuple[Any, int]:
         """One partition: validate, bound, its sparse ``(key, slot)`` table keyed by key
         values (a pandas DataFrame; the people per key as slot ``-1`` rows)."""
@@ -176,7 +167,7 @@ class Plan:
         names = list(cols.by)
         keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
         ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
-        data, _ = _validate(keys, ids, self._values(pdf[cols.values]), self.bounds,
+        data, _ = _validate(keys, ids, self._values(pdf[cols.values[0]]), self.bounds,
                             cols.domain)
         tc, ts, tn = table_of(self, data, subkey)
         if self.select is not None:  # people per key after bounding, as slot -1 rows
@@ -192,16 +183,15 @@ class Plan:
         n_rows = len(pdf[names[0]]) if isinstance(pdf, dict) else len(pdf)
         return pd.DataFrame(out), int(n_rows)
 
-    def merge(self, partials: list[Any], cols: Any
+    def merge(self, results: list[tuple[Any, int]], cols: Any
               ) -> tuple[_Data, Table, np.ndarray | None]:
         """The partitions' tables summed per (key, slot), keys coded as on one machine,
         and the people per key (checked: OverflowError, never a wrap)."""
         import pandas as pd
 
-        from dpfast.tables import _merge
-
+        _inputs.check_rows(builtins.sum(r[1] for r in results))
         names = list(cols.by)
-        parts = pd.concat(partials, ignore_index=True)
+        parts = pd.concat([r[0] for r in results], ignore_index=True)
         fk, codes, domain_codes = _merge.key_codes(parts, names, cols.domain)
         codes = np.ascontiguousarray(codes, np.int64)
         slots = parts[_SLOT].to_numpy(np.int64)
@@ -217,16 +207,6 @@ class Plan:
         return data, table, (units if domain_codes is None else None)
 
 
-def _value_kind(spec: Any, source: Any) -> str:
-    """The value column's dtype kind, from the source's schema (no row is read)."""
-    values = getattr(source, "values", None)
-    if values is not None and not callable(values):  # local rows
-        return _inputs.number_kind(values)
-    column = spec.statistics[0].column
-    dtype = getattr(source, "dtypes", {})[column] if column is not None else None
-    return dtype.kind if isinstance(dtype, np.dtype) else "f"
-
-
 def plan_of(spec: Any, source: Any) -> Plan:
     """The plan of a rank statistic's ``spec`` (``quantile``: its ``q``; ``median``,
     ``min``, ``max``: 0.5, 0, 1) over ``source`` (whose value dtype is the only thing read:
@@ -236,11 +216,16 @@ def plan_of(spec: Any, source: Any) -> Plan:
         qs, scalar = (FIXED_Q[st.statistic],), True
     else:
         qs, scalar = quantiles(st.param("q"))
-    has_ids = getattr(source, "privacy_ids", None) is not None or spec.privacy_unit is not None
-    k, c = common(spec.max_partitions, spec.max_per_partition, has_ids)
+    k, c = common(spec.max_partitions, spec.max_per_partition, source.has_privacy_ids())
     candidates = spec.option("candidates")
     bounds = grid_bounds(spec.bounds, candidates)
-    kind = _value_kind(spec, source)
+    kind = source.value_kind()
+    by = getattr(getattr(source, "columns", None), "by", None)  # a cluster's key columns
+    domain = getattr(getattr(source, "columns", None), "domain", None)
+    if by is not None and domain is not None:
+        dcols = _keys.columns(domain, "domain")
+        if len(dcols) != len(by):
+            raise ValueError(f"domain has {len(dcols)} key columns, key names {len(by)}")
     integer = kind in "iu" and not spec.option("float_grid", False)
     bnd = _inputs._bounds(bounds, integer)
     return _make(qs, scalar, k, c, bnd, integer, spec.option("n_candidates", 256),

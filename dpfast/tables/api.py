@@ -26,8 +26,11 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
          bounding_policy: Any = "uniform") -> TableRelease:
     if not isinstance(dropna, (bool, np.bool_)):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if isinstance(bounds, str) and bounds != "auto":  # "auto": private quantiles pick them
-        raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
+    if isinstance(bounds, str):  # "auto": private quantiles pick them (tables/_autobounds.py)
+        if bounds != "auto":
+            raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
+        if rho is not None:  # named before the privacy target's own checks
+            raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")
     spec = _spec.ReleaseSpec.make(
         [_spec.StatSpec(stat)], epsilon=epsilon, delta=delta, rho=rho, noise=noise,
         max_partitions=max_partitions, max_per_partition=max_per_partition,

@@ -24,25 +24,21 @@ from dpfast.tables import spec as _spec
 from dpfast.tables._ranks import zcdp_share
 from dpfast.tables.quantile_release import QuantileRelease
 
-__all__ = ["quantile", "median", "min", "max", "QuantileRelease", "zcdp_share"]
+__all__ = ["quantile", "median", "min", "max", "QuantileRelease", "zcdp_share", "rank_spec"]
 
 
-def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
-             bounds: Any = None, epsilon: Any, delta: Any = 0.0, max_partitions: Any = 1,
-             max_per_partition: Any = 1, n_candidates: Any = 256, candidates: Any = None,
-             domain: Any = None, rng: Any = None, budget: Any = None, note: Any = "",
-             dropna: Any = False, selection: Any = "auto", bounding: Any = "uniform"
-             ) -> QuantileRelease:
-    """The spec of a rank statistic's call (public checks first) through the pipeline."""
-    if not isinstance(dropna, (bool, np.bool_)):
-        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if values is None:
-        raise TypeError("values must be an array of numbers, got None")
-    # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
-    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
+def rank_spec(stat: str, *, q: Any, bounds: Any, epsilon: Any, delta: Any,
+              max_partitions: Any, max_per_partition: Any, n_candidates: Any,
+              candidates: Any, domain: Any, selection: Any, bounding: Any, has_ids: bool,
+              by: tuple[str, ...] = (), privacy_unit: str | None = None,
+              value: str | None = None) -> _spec.ReleaseSpec:
+    """The checked :class:`~dpfast.tables.spec.ReleaseSpec` of a rank statistic
+    (``"quantile"`` with ``q``; ``"median"``, ``"min"``, ``"max"``), shared by
+    :mod:`dpfast.dask.quantiles`: ``q``, the contribution bounds and the clamping range
+    (``bounds``, or a public ``candidates`` grid) are checked here (ValueError /
+    TypeError naming the parameter); the grid is in the spec's options."""
     qs, scalar = _ranks.quantiles(q)
-    _ranks.common(max_partitions, max_per_partition, privacy_ids is not None)
-    _spec.check_charger(budget, note)
+    _ranks.common(max_partitions, max_per_partition, has_ids)
     clamp = _ranks.grid_bounds(bounds, candidates)
     _inputs._bounds(clamp, False)  # a pair of finite reals, lo <= hi (named)
     options: dict[str, Any] = {"float_grid": _ranks.float_grid(clamp)}
@@ -51,11 +47,32 @@ def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *, q: A
     else:  # the validated public grid
         options["candidates"] = _em.grid(None, 1, candidates, False)
     params = () if stat != "quantile" else (("q", qs[0] if scalar else qs),)
-    spec = _spec.ReleaseSpec.make(
-        [_spec.StatSpec(stat, params=params)], epsilon=epsilon, delta=delta,
-        max_partitions=max_partitions, max_per_partition=max_per_partition,
-        bounds=bounds, domain=domain, selection=selection, bounding=bounding,
-        options=options)
+    return _spec.ReleaseSpec.make(
+        [_spec.StatSpec(stat, value, params)], by=by, privacy_unit=privacy_unit,
+        epsilon=epsilon, delta=delta, max_partitions=max_partitions,
+        max_per_partition=max_per_partition, bounds=bounds, domain=domain,
+        selection=selection, bounding=bounding, options=options)
+
+
+def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
+             bounds: Any = None, epsilon: Any, delta: Any = 0.0, max_partitions: Any = 1,
+             max_per_partition: Any = 1, n_candidates: Any = 256, candidates: Any = None,
+             domain: Any = None, rng: Any = None, budget: Any = None, note: Any = "",
+             dropna: Any = False, selection: Any = "auto", bounding: Any = "uniform"
+             ) -> QuantileRelease:
+    """A rank statistic's call (public checks first) through the pipeline."""
+    if not isinstance(dropna, (bool, np.bool_)):
+        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
+    if values is None:
+        raise TypeError("values must be an array of numbers, got None")
+    # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
+    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
+    _spec.check_charger(budget, note)
+    spec = rank_spec(stat, q=q, bounds=bounds, epsilon=epsilon, delta=delta,
+                     max_partitions=max_partitions, max_per_partition=max_per_partition,
+                     n_candidates=n_candidates, candidates=candidates, domain=domain,
+                     selection=selection, bounding=bounding,
+                     has_ids=privacy_ids is not None)
     rows = _run.Rows(keys, privacy_ids, values, domain=domain)
     out: QuantileRelease = _run.release(spec, rows, budget=budget, note=note, rng=rng)
     return out
