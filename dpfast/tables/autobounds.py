@@ -1,9 +1,11 @@
 """``bounds="auto"``: clamping bounds chosen by private quantiles, at a stated share of ε.
 
 :func:`auto_bounds` releases ``(lo, hi)`` alone (reusable by any bounded statistic);
-:func:`run_auto` is what :func:`dpfast.tables.sum` / :func:`~dpfast.tables.mean` do with
-``bounds="auto"``: ``AUTO_SHARE`` (10%) of ε picks the bounds, the rest releases the
-statistic with them, and the composed event is charged once, before anything is drawn.
+:func:`dpfast.tables.sum` / :func:`~dpfast.tables.mean` with ``bounds="auto"`` run the
+two-phase plan of :mod:`dpfast.tables._autobounds` (:class:`~dpfast.tables._autobounds.AutoPlan`):
+``AUTO_SHARE`` (10%) of ε picks the bounds, the rest releases the statistic with them,
+and the composed event -- the plan's, known before any row is read -- is charged once by
+:func:`dpfast.tables.run.release`, before anything is drawn.
 
 The bounds are the ``quantiles`` (default the 1st and 99th percentiles) of the pooled rows:
 one row per person (with privacy ids: the release's keyed bounding at ``k = c = 1``, its
