@@ -16,20 +16,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy.typing as npt
+
 from dpfast.dask.backend import DaskBackend, Frame
 from dpfast.tables import run as _run
 from dpfast.tables import spec as _spec
-from dpfast.tables.quantiles import rank_spec
+from dpfast.tables.quantiles import QuantileRelease, rank_spec
 
 __all__ = ["quantile", "median", "min", "max"]
 
 
-def _release(stat: str, ddf: Any, key: Any, value: str, privacy_id: str | None = None, *,
-             q: Any, bounds: Any = None, epsilon: Any, delta: Any = 0.0,
-             max_partitions: Any = 1, max_per_partition: Any = 1, n_candidates: Any = 256,
-             candidates: Any = None, domain: Any = None, rng: Any = None,
-             budget: Any = None, note: Any = "", npartitions: Any = None,
-             selection: Any = "auto", bounding: Any = "uniform") -> Any:
+def _release(stat: str, ddf: Any, key: str | list[str], value: str,
+             privacy_id: str | None = None, *, q: npt.ArrayLike,
+             bounds: tuple[float, float] | None = None, epsilon: float, delta: float = 0.0,
+             max_partitions: int = 1, max_per_partition: int = 1, n_candidates: int = 256,
+             candidates: npt.ArrayLike | None = None, domain: object = None,
+             rng: object = None, budget: object = None, note: str = "",
+             npartitions: int | None = None, selection: str = "auto",
+             bounding: str = "uniform") -> QuantileRelease:
     """The spec and the source of a rank statistic, through the one pipeline."""
     frame = Frame.make(ddf, key, privacy_id, [value], domain)
     _spec.check_charger(budget, note)
@@ -40,7 +44,9 @@ def _release(stat: str, ddf: Any, key: Any, value: str, privacy_id: str | None =
                      selection=selection, bounding=bounding,
                      has_ids=privacy_id is not None, by=frame.columns.by,
                      privacy_unit=privacy_id, value=value)
-    return _run.release(spec, frame, backend=back, budget=budget, note=note, rng=rng)
+    out: QuantileRelease = _run.release(spec, frame, backend=back, budget=budget, note=note,
+                                        rng=rng)
+    return out
 
 
 def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q: Any,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,11 @@ from dpfast.accounting import events as _events
 from dpfast.tables import _bounds_em as _bem
 from dpfast.tables import _inputs, _keys, _plan, _select, bounding, groupby, keynoise
 from dpfast.tables import _quantile_em as _em
+
+if TYPE_CHECKING:
+    from dpfast.tables.release import TableRelease
+    from dpfast.tables.run import Rows, Source
+    from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["AutoBounds", "AUTO_SHARE", "default_grid", "BoundsPlan", "AutoPlan", "plan_auto",
            "split", "bounds_event", "choose", "pooled"]
@@ -47,7 +52,7 @@ class AutoBounds:
     hi: float
     quantiles: tuple[float, float]
     epsilon: float
-    event: Any
+    event: _events.DpEvent
     sensitivity: int = 1  # pooled rows one person may hold (one)
     n_candidates: int = 1
     centre: tuple[float, float] = (0.0, 0.0)
@@ -76,7 +81,7 @@ class AutoBounds:
         return _bem.steps_beyond(alpha)
 
 
-def _check_quantiles(quantiles: Any) -> tuple[float, float]:
+def _check_quantiles(quantiles: object) -> tuple[float, float]:
     if not isinstance(quantiles, (tuple, list)) or len(quantiles) != 2:
         raise TypeError("quantiles must be a pair (q_lo, q_hi)")
     lo, hi = (check_real(q, f"quantiles[{j}]") for j, q in enumerate(quantiles))
@@ -85,14 +90,14 @@ def _check_quantiles(quantiles: Any) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def _grid_for(candidates: Any, integer: bool) -> np.ndarray:
+def _grid_for(candidates: object, integer: bool) -> np.ndarray:
     g = default_grid(integer) if candidates is None else _em.grid(None, 1, candidates, False)
     if integer:
         g = np.unique(np.round(g))
     return g
 
 
-def bounds_event(eps_b: float) -> Any:
+def bounds_event(eps_b: float) -> _events.DpEvent:
     """Event of choosing the bounds with ``eps_b``: four exponential mechanisms, scale and
     centre at ``eps_b / 6``, lo and hi at ``eps_b / 3`` (rounded down)."""
     return _bem.event(eps_b)
@@ -149,7 +154,7 @@ def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: 
     return data, g, integer
 
 
-def split(epsilon: Any, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
+def split(epsilon: object, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
     """``(ε for the bounds, ε for the statistic)``, both rounded down (they sum to at most
     ``ε``)."""
     eps = Fraction(check_real(epsilon, "epsilon"))
@@ -161,7 +166,7 @@ def split(epsilon: Any, share: Fraction = AUTO_SHARE) -> tuple[float, float]:
 Pooled = tuple[_inputs._Data, np.ndarray, bool, np.ndarray]
 
 
-def _pooled_partials(rows: Any, subkey: np.ndarray, candidates: Any, domain: Any,
+def _pooled_partials(rows: Rows, subkey: np.ndarray, candidates: object, domain: object,
                      policy: int) -> Pooled:
     """Validate the rows (values clamped to the grid's range) and pool one row per
     person (before the charge)."""
@@ -180,10 +185,10 @@ class BoundsPlan:
     candidates: np.ndarray | None = None
 
     @property
-    def event(self) -> Any:
+    def event(self) -> _events.DpEvent:
         return _events.with_neighbouring(bounds_event(self.epsilon), _events.ADD_REMOVE)
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> Pooled:
+    def local_partials(self, rows: Rows, subkey: np.ndarray) -> Pooled:
         return _pooled_partials(rows, subkey, self.candidates, None, 0)
 
     def finish(self, partials: Pooled, gen: _random.Generator, release_id: int | None
@@ -210,16 +215,16 @@ class AutoPlan:
     c: int
     eps_b: float
     priv: _plan.Privacy
-    event: Any
-    selection: Any
-    bounding: Any
+    event: _events.DpEvent
+    selection: str
+    bounding: str
     policy: int
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> Pooled:
+    def local_partials(self, rows: Rows, subkey: np.ndarray) -> Pooled:
         return _pooled_partials(rows, subkey, None, rows.domain, self.policy)
 
     def finish(self, partials: Pooled, gen: _random.Generator, release_id: int | None
-               ) -> Any:
+               ) -> TableRelease:
         data, g, integer, kept = partials
         bnd, _choice = choose(kept, g, self.eps_b, DEFAULT_QUANTILES, gen, integer)
         assert data.values is not None
@@ -241,7 +246,7 @@ class AutoPlan:
         return rel
 
 
-def plan_auto(stat: str, spec: Any, rows: Any) -> AutoPlan:
+def plan_auto(stat: str, spec: ReleaseSpec, rows: Source) -> AutoPlan:
     """The plan of a ``sum`` / ``mean`` ``spec`` with ``bounds="auto"`` over ``rows``
     (see :class:`AutoPlan`); ValueError / TypeError naming the parameter."""
     if spec.rho is not None:
@@ -257,7 +262,7 @@ def plan_auto(stat: str, spec: Any, rows: Any) -> AutoPlan:
     priv = _plan.privacy(eps_rest, spec.delta, None, spec.noise, select=select)
     _select.resolve(spec.selection)  # checked before the charge (the statistic's plan)
     policy = bounding.policy_code(spec.bounding)
-    rest: Any = (_events.Epsilon(eps_rest) if priv.delta == 0.0
+    rest: _events.DpEvent = (_events.Epsilon(eps_rest) if priv.delta == 0.0
                  else _events.EpsilonDelta(eps_rest, priv.delta))
     event = _events.with_neighbouring(_events.Composed((bounds_event(eps_b), rest)),
                                       _events.ADD_REMOVE)

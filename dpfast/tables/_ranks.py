@@ -16,10 +16,11 @@ import builtins
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mpmath
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import random as _random
 from dpfast._core.rounding import float_down
@@ -28,6 +29,14 @@ from dpfast.tables import _inputs, _keys, _merge, _plan, _select, bounding, keyn
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._inputs import _Data, _validate
 from dpfast.tables.quantile_release import QuantileRelease
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import pandas as pd
+
+    from dpfast.tables.run import Columns, Rows, Source
+    from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["Plan", "plan_of", "zcdp_share", "quantiles", "grid_bounds", "common",
            "float_grid", "release"]
@@ -45,7 +54,7 @@ Table = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 # ----------------------------------------------------------------------------- public checks
-def quantiles(q: Any) -> tuple[tuple[float, ...], bool]:
+def quantiles(q: npt.ArrayLike) -> tuple[tuple[float, ...], bool]:
     """(the quantiles as floats, scalar input); TypeError / ValueError naming ``q``."""
     scalar = np.ndim(q) == 0
     arr = np.atleast_1d(np.asarray(q))
@@ -59,14 +68,14 @@ def quantiles(q: Any) -> tuple[tuple[float, ...], bool]:
     return tuple(float(x) for x in f), scalar
 
 
-def common(max_partitions: Any, max_per_partition: Any, has_ids: bool) -> tuple[int, int]:
+def common(max_partitions: object, max_per_partition: object, has_ids: bool) -> tuple[int, int]:
     """The contribution bounds ``(k, c)`` (``(1, 1)`` without privacy ids)."""
     k = bounding.positive_int(max_partitions, "max_partitions")
     c = bounding.positive_int(max_per_partition, "max_per_partition")
     return (k, c) if has_ids else (1, 1)
 
 
-def grid_bounds(bounds: Any, candidates: Any) -> Any:
+def grid_bounds(bounds: object, candidates: object) -> object:
     """The clamping bounds: ``bounds``, or the ends of a given grid."""
     if candidates is None:
         if bounds is None:
@@ -81,7 +90,7 @@ def grid_bounds(bounds: Any, candidates: Any) -> Any:
     return lo, hi
 
 
-def float_grid(bounds: Any) -> bool:
+def float_grid(bounds: object) -> bool:
     """Whether integer values are ranked as floats: a bound is a float (a fractional
     grid; decided on the caller's bounds, before a spec turns numpy scalars into
     Python ones)."""
@@ -121,18 +130,18 @@ class Plan:
     scalar: bool
     k: int
     c: int
-    bnd: Any
+    bnd: tuple[int, int] | tuple[float, float]
     grid: np.ndarray
     priv: _plan.Privacy
     eps_q: float  # ε of one (key, quantile) exponential mechanism
     select: _select.Selection | None  # the key selection on unit counts (domain=None)
-    event: Any
+    event: _events.DpEvent
     integer: bool
     policy: int = 0  # bounding.policy_code of the bounding policy
-    bounds: Any = None
+    bounds: object = None
 
     # ------------------------------------------------------------------ one process
-    def local_partials(self, rows: Any, subkey: np.ndarray
+    def local_partials(self, rows: Rows, subkey: np.ndarray
                        ) -> tuple[_Data, Table, np.ndarray | None]:
         """Validate the rows, bound them and build the ``(key, slot)`` table (and the
         people per key, for the key selection)."""
@@ -145,7 +154,7 @@ class Plan:
         units = units_of(self, data, subkey) if data.domain_codes is None else None
         return data, table, units
 
-    def _values(self, values: Any) -> Any:
+    def _values(self, values: object) -> object:
         """Integer values with a fractional grid are ranked as floats."""
         if self.integer:
             return values
@@ -159,7 +168,8 @@ class Plan:
         return release(self, data, table, units, gen, release_id)
 
     # ------------------------------------------------------------------ a cluster
-    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray) -> tuple[Any, int]:
+    def partition_partials(self, pdf: pd.DataFrame | Mapping[str, np.ndarray],
+                           cols: Columns, subkey: np.ndarray) -> tuple[pd.DataFrame, int]:
         """One partition: validate, bound, its sparse ``(key, slot)`` table keyed by key
         values (a pandas DataFrame; the people per key as slot ``-1`` rows)."""
         import pandas as pd
@@ -183,7 +193,7 @@ class Plan:
         n_rows = len(pdf[names[0]]) if isinstance(pdf, dict) else len(pdf)
         return pd.DataFrame(out), int(n_rows)
 
-    def merge(self, results: list[tuple[Any, int]], cols: Any
+    def merge(self, results: list[tuple[pd.DataFrame, int]], cols: Columns
               ) -> tuple[_Data, Table, np.ndarray | None]:
         """The partitions' tables summed per (key, slot), keys coded as on one machine,
         and the people per key (checked: OverflowError, never a wrap)."""
@@ -207,11 +217,12 @@ class Plan:
         return data, table, (units if domain_codes is None else None)
 
 
-def plan_of(spec: Any, source: Any) -> Plan:
+def plan_of(spec: ReleaseSpec, source: Source) -> Plan:
     """The plan of a rank statistic's ``spec`` (``quantile``: its ``q``; ``median``,
     ``min``, ``max``: 0.5, 0, 1) over ``source`` (whose value dtype is the only thing read:
     whether the values are integers).  Grid, budget split and event."""
     st = spec.statistics[0]
+    qs: tuple[float, ...]
     if st.statistic in FIXED_Q:
         qs, scalar = (FIXED_Q[st.statistic],), True
     else:
@@ -233,9 +244,10 @@ def plan_of(spec: Any, source: Any) -> Plan:
                  spec.privacy(), spec.selection, spec.bounding, bounds)
 
 
-def _make(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer: bool,
-          n_candidates: Any, candidates: Any, priv: _plan.Privacy, selection: Any,
-          bounding_policy: Any, bounds: Any) -> Plan:
+def _make(qs: tuple[float, ...], scalar: bool, k: int, c: int,
+          bnd: tuple[int, int] | tuple[float, float], integer: bool, n_candidates: int,
+          candidates: np.ndarray | None, priv: _plan.Privacy, selection: str,
+          bounding_policy: str, bounds: object) -> Plan:
     """Grid, budget split and event (nothing here looks at the data)."""
     pol = bounding.policy_code(bounding_policy)
     select = priv.select
@@ -259,7 +271,7 @@ def _make(qs: tuple[float, ...], scalar: bool, k: int, c: int, bnd: Any, integer
                          "quantiles underflows")
     if select:
         assert sel is not None
-        event: Any = _events.EpsilonDelta(priv.epsilon, sel.delta)
+        event: _events.DpEvent = _events.EpsilonDelta(priv.epsilon, sel.delta)
     elif by_zcdp:
         event = _events.EpsilonDelta(priv.epsilon, priv.delta)
     else:

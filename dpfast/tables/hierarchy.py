@@ -34,7 +34,7 @@ from dpfast import mechanisms as _mechanisms
 from dpfast import noise as _noise
 from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
-from dpfast.random import RngLike
+from dpfast.random import Generator, RngLike
 
 from . import _keys, _wls
 from . import _topdown_units as _units
@@ -53,7 +53,7 @@ _NO_WEIGHTS = np.empty(0, np.float64)  # split_children: one weight for every ch
 # --------------------------------------------------------------------------- validation
 
 
-def _leaf_schema(leaf_counts: Any) -> tuple[np.ndarray, bool]:
+def _leaf_schema(leaf_counts: object) -> tuple[np.ndarray, bool]:
     """The leaf counts' public checks (dtype and shape) and their 2-D view."""
     arr = np.asarray(leaf_counts)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
@@ -321,7 +321,7 @@ class TopDownPlan:
 
     tree: _wls.Tree
     rhos: list[float]
-    mechs: list[Any]
+    mechs: list[_mechanisms.DiscreteGaussianMechanism | None]
     sigma: list[float]
     l2sq: list[int]
     event: _events.Composed
@@ -350,7 +350,7 @@ class TopDownPlan:
             max_per_partition=c, domain=h.hexdigest(), bounding=self.bounding,
             options=tuple(sorted(options.items())))
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> np.ndarray:
+    def local_partials(self, rows: _run.Rows, subkey: np.ndarray) -> np.ndarray:
         """The leaf counts (checked), or with privacy ids the bounded per-leaf counts of
         the records (keyed per person with ``subkey``)."""
         if self.per_person is None:
@@ -360,7 +360,7 @@ class TopDownPlan:
         return _units.bounded_leaf_counts(rows.keys, rows.privacy_ids, n_leaves, k, c,
                                           subkey, pol).reshape(-1, 1)
 
-    def finish(self, leaves: np.ndarray, gen: Any, release_id: int | None
+    def finish(self, leaves: np.ndarray, gen: Generator, release_id: int | None
                ) -> TopDownRelease:
         rel = _measure(self.tree, leaves, self.mechs, self.sigma, self.rhos, self.event,
                        self.rho_total, gen, self.nonnegative, self.integer,
@@ -370,10 +370,11 @@ class TopDownPlan:
         return rel
 
 
-def plan_topdown(leaf_counts: Any, levels: Sequence[Any], rho: Any, nonnegative: bool,
+def plan_topdown(leaf_counts: object, levels: Sequence[object], rho: object,
+                 nonnegative: bool,
                  integer: bool, total_invariant: bool, per_person: bool,
-                 max_partitions: Any = 1, max_per_partition: Any = 1,
-                 bounding: Any = "uniform") -> TopDownPlan:
+                 max_partitions: object = 1, max_per_partition: object = 1,
+                 bounding: object = "uniform") -> TopDownPlan:
     """The plan of :func:`topdown` (ValueError / TypeError naming the parameter)."""
     person = None
     if per_person:

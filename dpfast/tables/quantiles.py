@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast.random import RngLike
 from dpfast.tables import _inputs, _keys, _ranks
@@ -27,11 +28,12 @@ from dpfast.tables.quantile_release import QuantileRelease
 __all__ = ["quantile", "median", "min", "max", "QuantileRelease", "zcdp_share", "rank_spec"]
 
 
-def rank_spec(stat: str, *, q: Any, bounds: Any, epsilon: Any, delta: Any,
-              max_partitions: Any, max_per_partition: Any, n_candidates: Any,
-              candidates: Any, domain: Any, selection: Any, bounding: Any, has_ids: bool,
-              by: tuple[str, ...] = (), privacy_unit: str | None = None,
-              value: str | None = None) -> _spec.ReleaseSpec:
+def rank_spec(stat: str, *, q: npt.ArrayLike, bounds: tuple[float, float] | None,
+              epsilon: float, delta: float, max_partitions: int, max_per_partition: int,
+              n_candidates: int, candidates: npt.ArrayLike | None, domain: object,
+              selection: str, bounding: str, has_ids: bool, by: tuple[str, ...] = (),
+              privacy_unit: str | None = None, value: str | None = None
+              ) -> _spec.ReleaseSpec:
     """The checked :class:`~dpfast.tables.spec.ReleaseSpec` of a rank statistic
     (``"quantile"`` with ``q``; ``"median"``, ``"min"``, ``"max"``), shared by
     :mod:`dpfast.dask.quantiles`: ``q``, the contribution bounds and the clamping range
@@ -54,12 +56,13 @@ def rank_spec(stat: str, *, q: Any, bounds: Any, epsilon: Any, delta: Any,
         selection=selection, bounding=bounding, options=options)
 
 
-def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
-             bounds: Any = None, epsilon: Any, delta: Any = 0.0, max_partitions: Any = 1,
-             max_per_partition: Any = 1, n_candidates: Any = 256, candidates: Any = None,
-             domain: Any = None, rng: Any = None, budget: Any = None, note: Any = "",
-             dropna: Any = False, selection: Any = "auto", bounding: Any = "uniform"
-             ) -> QuantileRelease:
+def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *,
+             q: npt.ArrayLike, bounds: tuple[float, float] | None = None, epsilon: float,
+             delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
+             n_candidates: int = 256, candidates: npt.ArrayLike | None = None,
+             domain: object = None, rng: RngLike = None, budget: object = None,
+             note: str = "", dropna: bool = False, selection: str = "auto",
+             bounding: str = "uniform") -> QuantileRelease:
     """A rank statistic's call (public checks first) through the pipeline."""
     if not isinstance(dropna, (bool, np.bool_)):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")

@@ -3,10 +3,14 @@ mechanism on a public grid; :mod:`dpfast.tables._ranks` plans them)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from dpfast.tables import _ranks
 from dpfast.tables.statistics.base import Statistic
+
+if TYPE_CHECKING:
+    from dpfast.tables.run import Source
+    from dpfast.tables.spec import ReleaseSpec
 
 
 class _Rank(Statistic):
@@ -18,7 +22,7 @@ class _Rank(Statistic):
     gaussian: ClassVar[bool] = False
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> _ranks.Plan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> _ranks.Plan:
         return _ranks.plan_of(spec, source)
 
 
