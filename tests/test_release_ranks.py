@@ -149,3 +149,40 @@ def test_topdown_plan_is_the_release_plan():
     assert rel.event == a.event
     assert a.spec().query_id() != hierarchy.plan_topdown(
         np.arange(12), LEVELS, 0.5, True, True, False, False).spec().query_id()
+
+
+def test_dask_quantile_validates_before_it_charges():
+    """Closes the Dask quantiles' charge-before-compute channel: they charged the budget
+    and then computed the graph, so rows that fail validation in a partition (here string
+    keys against an integer domain) left a charged, failed ledger row.  Now the partials
+    are computed (and validated) first: TypeError, nothing charged."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    import dpfast.dask as dkd
+
+    df = pd.DataFrame({"k": (KEYS % 5).astype(str), "id": IDS, "v": VALS})
+    b = dpfast.Budget(10.0, 1e-5)
+    with pytest.raises(TypeError, match="domain column 0"):
+        dkd.median(dd.from_pandas(df, npartitions=2), "k", "v", "id", bounds=(0, 100),
+                   epsilon=1.0, domain=np.arange(5), rng=_gen(), budget=b)
+    assert b.history(include_refused=True) == []
+
+
+@pytest.mark.parametrize("q", [0.5, [0.1, 0.9]])
+def test_dask_rank_plan_is_the_local_plan(q):
+    """One plan for both backends: the Dask release equals the local one (values, keys,
+    event) and charges the same event once."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    import dpfast.dask as dkd
+
+    df = pd.DataFrame({"k": KEYS, "id": IDS, "v": IVALS})
+    b = dpfast.Budget(10.0, 1e-5)
+    got = dkd.quantile(dd.from_pandas(df, npartitions=3), "k", "v", "id", q=q,
+                       bounds=(0, 100), epsilon=1.0, delta=1e-6, max_partitions=2,
+                       rng=_gen(), budget=b)
+    ref = dpt.quantile(IVALS, KEYS, IDS, q=q, bounds=(0, 100), epsilon=1.0, delta=1e-6,
+                       max_partitions=2, rng=_gen())
+    np.testing.assert_array_equal(got.keys, ref.keys)
+    np.testing.assert_array_equal(got.values, ref.values)
+    assert got.event == ref.event == b.history()[0].event
