@@ -149,6 +149,9 @@ def test_topdown_plan_is_the_release_plan():
     assert rel.event == a.event
     assert a.spec().query_id() != hierarchy.plan_topdown(
         np.arange(12), LEVELS, 0.5, True, True, False, False).spec().query_id()
+    other = [LEVELS[0], np.repeat(np.arange(3), 4)[::-1].copy(), LEVELS[2]]
+    b = hierarchy.plan_topdown(np.arange(12), other, 1.0, True, True, False, False)
+    assert b.fingerprint() != a.fingerprint() == c.fingerprint()
 
 
 def test_dask_quantile_validates_before_it_charges():

@@ -335,20 +335,28 @@ class TopDownPlan:
     bounding: str = "uniform"
 
     def spec(self) -> _spec.ReleaseSpec:
-        """The release's spec: the question (hierarchy fingerprint, per-level ``rho``,
-        post-processing, the per-person bounds) with ``rho`` its total."""
+        """The release's spec: the question (the hierarchy's level sizes, per-level
+        ``rho``, post-processing, the per-person bounds) with ``rho`` its total.  The
+        hierarchy's ids are not hashed here (a census tree has millions of leaves per
+        level): a cache keyed by the spec adds :meth:`fingerprint`."""
+        k, c, _ = self.per_person or (1, 1, 0)
+        options = {"rho_levels": tuple(self.rhos), "nonnegative": self.nonnegative,
+                   "integer": self.integer, "total_invariant": self.total_invariant,
+                   "per_person": self.per_person is not None,
+                   "level_sizes": tuple(self.tree.sizes)}
+        return _spec.ReleaseSpec(
+            (_spec.StatSpec("topdown"),), rho=self.rho_total, max_partitions=k,
+            max_per_partition=c, bounding=self.bounding,
+            options=tuple(sorted(options.items())))
+
+    def fingerprint(self) -> str:
+        """32 hex digits of BLAKE2b-128 over the hierarchy's validated ids, level by
+        level (linear in the leaves)."""
         h = hashlib.blake2b(digest_size=16)
         for ids in self.tree.ids:
             h.update(np.ascontiguousarray(ids, np.int64).tobytes())
             h.update(b"|")
-        k, c, _ = self.per_person or (1, 1, 0)
-        options = {"rho_levels": tuple(self.rhos), "nonnegative": self.nonnegative,
-                   "integer": self.integer, "total_invariant": self.total_invariant,
-                   "per_person": self.per_person is not None}
-        return _spec.ReleaseSpec(
-            (_spec.StatSpec("topdown"),), rho=self.rho_total, max_partitions=k,
-            max_per_partition=c, domain=h.hexdigest(), bounding=self.bounding,
-            options=tuple(sorted(options.items())))
+        return h.hexdigest()
 
     def local_partials(self, rows: _run.Rows, subkey: np.ndarray) -> np.ndarray:
         """The leaf counts (checked), or with privacy ids the bounded per-leaf counts of
