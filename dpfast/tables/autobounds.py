@@ -43,7 +43,7 @@ from typing import Any
 
 from dpfast._core.validate import check_real
 from dpfast.random import RngLike
-from dpfast.tables import _bounds_em as _bem  # noqa: F401  (the mechanism, for readers)
+from dpfast.tables import _bounds_em as _bem  # noqa: F401  (autobounds._bem: the mechanism)
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables import bounding
 from dpfast.tables import run as _run
