@@ -544,22 +544,6 @@ KNOWN_PRIVATE_TABLES_USES: set[str] = {
     "dpfast.cli.warmup -> dpfast.tables._keys",
     "dpfast.dask._shuffle -> dpfast.tables._idhash",
     "dpfast.dask._shuffle -> dpfast.tables._scratch",
-    "dpfast.dask.multi -> dpfast.tables._distinct",
-    "dpfast.dask.multi -> dpfast.tables._ids_l2",
-    "dpfast.dask.multi -> dpfast.tables._inputs",
-    "dpfast.dask.multi -> dpfast.tables._keys",
-    "dpfast.dask.multi -> dpfast.tables._metrics",
-    "dpfast.dask.multi -> dpfast.tables._multi_release",
-    "dpfast.dask.multi -> dpfast.tables._plan",
-    "dpfast.dask.multi -> dpfast.tables._quantile_em",
-    "dpfast.dask.multi -> dpfast.tables._rank_metrics",
-    "dpfast.dask.multi -> dpfast.tables._rows",
-    "dpfast.dask.multi -> dpfast.tables._select",
-    "dpfast.dask.multi -> dpfast.tables._usecase",
-    "dpfast.dask.multi -> dpfast.tables.groupby._charge",
-    "dpfast.dask.multi -> dpfast.tables.groupby._check_budget",
-    "dpfast.dask.multi -> dpfast.tables.groupby._common",
-    "dpfast.dask.multi -> dpfast.tables.groupby._take_keys",
     "dpfast.dask.tables -> dpfast.tables._merge",
     "dpfast.session._cache -> dpfast.tables._state",
     "dpfast.session.session -> dpfast.tables._state",
@@ -696,7 +680,8 @@ def _rewrite() -> None:  # pragma: no cover - a maintainer's tool
         edges = sorted(cycle_edges(_package_graph(package, all_imports)))
         body = "".join(f'        "{e}",\n' for e in edges)
         text = re.sub(r'(    "' + re.escape(package) + r'": \{\n)(.*?)(    \},\n)',
-                      lambda m: m.group(1) + body + m.group(3), text, count=1, flags=re.S)
+                      lambda m, b=body: m.group(1) + b + m.group(3), text, count=1,
+                      flags=re.S)
     uses = sorted(u for p in SOURCES if not _in_tables(module_name(p))
                   for u in private_tables_uses(p))
     body = "".join(f'    "{u}",\n' for u in uses)

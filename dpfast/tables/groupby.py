@@ -3,7 +3,8 @@
 Each public function runs the pipeline of :mod:`dpfast.tables`: validate (and factorize)
 -> bound -> charge -> aggregate -> noise -> post-process (partition selection) -> report.
 Each step is a function below (``_validate`` of :mod:`dpfast.tables._inputs`, ``_make_plan``,
-:func:`dpfast.tables.bounding.bound_codes`, ``_charge``, :func:`release` with the per-key
+:func:`dpfast.tables.bounding.bound_codes`, the charge of :func:`dpfast.tables.run.release`,
+:func:`release` with the per-key
 addressed noise of :mod:`dpfast.tables.keynoise` and the selection,
 :class:`~dpfast.tables.release.TableRelease`).  ``_make_plan`` / ``summands`` /
 ``release`` are shared with :mod:`dpfast.dask`, which aggregates on a cluster.
@@ -21,8 +22,8 @@ import numpy as np
 from dpfast import random as _random
 from dpfast.tables import _fixed, _inputs, _merge, _plan, _select, bounding, keynoise
 from dpfast.tables import _scratch as scratch
-from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
+from dpfast.tables.bounding import Bounded
 from dpfast.tables.release import TableRelease
 
 __all__ = ["Plan", "plan_of", "release"]
@@ -34,19 +35,6 @@ _WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key sel
 _SUM_HI = "__dpfast_sum_hi"  # exact totals: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
 
-
-# ----------------------------------------------------------------------------- charge
-def _check_budget(budget: Any, note: Any) -> None:
-    if not isinstance(note, str):
-        raise TypeError(f"note must be a str, got {type(note).__name__}")
-    if budget is not None and not callable(getattr(budget, "spend", None)):
-        raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
-
-
-#: ``with _charge(budget, event, note): <release>``: the whole release is charged before
-#: any noise is drawn (a refusal raises, nothing is returned); a failure after the charge
-#: is recorded in the ledger as failed, the budget is not refunded
-_charge = charged
 
 
 # ----------------------------------------------------------------------------- select
@@ -112,7 +100,7 @@ class Plan:
     integer: bool = True
     bounds: Any = None
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, bounding.Bounded]:
+    def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, Bounded]:
         """Validate the rows (:func:`dpfast.tables._inputs._validate`) and bound them."""
         values = None if self.stat == "count" else rows.values  # a count reads no values
         data, _ = _validate(rows.keys, rows.privacy_ids, values, self.bounds, rows.domain)
@@ -123,7 +111,7 @@ class Plan:
                                    self.bounding, _select.unit_weights(self.select))
         return data, agg
 
-    def finish(self, partials: tuple[_Data, bounding.Bounded], gen: _random.Generator,
+    def finish(self, partials: tuple[_Data, Bounded], gen: _random.Generator,
                release_id: int | None) -> TableRelease:
         data, agg = partials
         return release(self, data, agg, gen, release_id)
@@ -163,7 +151,7 @@ class Plan:
         return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
     def merge(self, results: list[tuple[Any, int]], cols: Any
-              ) -> tuple[_Data, bounding.Bounded]:
+              ) -> tuple[_Data, Bounded]:
         """Sum the partitions' partials per key (canonical codes, as on one machine), in
         checked integer arithmetic (OverflowError, never a wrap)."""
         import pandas as pd
