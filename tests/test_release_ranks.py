@@ -189,3 +189,16 @@ def test_dask_rank_plan_is_the_local_plan(q):
     np.testing.assert_array_equal(got.keys, ref.keys)
     np.testing.assert_array_equal(got.values, ref.values)
     assert got.event == ref.event == b.history()[0].event
+
+
+def test_a_rank_spec_without_options_is_the_default_grid():
+    """A spec built elsewhere (a session, from SQL) needs no family options: the plan's
+    defaults are the public function's (256 grid points of the bounds; integer values
+    with integer bounds ranked as integers)."""
+    s = spec.ReleaseSpec.make([spec.StatSpec("median")], epsilon=1.0, bounds=(0, 100),
+                              domain=DOM)
+    got = run.release(s, run.Rows(KEYS, IDS, IVALS, domain=DOM), rng=_gen())
+    ref = dpt.median(IVALS, KEYS, IDS, bounds=(0, 100), epsilon=1.0, domain=DOM, rng=_gen())
+    np.testing.assert_array_equal(got.values, ref.values)
+    np.testing.assert_array_equal(got.grid, ref.grid)
+    assert got.event == ref.event
