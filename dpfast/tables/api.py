@@ -26,17 +26,11 @@ def _run(stat: str, keys: Any, privacy_ids: Any, values: Any, bounds: Any, *,
          bounding_policy: Any = "uniform") -> TableRelease:
     if not isinstance(dropna, (bool, np.bool_)):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if isinstance(bounds, str):  # bounds="auto": private quantiles pick them
+    if isinstance(bounds, str):  # "auto": private quantiles pick them (tables/_autobounds.py)
         if bounds != "auto":
             raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
-        from dpfast.tables import autobounds  # lazy: autobounds imports this module
-
-        return autobounds.run_auto(stat, keys, privacy_ids, values, epsilon=epsilon,
-                                   delta=delta, rho=rho, max_partitions=max_partitions,
-                                   max_per_partition=max_per_partition, domain=domain,
-                                   noise=noise, rng=rng, budget=budget, note=note,
-                                   use_case=use_case, dropna=dropna, selection=selection,
-                                   bounding_policy=bounding_policy)
+        if rho is not None:  # named before the privacy target's own checks
+            raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")
     spec = _spec.ReleaseSpec.make(
         [_spec.StatSpec(stat)], epsilon=epsilon, delta=delta, rho=rho, noise=noise,
         max_partitions=max_partitions, max_per_partition=max_per_partition,

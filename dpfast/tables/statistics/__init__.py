@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from dpfast.tables.statistics import counts, distinct, sums  # noqa: F401  (registers them)
+from dpfast.tables.statistics import (  # noqa: F401  (registers them)
+    counts,
+    distinct,
+    ranks,
+    sums,
+)
 from dpfast.tables.statistics.base import REGISTRY, Statistic, get
 
 __all__ = ["REGISTRY", "Statistic", "get", "metric_parts"]

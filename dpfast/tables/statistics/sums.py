@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpfast.tables import groupby, multi
+from dpfast.tables import _autobounds, groupby, multi
 from dpfast.tables.statistics.base import Statistic
 
 
@@ -19,7 +19,9 @@ class Sum(Statistic):
     parts = ("sum",)
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
+    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto("sum", spec, source)
         return groupby.plan_of("sum", spec, source)
 
 
@@ -34,7 +36,9 @@ class Mean(Statistic):
     parts = ("count", "csum")
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
+    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto("mean", spec, source)
         return groupby.plan_of("mean", spec, source)
 
 
