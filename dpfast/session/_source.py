@@ -391,6 +391,16 @@ class Source:
             return _digest([self.kind, self.table, self.stamps(), cols])
         return self._content_hash(cols)
 
+    def rows_fingerprint(self, cols: Sequence[str], query: str,
+                         public: Sequence[str] = ()) -> str:
+        """The fingerprint of the rows a release reads (a release spec's ``rows``): the
+        relevant columns' :meth:`fingerprint`, the public tables joined
+        (:meth:`fingerprint_public`) and the row query dpfast generates (its filter and
+        joins, :func:`dpfast.session._query.rows_sql`) -- the same for a method call and
+        an SQL aggregate reading the same rows."""
+        return _digest(["rows", self.fingerprint(cols),
+                        [self.fingerprint_public(t) for t in public], query])
+
     def _content_hash(self, cols: tuple[str, ...]) -> str:
         """The content digest of ``cols`` (a multiset digest of the rows' values, by
         DuckDB: row count and the 128-bit sum of each row's 64-bit ``hash``; a total

@@ -33,7 +33,34 @@ from dpfast.tables._charge import charged
 from dpfast.tables.plan import plan as make_plan
 from dpfast.tables.spec import ReleaseSpec, check_charger
 
-__all__ = ["Plan", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows", "release"]
+__all__ = ["Plan", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows", "Source",
+           "release"]
+
+
+@runtime_checkable
+class Source(Protocol):
+    """What a plan may read of a source (:meth:`Statistic.plan
+    <dpfast.tables.statistics.Statistic.plan>`): its **public schema**, never a row.
+
+    ``privacy_ids``: None when every row is its own person, else the privacy-unit column;
+    ``values`` / ``columns``: the value column(s), of which a plan reads only the numpy
+    ``dtype`` (integers or floats: :func:`dpfast.tables._inputs.number_kind`); ``domain``:
+    the public keys.  A plan's result (its event above all) is the same for a source of
+    no rows with the same dtypes -- a :class:`Rows` of empty typed arrays, which is what a
+    :class:`dpfast.Session` plans on (from its table's schema) before it reads a row.
+    """
+
+    @property
+    def privacy_ids(self) -> Any:
+        """None, or the privacy-unit column (a plan reads only whether it is None)."""
+
+    @property
+    def values(self) -> Any:
+        """The value column of a one-column statistic (a plan reads only its dtype)."""
+
+    @property
+    def domain(self) -> Any:
+        """The public keys, or None (selected privately)."""
 
 
 @dataclasses.dataclass(frozen=True)
