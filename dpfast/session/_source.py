@@ -238,10 +238,11 @@ class Source:
         columns ``ids`` hold the privacy-unit column: when the registered frame carries it
         encoded (:mod:`dpfast.session._ids`), their ids are decoded to their values.
 
-        ``limit=0`` (the event probe, before the charge) reads **no row**: the query is
-        only bound (names and types resolved, nothing run), and the empty arrays come
-        from a query of typed NULLs with no row and no table (:meth:`_shape`) -- so no
-        filter, cast or join is evaluated on a private row before the charge."""
+        ``limit=0`` (the schema a release is planned on, before the charge) reads **no
+        row**: the query is only bound (names and types resolved, nothing run), and the
+        empty arrays come from a query of typed NULLs with no row and no table
+        (:meth:`_shape`) -- so no filter, cast or join is evaluated on a private row
+        before the charge."""
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         _engine.check_statement(self.con, sql)

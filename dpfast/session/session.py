@@ -107,21 +107,26 @@ class Session:
 
     Notes
     -----
-    Every release goes through the **result cache**: its normalized spec (statistic,
-    columns, filter, bounds, privacy target, contribution bounds, key domain, data
-    fingerprint; :mod:`dpfast.session._spec`) is hashed to a query id; a query asked before
-    returns the stored release -- the same numbers, no new charge, no new noise -- also
-    in another process using the same ledger.  Re-noising would leak: ``k`` independent
+    Every release goes through the **result cache**: its spec
+    (:class:`dpfast.tables.spec.ReleaseSpec`: statistic, columns, bounds, privacy target,
+    contribution bounds, key domain, and a fingerprint of the data and of the row query --
+    filter, joins; :mod:`dpfast.session._release`) is hashed to a query id
+    (:meth:`~dpfast.tables.spec.ReleaseSpec.query_id`), the same for a method call and an
+    SQL aggregate asking the same question; a query asked before returns the stored
+    release -- the same numbers, no new charge, no new noise -- also in another process
+    using the same ledger.  Re-noising would leak: ``k`` independent
     noisy answers to one question average to an answer with ``sqrt(k)`` times less noise,
     i.e. ``k`` times the privacy loss; returning the stored one is post-processing of a
     release already paid for (free).
 
     Privacy
     -------
-    Each release has the guarantee of the :mod:`dpfast.tables` function it calls (stated
-    there), for neighbouring datasets that differ by all rows of one privacy unit
-    (add/remove one person), and is charged to the budget (and to the analyst's
-    sub-budget) before any noise is drawn; the budget's filter bounds the whole fully
+    Each release has the guarantee of the :mod:`dpfast.tables` release it runs (stated
+    there; its event is its plan's, :func:`dpfast.tables.plan.plan`, computed from the
+    spec and the table's schema before any row is read), for neighbouring datasets that
+    differ by all rows of one privacy unit (add/remove one person), and is charged to the
+    budget (and to the analyst's sub-budget) before any noise is drawn; the budget's
+    filter bounds the whole fully
     adaptive sequence (:class:`dpfast.Budget`).  A row filter (``where``) is applied per
     row before contribution bounding, so it does not change the sensitivity.  Cache hits
     are post-processing of earlier releases and cost nothing (Dwork and Roth 2014,
