@@ -25,7 +25,8 @@ __all__ = ["Analyst", "Session", "STATISTICS"]
 def _params(stat: _stats.Stat, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """The statistic's own parameters (``q=`` of the quantile) as the spec holds them:
     sorted ``(name, value)`` pairs, sequences as tuples; TypeError for a parameter the
-    statistic does not take or a required one not given."""
+    statistic does not take or a required one not given (None: not given)."""
+    given = {k: v for k, v in given.items() if v is not None}
     for name in given:
         if name not in stat.params:
             owners = [n for n in _stats.names() if name in _stats.STATISTICS[n].params]

@@ -163,11 +163,15 @@ def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> 
     if kind in _SAMPLE:
         raise SqlRefusedError("sample_statistic", f"{text} is a sample statistic; dpfast "
                               f"releases the population one: {_SAMPLE[kind]}")
-    stat = _stats.from_sql(_spellings(node))
-    if stat is None or not stat.value:
+    stat = None if isinstance(node, exp.Count) else _stats.from_sql(_spellings(node))
+    if stat is None:
         raise SqlRefusedError("unsupported_aggregate", f"{text} has no bounded private "
                               "version")
     arg, extra = _arguments(node)
+    if not stat.value:  # a statistic of no column (people per key...): its parameters only
+        params = _params(text, stat, ([arg] if arg is not None else []) + extra)
+        label = f"{stat.label}({', '.join(repr(v) for _, v in params)})"
+        return Agg(alias or stat.session_name, stat.name, None, label, params)
     if not isinstance(arg, exp.Column):
         raise SqlRefusedError("aggregate_argument", f"{text}: aggregate a column, not an "
                               "expression")
@@ -178,12 +182,23 @@ def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> 
     if col.kind not in _expr.VALUE_KINDS:
         raise SqlRefusedError("type", f"{text}: {col.name} holds {col.kind} values, not "
                               "numbers")
+    params = _params(text, stat, extra, columns=1)
+    label = f"{stat.label}({', '.join([quote(col.name)] + [repr(v) for _, v in params])})"
+    return Agg(alias or f"{stat.session_name}_{arg.name}", stat.name, col, label, params)
+
+
+def _params(text: str, stat: _stats.Stat, args: list[Any], columns: int = 0
+            ) -> tuple[tuple[str, Any], ...]:
+    """A statistic's own parameters from an aggregate call's arguments after its column:
+    number literals, in the order the statistic declares them; refused otherwise."""
+    from sqlglot import exp
+
     names = list(stat.params)
-    if len(extra) != len(names):
+    if len(args) != len(names):
         raise SqlRefusedError("aggregate_argument", f"{text}: {stat.label} takes "
-                              f"{len(names) + 1} argument(s)")
+                              f"{len(names) + columns} argument(s)")
     params = []
-    for pname, lit in zip(names, extra):
+    for pname, lit in zip(names, args):
         what = "the quantile" if pname == "q" else f"its {pname}"
         if not isinstance(lit, exp.Literal) or lit.is_string:
             raise SqlRefusedError("aggregate_argument", f"{text}: {what} must be a "
@@ -192,9 +207,7 @@ def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> 
             params.append((pname, float(lit.this)))
         except ValueError:
             raise SqlRefusedError("aggregate_argument", f"{text}: {what}") from None
-    label = f"{stat.label}({', '.join([quote(col.name)] + [repr(v) for _, v in params])})"
-    return Agg(alias or f"{stat.session_name}_{arg.name}", stat.name, col, label,
-               tuple(params))
+    return tuple(sorted(params))
 
 
 # ------------------------------------------------------------------------- the query
