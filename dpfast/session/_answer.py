@@ -7,14 +7,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from dpfast import tables as _tables
 
 from . import _release, _stats
+from ._query import Agg, Query
 from .sql import SqlRefusedError, plan
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = ["SqlRelease", "run", "sql_release"]
 
@@ -80,7 +84,7 @@ def _split(x: float | None, m: int) -> float | None:
     return part
 
 
-def run(session: Any, text: str, *, epsilon: float | None = None, delta: float = 0.0,
+def run(session: Session, text: str, *, epsilon: float | None = None, delta: float = 0.0,
         rho: float | None = None, noise: str | None = None, max_partitions: int | None = None,
         max_per_partition: int | None = None) -> SqlRelease:
     """:meth:`dpfast.Session.sql`: plan, then one cached release per aggregate."""
@@ -113,7 +117,7 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
                                              if not public_keys else ""))
     releases: dict[str, Any] = {}
     for i, a in enumerate(p.aggs):
-        d = _split(delta, m) if public_keys else (delta if i == 0 else 0.0)
+        d = cast(float, _split(delta, m)) if public_keys else (delta if i == 0 else 0.0)
         need = None if eps is None or m == 1 else eps * (m - i)
         rel = sql_release(session, p, a, epsilon=eps, delta=d, rho=r, noise=noise,
                           domain=domain, max_partitions=max_partitions,
@@ -127,9 +131,10 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
     return SqlRelease(releases, names, list(p.order), rule)
 
 
-def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho: Any,
-                noise: Any, domain: Any, max_partitions: Any, max_per_partition: Any,
-                need: float | None = None) -> Any:
+def sql_release(self: Session, plan: Query, agg: Agg, *, epsilon: float | None,
+                delta: float, rho: float | None, noise: str | None, domain: _release.Domain,
+                max_partitions: int | None, max_per_partition: int | None,
+                need: float | None = None) -> _release.Released:
     """One aggregate of a planned SQL query, through the cache (:func:`run`): the release
     :mod:`dpfast.session._release` makes for a method call asking the same question (the
     same spec, so the same cached answer and one charge)."""
@@ -137,7 +142,7 @@ def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho
     assert stat is not None  # checked by run, before any charge
     k = self.max_partitions if max_partitions is None else max_partitions
     c = self.max_per_partition if max_per_partition is None else max_per_partition
-    bounds = self.bounds[agg.column.name] if stat.bounds else None
+    bounds = self.bounds[agg.column.name] if stat.bounds and agg.column is not None else None
     what = f"sql {agg.name} = {agg.label}" + (
         f" by {', '.join(k.name for k in plan.keys)}" if plan.keys else "")
     rel = _release.run(self, plan, agg, stat, epsilon=epsilon, delta=delta, rho=rho,

@@ -20,11 +20,17 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpfast import tables as _tables
 from dpfast._core.errors import ReleaseFailedError
 from dpfast.tables.spec import ReleaseSpec
+
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+
+    from ._store import Store
+    from .session import Session
 
 __all__ = ["ReleaseFailedError", "cached", "from_payload", "question"]
 
@@ -46,7 +52,7 @@ def question() -> Iterator[None]:
         _QUESTION.reset(token)
 
 
-def _query_id(store: Any, spec: ReleaseSpec) -> str:
+def _query_id(store: Store, spec: ReleaseSpec) -> str:
     """The ledger query id of a release: its spec's id (prefixed by its question's in a
     question of several parts); where an answer of the spec is stored already -- asked by
     a method call, or as a part of any question -- that answer's id (a hit)."""
@@ -89,7 +95,7 @@ def from_payload(payload: bytes) -> Any:
     raise ValueError(f"unknown cached payload kind {d['kind']!r}")
 
 
-def cached(session: Any, spec: ReleaseSpec, what: str, event: Any,
+def cached(session: Session, spec: ReleaseSpec, what: str, event: DpEvent,
            compute: Callable[[], Any], payload: Callable[[Any], dict[str, Any]],
            release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
     """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored.

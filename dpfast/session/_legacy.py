@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpfast import tables as _tables
 from dpfast.tables.spec import ReleaseSpec, StatSpec
+
+if TYPE_CHECKING:
+    from ._stats import Stat
 
 __all__ = ["call", "one_row", "probe", "spec"]
 
@@ -69,7 +72,7 @@ def one_row(empty: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def call(stat: Any, kwargs: dict[str, Any], data: tuple[Any, Any, Any], budget: Any,
+def call(stat: Stat, kwargs: dict[str, Any], data: tuple[Any, Any, Any], budget: Any,
          rng: Any) -> Any:
     """``dpfast.tables.<stat.name>(values?, keys, privacy_ids, **kwargs)`` charged to
     ``budget`` (a probe's, or None: the session's ledger query has charged it)."""

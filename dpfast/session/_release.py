@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,11 +42,23 @@ from . import _cache, _expr, _legacy, _query
 from ._query import Agg, Query
 from ._stats import Stat
 
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+
+    from .session import Session
+
 __all__ = ["columns", "run", "schema_rows", "spec_of"]
 
-#: one release's rows: (keys: an array or a tuple of arrays, privacy ids or None, values
-#: or None)
-Data = tuple[Any, Any, Any]
+#: a column of rows, or a tuple of key columns
+Column = np.ndarray | tuple[np.ndarray, ...]
+#: one release's rows: (keys, privacy ids or None, values or None)
+Data = tuple[Column, np.ndarray | None, np.ndarray | None]
+#: value bounds: ``(lo, hi)``, ``"auto"`` or None
+Bounds = tuple[float, float] | str | None
+#: a public key domain: the keys (one array, or one per key column), or None
+Domain = Column | None
+#: a release of :mod:`dpfast.tables` (a TableRelease, a QuantileRelease...)
+Released = Any
 
 
 def columns(q: Query, agg: Agg, unit: str | None) -> list[str]:
@@ -68,9 +80,10 @@ def _by(q: Query) -> tuple[str, ...]:
                  for k in q.keys)
 
 
-def spec_of(session: Any, q: Query, agg: Agg, stat: Stat, *, epsilon: Any, delta: Any,
-            rho: Any, noise: Any, bounds: Any, domain: Any, max_partitions: int,
-            max_per_partition: int, bounding: Any) -> ReleaseSpec:
+def spec_of(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | None,
+            delta: float, rho: float | None, noise: str | None, bounds: Bounds,
+            domain: Domain, max_partitions: int, max_per_partition: int, bounding: str
+            ) -> ReleaseSpec:
     """The release spec of ``agg`` of ``q`` (see the module docstring): checked
     (ValueError / TypeError naming the parameter), reading the source's fingerprint and
     no row."""
@@ -85,7 +98,7 @@ def spec_of(session: Any, q: Query, agg: Agg, stat: Stat, *, epsilon: Any, delta
         bounding=bounding, rows=rows)
 
 
-def _reader(session: Any, q: Query, agg: Agg, value: bool
+def _reader(session: Session, q: Query, agg: Agg, value: bool
             ) -> Callable[[int | None], dict[str, np.ndarray]]:
     """``read(limit)``: the row query's columns ``__k0``..., ``__pid``, ``__v`` (at most
     ``limit`` rows; 0: none, only their types).  A plain query (no join, no filter) reads
@@ -141,7 +154,7 @@ def _typed(a: np.ndarray) -> np.ndarray:
     return np.empty(0, np.str_) if a.dtype.kind == "O" else a[:0]
 
 
-def schema_rows(types: dict[str, np.ndarray], n_keys: int, domain: Any) -> _run.Rows:
+def schema_rows(types: dict[str, np.ndarray], n_keys: int, domain: Domain) -> _run.Rows:
     """The source a plan reads (:class:`dpfast.tables.run.Source`): a
     :class:`~dpfast.tables.run.Rows` of **no rows**, its columns empty arrays of the row
     query's types (``types``: its columns with no row)."""
@@ -158,9 +171,10 @@ def _accepted(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kwargs.items() if k in params}
 
 
-def run(session: Any, q: Query, agg: Agg, stat: Stat, *, epsilon: Any, delta: Any,
-        rho: Any, noise: Any, bounds: Any, domain: Any, max_partitions: int,
-        max_per_partition: int, bounding: Any, what: str, need: float | None = None) -> Any:
+def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | None,
+        delta: float, rho: float | None, noise: str | None, bounds: Bounds, domain: Domain,
+        max_partitions: int, max_per_partition: int, bounding: str, what: str,
+        need: float | None = None) -> Released:
     """The release ``agg`` of ``q`` through the cache (see the module docstring)."""
     src, pid = session._source, session.privacy_unit
     if not stat.gaussian:
@@ -181,6 +195,7 @@ def run(session: Any, q: Query, agg: Agg, stat: Stat, *, epsilon: Any, delta: An
     if bounds is not None:
         kwargs["bounds"] = bounds
     planned = stat.registered and not isinstance(bounds, str)
+    event: DpEvent
     if planned:  # the event from the plan, over the schema: no row is read
         plan = _plan.plan(spec, schema_rows(read(0), n_keys, domain))
         event = plan.event
@@ -188,7 +203,7 @@ def run(session: Any, q: Query, agg: Agg, stat: Stat, *, epsilon: Any, delta: An
         event = _legacy.probe(lambda b: _legacy.call(
             stat, kwargs, _data(_legacy.one_row(read(0)), n_keys), b, None))
 
-    compute: Callable[[], Any]
+    compute: Callable[[], Released]
     if src.kind == "dask":
         from dpfast import dask as _dask
 
@@ -197,15 +212,15 @@ def run(session: Any, q: Query, agg: Agg, stat: Stat, *, epsilon: Any, delta: An
         args = (src.frame, key) + ((agg.column.name,) if stat.value and agg.column else ())
         kw = _accepted(fn, dict(kwargs, privacy_id=pid, budget=None, rng=session.rng))
 
-        def compute() -> Any:
+        def compute() -> Released:
             return fn(*args, **kw)
     elif planned:
-        def compute() -> Any:
+        def compute() -> Released:
             keys, ids, values = _data(read(None), n_keys)
             return _run.release(spec, _run.Rows(keys, ids, values, domain=domain),
                                 plan=plan, budget=None, note=what, rng=session.rng)
     else:
-        def compute() -> Any:
+        def compute() -> Released:
             return _legacy.call(stat, kwargs, _data(read(None), n_keys), None, session.rng)
     return _cache.cached(session, spec, what, event, compute, _cache.table_payload,
                          need=need)

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from dpfast.tables.statistics import REGISTRY
+from dpfast.tables.statistics import REGISTRY, Statistic
 
 __all__ = ["ALIASES", "LEGACY", "STATISTICS", "Stat", "from_sql", "lookup", "names"]
 
@@ -90,13 +90,13 @@ def _session_name(name: str) -> str:
     return next((a for a, n in ALIASES.items() if n == name), name)
 
 
-def _of(cls: Any) -> Stat:
+def _of(cls: type[Statistic]) -> Stat:
     return Stat(cls.name, _session_name(cls.name), bool(cls.value), bool(cls.bounds),
                 bool(cls.gaussian), MappingProxyType(dict(cls.params)),
                 tuple(n.lower() for n in cls.sql_names), cls.summary)
 
 
-def lookup(name: Any) -> Stat | None:
+def lookup(name: object) -> Stat | None:
     """The statistic a session calls ``name`` (a registry name, an alias or a legacy
     statistic's session name), or None."""
     if not isinstance(name, str) or name.startswith("_"):
