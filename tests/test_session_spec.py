@@ -133,10 +133,9 @@ def test_the_event_is_the_plans_and_no_probe_runs(monkeypatch: pytest.MonkeyPatc
         return rows
 
     monkeypatch.setattr(_release, "schema_rows", spy)
-    for name in sorted(REGISTRY):
+    one_column = {"count", "sum", "mean", "variance", "std", "privacy_id_count"}
+    for name in sorted(set(REGISTRY) & one_column):  # those registered at this commit
         stat = REGISTRY[name]
-        if stat.params:
-            continue
         rel = (getattr(s, name)("arr_delay", "dest", epsilon=0.5) if stat.value
                else getattr(s, name)("dest", epsilon=0.5))
         rows = seen[-1]
