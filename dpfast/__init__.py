@@ -44,13 +44,14 @@ samplers), ``dpfast.mechanisms``, ``dpfast.selection``, ``dpfast.local`` (local 
 """
 
 # Implementation note: public names are loaded lazily from their modules (the _PUBLIC
-# map below), so that ``import dpfast`` stays cheap and numba kernels compile (or load
-# from cache) only when first used.
+# and _SUBMODULES maps below, through dpfast._core.lazy.attach), so that ``import dpfast``
+# stays cheap and numba kernels compile (or load from cache) only when first used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dpfast._core.lazy import attach as _attach
 
 __version__ = "0.1.0"
 
@@ -63,11 +64,9 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
     from dpfast import accounting as accounting
     from dpfast import budget as budget
     from dpfast import compat as compat
-    from dpfast import dpsgd as dpsgd
     from dpfast import guidelines as guidelines
     from dpfast import local as local
     from dpfast import mechanisms as mechanisms
-    from dpfast import metrics as metrics
     from dpfast import noise as noise
     from dpfast import planning as planning
     from dpfast import random as random
@@ -94,11 +93,6 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
         BudgetExceededError,
         LedgerError,
     )
-    from dpfast.histogram import (
-        histogram,
-        histogram2d,
-        histogramdd,
-    )
     from dpfast.mechanisms import (
         DiscreteGaussianMechanism,
         DiscreteLaplaceMechanism,
@@ -106,6 +100,7 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
         LaplaceMechanism,
         SnappingMechanism,
     )
+    from dpfast.mechanisms import dpsgd as dpsgd
     from dpfast.noise import (
         discrete_gaussian,
         discrete_laplace,
@@ -137,6 +132,12 @@ if TYPE_CHECKING:  # the lazy namespace, visible to type checkers and IDEs
         top_k_event,
     )
     from dpfast.session import Session
+    from dpfast.tables import metrics as metrics
+    from dpfast.tables.histogram import (
+        histogram,
+        histogram2d,
+        histogramdd,
+    )
 
 # name -> module that defines it
 _PUBLIC: dict[str, str] = {
@@ -183,9 +184,9 @@ _PUBLIC: dict[str, str] = {
     "optimal_composition": "dpfast.accounting",
     "parallel_composition": "dpfast.accounting",
     # histograms (numpy-style)
-    "histogram": "dpfast.histogram",
-    "histogram2d": "dpfast.histogram",
-    "histogramdd": "dpfast.histogram",
+    "histogram": "dpfast.tables.histogram",
+    "histogram2d": "dpfast.tables.histogram",
+    "histogramdd": "dpfast.tables.histogram",
     # budget
     "Budget": "dpfast.budget",
     "BudgetExceededError": "dpfast.budget",
@@ -197,12 +198,16 @@ _PUBLIC: dict[str, str] = {
     "epsilon_to_accuracy": "dpfast.planning",
 }
 
-# submodules reachable as attributes; every name listed here must exist (a test imports
-# each one), "events" is dpfast.accounting.events
-_SUBMODULES = {
-    "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
-    "dpsgd", "events", "tables", "metrics", "guidelines", "planning", "dask", "compat",
-    "session", "testing",
+# modules reachable as attributes (name -> module); every module listed here must exist
+# (a test imports each one).  Three live below their package: "events", and the topic
+# modules that moved into their layer ("dpsgd", "metrics")
+_SUBMODULES: dict[str, str] = {
+    **{name: f"dpfast.{name}" for name in (
+        "random", "noise", "mechanisms", "selection", "local", "accounting", "budget",
+        "tables", "guidelines", "planning", "dask", "compat", "session", "testing")},
+    "events": "dpfast.accounting.events",
+    "dpsgd": "dpfast.mechanisms.dpsgd",
+    "metrics": "dpfast.tables.metrics",
 }
 
 # literal, so that type checkers see the re-exports (a test keeps it equal to _PUBLIC)
@@ -257,30 +262,6 @@ __all__ = [
 ]
 
 
-def _load(module: str, name: str) -> Any:
-    """``import module``; a module that is not there is an AttributeError of ``dpfast``
-    (so ``hasattr`` and ``getattr(dpfast, name, default)`` never raise)."""
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module.startswith(exc.name):
-            raise AttributeError(
-                f"module 'dpfast' has no attribute {name!r} ({module} is not installed)"
-            ) from exc
-        raise
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(_load(_PUBLIC[name], name), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        module = _load("dpfast.accounting.events" if name == "events" else f"dpfast.{name}", name)
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module 'dpfast' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC) | _SUBMODULES)
+# __all__ above stays literal (for type checkers); a test keeps it equal to _PUBLIC
+__getattr__, __dir__, _ = _attach(__name__, _PUBLIC, _SUBMODULES)
+del _

@@ -28,7 +28,6 @@ from sklearn.preprocessing import StandardScaler
 
 import dpfast
 from dpfast.accounting import calibrate_noise_multiplier, dpsgd_epsilon
-from dpfast.dpsgd import clip_and_noise
 
 EPSILONS = (0.5, 1.0, 2.0, 8.0)
 DELTA = 1e-5
@@ -65,7 +64,7 @@ def train_dp(
     for _ in range(STEPS):
         batch = rng.random(n) < SAMPLING_RATE  # Poisson sampling with secure bits
         grads = per_example_gradients(w, x[batch], y[batch])
-        w -= LEARNING_RATE * clip_and_noise(
+        w -= LEARNING_RATE * dpfast.dpsgd.clip_and_noise(
             grads, CLIP_NORM, noise_multiplier, rng=rng, batch_size=expected_batch
         )
     return w

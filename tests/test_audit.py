@@ -65,7 +65,7 @@ def test_an_unregistered_release_is_found(monkeypatch: pytest.MonkeyPatch) -> No
 def test_the_enumeration_sees_every_kind_of_release() -> None:
     names = set(T.public_release_names())
     for expected in ("dpfast.tables.count", "dpfast.tables.aggregate", "dpfast.tables.topdown",
-                     "dpfast.histogram.histogramdd", "dpfast.dask.privacy_id_count",
+                     "dpfast.tables.histogram.histogramdd", "dpfast.dask.privacy_id_count",
                      "dpfast.dask.laplace", "dpfast.Session.sql", "dpfast.Session.release",
                      "dpfast.Session.Analyst.histogram", "dpfast.local.Client.report",
                      "dpfast.local.ClientPool.report"):

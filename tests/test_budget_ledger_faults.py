@@ -540,11 +540,12 @@ def test_a_dask_release_killed_before_noise_leaves_a_failed_row(monkeypatch):
     pd = pytest.importorskip("pandas")
     dd = pytest.importorskip("dask.dataframe")
     from dpfast import dask as dpdask
-    from dpfast.dask import tables as dtables
+    from dpfast.tables import groupby
 
     budget = Budget(10.0)
     ddf = dd.from_pandas(pd.DataFrame({"k": [0, 1, 1, 2]}), npartitions=2)
-    _failing(monkeypatch, dtables, "_compute", KeyboardInterrupt())
+    # the partials are computed before the charge (the one pipeline); killed after it
+    _failing(monkeypatch, groupby, "release", KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
         dpdask.count(ddf, "k", epsilon=1.0, domain=[0, 1, 2], budget=budget, note="dask")
     assert [(c.note, c.status) for c in budget.history()] == [("dask", "failed")]

@@ -13,8 +13,10 @@ import dpfast  # noqa: E402
 import dpfast.dask as dkd  # noqa: E402
 import dpfast.tables as dpt  # noqa: E402
 from dpfast.dask import _shuffle as SH  # noqa: E402
-from dpfast.dask import tables as DT  # noqa: E402
 from dpfast.tables import bounding, keynoise  # noqa: E402
+from dpfast.tables import groupby as GB  # noqa: E402
+from dpfast.tables import run as TR  # noqa: E402
+from dpfast.tables import spec as TS  # noqa: E402
 
 from .helpers import KEY, SUBPROCESS_TIMEOUT_S  # noqa: E402
 
@@ -158,7 +160,10 @@ def test_sum_mean_domain_multicolumn_and_no_ids() -> None:
     _same(got, ref)
 
 
-def test_budget_charged_once_before_compute(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_budget_charged_once_after_the_partials() -> None:
+    """The one pipeline: the cluster computes the exact partials (validating the rows)
+    *before* the charge, as on one machine; a refusal releases nothing and adds no ledger
+    row."""
     df = _frame(500)
     d = dd.from_pandas(df, npartitions=2)
     budget = dpfast.Budget(epsilon=1.0, delta=1e-5, accounting="basic")
@@ -166,13 +171,24 @@ def test_budget_charged_once_before_compute(monkeypatch: pytest.MonkeyPatch) -> 
                     note="d1")
     h = budget.history()
     assert len(h) == 1 and h[0].event == rel.event and h[0].note == "d1"
-    computed = []
-    monkeypatch.setattr(dkd.tables, "_partials",  # type: ignore[attr-defined]
-                        lambda *a, **kw: computed.append(1))
     with pytest.raises(dpfast.BudgetExceededError):
         dkd.count(d, "k", "id", epsilon=0.6, delta=1e-6, rng=_replay(), budget=budget)
-    assert not computed and len(budget.history()) == 1
+    assert len(budget.history()) == 1
     assert len(rel) > 0
+
+
+def test_bad_rows_fail_before_the_charge() -> None:
+    """A failure of the inputs found while computing the partials (here a value column of
+    strings hidden behind an object dtype) raises before anything is charged."""
+    df = _frame(200)
+    df["v"] = df["v"].astype(object)
+    df.loc[3, "v"] = "x"
+    d = dd.from_pandas(df, npartitions=2)
+    budget = dpfast.Budget(epsilon=1.0, delta=1e-5, accounting="basic")
+    with pytest.raises(TypeError):
+        dkd.sum(d, "k", "v", "id", bounds=(0, 5), epsilon=0.5, domain=np.arange(10),
+                rng=_replay(), budget=budget)
+    assert budget.history() == []
 
 
 def test_bad_input_names_the_parameter() -> None:
@@ -294,9 +310,12 @@ def test_integer_sum_never_overflows_and_equals_tables() -> None:
                           rng=_replay(), **kw)
         _same(got, ref)
     # the reduction of the partials is exact in two words (no wrap, no error)
-    parts = pd.DataFrame({"k": [0, 0], DT._COUNT: [1, 1], DT._UNITS: [1, 1],
-                          DT._SUM_HI: [1 << 30, 1 << 30], DT._SUM_LO: [0, 0]})
-    _, agg = DT._reduce(parts, ["k"], None, True, ("k",))
+    spec = TS.ReleaseSpec.make([TS.StatSpec("sum", "v")], bounds=(0, b), epsilon=32.0,
+                               domain=[0])
+    plan = GB.plan_of("sum", spec, TR.Rows(np.zeros(1), None, np.zeros(1, np.int64)))
+    parts = pd.DataFrame({"k": [0, 0], GB._COUNT: [1, 1], GB._UNITS: [1, 1],
+                          GB._SUM_HI: [1 << 30, 1 << 30], GB._SUM_LO: [0, 0]})
+    _, agg = plan.merge([(parts, 2)], TR.Columns(("k",)))
     assert agg.sums.exact(0) == 2 ** 63
 
 
@@ -353,11 +372,14 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
     # one partition int32, another int64 (as a Parquet dataset written in pieces can be):
     # the concatenation restores int64 (pandas' rule), the partials equal all-int64 pieces
     skey = bounding.subkey(_replay())
-    args = (["k"], "id", None, None, None, 2, 1, "count", None, skey, 0)
+    spec = TS.ReleaseSpec.make([TS.StatSpec("count")], epsilon=1.0, delta=1e-5,
+                               max_partitions=2)
+    plan = GB.plan_of("count", spec, TR.Rows(np.zeros(1), np.zeros(1)))
+    args = (TR.Columns(("k",), "id"), skey)
 
     def partials(frames: list) -> list:
         sp = [SH.split_arrays(p, ["k", "id"], "id", 2) for p in frames]
-        return [SH.concat_arrays_then([s[j] for s in sp], DT._partials, *args)
+        return [SH.concat_arrays_then([s[j] for s in sp], plan.partition_partials, *args)
                 for j in range(2)]
 
     mixed = partials([df.iloc[:1200].astype({"id": np.int32}), df.iloc[1200:]])

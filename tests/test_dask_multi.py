@@ -195,3 +195,42 @@ def test_rank_metrics_without_privacy_ids_equal_one_machine() -> None:
     ref = dpt.aggregate(df, ["k", "s"], rng=_replay(), **kw)
     got = dkd.aggregate(dd.from_pandas(df, npartitions=4), ["k", "s"], rng=_replay(), **kw)
     pd.testing.assert_frame_equal(got.to_pandas(), ref.to_pandas())
+
+
+def test_count_distinct_drops_null_values_as_one_machine_does() -> None:
+    """A NULL value (NaN, None) leaves its row on the cluster as on one machine
+    (COUNT(DISTINCT x) ignores NULLs).  Closes: the old Dask count_distinct read the value
+    column after its charge and failed there on a missing value ("values contains missing
+    values": a failure that depended on the rows, after the charge)."""
+    df = _frame(3000)
+    df["f"] = (df.v * 0.5).where(df.index % 7 != 0)  # NaN in every seventh row
+    df["o"] = df.s.astype(object).where(df.index % 5 != 0, None)  # None in every fifth
+    ddf = dd.from_pandas(df, npartitions=3)
+    budget = dpfast.Budget(epsilon=10.0, delta=1e-4, accounting="basic")
+    kw = dict(epsilon=2.0, delta=1e-6, max_partitions=2, max_per_partition=2)
+    for col in ("f", "o"):
+        for dom in (np.arange(30), None):
+            got = dkd.count_distinct(ddf, "k", col, "id", domain=dom, rng=_replay(),
+                                     budget=budget, npartitions=2, **kw)
+            _same(got, dpt.count_distinct(df[col], df.k, df.id, domain=dom, rng=_replay(),
+                                          **kw))
+    assert [h.status for h in budget.history()] == ["charged"] * 4
+
+
+def test_count_distinct_validates_before_it_charges() -> None:
+    """Dask computes the partials (validating the rows) before the charge, as on one
+    machine: a value column the release cannot read fails with nothing charged.  Closes:
+    the old Dask count_distinct charged first and then failed on the rows (a failed
+    ledger row, and the budget spent, for a release that never ran)."""
+    df = _frame(600)
+    df["bad"] = pd.Series(np.full(len(df), 1 + 1j))  # complex: not a value type
+    ddf = dd.from_pandas(df, npartitions=2)
+    budget = dpfast.Budget(epsilon=5.0, accounting="basic")
+    with pytest.raises(TypeError, match="values"):
+        dkd.count_distinct(ddf, "k", "bad", "id", epsilon=1.0, domain=np.arange(30),
+                           rng=_replay(), budget=budget)
+    assert budget.history() == [] and budget.spent().epsilon == 0
+    with pytest.raises(TypeError, match="value must be a column name"):
+        dkd.count_distinct(ddf, "k", 3, "id", epsilon=1.0, domain=np.arange(30))
+    with pytest.raises(ValueError, match="value column 'nope'"):
+        dkd.count_distinct(ddf, "k", "nope", "id", epsilon=1.0, domain=np.arange(30))

@@ -176,8 +176,7 @@ def test_reference_lists_every_public_name() -> None:
 def test_reference_has_every_subpackage() -> None:
     text = "".join(p.read_text() for p in (DOCS / "api").glob("*.rst"))
     documented = set(re.findall(r"^\.\. automodule:: (\S+)$", text, re.M))
-    for name in dpfast._SUBMODULES:
-        module = "dpfast.accounting.events" if name == "events" else f"dpfast.{name}"
+    for module in dpfast._SUBMODULES.values():
         assert module in documented, f"docs/api: add a page (or a section) for {module}"
 
 

@@ -111,7 +111,7 @@ def test_bad_input(kw, exc, word) -> None:
 
 
 def test_public_names_and_callable_module() -> None:
-    import dpfast.histogram as mod
+    import dpfast.tables.histogram as mod
 
     assert hasattr(dpfast, "histogram") and hasattr(dpfast, "histogram2d")
     h, _ = dpfast.histogram([0.5], 2, range=(0, 1), epsilon=BIG, rng=KEY)

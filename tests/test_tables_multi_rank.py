@@ -20,6 +20,7 @@ from dpfast._core.rounding import float_down
 from dpfast.accounting import events as ev
 from dpfast.tables import _metrics, multi
 from dpfast.tables import _quantile_em as em
+from dpfast.tables.statistics import metric_parts
 from tests.helpers import KEY
 
 pd = pytest.importorskip("pandas")
@@ -368,11 +369,11 @@ _SPECS = st.one_of(
        st.lists(_SPECS, min_size=1, max_size=5, unique_by=lambda s: str(s)),
        st.integers(1, 3), st.integers(1, 3), st.sampled_from([None, 3, 9]))
 def test_any_metric_specs_give_grid_points_for_every_domain_key(rows, specs, k, c, n) -> None:
-    mets = _metrics.parse_metrics(specs)
+    mets = _metrics.parse_metrics(specs, metric_parts())
     names = [m.name for m in mets]
     if len(set(names)) != len(names):  # e.g. q=0.5 twice as two floats printing alike
         return
-    assert _metrics.parse_metrics(multi.mets_spec(mets)) == mets  # specs round-trip
+    assert _metrics.parse_metrics(multi.mets_spec(mets), metric_parts()) == mets  # round-trip
     df = pd.DataFrame(rows, columns=["g", "pid", "x", "y"]).astype(
         {"g": object, "pid": np.int64, "x": np.float64, "y": np.int64})
     dom = np.array(["a", "b", "c"], dtype=object)

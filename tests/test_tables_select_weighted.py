@@ -209,7 +209,7 @@ def test_weighted_measure_saturates_instead_of_raising() -> None:
     b = bounding.bound_codes(codes, 2, ids, 2, 1, skey, unit_weights=w)
     assert b.weighted.tolist() == [1 << 62, 10]
     pytest.importorskip("dask")
-    from dpfast.dask import tables as dask_tables
+    from dpfast.tables import _merge as dask_tables
 
     got = dask_tables.checked_total(np.array([0, 0, 1]), np.array([1 << 62, 1 << 62, 7]), 2)
     assert got.tolist() == [1 << 62, 7]

@@ -216,3 +216,67 @@ def test_count_distinct_charges_one_event_before_the_noise() -> None:
         dpt.count_distinct(vals, keys, ids, epsilon=0.6, domain=np.arange(15), rng=gen,
                            budget=budget)
     assert gen._root.next_stream == before and len(budget.history()) == 1
+
+
+# ----------------------------------------------------------------------------- pipeline
+def test_count_distinct_is_a_registry_statistic_planned_without_rows() -> None:
+    """count_distinct is the statistic CountDistinct of the registry; its plan (event,
+    part, selection) comes from the spec alone -- the rows are never read to know what a
+    release costs (the session's event without a probe run)."""
+    from dpfast.tables import plan as plan_mod
+    from dpfast.tables import run as run_mod
+    from dpfast.tables import spec as spec_mod
+    from dpfast.tables.statistics import REGISTRY, distinct
+
+    cls = REGISTRY["count_distinct"]
+    assert cls is distinct.CountDistinct
+    assert (cls.sql_names, cls.value, cls.bounds, cls.bounding_mode) == (
+        ("count_distinct",), True, False, "distinct")
+    keys, ids, vals = _data()
+    for kw in (dict(epsilon=0.7, domain=np.arange(15)),
+               dict(epsilon=1.0, delta=1e-6, max_partitions=3, max_per_partition=2),
+               dict(rho=0.2, domain=np.arange(15), max_per_partition=4)):
+        spec = spec_mod.ReleaseSpec.make([spec_mod.StatSpec("count_distinct")], **kw)
+
+        class Unread:  # a source whose rows raise if anything reads them
+            def has_privacy_ids(self) -> bool:
+                return True
+
+            def __getattr__(self, name):
+                raise AssertionError(f"the plan read the rows' {name}")
+
+        p = plan_mod.plan(spec, Unread())
+        rel = dpt.count_distinct(vals, keys, ids, rng=_replay(), **kw)
+        assert p.event == rel.event and p.part.law == rel.law
+        assert isinstance(p, run_mod.Plan)
+    # without privacy ids every row is a person: one key, one value each
+    spec = spec_mod.ReleaseSpec.make([spec_mod.StatSpec("count_distinct")], epsilon=1.0,
+                                     domain=np.arange(3), max_partitions=4,
+                                     max_per_partition=5)
+    p = plan_mod.plan(spec, run_mod.Rows(np.array([0, 1]), None, np.array([1, 2])))
+    assert (p.k, p.c) == (1, 1)
+
+
+def test_count_distinct_is_charged_by_the_one_pipeline(monkeypatch) -> None:
+    """The one charge site: count_distinct is charged by run.release (the old pipeline
+    charged in its own ``with _charge(...)``), once, with the plan's event, after the rows
+    were validated."""
+    from dpfast.tables import run as run_mod
+
+    seen = []
+    real = run_mod.charged
+
+    def spy(budget, event, note):
+        seen.append((event, note))
+        return real(budget, event, note)
+
+    monkeypatch.setattr(run_mod, "charged", spy)
+    keys, ids, vals = _data()
+    budget = dpfast.Budget(epsilon=5.0, accounting="basic")
+    rel = dpt.count_distinct(vals, keys, ids, epsilon=1.0, domain=np.arange(15),
+                             rng=_replay(), budget=budget, note="d")
+    assert seen == [(rel.event, "d")] and len(budget.history()) == 1
+    with pytest.raises(ValueError, match="values"):  # bad rows: refused before the charge
+        dpt.count_distinct(vals[:-1], keys, ids, epsilon=1.0, domain=np.arange(15),
+                           rng=_replay(), budget=budget)
+    assert len(seen) == 1 and len(budget.history()) == 1

@@ -24,10 +24,10 @@ PldAccountant                                                     (:mod:`.pld`)
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dpfast._core.errors import NeighbouringRelationError, UnsupportedEventError
+from dpfast._core.lazy import attach as _attach
 
 from . import events
 from .events import (
@@ -68,25 +68,25 @@ if TYPE_CHECKING:
     from .zcdp import ZcdpAccountant, zcdp_delta, zcdp_epsilon, zcdp_rho
 
 _PUBLIC: dict[str, str] = {
-    "Accountant": "base",
-    "RdpAccountant": "rdp",
-    "rdp_epsilons": "rdp",
-    "epsilon_from_rdp": "rdp",
-    "delta_from_rdp": "rdp",
-    "subsampled_gaussian_rdp": "rdp",
-    "DEFAULT_ORDERS": "rdp",
-    "ZcdpAccountant": "zcdp",
-    "zcdp_rho": "zcdp",
-    "zcdp_epsilon": "zcdp",
-    "zcdp_delta": "zcdp",
-    "PureDpAccountant": "pure",
-    "approx_dp": "pure",
-    "advanced_composition": "composition",
-    "optimal_composition": "composition",
-    "parallel_composition": "composition",
-    "dpsgd_epsilon": "dpsgd",
-    "calibrate_noise_multiplier": "dpsgd",
-    "PldAccountant": "pld",
+    "Accountant": ".base",
+    "RdpAccountant": ".rdp",
+    "rdp_epsilons": ".rdp",
+    "epsilon_from_rdp": ".rdp",
+    "delta_from_rdp": ".rdp",
+    "subsampled_gaussian_rdp": ".rdp",
+    "DEFAULT_ORDERS": ".rdp",
+    "ZcdpAccountant": ".zcdp",
+    "zcdp_rho": ".zcdp",
+    "zcdp_epsilon": ".zcdp",
+    "zcdp_delta": ".zcdp",
+    "PureDpAccountant": ".pure",
+    "approx_dp": ".pure",
+    "advanced_composition": ".composition",
+    "optimal_composition": ".composition",
+    "parallel_composition": ".composition",
+    "dpsgd_epsilon": ".dpsgd",
+    "calibrate_noise_multiplier": ".dpsgd",
+    "PldAccountant": ".pld",
 }
 
 __all__ = [
@@ -133,14 +133,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        module = importlib.import_module(f"{__name__}.{_PUBLIC[name]}")
-        value = getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+# __all__ above stays literal: it also names what is imported eagerly (the events)
+__getattr__, __dir__, _ = _attach(__name__, _PUBLIC)
+del _

@@ -41,7 +41,7 @@ from .records import (
     Remaining,
     serialize_event,
 )
-from .session import _LedgerSync, identity
+from .sync import _LedgerSync, identity
 
 if TYPE_CHECKING:
     from dpfast.random import RngLike

@@ -39,7 +39,7 @@ from .records import (
     utc,
 )
 from .registry import make_filter
-from .session import relations_of_json
+from .sync import relations_of_json
 
 __all__ = ["LedgerReport", "charges_of", "describe", "inspect_ledger"]
 

@@ -30,7 +30,7 @@ from .records import (
 )
 from .registry import FILTERS, make_filter
 from .releasing import Releasing
-from .session import _LedgerSync, identity
+from .sync import _LedgerSync, identity
 
 if TYPE_CHECKING:
     pass

@@ -43,7 +43,7 @@ from dpfast._core.validate import check_real
 from . import schema
 from .chain import to_row
 from .records import CHARGED, FAILED, HIT, REFUSED, STORED, Charge, LedgerError, utc
-from .session import _LedgerSync, identity
+from .sync import _LedgerSync, identity
 
 if TYPE_CHECKING:
     from .usage import Usage

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _inputs
 from .records import FAILED, Charge, LedgerError
-from .session import _LedgerSync, identity
+from .sync import _LedgerSync, identity
 
 if TYPE_CHECKING:
     from dpfast.random import RngLike

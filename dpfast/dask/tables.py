@@ -26,26 +26,20 @@ while a retried task recomputes its own partition exactly.
 
 from __future__ import annotations
 
-import builtins
 from typing import Any
 
 import numpy as np
 
 from dpfast import random as _random
-from dpfast._kernels import fixed as _kf
-from dpfast.dask import _shuffle as shuffle
+from dpfast.dask.backend import DaskBackend, Frame
 from dpfast.dask.keys import WorkerKey
-from dpfast.tables import _fixed, _inputs, _keys, _plan, _select, _usecase, bounding, keynoise
-from dpfast.tables import _scratch as scratch
-from dpfast.tables import groupby as aggregate  # the count / sum / mean pipeline
+from dpfast.tables import _merge, bounding, keynoise
+from dpfast.tables import run as _run_mod
+from dpfast.tables import spec as _spec
 
 __all__ = ["count", "sum", "mean"]
 
-_COUNT = "__dpfast_count"
-_UNITS = "__dpfast_units"  # distinct privacy ids kept per key (key selection)
-_WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key selection)
-_SUM_HI = "__dpfast_sum_hi"  # fixed-point totals of float values: two int64 words
-_SUM_LO = "__dpfast_sum_lo"
+_WEIGHTED = "__dpfast_wunits"  # weighted unit counts (used by dask/multi.py's partials)
 
 
 def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str], Any, Any]:
@@ -78,6 +72,11 @@ def _generator(rng: Any) -> tuple[_random.Generator, int | None, Any]:
     return gen, rid, bounding.subkey(gen)
 
 
+# used by dpfast/dask/multi.py and quantiles.py until they run on the one pipeline
+key_codes = _merge.key_codes
+checked_total = _merge.checked_total
+
+
 def _subkey(src: Any) -> np.ndarray:
     if isinstance(src, tuple):
         wk, rid = src
@@ -85,156 +84,20 @@ def _subkey(src: Any) -> np.ndarray:
     return src
 
 
-def _partials(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
-              bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
-              policy: int = 0, unit_weights: Any = None) -> tuple[Any, int]:
-    """One partition (a pandas DataFrame, or a dict of equal-length numpy columns):
-    validate, bound per id, aggregate per key (rows with no key kept are dropped).  Returns
-    a pandas DataFrame (the key columns, count and, for values, the exact sum: int64, or
-    two int64 words for float values) and the partition's row count."""
-    with scratch.lease():  # temporaries on this thread's kept pages; what returns is copied
-        return _partials_leased(pdf, names, id_col, val_col, bounds, domain, k, c, stat,
-                                fixed, key_src, policy, unit_weights)
-
-
-def _partials_leased(pdf: Any, names: list[str], id_col: str | None, val_col: str | None,
-                     bounds: Any, domain: Any, k: int, c: int, stat: str, fixed: Any,
-                     key_src: Any, policy: int, unit_weights: Any) -> tuple[Any, int]:
-    import pandas as pd
-
-    keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
-    ids = None if id_col is None else pdf[id_col]
-    vals = None if val_col is None else pdf[val_col]
-    data, bnd = _inputs._validate(keys, ids, vals, bounds, domain)
-    v = aggregate.summands_of(stat, bnd, fixed, data.values)
-    fexp = None if v is None else (0 if fixed is None else fixed.exp)  # two-word totals
-    agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, k, c, _subkey(key_src), v,
-                               fexp, policy, unit_weights)
-    nz = np.flatnonzero(agg.counts)
-    uk = aggregate._take_keys(data.uniques, nz)
-    out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
-    out[_COUNT] = agg.counts[nz]  # fancy indexing: copies, off the lease's scratch
-    assert agg.units is not None
-    out[_UNITS] = agg.units[nz]  # an id's rows are all in this partition: units add up
-    if agg.weighted is not None:  # so do the weighted ones (each id's t is its own)
-        out[_WEIGHTED] = agg.weighted[nz]
-    if isinstance(agg.sums, _fixed.FixedSums):
-        out[_SUM_HI] = agg.sums.hi[nz]
-        out[_SUM_LO] = agg.sums.lo[nz]
-    return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
-
-
-def key_codes(parts: Any, names: list[str], domain: Any) -> tuple[Any, np.ndarray, Any]:
-    """The merged partials' key columns ``names`` factorized as on one machine:
-    ``(factorized keys, a code per partial row, the domain's codes or None)`` -- with a
-    public ``domain`` its keys come first, so the codes are those of the domain's keys."""
-    cols = [_keys.column(parts[n], f"key {n!r}") for n in names]
-    if domain is None:
-        fk = _keys.factorize(cols)
-        return fk, fk.codes, None
-    dcols = _keys.columns(domain, "domain")
-    nd = len(dcols[0])
-    fk = _keys.factorize(_keys.joint(dcols, cols))
-    return fk, fk.codes[nd:], fk.codes[:nd]
-
-
-def checked_total(codes: np.ndarray, col: Any, n: int) -> np.ndarray:
-    """Per key code, the sum of the partials' int64 column ``col`` -- the weighted unit
-    counts of the weighted-Gaussian key selection -- saturated at ``2**62`` as on one
-    machine (:func:`dpfast.tables.bounding.accumulate_weighted`: the partials are >= 0 and
-    saturated themselves, so the saturated total does not depend on the partitioning)."""
-    out = np.zeros(n, np.int64)
-    codes = np.ascontiguousarray(codes, np.int64)
-    vals = np.ascontiguousarray(np.asarray(col), np.int64)
-    if _kf.add_checked(codes, vals, out):  # past int64: exact in two words, then saturated
-        exact = _fixed.FixedSums.zeros(n, 0)
-        exact.add_rows(codes, vals)
-        out = bounding.saturated_weights(exact)
-    return out
-
-
-def _reduce(parts: Any, names: list[str], domain: Any, has_sum: bool, key_names: Any,
-            fixed: Any = None) -> tuple[_inputs._Data, bounding.Bounded]:
-    """Sum the per-partition partials per key (canonical codes, as on one machine), in
-    checked integer arithmetic (OverflowError, never a wrap)."""
-    fk, codes, domain_codes = key_codes(parts, names, domain)
-    counts = np.zeros(fk.size, np.int64)
-    np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
-    units = np.zeros(fk.size, np.int64)
-    np.add.at(units, codes, parts[_UNITS].to_numpy(np.int64))
-    codes = np.ascontiguousarray(codes, np.int64)
-    sums: Any = None
-    if has_sum:  # exact two-word totals (integer values: units of 2**0)
-        sums = _fixed.FixedSums.zeros(fk.size, 0 if fixed is None else fixed.exp)
-        sums.add_partials(codes, parts[_SUM_HI].to_numpy(np.int64),
-                          parts[_SUM_LO].to_numpy(np.int64))
-    weighted = (checked_total(codes, parts[_WEIGHTED], fk.size) if _WEIGHTED in parts
-                else None)
-    data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes, key_names)
-    return data, bounding.Bounded(counts, sums, units, weighted)
-
-
 def _run(stat: str, ddf: Any, key: Any, privacy_id: Any, value: Any, bounds: Any, *,
          epsilon: Any, delta: Any, rho: Any, max_partitions: Any, max_per_partition: Any,
          domain: Any, noise: Any, rng: Any, budget: Any, note: Any, use_case: Any,
          npartitions: Any, selection: Any = "auto", bounding_policy: Any = "uniform") -> Any:
-    names, id_col, val_col = _columns(ddf, key, privacy_id, value)
-    k, c = aggregate._common(max_partitions, max_per_partition, id_col)
-    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
-    aggregate._check_budget(budget, note)
-    if npartitions is not None and (not isinstance(npartitions, int)
-                                    or isinstance(npartitions, bool) or npartitions < 1):
-        raise ValueError(f"npartitions must be a positive int, got {npartitions!r}")
-    integer = True
-    bnd = None
-    if val_col is not None:
-        dt = ddf[val_col].dtype
-        kind = dt.kind if isinstance(dt, np.dtype) else "O"
-        if kind not in "iuf":
-            raise TypeError(f"value column {val_col!r} must hold numbers, got dtype "
-                            f"{ddf[val_col].dtype}")
-        integer = kind in "iu"
-        bnd = _inputs._bounds(bounds, integer)
-    if domain is not None:
-        dcols = _keys.columns(domain, "domain")
-        if len(dcols) != len(names):
-            raise ValueError(f"domain has {len(dcols)} key columns, key names {len(names)}")
-    gen, rid, key_src = _generator(rng)
-    plan = aggregate._make_plan(stat, k, c, priv, bnd, integer, selection, bounding_policy)
-    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    cols = names + ([id_col] if id_col else []) + ([val_col] if val_col else [])
-    with aggregate._charge(budget, plan.event, note):  # charged before anything is computed
-        parts, nrows = _compute(shuffle.columns_of(ddf, cols), names, id_col, val_col, bnd, domain,
-                                k, c, stat,
-                                plan.fixed, key_src, npartitions, plan.bounding,
-                                _select.unit_weights(plan.select))
-        _inputs.check_rows(nrows)  # the two-word totals are sized for this many rows
-        data, agg = _reduce(parts, names, domain, stat != "count", tuple(names), plan.fixed)
-        return aggregate.release(plan, data, agg, gen, rid)
-
-
-def _compute(frame: Any, names: list[str], id_col: str | None, val_col: str | None,
-             bnd: Any, domain: Any, k: int, c: int, stat: str, fixed: Any, key_src: Any,
-             npartitions: int | None, policy: int = 0, unit_weights: Any = None
-             ) -> tuple[Any, int]:
-    """Build and compute the graph: [hash-partition by id ->] per partition bound and
-    aggregate -> the per-key partials of every partition, concatenated (pandas), and the
-    number of rows."""
-    import dask
-    import pandas as pd
-
-    args = (names, id_col, val_col, bnd, domain, k, c, stat, fixed, key_src, policy,
-            unit_weights)
-    parts = frame.to_delayed()
-    if id_col is None:  # one row, one person: no need to move rows
-        outs = [dask.delayed(_partials)(p, *args) for p in parts]
-    else:  # every id's rows in one output partition (all-to-all)
-        cols = list(frame.columns)  # compact numpy pieces when every column is numeric
-        outs = shuffle.by_id(parts, id_col, _partials, args, npartitions,
-                             cols if shuffle.numeric(frame, cols) else None)
-    results = dask.compute(*outs)
-    return (pd.concat([r[0] for r in results], ignore_index=True),
-            builtins.sum(r[1] for r in results))
+    """The spec and the source of a count / sum / mean, through the one pipeline."""
+    frame = Frame.make(ddf, key, privacy_id, [value] if value else [], domain)
+    back = DaskBackend(npartitions)
+    spec = _spec.ReleaseSpec.make(
+        [_spec.StatSpec(stat, value)], by=frame.columns.by, privacy_unit=privacy_id,
+        epsilon=epsilon, delta=delta, rho=rho, noise=noise, max_partitions=max_partitions,
+        max_per_partition=max_per_partition, bounds=bounds, domain=domain,
+        selection=selection, bounding=bounding_policy)
+    return _run_mod.release(spec, frame, backend=back, budget=budget, note=note, rng=rng,
+                            use_case=use_case)
 
 
 _PARAMS_DOC = """

@@ -25,8 +25,9 @@ which neighbouring inputs may differ (1 for a scalar, or for a histogram where o
 record changes one cell; pass ``x.size`` when every coordinate may change).
 
 Modules: :mod:`.laplace` (Laplace, discrete Laplace), :mod:`.gaussian` (Gaussian, discrete
-Gaussian), :mod:`.snapping` (snapping); ``_common`` (checks, rounding, grid fixed point,
-base class) and ``_tails`` (exact confidence intervals) are private.
+Gaussian), :mod:`.snapping` (snapping), :mod:`.dpsgd` (DP-SGD's clipping and noise,
+public as ``dpfast.dpsgd``; not imported here); ``_common`` (checks, rounding, grid fixed
+point, base class) and ``_tails`` (exact confidence intervals) are private.
 """
 
 from __future__ import annotations

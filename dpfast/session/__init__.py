@@ -26,8 +26,7 @@ nothing here is imported by ``import dpfast``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from dpfast._core.lazy import attach as _attach
 
 _PUBLIC: dict[str, str] = {
     "Session": "dpfast.session.session",
@@ -39,16 +38,4 @@ _PUBLIC: dict[str, str] = {
     "REASONS": "dpfast.session._refuse",
 }
 
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dpfast.session' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__, __all__ = _attach(__name__, _PUBLIC)

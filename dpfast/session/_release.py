@@ -6,12 +6,13 @@ model as SQL (:class:`dpfast.session._query.Query` with one :class:`~._query.Agg
 both build their release the same way (:func:`run`):
 
 1. **the spec**: a :class:`dpfast.tables.spec.ReleaseSpec` of the statistic (its registry
-   name, value column and own parameters), the keys, the privacy unit and target, the
-   contribution and value bounds, the key domain's fingerprint, the bounding policy, and
-   ``rows``: a fingerprint of the source's relevant columns, of the public tables joined
-   and of the row query dpfast generates (:func:`dpfast.session._query.rows_sql`: the
-   filter, the joins, the NULL rule).  Its :meth:`~dpfast.tables.spec.ReleaseSpec.query_id`
-   is the cache key: the same question asked by method and by SQL is charged once;
+   name and own parameters), the keys, the privacy unit and target, the contribution and
+   value bounds, the key domain's fingerprint, the bounding policy, and ``rows``: a
+   fingerprint of the source's relevant columns, of the public tables joined and of the
+   row query dpfast generates (:func:`dpfast.session._query.rows_sql`: the value column,
+   the filter, the joins, the NULL rule).  Its
+   :meth:`~dpfast.tables.spec.ReleaseSpec.query_id` is the cache key: the same question
+   asked by method and by SQL is charged once;
 2. **the plan**: :func:`dpfast.tables.plan.plan` over the table's *schema* -- a
    :class:`dpfast.tables.run.Rows` of empty arrays typed as the row query's columns
    would be (the query is bound, not run: :meth:`dpfast.session._source.Source.fetch_sql`
@@ -90,9 +91,11 @@ def spec_of(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float 
     src, pid = session._source, session.privacy_unit
     row_sql = _query.rows_sql(q, agg, pid, stat.value)
     rows = src.rows_fingerprint(columns(q, agg, pid), row_sql, [j.table for j in q.joins])
-    column = agg.column.name if stat.value and agg.column is not None else None
+    # the value column is named by ``rows`` (the row query reads it as the release's
+    # values); the statistic's own column stays None, as in dpfast.tables' specs of one
+    # statistic (a plan reads a source's values then)
     return ReleaseSpec.make(
-        [StatSpec(stat.name, column, agg.params)], by=_by(q), privacy_unit=pid,
+        [StatSpec(stat.name, None, agg.params)], by=_by(q), privacy_unit=pid,
         epsilon=epsilon, delta=delta, rho=rho, noise=noise, max_partitions=max_partitions,
         max_per_partition=max_per_partition, bounds=bounds, domain=domain,
         bounding=bounding, rows=rows)
@@ -177,6 +180,8 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
         need: float | None = None) -> Released:
     """The release ``agg`` of ``q`` through the cache (see the module docstring)."""
     src, pid = session._source, session.privacy_unit
+    if not stat.per_partition:  # people per key: one row per person and key, always
+        max_per_partition = 1
     if not stat.gaussian:
         for name, v in (("rho", rho), ("noise", noise)):
             if v is not None:

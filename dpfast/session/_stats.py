@@ -22,6 +22,7 @@ Two small tables remain, each marked for deletion:
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -41,7 +42,8 @@ class Stat:
     ``gaussian``: it takes ``rho=`` / ``noise=``; ``params``: its own parameters (name ->
     default, None: required); ``sql_names``: its SQL spellings (lower case);
     ``registered``: planned through the registry (False: a :data:`LEGACY` statistic);
-    ``per_partition``: its function takes ``max_per_partition`` (legacy calls only).
+    ``per_partition``: its :mod:`dpfast.tables` function takes ``max_per_partition``
+    (else the release is made with 1, whatever the session's).
     """
 
     name: str
@@ -72,13 +74,6 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 #: (dpfast.session._legacy).  An entry is ignored once its name is registered; delete the
 #: table when every statistic is.
 LEGACY: dict[str, Stat] = {s.name: s for s in (
-    Stat("variance", "variance", True, True, True, _EMPTY, ("var_pop", "variance_pop"),
-         registered=False),
-    Stat("std", "stddev", True, True, True, _EMPTY, ("stddev_pop",), registered=False),
-    Stat("privacy_id_count", "privacy_id_count", False, False, True, _EMPTY, (),
-         registered=False, per_partition=False),
-    Stat("count_distinct", "count_distinct", True, False, True, _EMPTY, (),
-         registered=False),
     Stat("median", "median", True, True, False, _EMPTY, ("median",), registered=False),
     Stat("quantile", "quantile", True, True, False, MappingProxyType({"q": None}),
          ("quantile", "percentile_cont", "percentile_disc", "approx_quantile"),
@@ -90,10 +85,20 @@ def _session_name(name: str) -> str:
     return next((a for a, n in ALIASES.items() if n == name), name)
 
 
+def _per_partition(name: str) -> bool:
+    """Whether ``dpfast.tables.<name>`` takes ``max_per_partition`` (a statistic of people
+    per key does not: its release is made with 1, and so is the session's)."""
+    import dpfast.tables
+
+    fn = getattr(dpfast.tables, name, None)
+    return fn is None or "max_per_partition" in inspect.signature(fn).parameters
+
+
 def _of(cls: type[Statistic]) -> Stat:
     return Stat(cls.name, _session_name(cls.name), bool(cls.value), bool(cls.bounds),
                 bool(cls.gaussian), MappingProxyType(dict(cls.params)),
-                tuple(n.lower() for n in cls.sql_names), cls.summary)
+                tuple(n.lower() for n in cls.sql_names), cls.summary,
+                per_partition=_per_partition(cls.name))
 
 
 def lookup(name: object) -> Stat | None:

@@ -179,9 +179,11 @@ def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> 
     if col.table != 0:
         raise SqlRefusedError("unbounded", f"{text}: public bounds are for the private "
                               "table's columns")
-    if col.kind not in _expr.VALUE_KINDS:
+    if stat.bounds and col.kind not in _expr.VALUE_KINDS:
         raise SqlRefusedError("type", f"{text}: {col.name} holds {col.kind} values, not "
                               "numbers")
+    if not stat.bounds and col.kind not in _expr.KEY_KINDS:  # distinct values: keys
+        raise SqlRefusedError("type", f"{text}: a {col.kind} column")
     params = _params(text, stat, extra, columns=1)
     label = f"{stat.label}({', '.join([quote(col.name)] + [repr(v) for _, v in params])})"
     return Agg(alias or f"{stat.session_name}_{arg.name}", stat.name, col, label, params)

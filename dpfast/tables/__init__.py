@@ -39,11 +39,11 @@ _PUBLIC: dict[str, str] = {
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",
-    "privacy_id_count": "dpfast.tables._distinct",
+    "privacy_id_count": "dpfast.tables.api_multi",
     "count_distinct": "dpfast.tables._distinct",
     "variance": "dpfast.tables.spread",
     "std": "dpfast.tables.spread",
-    "aggregate": "dpfast.tables.multi",
+    "aggregate": "dpfast.tables.api_multi",
     "AggregateRelease": "dpfast.tables._multi_release",
 }
 

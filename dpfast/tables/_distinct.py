@@ -1,160 +1,22 @@
-"""Per-key counts of people and of distinct values.
+"""Per-key counts of distinct values.
 
-:func:`privacy_id_count` is the many-metric pipeline (:mod:`dpfast.tables.multi`) with
-one metric.  :func:`count_distinct` bounds each person to ``max_partitions`` keys and
-``max_per_partition`` *distinct* values per key (:func:`dpfast.tables._rows.bound_matrix`
-with ``distinct=True``), takes the union of the kept (key, value) pairs, counts its values
-per key and adds the count noise of :mod:`dpfast.tables.keynoise`; :func:`distinct_pairs`
-and :func:`distinct_release` are shared with :mod:`dpfast.dask`.
+:func:`count_distinct` is the release pipeline (:func:`dpfast.tables.run.release`)
+with the statistic :class:`dpfast.tables.statistics.distinct.CountDistinct`: each person
+bounded to ``max_partitions`` keys and ``max_per_partition`` *distinct* values per key, the
+union of the kept (key, value) pairs counted per key, the count noise of
+:mod:`dpfast.tables.keynoise`.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from dpfast.random import RngLike
-from dpfast.tables import _inputs, _keys, _plan, _rows, _select, _usecase, keynoise, multi
-from dpfast.tables import bounding as bounding_mod
-from dpfast.tables.groupby import (
-    _candidates,
-    _charge,
-    _check_budget,
-    _common,
-    _finish,
-    _take_keys,
-)
+from dpfast.tables import run as _run
+from dpfast.tables import spec as _spec
 from dpfast.tables.release import TableRelease
 
-__all__ = ["privacy_id_count", "count_distinct"]
-
-
-def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
-                     delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
-                     domain: Any = None, noise: str | None = None, rng: RngLike = None,
-                     budget: Any = None, note: str = "", use_case: str | None = None,
-                     dropna: bool = False, selection: str = "auto",
-                     bounding: str = "uniform") -> TableRelease:
-    """Release the number of distinct privacy ids (people) per key.
-
-    Parameters are those of :func:`dpfast.tables.count` without ``max_per_partition``
-    (a person counts once per key whatever their number of rows); ``bounding="frequent"``
-    keeps each person's ``max_partitions`` keys with the most rows.  ``privacy_ids=None``:
-    every row is a different person (the row count).
-
-    ``bounding="l2"`` (Gaussian noise: ``delta > 0`` with ``epsilon``, or ``rho``): no
-    person loses a key; a person with ``t`` distinct keys counts ``min(1, sqrt(k / t))``
-    in each of them (on the grid ``2**-16``, :mod:`dpfast.tables._ids_l2`), so the L2
-    sensitivity is that of ``k`` keys counted once while the undercount of people with
-    more than ``k`` keys (the bias of the other policies, which no noise level removes)
-    shrinks from ``t - k`` to ``t - sqrt(k t)``.  Values are then floats (multiples of
-    ``2**-16``).  ``domain=None``: the keys are selected on their own ``k``-key bounded
-    unit counts (half of ε and δ).  :func:`dpfast.dask.privacy_id_count` takes it too.
-
-    Returns
-    -------
-    TableRelease
-        ``statistic == "privacy_id_count"``; exact confidence intervals of the noise law.
-
-    Privacy
-    -------
-    Each person keeps at most ``k = max_partitions`` keys (chosen uniformly, or their
-    most frequent ones, keyed by their own rows only: so for either policy) and adds 1
-    to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
-    person (all their rows).  Discrete Laplace noise of scale ``k / ε`` is ``ε``-DP,
-    discrete Gaussian of ``σ`` is ``k / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is
-    published iff the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
-    separate measurement on the number of people holding the key after bounding
-    (sensitivity ``k``) with the share of one more metric of ε (and δ, rounded up to its
-    exact value): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
-    2022; Gopi et al. 2020).  PipelineDP's ``PRIVACY_ID_COUNT``.
-
-    ``bounding="l2"``: the person's vector of added weights ``W(t) = floor(2**16
-    min(1, sqrt(k / t)))`` over their ``t`` keys has ``t W(t)**2 <= k 4**16`` exactly, so
-    ``Δ2 = sqrt(k)`` (grid units ``sqrt(k) 2**16``) under add/remove one person, whatever
-    ``t``; exact discrete Gaussian noise of ``σ 2**16`` is ``k / (2σ²)``-zCDP (CKS20,
-    Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  The
-    ``1/sqrt(t)`` weights that bound a person's L2 norm whatever their number of keys are
-    Gopi et al. 2020's (weighted Gaussian policy), here applied to the released counts
-    rather than to the selection.  With ``domain=None`` the key selection is
-    ``(ε/2, δ_sel)``, the counts ``(ε/2, δ/2)``: basic composition.
-    """
-    if not isinstance(dropna, bool):
-        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    if bounding == "l2":
-        from dpfast.tables import _ids_l2  # lazy: _ids_l2 imports groupby like this module
-
-        return _ids_l2.run(keys, privacy_ids, epsilon=epsilon, delta=delta, rho=rho,
-                           max_partitions=max_partitions, domain=domain, noise=noise, rng=rng,
-                           budget=budget, note=note, use_case=use_case, selection=selection)
-    rel = multi.run({"privacy_id_count": "privacy_id_count"}, keys, privacy_ids, {}, {},
-                    weights=None, epsilon=epsilon, delta=delta, rho=rho,
-                    max_partitions=max_partitions, max_per_partition=1, domain=domain,
-                    noise=noise, rng=rng, budget=budget, note=note, use_case=use_case,
-                    selection=selection, bounding_policy=bounding)
-    return rel.metrics["privacy_id_count"]
-
-
-def distinct_pairs(data: _inputs._Data, vals: Any, k: int, c: int, skey: np.ndarray,
-                   policy: int = 0, sel: _select.Selection | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (key code, value) pairs that bounding keeps: ``(key codes, values,
-    people per key code)`` (values: the kept rows' values, one per distinct pair, sorted by
-    key code then value code; people: the privacy ids that kept each key -- weighted by
-    :func:`dpfast.tables._select.unit_weights` when ``sel`` is a weighted selection: the
-    selection's measure)."""
-    vcodes, vuniq = _keys.factorize_column(vals)
-    b = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, skey,
-                           vcodes.reshape(-1, 1), mark=True, distinct=True, policy=policy,
-                           unit_weights=_select.unit_weights(sel))
-    assert b.kept is not None
-    kc = data.codes[b.kept]
-    vc = vcodes[b.kept]
-    pair = kc * np.int64(max(len(vuniq), 1)) + vc
-    up = np.unique(pair)
-    units = b.ids if sel is None else _select.measure(sel, b.ids, b.weighted)
-    return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)], units
-
-
-def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: Any = "auto"
-                  ) -> tuple[_plan.Part, _select.Selection | None, Any]:
-    """The count part (``Δ1 = k c``), the key selection (``domain=None``: its own
-    measurement on the people per key, half of ε, :mod:`dpfast.tables._select`) and the
-    event of a distinct count."""
-    policy = _select.resolve(selection)
-    if not priv.select:
-        part = _plan.part(priv, Fraction(1), Fraction(k * c), Fraction(k * c * c), k, True)
-        return part, None, _plan.release_event(priv, [part])
-    share = Fraction(1, 2)
-    stat_priv, e_sel, d_sel = _plan.split_for_selection(priv, share)
-    part_share = share if stat_priv is priv else Fraction(1)
-    part = _plan.part(stat_priv, part_share, Fraction(k * c), Fraction(k * c * c), k, True)
-    sel = _select.plan(e_sel, d_sel, k, policy)
-    return part, sel, _plan.release_event(priv, [part], sel.delta)
-
-
-def distinct_release(part: _plan.Part, sel: _select.Selection | None, event: Any, gen: Any,
-                     release_id: int | None, data: _inputs._Data, counts: np.ndarray, k: int,
-                     c: int, units: np.ndarray | None = None) -> TableRelease:
-    """Noise (and select, on ``units``: people per key code, the selection's measure of
-    :func:`distinct_pairs`) the exact distinct counts per key code of ``data.uniques``."""
-    cand = _candidates(data, counts)
-    stream = keynoise.release_stream(gen)  # after the charge
-    rkey = keynoise.release_key(gen._key, stream)
-    noisy = keynoise.noise_keys(part.law, counts[cand], rkey,
-                                _take_keys(data.uniques, cand), keynoise.COUNT_PART)
-    keep = None
-    if sel is not None:
-        assert units is not None
-        keep = _select.apply(sel, units[cand], rkey, _take_keys(data.uniques, cand))
-    out_keys, (v,) = _finish(data, cand, keep, [noisy])
-    sens = {"l1": part.l1, "l2": part.l2, "max_partitions": k, "max_per_partition": c}
-    return TableRelease(keys=out_keys, values=v, statistic="count_distinct", event=event,
-                        law=part.law, threshold=None if sel is None else sel.threshold,
-                        sensitivity=sens, key_names=data.key_names, release_id=release_id,
-                        selection=sel)
+__all__ = ["count_distinct"]
 
 
 def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
@@ -205,25 +67,10 @@ def count_distinct(values: Any, keys: Any, privacy_ids: Any = None, *,
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
     # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
-    # (COUNT(DISTINCT x) ignores NULLs)
-    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
-    k, c = _common(max_partitions, max_per_partition, privacy_ids)
-    pol = bounding_mod.policy_code(bounding)
-    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
-    _check_budget(budget, note)
-    gen, rid = keynoise.release_generator(rng)
-    cols, n, _ = _keys.keys_and_ids(keys, privacy_ids)
-    vcol = _keys.column(values, "values")
-    if len(vcol) != n:
-        raise ValueError(f"values has {len(vcol)} rows, keys have {n}")
-    rows = np.arange(n, dtype=np.int64)
-    data, _ = _inputs._validate(keys, privacy_ids, rows, (0, max(n, 1)), domain)
-    assert data.values is not None
-    vals = vcol[data.values]
-    data.values = None
-    part, sel, event = distinct_plan(priv, k, c, selection)
-    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    kc, _, units = distinct_pairs(data, vals, k, c, bounding_mod.subkey(gen), pol, sel)
-    counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
-    with _charge(budget, event, note):
-        return distinct_release(part, sel, event, gen, rid, data, counts, k, c, units)
+    # (COUNT(DISTINCT x) ignores NULLs), in the plan's partials step
+    spec = _spec.ReleaseSpec.make(
+        [_spec.StatSpec("count_distinct")], epsilon=epsilon, delta=delta, rho=rho,
+        noise=noise, max_partitions=max_partitions, max_per_partition=max_per_partition,
+        domain=domain, selection=selection, bounding=bounding)
+    return _run.release(spec, _run.Rows(keys, privacy_ids, values, domain=domain),
+                        budget=budget, note=note, rng=rng, use_case=use_case)

@@ -32,19 +32,24 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpfast._core.rounding import float_down, sqrt_up
-from dpfast.tables import _inputs, _keys, _plan, _select, _usecase, bounding, keynoise
-from dpfast.tables._charge import charged
+from dpfast.tables import _inputs, _keys, _plan, _select, bounding, keynoise
+from dpfast.tables._merge import checked_total, key_codes
 from dpfast.tables._metrics import IDS_PART
-from dpfast.tables.groupby import _candidates, _check_budget, _finish, _take_keys
+from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.release import NoiseLaw, TableRelease
 
-__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "partials",
-           "candidates", "release", "run"]
+if TYPE_CHECKING:
+    from dpfast.random import Generator
+    from dpfast.tables.run import Columns, Rows, Source
+    from dpfast.tables.spec import ReleaseSpec
+
+__all__ = ["GRID_BITS", "Plan", "l2_weights", "weighted_totals", "plan", "plan_of",
+           "partials", "candidates", "release"]
 
 GRID_BITS = 16
 
@@ -76,13 +81,72 @@ def weighted_totals(codes: np.ndarray, n_codes: int, ids: np.ndarray, k: int
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """The data-independent part: ``k``, the Gaussian part, the key selection, the event."""
+    """The data-independent part: ``k``, the Gaussian part, the key selection, the event
+    (:class:`dpfast.tables.run.Plan`)."""
 
     k: int
     priv: _plan.Privacy
     part: _plan.Part
     select: _select.Selection | None
     event: Any
+
+    def local_partials(self, rows: Rows, subkey: np.ndarray) -> _Partials:
+        """Validate the rows (keys, ids, the public domain) and compute the per-key
+        weighted totals, people and selection measure (:func:`partials`)."""
+        data, _ = _inputs._validate(rows.keys, rows.privacy_ids, None, None, rows.domain)
+        return (data, *partials(self, data, subkey))
+
+    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
+                           ) -> tuple[Any, int]:
+        """One partition (every id's rows in it, so its number of keys, hence its weight,
+        is known here): per key its weighted total, people and selection measure (a
+        pandas DataFrame of the keys some id holds), and the partition's rows."""
+        import pandas as pd
+
+        names = list(cols.by)
+        keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
+        nrows = int(len(keys if len(names) == 1 else keys[0]))
+        data, _ = _inputs._validate(keys, pdf[cols.privacy_unit], None, None, cols.domain)
+        totals, people, measure = partials(self, data, subkey)
+        nz = np.flatnonzero(people)
+        uk = _take_keys(data.uniques, nz)
+        out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+        out[_WTOTAL] = totals[nz]
+        out[_PEOPLE] = people[nz]
+        if measure is not None:
+            out[_MEASURE] = measure[nz]
+        return pd.DataFrame(out), nrows
+
+    def merge(self, results: list[tuple[Any, int]], cols: Columns) -> _Partials:
+        """The partitions' partials (:meth:`partition_partials`' results) summed per key
+        (checked), the keys coded as on one machine: what :meth:`finish` takes."""
+        import pandas as pd
+
+        names = list(cols.by)
+        frame = pd.concat([r[0] for r in results], ignore_index=True)
+        fk, codes, domain_codes = key_codes(frame, names, cols.domain)
+        codes = np.ascontiguousarray(codes, np.int64)
+        data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
+                             tuple(names))
+        totals = checked_total(codes, frame[_WTOTAL], fk.size)
+        people = checked_total(codes, frame[_PEOPLE], fk.size)
+        measure = (checked_total(codes, frame[_MEASURE], fk.size)
+                   if self.select is not None else None)
+        return data, totals, people, measure
+
+    def finish(self, parts: _Partials, gen: Generator, release_id: int | None
+               ) -> TableRelease:
+        """Select, noise and report (:func:`release`; after the charge)."""
+        data, totals, people, measure = parts
+        return release(self, gen, release_id, data, totals, people, measure)
+
+
+#: what the plan's partials step gives its finish: the validated rows' key coding, the
+#: weighted totals, the people and the selection's measure (None: public domain) per key
+_Partials = tuple[_inputs._Data, np.ndarray, np.ndarray, np.ndarray | None]
+
+# the columns of a partition's partials (besides the key columns)
+_WTOTAL, _PEOPLE, _MEASURE = "__dpfast_wtotal", "__dpfast_ids", "__dpfast_wunits"
 
 
 def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, noise: Any,
@@ -103,6 +167,13 @@ def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, n
     part = _plan.part(stat_priv, Fraction(1), Fraction(k), Fraction(k), k, True)
     event = _plan.release_event(priv, [part], None if sel is None else sel.delta)
     return Plan(k, priv, part, sel, event)
+
+
+def plan_of(spec: ReleaseSpec, source: Source) -> Plan:
+    """:func:`plan` of a ``privacy_id_count`` release spec with ``bounding="l2"`` over
+    ``source`` (whether it has privacy ids is all it reads)."""
+    return plan(spec.epsilon, spec.delta, spec.rho, spec.max_partitions, spec.domain,
+                spec.noise, spec.selection, source.has_privacy_ids())
 
 
 def partials(p: Plan, data: _inputs._Data, skey: np.ndarray
@@ -158,18 +229,3 @@ def release(p: Plan, gen: Any, release_id: int | None, data: _inputs._Data,
                         threshold=None if sel is None else sel.threshold,
                         sensitivity=sens, key_names=data.key_names, release_id=release_id,
                         selection=sel)
-
-
-def run(keys: Any, privacy_ids: Any, *, epsilon: Any, delta: Any, rho: Any,
-        max_partitions: Any, domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
-        use_case: str | None, selection: Any) -> TableRelease:
-    """The local ``bounding="l2"`` release."""
-    p = plan(epsilon, delta, rho, max_partitions, domain, noise, selection,
-             privacy_ids is not None)
-    _check_budget(budget, note)
-    _usecase.check(use_case, p.priv.epsilon, p.priv.delta, p.priv.rho)
-    gen, rid = keynoise.release_generator(rng)
-    data, _ = _inputs._validate(keys, privacy_ids, None, None, domain)
-    totals, people, measure = partials(p, data, bounding.subkey(gen))
-    with charged(budget, p.event, note):
-        return release(p, gen, rid, data, totals, people, measure)

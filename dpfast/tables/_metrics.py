@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -50,22 +51,26 @@ import numpy as np
 from dpfast._core.rounding import float_down
 from dpfast.tables import _fixed, _plan, _rank_metrics, _select
 
-__all__ = ["Metric", "MetricPlan", "parse_metrics", "plan_metrics", "KINDS"]
+__all__ = ["Metric", "MetricPlan", "parse_metrics", "plan_metrics", "kinds"]
 
-#: metric kind -> the parts it is finished from (``None``: the part has no column)
-KINDS: dict[str, tuple[str, ...]] = {
-    "count": ("count",),
-    "privacy_id_count": ("ids",),
-    "sum": ("sum",),
-    "mean": ("count", "csum"),
-    "variance": ("count", "csum", "csq"),
-    "std": ("count", "csum", "csq"),
-    "median": ("quantile",),
-    "quantile": ("quantile",),
-    "min": ("quantile",),
-    "max": ("quantile",),
-}
-_COLUMN = {"sum", "mean", "variance", "std", "median", "quantile", "min", "max"}
+#: the rank metrics' one part (their statistics are planned by the rank release; a
+#: registered statistic that declares ``parts`` takes precedence)
+_RANK_PARTS: dict[str, tuple[str, ...]] = {kind: ("quantile",)
+                                           for kind in _rank_metrics.RANK_KINDS}
+_UNVALUED = frozenset({"count", "ids"})  # the parts that read no value column
+
+
+def kinds(parts: Mapping[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Metric kind -> the parts it is finished from: the statistics' own ``parts``
+    (:func:`dpfast.tables.statistics.metric_parts`) and the rank metrics."""
+    return {**_RANK_PARTS, **parts}
+
+
+def needs_column(parts: tuple[str, ...]) -> bool:
+    """Whether a metric finished from ``parts`` reads a value column."""
+    return any(p not in _UNVALUED for p in parts)
+
+
 COUNT_PART, IDS_PART, FIRST_VALUE_PART = 0, 2, 3  # the parts' noise addresses (uint8)
 # each part is calibrated at its share times this: the parts' events, each rounded up,
 # then still compose (basic composition, rounded up) to at most the target epsilon / rho
@@ -74,13 +79,15 @@ _SLACK = 1 - Fraction(1, 1 << 40)
 
 @dataclasses.dataclass(frozen=True)
 class Metric:
-    """One released statistic: its output name, kind, value column (or None) and, for the
-    rank metrics (median / quantile / min / max), its quantile ``q``."""
+    """One released statistic: its output name, kind, value column (or None), for the
+    rank metrics (median / quantile / min / max) its quantile ``q``, and the parts it is
+    finished from (its statistic's ``parts``)."""
 
     name: str
     kind: str
     column: str | None
     q: float | None = None
+    parts: tuple[str, ...] = ()
 
     def spec(self) -> Any:
         """The metric's spec (``parse_metrics`` of it gives the metric back)."""
@@ -108,7 +115,8 @@ def _quantile_arg(q: Any, where: str) -> float:
     return f
 
 
-def _one(spec: Any, where: str) -> tuple[str, str | None, float | None]:
+def _one(spec: Any, where: str, table: dict[str, tuple[str, ...]]
+         ) -> tuple[str, str | None, float | None]:
     q = None
     if isinstance(spec, str):
         kind, col = spec, None
@@ -125,11 +133,12 @@ def _one(spec: Any, where: str) -> tuple[str, str | None, float | None]:
         raise TypeError(f"{where} must be a metric name (e.g. 'count'), a pair "
                         f"(kind, column) such as ('mean', 'x') or ('quantile', column, q), "
                         f"got {spec!r}")
-    if kind not in KINDS:
-        raise ValueError(f"{where}: unknown metric {kind!r}; known: {sorted(KINDS)}")
-    if kind in _COLUMN and col is None:
+    if kind not in table:
+        raise ValueError(f"{where}: unknown metric {kind!r}; known: {sorted(table)}")
+    valued = needs_column(table[kind])
+    if valued and col is None:
         raise ValueError(f"{where}: metric {kind!r} needs a value column: ({kind!r}, 'col')")
-    if kind not in _COLUMN and col is not None:
+    if not valued and col is not None:
         raise ValueError(f"{where}: metric {kind!r} takes no value column, got {col!r}")
     if kind == "quantile" and q is None:
         raise ValueError(f"{where}: metric 'quantile' needs q: ('quantile', {col!r}, 0.9)")
@@ -138,31 +147,33 @@ def _one(spec: Any, where: str) -> tuple[str, str | None, float | None]:
     return kind, col, q
 
 
-def parse_metrics(metrics: Any) -> list[Metric]:
+def parse_metrics(metrics: Any, parts: Mapping[str, tuple[str, ...]]) -> list[Metric]:
     """``metrics``: a list of specs (``"count"``, ``("mean", "x")``, ``("median", "x")``,
     ``("quantile", "x", 0.9)``; named ``"count"``, ``"mean_x"``, ``"median_x"``,
-    ``"q0.9_x"``) or a mapping ``{output name: spec}``.  ValueError/TypeError naming
-    ``metrics``."""
+    ``"q0.9_x"``) or a mapping ``{output name: spec}``.  ``parts``: the statistics a
+    release offers -> their parts (:func:`dpfast.tables.statistics.metric_parts`; the
+    rank metrics are added, :func:`kinds`).  ValueError/TypeError naming ``metrics``."""
+    table = kinds(parts)
     out: list[Metric] = []
     one_spec = isinstance(metrics, tuple) and (
-        (len(metrics) == 2 and metrics[0] in KINDS and isinstance(metrics[1], str)
-         and metrics[1] not in KINDS)
+        (len(metrics) == 2 and metrics[0] in table and isinstance(metrics[1], str)
+         and metrics[1] not in table)
         or (len(metrics) == 3 and metrics[0] == "quantile" and isinstance(metrics[1], str)
             and not isinstance(metrics[2], (str, tuple))))
     if isinstance(metrics, dict):
         for name, spec in metrics.items():
             if not isinstance(name, str) or not name:
                 raise TypeError(f"metrics names must be non-empty str, got {name!r}")
-            kind, col, q = _one(spec, f"metrics[{name!r}]")
-            out.append(Metric(name, kind, col, q))
+            kind, col, q = _one(spec, f"metrics[{name!r}]", table)
+            out.append(Metric(name, kind, col, q, table[kind]))
     elif isinstance(metrics, (list, tuple)) and not one_spec:
         for i, spec in enumerate(metrics):
-            kind, col, q = _one(spec, f"metrics[{i}]")
-            m = Metric("", kind, col, q)
+            kind, col, q = _one(spec, f"metrics[{i}]", table)
+            m = Metric("", kind, col, q, table[kind])
             out.append(dataclasses.replace(m, name=m.default_name()))
     elif isinstance(metrics, (str, tuple)):
-        kind, col, q = _one(metrics, "metrics")
-        m = Metric("", kind, col, q)
+        kind, col, q = _one(metrics, "metrics", table)
+        m = Metric("", kind, col, q, table[kind])
         out.append(dataclasses.replace(m, name=m.default_name()))
     else:
         raise TypeError(f"metrics must be a list or a dict of metrics, got "
@@ -295,7 +306,7 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
     total = sum(weights, Fraction(0))
     shares: dict[str, Fraction] = {}
     order: list[tuple[str, str | None, float | None]] = []
-    uses = [(list(KINDS[m.kind]), m.column, m.q, w) for m, w in zip(metrics, weights)]
+    uses = [(list(m.parts), m.column, m.q, w) for m, w in zip(metrics, weights)]
     rank_cols = sorted({m.column for m in metrics if m.kind in _rank_metrics.RANK_KINDS
                         and m.column is not None})
     grid_of = _rank_metrics.grids(rank_cols, columns, candidates)

@@ -1,8 +1,9 @@
 """Noise, select and finish a many-metric release; the release object.
 
-Shared by :func:`dpfast.tables.aggregate` (and the single-statistic releases built on it:
+The finish step of the many-metric plan (:meth:`dpfast.tables.multi.MultiPlan.finish`:
+:func:`dpfast.tables.aggregate` and the single statistics finished from its parts,
 :func:`~dpfast.tables.variance`, :func:`~dpfast.tables.std`,
-:func:`~dpfast.tables.privacy_id_count`) and :func:`dpfast.dask.aggregate`: both supply
+:func:`~dpfast.tables.privacy_id_count`, on one machine or on Dask): both backends supply
 the same per-key exact aggregates (:class:`~dpfast.tables._rows.RowsBounded`), so the
 release is the same bit for bit.  Every part is noised on its own per-key addressed
 streams (:mod:`dpfast.tables.keynoise`, the part's address), the keys are selected once,
@@ -117,9 +118,9 @@ def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], ke
     common = dict(keys=keys, event=plan.event, threshold=plan.tau, key_names=key_names,
                   value_name=m.name, release_id=release_id,
                   selection=plan.select)
-    if m.kind in ("count", "privacy_id_count", "sum"):
-        name = _metrics.part_name(_metrics.KINDS[m.kind][0],
-                                  m.column if m.kind == "sum" else None)
+    if len(m.parts) == 1:  # count, privacy_id_count, sum: one noised part, as it is
+        name = _metrics.part_name(m.parts[0],
+                                  m.column if _metrics.needs_column(m.parts) else None)
         p = plan.parts[name]
         return TableRelease(values=parts[name], statistic=m.kind, law=p.part.law,
                             sensitivity=_sens(plan, p), **common)

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import metrics as _metrics
 from dpfast.accounting import events as _events
+from dpfast.tables import metrics as _metrics
 
 from .release import AccuracySummary
 from .release import _alpha as _alpha

@@ -11,6 +11,7 @@ addressed noise of :mod:`dpfast.tables.keynoise` and the selection,
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 from fractions import Fraction
 from typing import Any
@@ -18,12 +19,20 @@ from typing import Any
 import numpy as np
 
 from dpfast import random as _random
-from dpfast.tables import _fixed, _inputs, _plan, _select, bounding, keynoise
+from dpfast.tables import _fixed, _inputs, _merge, _plan, _select, bounding, keynoise
+from dpfast.tables import _scratch as scratch
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.release import TableRelease
 
 __all__ = ["Plan", "plan_of", "release"]
+
+# the partials' columns of one partition (besides its key columns)
+_COUNT = "__dpfast_count"
+_UNITS = "__dpfast_units"  # distinct privacy ids kept per key (key selection)
+_WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key selection)
+_SUM_HI = "__dpfast_sum_hi"  # exact totals: two int64 words
+_SUM_LO = "__dpfast_sum_lo"
 
 
 # ----------------------------------------------------------------------------- charge
@@ -105,8 +114,8 @@ class Plan:
 
     def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, bounding.Bounded]:
         """Validate the rows (:func:`dpfast.tables._inputs._validate`) and bound them."""
-        data, _ = _validate(rows.keys, rows.privacy_ids, rows.values, self.bounds,
-                            rows.domain)
+        values = None if self.stat == "count" else rows.values  # a count reads no values
+        data, _ = _validate(rows.keys, rows.privacy_ids, values, self.bounds, rows.domain)
         if data.values is not None and (data.values.dtype.kind == "i") != self.integer:
             raise TypeError("values changed type between the plan and the rows")
         agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, self.k, self.c,
@@ -118,6 +127,65 @@ class Plan:
                release_id: int | None) -> TableRelease:
         data, agg = partials
         return release(self, data, agg, gen, release_id)
+
+    # ------------------------------------------------------------- one partition of many
+    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray) -> tuple[Any, int]:
+        """One partition (a pandas DataFrame, or a dict of equal-length numpy columns)
+        holding every row of its privacy ids: validate, bound per id, aggregate per key.
+        Returns a pandas DataFrame (the key columns, count, units and, for values, the
+        exact sum in two int64 words) and the partition's row count."""
+        with scratch.lease():  # temporaries on this thread's kept pages; what returns is copied
+            return self._partition(pdf, cols, subkey)
+
+    def _partition(self, pdf: Any, cols: Any, subkey: np.ndarray) -> tuple[Any, int]:
+        import pandas as pd
+
+        names = list(cols.by)
+        keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
+        ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
+        vals = pdf[cols.values[0]] if cols.values and self.stat != "count" else None
+        data, _ = _validate(keys, ids, vals, self.bounds, cols.domain)
+        agg = bounding.bound_codes(data.codes, data.n_codes, data.ids, self.k, self.c, subkey,
+                                   summands(self, data.values),
+                                   None if data.values is None else fixed_exp(self),
+                                   self.bounding, _select.unit_weights(self.select))
+        nz = np.flatnonzero(agg.counts)
+        uk = _take_keys(data.uniques, nz)
+        out = {n: (uk[j] if isinstance(uk, tuple) else uk) for j, n in enumerate(names)}
+        out[_COUNT] = agg.counts[nz]  # fancy indexing: copies, off the lease's scratch
+        assert agg.units is not None
+        out[_UNITS] = agg.units[nz]  # an id's rows are all in this partition: units add up
+        if agg.weighted is not None:  # so do the weighted ones (each id's t is its own)
+            out[_WEIGHTED] = agg.weighted[nz]
+        if isinstance(agg.sums, _fixed.FixedSums):
+            out[_SUM_HI] = agg.sums.hi[nz]
+            out[_SUM_LO] = agg.sums.lo[nz]
+        return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
+
+    def merge(self, results: list[tuple[Any, int]], cols: Any
+              ) -> tuple[_Data, bounding.Bounded]:
+        """Sum the partitions' partials per key (canonical codes, as on one machine), in
+        checked integer arithmetic (OverflowError, never a wrap)."""
+        import pandas as pd
+
+        _inputs.check_rows(builtins.sum(r[1] for r in results))  # two-word totals' size
+        parts = pd.concat([r[0] for r in results], ignore_index=True)
+        names = list(cols.by)
+        fk, codes, domain_codes = _merge.key_codes(parts, names, cols.domain)
+        counts = np.zeros(fk.size, np.int64)
+        np.add.at(counts, codes, parts[_COUNT].to_numpy(np.int64))
+        units = np.zeros(fk.size, np.int64)
+        np.add.at(units, codes, parts[_UNITS].to_numpy(np.int64))
+        codes = np.ascontiguousarray(codes, np.int64)
+        sums: Any = None
+        if self.stat != "count":  # exact two-word totals (integer values: units of 2**0)
+            sums = _fixed.FixedSums.zeros(fk.size, 0 if self.fixed is None else self.fixed.exp)
+            sums.add_partials(codes, parts[_SUM_HI].to_numpy(np.int64),
+                              parts[_SUM_LO].to_numpy(np.int64))
+        weighted = (_merge.checked_total(codes, parts[_WEIGHTED], fk.size)
+                    if _WEIGHTED in parts else None)
+        data = _Data(codes, fk.size, fk.uniques, None, None, domain_codes, tuple(names))
+        return data, bounding.Bounded(counts, sums, units, weighted)
 
 
 def shares(stat_parts: int, select: bool) -> Fraction:
@@ -268,14 +336,13 @@ def plan_of(stat: str, spec: Any, rows: Any) -> Plan:
     """The plan of a count / sum / mean ``spec`` over ``rows`` (its value dtype is the
     only thing read: whether the values are integers)."""
     priv = spec.privacy()
-    k, c = _common(spec.max_partitions, spec.max_per_partition, rows.privacy_ids)
+    k, c = _common(spec.max_partitions, spec.max_per_partition,
+                   True if rows.has_privacy_ids() else None)
     bnd = None
     integer = True
     bounds = None
     if stat != "count":
-        if rows.values is None:
-            raise TypeError("values must be an array of numbers, got None")
-        integer = _inputs.number_kind(rows.values) in "iu"
+        integer = rows.value_kind() in "iu"
         bounds = spec.bounds
         bnd = _inputs._bounds(bounds, integer)
     return _make_plan(stat, k, c, priv, bnd, integer, spec.selection, spec.bounding, bounds)

@@ -1,39 +1,64 @@
-"""Many metrics in one pass: :func:`aggregate` bounds once, selects keys once, charges once.
+"""The many-metric plan: several statistics bounded once, selected once, charged once.
 
-The pipeline of :mod:`dpfast.tables` with several statistics: validate the table -> plan
-(:mod:`dpfast.tables._metrics`: the noised parts, the budget split, the threshold, one
-composed event) -> bound each person's rows once over a value matrix
-(:mod:`dpfast.tables._rows`) -> charge -> noise every part with its own per-key addressed
-streams, select, finish each metric (:mod:`dpfast.tables._multi_release`).  The
-single-statistic releases :func:`~dpfast.tables.variance`, :func:`~dpfast.tables.std` and
-:func:`~dpfast.tables.privacy_id_count` are this pipeline with one metric.
+:func:`plan_of` turns a release spec of several statistics (``options["family"] ==
+"aggregate"``: :func:`dpfast.tables.aggregate`) or of one statistic finished from the
+many-metric parts (``variance``, ``std``, ``privacy_id_count``: each statistic class's
+``parts``) into a :class:`MultiPlan` -- the noised parts, the budget split, the threshold
+and one composed event (:mod:`dpfast.tables._metrics`), from the spec and the columns'
+dtypes only.  Its steps are those of :func:`dpfast.tables.run.release`:
+:meth:`MultiPlan.local_partials` bounds each person's rows once over a value matrix
+(:mod:`dpfast.tables._rows`), before the charge; :meth:`MultiPlan.finish` noises every part
+with its own per-key addressed streams, selects and finishes each metric
+(:mod:`dpfast.tables._multi_release`).  On Dask the same bounding runs per partition
+(:meth:`MultiPlan.partition_partials`) and :meth:`MultiPlan.merge` sums the partitions'
+exact partials per key: the release is the same bit for bit.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpfast.random import RngLike
+from dpfast import random as _random
 from dpfast.tables import (
     _inputs,
     _keys,
     _metrics,
-    _plan,
     _rank_metrics,
     _rows,
     _select,
-    _usecase,
     bounding,
-    keynoise,
 )
+from dpfast.tables import _quantile_em as _em
+from dpfast.tables._merge import checked_total, key_codes
 from dpfast.tables._multi_release import AggregateRelease, release, summand_matrix
-from dpfast.tables.groupby import _charge, _check_budget, _common
+from dpfast.tables.groupby import _common, _take_keys
+from dpfast.tables.release import TableRelease
+from dpfast.tables.spec import ReleaseSpec, StatSpec
 
-__all__ = ["aggregate", "AggregateRelease"]
+if TYPE_CHECKING:
+    from dpfast.tables.run import Columns, Rows, Source
+
+__all__ = ["MultiPlan", "plan_of", "aggregate_spec", "stat_specs", "frame_columns",
+           "frame_column", "clamped", "mets_spec"]
+
+#: the one value column of a single statistic (``variance(values, ...)``)
+VALUES = "values"
+
+# the columns of a partition's partials (besides the key columns)
+_COUNT, _IDS, _WEIGHTED = "__dpfast_count", "__dpfast_ids", "__dpfast_wunits"
+_SLOT, _ROWS = "__dpfast_slot", "__dpfast_rows"
 
 
+def _key_frame(names: list[str], keys: Any) -> dict[str, Any]:
+    """The key columns of a partial (``keys``: one array, or a tuple of them)."""
+    return {n: (keys[j] if isinstance(keys, tuple) else keys) for j, n in enumerate(names)}
+
+
+# ----------------------------------------------------------------------------- frames
 def frame_columns(df: Any) -> list[str]:
     """Column names of a pandas / Polars DataFrame or a pyarrow Table."""
     names = getattr(df, "column_names", None)  # pyarrow
@@ -55,232 +80,292 @@ def frame_column(df: Any, name: str) -> Any:
     return df[name]
 
 
-def clamped(raw: Any, name: str, n: int, bounds: Any) -> tuple[np.ndarray, _metrics.Column]:
+def clamped(raw: Any, name: str, n: int, col: _metrics.Column) -> np.ndarray:
     """A value column (numbers, ``n`` rows; its NULL rows already dropped by
-    :func:`dpfast.tables._keys.drop_nulls`) clamped to its bounds (a new array; ``±inf``
-    is clamped like any value out of range), with its
-    :class:`~dpfast.tables._metrics.Column`."""
+    :func:`dpfast.tables._keys.drop_nulls`) clamped to its planned bounds (a new array;
+    ``±inf`` is clamped like any value out of range)."""
     arr = _inputs.as_numbers(raw, name)
     if arr.shape != (n,):
         raise ValueError(f"{name} has shape {arr.shape}, keys have {n} rows")
-    integer = arr.dtype.kind in "iu"
-    try:
-        lo, hi = _inputs._bounds(bounds, integer)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"bounds for {name}: {exc}") from None
-    return _inputs.clamp(arr, (lo, hi)), _metrics.Column(lo, hi, integer)
-
-
-def run(metrics: Any, keys: Any, privacy_ids: Any, values: dict[str, Any],
-        bounds: dict[str, Any], *, weights: Any, epsilon: Any, delta: Any, rho: Any,
-        max_partitions: Any, max_per_partition: Any, domain: Any, noise: Any, rng: Any,
-        budget: Any, note: Any, use_case: str | None = None,
-        key_names: tuple[str, ...] | None = None, selection: Any = "auto",
-        bounding_policy: Any = "uniform", candidates: Any = None) -> AggregateRelease:
-    """The local many-metric release of ``keys`` (as :func:`dpfast.tables.count` takes
-    them), ``privacy_ids`` and the value columns ``values`` (name -> column)."""
-    mets = _metrics.parse_metrics(metrics)
-    w = _metrics.parse_weights(weights, mets)
-    k, c = _common(max_partitions, max_per_partition, privacy_ids)
-    pol = bounding.policy_code(bounding_policy)
-    priv = _plan.privacy(epsilon, delta, rho, noise, select=domain is None)
-    _check_budget(budget, note)
-    if not isinstance(bounds, dict):
-        raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got "
-                        f"{type(bounds).__name__}")
-    gen, rid = keynoise.release_generator(rng)
-    used = sorted({m.column for m in mets if m.column is not None})
-    for name in used:
-        if name not in values:
-            raise ValueError(f"metrics use column {name!r}, which is not in the table")
-    # the NULL policy: a row with a missing key, id or value of a used column leaves
-    keys, privacy_ids, taken_cols = _keys.drop_nulls(keys, privacy_ids,
-                                                     *(values[name] for name in used))
-    values = dict(zip(used, taken_cols))
-    cols, n, _ = _keys.keys_and_ids(keys, privacy_ids)
-    vals: dict[str, np.ndarray] = {}
-    columns: dict[str, _metrics.Column] = {}
-    for name in used:
-        if name not in values:
-            raise ValueError(f"metrics use column {name!r}, which is not in the table")
-        if name not in bounds:
-            raise ValueError(f"metrics use column {name!r}: give bounds={{{name!r}: (lo, "
-                             "hi)}}")
-        vals[name], columns[name] = clamped(values[name], f"column {name!r}", n,
-                                            bounds[name])
-    rows = np.arange(n, dtype=np.int64)  # which rows survive the domain filter
-    data, _ = _inputs._validate(keys, privacy_ids, rows, (0, max(n, 1)), domain)
-    kept_rows = data.values
-    assert kept_rows is not None
-    data.values = None
-    if key_names is not None:
-        data.key_names = key_names
-    plan = _metrics.plan_metrics(mets, w, columns, k, c, priv, selection, candidates)
-    _usecase.check(use_case, priv.epsilon, priv.delta, priv.rho)
-    taken = {name: v[kept_rows] if kept_rows.shape[0] != n else v for name, v in vals.items()}
-    matrix = summand_matrix(plan, taken, kept_rows.shape[0])
-    agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, k, c, bounding.subkey(gen),
-                             matrix, mark=bool(plan.ranks) and data.ids is not None,
-                             policy=pol, unit_weights=_select.unit_weights(plan.select))
-    tables = None
-    if plan.ranks:  # the rank metrics' rows: those the one bounding kept
-        tables = _rank_metrics.slot_tables(plan.grids, plan.slot_cols, data.codes, matrix,
-                                           agg.kept)
-    with _charge(budget, plan.event, note):
-        return release(plan, gen, rid, data, agg, tables)
-
-
-def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
-              epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-              bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
-              max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-              noise: str | None = None, rng: RngLike = None, budget: Any = None,
-              note: str = "", use_case: str | None = None, selection: str = "auto",
-              bounding: str = "uniform", candidates: dict[str, Any] | None = None
-              ) -> AggregateRelease:
-    """Release several statistics per key of one table in one pass.
-
-    Each person's rows are bounded once (at most ``max_partitions`` keys, at most
-    ``max_per_partition`` rows per key, chosen with the CSPRNG by the ``bounding`` policy),
-    the keys are
-    selected once, the budget is split over the metrics by a stated rule, and one composed
-    event is charged.
-
-    Parameters
-    ----------
-    df : pandas.DataFrame, polars.DataFrame or pyarrow.Table
-        The rows.
-    by : str or list of str
-        The key column(s).
-    privacy_id : str, optional
-        The column of the privacy unit (None: every row is a different person).
-    metrics : list or dict
-        ``["count", "privacy_id_count", ("sum", "x"), ("mean", "x"), ("variance", "x"),
-        ("std", "x"), ("median", "x"), ("quantile", "x", 0.9), ("min", "x"),
-        ("max", "x")]`` (output names ``"count"``, ``"mean_x"``, ``"median_x"``,
-        ``"q0.9_x"``, ``"min_x"``...), or a mapping ``{output name: metric}``.  ``median``,
-        ``quantile`` (``q`` in ``[0, 1]``), ``min`` (``q = 0``) and ``max`` (``q = 1``)
-        are rank metrics: one exponential mechanism per released key over the column's
-        public candidate grid (see ``candidates`` and Privacy), each released as a
-        :class:`~dpfast.tables.QuantileRelease` with its rank-error statement.
-    epsilon, delta, rho, max_partitions, max_per_partition, domain, noise, rng, budget,
-    note, use_case
-        As in :func:`dpfast.tables.count`.  With ``domain=None`` the keys are chosen
-        privately (needs ``delta > 0``).
-    bounds : dict
-        ``{column: (lo, hi)}`` for every value column a metric uses (integer columns need
-        integer bounds and get exact discrete noise on their sums).  A row with a missing
-        key, privacy id or value in any column a metric uses is dropped for every metric
-        (listwise); ``±inf`` values are clamped to their column's bounds.
-    weights : dict or list, optional
-        Positive weights of the metrics (by output name, or aligned with ``metrics``);
-        default equal.
-    bounding : {"uniform", "frequent"}
-        Which keys a person keeps when they have more than ``max_partitions``: chosen
-        uniformly, or the ones with the most rows (ties broken uniformly at random), as in
-        :func:`dpfast.tables.count`.  ``max_per_partition`` rows per kept key are chosen
-        uniformly either way.
-    candidates : dict, optional
-        The public grid of each column a rank metric uses: ``{column: n}`` for ``n``
-        evenly spaced points of the column's bounds (1 to 2**16; integer columns: the
-        distinct nearest integers, all of ``[lo, hi]`` when it has at most ``n``), or
-        ``{column: array}`` for a strictly increasing public grid (the rules of
-        :func:`dpfast.tables.quantile`).  Default 256 points.  A rank value is always a
-        grid point; the values are clamped to the column's ``bounds`` first.
-
-    Returns
-    -------
-    AggregateRelease
-        Every metric (``release["mean_x"]`` is a :class:`~dpfast.tables.TableRelease` with
-        its confidence intervals and accuracy, ``release["median_x"]`` a
-        :class:`~dpfast.tables.QuantileRelease` with ``rank_error(alpha)`` and
-        ``accuracy(alpha)``), the shared keys, the one event, ``to_pandas()`` (indexed by
-        the key; a rank metric's column comes with ``<name>_rank_error``) and
-        ``to_polars()``.
-
-    Privacy
-    -------
-    Metric ``i`` gets ``w_i / Σ w`` of ``ε`` (or ``ρ``), split equally over the noised
-    parts it is finished from; a part shared by several metrics (one noisy count for
-    ``count``, ``mean`` and ``variance``) gets the sum of their shares.  Part sensitivities
-    (add/remove one person, who changes at most ``k`` keys): row count ``Δ1 = k c``;
-    privacy-id count ``Δ1 = k``; sum ``k c max(|lo|, |hi|)``; centred sum of
-    ``2x - lo - hi``: ``k c (hi - lo)``; centred square ``(x - mid)²``:
-    ``k c ((hi - lo)/2)²`` (``Δ2``: ``sqrt(k)`` instead of ``k``).  Each part is ``ε_p``-DP
-    (discrete Laplace, CKS20; grid Laplace for float sums, exact fixed-point totals,
-    Casacuberta et al. CCS 2022) or ``ρ_p``-zCDP (discrete Gaussian).  A rank metric
-    (median, quantile ``q``, min, max of ``x``) is, per released key, the exponential
-    mechanism ``P(g) ∝ exp(ε_q u(g) / (2 Δu))`` over the public grid with the rank
-    utility of :func:`dpfast.tables.quantile` over the key's ``n`` kept rows:
-    ``u(g) = -max(den #{x < g} - num n, num n - den #{x <= g}, 0)`` for ``q = num / den``
-    with ``den <= 2**16`` (``Δu = max(num, den - num) c``: ``c`` for the median, min and
-    max), Smith's ``-max(#{x < g} - t, t - #{x <= g}, 0)``, ``t = floor(q n)``, ``Δu = c``
-    for any other ``q`` (McSherry & Talwar 2007, Smith 2011); a person changes at most
-    ``k`` keys, so the part is
-    ``SelfComposed(Exponential(ε_q), k)`` with ``ε_q = ε_p / k`` (pure), or the largest
-    ``ε_q`` with ``k ε_q²/8 <= ρ_p`` next to Gaussian parts (bounded range: Cesar & Rogers
-    2021).  With a public ``domain``, Laplace parts and ``delta > 0`` the rank parts
-    together may instead be ``(Σ ε_p, δ)``-DP by zCDP composition (as
-    :func:`dpfast.tables.quantile`; Bun & Steinke 2016), when that gives each a larger
-    ``ε_q``.  The parts compose (basic composition: ``Σ ε_p <= ε``, ``Σ ρ_p <= ρ``) to the
-    release's one event.  With
-    ``domain=None`` a key is published iff the key-selection rule of ``selection=``
-    (:func:`dpfast.tables.count`) keeps it, a separate measurement on the number of people
-    holding the key after bounding (sensitivity ``k``) with the share of one more metric of
-    ε (and δ, rounded up to its exact value), making the release ``(ε, δ)``-DP (Desfontaines
-    et al. 2022; Gopi et al. 2020); every metric is post-processing of the noisy parts of
-    the published keys.  Bounding (either policy) depends only on each person's own rows,
-    so the sensitivities above hold for both; every metric, the rank metrics included, is
-    computed on the same kept rows.  The mechanism is that of PipelineDP's ``aggregate``
-    with several metrics, with exact noise and an exact exponential mechanism.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from dpfast import tables
-    >>> df = pd.DataFrame({"city": ["a", "a", "b", "b", "b"], "person": [1, 2, 3, 4, 4],
-    ...                    "age": [30, 40, 50, 60, 70]})
-    >>> rel = tables.aggregate(df, by="city", privacy_id="person",
-    ...                        metrics=["count", "privacy_id_count", ("mean", "age")],
-    ...                        epsilon=1.0, bounds={"age": (0, 100)}, domain=["a", "b"],
-    ...                        max_per_partition=2)
-    >>> list(rel.to_pandas().columns[:4])
-    ['count', 'count_ci_low', 'count_ci_high', 'privacy_id_count']
-    >>> rel.shares["count"], rel.shares["ids"], rel.shares["csum:age"]
-    (Fraction(1, 2), Fraction(1, 3), Fraction(1, 6))
-    >>> med = tables.aggregate(df, by="city", privacy_id="person",
-    ...                        metrics=["count", ("median", "age")], epsilon=1.0,
-    ...                        bounds={"age": (0, 100)}, domain=["a", "b"],
-    ...                        candidates={"age": 101})
-    >>> med["median_age"].grid.shape, list(med.to_pandas().columns[3:])
-    ((101,), ['median_age', 'median_age_rank_error'])
-    """
-    names = frame_columns(df)
-    by_list = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
-        else None
-    if not by_list or not all(isinstance(b, str) for b in by_list):
-        raise TypeError("by must be a column name or a list of column names")
-    for label, cs in (("by", by_list), ("privacy_id", [privacy_id] if privacy_id else [])):
-        for cname in cs:
-            if not isinstance(cname, str):
-                raise TypeError(f"{label} must be a column name (str), got {cname!r}")
-            if cname not in names:
-                raise ValueError(f"{label} column {cname!r} is not in df (columns: {names})")
-    keys = frame_column(df, by_list[0]) if len(by_list) == 1 else tuple(
-        frame_column(df, b) for b in by_list)
-    ids = None if privacy_id is None else frame_column(df, privacy_id)
-    mets = _metrics.parse_metrics(metrics)
-    values = {m.column: frame_column(df, m.column) for m in mets
-              if m.column is not None and m.column in names}
-    return run(mets_spec(mets), keys, ids, values, {} if bounds is None else bounds,
-               weights=weights, epsilon=epsilon, delta=delta, rho=rho,
-               max_partitions=max_partitions, max_per_partition=max_per_partition,
-               domain=domain, noise=noise, rng=rng, budget=budget, note=note,
-               use_case=use_case, key_names=tuple(by_list), selection=selection,
-               bounding_policy=bounding, candidates=candidates)
+    if not col.integer and arr.dtype.kind in "iu":  # planned on its non-missing entries
+        arr = arr.astype(np.float64)
+    if col.integer and arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} changed type between the plan and the rows")
+    return _inputs.clamp(arr, (col.lo, col.hi))
 
 
 def mets_spec(mets: list[_metrics.Metric]) -> dict[str, Any]:
     """Parsed metrics back as a ``{name: spec}`` mapping (parsing it again is the
     identity)."""
     return {m.name: m.spec() for m in mets}
+
+
+# ----------------------------------------------------------------------------- the spec
+def stat_specs(mets: list[_metrics.Metric]) -> tuple[StatSpec, ...]:
+    """The spec's statistics of parsed metrics (a quantile's ``q`` as its parameter)."""
+    return tuple(StatSpec(m.kind, m.column, () if m.kind != "quantile" else (("q", m.q),),
+                          m.name) for m in mets)
+
+
+def _metric_of(s: StatSpec) -> Any:
+    """A spec statistic as a metric spec of :func:`dpfast.tables._metrics.parse_metrics`."""
+    if s.column is None:
+        return s.statistic
+    if s.statistic == "quantile":
+        return (s.statistic, s.column, s.param("q"))
+    return (s.statistic, s.column)
+
+
+def aggregate_spec(metrics: Any, parts: Mapping[str, tuple[str, ...]], *,
+                   bounds: Any, weights: Any, candidates: Any, available: Collection[str],
+                   **kw: Any) -> ReleaseSpec:
+    """The spec of an ``aggregate`` release (ValueError / TypeError naming the parameter):
+    ``parts`` the statistics offered (:func:`dpfast.tables.statistics.metric_parts`),
+    ``available`` the table's column names (public), ``kw`` the rest of
+    :meth:`ReleaseSpec.make`'s parameters."""
+    mets = _metrics.parse_metrics(metrics, parts)
+    w = _metrics.parse_weights(weights, mets)
+    bounds = {} if bounds is None else bounds
+    if not isinstance(bounds, dict):
+        raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got "
+                        f"{type(bounds).__name__}")
+    if candidates is not None and not isinstance(candidates, dict):
+        raise TypeError("candidates must be None or a dict {column: n_candidates or grid}, "
+                        f"got {type(candidates).__name__}")
+    used: dict[str, Any] = {}
+    for name in sorted({m.column for m in mets if m.column is not None}):
+        if name not in available:
+            continue  # the plan names it (the table does not have it)
+        if name not in bounds:
+            raise ValueError(f"metrics use column {name!r}: give bounds={{{name!r}: (lo, "
+                             "hi)}}")
+        try:  # the pair's form here; its values against the column's dtype in the plan
+            _inputs._bounds(bounds[name], False)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"bounds for column {name!r}: {exc}") from None
+        used[name] = tuple(bounds[name])
+    return ReleaseSpec.make(stat_specs(mets), bounds=used,
+                            options={"family": "aggregate", "weights": tuple(w),
+                                     "candidates": candidates}, **kw)
+
+
+# ----------------------------------------------------------------------------- the plan
+@dataclasses.dataclass
+class MultiPlan:
+    """A planned many-metric release (:class:`dpfast.tables.run.Plan`): the metric plan
+    (:class:`dpfast.tables._metrics.MetricPlan`), the bounding policy, and ``single`` --
+    the name of the one metric a single-statistic release returns (None: the whole
+    :class:`~dpfast.tables.AggregateRelease`)."""
+
+    metrics: _metrics.MetricPlan
+    policy: int
+    used: list[str]
+    single: str | None
+    values: str | None = None  # a single statistic's value column: the source's values
+
+    @property
+    def event(self) -> Any:
+        return self.metrics.event
+
+    def _columns(self, rows: Rows) -> dict[str, Any]:
+        if self.values is not None:
+            return {self.values: rows.values}
+        return {} if rows.columns is None else dict(rows.columns)
+
+    # ------------------------------------------------------------------ one process
+    def local_partials(self, rows: Rows, subkey: np.ndarray
+                       ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+        """Validate the rows (NULL policy: a row with a missing key, id or used value
+        leaves; shapes; the public domain) and bound each person's rows once."""
+        values = self._columns(rows)
+        data, vals = self._validate(rows.keys, rows.privacy_ids,
+                                    [values[name] for name in self.used], rows.domain)
+        if rows.key_names is not None:
+            data.key_names = rows.key_names
+        return self._bound(data, vals, subkey)
+
+    def _validate(self, keys: Any, ids: Any, raw: list[Any], domain: Any
+                  ) -> tuple[_inputs._Data, dict[str, np.ndarray]]:
+        """The NULL policy (listwise over the keys, the ids and the used columns), the
+        used columns clamped, the keys factorized with the public domain (``data.values``:
+        the indices of the rows the domain keeps)."""
+        keys, ids, taken = _keys.drop_nulls(keys, ids, *raw)
+        _, n, _ = _keys.keys_and_ids(keys, ids)
+        vals = {name: clamped(col, f"column {name!r}", n, self.metrics.columns[name])
+                for name, col in zip(self.used, taken)}
+        index = np.arange(n, dtype=np.int64)  # which rows survive the domain filter
+        data, _ = _inputs._validate(keys, ids, index, (0, max(n, 1)), domain)
+        return data, vals
+
+    def _bound(self, data: _inputs._Data, vals: dict[str, np.ndarray], subkey: np.ndarray
+               ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+        """Bound the validated rows (``data.values``: the indices of the rows the domain
+        kept among ``vals``' rows) over the value matrix; per rank column the sparse
+        (key code, slot) -> rows table of the kept rows."""
+        kept_rows = data.values
+        assert kept_rows is not None
+        data.values = None
+        taken = {name: v[kept_rows] if kept_rows.shape[0] != v.shape[0] else v
+                 for name, v in vals.items()}
+        mp = self.metrics
+        matrix = summand_matrix(mp, taken, kept_rows.shape[0])
+        agg = _rows.bound_matrix(data.codes, data.n_codes, data.ids, mp.k, mp.c,
+                                 subkey, matrix,
+                                 mark=bool(mp.ranks) and data.ids is not None,
+                                 policy=self.policy,
+                                 unit_weights=_select.unit_weights(mp.select))
+        tables = None
+        if mp.ranks:  # the rank metrics' rows: those the one bounding kept
+            tables = _rank_metrics.slot_tables(mp.grids, mp.slot_cols, data.codes, matrix,
+                                               agg.kept)
+        return data, agg, tables
+
+    # ------------------------------------------------------------------ Dask
+    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
+                           ) -> tuple[tuple[Any, dict[str, Any]], int]:
+        """One partition (every privacy id's rows in it): the steps of
+        :meth:`local_partials`, then per kept key its key values, rows, people, weighted
+        people and two-word column totals (a pandas DataFrame), and per rank column the
+        sparse (key, slot) -> rows table of the kept rows; and the partition's rows."""
+        import pandas as pd
+
+        names = list(cols.by)
+        keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[b] for b in names)
+        ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
+        nrows = int(len(keys if len(names) == 1 else keys[0]))
+        data, vals = self._validate(keys, ids, [pdf[c] for c in self.used], cols.domain)
+        data, agg, tables = self._bound(data, vals, subkey)
+        nz = np.flatnonzero(agg.counts)
+        out = _key_frame(names, _take_keys(data.uniques, nz))
+        out[_COUNT] = agg.counts[nz]
+        out[_IDS] = agg.ids[nz]  # every id's rows are in this partition: the people add up
+        if agg.weighted is not None:  # so do the weighted ones (each id's t is its own)
+            out[_WEIGHTED] = agg.weighted[nz]
+        for j in range(self.metrics.n_value_parts()):
+            out[f"__dpfast_hi{j}"] = agg.hi[nz, j]
+            out[f"__dpfast_lo{j}"] = agg.lo[nz, j]
+        frames = {}
+        for col, (tc, ts, tn) in (tables or {}).items():
+            t = _key_frame(names, _take_keys(data.uniques, tc))
+            t[_SLOT] = ts
+            t[_ROWS] = tn
+            frames[col] = pd.DataFrame(t)
+        return (pd.DataFrame(out), frames), nrows
+
+    def merge(self, results: list[tuple[tuple[Any, dict[str, Any]], int]], cols: Columns
+              ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+        """Sum the partitions' partials (:meth:`partition_partials`' results) per key --
+        the keys coded as on one machine, the public domain's first -- in checked integer
+        arithmetic: what :meth:`finish` takes, equal to :meth:`local_partials` of all the
+        rows."""
+        import pandas as pd
+
+        _inputs.check_rows(sum(r[1] for r in results))  # the two-word totals' size
+        partials = [r[0] for r in results]
+        names = list(cols.by)
+        parts = pd.concat([p[0] for p in partials], ignore_index=True)
+        order = sorted(partials[0][1]) if partials else []
+        frame = parts if not order else pd.concat(
+            [parts[names]] + [p[1][col][names] for col in order for p in partials],
+            ignore_index=True)
+        fk, codes, domain_codes = key_codes(frame, names, cols.domain)
+        codes = np.ascontiguousarray(codes, np.int64)
+        data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
+                             tuple(names))
+        tables: dict[str, Any] | None = None
+        at = len(parts)
+        if order:
+            tables = {}
+            for col in order:
+                t = pd.concat([p[1][col] for p in partials], ignore_index=True)
+                tc = np.ascontiguousarray(codes[at:at + len(t)])
+                at += len(t)
+                tables[col] = _em.slot_table(tc, t[_SLOT].to_numpy(np.int64),
+                                             _rank_metrics.n_slots(self.metrics.grids[col]),
+                                             t[_ROWS].to_numpy(np.int64))
+        pc = codes[:len(parts)]
+        n, m = fk.size, self.metrics.n_value_parts()
+        counts = np.zeros(n, np.int64)
+        ids = np.zeros(n, np.int64)
+        np.add.at(counts, pc, parts[_COUNT].to_numpy(np.int64))
+        np.add.at(ids, pc, parts[_IDS].to_numpy(np.int64))
+        hi = np.zeros((n, m), np.int64)
+        lo = np.zeros((n, m), np.int64)
+        for j in range(m):
+            fs = _rows.RowsBounded(counts, ids, hi, lo).column(j, 0)
+            fs.add_partials(pc, parts[f"__dpfast_hi{j}"].to_numpy(np.int64),
+                            parts[f"__dpfast_lo{j}"].to_numpy(np.int64))
+            hi[:, j], lo[:, j] = fs.hi, fs.lo
+        weighted = (checked_total(pc, parts[_WEIGHTED], n) if _WEIGHTED in parts else None)
+        return data, _rows.RowsBounded(counts, ids, hi, lo, weighted=weighted), tables
+
+    def finish(self, partials: tuple[_inputs._Data, _rows.RowsBounded, Any],
+               gen: _random.Generator, release_id: int | None
+               ) -> AggregateRelease | TableRelease:
+        """Noise every part, select once, finish every metric (after the charge)."""
+        data, agg, tables = partials
+        rel = release(self.metrics, gen, release_id, data, agg, tables)
+        return rel if self.single is None else rel.metrics[self.single]
+
+
+def _candidates(spec: ReleaseSpec) -> dict[str, Any] | None:
+    cands = spec.option("candidates")
+    if cands is None:
+        return None
+    return {name: np.asarray(v) if isinstance(v, tuple) else v for name, v in cands}
+
+
+def plan_of(spec: ReleaseSpec, source: Source, parts: Mapping[str, tuple[str, ...]]
+            ) -> MultiPlan:
+    """The plan of ``spec`` over ``source`` (its schema only: whether it has privacy ids,
+    its value columns' dtypes).  ``parts``: the statistics offered -> their parts."""
+    single = None
+    values = None
+    if spec.option("family") != "aggregate" and len(spec.statistics) == 1:
+        # one statistic (variance, std, privacy_id_count): bounds a pair for its column
+        (s,) = spec.statistics
+        single = s.name or s.statistic
+        if s.column is None and _metrics.needs_column(parts.get(s.statistic, ())):
+            values = VALUES  # a local release's values
+            s = dataclasses.replace(s, column=VALUES)
+        metrics: Any = {single: _metric_of(s)}
+        bounds = {} if s.column is None else {s.column: spec.bounds}
+    else:
+        metrics = {s.name: _metric_of(s) for s in spec.statistics}
+        assert not isinstance(spec.bounds, str)
+        bounds = {c: (lo, hi) for c, lo, hi in spec.bounds or ()}
+    mets = _metrics.parse_metrics(metrics, parts)
+    w = _metrics.parse_weights(None if spec.option("weights") is None
+                               else list(spec.option("weights")), mets)
+    k, c = _common(spec.max_partitions, spec.max_per_partition,
+                   True if source.has_privacy_ids() else None)
+    policy = bounding.policy_code(spec.bounding)
+    priv = spec.privacy()
+    used = sorted({m.column for m in mets if m.column is not None})
+    columns: dict[str, _metrics.Column] = {}
+    for name in used:
+        kind = _column_kind(source, name, values is not None)
+        if name not in bounds:
+            raise ValueError(f"metrics use column {name!r}: give bounds={{{name!r}: (lo, "
+                             "hi)}}")
+        integer = kind in "iu"
+        try:
+            lo, hi = _inputs._bounds(bounds[name], integer)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"bounds for column {name!r}: {exc}") from None
+        columns[name] = _metrics.Column(lo, hi, integer)
+    mp = _metrics.plan_metrics(mets, w, columns, k, c, priv, spec.selection,
+                               _candidates(spec))
+    return MultiPlan(mp, policy, used, single, values)
+
+
+def _column_kind(source: Source, name: str, single: bool) -> str:
+    """The dtype kind of a used value column (:meth:`dpfast.tables.run.Source.value_kind`:
+    the public schema; ValueError when a local table lacks it -- a Dask frame's columns
+    were checked when it was made)."""
+    if single:  # a local single statistic's values
+        return str(source.value_kind())
+    local = getattr(source, "columns", None)
+    if (local is None or isinstance(local, Mapping)) and name not in (local or {}):
+        raise ValueError(f"metrics use column {name!r}, which is not in the table")
+    return str(source.value_kind(name))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpfast.tables import multi as _multi
 from dpfast.tables import statistics as _statistics
 from dpfast.tables.spec import ReleaseSpec
 
@@ -20,8 +21,10 @@ def plan(spec: ReleaseSpec, source: Any) -> Any:
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec, got {type(spec).__name__}")
     family = spec.option("family")
-    if family is not None:  # a release of several statistics (e.g. "aggregate")
+    if family == "aggregate" or (family is None and len(spec.statistics) > 1):
+        # the many-metric release (one bounding, one selection, one charge): each
+        # statistic's class says which parts it is finished from
+        return _multi.plan_of(spec, source, _statistics.metric_parts())
+    if family is not None:  # another release family of several statistics
         return _statistics.get(family).plan(spec, source)
-    if len(spec.statistics) != 1:
-        raise ValueError("a spec of several statistics needs options={'family': ...}")
     return _statistics.get(spec.statistics[0].statistic).plan(spec, source)

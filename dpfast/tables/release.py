@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import metrics as _metrics
 from dpfast.mechanisms import _tails
+from dpfast.tables import metrics as _metrics
 
 __all__ = ["TableRelease", "AccuracySummary", "NoiseLaw"]
 

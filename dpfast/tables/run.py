@@ -28,39 +28,35 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from dpfast import random as _random
-from dpfast.tables import _usecase, bounding, keynoise
+from dpfast.tables import _inputs, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables.plan import plan as make_plan
 from dpfast.tables.spec import ReleaseSpec, check_charger
 
-__all__ = ["Plan", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows", "Source",
-           "release"]
+__all__ = ["Plan", "Source", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows",
+           "Columns", "release"]
 
 
-@runtime_checkable
 class Source(Protocol):
-    """What a plan may read of a source (:meth:`Statistic.plan
-    <dpfast.tables.statistics.Statistic.plan>`): its **public schema**, never a row.
+    """What a plan may read of a source before any row: its public schema."""
 
-    ``privacy_ids``: None when every row is its own person, else the privacy-unit column;
-    ``values`` / ``columns``: the value column(s), of which a plan reads only the numpy
-    ``dtype`` (integers or floats: :func:`dpfast.tables._inputs.number_kind`); ``domain``:
-    the public keys.  A plan's result (its event above all) is the same for a source of
-    no rows with the same dtypes -- a :class:`Rows` of empty typed arrays, which is what a
-    :class:`dpfast.Session` plans on (from its table's schema) before it reads a row.
-    """
+    def has_privacy_ids(self) -> bool:
+        """Whether rows carry a privacy unit (else every row is its own person)."""
 
-    @property
-    def privacy_ids(self) -> Any:
-        """None, or the privacy-unit column (a plan reads only whether it is None)."""
+    def value_kind(self, column: str | None = None) -> str:
+        """The dtype kind (``"i"``, ``"u"``, ``"f"``) of a value column (None: the one
+        value column); TypeError naming it when it does not hold numbers."""
 
-    @property
-    def values(self) -> Any:
-        """The value column of a one-column statistic (a plan reads only its dtype)."""
 
-    @property
-    def domain(self) -> Any:
-        """The public keys, or None (selected privately)."""
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """The column names a partition task reads and the public key domain (picklable, no
+    data): ``by`` key columns, ``privacy_unit`` (None: a row is a person), ``values``."""
+
+    by: tuple[str, ...]
+    privacy_unit: str | None = None
+    values: tuple[str, ...] = ()
+    domain: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +72,16 @@ class Rows:
     columns: Any = None
     domain: Any = None
     key_names: tuple[str, ...] | None = None
+
+    def has_privacy_ids(self) -> bool:
+        return self.privacy_ids is not None
+
+    def value_kind(self, column: str | None = None) -> str:
+        if column is None:
+            if self.values is None:
+                raise TypeError("values must be an array of numbers, got None")
+            return _inputs.number_kind(self.values)
+        return _inputs.number_kind(self.columns[column], f"column {column!r}")
 
 
 @runtime_checkable

@@ -1,6 +1,7 @@
 """Per-key variance and standard deviation of bounded values.
 
-Both are the many-metric pipeline (:mod:`dpfast.tables.multi`) with one metric: the noisy
+Both are the many-metric plan (:mod:`dpfast.tables.multi`) with one metric, run by
+:func:`dpfast.tables.run.release`: the noisy
 count ``N``, the noisy centred sum ``S1 = Σ (2x - lo - hi)`` and the noisy centred sum of
 squares ``S2 = Σ (x - mid)²`` (``mid = (lo + hi)/2``), all over the same kept rows, each
 at a third of the budget, finished as ``S2/N' - (S1/2N')²`` clipped to
@@ -13,21 +14,29 @@ from __future__ import annotations
 from typing import Any
 
 from dpfast.random import RngLike
-from dpfast.tables import multi
+from dpfast.tables import run as _run
 from dpfast.tables.release import TableRelease
+from dpfast.tables.spec import ReleaseSpec, StatSpec
 
 __all__ = ["variance", "std"]
 
 
 def _one(kind: str, values: Any, keys: Any, privacy_ids: Any, bounds: Any, dropna: Any,
-         bounding: Any, **kw: Any) -> TableRelease:
+         bounding: Any, *, epsilon: Any, delta: Any, rho: Any, max_partitions: Any,
+         max_per_partition: Any, domain: Any, noise: Any, rng: Any, budget: Any, note: Any,
+         use_case: str | None, selection: Any) -> TableRelease:
     if not isinstance(dropna, bool):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
     if values is None:
         raise TypeError("values must be given (one number per row)")
-    rel = multi.run({kind: (kind, "values")}, keys, privacy_ids, {"values": values},
-                    {"values": bounds}, weights=None, bounding_policy=bounding, **kw)
-    return rel.metrics[kind]
+    if not isinstance(bounds, (tuple, list)):  # checked against the values' dtype later
+        raise TypeError("bounds for column 'values': bounds must be a pair (lo, hi)")
+    spec = ReleaseSpec.make([StatSpec(kind)], epsilon=epsilon, delta=delta, rho=rho,
+                            noise=noise, max_partitions=max_partitions,
+                            max_per_partition=max_per_partition, bounds=bounds,
+                            domain=domain, selection=selection, bounding=bounding)
+    return _run.release(spec, _run.Rows(keys, privacy_ids, values, domain=domain),
+                        budget=budget, note=note, rng=rng, use_case=use_case)
 
 
 _PRIVACY = """

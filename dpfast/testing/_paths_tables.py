@@ -1,4 +1,5 @@
-"""The release paths of :mod:`dpfast.tables` and :mod:`dpfast.histogram` (record data)."""
+"""The release paths of :mod:`dpfast.tables` and :mod:`dpfast.tables.histogram` (record
+data)."""
 
 from __future__ import annotations
 
@@ -117,8 +118,8 @@ register(ReleasePath("tables.sum/auto_bounds", ("dpfast.tables.sum",), _sum_auto
 
 
 def _hist() -> Any:
-    # the module (dpfast.histogram is also the function the package re-exports)
-    return importlib.import_module("dpfast.histogram")
+    # the module (dpfast.histogram is the function the top-level package re-exports)
+    return importlib.import_module("dpfast.tables.histogram")
 
 
 def _histogram(d: Any, rng: bytes) -> Any:
@@ -145,8 +146,9 @@ def _histogramdd(d: Any, rng: bytes) -> Any:
                                         return_release=True)
 
 
-register(ReleasePath("histogram.histogram", ("dpfast.histogram.histogram",), _histogram))
-register(ReleasePath("histogram.histogram2d", ("dpfast.histogram.histogram2d",),
+register(ReleasePath("histogram.histogram", ("dpfast.tables.histogram.histogram",),
+                     _histogram))
+register(ReleasePath("histogram.histogram2d", ("dpfast.tables.histogram.histogram2d",),
                      _histogram2d))
-register(ReleasePath("histogram.histogramdd/weighted", ("dpfast.histogram.histogramdd",),
-                     _histogramdd))
+register(ReleasePath("histogram.histogramdd/weighted",
+                     ("dpfast.tables.histogram.histogramdd",), _histogramdd))

@@ -131,7 +131,7 @@ def release_paths() -> list[ReleasePath]:
 
 def public_release_names() -> list[str]:
     """Every public release function of dpfast: the functions of :mod:`dpfast.tables`,
-    :mod:`dpfast.dask` and :mod:`dpfast.histogram`, the public methods of
+    :mod:`dpfast.dask` and :mod:`dpfast.tables.histogram`, the public methods of
     :class:`dpfast.Session` and of its analysts, and the local-DP clients' ``report`` (and
     :func:`dpfast.local.randomize`), minus :data:`NOT_RELEASES`."""
     import dpfast.tables
@@ -140,8 +140,8 @@ def public_release_names() -> list[str]:
 
     names = [f"dpfast.tables.{n}" for n in dpfast.tables.__all__
              if inspect.isfunction(getattr(dpfast.tables, n))]
-    hist = importlib.import_module("dpfast.histogram")  # the module, not the function
-    names += [f"dpfast.histogram.{n}" for n in hist.__all__]
+    hist = importlib.import_module("dpfast.tables.histogram")  # the module, not the function
+    names += [f"dpfast.tables.histogram.{n}" for n in hist.__all__]
     try:
         import dpfast.dask
     except ImportError:  # pragma: no cover - dask is an optional dependency

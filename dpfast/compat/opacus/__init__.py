@@ -43,7 +43,8 @@ dtype produced, see the assumption below). Everything Opacus does afterwards (di
 the expected batch size, the optimizer step) is post-processing too. The guarantee assumes
 what Opacus's accounting assumes: each example's clipped gradient has L2 norm ``<= C``
 (Opacus clips in the parameter dtype with the factor ``min(1, C / (norm + 1e-6))``; its
-float rounding is not certified, unlike that of :func:`dpfast.dpsgd.clip_and_noise`). The
+float rounding is not certified, unlike that of
+:func:`dpfast.dpsgd.clip_and_noise <dpfast.mechanisms.dpsgd.clip_and_noise>`). The
 optimizer's ``generator`` is not used: the noise comes from the generator of
 :func:`install`. Distributed optimizers add the noise on one rank and then sum the ranks'
 gradients in floating point (``all_reduce``), as Opacus does: the noise is exact, the

@@ -197,10 +197,11 @@ def install(key: bytes | None = None) -> None:
     (discrete) Gaussian mechanism with noise multiplier ``>= z``; with Poisson sampling at
     exactly rate ``q`` a run of ``T`` steps is ``SelfComposed(PoissonSampled(Gaussian(z),
     q), T)`` (Abadi et al. 2016), what Opacus's and dpfast's accountants bound.  As for
-    :func:`dpfast.dpsgd.clip_and_noise`, the subsampled-Gaussian analysis is proven for
-    continuous noise; the discrete Gaussian used has ``sigma / g >= 2**39`` grid steps
-    (CKS20; the convention of OpenDP's and Google's secure samplers).  Casting to the
-    parameter dtype and everything after is post-processing.
+    :func:`dpfast.dpsgd.clip_and_noise <dpfast.mechanisms.dpsgd.clip_and_noise>`, the
+    subsampled-Gaussian analysis is proven for continuous noise; the discrete Gaussian used
+    has ``sigma / g >= 2**39`` grid steps (CKS20; the convention of OpenDP's and Google's
+    secure samplers).  Casting to the parameter dtype and everything after is
+    post-processing.
     """
     if key is not None:
         key = bytes(key)

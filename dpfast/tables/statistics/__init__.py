@@ -3,7 +3,14 @@
 
 from __future__ import annotations
 
-from dpfast.tables.statistics import counts, sums  # noqa: F401  (registers them)
+from dpfast.tables.statistics import counts, distinct, sums  # noqa: F401  (registers them)
 from dpfast.tables.statistics.base import REGISTRY, Statistic, get
 
-__all__ = ["REGISTRY", "Statistic", "get"]
+__all__ = ["REGISTRY", "Statistic", "get", "metric_parts"]
+
+
+def metric_parts() -> dict[str, tuple[str, ...]]:
+    """Each registered statistic that a many-metric release offers (its class's
+    :attr:`~dpfast.tables.statistics.base.Statistic.parts`) -> the parts it is finished
+    from."""
+    return {name: cls.parts for name, cls in REGISTRY.items() if cls.parts}

@@ -12,6 +12,8 @@ idealisation.  The privacy cost of a training run is computed by the accountant:
     sigma = calibrate_noise_multiplier(target_epsilon, delta, sampling_rate, steps)
     ...
     update = clip_and_noise(per_example_grads, clip_norm, sigma, batch_size=rate * n)
+
+Public as ``dpfast.dpsgd`` (the top-level facade: ``dpfast.dpsgd.clip_and_noise``).
 """
 
 from __future__ import annotations

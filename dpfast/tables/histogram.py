@@ -1,5 +1,8 @@
 """numpy-style private histograms: ``dpfast.histogram``, ``histogram2d``, ``histogramdd``.
 
+Public as ``dpfast.histogram`` / ``dpfast.histogram2d`` / ``dpfast.histogramdd`` (the
+top-level facade); the module lives in the release layer it is built on.
+
 Drop-in replacements for :func:`numpy.histogram` / :func:`numpy.histogram2d` /
 :func:`numpy.histogramdd` (and diffprivlib's ``tools.histogram``) when each row of the
 data is an individual's value: the same bin edges and the same assignment of values to
@@ -324,9 +327,11 @@ del _f
 
 
 class _CallableModule(types.ModuleType):
-    """``dpfast.histogram`` is both this module and the function: importing the module
-    (``import dpfast.histogram``) binds the package attribute to the module, so the module
-    itself is callable and forwards to :func:`histogram`."""
+    """``histogram`` is both this module and the function: importing the module
+    (``import dpfast.tables.histogram``) binds the package attribute
+    ``dpfast.tables.histogram`` to the module, so the module itself is callable and forwards
+    to :func:`histogram` (``dpfast.histogram``, through the top-level facade, is the
+    function)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return histogram(*args, **kwargs)

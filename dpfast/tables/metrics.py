@@ -12,6 +12,8 @@ sensitive data, so these numbers are not differentially private.
 * :func:`ci_coverage` -- fraction of cells whose interval ``[low, high]`` contains the truth;
 * :func:`utility_ratio` -- signal-to-noise ratio ``sqrt(mean truth^2) / rmse``: how many
   times the typical true value exceeds the typical error (``inf`` for an exact release).
+
+Public as ``dpfast.metrics`` (the top-level facade); numpy only.
 """
 
 from __future__ import annotations

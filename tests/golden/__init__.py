@@ -1,0 +1,1 @@
+"""Golden outputs of the release layer (see docs/design.md, "Golden outputs")."""
