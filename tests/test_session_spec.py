@@ -29,7 +29,8 @@ def _frame(n: int = 1500, seed: int = 5) -> pd.DataFrame:
     r = np.random.default_rng(seed)
     return pd.DataFrame({"dest": r.choice(DESTS, n), "pid": r.integers(0, 600, n),
                          "arr_delay": r.normal(12, 8, n).round(1),
-                         "seats": r.integers(0, 300, n), "year": r.choice([2013, 2014], n)})
+                         "seats": r.integers(0, 300, n), "year": r.choice([2013, 2014], n),
+                         "carrier": r.choice(["AA", "B6", "DL", "UA"], n)})
 
 
 def _session(df: pd.DataFrame, **kw: object) -> dpfast.Session:
@@ -47,6 +48,12 @@ SAME = [
      "SELECT dest, SUM(seats) AS total FROM flights GROUP BY dest"),
     (lambda s: s.mean("arr_delay", "dest", epsilon=0.5, where="year = 2013"),
      "SELECT dest AS d, AVG(arr_delay) FROM flights WHERE year = 2013 GROUP BY dest"),
+    (lambda s: s.stddev("arr_delay", "dest", epsilon=0.5),
+     "SELECT dest, STDDEV_POP(arr_delay) FROM flights GROUP BY dest"),
+    (lambda s: s.privacy_id_count("dest", epsilon=0.5, max_per_partition=3),
+     "SELECT dest, COUNT(DISTINCT pid) FROM flights GROUP BY dest"),
+    (lambda s: s.count_distinct("carrier", "dest", epsilon=0.5),
+     "SELECT dest, COUNT_DISTINCT(carrier) FROM flights GROUP BY dest"),
 ]
 
 
