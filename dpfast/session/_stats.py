@@ -13,10 +13,11 @@ Two small tables remain, each marked for deletion:
 
 * :data:`ALIASES`: a session name kept for compatibility (``stddev``, the session's name
   of :func:`dpfast.tables.std` since before the registry);
-* :data:`LEGACY`: the statistics of :mod:`dpfast.tables` not yet registered when this
-  module was written (they have no plan yet): the session still calls their function and
-  learns the event by the old probe (:mod:`dpfast.session._legacy`).  A statistic leaves
-  this table by registering -- the registry entry wins as soon as it exists.
+* :data:`LEGACY`: the statistics of :mod:`dpfast.tables` not registered when this module
+  was written (median, quantile: no plan yet): the session still calls their function and
+  learns the event by the old probe (:mod:`dpfast.session._legacy`).  An entry is deleted
+  when its statistic's spec can be made from its public parameters alone (see the
+  table).
 """
 
 from __future__ import annotations
@@ -71,8 +72,11 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 #: LEGACY -- the statistics of dpfast.tables without a registry entry (and so without a
 #: plan) when the session moved to the registry; each runs the old probe path
-#: (dpfast.session._legacy).  An entry is ignored once its name is registered; delete the
-#: table when every statistic is.
+#: (dpfast.session._legacy), calling its dpfast.tables function.  An entry is used even
+#: once its name is registered: the rank statistics' specs carry family options (their
+#: candidate grid) that only their facade makes, so the session's generic spec would not
+#: plan them as dpfast.tables.quantile does.  Delete an entry when its statistic's spec is
+#: made from its public parameters alone (then the registry's entry serves it).
 LEGACY: dict[str, Stat] = {s.name: s for s in (
     Stat("median", "median", True, True, False, _EMPTY, ("median",), registered=False),
     Stat("quantile", "quantile", True, True, False, MappingProxyType({"q": None}),
@@ -107,9 +111,11 @@ def lookup(name: object) -> Stat | None:
     if not isinstance(name, str) or name.startswith("_"):
         return None
     real = ALIASES.get(name, name)
+    if real in LEGACY:
+        return LEGACY[real]
     if real in REGISTRY:
         return _of(REGISTRY[real])
-    return LEGACY.get(real)
+    return None
 
 
 def names() -> list[str]:
@@ -121,14 +127,14 @@ def names() -> list[str]:
 
 def from_sql(spellings: set[str]) -> Stat | None:
     """The statistic an SQL aggregate function of one of ``spellings`` (lower case: the
-    names sqlglot knows the function by) releases: the registered statistic declaring one
-    of them in its ``sql_names``, else a legacy one; None if none."""
-    for cls in REGISTRY.values():
-        if spellings & {n.lower() for n in cls.sql_names}:
-            return _of(cls)
+    names sqlglot knows the function by) releases: a :data:`LEGACY` one, else the
+    registered statistic declaring one of them in its ``sql_names``; None if none."""
     for s in LEGACY.values():
-        if s.name not in REGISTRY and spellings & set(s.sql_names):
+        if spellings & set(s.sql_names):
             return s
+    for cls in REGISTRY.values():
+        if cls.name not in LEGACY and spellings & {n.lower() for n in cls.sql_names}:
+            return _of(cls)
     return None
 
 
