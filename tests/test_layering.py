@@ -685,7 +685,8 @@ def _rewrite() -> None:  # pragma: no cover - a maintainer's tool
         edges = sorted(cycle_edges(_package_graph(package, all_imports)))
         body = "".join(f'        "{e}",\n' for e in edges)
         text = re.sub(r'(    "' + re.escape(package) + r'": \{\n)(.*?)(    \},\n)',
-                      lambda m: m.group(1) + body + m.group(3), text, count=1, flags=re.S)
+                      lambda m, b=body: m.group(1) + b + m.group(3), text, count=1,
+                      flags=re.S)
     uses = sorted(u for p in SOURCES if not _in_tables(module_name(p))
                   for u in private_tables_uses(p))
     body = "".join(f'    "{u}",\n' for u in uses)

@@ -147,3 +147,17 @@ def test_dask_backend_equals_local_through_the_same_pipeline() -> None:
         np.testing.assert_array_equal(got.keys, ref.keys)
         np.testing.assert_array_equal(got.values, ref.values)
         assert got.event == ref.event
+
+
+def test_a_spec_and_a_source_must_agree_on_the_public_domain() -> None:
+    """A spec planned for public keys (no key selection) over a source without them would
+    publish the source's private keys unselected: refused before anything is read."""
+    budget = dpfast.Budget(epsilon=5.0, delta=1e-5)
+    public = _spec("count", domain=np.arange(12))
+    with pytest.raises(ValueError, match="domain"):
+        run.release(public, _rows(), budget=budget, rng=dpfast.default_rng(KEY))
+    rows = _rows()
+    with pytest.raises(ValueError, match="domain"):
+        run.release(_spec("count"), run.Rows(rows.keys, rows.privacy_ids,
+                                             domain=np.arange(12)), budget=budget)
+    assert budget.history() == []

@@ -69,6 +69,9 @@ class Frame:
     def has_privacy_ids(self) -> bool:
         return self.columns.privacy_unit is not None
 
+    def public_domain(self) -> Any:
+        return self.columns.domain
+
     def value_kind(self, column: str | None = None) -> str:
         name = self.columns.values[0] if column is None else column
         dt = self.ddf[name].dtype

@@ -23,6 +23,7 @@ from dpfast.tables import _fixed, _inputs, _merge, _plan, _select, bounding, key
 from dpfast.tables import _scratch as scratch
 from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
+from dpfast.tables.bounding import Bounded
 from dpfast.tables.release import TableRelease
 
 __all__ = ["Plan", "plan_of", "release"]
@@ -112,7 +113,7 @@ class Plan:
     integer: bool = True
     bounds: Any = None
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, bounding.Bounded]:
+    def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, Bounded]:
         """Validate the rows (:func:`dpfast.tables._inputs._validate`) and bound them."""
         values = None if self.stat == "count" else rows.values  # a count reads no values
         data, _ = _validate(rows.keys, rows.privacy_ids, values, self.bounds, rows.domain)
@@ -123,7 +124,7 @@ class Plan:
                                    self.bounding, _select.unit_weights(self.select))
         return data, agg
 
-    def finish(self, partials: tuple[_Data, bounding.Bounded], gen: _random.Generator,
+    def finish(self, partials: tuple[_Data, Bounded], gen: _random.Generator,
                release_id: int | None) -> TableRelease:
         data, agg = partials
         return release(self, data, agg, gen, release_id)
@@ -163,7 +164,7 @@ class Plan:
         return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
     def merge(self, results: list[tuple[Any, int]], cols: Any
-              ) -> tuple[_Data, bounding.Bounded]:
+              ) -> tuple[_Data, Bounded]:
         """Sum the partitions' partials per key (canonical codes, as on one machine), in
         checked integer arithmetic (OverflowError, never a wrap)."""
         import pandas as pd

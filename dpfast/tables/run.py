@@ -43,6 +43,9 @@ class Source(Protocol):
     def has_privacy_ids(self) -> bool:
         """Whether rows carry a privacy unit (else every row is its own person)."""
 
+    def public_domain(self) -> Any:
+        """The public keys the source was given (None: the keys are selected privately)."""
+
     def value_kind(self, column: str | None = None) -> str:
         """The dtype kind (``"i"``, ``"u"``, ``"f"``) of a value column (None: the one
         value column); TypeError naming it when it does not hold numbers."""
@@ -75,6 +78,9 @@ class Rows:
 
     def has_privacy_ids(self) -> bool:
         return self.privacy_ids is not None
+
+    def public_domain(self) -> Any:
+        return self.domain
 
     def value_kind(self, column: str | None = None) -> str:
         if column is None:
@@ -136,7 +142,7 @@ class LocalBackend:
 LOCAL = LocalBackend()
 
 
-def release(spec: ReleaseSpec, source: Any, *, backend: Backend | None = None,
+def release(spec: ReleaseSpec, source: Source, *, backend: Backend | None = None,
             budget: Any = None, note: str = "", rng: Any = None,
             use_case: str | None = None, plan: Plan | None = None) -> Any:
     """Run the release ``spec`` over ``source`` (see the module docstring).
@@ -145,6 +151,11 @@ def release(spec: ReleaseSpec, source: Any, *, backend: Backend | None = None,
     its event first); otherwise :func:`dpfast.tables.plan.plan` makes it here.
     """
     check_charger(budget, note)
+    if (spec.domain is None) != (source.public_domain() is None):
+        # a spec planned for public keys over a source without them would publish the
+        # source's keys without selection (and the reverse would select public keys)
+        raise ValueError("the spec's domain and the source's disagree: give the public keys "
+                         "to both, or to neither")
     back: Backend = LOCAL if backend is None else backend
     keys = back.keys(rng)
     p = make_plan(spec, source) if plan is None else plan
