@@ -394,11 +394,8 @@ KNOWN_CYCLE_EDGES: dict[str, set[str]] = {
         "dpfast.tables.quantile_release -> dpfast.tables._state",
         "dpfast.tables.release -> dpfast.tables._state",
     },
-    # Session.sql runs _answer.run, which reads Session's STATISTICS table back
-    "dpfast.session": {
-        "dpfast.session._answer -> dpfast.session.session",
-        "dpfast.session.session -> dpfast.session._answer",
-    },
+    # (Session.sql's _answer no longer reads Session's STATISTICS back: the registry)
+    "dpfast.session": set(),
 }
 
 
@@ -544,14 +541,6 @@ KNOWN_PRIVATE_TABLES_USES: set[str] = {
     "dpfast.cli.warmup -> dpfast.tables._keys",
     "dpfast.dask._shuffle -> dpfast.tables._idhash",
     "dpfast.dask._shuffle -> dpfast.tables._scratch",
-    "dpfast.dask.quantiles -> dpfast.tables._charge",
-    "dpfast.dask.quantiles -> dpfast.tables._inputs",
-    "dpfast.dask.quantiles -> dpfast.tables._keys",
-    "dpfast.dask.quantiles -> dpfast.tables._quantile_em",
-    "dpfast.dask.quantiles -> dpfast.tables.quantiles._check_budget",
-    "dpfast.dask.quantiles -> dpfast.tables.quantiles._quantiles",
-    "dpfast.dask.quantiles -> dpfast.tables.quantiles._take",
-    "dpfast.dask.quantiles -> dpfast.tables.quantiles._values_for",
     "dpfast.dask.tables -> dpfast.tables._merge",
     "dpfast.session._cache -> dpfast.tables._state",
     "dpfast.session.session -> dpfast.tables._state",

@@ -195,13 +195,7 @@ def charge_sites() -> dict[str, list[int]]:
 
 #: the modules that still charge outside run.release (other pipelines of issue 37 not yet
 #: ported); this list may only shrink
-KNOWN_SITES = {
-    "dpfast/dask/quantiles.py",  # quantile / median / min / max
-    "dpfast/tables/autobounds.py",  # bounds="auto", auto_bounds
-    "dpfast/tables/groupby.py",  # the _charge alias, kept for the pipelines below
-    "dpfast/tables/hierarchy.py",  # topdown
-    "dpfast/tables/quantiles.py",  # quantile / median / min / max
-}
+KNOWN_SITES: set[str] = set()  # every release layer pipeline is ported
 
 
 def test_the_scan_sees_a_charge() -> None:
@@ -222,9 +216,5 @@ def test_no_new_charge_site() -> None:
     assert not new, f"charge sites outside run.release: {[(m, sites[m]) for m in new]}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "other pipelines still charge outside run.release: tables/quantiles.py, "
-    "tables/autobounds.py, tables/hierarchy.py, tables/groupby.py (the _charge alias), "
-    "dask/quantiles.py"))
 def test_run_release_is_the_only_charge_site() -> None:
     assert charge_sites() == {}

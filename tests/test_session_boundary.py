@@ -21,10 +21,10 @@ duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
 import dpfast  # noqa: E402
-from dpfast import tables as _tables  # noqa: E402
 from dpfast._core.errors import RELEASE_FAILED  # noqa: E402
 from dpfast.budget import BudgetExceededError  # noqa: E402
 from dpfast.session import ReleaseFailedError, _source  # noqa: E402
+from dpfast.tables import groupby  # noqa: E402
 from tests.helpers import KEY  # noqa: E402
 
 SECRET = "secret-alice-4711"
@@ -118,16 +118,15 @@ def test_a_failure_after_the_charge_is_fixed(tmp_path, after_charge, path) -> No
 def test_a_value_check_of_dpfast_after_the_charge_is_fixed(tmp_path, monkeypatch) -> None:
     """Channel 1: a dpfast check on the real rows (here a ValueError naming a value, as
     the NaN and overflow checks did) was an oracle after the charge; now it is the fixed
-    failure.  Before the charge (the probe, budget given) the same function's errors on
-    public parameters stay clear ValueErrors."""
-    real = _tables.count
+    failure.  Before the charge (the plan, from the schema) errors on public parameters
+    stay clear ValueErrors.  (The check is planted in the plan's step on the real rows,
+    ``local_partials``, which the session runs after the charge -- issue 37: the session
+    runs the plan, no longer ``dpfast.tables.count`` behind a probe.)"""
 
-    def count(*a, **kw):
-        if kw.get("budget") is None:  # the computation on the real rows
-            raise ValueError(f"values contain NaN or infinite values (row {SECRET})")
-        return real(*a, **kw)
+    def local_partials(self, rows, subkey):  # the computation on the real rows
+        raise ValueError(f"values contain NaN or infinite values (row {SECRET})")
 
-    monkeypatch.setattr(_tables, "count", count)
+    monkeypatch.setattr(groupby.Plan, "local_partials", local_partials)
     s = _session(tmp_path)
     with pytest.raises(ValueError, match="epsilon") as pre:
         s.count("k", epsilon=-1.0)  # public: refused before the charge, by name

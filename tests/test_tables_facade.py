@@ -56,13 +56,16 @@ def test_the_facades_import_no_kernel() -> None:
     assert out.split() == ["False", "False"]
 
 
-GENERATED = sorted(REGISTRY)
+#: registered statistics whose public functions are still the hand-written ones (their
+#: classes state no ``doc`` yet: the facades take them from ``_PUBLIC``); may only shrink
+NOT_GENERATED = {"quantile", "median", "min", "max"}
+GENERATED = sorted(n for n, s in REGISTRY.items() if s.doc)
 
 
-def test_every_registered_statistic_states_its_docstring() -> None:
-    """A registered statistic without ``doc`` would keep a hand-written function (the
-    transition rule of the facades); none is left."""
-    assert [n for n, s in REGISTRY.items() if not s.doc] == []
+def test_only_the_known_statistics_are_not_generated() -> None:
+    assert {n for n, s in REGISTRY.items() if not s.doc} <= NOT_GENERATED
+    for name in NOT_GENERATED & set(REGISTRY):  # still public, still a function
+        assert inspect.isfunction(getattr(tables, name)) and name in tables.__all__
 
 
 # ----------------------------------------------------------------------------- functions

@@ -375,6 +375,19 @@ class Queries:
             return conn.execute("SELECT 1 FROM charges WHERE query = ? AND status = ? "
                                 "LIMIT 1", (query_id, STORED)).fetchone() is not None
 
+    def result_id(self, part: str) -> str | None:
+        """The query id under which an answer of ``part`` is stored: ``part`` itself, or a
+        question's part ``<question>~<part>`` (a session's SQL query charges its
+        aggregates so); the first stored, None if none.  A session asks it before its
+        ledger query, so that one question asked twice -- by a method call and as part of
+        an SQL query -- is answered from the cache, not charged twice."""
+        with self._lock:
+            conn = self._sync.read("cannot read the ledger")
+            got = conn.execute("SELECT query FROM charges WHERE (query = ? OR query LIKE ?) "
+                               "AND status = ? ORDER BY id LIMIT 1",
+                               (part, f"%~{part}", STORED)).fetchone()
+        return None if got is None else str(got[0])
+
     def usage(self, *, analyst: str | None = None) -> Usage:
         """The usage report (:class:`~dpfast.budget.usage.Usage`): total, spent,
         remaining and utilization, per analyst and per query (cost, cache hits).

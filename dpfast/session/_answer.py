@@ -7,14 +7,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from dpfast import tables as _tables
 
-from . import _cache, _query, _spec
+from . import _release, _stats
+from ._query import Agg, Query
 from .sql import SqlRefusedError, plan
+
+if TYPE_CHECKING:
+    from .session import Session
 
 __all__ = ["SqlRelease", "run", "sql_release"]
 
@@ -80,20 +84,19 @@ def _split(x: float | None, m: int) -> float | None:
     return part
 
 
-def run(session: Any, text: str, *, epsilon: float | None = None, delta: float = 0.0,
+def run(session: Session, text: str, *, epsilon: float | None = None, delta: float = 0.0,
         rho: float | None = None, noise: str | None = None, max_partitions: int | None = None,
         max_per_partition: int | None = None) -> SqlRelease:
     """:meth:`dpfast.Session.sql`: plan, then one cached release per aggregate."""
-    from dpfast.session.session import STATISTICS
-
     src = session._source
     unit = session.privacy_unit
     p = plan(text, src, unit)
     for a in p.aggs:
-        if a.statistic not in STATISTICS:
+        stat = _stats.lookup(a.statistic)
+        if stat is None:
             raise SqlRefusedError("unavailable", f"{a.label} needs dpfast.tables."
                                   f"{a.statistic}, which this version does not have")
-        if STATISTICS[a.statistic].value:
+        if stat.bounds:
             assert a.column is not None and a.column.table == 0
             if a.column.name not in session.bounds:
                 col = a.column.name
@@ -114,7 +117,7 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
                                              if not public_keys else ""))
     releases: dict[str, Any] = {}
     for i, a in enumerate(p.aggs):
-        d = _split(delta, m) if public_keys else (delta if i == 0 else 0.0)
+        d = cast(float, _split(delta, m)) if public_keys else (delta if i == 0 else 0.0)
         need = None if eps is None or m == 1 else eps * (m - i)
         rel = sql_release(session, p, a, epsilon=eps, delta=d, rho=r, noise=noise,
                           domain=domain, max_partitions=max_partitions,
@@ -128,72 +131,26 @@ def run(session: Any, text: str, *, epsilon: float | None = None, delta: float =
     return SqlRelease(releases, names, list(p.order), rule)
 
 
-def sql_release(self: Any, plan: Any, agg: Any, *, epsilon: Any, delta: Any, rho: Any,
-                 noise: Any, domain: Any, max_partitions: Any, max_per_partition: Any,
-                 need: float | None = None) -> Any:
-    """One aggregate of a planned SQL query, through the cache (:func:`run`)."""
-    from dpfast.session.session import STATISTICS
-
-    src, pid = self._source, self.privacy_unit
-    stat = STATISTICS[agg.statistic]
+def sql_release(self: Session, plan: Query, agg: Agg, *, epsilon: float | None,
+                delta: float, rho: float | None, noise: str | None, domain: _release.Domain,
+                max_partitions: int | None, max_per_partition: int | None,
+                need: float | None = None) -> _release.Released:
+    """One aggregate of a planned SQL query, through the cache (:func:`run`): the release
+    :mod:`dpfast.session._release` makes for a method call asking the same question (the
+    same spec, so the same cached answer and one charge)."""
+    stat = _stats.lookup(agg.statistic)
+    assert stat is not None  # checked by run, before any charge
     k = self.max_partitions if max_partitions is None else max_partitions
     c = self.max_per_partition if max_per_partition is None else max_per_partition
-    row_sql = _query.rows_sql(plan, agg, pid, stat.value)
-    bounds = self.bounds[agg.column.name] if stat.value else None
-    spec = {"statistic": agg.statistic, "rows": row_sql, "extra": agg.extra,
-            "source": src.fingerprint(_sql_columns(self, plan, agg)),
-            "public": [src.fingerprint_public(t) for t in plan.public_used],
-            "privacy_unit": pid, "epsilon": epsilon, "delta": delta, "rho": rho,
-            "noise": noise, "bounds": None if bounds is None else list(bounds),
-            "max_partitions": k, "max_per_partition": c,
-            "domain": _spec.domain_fingerprint(domain)}
+    bounds = self.bounds[agg.column.name] if stat.bounds and agg.column is not None else None
     what = f"sql {agg.name} = {agg.label}" + (
         f" by {', '.join(k.name for k in plan.keys)}" if plan.keys else "")
-    kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
-                  max_partitions=k, max_per_partition=c, rng=self.rng, note=what)
-    if bounds is not None:
-        kwargs["bounds"] = bounds
-    # an aggregate's own parameters (QUANTILE's q) go to the statistic by name
-    kwargs.update({k: v for k, v in agg.extra.items() if k != "not_null"})
-    n_keys = max(1, len(plan.keys))
-
-    # a plain GROUP BY of the private table's columns (no join, no WHERE): a pandas
-    # source's rows are read from the frame in place, a file source's from its column
-    # cache (the arrays DuckDB would give: Source.plain_rows)
-    plain = {f"__k{i}": k.name for i, k in enumerate(plan.keys)} \
-        if plan.keys and not plan.joins and plan.where is None else None
-    if plain is not None:
-        plain_notnull = [k.name for k in plan.keys]
-        if pid:
-            plain["__pid"] = pid
-            plain_notnull.append(pid)
-        if agg.column is not None:
-            if stat.value:
-                plain["__v"] = agg.column.name
-            plain_notnull.append(agg.column.name)
-
-    def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
-        got = None if plain is None else src.plain_rows(plain, plain_notnull, limit)
-        if got is None:
-            got = src.fetch_sql(row_sql, limit=limit, ids=["__pid"] if pid else [])
-        if limit == 0:
-            got = _cache.one_row(got)
-        kc = got["__k0"] if n_keys == 1 else tuple(got[f"__k{i}"] for i in range(n_keys))
-        return kc, got.get("__pid"), got.get("__v")
-
-    rel = self._table_release(stat, spec, what, rows, kwargs, need)
+    rel = _release.run(self, plan, agg, stat, epsilon=epsilon, delta=delta, rho=rho,
+                       noise=noise, bounds=bounds, domain=domain, max_partitions=k,
+                       max_per_partition=c, bounding="uniform", what=what, need=need)
     if plan.keys:
         if isinstance(rel, _tables.QuantileRelease):  # a frozen dataclass
             rel = dataclasses.replace(rel, key_names=tuple(plan.key_names))
         else:
             rel._key_names = tuple(plan.key_names)
     return rel
-
-
-def _sql_columns(self: Any, plan: Any, agg: Any) -> list[str]:
-    """The private table's columns the generated row query reads (resolved real names:
-    the keys, the condition, the join keys, every aggregate's column, the unit)."""
-    used = set(plan.columns)
-    if self.privacy_unit:
-        used.add(self.privacy_unit)
-    return sorted(used)

@@ -1,17 +1,17 @@
-"""A release through the result cache: the event probe, the ledger query, the payload.
+"""A release through the result cache: the query id, the ledger query, the payload.
 
-A release's privacy event is data-independent -- a function of its public parameters and
-of the columns' types -- so the session learns it *before* touching the data, by running
-the release on one synthetic row with a budget that stops at the charge (:func:`probe`).
+A release's privacy event is data-independent -- a function of its spec and of the
+columns' types -- so the session learns it *before* touching the data: from the release's
+plan (:func:`dpfast.tables.plan.plan` over the table's schema, :mod:`dpfast.session._release`;
+the releases without a plan yet still use the probe of :mod:`dpfast.session._legacy`).
 Then ``budget.query(query_id, event)`` either returns the stored answer (a hit: no data
 read, nothing charged) or charges the event, and the release runs on the real rows; its
-event must equal the probed one (else the computation fails, recorded as failed).
+event must equal the planned one (else the computation fails, recorded as failed).
 
-The probe reads no private row: its rows are synthetic (one row of zeros with the columns'
-types), and the types come from the schema or, for a filtered or joined row query, from
-binding the query without running it (:meth:`dpfast.session._source.Source.fetch`), so
-what it raises is a function of public information.  After the charge every failure is
-one fixed :class:`~dpfast._core.errors.ReleaseFailedError` (:func:`cached`).
+The query id is the spec's (:meth:`dpfast.tables.spec.ReleaseSpec.query_id`): a method
+call and an SQL aggregate asking the same question have the same spec, so the same id,
+and are charged once.  After the charge every failure is one fixed
+:class:`~dpfast._core.errors.ReleaseFailedError` (:func:`cached`).
 """
 
 from __future__ import annotations
@@ -20,16 +20,19 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from dpfast import tables as _tables
 from dpfast._core.errors import ReleaseFailedError
+from dpfast.tables.spec import ReleaseSpec
 
-from . import _spec
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
 
-__all__ = ["ReleaseFailedError", "cached", "from_payload", "one_row", "probe", "question"]
+    from ._store import Store
+    from .session import Session
+
+__all__ = ["ReleaseFailedError", "cached", "from_payload", "question"]
 
 #: The question being answered (a SQL query), while :func:`question` runs: its parts'
 #: query ids are ``<first part>~<part>`` (the first part's own id names the question, so
@@ -49,54 +52,20 @@ def question() -> Iterator[None]:
         _QUESTION.reset(token)
 
 
-def _query_id(store: Any, spec: dict[str, Any]) -> str:
-    """The ledger query id of a release: its spec's id, prefixed by its question's."""
-    part = _spec.query_id(spec)
+def _query_id(store: Store, spec: ReleaseSpec) -> str:
+    """The ledger query id of a release: its spec's id (prefixed by its question's in a
+    question of several parts); where an answer of the spec is stored already -- asked by
+    a method call, or as a part of any question -- that answer's id (a hit)."""
+    part = spec.query_id()
     asked = _QUESTION.get()
+    if asked is not None and not asked:
+        asked.append(part)
+    stored = store.result_id(part)
+    if stored is not None:
+        return stored
     if asked is None:
         return part
-    if not asked:
-        asked.append(part)
-    if store.budget.has_result(part):  # stored before questions were grouped: reuse it
-        return part
     return f"{asked[0]}~{part}"
-
-
-class _Event(Exception):
-    def __init__(self, event: Any) -> None:
-        super().__init__("probe")
-        self.event = event
-
-
-class _Probe:
-    """A budget that records the event of the charge and stops the release there."""
-
-    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Any:
-        raise _Event(event)
-
-    @contextlib.contextmanager
-    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[None]:
-        raise _Event(event)
-        yield  # pragma: no cover
-
-
-def probe(release: Callable[[Any], Any]) -> Any:
-    """The event ``release(budget)`` charges (run on synthetic rows: it stops there)."""
-    try:
-        release(_Probe())
-    except _Event as e:
-        return e.event
-    raise RuntimeError("the release charged nothing")
-
-
-def one_row(empty: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """One synthetic row with the dtypes of the (empty) columns ``empty``."""
-    out = {}
-    for name, a in empty.items():
-        dt = np.asarray(a).dtype
-        out[name] = (np.zeros(1, dt) if dt.kind in "iufbMm"
-                     else np.array([""], dtype=object))
-    return out
 
 
 def _encode(obj: dict[str, Any]) -> bytes:
@@ -126,7 +95,7 @@ def from_payload(payload: bytes) -> Any:
     raise ValueError(f"unknown cached payload kind {d['kind']!r}")
 
 
-def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
+def cached(session: Session, spec: ReleaseSpec, what: str, event: DpEvent,
            compute: Callable[[], Any], payload: Callable[[Any], dict[str, Any]],
            release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
     """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored.
@@ -150,8 +119,8 @@ def cached(session: Any, spec: dict[str, Any], what: str, event: Any,
         data: bytes | None = None
         try:
             result = compute()
-            if release_of(result).event != event:  # a bug: the probe promised another
-                raise RuntimeError("the release's event is not the probed one")
+            if release_of(result).event != event:  # a bug: the plan promised another
+                raise RuntimeError("the release's event is not the planned one")
             data = _encode(payload(result))
         except Exception:  # noqa: BLE001 - every failure after the charge is the same one
             pass

@@ -33,23 +33,15 @@ class Join:
 
 @dataclasses.dataclass(frozen=True)
 class Agg:
-    """One aggregate: its output name, the :data:`dpfast.session.STATISTICS` name, the
-    column it reads (None: ``COUNT(*)``, people per key), its quantile."""
+    """One aggregate: its output name, the statistic's name (:mod:`dpfast.tables` /
+    registry name, :func:`dpfast.session._stats.lookup`), the column it reads (None:
+    ``COUNT(*)``, people per key), its label and its own parameters (``(("q", 0.5),)``)."""
 
     name: str
     statistic: str
     column: Col | None
     label: str               # the aggregate as dpfast writes it (for notes)
-    q: float | None = None
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The aggregate's own parameters (part of its query spec)."""
-        if self.q is not None:
-            return {"q": self.q}
-        if self.statistic == "count" and self.column is not None:
-            return {"not_null": True}
-        return {}
+    params: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

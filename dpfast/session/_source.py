@@ -238,10 +238,11 @@ class Source:
         columns ``ids`` hold the privacy-unit column: when the registered frame carries it
         encoded (:mod:`dpfast.session._ids`), their ids are decoded to their values.
 
-        ``limit=0`` (the event probe, before the charge) reads **no row**: the query is
-        only bound (names and types resolved, nothing run), and the empty arrays come
-        from a query of typed NULLs with no row and no table (:meth:`_shape`) -- so no
-        filter, cast or join is evaluated on a private row before the charge."""
+        ``limit=0`` (the schema a release is planned on, before the charge) reads **no
+        row**: the query is only bound (names and types resolved, nothing run), and the
+        empty arrays come from a query of typed NULLs with no row and no table
+        (:meth:`_shape`) -- so no filter, cast or join is evaluated on a private row
+        before the charge."""
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         _engine.check_statement(self.con, sql)
@@ -390,6 +391,16 @@ class Source:
         if self.kind in ("parquet", "duckdb-file"):
             return _digest([self.kind, self.table, self.stamps(), cols])
         return self._content_hash(cols)
+
+    def rows_fingerprint(self, cols: Sequence[str], query: str,
+                         public: Sequence[str] = ()) -> str:
+        """The fingerprint of the rows a release reads (a release spec's ``rows``): the
+        relevant columns' :meth:`fingerprint`, the public tables joined
+        (:meth:`fingerprint_public`) and the row query dpfast generates (its filter and
+        joins, :func:`dpfast.session._query.rows_sql`) -- the same for a method call and
+        an SQL aggregate reading the same rows."""
+        return _digest(["rows", self.fingerprint(cols),
+                        [self.fingerprint_public(t) for t in public], query])
 
     def _content_hash(self, cols: tuple[str, ...]) -> str:
         """The content digest of ``cols`` (a multiset digest of the rows' values, by

@@ -1,66 +1,19 @@
-"""The normalized query spec of a release and its query id (the result cache's key).
+"""The session's parts of a release's spec: the key columns and the row filter.
 
-A spec holds everything that determines *which* release is asked for -- the statistic, the
-columns, the row filter, the privacy target, the contribution bounds, the value bounds, a
-fingerprint of the public key domain and a fingerprint of the data source's relevant
-columns -- and nothing that only determines *its noise* (the generator).  Two calls with
-equal specs ask the same question: the second gets the stored answer.  The query id is the
-BLAKE2b-128 hash of the spec's canonical JSON (floats by their exact hex form, so ``0.1``
-and ``0.1000000001`` are different queries).
+A release's spec is :class:`dpfast.tables.spec.ReleaseSpec` -- the one spec format of
+method calls and SQL alike (:mod:`dpfast.session._release` builds it), whose
+:meth:`~dpfast.tables.spec.ReleaseSpec.query_id` is the result cache's key.  Here: the
+checked column list of ``by`` and the row filter ``where`` read into dpfast's whitelist.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from fractions import Fraction
 from typing import Any
 
-import numpy as np
+from dpfast.tables.spec import domain_fingerprint
 
-__all__ = ["canonical", "column_names", "domain_fingerprint", "normalize_where", "query_id"]
-
-
-def canonical(x: Any) -> Any:
-    """A JSON-able, type-tagged form of ``x`` (equal values of different types differ)."""
-    if x is None or isinstance(x, (bool, str)):
-        return x
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return {"i": str(int(x))}
-    if isinstance(x, (float, np.floating)):
-        return {"f": float(x).hex()}
-    if isinstance(x, Fraction):
-        return {"q": f"{x.numerator}/{x.denominator}"}
-    if isinstance(x, bytes):
-        return {"b": x.hex()}
-    if isinstance(x, dict):
-        return {"d": sorted([str(k), canonical(v)] for k, v in x.items())}
-    if isinstance(x, np.ndarray):
-        return {"a": canonical(x.tolist())}
-    if isinstance(x, (list, tuple)):
-        return [canonical(v) for v in x]
-    raise TypeError(f"cannot put a {type(x).__name__} in a query spec")
-
-
-def _hash(obj: Any) -> str:
-    text = json.dumps(canonical(obj), sort_keys=True, separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-
-def domain_fingerprint(domain: Any) -> str | None:
-    """A hash of a public key domain, in its order (the release's key order), or None."""
-    if domain is None:
-        return None
-    if isinstance(domain, tuple):
-        return _hash(["multi", [list(np.asarray(c, dtype=object).tolist()) for c in domain]])
-    return _hash(["one", list(np.asarray(domain, dtype=object).tolist())])
-
-
-def query_id(spec: dict[str, Any]) -> str:
-    """The query id of a normalized spec (32 hex digits)."""
-    return _hash(spec)
+__all__ = ["column_names", "domain_fingerprint", "normalize_where", "render_where",
+           "where_condition"]
 
 
 def column_names(by: Any, what: str = "by") -> list[str]:
@@ -69,6 +22,20 @@ def column_names(by: Any, what: str = "by") -> list[str]:
     if not cols or not all(isinstance(c, str) for c in cols):
         raise TypeError(f"{what} must be a column name or a list of column names, got {by!r}")
     return cols
+
+
+def where_condition(where: Any, src: Any) -> Any:
+    """The row filter ``where`` read into dpfast's query model (an expression of
+    :mod:`dpfast.session._expr`, on the private table: the condition a method call's row
+    query and an SQL ``WHERE`` share), or None; refused
+    (:class:`dpfast.session.SqlRefusedError`) outside the whitelist, before any charge."""
+    if where is None:
+        return None
+    if not isinstance(where, str) or not where.strip():
+        raise TypeError(f"where must be a non-empty SQL condition (str), got {where!r}")
+    from dpfast.session import sql as _sql
+
+    return _sql.row_condition(where, src)
 
 
 def normalize_where(where: Any, src: Any) -> tuple[str | None, list[str]]:
@@ -83,3 +50,11 @@ def normalize_where(where: Any, src: Any) -> tuple[str | None, list[str]]:
     from dpfast.session import sql as _sql
 
     return _sql.row_filter(where, src)
+
+
+def render_where(cond: Any) -> str:
+    """The SQL dpfast writes for a row condition of :func:`where_condition` (columns
+    unqualified: the form of notes and of :func:`normalize_where`)."""
+    from dpfast.session import _expr
+
+    return _expr.render(cond, lambda table: None)

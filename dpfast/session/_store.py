@@ -14,7 +14,8 @@ and the analysts live in the budget's ledger (:meth:`dpfast.Budget.query`,
 * :meth:`Store.bind_unit` binds the ledger to the session's privacy unit
   (:meth:`dpfast.Budget.bind_privacy_unit`: a ledger's total is for one unit);
 * :meth:`Store.cached` says whether a query id has a stored answer (the slow path of a
-  refusal check only: it reads the usage report).
+  refusal check only); :meth:`Store.result_id` finds the stored answer of a spec's id
+  asked before by a method call or as a part of an SQL question.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class Store:
     def cached(self, qid: str) -> bool:
         """True if ``qid`` has a stored answer."""
         return bool(self.budget.has_result(qid))
+
+    def result_id(self, part: str) -> str | None:
+        """The query id of a stored answer of ``part`` (:meth:`dpfast.Budget.result_id`:
+        ``part`` or a question's ``<question>~<part>``), or None."""
+        return self.budget.result_id(part)
 
     def usage(self) -> Any:
         """The budget's usage report (:class:`dpfast.budget.usage.Usage`)."""

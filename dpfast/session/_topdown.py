@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from dpfast import tables as _tables
+from dpfast.tables.spec import domain_fingerprint
 
-from . import _cache, _spec
+from . import _cache, _legacy
 
 __all__ = ["topdown"]
 
@@ -55,11 +56,11 @@ def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
     ids, leaf = _levels(geography, names)
     where_sql, where_cols = normalize_where(where, src)
     cols = [leaf_col] + ([pid] if pid else [])
-    spec = {"statistic": "topdown", "levels": names, "where": where_sql,
-            "geography": [_spec.domain_fingerprint(i) for i in ids]
-            + [_spec.domain_fingerprint(leaf)],
-            "source": src.fingerprint(cols + where_cols), "privacy_unit": pid,
-            "rho": rho, "options": {k: v for k, v in sorted(options.items()) if k != "note"}}
+    spec = _legacy.spec(
+        "topdown", None, {"levels": names, "geography": [domain_fingerprint(i) for i in ids]
+                          + [domain_fingerprint(leaf)]},
+        rows=src.rows_fingerprint(cols + where_cols, where_sql or ""), privacy_unit=pid,
+        rho=rho, options={k: v for k, v in options.items() if k != "note"})
     what = f"topdown({', '.join(names)})" + (f" where {where_sql}" if where_sql else "")
     options.setdefault("note", what)
     n = len(leaf)
@@ -79,7 +80,8 @@ def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
                 out[i] += c
         return out
 
-    event = _cache.probe(lambda b: _tables.topdown(np.zeros(n, np.int64), ids, rho=rho,
+    # LEGACY: topdown has no plan yet -- the probe (dpfast.session._legacy)
+    event = _legacy.probe(lambda b: _tables.topdown(np.zeros(n, np.int64), ids, rho=rho,
                                                    budget=b, **options))
     return _cache.cached(
         session, spec, what, event,

@@ -3,7 +3,6 @@ the privacy unit and the public facts filled in, a budget, a result cache and an
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import os
 from collections.abc import Callable
@@ -11,64 +10,57 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import tables as _tables
 from dpfast.budget import Budget
 from dpfast.tables import bounding as _bounding
 
-from . import _cache, _colcache, _spec, _store
+from . import _cache, _colcache, _legacy, _release, _spec, _stats, _store
+from ._expr import Col
+from ._query import Agg, Query
 from ._source import Source, make_source
+from ._stats import STATISTICS
 
 __all__ = ["Analyst", "Session", "STATISTICS"]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Stat:
-    """One statistic of :mod:`dpfast.tables`: ``fn(values?, keys, privacy_ids, *, bounds?,
-    privacy..., domain, rng, budget, note)``; ``value``: it takes a value column (and its
-    bounds); ``dask``: the :mod:`dpfast.dask` function of the same release, if any."""
-
-    function: str
-    value: bool
-    dask: str | None = None
-    bounds: bool = True          # a value statistic that takes bounds=
-    per_partition: bool = True   # takes max_per_partition (privacy_id_count does not)
-    gaussian: bool = True        # takes rho= / noise= (quantiles are pure-DP)
-
-
-#: the dispatch table: statistic name -> how to call it.  A new statistic of
-#: :mod:`dpfast.tables` with the ``sum``/``mean`` signature is one line here (and then a
-#: :class:`Session` method and an SQL aggregate of :mod:`dpfast.session.sql`).
-STATISTICS: dict[str, _Stat] = {
-    "count": _Stat("count", value=False, dask="count"),
-    "sum": _Stat("sum", value=True, dask="sum"),
-    "mean": _Stat("mean", value=True, dask="mean"),
-    "variance": _Stat("variance", value=True, dask="variance"),
-    "stddev": _Stat("std", value=True, dask="std"),
-    "privacy_id_count": _Stat("privacy_id_count", value=False, dask="privacy_id_count",
-                              per_partition=False),
-    "count_distinct": _Stat("count_distinct", value=True, dask="count_distinct",
-                            bounds=False),
-    "median": _Stat("median", value=True, dask="median", gaussian=False),
-    "quantile": _Stat("quantile", value=True, dask="quantile", gaussian=False),
-}
+def _params(stat: _stats.Stat, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """The statistic's own parameters (``q=`` of the quantile) as the spec holds them:
+    sorted ``(name, value)`` pairs, sequences as tuples; TypeError for a parameter the
+    statistic does not take or a required one not given (None: not given)."""
+    given = {k: v for k, v in given.items() if v is not None}
+    for name in given:
+        if name not in stat.params:
+            owners = [n for n in _stats.names() if name in _stats.STATISTICS[n].params]
+            if not owners:
+                raise TypeError(f"release() got an unexpected keyword argument {name!r}")
+            raise TypeError(f"{name}= is for (and needed by) the {' / '.join(owners)} "
+                            "statistic")
+    out = []
+    for name, default in stat.params.items():
+        v = given.get(name, default)
+        if v is None:
+            raise TypeError(f"{name}= is for (and needed by) the {stat.session_name} "
+                            "statistic")
+        if isinstance(v, (list, tuple, np.ndarray)):
+            v = tuple(np.asarray(v).tolist())
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out.append((name, v))
+    return tuple(sorted(out))
 
 
-def _call_kwargs(stat: _Stat, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``kwargs`` as ``stat``'s function takes them: the session's contribution bound
-    ``max_per_partition`` is dropped where it plays no role (people per key); a set
-    ``rho=`` / ``noise=`` for a pure-DP statistic is refused (ValueError)."""
-    kw = dict(kwargs)
-    if not stat.per_partition:
-        kw.pop("max_per_partition", None)
-    if not stat.bounds:
-        kw.pop("bounds", None)
-    if not stat.gaussian:
-        for name in ("rho", "noise"):
-            v = kw.pop(name, None)
-            if v is not None:
-                raise ValueError(f"{stat.function} is pure-DP: it takes no {name}= "
-                                 f"(got {v!r})")
-    return kw
+def _method(session: Session, name: str, stat: _stats.Stat) -> Callable[..., Any]:
+    """``session.<name>``: :meth:`Session.release` of the statistic ``stat``."""
+    if stat.value:
+        def method(value: str, by: Any, **options: Any) -> Any:
+            return session.release(name, by, value=value, **options)
+    else:
+        def method(by: Any, **options: Any) -> Any:  # type: ignore[misc]
+            return session.release(name, by, **options)
+    what = stat.summary or f"the {stat.name} statistic"
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f":func:`dpfast.tables.{stat.name}` ({what}) per ``by`` key through "
+                      "the cache; the options of :meth:`Session.release`.")
+    return method
 
 
 class Session:
@@ -116,21 +108,26 @@ class Session:
 
     Notes
     -----
-    Every release goes through the **result cache**: its normalized spec (statistic,
-    columns, filter, bounds, privacy target, contribution bounds, key domain, data
-    fingerprint; :mod:`dpfast.session._spec`) is hashed to a query id; a query asked before
-    returns the stored release -- the same numbers, no new charge, no new noise -- also
-    in another process using the same ledger.  Re-noising would leak: ``k`` independent
+    Every release goes through the **result cache**: its spec
+    (:class:`dpfast.tables.spec.ReleaseSpec`: statistic, columns, bounds, privacy target,
+    contribution bounds, key domain, and a fingerprint of the data and of the row query --
+    filter, joins; :mod:`dpfast.session._release`) is hashed to a query id
+    (:meth:`~dpfast.tables.spec.ReleaseSpec.query_id`), the same for a method call and an
+    SQL aggregate asking the same question; a query asked before returns the stored
+    release -- the same numbers, no new charge, no new noise -- also in another process
+    using the same ledger.  Re-noising would leak: ``k`` independent
     noisy answers to one question average to an answer with ``sqrt(k)`` times less noise,
     i.e. ``k`` times the privacy loss; returning the stored one is post-processing of a
     release already paid for (free).
 
     Privacy
     -------
-    Each release has the guarantee of the :mod:`dpfast.tables` function it calls (stated
-    there), for neighbouring datasets that differ by all rows of one privacy unit
-    (add/remove one person), and is charged to the budget (and to the analyst's
-    sub-budget) before any noise is drawn; the budget's filter bounds the whole fully
+    Each release has the guarantee of the :mod:`dpfast.tables` release it runs (stated
+    there; its event is its plan's, :func:`dpfast.tables.plan.plan`, computed from the
+    spec and the table's schema before any row is read), for neighbouring datasets that
+    differ by all rows of one privacy unit (add/remove one person), and is charged to the
+    budget (and to the analyst's sub-budget) before any noise is drawn; the budget's
+    filter bounds the whole fully
     adaptive sequence (:class:`dpfast.Budget`).  A row filter (``where``) is applied per
     row before contribution bounding, so it does not change the sensitivity.  Cache hits
     are post-processing of earlier releases and cost nothing (Dwork and Roth 2014,
@@ -257,36 +254,47 @@ class Session:
                             where=where, **options)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        stat = STATISTICS.get(name) if not name.startswith("_") else None
+        """``session.<statistic>``: a release method of every statistic of the registry
+        (:data:`dpfast.session.STATISTICS`): ``session.<name>(value, by, **options)``, or
+        ``session.<name>(by, **options)`` for one that reads no value column."""
+        stat = _stats.lookup(name)
         if stat is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        if stat.value:
-            return lambda value, by, **kw: self.release(name, by, value=value, **kw)
-        return lambda by, **kw: self.release(name, by, **kw)
+        return _method(self, name, stat)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(_stats.names()))
 
     def release(self, statistic: str, by: Any, *, value: str | None = None,
                 epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
                 noise: str | None = None, where: str | None = None,
                 bounds: tuple[Any, Any] | None = None, domain: Any = None,
                 max_partitions: int | None = None, max_per_partition: int | None = None,
-                note: str = "", q: Any = None, bounding: str = "uniform") -> Any:
-        """The release ``statistic`` (a name of :data:`STATISTICS`) of ``value`` per ``by``
-        key; what :meth:`count`, :meth:`sum`, :meth:`mean` call (and, by attribute, every
-        other name of :data:`STATISTICS`: ``session.variance(value, by)``,
-        ``session.median(value, by)``, ``session.quantile(value, by, q=0.9)``,
-        ``session.privacy_id_count(by)``, ``session.count_distinct(value, by)``).
-        ``bounding``: the bounding policy of the statistic (``"uniform"`` or
-        ``"frequent"``, :func:`dpfast.tables.count`); part of the cached query's spec."""
-        stat = STATISTICS.get(statistic)
+                note: str = "", bounding: str = "uniform", **params: Any) -> Any:
+        """The release ``statistic`` (a name of :data:`dpfast.session.STATISTICS`: every
+        statistic of the registry) of ``value`` per ``by`` key; what :meth:`count`,
+        :meth:`sum`, :meth:`mean` call (and, by attribute, every other statistic:
+        ``session.variance(value, by)``, ``session.median(value, by)``,
+        ``session.quantile(value, by, q=0.9)``, ``session.privacy_id_count(by)``,
+        ``session.count_distinct(value, by)``).  ``params``: the statistic's own
+        parameters (``q=`` of the quantile).  ``bounding``: the bounding policy of the
+        statistic (``"uniform"`` or ``"frequent"``, :func:`dpfast.tables.count`); part of
+        the cached query's spec.
+
+        The release's spec (:class:`dpfast.tables.spec.ReleaseSpec`) is the one an SQL
+        aggregate asking the same question builds (:mod:`dpfast.session._release`): its
+        query id is the cache key, so the question is charged once whichever way it is
+        asked.  The event charged is the release's plan's, known before any row is read.
+        """
+        stat = _stats.lookup(statistic)
         if stat is None:
-            raise ValueError(f"statistic must be one of {sorted(STATISTICS)}, got "
+            raise ValueError(f"statistic must be one of {_stats.names()}, got "
                              f"{statistic!r}")
         _bounding.policy_code(bounding)  # ValueError naming bounding, before anything
         keys = _spec.column_names(by)
         src = self._source
         src.check_columns(keys, "key column")
-        if (q is None) != (statistic != "quantile"):
-            raise TypeError("q= is for (and needed by) the quantile statistic")
+        own = _params(stat, params)
         if stat.value:
             if not isinstance(value, str):
                 raise TypeError(f"{statistic} needs value=, a column name")
@@ -299,87 +307,23 @@ class Session:
                 bounds = self.bounds[value]
         elif value is not None:
             raise TypeError(f"{statistic} takes no value column")
-        where_sql, where_cols = _spec.normalize_where(where, src)
+        if not stat.bounds:
+            bounds = None
+        cond = _spec.where_condition(where, src)
         if domain is None:
             domain = self._domain(keys)
         k = self.max_partitions if max_partitions is None else max_partitions
         c = self.max_per_partition if max_per_partition is None else max_per_partition
-        pid = self.privacy_unit
-        rel_cols = keys + ([value] if value else []) + ([pid] if pid else []) + where_cols
-        spec = {"statistic": statistic, "source": src.fingerprint(rel_cols), "by": keys,
-                "value": value, "where": where_sql, "privacy_unit": pid,
-                "epsilon": epsilon, "delta": delta, "rho": rho, "noise": noise,
-                "bounds": None if bounds is None else list(bounds), "max_partitions": k,
-                "max_per_partition": c, "domain": _spec.domain_fingerprint(domain)}
-        if q is not None:
-            spec["q"] = [float(x) for x in np.atleast_1d(q)]
-        if bounding != "uniform":  # the default leaves the query ids of earlier versions
-            spec["bounding"] = bounding
+        where_sql = None if cond is None else _spec.render_where(cond)
         what = f"{statistic}({value or '*'}) by {', '.join(keys)}" + (
             f" where {where_sql}" if where_sql else "")
-        kwargs = dict(epsilon=epsilon, delta=delta, rho=rho, noise=noise, domain=domain,
-                      max_partitions=k, max_per_partition=c, rng=self.rng,
-                      note=note or what, bounding=bounding)
-        if bounds is not None:
-            kwargs["bounds"] = bounds
-        if q is not None:
-            kwargs["q"] = q
-
-        if src.kind == "dask":
-            if where_sql:
-                raise ValueError("where= needs a DuckDB-backed source, not a Dask one")
-            return self._dask_release(stat, spec, what, keys, value, kwargs)
-        need = keys + ([value] if value else []) + ([pid] if pid else [])
-
-        def rows(limit: int | None = None) -> tuple[Any, Any, Any]:
-            got = src.select(need, where_sql, limit)
-            if limit == 0:
-                got = _cache.one_row(got)
-            kc = got[keys[0]] if len(keys) == 1 else tuple(got[n] for n in keys)
-            return kc, (got[pid] if pid else None), (got[value] if value else None)
-
-        return self._table_release(stat, spec, what, rows, kwargs)
-
-    def _table_release(self, stat: _Stat, spec: dict[str, Any], what: str,
-                       rows: Callable[..., tuple[Any, Any, Any]], kwargs: dict[str, Any],
-                       need: float | None = None) -> Any:
-        """Probe the event on one synthetic row, then (on a cache miss) fetch the rows
-        and run the :mod:`dpfast.tables` release."""
-        fn = getattr(_tables, stat.function)
-
-        def call(data: tuple[Any, Any, Any], budget: Any, rng: Any) -> Any:
-            keys, ids, values = data
-            kw = dict(_call_kwargs(stat, kwargs), budget=budget, rng=rng)
-            if stat.value:
-                return fn(values, keys, ids, **kw)
-            return fn(keys, ids, **kw)
-
-        event = _cache.probe(lambda b: call(rows(limit=0), b, None))
-        return _cache.cached(self, spec, what, event,
-                             lambda: call(rows(), None, self.rng), _cache.table_payload,
-                             need=need)
-
-    def _dask_release(self, stat: _Stat, spec: dict[str, Any], what: str, keys: list[str],
-                      value: str | None, kwargs: dict[str, Any]) -> Any:
-        from dpfast import dask as _dask
-
-        src, pid = self._source, self.privacy_unit
-        assert stat.dask is not None
-        cols = keys + ([value] if value else []) + ([pid] if pid else [])
-        row = _cache.one_row({c: np.asarray(src.frame._meta[c]) for c in cols})
-        kc = row[keys[0]] if len(keys) == 1 else tuple(row[k] for k in keys)
-        fn = getattr(_tables, stat.function)
-        vals = (row[value],) if value else ()
-        kwargs = _call_kwargs(stat, kwargs)
-        event = _cache.probe(lambda b: fn(*vals, kc, row[pid] if pid else None,
-                                          **dict(kwargs, budget=b, rng=None)))
-        key = keys[0] if len(keys) == 1 else keys
-        args = (src.frame, key) + ((value,) if value else ())
-        dask_fn = getattr(_dask, stat.dask)
-        return _cache.cached(
-            self, spec, what, event,
-            lambda: dask_fn(*args, privacy_id=pid, budget=None, **dict(kwargs, rng=self.rng)),
-            _cache.table_payload)
+        agg = Agg(stat.session_name, stat.name,
+                  Col(0, value, "") if value is not None else None, what, own)
+        q = Query(src.name, (), cond, tuple(Col(0, n, "") for n in keys), tuple(keys),
+                  (agg,), ())
+        return _release.run(self, q, agg, stat, epsilon=epsilon, delta=delta, rho=rho,
+                            noise=noise, bounds=bounds, domain=domain, max_partitions=k,
+                            max_per_partition=c, bounding=bounding, what=what)
 
     def _check_room(self, need: float, what: str, qid: str) -> None:
         """Refuse, before any charge, a query whose remaining parts (``need`` epsilon in
@@ -412,11 +356,12 @@ class Session:
         pid = self.privacy_unit
         options.setdefault("max_partitions", self.max_partitions)
         options.setdefault("max_per_partition", self.max_per_partition)
-        spec = {"statistic": "histogram", "column": column, "where": where_sql,
-                "source": src.fingerprint([column] + ([pid] if pid else []) + where_cols),
-                "privacy_unit": pid, "bins": np.asarray(bins), "range": range,
-                "epsilon": epsilon, "delta": delta,
-                "options": {k: v for k, v in sorted(options.items()) if k != "note"}}
+        spec = _legacy.spec(
+            "histogram", column, {"bins": np.asarray(bins), "range": range},
+            rows=src.rows_fingerprint([column] + ([pid] if pid else []) + where_cols,
+                                      where_sql or ""),
+            privacy_unit=pid, epsilon=epsilon, delta=delta,
+            options={k: v for k, v in options.items() if k != "note"})
         what = f"histogram({column})" + (f" where {where_sql}" if where_sql else "")
         options.setdefault("note", what)
         cols = [column] + ([pid] if pid else [])
@@ -424,7 +369,7 @@ class Session:
         def call(limit: int | None, budget: Any, rng: Any) -> Any:
             rows = src.select(cols, where_sql, limit)
             if limit == 0:
-                rows = _cache.one_row(rows)
+                rows = _legacy.one_row(rows)
             return _histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
                               privacy_ids=rows[pid] if pid else None, rng=rng,
                               budget=budget, return_release=True, **options)
@@ -434,7 +379,8 @@ class Session:
             return {"kind": "histogram", "hist": encode_array(h), "edges": encode_array(e),
                     "release": rel.to_state()}
 
-        event = _cache.probe(lambda b: call(0, b, None))
+        # LEGACY: histograms have no plan yet -- the probe (dpfast.session._legacy)
+        event = _legacy.probe(lambda b: call(0, b, None))
         return _cache.cached(self, spec, what, event, lambda: call(None, None, self.rng),
                              payload, release_of=lambda r: r[2])
 

@@ -11,11 +11,13 @@ The analyst never writes SQL that the engine runs.  The query is parsed with sql
     [GROUP BY g1, ...]
     [ORDER BY g1, ...]
 
-with ``AGG`` one of ``COUNT(*)``, ``COUNT(col)``, ``SUM``, ``AVG``, ``COUNT(DISTINCT
-privacy_unit)`` (:func:`dpfast.tables.privacy_id_count`), ``VAR_POP`` / ``STDDEV_POP``
-(:func:`dpfast.tables.variance` / ``std``, population statistics), ``MEDIAN`` and
-``QUANTILE(col, q)`` (:func:`dpfast.tables.median` / ``quantile``) -- the dispatch table
-:data:`dpfast.session.STATISTICS`.  Every column is resolved against the tables' schemas
+with ``AGG`` one of ``COUNT(*)``, ``COUNT(col)``, ``COUNT(DISTINCT privacy_unit)``
+(:func:`dpfast.tables.privacy_id_count`), or a statistic of the registry
+(:data:`dpfast.tables.statistics.REGISTRY`) by one of its ``sql_names`` -- ``SUM``,
+``AVG``, ``VAR_POP`` / ``STDDEV_POP`` (:func:`dpfast.tables.variance` / ``std``,
+population statistics), ``MEDIAN``, ``QUANTILE(col, q)`` (its own parameters as number
+literals after the column), and any statistic registered later, with no edit here
+(:data:`dpfast.session.STATISTICS`).  Every column is resolved against the tables' schemas
 (public) to a real column of one table; the per-row condition is read by
 :mod:`dpfast.session._expr` (its whitelist, types and declared semantics of non-total
 operations).  dpfast then generates the one SELECT that reads an aggregate's rows
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _expr, _relation
+from . import _expr, _relation, _stats
 from ._expr import Col
 from ._query import Agg, Query
 from ._refuse import REASONS, SqlRefusedError  # noqa: F401 (re-exported)
@@ -107,15 +109,36 @@ def _check_clauses(tree: Any) -> None:
 
 
 # ------------------------------------------------------------------------- aggregates
-_POP = {"Sum": "sum", "Avg": "mean", "VariancePop": "variance", "StddevPop": "stddev",
-        "Median": "median"}
+#: sample statistics: refused, naming the population one dpfast releases
 _SAMPLE = {"Variance": "VAR_POP", "Stddev": "STDDEV_POP", "StddevSamp": "STDDEV_POP"}
-_QUANTILE = {"Quantile", "PercentileCont", "PercentileDisc", "ApproxQuantile"}
-_SQL_NAME = {"sum": "SUM", "mean": "AVG", "variance": "VAR_POP", "stddev": "STDDEV_POP",
-             "median": "MEDIAN", "quantile": "QUANTILE"}
+
+
+def _spellings(node: Any) -> set[str]:
+    """The lower-case names an aggregate call is known by (sqlglot's names of its
+    function; a function sqlglot does not know: the name written)."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Anonymous):
+        return {str(node.name).lower()}
+    return {n.lower() for n in type(node).sql_names()} | {node.key}
+
+
+def _arguments(node: Any) -> tuple[Any, list[Any]]:
+    """An aggregate call's first argument and the others, in order."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Anonymous):
+        args = list(node.expressions)
+        return (args[0] if args else None), args[1:]
+    rest = [node.args.get(k) for k in type(node).arg_types if k != "this"]
+    return node.this, [a for a in rest if a is not None and a is not False]
 
 
 def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> Agg:
+    """One aggregate call: ``COUNT(*)`` / ``COUNT(col)`` / ``COUNT(DISTINCT unit)``, or a
+    statistic of :mod:`dpfast.session._stats` by its SQL names (the registry's
+    ``sql_names``): its column, then its own parameters (number literals, in the order
+    the statistic declares them)."""
     from sqlglot import exp
 
     kind = type(node).__name__
@@ -140,33 +163,53 @@ def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> 
     if kind in _SAMPLE:
         raise SqlRefusedError("sample_statistic", f"{text} is a sample statistic; dpfast "
                               f"releases the population one: {_SAMPLE[kind]}")
-    if kind not in _POP and kind not in _QUANTILE:
+    stat = None if isinstance(node, exp.Count) else _stats.from_sql(_spellings(node))
+    if stat is None:
         raise SqlRefusedError("unsupported_aggregate", f"{text} has no bounded private "
                               "version")
+    arg, extra = _arguments(node)
+    if not stat.value:  # a statistic of no column (people per key...): its parameters only
+        params = _params(text, stat, ([arg] if arg is not None else []) + extra)
+        label = f"{stat.label}({', '.join(repr(v) for _, v in params)})"
+        return Agg(alias or stat.session_name, stat.name, None, label, params)
     if not isinstance(arg, exp.Column):
         raise SqlRefusedError("aggregate_argument", f"{text}: aggregate a column, not an "
                               "expression")
-    stat = _POP.get(kind, "quantile")
     col = scope.resolve(arg)
     if col.table != 0:
         raise SqlRefusedError("unbounded", f"{text}: public bounds are for the private "
                               "table's columns")
-    if col.kind not in _expr.VALUE_KINDS:
+    if stat.bounds and col.kind not in _expr.VALUE_KINDS:
         raise SqlRefusedError("type", f"{text}: {col.name} holds {col.kind} values, not "
                               "numbers")
-    q = None
-    label = f"{_SQL_NAME[stat]}({quote(col.name)})"
-    if stat == "quantile":
-        lit = node.args.get("quantile") or node.args.get("expression")
+    if not stat.bounds and col.kind not in _expr.KEY_KINDS:  # distinct values: keys
+        raise SqlRefusedError("type", f"{text}: a {col.kind} column")
+    params = _params(text, stat, extra, columns=1)
+    label = f"{stat.label}({', '.join([quote(col.name)] + [repr(v) for _, v in params])})"
+    return Agg(alias or f"{stat.session_name}_{arg.name}", stat.name, col, label, params)
+
+
+def _params(text: str, stat: _stats.Stat, args: list[Any], columns: int = 0
+            ) -> tuple[tuple[str, Any], ...]:
+    """A statistic's own parameters from an aggregate call's arguments after its column:
+    number literals, in the order the statistic declares them; refused otherwise."""
+    from sqlglot import exp
+
+    names = list(stat.params)
+    if len(args) != len(names):
+        raise SqlRefusedError("aggregate_argument", f"{text}: {stat.label} takes "
+                              f"{len(names) + columns} argument(s)")
+    params = []
+    for pname, lit in zip(names, args):
+        what = "the quantile" if pname == "q" else f"its {pname}"
         if not isinstance(lit, exp.Literal) or lit.is_string:
-            raise SqlRefusedError("aggregate_argument", f"{text}: the quantile must be a "
+            raise SqlRefusedError("aggregate_argument", f"{text}: {what} must be a "
                                   "number literal")
         try:
-            q = float(lit.this)
+            params.append((pname, float(lit.this)))
         except ValueError:
-            raise SqlRefusedError("aggregate_argument", f"{text}: the quantile") from None
-        label = f"QUANTILE({quote(col.name)}, {q!r})"
-    return Agg(alias or f"{stat}_{arg.name}", stat, col, label, q)
+            raise SqlRefusedError("aggregate_argument", f"{text}: {what}") from None
+    return tuple(sorted(params))
 
 
 # ------------------------------------------------------------------------- the query
@@ -218,7 +261,8 @@ def plan(text: str, src: Source, unit: str | None) -> Query:
             else:
                 extra_keys.append(alias or node.name)
             continue
-        if isinstance(node, exp.AggFunc):
+        if isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous)
+                                             and _stats.from_sql(_spellings(node))):
             if any(a is not node for a in node.find_all(exp.AggFunc)):
                 raise SqlRefusedError("aggregate_argument", node.sql("duckdb"))
             aggs.append(_aggregate(node, alias, unit, scope))
@@ -276,10 +320,10 @@ def _order(o: Any, scope: Scope, keys: list[Col], names: list[str], aggs: list[s
     return tuple(out)
 
 
-def row_filter(where: str, src: Source) -> tuple[str, list[str]]:
-    """The SQL dpfast generates for a per-row condition ``where`` on the private table
-    (columns unqualified) and the real columns it reads; refused
-    (:class:`SqlRefusedError`) outside the whitelist of :mod:`dpfast.session._expr`."""
+def row_condition(where: str, src: Source) -> Any:
+    """A per-row condition ``where`` on the private table (columns unqualified) read into
+    dpfast's query model (an expression of :mod:`dpfast.session._expr`); refused
+    (:class:`SqlRefusedError`) outside its whitelist."""
     from sqlglot import exp
 
     if src.kind == "dask":
@@ -293,5 +337,11 @@ def row_filter(where: str, src: Source) -> tuple[str, list[str]]:
     if cond.find(exp.AggFunc):
         raise SqlRefusedError("subquery", "an aggregate in the WHERE condition")
     scope = Scope([Table(src.name, src.name, dict(src.schema(src.stamps())))])
-    e = _expr.read(cond, scope.resolve, "where")
+    return _expr.read(cond, scope.resolve, "where")
+
+
+def row_filter(where: str, src: Source) -> tuple[str, list[str]]:
+    """The SQL dpfast generates for a per-row condition ``where`` on the private table
+    (columns unqualified) and the real columns it reads (:func:`row_condition`)."""
+    e = row_condition(where, src)
     return _expr.render(e, lambda table: None), sorted({c.name for c in _expr.columns(e)})

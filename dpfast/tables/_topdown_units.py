@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from dpfast import random as _random
 from dpfast._core.rounding import float_down, float_up
 from dpfast.accounting import events as _events
 from dpfast.mechanisms import DiscreteGaussianMechanism
@@ -39,7 +38,7 @@ __all__ = ["bounded_leaf_counts", "level_l2sq", "level_mechanisms"]
 
 
 def bounded_leaf_counts(records: Any, privacy_ids: Any, n_leaves: int, k: int, c: int,
-                        gen: _random.Generator, policy: int) -> np.ndarray:
+                        subkey: np.ndarray, policy: int) -> np.ndarray:
     """Bounded per-leaf counts (int64, ``n_leaves``) of the records' leaf indices.
 
     The NULL policy of the releases: a record with a missing leaf or privacy id, or a leaf
@@ -69,7 +68,7 @@ def bounded_leaf_counts(records: Any, privacy_ids: Any, n_leaves: int, k: int, c
     _, n, ids = _keys.keys_and_ids(leaf, privacy_ids)
     assert ids is not None
     codes = np.ascontiguousarray(leaf, np.int64)
-    b = bounding.bound_codes(codes, n_leaves, ids, k, c, bounding.subkey(gen), policy=policy)
+    b = bounding.bound_codes(codes, n_leaves, ids, k, c, subkey, policy=policy)
     return b.counts
 
 

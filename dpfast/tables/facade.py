@@ -172,14 +172,11 @@ def release_local(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
     bounds = arguments.get("bounds")
     domain = arguments.get("domain")
     own, spec_args, run_args = release_kwargs(stat, arguments)
-    if stat.auto_bounds and isinstance(bounds, str):  # private quantiles choose the bounds
+    if stat.auto_bounds and isinstance(bounds, str):  # "auto": the plan's private bounds
         if bounds != "auto":
             raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
-        from dpfast.tables import autobounds  # lazy: autobounds imports the pipeline
-
-        return autobounds.run_auto(
-            stat.name, keys, ids, values, domain=domain, dropna=arguments["dropna"],
-            bounding_policy=spec_args.pop("bounding"), **spec_args, **run_args)
+        if spec_args["rho"] is not None:  # named before the privacy target's own checks
+            raise ValueError("bounds='auto' needs epsilon (its quantiles are pure-DP), not rho")
     spec = stat.make_spec(params=own, bounds=bounds, domain=domain, **spec_args)
     return _run.release(spec, _run.Rows(keys, ids, values, domain=domain), **run_args)
 

@@ -3,7 +3,8 @@
 Each public function runs the pipeline of :mod:`dpfast.tables`: validate (and factorize)
 -> bound -> charge -> aggregate -> noise -> post-process (partition selection) -> report.
 Each step is a function below (``_validate`` of :mod:`dpfast.tables._inputs`, ``_make_plan``,
-:func:`dpfast.tables.bounding.bound_codes`, ``_charge``, :func:`release` with the per-key
+:func:`dpfast.tables.bounding.bound_codes`, the charge of :func:`dpfast.tables.run.release`,
+:func:`release` with the per-key
 addressed noise of :mod:`dpfast.tables.keynoise` and the selection,
 :class:`~dpfast.tables.release.TableRelease`).  ``_make_plan`` / ``summands`` /
 ``release`` are shared with :mod:`dpfast.dask`, which aggregates on a cluster.
@@ -21,7 +22,6 @@ import numpy as np
 from dpfast import random as _random
 from dpfast.tables import _fixed, _inputs, _merge, _plan, _select, bounding, keynoise
 from dpfast.tables import _scratch as scratch
-from dpfast.tables._charge import charged
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.bounding import Bounded
 from dpfast.tables.release import TableRelease
@@ -35,19 +35,6 @@ _WEIGHTED = "__dpfast_wunits"  # weighted unit counts (weighted-Gaussian key sel
 _SUM_HI = "__dpfast_sum_hi"  # exact totals: two int64 words
 _SUM_LO = "__dpfast_sum_lo"
 
-
-# ----------------------------------------------------------------------------- charge
-def _check_budget(budget: Any, note: Any) -> None:
-    if not isinstance(note, str):
-        raise TypeError(f"note must be a str, got {type(note).__name__}")
-    if budget is not None and not callable(getattr(budget, "spend", None)):
-        raise TypeError(f"budget must be a dpfast.Budget, got {type(budget).__name__}")
-
-
-#: ``with _charge(budget, event, note): <release>``: the whole release is charged before
-#: any noise is drawn (a refusal raises, nothing is returned); a failure after the charge
-#: is recorded in the ledger as failed, the budget is not refunded
-_charge = charged
 
 
 # ----------------------------------------------------------------------------- select

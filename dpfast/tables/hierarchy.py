@@ -20,6 +20,8 @@ the same, exactly and in linear time:
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -32,16 +34,17 @@ from dpfast import mechanisms as _mechanisms
 from dpfast import noise as _noise
 from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
-from dpfast.random import RngLike
+from dpfast.random import Generator, RngLike
 
-from . import _keys, _usecase, _wls, keynoise
+from . import _keys, _wls
 from . import _topdown_units as _units
 from . import bounding as _bounding
-from ._charge import charged
+from . import run as _run
+from . import spec as _spec
 from ._topdown_release import TopDownRelease
 from .release import _alpha as _alpha
 
-__all__ = ["topdown", "TopDownRelease", "aggregate_levels"]
+__all__ = ["topdown", "TopDownRelease", "aggregate_levels", "TopDownPlan", "plan_topdown"]
 
 _NONE = np.empty(0, np.int64)  # split_children: no order (children in parent order)
 _NO_WEIGHTS = np.empty(0, np.float64)  # split_children: one weight for every child
@@ -50,7 +53,8 @@ _NO_WEIGHTS = np.empty(0, np.float64)  # split_children: one weight for every ch
 # --------------------------------------------------------------------------- validation
 
 
-def _leaf_array(leaf_counts: Any) -> tuple[np.ndarray, bool]:
+def _leaf_schema(leaf_counts: object) -> tuple[np.ndarray, bool]:
+    """The leaf counts' public checks (dtype and shape) and their 2-D view."""
     arr = np.asarray(leaf_counts)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         raise TypeError(f"leaf_counts must be an integer array, got dtype {arr.dtype}")
@@ -63,6 +67,12 @@ def _leaf_array(leaf_counts: Any) -> tuple[np.ndarray, bool]:
         arr = arr.reshape(-1, 1)
     if arr.shape[1] == 0:
         raise ValueError("leaf_counts must have at least one cell per leaf")
+    return arr, one_d
+
+
+def _leaf_values(arr: np.ndarray) -> np.ndarray:
+    """The counts' checks (``>= 0``, totals within int64) and their int64 C-ordered form
+    (a copy unless already int64 C order; never modified)."""
     if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**62:
         raise OverflowError("leaf_counts: a count does not fit int64 with room for noise")
     arr = np.ascontiguousarray(arr, dtype=np.int64)  # a copy unless already int64 C order
@@ -77,7 +87,12 @@ def _leaf_array(leaf_counts: Any) -> tuple[np.ndarray, bool]:
                           np.arange(0, arr.shape[0], 1 << 16))) for c in range(arr.shape[1])]
             if max(col_totals) >= 2**62:
                 raise OverflowError("leaf_counts: the total count does not fit int64")
-    return arr, one_d
+    return arr
+
+
+def _leaf_array(leaf_counts: Any) -> tuple[np.ndarray, bool]:
+    arr, one_d = _leaf_schema(leaf_counts)
+    return _leaf_values(arr), one_d
 
 
 def _rho_levels(rho: Any, n_levels: int, total_invariant: bool) -> list[float]:
@@ -284,26 +299,110 @@ def topdown(
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if not isinstance(note, str):
         raise TypeError(f"note must be a string, got {type(note).__name__}")
-    per_person = privacy_ids is not None
+    plan = plan_topdown(leaf_counts, levels, rho, bool(nonnegative), bool(integer),
+                        bool(total_invariant), privacy_ids is not None, max_partitions,
+                        max_per_partition, bounding)
+    out: TopDownRelease = _run.release(
+        plan.spec(), _run.Rows(leaf_counts, privacy_ids), budget=budget,
+        note=note or f"topdown: {len(plan.tree.sizes)} levels", rng=rng, use_case=use_case,
+        plan=plan)
+    return out
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclasses.dataclass
+class TopDownPlan:
+    """The data-independent part of a TopDown release (:class:`dpfast.tables.run.Plan`):
+    the validated hierarchy, the per-level mechanisms and the composed per-level
+    :attr:`event` -- all from public information (the hierarchy, ``rho``, ``k``, ``c``
+    and the leaf counts' shape), before any count is read."""
+
+    tree: _wls.Tree
+    rhos: list[float]
+    mechs: list[_mechanisms.DiscreteGaussianMechanism | None]
+    sigma: list[float]
+    l2sq: list[int]
+    event: _events.Composed
+    rho_total: float
+    nonnegative: bool
+    integer: bool
+    total_invariant: bool
+    one_d: bool
+    unit: str
+    per_person: tuple[int, int, int] | None  # (k, c, bounding policy code) with privacy_ids
+    bounding: str = "uniform"
+
+    def spec(self) -> _spec.ReleaseSpec:
+        """The release's spec: the question (the hierarchy's level sizes, per-level
+        ``rho``, post-processing, the per-person bounds) with ``rho`` its total.  The
+        hierarchy's ids are not hashed here (a census tree has millions of leaves per
+        level): a cache keyed by the spec adds :meth:`fingerprint`."""
+        k, c, _ = self.per_person or (1, 1, 0)
+        options = {"rho_levels": tuple(self.rhos), "nonnegative": self.nonnegative,
+                   "integer": self.integer, "total_invariant": self.total_invariant,
+                   "per_person": self.per_person is not None,
+                   "level_sizes": tuple(self.tree.sizes)}
+        return _spec.ReleaseSpec(
+            (_spec.StatSpec("topdown"),), rho=self.rho_total, max_partitions=k,
+            max_per_partition=c, bounding=self.bounding,
+            options=tuple(sorted(options.items())))
+
+    def fingerprint(self) -> str:
+        """32 hex digits of BLAKE2b-128 over the hierarchy's validated ids, level by
+        level (linear in the leaves)."""
+        h = hashlib.blake2b(digest_size=16)
+        for ids in self.tree.ids:
+            h.update(np.ascontiguousarray(ids, np.int64).tobytes())
+            h.update(b"|")
+        return h.hexdigest()
+
+    def local_partials(self, rows: _run.Rows, subkey: np.ndarray) -> np.ndarray:
+        """The leaf counts (checked), or with privacy ids the bounded per-leaf counts of
+        the records (keyed per person with ``subkey``)."""
+        if self.per_person is None:
+            return _leaf_values(_leaf_schema(rows.keys)[0])
+        k, c, pol = self.per_person
+        n_leaves = len(self.tree.ids[0])
+        return _units.bounded_leaf_counts(rows.keys, rows.privacy_ids, n_leaves, k, c,
+                                          subkey, pol).reshape(-1, 1)
+
+    def finish(self, leaves: np.ndarray, gen: Generator, release_id: int | None
+               ) -> TopDownRelease:
+        rel = _measure(self.tree, leaves, self.mechs, self.sigma, self.rhos, self.event,
+                       self.rho_total, gen, self.nonnegative, self.integer,
+                       self.total_invariant, self.one_d, release_id)
+        rel.privacy_unit = self.unit
+        rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in self.l2sq]
+        return rel
+
+
+def plan_topdown(leaf_counts: object, levels: Sequence[object], rho: object,
+                 nonnegative: bool,
+                 integer: bool, total_invariant: bool, per_person: bool,
+                 max_partitions: object = 1, max_per_partition: object = 1,
+                 bounding: object = "uniform") -> TopDownPlan:
+    """The plan of :func:`topdown` (ValueError / TypeError naming the parameter)."""
+    person = None
     if per_person:
         k = _bounding.positive_int(max_partitions, "max_partitions")
         c = _bounding.positive_int(max_per_partition, "max_per_partition")
         pol = _bounding.policy_code(bounding)
         n_leaves = len(np.asarray(levels[0])) if len(levels) else 0
         tree = _wls.build_tree(levels, n_leaves)
+        person = (k, c, pol)
     else:
-        leaves, one_d = _leaf_array(leaf_counts)
+        leaves, one_d = _leaf_schema(leaf_counts)
         tree = _wls.build_tree(levels, leaves.shape[0])
     L = len(tree.sizes)
     rhos = _rho_levels(rho, L, bool(total_invariant))
-    gen, release_id = keynoise.release_generator(rng)  # a raw key: a fresh release id
     unit = "record"
-    if per_person:
+    if person is not None:
+        k, c, _ = person
         lv = [np.asarray(x, np.int64) for x in levels]
         mechs, l2sq, event, rho_total = _units.level_mechanisms(lv, rhos, k, c)
         sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
-        leaves = _units.bounded_leaf_counts(leaf_counts, privacy_ids, n_leaves, k, c, gen,
-                                            pol).reshape(-1, 1)
         one_d = True
         unit = (f"person (privacy_ids; max_partitions={k}, max_per_partition={c}, "
                 f"bounding={bounding!r})")
@@ -323,13 +422,9 @@ def topdown(
             rho_total = math.nextafter(rho_total, math.inf)
         event = _level_events(mechs)
         l2sq = [1] * L
-    _usecase.check(use_case, None, 0.0, rho_total)  # a UserWarning outside the range
-    with charged(budget, event, note or f"topdown: {L} levels"):  # before any noise
-        rel = _measure(tree, leaves, mechs, sigma, rhos, event, rho_total, gen,
-                       nonnegative, integer, total_invariant, one_d, release_id)
-    rel.privacy_unit = unit
-    rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in l2sq]
-    return rel
+    return TopDownPlan(tree, rhos, mechs, sigma, l2sq, event, rho_total, nonnegative,
+                       integer, total_invariant, one_d, unit, person,
+                       bounding if isinstance(bounding, str) else "uniform")
 
 
 def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float],

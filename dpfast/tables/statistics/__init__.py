@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from dpfast.tables.statistics import counts, distinct, sums  # noqa: F401  (registers them)
+from dpfast.tables.statistics import (  # noqa: F401  (registers them)
+    counts,
+    distinct,
+    ranks,
+    sums,
+)
 from dpfast.tables.statistics.base import COMMON, REGISTRY, REQUIRED, Statistic, get
 
 __all__ = ["REGISTRY", "REQUIRED", "COMMON", "Statistic", "get", "metric_parts"]

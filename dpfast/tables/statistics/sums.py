@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from dpfast.tables.statistics.base import Statistic
 
 if TYPE_CHECKING:
-    from dpfast.tables import groupby, multi
+    from dpfast.tables import _autobounds, groupby, multi
 
 #: the Privacy section of variance and std
 _SPREAD_PRIVACY = """
@@ -95,9 +95,11 @@ class Sum(Statistic):
     parts = ("sum",)
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
-        from dpfast.tables import groupby  # lazy: the registry imports no kernel
+    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+        from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
 
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto("sum", spec, source)
         return groupby.plan_of("sum", spec, source)
 
 
@@ -144,9 +146,11 @@ class Mean(Statistic):
     parts = ("count", "csum")
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
-        from dpfast.tables import groupby  # lazy: the registry imports no kernel
+    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+        from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
 
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto("mean", spec, source)
         return groupby.plan_of("mean", spec, source)
 
 

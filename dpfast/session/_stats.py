@@ -1,0 +1,163 @@
+"""The statistics a session offers, read from the registry of :mod:`dpfast.tables`.
+
+Every statistic registered in :data:`dpfast.tables.statistics.REGISTRY` is a
+:class:`~dpfast.Session` method of its name (``session.<name>(value, by, ...)``, or
+``session.<name>(by, ...)`` for one that reads no value column) and an SQL aggregate of its
+``sql_names`` (:mod:`dpfast.session.sql`), with no edit here: :func:`lookup` and
+:func:`from_sql` read the registry class's ``name``, ``sql_names``, ``value``, ``bounds``,
+``gaussian`` and ``params``.  The session plans each release from its spec
+(:func:`dpfast.tables.plan.plan`: the event before any row is read) and runs it with
+:func:`dpfast.tables.run.release`.
+
+Two small tables remain, each marked for deletion:
+
+* :data:`ALIASES`: a session name kept for compatibility (``stddev``, the session's name
+  of :func:`dpfast.tables.std` since before the registry);
+* :data:`LEGACY`: the statistics of :mod:`dpfast.tables` not registered when this module
+  was written (median, quantile: no plan yet): the session still calls their function and
+  learns the event by the old probe (:mod:`dpfast.session._legacy`).  An entry is deleted
+  when its statistic's spec can be made from its public parameters alone (see the
+  table).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from dpfast.tables.statistics import REGISTRY, Statistic
+
+__all__ = ["ALIASES", "LEGACY", "STATISTICS", "Stat", "from_sql", "lookup", "names"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Stat:
+    """How the session asks for one statistic.
+
+    ``name``: its :mod:`dpfast.tables` / registry name (the spec's statistic);
+    ``session_name``: the name the session shows (a method, SQL's default output name);
+    ``value``: it reads a value column; ``bounds``: it needs public bounds for it;
+    ``gaussian``: it takes ``rho=`` / ``noise=``; ``params``: its own parameters (name ->
+    default, None: required); ``sql_names``: its SQL spellings (lower case);
+    ``registered``: planned through the registry (False: a :data:`LEGACY` statistic);
+    ``per_partition``: its :mod:`dpfast.tables` function takes ``max_per_partition``
+    (else the release is made with 1, whatever the session's).
+    """
+
+    name: str
+    session_name: str
+    value: bool
+    bounds: bool
+    gaussian: bool
+    params: Mapping[str, Any]
+    sql_names: tuple[str, ...]
+    summary: str = ""
+    registered: bool = True
+    per_partition: bool = True
+
+    @property
+    def label(self) -> str:
+        """The aggregate's SQL name as dpfast writes it (``AVG``), or the name."""
+        return (self.sql_names[0] if self.sql_names else self.name).upper()
+
+
+#: session names kept for compatibility -> registry names (delete one when its old name
+#: is retired)
+ALIASES: dict[str, str] = {"stddev": "std"}
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+#: LEGACY -- the statistics of dpfast.tables without a registry entry (and so without a
+#: plan) when the session moved to the registry; each runs the old probe path
+#: (dpfast.session._legacy), calling its dpfast.tables function.  An entry is used even
+#: once its name is registered: the rank statistics' specs carry family options (their
+#: candidate grid) that only their facade makes, so the session's generic spec would not
+#: plan them as dpfast.tables.quantile does.  Delete an entry when its statistic's spec is
+#: made from its public parameters alone (then the registry's entry serves it).
+LEGACY: dict[str, Stat] = {s.name: s for s in (
+    Stat("median", "median", True, True, False, _EMPTY, ("median",), registered=False),
+    Stat("quantile", "quantile", True, True, False, MappingProxyType({"q": None}),
+         ("quantile", "percentile_cont", "percentile_disc", "approx_quantile"),
+         registered=False),
+)}
+
+
+def _session_name(name: str) -> str:
+    return next((a for a, n in ALIASES.items() if n == name), name)
+
+
+def _per_partition(name: str) -> bool:
+    """Whether ``dpfast.tables.<name>`` takes ``max_per_partition`` (a statistic of people
+    per key does not: its release is made with 1, and so is the session's)."""
+    import dpfast.tables
+
+    fn = getattr(dpfast.tables, name, None)
+    return fn is None or "max_per_partition" in inspect.signature(fn).parameters
+
+
+def _of(cls: type[Statistic]) -> Stat:
+    return Stat(cls.name, _session_name(cls.name), bool(cls.value), bool(cls.bounds),
+                bool(cls.gaussian), MappingProxyType(dict(cls.params)),
+                tuple(n.lower() for n in cls.sql_names), cls.summary,
+                per_partition=_per_partition(cls.name))
+
+
+def lookup(name: object) -> Stat | None:
+    """The statistic a session calls ``name`` (a registry name, an alias or a legacy
+    statistic's session name), or None."""
+    if not isinstance(name, str) or name.startswith("_"):
+        return None
+    real = ALIASES.get(name, name)
+    if real in LEGACY:
+        return LEGACY[real]
+    if real in REGISTRY:
+        return _of(REGISTRY[real])
+    return None
+
+
+def names() -> list[str]:
+    """Every name :func:`lookup` answers (the session's statistic methods), sorted."""
+    got = set(REGISTRY) | {s.session_name for s in LEGACY.values()}
+    got |= {a for a, n in ALIASES.items() if n in REGISTRY or n in LEGACY}
+    return sorted(got)
+
+
+def from_sql(spellings: set[str]) -> Stat | None:
+    """The statistic an SQL aggregate function of one of ``spellings`` (lower case: the
+    names sqlglot knows the function by) releases: a :data:`LEGACY` one, else the
+    registered statistic declaring one of them in its ``sql_names``; None if none."""
+    for s in LEGACY.values():
+        if spellings & set(s.sql_names):
+            return s
+    for cls in REGISTRY.values():
+        if cls.name not in LEGACY and spellings & {n.lower() for n in cls.sql_names}:
+            return _of(cls)
+    return None
+
+
+class _Statistics(Mapping[str, Stat]):
+    """:data:`STATISTICS`: session name -> :class:`Stat`, read from the registry on each
+    access (a statistic registered later is listed)."""
+
+    def __getitem__(self, name: str) -> Stat:
+        stat = lookup(name)
+        if stat is None:
+            raise KeyError(name)
+        return stat
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(names())
+
+    def __len__(self) -> int:
+        return len(names())
+
+    def __repr__(self) -> str:
+        return f"STATISTICS({', '.join(names())})"
+
+
+#: the session's statistics (``dpfast.session.STATISTICS``): a read-only, live view of
+#: the registry (and of :data:`LEGACY`), name -> :class:`Stat`
+STATISTICS: Mapping[str, Stat] = _Statistics()
