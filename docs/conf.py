@@ -93,7 +93,18 @@ def _check_known(app, exc) -> None:  # type: ignore[no-untyped-def]
         sphinx_logger.warning("fixed, remove from KNOWN_DOCSTRING_WARNINGS in conf.py: %s", stale)
 
 
+def _registry_reference(app, docname, source) -> None:  # type: ignore[no-untyped-def]
+    """The functions of the registered statistics, generated from the registry: a page's
+    line ``.. dpfast-statistics:: dpfast.tables`` becomes one ``autofunction`` each
+    (:func:`dpfast.tables.facade.expand_reference`)."""
+    from dpfast.tables import facade
+
+    if facade.REFERENCE_MARKER in source[0]:
+        source[0] = facade.expand_reference(source[0])
+
+
 def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("source-read", _registry_reference)
     for handler in logging.getLogger("sphinx").handlers:
         if type(handler).__name__ == "WarningStreamHandler":
             handler.filters.insert(0, _KnownDocstringWarnings())

@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 # name -> module; modules are imported only when their command runs or help is shown
 COMMANDS: dict[str, str] = {
     "demo": "dpfast.cli.demo",
+    "release": "dpfast.cli.release",
     "count": "dpfast.cli.count",
     "sum": "dpfast.cli.sum",
     "mean": "dpfast.cli.mean",

@@ -267,7 +267,7 @@ def open_budget(args: argparse.Namespace, accounting: str = "mixed",
 
 #: the commands whose privacy unit is ``--id`` (None: one row is one person).  ``topdown``
 #: reads leaf counts, with no person column: it neither binds nor checks the unit
-_UNIT_COMMANDS = ("count", "sum", "mean", "histogram")
+_UNIT_COMMANDS = ("release", "count", "sum", "mean", "histogram")
 
 
 def _bound(opened: OpenedBudget, args: argparse.Namespace) -> OpenedBudget:

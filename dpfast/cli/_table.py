@@ -1,22 +1,28 @@
-"""The group-by table commands ``count``, ``sum`` and ``mean``: shared options and run.
+"""The group-by table commands: ``dpfast release STATISTIC`` (every registered statistic,
+:data:`dpfast.tables.statistics.REGISTRY`) and its aliases ``count``, ``sum``, ``mean``.
 
-Each reads one row per record, bounds each person's contribution (``--id``, required;
-``--record-level`` states that every row is a different person), releases
-:func:`dpfast.tables.count` / ``sum`` / ``mean`` -- over the keys listed in ``--domain``
-(public keys), or chosen privately by thresholding (needs ``--delta``) -- and writes the
-table with confidence intervals (``--alpha``) as CSV (numbers rounded to 6 significant
-digits, interval ends outward), Parquet or Excel (by the output's extension).
+The options come from the statistic's attributes (``--value`` for a statistic that reads a
+value column, ``--bounds`` for one that needs bounds, ``--<param>`` for each of its own
+parameters, ``--nonnegative`` for a statistic whose truth is never negative, the release
+parameters it takes). Each command reads one row per record, bounds each person's
+contribution (``--id``, required; ``--record-level`` states that every row is a different
+person), releases ``dpfast.tables.<statistic>`` -- over the keys listed
+in ``--domain`` (public keys), or chosen privately by thresholding (needs ``--delta``) --
+and writes the table with confidence intervals (``--alpha``) as CSV (numbers rounded to 6
+significant digits, interval ends outward), Parquet or Excel (by the output's extension).
 ``--use-case`` warns when epsilon leaves its conventional range; unknown column names are
-refused as unknown.  Keys are read as text; ``--value`` (sum, mean) as numbers (integers
-stay integers).  With ``--ledger`` the release is charged to a budget ledger first (a new
-ledger needs ``--budget-epsilon``; an existing one keeps its own definition, and options
-that disagree with it are refused); a refusal writes nothing, exits 1, and removes a
-ledger this run created.
+refused as unknown. Keys are read as text; a bounded or numeric ``--value`` as numbers
+(integers stay integers), another ``--value`` as text. With ``--ledger`` the release is
+charged to a budget ledger first (a new ledger needs ``--budget-epsilon``; an existing one
+keeps its own definition, and options that disagree with it are refused); a refusal writes
+nothing, exits 1, and removes a ledger this run created.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import os
 import sys
 import time
@@ -45,14 +51,42 @@ from dpfast.cli._io import (
 )
 
 
+def _statistic(name: str) -> Any:
+    from dpfast.tables.statistics import REGISTRY, REQUIRED
+
+    return REGISTRY[name], REQUIRED
+
+
+def _literal(text: str) -> Any:
+    """A parameter's value: a Python literal (``0.5``, ``[0.25, 0.75]``, ``None``) or the
+    text itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
 def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
+    """The options of the table command of the registered ``statistic``."""
+    stat, required = _statistic(statistic)
     parser.add_argument("input", help="CSV or Parquet file, one row per record")
-    if statistic != "count":
-        parser.add_argument("--value", required=True, metavar="COL",
-                            help=f"numeric column to {statistic} (clamped to --bounds)")
-        parser.add_argument("--bounds", type=float, nargs=2, required=True,
+    if stat.value:
+        what = (f"numeric column to {statistic} (clamped to --bounds)" if stat.bounds
+                else f"{'numeric ' if stat.numeric else ''}column of the values ({statistic})")
+        parser.add_argument("--value", required=True, metavar="COL", help=what)
+    if stat.bounds:
+        parser.add_argument("--bounds", type=float, nargs=2,
+                            required=stat.bounds_default is required,
                             metavar=("LOW", "HIGH"),
                             help="public bounds of one value (each value is clamped to them)")
+    for name, default in stat.params.items():
+        opt = "--" + name.replace("_", "-")
+        need = default is required
+        what = stat.param_help.get(name, f"the statistic's parameter {name}")
+        parser.add_argument(opt, dest=f"param_{name}", type=_literal, required=need,
+                            default=None if need else default, metavar="VALUE",
+                            help=f"{what} (a Python literal"
+                                 + ("" if need else f"; default {default!r}") + ")")
     parser.add_argument("--key", action="append", required=True, metavar="COL",
                         help="key column to group by (repeat for multi-column keys)")
     add_person_options(parser)
@@ -63,9 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser, statistic: str) -> None:
                         help="delta (needed without --domain: private partition selection)")
     parser.add_argument("--max-partitions", type=int, default=1, metavar="K",
                         help="keys kept per person (default 1)")
-    parser.add_argument("--max-per-partition", type=int, default=1, metavar="C",
-                        help="rows kept per person and key (default 1)")
-    if statistic == "count":
+    if "max_per_partition" in stat.common:
+        parser.add_argument("--max-per-partition", type=int, default=1, metavar="C",
+                            help="rows kept per person and key (default 1)")
+    if stat.nonnegative:
         parser.add_argument("--nonnegative", action="store_true",
                             help="clip negative noisy counts (and interval ends) at 0: "
                                  "post-processing, no privacy cost")
@@ -152,15 +187,16 @@ def _check_options(args: argparse.Namespace, statistic: str) -> None:
     if not 0 < args.alpha < 1:
         raise CliError("--alpha must be in (0, 1)")
     for name in ("max_partitions", "max_per_partition"):
-        if getattr(args, name) < 1:
+        if getattr(args, name, 1) < 1:
             raise CliError(f"--{name.replace('_', '-')} must be >= 1")
     check_person(args)
     check_epsilon(args.epsilon, args.use_case)
     if args.id is not None and args.id in args.key:
         raise CliError("--id must not be a --key column")
-    if statistic != "count":
-        if args.value in args.key or args.value == args.id:
-            raise CliError("--value must not be a --key or --id column")
+    stat, _ = _statistic(statistic)
+    if stat.value and (args.value in args.key or args.value == args.id):
+        raise CliError("--value must not be a --key or --id column")
+    if stat.bounds and args.bounds is not None:
         lo, hi = args.bounds
         if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
             raise CliError("--bounds must be two finite numbers LOW <= HIGH")
@@ -168,16 +204,18 @@ def _check_options(args: argparse.Namespace, statistic: str) -> None:
 
 
 def run(args: argparse.Namespace, statistic: str) -> int:
+    """Release the registered ``statistic`` as the options say; the exit code."""
     import dpfast
     from dpfast import tables
 
+    stat, _ = _statistic(statistic)
     _check_options(args, statistic)
     key = read_key_file(args.seed_key_file)
     t0 = time.perf_counter()
     size = os.path.getsize(args.input)
     show = not args.no_progress and sys.stderr.isatty()  # never into captured output
     progress = _Progress(show and size > 50 * 2 ** 20, 3, statistic)
-    value = [args.value] if statistic != "count" else []
+    value = [args.value] if stat.value else []
     check_columns(args.input, {"--key": args.key, "--value": value,
                                "--id": [args.id] if args.id else []})
     cols = read_columns(args.input, args.key + value + ([args.id] if args.id else []))
@@ -188,7 +226,10 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         dcols = read_columns(args.domain, args.key, "domain")
         domain = tuple(dcols[c] for c in args.key) if len(args.key) > 1 \
             else dcols[args.key[0]]
-    values = _numbers(cols[args.value], args.value) if statistic != "count" else None
+    values = None
+    if stat.value:
+        numeric = stat.bounds or stat.numeric
+        values = _numbers(cols[args.value], args.value) if numeric else cols[args.value]
     opened = open_budget(args)
     try:
         if time.perf_counter() - t0 > 2.0 and show and not progress.enabled:
@@ -197,24 +238,24 @@ def run(args: argparse.Namespace, statistic: str) -> int:
         keys: Any = tuple(cols[c] for c in args.key) if len(args.key) > 1 \
             else cols[args.key[0]]
         ids = cols[args.id] if args.id else None
-        common = dict(epsilon=args.epsilon, delta=args.delta,
-                      max_partitions=args.max_partitions,
-                      max_per_partition=args.max_per_partition, domain=domain, rng=key,
-                      budget=opened.budget, note=f"dpfast {statistic} {args.input}")
+        common: dict[str, Any] = dict(
+            epsilon=args.epsilon, delta=args.delta, max_partitions=args.max_partitions,
+            max_per_partition=getattr(args, "max_per_partition", 1), domain=domain, rng=key,
+            budget=opened.budget, note=f"dpfast {statistic} {args.input}")
+        kwargs = {n: v for n, v in common.items() if n in stat.common}
+        kwargs.update((n, getattr(args, f"param_{n}")) for n in stat.params)
         try:
-            if statistic == "count":
-                rel = tables.count(keys, ids, **common)
-            else:
+            if stat.bounds and args.bounds is not None:
                 assert values is not None
                 lo, hi = args.bounds
                 if values.dtype.kind in "iu" and float(lo).is_integer() \
                         and float(hi).is_integer():
-                    bounds: tuple[Any, Any] = (int(lo), int(hi))
+                    kwargs["bounds"] = (int(lo), int(hi))
                 else:
                     values = values.astype(np.float64)
-                    bounds = (lo, hi)
-                fn = tables.sum if statistic == "sum" else tables.mean
-                rel = fn(values, keys, ids, bounds=bounds, **common)
+                    kwargs["bounds"] = (lo, hi)
+            fn = getattr(tables, statistic)
+            rel = fn(*([values] if stat.value else []), keys, ids, **kwargs)
         except dpfast.BudgetExceededError as exc:
             raise refused(opened, exc) from None
         except BaseException:
@@ -222,16 +263,18 @@ def run(args: argparse.Namespace, statistic: str) -> int:
                 opened.discard_if_new()  # nothing charged: leave no ledger behind
             raise
         progress.step("released")
-        out = rel.to_columns(args.alpha)
+        intervals = "alpha" in inspect.signature(rel.to_columns).parameters
+        out = rel.to_columns(args.alpha) if intervals else rel.to_columns()
         names = list(out)
         nk = len(args.key)
-        value_name = args.value if statistic != "count" else names[nk]
+        value_name = args.value if stat.value and stat.bounds else names[nk]
         table = {c: out[names[j]] for j, c in enumerate(args.key)}  # the caller's names
         table[value_name] = out[names[nk]]
         table.update((k, out[k]) for k in names[nk + 1:])
-        if statistic == "count" and args.nonnegative:  # post-processing: truth is >= 0
+        if stat.nonnegative and args.nonnegative:  # post-processing: truth is >= 0
             for k in (value_name, "ci_low", "ci_high"):
-                table[k] = np.maximum(table[k], 0)
+                if k in table:
+                    table[k] = np.maximum(table[k], 0)
         write_columns(args.output, for_display(args.output, table))
         progress.step("written")
     finally:
@@ -239,14 +282,17 @@ def run(args: argparse.Namespace, statistic: str) -> int:
     thr = "" if rel.threshold is None else \
         f"; keys chosen privately (threshold {rel.threshold} on the noisy count)"
     conf = f"{100 * (1 - args.alpha):g}%"
-    if rel.statistic == "mean":
+    law = getattr(rel, "law", None)
+    if not intervals:  # a release without intervals (e.g. ranks: its accuracy())
+        width = "no interval columns (see the Python release's accuracy())"
+    elif not stat.law_interval or law is None:  # intervals that vary from key to key
         lo_, hi_ = rel.confidence_interval(args.alpha)
         width = f"{conf} intervals in the columns ci_low, ci_high"
         if len(rel):
             width += f" (mean half-width {float(np.mean((hi_ - lo_) / 2)):.4g})"
     else:
-        width = halfwidth_text(rel.law.halfwidth(args.alpha), args.alpha)
-        if statistic == "count" and args.nonnegative:
+        width = halfwidth_text(law.halfwidth(args.alpha), args.alpha)
+        if stat.nonnegative and args.nonnegative:
             width += ", before clipping at 0"
     print(f"released the {statistic} of {len(rel)} keys to {args.output}: "
           f"{_event_text(rel.event)}{thr}; {width}")

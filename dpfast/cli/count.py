@@ -1,4 +1,5 @@
-"""``dpfast count``: release a group-by count from raw records (CSV or Parquet).
+"""``dpfast count``: release a group-by count from raw records (CSV or Parquet);
+an alias of ``dpfast release count``.
 
 Example::
 

@@ -1,4 +1,5 @@
-"""``dpfast mean``: release a group-by mean of a numeric column (CSV or Parquet).
+"""``dpfast mean``: release a group-by mean of a numeric column (CSV or Parquet);
+an alias of ``dpfast release mean``.
 
 Example::
 

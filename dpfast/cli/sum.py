@@ -1,4 +1,5 @@
-"""``dpfast sum``: release a group-by sum of a numeric column (CSV or Parquet).
+"""``dpfast sum``: release a group-by sum of a numeric column (CSV or Parquet);
+an alias of ``dpfast release sum``.
 
 Example::
 

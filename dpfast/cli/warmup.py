@@ -3,7 +3,9 @@
 numba compiles each kernel the first time it runs and caches the machine code on disk
 (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``); a first call after
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
-on a tiny input (samplers, tables count/sum/mean/quantile, the many-metric releases,
+on a tiny input (samplers, every registered statistic of :mod:`dpfast.tables` -- one step
+``tables.<name>`` each, from :data:`dpfast.tables.statistics.REGISTRY`: integer and float
+values, public keys and private key selection --, quantiles, the many-metric releases,
 TopDown, histograms, local DP, selection), the tables and TopDown once on inputs large
 enough for their parallel kernels, the inputs ``dpfast bench --quick`` times, and the demo
 (with the demo extra), so that later processes load every kernel from the cache -- e.g. as
@@ -19,6 +21,7 @@ public key (nothing it computes is released).  Exit code 0 when every family com
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -42,27 +45,38 @@ def _samplers() -> None:
     dpfast.gaussian(np.zeros(8), 2.0, rng=_KEY)
 
 
-def _count() -> None:
+def _statistic(name: str) -> None:
+    """The registered statistic ``name`` (``dpfast.tables.<name>``) once per value kind
+    (integers and floats for a bounded one), over public keys and with private key
+    selection (string keys), its required parameters from its ``example``."""
     import numpy as np
 
     from dpfast import tables
+    from dpfast.tables.statistics import REGISTRY
 
+    stat = REGISTRY[name]
+    fn = getattr(tables, name)
     keys = np.arange(60) % 3
-    tables.count(keys, np.arange(60), epsilon=1.0, domain=[0, 1, 2], rng=_KEY)
-    tables.count(keys.astype(str), np.arange(60), epsilon=1.0, delta=1e-6, rng=_KEY)
+    ids = np.arange(60)
+    kinds: list[object] = [None]
+    if stat.value:
+        kinds = ([np.arange(60) % 5, np.linspace(0.0, 4.0, 60)] if stat.bounds
+                 else [np.arange(60) % 7])
+    kw = dict(stat.example, epsilon=1.0, rng=_KEY)
+    if stat.bounds:
+        kw["bounds"] = (0, 4)
+    for values in kinds:
+        head = [values] if stat.value else []
+        fn(*head, keys, ids, domain=[0, 1, 2], **kw)
+        if "delta" in stat.common:
+            fn(*head, keys.astype(str), ids, delta=1e-6, **kw)
 
 
-def _sum_mean() -> None:
-    import numpy as np
+def _registered() -> list[tuple[str, Callable[[], None]]]:
+    """One step per registered statistic: ``("tables.<name>", ...)``."""
+    from dpfast.tables.statistics import REGISTRY
 
-    from dpfast import tables
-
-    keys = np.arange(60) % 3
-    for values in (np.arange(60) % 5, np.linspace(0.0, 4.0, 60)):
-        tables.sum(values, keys, np.arange(60), bounds=(0, 4), epsilon=1.0,
-                   domain=[0, 1, 2], rng=_KEY)
-        tables.mean(values, keys, np.arange(60), bounds=(0, 4), epsilon=1.0,
-                    domain=[0, 1, 2], rng=_KEY)
+    return [(f"tables.{name}", functools.partial(_statistic, name)) for name in REGISTRY]
 
 
 def _quantile() -> None:
@@ -191,11 +205,8 @@ def _bench() -> None:
             teardown()
 
 
-#: (family, what it runs) in order; each compiles what its releases need
-STEPS: list[tuple[str, Callable[[], None]]] = [
-    ("samplers", _samplers),
-    ("tables.count", _count),
-    ("tables.sum/mean", _sum_mean),
+#: the families besides the samplers and the registered statistics, in order
+_FAMILIES: list[tuple[str, Callable[[], None]]] = [
     ("tables.quantile", _quantile),
     ("tables.aggregate", _aggregate),
     ("topdown", _topdown),
@@ -208,35 +219,49 @@ STEPS: list[tuple[str, Callable[[], None]]] = [
 ]
 
 
+def steps() -> list[tuple[str, Callable[[], None]]]:
+    """(family, what it runs) in order, each compiling what its releases need: the
+    samplers, one step per registered statistic (``tables.<name>``, the registry as it is
+    now), then the other families (one whose name a statistic's step took is that step)."""
+    head = [("samplers", _samplers), *_registered()]
+    taken = {name for name, _ in head}
+    return head + [step for step in _FAMILIES if step[0] not in taken]
+
+
+#: the steps at import (:func:`steps` reads the registry again when the command runs)
+STEPS: list[tuple[str, Callable[[], None]]] = steps()
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", metavar="NAMES", default=None,
                         help="comma-separated families (default: all): "
-                             + ", ".join(name for name, _ in STEPS))
+                             + ", ".join(name for name, _ in steps()))
 
 
 def run(args: argparse.Namespace) -> int:
     from dpfast.cli import CliError
 
-    steps = STEPS
+    every = steps()
+    todo = every
     if args.only:
         wanted = [s.strip() for s in args.only.split(",") if s.strip()]
-        known = {name for name, _ in STEPS}
+        known = {name for name, _ in every}
         unknown = [w for w in wanted if w not in known]
         if unknown:
             raise CliError(f"--only: unknown famil{'ies' if len(unknown) > 1 else 'y'} "
-                           f"{', '.join(unknown)} (known: {', '.join(n for n, _ in STEPS)})")
-        steps = [(n, f) for n, f in STEPS if n in wanted]
+                           f"{', '.join(unknown)} (known: {', '.join(n for n, _ in every)})")
+        todo = [(n, f) for n, f in every if n in wanted]
     from dpfast import _parallel
 
     _parallel.install_compile_notice()
     _parallel.skip_notice()  # the family lines say it; the progress lines still come
     t0 = time.perf_counter()
-    for i, (name, fn) in enumerate(steps, 1):
+    for i, (name, fn) in enumerate(todo, 1):
         t = time.perf_counter()
-        print(f"dpfast warmup: [{i}/{len(steps)}] {name} ...", file=sys.stderr, flush=True)
+        print(f"dpfast warmup: [{i}/{len(todo)}] {name} ...", file=sys.stderr, flush=True)
         fn()
-        print(f"dpfast warmup: [{i}/{len(steps)}] {name} done, {time.perf_counter() - t:.1f} s",
+        print(f"dpfast warmup: [{i}/{len(todo)}] {name} done, {time.perf_counter() - t:.1f} s",
               file=sys.stderr, flush=True)
-    print(f"dpfast warmup: {len(steps)} kernel families compiled and cached in "
+    print(f"dpfast warmup: {len(todo)} kernel families compiled and cached in "
           f"{time.perf_counter() - t0:.1f} s")
     return 0

@@ -1,13 +1,14 @@
 """Scale out on Dask: the same release on a cluster as on one machine.
 
-``dpfast.dask.count / sum / mean`` (and ``quantile / median / min / max``,
-:mod:`dpfast.dask.quantiles`; ``aggregate``, ``variance``, ``std``, ``privacy_id_count``,
-``count_distinct``, :mod:`dpfast.dask.multi`) take a dask DataFrame and release exactly --
-bit for bit, for any partitioning, row order or cluster -- what the same function of
-:mod:`dpfast.tables` releases on the same rows with the same key: rows are hash-
-partitioned by privacy id (so every id's rows meet in one partition), bounded per id with
-the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated per key, reduced,
-and noised on the driver with the per-key addressed noise of
+``dpfast.dask.count / sum / mean / variance / std / privacy_id_count / count_distinct`` --
+every statistic of the registry (:data:`dpfast.tables.statistics.REGISTRY`), its function
+generated from it (:mod:`dpfast.dask._facade`) -- (and ``quantile / median / min / max``,
+:mod:`dpfast.dask.quantiles`; ``aggregate``, :mod:`dpfast.dask.multi`) take a dask
+DataFrame and release exactly -- bit for bit, for any partitioning, row order or cluster --
+what the same function of :mod:`dpfast.tables` releases on the same rows with the same key:
+rows are hash-partitioned by privacy id (so every id's rows meet in one partition),
+bounded per id with the keyed per-id streams of :mod:`dpfast.tables.bounding`, aggregated
+per key, reduced, and noised on the driver with the per-key addressed noise of
 :mod:`dpfast.tables.keynoise`.
 
 Keys: what travels inside the task graph is the *bounding* sub-key only (it decides which
@@ -33,21 +34,16 @@ imports dask until a function is called.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
+# name -> module (the registered statistics take precedence: generated from the registry)
 _PUBLIC: dict[str, str] = {
-    "count": "dpfast.dask.tables",
-    "sum": "dpfast.dask.tables",
-    "mean": "dpfast.dask.tables",
     "quantile": "dpfast.dask.quantiles",
     "median": "dpfast.dask.quantiles",
     "min": "dpfast.dask.quantiles",
     "max": "dpfast.dask.quantiles",
     "aggregate": "dpfast.dask.multi",
-    "variance": "dpfast.dask.multi",
-    "std": "dpfast.dask.multi",
-    "privacy_id_count": "dpfast.dask.multi",
-    "count_distinct": "dpfast.dask.multi",
     "discrete_laplace": "dpfast.dask.arrays",
     "discrete_gaussian": "dpfast.dask.arrays",
     "laplace": "dpfast.dask.arrays",
@@ -58,10 +54,39 @@ _PUBLIC: dict[str, str] = {
     "aggregate_reports": "dpfast.dask.local",
 }
 
-__all__ = sorted(_PUBLIC)
+
+def _submodule(name: str) -> bool:
+    """``name`` is a module of this package (``from dpfast.dask import NAME`` asks this module's
+    ``__getattr__`` first: a submodule is imported, never looked up in the registry)."""
+    global _MODULES
+    if _MODULES is None:
+        _MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
+    return name in _MODULES
+
+
+_MODULES: frozenset[str] | None = None
+
+
+def _registry() -> dict[str, Any]:
+    from dpfast.tables.statistics import REGISTRY
+
+    return REGISTRY
+
+
+def _generated() -> dict[str, Any]:
+    """The registered statistics generated here: those with Dask steps and a docstring
+    (the others keep their hand-written function of ``_PUBLIC``, if any)."""
+    return {n: s for n, s in _registry().items() if s.dask and s.doc}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":  # the registry's names too (a statistic may register later)
+        return sorted(set(_PUBLIC) | set(_generated()))
+    stat = None if name.startswith("_") or _submodule(name) else _generated().get(name)
+    if stat is not None:  # generated, not cached here: the registry decides each time
+        from dpfast.dask._facade import dask_function
+
+        return dask_function(stat)
     if name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -70,4 +95,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_PUBLIC) | set(_generated()))

@@ -9,22 +9,25 @@ A release is a pipeline of separable steps, each a function of its own module:
 ``post-process`` (private partition selection, :mod:`dpfast.tables.partition`) ->
 ``report`` (:class:`dpfast.tables.TableRelease`, its confidence intervals and accuracy).
 
-Public names are loaded lazily (``import dpfast.tables`` imports no numba).  Where to
-add: a new aggregate goes in :mod:`dpfast.tables.groupby` (and reuses ``bound`` /
-``charge`` / ``noise``), a new consistency post-processing (e.g. TopDown) in its own module
-of this package, re-exported here.
+Public names are loaded lazily (``import dpfast.tables`` imports no numba).  The release
+function of each registered statistic (``count``, ``sum``, ``mean``, ...: the
+:data:`~dpfast.tables.statistics.REGISTRY`) is generated from its
+:class:`~dpfast.tables.statistics.Statistic` class by :mod:`dpfast.tables.facade`; the
+other names come from the modules of :data:`_PUBLIC`.  Where to add: a new statistic is one
+module of :mod:`dpfast.tables.statistics` plus its test (docs/extending.md); a new
+consistency post-processing (e.g. TopDown) goes in its own module of this package,
+re-exported here.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Any
 
-# name -> module of this package that defines it
+# name -> module of this package that defines it (a registered statistic that states its
+# docstring takes precedence: generated; one listed here until then keeps this function)
 _PUBLIC: dict[str, str] = {
-    "count": "dpfast.tables.api",
-    "sum": "dpfast.tables.api",
-    "mean": "dpfast.tables.api",
     "quantile": "dpfast.tables.quantiles",
     "median": "dpfast.tables.quantiles",
     "min": "dpfast.tables.quantiles",
@@ -39,18 +42,40 @@ _PUBLIC: dict[str, str] = {
     "topdown": "dpfast.tables.hierarchy",
     "TopDownRelease": "dpfast.tables.hierarchy",
     "aggregate_levels": "dpfast.tables.hierarchy",
-    "privacy_id_count": "dpfast.tables.api_multi",
-    "count_distinct": "dpfast.tables._distinct",
-    "variance": "dpfast.tables.spread",
-    "std": "dpfast.tables.spread",
     "aggregate": "dpfast.tables.api_multi",
     "AggregateRelease": "dpfast.tables._multi_release",
 }
 
-__all__ = sorted(_PUBLIC)
+
+def _submodule(name: str) -> bool:
+    """``name`` is a module of this package (``from dpfast.tables import NAME`` asks this module's
+    ``__getattr__`` first: a submodule is imported, never looked up in the registry)."""
+    global _MODULES
+    if _MODULES is None:
+        _MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
+    return name in _MODULES
+
+
+_MODULES: frozenset[str] | None = None
+
+
+def _registry() -> dict[str, Any]:
+    from dpfast.tables.statistics import REGISTRY  # loaded on first use, not at import
+
+    return REGISTRY
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":  # the registry's names too (a statistic may register later)
+        return sorted(set(_PUBLIC) | set(_registry()))
+    if not name.startswith("_") and not _submodule(name):
+        stat = _registry().get(name)
+        # generated (not cached here: the registry decides each time) once the statistic
+        # states its docstring; until then its hand-written function of _PUBLIC
+        if stat is not None and stat.doc:
+            from dpfast.tables.facade import local_function
+
+            return local_function(stat)
     if name in _PUBLIC:
         value = getattr(importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
@@ -59,4 +84,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC))
+    return sorted(set(globals()) | set(_PUBLIC) | set(_registry()))

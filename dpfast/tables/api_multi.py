@@ -1,10 +1,10 @@
-"""The public many-metric releases of :mod:`dpfast.tables`: :func:`aggregate` and
-:func:`privacy_id_count` (the facade over the one pipeline).
+"""The public many-metric release of :mod:`dpfast.tables`: :func:`aggregate` (the facade
+over the one pipeline; ``privacy_id_count`` and the other single statistics are generated
+from the registry, :mod:`dpfast.tables.facade`).
 
-Each function turns its arguments into a :class:`~dpfast.tables.spec.ReleaseSpec` and a
-local source (:class:`~dpfast.tables.run.Rows`) and runs :func:`dpfast.tables.run.release`:
-plan (:mod:`dpfast.tables.multi`; ``privacy_id_count(bounding="l2")``:
-:mod:`dpfast.tables._ids_l2`) -> partials -> the one charge -> finish.
+It turns its arguments into a :class:`~dpfast.tables.spec.ReleaseSpec` and a local source
+(:class:`~dpfast.tables.run.Rows`) and runs :func:`dpfast.tables.run.release`: plan
+(:mod:`dpfast.tables.multi`) -> partials -> the one charge -> finish.
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ from dpfast.random import RngLike
 from dpfast.tables import multi, statistics
 from dpfast.tables import run as _run
 from dpfast.tables._multi_release import AggregateRelease
-from dpfast.tables.release import TableRelease
-from dpfast.tables.spec import ReleaseSpec, StatSpec
 
-__all__ = ["aggregate", "privacy_id_count"]
+__all__ = ["aggregate"]
 
 
 def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
@@ -170,63 +168,3 @@ def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
               if s.column is not None and s.column in names}
     rows = _run.Rows(keys, ids, columns=values, domain=domain, key_names=tuple(by_list))
     return _run.release(spec, rows, budget=budget, note=note, rng=rng, use_case=use_case)
-
-
-def privacy_id_count(keys: Any, privacy_ids: Any = None, *, epsilon: float | None = None,
-                     delta: float = 0.0, rho: float | None = None, max_partitions: int = 1,
-                     domain: Any = None, noise: str | None = None, rng: RngLike = None,
-                     budget: Any = None, note: str = "", use_case: str | None = None,
-                     dropna: bool = False, selection: str = "auto",
-                     bounding: str = "uniform") -> TableRelease:
-    """Release the number of distinct privacy ids (people) per key.
-
-    Parameters are those of :func:`dpfast.tables.count` without ``max_per_partition``
-    (a person counts once per key whatever their number of rows); ``bounding="frequent"``
-    keeps each person's ``max_partitions`` keys with the most rows.  ``privacy_ids=None``:
-    every row is a different person (the row count).
-
-    ``bounding="l2"`` (Gaussian noise: ``delta > 0`` with ``epsilon``, or ``rho``): no
-    person loses a key; a person with ``t`` distinct keys counts ``min(1, sqrt(k / t))``
-    in each of them (on the grid ``2**-16``, :mod:`dpfast.tables._ids_l2`), so the L2
-    sensitivity is that of ``k`` keys counted once while the undercount of people with
-    more than ``k`` keys (the bias of the other policies, which no noise level removes)
-    shrinks from ``t - k`` to ``t - sqrt(k t)``.  Values are then floats (multiples of
-    ``2**-16``).  ``domain=None``: the keys are selected on their own ``k``-key bounded
-    unit counts (half of ε and δ).  :func:`dpfast.dask.privacy_id_count` takes it too.
-
-    Returns
-    -------
-    TableRelease
-        ``statistic == "privacy_id_count"``; exact confidence intervals of the noise law.
-
-    Privacy
-    -------
-    Each person keeps at most ``k = max_partitions`` keys (chosen uniformly, or their
-    most frequent ones, keyed by their own rows only: so for either policy) and adds 1
-    to each: ``Δ1 = k``, ``Δ2 = sqrt(k)`` under add/remove one
-    person (all their rows).  Discrete Laplace noise of scale ``k / ε`` is ``ε``-DP,
-    discrete Gaussian of ``σ`` is ``k / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is
-    published iff the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
-    separate measurement on the number of people holding the key after bounding
-    (sensitivity ``k``) with the share of one more metric of ε (and δ, rounded up to its
-    exact value): ``(ε, δ)``-DP (Wilson et al. 2020; Desfontaines et al.
-    2022; Gopi et al. 2020).  PipelineDP's ``PRIVACY_ID_COUNT``.
-
-    ``bounding="l2"``: the person's vector of added weights ``W(t) = floor(2**16
-    min(1, sqrt(k / t)))`` over their ``t`` keys has ``t W(t)**2 <= k 4**16`` exactly, so
-    ``Δ2 = sqrt(k)`` (grid units ``sqrt(k) 2**16``) under add/remove one person, whatever
-    ``t``; exact discrete Gaussian noise of ``σ 2**16`` is ``k / (2σ²)``-zCDP (CKS20,
-    Thm. 14), ``(ε, δ)``-DP through the largest ``ρ`` implying it (CKS20, Cor. 13).  The
-    ``1/sqrt(t)`` weights that bound a person's L2 norm whatever their number of keys are
-    Gopi et al. 2020's (weighted Gaussian policy), here applied to the released counts
-    rather than to the selection.  With ``domain=None`` the key selection is
-    ``(ε/2, δ_sel)``, the counts ``(ε/2, δ/2)``: basic composition.
-    """
-    if not isinstance(dropna, bool):
-        raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
-    spec = ReleaseSpec.make([StatSpec("privacy_id_count")], epsilon=epsilon, delta=delta,
-                            rho=rho, noise=noise, max_partitions=max_partitions,
-                            max_per_partition=1, domain=domain, selection=selection,
-                            bounding=bounding)
-    return _run.release(spec, _run.Rows(keys, privacy_ids, domain=domain), budget=budget,
-                        note=note, rng=rng, use_case=use_case)

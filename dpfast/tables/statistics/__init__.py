@@ -9,9 +9,9 @@ from dpfast.tables.statistics import (  # noqa: F401  (registers them)
     ranks,
     sums,
 )
-from dpfast.tables.statistics.base import REGISTRY, Statistic, get
+from dpfast.tables.statistics.base import COMMON, REGISTRY, REQUIRED, Statistic, get
 
-__all__ = ["REGISTRY", "Statistic", "get", "metric_parts"]
+__all__ = ["REGISTRY", "REQUIRED", "COMMON", "Statistic", "get", "metric_parts"]
 
 
 def metric_parts() -> dict[str, tuple[str, ...]]:

@@ -2,12 +2,17 @@
 
 A :class:`Statistic` subclass states everything the surfaces need to offer it -- its name,
 its SQL spellings, whether it reads a value column and needs bounds, whether it takes
-Gaussian noise, its own parameters, a one-line summary, what one person contributes
-(``bounding_mode``, below) -- and how it is planned
+Gaussian noise, its own parameters, a one-line summary, its public docstring, what one
+person contributes (``bounding_mode``, below) -- and how it is planned
 (:meth:`Statistic.plan`: the release spec -> a :class:`~dpfast.tables.run.Plan` whose
 event is known before any row is read).  Defining the class registers it
 (``__init_subclass__``); :data:`REGISTRY` maps names to classes, and
 :func:`dpfast.tables.plan.plan` dispatches on it, never on a name.
+
+The public surfaces are generated from these attributes (:mod:`dpfast.tables.facade`):
+``dpfast.tables.<name>`` (signature, docstring), ``dpfast.dask.<name>``, ``dpfast release
+<name>`` on the command line, ``dpfast warmup`` and the API reference -- so a new statistic
+is one module of this package plus its test (docs/extending.md).
 
 ``bounding_mode`` says what a person contributes to the keys they keep (at most
 ``max_partitions`` of them), which fixes the sensitivity's unit:
@@ -30,7 +35,35 @@ if TYPE_CHECKING:
     from dpfast.tables.run import Plan, Source
     from dpfast.tables.spec import ReleaseSpec
 
-__all__ = ["Statistic", "REGISTRY", "BOUNDING_MODES", "get"]
+__all__ = ["Statistic", "REGISTRY", "REQUIRED", "COMMON", "BOUNDING_MODES", "get"]
+
+
+class _Required:
+    """The default of a parameter the caller must give (``params = {"q": REQUIRED}``)."""
+
+    _instance: _Required | None = None
+
+    def __new__(cls) -> _Required:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+    def __reduce__(self) -> str:
+        return "REQUIRED"
+
+
+#: marks a statistic's own parameter (or its ``bounds``) as required
+REQUIRED: Any = _Required()
+
+#: the release parameters every public form takes unless a statistic says otherwise
+#: (:attr:`Statistic.common`), in their order in the signatures
+COMMON: tuple[str, ...] = (
+    "epsilon", "delta", "rho", "max_partitions", "max_per_partition", "domain", "noise",
+    "rng", "budget", "note", "use_case", "dropna", "selection", "bounding",
+)
 
 #: what a person may contribute per kept key (:attr:`Statistic.bounding_mode`)
 BOUNDING_MODES = ("rows", "distinct", "units")
@@ -51,12 +84,43 @@ class Statistic:
     value: ClassVar[bool] = False
     #: needs public bounds for its value column
     bounds: ClassVar[bool] = False
+    #: its value column holds numbers (always so with bounds; the CLI reads them as such)
+    numeric: ClassVar[bool] = False
     #: takes Gaussian noise (``rho`` or ``noise="gaussian"``)
     gaussian: ClassVar[bool] = True
-    #: its own parameters, name -> default (``{"q": None}``: required)
+    #: its own parameters, name -> default (:data:`REQUIRED`: the caller must give it),
+    #: keyword-only in every public form; :meth:`make_spec` puts them in the spec
     params: ClassVar[Mapping[str, Any]] = {}
+    #: the annotation shown for each own parameter (default ``Any``)
+    param_types: ClassVar[Mapping[str, Any]] = {}
+    #: one line per own parameter for the CLI's ``--<param>`` help (and the session's)
+    param_help: ClassVar[Mapping[str, str]] = {}
+    #: a value of each required own parameter for examples (``dpfast warmup``, the tests)
+    example: ClassVar[Mapping[str, Any]] = {}
+    #: the default of ``bounds`` when ``bounds`` is True (:data:`REQUIRED`: must be given)
+    bounds_default: ClassVar[Any] = REQUIRED
+    #: the local form also takes ``bounds="auto"`` (private quantiles choose them)
+    auto_bounds: ClassVar[bool] = False
+    #: the common release parameters its public forms take (a sub-sequence of
+    #: :data:`COMMON`); ``epsilon`` is required where ``rho`` is not offered
+    common: ClassVar[tuple[str, ...]] = COMMON
+    #: its plans have the Dask steps (``partition_partials``, ``merge``): ``dpfast.dask.<name>``
+    #: is generated (False: a statistic ported to one machine first keeps its old Dask
+    #: function, if any)
+    dask: ClassVar[bool] = True
+    #: its intervals are each value plus or minus its noise law's half-width (the CLI
+    #: prints that half-width; otherwise the mean of the intervals' half-widths)
+    law_interval: ClassVar[bool] = False
+    #: its released values are never negative in truth (the CLI offers ``--nonnegative``)
+    nonnegative: ClassVar[bool] = False
+    #: what its release returns (the name of a public class of :mod:`dpfast.tables`)
+    returns: ClassVar[str] = "TableRelease"
     #: one line for the CLI, the session's help and the API docs
     summary: ClassVar[str] = ""
+    #: the public docstring of ``dpfast.tables.<name>`` (numpydoc, with a Privacy section)
+    doc: ClassVar[str] = ""
+    #: the docstring of ``dpfast.dask.<name>`` (empty: made from :attr:`doc`)
+    dask_doc: ClassVar[str] = ""
     #: what one person contributes per kept key: "rows" | "distinct" | "units" (above)
     bounding_mode: ClassVar[str] = "rows"
     #: the noised parts a many-metric release (:mod:`dpfast.tables.multi`) finishes it
@@ -74,7 +138,31 @@ class Statistic:
         if cls.name in REGISTRY:
             raise TypeError(f"a statistic named {cls.name!r} is already registered "
                             f"({REGISTRY[cls.name].__qualname__})")
+        if not cls.name.isidentifier() or cls.name.startswith("_"):
+            raise TypeError(f"a statistic's name must be a public identifier, got "
+                            f"{cls.name!r}")
+        unknown = [c for c in cls.common if c not in COMMON]
+        if unknown:
+            raise TypeError(f"{cls.__qualname__}.common: unknown parameters {unknown}")
+        clash = [p for p in cls.params
+                 if p in COMMON or p in ("bounds", "values", "keys", "privacy_ids")]
+        if clash:
+            raise TypeError(f"{cls.__qualname__}.params: {clash} are release parameters")
         REGISTRY[cls.name] = cls
+
+    @classmethod
+    def make_spec(cls, *, column: str | None = None, params: Mapping[str, Any] | None = None,
+                  **release: Any) -> ReleaseSpec:
+        """The checked :class:`~dpfast.tables.spec.ReleaseSpec` of one release of this
+        statistic: ``release`` holds the common parameters (``epsilon=``, ``bounds=``,
+        ``domain=`` -- the keys themselves --, ``by=``, ...); ``params`` its own, put in the
+        :class:`~dpfast.tables.spec.StatSpec` (a statistic whose plan reads them from the
+        spec's ``options`` overrides this)."""
+        from dpfast.tables import spec as _spec  # lazy: keeps the registry import light
+
+        own = {} if params is None else dict(params)
+        stat = _spec.StatSpec(cls.name, column, _spec._frozen(own) if own else ())
+        return _spec.ReleaseSpec.make([stat], **release)
 
     @classmethod
     def plan(cls, spec: ReleaseSpec, source: Source) -> Plan:

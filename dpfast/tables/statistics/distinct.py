@@ -207,11 +207,61 @@ class CountDistinct(Statistic):
     ``max_partitions`` keys and ``max_per_partition`` distinct values per key."""
 
     name = "count_distinct"
+    law_interval = True
     sql_names = ("count_distinct",)
     value = True
     bounds = False
     bounding_mode = "distinct"
     summary = "distinct values of a column per key"
+    nonnegative = True
+    doc = """Release the number of distinct ``values`` per key.
+
+    Parameters
+    ----------
+    values : array_like or pandas Series
+        One value per row (ints, floats, str or bytes; a row with a missing value is dropped,
+        as ``COUNT(DISTINCT x)`` ignores NULLs).
+    keys, privacy_ids, epsilon, delta, rho, domain, noise, rng, budget, note, use_case, dropna
+        As in :func:`dpfast.tables.count`.
+    max_partitions, max_per_partition : int
+        Per person at most ``k`` keys and, per key, at most ``c`` distinct values (chosen
+        uniformly among the person's distinct values there, keyed by their own rows).
+    bounding : {"uniform", "frequent"}
+        Which keys a person keeps when they have more than ``max_partitions``: chosen
+        uniformly, or the ones with the most rows (ties broken uniformly at random).
+
+    Returns
+    -------
+    TableRelease
+        ``statistic == "count_distinct"``; exact confidence intervals around the distinct
+        count of the kept (key, value) pairs.
+
+    Privacy
+    -------
+    Sensitivity: let ``D' = D + P`` (add one person ``P``).  Bounding (either policy) is
+    a function of each person's own rows, so
+    every other person keeps the same pairs in ``D`` and ``D'``, and ``P`` keeps a set
+    ``A`` of at most ``c`` distinct values in each of at most ``k`` keys.  The distinct
+    count of a key is the size of the union of the kept values there; adding ``A``'s
+    values raises it by at most ``|A ∩ key| <= c`` and never lowers it, and only ``P``'s
+    ``<= k`` keys change: ``Δ1 = k c``, ``Δ∞ = c``, ``Δ2 = sqrt(k) c`` under add/remove one
+    person.  Discrete Laplace noise of scale ``k c / ε`` is ``ε``-DP, discrete Gaussian of
+    ``σ`` is ``k c² / (2σ²)``-zCDP (CKS20).  With ``domain=None`` a key is published iff
+    the key-selection rule of ``selection=`` (:func:`dpfast.tables.count`) keeps it, a
+    separate measurement on the number of people holding the key after bounding
+    (sensitivity ``k``, half of ε, δ): ``(ε, δ)``-DP (Desfontaines et al. 2022; Gopi et
+    al. 2020).  Tumult Analytics' ``count_distinct`` with per-person bounds.
+    """
+    dask_doc = (
+        """:func:`dpfast.tables.count_distinct` of the ``value`` column per key (bit-identical:
+    the workers send the distinct (key, value) pairs each person keeps; the driver takes
+    their union and counts it).
+
+    Privacy
+    -------
+    That of :func:`dpfast.tables.count_distinct`: ``Δ1 = k c`` under add/remove one person.
+    The partials are computed (the rows validated) before the charge, as on one machine.
+    """)
 
     @classmethod
     def plan(cls, spec: ReleaseSpec, source: Source) -> DistinctPlan:

@@ -3,7 +3,7 @@ mechanism on a public grid; :mod:`dpfast.tables._ranks` plans them)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpfast.tables import _ranks
 from dpfast.tables.statistics.base import Statistic
@@ -20,6 +20,12 @@ class _Rank(Statistic):
     value: ClassVar[bool] = True
     bounds: ClassVar[bool] = True
     gaussian: ClassVar[bool] = False
+    # what the public functions take (pure ε-DP: no rho, noise or use_case) and return
+    common: ClassVar[tuple[str, ...]] = (
+        "epsilon", "delta", "max_partitions", "max_per_partition", "domain", "rng", "budget",
+        "note", "dropna", "selection", "bounding")
+    returns: ClassVar[str] = "QuantileRelease"
+    bounds_default: ClassVar[Any] = None  # optional: a public candidate grid instead
 
     @classmethod
     def plan(cls, spec: ReleaseSpec, source: Source) -> _ranks.Plan:
@@ -32,6 +38,7 @@ class Quantile(_Rank):
     name = "quantile"
     sql_names = ("quantile", "percentile_cont", "percentile_disc", "approx_quantile")
     params = {"q": None}
+    example = {"q": 0.5}
     summary = "q-quantile(s) of a value column per key"
 
 
