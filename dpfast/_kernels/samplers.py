@@ -298,9 +298,9 @@ def store_either(x, out, fx, fout, mode, grid, i, v):
     """:func:`_store` of a kernel compiled once for both stores (``io = (x, out, fx, fout,
     mode, grid)``: int64 ``x``/``out`` for the integer modes, float64 ``fx``/``fout`` for
     MODE_GRID; the other pair empty, see :func:`either_io`)."""
-    if mode == MODE_GRID:
-        return _store(fx, fout, mode, grid, i, v)
-    return _store(x, out, mode, grid, i, v)
+    if mode != MODE_GRID:
+        return _store(x, out, mode, grid, i, v)
+    return _store(fx, fout, mode, grid, i, v)
 
 
 _NO_INT = np.zeros(0, np.int64)
