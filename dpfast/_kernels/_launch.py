@@ -23,7 +23,6 @@ layer is involved, so these launches are thread-safe on every layer.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import numba
@@ -107,8 +106,7 @@ class _Chunked:
     calling one included).  Each chunk's output depends on its own arguments only, so
     the output is that of one call over all chunks, whatever the threads."""
 
-    def __init__(self, kernel: Any, count: Callable[[tuple], int],
-                 split: Callable[[tuple, int, int], tuple]) -> None:
+    def __init__(self, kernel: Any, count: Any, split: Any) -> None:
         self._kernel = kernel
         self._count = count
         self._split = split
@@ -159,8 +157,7 @@ class _Chunked:
         return f"chunked({self._kernel!r})"
 
 
-def chunked(kernel: Any, count: Callable[[tuple], int],
-            split: Callable[[tuple, int, int], tuple]) -> Any:
+def chunked(kernel: Any, count: Any, split: Any) -> Any:
     """The parallel launch of a serial ``nogil`` kernel over independent chunks:
     ``count(args)`` chunks, ``split(args, a, b)`` the arguments of chunks ``[a, b)``
     (views: what the kernel writes lands in the caller's arrays)."""
