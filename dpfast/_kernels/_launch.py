@@ -12,9 +12,10 @@ The wrapper forwards every attribute to the numba dispatcher (``_cache``,
 ``signatures``, ...); kernels call each other only as plain ``njit`` functions, never as
 guarded ones.
 
-A kernel whose work is independent chunks (the noise samplers: a chunk is a stream and
-its own cells) needs no parallel region: :func:`chunked` runs its one serial ``nogil``
-compilation on Python threads, each over a range of chunks.  One compilation serves the
+A kernel whose work is independent chunks (the noise samplers: a stream and its own cells;
+the bounding: an id's rows; a grouping pass: a block of rows) needs no parallel region:
+:func:`chunked` runs its one serial ``nogil`` compilation on Python threads, each taking
+ranges of chunks as it becomes free.  One compilation serves the
 serial and the parallel launch (a ``parallel=True`` kernel compiles in about twice the
 time of its serial twin, and a process that launches both compiled both); no threading
 layer is involved, so these launches are thread-safe on every layer.
@@ -140,12 +141,12 @@ class _Chunked:
             except BaseException as exc:  # re-raised in the calling thread
                 failed.append(exc)
 
-        threads = [threading.Thread(target=work, name="dpfast-kernel", daemon=True)
+        workers = [threading.Thread(target=work, name="dpfast-kernel", daemon=True)
                    for _ in range(nt - 1)]
-        for t in threads:
+        for t in workers:
             t.start()
         work()
-        for t in threads:
+        for t in workers:
             t.join()
         if failed:
             raise failed[0]
