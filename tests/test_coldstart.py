@@ -524,3 +524,48 @@ def test_a_small_table_launches_only_the_serial_sampler_twins(monkeypatch) -> No
     tables.count(keys, np.arange(3000) // 3, epsilon=1.0, domain=list(range(7)),
                  rng=bytes(32))
     assert calls and set(calls) <= {"table_kernel_serial", "discrete_kernel_serial"}
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_one_row_per_id_bounds_without_a_kernel(values: bool, monkeypatch) -> None:
+    """Issue 41 (the demo's cold start): a session probes each release's charge on one
+    synthetic row, and that compiled the serial bounding kernels (about 3 CPU s) though
+    one row per id has nothing to bound.  Such input keeps every row without calling the
+    kernel, with exactly the kernel's output (compared with the kernel on the same
+    arrays); a second row of one id still runs the kernel."""
+    import numpy as np
+
+    from dpfast._kernels import tables as kt
+
+    n = 6
+    off = np.arange(n + 1, dtype=np.int64)
+    keys = np.array([4, 1, 4, 0, 2, 1], np.int64)
+    vals = np.array([3, -1, 7, 0, 2, 5], np.int64)
+    hashes = np.arange(1, n + 1, dtype=np.uint64)
+    skey = np.arange(8, dtype=np.uint32)
+
+    def run(kernel_ok: bool) -> tuple[np.ndarray, ...]:
+        gk, gcnt, nkeep, graw = keys.copy(), np.full(n, -9), np.full(n, -9), np.full(n, -9)
+        gsum = np.full(n, -9)
+        with monkeypatch.context() as m:
+            if not kernel_ok:
+                def refuse(*args):
+                    raise AssertionError("kernel called")
+                m.setattr(kt, "_bound_values_serial" if values else "_bound_counts_serial",
+                          refuse)
+            if values:
+                kt.bound_values_sorted(off, gk, vals.copy(), hashes, skey, 2, 1, gsum, gcnt,
+                                       nkeep, None, graw)
+            else:
+                kt.bound_counts_sorted(off, gk, hashes, skey, 2, 1, gcnt, nkeep, None, graw)
+        return gk, gcnt, nkeep, graw, gsum
+
+    fast = run(kernel_ok=False)
+    monkeypatch.setattr(kt, "_one_row_each", lambda off, k, c: False)
+    slow = run(kernel_ok=True)
+    for a, b in zip(fast, slow):
+        assert np.array_equal(a, b)
+    monkeypatch.undo()
+    two = np.array([0, 2, 3, 4, 5, 6], np.int64)  # id 0 has two rows
+    assert not kt._one_row_each(two, 2, 1) and kt._one_row_each(off, 2, 1)
+    assert not kt._one_row_each(off, 0, 1)
