@@ -1,4 +1,5 @@
-"""Serialised launches of the parallel kernels on a threading layer that is not thread-safe.
+"""Launches of the kernels: serialised ``parallel=True`` ones on a threading layer that is
+not thread-safe, and chunked serial ones on Python threads.
 
 numba's ``workqueue`` threading layer keeps one global work queue: a parallel region
 launched while another one runs (from a second Python thread) terminates the process
@@ -15,10 +16,10 @@ guarded ones.
 A kernel whose work is independent chunks (the noise samplers: a stream and its own cells;
 the bounding: an id's rows; a grouping pass: a block of rows) needs no parallel region:
 :func:`chunked` runs its one serial ``nogil`` compilation on Python threads, each taking
-ranges of chunks as it becomes free.  One compilation serves the
-serial and the parallel launch (a ``parallel=True`` kernel compiles in about twice the
-time of its serial twin, and a process that launches both compiled both); no threading
-layer is involved, so these launches are thread-safe on every layer.
+ranges of chunks as it becomes free.  One compilation serves the serial and the parallel
+launch (a ``parallel=True`` kernel compiles in about twice the time of the same code
+without it, and a process that launched both compiled both); no threading layer is
+involved, so these launches are thread-safe on every layer.
 """
 
 from __future__ import annotations

@@ -409,7 +409,7 @@ def chunk_split(streams_at):
 #: (the chunks are independent: the same output)
 discrete_kernel = chunked(discrete_kernel_serial, chunk_count(1), chunk_split(1))
 
-#: a launch over at most this many cells in all runs a sampler kernel's serial twin
+#: a launch over at most this many cells in all runs on the calling thread alone
 SERIAL_CELLS = 1 << 16
 
 
