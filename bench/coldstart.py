@@ -5,14 +5,19 @@ at a new temporary directory), as right after ``pip install``, and times it on t
 clock; the same command again with the cache it filled shows what compilation costs.  The
 figures are medians over ``--runs`` runs with their range (min-max), next to the host (CPU
 model, SIMD level, cores) and its load average before and after: on a shared, loaded
-machine they are not the quiet-machine figures the targets are for.
+machine they are not the quiet-machine figures the targets are for, so the CPU seconds
+(user + sys) of each run are printed too (compilation is single-threaded: they change
+little with the load).
 
     python bench/coldstart.py                       # this checkout (PYTHONPATH), 3 runs
     python bench/coldstart.py --venv /tmp/v         # an installed dpfast (e.g. a fresh venv)
     python bench/coldstart.py --make-venv /tmp/v    # create it first: pip install '.[demo]'
     python bench/coldstart.py --profile             # what compiles in each, how long
+    python bench/coldstart.py --calls [NAME ...]    # first calls one by one, and warmup
+    python bench/coldstart.py --profile-call NAME   # what one first call compiles
 
-Targets (issue 41; a quiet 2-core machine): the quick start <= 10 s, ``dpfast demo`` <= 30 s.
+Targets (issue 41; a quiet 2-core machine): the quick start <= 10 s, ``dpfast demo`` <= 30 s;
+each first call of ``TARGETED`` <= 10 s, ``dpfast warmup`` <= 60 s.
 Nothing here is a test: it prints figures.
 """
 
@@ -52,10 +57,31 @@ class _L(event.Listener):
             _stack[-1][1] += took
         f = getattr(ev.data.get("dispatcher"), "py_func", None)
         _rows.append((f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}",
-                      len(_stack), took, took - kids))
+                      len(_stack), took, took - kids, str(ev.data.get("args"))))
 event.register("numba:compile", _L())
 atexit.register(lambda: sys.stderr.write("PROFILE " + json.dumps(_rows) + "\\n"))
 """
+
+# first calls of a newcomer's first try (small inputs), each timed alone (``--calls``)
+PRELUDE = "import numpy as np, dpfast; from dpfast import tables; K = bytes(32)\n"
+CASES: dict[str, str] = {
+    "discrete_laplace": "dpfast.discrete_laplace(np.zeros(10, np.int64), 2.0, rng=K)",
+    "tables.count": ("tables.count(np.arange(50) % 3, np.arange(50), epsilon=1.0, "
+                     "domain=[0, 1, 2], rng=K)"),
+    "tables.mean": ("tables.mean(np.linspace(0, 1, 50), np.arange(50) % 3, np.arange(50), "
+                    "bounds=(0.0, 1.0), epsilon=1.0, domain=[0, 1, 2], rng=K)"),
+    "topdown": ("tables.topdown(np.array([3, 1, 4, 1]), [np.zeros(4, int), "
+                "np.array([0, 0, 1, 1]), np.arange(4)], rho=[0.1, 0.1, 0.1], rng=K)"),
+    "histogram": ("dpfast.histogram(np.linspace(0, 1, 50), bins=5, range=(0, 1), "
+                  "epsilon=1.0, rng=K)"),
+    # from dpfast.tables._keys.SERIAL_ROWS (32,768) rows on, the threaded kernels run
+    "tables.count 10^5 rows": ("tables.count(np.arange(10**5) % 3, np.arange(10**5) // 2, "
+                               "epsilon=1.0, domain=[0, 1, 2], rng=K)"),
+}
+#: the first calls the 10 s target is for (small inputs, as a newcomer's first try)
+TARGETED = ("discrete_laplace", "tables.count", "tables.mean", "topdown", "histogram")
+TARGET_FIRST_S = 10.0
+TARGET_WARMUP_S = 60.0
 
 
 def quick_start_code() -> str:
@@ -143,9 +169,19 @@ def measure(name: str, argv: list[str], env: dict[str, str], runs: int) -> dict[
     return {"name": name, "cold": cold, "cold_cpu": cpu, "warm": warm}
 
 
-def profile(name: str, argv: list[str], env: dict[str, str]) -> None:
-    """One cold run with a listener on numba's compile events: the dpfast kernels that
-    compiled, by self CPU time, and the rest of the process's CPU time."""
+def checkout_env() -> dict[str, str]:
+    """The environment of a run of this checkout's dpfast (no cache or notice overrides)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CACHE_DIR", "DPFAST_NO_COMPILE_NOTICE")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def profile_run(argv: list[str], env: dict[str, str]
+                ) -> tuple[float, float, list[tuple[str, int, float, float, str]]]:
+    """One cold run (fresh cache) of ``argv`` with a listener on numba's compile events:
+    (wall s, CPU s of the process, the compilations as (function, nesting depth,
+    inclusive CPU s, self CPU s, argument types) in completion order)."""
     if argv[1] == "-c":
         argv = [argv[0], "-c", PROFILE_HEAD + argv[2]]
     else:  # python -m dpfast demo: run the CLI inside the profiled interpreter
@@ -156,16 +192,49 @@ def profile(name: str, argv: list[str], env: dict[str, str]) -> None:
         took, err, used = run_once(argv, env, cache, cwd)
     rows = next((json.loads(line[8:]) for line in err.splitlines()
                  if line.startswith("PROFILE ")), [])
+    return took, used, [tuple(r) for r in rows]
+
+
+def profile_code(snippet: str, env: dict[str, str] | None = None
+                 ) -> tuple[float, list[tuple[str, int, float, float, str]]]:
+    """(CPU s, compilations) of a Python ``snippet`` run cold (see :func:`profile_run`)."""
+    _, used, rows = profile_run([sys.executable, "-c", snippet], env or checkout_env())
+    return used, rows
+
+
+def profile(name: str, argv: list[str], env: dict[str, str]) -> None:
+    """One cold run with a listener on numba's compile events: the dpfast kernels that
+    compiled, by self CPU time (with their argument types), and the rest of the
+    process's CPU time."""
+    took, used, rows = profile_run(argv, env)
     total_self = sum(r[3] for r in rows)
     ours = sorted((r for r in rows if r[0].startswith("dpfast.")), key=lambda r: -r[3])
     print(f"\n{name}: {took:.1f} s wall, {used:.1f} s CPU; {len(ours)} dpfast kernels compiled "
           f"({sum(r[3] for r in ours):.1f} CPU s self), numba's own helpers "
           f"{total_self - sum(r[3] for r in ours):.1f} CPU s, the rest (imports, data, noise) "
           f"{used - total_self:.1f} CPU s")
-    for fn, _depth, _incl, self_s in ours[:25]:
-        print(f"  {self_s:6.2f} CPU s  {fn.removeprefix('dpfast._kernels.')}")
+    for fn, depth, incl, self_s, args in ours[:25]:
+        print(f"  {self_s:6.2f} CPU s self ({incl:5.2f} incl.)  {'  ' * depth}"
+              f"{fn.removeprefix('dpfast._kernels.')} {args[:70]}")
     if len(ours) > 25:
         print(f"  ... {len(ours) - 25} more, {sum(r[3] for r in ours[25:]):.2f} CPU s")
+
+
+def first_calls(names: list[str], python: str, env: dict[str, str]) -> None:
+    """Each first call of ``CASES`` (and ``warmup``: ``dpfast warmup``) in a fresh
+    process, cold (empty cache) and cached, wall and CPU seconds."""
+    for name in names or [*CASES, "warmup"]:
+        argv = ([python, "-m", "dpfast", "warmup"] if name == "warmup"
+                else [python, "-c", PRELUDE + CASES[name]])
+        quiet = dict(env, DPFAST_NO_COMPILE_NOTICE="1")
+        with tempfile.TemporaryDirectory(prefix="dpfast-numba-") as cache, \
+                tempfile.TemporaryDirectory(prefix="dpfast-cwd-") as cwd:
+            cold, _, cpu = run_once(argv, quiet, cache, cwd)
+            warm = run_once(argv, quiet, cache, cwd)[0]
+        target = (TARGET_WARMUP_S if name == "warmup"
+                  else TARGET_FIRST_S if name in TARGETED else None)
+        print(f"{name:24s} cold {cold:6.1f} s wall, {cpu:5.1f} s CPU; cached {warm:5.1f} s"
+              + (f" (target <= {target:.0f} s cold)" if target else ""), flush=True)
 
 
 def main() -> None:
@@ -178,9 +247,13 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true",
                     help="one cold run each with the kernels that compile and their times")
     ap.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    ap.add_argument("--calls", nargs="*", metavar="NAME", choices=[*CASES, "warmup"],
+                    help="time first calls one by one instead (all of them, and dpfast "
+                         "warmup, when no NAME is given)")
+    ap.add_argument("--profile-call", metavar="NAME", choices=list(CASES),
+                    help="what one first call compiles, and how long")
     args = ap.parse_args()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("NUMBA_CACHE_DIR", "DPFAST_NO_COMPILE_NOTICE")}
+    env = checkout_env()
     if args.make_venv:
         took = make_venv(args.make_venv)
         print(f"fresh venv {args.make_venv}: pip install '.[demo]' took {took:.0f} s wall")
@@ -190,7 +263,6 @@ def main() -> None:
         env.pop("PYTHONPATH", None)
     else:
         python = sys.executable
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     commands = {"quick start": [python, "-c", quick_start_code()],
                 "dpfast demo": [python, "-m", "dpfast", "demo"]}
     if args.only:
@@ -198,6 +270,14 @@ def main() -> None:
             "quick" if args.only == "quick" else "dpfast")}
     print(host(python, env))
     print(f"load average before: {load()} (1, 5, 15 min)")
+    if args.calls is not None:
+        first_calls(args.calls, python, env)
+        print(f"load average after: {load()}")
+        return
+    if args.profile_call:
+        profile(args.profile_call, [python, "-c", PRELUDE + CASES[args.profile_call]], env)
+        print(f"load average after: {load()}")
+        return
     if args.profile:
         for name, argv in commands.items():
             profile(name, argv, env)

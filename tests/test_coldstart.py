@@ -68,14 +68,14 @@ SAMPLER_SERIAL = {"dpfast._kernels.table.table_kernel_serial",
 def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
     """The five first calls the cold-start target is for, in a fresh cache directory:
     nothing they compile is a ``parallel=True`` kernel (each costs seconds of LLVM; the
-    noise samplers run their serial twins on one chunk since issue 41), and neither the
+    noise samplers have none since issue 41), and neither the
     numba ChaCha20 copy nor a numba hash (the refills and the keys' BLAKE2b are C).  What
     compiles, not how long (no timing in unit tests)."""
     import json
 
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:
-        import bench_coldstart as bc
+        import coldstart as bc
     finally:
         sys.path.pop(0)
     code = ("import json\n"
@@ -187,7 +187,7 @@ def test_install_is_idempotent() -> None:
 
 def test_warmup_progress_lines_and_only(tmp_path) -> None:
     """``dpfast warmup --only``: one progress line per family, a summary, exit 0; an
-    unknown family is a one-line error (the full run is timed in bench_coldstart)."""
+    unknown family is a one-line error (the full run is timed by bench/coldstart.py)."""
     env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "histogram"],
                           env=env, capture_output=True, text=True,
@@ -233,12 +233,12 @@ def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
 
 
 def test_coldstart_profile_nests_compilations_and_splits_self_time() -> None:
-    """``bench/bench_coldstart.py --profile``: every compilation of a first call, nested
+    """``bench/coldstart.py --profile``: every compilation of a first call, nested
     as numba compiles callees inside their callers, self time = inclusive - nested."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "bench_coldstart", os.path.join(ROOT, "bench", "bench_coldstart.py"))
+        "coldstart", os.path.join(ROOT, "bench", "coldstart.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     snippet = ("import numba, numpy as np\n"
@@ -351,48 +351,106 @@ def test_a_real_first_compile_prints_progress_and_a_cached_run_does_not(tmp_path
     assert second.returncode == 0 and second.stderr == ""
 
 
-@pytest.mark.parametrize("case", ["table laplace", "table gauss", "discrete laplace < 1",
-                                  "discrete per-cell", "grid laplace"])
-def test_serial_twins_draw_the_parallel_kernels_noise(case: str, monkeypatch) -> None:
-    """Issue 41 item 3 (fewer parallel compilations for a first small call): a small launch
-    (one chunk, or few cells over the per-key chunks of addressed noise) runs the kernel's
-    serial twin; with the same key its noise is bit for bit the parallel kernel's (here
-    forced by pointing the twin at the parallel kernel)."""
+CASES_NOISE = ["table laplace", "table gauss", "discrete laplace < 1", "discrete per-cell",
+               "grid laplace", "table int add", "bernoulli exp"]
+
+
+def _draw(case: str, n: int):
     import numpy as np
 
     import dpfast
+
+    key = bytes(range(32))
+    if case == "table laplace":
+        return dpfast.discrete_laplace(np.arange(n), 7.0, rng=key)
+    if case == "table gauss":
+        return dpfast.discrete_gaussian(np.arange(n), 3.5, rng=key)
+    if case == "discrete laplace < 1":
+        return dpfast.discrete_laplace(np.arange(n), 0.4, rng=key)
+    if case == "discrete per-cell":
+        return dpfast.discrete_gaussian(np.arange(n), np.linspace(0.5, 9.0, n), rng=key)
+    if case == "table int add":  # MODE_ADD into a caller's out
+        out = np.full(n, 5, np.int64)
+        return dpfast.discrete_laplace(np.arange(n), 300.0, rng=key, out=out)
+    if case == "bernoulli exp":
+        return dpfast.default_rng(key).bernoulli_exp(np.linspace(0.0, 3.0, n))
+    return dpfast.laplace(np.linspace(-3.0, 3.0, n), 2.0, rng=key)
+
+
+@pytest.mark.parametrize("case", CASES_NOISE)
+def test_threaded_launches_draw_the_calling_threads_noise(case: str, monkeypatch) -> None:
+    """Issue 41 (cold start): the samplers' kernels are compiled once, without
+    ``parallel=True``, and a launch over many chunks runs that one compilation on several
+    Python threads (``_launch.chunked``).  Over 5 chunks on 3 threads (forced, whatever
+    the host's cores) the noise is bit for bit that of every chunk on the calling thread
+    (``serial_launch`` forced true).  (Which thread runs which part is up to the
+    scheduler: not asserted.)"""
+    import threading
+
+    import numpy as np
+
+    from dpfast._kernels import _launch
     from dpfast._kernels import samplers as sk
     from dpfast._kernels import table as tk
 
-    def draw() -> np.ndarray:
-        key = bytes(range(32))
-        if case == "table laplace":
-            return dpfast.discrete_laplace(np.arange(500), 7.0, rng=key)
-        if case == "table gauss":
-            return dpfast.discrete_gaussian(np.arange(500), 3.5, rng=key)
-        if case == "discrete laplace < 1":
-            return dpfast.discrete_laplace(np.arange(500), 0.4, rng=key)
-        if case == "discrete per-cell":
-            return dpfast.discrete_gaussian(np.arange(500), np.linspace(0.5, 9.0, 500),
-                                            rng=key)
-        return dpfast.laplace(np.linspace(-3.0, 3.0, 500), 2.0, rng=key)
+    n = 5 * (1 << 16) - 123  # 5 chunks, the last one short
+    for mod in (sk, tk):
+        monkeypatch.setattr(mod, "serial_launch", lambda streams: True)
+    one = _draw(case, n)
+    monkeypatch.undo()
+    monkeypatch.setattr(_launch, "thread_count", lambda: 3)
+    parts: list[int] = []
+    for launcher in (tk.table_kernel, sk.discrete_kernel, sk.bernoulli_exp_kernel):
+        kernel = launcher._kernel
 
-    calls = {"serial": 0}
-    for mod, name in ((tk, "table_kernel_serial"), (sk, "discrete_kernel_serial")):
-        twin = getattr(mod, name)
+        def counted(*args, _k=kernel):
+            parts.append(threading.get_ident())
+            return _k(*args)
 
-        def counted(*args, _twin=twin):
-            calls["serial"] += 1
-            return _twin(*args)
+        monkeypatch.setattr(launcher, "_kernel", counted)
+    many = _draw(case, n)
+    assert len(parts) >= 2  # the launch was split (the threads take the parts as they come)
+    assert one.dtype == many.dtype
+    assert np.array_equal(one, many) and one.tobytes() == many.tobytes()
 
-        monkeypatch.setattr(mod, name, counted)
-    serial = draw()
-    assert calls["serial"] >= 1  # 500 cells: one chunk, the twin ran
-    monkeypatch.setattr(tk, "table_kernel_serial", tk.table_kernel)
-    monkeypatch.setattr(sk, "discrete_kernel_serial", sk.discrete_kernel)
-    parallel = draw()
-    assert serial.dtype == parallel.dtype
-    assert np.array_equal(serial, parallel) and serial.tobytes() == parallel.tobytes()
+
+@pytest.mark.slow
+def test_sampler_and_bounding_kernels_compile_once_and_never_parallel() -> None:
+    """Issue 41 (the demo's 48.8 s cold start, about 45 kernels): a process drawing int64
+    and float64 noise, small and large, and bounding small and large tables compiled each
+    sampler kernel twice (int64 and float64 stores) and each of them again with
+    ``parallel=True``, and the grouping and bounding kernels in parallel too.  Now the
+    envelope-table kernel has one signature for both outputs, and none of these families
+    has a ``parallel=True`` kernel (their launches run a ``nogil`` kernel on threads).
+    Checked in a fresh interpreter (the cache may be warm: what is loaded counts)."""
+    import json
+
+    code = ("import json, numba, numpy as np, dpfast\n"
+            "from dpfast import tables\n"
+            "from dpfast._kernels import grouping, samplers, table, tables as kt\n"
+            "K = bytes(32)\n"
+            "for n in (1000, 300_000):\n"
+            "    dpfast.discrete_laplace(np.zeros(n, np.int64), 10.0, rng=K)\n"
+            "    dpfast.laplace(np.zeros(n), 10.0, rng=K)\n"
+            "    dpfast.gaussian(np.zeros(n), 10.0, rng=K)\n"
+            "    dpfast.discrete_laplace(np.zeros(n, np.int64), 0.5, rng=K)\n"
+            "    tables.count(np.arange(n) % 7, np.arange(n) // 3, epsilon=1.0,\n"
+            "                 domain=list(range(7)), rng=K)\n"
+            "    tables.mean(np.arange(n) % 5, np.arange(n) % 7, np.arange(n) // 3,\n"
+            "                bounds=(0, 4), epsilon=1.0, domain=list(range(7)), rng=K)\n"
+            "par = sorted(f'{m.__name__}.{k}' for m in (grouping, samplers, table, kt)\n"
+            "             for k, v in vars(m).items()\n"
+            "             if isinstance(v, numba.core.registry.CPUDispatcher)\n"
+            "             and v.targetoptions.get('parallel') and v.signatures)\n"
+            "print(json.dumps({'table': len(table.table_kernel_serial.signatures),\n"
+            "                  'parallel': par}))\n")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(PYTHONPATH=ROOT, **{_parallel.NOTICE_ENV: "1"})
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"table": 1, "parallel": []}
 
 
 def test_warmup_runs_every_bench_entry_once(monkeypatch) -> None:
@@ -466,3 +524,48 @@ def test_a_small_table_launches_only_the_serial_sampler_twins(monkeypatch) -> No
     tables.count(keys, np.arange(3000) // 3, epsilon=1.0, domain=list(range(7)),
                  rng=bytes(32))
     assert calls and set(calls) <= {"table_kernel_serial", "discrete_kernel_serial"}
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_one_row_per_id_bounds_without_a_kernel(values: bool, monkeypatch) -> None:
+    """Issue 41 (the demo's cold start): a session probes each release's charge on one
+    synthetic row, and that compiled the serial bounding kernels (about 3 CPU s) though
+    one row per id has nothing to bound.  Such input keeps every row without calling the
+    kernel, with exactly the kernel's output (compared with the kernel on the same
+    arrays); a second row of one id still runs the kernel."""
+    import numpy as np
+
+    from dpfast._kernels import tables as kt
+
+    n = 6
+    off = np.arange(n + 1, dtype=np.int64)
+    keys = np.array([4, 1, 4, 0, 2, 1], np.int64)
+    vals = np.array([3, -1, 7, 0, 2, 5], np.int64)
+    hashes = np.arange(1, n + 1, dtype=np.uint64)
+    skey = np.arange(8, dtype=np.uint32)
+
+    def run(kernel_ok: bool) -> tuple[np.ndarray, ...]:
+        gk, gcnt, nkeep, graw = keys.copy(), np.full(n, -9), np.full(n, -9), np.full(n, -9)
+        gsum = np.full(n, -9)
+        with monkeypatch.context() as m:
+            if not kernel_ok:
+                def refuse(*args):
+                    raise AssertionError("kernel called")
+                m.setattr(kt, "_bound_values_serial" if values else "_bound_counts_serial",
+                          refuse)
+            if values:
+                kt.bound_values_sorted(off, gk, vals.copy(), hashes, skey, 2, 1, gsum, gcnt,
+                                       nkeep, None, graw)
+            else:
+                kt.bound_counts_sorted(off, gk, hashes, skey, 2, 1, gcnt, nkeep, None, graw)
+        return gk, gcnt, nkeep, graw, gsum
+
+    fast = run(kernel_ok=False)
+    monkeypatch.setattr(kt, "_one_row_each", lambda off, k, c: False)
+    slow = run(kernel_ok=True)
+    for a, b in zip(fast, slow):
+        assert np.array_equal(a, b)
+    monkeypatch.undo()
+    two = np.array([0, 2, 3, 4, 5, 6], np.int64)  # id 0 has two rows
+    assert not kt._one_row_each(two, 2, 1) and kt._one_row_each(off, 2, 1)
+    assert not kt._one_row_each(off, 0, 1)

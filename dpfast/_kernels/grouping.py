@@ -13,29 +13,45 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import chunked, guarded
 
 SMALL = 24  # segments up to this length are sorted by insertion
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
-def mark_present(x, lo, present, nthreads):
-    """present[x[i] - lo] = 1 (int64 x; benign identical writes)."""
-    n = x.shape[0]
-    nb_ = max(1, nthreads)
-    step = (n + nb_ - 1) // nb_
-    for b in nb.prange(nb_):
-        for i in range(b * step, min(n, (b + 1) * step)):
-            present[x[i] - lo] = 1
+@nb.njit(cache=True, nogil=True)
+def _mark_rows(a, b, x, lo, present):
+    for i in range(a, b):
+        present[x[i] - lo] = 1
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
-def take_codes(x, lo, remap, out):
-    """out[i] = remap[x[i] - lo]."""
-    for i in nb.prange(x.shape[0]):
+@nb.njit(cache=True, nogil=True)
+def _take_rows(a, b, x, lo, remap, out):
+    for i in range(a, b):
         out[i] = remap[x[i] - lo]
+
+
+def _rows(args):
+    return args[0].shape[0]
+
+
+def _row_range(args, a, b):
+    return (a, b, *args)
+
+
+_MARK = chunked(_mark_rows, _rows, _row_range)
+_TAKE = chunked(_take_rows, _rows, _row_range)
+
+
+def mark_present(x, lo, present, nthreads):
+    """present[x[i] - lo] = 1 (int64 x; benign identical writes), on up to ``nthreads``
+    threads over ranges of rows (:func:`dpfast._kernels._launch.chunked`)."""
+    _MARK.launch((x, lo, present), nthreads)
+
+
+def take_codes(x, lo, remap, out):
+    """out[i] = remap[x[i] - lo], on ``numba.get_num_threads()`` threads over ranges of
+    rows."""
+    _TAKE(x, lo, remap, out)
 
 
 @nb.njit(cache=True)
@@ -53,12 +69,19 @@ def dense_remap(present, lo, remap, uniques):
     return c
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
-def combine_codes(a, b, nb_, out):
-    """out[i] = a[i] * nb_ + b[i] (mixed radix; the caller checked it fits int64)."""
-    for i in nb.prange(a.shape[0]):
+@nb.njit(cache=True, nogil=True)
+def _combine_rows(a_, b_, a, b, nb_, out):
+    for i in range(a_, b_):
         out[i] = a[i] * nb_ + b[i]
+
+
+_COMBINE = chunked(_combine_rows, _rows, _row_range)
+
+
+def combine_codes(a, b, nb_, out):
+    """out[i] = a[i] * nb_ + b[i] (mixed radix; the caller checked it fits int64), on
+    ``numba.get_num_threads()`` threads over ranges of rows."""
+    _COMBINE(a, b, nb_, out)
 
 
 @guarded
@@ -78,8 +101,6 @@ GROUP_PART_ROWS = 1 << 14
 GROUP_MAX_PARTS = 1 << 12
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
 def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads):
     """Counting sort of rows by id code: the rows of id ``i`` go to
     ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries),
@@ -97,6 +118,10 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
     through scratch that stays in cache.  Same output as one pass.  ``loc`` (int32, at
     least ``n`` entries; the callers lend the memory of a later scratch array) holds each
     row's id inside its partition between the passes.
+
+    Each pass runs serial ``nogil`` kernels over blocks of rows (or of partitions) on up
+    to ``nthreads`` threads (:func:`dpfast._kernels._launch.chunked`): no parallel region
+    to compile, and the output does not depend on the threads.
     """
     n = ids.shape[0]
     nthr = max(1, nthreads)
@@ -105,26 +130,10 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
         nt1 = max(1, min(nthr, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
         step1 = (n + nt1 - 1) // nt1
         cnt1 = np.zeros((nt1, n_ids), np.int64)
-        for b in nb.prange(nt1):
-            for i in range(b * step1, min(n, (b + 1) * step1)):
-                cnt1[b, ids[i]] += 1
-        # exclusive offsets: id-major, thread-minor
-        total1 = 0
-        for j in range(n_ids):
-            off[j] = total1
-            for b in range(nt1):
-                c = cnt1[b, j]
-                cnt1[b, j] = total1
-                total1 += c
-        off[n_ids] = total1
-        for b in nb.prange(nt1):
-            for i in range(b * step1, min(n, (b + 1) * step1)):
-                j = ids[i]
-                q = cnt1[b, j]
-                gkeys[q] = keys[i]
-                if use_vals:
-                    gvals[q] = vals[i]
-                cnt1[b, j] = q + 1
+        _COUNT.launch((step1, ids, 0, cnt1), nthr)
+        _offsets(cnt1, off)  # id-major, thread-minor; off[n_ids] = n
+        _SCATTER.launch((step1, ids, 0, 0, keys, vals, use_vals, cnt1, gkeys, gvals, loc,
+                         False), nthr)
         return
     want = min(GROUP_MAX_PARTS, max(2, n // GROUP_PART_ROWS))
     shift = 0
@@ -135,41 +144,96 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
     nt = max(1, min(nthr, (n + 65535) // 65536))
     step = (n + nt - 1) // nt
     cnt = np.zeros((nt, n_parts), np.int64)
-    for b in nb.prange(nt):
+    _COUNT.launch((step, ids, shift, cnt), nthr)
+    pstart = np.empty(n_parts + 1, np.int64)
+    _offsets(cnt, pstart)
+    _SCATTER.launch((step, ids, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals, loc,
+                     True), nthr)
+    biggest = int(np.diff(pstart).max())
+    nblk = min(n_parts, 4 * nthr)
+    pstep = (n_parts + nblk - 1) // nblk
+    _SORT.launch((pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, use_vals, biggest,
+                  mask), nthr)
+    off[n_ids] = n
+
+
+@nb.njit(cache=True, nogil=True)
+def _count_blocks(b0, b1, step, ids, shift, cnt):
+    """``cnt[b, ids[i] >> shift] += 1`` over the rows of blocks ``[b0, b1)`` (block ``b``:
+    rows ``[b step, (b + 1) step)``)."""
+    n = ids.shape[0]
+    for b in range(b0, b1):
         for i in range(b * step, min(n, (b + 1) * step)):
             cnt[b, ids[i] >> shift] += 1
-    pstart = np.empty(n_parts + 1, np.int64)
+
+
+@nb.njit(cache=True)
+def _offsets(cnt, starts):
+    """Exclusive offsets of the counts ``cnt[b, j]``, column-major (``j``, then ``b``):
+    ``starts[j]`` the first row of column ``j``, ``cnt[b, j]`` block ``b``'s first row in
+    it; ``starts[-1]`` the total."""
     total = 0
-    for p in range(n_parts):
-        pstart[p] = total
-        for b in range(nt):
-            c = cnt[b, p]
-            cnt[b, p] = total
+    for j in range(cnt.shape[1]):
+        starts[j] = total
+        for b in range(cnt.shape[0]):
+            c = cnt[b, j]
+            cnt[b, j] = total
             total += c
-    pstart[n_parts] = total
-    for b in nb.prange(nt):
+    starts[cnt.shape[1]] = total
+
+
+@nb.njit(cache=True, nogil=True)
+def _scatter_blocks(b0, b1, step, ids, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
+                    loc, with_loc):
+    """Move the rows of blocks ``[b0, b1)`` to their places (``cnt`` from
+    :func:`_offsets`), in input order; ``with_loc``: each row's id inside its part to
+    ``loc``."""
+    n = ids.shape[0]
+    for b in range(b0, b1):
         for i in range(b * step, min(n, (b + 1) * step)):
             j = ids[i]
             p = j >> shift
             q = cnt[b, p]
             gkeys[q] = keys[i]
-            loc[q] = j & mask
+            if with_loc:
+                loc[q] = j & mask
             if use_vals:
                 gvals[q] = vals[i]
             cnt[b, p] = q + 1
-    biggest = 0
-    for p in range(n_parts):
-        biggest = max(biggest, pstart[p + 1] - pstart[p])
-    nblk = min(n_parts, 4 * nthr)
-    pstep = (n_parts + nblk - 1) // nblk
-    for blk in nb.prange(nblk):
-        sk = np.empty(biggest, gkeys.dtype)
-        sv = np.empty(biggest if use_vals else 0, gvals.dtype)
-        lc = np.empty(mask + 2, np.int64)
-        for p in range(blk * pstep, min(n_parts, (blk + 1) * pstep)):
-            _sort_partition(p, shift, n_ids, pstart[p], pstart[p + 1], loc, off, gkeys,
-                            gvals, use_vals, sk, sv, lc)
-    off[n_ids] = n
+
+
+@nb.njit(cache=True, nogil=True)
+def _sort_blocks(b0, b1, pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, use_vals,
+                 biggest, mask):
+    """:func:`_sort_partition` of the partitions of blocks ``[b0, b1)`` (block ``b``:
+    partitions ``[b pstep, (b + 1) pstep)``), with scratch of ``biggest`` rows."""
+    n_parts = pstart.shape[0] - 1
+    sk = np.empty(biggest, gkeys.dtype)
+    sv = np.empty(biggest if use_vals else 0, gvals.dtype)
+    lc = np.empty(mask + 2, np.int64)
+    for p in range(b0 * pstep, min(n_parts, b1 * pstep)):
+        _sort_partition(p, shift, n_ids, pstart[p], pstart[p + 1], loc, off, gkeys, gvals,
+                        use_vals, sk, sv, lc)
+
+
+def _row_blocks(args):
+    """The blocks of rows of a counting or scattering pass: ``cnt``'s rows."""
+    return args[3].shape[0] if len(args) == 4 else args[7].shape[0]
+
+
+def _part_blocks(args):
+    """The blocks of partitions of the sorting pass: ``ceil(n_parts / pstep)``."""
+    return -(-(args[3].shape[0] - 1) // args[0])
+
+
+def _block_range(args, a, b):
+    return (a, b, *args)
+
+
+# the passes of group_by_id over blocks [a, b) on threads
+_COUNT = chunked(_count_blocks, _row_blocks, _block_range)
+_SCATTER = chunked(_scatter_blocks, _row_blocks, _block_range)
+_SORT = chunked(_sort_blocks, _part_blocks, _block_range)
 
 
 @nb.njit(cache=True)
@@ -204,10 +268,18 @@ def _sort_partition(p, shift, n_ids, a, e, loc, off, gkeys, gvals, use_vals, sk,
         lc[j] = d + 1
 
 
-@nb.njit(cache=True)
 def counting_order(codes, n_codes, order, out):
     """``out``: ``order`` stably sorted by ``codes[order]`` (a serial counting sort, codes
-    in ``[0, n_codes)``): two passes make a lexicographic order, small to compile."""
+    in ``[0, n_codes)``): two passes make a lexicographic order, small to compile.  At
+    most one row is its own order (no kernel to compile for a probe's one row)."""
+    if order.shape[0] <= 1:
+        out[:order.shape[0]] = order
+        return
+    _counting_order(codes, n_codes, order, out)
+
+
+@nb.njit(cache=True)
+def _counting_order(codes, n_codes, order, out):
     cnt = np.zeros(n_codes + 1, np.int64)
     for i in range(order.shape[0]):
         cnt[codes[order[i]] + 1] += 1

@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from dpfast._kernels._launch import guarded, serial_twin
+from dpfast._kernels._launch import chunked
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -293,10 +293,36 @@ def _store_impl(x, out, mode, grid, i, v):
     return int_store
 
 
-@guarded
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def discrete_kernel(kind, streams, io, params, force, pend):
-    """Discrete Laplace (kind 0) / Gaussian (kind 1, CKS20 Alg. 3) noise, per chunk.
+@nb.njit(cache=True, _nrt=False, inline="always")
+def store_either(x, out, fx, fout, mode, grid, i, v):
+    """:func:`_store` of a kernel compiled once for both stores (``io = (x, out, fx, fout,
+    mode, grid)``: int64 ``x``/``out`` for the integer modes, float64 ``fx``/``fout`` for
+    MODE_GRID; the other pair empty, see :func:`either_io`)."""
+    if mode != MODE_GRID:
+        return _store(x, out, mode, grid, i, v)
+    return _store(fx, fout, mode, grid, i, v)
+
+
+_NO_INT = np.zeros(0, np.int64)
+_NO_FLOAT = np.zeros(0, np.float64)
+
+
+def either_io(io):
+    """The ``io`` of :func:`store_either` from the contract's ``(x, out, mode, grid)``
+    (unchanged when it is one already): one kernel signature for the int64 and the
+    float64 output, so a process that draws both compiles the kernel once."""
+    if len(io) == 6:
+        return io
+    x, out, mode, grid = io
+    if mode == MODE_GRID:
+        return (_NO_INT, _NO_INT, x, out, mode, grid)
+    return (x, out, _NO_FLOAT, _NO_FLOAT, mode, grid)
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def discrete_kernel_serial(kind, streams, io, params, force, pend):
+    """Discrete Laplace (kind 0) / Gaussian (kind 1, CKS20 Alg. 3) noise, per chunk, on
+    the calling thread (:data:`discrete_kernel` runs it on several threads).
 
     ``params = (p1, p2, pstride)``: kind 0 uses the scale p2[i]; kind 1 the sigma p1[i]
     and proposal scale p2[i] = floor(sigma) + 1; indexed ``i * pstride`` (0: scalar).
@@ -307,7 +333,7 @@ def discrete_kernel(kind, streams, io, params, force, pend):
     p1, p2, pstride = params
     ints, u64s = pend
     cap = ints.shape[1]
-    for c in nb.prange(buf.shape[0]):
+    for c in range(buf.shape[0]):
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
@@ -357,16 +383,40 @@ def discrete_kernel(kind, streams, io, params, force, pend):
         s_[ST_NSIGNS] = nsigns
 
 
-discrete_kernel_serial = serial_twin(discrete_kernel, "discrete_kernel_serial")
+def chunk_count(streams_at):
+    """The number of chunks of a sampler kernel's call, its ``streams`` argument at
+    position ``streams_at`` (for :func:`dpfast._kernels._launch.chunked`)."""
+    def count(args):
+        return args[streams_at][0].shape[0]
+    return count
 
-#: a launch over at most this many cells in all runs a sampler kernel's serial twin
+
+def chunk_split(streams_at):
+    """A sampler kernel's arguments restricted to chunks ``[a, b)``: the per-chunk rows of
+    ``streams`` (at ``streams_at``; not the key) and of ``pend`` (the last argument), as
+    views (for :func:`dpfast._kernels._launch.chunked`)."""
+    def split(args, a, b):
+        buf, st, key, nonces = args[streams_at]
+        ints, u64s = args[-1]
+        part = list(args)
+        part[streams_at] = (buf[a:b], st[a:b], key, nonces[a:b])
+        part[-1] = (ints[a:b], u64s[a:b])
+        return tuple(part)
+    return split
+
+
+#: :func:`discrete_kernel_serial` over the chunks on ``numba.get_num_threads()`` threads
+#: (the chunks are independent: the same output)
+discrete_kernel = chunked(discrete_kernel_serial, chunk_count(1), chunk_split(1))
+
+#: a launch over at most this many cells in all runs on the calling thread alone
 SERIAL_CELLS = 1 << 16
 
 
 def serial_launch(streams):
-    """Whether a sampler launch is small enough for the serial twin: one chunk, or few
-    cells over all its chunks (addressed noise: one chunk per key of a small table).  The
-    chunks are independent, so the output is the same either way."""
+    """Whether a sampler launch is small enough for the calling thread alone: one chunk,
+    or few cells over all its chunks (addressed noise: one chunk per key of a small
+    table).  The chunks are independent, so the output is the same either way."""
     st = streams[1]
     if st.shape[0] <= 1:
         return True
@@ -374,21 +424,22 @@ def serial_launch(streams):
 
 
 def run_discrete_kernel(kind, streams, io, params, force, pend):
-    """:func:`discrete_kernel`, or its serial twin for a small launch (:func:`serial_launch`:
-    nothing worth running in parallel, and a first call compiles faster)."""
+    """:data:`discrete_kernel`, or for a small launch (:func:`serial_launch`: nothing
+    worth a thread) :func:`discrete_kernel_serial` on the calling thread; one compilation
+    either way."""
     kernel = discrete_kernel_serial if serial_launch(streams) else discrete_kernel
     kernel(kind, streams, io, params, force, pend)
 
 
-@guarded
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def bernoulli_exp_kernel(streams, out, gam, pstride, force, pend):
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def bernoulli_exp_kernel_serial(streams, out, gam, pstride, force, pend):
     """out[i] = 1{U_i < exp(-gam[i * pstride])}; undecided cells become pending with
-    their word (u64s[..., U_W])."""
+    their word (u64s[..., U_W]).  On the calling thread (:data:`bernoulli_exp_kernel`
+    runs it on several threads)."""
     buf, st, key, nonces = streams
     ints, u64s = pend
     cap = ints.shape[1]
-    for c in nb.prange(buf.shape[0]):
+    for c in range(buf.shape[0]):
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
@@ -416,3 +467,8 @@ def bernoulli_exp_kernel(streams, out, gam, pstride, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
+
+
+#: :func:`bernoulli_exp_kernel_serial` over the chunks on ``numba.get_num_threads()``
+#: threads
+bernoulli_exp_kernel = chunked(bernoulli_exp_kernel_serial, chunk_count(0), chunk_split(0))

@@ -12,7 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import guarded, serial_twin
+from dpfast._kernels._launch import chunked
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -37,8 +37,11 @@ from dpfast._kernels.samplers import (
     REL,
     U_W,
     U_W2,
-    _store,
+    chunk_count,
+    chunk_split,
+    either_io,
     serial_launch,
+    store_either,
 )
 
 
@@ -93,8 +96,8 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 
 
 @nb.njit(cache=True, _nrt=False)
-def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, sel, trm1, flo, fhi, nbins,
-              p, cbits, vb, ubits, coef):
+def _fast_run(law, b, pos, i, hi, x, out, fx, fout, mode, grid, pack, thresh, sel, trm1, flo,
+              fhi, nbins, p, cbits, vb, ubits, coef):
     """The table kernel's common case, in a tight loop of its own: one-word proposals
     (``two`` false) decided without the full certificate, while the chunk's buffer has
     words.  Kept out of line, so the hot loop has the registers to itself.
@@ -202,16 +205,15 @@ def _fast_run(law, b, pos, i, hi, x, out, mode, grid, pack, thresh, sel, trm1, f
                 break
         pos += 1
         v = (m ^ -sg) + sg
-        r = _store(x, out, mode, grid, np.uint64(i), v)
+        r = store_either(x, out, fx, fout, mode, grid, np.uint64(i), v)
         if r != 1:
             return pos, i, r, v, sg, np.int64(item), ux
         i += 1
     return pos, i, 1, np.int64(0), np.int64(0), np.int64(0), np.uint64(0)
 
 
-@guarded
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def table_kernel(law, streams, io, table, force, pend):
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def table_kernel_serial(law, streams, io, table, force, pend):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
     rejection from the envelope table of ``dpfast.noise._envelope``:
     ``table = (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb,
@@ -239,9 +241,13 @@ def table_kernel(law, streams, io, table, force, pend):
     Pending: status 4 = acceptance undecided (U's prefix u64s[..., U_W] [and U_W2] of
     ints[..., P_BITS] bits), status 5 = the proposal chose the tail item (finished in
     Python); ints[..., P_A] = m, ints[..., P_B] = item; status 6 (MODE_GRID) = a sample
-    with |v| >= 2^53, ints[..., P_A] = v."""
+    with |v| >= 2^53, ints[..., P_A] = v.
+
+    On the calling thread, with ``io = (x, out, fx, fout, mode, grid)``
+    (:func:`dpfast._kernels.samplers.either_io`: one compilation for both outputs);
+    :data:`table_kernel` runs it on several threads."""
     buf, st, key, nonces = streams
-    x, out, mode, grid = io
+    x, out, fx, fout, mode, grid = io
     pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, sel = table
     ints, u64s = pend
     cap = ints.shape[1]
@@ -261,7 +267,7 @@ def table_kernel(law, streams, io, table, force, pend):
     uscale = math.ldexp(1.0, -ubits)
     forcing = force == FORCE_ACCEPT
     fast = force == FORCE_NONE and not two  # FORCE_GENERAL: the general loop only (tests)
-    for c in nb.prange(buf.shape[0]):
+    for c in range(buf.shape[0]):
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
@@ -272,10 +278,10 @@ def table_kernel(law, streams, io, table, force, pend):
         first = True  # the next acceptance test is the cell's first (FORCE_ACCEPT)
         while i < hi and k < cap:
             if fast:
-                pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, mode, grid,
-                                                       pack, thresh, sel, trm1, flo, fhi,
-                                                       nbins, p,
-                                                       cbits, vb, ubits, coef)
+                pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, fx, fout,
+                                                       mode, grid, pack, thresh, sel, trm1,
+                                                       flo, fhi, nbins, p, cbits, vb, ubits,
+                                                       coef)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break
@@ -365,7 +371,7 @@ def table_kernel(law, streams, io, table, force, pend):
             if status == 0:
                 # -m if sg else m, without a branch on the random sign
                 v = (m ^ -sg) + sg
-                r = _store(x, out, mode, grid, i, v)
+                r = store_either(x, out, fx, fout, mode, grid, i, v)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break
@@ -389,12 +395,25 @@ def table_kernel(law, streams, io, table, force, pend):
         s_[ST_POS] = pos
 
 
-table_kernel_serial = serial_twin(table_kernel, "table_kernel_serial")
+_split = chunk_split(1)
+
+
+def _split_either(args, a, b):
+    law, streams, io, table, force, pend = _split(args, a, b)
+    return law, streams, either_io(io), table, force, pend
+
+
+#: :func:`table_kernel_serial` over the chunks on ``numba.get_num_threads()`` threads (the
+#: chunks are independent: the same output); ``io`` as the contract's ``(x, out, mode,
+#: grid)``
+table_kernel = chunked(table_kernel_serial, chunk_count(1), _split_either)
 
 
 def run_table_kernel(law, streams, io, table, force, pend):
-    """:func:`table_kernel`, or its serial twin for a small launch
-    (:func:`dpfast._kernels.samplers.serial_launch`: nothing worth running in parallel, and
-    a first call compiles faster)."""
-    kernel = table_kernel_serial if serial_launch(streams) else table_kernel
-    kernel(law, streams, io, table, force, pend)
+    """:data:`table_kernel`, or for a small launch
+    (:func:`dpfast._kernels.samplers.serial_launch`: nothing worth a thread)
+    :func:`table_kernel_serial` on the calling thread; one compilation either way."""
+    if serial_launch(streams):
+        table_kernel_serial(law, streams, either_io(io), table, force, pend)
+    else:
+        table_kernel(law, streams, io, table, force, pend)

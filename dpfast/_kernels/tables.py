@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import chunked
 from dpfast._kernels.chacha import first_blocks
 from dpfast._kernels.grouping import _sort_keys, _sort_pairs
 from dpfast._kernels.uniform import below
@@ -120,9 +120,28 @@ def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nk
         nkeep[i] = d
 
 
-@nb.njit(cache=True)
+def _one_row_each(off, k, c):
+    """Whether every id has exactly one row and ``k``, ``c`` >= 1: nothing to bound (each
+    id keeps its row), nothing drawn."""
+    n_ids = off.shape[0] - 1
+    return k >= 1 and c >= 1 and off[n_ids] == n_ids and bool(np.all(np.diff(off) == 1))
+
+
 def bound_counts_sorted(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
-    """:func:`bound_counts` (serial) for rows already sorted by (id, key)."""
+    """:func:`bound_counts` (serial) for rows already sorted by (id, key).  One row per id
+    (e.g. the one synthetic row on which a session probes a release's charge) keeps every
+    row, in numpy: the kernel's output without compiling it."""
+    if _one_row_each(off, k, c):
+        n = off.shape[0] - 1
+        nkeep[:n] = 1
+        gcnt[:n] = 1
+        graw[:n] = 1
+        return
+    _bound_counts_serial(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw)
+
+
+@nb.njit(cache=True)
+def _bound_counts_serial(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
     _bound_counts_sorted(0, off.shape[0] - 1, off, gkeys, id_hash, subkey, k, c, gcnt,
                          nkeep, policy, graw, np.empty(8, np.uint64), np.zeros(3, np.int64),
                          np.zeros(3, np.uint32))
@@ -163,7 +182,7 @@ def _load(buf, pre, t):
         buf[w] = pre[t, w]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
                         graw):
     """:func:`_bound_counts_sorted` for ids ``[first, end)`` (each id's rows sorted here,
@@ -203,8 +222,6 @@ def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nke
             nkeep[i] = k
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
 def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, nthreads):
     """Bound each id's rows (grouped by :func:`group_by_id`) for a count.
 
@@ -213,16 +230,12 @@ def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, n
     (``policy`` 0), or the ``k`` with the most rows, ties in a uniformly random order
     (``policy`` 1, :func:`_most_frequent`).  ``graw`` is scratch (the raw row counts).  On exit
     ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys and ``gcnt[...]`` their
-    contributions ``min(rows, c)``.  The parallel loop only hands blocks of ids to
-    :func:`_bound_counts_block` (a small parallel body compiles much faster).
+    contributions ``min(rows, c)``.  Blocks of ids run :func:`_bound_counts_block` on up
+    to ``nthreads`` threads (the ids are independent: the same output; no parallel region
+    to compile).
     """
-    n_ids = off.shape[0] - 1
-    nt = max(1, nthreads)
-    nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
-    step = (n_ids + nblk - 1) // nblk if nblk else 0
-    for blk in nb.prange(nblk):
-        _bound_counts_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, id_hash,
-                            subkey, k, c, gcnt, nkeep, policy, graw)
+    _COUNTS_BLOCKS.launch((off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw),
+                          nthreads)
 
 
 @nb.njit(cache=True)
@@ -269,16 +282,30 @@ def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, g
         nkeep[i] = d
 
 
-@nb.njit(cache=True)
 def bound_values_sorted(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
                         graw):
-    """:func:`bound_values` (serial) for rows already sorted by (id, key, value)."""
+    """:func:`bound_values` (serial) for rows already sorted by (id, key, value); one row
+    per id in numpy, as :func:`bound_counts_sorted`."""
+    if _one_row_each(off, k, c):
+        n = off.shape[0] - 1
+        nkeep[:n] = 1
+        gsum[:n] = gvals[:n]
+        gcnt[:n] = 1
+        graw[:n] = 1
+        return
+    _bound_values_serial(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
+                         graw)
+
+
+@nb.njit(cache=True)
+def _bound_values_serial(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
+                         policy, graw):
     _bound_values_sorted(0, off.shape[0] - 1, off, gkeys, gvals, id_hash, subkey, k, c,
                          gsum, gcnt, nkeep, policy, graw, np.empty(8, np.uint64),
                          np.zeros(3, np.int64), np.zeros(3, np.uint32))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _bound_values_block(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
                         nkeep, policy, graw):
     """:func:`_bound_values_sorted` for ids ``[first, end)`` (each id's rows sorted here),
@@ -363,8 +390,6 @@ def _bound_values_block(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gs
                 nkeep[i] = k
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
 def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw,
                  nthreads):
     """Bound each id's rows for a sum / mean: per distinct key at most ``c`` rows (chosen
@@ -372,15 +397,25 @@ def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, po
     (uniformly, ``policy`` 0; the ``k`` with the most rows, ``policy`` 1).
 
     On exit ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys, ``gsum`` the sums of the
-    kept (already clamped) values and ``gcnt`` the numbers of kept rows.
+    kept (already clamped) values and ``gcnt`` the numbers of kept rows.  Blocks of ids
+    run :func:`_bound_values_block` on up to ``nthreads`` threads (as
+    :func:`bound_counts`).
     """
-    n_ids = off.shape[0] - 1
-    nt = max(1, nthreads)
-    nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
-    step = (n_ids + nblk - 1) // nblk if nblk else 0
-    for blk in nb.prange(nblk):
-        _bound_values_block(blk * step, min(n_ids, (blk + 1) * step), off, gkeys, gvals,
-                            id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw)
+    _VALUES_BLOCKS.launch((off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
+                           policy, graw), nthreads)
+
+
+def _ids(args):
+    return args[0].shape[0] - 1
+
+
+def _id_range(args, a, b):
+    return (a, b, *args)
+
+
+# the bounding of blocks of ids [a, b) (``off`` first among the arguments) on threads
+_COUNTS_BLOCKS = chunked(_bound_counts_block, _ids, _id_range)
+_VALUES_BLOCKS = chunked(_bound_values_block, _ids, _id_range)
 
 
 @nb.njit(cache=True)
