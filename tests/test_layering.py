@@ -406,7 +406,9 @@ def _is_type_checking(test: ast.expr) -> bool:
 def all_imports(path: pathlib.Path) -> list[str]:
     """The dpfast modules ``path`` imports anywhere (module body and function bodies;
     ``from pkg import sub`` names the submodule, any other name ``pkg`` itself), plus the
-    literal names given to ``importlib.import_module``; ``TYPE_CHECKING`` blocks excluded."""
+    literal names given to ``importlib.import_module`` and, for a package that discovers
+    its modules with ``pkgutil.iter_modules``, every module of that package;
+    ``TYPE_CHECKING`` blocks excluded."""
     tree = ast.parse(path.read_text(), filename=str(path))
     mod = module_name(path)
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
@@ -428,6 +430,11 @@ def all_imports(path: pathlib.Path) -> list[str]:
               and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
               and ast.unparse(node.func).endswith("import_module")):
             found.append(node.args[0].value)
+        elif isinstance(node, ast.For) and "iter_modules(" in ast.unparse(node.iter):
+            # a package that imports what it discovers (dpfast.tables.statistics: a loop over
+            # pkgutil.iter_modules) imports every module of its folder
+            found.extend(module_name(p) for p in SOURCES
+                         if module_name(p).rpartition(".")[0] == package)
         for child in ast.iter_child_nodes(node):
             visit(child)
 

@@ -109,10 +109,9 @@ def compile_ahead() -> threading.Thread:
     def work() -> None:
         import dpfast
         from dpfast import tables
-        from dpfast.tables import _keys
 
         try:
-            n = _keys.SERIAL_ROWS  # the threaded (large-input) kernels, as the demo's
+            n = 1 << 16  # large enough for the threaded (large-input) kernels, as the demo's
             keys, ids = np.arange(n) % 3, np.arange(n) // 2
             tables.bound_contributions(keys, ids, max_per_partition=3, rng=_KEY)
             tables.bound_contributions(keys, ids, max_per_partition=3, values=keys,
