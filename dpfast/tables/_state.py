@@ -140,10 +140,35 @@ def selection_from_state(d: Any) -> Any:
     return sel
 
 
+#: interval rules a statistic brings (kind -> class with ``to_state()`` and a classmethod
+#: ``from_state(d)``; the class registers itself with :func:`register_interval` when its
+#: statistic's module is imported -- :mod:`dpfast.tables.statistics` imports every one)
+INTERVALS: dict[str, Any] = {}
+
+
+def register_interval(kind: str, cls: Any) -> None:
+    """Make a statistic's interval rule serialisable under ``kind``."""
+    if INTERVALS.setdefault(kind, cls) is not cls:
+        raise TypeError(f"an interval rule of kind {kind!r} is already registered")
+
+
+def encode_law(law: NoiseLaw) -> dict[str, Any]:
+    """A noise law as data (for an interval rule's ``to_state``)."""
+    return _encode_law(law)
+
+
+def decode_law(d: dict[str, Any]) -> NoiseLaw:
+    """The noise law of :func:`encode_law`."""
+    return _decode_law(d)
+
+
 def _interval_state(iv: Any) -> Any:
-    """A release's own interval rule (variance / std) as data."""
+    """A release's own interval rule (variance / std, or a registered kind) as data."""
     if iv is None:
         return None
+    kind = getattr(iv, "kind", None)
+    if isinstance(kind, str) and INTERVALS.get(kind) is type(iv):
+        return {"kind": kind, **iv.to_state()}
     from dpfast.tables._multi_release import VarianceInterval
 
     if not isinstance(iv, VarianceInterval):
@@ -156,6 +181,10 @@ def _interval_state(iv: Any) -> Any:
 def _interval_from_state(d: Any) -> Any:
     if d is None:
         return None
+    if "kind" in d:
+        if d["kind"] not in INTERVALS:
+            raise ValueError(f"unknown interval rule {d['kind']!r} (import its statistic)")
+        return INTERVALS[d["kind"]].from_state(d)
     from dpfast.tables._multi_release import VarianceInterval
 
     laws = tuple(_decode_law(x) for x in d["laws"])
