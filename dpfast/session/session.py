@@ -12,6 +12,7 @@ import numpy as np
 
 from dpfast.budget import Budget
 from dpfast.tables import bounding as _bounding
+from dpfast.tables.statistics.base import REQUIRED
 
 from . import _cache, _colcache, _legacy, _release, _spec, _stats, _store
 from ._expr import Col
@@ -37,7 +38,7 @@ def _params(stat: _stats.Stat, given: dict[str, Any]) -> tuple[tuple[str, Any], 
     out = []
     for name, default in stat.params.items():
         v = given.get(name, default)
-        if v is None:
+        if v is None or v is REQUIRED:
             raise TypeError(f"{name}= is for (and needed by) the {stat.session_name} "
                             "statistic")
         if isinstance(v, (list, tuple, np.ndarray)):

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpfast.tables.statistics.base import REQUIRED
+
 from . import _expr, _relation, _stats
 from ._expr import Col
 from ._query import Agg, Query
@@ -196,10 +198,13 @@ def _params(text: str, stat: _stats.Stat, args: list[Any], columns: int = 0
     from sqlglot import exp
 
     names = list(stat.params)
-    if len(args) != len(names):
+    # trailing parameters with a default may be left out (they take it, as in a method call)
+    required = max((i + 1 for i, n in enumerate(names)
+                    if stat.params[n] is None or stat.params[n] is REQUIRED), default=0)
+    if not required <= len(args) <= len(names):
         raise SqlRefusedError("aggregate_argument", f"{text}: {stat.label} takes "
                               f"{len(names) + columns} argument(s)")
-    params = []
+    params = [(pname, stat.params[pname]) for pname in names[len(args):]]
     for pname, lit in zip(names, args):
         what = "the quantile" if pname == "q" else f"its {pname}"
         if not isinstance(lit, exp.Literal) or lit.is_string:
