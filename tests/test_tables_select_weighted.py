@@ -272,10 +272,8 @@ def test_every_release_with_selection_takes_the_weighted_rule() -> None:
 
 
 def test_state_round_trip_replans_the_weighted_rule() -> None:
-    from dpfast.tables import _state
-
     sel = _select.plan(1.0, 1e-6, 6, "weighted_gaussian")
-    back = _state.selection_from_state(_state.selection_state(sel))
+    back = _select.selection_from_state(_select.selection_state(sel))
     assert back == sel and back.threshold == sel.threshold
 
 

@@ -38,10 +38,11 @@ import numpy as np
 
 from dpfast._core.rounding import float_down, sqrt_up
 from dpfast.tables import _inputs, _keys, _plan, _select, bounding, keynoise
+from dpfast.tables._law import NoiseLaw
 from dpfast.tables._merge import checked_total, key_codes
 from dpfast.tables._metrics import IDS_PART
 from dpfast.tables.groupby import _candidates, _finish, _take_keys
-from dpfast.tables.release import NoiseLaw, TableRelease
+from dpfast.tables.release import TableRelease
 
 if TYPE_CHECKING:
     from dpfast.random import Generator

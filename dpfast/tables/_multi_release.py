@@ -12,7 +12,6 @@ and each metric is post-processing of the noisy parts.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -20,11 +19,12 @@ import numpy as np
 from dpfast.tables import _fixed, _metrics, _rank_metrics, _select, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._inputs import _Data
+from dpfast.tables._intervals import VarianceInterval, variance_estimate
 from dpfast.tables._metrics import Metric, MetricPlan, PartPlan
 from dpfast.tables._rows import RowsBounded
 from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.quantile_release import QuantileRelease
-from dpfast.tables.release import TableRelease, _alpha
+from dpfast.tables.release import TableRelease
 
 __all__ = ["AggregateRelease", "summand_matrix", "release"]
 
@@ -145,56 +145,6 @@ def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], ke
     values = np.sqrt(var) if m.kind == "std" else var
     return TableRelease(values=values, statistic=m.kind, law=pq.part.law,
                         sensitivity=_sens(plan, pq), interval=interval, **common)
-
-
-@dataclasses.dataclass(frozen=True)
-class VarianceInterval:
-    """The conservative intervals of a released variance (or, ``sqrt``, standard
-    deviation): :func:`variance_interval` of the noisy parts; post-processing, so it is
-    kept (and cached, :mod:`dpfast.tables._state`) with the release."""
-
-    n: np.ndarray
-    s1: np.ndarray
-    s2: np.ndarray
-    cap: float
-    laws: tuple[Any, Any, Any]
-    sqrt: bool
-
-    def __call__(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        low, high = variance_interval(self.n, self.s1, self.s2, self.cap, self.laws, alpha)
-        return (np.sqrt(low), np.sqrt(high)) if self.sqrt else (low, high)
-
-
-def variance_estimate(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float
-                      ) -> np.ndarray:
-    """``S2 / N' - (S1 / 2N')²`` clipped to ``[0, cap]``, ``N' = max(N, 1)`` (``S1`` the
-    noisy sum of ``2x - lo - hi``, ``S2`` of ``(x - mid)²``): post-processing."""
-    nn = np.maximum(n, 1).astype(np.float64)
-    m1 = s1 / (2 * nn)
-    return np.clip(s2 / nn - m1 * m1, 0.0, cap)
-
-
-def variance_interval(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float,
-                      laws: tuple[Any, Any, Any], alpha: float
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Conservative ``1 - alpha`` intervals of ``M2/n - (M1/n)²`` (the exact aggregates of
-    the kept rows, ``n >= 1``): each of the three parts within its exact half-width at
-    ``alpha / 3`` (union bound), the formula's extremes over that box, clipped to
-    ``[0, cap]``."""
-    a = float(_alpha(alpha) / 3)
-    wn, w1, w2 = (law.halfwidth(a) for law in laws)
-    n_lo = np.maximum(n - wn, 1).astype(np.float64)
-    n_hi = (n + wn).astype(np.float64)
-    a1, b1 = (s1 - w1) / 2, (s1 + w1) / 2  # the centred sum sum(x - mid) = S1 / 2
-    a2 = np.maximum(s2 - w2, 0.0)  # M2 >= 0
-    b2 = s2 + w2
-    big = np.maximum(np.abs(a1), np.abs(b1))
-    small = np.where((a1 <= 0) & (b1 >= 0), 0.0, np.minimum(np.abs(a1), np.abs(b1)))
-    low = np.clip(a2 / n_hi - (big / n_lo) ** 2, 0.0, cap)
-    high = np.clip(b2 / n_lo - (small / np.maximum(n_hi, 1)) ** 2, 0.0, cap)
-    bad = n_hi < 1
-    low[bad], high[bad] = 0.0, cap
-    return low, high
 
 
 # ----------------------------------------------------------------------------- object

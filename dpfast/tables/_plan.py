@@ -23,7 +23,7 @@ from dpfast.mechanisms import (
     LaplaceMechanism,
 )
 from dpfast.mechanisms.gaussian import _largest_rho
-from dpfast.tables.release import NoiseLaw
+from dpfast.tables._law import NoiseLaw
 
 #: The largest ``epsilon`` a release takes (ValueError beyond, before any charge): past it
 #: the exact key-selection arithmetic grows without bound, and no noise is left anyway.

@@ -118,12 +118,13 @@ from dpfast.mechanisms._calibrate import zcdp_delta
 from dpfast.mechanisms._tails import _dg_normalizer_lower, _dg_tail_sum
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.noise import _addressed
-from dpfast.tables import _select_weighted, keynoise
+from dpfast.tables import _select_weighted, _state, keynoise
+from dpfast.tables._law import NoiseLaw
 from dpfast.tables.partition import partition_threshold, selection_delta
-from dpfast.tables.release import NoiseLaw
 
 __all__ = ["POLICIES", "SELECT_PART", "Selection", "plan", "apply", "keep_probability",
-           "resolve", "median_units", "gaussian_threshold_delta", "unit_weights", "measure"]
+           "resolve", "median_units", "gaussian_threshold_delta", "unit_weights", "measure",
+           "selection_state", "selection_from_state"]
 
 POLICIES = ("auto", "laplace", "geometric", "gaussian", "weighted_gaussian")
 #: the keynoise part of the selection decisions (0: counts, 1: sums; 0x80 leaves the
@@ -311,6 +312,29 @@ def _plan_cached(e: float, d: float, k: int, pol: str) -> Selection:
 
 def _event(e: float, d: float) -> Any:
     return _events.with_neighbouring(_events.EpsilonDelta(e, d), _events.ADD_REMOVE)
+
+
+def selection_state(sel: Selection | None) -> dict[str, Any] | None:
+    """A planned key selection by its inputs (for a release's state): re-planned by
+    :func:`selection_from_state`."""
+    if sel is None:
+        return None
+    return {"policy": sel.policy, "k": int(sel.k),
+            "epsilon": _state.encode_scalar(float(sel.epsilon)),
+            "target_delta": _state.encode_scalar(float(sel.target_delta)),
+            "delta": _state.encode_scalar(float(sel.delta))}
+
+
+def selection_from_state(d: dict[str, Any] | None) -> Selection | None:
+    """Re-plan the selection (data-independent, deterministic) and check it is the one
+    that was stored."""
+    if d is None:
+        return None
+    sel = plan(_state.decode_scalar(d["epsilon"]), _state.decode_scalar(d["target_delta"]),
+               d["k"], d["policy"])
+    if sel.delta != _state.decode_scalar(d["delta"]):
+        raise ValueError("state's key selection does not match its parameters")
+    return sel
 
 
 # ----------------------------------------------------------------------------- gaussian

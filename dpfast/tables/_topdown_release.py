@@ -10,11 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from dpfast import mechanisms as _mechanisms
 from dpfast.accounting import events as _events
+from dpfast.tables import _state
 from dpfast.tables import metrics as _metrics
 
+from ._law import _alpha as _alpha
 from .release import AccuracySummary
-from .release import _alpha as _alpha
 
 __all__ = ["TopDownRelease"]
 
@@ -93,16 +95,48 @@ class TopDownRelease:
     def to_state(self) -> dict[str, Any]:
         """The release as JSON-able data (no pickle); :meth:`from_state` rebuilds an
         equal release (bit for bit): the result cache of :class:`dpfast.Session`."""
-        from dpfast.tables._state import topdown_state
-
-        return topdown_state(self)
+        return {"version": _state.STATE_VERSION, "type": "TopDownRelease",
+                "estimates": _arrays(self.estimates), "noisy": _arrays(self.noisy),
+                "consistent": _arrays(self.consistent), "variances": _arrays(self.variances),
+                "sigma": [_state.encode_scalar(float(s)) for s in self.sigma],
+                "rho": [_state.encode_scalar(float(r)) for r in self.rho],
+                "event": self.event.to_dict(), "rho_total": _state.encode_scalar(self.rho_total),
+                "total_invariant": bool(self.total_invariant),
+                "nonnegative": bool(self.nonnegative), "integer": bool(self.integer),
+                "release_id": self.release_id,
+                # each level mechanism's own rho (per person: rho_j / Δ_j², rounded down);
+                # the mechanisms are rebuilt from them (DiscreteGaussianMechanism(rho=rho_j,
+                # max_changed=1), as dpfast.tables.topdown makes them)
+                "mech_rho": [None if m is None else _state.encode_scalar(float(m.rho))
+                             for m in self._mechs],
+                "privacy_unit": self.privacy_unit,
+                "sensitivity": [_state.encode_scalar(float(x)) for x in self.sensitivity]}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> TopDownRelease:
         """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
-        from dpfast.tables._state import topdown_from_state
-
-        return topdown_from_state(state)  # type: ignore[no-any-return]
+        state = _state.check_header(state, "TopDownRelease")
+        dec = _state.decode_scalar
+        rho = [dec(r) for r in state["rho"]]
+        mech_rho = [None if r is None else dec(r)
+                    for r in state.get("mech_rho", [None if r == 0.0 else _state.encode_scalar(r)
+                                                    for r in rho])]
+        mechs = [None if r is None
+                 else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1)
+                 for r in mech_rho]
+        sigma = [dec(s) for s in state["sigma"]]
+        for m, s in zip(mechs, sigma):
+            if m is not None and float(m.sigma) != s:
+                raise ValueError("state's sigma does not match its rho")
+        return cls(
+            estimates=_unarrays(state["estimates"]), noisy=_unarrays(state["noisy"]),
+            consistent=_unarrays(state["consistent"]), variances=_unarrays(state["variances"]),
+            sigma=sigma, rho=rho, event=_events.from_dict(state["event"]),
+            rho_total=dec(state["rho_total"]),
+            total_invariant=state["total_invariant"], nonnegative=state["nonnegative"],
+            integer=state["integer"], mechanisms=mechs, release_id=state["release_id"],
+            privacy_unit=state.get("privacy_unit", "record"),
+            sensitivity=[dec(x) for x in state.get("sensitivity", [1.0] * len(rho))])
 
     @property
     def n_levels(self) -> int:
@@ -339,3 +373,11 @@ class TopDownRelease:
     def __repr__(self) -> str:
         sizes = ", ".join(str(e.shape[0]) for e in self.estimates)
         return f"TopDownRelease(units=[{sizes}], rho={self.rho_total!r})"
+
+
+def _arrays(xs: Any) -> list[Any]:
+    return [None if x is None else _state.encode_array(x) for x in xs]
+
+
+def _unarrays(xs: Any) -> list[Any]:
+    return [None if x is None else _state.decode_array(x) for x in xs]

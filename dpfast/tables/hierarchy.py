@@ -41,8 +41,8 @@ from . import _topdown_units as _units
 from . import bounding as _bounding
 from . import run as _run
 from . import spec as _spec
+from ._law import _alpha as _alpha
 from ._topdown_release import TopDownRelease
-from .release import _alpha as _alpha
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels", "TopDownPlan", "plan_topdown"]
 

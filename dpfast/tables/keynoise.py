@@ -52,7 +52,7 @@ from dpfast import _native
 from dpfast import random as _random
 from dpfast.noise import _addressed, _drive
 from dpfast.tables import _fixed, _keys
-from dpfast.tables.release import NoiseLaw
+from dpfast.tables._law import NoiseLaw
 
 __all__ = ["KEY_NOISE_TAG", "RELEASE_TAG", "fresh_release_id", "keyed_generator",
            "release_generator", "release_stream", "release_key", "key_nonces", "noise_keys"]

@@ -8,7 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from dpfast.accounting import events as _events
 from dpfast.tables import _quantile_em as _em
+from dpfast.tables import _select, _state
 
 __all__ = ["QuantileRelease"]
 
@@ -69,16 +71,38 @@ class QuantileRelease:
     def to_state(self) -> dict[str, Any]:
         """The release as JSON-able data (no pickle; :meth:`from_state` rebuilds it bit for
         bit): what :class:`dpfast.Session`'s result cache stores."""
-        from dpfast.tables._state import quantile_state
-
-        return quantile_state(self)
+        keys = self.keys
+        return {"version": _state.STATE_VERSION, "type": "QuantileRelease",
+                "keys": _state.encode_keys(keys), "multi_key": isinstance(keys, tuple),
+                "values": _state.encode_array(self.values),
+                "q": [_state.encode_scalar(float(x)) for x in self.q],
+                "grid": _state.encode_array(self.grid),
+                "epsilon_per_key": _state.encode_scalar(float(self.epsilon_per_key)),
+                "sensitivity": int(self.sensitivity),
+                "max_partitions": int(self.max_partitions),
+                "event": self.event.to_dict(), "threshold": self.threshold,
+                "selection": _select.selection_state(self.selection),
+                "key_names": None if self.key_names is None else list(self.key_names),
+                "release_id": self.release_id, "rank_utility": self.rank_utility}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> QuantileRelease:
         """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
-        from dpfast.tables._state import quantile_from_state
-
-        return quantile_from_state(state)
+        state = _state.check_header(state, "QuantileRelease")
+        names = state["key_names"]
+        return cls(
+            keys=_state.decode_keys(state["keys"], state["multi_key"]),
+            values=_state.decode_array(state["values"]),
+            q=tuple(_state.decode_scalar(x) for x in state["q"]),
+            grid=_state.decode_array(state["grid"]),
+            epsilon_per_key=_state.decode_scalar(state["epsilon_per_key"]),
+            sensitivity=state["sensitivity"], max_partitions=state["max_partitions"],
+            event=_events.from_dict(state["event"]), threshold=state["threshold"],
+            selection=_select.selection_from_state(state["selection"]),
+            key_names=None if names is None else tuple(names),
+            release_id=state["release_id"],
+            # a state without it was drawn by an older version: Smith's utility for every q
+            rank_utility=_rank_utility(state.get("rank_utility", "floor")))
 
     def _scaled(self, q: float) -> float | None:
         return q if self.rank_utility == "scaled" else None
@@ -157,3 +181,9 @@ class QuantileRelease:
         index = (pd.Index(keys[0], name=names[0]) if len(keys) == 1
                  else pd.MultiIndex.from_arrays(keys, names=list(names)))
         return pd.DataFrame(cols, index=index)
+
+
+def _rank_utility(x: Any) -> str:
+    if x not in ("scaled", "floor"):
+        raise ValueError(f"unsupported rank utility {x!r} in a QuantileRelease state")
+    return str(x)

@@ -4,69 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpfast.mechanisms import _tails
+from dpfast.accounting import events as _events
+from dpfast.tables import (
+    _intervals,  # noqa: F401  (registers the variance interval's state)
+    _select,
+    _state,
+)
 from dpfast.tables import metrics as _metrics
+from dpfast.tables._law import NoiseLaw as NoiseLaw  # the public home stays this module
+from dpfast.tables._law import _alpha as _alpha
 
 __all__ = ["TableRelease", "AccuracySummary", "NoiseLaw"]
-
-
-@dataclasses.dataclass(frozen=True)
-class NoiseLaw:
-    """The law of the noise added to one released value.
-
-    ``kind`` is ``"discrete_laplace"`` (``P(k) ∝ exp(-|k|/scale)``),
-    ``"discrete_gaussian"`` (``P(k) ∝ exp(-k²/2 scale²)``), or ``"laplace"`` /
-    ``"gaussian"`` for the float grid mechanisms (``granularity`` times the discrete law of
-    scale ``scale / granularity``, after rounding the value to the grid).
-    """
-
-    kind: str
-    scale: float
-    granularity: float = 1.0
-
-    def halfwidth(self, alpha: float) -> float:
-        """Smallest ``w`` (an integer, or a grid value plus the rounding ``g/2``) with
-        ``P(|noise| <= w) >= 1 - alpha`` -- exact (256-bit tails, CKS20)."""
-        a = _alpha(alpha)
-        g = Fraction(self.granularity)
-        t = Fraction(self.scale) / g
-        if self.kind.endswith("laplace"):
-            w = _tails._discrete_laplace_halfwidth(t, a)
-        else:
-            w = _tails._discrete_gaussian_halfwidth(t, a)
-        if self.kind in ("discrete_laplace", "discrete_gaussian"):
-            return int(w)
-        return float(w * g + g / 2)
-
-    def std(self) -> float:
-        """Standard deviation of the noise (discrete Gaussian: an upper bound, ``<= σ``)."""
-        if self.kind.endswith("laplace"):
-            t = self.scale / self.granularity
-            a = math.exp(-1.0 / t)
-            return math.sqrt(2 * a) / (1 - a) * self.granularity
-        return self.scale
-
-    def mean_abs(self) -> float:
-        """``E|noise|`` (discrete Laplace: ``2a / (1 - a²)``, ``a = e^{-1/t}``; Gaussian:
-        ``σ sqrt(2/π)``, the continuous value, within 1% for ``σ >= 1``)."""
-        if self.kind.endswith("laplace"):
-            t = self.scale / self.granularity
-            a = math.exp(-1.0 / t)
-            return 2 * a / (1 - a * a) * self.granularity
-        return self.scale * math.sqrt(2 / math.pi)
-
-
-def _alpha(alpha: Any) -> Fraction:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, Fraction)):
-        raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    return Fraction(alpha)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,16 +262,51 @@ class TableRelease:
         the event, the noise law, the threshold.  :meth:`from_state` rebuilds an equal
         release (bit for bit); :class:`dpfast.Session`'s result cache stores it.
         (:meth:`to_dict` is the ``{key: value}`` mapping.)"""
-        from dpfast.tables._state import release_state
-
-        return release_state(self)
+        if not isinstance(self.event, _events.DpEvent):
+            raise TypeError("only a release whose event is a dpfast event can be serialised")
+        mp = self._mean_parts
+        return {
+            "version": _state.STATE_VERSION,
+            "type": "TableRelease",
+            "keys": _state.encode_keys(self.keys),
+            "multi_key": isinstance(self.keys, tuple),
+            "values": _state.encode_array(self.values),
+            "statistic": self.statistic,
+            "event": self.event.to_dict(),
+            "law": _state.encode_law(self.law),
+            "threshold": self.threshold,
+            "sensitivity": {k: _state.encode_scalar(v) for k, v in self.sensitivity.items()},
+            "key_names": None if self._key_names is None else list(self._key_names),
+            "value_name": self._value_name,
+            "mean_parts": None if mp is None else {
+                "sums": _state.encode_array(mp[0]), "counts": _state.encode_array(mp[1]),
+                "sum_law": _state.encode_law(mp[2]), "count_law": _state.encode_law(mp[3]),
+                "lo": _state.encode_scalar(mp[4]), "hi": _state.encode_scalar(mp[5])},
+            "release_id": self.release_id,
+            "selection": _select.selection_state(self.selection),
+            "interval": _state._interval_state(self._interval),
+        }
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> TableRelease:
         """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
-        from dpfast.tables._state import release_from_state
-
-        return release_from_state(state)
+        state = _state.check_header(state, "TableRelease")
+        mp = state["mean_parts"]
+        mean_parts = None if mp is None else (
+            _state.decode_array(mp["sums"]), _state.decode_array(mp["counts"]),
+            _state.decode_law(mp["sum_law"]), _state.decode_law(mp["count_law"]),
+            _state.decode_scalar(mp["lo"]), _state.decode_scalar(mp["hi"]))
+        names = state["key_names"]
+        return cls(
+            keys=_state.decode_keys(state["keys"], state["multi_key"]),
+            values=_state.decode_array(state["values"]), statistic=state["statistic"],
+            event=_events.from_dict(state["event"]), law=_state.decode_law(state["law"]),
+            threshold=state["threshold"],
+            sensitivity={k: _state.decode_scalar(v) for k, v in state["sensitivity"].items()},
+            key_names=None if names is None else tuple(names), value_name=state["value_name"],
+            mean_parts=mean_parts, release_id=state["release_id"],
+            selection=_select.selection_from_state(state.get("selection")),
+            interval=_state._interval_from_state(state.get("interval")))
 
     # ------------------------------------------------------------------ export
     def to_pandas(self, alpha: float = 0.05) -> Any:
