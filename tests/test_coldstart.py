@@ -569,3 +569,13 @@ def test_one_row_per_id_bounds_without_a_kernel(values: bool, monkeypatch) -> No
     two = np.array([0, 2, 3, 4, 5, 6], np.int64)  # id 0 has two rows
     assert not kt._one_row_each(two, 2, 1) and kt._one_row_each(off, 2, 1)
     assert not kt._one_row_each(off, 0, 1)
+
+
+def test_the_large_warm_up_inputs_reach_the_threaded_kernels() -> None:
+    """``dpfast warmup`` and the demo's compile-ahead size their large inputs without
+    reading a private name of dpfast.tables: the size must stay at or above its serial
+    threshold, or they would compile the serial kernels only."""
+    from dpfast.cli import warmup
+    from dpfast.tables import _keys
+
+    assert warmup.LARGE_ROWS >= _keys.SERIAL_ROWS

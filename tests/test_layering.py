@@ -512,7 +512,6 @@ def test_function_level_cycles_are_seen() -> None:
 TABLES = "dpfast.tables"
 
 KNOWN_PRIVATE_TABLES_USES: set[str] = {
-    "dpfast.cli.warmup -> dpfast.tables._keys",
     "dpfast.dask._shuffle -> dpfast.tables._idhash",
     "dpfast.dask._shuffle -> dpfast.tables._scratch",
     "dpfast.dask.tables -> dpfast.tables._merge",

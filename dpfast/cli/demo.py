@@ -109,9 +109,10 @@ def compile_ahead() -> threading.Thread:
     def work() -> None:
         import dpfast
         from dpfast import tables
+        from dpfast.cli.warmup import LARGE_ROWS
 
         try:
-            n = 1 << 16  # large enough for the threaded (large-input) kernels, as the demo's
+            n = LARGE_ROWS  # the threaded (large-input) kernels, as the demo's
             keys, ids = np.arange(n) % 3, np.arange(n) // 2
             tables.bound_contributions(keys, ids, max_per_partition=3, rng=_KEY)
             tables.bound_contributions(keys, ids, max_per_partition=3, values=keys,
