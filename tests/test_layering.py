@@ -514,7 +514,6 @@ TABLES = "dpfast.tables"
 KNOWN_PRIVATE_TABLES_USES: set[str] = {
     "dpfast.dask._shuffle -> dpfast.tables._idhash",
     "dpfast.dask._shuffle -> dpfast.tables._scratch",
-    "dpfast.dask.tables -> dpfast.tables._merge",
     "dpfast.session._cache -> dpfast.tables._state",
     "dpfast.session.session -> dpfast.tables._state",
 }

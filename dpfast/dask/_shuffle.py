@@ -1,5 +1,5 @@
-"""The shuffle by privacy id shared by every dask release (:mod:`dpfast.dask.tables`,
-``multi``, ``quantiles``): how many outputs (:func:`shuffle_partitions`, from the
+"""The shuffle by privacy id shared by every dask release (:mod:`dpfast.dask.backend`,
+every statistic through it): how many outputs (:func:`shuffle_partitions`, from the
 scheduler's task threads), the split of one partition into pieces -- pandas pieces
 (:func:`split_frame`) or, when every column has a numpy number dtype, compact numpy
 columns (:func:`split_arrays`, :func:`concat_arrays`) -- and the all-to-all as one
