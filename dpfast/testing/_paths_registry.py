@@ -46,7 +46,7 @@ def _local(stat: Any, select: bool) -> ReleasePath:
     def run(d: Any, rng: bytes) -> Any:
         import dpfast.tables
 
-        cols = (d["key"].to_numpy(), d["id"].to_numpy())
+        cols: tuple[Any, ...] = (d["key"].to_numpy(), d["id"].to_numpy())
         if stat.value:
             cols = (d["value"].to_numpy(), *cols)
         return getattr(dpfast.tables, name)(*cols, rng=rng, **opts)
