@@ -575,7 +575,7 @@ def test_the_large_warm_up_inputs_reach_the_threaded_kernels() -> None:
     """``dpfast warmup`` and the demo's compile-ahead size their large inputs without
     reading a private name of dpfast.tables: the size must stay at or above its serial
     threshold, or they would compile the serial kernels only."""
-    from dpfast.cli import warmup
+    from dpfast.cli import demo
     from dpfast.tables import _keys
 
-    assert warmup.LARGE_ROWS >= _keys.SERIAL_ROWS
+    assert demo.LARGE_ROWS >= _keys.SERIAL_ROWS

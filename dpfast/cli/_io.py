@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.cli import CliError, check_writable, write_atomic
+from dpfast.cli._files import CliError, check_writable, write_atomic
 
 __all__ = ["read_columns", "write_columns", "open_budget", "read_key_file", "OpenedBudget",
            "check_output", "OUTPUT_FORMATS", "budget_sentence", "refused", "check_paths"]

@@ -96,6 +96,9 @@ def throughput(cells: int, out: Callable[[str], None]) -> None:
 
 
 _KEY = bytes(32)  # public: what the compile-ahead thread draws is thrown away
+#: rows of the large warm-up inputs (the demo's compile-ahead and ``dpfast warmup``): at
+#: least the release layer's serial threshold, where its threaded kernels run (tested)
+LARGE_ROWS = 1 << 16
 
 
 def compile_ahead() -> threading.Thread:
@@ -109,7 +112,6 @@ def compile_ahead() -> threading.Thread:
     def work() -> None:
         import dpfast
         from dpfast import tables
-        from dpfast.cli.warmup import LARGE_ROWS
 
         try:
             n = LARGE_ROWS  # the threaded (large-input) kernels, as the demo's

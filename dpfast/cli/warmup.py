@@ -105,17 +105,13 @@ def _aggregate() -> None:
                           max_per_partition=2, rng=_KEY)
 
 
-#: rows of the large warm-up inputs: at least the release layer's serial threshold (its
-#: threaded kernels run from there; a test checks the bound)
-LARGE_ROWS = 1 << 16
-
-
 def _large() -> None:
     """Inputs of ``LARGE_ROWS`` rows: the threaded kernels (smaller inputs run numpy and
     serial kernels, compiled by the steps above)."""
     import numpy as np
 
     from dpfast import tables
+    from dpfast.cli.demo import LARGE_ROWS
 
     n = LARGE_ROWS
     keys = np.arange(n) % 3

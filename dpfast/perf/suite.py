@@ -20,6 +20,7 @@ import numpy as np
 from dpfast.perf import suite_tables as _st
 from dpfast.perf.runner import Entry
 from dpfast.perf.suite_session import session_sql, session_sql_parquet
+from dpfast.perf.suite_tables import CENSUS_SHAPE, census_tree  # noqa: F401 (public here)
 
 KEY = bytes(range(32))
 
@@ -254,32 +255,6 @@ def _budget_spend(quick: bool):
         shutil.rmtree(tmp, ignore_errors=True)
 
     return base, cand, teardown
-
-
-CENSUS_SHAPE = (1, 51, 3_143, 84_414, 8_132_968)
-
-
-def census_tree(n_blocks: int = CENSUS_SHAPE[-1], seed: int = 0
-                ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """``(leaf_counts, levels)``: a census-shaped tree (nation, states, counties, tracts,
-    blocks) with ``n_blocks`` leaves, the other levels scaled with it; every unit has a
-    child; block populations like census blocks (about a third empty, mean about 40)."""
-    g = np.random.default_rng(seed)
-    scale = n_blocks / CENSUS_SHAPE[-1]
-    sizes = [1, 51] + [max(51, int(round(s * scale))) for s in CENSUS_SHAPE[2:4]] + [n_blocks]
-    sizes[3] = max(sizes[3], sizes[2])
-    parents = []
-    for j in range(1, len(sizes)):
-        n_par, n = sizes[j - 1], sizes[j]
-        p = np.concatenate([np.arange(n_par), g.integers(0, n_par, n - n_par)])
-        p.sort()
-        parents.append(p)
-    levels = [np.arange(n_blocks, dtype=np.int64)]
-    for p in reversed(parents):
-        levels.insert(0, p[levels[0]])
-    pop = np.where(g.random(n_blocks) < 0.35, 0,
-                   np.rint(g.lognormal(3.6, 1.1, n_blocks))).astype(np.int64)
-    return pop, levels
 
 
 def _topdown(quick: bool):
