@@ -56,7 +56,7 @@ def dask_doc(stat: type[Statistic]) -> str:
     return doc
 
 
-def release_dask(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
+def release_dask(stat: type[Statistic], arguments: Mapping[str, Any]) -> object:
     """Run one Dask release of ``stat`` from its public function's ``arguments``."""
     from dpfast.dask.backend import DaskBackend, Frame  # lazy: dask loads with a call
     from dpfast.tables import run as _run
@@ -75,9 +75,9 @@ def release_dask(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
     return _run.release(spec, frame, backend=back, **run_args)
 
 
-def dask_function(stat: type[Statistic]) -> Callable[..., Any]:
+def dask_function(stat: type[Statistic]) -> Callable[..., object]:
     """``dpfast.dask.<stat.name>`` (made once per statistic class)."""
-    def body(**arguments: Any) -> Any:
+    def body(**arguments: object) -> object:
         return release_dask(stat, arguments)
 
     return facade.cached(stat, "dask", lambda: facade.make_function(

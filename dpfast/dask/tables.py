@@ -12,7 +12,7 @@ report, bit for bit the local release of the same rows and key.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,12 +20,17 @@ from dpfast import random as _random
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import _merge, bounding, keynoise
 
+if TYPE_CHECKING:
+    from dpfast.dask._types import WorkerSource
+    from dpfast.random import RngLike
+
 __all__ = ["key_codes", "checked_total"]
 
 _WEIGHTED = "__dpfast_wunits"  # weighted unit counts (used by dask/multi.py's partials)
 
 
-def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str], Any, Any]:
+def _columns(ddf: object, key: object, privacy_id: str | None, value: str | None
+             ) -> tuple[list[str], str | None, str | None]:
     cols = getattr(ddf, "columns", None)
     if cols is None or not hasattr(ddf, "map_partitions"):
         raise TypeError(f"ddf must be a dask DataFrame, got {type(ddf).__name__}")
@@ -44,7 +49,7 @@ def _columns(ddf: Any, key: Any, privacy_id: Any, value: Any) -> tuple[list[str]
     return names, privacy_id, value
 
 
-def _generator(rng: Any) -> tuple[_random.Generator, int | None, Any]:
+def _generator(rng: RngLike | WorkerKey) -> tuple[_random.Generator, int | None, WorkerSource]:
     """The driver's release generator, its release id (None: numbered by a generator's
     allocator) and what the workers get to derive the bounding sub-key: the sub-key words
     themselves, or ``(WorkerKey, release id)`` (each worker loads the key)."""
@@ -60,7 +65,7 @@ key_codes = _merge.key_codes
 checked_total = _merge.checked_total
 
 
-def _subkey(src: Any) -> np.ndarray:
+def _subkey(src: WorkerSource) -> np.ndarray:
     if isinstance(src, tuple):
         wk, rid = src
         return bounding.subkey(keynoise.keyed_generator(wk.load(), rid))
