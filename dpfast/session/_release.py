@@ -109,6 +109,7 @@ def _reader(session: Session, q: Query, agg: Agg, value: bool
     arrays DuckDB would give), else DuckDB runs the generated row query."""
     src, pid = session._source, session.privacy_unit
     if src.kind == "dask":
+        assert src.frame is not None  # a Dask source is its frame
         meta = src.frame._meta
 
         def dask_types(limit: int | None) -> dict[str, np.ndarray]:
