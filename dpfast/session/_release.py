@@ -40,6 +40,7 @@ from dpfast.tables import run as _run
 from dpfast.tables.spec import ReleaseSpec, StatSpec
 
 from . import _cache, _expr, _legacy, _query
+from ._cache import Released
 from ._query import Agg, Query
 from ._stats import Stat
 
@@ -58,8 +59,6 @@ Data = tuple[Column, np.ndarray | None, np.ndarray | None]
 Bounds = tuple[float, float] | str | None
 #: a public key domain: the keys (one array, or one per key column), or None
 Domain = Column | None
-#: a release of :mod:`dpfast.tables` (a TableRelease, a QuantileRelease...)
-Released = Any
 
 
 def columns(q: Query, agg: Agg, unit: str | None) -> list[str]:
@@ -229,4 +228,4 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
         def compute() -> Released:
             return _legacy.call(stat, kwargs, _data(read(None), n_keys), None, session.rng)
     return _cache.cached(session, spec, what, event, compute, _cache.table_payload,
-                         need=need)
+                         lambda r: r, need=need)

@@ -86,4 +86,4 @@ def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
     return _cache.cached(
         session, spec, what, event,
         lambda: _tables.topdown(leaf_counts(), ids, rho=rho, rng=session.rng, **options),
-        lambda r: {"kind": "topdown", "release": r.to_state()})
+        lambda r: {"kind": "topdown", "release": r.to_state()}, lambda r: r)
