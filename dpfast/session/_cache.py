@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from dpfast.accounting.events import DpEvent
-    from dpfast.tables import QuantileRelease, TableRelease, TopDownRelease
+    from dpfast.tables._topdown_release import TopDownRelease
+    from dpfast.tables.quantile_release import QuantileRelease
+    from dpfast.tables.release import TableRelease
 
     from ._store import Store
     from .session import Session
