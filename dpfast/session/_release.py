@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -165,7 +165,7 @@ def schema_rows(types: dict[str, np.ndarray], n_keys: int, domain: Domain) -> _r
     return _run.Rows(keys, ids, values, domain=domain)
 
 
-def _accepted(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _accepted(fn: Callable[..., object], kwargs: dict[str, object]) -> dict[str, object]:
     """``kwargs`` less those ``fn`` does not take (``max_per_partition`` of a statistic
     of people per key, ``bounds`` of one without bounds)."""
     params = inspect.signature(fn).parameters
