@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
@@ -58,7 +59,7 @@ Data = tuple[Column, np.ndarray | None, np.ndarray | None]
 #: value bounds: ``(lo, hi)``, ``"auto"`` or None
 Bounds = tuple[float, float] | str | None
 #: a public key domain: the keys (one array, or one per key column), or None
-Domain = Column | None
+Domain = npt.ArrayLike | None
 
 
 def columns(q: Query, agg: Agg, unit: str | None) -> list[str]:
