@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from dpfast.dask._types import Charger
     from dpfast.dask.keys import WorkerKey
     from dpfast.random import RngLike
-    from dpfast.tables._multi_release import AggregateRelease
+    from dpfast.tables.multi import AggregateRelease
 
 __all__ = ["aggregate"]
 

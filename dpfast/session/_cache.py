@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from dpfast.accounting.events import DpEvent
-    from dpfast.tables._topdown_release import TopDownRelease
+    from dpfast.tables.hierarchy import TopDownRelease
     from dpfast.tables.quantile_release import QuantileRelease
     from dpfast.tables.release import TableRelease
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import pandas as pd
 
-    from dpfast.tables._topdown_release import TopDownRelease
+    from dpfast.tables.hierarchy import TopDownRelease
 
     from .session import Session
 

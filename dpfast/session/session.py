@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from dpfast.budget.usage import Usage
     from dpfast.random import RngLike
-    from dpfast.tables._topdown_release import TopDownRelease
+    from dpfast.tables.hierarchy import TopDownRelease
     from dpfast.tables.release import TableRelease
 
     from ._answer import SqlRelease
