@@ -175,6 +175,16 @@ def test_join_that_multiplies_rows() -> None:
     assert len(people.sql(q, epsilon=0.5).releases["n"]) == 1  # bounded per person
 
 
+def test_sql_release_repr_with_a_quantile() -> None:
+    """The repr of an answer holding a rank statistic's release (a QuantileRelease has no
+    ``statistic``): it raised AttributeError before (found by typing SqlRelease)."""
+    s = _session(_frame(300), domains={"dest": DESTS})
+    res = s.sql("SELECT dest, MEDIAN(arr_delay) AS m, COUNT(*) AS n FROM flights "
+                "GROUP BY dest", epsilon=1.0)
+    text = repr(res)
+    assert "m: quantile(q=0.5)" in text and "n: count" in text
+
+
 def test_unavailable_statistic_is_refused_by_name() -> None:
     from dpfast.session import STATISTICS
 

@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpfast.tables.statistics import Statistic
 
 # name -> module (the registered statistics take precedence: generated from the registry)
 _PUBLIC: dict[str, str] = {
@@ -67,19 +70,19 @@ def _submodule(name: str) -> bool:
 _MODULES: frozenset[str] | None = None
 
 
-def _registry() -> dict[str, Any]:
+def _registry() -> dict[str, type[Statistic]]:
     from dpfast.tables.statistics import REGISTRY
 
     return REGISTRY
 
 
-def _generated() -> dict[str, Any]:
+def _generated() -> dict[str, type[Statistic]]:
     """The registered statistics generated here: those with Dask steps and a docstring
     (the others keep their hand-written function of ``_PUBLIC``, if any)."""
     return {n: s for n, s in _registry().items() if s.dask and s.doc}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # PEP 562: names resolved at run time
     if name == "__all__":  # the registry's names too (a statistic may register later)
         return sorted(set(_PUBLIC) | set(_generated()))
     stat = None if name.startswith("_") or _submodule(name) else _generated().get(name)

@@ -14,11 +14,14 @@ driver, then the noise -- bit for bit the local release of the same rows and key
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from dpfast.tables import facade
 from dpfast.tables.statistics import Statistic
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 __all__ = ["dask_function", "release_dask", "dask_doc"]
 
@@ -56,7 +59,7 @@ def dask_doc(stat: type[Statistic]) -> str:
     return doc
 
 
-def release_dask(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
+def release_dask(stat: type[Statistic], arguments: Mapping[str, object]) -> object:
     """Run one Dask release of ``stat`` from its public function's ``arguments``."""
     from dpfast.dask.backend import DaskBackend, Frame  # lazy: dask loads with a call
     from dpfast.tables import run as _run
@@ -64,20 +67,24 @@ def release_dask(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
     value = arguments.get("value")
     if stat.value and not isinstance(value, str):
         raise TypeError(f"value must be a column name (str), got {value!r}")
+    column = value if isinstance(value, str) else None  # a statistic of no value: None
     domain = arguments.get("domain")
-    frame = Frame.make(arguments["ddf"], arguments["key"], arguments["privacy_id"],
-                       [value] if value else [], domain)
-    back = DaskBackend(arguments["npartitions"])
+    # Frame.make and DaskBackend check these (TypeError / ValueError naming them)
+    frame = Frame.make(cast("dd.DataFrame", arguments["ddf"]),
+                       cast("str | Sequence[str]", arguments["key"]),
+                       cast("str | None", arguments["privacy_id"]), [column] if column else [],
+                       domain)
+    back = DaskBackend(cast("int | None", arguments["npartitions"]))
     own, spec_args, run_args = facade.release_kwargs(stat, arguments)
-    spec = stat.make_spec(column=value, params=own, by=frame.columns.by,
+    spec = stat.make_spec(column=column, params=own, by=frame.columns.by,
                           privacy_unit=arguments["privacy_id"], bounds=arguments.get("bounds"),
                           domain=domain, **spec_args)
     return _run.release(spec, frame, backend=back, **run_args)
 
 
-def dask_function(stat: type[Statistic]) -> Callable[..., Any]:
+def dask_function(stat: type[Statistic]) -> Callable[..., object]:
     """``dpfast.dask.<stat.name>`` (made once per statistic class)."""
-    def body(**arguments: Any) -> Any:
+    def body(**arguments: object) -> object:
         return release_dask(stat, arguments)
 
     return facade.cached(stat, "dask", lambda: facade.make_function(

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import builtins
 import operator
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -23,14 +24,20 @@ from dpfast._kernels import grouping as _kg
 from dpfast.tables import _idhash
 from dpfast.tables import _scratch as scratch
 
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
+
 __all__ = ["Call", "by_id", "columns_of", "concat_arrays", "concat_arrays_then",
            "concat_frames_then", "numeric", "scheduler_threads",
            "shuffle_graph", "shuffle_partitions", "split_arrays", "split_frame"]
 
+_R = TypeVar("_R")
+
 _DTYPES = "\0dtypes"  # a compact piece's original column dtypes (:func:`split_arrays`)
 
 
-def columns_of(ddf: Any, cols: list[str]) -> Any:
+def columns_of(ddf: dd.DataFrame, cols: list[str]) -> dd.DataFrame:
     """``ddf[cols]``, or ``ddf`` itself when ``cols`` are all its columns (in any order):
     the tasks read columns by name, and a projection that keeps every column is still one
     task per partition (10^7 rows in 8 persisted partitions: 8 of the graph's 52)."""
@@ -116,7 +123,7 @@ def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
     return np.argsort(h, kind="stable")  # radix sort for uint16
 
 
-def split_frame(pdf: Any, id_col: str, nout: int) -> tuple:
+def split_frame(pdf: pd.DataFrame, id_col: str, nout: int) -> tuple:
     """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
     holds the rows whose id hashes to j: every id's rows meet in one output)."""
     ids = pdf[id_col]
@@ -130,14 +137,14 @@ def split_frame(pdf: Any, id_col: str, nout: int) -> tuple:
     return pieces if nout > 1 else pieces[0]
 
 
-def numeric(ddf: Any, cols: list[str]) -> bool:
+def numeric(ddf: dd.DataFrame, cols: list[str]) -> bool:
     """Whether every column is a plain numpy number dtype (bool, int, uint, float): the
     compact path of :func:`split_arrays`, decided once per graph from the metadata."""
     return all(isinstance(ddf[c].dtype, np.dtype) and ddf[c].dtype.kind in "biuf"
                for c in cols)
 
 
-def split_arrays(pdf: Any, cols: list[str], id_col: str, nout: int) -> tuple:
+def split_arrays(pdf: pd.DataFrame, cols: list[str], id_col: str, nout: int) -> tuple:
     """:func:`split_frame` for numpy-dtype columns: the pieces are dicts of compact numpy
     columns (no index, no DataFrame), cheap to pickle between workers.  Integer and bool
     ids go to the output partition of a mix of their value (:func:`_kernels.grouping.
@@ -188,7 +195,7 @@ def _narrow_dtype(a: np.ndarray) -> np.dtype:
     return a.dtype
 
 
-def concat_frames_then(pieces: list, fn: Any, *args: Any) -> Any:
+def concat_frames_then(pieces: list, fn: Callable[..., _R], *args: object) -> _R:
     """``fn(one output's pandas pieces concatenated, *args)``: the combine of
     :func:`split_frame`'s pieces."""
     import pandas as pd
@@ -196,7 +203,7 @@ def concat_frames_then(pieces: list, fn: Any, *args: Any) -> Any:
     return fn(pd.concat(pieces, ignore_index=True), *args)
 
 
-def concat_arrays_then(pieces: list, fn: Any, *args: Any) -> Any:
+def concat_arrays_then(pieces: list, fn: Callable[..., _R], *args: object) -> _R:
     """``fn(columns, *args)`` with one output's compact pieces (:func:`split_arrays`)
     concatenated into a dict of columns on this thread's scratch pages: ``fn`` runs inside
     the lease (:func:`dpfast.tables._scratch.lease`) and must return only copies."""
@@ -224,15 +231,15 @@ class Call:
 
     __slots__ = ("fn", "args")
 
-    def __init__(self, fn: Any, args: tuple) -> None:
+    def __init__(self, fn: Callable[..., object], args: tuple) -> None:
         self.fn = fn
         self.args = args
 
-    def __call__(self, x: Any) -> Any:
+    def __call__(self, x: object) -> object:
         return self.fn(x, *self.args)
 
 
-def shuffle_graph(parts: list, split: Any, combine: Any, nout: int, token: tuple,
+def shuffle_graph(parts: list, split: Call, combine: Call, nout: int, token: tuple,
                   bare: bool = False) -> list:
     """The all-to-all shuffle as one hand-built graph: ``split(partition)`` -> ``nout``
     pieces per input partition (``getitem`` tasks, or the split itself when ``bare``:
@@ -264,7 +271,8 @@ def shuffle_graph(parts: list, split: Any, combine: Any, nout: int, token: tuple
     return [Delayed((cname, j), hlg, layer=cname) for j in range(nout)]
 
 
-def by_id(parts: list, id_col: str, fn: Any, args: tuple, npartitions: int | None,
+def by_id(parts: list, id_col: str, fn: Callable[..., object], args: tuple,
+          npartitions: int | None,
           cols: list[str] | None = None) -> list:
     """The outputs of the shuffle of ``parts`` (delayed partitions) by privacy id
     ``id_col``: :func:`shuffle_partitions` outputs, each ``fn(rows, *args)`` of its rows --

@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -51,6 +51,13 @@ from dpfast.dask.keys import WorkerKey
 from dpfast.noise import _addressed, _drive, _exact
 from dpfast.random import _streams
 from dpfast.tables import keynoise
+
+if TYPE_CHECKING:
+    import dask.array as da
+    import numpy.typing as npt
+
+    from dpfast.dask._types import WorkerSource
+    from dpfast.random import RngLike
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian"]
 
@@ -67,7 +74,7 @@ class _Words:
         raise RuntimeError("internal: addressed streams allocate nothing")
 
 
-def _key_words(src: Any) -> np.ndarray:
+def _key_words(src: WorkerSource) -> np.ndarray:
     """The key words of the call's generator: given, or derived by this process from a
     worker key it loads and the release id the graph carries."""
     if isinstance(src, tuple):
@@ -99,7 +106,7 @@ def _segments(gen: _random.Generator, n: int, seg: int) -> list[tuple[int, int, 
     return out
 
 
-def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any,
+def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: WorkerSource,
            force: int = 0) -> tuple:
     """Noise of flat cells [a, e) (inside one segment, a multiple of CHUNK from its start)
     and its undecided cells."""
@@ -121,7 +128,7 @@ def _block(a: int, e: int, segs: list, kind: int, t: Fraction, key_src: Any,
     return z, rows
 
 
-def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: Any,
+def _finish(results: list, segs: list, kind: int, t: Fraction, key_src: WorkerSource,
             force: int = 0) -> dict:
     """Finish every undecided cell in the ordinary driver's order: per segment, per batch
     of chunks, per round of at most ``cap`` pending cells per chunk, chunk, cell."""
@@ -154,8 +161,8 @@ def _patch(res: tuple, a: int, done: dict) -> np.ndarray:
     return z
 
 
-def _noise(n: int, kind: int, t: Fraction, gen: _random.Generator, key_src: Any,
-           seg: int) -> Any:
+def _noise(n: int, kind: int, t: Fraction, gen: _random.Generator, key_src: WorkerSource,
+           seg: int) -> da.Array:
     """The flat int64 noise vector of a call (a lazy dask array of n cells)."""
     import dask
     import dask.array as da
@@ -173,14 +180,14 @@ def _noise(n: int, kind: int, t: Fraction, gen: _random.Generator, key_src: Any,
     return da.concatenate(parts) if parts else da.zeros(0, np.int64)
 
 
-def _as_dask(darr: Any) -> Any:
+def _as_dask(darr: da.Array) -> da.Array:
     if not (hasattr(darr, "map_blocks") and hasattr(darr, "chunks")
             and hasattr(darr, "dtype")):
         raise TypeError(f"darr must be a dask array, got {type(darr).__name__}")
     return darr
 
 
-def _generator(rng: Any) -> tuple[_random.Generator, Any]:
+def _generator(rng: RngLike | WorkerKey) -> tuple[_random.Generator, WorkerSource]:
     """The call's generator (its allocator gives the stream ids) and what the block tasks
     get to rebuild its key words (see the module docstring: fresh noise per call)."""
     if isinstance(rng, WorkerKey):
@@ -214,7 +221,8 @@ def _add_int(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     return res.astype(dt).reshape(x.shape)
 
 
-def _discrete(kind: int, darr: Any, param: Any, name: str, rng: Any) -> Any:
+def _discrete(kind: int, darr: da.Array, param: npt.ArrayLike, name: str,
+              rng: RngLike | WorkerKey) -> da.Array:
     darr = _as_dask(darr)
     dt = np.dtype(darr.dtype)
     if dt == np.bool_ or dt.kind not in "iu":
@@ -226,7 +234,9 @@ def _discrete(kind: int, darr: Any, param: Any, name: str, rng: Any) -> Any:
     gen, key_src = _generator(rng)
     z = _noise(int(darr.size), kind, parsed, gen, key_src, max(int(darr.size), 1))
     z = z.reshape(darr.shape).rechunk(darr.chunks)
-    return darr.map_blocks(_add_int, z, dtype=dt)
+    import dask.array as da
+
+    return da.map_blocks(_add_int, darr, z, dtype=dt)  # = darr.map_blocks(...)
 
 
 def _grid_add(x: np.ndarray, z: np.ndarray, g: float) -> np.ndarray:
@@ -243,7 +253,8 @@ def _grid_add(x: np.ndarray, z: np.ndarray, g: float) -> np.ndarray:
     return res.reshape(x.shape)
 
 
-def _float(kind: int, darr: Any, param: Any, name: str, rng: Any, gran: Any) -> Any:
+def _float(kind: int, darr: da.Array, param: npt.ArrayLike, name: str,
+           rng: RngLike | WorkerKey, gran: float | None) -> da.Array:
     from dpfast import noise as _noise_mod
 
     darr = _as_dask(darr)
@@ -264,10 +275,13 @@ def _float(kind: int, darr: Any, param: Any, name: str, rng: Any, gran: Any) -> 
     gen, key_src = _generator(rng)
     z = _noise(int(darr.size), kind, t, gen, key_src, max(int(darr.size), 1))
     z = z.reshape(darr.shape).rechunk(darr.chunks)
-    return darr.map_blocks(_grid_add, z, g, dtype=np.float64)
+    import dask.array as da
+
+    return da.map_blocks(_grid_add, darr, z, g, dtype=np.float64)  # = darr.map_blocks(...)
 
 
-def discrete_laplace(darr: Any, scale: Any, *, rng: Any = None) -> Any:
+def discrete_laplace(darr: da.Array, scale: npt.ArrayLike, *,
+                     rng: RngLike | WorkerKey = None) -> da.Array:
     """Lazy :func:`dpfast.discrete_laplace` of a dask array of integers.
 
     Parameters
@@ -297,7 +311,8 @@ def discrete_laplace(darr: Any, scale: Any, *, rng: Any = None) -> Any:
     return _discrete(0, darr, scale, "scale", rng)
 
 
-def discrete_gaussian(darr: Any, sigma: Any, *, rng: Any = None) -> Any:
+def discrete_gaussian(darr: da.Array, sigma: npt.ArrayLike, *,
+                      rng: RngLike | WorkerKey = None) -> da.Array:
     """Lazy :func:`dpfast.discrete_gaussian` of a dask array of integers (see
     :func:`discrete_laplace`).
 
@@ -308,7 +323,8 @@ def discrete_gaussian(darr: Any, sigma: Any, *, rng: Any = None) -> Any:
     return _discrete(1, darr, sigma, "sigma", rng)
 
 
-def laplace(darr: Any, scale: Any, *, rng: Any = None, granularity: Any = None) -> Any:
+def laplace(darr: da.Array, scale: npt.ArrayLike, *, rng: RngLike | WorkerKey = None,
+            granularity: float | None = None) -> da.Array:
     """Lazy :func:`dpfast.laplace` (secure grid Laplace) of a dask array (see
     :func:`discrete_laplace`).
 
@@ -324,7 +340,8 @@ def laplace(darr: Any, scale: Any, *, rng: Any = None, granularity: Any = None) 
     return _float(0, darr, scale, "scale", rng, granularity)
 
 
-def gaussian(darr: Any, sigma: Any, *, rng: Any = None, granularity: Any = None) -> Any:
+def gaussian(darr: da.Array, sigma: npt.ArrayLike, *, rng: RngLike | WorkerKey = None,
+             granularity: float | None = None) -> da.Array:
     """Lazy :func:`dpfast.gaussian` (secure grid Gaussian) of a dask array (see
     :func:`discrete_laplace`).
 

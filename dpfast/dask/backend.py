@@ -19,19 +19,27 @@ tasks carry the bounding sub-key words, or with a WorkerKey only ``(WorkerKey, r
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpfast.dask import _shuffle as shuffle
+from dpfast.dask._types import WorkerSource
 from dpfast.dask.keys import WorkerKey
 from dpfast.tables import bounding, keynoise
 from dpfast.tables.run import Columns, Plan, ReleaseKeys
 
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from dpfast.random import RngLike
+
 __all__ = ["Frame", "DaskBackend"]
 
 
-def _names(by: Any) -> list[str]:
+def _names(by: object) -> list[str]:
     names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
         else None
     if not names or not all(isinstance(k, str) for k in names):
@@ -44,12 +52,12 @@ class Frame:
     """A Dask source: the DataFrame and the :class:`~dpfast.tables.run.Columns` it is read
     by (checked when made: :meth:`make`)."""
 
-    ddf: Any
+    ddf: dd.DataFrame
     columns: Columns
 
     @classmethod
-    def make(cls, ddf: Any, key: Any, privacy_id: Any = None, values: Any = (),
-             domain: Any = None) -> Frame:
+    def make(cls, ddf: dd.DataFrame, key: str | Sequence[str], privacy_id: str | None = None,
+             values: str | Sequence[str] = (), domain: object = None) -> Frame:
         """Check the column names against ``ddf`` (ValueError / TypeError naming them)."""
         cols = getattr(ddf, "columns", None)
         if cols is None or not hasattr(ddf, "map_partitions"):
@@ -69,7 +77,7 @@ class Frame:
     def has_privacy_ids(self) -> bool:
         return self.columns.privacy_unit is not None
 
-    def public_domain(self) -> Any:
+    def public_domain(self) -> object:
         return self.columns.domain
 
     def value_kind(self, column: str | None = None) -> str:
@@ -87,7 +95,7 @@ class Frame:
         return list(c.by) + ([c.privacy_unit] if c.privacy_unit else []) + list(c.values)
 
 
-def _subkey(src: Any) -> np.ndarray:
+def _subkey(src: WorkerSource) -> np.ndarray:
     """The bounding sub-key words (a worker resolves ``(WorkerKey, release id)``)."""
     if isinstance(src, tuple):
         wk, rid = src
@@ -95,7 +103,8 @@ def _subkey(src: Any) -> np.ndarray:
     return src
 
 
-def _task(rows: Any, plan: Plan, cols: Columns, key_src: Any) -> tuple[Any, int]:
+def _task(rows: pd.DataFrame | dict[str, np.ndarray], plan: Plan, cols: Columns,
+          key_src: WorkerSource) -> tuple[object, int]:
     """One partition's partials (module level: pickled by name into the graph)."""
     return plan.partition_partials(rows, cols, _subkey(key_src))  # type: ignore[attr-defined]
 
@@ -110,14 +119,14 @@ class DaskBackend:
             raise ValueError(f"npartitions must be a positive int, got {npartitions!r}")
         self.npartitions = npartitions
 
-    def keys(self, rng: Any) -> ReleaseKeys:
+    def keys(self, rng: RngLike | WorkerKey) -> ReleaseKeys:
         if isinstance(rng, WorkerKey):
             wid = keynoise.fresh_release_id()
             return ReleaseKeys(keynoise.keyed_generator(rng.load(), wid), wid, (rng, wid))
         gen, rid = keynoise.release_generator(rng)
         return ReleaseKeys(gen, rid, bounding.subkey(gen))
 
-    def partials(self, plan: Plan, source: Frame, keys: ReleaseKeys) -> Any:
+    def partials(self, plan: Plan, source: Frame, keys: ReleaseKeys) -> object:
         import dask
 
         cols = source.columns

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpfast.local import Aggregator
 
+if TYPE_CHECKING:
+    import dask.bag as db
+    import dask.dataframe as dd
 
-def _partial(batches: Iterable[Any], protocol: str, params: dict[str, Any],
-             candidates: list[Any] | None) -> Aggregator:
+    from dpfast.local import ReportBatch
+
+
+def _partial(batches: Iterable[ReportBatch | bytes | str], protocol: str,
+             params: dict[str, object], candidates: list[object] | None) -> Aggregator:
     agg = Aggregator.from_params(protocol, params, candidates=candidates)
     for b in batches:
         agg.add(b)
@@ -32,7 +38,8 @@ def _merge(parts: Iterable[Aggregator]) -> Aggregator:
     return total
 
 
-def aggregate_reports(reports: Any, aggregator: Aggregator, *, column: str = "report",
+def aggregate_reports(reports: db.Bag | dd.DataFrame, aggregator: Aggregator, *,
+                      column: str = "report",
                       split_every: int | None = None) -> Aggregator:
     """Aggregate a dask collection of report batches on the cluster.
 

@@ -12,7 +12,9 @@ inputs charges nothing.  The single statistics (``variance``, ``std``,
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from dpfast.dask.backend import DaskBackend, Frame
 from dpfast.tables import multi
@@ -20,12 +22,18 @@ from dpfast.tables import run as _run
 from dpfast.tables import statistics as _statistics
 
 if TYPE_CHECKING:
-    from dpfast.tables import AggregateRelease
+    import dask.dataframe as dd
+    import numpy.typing as npt
+
+    from dpfast.dask._types import Charger
+    from dpfast.dask.keys import WorkerKey
+    from dpfast.random import RngLike
+    from dpfast.tables.multi import AggregateRelease
 
 __all__ = ["aggregate"]
 
 
-def _by(by: Any) -> list[str]:
+def _by(by: object) -> list[str]:
     names = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
         else None
     if not names or not all(isinstance(b, str) for b in names):
@@ -33,14 +41,18 @@ def _by(by: Any) -> list[str]:
     return names
 
 
-def aggregate(ddf: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
+def aggregate(ddf: dd.DataFrame, by: str | Sequence[str], privacy_id: str | None = None, *,
+              metrics: Sequence[object] | Mapping[str, object],
               epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-              bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
-              max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-              noise: str | None = None, rng: Any = None, budget: Any = None, note: str = "",
+              bounds: dict[str, tuple[float, float]] | None = None,
+              weights: Mapping[str, float | Fraction] | Sequence[float | Fraction] | None
+              = None,
+              max_partitions: int = 1, max_per_partition: int = 1, domain: object = None,
+              noise: str | None = None, rng: RngLike | WorkerKey = None,
+              budget: Charger | None = None, note: str = "",
               use_case: str | None = None, npartitions: int | None = None,
               selection: str = "auto", bounding: str = "uniform",
-              candidates: dict[str, Any] | None = None) -> AggregateRelease:
+              candidates: dict[str, npt.ArrayLike] | None = None) -> AggregateRelease:
     """:func:`dpfast.tables.aggregate` of a dask DataFrame (rank metrics included: each
     worker sends the sparse (key, grid slot) -> rows table of the rows it kept, the driver
     sums them).

@@ -14,7 +14,7 @@ bit.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy.typing as npt
 
@@ -23,15 +23,23 @@ from dpfast.tables import run as _run
 from dpfast.tables import spec as _spec
 from dpfast.tables.quantiles import QuantileRelease, rank_spec
 
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    from typing_extensions import Unpack
+
+    from dpfast.dask._types import Charger
+    from dpfast.dask.keys import WorkerKey
+    from dpfast.random import RngLike
+
 __all__ = ["quantile", "median", "min", "max"]
 
 
-def _release(stat: str, ddf: Any, key: str | list[str], value: str,
+def _release(stat: str, ddf: dd.DataFrame, key: str | list[str], value: str,
              privacy_id: str | None = None, *, q: npt.ArrayLike,
              bounds: tuple[float, float] | None = None, epsilon: float, delta: float = 0.0,
              max_partitions: int = 1, max_per_partition: int = 1, n_candidates: int = 256,
              candidates: npt.ArrayLike | None = None, domain: object = None,
-             rng: object = None, budget: object = None, note: str = "",
+             rng: RngLike | WorkerKey = None, budget: Charger | None = None, note: str = "",
              npartitions: int | None = None, selection: str = "auto",
              bounding: str = "uniform") -> QuantileRelease:
     """The spec and the source of a rank statistic, through the one pipeline."""
@@ -49,13 +57,35 @@ def _release(stat: str, ddf: Any, key: str | list[str], value: str,
     return out
 
 
-def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q: Any,
+class _RankOptions(TypedDict, total=False):
+    """The keyword options of :func:`median`, :func:`min` and :func:`max` (those of
+    :func:`quantile` but ``q``)."""
+
+    bounds: tuple[float, float] | None
+    epsilon: float
+    delta: float
+    max_partitions: int
+    max_per_partition: int
+    n_candidates: int
+    candidates: npt.ArrayLike | None
+    domain: object
+    rng: RngLike | WorkerKey
+    budget: Charger | None
+    note: str
+    npartitions: int | None
+    selection: str
+    bounding: str
+
+
+def quantile(ddf: dd.DataFrame, key: str | list[str], value: str,
+             privacy_id: str | None = None, *, q: npt.ArrayLike,
              bounds: tuple[float, float] | None = None, epsilon: float,
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
-             n_candidates: int = 256, candidates: Any = None, domain: Any = None,
-             rng: Any = None, budget: Any = None, note: str = "",
+             n_candidates: int = 256, candidates: npt.ArrayLike | None = None,
+             domain: object = None, rng: RngLike | WorkerKey = None,
+             budget: Charger | None = None, note: str = "",
              npartitions: int | None = None, selection: str = "auto",
-             bounding: str = "uniform") -> Any:
+             bounding: str = "uniform") -> QuantileRelease:
     """Release the ``q``-quantile(s) of the ``value`` column per key of a dask DataFrame.
 
     Parameters as in :func:`dpfast.tables.quantile` (columns by name, as in
@@ -85,20 +115,20 @@ def quantile(ddf: Any, key: Any, value: str, privacy_id: str | None = None, *, q
                     npartitions=npartitions, selection=selection, bounding=bounding)
 
 
-def median(ddf: Any, key: Any, value: str, privacy_id: str | None = None, **kwargs: Any
-           ) -> Any:
+def median(ddf: dd.DataFrame, key: str | list[str], value: str, privacy_id: str | None = None,
+           **kwargs: Unpack[_RankOptions]) -> QuantileRelease:
     """:func:`quantile` with ``q = 0.5`` (Privacy: that of :func:`dpfast.tables.median`)."""
     return _release("median", ddf, key, value, privacy_id, q=0.5, **kwargs)
 
 
-def min(ddf: Any, key: Any, value: str, privacy_id: str | None = None,  # noqa: A001
-        **kwargs: Any) -> Any:
+def min(ddf: dd.DataFrame, key: str | list[str], value: str,  # noqa: A001
+        privacy_id: str | None = None, **kwargs: Unpack[_RankOptions]) -> QuantileRelease:
     """:func:`quantile` with ``q = 0`` (Privacy: that of :func:`dpfast.tables.min`)."""
     return _release("min", ddf, key, value, privacy_id, q=0.0, **kwargs)
 
 
-def max(ddf: Any, key: Any, value: str, privacy_id: str | None = None,  # noqa: A001
-        **kwargs: Any) -> Any:
+def max(ddf: dd.DataFrame, key: str | list[str], value: str,  # noqa: A001
+        privacy_id: str | None = None, **kwargs: Unpack[_RankOptions]) -> QuantileRelease:
     """:func:`quantile` with ``q = 1`` (Privacy: that of :func:`dpfast.tables.max`)."""
     return _release("max", ddf, key, value, privacy_id, q=1.0, **kwargs)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import tables as _tables
 
@@ -18,6 +19,11 @@ from ._query import Agg, Query
 from .sql import SqlRefusedError, plan
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpfast.accounting.events import DpEvent
+    from dpfast.tables.release import TableRelease
+
     from .session import Session
 
 __all__ = ["SqlRelease", "run", "sql_release"]
@@ -37,7 +43,8 @@ class SqlRelease:
         How the budget was split.
     """
 
-    def __init__(self, releases: dict[str, Any], key_names: list[str], order: list[Any],
+    def __init__(self, releases: dict[str, _release.Released], key_names: list[str],
+                 order: list[tuple[str, bool]],
                  rule: str) -> None:
         self.releases = releases
         self.key_names = key_names
@@ -45,18 +52,18 @@ class SqlRelease:
         self.rule = rule
 
     @property
-    def events(self) -> list[Any]:
+    def events(self) -> list[DpEvent]:
         """The events charged, one per aggregate."""
         return [r.event for r in self.releases.values()]
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """The table: the group-by columns and one column per aggregate (rows: the keys
         of the first aggregate, in its order, then sorted by ORDER BY)."""
         import pandas as pd
 
         first = next(iter(self.releases.values()))
         keys = first.keys if isinstance(first.keys, tuple) else (first.keys,)
-        cols: dict[str, Any] = {}
+        cols: dict[str, npt.ArrayLike] = {}
         for n, k in zip(self.key_names, keys):
             cols[n] = k
         for name, rel in self.releases.items():
@@ -69,9 +76,18 @@ class SqlRelease:
         return df
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{n}: {r.statistic}" for n, r in self.releases.items())
+        parts = ", ".join(f"{n}: {_statistic(r)}" for n, r in self.releases.items())
         first = next(iter(self.releases.values()))
         return f"SqlRelease({len(first)} keys; {parts}; {self.rule})"
+
+
+def _statistic(rel: _release.Released) -> str:
+    """The statistic a release answers (a QuantileRelease: its quantiles)."""
+    from dpfast.tables.quantile_release import QuantileRelease
+
+    if isinstance(rel, QuantileRelease):
+        return f"quantile(q={', '.join(f'{q:g}' for q in rel.q)})"
+    return rel.statistic
 
 
 def _split(x: float | None, m: int) -> float | None:
@@ -115,7 +131,7 @@ def run(session: Session, text: str, *, epsilon: float | None = None, delta: flo
     rule = (f"epsilon/{m} per aggregate" + (f", delta/{m} each" if public_keys and delta
                                              else ", delta to the first (key selection)"
                                              if not public_keys else ""))
-    releases: dict[str, Any] = {}
+    releases: dict[str, _release.Released] = {}
     for i, a in enumerate(p.aggs):
         d = cast(float, _split(delta, m)) if public_keys else (delta if i == 0 else 0.0)
         need = None if eps is None or m == 1 else eps * (m - i)
@@ -152,5 +168,5 @@ def sql_release(self: Session, plan: Query, agg: Agg, *, epsilon: float | None,
         if isinstance(rel, _tables.QuantileRelease):  # a frozen dataclass
             rel = dataclasses.replace(rel, key_names=tuple(plan.key_names))
         else:
-            rel._key_names = tuple(plan.key_names)
+            cast("TableRelease", rel)._key_names = tuple(plan.key_names)
     return rel

@@ -20,19 +20,40 @@ import contextlib
 import contextvars
 import json
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar, cast
 
 from dpfast import tables as _tables
 from dpfast._core.errors import ReleaseFailedError
 from dpfast.tables.spec import ReleaseSpec
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from dpfast.accounting.events import DpEvent
+    from dpfast.tables.hierarchy import TopDownRelease
+    from dpfast.tables.quantile_release import QuantileRelease
+    from dpfast.tables.release import TableRelease
 
     from ._store import Store
     from .session import Session
 
 __all__ = ["ReleaseFailedError", "cached", "from_payload", "question"]
+
+#: a release of :mod:`dpfast.tables` a session caches (a statistic per key)
+Released: TypeAlias = "TableRelease | QuantileRelease"
+#: a cached answer: a release, a TopDownRelease, or a histogram's ``(hist, edges, release)``
+Answer: TypeAlias = ("TableRelease | QuantileRelease | TopDownRelease"
+                     " | tuple[np.ndarray, np.ndarray, TableRelease]")
+#: the answer a call of :func:`cached` computes (and finds stored: of the same kind)
+_A = TypeVar("_A", bound=Answer)
+
+
+class _Evented(Protocol):
+    """A release: it states the privacy event it was charged."""
+
+    @property
+    def event(self) -> DpEvent:
+        """The release's privacy event."""
 
 #: The question being answered (a SQL query), while :func:`question` runs: its parts'
 #: query ids are ``<first part>~<part>`` (the first part's own id names the question, so
@@ -68,16 +89,16 @@ def _query_id(store: Store, spec: ReleaseSpec) -> str:
     return f"{asked[0]}~{part}"
 
 
-def _encode(obj: dict[str, Any]) -> bytes:
+def _encode(obj: dict[str, object]) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
-def table_payload(rel: Any) -> dict[str, Any]:
+def table_payload(rel: Released) -> dict[str, object]:
     kind = "quantile" if isinstance(rel, _tables.QuantileRelease) else "table"
     return {"kind": kind, "release": rel.to_state()}
 
 
-def from_payload(payload: bytes) -> Any:
+def from_payload(payload: bytes) -> Answer:
     """The cached answer: a TableRelease, a TopDownRelease, or a histogram's ``(hist,
     edges, release)``."""
     d = json.loads(payload)
@@ -96,8 +117,8 @@ def from_payload(payload: bytes) -> Any:
 
 
 def cached(session: Session, spec: ReleaseSpec, what: str, event: DpEvent,
-           compute: Callable[[], Any], payload: Callable[[Any], dict[str, Any]],
-           release_of: Callable[[Any], Any] = lambda r: r, need: float | None = None) -> Any:
+           compute: Callable[[], _A], payload: Callable[[_A], dict[str, object]],
+           release_of: Callable[[_A], _Evented], need: float | None = None) -> _A:
     """The stored answer of ``spec``, or ``compute()`` charged as ``event`` and stored.
 
     **After the charge, one fixed failure.**  Everything ``compute`` does -- reading,
@@ -115,7 +136,8 @@ def cached(session: Session, spec: ReleaseSpec, what: str, event: DpEvent,
         session._check_room(need, what, qid)
     with store.query(qid, event, note=what, analyst=session.analyst_name) as q:
         if q.hit:
-            return from_payload(q.payload)
+            assert q.payload is not None  # a hit has its stored answer
+            return cast("_A", from_payload(q.payload))  # the stored answer of this spec
         data: bytes | None = None
         try:
             result = compute()

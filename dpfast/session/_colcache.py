@@ -32,9 +32,14 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ._stamps import Stamp
+
+if TYPE_CHECKING:
+    from ._source import Source
 
 __all__ = ["ColumnCache", "DEFAULT_BUDGET", "check_budget", "file_rows"]
 
@@ -44,7 +49,7 @@ DEFAULT_BUDGET = 1 << 30
 Column = tuple[np.ndarray, "np.ndarray | None"]
 
 
-def check_budget(budget: Any) -> int:
+def check_budget(budget: object) -> int:
     """``budget`` as a byte count (an int >= 0), else TypeError / ValueError naming
     ``column_cache``."""
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)):
@@ -75,11 +80,11 @@ class ColumnCache:
         self.budget = check_budget(budget)
         self._entries: OrderedDict[str, tuple[Column, int]] = OrderedDict()
         self._bytes = 0
-        self._stamp: Any = None
+        self._stamp: list[Stamp] | None = None
         self._lock = threading.Lock()
         self.hits = self.loads = self.evictions = 0
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> dict[str, int | list[str]]:
         """What the cache holds: ``columns`` (names, least recently used first),
         ``bytes``, ``budget``, and the counters ``hits``, ``loads`` (columns decoded),
         ``evictions``."""
@@ -97,9 +102,9 @@ class ColumnCache:
         self._entries.clear()
         self._bytes = 0
 
-    def get(self, stamp: Any, names: Sequence[str],
+    def get(self, stamp: list[Stamp], names: Sequence[str],
             load: Callable[[list[str]], dict[str, Column]] | None,
-            restamp: Callable[[], Any]) -> dict[str, Column] | None:
+            restamp: Callable[[], list[Stamp]]) -> dict[str, Column] | None:
         """The columns ``names`` of the files as stamped ``stamp``: the cached ones, and
         ``load(missing)`` for the others (stored unless ``restamp()`` after the load
         differs from ``stamp``, or the budget cannot hold them); None when a column is
@@ -157,7 +162,7 @@ def resolve(schema: dict[str, str], name: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def file_rows(src: Any, cache: ColumnCache, cols: dict[str, str], not_null: Sequence[str],
+def file_rows(src: Source, cache: ColumnCache, cols: dict[str, str], not_null: Sequence[str],
               numpy_types: frozenset[str], limit: int | None = None
               ) -> dict[str, np.ndarray] | None:
     """A file source's columns ``cols`` (output name -> column) of the rows whose

@@ -23,8 +23,12 @@ analyst's text reaches it (:func:`lock`):
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 __all__ = ["check_names", "check_statement", "connect", "copy_table", "lock", "LOCKED"]
 
@@ -41,7 +45,7 @@ def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def connect(duckdb: Any, allowed_paths: Iterable[str] = ()) -> Any:
+def connect(duckdb: types.ModuleType, allowed_paths: Iterable[str] = ()) -> DuckDBPyConnection:
     """A new in-memory connection, not yet locked, that will read only ``allowed_paths``
     (absolute file paths) once :func:`lock` has run; no extension is auto-installed or
     auto-loaded from the start."""
@@ -59,14 +63,14 @@ def connect(duckdb: Any, allowed_paths: Iterable[str] = ()) -> Any:
     return con
 
 
-def lock(con: Any) -> Any:
+def lock(con: DuckDBPyConnection) -> DuckDBPyConnection:
     """Lock ``con`` (see the module docstring); returns it."""
     for name, value in LOCKED:
         con.execute(f"SET {name} = {value}")
     return con
 
 
-def check_names(private: str, public: Iterable[str], con: Any) -> None:
+def check_names(private: str, public: Iterable[str], con: DuckDBPyConnection) -> None:
     """Refuse (ValueError naming it) a public table whose name SQL would confuse with the
     private table's, another public table's, or a table or view the connection ``con``
     already has (DuckDB's catalog views: ``duckdb_tables``, ``pg_class``...): it would
@@ -87,7 +91,7 @@ def check_names(private: str, public: Iterable[str], con: Any) -> None:
         seen[key] = f"the public table {n!r}"
 
 
-def check_statement(con: Any, sql: str) -> None:
+def check_statement(con: DuckDBPyConnection, sql: str) -> None:
     """ValueError unless ``sql`` is exactly one ``SELECT`` statement (as DuckDB parses
     it)."""
     import duckdb
@@ -97,7 +101,8 @@ def check_statement(con: Any, sql: str) -> None:
         raise ValueError("a row query must be exactly one SELECT statement")
 
 
-def copy_table(owner: Any, table: str, con: Any, name: str, rows: bool) -> None:
+def copy_table(owner: DuckDBPyConnection, table: str, con: DuckDBPyConnection, name: str,
+               rows: bool) -> None:
     """Copy the owner's table ``table`` (on the owner's connection ``owner``) into the
     locked connection ``con`` as table ``name``: all its rows, or (``rows=False``) none,
     only its columns and types.  The rows stream through Arrow record batches (types as

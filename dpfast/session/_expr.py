@@ -27,10 +27,13 @@ import dataclasses
 import datetime
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ._refuse import SqlRefusedError
 from ._source import quote
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 __all__ = ["Call", "Col", "Expr", "Lit", "columns", "kind_of", "read", "render"]
 
@@ -91,7 +94,7 @@ class Call:
     ``param``: a cast's type, a date part, a strptime format (written by dpfast)."""
 
     op: str
-    args: tuple[Any, ...]
+    args: tuple[Expr, ...]
     kind: str
     param: str = ""
 
@@ -271,7 +274,7 @@ _FLAGS = frozenset({"safe", "typed", "is_string", "is_nvl", "is_null", "coalesce
                     "_type", "negate"})
 
 
-def _check_args(node: Any, kind: str) -> None:
+def _check_args(node: exp.Expr, kind: str) -> None:
     allowed = _ARGS.get(kind)
     if allowed is None:
         return
@@ -286,11 +289,11 @@ def _check_args(node: Any, kind: str) -> None:
 class _Reader:
     """Reads a sqlglot expression into the whitelist tree (see the module docstring)."""
 
-    def __init__(self, resolve: Callable[[Any], Col]) -> None:
+    def __init__(self, resolve: Callable[[exp.Column], Col]) -> None:
         self.resolve = resolve
         self.raws: dict[int, str] = {}  # id(Lit) -> a string literal's value
 
-    def read(self, node: Any) -> Expr:
+    def read(self, node: exp.Expr) -> Expr:
         from sqlglot import exp
 
         kind = type(node).__name__
@@ -298,9 +301,9 @@ class _Reader:
         if isinstance(node, exp.Paren):
             return self.read(node.this)
         if node.args.get("negate"):  # s NOT LIKE 'x', x NOT BETWEEN ...
-            inner = node.copy()
-            inner.set("negate", None)
-            return self._call("NOT", [self.read(inner)], "bool", {"bool"})
+            positive = node.copy()
+            positive.set("negate", None)
+            return self._call("NOT", [self.read(positive)], "bool", {"bool"})
         if isinstance(node, exp.Column):
             if isinstance(node.this, exp.Star):
                 raise SqlRefusedError("raw_rows", "a * in an expression")
@@ -369,7 +372,7 @@ class _Reader:
             _need(a, takes, op)
         return Call(op, tuple(args), out, param)
 
-    def _literal(self, node: Any) -> Lit:
+    def _literal(self, node: exp.Expr) -> Lit:
         from sqlglot import exp
 
         if isinstance(node, exp.Null):
@@ -386,7 +389,7 @@ class _Reader:
         exact = not any(c in text for c in ".eE")
         return Lit(text, "int" if exact else "float")
 
-    def _function(self, node: Any) -> Expr:
+    def _function(self, node: exp.Expr) -> Expr:
         from sqlglot import exp
 
         kind = type(node).__name__
@@ -442,7 +445,7 @@ class _Reader:
             raise SqlRefusedError("function", f"{node.sql_name()} is not in the whitelist")
         raise SqlRefusedError("expression", f"{kind} is not in the whitelist")
 
-    def _case(self, node: Any) -> Call:
+    def _case(self, node: exp.Expr) -> Call:
         subject = self.read(node.this) if node.args.get("this") is not None else None
         parts: list[Expr] = []
         values: list[Expr] = []
@@ -464,7 +467,7 @@ class _Reader:
             args.append(values[-1])
         return Call("case", tuple(args), out)
 
-    def _cast(self, node: Any) -> Call:
+    def _cast(self, node: exp.Expr) -> Call:
         to = node.args["to"]
         if any(v for k, v in node.args.items() if k not in ("this", "to", "safe", "_type")):
             raise SqlRefusedError("function", "CAST takes a value and a type only")
@@ -484,14 +487,14 @@ class _Reader:
         out = kind_of(target)
         return Call("cast", (arg,), out, target)
 
-    def _part(self, part: str, of: Any) -> Call:
+    def _part(self, part: str, of: exp.Expr) -> Call:
         name = _PARTS.get(part.lower())
         if name is None:
             raise SqlRefusedError("function", f"the date part {part!r} (parts: "
                                   f"{', '.join(sorted(set(_PARTS.values())))})")
         return self._call("date_part", [self.read(of)], "int", {"date", "ts"}, name)
 
-    def _strptime(self, value: Any, fmt: Any) -> Call:
+    def _strptime(self, value: exp.Expr, fmt: exp.Expr | None) -> Call:
         from sqlglot import exp
 
         if not (isinstance(fmt, exp.Literal) and fmt.is_string):
@@ -503,7 +506,7 @@ class _Reader:
         return self._call("strptime", [self.read(value)], "ts", {"str"}, text)
 
 
-def read(node: Any, resolve: Callable[[Any], Col], what: str) -> Expr:
+def read(node: exp.Expr, resolve: Callable[[exp.Column], Col], what: str) -> Expr:
     """The whitelist tree of the per-row condition ``node`` (a sqlglot expression) whose
     columns ``resolve`` finds; refused (:class:`SqlRefusedError`) unless a condition."""
     try:

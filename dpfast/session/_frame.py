@@ -6,9 +6,12 @@ only when a frame's string column is looked at."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FRAME_DTYPES", "frame_rows"]
 
@@ -17,7 +20,7 @@ __all__ = ["FRAME_DTYPES", "frame_rows"]
 FRAME_DTYPES = frozenset({"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f4", "f8"})
 
 
-def frame_rows(frame: Any, cols: dict[str, str], not_null: Sequence[str],
+def frame_rows(frame: pd.DataFrame, cols: dict[str, str], not_null: Sequence[str],
                limit: int | None = None) -> dict[str, np.ndarray] | None:
     """See :meth:`dpfast.session._source.Source.frame_rows`."""
     if not set(cols.values()) <= set(not_null):
@@ -39,7 +42,7 @@ def frame_rows(frame: Any, cols: dict[str, str], not_null: Sequence[str],
             for name, c in cols.items()}
 
 
-def _frame_column(col: Any, types_only: bool = False
+def _frame_column(col: pd.Series, types_only: bool = False
                   ) -> tuple[np.ndarray, np.ndarray | None] | None:
     """A pandas column as DuckDB returns it and its missing values (None: it has none),
     or None for a column of another kind; ``types_only``: no rows (and None for an object

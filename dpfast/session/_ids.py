@@ -29,9 +29,14 @@ from __future__ import annotations
 
 import decimal
 import numbers
-from typing import Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
 
 __all__ = ["PREFIX", "decode", "encode_one", "frame_view"]
 
@@ -40,7 +45,7 @@ PREFIX = "\x1f"
 _TWO63 = 1 << 63
 
 
-def encode_one(v: Any) -> str | None:
+def encode_one(v: object) -> str | None:
     """The text of one privacy id (module docstring); None for a missing one, or for one
     whose type or value defies encoding.  Never raises: it runs before the charge (the
     fingerprint reads the encoded frame)."""
@@ -54,7 +59,7 @@ def _int(i: int) -> str:
     return f"{PREFIX}i:{i:x}"  # hex: no digit limit (Python caps int -> decimal text)
 
 
-def _encode_one(v: Any) -> str | None:
+def _encode_one(v: object) -> str | None:
     if v is None:
         return None
     if isinstance(v, str):
@@ -90,7 +95,7 @@ def _encode_one(v: Any) -> str | None:
     return None  # a type no privacy id may have: dropped as a missing id
 
 
-def _decode_one(v: str) -> Any:
+def _decode_one(v: str) -> int | float | bytes | str:
     tag, body = v[1:3], v[3:]
     if tag == "i:":
         return int(body, 16)
@@ -116,14 +121,14 @@ def decode(arr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _encode_all(values: Any) -> np.ndarray:
+def _encode_all(values: Collection[object]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     for i, v in enumerate(values):
         out[i] = encode_one(v)
     return out
 
 
-def frame_view(frame: Any, unit: str | None) -> tuple[Any, bool]:
+def frame_view(frame: object, unit: str | None) -> tuple[object, bool]:
     """``(frame to register, whether its column unit is encoded)``: ``frame`` itself unless
     its privacy-unit column ``unit`` is a pandas object column that is not all strings or
     a Polars ``Object`` column; then a shallow copy of ``frame`` with that one column
@@ -135,11 +140,11 @@ def frame_view(frame: Any, unit: str | None) -> tuple[Any, bool]:
     if module.startswith("pandas"):
         return _pandas_view(frame, unit)
     if module.startswith("polars"):
-        return _polars_view(frame, unit)
+        return _polars_view(cast("pl.DataFrame", frame), unit)
     return frame, False
 
 
-def _pandas_view(frame: Any, unit: str) -> tuple[Any, bool]:
+def _pandas_view(frame: pd.DataFrame, unit: str) -> tuple[pd.DataFrame, bool]:
     import pandas as pd
     from pandas.api.types import infer_dtype
 
@@ -154,7 +159,7 @@ def _pandas_view(frame: Any, unit: str) -> tuple[Any, bool]:
     return view, True
 
 
-def _polars_view(frame: Any, unit: str) -> tuple[Any, bool]:
+def _polars_view(frame: pl.DataFrame, unit: str) -> tuple[pl.DataFrame, bool]:
     import polars as pl
 
     if unit not in frame.columns or frame.schema[unit] != pl.Object:

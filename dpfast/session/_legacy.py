@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
@@ -30,13 +30,18 @@ from dpfast import tables as _tables
 from dpfast.tables.spec import ReleaseSpec, StatSpec
 
 if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+    from dpfast.random import RngLike
+
+    from ._cache import Released
+    from ._release import Data
     from ._stats import Stat
 
 __all__ = ["call", "one_row", "probe", "spec"]
 
 
 class _Event(Exception):
-    def __init__(self, event: Any) -> None:
+    def __init__(self, event: DpEvent) -> None:
         super().__init__("probe")
         self.event = event
 
@@ -44,16 +49,16 @@ class _Event(Exception):
 class _Probe:
     """A budget that records the event of the charge and stops the release there."""
 
-    def spend(self, event: Any, *, note: str = "", analyst: str = "") -> Any:
+    def spend(self, event: DpEvent, *, note: str = "", analyst: str = "") -> NoReturn:
         raise _Event(event)
 
     @contextlib.contextmanager
-    def charge(self, event: Any, *, note: str = "", analyst: str = "") -> Iterator[None]:
+    def charge(self, event: DpEvent, *, note: str = "", analyst: str = "") -> Iterator[None]:
         raise _Event(event)
         yield  # pragma: no cover
 
 
-def probe(release: Callable[[Any], Any]) -> Any:
+def probe(release: Callable[[_Probe], object]) -> DpEvent:
     """The event ``release(budget)`` charges (run on synthetic rows: it stops there)."""
     try:
         release(_Probe())
@@ -72,8 +77,8 @@ def one_row(empty: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def call(stat: Stat, kwargs: dict[str, Any], data: tuple[Any, Any, Any], budget: Any,
-         rng: Any) -> Any:
+def call(stat: Stat, kwargs: dict[str, object], data: Data, budget: _Probe | None,
+         rng: RngLike) -> Released:
     """``dpfast.tables.<stat.name>(values?, keys, privacy_ids, **kwargs)`` charged to
     ``budget`` (a probe's, or None: the session's ledger query has charged it)."""
     keys, ids, values = data
@@ -88,9 +93,9 @@ def call(stat: Stat, kwargs: dict[str, Any], data: tuple[Any, Any, Any], budget:
     return fn(keys, ids, **kw)
 
 
-def spec(statistic: str, column: str | None, params: dict[str, Any], *, rows: str,
-         privacy_unit: str | None, epsilon: Any = None, delta: Any = 0.0, rho: Any = None,
-         options: dict[str, Any] | None = None) -> ReleaseSpec:
+def spec(statistic: str, column: str | None, params: dict[str, object], *, rows: str,
+         privacy_unit: str | None, epsilon: float | None = None, delta: float = 0.0,
+         rho: float | None = None, options: dict[str, object] | None = None) -> ReleaseSpec:
     """The :class:`~dpfast.tables.spec.ReleaseSpec` (the cache's one spec format) of a
     release outside the registry (histogram, topdown): made as given, unchecked -- its
     :mod:`dpfast.tables` function checks its parameters, in the probe, before the charge;

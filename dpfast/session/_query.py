@@ -12,7 +12,6 @@ comments, and the privacy unit read from the private table's own column.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from . import _expr
 from ._expr import Col, Expr
@@ -41,7 +40,7 @@ class Agg:
     statistic: str
     column: Col | None
     label: str               # the aggregate as dpfast writes it (for notes)
-    params: tuple[tuple[str, Any], ...] = ()
+    params: tuple[tuple[str, object], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

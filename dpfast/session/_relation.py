@@ -14,13 +14,16 @@ table's alias, else its name; a bare name in one table only, or a ``USING`` colu
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import _expr
 from ._expr import Col
 from ._query import Join
 from ._refuse import SqlRefusedError
 from ._source import Source, quote
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 __all__ = ["Scope", "Table", "check_unique", "join", "scope"]
 
@@ -48,7 +51,7 @@ class Scope:
         self.using: set[str] = set()
         self.visible = len(tables)
 
-    def resolve(self, node: Any) -> Col:
+    def resolve(self, node: exp.Column) -> Col:
         """The real column a sqlglot ``Column`` names among the visible tables (a join's ON
         sees the tables up to its own); refused (``column``) if none or several."""
         if node.args.get("db") or node.args.get("catalog"):
@@ -78,7 +81,7 @@ def _public_types(src: Source, name: str) -> dict[str, str]:
     return {c: str(t) for c, t in zip(rel.columns, rel.types)}
 
 
-def _table(t: Any, src: Source) -> Table:
+def _table(t: exp.Expr, src: Source) -> Table:
     from sqlglot import exp
 
     if not isinstance(t, exp.Table) or not isinstance(t.this, exp.Identifier):
@@ -105,7 +108,7 @@ def _table(t: Any, src: Source) -> Table:
     return Table(public[0], label, _public_types(src, public[0]))
 
 
-def scope(tree: Any, src: Source) -> tuple[Scope, list[Any]]:
+def scope(tree: exp.Expr, src: Source) -> tuple[Scope, list[exp.Join]]:
     """The tables of ``tree`` (a sqlglot SELECT) and its join nodes; refused unless the
     private table comes first and each join is INNER / LEFT with ON or USING."""
     frm = tree.args.get("from_") or tree.args.get("from")
@@ -137,7 +140,7 @@ def scope(tree: Any, src: Source) -> tuple[Scope, list[Any]]:
     return Scope(tables), joins
 
 
-def join(scope: Scope, i: int, j: Any) -> Join:
+def join(scope: Scope, i: int, j: exp.Join) -> Join:
     """The ``i``-th table's join: equalities of its columns with earlier tables' ones."""
     from sqlglot import exp
 

@@ -31,15 +31,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
 from dpfast.tables.spec import ReleaseSpec, StatSpec
 
 from . import _cache, _expr, _legacy, _query
+from ._cache import Released
 from ._query import Agg, Query
 from ._stats import Stat
 
@@ -57,9 +59,7 @@ Data = tuple[Column, np.ndarray | None, np.ndarray | None]
 #: value bounds: ``(lo, hi)``, ``"auto"`` or None
 Bounds = tuple[float, float] | str | None
 #: a public key domain: the keys (one array, or one per key column), or None
-Domain = Column | None
-#: a release of :mod:`dpfast.tables` (a TableRelease, a QuantileRelease...)
-Released = Any
+Domain = npt.ArrayLike | None
 
 
 def columns(q: Query, agg: Agg, unit: str | None) -> list[str]:
@@ -109,6 +109,7 @@ def _reader(session: Session, q: Query, agg: Agg, value: bool
     arrays DuckDB would give), else DuckDB runs the generated row query."""
     src, pid = session._source, session.privacy_unit
     if src.kind == "dask":
+        assert src.frame is not None  # a Dask source is its frame
         meta = src.frame._meta
 
         def dask_types(limit: int | None) -> dict[str, np.ndarray]:
@@ -165,7 +166,7 @@ def schema_rows(types: dict[str, np.ndarray], n_keys: int, domain: Domain) -> _r
     return _run.Rows(keys, ids, values, domain=domain)
 
 
-def _accepted(fn: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _accepted(fn: Callable[..., object], kwargs: dict[str, object]) -> dict[str, object]:
     """``kwargs`` less those ``fn`` does not take (``max_per_partition`` of a statistic
     of people per key, ``bounds`` of one without bounds)."""
     params = inspect.signature(fn).parameters
@@ -228,4 +229,4 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
         def compute() -> Released:
             return _legacy.call(stat, kwargs, _data(read(None), n_keys), None, session.rng)
     return _cache.cached(session, spec, what, event, compute, _cache.table_payload,
-                         need=need)
+                         lambda r: r, need=need)

@@ -45,13 +45,20 @@ import json
 import os
 import re
 import threading
+import types
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import _colcache, _engine, _frame, _ids
+from ._stamps import Stamp
 from ._stamps import file_stamp as _file_stamp
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+    import pandas as pd
+    from duckdb import DuckDBPyConnection
 
 __all__ = ["Source", "make_source", "quote"]
 
@@ -67,13 +74,13 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _table_name(name: Any, what: str) -> str:
+def _table_name(name: object, what: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"{what} must be a plain SQL name (letters, digits, _), got {name!r}")
     return name
 
 
-def _duckdb() -> Any:
+def _duckdb() -> types.ModuleType:
     try:
         import duckdb
     except ImportError as exc:  # pragma: no cover - duckdb is in the test extra
@@ -81,27 +88,28 @@ def _duckdb() -> Any:
     return duckdb
 
 
-def _is_pandas(x: Any) -> bool:
+def _is_pandas(x: object) -> bool:
     return type(x).__module__.startswith("pandas") and hasattr(x, "columns")
 
 
-def _is_polars(x: Any) -> bool:
+def _is_polars(x: object) -> bool:
     return type(x).__module__.startswith("polars") and hasattr(x, "columns")
 
 
-def _is_dask(x: Any) -> bool:
+def _is_dask(x: object) -> bool:
     return type(x).__module__.startswith("dask") and hasattr(x, "columns")
 
 
 class Source:
     """One private table (see the module docstring)."""
 
-    def __init__(self, kind: str, name: str, con: Any = None, frame: Any = None,
+    def __init__(self, kind: str, name: str, con: DuckDBPyConnection | None = None,
+                 frame: pd.DataFrame | dd.DataFrame | None = None,
                  files: Sequence[str] = (), table: str | None = None,
-                 owner: Any = None) -> None:
+                 owner: DuckDBPyConnection | None = None) -> None:
         self.kind = kind
         self.name = name
-        self.con = con            # the DuckDB connection rows are read on (None for Dask)
+        self._con = con           # the DuckDB connection rows are read on (None for Dask)
         self.frame = frame        # the Dask DataFrame, or the pandas one (read in place)
         self.files = tuple(files)  # Parquet files or the DuckDB database file
         self.table = table
@@ -109,28 +117,38 @@ class Source:
         #: the table is copied from it into ``con`` (:meth:`_sync`); None: ``con`` has it
         self.owner = owner
         self.public: frozenset[str] = frozenset()  # public tables on the same connection
-        self._copy: tuple[Any, bool] | None = None  # (version copied, with its rows)
-        self._owner_key: Any = None  # the owner's table's version at the last fingerprint
+        self._copy: tuple[object, bool] | None = None  # (version copied, with its rows)
+        #: the owner's table's version at the last fingerprint (rows, content digest)
+        self._owner_key: tuple[int, str] | None = None
         #: a DataFrame registered on ``con`` (pandas or Polars): registered again before
         #: every read, since DuckDB keeps the arrays it saw at registration
-        self.registered: Any = None
+        self.registered: object = None
         #: the privacy-unit column: a DataFrame's column of Python objects is registered
         #: encoded id by id and its ids decoded when read (:mod:`dpfast.session._ids`)
         self.unit: str | None = None
         self._sync_lock = threading.Lock()
-        self._schema: tuple[Any, dict[str, str]] | None = None  # (stamps, name -> type)
-        self._frame_columns: tuple[tuple[Any, ...], list[str]] | None = None
+        self._schema: tuple[list[Stamp], dict[str, str]] | None = None  # (stamps, types)
+        self._frame_columns: tuple[tuple[object, ...], list[str]] | None = None
         #: the decoded columns of a file source (None: not a file source, or disabled)
         self.column_cache: _colcache.ColumnCache | None = None
+
+    @property
+    def con(self) -> DuckDBPyConnection:
+        """The DuckDB connection rows are read on (a Dask source has none: ValueError)."""
+        if self._con is None:
+            raise ValueError("a Dask source has no SQL row access (use the release methods)")
+        return self._con
 
     # ----------------------------------------------------------------- schema
     @property
     def columns(self) -> list[str]:
         if self.kind == "dask":
+            assert self.frame is not None  # a Dask source is its frame
             return [str(c) for c in self.frame.columns]
         if self.files:
             return list(self.schema(self.stamps()))
         if self.kind == "pandas":  # memoised while the frame keeps its column labels
+            assert self.frame is not None  # a pandas source reads its frame in place
             labels = tuple(self.frame.columns)
             if self._frame_columns is None or self._frame_columns[0] != labels:
                 names = self.con.sql(f"SELECT * FROM {quote(self.name)} LIMIT 0").columns
@@ -139,7 +157,7 @@ class Source:
         return list(self._meta.sql(f"SELECT * FROM {quote(self._meta_name)} LIMIT 0").columns)
 
     @property
-    def _meta(self) -> Any:
+    def _meta(self) -> DuckDBPyConnection:
         """The connection dpfast's own fixed SQL reads the table on (schema, columns,
         digests): the owner's for a DuckDB table, else the engine."""
         return self.owner if self.owner is not None else self.con
@@ -148,7 +166,7 @@ class Source:
     def _meta_name(self) -> str:
         return self.table if self.owner is not None and self.table else self.name
 
-    def schema(self, stamps: Any) -> dict[str, str]:
+    def schema(self, stamps: list[Stamp]) -> dict[str, str]:
         """The private table's column names and DuckDB types, memoised for a file source
         while its files keep the stamps ``stamps`` (:meth:`stamps`)."""
         if self.files and self._schema is not None and self._schema[0] == stamps:
@@ -159,7 +177,7 @@ class Source:
             self._schema = (stamps, got)
         return got
 
-    def stamps(self) -> list[Any]:
+    def stamps(self) -> list[Stamp]:
         """A file source's files as ``[abspath, size, mtime_ns, ctime_ns, inode, device,
         content mark]`` each (:func:`_file_stamp`; and a DuckDB file's WAL, if there is
         one): a rewritten file has other stamps; ``[]`` for other sources.  The column
@@ -280,7 +298,7 @@ class Source:
             return encoded
         with self._sync_lock:
             if self.kind == "duckdb-file":
-                key: Any = self.stamps()
+                key: object = self.stamps()
             else:
                 if self._owner_key is None:
                     self._content_hash(())
@@ -410,6 +428,7 @@ class Source:
         if self.kind == "dask":
             from dask.base import tokenize
 
+            assert self.frame is not None  # a Dask source is its frame
             return _digest(["dask", tokenize(self.frame[list(cols)]), cols])
         duckdb = _duckdb()
         cells = ", ".join(quote(c) for c in cols) or "1"
@@ -434,13 +453,13 @@ class Source:
         return _digest([self.kind, duckdb.__version__, int(got[0]), got[1], cols])
 
 
-def _digest(obj: Any) -> str:
+def _digest(obj: object) -> str:
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def make_source(source: Any, *, table: str | None = None, name: str | None = None,
-                public: dict[str, Any] | None = None,
+def make_source(source: object, *, table: str | None = None, name: str | None = None,
+                public: dict[str, object] | None = None,
                 column_cache: int = _colcache.DEFAULT_BUDGET,
                 privacy_unit: str | None = None) -> Source:
     """Wrap ``source`` (see :class:`dpfast.Session`); ``public`` tables are registered on
@@ -501,7 +520,7 @@ def _sql_str(s: str) -> str:
     return s.replace("'", "''")
 
 
-def _file_source(duckdb: Any, paths: list[str], table: str | None, name: str | None,
+def _file_source(duckdb: types.ModuleType, paths: list[str], table: str | None, name: str | None,
                  public_files: list[str]) -> Source:
     files: list[str] = []
     for p in paths:

@@ -8,15 +8,19 @@ checked column list of ``by`` and the row filter ``where`` read into dpfast's wh
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpfast.tables.spec import domain_fingerprint
+
+if TYPE_CHECKING:
+    from ._expr import Expr
+    from ._source import Source
 
 __all__ = ["column_names", "domain_fingerprint", "normalize_where", "render_where",
            "where_condition"]
 
 
-def column_names(by: Any, what: str = "by") -> list[str]:
+def column_names(by: object, what: str = "by") -> list[str]:
     """``by`` (a column name or a list of them) as a list; TypeError naming ``what``."""
     cols = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) else None
     if not cols or not all(isinstance(c, str) for c in cols):
@@ -24,7 +28,7 @@ def column_names(by: Any, what: str = "by") -> list[str]:
     return cols
 
 
-def where_condition(where: Any, src: Any) -> Any:
+def where_condition(where: object, src: Source) -> Expr | None:
     """The row filter ``where`` read into dpfast's query model (an expression of
     :mod:`dpfast.session._expr`, on the private table: the condition a method call's row
     query and an SQL ``WHERE`` share), or None; refused
@@ -38,7 +42,7 @@ def where_condition(where: Any, src: Any) -> Any:
     return _sql.row_condition(where, src)
 
 
-def normalize_where(where: Any, src: Any) -> tuple[str | None, list[str]]:
+def normalize_where(where: object, src: Source) -> tuple[str | None, list[str]]:
     """The SQL dpfast generates for a row filter and the real columns it reads: ``where``
     is read into the whitelist of :func:`dpfast.session.sql.row_filter` (one model and
     generator for every ``where=`` and SQL ``WHERE``); anything else is refused
@@ -52,7 +56,7 @@ def normalize_where(where: Any, src: Any) -> tuple[str | None, list[str]]:
     return _sql.row_filter(where, src)
 
 
-def render_where(cond: Any) -> str:
+def render_where(cond: Expr) -> str:
     """The SQL dpfast writes for a row condition of :func:`where_condition` (columns
     unqualified: the form of notes and of :func:`normalize_where`)."""
     from dpfast.session import _expr

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
+from typing import TypeAlias
 
-__all__ = ["content_mark", "file_stamp"]
+__all__ = ["Stamp", "content_mark", "file_stamp"]
+
+#: a file's stamp: ``[abspath, size, mtime_ns, ctime_ns, inode, device, content mark]``
+Stamp: TypeAlias = list[str | int]
 
 #: bytes at the head of a DuckDB database file that hold its headers (the main header and
 #: the two alternating database headers, each a 4 KiB block: each checkpoint rewrites one)
@@ -44,7 +47,7 @@ def content_mark(path: str, size: int) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def file_stamp(path: str) -> list[Any]:
+def file_stamp(path: str) -> Stamp:
     """``[abspath, size, mtime_ns, ctime_ns, inode, device, content mark]`` of a file: a
     rewrite changes the status-change time and (written elsewhere and moved in) the inode,
     which ``os.utime`` cannot restore, and the format's own metadata

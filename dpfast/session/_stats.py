@@ -26,7 +26,6 @@ import dataclasses
 import inspect
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from dpfast.tables.statistics import REGISTRY, Statistic
 
@@ -52,7 +51,7 @@ class Stat:
     value: bool
     bounds: bool
     gaussian: bool
-    params: Mapping[str, Any]
+    params: Mapping[str, object]
     sql_names: tuple[str, ...]
     summary: str = ""
     registered: bool = True
@@ -68,7 +67,7 @@ class Stat:
 #: is retired)
 ALIASES: dict[str, str] = {"stddev": "std"}
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_EMPTY: Mapping[str, object] = MappingProxyType({})
 
 #: LEGACY -- the statistics of dpfast.tables without a registry entry (and so without a
 #: plan) when the session moved to the registry; each runs the old probe path

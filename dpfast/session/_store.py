@@ -22,7 +22,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+    from dpfast.budget import Budget
+    from dpfast.budget.analysts import Analyst
+    from dpfast.budget.queries import Query
+    from dpfast.budget.usage import Usage
 
 __all__ = ["Store", "default_accounting"]
 
@@ -36,27 +43,27 @@ def default_accounting(delta: float) -> str:
 class Store:
     """The cache and the analysts of one budget (see the module docstring)."""
 
-    def __init__(self, budget: Any) -> None:
+    def __init__(self, budget: Budget) -> None:
         self.budget = budget
 
-    def who(self, analyst: str) -> Any:
+    def who(self, analyst: str) -> Budget | Analyst:
         """What a release of ``analyst`` is charged to: the budget or the analyst handle."""
         return self.budget.analyst(analyst) if analyst else self.budget
 
     @contextlib.contextmanager
-    def query(self, qid: str, event: Any, *, note: str, analyst: str) -> Iterator[Any]:
+    def query(self, qid: str, event: DpEvent, *, note: str, analyst: str) -> Iterator[Query]:
         """``budget.query``: yields ``q`` with ``hit``, ``payload``, ``store(bytes)``."""
         with self.budget.query(qid, event, note=note, analyst=analyst) as q:
             yield q
 
-    def add_analyst(self, name: str, epsilon: float | None, delta: float | None) -> Any:
+    def add_analyst(self, name: str, epsilon: float | None, delta: float | None) -> Analyst:
         """Register analyst ``name``'s sub-budget (or reopen the same); returns the handle.
         A sub-budget's delta defaults to the budget's (key selection needs one)."""
         if epsilon is not None and delta is None:
             delta = self.budget.delta
         return self.budget.add_analyst(name, epsilon=epsilon, delta=delta)
 
-    def analyst(self, name: str, epsilon: float | None, delta: float | None) -> Any:
+    def analyst(self, name: str, epsilon: float | None, delta: float | None) -> Analyst:
         """The registered analyst ``name`` (ValueError if not registered, or if
         ``epsilon`` / ``delta`` are not their share)."""
         if epsilon is not None and delta is None:
@@ -77,6 +84,6 @@ class Store:
         ``part`` or a question's ``<question>~<part>``), or None."""
         return self.budget.result_id(part)
 
-    def usage(self) -> Any:
+    def usage(self) -> Usage:
         """The budget's usage report (:class:`dpfast.budget.usage.Usage`)."""
         return self.budget.usage()

@@ -9,7 +9,8 @@ that person's own rows; :func:`dpfast.tables.bound_contributions`), then
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -18,10 +19,21 @@ from dpfast.tables.spec import domain_fingerprint
 
 from . import _cache, _legacy
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import pandas as pd
+
+    from dpfast.tables.hierarchy import TopDownRelease
+
+    from .session import Session
+
+    #: a public geography: a DataFrame or a mapping of columns
+    Geography: TypeAlias = "pd.DataFrame | Mapping[str, npt.ArrayLike]"
+
 __all__ = ["topdown"]
 
 
-def _levels(geography: Any, levels: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+def _levels(geography: Geography, levels: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
     cols = {}
     for c in levels:
         try:
@@ -42,8 +54,8 @@ def _levels(geography: Any, levels: list[str]) -> tuple[list[np.ndarray], np.nda
     return ids, leaf
 
 
-def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
-            where: str | None = None, **options: Any) -> Any:
+def topdown(session: Session, geography: Geography, levels: str | Sequence[str], *,
+            rho: float, where: str | None = None, **options: object) -> TopDownRelease:
     """See :meth:`dpfast.Session.topdown`."""
     from dpfast.session._spec import column_names, normalize_where
 
@@ -86,4 +98,4 @@ def topdown(session: Any, geography: Any, levels: Any, *, rho: Any,
     return _cache.cached(
         session, spec, what, event,
         lambda: _tables.topdown(leaf_counts(), ids, rho=rho, rng=session.rng, **options),
-        lambda r: {"kind": "topdown", "release": r.to_state()})
+        lambda r: {"kind": "topdown", "release": r.to_state()}, lambda r: r)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -20,10 +20,62 @@ from ._query import Agg, Query
 from ._source import Source, make_source
 from ._stats import STATISTICS
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from typing_extensions import Unpack
+
+    from dpfast.budget.usage import Usage
+    from dpfast.random import RngLike
+    from dpfast.tables.hierarchy import TopDownRelease
+    from dpfast.tables.release import TableRelease
+
+    from ._answer import SqlRelease
+    from ._cache import Released
+    from ._topdown import Geography
+
 __all__ = ["Analyst", "Session", "STATISTICS"]
 
 
-def _params(stat: _stats.Stat, given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+class _Options(TypedDict, total=False):
+    """The options of :meth:`Session.count`, :meth:`Session.sum`, :meth:`Session.mean`
+    (those of :meth:`Session.release` but the privacy target and ``where``)."""
+
+    rho: float | None
+    noise: str | None
+    bounds: tuple[float, float] | None
+    domain: npt.ArrayLike | None
+    max_partitions: int | None
+    max_per_partition: int | None
+    note: str
+    bounding: str
+
+
+class _HistogramOptions(TypedDict, total=False):
+    """The options of :meth:`Session.histogram` (those of :func:`dpfast.histogram` but
+    ``weights`` and what the session fills in)."""
+
+    density: bool
+    rho: float | None
+    weight_bounds: tuple[float, float] | None
+    max_partitions: int
+    max_per_partition: int
+    nonnegative: bool
+    integer: bool
+    noise: str | None
+    note: str
+    use_case: str | None
+
+
+class _SqlOptions(TypedDict, total=False):
+    """The options of :meth:`Session.sql` (:func:`dpfast.session._answer.run`)."""
+
+    rho: float | None
+    noise: str | None
+    max_partitions: int | None
+    max_per_partition: int | None
+
+
+def _params(stat: _stats.Stat, given: dict[str, object]) -> tuple[tuple[str, object], ...]:
     """The statistic's own parameters (``q=`` of the quantile) as the spec holds them:
     sorted ``(name, value)`` pairs, sequences as tuples; TypeError for a parameter the
     statistic does not take or a required one not given (None: not given)."""
@@ -49,14 +101,18 @@ def _params(stat: _stats.Stat, given: dict[str, Any]) -> tuple[tuple[str, Any], 
     return tuple(sorted(out))
 
 
-def _method(session: Session, name: str, stat: _stats.Stat) -> Callable[..., Any]:
+def _method(session: Session, name: str, stat: _stats.Stat) -> Callable[..., Released]:
     """``session.<name>``: :meth:`Session.release` of the statistic ``stat``."""
+    # the options (the statistic's own parameters among them: q=, trim=...) are checked
+    # by release, whose keywords they are
+    release: Callable[..., Released] = session.release
     if stat.value:
-        def method(value: str, by: Any, **options: Any) -> Any:
-            return session.release(name, by, value=value, **options)
+        def method(value: str, by: str | Sequence[str], **options: object) -> Released:
+            return release(name, by, value=value, **options)
     else:
-        def method(by: Any, **options: Any) -> Any:  # type: ignore[misc]
-            return session.release(name, by, **options)
+        def method(by: str | Sequence[str], **options: object  # type: ignore[misc]
+                   ) -> Released:
+            return release(name, by, **options)
     what = stat.summary or f"the {stat.name} statistic"
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (f":func:`dpfast.tables.{stat.name}` ({what}) per ``by`` key through "
@@ -138,13 +194,15 @@ class Session:
     (:mod:`dpfast.session._engine`).
     """
 
-    def __init__(self, source: Any, *, privacy_unit: str | None, bounds: dict[str, Any]
-                 | None = None, domains: dict[str, Any] | None = None, budget: Any = None,
+    def __init__(self, source: object, *, privacy_unit: str | None,
+                 bounds: dict[str, tuple[float, float]] | None = None,
+                 domains: dict[str, npt.ArrayLike] | None = None,
+                 budget: Budget | None = None,
                  epsilon: float | None = None, delta: float = 0.0,
-                 ledger: str | os.PathLike[str] | None = None, rng: Any = None,
+                 ledger: str | os.PathLike[str] | None = None, rng: RngLike = None,
                  max_partitions: int = 1, max_per_partition: int = 1,
                  table: str | None = None, name: str | None = None,
-                 public: dict[str, Any] | None = None,
+                 public: dict[str, object] | None = None,
                  column_cache: int = _colcache.DEFAULT_BUDGET) -> None:
         if budget is not None and (epsilon is not None or ledger is not None):
             raise ValueError("give budget= or epsilon=/delta=/ledger=, not both")
@@ -179,7 +237,8 @@ class Session:
             raise
 
     @staticmethod
-    def _make_budget(epsilon: Any, delta: Any, ledger: Any) -> Budget:
+    def _make_budget(epsilon: float | None, delta: float,
+                     ledger: str | os.PathLike[str] | None) -> Budget:
         if epsilon is None:
             if ledger is not None and os.path.exists(ledger):
                 return Budget.from_ledger(ledger)
@@ -187,7 +246,7 @@ class Session:
         acc = _store.default_accounting(delta)
         return Budget(epsilon, delta or None, ledger=ledger, accounting=acc)
 
-    def _check_bounds(self, bounds: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    def _check_bounds(self, bounds: object) -> dict[str, tuple[float, float]]:
         if not isinstance(bounds, dict):
             raise TypeError("bounds must be a dict {column: (lo, hi)}")
         out = {}
@@ -198,7 +257,7 @@ class Session:
             out[col] = (b[0], b[1])
         return out
 
-    def _check_domains(self, domains: dict[str, Any]) -> dict[str, np.ndarray]:
+    def _check_domains(self, domains: object) -> dict[str, np.ndarray]:
         if not isinstance(domains, dict):
             raise TypeError("domains must be a dict {column: keys}")
         for col in domains:
@@ -225,14 +284,15 @@ class Session:
         self._store.analyst(name, epsilon, delta)
         return Analyst(self, name)
 
-    def usage(self) -> Any:
+    def usage(self) -> Usage:
         """The budget's usage report (:meth:`dpfast.Budget.usage`): total, spent,
         remaining, utilization %, per analyst, per query, cache hits; ``print`` it."""
         return self._store.usage()
 
     # ------------------------------------------------------------------ releases
-    def count(self, by: Any, *, epsilon: float | None = None, delta: float = 0.0,
-              where: str | None = None, **options: Any) -> Any:
+    def count(self, by: str | Sequence[str], *, epsilon: float | None = None,
+              delta: float = 0.0, where: str | None = None,
+              **options: Unpack[_Options]) -> Released:
         """:func:`dpfast.tables.count` of the rows per ``by`` key (passing ``where``, a SQL
         condition on the row's columns of the whitelist of :mod:`dpfast.session.sql`, from
         which dpfast generates the SQL DuckDB evaluates), through the cache.
@@ -241,20 +301,22 @@ class Session:
         return self.release("count", by, epsilon=epsilon, delta=delta, where=where,
                             **options)
 
-    def sum(self, value: str, by: Any, *, epsilon: float | None = None,  # noqa: A003
-            delta: float = 0.0, where: str | None = None, **options: Any) -> Any:
+    def sum(self, value: str, by: str | Sequence[str], *,  # noqa: A003
+            epsilon: float | None = None, delta: float = 0.0, where: str | None = None,
+            **options: Unpack[_Options]) -> Released:
         """:func:`dpfast.tables.sum` of ``value`` per ``by`` key (bounds from the
         session's ``bounds`` or ``bounds=``), through the cache; as :meth:`count`."""
         return self.release("sum", by, value=value, epsilon=epsilon, delta=delta,
                             where=where, **options)
 
-    def mean(self, value: str, by: Any, *, epsilon: float | None = None,
-             delta: float = 0.0, where: str | None = None, **options: Any) -> Any:
+    def mean(self, value: str, by: str | Sequence[str], *, epsilon: float | None = None,
+             delta: float = 0.0, where: str | None = None,
+             **options: Unpack[_Options]) -> Released:
         """:func:`dpfast.tables.mean` of ``value`` per ``by`` key; as :meth:`sum`."""
         return self.release("mean", by, value=value, epsilon=epsilon, delta=delta,
                             where=where, **options)
 
-    def __getattr__(self, name: str) -> Callable[..., Any]:
+    def __getattr__(self, name: str) -> Callable[..., Released]:
         """``session.<statistic>``: a release method of every statistic of the registry
         (:data:`dpfast.session.STATISTICS`): ``session.<name>(value, by, **options)``, or
         ``session.<name>(by, **options)`` for one that reads no value column."""
@@ -266,12 +328,12 @@ class Session:
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(_stats.names()))
 
-    def release(self, statistic: str, by: Any, *, value: str | None = None,
+    def release(self, statistic: str, by: str | Sequence[str], *, value: str | None = None,
                 epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
                 noise: str | None = None, where: str | None = None,
-                bounds: tuple[Any, Any] | None = None, domain: Any = None,
+                bounds: tuple[float, float] | None = None, domain: npt.ArrayLike | None = None,
                 max_partitions: int | None = None, max_per_partition: int | None = None,
-                note: str = "", bounding: str = "uniform", **params: Any) -> Any:
+                note: str = "", bounding: str = "uniform", **params: object) -> Released:
         """The release ``statistic`` (a name of :data:`dpfast.session.STATISTICS`: every
         statistic of the registry) of ``value`` per ``by`` key; what :meth:`count`,
         :meth:`sum`, :meth:`mean` call (and, by attribute, every other statistic:
@@ -342,9 +404,11 @@ class Session:
                 f"than {name} may still spend ({left.epsilon:.6g}); nothing was charged",
                 remaining=left, ledger=self.budget.ledger)
 
-    def histogram(self, column: str, bins: Any = 10, range: Any = None, *,  # noqa: A002
+    def histogram(self, column: str, bins: int | str | npt.ArrayLike = 10,
+                  range: tuple[float, float] | None = None, *,  # noqa: A002
                   epsilon: float | None = None, delta: float = 0.0, where: str | None = None,
-                  **options: Any) -> tuple[np.ndarray, np.ndarray, Any]:
+                  **options: Unpack[_HistogramOptions]
+                  ) -> tuple[np.ndarray, np.ndarray, TableRelease]:
         """:func:`dpfast.histogram` of ``column`` (``bins``, ``range`` as numpy; the privacy
         unit and contribution bounds filled in), through the cache: ``(hist, bin_edges,
         release)``.  ``options``: those of :func:`dpfast.histogram` but ``weights``."""
@@ -367,7 +431,8 @@ class Session:
         options.setdefault("note", what)
         cols = [column] + ([pid] if pid else [])
 
-        def call(limit: int | None, budget: Any, rng: Any) -> Any:
+        def call(limit: int | None, budget: _legacy._Probe | None, rng: RngLike
+                 ) -> tuple[np.ndarray, np.ndarray, TableRelease]:
             rows = src.select(cols, where_sql, limit)
             if limit == 0:
                 rows = _legacy.one_row(rows)
@@ -375,7 +440,7 @@ class Session:
                               privacy_ids=rows[pid] if pid else None, rng=rng,
                               budget=budget, return_release=True, **options)
 
-        def payload(res: Any) -> dict[str, Any]:
+        def payload(res: tuple[np.ndarray, np.ndarray, TableRelease]) -> dict[str, object]:
             h, e, rel = res
             return {"kind": "histogram", "hist": encode_array(h), "edges": encode_array(e),
                     "release": rel.to_state()}
@@ -385,8 +450,8 @@ class Session:
         return _cache.cached(self, spec, what, event, lambda: call(None, None, self.rng),
                              payload, release_of=lambda r: r[2])
 
-    def topdown(self, geography: Any, levels: Any, *, rho: float, where: str | None = None,
-                **options: Any) -> Any:
+    def topdown(self, geography: Geography, levels: str | Sequence[str], *, rho: float,
+                where: str | None = None, **options: object) -> TopDownRelease:
         """:func:`dpfast.tables.topdown` over the rows, through the cache.
 
         ``geography`` is a public table (a DataFrame or a mapping of columns) with one row
@@ -408,7 +473,7 @@ class Session:
         return _topdown.topdown(self, geography, levels, rho=rho, where=where, **options)
 
     def sql(self, query: str, *, epsilon: float | None = None, delta: float = 0.0,
-            **options: Any) -> Any:
+            **options: Unpack[_SqlOptions]) -> SqlRelease:
         """Answer an aggregate SQL query privately (:mod:`dpfast.session.sql`: the subset,
         the refusals, the budget split): returns a :class:`dpfast.session.SqlRelease`."""
         from dpfast.session import _answer, _cache
@@ -417,7 +482,7 @@ class Session:
         with _cache.question():
             return _answer.run(self, query, epsilon=epsilon, delta=delta, **options)
 
-    def _domain(self, keys: list[str]) -> Any:
+    def _domain(self, keys: list[str]) -> np.ndarray | tuple[np.ndarray, ...] | None:
         if not all(k in self.domains for k in keys):
             return None
         if len(keys) == 1:
@@ -450,11 +515,13 @@ class Analyst(Session):
         self.analyst_name = name
         self._parent = session
 
-    def analyst(self, name: str, **kw: Any) -> Analyst:
-        return self._parent.analyst(name, **kw)
+    def analyst(self, name: str, *, epsilon: float | None = None,
+                delta: float | None = None) -> Analyst:
+        return self._parent.analyst(name, epsilon=epsilon, delta=delta)
 
-    def add_analyst(self, name: str, **kw: Any) -> Analyst:
-        return self._parent.add_analyst(name, **kw)
+    def add_analyst(self, name: str, *, epsilon: float | None = None,
+                    delta: float | None = None) -> Analyst:
+        return self._parent.add_analyst(name, epsilon=epsilon, delta=delta)
 
     def close(self) -> None:
         """An analyst's view closes nothing (close the session)."""

@@ -39,7 +39,8 @@ release already charged).
 
 from __future__ import annotations
 
-from typing import Any
+import types
+from typing import TYPE_CHECKING
 
 from dpfast.tables.statistics.base import REQUIRED
 
@@ -50,12 +51,15 @@ from ._refuse import REASONS, SqlRefusedError  # noqa: F401 (re-exported)
 from ._relation import Scope, Table
 from ._source import Source, quote
 
+if TYPE_CHECKING:
+    from sqlglot import exp
+
 # REASONS and SqlRefusedError (dpfast.session._refuse) are re-exported here and documented
 # as dpfast.session.REASONS / dpfast.session.SqlRefusedError
 __all__ = ["plan", "row_filter"]
 
 
-def _sqlglot() -> Any:
+def _sqlglot() -> types.ModuleType:
     try:
         import sqlglot
     except ImportError as exc:  # pragma: no cover - sqlglot is in the test extra
@@ -63,7 +67,7 @@ def _sqlglot() -> Any:
     return sqlglot
 
 
-def _parse(text: str) -> Any:
+def _parse(text: str) -> exp.Expr:
     sqlglot = _sqlglot()
     try:
         trees = sqlglot.parse(text, read="duckdb")
@@ -76,7 +80,7 @@ def _parse(text: str) -> Any:
     return trees[0]
 
 
-def _no_nested(tree: Any) -> None:
+def _no_nested(tree: exp.Expr) -> None:
     from sqlglot import exp
 
     for sub in tree.find_all(exp.Select, exp.Subquery, exp.Exists, exp.SetOperation):
@@ -95,7 +99,7 @@ _CLAUSE_NAMES = {"sample": "USING SAMPLE", "qualify": "QUALIFY", "laterals": "LA
                  "pivots": "PIVOT", "into": "INTO", "kind": "SELECT AS", "prewhere": "PREWHERE"}
 
 
-def _check_clauses(tree: Any) -> None:
+def _check_clauses(tree: exp.Expr) -> None:
     from sqlglot import exp
 
     if isinstance(tree, exp.SetOperation):
@@ -115,7 +119,7 @@ def _check_clauses(tree: Any) -> None:
 _SAMPLE = {"Variance": "VAR_POP", "Stddev": "STDDEV_POP", "StddevSamp": "STDDEV_POP"}
 
 
-def _spellings(node: Any) -> set[str]:
+def _spellings(node: exp.Func) -> set[str]:
     """The lower-case names an aggregate call is known by (sqlglot's names of its
     function; a function sqlglot does not know: the name written)."""
     from sqlglot import exp
@@ -125,7 +129,8 @@ def _spellings(node: Any) -> set[str]:
     return {n.lower() for n in type(node).sql_names()} | {node.key}
 
 
-def _arguments(node: Any) -> tuple[Any, list[Any]]:
+def _arguments(node: exp.Expr
+               ) -> tuple[exp.Expr | None, list[exp.Expr]]:
     """An aggregate call's first argument and the others, in order."""
     from sqlglot import exp
 
@@ -136,7 +141,7 @@ def _arguments(node: Any) -> tuple[Any, list[Any]]:
     return node.this, [a for a in rest if a is not None and a is not False]
 
 
-def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> Agg:
+def _aggregate(node: exp.Func, alias: str | None, unit: str | None, scope: Scope) -> Agg:
     """One aggregate call: ``COUNT(*)`` / ``COUNT(col)`` / ``COUNT(DISTINCT unit)``, or a
     statistic of :mod:`dpfast.session._stats` by its SQL names (the registry's
     ``sql_names``): its column, then its own parameters (number literals, in the order
@@ -191,8 +196,8 @@ def _aggregate(node: Any, alias: str | None, unit: str | None, scope: Scope) -> 
     return Agg(alias or f"{stat.session_name}_{arg.name}", stat.name, col, label, params)
 
 
-def _params(text: str, stat: _stats.Stat, args: list[Any], columns: int = 0
-            ) -> tuple[tuple[str, Any], ...]:
+def _params(text: str, stat: _stats.Stat, args: list[exp.Expr], columns: int = 0
+            ) -> tuple[tuple[str, object], ...]:
     """A statistic's own parameters from an aggregate call's arguments after its column:
     number literals, in the order the statistic declares them; refused otherwise."""
     from sqlglot import exp
@@ -300,8 +305,8 @@ def _check_names(names: list[str]) -> None:
         seen.add(n.casefold())
 
 
-def _order(o: Any, scope: Scope, keys: list[Col], names: list[str], aggs: list[str]
-           ) -> tuple[tuple[str, bool], ...]:
+def _order(o: exp.Expr | None, scope: Scope, keys: list[Col], names: list[str],
+           aggs: list[str]) -> tuple[tuple[str, bool], ...]:
     from sqlglot import exp
 
     out = []
@@ -325,7 +330,7 @@ def _order(o: Any, scope: Scope, keys: list[Col], names: list[str], aggs: list[s
     return tuple(out)
 
 
-def row_condition(where: str, src: Source) -> Any:
+def row_condition(where: str, src: Source) -> _expr.Expr:
     """A per-row condition ``where`` on the private table (columns unqualified) read into
     dpfast's query model (an expression of :mod:`dpfast.session._expr`); refused
     (:class:`SqlRefusedError`) outside its whitelist."""
