@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import Protocol
 
 from dpfast._core.rounding import float_down, float_up, sqrt_up
 from dpfast._core.validate import check_real
@@ -107,6 +109,14 @@ def split_for_selection(p: Privacy, share: Fraction) -> tuple[Privacy, float, fl
     return dataclasses.replace(p, epsilon=e_stat, delta=d_stat), e_sel, d_sel
 
 
+class Evented(Protocol):
+    """What the release event composes: anything with an ``event`` (a :class:`Part`, a
+    rank part's event)."""
+
+    @property
+    def event(self) -> _events.DpEvent: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class Part:
     """One noised vector: its mechanism's noise law, the event, the sensitivities."""
@@ -154,7 +164,7 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
                 False)
 
 
-def release_event(p: Privacy, parts: list[Part], selection_delta: float | None = None
+def release_event(p: Privacy, parts: Sequence[Evented], selection_delta: float | None = None
                   ) -> _events.DpEvent:
     """The event of the whole release, stated for add/remove-one-person neighbours.
 

@@ -254,7 +254,8 @@ class TableRelease:
             return list(zip(*(k.tolist() for k in self.keys)))
         return self.keys.tolist()
 
-    def _aligned_truth(self, truth: Mapping[Hashable, float] | pd.Series | npt.ArrayLike) -> tuple[np.ndarray, int | None]:
+    def _aligned_truth(self, truth: Mapping[Hashable, float] | pd.Series | npt.ArrayLike
+                       ) -> tuple[np.ndarray, int | None]:
         if hasattr(truth, "items") or hasattr(truth, "index"):
             items = dict(truth.items())
             keys = self._key_list()
