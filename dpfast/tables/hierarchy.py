@@ -383,7 +383,7 @@ class TopDownPlan:
         return rel
 
 
-def plan_topdown(leaf_counts: object, levels: Sequence[object], rho: object,
+def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: object,
                  nonnegative: bool,
                  integer: bool, total_invariant: bool, per_person: bool,
                  max_partitions: object = 1, max_per_partition: object = 1,
