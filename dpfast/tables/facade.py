@@ -29,7 +29,7 @@ __all__ = ["Param", "parameters", "make_function", "local_function", "release_lo
            "REFERENCE_MARKER", "DEFAULTS"]
 
 #: default and annotation of each common release parameter (:data:`COMMON`)
-DEFAULTS: dict[str, tuple[Any, str]] = {
+DEFAULTS: dict[str, tuple[object, str]] = {
     "epsilon": (None, "float | None"),
     "delta": (0.0, "float"),
     "rho": (None, "float | None"),
@@ -58,7 +58,7 @@ class Param:
     ``default`` is :data:`REQUIRED` for a parameter without a default."""
 
     name: str
-    default: Any = REQUIRED
+    default: object = REQUIRED
     annotation: str = "Any"
     positional: bool = False
 
@@ -155,7 +155,7 @@ def release_kwargs(stat: type[Statistic], arguments: Mapping[str, Any]
     return own, spec, run
 
 
-def _check_dropna(dropna: Any) -> None:
+def _check_dropna(dropna: object) -> None:
     import numpy as np
 
     if not isinstance(dropna, (bool, np.bool_)):
