@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +21,8 @@ from dpfast.tables import _inputs, _keys, _plan, _select, bounding, groupby, key
 from dpfast.tables import _quantile_em as _em
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from dpfast.tables.release import TableRelease
     from dpfast.tables.run import Rows, Source
     from dpfast.tables.spec import ReleaseSpec
@@ -60,7 +62,7 @@ class AutoBounds:
     scale: tuple[float, float] = (0.0, 0.0)
 
     @property
-    def bounds(self) -> tuple[Any, Any]:
+    def bounds(self) -> tuple[float, float]:
         return (self.lo, self.hi)
 
     def rank_error(self, alpha: float = 0.05) -> int:
@@ -118,7 +120,8 @@ def pooled(data: _inputs._Data, g: np.ndarray, subkey: np.ndarray, policy: int =
 
 
 def choose(kept: np.ndarray, g: np.ndarray, eps_b: float, qs: tuple[float, float],
-           gen: _random.Generator, integer: bool) -> tuple[tuple[Any, Any], _bem.Choice]:
+           gen: _random.Generator, integer: bool
+           ) -> tuple[tuple[int | float, int | float], _bem.Choice]:
     """The private ``(lo, hi)`` of the pooled rows ``kept`` (:func:`pooled`) and the
     mechanism's choice (scale and centre too).  Draws one release stream of ``gen``:
     call it after the charge."""
@@ -136,7 +139,8 @@ def choose(kept: np.ndarray, g: np.ndarray, eps_b: float, qs: tuple[float, float
     return ((int(lo), int(hi)) if integer else (lo, hi)), ch
 
 
-def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: Any
+def _prepare(values: npt.ArrayLike | None, keys: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None,
+             privacy_ids: object, candidates: object, domain: object
              ) -> tuple[_inputs._Data, np.ndarray, bool]:
     if values is None:
         raise TypeError("values must be an array of numbers, got None")
@@ -148,7 +152,8 @@ def _prepare(values: Any, keys: Any, privacy_ids: Any, candidates: Any, domain: 
     raw = _inputs.as_numbers(values)
     integer = raw.dtype.kind in "iu"
     g = _grid_for(candidates, integer)
-    wide: Any = (int(g[0]), int(g[-1])) if integer else (float(g[0]), float(g[-1]))
+    wide: tuple[int, int] | tuple[float, float] = (
+        (int(g[0]), int(g[-1])) if integer else (float(g[0]), float(g[-1])))
     values = raw
     data, _ = _inputs._validate(keys, privacy_ids, values, wide, domain)
     return data, g, integer

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -76,14 +76,14 @@ class Choice(NamedTuple):
     centre: tuple[float, float]
 
 
-def split(eps_b: Any) -> tuple[float, float, float]:
+def split(eps_b: float | Fraction) -> tuple[float, float, float]:
     """``(ε_s, ε_c, ε_q)``: ``ε_b / 6`` for the scale and for the centre, ``ε_b / 3`` for
     each bound, rounded down (``ε_s + ε_c + 2 ε_q <= ε_b`` exactly)."""
     e = Fraction(eps_b)
     return float_down(e / 6), float_down(e / 6), float_down(e / 3)
 
 
-def event(eps_b: Any) -> Any:
+def event(eps_b: float | Fraction) -> _events.Composed:
     """``Composed((SelfComposed(Exponential(ε_b/6), 2), SelfComposed(Exponential(ε_b/3),
     2)))`` (rounded down)."""
     eps_s, _, eps_q = split(eps_b)
@@ -98,12 +98,13 @@ def ranks(slots: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     return cs[0::2].astype(np.int64), cs[1::2].astype(np.int64)
 
 
-def _target(n: int, q: Any) -> int:
+def _target(n: int, q: float | Fraction) -> int:
     fq = Fraction(q)
     return (fq.numerator * n) // fq.denominator
 
 
-def penalty(eps_q: Any, sensitivity: int, nats: Any = NATS_PER_STEP) -> int:
+def penalty(eps_q: float | Fraction, sensitivity: int,
+            nats: float | Fraction = NATS_PER_STEP) -> int:
     """``s = ceil(2 λ Δ / ε_q)``: ranks per candidate step, so ``κ = ε_q s / (2Δ) >= λ``."""
     f = Fraction(2) * Fraction(nats) * sensitivity / Fraction(eps_q)
     return max(1, -((-f.numerator) // f.denominator))
@@ -116,7 +117,7 @@ def _checked(v: np.ndarray) -> np.ndarray:
     return v.astype(np.float64)
 
 
-def interval_scores(a: np.ndarray, b: np.ndarray, q: Any, zero: int, n: int, step: int
+def interval_scores(a: np.ndarray, b: np.ndarray, q: float | Fraction, zero: int, n: int, step: int
                     ) -> np.ndarray:
     """Scores of the intervals ``[x_j, x_{j+1}]`` of a grid ``x`` (ranks ``a``, ``b`` of
     the ``n`` rows), ``j = 0 .. len - 2`` (int64): the rank utility of ``q`` minus ``step``
@@ -139,7 +140,7 @@ def kept(g: np.ndarray, scale_top: float) -> np.ndarray:
     return (g == 0) | (np.abs(g) >= np.ldexp(scale_top, -FLOOR_OCTAVES))
 
 
-def bound_scores(a: np.ndarray, b: np.ndarray, q: Any, centre: int, s: int, n: int
+def bound_scores(a: np.ndarray, b: np.ndarray, q: float | Fraction, centre: int, s: int, n: int
                  ) -> np.ndarray:
     """Scores of the candidates (int64; ranks ``a``, ``b`` of the ``n`` rows on the
     candidates): the rank utility of ``q`` minus ``s`` per step from the candidate to the
@@ -195,7 +196,7 @@ def choose(slots: np.ndarray, mag_slots: np.ndarray, g: np.ndarray, sensitivity:
     return Choice(out[0], out[1], scale, centre)
 
 
-def steps_beyond(alpha: float, nats: Any = NATS_PER_STEP) -> int:
+def steps_beyond(alpha: float, nats: float | Fraction = NATS_PER_STEP) -> int:
     """Smallest ``j >= 1`` with ``2 exp(-λ j) / (1 - exp(-λ)) <= alpha``: with probability
     at least ``1 - alpha`` a bound is at most ``j`` candidate steps farther from the centre
     than the best candidate ``p*`` (of largest rank utility, the nearest the centre among

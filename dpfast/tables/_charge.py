@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["charged"]
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+
+__all__ = ["Charger", "charged"]
+
+
+class Charger(Protocol):
+    """What a release charges: a :class:`dpfast.Budget`, an analyst's view of one, or
+    anything that spends like it (``charge``, a context manager that records a failed
+    release, is optional)."""
+
+    def spend(self, event: DpEvent, *, note: str = "") -> object:
+        """Check that ``event`` fits and charge it (raise when it does not)."""
 
 
 @contextlib.contextmanager
-def charged(budget: Any, event: Any, note: str) -> Iterator[None]:
+def charged(budget: Charger | None, event: DpEvent, note: str) -> Iterator[None]:
     """``with charged(budget, event, note): <release>``.  ``budget`` None charges nothing;
     a budget without :meth:`~dpfast.Budget.charge` (only ``spend``) is charged with
     ``spend`` and records no failure."""

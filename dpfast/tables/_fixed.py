@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -128,7 +127,7 @@ class FixedSums:
     def zeros(cls, n: int, exp: int) -> FixedSums:
         return cls(np.zeros(n, np.int64), np.zeros(n, np.int64), exp)
 
-    def __getitem__(self, idx: Any) -> FixedSums:
+    def __getitem__(self, idx: int | slice | np.ndarray) -> FixedSums:
         return FixedSums(self.hi[idx], self.lo[idx], self.exp)
 
     def __len__(self) -> int:

@@ -25,7 +25,7 @@ partitions (an id's rows meet in one partition whatever the dtypes of the input 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import cast
 
 import numpy as np
 
@@ -60,7 +60,7 @@ def _float_hashes(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def id_hash_one(v: Any) -> int:
+def id_hash_one(v: object) -> int:
     """The canonical value (module docstring) of one id."""
     if isinstance(v, (bool, np.bool_, int, np.integer)):
         i = int(v)
@@ -92,12 +92,12 @@ def id_hashes(uniques: np.ndarray) -> np.ndarray:
     return out
 
 
-def _sort_key(v: Any) -> tuple[int, Any]:
+def _sort_key(v: object) -> tuple[int, object]:
     if isinstance(v, (bool, np.bool_, int, np.integer, float, np.floating)):
         return (0, v)  # numbers by value (an int and an equal float are one id)
     if isinstance(v, str):
         return (1, v)
-    return (2, bytes(v))
+    return (2, bytes(cast(bytes, v)))  # ids are numbers, str or bytes (validated)
 
 
 def factorize_mixed(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.release import TableRelease
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpfast.accounting.events import DpEvent
     from dpfast.random import Generator
     from dpfast.tables.run import Columns, Rows, Source
     from dpfast.tables.spec import ReleaseSpec
@@ -89,7 +92,7 @@ class Plan:
     priv: _plan.Privacy
     part: _plan.Part
     select: _select.Selection | None
-    event: Any
+    event: DpEvent
 
     def local_partials(self, rows: Rows, subkey: np.ndarray) -> _Partials:
         """Validate the rows (keys, ids, the public domain) and compute the per-key
@@ -97,8 +100,8 @@ class Plan:
         data, _ = _inputs._validate(rows.keys, rows.privacy_ids, None, None, rows.domain)
         return (data, *partials(self, data, subkey))
 
-    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
-                           ) -> tuple[Any, int]:
+    def partition_partials(self, pdf: pd.DataFrame, cols: Columns, subkey: np.ndarray
+                           ) -> tuple[pd.DataFrame, int]:
         """One partition (every id's rows in it, so its number of keys, hence its weight,
         is known here): per key its weighted total, people and selection measure (a
         pandas DataFrame of the keys some id holds), and the partition's rows."""
@@ -118,7 +121,7 @@ class Plan:
             out[_MEASURE] = measure[nz]
         return pd.DataFrame(out), nrows
 
-    def merge(self, results: list[tuple[Any, int]], cols: Columns) -> _Partials:
+    def merge(self, results: list[tuple[pd.DataFrame, int]], cols: Columns) -> _Partials:
         """The partitions' partials (:meth:`partition_partials`' results) summed per key
         (checked), the keys coded as on one machine: what :meth:`finish` takes."""
         import pandas as pd
@@ -150,8 +153,8 @@ _Partials = tuple[_inputs._Data, np.ndarray, np.ndarray, np.ndarray | None]
 _WTOTAL, _PEOPLE, _MEASURE = "__dpfast_wtotal", "__dpfast_ids", "__dpfast_wunits"
 
 
-def plan(epsilon: Any, delta: Any, rho: Any, max_partitions: Any, domain: Any, noise: Any,
-         selection: Any, has_ids: bool) -> Plan:
+def plan(epsilon: float | None, delta: float, rho: float | None, max_partitions: int,
+         domain: object, noise: str | None, selection: str, has_ids: bool) -> Plan:
     """Validate and calibrate (errors name the parameter)."""
     k = bounding.positive_int(max_partitions, "max_partitions")
     if not has_ids:
@@ -204,7 +207,7 @@ def candidates(p: Plan, data: _inputs._Data, people: np.ndarray,
     return _candidates(data, people if measure is None else measure)
 
 
-def release(p: Plan, gen: Any, release_id: int | None, data: _inputs._Data,
+def release(p: Plan, gen: Generator, release_id: int | None, data: _inputs._Data,
             totals: np.ndarray, people: np.ndarray, measure: np.ndarray | None
             ) -> TableRelease:
     """Select (among :func:`candidates`), noise and report (the budget has been

@@ -37,7 +37,7 @@ class VarianceInterval:
         low, high = variance_interval(self.n, self.s1, self.s2, self.cap, self.laws, alpha)
         return (np.sqrt(low), np.sqrt(high)) if self.sqrt else (low, high)
 
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, object]:
         """The rule as JSON-able data (the noisy parts by their bytes)."""
         return {"n": _state.encode_array(np.asarray(self.n)),
                 "s1": _state.encode_array(np.asarray(self.s1)),
@@ -67,7 +67,7 @@ def variance_estimate(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float
 
 
 def variance_interval(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float,
-                      laws: tuple[Any, Any, Any], alpha: float
+                      laws: tuple[NoiseLaw, NoiseLaw, NoiseLaw], alpha: float
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Conservative ``1 - alpha`` intervals of ``M2/n - (M1/n)²`` (the exact aggregates of
     the kept rows, ``n >= 1``): each of the three parts within its exact half-width at

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from fractions import Fraction
-from typing import Any
 
 from dpfast.mechanisms import _tails
 
@@ -60,7 +59,7 @@ class NoiseLaw:
         return self.scale * math.sqrt(2 / math.pi)
 
 
-def _alpha(alpha: Any) -> Fraction:
+def _alpha(alpha: object) -> Fraction:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, Fraction)):
         raise TypeError(f"alpha must be a real number, got {type(alpha).__name__}")
     if not 0 < alpha < 1:

@@ -9,18 +9,22 @@ on the partitioning.  Used by the plans' ``merge`` (:mod:`dpfast.tables.run`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast._kernels import fixed as _kf
 from dpfast.tables import _fixed, _keys, bounding
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["key_codes", "checked_total"]
 
 
-def key_codes(parts: Any, names: list[str] | tuple[str, ...], domain: Any
-              ) -> tuple[Any, np.ndarray, Any]:
+def key_codes(parts: pd.DataFrame, names: list[str] | tuple[str, ...], domain: object
+              ) -> tuple[_keys.Factorized, np.ndarray, np.ndarray | None]:
     """The merged partials' key columns ``names`` factorized as on one machine:
     ``(factorized keys, a code per partial row, the domain's codes or None)`` -- with a
     public ``domain`` its keys come first, so the codes are those of the domain's keys."""
@@ -34,7 +38,7 @@ def key_codes(parts: Any, names: list[str] | tuple[str, ...], domain: Any
     return fk, fk.codes[nd:], fk.codes[:nd]
 
 
-def checked_total(codes: np.ndarray, col: Any, n: int) -> np.ndarray:
+def checked_total(codes: np.ndarray, col: npt.ArrayLike, n: int) -> np.ndarray:
     """Per key code, the sum of the partials' int64 column ``col`` -- the weighted unit
     counts of the weighted-Gaussian key selection -- saturated at ``2**62`` as on one
     machine (:func:`dpfast.tables.bounding.accumulate_weighted`: the partials are >= 0 and

@@ -44,12 +44,17 @@ import math
 import numbers
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpfast._core.rounding import float_down
 from dpfast.tables import _fixed, _plan, _rank_metrics, _select
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from dpfast.accounting.events import DpEvent
 
 __all__ = ["Metric", "MetricPlan", "parse_metrics", "plan_metrics", "kinds"]
 
@@ -89,7 +94,7 @@ class Metric:
     q: float | None = None
     parts: tuple[str, ...] = ()
 
-    def spec(self) -> Any:
+    def spec(self) -> str | tuple[str, str] | tuple[str, str, float | None]:
         """The metric's spec (``parse_metrics`` of it gives the metric back)."""
         if self.column is None:
             return self.kind
@@ -106,7 +111,7 @@ class Metric:
         return f"{self.kind}_{self.column}"
 
 
-def _quantile_arg(q: Any, where: str) -> float:
+def _quantile_arg(q: object, where: str) -> float:
     if isinstance(q, (bool, np.bool_)) or not isinstance(q, (numbers.Real, np.number)):
         raise TypeError(f"{where}: the quantile q must be a number in [0, 1], got {q!r}")
     f = float(q)
@@ -115,7 +120,7 @@ def _quantile_arg(q: Any, where: str) -> float:
     return f
 
 
-def _one(spec: Any, where: str, table: dict[str, tuple[str, ...]]
+def _one(spec: object, where: str, table: dict[str, tuple[str, ...]]
          ) -> tuple[str, str | None, float | None]:
     q = None
     if isinstance(spec, str):
@@ -147,7 +152,7 @@ def _one(spec: Any, where: str, table: dict[str, tuple[str, ...]]
     return kind, col, q
 
 
-def parse_metrics(metrics: Any, parts: Mapping[str, tuple[str, ...]]) -> list[Metric]:
+def parse_metrics(metrics: object, parts: Mapping[str, tuple[str, ...]]) -> list[Metric]:
     """``metrics``: a list of specs (``"count"``, ``("mean", "x")``, ``("median", "x")``,
     ``("quantile", "x", 0.9)``; named ``"count"``, ``"mean_x"``, ``"median_x"``,
     ``"q0.9_x"``) or a mapping ``{output name: spec}``.  ``parts``: the statistics a
@@ -186,7 +191,7 @@ def parse_metrics(metrics: Any, parts: Mapping[str, tuple[str, ...]]) -> list[Me
     return out
 
 
-def parse_weights(weights: Any, metrics: list[Metric]) -> list[Fraction]:
+def parse_weights(weights: object, metrics: list[Metric]) -> list[Fraction]:
     """Exact positive weights, one per metric (None: all 1).  A mapping by output name, or a
     sequence aligned with the metrics."""
     if weights is None:
@@ -219,8 +224,8 @@ class Column:
     """A value column's bounds and kind (integers: integer bounds, discrete noise for its
     sums)."""
 
-    lo: Any
-    hi: Any
+    lo: int | float
+    hi: int | float
     integer: bool
 
 
@@ -254,10 +259,10 @@ class MetricPlan:
     c: int
     select: _select.Selection | None  # the key selection (None: public domain)
     tau: int | None
-    event: Any
+    event: DpEvent
     ranks: dict[str, _rank_metrics.RankPlan] = dataclasses.field(default_factory=dict)
     rank_shares: dict[str, Fraction] = dataclasses.field(default_factory=dict)
-    grids: dict[str, Any] = dataclasses.field(default_factory=dict)
+    grids: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     slot_cols: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def n_value_parts(self) -> int:
@@ -285,7 +290,7 @@ def csq_bound(col: Column) -> float:
     return float_down((Fraction(col.hi) - Fraction(col.lo)) ** 2 / 4)
 
 
-def _selection(priv: _plan.Privacy, n_metrics: int, k: int, policy: Any
+def _selection(priv: _plan.Privacy, n_metrics: int, k: int, policy: str
                ) -> tuple[_plan.Privacy, Fraction, _select.Selection]:
     """``(the parts' Privacy, the parts' total share of it, the key selection)``: the
     selection gets the share of one more metric, ``1 / (n_metrics + 1)``."""
@@ -296,8 +301,8 @@ def _selection(priv: _plan.Privacy, n_metrics: int, k: int, policy: Any
 
 
 def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[str, Column],
-                 k: int, c: int, priv: _plan.Privacy, selection: Any = "auto",
-                 candidates: Any = None) -> MetricPlan:
+                 k: int, c: int, priv: _plan.Privacy, selection: str = "auto",
+                 candidates: dict[str, int | npt.ArrayLike] | None = None) -> MetricPlan:
     """Shares, mechanisms, grids, threshold and event (see the module docstring)."""
     for m in metrics:
         if m.column is not None and m.column not in columns:
@@ -366,7 +371,8 @@ def plan_metrics(metrics: list[Metric], weights: list[Fraction], columns: dict[s
         nvalue += 1
     ranks, rank_events = _rank_metrics.plan_ranks(rank_parts, k, priv, stat_priv, _SLACK)
     slot_cols = {name: nvalue + j for j, name in enumerate(rank_cols)}
-    event = _plan.release_event(priv, [q.part for q in parts.values()] + rank_events,
+    evented: list[_plan.Evented] = [*(q.part for q in parts.values()), *rank_events]
+    event = _plan.release_event(priv, evented,
                                 None if sel is None else sel.delta)
     return MetricPlan(metrics, parts, columns, k, c, sel,
                       None if sel is None else sel.threshold, event, ranks,

@@ -12,7 +12,7 @@ and each metric is post-processing of the noisy parts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -26,7 +26,27 @@ from dpfast.tables.groupby import _candidates, _finish, _take_keys
 from dpfast.tables.quantile_release import QuantileRelease
 from dpfast.tables.release import TableRelease
 
+if TYPE_CHECKING:
+    import pandas as pd
+    import polars as pl
+
+    from dpfast.accounting.events import DpEvent
+    from dpfast.random import Generator
+    from dpfast.tables._select import Selection
+
 __all__ = ["AggregateRelease", "summand_matrix", "release"]
+
+
+class _MetricCommon(TypedDict):
+    """What every :class:`TableRelease` metric of a release shares."""
+
+    keys: np.ndarray | tuple[np.ndarray, ...]
+    event: DpEvent
+    threshold: int | None
+    key_names: tuple[str, ...] | None
+    value_name: str
+    release_id: int | None
+    selection: Selection | None
 
 
 # ----------------------------------------------------------------------------- summands
@@ -59,7 +79,8 @@ def summand_matrix(plan: MetricPlan, values: dict[str, np.ndarray], n: int) -> n
     return out
 
 
-def _totals(p: PartPlan, agg: RowsBounded, cand: np.ndarray) -> Any:
+def _totals(p: PartPlan, agg: RowsBounded, cand: np.ndarray
+            ) -> np.ndarray | _fixed.FixedSums:
     if p.kind == "count":
         return agg.counts[cand]
     if p.kind == "ids":
@@ -71,8 +92,10 @@ def _totals(p: PartPlan, agg: RowsBounded, cand: np.ndarray) -> Any:
 
 
 # ----------------------------------------------------------------------------- release
-def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
-            agg: RowsBounded, tables: dict[str, Any] | None = None) -> AggregateRelease:
+def release(plan: MetricPlan, gen: Generator, release_id: int | None, data: _Data,
+            agg: RowsBounded,
+            tables: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+            ) -> AggregateRelease:
     """Noise every part, select the keys once, finish every metric.  The budget has been
     charged.  ``tables``: each rank column's sparse ``(key code, slot) -> rows`` table of
     the kept rows (:func:`dpfast.tables._rank_metrics.slot_tables`), needed when the plan
@@ -95,8 +118,9 @@ def release(plan: MetricPlan, gen: Any, release_id: int | None, data: _Data,
         assert tables is not None, "rank metrics need the slot tables"
         out_codes = data.domain_codes if data.domain_codes is not None else (
             cand if keep is None else cand[keep])
-        common = dict(event=plan.event, threshold=plan.tau, selection=plan.select,
-                      key_names=data.key_names, release_id=release_id)
+        common: _rank_metrics.ReleaseCommon = {
+            "event": plan.event, "threshold": plan.tau, "selection": plan.select,
+            "key_names": data.key_names, "release_id": release_id}
         for pname, rp in plan.ranks.items():
             ranks[pname] = _rank_metrics.finish(
                 rp, plan.grids[rp.column], plan.columns[rp.column].integer,
@@ -113,11 +137,13 @@ def _sens(plan: MetricPlan, p: PartPlan) -> dict[str, float]:
             "max_per_partition": plan.c}
 
 
-def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray], keys: Any,
-            key_names: Any, release_id: int | None) -> TableRelease:
-    common = dict(keys=keys, event=plan.event, threshold=plan.tau, key_names=key_names,
-                  value_name=m.name, release_id=release_id,
-                  selection=plan.select)
+def _finish_metric(m: Metric, plan: MetricPlan, parts: dict[str, np.ndarray],
+                   keys: np.ndarray | tuple[np.ndarray, ...],
+                   key_names: tuple[str, ...] | None, release_id: int | None
+                   ) -> TableRelease:
+    common: _MetricCommon = {
+        "keys": keys, "event": plan.event, "threshold": plan.tau, "key_names": key_names,
+        "value_name": m.name, "release_id": release_id, "selection": plan.select}
     if len(m.parts) == 1:  # count, privacy_id_count, sum: one noised part, as it is
         name = _metrics.part_name(m.parts[0],
                                   m.column if _metrics.needs_column(m.parts) else None)
@@ -180,9 +206,10 @@ class AggregateRelease:
         As :attr:`TableRelease.release_id`.
     """
 
-    def __init__(self, keys: Any, metrics: dict[str, Any], plan: MetricPlan,
-                 parts: dict[str, np.ndarray], key_names: Any, release_id: int | None
-                 ) -> None:
+    def __init__(self, keys: np.ndarray | tuple[np.ndarray, ...],
+                 metrics: dict[str, TableRelease | QuantileRelease], plan: MetricPlan,
+                 parts: dict[str, np.ndarray], key_names: tuple[str, ...] | None,
+                 release_id: int | None) -> None:
         self.keys = keys
         self.metrics = metrics
         self.event = plan.event
@@ -195,7 +222,7 @@ class AggregateRelease:
         self.release_id = release_id
         self._key_names = key_names
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> TableRelease | QuantileRelease:
         try:
             return self.metrics[name]
         except KeyError:
@@ -258,7 +285,7 @@ class AggregateRelease:
             cols[f"{name}_ci_high"] = hi
         return cols
 
-    def to_pandas(self, alpha: float = 0.05) -> Any:
+    def to_pandas(self, alpha: float = 0.05) -> pd.DataFrame:
         """A DataFrame indexed by the key (a MultiIndex for several key columns), one
         column per metric plus its ``_ci_low`` / ``_ci_high``.  Needs pandas."""
         try:
@@ -274,7 +301,7 @@ class AggregateRelease:
             index = pd.MultiIndex.from_arrays(keys, names=list(names))
         return pd.DataFrame(cols, index=index)
 
-    def to_polars(self, alpha: float = 0.05) -> Any:
+    def to_polars(self, alpha: float = 0.05) -> pl.DataFrame:
         """A Polars DataFrame: the key columns, then the metrics and their intervals.
         Needs polars (``pip install 'dpfast[polars]'``)."""
         try:
@@ -284,6 +311,6 @@ class AggregateRelease:
         return pl.DataFrame({k: np.asarray(v) for k, v in self.to_columns(alpha).items()})
 
 
-def _text(v: Any) -> str:
+def _text(v: object) -> str:
     """A cell of :meth:`AggregateRelease.__str__`: floats to 6 significant digits."""
     return f"{v:.6g}" if isinstance(v, float) else str(v)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Protocol
 
 from dpfast._core.rounding import float_down, float_up, sqrt_up
 from dpfast._core.validate import check_real
@@ -45,7 +46,8 @@ class Privacy:
     select: bool  # private partition selection (domain=None)
 
 
-def privacy(epsilon: Any, delta: Any, rho: Any, noise: Any, select: bool) -> Privacy:
+def privacy(epsilon: float | None, delta: float, rho: float | None, noise: str | None,
+            select: bool) -> Privacy:
     """Validate ``epsilon`` / ``delta`` / ``rho`` / ``noise`` (ValueError/TypeError naming
     the parameter)."""
     if epsilon is None and rho is None:
@@ -107,12 +109,20 @@ def split_for_selection(p: Privacy, share: Fraction) -> tuple[Privacy, float, fl
     return dataclasses.replace(p, epsilon=e_stat, delta=d_stat), e_sel, d_sel
 
 
+class Evented(Protocol):
+    """What the release event composes: anything with an ``event`` (a :class:`Part`, a
+    rank part's event)."""
+
+    @property
+    def event(self) -> _events.DpEvent: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class Part:
     """One noised vector: its mechanism's noise law, the event, the sensitivities."""
 
     law: NoiseLaw
-    event: Any
+    event: _events.DpEvent
     l1: float
     l2: float
     integer: bool
@@ -154,8 +164,8 @@ def part(p: Privacy, share: Fraction, l1: Fraction, l2sq: Fraction, k: int,
                 False)
 
 
-def release_event(p: Privacy, parts: list[Part], selection_delta: float | None = None
-                  ) -> Any:
+def release_event(p: Privacy, parts: Sequence[Evented], selection_delta: float | None = None
+                  ) -> _events.DpEvent:
     """The event of the whole release, stated for add/remove-one-person neighbours.
 
     Private key selection: ``EpsilonDelta(epsilon, selection_delta)`` (the selection's
@@ -173,7 +183,7 @@ def release_event(p: Privacy, parts: list[Part], selection_delta: float | None =
         d = selection_delta
         if p.noise == "gaussian":  # the statistics' delta share (split_for_selection)
             d = float_up(Fraction(d) + Fraction(float_down(Fraction(p.delta) / 2)))
-        event: Any = _events.EpsilonDelta(p.epsilon, d)
+        event: _events.DpEvent = _events.EpsilonDelta(p.epsilon, d)
     elif p.noise == "gaussian" and p.rho is None:
         assert p.epsilon is not None
         event = _events.EpsilonDelta(p.epsilon, p.delta)

@@ -50,9 +50,9 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import _native
 from dpfast import random as _random
@@ -76,7 +76,7 @@ _DENSE_CELLS_LOG2 = 17  # cells of one bucket's dense (code, slot) histogram (1 
 _CHUNK_CELLS = 1 << 21  # utilities of this many (key, candidate) cells per sampling step
 
 
-def _count_arg(n: Any, name: str) -> int:
+def _count_arg(n: object, name: str) -> int:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {type(n).__name__}")
     if not 1 <= int(n) <= MAX_CANDIDATES:
@@ -84,7 +84,8 @@ def _count_arg(n: Any, name: str) -> int:
     return int(n)
 
 
-def grid(bounds: tuple[Any, Any] | None, n_candidates: Any, candidates: Any,
+def grid(bounds: tuple[float, float] | None, n_candidates: object,
+         candidates: object,
          integer: bool) -> np.ndarray:
     """The public candidate grid (float64, strictly increasing).
 
@@ -159,7 +160,8 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
     return gkeys[keep], gvals[keep]
 
 
-def slot_table(codes: np.ndarray, slots: np.ndarray, n_slots: int, weights: Any = None
+def slot_table(codes: np.ndarray, slots: np.ndarray, n_slots: int,
+               weights: npt.ArrayLike | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sparse ``(key code, slot) -> rows`` table, sorted by (code, slot):
     ``(codes, slots, counts)``.  ``weights``: rows per input entry (merging partial
@@ -230,7 +232,8 @@ def _exact_source(qkey: bytes, nonce: np.ndarray) -> _LazySource:
 
 
 def sample(table: tuple[np.ndarray, np.ndarray, np.ndarray], cand: np.ndarray,
-           cand_keys: Any, qs: tuple[float, ...], eps_q: float, sensitivity: int,
+           cand_keys: np.ndarray | tuple[np.ndarray, ...], qs: tuple[float, ...], eps_q: float,
+           sensitivity: int,
            m: int, rkey: bytes) -> np.ndarray:
     """Candidate index per key of ``cand`` (sorted key codes; ``cand_keys`` their
     canonical values) and per quantile: ``(len(cand), len(qs))`` int64.

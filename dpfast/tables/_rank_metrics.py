@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import mpmath
 import numpy as np
@@ -54,6 +55,12 @@ from dpfast.tables import _plan
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables.quantile_release import QuantileRelease
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from dpfast.tables._metrics import Column
+    from dpfast.tables._select import Selection
+
 __all__ = ["RANK_KINDS", "RANK_TAG", "DEFAULT_CANDIDATES", "RankPlan", "grids",
            "plan_ranks", "slot_tables", "finish"]
 
@@ -62,6 +69,17 @@ RANK_KINDS: dict[str, float | None] = {"median": 0.5, "min": 0.0, "max": 1.0,
                                        "quantile": None}
 RANK_TAG = b"dpfast.tables.aggregate-rank v1"
 DEFAULT_CANDIDATES = 256
+
+
+class ReleaseCommon(TypedDict):
+    """What every metric of a many-metric release shares (keyword arguments of its
+    release objects)."""
+
+    event: _events.DpEvent
+    threshold: int | None
+    selection: Selection | None
+    key_names: tuple[str, ...] | None
+    release_id: int | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,18 +91,19 @@ class RankPlan:
     q: float
     eps_q: float
     index: int
-    event: Any
+    event: _events.DpEvent | None
 
 
 @dataclasses.dataclass(frozen=True)
 class _Evented:
     """An event in the list the release event composes (:func:`_plan.release_event`)."""
 
-    event: Any
+    event: _events.DpEvent
 
 
 # ----------------------------------------------------------------------------- grids
-def grids(rank_columns: list[str], columns: dict[str, Any], candidates: Any
+def grids(rank_columns: list[str], columns: Mapping[str, Column],
+          candidates: dict[str, int | npt.ArrayLike] | None
           ) -> dict[str, np.ndarray]:
     """The public grid of every column a rank metric uses.  ``candidates``: None, or
     ``{column: n_candidates (int) | a strictly increasing public grid}``."""
@@ -158,7 +177,7 @@ def _group_zcdp(eps_s: float, delta: float, k: int, shares: list[Fraction]
 
 def plan_ranks(parts: list[tuple[str, str, float, Fraction]], k: int, priv: _plan.Privacy,
                stat_priv: _plan.Privacy, slack: Fraction
-               ) -> tuple[dict[str, RankPlan], list[Any]]:
+               ) -> tuple[dict[str, RankPlan], list[_Evented]]:
     """``parts``: ``(part name, column, q, share)`` of the rank parts, in plan order.
     Returns the rank plans by name and the events they add to the release's composition
     (see the module docstring).  ``priv``: the caller's target; ``stat_priv``: the
@@ -179,7 +198,7 @@ def plan_ranks(parts: list[tuple[str, str, float, Fraction]], k: int, priv: _pla
         assert stat_priv.epsilon is not None
         eps_qs = [float_down(Fraction(float_down(Fraction(stat_priv.epsilon) * s * slack))
                              / k) for _, _, _, s in parts]
-    group: Any = None
+    group: _events.DpEvent | None = None
     if stat_priv.noise == "laplace" and not priv.select and priv.delta > 0 \
             and k * len(parts) > 1:
         assert stat_priv.epsilon is not None
@@ -190,14 +209,14 @@ def plan_ranks(parts: list[tuple[str, str, float, Fraction]], k: int, priv: _pla
             eps_qs = zq
             group = _events.with_neighbouring(_events.EpsilonDelta(eps_s, priv.delta),
                                               _events.ADD_REMOVE)
-    events: list[Any] = [] if group is None else [_Evented(group)]
+    events: list[_Evented] = [] if group is None else [_Evented(group)]
     for j, ((name, col, q, _), e) in enumerate(zip(parts, eps_qs)):
         if not e > 0:
             raise ValueError(f"the budget (epsilon or rho) split over {k} keys underflows "
                              f"for metric part {name}")
         ev = None
         if group is None:
-            one: Any = _events.Exponential(e)
+            one: _events.DpEvent = _events.Exponential(e)
             ev = _events.with_neighbouring(one if k == 1 else _events.SelfComposed(one, k),
                                            _events.ADD_REMOVE)
             events.append(_Evented(ev))
@@ -224,7 +243,8 @@ def slot_tables(grid_of: dict[str, np.ndarray], slot_cols: dict[str, int],
 # ----------------------------------------------------------------------------- release
 def finish(rank: RankPlan, grid: np.ndarray, integer: bool,
            table: tuple[np.ndarray, np.ndarray, np.ndarray], codes: np.ndarray,
-           keys: Any, c: int, k: int, rkey: bytes, common: dict[str, Any]
+           keys: np.ndarray | tuple[np.ndarray, ...], c: int, k: int, rkey: bytes,
+           common: ReleaseCommon
            ) -> QuantileRelease:
     """Sample the rank part for the published key codes ``codes`` (values ``keys``, the
     release's order): a :class:`~dpfast.tables.QuantileRelease` (post-processing of the

@@ -16,7 +16,7 @@ import builtins
 import dataclasses
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import mpmath
 import numpy as np
@@ -316,7 +316,8 @@ def select_keys(p: Plan, data: _Data, units: np.ndarray, rkey: bytes) -> np.ndar
     return cand[keep]
 
 
-def _take(uniques: Any, codes: np.ndarray) -> Any:
+def _take(uniques: np.ndarray | tuple[np.ndarray, ...], codes: np.ndarray
+          ) -> np.ndarray | tuple[np.ndarray, ...]:
     if isinstance(uniques, tuple):
         return tuple(u[codes] for u in uniques)
     return uniques[codes]

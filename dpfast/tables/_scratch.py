@@ -30,9 +30,10 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["lease", "empty", "zeros", "limit", "release", "active", "kept", "pages"]
 
@@ -182,13 +183,16 @@ def release() -> None:
         a.clear()
 
 
-def empty(shape: Any, dtype: Any) -> np.ndarray:
+def empty(shape: int | tuple[int, ...], dtype: npt.DTypeLike) -> np.ndarray:
     """``numpy.empty(shape, dtype)``, from the thread's scratch inside a lease."""
     a = getattr(_local, "arena", None)
     if a is None or a.depth == 0:
         return np.empty(shape, dtype)
     dt = np.dtype(dtype)
-    shp = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+    if np.ndim(shape) == 0:
+        shp: tuple[int, ...] = (int(cast(int, shape)),)
+    else:
+        shp = tuple(int(s) for s in cast("tuple[int, ...]", shape))
     n = 1
     for s in shp:
         n *= s
@@ -198,7 +202,7 @@ def empty(shape: Any, dtype: Any) -> np.ndarray:
     return raw.view(dt).reshape(shp)
 
 
-def zeros(shape: Any, dtype: Any) -> np.ndarray:
+def zeros(shape: int | tuple[int, ...], dtype: npt.DTypeLike) -> np.ndarray:
     """``numpy.zeros(shape, dtype)``, from the thread's scratch inside a lease."""
     if not active():
         return np.zeros(shape, dtype)
@@ -210,7 +214,7 @@ def zeros(shape: Any, dtype: Any) -> np.ndarray:
 _HUGE = 1 << 21  # the x86-64 / arm64 transparent huge page
 
 
-def pages(n: int, dtype: Any) -> np.ndarray:
+def pages(n: int, dtype: npt.DTypeLike) -> np.ndarray:
     """``numpy.empty(n, dtype)`` starting on a 2 MiB boundary: an array that outlives the
     call (not scratch) and is written once, such as a shuffle piece.  numpy asks the
     kernel for transparent huge pages on the aligned part of large allocations

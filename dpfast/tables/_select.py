@@ -103,8 +103,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import mpmath
 import numpy as np
@@ -121,6 +122,9 @@ from dpfast.noise import _addressed
 from dpfast.tables import _select_weighted, _state, keynoise
 from dpfast.tables._law import NoiseLaw
 from dpfast.tables.partition import partition_threshold, selection_delta
+
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
 
 __all__ = ["POLICIES", "SELECT_PART", "Selection", "plan", "apply", "keep_probability",
            "resolve", "median_units", "gaussian_threshold_delta", "unit_weights", "measure",
@@ -167,7 +171,7 @@ class Selection:
     target_delta: float
     law: NoiseLaw | None
     threshold: int | None
-    event: Any
+    event: DpEvent
     bits: int = 0
     table: np.ndarray | None = dataclasses.field(default=None, repr=False, compare=False)
     numerators: tuple[int, ...] | None = dataclasses.field(default=None, repr=False,
@@ -188,7 +192,7 @@ class Selection:
                 f"δ={self.delta:.6g}), k={self.k}")
 
 
-def resolve(policy: Any) -> str:
+def resolve(policy: object) -> str:
     """``policy`` checked (ValueError naming ``selection``); ``"auto"`` is chosen by
     :func:`plan`."""
     if not isinstance(policy, str) or policy not in POLICIES:
@@ -223,7 +227,7 @@ def median_units(sel: Selection) -> int | None:
     return hi
 
 
-def _check(epsilon: Any, delta: Any, k: Any) -> tuple[float, float, int]:
+def _check(epsilon: object, delta: object, k: object) -> tuple[float, float, int]:
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, Fraction)):
         raise TypeError(f"epsilon must be a real number, got {type(epsilon).__name__}")
     if isinstance(delta, bool) or not isinstance(delta, (int, float, Fraction)):
@@ -240,7 +244,7 @@ def _check(epsilon: Any, delta: Any, k: Any) -> tuple[float, float, int]:
     return e, d, int(k)
 
 
-def plan(epsilon: Any, delta: Any, k: Any, policy: Any = "auto") -> Selection:
+def plan(epsilon: object, delta: object, k: object, policy: object = "auto") -> Selection:
     """Plan the selection of keys by their unit counts at ``(epsilon, delta)``.
 
     Parameters
@@ -310,11 +314,11 @@ def _plan_cached(e: float, d: float, k: int, pol: str) -> Selection:
     return _geometric(e, d, k)
 
 
-def _event(e: float, d: float) -> Any:
+def _event(e: float, d: float) -> DpEvent:
     return _events.with_neighbouring(_events.EpsilonDelta(e, d), _events.ADD_REMOVE)
 
 
-def selection_state(sel: Selection | None) -> dict[str, Any] | None:
+def selection_state(sel: Selection | None) -> dict[str, object] | None:
     """A planned key selection by its inputs (for a release's state): re-planned by
     :func:`selection_from_state`."""
     if sel is None:
@@ -325,7 +329,7 @@ def selection_state(sel: Selection | None) -> dict[str, Any] | None:
             "delta": _state.encode_scalar(float(sel.delta))}
 
 
-def selection_from_state(d: dict[str, Any] | None) -> Selection | None:
+def selection_from_state(d: Mapping[str, object] | None) -> Selection | None:
     """Re-plan the selection (data-independent, deterministic) and check it is the one
     that was stored."""
     if d is None:
@@ -344,7 +348,7 @@ def _dg_upper_tail(sigma: Fraction, m: int) -> mpmath.mpf:
     return _dg_tail_sum(m, s) / _dg_normalizer_lower(s)
 
 
-def gaussian_threshold_delta(sigma: Any, threshold: int, k: int) -> float:
+def gaussian_threshold_delta(sigma: Fraction | float, threshold: int, k: int) -> float:
     """``1 - (1 - P(Z >= threshold - 1))^k`` for discrete Gaussian ``Z`` of ``sigma``: the
     chance that one of the ``k`` keys only the added person holds (unit count 1) is
     published.  An upper bound, rounded up (1.0 when ``threshold <= 1``)."""
@@ -460,7 +464,8 @@ def measure(sel: Selection, units: np.ndarray | None, weighted: np.ndarray | Non
     return got
 
 
-def apply(sel: Selection, units: np.ndarray, rkey: bytes, keys: Any) -> np.ndarray:
+def apply(sel: Selection, units: np.ndarray, rkey: bytes,
+          keys: np.ndarray | tuple[np.ndarray, ...]) -> np.ndarray:
     """The keep decision (bool) of each candidate key ``keys`` (aligned with ``units``,
     their unit counts after bounding -- weighted Gaussian: their weighted unit counts,
     :func:`measure` -- all ``>= 1``), each on its addressed stream under the release key

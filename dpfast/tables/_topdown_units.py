@@ -25,9 +25,9 @@ level (one person may move several coordinates of a level, so the scalar
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast._core.rounding import float_down, float_up
 from dpfast.accounting import events as _events
@@ -37,7 +37,8 @@ from dpfast.tables import _keys, bounding
 __all__ = ["bounded_leaf_counts", "level_l2sq", "level_mechanisms"]
 
 
-def bounded_leaf_counts(records: Any, privacy_ids: Any, n_leaves: int, k: int, c: int,
+def bounded_leaf_counts(records: npt.ArrayLike, privacy_ids: npt.ArrayLike | None,
+                        n_leaves: int, k: int, c: int,
                         subkey: np.ndarray, policy: int) -> np.ndarray:
     """Bounded per-leaf counts (int64, ``n_leaves``) of the records' leaf indices.
 
@@ -88,10 +89,11 @@ def level_l2sq(level: np.ndarray, k: int, c: int) -> int:
 
 
 def level_mechanisms(levels: list[np.ndarray], rhos: list[float], k: int, c: int
-                     ) -> tuple[list[Any], list[int], Any, float]:
+                     ) -> tuple[list[DiscreteGaussianMechanism | None], list[int],
+                                _events.Composed, float]:
     """Per level: the mechanism whose ``sigma`` noises it (None: not measured), the
     squared L2 sensitivity; the release's event and ``rho_total`` (rounded up)."""
-    mechs: list[Any] = []
+    mechs: list[DiscreteGaussianMechanism | None] = []
     l2sq: list[int] = []
     evs = []
     total = Fraction(0)

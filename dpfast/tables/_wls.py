@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast._kernels import topdown as _k
 from dpfast.tables import _keys
@@ -51,7 +51,7 @@ class Tree:
     leaf_units: bool = False
 
 
-def _id_array(value: Any, j: int, n_leaves: int) -> tuple[np.ndarray, int, bool]:
+def _id_array(value: npt.ArrayLike, j: int, n_leaves: int) -> tuple[np.ndarray, int, bool]:
     arr = np.asarray(value)
     if arr.dtype.kind not in "iu" or arr.dtype == np.bool_:
         raise TypeError(f"levels[{j}] must be an integer array, got dtype {arr.dtype}")
@@ -72,7 +72,7 @@ def _id_array(value: Any, j: int, n_leaves: int) -> tuple[np.ndarray, int, bool]
     return a64, int(hi) + 1, bool(ident)
 
 
-def build_tree(levels: Sequence[Any], n_leaves: int) -> Tree:
+def build_tree(levels: Sequence[npt.ArrayLike], n_leaves: int) -> Tree:
     """Validate ``levels`` (coarse to fine) and return the tree; raises ValueError naming
     the level and a leaf where the nesting breaks or an id is unused.
 

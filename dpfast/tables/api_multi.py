@@ -9,23 +9,40 @@ It turns its arguments into a :class:`~dpfast.tables.spec.ReleaseSpec` and a loc
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dpfast.random import RngLike
 from dpfast.tables import multi, statistics
 from dpfast.tables import run as _run
 from dpfast.tables._multi_release import AggregateRelease
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import pandas as pd
+    import polars as pl
+    import pyarrow as pa
+
+    from dpfast.tables._charge import Charger
+
+#: one metric: ``"count"``, ``("mean", "x")``, ``("quantile", "x", 0.9)``
+MetricSpec = str | tuple[str, str] | tuple[str, str, float]
+
 __all__ = ["aggregate"]
 
 
-def aggregate(df: Any, by: Any, privacy_id: str | None = None, *, metrics: Any,
+def aggregate(df: pd.DataFrame | pl.DataFrame | pa.Table, by: str | list[str] | tuple[str, ...],
+              privacy_id: str | None = None, *,
+              metrics: Sequence[MetricSpec] | Mapping[str, MetricSpec],
               epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-              bounds: dict[str, tuple[float, float]] | None = None, weights: Any = None,
-              max_partitions: int = 1, max_per_partition: int = 1, domain: Any = None,
-              noise: str | None = None, rng: RngLike = None, budget: Any = None,
+              bounds: dict[str, tuple[float, float]] | None = None,
+              weights: Mapping[str, float] | Sequence[float] | None = None,
+              max_partitions: int = 1, max_per_partition: int = 1,
+              domain: npt.ArrayLike | None = None,
+              noise: str | None = None, rng: RngLike = None,
+              budget: Charger | None = None,
               note: str = "", use_case: str | None = None, selection: str = "auto",
-              bounding: str = "uniform", candidates: dict[str, Any] | None = None
+              bounding: str = "uniform", candidates: dict[str, int | npt.ArrayLike] | None = None
               ) -> AggregateRelease:
     """Release several statistics per key of one table in one pass.
 

@@ -39,7 +39,7 @@ plateau.  Pass public ``bounds`` when the range is known.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpfast._core.validate import check_real
 from dpfast.random import RngLike
@@ -59,13 +59,21 @@ from dpfast.tables._autobounds import (
     split,
 )
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from dpfast.tables._charge import Charger
+
 __all__ = ["auto_bounds", "AutoBounds", "AUTO_SHARE", "default_grid", "bounds_event", "split"]
 
 
-def auto_bounds(values: Any, keys: Any = None, privacy_ids: Any = None, *,
+def auto_bounds(values: npt.ArrayLike,
+                keys: npt.ArrayLike | tuple[npt.ArrayLike, ...] | None = None,
+                privacy_ids: npt.ArrayLike | None = None, *,
                 epsilon: float, quantiles: tuple[float, float] = DEFAULT_QUANTILES,
                 max_partitions: int = 1, max_per_partition: int = 1,
-                candidates: Any = None, rng: RngLike = None, budget: Any = None,
+                candidates: npt.ArrayLike | None = None, rng: RngLike = None,
+                budget: Charger | None = None,
                 note: str = "") -> AutoBounds:
     """Choose clamping bounds privately: the ``quantiles`` of all rows (pooled).
 

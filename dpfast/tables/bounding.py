@@ -28,9 +28,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import operator
-from typing import Any
+from typing import SupportsIndex, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import random as _random
 from dpfast._kernels import grouping as _kg
@@ -105,18 +106,18 @@ def saturated_weights(totals: FixedSums) -> np.ndarray:
     return np.minimum(saturated(totals), WEIGHT_SATURATION)
 
 
-def policy_code(bounding: Any) -> int:
+def policy_code(bounding: object) -> int:
     """0 for ``"uniform"``, 1 for ``"frequent"`` (ValueError naming ``bounding``)."""
     if not isinstance(bounding, str) or bounding not in POLICIES:
         raise ValueError(f"bounding must be one of {POLICIES}, got {bounding!r}")
     return POLICIES.index(bounding)
 
 
-def positive_int(value: Any, name: str) -> int:
+def positive_int(value: object, name: str) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be an integer, got bool")
     try:
-        v = operator.index(value)
+        v = operator.index(cast(SupportsIndex, value))  # TypeError: not an integer
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
     if v < 1:
@@ -242,10 +243,14 @@ def _sorted_by_id(id_codes: np.ndarray, n_ids: int, key_codes: np.ndarray, n_key
     return off, key_codes[order], values[order]
 
 
-def bound_contributions(keys: Any, privacy_ids: Any = None, *, max_partitions: int = 1,
-                        max_per_partition: int = 1, values: Any = None, rng: RngLike = None,
-                        bounding: str = "uniform", units: bool = False
-                        ) -> tuple[Any, ...]:
+def bound_contributions(keys: npt.ArrayLike | tuple[npt.ArrayLike, ...],
+                        privacy_ids: npt.ArrayLike | None = None, *, max_partitions: int = 1,
+                        max_per_partition: int = 1, values: npt.ArrayLike | None = None,
+                        rng: RngLike = None, bounding: str = "uniform", units: bool = False
+                        ) -> (tuple[np.ndarray | tuple[np.ndarray, ...], np.ndarray,
+                                    np.ndarray | None]
+                              | tuple[np.ndarray | tuple[np.ndarray, ...], np.ndarray,
+                                      np.ndarray | None, np.ndarray | None]):
     """Contribution bounding alone (no noise: the output is NOT private).
 
     Returns ``(keys, counts, sums)``: the distinct keys in canonical order, the number of

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,7 +30,7 @@ __all__ = ["Param", "parameters", "make_function", "local_function", "release_lo
            "REFERENCE_MARKER", "DEFAULTS"]
 
 #: default and annotation of each common release parameter (:data:`COMMON`)
-DEFAULTS: dict[str, tuple[Any, str]] = {
+DEFAULTS: dict[str, tuple[object, str]] = {
     "epsilon": (None, "float | None"),
     "delta": (0.0, "float"),
     "rho": (None, "float | None"),
@@ -58,7 +59,7 @@ class Param:
     ``default`` is :data:`REQUIRED` for a parameter without a default."""
 
     name: str
-    default: Any = REQUIRED
+    default: object = REQUIRED
     annotation: str = "Any"
     positional: bool = False
 
@@ -113,15 +114,15 @@ def parameters(stat: type[Statistic], form: str = "local") -> list[Param]:
     return out
 
 
-def make_function(name: str, params: list[Param], body: Callable[..., Any], *, doc: str,
-                  module: str, returns: str) -> Callable[..., Any]:
+def make_function(name: str, params: list[Param], body: Callable[..., object], *, doc: str,
+                  module: str, returns: str) -> Callable[..., object]:
     """A real function ``name(params) -> body(**arguments)``: its code names each parameter
     (Python's own messages for a missing or unknown argument), its defaults are
     ``params``' and ``inspect.signature`` shows them with their annotations."""
     for p in params:
         if not p.name.isidentifier() or keyword.iskeyword(p.name):
             raise ValueError(f"not a parameter name: {p.name!r}")
-    ns: dict[str, Any] = {"__body": body}
+    ns: dict[str, object] = {"__body": body}
     parts: list[str] = []
     star = False
     for p in params:
@@ -137,6 +138,7 @@ def make_function(name: str, params: list[Param], body: Callable[..., Any], *, d
     src = f"def {name}({', '.join(parts)}):\n    return __body({call})\n"
     exec(compile(src, f"<dpfast.tables.facade: {module}.{name}>", "exec"), ns)  # noqa: S102
     fn = ns[name]
+    assert isinstance(fn, types.FunctionType)  # the def just executed
     fn.__doc__ = doc
     fn.__module__ = module
     fn.__qualname__ = name
@@ -155,14 +157,14 @@ def release_kwargs(stat: type[Statistic], arguments: Mapping[str, Any]
     return own, spec, run
 
 
-def _check_dropna(dropna: Any) -> None:
+def _check_dropna(dropna: object) -> None:
     import numpy as np
 
     if not isinstance(dropna, (bool, np.bool_)):
         raise TypeError(f"dropna must be True or False, got {type(dropna).__name__}")
 
 
-def release_local(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
+def release_local(stat: type[Statistic], arguments: Mapping[str, Any]) -> object:
     """Run one local release of ``stat`` from its public function's ``arguments``."""
     from dpfast.tables import run as _run  # lazy: the pipeline loads the kernels
 
@@ -181,12 +183,12 @@ def release_local(stat: type[Statistic], arguments: Mapping[str, Any]) -> Any:
     return _run.release(spec, _run.Rows(keys, ids, values, domain=domain), **run_args)
 
 
-_BUILT: dict[tuple[type[Statistic], str], Callable[..., Any]] = {}
+_BUILT: dict[tuple[type[Statistic], str], Callable[..., object]] = {}
 
 
-def local_function(stat: type[Statistic]) -> Callable[..., Any]:
+def local_function(stat: type[Statistic]) -> Callable[..., object]:
     """``dpfast.tables.<stat.name>`` (made once per statistic class)."""
-    def body(**arguments: Any) -> Any:
+    def body(**arguments: object) -> object:
         return release_local(stat, arguments)
 
     return cached(stat, "local", lambda: make_function(
@@ -194,8 +196,8 @@ def local_function(stat: type[Statistic]) -> Callable[..., Any]:
         returns=stat.returns))
 
 
-def cached(stat: type[Statistic], form: str, make: Callable[[], Callable[..., Any]]
-           ) -> Callable[..., Any]:
+def cached(stat: type[Statistic], form: str, make: Callable[[], Callable[..., object]]
+           ) -> Callable[..., object]:
     """The function of ``stat`` in ``form`` made by ``make()``, once per statistic class
     (so ``dpfast.dask.count is dpfast.dask.count``)."""
     fn = _BUILT.get((stat, form))

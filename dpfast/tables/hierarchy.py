@@ -26,9 +26,10 @@ import math
 import numbers
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import mechanisms as _mechanisms
 from dpfast import noise as _noise
@@ -43,6 +44,9 @@ from . import run as _run
 from . import spec as _spec
 from ._law import _alpha as _alpha
 from ._topdown_release import TopDownRelease
+
+if TYPE_CHECKING:
+    from ._charge import Charger
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels", "TopDownPlan", "plan_topdown"]
 
@@ -90,12 +94,12 @@ def _leaf_values(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _leaf_array(leaf_counts: Any) -> tuple[np.ndarray, bool]:
+def _leaf_array(leaf_counts: object) -> tuple[np.ndarray, bool]:
     arr, one_d = _leaf_schema(leaf_counts)
     return _leaf_values(arr), one_d
 
 
-def _rho_levels(rho: Any, n_levels: int, total_invariant: bool) -> list[float]:
+def _rho_levels(rho: object, n_levels: int, total_invariant: bool) -> list[float]:
     measured = list(range(1 if total_invariant else 0, n_levels))
     if not measured:
         raise ValueError("total_invariant=True needs at least one level below the root")
@@ -132,7 +136,8 @@ def _rho_levels(rho: Any, n_levels: int, total_invariant: bool) -> list[float]:
     return out
 
 
-def aggregate_levels(leaf_counts: Any, levels: Sequence[Any]) -> list[np.ndarray]:
+def aggregate_levels(leaf_counts: npt.ArrayLike, levels: Sequence[npt.ArrayLike]
+                     ) -> list[np.ndarray]:
     """The exact (not private) table of every level: ``out[j][u]`` = the sum of the
     leaves in unit ``u`` of level ``j`` (int64, shape ``(n_j,)`` or ``(n_j, n_cells)``).
 
@@ -149,18 +154,18 @@ def aggregate_levels(leaf_counts: Any, levels: Sequence[Any]) -> list[np.ndarray
 
 
 def topdown(
-    leaf_counts: Any,
-    levels: Sequence[Any],
+    leaf_counts: npt.ArrayLike,
+    levels: Sequence[npt.ArrayLike],
     *,
-    rho: Any,
+    rho: float | npt.ArrayLike,
     nonnegative: bool = True,
     integer: bool = True,
     total_invariant: bool = False,
     rng: RngLike = None,
-    budget: Any = None,
+    budget: Charger | None = None,
     note: str = "",
     use_case: str | None = None,
-    privacy_ids: Any = None,
+    privacy_ids: npt.ArrayLike | None = None,
     max_partitions: int = 1,
     max_per_partition: int = 1,
     bounding: str = "uniform",
@@ -378,7 +383,7 @@ class TopDownPlan:
         return rel
 
 
-def plan_topdown(leaf_counts: object, levels: Sequence[object], rho: object,
+def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: object,
                  nonnegative: bool,
                  integer: bool, total_invariant: bool, per_person: bool,
                  max_partitions: object = 1, max_per_partition: object = 1,
@@ -427,10 +432,11 @@ def plan_topdown(leaf_counts: object, levels: Sequence[object], rho: object,
                        bounding if isinstance(bounding, str) else "uniform")
 
 
-def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float],
-             rhos: Any, event: _events.Composed, rho_total: float, gen: Any,
+def _measure(tree: _wls.Tree, leaves: np.ndarray,
+             mechs: list[_mechanisms.DiscreteGaussianMechanism | None], sigma: list[float],
+             rhos: list[float], event: _events.Composed, rho_total: float, gen: Generator,
              nonnegative: bool, integer: bool, total_invariant: bool, one_d: bool,
-             release_id: Any) -> TopDownRelease:
+             release_id: int | None) -> TopDownRelease:
     """Noise every measured level, then post-process (the budget has been charged)."""
     L = len(tree.sizes)
     tables = _wls.aggregate(tree, leaves)
@@ -492,7 +498,8 @@ def _measure(tree: Any, leaves: np.ndarray, mechs: list[Any], sigma: list[float]
     )
 
 
-def _level_events(mechs: Sequence[Any]) -> _events.Composed:
+def _level_events(mechs: Sequence[_mechanisms.DiscreteGaussianMechanism | None]
+                  ) -> _events.Composed:
     """The release's event: one ``DiscreteGaussian(sigma_j, sensitivity=1,
     neighbouring="add_remove")`` per measured level, in level order, composed (see the
     Privacy section of :func:`topdown` for the relation).

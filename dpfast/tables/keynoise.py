@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -78,7 +77,8 @@ def keyed_generator(key: bytes, release_id: int) -> _random.Generator:
     return _random.default_rng(_addressed.derive_key(bytes(key), RELEASE_TAG, release_id))
 
 
-def release_generator(rng: Any, name: str = "rng") -> tuple[_random.Generator, int | None]:
+def release_generator(rng: _random.RngLike, name: str = "rng"
+                      ) -> tuple[_random.Generator, int | None]:
     """``(generator, release id)`` of a new release made with ``rng``.
 
     A :class:`dpfast.Generator` (or None: the process-wide one) is used as given, release
@@ -92,7 +92,7 @@ def release_generator(rng: Any, name: str = "rng") -> tuple[_random.Generator, i
     return _random.as_generator(rng, name), None
 
 
-def release_stream(gen: Any) -> int:
+def release_stream(gen: _random.Generator) -> int:
     """One fresh stream id of ``gen``'s allocator: the release's id."""
     return int(gen.streams.allocate(1))
 
@@ -102,7 +102,7 @@ def release_key(key: bytes, stream: int) -> bytes:
     return _addressed.derive_key(key, KEY_NOISE_TAG, stream)
 
 
-def key_nonces(rkey: bytes, uniques: Any, part: int) -> np.ndarray:
+def key_nonces(rkey: bytes, uniques: np.ndarray | tuple[np.ndarray, ...], part: int) -> np.ndarray:
     """(n, 3) uint32 nonces of the keys ``uniques`` (one array or a tuple of columns)."""
     buf, off = _keys.canonical_encoding_flat(uniques)
     n = off.shape[0] - 1
@@ -150,8 +150,8 @@ def _grid(r: np.ndarray, big: dict[int, int], z: np.ndarray, g: float) -> np.nda
     return res
 
 
-def noise_keys(law: NoiseLaw, x: np.ndarray | _fixed.FixedSums, rkey: bytes, uniques: Any,
-               part: int) -> np.ndarray:
+def noise_keys(law: NoiseLaw, x: np.ndarray | _fixed.FixedSums, rkey: bytes,
+               uniques: np.ndarray | tuple[np.ndarray, ...], part: int) -> np.ndarray:
     """Noise the aggregates ``x`` of the keys ``uniques`` (aligned) with ``law``, each on
     its own addressed stream (see the module docstring).
 

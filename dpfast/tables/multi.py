@@ -301,7 +301,7 @@ class MultiPlan:
 
     def finish(self, partials: tuple[_inputs._Data, _rows.RowsBounded, Any],
                gen: _random.Generator, release_id: int | None
-               ) -> AggregateRelease | TableRelease:
+               ) -> AggregateRelease | TableRelease | _rank_metrics.QuantileRelease:
         """Noise every part, select once, finish every metric (after the charge)."""
         data, agg, tables = partials
         rel = release(self.metrics, gen, release_id, data, agg, tables)

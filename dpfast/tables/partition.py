@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Any
 
 import mpmath
 
@@ -32,7 +31,7 @@ def _tail(t: Fraction, m: int) -> mpmath.mpf:
         return p * (1 + mpmath.mpf(2) ** -200)  # covers the rounding of exp/power/div
 
 
-def selection_delta(scale: Any, threshold: int, max_partitions: int,
+def selection_delta(scale: float | Fraction, threshold: int, max_partitions: int,
                     max_per_partition: int) -> float:
     """The δ of thresholding at ``threshold`` (an upper bound, rounded up).
 
@@ -53,7 +52,7 @@ def selection_delta(scale: Any, threshold: int, max_partitions: int,
         return f if f >= d else math.nextafter(f, math.inf)
 
 
-def partition_threshold(scale: Any, delta: float, max_partitions: int = 1,
+def partition_threshold(scale: float | Fraction, delta: float, max_partitions: int = 1,
                         max_per_partition: int = 1) -> int:
     """Smallest integer threshold ``tau`` whose selection δ is at most ``delta``.
 

@@ -7,16 +7,19 @@ row, so the event a session charges is the plan's, known before the data are tou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dpfast.tables import multi as _multi
 from dpfast.tables import statistics as _statistics
 from dpfast.tables.spec import ReleaseSpec
 
+if TYPE_CHECKING:
+    from dpfast.tables.run import Plan, Source
+
 __all__ = ["plan"]
 
 
-def plan(spec: ReleaseSpec, source: Any) -> Any:
+def plan(spec: ReleaseSpec, source: Source) -> Plan:
     """The :class:`~dpfast.tables.run.Plan` of ``spec`` over ``source``."""
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec, got {type(spec).__name__}")

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpfast.accounting import events as _events
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables import _select, _state
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["QuantileRelease"]
 
@@ -51,16 +55,16 @@ class QuantileRelease:
         ``-dist(floor(q n), [a, b])`` for every ``q``: a state saved by an older version).
     """
 
-    keys: Any
+    keys: np.ndarray | tuple[np.ndarray, ...]
     values: np.ndarray
     q: tuple[float, ...]
     grid: np.ndarray
     epsilon_per_key: float
     sensitivity: int
     max_partitions: int
-    event: Any
+    event: _events.DpEvent
     threshold: int | None = None
-    selection: Any = None
+    selection: _select.Selection | None = None
     key_names: tuple[str, ...] | None = None
     release_id: int | None = None
     rank_utility: str = "scaled"
@@ -68,7 +72,7 @@ class QuantileRelease:
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, object]:
         """The release as JSON-able data (no pickle; :meth:`from_state` rebuilds it bit for
         bit): what :class:`dpfast.Session`'s result cache stores."""
         keys = self.keys
@@ -86,23 +90,23 @@ class QuantileRelease:
                 "release_id": self.release_id, "rank_utility": self.rank_utility}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> QuantileRelease:
+    def from_state(cls, state: Mapping[str, object]) -> QuantileRelease:
         """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
-        state = _state.check_header(state, "QuantileRelease")
-        names = state["key_names"]
+        st = _state.check_header(state, "QuantileRelease")
+        names = st["key_names"]
         return cls(
-            keys=_state.decode_keys(state["keys"], state["multi_key"]),
-            values=_state.decode_array(state["values"]),
-            q=tuple(_state.decode_scalar(x) for x in state["q"]),
-            grid=_state.decode_array(state["grid"]),
-            epsilon_per_key=_state.decode_scalar(state["epsilon_per_key"]),
-            sensitivity=state["sensitivity"], max_partitions=state["max_partitions"],
-            event=_events.from_dict(state["event"]), threshold=state["threshold"],
-            selection=_select.selection_from_state(state["selection"]),
+            keys=_state.decode_keys(st["keys"], st["multi_key"]),
+            values=_state.decode_array(st["values"]),
+            q=tuple(_state.decode_scalar(x) for x in st["q"]),
+            grid=_state.decode_array(st["grid"]),
+            epsilon_per_key=_state.decode_scalar(st["epsilon_per_key"]),
+            sensitivity=st["sensitivity"], max_partitions=st["max_partitions"],
+            event=_events.from_dict(st["event"]), threshold=st["threshold"],
+            selection=_select.selection_from_state(st["selection"]),
             key_names=None if names is None else tuple(names),
-            release_id=state["release_id"],
+            release_id=st["release_id"],
             # a state without it was drawn by an older version: Smith's utility for every q
-            rank_utility=_rank_utility(state.get("rank_utility", "floor")))
+            rank_utility=_rank_utility(st.get("rank_utility", "floor")))
 
     def _scaled(self, q: float) -> float | None:
         return q if self.rank_utility == "scaled" else None
@@ -130,7 +134,7 @@ class QuantileRelease:
                                           self.grid.shape[0], alpha, self._scaled(x))
                            for x in qs]))
 
-    def accuracy(self, alpha: float = 0.05) -> dict[str, Any]:
+    def accuracy(self, alpha: float = 0.05) -> dict[str, float | int | str]:
         """The accuracy statement at level ``1 - alpha``: ``{"alpha", "rank_error",
         "grid_step", "statement"}`` (``rank_error``: the largest over the quantiles;
         ``grid_step``: the largest gap of the grid, the value resolution)."""
@@ -168,7 +172,7 @@ class QuantileRelease:
                 out[f"q{qq:g}"] = vals[:, j]
         return out
 
-    def to_pandas(self) -> Any:
+    def to_pandas(self) -> pd.DataFrame:
         """A DataFrame indexed by the key (a MultiIndex for several key columns).  Needs
         pandas."""
         try:
@@ -183,7 +187,7 @@ class QuantileRelease:
         return pd.DataFrame(cols, index=index)
 
 
-def _rank_utility(x: Any) -> str:
+def _rank_utility(x: object) -> str:
     if x not in ("scaled", "floor"):
         raise ValueError(f"unsupported rank utility {x!r} in a QuantileRelease state")
     return str(x)

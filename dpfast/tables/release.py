@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast.accounting import events as _events
 from dpfast.tables import (
@@ -17,6 +19,13 @@ from dpfast.tables import (
 from dpfast.tables import metrics as _metrics
 from dpfast.tables._law import NoiseLaw as NoiseLaw  # the public home stays this module
 from dpfast.tables._law import _alpha as _alpha
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+    from dpfast.accounting.events import DpEvent
+    from dpfast.tables._select import Selection
 
 __all__ = ["TableRelease", "AccuracySummary", "NoiseLaw"]
 
@@ -100,12 +109,15 @@ class TableRelease:
         generator (whose allocator numbered the release).  Not secret.
     """
 
-    def __init__(self, *, keys: Any, values: np.ndarray, statistic: str, event: Any,
+    def __init__(self, *, keys: np.ndarray | tuple[np.ndarray, ...], values: np.ndarray,
+                 statistic: str, event: DpEvent,
                  law: NoiseLaw, threshold: int | None, sensitivity: dict[str, float],
                  key_names: tuple[str, ...] | None = None, value_name: str | None = None,
                  mean_parts: tuple[np.ndarray, np.ndarray, NoiseLaw, NoiseLaw, float, float]
-                 | None = None, release_id: int | None = None, selection: Any = None,
-                 interval: Any = None) -> None:
+                 | None = None, release_id: int | None = None,
+                 selection: Selection | None = None,
+                 interval: Callable[[float], tuple[np.ndarray, np.ndarray]] | None = None
+                 ) -> None:
         self.keys = keys
         self.values = values
         self.statistic = statistic
@@ -130,7 +142,7 @@ class TableRelease:
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[tuple[Hashable, int | float]]:
         """``(key, value)`` pairs, keys in release order (a tuple for several key columns),
         as Python scalars (``for key, value in release: ...``; :meth:`to_dict` gives the
         mapping -- ``dict(release)`` would look for a ``keys()`` method, and ``.keys`` is
@@ -138,7 +150,7 @@ class TableRelease:
         values = self.values.tolist()
         return iter(zip(self._key_list(), values))
 
-    def to_dict(self) -> dict[Any, Any]:
+    def to_dict(self) -> dict[Hashable, int | float]:
         """``{key: value}`` for the released keys (a tuple key for several key columns)."""
         return dict(iter(self))
 
@@ -152,7 +164,7 @@ class TableRelease:
 
         return _plot.table_html(self)
 
-    def plot(self, alpha: float = 0.05, *, ax: Any = None) -> Any:
+    def plot(self, alpha: float = 0.05, *, ax: Axes | None = None) -> Axes:
         """Plot the released values with their ``1 - alpha`` confidence intervals as error
         bars, keys sorted; returns the matplotlib Axes (``ax``, or a new figure's).
 
@@ -201,7 +213,8 @@ class TableRelease:
         return low, high
 
     # ------------------------------------------------------------------ accuracy
-    def accuracy(self, truth: Any = None, *, alpha: float = 0.05,
+    def accuracy(self, truth: Mapping[Hashable, float] | pd.Series | npt.ArrayLike = None,
+                 *, alpha: float = 0.05,
                  floor: float = 1.0) -> AccuracySummary:
         """Accuracy summary from the noise law and, if ``truth`` is given, measured.
 
@@ -236,12 +249,13 @@ class TableRelease:
             coverage=_metrics.ci_coverage(lo, hi, t),
             utility_ratio=_metrics.utility_ratio(noisy, t), suppressed=suppressed)
 
-    def _key_list(self) -> list[Any]:
+    def _key_list(self) -> list[Hashable]:
         if isinstance(self.keys, tuple):
             return list(zip(*(k.tolist() for k in self.keys)))
         return self.keys.tolist()
 
-    def _aligned_truth(self, truth: Any) -> tuple[np.ndarray, int | None]:
+    def _aligned_truth(self, truth: Mapping[Hashable, float] | pd.Series | npt.ArrayLike
+                       ) -> tuple[np.ndarray, int | None]:
         if hasattr(truth, "items") or hasattr(truth, "index"):
             items = dict(truth.items())
             keys = self._key_list()
@@ -257,7 +271,7 @@ class TableRelease:
         return arr, None
 
     # ------------------------------------------------------------------ serialisation
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, object]:
         """The release as JSON-able data (no pickle): keys and values as their exact bytes,
         the event, the noise law, the threshold.  :meth:`from_state` rebuilds an equal
         release (bit for bit); :class:`dpfast.Session`'s result cache stores it.
@@ -288,28 +302,28 @@ class TableRelease:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> TableRelease:
+    def from_state(cls, state: Mapping[str, object]) -> TableRelease:
         """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
-        state = _state.check_header(state, "TableRelease")
-        mp = state["mean_parts"]
+        st = _state.check_header(state, "TableRelease")
+        mp = st["mean_parts"]
         mean_parts = None if mp is None else (
             _state.decode_array(mp["sums"]), _state.decode_array(mp["counts"]),
             _state.decode_law(mp["sum_law"]), _state.decode_law(mp["count_law"]),
             _state.decode_scalar(mp["lo"]), _state.decode_scalar(mp["hi"]))
-        names = state["key_names"]
+        names = st["key_names"]
         return cls(
-            keys=_state.decode_keys(state["keys"], state["multi_key"]),
-            values=_state.decode_array(state["values"]), statistic=state["statistic"],
-            event=_events.from_dict(state["event"]), law=_state.decode_law(state["law"]),
-            threshold=state["threshold"],
-            sensitivity={k: _state.decode_scalar(v) for k, v in state["sensitivity"].items()},
-            key_names=None if names is None else tuple(names), value_name=state["value_name"],
-            mean_parts=mean_parts, release_id=state["release_id"],
-            selection=_select.selection_from_state(state.get("selection")),
-            interval=_state._interval_from_state(state.get("interval")))
+            keys=_state.decode_keys(st["keys"], st["multi_key"]),
+            values=_state.decode_array(st["values"]), statistic=st["statistic"],
+            event=_events.from_dict(st["event"]), law=_state.decode_law(st["law"]),
+            threshold=st["threshold"],
+            sensitivity={k: _state.decode_scalar(v) for k, v in st["sensitivity"].items()},
+            key_names=None if names is None else tuple(names), value_name=st["value_name"],
+            mean_parts=mean_parts, release_id=st["release_id"],
+            selection=_select.selection_from_state(st.get("selection")),
+            interval=_state._interval_from_state(st.get("interval")))
 
     # ------------------------------------------------------------------ export
-    def to_pandas(self, alpha: float = 0.05) -> Any:
+    def to_pandas(self, alpha: float = 0.05) -> pd.DataFrame:
         """A DataFrame indexed by the key, as ``DataFrame.groupby(key).agg(...)`` gives.
 
         Index: the released keys, named after the key Series (``"key"`` for arrays); a

@@ -56,7 +56,7 @@ class _Required:
 
 
 #: marks a statistic's own parameter (or its ``bounds``) as required
-REQUIRED: Any = _Required()
+REQUIRED: _Required = _Required()
 
 #: the release parameters every public form takes unless a statistic says otherwise
 #: (:attr:`Statistic.common`), in their order in the signatures
@@ -90,15 +90,15 @@ class Statistic:
     gaussian: ClassVar[bool] = True
     #: its own parameters, name -> default (:data:`REQUIRED`: the caller must give it),
     #: keyword-only in every public form; :meth:`make_spec` puts them in the spec
-    params: ClassVar[Mapping[str, Any]] = {}
+    params: ClassVar[Mapping[str, object]] = {}
     #: the annotation shown for each own parameter (default ``Any``)
-    param_types: ClassVar[Mapping[str, Any]] = {}
+    param_types: ClassVar[Mapping[str, str | type]] = {}
     #: one line per own parameter for the CLI's ``--<param>`` help (and the session's)
     param_help: ClassVar[Mapping[str, str]] = {}
     #: a value of each required own parameter for examples (``dpfast warmup``, the tests)
-    example: ClassVar[Mapping[str, Any]] = {}
+    example: ClassVar[Mapping[str, object]] = {}
     #: the default of ``bounds`` when ``bounds`` is True (:data:`REQUIRED`: must be given)
-    bounds_default: ClassVar[Any] = REQUIRED
+    bounds_default: ClassVar[object] = REQUIRED
     #: the local form also takes ``bounds="auto"`` (private quantiles choose them)
     auto_bounds: ClassVar[bool] = False
     #: the common release parameters its public forms take (a sub-sequence of
@@ -128,7 +128,7 @@ class Statistic:
     #: :mod:`dpfast.tables._metrics`); empty: not offered by ``aggregate``
     parts: ClassVar[tuple[str, ...]] = ()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if not cls.name:
             return
@@ -151,7 +151,7 @@ class Statistic:
         REGISTRY[cls.name] = cls
 
     @classmethod
-    def make_spec(cls, *, column: str | None = None, params: Mapping[str, Any] | None = None,
+    def make_spec(cls, *, column: str | None = None, params: Mapping[str, object] | None = None,
                   **release: Any) -> ReleaseSpec:
         """The checked :class:`~dpfast.tables.spec.ReleaseSpec` of one release of this
         statistic: ``release`` holds the common parameters (``epsilon=``, ``bounds=``,
@@ -171,7 +171,7 @@ class Statistic:
         raise NotImplementedError(f"{cls.__qualname__}.plan")
 
 
-def get(name: Any) -> type[Statistic]:
+def get(name: object) -> type[Statistic]:
     """The registered statistic ``name`` (ValueError naming ``statistic`` otherwise)."""
     if not isinstance(name, str) or name not in REGISTRY:
         raise ValueError(f"statistic must be one of {sorted(REGISTRY)}, got {name!r}")

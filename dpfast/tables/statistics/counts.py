@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dpfast.tables.statistics.base import COMMON, Statistic
 
 if TYPE_CHECKING:
     from dpfast.tables import _ids_l2, groupby, multi
+    from dpfast.tables.run import Source
+    from dpfast.tables.spec import ReleaseSpec
 
 #: the Parameters entries of the Dask forms of count, sum and mean
 DASK_PARAMS = """
@@ -176,7 +178,7 @@ class Count(Statistic):
     parts = ("count",)
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> groupby.Plan:
         from dpfast.tables import groupby  # lazy: the registry imports no kernel
 
         return groupby.plan_of("count", spec, source)
@@ -249,7 +251,7 @@ class PrivacyIdCount(Statistic):
     parts = ("ids",)
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> multi.MultiPlan | _ids_l2.Plan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> multi.MultiPlan | _ids_l2.Plan:
         from dpfast.tables import _ids_l2, multi  # lazy: the registry imports no kernel
 
         if spec.bounding == "l2":

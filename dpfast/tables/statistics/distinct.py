@@ -11,9 +11,9 @@ noise, selection and release (:func:`distinct_release`).  The pipeline
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,7 +24,11 @@ from dpfast.tables.release import TableRelease
 from dpfast.tables.statistics.base import Statistic
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+    import pandas as pd
+
     from dpfast import random as _random
+    from dpfast.accounting.events import DpEvent
     from dpfast.tables.run import Columns, Rows, Source
     from dpfast.tables.spec import ReleaseSpec
 
@@ -56,8 +60,8 @@ def distinct_pairs(data: _inputs._Data, vals: np.ndarray, k: int, c: int, skey: 
     return up // max(len(vuniq), 1), vuniq[up % max(len(vuniq), 1)], units
 
 
-def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: Any = "auto"
-                  ) -> tuple[_plan.Part, _select.Selection | None, Any]:
+def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: str = "auto"
+                  ) -> tuple[_plan.Part, _select.Selection | None, DpEvent]:
     """The count part (``Δ1 = k c``), the key selection (``domain=None``: its own
     measurement on the people per key, half of ε, :mod:`dpfast.tables._select`) and the
     event of a distinct count."""
@@ -73,7 +77,8 @@ def distinct_plan(priv: _plan.Privacy, k: int, c: int, selection: Any = "auto"
     return part, sel, _plan.release_event(priv, [part], sel.delta)
 
 
-def distinct_release(part: _plan.Part, sel: _select.Selection | None, event: Any, gen: Any,
+def distinct_release(part: _plan.Part, sel: _select.Selection | None, event: DpEvent,
+                     gen: _random.Generator,
                      release_id: int | None, data: _inputs._Data, counts: np.ndarray, k: int,
                      c: int, units: np.ndarray | None = None) -> TableRelease:
     """Noise (and select, on ``units``: people per key code, the selection's measure of
@@ -117,11 +122,12 @@ class DistinctPlan:
     c: int
     part: _plan.Part
     select: _select.Selection | None
-    event: Any
+    event: DpEvent
     policy: int
 
     # ----------------------------------------------------------------- exact partials
-    def _pairs(self, keys: Any, privacy_ids: Any, values: Any, domain: Any,
+    def _pairs(self, keys: npt.ArrayLike | tuple[npt.ArrayLike, ...], privacy_ids: object,
+               values: object, domain: object,
                subkey: np.ndarray) -> tuple[_inputs._Data, np.ndarray, np.ndarray, np.ndarray]:
         """Validate one batch of rows and bound it: ``(data, kept pair key codes, their
         values, people per key code)``."""
@@ -149,8 +155,8 @@ class DistinctPlan:
         counts = np.bincount(kc, minlength=data.n_codes).astype(np.int64)
         return DistinctPartials(data, counts, units)
 
-    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
-                           ) -> tuple[Any, int]:
+    def partition_partials(self, pdf: pd.DataFrame | Mapping[str, np.ndarray], cols: Columns,
+                           subkey: np.ndarray) -> tuple[pd.DataFrame, int]:
         """One partition (every person's rows are in it; a pandas DataFrame or a dict of
         numpy columns): the distinct (key, value) pairs its people keep, by key value,
         with the people per key on each key's first pair; and its number of rows."""
@@ -174,7 +180,7 @@ class DistinctPlan:
         out[_UNITS] = per_row
         return pd.DataFrame(out), int(nrows)
 
-    def merge(self, results: Sequence[tuple[Any, int]], cols: Columns) -> DistinctPartials:
+    def merge(self, results: Sequence[tuple[pd.DataFrame, int]], cols: Columns) -> DistinctPartials:
         """The partitions' pairs (:meth:`partition_partials`' results) united per key, keys
         coded as on one machine: the distinct count per key and the people per key
         (checked sums: a person's rows are in one partition)."""

@@ -3,7 +3,7 @@ mechanism on a public grid; :mod:`dpfast.tables._ranks` plans them)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from dpfast.tables import _ranks
 from dpfast.tables.statistics.base import Statistic
@@ -25,7 +25,7 @@ class _Rank(Statistic):
         "epsilon", "delta", "max_partitions", "max_per_partition", "domain", "rng", "budget",
         "note", "dropna", "selection", "bounding")
     returns: ClassVar[str] = "QuantileRelease"
-    bounds_default: ClassVar[Any] = None  # optional: a public candidate grid instead
+    bounds_default: ClassVar[object] = None  # optional: a public candidate grid instead
 
     @classmethod
     def plan(cls, spec: ReleaseSpec, source: Source) -> _ranks.Plan:

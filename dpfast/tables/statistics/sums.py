@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING, Any
 from dpfast.tables.statistics.base import Statistic
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from dpfast.tables import _autobounds, groupby, multi
+    from dpfast.tables.run import Source
+    from dpfast.tables.spec import ReleaseSpec
 
 #: the Privacy section of variance and std
 _SPREAD_PRIVACY = """
@@ -95,7 +99,7 @@ class Sum(Statistic):
     parts = ("sum",)
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> groupby.Plan | _autobounds.AutoPlan:
         from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
 
         if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
@@ -146,7 +150,7 @@ class Mean(Statistic):
     parts = ("count", "csum")
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> groupby.Plan | _autobounds.AutoPlan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> groupby.Plan | _autobounds.AutoPlan:
         from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
 
         if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
@@ -158,8 +162,9 @@ class _Spread(Statistic):
     """What variance and std share (not registered: no name)."""
 
     @classmethod
-    def make_spec(cls, *, column: str | None = None, params: Any = None,
-                  **release: Any) -> Any:
+    def make_spec(cls, *, column: str | None = None,
+                  params: Mapping[str, object] | None = None,
+                  **release: Any) -> ReleaseSpec:
         """The spec; a TypeError unless ``bounds`` is a pair (before anything else)."""
         if not isinstance(release.get("bounds"), (tuple, list)):
             raise TypeError(f"bounds for column {column or 'values'!r}: bounds must be a "
@@ -206,7 +211,7 @@ class Variance(_Spread):
     """
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> multi.MultiPlan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> multi.MultiPlan:
         from dpfast.tables import multi  # lazy: the registry imports no kernel
 
         return multi.plan_of(spec, source, {cls.name: cls.parts})
@@ -239,7 +244,7 @@ class Std(_Spread):
     """
 
     @classmethod
-    def plan(cls, spec: Any, source: Any) -> multi.MultiPlan:
+    def plan(cls, spec: ReleaseSpec, source: Source) -> multi.MultiPlan:
         from dpfast.tables import multi  # lazy: the registry imports no kernel
 
         return multi.plan_of(spec, source, {cls.name: cls.parts})

@@ -46,7 +46,7 @@ W = 1 << 16
 _Partials = tuple["_Data", "_ranks.Table", "np.ndarray | None"]
 
 
-def _trim(x: Any) -> float:
+def _trim(x: object) -> float:
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, np.number)):
         raise TypeError(f"trim must be a number in (0, 0.5), got {x!r}")
     f = float(x)
@@ -90,7 +90,7 @@ class TrimmedInterval:
         span = self.b - self.a
         return self.a + span * low, self.a + span * high
 
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, object]:
         return {"s": _state.encode_array(self.s), "n": _state.encode_array(self.n),
                 "law_s": _state.encode_law(self.law_s),
                 "law_n": _state.encode_law(self.law_n),
