@@ -215,3 +215,18 @@ def test_result_id_finds_a_part_of_a_question() -> None:
         q.store(b"x")
     assert b.result_id("a" * 32) == "b" * 32 + "~" + "a" * 32
     assert b.result_id("b" * 32) is None
+
+
+def test_count_distinct_of_a_column_is_the_registered_distinct_count() -> None:
+    """``COUNT(DISTINCT col)`` of a column other than the privacy unit is the registry's
+    count_distinct (it was refused): the same question as ``session.count_distinct`` and
+    as ``COUNT_DISTINCT(col)``, charged once."""
+    s = _session(_frame())
+    m = s.count_distinct("seats", "dest", epsilon=0.5)
+    a = s.sql("SELECT dest, COUNT(DISTINCT seats) AS d FROM flights GROUP BY dest",
+              epsilon=0.5)
+    b = s.sql("SELECT dest, COUNT_DISTINCT(seats) AS d FROM flights GROUP BY dest",
+              epsilon=0.5)
+    assert a.releases["d"].values.tobytes() == m.values.tobytes()
+    assert b.releases["d"].values.tobytes() == m.values.tobytes()
+    assert len(s.budget.history()) == 1

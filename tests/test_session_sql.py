@@ -108,7 +108,7 @@ REFUSED = [
     ("SELECT MAX(arr_delay) FROM flights", "unsupported_aggregate"),
     ("SELECT SUM(arr_delay * 2) FROM flights", "aggregate_argument"),
     ("SELECT SUM(arr_delay) / COUNT(*) FROM flights", "aggregate_expression"),
-    ("SELECT COUNT(DISTINCT dest) FROM flights", "count_distinct"),
+    ("SELECT COUNT(DISTINCT arr_delay + 1) FROM flights", "count_distinct"),
     ("SELECT dest, COUNT(*) FROM flights GROUP BY dest HAVING COUNT(*) > 5", "having"),
     ("SELECT dest, COUNT(*) AS n FROM flights GROUP BY dest ORDER BY n DESC",
      "order_by"),

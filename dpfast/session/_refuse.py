@@ -29,7 +29,7 @@ REASONS: dict[str, str] = {
                         "population statistics (VAR_POP, STDDEV_POP), not the sample ones",
     "unavailable": "an aggregate this version of dpfast.tables does not have",
     "unbounded": "an aggregate of a column without public bounds",
-    "count_distinct": "COUNT(DISTINCT col) of a column other than the privacy unit",
+    "count_distinct": "COUNT(DISTINCT x) of an expression or of a joined public table",
     "group_by_expression": "GROUP BY an expression (group by columns)",
     "having": "HAVING filters on private values",
     "order_by": "ORDER BY an aggregate (private values)",

@@ -12,7 +12,8 @@ The analyst never writes SQL that the engine runs.  The query is parsed with sql
     [ORDER BY g1, ...]
 
 with ``AGG`` one of ``COUNT(*)``, ``COUNT(col)``, ``COUNT(DISTINCT privacy_unit)``
-(:func:`dpfast.tables.privacy_id_count`), or a statistic of the registry
+(:func:`dpfast.tables.privacy_id_count`), ``COUNT(DISTINCT col)`` of another column
+(:func:`dpfast.tables.count_distinct`), or a statistic of the registry
 (:data:`dpfast.tables.statistics.REGISTRY`) by one of its ``sql_names`` -- ``SUM``,
 ``AVG``, ``VAR_POP`` / ``STDDEV_POP`` (:func:`dpfast.tables.variance` / ``std``,
 population statistics), ``MEDIAN``, ``QUANTILE(col, q)`` (its own parameters as number
@@ -158,11 +159,19 @@ def _aggregate(node: exp.Func, alias: str | None, unit: str | None, scope: Scope
             cols = arg.expressions
             col = scope.resolve(cols[0]) if len(cols) == 1 and isinstance(
                 cols[0], exp.Column) else None
-            if col is None or col.table != 0 or col.name != unit:
-                raise SqlRefusedError("count_distinct", f"{text}: only COUNT(DISTINCT "
-                                      f"{unit or 'privacy unit'}) (people per key) is bounded")
-            return Agg(alias or "people", "privacy_id_count", None,
-                       f"COUNT(DISTINCT {quote(col.name)})")
+            if col is not None and col.table == 0 and col.name == unit:
+                return Agg(alias or "people", "privacy_id_count", None,
+                           f"COUNT(DISTINCT {quote(col.name)})")
+            # COUNT(DISTINCT col) of another column: the registered distinct count (its
+            # SQL name "count_distinct"), bounded per person (max_per_partition values)
+            stat = _stats.from_sql({"count_distinct"})
+            if col is None or col.table != 0 or stat is None:
+                raise SqlRefusedError("count_distinct", f"{text}: COUNT(DISTINCT x) takes "
+                                      "one column of the private table")
+            if col.kind not in _expr.KEY_KINDS:
+                raise SqlRefusedError("type", f"{text}: a {col.kind} column")
+            return Agg(alias or f"{stat.session_name}_{col.name}", stat.name, col,
+                       f"COUNT(DISTINCT {quote(col.name)})", ())
         if not isinstance(arg, exp.Column):
             raise SqlRefusedError("aggregate_argument", f"{text}: COUNT of an expression")
         col = scope.resolve(arg)
