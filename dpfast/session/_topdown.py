@@ -9,12 +9,14 @@ that person's own rows; :func:`dpfast.tables.bound_contributions`), then
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from dpfast import tables as _tables
+from dpfast.tables import hierarchy as _hierarchy
 from dpfast.tables.spec import domain_fingerprint
 
 from . import _cache, _legacy
@@ -92,9 +94,13 @@ def topdown(session: Session, geography: Geography, levels: str | Sequence[str],
                 out[i] += c
         return out
 
-    # LEGACY: topdown has no plan yet -- the probe (dpfast.session._legacy)
-    event = _legacy.probe(lambda b: _tables.topdown(np.zeros(n, np.int64), ids, rho=rho,
-                                                   budget=b, **options))
+    # the event from topdown's plan, before any row is read (no probe run): the options
+    # are checked against tables.topdown's parameters first (TypeError naming one)
+    inspect.signature(_tables.topdown).bind(np.zeros(n, np.int64), ids, rho=rho, **options)
+    event = _hierarchy.plan_topdown(
+        np.zeros(n, np.int64), ids, rho, bool(options.get("nonnegative", True)),
+        bool(options.get("integer", True)), bool(options.get("total_invariant", False)),
+        per_person=False).event
     return _cache.cached(
         session, spec, what, event,
         lambda: _tables.topdown(leaf_counts(), ids, rho=rho, rng=session.rng, **options),
