@@ -329,7 +329,7 @@ def plan_of(spec: ReleaseSpec, source: Source, parts: Mapping[str, tuple[str, ..
             values = VALUES  # a local release's values
             s = dataclasses.replace(s, column=VALUES)
         metrics: Any = {single: _metric_of(s)}
-        bounds = {} if s.column is None else {s.column: spec.bounds}
+        bounds: dict[str, object] = {} if s.column is None else {s.column: spec.bounds}
     else:
         metrics = {s.name: _metric_of(s) for s in spec.statistics}
         assert not isinstance(spec.bounds, str)
