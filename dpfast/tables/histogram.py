@@ -210,20 +210,6 @@ def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
               max_per_partition: int = 1,
               nonnegative: bool = False, integer: bool = False, noise: str | None = None,
               rng: RngLike = None, budget: Charger | None = None, note: str = "",
-              return_release: Literal[False] = False,
-              use_case: str | None = None) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-@overload
-def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
-              range: tuple[float, float] | None = None,  # noqa: A002
-              weights: npt.ArrayLike | None = None,
-              density: bool = False, *, epsilon: float | None = None, delta: float = 0.0,
-              rho: float | None = None, weight_bounds: tuple[float, float] | None = None,
-              privacy_ids: npt.ArrayLike | None = None, max_partitions: int = 1,
-              max_per_partition: int = 1,
-              nonnegative: bool = False, integer: bool = False, noise: str | None = None,
-              rng: RngLike = None, budget: Charger | None = None, note: str = "",
               return_release: bool,
               use_case: str | None = None) -> (
         tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, TableRelease]): ...
@@ -358,20 +344,6 @@ def histogramdd(sample: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
                 return_release: Literal[True],
                 use_case: str | None = None
                 ) -> tuple[np.ndarray, list[np.ndarray], TableRelease]: ...
-
-
-@overload
-def histogramdd(sample: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
-                range: Ranges | None = None,  # noqa: A002
-                weights: npt.ArrayLike | None = None, density: bool = False, *,
-                epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-                weight_bounds: tuple[float, float] | None = None,
-                privacy_ids: npt.ArrayLike | None = None,
-                max_partitions: int = 1, max_per_partition: int = 1,
-                nonnegative: bool = False, integer: bool = False, noise: str | None = None,
-                rng: RngLike = None, budget: Charger | None = None, note: str = "",
-                return_release: Literal[False] = False,
-                use_case: str | None = None) -> tuple[np.ndarray, list[np.ndarray]]: ...
 
 
 @overload
