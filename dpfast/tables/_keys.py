@@ -244,18 +244,18 @@ def null_mask(keys: object, privacy_ids: object, *values: object) -> np.ndarray 
 
 
 @overload
-def drop_nulls(keys: tuple[npt.ArrayLike, ...], privacy_ids: object,
+def drop_nulls(keys: tuple[npt.ArrayLike, ...], privacy_ids: npt.ArrayLike | None,
                *values: object
-               ) -> tuple[tuple[npt.ArrayLike, ...], object,
+               ) -> tuple[tuple[npt.ArrayLike, ...], npt.ArrayLike | None,
                           tuple[object, ...]]: ...
 @overload
-def drop_nulls(keys: npt.ArrayLike, privacy_ids: object,
+def drop_nulls(keys: npt.ArrayLike, privacy_ids: npt.ArrayLike | None,
                *values: object
-               ) -> tuple[npt.ArrayLike, object,
+               ) -> tuple[npt.ArrayLike, npt.ArrayLike | None,
                           tuple[object, ...]]: ...
-def drop_nulls(keys: KeyColumns, privacy_ids: object,
+def drop_nulls(keys: KeyColumns, privacy_ids: npt.ArrayLike | None,
                *values: object
-               ) -> tuple[KeyColumns, object, tuple[object, ...]]:
+               ) -> tuple[KeyColumns, npt.ArrayLike | None, tuple[object, ...]]:
     """The NULL policy of every release: the rows whose key (any key column), privacy id
     or value (any of ``values``) is missing -- None, NaN, pandas NA / NaT -- removed from
     all the columns (new objects; the caller's are not modified).

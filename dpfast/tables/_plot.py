@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -53,7 +54,9 @@ def _order(release: TableRelease) -> np.ndarray:
     """Indices that sort the released keys (mixed types: by their text)."""
     keys = release._key_list()
     try:
-        return np.array(sorted(range(len(keys)), key=lambda i: keys[i]), dtype=np.int64)
+        return np.array(sorted(range(len(keys)),
+                               key=lambda i: cast("SupportsRichComparison", keys[i])),
+                        dtype=np.int64)
     except TypeError:
         text = _labels(release)
         return np.array(sorted(range(len(keys)), key=lambda i: text[i]), dtype=np.int64)
@@ -171,7 +174,7 @@ def quantile_html(release: QuantileRelease, alpha: float = 0.05) -> str:
     qs = ", ".join(f"{q:g}" for q in release.q)
     head = [f"<b>QuantileRelease</b>: quantile{'s' if len(release.q) > 1 else ''} {qs} of "
             f"{n} keys", _privacy(release.event),
-            html.escape(release.accuracy(alpha)["statement"])]
+            html.escape(str(release.accuracy(alpha)["statement"]))]
     if release.threshold is not None:
         head.append(f"keys chosen privately (threshold {release.threshold})")
     return _view(head, _table(release.to_columns(), n))

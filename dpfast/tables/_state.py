@@ -45,6 +45,9 @@ class IntervalRule(Protocol):
     classmethod ``from_state(d)`` (and the class attribute ``kind`` it is registered
     under)."""
 
+    def __call__(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """The ``1 - alpha`` intervals ``(low, high)``."""
+
     def to_state(self) -> dict[str, Any]:
         """The rule as JSON-able data."""
 

@@ -214,7 +214,8 @@ class MultiPlan:
             data.key_names = rows.key_names
         return self._bound(data, vals, subkey)
 
-    def _validate(self, keys: KeyColumns, ids: object, raw: list[object], domain: object
+    def _validate(self, keys: KeyColumns, ids: npt.ArrayLike | None,
+                  raw: list[object], domain: object
                   ) -> tuple[_inputs._Data, dict[str, np.ndarray]]:
         """The NULL policy (listwise over the keys, the ids and the used columns), the
         used columns clamped, the keys factorized with the public domain (``data.values``:
@@ -339,7 +340,7 @@ class MultiPlan:
         return rel if self.single is None else rel.metrics[self.single]
 
 
-def _candidates(spec: ReleaseSpec) -> dict[str, object] | None:
+def _candidates(spec: ReleaseSpec) -> dict[str, int | npt.ArrayLike] | None:
     cands = spec.option("candidates")
     if cands is None:
         return None

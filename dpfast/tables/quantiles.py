@@ -12,7 +12,7 @@ unit-count rules of :mod:`dpfast.tables._select`) -> sample
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -101,7 +101,8 @@ def _release(stat: str, values: npt.ArrayLike, keys: _keys.KeyColumns,
                      n_candidates=n_candidates, candidates=candidates, domain=domain,
                      selection=selection, bounding=bounding,
                      has_ids=ids is not None)
-    rows = _run.Rows(kept, ids, vals, domain=domain)
+    # (the values' rows without the NULL ones: still array-like)
+    rows = _run.Rows(kept, ids, cast("npt.ArrayLike", vals), domain=domain)
     out: QuantileRelease = _run.release(spec, rows, budget=budget, note=note, rng=rng)
     return out
 

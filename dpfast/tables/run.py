@@ -27,8 +27,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import random as _random
+from dpfast.random import RngLike
 from dpfast.tables import _inputs, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables.plan import plan as make_plan
@@ -75,9 +77,9 @@ class Rows:
     ``domain``: the public keys (None: selected privately)."""
 
     keys: KeyColumns
-    privacy_ids: object = None
-    values: object = None
-    columns: Mapping[str, object] | None = None
+    privacy_ids: npt.ArrayLike | None = None
+    values: npt.ArrayLike | None = None
+    columns: Mapping[str, npt.ArrayLike] | None = None
     domain: object = None
     key_names: tuple[str, ...] | None = None
 
@@ -92,7 +94,7 @@ class Rows:
             if self.values is None:
                 raise TypeError("values must be an array of numbers, got None")
             return _inputs.number_kind(self.values)
-        cols = cast("Mapping[str, object]", self.columns)  # (None raises TypeError here)
+        cols = cast("Mapping[str, npt.ArrayLike]", self.columns)  # (None raises TypeError here)
         return _inputs.number_kind(cols[column], f"column {column!r}")
 
 
@@ -126,7 +128,7 @@ class ReleaseKeys:
 class Backend(Protocol):
     """Where the exact partial aggregates are computed."""
 
-    def keys(self, rng: object) -> ReleaseKeys:
+    def keys(self, rng: Any) -> ReleaseKeys:
         """The release's generator, release id and workers' key source."""
 
     def partials(self, plan: Plan, source: Any, keys: ReleaseKeys) -> object:
@@ -136,7 +138,7 @@ class Backend(Protocol):
 class LocalBackend:
     """One process: the plan's own partials over the whole source."""
 
-    def keys(self, rng: object) -> ReleaseKeys:
+    def keys(self, rng: RngLike) -> ReleaseKeys:
         gen, rid = keynoise.release_generator(rng)  # a raw key: a fresh release id
         return ReleaseKeys(gen, rid, bounding.subkey(gen))
 
