@@ -15,7 +15,6 @@ from fractions import Fraction
 from typing import SupportsInt
 
 import numpy as np
-import numpy.typing as npt
 
 from dpfast.tables import _keys
 
@@ -128,7 +127,7 @@ def clamp(raw: np.ndarray, bnd: tuple[float, float]) -> np.ndarray:
     return np.clip(raw.astype(np.float64), bnd[0], bnd[1])
 
 
-def _validate(keys: _keys.KeyColumns, privacy_ids: npt.ArrayLike | None,
+def _validate(keys: _keys.KeyColumns, privacy_ids: object,
               values: object, bounds: object, domain: object
               ) -> tuple[_Data, tuple[float, float] | None]:
     # the NULL policy: rows with a missing key, id or value leave first (a per-row filter)

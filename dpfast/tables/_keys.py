@@ -244,18 +244,18 @@ def null_mask(keys: object, privacy_ids: object, *values: object) -> np.ndarray 
 
 
 @overload
-def drop_nulls(keys: tuple[npt.ArrayLike, ...], privacy_ids: npt.ArrayLike | None,
+def drop_nulls(keys: tuple[npt.ArrayLike, ...], privacy_ids: object,
                *values: object
-               ) -> tuple[tuple[npt.ArrayLike, ...], npt.ArrayLike | None,
+               ) -> tuple[tuple[npt.ArrayLike, ...], object,
                           tuple[object, ...]]: ...
 @overload
-def drop_nulls(keys: npt.ArrayLike, privacy_ids: npt.ArrayLike | None,
+def drop_nulls(keys: npt.ArrayLike, privacy_ids: object,
                *values: object
-               ) -> tuple[npt.ArrayLike, npt.ArrayLike | None,
+               ) -> tuple[npt.ArrayLike, object,
                           tuple[object, ...]]: ...
-def drop_nulls(keys: KeyColumns, privacy_ids: npt.ArrayLike | None,
+def drop_nulls(keys: KeyColumns, privacy_ids: object,
                *values: object
-               ) -> tuple[KeyColumns, npt.ArrayLike | None, tuple[object, ...]]:
+               ) -> tuple[KeyColumns, object, tuple[object, ...]]:
     """The NULL policy of every release: the rows whose key (any key column), privacy id
     or value (any of ``values``) is missing -- None, NaN, pandas NA / NaT -- removed from
     all the columns (new objects; the caller's are not modified).

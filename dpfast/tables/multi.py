@@ -214,7 +214,7 @@ class MultiPlan:
             data.key_names = rows.key_names
         return self._bound(data, vals, subkey)
 
-    def _validate(self, keys: KeyColumns, ids: npt.ArrayLike | None,
+    def _validate(self, keys: KeyColumns, ids: object,
                   raw: list[object], domain: object
                   ) -> tuple[_inputs._Data, dict[str, np.ndarray]]:
         """The NULL policy (listwise over the keys, the ids and the used columns), the

@@ -101,8 +101,9 @@ def _release(stat: str, values: npt.ArrayLike, keys: _keys.KeyColumns,
                      n_candidates=n_candidates, candidates=candidates, domain=domain,
                      selection=selection, bounding=bounding,
                      has_ids=ids is not None)
-    # (the values' rows without the NULL ones: still array-like)
-    rows = _run.Rows(kept, ids, cast("npt.ArrayLike", vals), domain=domain)
+    # (the ids' and values' rows without the NULL ones: still array-likes)
+    rows = _run.Rows(kept, cast("npt.ArrayLike | None", ids), cast("npt.ArrayLike", vals),
+                     domain=domain)
     out: QuantileRelease = _run.release(spec, rows, budget=budget, note=note, rng=rng)
     return out
 
