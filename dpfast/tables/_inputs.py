@@ -12,7 +12,7 @@ import dataclasses
 import math
 import numbers
 from fractions import Fraction
-from typing import Any
+from typing import SupportsInt
 
 import numpy as np
 
@@ -23,14 +23,14 @@ from dpfast.tables import _keys
 class _Data:
     codes: np.ndarray  # key code per kept row
     n_codes: int
-    uniques: Any  # canonical key values per code
+    uniques: _keys.Uniques  # canonical key values per code
     ids: np.ndarray | None
     values: np.ndarray | None
     domain_codes: np.ndarray | None  # code of each domain key, in the domain's order
     key_names: tuple[str, ...] | None
 
 
-def _names(keys: Any) -> tuple[str, ...] | None:
+def _names(keys: object) -> tuple[str, ...] | None:
     if hasattr(keys, "columns") and hasattr(keys, "iloc"):
         return tuple(str(c) for c in keys.columns)
     items = keys if isinstance(keys, tuple) else (keys,)
@@ -40,7 +40,7 @@ def _names(keys: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _bounds(bounds: Any, integer_values: bool) -> tuple[Any, Any]:
+def _bounds(bounds: object, integer_values: bool) -> tuple[float, float]:
     if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
         raise TypeError("bounds must be a pair (lo, hi)")
     lo, hi = bounds
@@ -76,7 +76,7 @@ def check_rows(n: int) -> None:
         raise ValueError(f"the input has {n} rows; a release takes fewer than 2**40")
 
 
-def check_int_summands(c: int, mag: Any, what: str) -> None:
+def check_int_summands(c: int, mag: SupportsInt, what: str) -> None:
     """ValueError (public parameters, before the charge) unless ``c`` integer summands of
     magnitude ``mag`` -- one person's rows in one key -- sum exactly in int64.  Beyond a
     person's partial sum nothing can overflow: totals are exact in two words
@@ -86,7 +86,7 @@ def check_int_summands(c: int, mag: Any, what: str) -> None:
                          f"exact int64 sums of {what} (at most 2**62)")
 
 
-def as_numbers(values: Any, name: str = "values") -> np.ndarray:
+def as_numbers(values: object, name: str = "values") -> np.ndarray:
     """A value column as a numeric numpy array (ints or floats; TypeError naming ``name``
     for anything else).  An object column of numbers (what dropping the NULL rows of a
     list with None leaves) becomes an int or float array."""
@@ -102,7 +102,7 @@ def as_numbers(values: Any, name: str = "values") -> np.ndarray:
     return raw
 
 
-def number_kind(values: Any, name: str = "values") -> str:
+def number_kind(values: object, name: str = "values") -> str:
     """The dtype kind (``"i"``, ``"u"`` or ``"f"``) of a value column, as
     :func:`as_numbers` reads it (TypeError naming ``name`` for anything else): public
     schema, read before the plan.  Missing entries (None, NaN, pandas NA) do not count:
@@ -116,7 +116,7 @@ def number_kind(values: Any, name: str = "values") -> str:
     return as_numbers(values, name).dtype.kind
 
 
-def clamp(raw: np.ndarray, bnd: tuple[Any, Any]) -> np.ndarray:
+def clamp(raw: np.ndarray, bnd: tuple[float, float]) -> np.ndarray:
     """The values clamped to the bounds (a new array): int64 for integers, float64 for
     floats, where ``±inf`` becomes ``lo`` / ``hi`` like any other value out of range."""
     if raw.dtype.kind in "iu":
@@ -127,8 +127,9 @@ def clamp(raw: np.ndarray, bnd: tuple[Any, Any]) -> np.ndarray:
     return np.clip(raw.astype(np.float64), bnd[0], bnd[1])
 
 
-def _validate(keys: Any, privacy_ids: Any, values: Any, bounds: Any, domain: Any
-              ) -> tuple[_Data, Any]:
+def _validate(keys: _keys.KeyColumns, privacy_ids: object,
+              values: object, bounds: object, domain: object
+              ) -> tuple[_Data, tuple[float, float] | None]:
     # the NULL policy: rows with a missing key, id or value leave first (a per-row filter)
     keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
     cols, n, ids = _keys.keys_and_ids(keys, privacy_ids)

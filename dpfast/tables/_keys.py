@@ -19,9 +19,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from typing import Any
+from collections.abc import Sized
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast._kernels import grouping as _kg
 from dpfast.tables import _scratch as scratch
@@ -34,6 +36,12 @@ _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
 #: LLVM on first use); from it on, the parallel kernels (same results)
 SERIAL_ROWS = 1 << 15
 
+#: the distinct keys: one array, or a tuple of arrays (one per key column)
+Uniques = np.ndarray | tuple[np.ndarray, ...]
+#: key columns as a caller gives them: one array-like (an array, a Series, a DataFrame) or a
+#: tuple of key columns
+KeyColumns = npt.ArrayLike | tuple[npt.ArrayLike, ...]
+
 
 @dataclasses.dataclass(frozen=True)
 class Factorized:
@@ -43,7 +51,7 @@ class Factorized:
     """
 
     codes: np.ndarray  # int64, one per row
-    uniques: Any
+    uniques: Uniques
     multi: bool
 
     @property
@@ -58,7 +66,7 @@ def _threads() -> int:
     return int(numba.get_num_threads())
 
 
-def _missing(x: Any) -> bool:
+def _missing(x: object) -> bool:
     isna = getattr(x, "isna", None)
     if callable(isna):
         try:
@@ -68,7 +76,7 @@ def _missing(x: Any) -> bool:
     return False
 
 
-def column(x: Any, name: str, *, mixed: bool = False) -> np.ndarray:
+def column(x: object, name: str, *, mixed: bool = False) -> np.ndarray:
     """A 1-D numpy array of ints, floats, str or bytes (the caller's data is not modified).
 
     Raises ValueError for missing values (NaN, None, pandas NA) and ragged shapes,
@@ -147,7 +155,7 @@ def _object_column(arr: np.ndarray, name: str, mixed: bool = False) -> np.ndarra
     return arr  # str or bytes objects (sorted by Python's order = code point / bytewise)
 
 
-def columns(keys: Any, name: str = "keys") -> list[np.ndarray]:
+def columns(keys: object, name: str = "keys") -> list[np.ndarray]:
     """The key columns: one for a 1-D key, several for a tuple of arrays or a DataFrame."""
     if hasattr(keys, "columns") and hasattr(keys, "iloc"):  # a DataFrame
         cols = [column(keys.iloc[:, j], f"{name}[{c!r}]") for j, c in enumerate(keys.columns)]
@@ -164,7 +172,7 @@ def columns(keys: Any, name: str = "keys") -> list[np.ndarray]:
     return cols
 
 
-def _missing_rows(x: Any) -> np.ndarray:
+def _missing_rows(x: object) -> np.ndarray:
     """Per row: is the value missing (None, NaN, pandas NA / NaT)?"""
     isna = getattr(x, "isna", None)
     if callable(isna):
@@ -183,29 +191,31 @@ def _missing_rows(x: Any) -> np.ndarray:
     return np.zeros(arr.shape[0] if arr.ndim else 1, dtype=bool)
 
 
-def _take(x: Any, keep: np.ndarray) -> Any:
+def _take(x: object, keep: np.ndarray) -> npt.ArrayLike:
     iloc = getattr(x, "iloc", None)
     if iloc is not None:
         return iloc[np.flatnonzero(keep)]
     return np.asarray(x)[keep]
 
 
-def _key_masks(keys: Any) -> list[np.ndarray]:
+def _key_masks(keys: object) -> list[np.ndarray]:
     if hasattr(keys, "columns") and hasattr(keys, "iloc"):  # a DataFrame
-        return [_missing_rows(keys.iloc[:, j]) for j in range(keys.shape[1])]
+        return [_missing_rows(keys.iloc[:, j]) for j in range(len(keys.columns))]
     if isinstance(keys, tuple):
         return [_missing_rows(k) for k in keys]
     return [_missing_rows(keys)]
 
 
-def _rows_of(x: Any) -> int | None:
+def _rows_of(x: object) -> int | None:
+    if not isinstance(x, Sized):
+        return None
     try:
         return len(x)
     except TypeError:
         return None
 
 
-def null_mask(keys: Any, privacy_ids: Any, *values: Any) -> np.ndarray | None:
+def null_mask(keys: object, privacy_ids: object, *values: object) -> np.ndarray | None:
     """Per row: is its key (any key column), privacy id or value (any of ``values``)
     missing -- None, NaN, pandas NA / NaT?  None when no row is (or when the shapes do not
     match: the callers' checks then name the column)."""
@@ -233,7 +243,19 @@ def null_mask(keys: Any, privacy_ids: Any, *values: Any) -> np.ndarray | None:
     return drop if drop.any() else None
 
 
-def drop_nulls(keys: Any, privacy_ids: Any, *values: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+@overload
+def drop_nulls(keys: tuple[npt.ArrayLike, ...], privacy_ids: object,
+               *values: object
+               ) -> tuple[tuple[npt.ArrayLike, ...], object,
+                          tuple[object, ...]]: ...
+@overload
+def drop_nulls(keys: npt.ArrayLike, privacy_ids: object,
+               *values: object
+               ) -> tuple[npt.ArrayLike, object,
+                          tuple[object, ...]]: ...
+def drop_nulls(keys: KeyColumns, privacy_ids: object,
+               *values: object
+               ) -> tuple[KeyColumns, object, tuple[object, ...]]:
     """The NULL policy of every release: the rows whose key (any key column), privacy id
     or value (any of ``values``) is missing -- None, NaN, pandas NA / NaT -- removed from
     all the columns (new objects; the caller's are not modified).
@@ -257,7 +279,7 @@ def drop_nulls(keys: Any, privacy_ids: Any, *values: Any) -> tuple[Any, Any, tup
             tuple(None if v is None else _take(v, keep) for v in values))
 
 
-def keys_and_ids(keys: Any, privacy_ids: Any) -> tuple[list[np.ndarray], int,
+def keys_and_ids(keys: object, privacy_ids: object) -> tuple[list[np.ndarray], int,
                                                          np.ndarray | None]:
     """The key columns, their row count and the privacy-id column (None if not given),
     checked to have as many rows as the keys."""
@@ -364,7 +386,7 @@ def factorize(cols: list[np.ndarray]) -> Factorized:
 
 
 # ----------------------------------------------------------------------------- ids
-def _encode_one(v: Any) -> bytes:
+def _encode_one(v: object) -> bytes:
     if isinstance(v, (bool, np.bool_, int, np.integer)):
         i = int(v)
         return b"i" + i.to_bytes(16, "little", signed=True)
@@ -378,7 +400,7 @@ def _encode_one(v: Any) -> bytes:
     raise TypeError(f"cannot encode a key of type {type(v).__name__}")
 
 
-def canonical_encoding(uniques: Any) -> list[bytes]:
+def canonical_encoding(uniques: Uniques) -> list[bytes]:
     """The canonical byte encoding of each key (one array, or a tuple of key columns).
 
     A function of the key's value alone (not of its dtype or position): integers as
@@ -421,7 +443,7 @@ def _encode_column(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(parts), np.uint8), lens
 
 
-def canonical_encoding_flat(uniques: Any) -> tuple[np.ndarray, np.ndarray]:
+def canonical_encoding_flat(uniques: Uniques) -> tuple[np.ndarray, np.ndarray]:
     """:func:`canonical_encoding` as one uint8 buffer and ``n + 1`` offsets (vectorised
     for numeric columns): row i is ``buf[off[i]:off[i+1]]``."""
     cols = uniques if isinstance(uniques, tuple) else (uniques,)
@@ -447,7 +469,7 @@ def canonical_encoding_flat(uniques: Any) -> tuple[np.ndarray, np.ndarray]:
     return buf, off
 
 
-def key_hashes(uniques: Any, key: bytes, tag: bytes) -> np.ndarray:
+def key_hashes(uniques: Uniques, key: bytes, tag: bytes) -> np.ndarray:
     """uint64 per key: BLAKE2b-64 keyed with ``key`` of ``tag`` + the canonical encoding."""
     out = np.empty(len(uniques[0] if isinstance(uniques, tuple) else uniques), np.uint64)
     for i, enc in enumerate(canonical_encoding(uniques)):

@@ -9,9 +9,22 @@ released values and of the public noise law: it costs no privacy.
 from __future__ import annotations
 
 import html
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from dpfast.accounting.events import DpEvent
+    from dpfast.tables._multi_release import AggregateRelease
+    from dpfast.tables._topdown_release import TopDownRelease
+    from dpfast.tables.quantile_release import QuantileRelease
+    from dpfast.tables.release import TableRelease
 
 __all__ = ["aggregate_html", "axes", "plot_table", "plot_topdown", "quantile_html",
            "table_html", "topdown_html"]
@@ -20,7 +33,7 @@ _MAX_TICKS = 40  # more keys than this: no tick labels (unreadable)
 _HTML_ROWS = 20
 
 
-def axes(ax: Any = None, figsize: tuple[float, float] = (6.4, 4.0)) -> Any:
+def axes(ax: Axes | None = None, figsize: tuple[float, float] = (6.4, 4.0)) -> Axes:
     """``ax``, or a new figure's Axes; a clear ImportError without matplotlib."""
     if ax is not None:
         return ax
@@ -32,22 +45,25 @@ def axes(ax: Any = None, figsize: tuple[float, float] = (6.4, 4.0)) -> Any:
     return new
 
 
-def _labels(release: Any) -> list[str]:
+def _labels(release: TableRelease) -> list[str]:
     keys = release._key_list()
     return [", ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in keys]
 
 
-def _order(release: Any) -> np.ndarray:
+def _order(release: TableRelease) -> np.ndarray:
     """Indices that sort the released keys (mixed types: by their text)."""
     keys = release._key_list()
     try:
-        return np.array(sorted(range(len(keys)), key=lambda i: keys[i]), dtype=np.int64)
+        return np.array(sorted(range(len(keys)),
+                               key=lambda i: cast("SupportsRichComparison", keys[i])),
+                        dtype=np.int64)
     except TypeError:
         text = _labels(release)
         return np.array(sorted(range(len(keys)), key=lambda i: text[i]), dtype=np.int64)
 
 
-def plot_table(release: Any, *, alpha: float = 0.05, ax: Any = None) -> Any:
+def plot_table(release: TableRelease, *, alpha: float = 0.05, ax: Axes | None = None
+               ) -> Axes:
     """The released values with their ``1 - alpha`` intervals as error bars, keys sorted."""
     ax = axes(ax)
     order = _order(release)
@@ -71,12 +87,13 @@ def plot_table(release: Any, *, alpha: float = 0.05, ax: Any = None) -> Any:
         ax.set_xticks([])
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="best", fontsize="small")
-    ax.figure.tight_layout()
+    cast("Figure", ax.figure).tight_layout()  # (a SubFigure's Axes: AttributeError)
     return ax
 
 
-def plot_topdown(release: Any, *, alpha: float = 0.05, truth: Any = None,
-                 ax: Any = None) -> Any:
+def plot_topdown(release: TopDownRelease, *, alpha: float = 0.05,
+                 truth: Sequence[npt.ArrayLike] | None = None, ax: Axes | None = None
+                 ) -> Axes:
     """Error by level: the raw measurements' ``1 - alpha`` half-width and the released
     (consistent) estimates' RMSE bound, from the noise law; with ``truth`` (evaluation
     only: sensitive) the measured RMSE of the released tables too."""
@@ -100,24 +117,24 @@ def plot_topdown(release: Any, *, alpha: float = 0.05, truth: Any = None,
     ax.set_title(f"TopDown: error by level (rho = {release.rho_total:.4g} zCDP)")
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(loc="best", fontsize="small")
-    ax.figure.tight_layout()
+    cast("Figure", ax.figure).tight_layout()  # (a SubFigure's Axes: AttributeError)
     return ax
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     if isinstance(v, float):
         return html.escape(f"{v:.6g}")
     return html.escape(str(v))
 
 
-def _privacy(event: Any, delta: float | None = None) -> str:
+def _privacy(event: DpEvent, delta: float | None = None) -> str:
     """The privacy spent, as a person reads it: ``(epsilon, delta)``."""
     from dpfast.budget.display import privacy_text
 
     return f"privacy spent: {html.escape(privacy_text(event, delta))}"
 
 
-def _table(cols: dict[str, Any], n: int) -> str:
+def _table(cols: Mapping[str, npt.ArrayLike], n: int) -> str:
     """The first rows of ``cols`` as an HTML table, and how many more there are."""
     names = list(cols)
     rows = ["<tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in names) + "</tr>"]
@@ -133,7 +150,7 @@ def _view(head: list[str], table: str) -> str:
     return "<div>" + "<br>".join(head) + table + "</div>"
 
 
-def table_html(release: Any, alpha: float = 0.05) -> str:
+def table_html(release: TableRelease, alpha: float = 0.05) -> str:
     """A notebook view: what was released, the privacy spent in ``(epsilon, delta)``, the
     intervals and the first rows (with their ``ci_low`` / ``ci_high``)."""
     n = len(release)
@@ -151,19 +168,19 @@ def table_html(release: Any, alpha: float = 0.05) -> str:
     return _view(head, _table(release.to_columns(alpha), n))
 
 
-def quantile_html(release: Any, alpha: float = 0.05) -> str:
+def quantile_html(release: QuantileRelease, alpha: float = 0.05) -> str:
     """A notebook view of a quantile release: privacy, rank-error statement, rows."""
     n = len(release)
     qs = ", ".join(f"{q:g}" for q in release.q)
     head = [f"<b>QuantileRelease</b>: quantile{'s' if len(release.q) > 1 else ''} {qs} of "
             f"{n} keys", _privacy(release.event),
-            html.escape(release.accuracy(alpha)["statement"])]
+            html.escape(str(release.accuracy(alpha)["statement"]))]
     if release.threshold is not None:
         head.append(f"keys chosen privately (threshold {release.threshold})")
     return _view(head, _table(release.to_columns(), n))
 
 
-def aggregate_html(release: Any, alpha: float = 0.05) -> str:
+def aggregate_html(release: AggregateRelease, alpha: float = 0.05) -> str:
     """A notebook view of several statistics released together: privacy, every metric
     with its interval (a rank metric with its rank error)."""
     n = len(release)
@@ -175,7 +192,7 @@ def aggregate_html(release: Any, alpha: float = 0.05) -> str:
     return _view(head, _table(release.to_columns(alpha), n))
 
 
-def _topdown_privacy(release: Any) -> str:
+def _topdown_privacy(release: TopDownRelease) -> str:
     """TopDown's privacy spent: its rho converted at delta 1e-10 (its own conversion)."""
     from dpfast.budget.display import up
 
@@ -183,7 +200,7 @@ def _topdown_privacy(release: Any) -> str:
             f"= {release.rho_total:.6g} zCDP")
 
 
-def topdown_html(release: Any, alpha: float = 0.05, level: int | None = None) -> str:
+def topdown_html(release: TopDownRelease, alpha: float = 0.05, level: int | None = None) -> str:
     """A notebook view of a TopDown release: the privacy spent in ``(epsilon, delta)``,
     its summary (error by level) and the first rows of one level (the finest by default:
     released and measured values with the released value's interval)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,7 +31,7 @@ STATE_VERSION = 1
 #: interval rules a statistic brings (kind -> class with ``to_state()`` and a classmethod
 #: ``from_state(d)``; the class registers itself with :func:`register_interval` when its
 #: module is imported)
-INTERVALS: dict[str, Any] = {}
+INTERVALS: dict[str, type[IntervalRule]] = {}
 
 #: the interval kind of a payload without a ``"kind"`` key: the variance / std interval,
 #: the only rule before the registry (payloads already cached in ledgers load as it, and
@@ -39,7 +39,24 @@ INTERVALS: dict[str, Any] = {}
 LEGACY_INTERVAL_KIND = "variance"
 
 
-def encode_scalar(x: Any) -> Any:
+@runtime_checkable
+class IntervalRule(Protocol):
+    """A statistic's own interval rule as the codec keeps it: ``to_state()`` and the
+    classmethod ``from_state(d)`` (and the class attribute ``kind`` it is registered
+    under)."""
+
+    def __call__(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """The ``1 - alpha`` intervals ``(low, high)``."""
+
+    def to_state(self) -> dict[str, Any]:
+        """The rule as JSON-able data."""
+
+    @classmethod
+    def from_state(cls, d: dict[str, Any]) -> IntervalRule:
+        """The rule of :meth:`to_state`."""
+
+
+def encode_scalar(x: object) -> int | str | None | dict[str, object]:
     """A number (exact: Fraction as a pair, float as its hex form), bool, str or None as
     JSON-able data that :func:`decode_scalar` rebuilds."""
     if isinstance(x, Fraction):
@@ -55,7 +72,7 @@ def encode_scalar(x: Any) -> Any:
     raise TypeError(f"cannot serialise a {type(x).__name__} in a release")
 
 
-def decode_scalar(x: Any) -> Any:
+def decode_scalar(x: object) -> Any:
     """The inverse of :func:`encode_scalar`."""
     if isinstance(x, dict):
         if "fraction" in x:
@@ -65,11 +82,11 @@ def decode_scalar(x: Any) -> Any:
     return x
 
 
-def encode_array(a: np.ndarray) -> dict[str, Any]:
+def encode_array(a: np.ndarray) -> dict[str, object]:
     """An array as JSON-able data that :func:`decode_array` rebuilds bit for bit."""
     a = np.asarray(a)
     if a.dtype.kind == "O":
-        items = []
+        items: list[object] = []
         for v in a.ravel().tolist():
             if isinstance(v, bytes):
                 items.append({"b": base64.b64encode(v).decode()})
@@ -98,17 +115,18 @@ def decode_array(d: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.dtype(d["dtype"])).reshape(shape).copy()
 
 
-def encode_keys(keys: Any) -> Any:
+def encode_keys(keys: np.ndarray | tuple[np.ndarray, ...]
+                ) -> list[dict[str, object]] | dict[str, object]:
     """A release's keys (one array, or a tuple of arrays for multi-column keys)."""
     return [encode_array(k) for k in keys] if isinstance(keys, tuple) else encode_array(keys)
 
 
-def decode_keys(d: Any, multi_key: bool) -> Any:
+def decode_keys(d: Any, multi_key: bool) -> np.ndarray | tuple[np.ndarray, ...]:
     """The inverse of :func:`encode_keys` (``multi_key``: the keys were a tuple)."""
     return tuple(decode_array(k) for k in d) if multi_key else decode_array(d)
 
 
-def encode_law(law: NoiseLaw) -> dict[str, Any]:
+def encode_law(law: NoiseLaw) -> dict[str, object]:
     """A noise law as data (for a release's or an interval rule's ``to_state``)."""
     return {"kind": law.kind, "scale": encode_scalar(law.scale),
             "granularity": encode_scalar(law.granularity)}
@@ -119,7 +137,7 @@ def decode_law(d: dict[str, Any]) -> NoiseLaw:
     return NoiseLaw(d["kind"], decode_scalar(d["scale"]), decode_scalar(d["granularity"]))
 
 
-def check_header(state: Any, type_name: str) -> dict[str, Any]:
+def check_header(state: object, type_name: str) -> dict[str, Any]:
     """``state`` if it is a serialised ``type_name`` of this version (ValueError else)."""
     if not isinstance(state, dict) or state.get("type") != type_name:
         raise ValueError(f"state is not a serialised {type_name}")
@@ -128,27 +146,28 @@ def check_header(state: Any, type_name: str) -> dict[str, Any]:
     return state
 
 
-def register_interval(kind: str, cls: Any) -> None:
+def register_interval(kind: str, cls: type[IntervalRule]) -> None:
     """Make an interval rule serialisable under ``kind`` (``cls`` has ``to_state()`` and a
     classmethod ``from_state(d)``)."""
     if INTERVALS.setdefault(kind, cls) is not cls:
         raise TypeError(f"an interval rule of kind {kind!r} is already registered")
 
 
-def _interval_state(iv: Any) -> Any:
+def _interval_state(iv: object) -> dict[str, object] | None:
     """A release's own interval rule (a registered kind) as data: ``{"kind": kind,
     **iv.to_state()}`` (the legacy kind without the key)."""
     if iv is None:
         return None
     kind = getattr(iv, "kind", None)
-    if not isinstance(kind, str) or INTERVALS.get(kind) is not type(iv):
+    if not isinstance(kind, str) or INTERVALS.get(kind) is not type(iv) \
+            or not isinstance(iv, IntervalRule):  # (a registered class is one)
         raise TypeError(f"cannot serialise an interval rule of type {type(iv).__name__}")
     if kind == LEGACY_INTERVAL_KIND:
         return dict(iv.to_state())
     return {"kind": kind, **iv.to_state()}
 
 
-def _interval_from_state(d: Any) -> Any:
+def _interval_from_state(d: dict[str, Any] | None) -> IntervalRule | None:
     """The interval rule of :func:`_interval_state` (dispatch on ``d["kind"]``; a payload
     without it is the legacy variance interval)."""
     if d is None:

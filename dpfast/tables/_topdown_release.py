@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast, overload
 
 import numpy as np
 
@@ -18,14 +18,40 @@ from dpfast.tables import metrics as _metrics
 from ._law import _alpha as _alpha
 from .release import AccuracySummary
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from typing_extensions import NotRequired, Unpack
+
 __all__ = ["TopDownRelease"]
 
 
-def _delta(delta: Any) -> float:
+def _delta(delta: object) -> float:
     """``delta`` in ``(0, 1)`` (ValueError naming it otherwise)."""
     from dpfast._core.validate import check_probability
 
     return check_probability(delta, "delta")
+
+
+class TopDownFields(TypedDict):
+    """The fields a :class:`TopDownRelease` is made of (its attributes)."""
+
+    estimates: list[np.ndarray]
+    noisy: list[np.ndarray | None]
+    consistent: list[np.ndarray]
+    variances: list[np.ndarray]
+    sigma: list[float]
+    rho: list[float]
+    event: _events.Composed
+    rho_total: float
+    total_invariant: bool
+    nonnegative: bool
+    integer: bool
+    mechanisms: list[_mechanisms.DiscreteGaussianMechanism | None]
+    release_id: NotRequired[int | None]
+    privacy_unit: NotRequired[str]
+    sensitivity: NotRequired[list[float]]
 
 
 class TopDownRelease:
@@ -73,7 +99,7 @@ class TopDownRelease:
         ``rng`` was a generator.  Not secret.
     """
 
-    def __init__(self, **kw: Any) -> None:
+    def __init__(self, **kw: Unpack[TopDownFields]) -> None:
         self.estimates: list[np.ndarray] = kw["estimates"]
         self.noisy: list[np.ndarray | None] = kw["noisy"]
         self.consistent: list[np.ndarray] = kw["consistent"]
@@ -85,14 +111,14 @@ class TopDownRelease:
         self.total_invariant: bool = kw["total_invariant"]
         self.nonnegative: bool = kw["nonnegative"]
         self.integer: bool = kw["integer"]
-        self._mechs: list[Any] = kw["mechanisms"]
+        self._mechs: list[_mechanisms.DiscreteGaussianMechanism | None] = kw["mechanisms"]
         self.release_id: int | None = kw.get("release_id")
         # who the guarantee is about: "record", or "person (privacy_ids; ...)"
         self.privacy_unit: str = kw.get("privacy_unit", "record")
         # per level, the L2 sensitivity the noise was calibrated for (1 per record)
         self.sensitivity: list[float] = kw.get("sensitivity", [1.0] * len(self.estimates))
 
-    def to_state(self) -> dict[str, Any]:
+    def to_state(self) -> dict[str, object]:
         """The release as JSON-able data (no pickle); :meth:`from_state` rebuilds an
         equal release (bit for bit): the result cache of :class:`dpfast.Session`."""
         return {"version": _state.STATE_VERSION, "type": "TopDownRelease",
@@ -107,7 +133,7 @@ class TopDownRelease:
                 # each level mechanism's own rho (per person: rho_j / Δ_j², rounded down);
                 # the mechanisms are rebuilt from them (DiscreteGaussianMechanism(rho=rho_j,
                 # max_changed=1), as dpfast.tables.topdown makes them)
-                "mech_rho": [None if m is None else _state.encode_scalar(float(m.rho))
+                "mech_rho": [None if m is None else _state.encode_scalar(float(cast(float, m.rho)))
                              for m in self._mechs],
                 "privacy_unit": self.privacy_unit,
                 "sensitivity": [_state.encode_scalar(float(x)) for x in self.sensitivity]}
@@ -131,7 +157,8 @@ class TopDownRelease:
         return cls(
             estimates=_unarrays(state["estimates"]), noisy=_unarrays(state["noisy"]),
             consistent=_unarrays(state["consistent"]), variances=_unarrays(state["variances"]),
-            sigma=sigma, rho=rho, event=_events.from_dict(state["event"]),
+            sigma=sigma, rho=rho,
+            event=cast("_events.Composed", _events.from_dict(state["event"])),
             rho_total=dec(state["rho_total"]),
             total_invariant=state["total_invariant"], nonnegative=state["nonnegative"],
             integer=state["integer"], mechanisms=mechs, release_id=state["release_id"],
@@ -220,7 +247,7 @@ class TopDownRelease:
             out.append((low, high))
         return out
 
-    def accuracy(self, truth: Sequence[Any] | None = None, *, alpha: float = 0.05,
+    def accuracy(self, truth: Sequence[npt.ArrayLike] | None = None, *, alpha: float = 0.05,
                  floor: float = 1.0) -> list[AccuracySummary]:
         """Per level, the accuracy summary of the released estimates
         (:class:`dpfast.tables.AccuracySummary`, as for :func:`dpfast.tables.count`).
@@ -253,7 +280,7 @@ class TopDownRelease:
                 utility_ratio=_metrics.utility_ratio(est, t)))
         return out
 
-    def _truth(self, truth: Sequence[Any], j: int) -> np.ndarray:
+    def _truth(self, truth: Sequence[npt.ArrayLike], j: int) -> np.ndarray:
         t = np.asarray(truth[j], dtype=np.float64)
         if t.shape != self.estimates[j].shape:
             raise ValueError(f"truth[{j}] must have shape {self.estimates[j].shape}, "
@@ -261,7 +288,7 @@ class TopDownRelease:
         return t
 
     def report(self, alpha: float = 0.05,
-               truth: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+               truth: Sequence[npt.ArrayLike] | None = None) -> list[dict[str, float]]:
         """One row per level comparing the raw measurements, the least-squares estimates
         and the released ones.
 
@@ -272,11 +299,11 @@ class TopDownRelease:
         """
         noisy_w = self.noisy_confidence_interval(alpha)
         ci = self.confidence_halfwidth(alpha)
-        rows: list[dict[str, Any]] = []
+        rows: list[dict[str, float]] = []
         if truth is not None and len(truth) != self.n_levels:
             raise ValueError(f"truth must hold one table per level ({self.n_levels})")
         for j in range(self.n_levels):
-            row: dict[str, Any] = {
+            row: dict[str, float] = {
                 "level": j,
                 "units": int(self.estimates[j].shape[0]),
                 "rho": self.rho[j],
@@ -322,7 +349,7 @@ class TopDownRelease:
             cols[f"ci_low_{c}"], cols[f"ci_high_{c}"] = low[:, c], high[:, c]
         return cols
 
-    def to_pandas(self, level: int, alpha: float = 0.05) -> Any:
+    def to_pandas(self, level: int, alpha: float = 0.05) -> pd.DataFrame:
         """:meth:`to_columns` as a pandas DataFrame indexed by ``unit`` (needs pandas)."""
         try:
             import pandas as pd
@@ -330,7 +357,8 @@ class TopDownRelease:
             raise ImportError("to_pandas needs pandas: pip install 'dpfast[pandas]'") from exc
         return pd.DataFrame(self.to_columns(level, alpha)).set_index("unit")
 
-    def summary(self, alpha: float = 0.05, truth: Sequence[Any] | None = None) -> str:
+    def summary(self, alpha: float = 0.05, truth: Sequence[npt.ArrayLike] | None = None
+                ) -> str:
         """The privacy spent and :meth:`accuracy` as printable text."""
         from dpfast._core.errors import UnsupportedEventError
 
@@ -360,8 +388,8 @@ class TopDownRelease:
 
         return _plot.topdown_html(self)
 
-    def plot(self, alpha: float = 0.05, *, truth: Sequence[Any] | None = None,
-             ax: Any = None) -> Any:
+    def plot(self, alpha: float = 0.05, *, truth: Sequence[npt.ArrayLike] | None = None,
+             ax: Axes | None = None) -> Axes:
         """Plot the error by level: the raw measurements' ``1 - alpha`` half-width and the
         released estimates' RMSE bound (from the noise law), and with ``truth`` (one true
         table per level; evaluation only, it is sensitive) the measured RMSE; returns
@@ -375,9 +403,14 @@ class TopDownRelease:
         return f"TopDownRelease(units=[{sizes}], rho={self.rho_total!r})"
 
 
-def _arrays(xs: Any) -> list[Any]:
+def _arrays(xs: Sequence[np.ndarray | None]) -> list[dict[str, object] | None]:
     return [None if x is None else _state.encode_array(x) for x in xs]
 
 
-def _unarrays(xs: Any) -> list[Any]:
+@overload
+def _unarrays(xs: Sequence[dict[str, Any]]) -> list[np.ndarray]: ...
+@overload
+def _unarrays(xs: Sequence[dict[str, Any] | None]) -> list[np.ndarray | None]: ...
+def _unarrays(xs: Sequence[dict[str, Any] | None]
+              ) -> list[np.ndarray] | list[np.ndarray | None]:
     return [None if x is None else _state.decode_array(x) for x in xs]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +25,14 @@ from dpfast.tables import _scratch as scratch
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.bounding import Bounded
 from dpfast.tables.release import TableRelease
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpfast.accounting.events import DpEvent
+    from dpfast.tables._keys import Uniques
+    from dpfast.tables.run import Columns, Rows, Source
+    from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["Plan", "plan_of", "release"]
 
@@ -50,14 +58,14 @@ def _candidates(data: _Data, counts: np.ndarray) -> np.ndarray:
     return np.flatnonzero(counts > 0)
 
 
-def _take_keys(uniques: Any, codes: np.ndarray) -> Any:
+def _take_keys(uniques: Uniques, codes: np.ndarray) -> Uniques:
     if isinstance(uniques, tuple):
         return tuple(u[codes] for u in uniques)
     return uniques[codes]
 
 
 def _finish(data: _Data, cand: np.ndarray, keep: np.ndarray | None,
-            arrays: list[np.ndarray]) -> tuple[Any, list[np.ndarray]]:
+            arrays: list[np.ndarray]) -> tuple[Uniques, list[np.ndarray]]:
     """Post-process: apply the selection (``keep`` over ``cand``), or put the domain's keys
     back in the caller's order."""
     if data.domain_codes is not None:
@@ -69,7 +77,7 @@ def _finish(data: _Data, cand: np.ndarray, keep: np.ndarray | None,
 
 
 # ----------------------------------------------------------------------------- pipeline
-def _common(max_partitions: Any, max_per_partition: Any, privacy_ids: Any
+def _common(max_partitions: int, max_per_partition: int, privacy_ids: object
             ) -> tuple[int, int]:
     k = bounding.positive_int(max_partitions, "max_partitions")
     c = bounding.positive_int(max_per_partition, "max_per_partition")
@@ -88,19 +96,19 @@ class Plan:
     stat: str
     k: int
     c: int
-    bnd: Any
+    bnd: tuple[float, float] | None
     count_part: _plan.Part | None
     sum_part: _plan.Part | None
     parts: list[_plan.Part]
     tau: int | None
-    event: Any
+    event: DpEvent
     fixed: _fixed.Fixed | None = None  # float values: the fixed-point grid of the summands
     select: _select.Selection | None = None  # private key selection (domain=None)
     bounding: int = 0  # bounding.policy_code of the bounding policy
     integer: bool = True
-    bounds: Any = None
+    bounds: object = None
 
-    def local_partials(self, rows: Any, subkey: np.ndarray) -> tuple[_Data, Bounded]:
+    def local_partials(self, rows: Rows, subkey: np.ndarray) -> tuple[_Data, Bounded]:
         """Validate the rows (:func:`dpfast.tables._inputs._validate`) and bound them."""
         values = None if self.stat == "count" else rows.values  # a count reads no values
         data, _ = _validate(rows.keys, rows.privacy_ids, values, self.bounds, rows.domain)
@@ -117,7 +125,8 @@ class Plan:
         return release(self, data, agg, gen, release_id)
 
     # ------------------------------------------------------------- one partition of many
-    def partition_partials(self, pdf: Any, cols: Any, subkey: np.ndarray) -> tuple[Any, int]:
+    def partition_partials(self, pdf: pd.DataFrame, cols: Columns, subkey: np.ndarray
+                           ) -> tuple[pd.DataFrame, int]:
         """One partition (a pandas DataFrame, or a dict of equal-length numpy columns)
         holding every row of its privacy ids: validate, bound per id, aggregate per key.
         Returns a pandas DataFrame (the key columns, count, units and, for values, the
@@ -125,7 +134,8 @@ class Plan:
         with scratch.lease():  # temporaries on this thread's kept pages; what returns is copied
             return self._partition(pdf, cols, subkey)
 
-    def _partition(self, pdf: Any, cols: Any, subkey: np.ndarray) -> tuple[Any, int]:
+    def _partition(self, pdf: pd.DataFrame, cols: Columns, subkey: np.ndarray
+                   ) -> tuple[pd.DataFrame, int]:
         import pandas as pd
 
         names = list(cols.by)
@@ -150,7 +160,7 @@ class Plan:
             out[_SUM_LO] = agg.sums.lo[nz]
         return pd.DataFrame(out), int(len(keys if len(names) == 1 else keys[0]))
 
-    def merge(self, results: list[tuple[Any, int]], cols: Any
+    def merge(self, results: list[tuple[pd.DataFrame, int]], cols: Columns
               ) -> tuple[_Data, Bounded]:
         """Sum the partitions' partials per key (canonical codes, as on one machine), in
         checked integer arithmetic (OverflowError, never a wrap)."""
@@ -165,7 +175,7 @@ class Plan:
         units = np.zeros(fk.size, np.int64)
         np.add.at(units, codes, parts[_UNITS].to_numpy(np.int64))
         codes = np.ascontiguousarray(codes, np.int64)
-        sums: Any = None
+        sums: _fixed.FixedSums | None = None
         if self.stat != "count":  # exact two-word totals (integer values: units of 2**0)
             sums = _fixed.FixedSums.zeros(fk.size, 0 if self.fixed is None else self.fixed.exp)
             sums.add_partials(codes, parts[_SUM_HI].to_numpy(np.int64),
@@ -183,9 +193,9 @@ def shares(stat_parts: int, select: bool) -> Fraction:
     return Fraction(1, stat_parts + (1 if select else 0))
 
 
-def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer: bool,
-               selection: Any = "auto", bounding_policy: Any = "uniform",
-               bounds: Any = None) -> Plan:
+def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy,
+               bnd: tuple[float, float] | None, integer: bool, selection: str = "auto",
+               bounding_policy: str = "uniform", bounds: object = None) -> Plan:
     parts: list[_plan.Part] = []
     count_part = sum_part = None
     pol = bounding.policy_code(bounding_policy)
@@ -202,6 +212,7 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
                                 True)
         parts.append(count_part)
     else:
+        assert bnd is not None  # (bounds are checked for sums and means)
         lo, hi = bnd
         if stat == "sum":
             mag = max(abs(Fraction(lo)), abs(Fraction(hi)))
@@ -221,6 +232,7 @@ def _make_plan(stat: str, k: int, c: int, priv: _plan.Privacy, bnd: Any, integer
         parts.append(sum_part)
     fixed = None
     if sum_part is not None and not integer:  # exact fixed-point sums of float values
+        assert bnd is not None
         lo, hi = bnd
         fixed = _fixed.fixed_grid(lo, hi, sum_part.law.granularity, c, stat == "mean")
     sel = None
@@ -239,8 +251,8 @@ def summands(plan: Plan, vals: np.ndarray | None) -> np.ndarray | None:
     return summands_of(plan.stat, plan.bnd, plan.fixed, vals)
 
 
-def summands_of(stat: str, bnd: Any, fixed: _fixed.Fixed | None, vals: np.ndarray | None
-                ) -> np.ndarray | None:
+def summands_of(stat: str, bnd: tuple[float, float] | None, fixed: _fixed.Fixed | None,
+                vals: np.ndarray | None) -> np.ndarray | None:
     """:func:`summands` from the plan's public parts only (what a cluster task gets)."""
     if vals is None:
         return None
@@ -248,6 +260,7 @@ def summands_of(stat: str, bnd: Any, fixed: _fixed.Fixed | None, vals: np.ndarra
         return _fixed.to_units(fixed, vals)
     if stat != "mean":
         return vals
+    assert bnd is not None  # (a mean has bounds)
     lo, hi = bnd
     out = vals * 2  # a new array (then centred in place: one allocation, not two)
     out -= lo + hi
@@ -289,7 +302,7 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded, gen: _random.Generat
         noisy_sum = keynoise.noise_keys(sum_part.law, agg.sums[cand], rkey, cand_keys,
                                         keynoise.SUM_PART)
     parts, k, c, event = plan.parts, plan.k, plan.c, plan.event
-    sens: dict[str, Any] = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
+    sens: dict[str, float] = {"l1": parts[-1].l1, "l2": parts[-1].l2, "max_partitions": k,
                             "max_per_partition": c}
     if plan.select is not None:  # the unit counts: one person changes k of them by 1
         sens["selection_l1"] = float(k)
@@ -320,7 +333,7 @@ def release(plan: Plan, data: _Data, agg: bounding.Bounded, gen: _random.Generat
                                     lo, hi), release_id=release_id, selection=sel)
 
 
-def plan_of(stat: str, spec: Any, rows: Any) -> Plan:
+def plan_of(stat: str, spec: ReleaseSpec, rows: Source) -> Plan:
     """The plan of a count / sum / mean ``spec`` over ``rows`` (its value dtype is the
     only thing read: whether the values are integers)."""
     priv = spec.privacy()

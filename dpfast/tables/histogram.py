@@ -24,13 +24,22 @@ import math
 import numbers
 import sys
 import types
-from typing import Any
+from collections.abc import Sequence, Sized
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import tables as _tables
 from dpfast.random import RngLike
 from dpfast.tables import _plan
+
+if TYPE_CHECKING:
+    from dpfast.tables.release import TableRelease
+    from dpfast.tables.spec import Charger
+
+#: a histogram's ``range`` per dimension (None: that dimension's bins are edges)
+Ranges = Sequence["tuple[float, float] | None"]
 
 __all__ = ["histogram", "histogram2d", "histogramdd"]
 
@@ -50,7 +59,7 @@ _PRIVACY_DOC = """
 """
 
 
-def _check_range(rng_: Any, name: str) -> tuple[float, float]:
+def _check_range(rng_: object, name: str) -> tuple[float, float]:
     if not isinstance(rng_, (tuple, list)) or len(rng_) != 2:
         raise TypeError(f"{name} must be a pair (lo, hi)")
     lo, hi = rng_
@@ -64,7 +73,8 @@ def _check_range(rng_: Any, name: str) -> tuple[float, float]:
     return lo, hi
 
 
-def _edges_1d(a: np.ndarray, bins: Any, range: Any, name: str) -> np.ndarray:  # noqa: A002
+def _edges_1d(a: np.ndarray, bins: int | npt.ArrayLike, range: tuple[float, float] | None,
+              name: str) -> np.ndarray:  # noqa: A002
     if isinstance(bins, str):
         raise TypeError(f"{name}: a string estimator ({bins!r}) chooses the bins from the "
                         "data, which is not private; give an int with range, or the edges")
@@ -80,7 +90,7 @@ def _edges_1d(a: np.ndarray, bins: Any, range: Any, name: str) -> np.ndarray:  #
     return edges
 
 
-def _check_data(x: Any, name: str) -> np.ndarray:
+def _check_data(x: object, name: str) -> np.ndarray:
     if isinstance(x, np.ma.MaskedArray):
         raise TypeError(f"{name} is a masked array; its mask would be ignored: pass "
                         f"{name}.compressed() (with the weights of the same rows)")
@@ -109,8 +119,9 @@ def _cells(cols: list[np.ndarray], edges: list[np.ndarray]) -> tuple[np.ndarray,
     return cell, ok
 
 
-def _release(cell: np.ndarray, ok: np.ndarray, shape: tuple[int, ...], weights: Any,
-             privacy_ids: Any, kw: dict[str, Any]) -> Any:
+def _release(cell: np.ndarray, ok: np.ndarray, shape: tuple[int, ...],
+             weights: np.ndarray | None, privacy_ids: npt.ArrayLike | None,
+             kw: dict[str, object]) -> TableRelease:
     n_cells = int(np.prod(shape))
     ids = None
     if privacy_ids is not None:
@@ -134,7 +145,7 @@ def _release(cell: np.ndarray, ok: np.ndarray, shape: tuple[int, ...], weights: 
     return _tables.sum(w[ok], cell[ok], ids, bounds=wb, domain=domain, **kw)
 
 
-def _post(rel: Any, shape: tuple[int, ...], edges: list[np.ndarray], density: bool,
+def _post(rel: TableRelease, shape: tuple[int, ...], edges: list[np.ndarray], density: bool,
           nonnegative: bool, integer: bool) -> np.ndarray:
     h = rel.values.reshape(shape)
     if nonnegative:
@@ -152,21 +163,69 @@ def _post(rel: Any, shape: tuple[int, ...], edges: list[np.ndarray], density: bo
     return h
 
 
-def _kwargs(epsilon: Any, delta: Any, rho: Any, weight_bounds: Any, max_partitions: Any,
-            max_per_partition: Any, noise: Any, rng: Any, budget: Any, note: Any,
-            use_case: Any = None) -> dict[str, Any]:
+def _kwargs(epsilon: float | None, delta: float, rho: float | None,
+            weight_bounds: tuple[float, float] | None, max_partitions: int,
+            max_per_partition: int, noise: str | None, rng: RngLike, budget: Charger | None,
+            note: str, use_case: str | None = None) -> dict[str, object]:
     return dict(epsilon=epsilon, delta=delta, rho=rho, weight_bounds=weight_bounds,
                 max_partitions=max_partitions, max_per_partition=max_per_partition,
                 noise=noise, rng=rng, budget=budget, note=note, use_case=use_case)
 
 
-def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  # noqa: A002
+@overload
+def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+              range: tuple[float, float] | None = None,  # noqa: A002
+              weights: npt.ArrayLike | None = None,
               density: bool = False, *, epsilon: float | None = None, delta: float = 0.0,
               rho: float | None = None, weight_bounds: tuple[float, float] | None = None,
-              privacy_ids: Any = None, max_partitions: int = 1, max_per_partition: int = 1,
+              privacy_ids: npt.ArrayLike | None = None, max_partitions: int = 1,
+              max_per_partition: int = 1,
               nonnegative: bool = False, integer: bool = False, noise: str | None = None,
-              rng: RngLike = None, budget: Any = None, note: str = "",
-              return_release: bool = False, use_case: str | None = None) -> Any:
+              rng: RngLike = None, budget: Charger | None = None, note: str = "",
+              return_release: Literal[False] = False,
+              use_case: str | None = None) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+              range: tuple[float, float] | None = None,  # noqa: A002
+              weights: npt.ArrayLike | None = None,
+              density: bool = False, *, epsilon: float | None = None, delta: float = 0.0,
+              rho: float | None = None, weight_bounds: tuple[float, float] | None = None,
+              privacy_ids: npt.ArrayLike | None = None, max_partitions: int = 1,
+              max_per_partition: int = 1,
+              nonnegative: bool = False, integer: bool = False, noise: str | None = None,
+              rng: RngLike = None, budget: Charger | None = None, note: str = "",
+              return_release: Literal[True],
+              use_case: str | None = None) -> tuple[np.ndarray, np.ndarray, TableRelease]: ...
+
+
+@overload
+def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+              range: tuple[float, float] | None = None,  # noqa: A002
+              weights: npt.ArrayLike | None = None,
+              density: bool = False, *, epsilon: float | None = None, delta: float = 0.0,
+              rho: float | None = None, weight_bounds: tuple[float, float] | None = None,
+              privacy_ids: npt.ArrayLike | None = None, max_partitions: int = 1,
+              max_per_partition: int = 1,
+              nonnegative: bool = False, integer: bool = False, noise: str | None = None,
+              rng: RngLike = None, budget: Charger | None = None, note: str = "",
+              return_release: bool,
+              use_case: str | None = None) -> (
+        tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, TableRelease]): ...
+
+
+def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+              range: tuple[float, float] | None = None,  # noqa: A002
+              weights: npt.ArrayLike | None = None,
+              density: bool = False, *, epsilon: float | None = None, delta: float = 0.0,
+              rho: float | None = None, weight_bounds: tuple[float, float] | None = None,
+              privacy_ids: npt.ArrayLike | None = None, max_partitions: int = 1,
+              max_per_partition: int = 1,
+              nonnegative: bool = False, integer: bool = False, noise: str | None = None,
+              rng: RngLike = None, budget: Charger | None = None, note: str = "",
+              return_release: bool = False, use_case: str | None = None) -> (
+        tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, TableRelease]):
     """Private :func:`numpy.histogram`: ``(noisy_counts, bin_edges)``.
 
     Parameters
@@ -221,20 +280,21 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  #
     return (h, edges, rel) if return_release else (h, edges)
 
 
-def _dd_edges(sample: np.ndarray, bins: Any, range: Any) -> list[np.ndarray]:  # noqa: A002
+def _dd_edges(sample: np.ndarray, bins: int | npt.ArrayLike,
+              range: Ranges | None) -> list[np.ndarray]:  # noqa: A002
     d = sample.shape[1]
     if isinstance(bins, str):
         raise TypeError("bins: a string estimator chooses the bins from the data, which is not "
                         "private; give ints with range, or the edges")
-    if not isinstance(bins, (list, tuple, np.ndarray)):
-        bins = [bins] * d
-    if len(bins) != d:
-        raise ValueError(f"bins has {len(bins)} entries for {d} dimensions")
+    per: Sequence[int | npt.ArrayLike] | np.ndarray = \
+        bins if isinstance(bins, (list, tuple, np.ndarray)) else [bins] * d
+    if len(per) != d:
+        raise ValueError(f"bins has {len(per)} entries for {d} dimensions")
     if range is not None and len(range) != d:
         raise ValueError(f"range has {len(range)} entries for {d} dimensions")
     edges = []
     for i in builtins.range(d):
-        b = bins[i]
+        b = per[i]
         r = None if range is None else range[i]
         if np.ndim(b) == 0:
             if isinstance(b, bool) or not isinstance(b, (numbers.Integral, np.integer)):
@@ -257,14 +317,63 @@ def _dd_edges(sample: np.ndarray, bins: Any, range: Any) -> list[np.ndarray]:  #
     return edges
 
 
-def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
-                weights: Any = None, density: bool = False, *,
+@overload
+def histogramdd(sample: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+                range: Ranges | None = None,  # noqa: A002
+                weights: npt.ArrayLike | None = None, density: bool = False, *,
                 epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-                weight_bounds: tuple[float, float] | None = None, privacy_ids: Any = None,
+                weight_bounds: tuple[float, float] | None = None,
+                privacy_ids: npt.ArrayLike | None = None,
                 max_partitions: int = 1, max_per_partition: int = 1,
                 nonnegative: bool = False, integer: bool = False, noise: str | None = None,
-                rng: RngLike = None, budget: Any = None, note: str = "",
-                return_release: bool = False, use_case: str | None = None) -> Any:
+                rng: RngLike = None, budget: Charger | None = None, note: str = "",
+                return_release: Literal[False] = False,
+                use_case: str | None = None) -> tuple[np.ndarray, list[np.ndarray]]: ...
+
+
+@overload
+def histogramdd(sample: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+                range: Ranges | None = None,  # noqa: A002
+                weights: npt.ArrayLike | None = None, density: bool = False, *,
+                epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+                weight_bounds: tuple[float, float] | None = None,
+                privacy_ids: npt.ArrayLike | None = None,
+                max_partitions: int = 1, max_per_partition: int = 1,
+                nonnegative: bool = False, integer: bool = False, noise: str | None = None,
+                rng: RngLike = None, budget: Charger | None = None, note: str = "",
+                return_release: Literal[True],
+                use_case: str | None = None
+                ) -> tuple[np.ndarray, list[np.ndarray], TableRelease]: ...
+
+
+@overload
+def histogramdd(sample: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+                range: Ranges | None = None,  # noqa: A002
+                weights: npt.ArrayLike | None = None, density: bool = False, *,
+                epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+                weight_bounds: tuple[float, float] | None = None,
+                privacy_ids: npt.ArrayLike | None = None,
+                max_partitions: int = 1, max_per_partition: int = 1,
+                nonnegative: bool = False, integer: bool = False, noise: str | None = None,
+                rng: RngLike = None, budget: Charger | None = None, note: str = "",
+                return_release: bool,
+                use_case: str | None = None) -> (
+        tuple[np.ndarray, list[np.ndarray]]
+        | tuple[np.ndarray, list[np.ndarray], TableRelease]): ...
+
+
+def histogramdd(sample: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+                range: Ranges | None = None,  # noqa: A002
+                weights: npt.ArrayLike | None = None, density: bool = False, *,
+                epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
+                weight_bounds: tuple[float, float] | None = None,
+                privacy_ids: npt.ArrayLike | None = None,
+                max_partitions: int = 1, max_per_partition: int = 1,
+                nonnegative: bool = False, integer: bool = False, noise: str | None = None,
+                rng: RngLike = None, budget: Charger | None = None, note: str = "",
+                return_release: bool = False, use_case: str | None = None) -> (
+        tuple[np.ndarray, list[np.ndarray]]
+        | tuple[np.ndarray, list[np.ndarray], TableRelease]):
     """Private :func:`numpy.histogramdd`: ``(noisy_hist, edges)``.
 
     ``sample`` is an ``(N, D)`` array or a sequence of ``D`` arrays of length ``N``;
@@ -296,8 +405,9 @@ def histogramdd(sample: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     return (h, edges, rel) if return_release else (h, edges)
 
 
-def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None,  # noqa: A002
-                weights: Any = None, density: bool = False, **kwargs: Any) -> Any:
+def histogram2d(x: npt.ArrayLike, y: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+                range: Ranges | None = None,  # noqa: A002
+                weights: npt.ArrayLike | None = None, density: bool = False, **kwargs: Any) -> Any:
     """Private :func:`numpy.histogram2d`: ``(noisy_hist, xedges, yedges)``.
 
     ``bins``: an int, ``[nx, ny]``, ``[xedges, yedges]`` or one edge array for both; keyword
@@ -308,7 +418,7 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Any = None,  # noqa: A002
     if xa.shape != ya.shape or xa.ndim != 1:
         raise ValueError(f"x and y must be 1-D of equal length, got {xa.shape}, {ya.shape}")
     try:  # numpy's convention: one edge array (not of length 1 or 2) serves both axes
-        nb_ = len(bins)
+        nb_ = len(bins) if isinstance(bins, Sized) else 1
     except TypeError:
         nb_ = 1
     if nb_ not in (1, 2):

@@ -19,14 +19,14 @@ Public as ``dpfast.metrics`` (the top-level facade); numpy only.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["mae", "rmse", "relative_error", "ci_coverage", "utility_ratio", "summary"]
 
 
-def _pair(noisy: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]:
+def _pair(noisy: npt.ArrayLike, truth: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(noisy)
     b = np.asarray(truth)
     for name, x in (("noisy", a), ("truth", b)):
@@ -43,19 +43,19 @@ def _pair(noisy: Any, truth: Any) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def mae(noisy: Any, truth: Any) -> float:
+def mae(noisy: npt.ArrayLike, truth: npt.ArrayLike) -> float:
     """Mean absolute error ``mean |noisy - truth|``."""
     a, b = _pair(noisy, truth)
     return float(np.mean(np.abs(a - b)))
 
 
-def rmse(noisy: Any, truth: Any) -> float:
+def rmse(noisy: npt.ArrayLike, truth: npt.ArrayLike) -> float:
     """Root mean squared error ``sqrt(mean (noisy - truth)^2)``."""
     a, b = _pair(noisy, truth)
     return float(math.sqrt(np.mean((a - b) ** 2)))
 
 
-def relative_error(noisy: Any, truth: Any, *, floor: float = 1.0) -> float:
+def relative_error(noisy: npt.ArrayLike, truth: npt.ArrayLike, *, floor: float = 1.0) -> float:
     """Mean relative error ``mean |noisy - truth| / max(|truth|, floor)``.
 
     Parameters
@@ -72,7 +72,7 @@ def relative_error(noisy: Any, truth: Any, *, floor: float = 1.0) -> float:
     return float(np.mean(np.abs(a - b) / np.maximum(np.abs(b), floor)))
 
 
-def ci_coverage(low: Any, high: Any, truth: Any) -> float:
+def ci_coverage(low: npt.ArrayLike, high: npt.ArrayLike, truth: npt.ArrayLike) -> float:
     """Fraction of cells with ``low <= truth <= high``."""
     lo, t = _pair(low, truth)
     hi, _ = _pair(high, truth)
@@ -81,7 +81,7 @@ def ci_coverage(low: Any, high: Any, truth: Any) -> float:
     return float(np.mean((lo <= t) & (t <= hi)))
 
 
-def utility_ratio(noisy: Any, truth: Any) -> float:
+def utility_ratio(noisy: npt.ArrayLike, truth: npt.ArrayLike) -> float:
     """Signal-to-noise ratio ``sqrt(mean truth^2) / rmse(noisy, truth)``.
 
     Above 1 the table's values stand out from the noise; ``inf`` if there is no error,
@@ -95,8 +95,8 @@ def utility_ratio(noisy: Any, truth: Any) -> float:
     return float(sig / err)
 
 
-def summary(noisy: Any, truth: Any, low: Any = None, high: Any = None, *,
-            floor: float = 1.0) -> dict[str, float]:
+def summary(noisy: npt.ArrayLike, truth: npt.ArrayLike, low: npt.ArrayLike | None = None,
+            high: npt.ArrayLike | None = None, *, floor: float = 1.0) -> dict[str, float]:
     """All measures at once: ``{"mae", "rmse", "relative_error", "utility_ratio"}`` and,
     with intervals, ``"coverage"``."""
     out = {"mae": mae(noisy, truth), "rmse": rmse(noisy, truth),

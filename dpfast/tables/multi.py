@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import random as _random
 from dpfast.tables import (
@@ -40,6 +41,11 @@ from dpfast.tables.release import TableRelease
 from dpfast.tables.spec import ReleaseSpec, StatSpec
 
 if TYPE_CHECKING:
+    import pandas as pd
+    from typing_extensions import Unpack
+
+    from dpfast.accounting.events import DpEvent
+    from dpfast.tables._keys import KeyColumns, Uniques
     from dpfast.tables.run import Columns, Rows, Source
 
 __all__ = ["MultiPlan", "plan_of", "aggregate_spec", "stat_specs", "frame_columns",
@@ -53,13 +59,37 @@ _COUNT, _IDS, _WEIGHTED = "__dpfast_count", "__dpfast_ids", "__dpfast_wunits"
 _SLOT, _ROWS = "__dpfast_slot", "__dpfast_rows"
 
 
-def _key_frame(names: list[str], keys: Any) -> dict[str, Any]:
+#: per rank column, the sparse ``(key code, slot) -> rows`` table ``(codes, slots, rows)``
+SlotTables = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+#: a metric as :func:`dpfast.tables._metrics.parse_metrics` reads it: a statistic's name,
+#: ``(statistic, column)`` or ``(statistic, column, q)``
+MetricSpec = str | tuple[str, str] | tuple[str, str, object]
+
+
+class SpecArgs(TypedDict, total=False):
+    """The rest of :meth:`ReleaseSpec.make`'s parameters (:func:`aggregate_spec`)."""
+
+    by: tuple[str, ...]
+    privacy_unit: str | None
+    epsilon: float | None
+    delta: float
+    rho: float | None
+    noise: str | None
+    max_partitions: int
+    max_per_partition: int
+    domain: object
+    selection: str
+    bounding: str
+    rows: str | None
+
+
+def _key_frame(names: list[str], keys: Uniques) -> dict[str, np.ndarray]:
     """The key columns of a partial (``keys``: one array, or a tuple of them)."""
     return {n: (keys[j] if isinstance(keys, tuple) else keys) for j, n in enumerate(names)}
 
 
 # ----------------------------------------------------------------------------- frames
-def frame_columns(df: Any) -> list[str]:
+def frame_columns(df: object) -> list[str]:
     """Column names of a pandas / Polars DataFrame or a pyarrow Table."""
     names = getattr(df, "column_names", None)  # pyarrow
     if names is None:
@@ -70,7 +100,7 @@ def frame_columns(df: Any) -> list[str]:
     return [str(n) for n in names]
 
 
-def frame_column(df: Any, name: str) -> Any:
+def frame_column(df: Any, name: str) -> npt.ArrayLike:
     """One column: a pandas Series as it is, Polars / pyarrow columns as numpy arrays."""
     mod = type(df).__module__
     if mod.startswith("polars"):
@@ -80,7 +110,7 @@ def frame_column(df: Any, name: str) -> Any:
     return df[name]
 
 
-def clamped(raw: Any, name: str, n: int, col: _metrics.Column) -> np.ndarray:
+def clamped(raw: object, name: str, n: int, col: _metrics.Column) -> np.ndarray:
     """A value column (numbers, ``n`` rows; its NULL rows already dropped by
     :func:`dpfast.tables._keys.drop_nulls`) clamped to its planned bounds (a new array;
     ``±inf`` is clamped like any value out of range)."""
@@ -94,7 +124,7 @@ def clamped(raw: Any, name: str, n: int, col: _metrics.Column) -> np.ndarray:
     return _inputs.clamp(arr, (col.lo, col.hi))
 
 
-def mets_spec(mets: list[_metrics.Metric]) -> dict[str, Any]:
+def mets_spec(mets: list[_metrics.Metric]) -> dict[str, object]:
     """Parsed metrics back as a ``{name: spec}`` mapping (parsing it again is the
     identity)."""
     return {m.name: m.spec() for m in mets}
@@ -107,7 +137,7 @@ def stat_specs(mets: list[_metrics.Metric]) -> tuple[StatSpec, ...]:
                           m.name) for m in mets)
 
 
-def _metric_of(s: StatSpec) -> Any:
+def _metric_of(s: StatSpec) -> MetricSpec:
     """A spec statistic as a metric spec of :func:`dpfast.tables._metrics.parse_metrics`."""
     if s.column is None:
         return s.statistic
@@ -116,9 +146,9 @@ def _metric_of(s: StatSpec) -> Any:
     return (s.statistic, s.column)
 
 
-def aggregate_spec(metrics: Any, parts: Mapping[str, tuple[str, ...]], *,
-                   bounds: Any, weights: Any, candidates: Any, available: Collection[str],
-                   **kw: Any) -> ReleaseSpec:
+def aggregate_spec(metrics: object, parts: Mapping[str, tuple[str, ...]], *,
+                   bounds: object, weights: object, candidates: object,
+                   available: Collection[str], **kw: Unpack[SpecArgs]) -> ReleaseSpec:
     """The spec of an ``aggregate`` release (ValueError / TypeError naming the parameter):
     ``parts`` the statistics offered (:func:`dpfast.tables.statistics.metric_parts`),
     ``available`` the table's column names (public), ``kw`` the rest of
@@ -132,7 +162,7 @@ def aggregate_spec(metrics: Any, parts: Mapping[str, tuple[str, ...]], *,
     if candidates is not None and not isinstance(candidates, dict):
         raise TypeError("candidates must be None or a dict {column: n_candidates or grid}, "
                         f"got {type(candidates).__name__}")
-    used: dict[str, Any] = {}
+    used: dict[str, tuple[float, ...]] = {}
     for name in sorted({m.column for m in mets if m.column is not None}):
         if name not in available:
             continue  # the plan names it (the table does not have it)
@@ -164,17 +194,17 @@ class MultiPlan:
     values: str | None = None  # a single statistic's value column: the source's values
 
     @property
-    def event(self) -> Any:
+    def event(self) -> DpEvent:
         return self.metrics.event
 
-    def _columns(self, rows: Rows) -> dict[str, Any]:
+    def _columns(self, rows: Rows) -> dict[str, object]:
         if self.values is not None:
             return {self.values: rows.values}
         return {} if rows.columns is None else dict(rows.columns)
 
     # ------------------------------------------------------------------ one process
     def local_partials(self, rows: Rows, subkey: np.ndarray
-                       ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+                       ) -> tuple[_inputs._Data, _rows.RowsBounded, SlotTables | None]:
         """Validate the rows (NULL policy: a row with a missing key, id or used value
         leaves; shapes; the public domain) and bound each person's rows once."""
         values = self._columns(rows)
@@ -184,7 +214,8 @@ class MultiPlan:
             data.key_names = rows.key_names
         return self._bound(data, vals, subkey)
 
-    def _validate(self, keys: Any, ids: Any, raw: list[Any], domain: Any
+    def _validate(self, keys: KeyColumns, ids: object,
+                  raw: list[object], domain: object
                   ) -> tuple[_inputs._Data, dict[str, np.ndarray]]:
         """The NULL policy (listwise over the keys, the ids and the used columns), the
         used columns clamped, the keys factorized with the public domain (``data.values``:
@@ -198,7 +229,7 @@ class MultiPlan:
         return data, vals
 
     def _bound(self, data: _inputs._Data, vals: dict[str, np.ndarray], subkey: np.ndarray
-               ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+               ) -> tuple[_inputs._Data, _rows.RowsBounded, SlotTables | None]:
         """Bound the validated rows (``data.values``: the indices of the rows the domain
         kept among ``vals``' rows) over the value matrix; per rank column the sparse
         (key code, slot) -> rows table of the kept rows."""
@@ -221,8 +252,8 @@ class MultiPlan:
         return data, agg, tables
 
     # ------------------------------------------------------------------ Dask
-    def partition_partials(self, pdf: Any, cols: Columns, subkey: np.ndarray
-                           ) -> tuple[tuple[Any, dict[str, Any]], int]:
+    def partition_partials(self, pdf: pd.DataFrame, cols: Columns, subkey: np.ndarray
+                           ) -> tuple[tuple[pd.DataFrame, dict[str, pd.DataFrame]], int]:
         """One partition (every privacy id's rows in it): the steps of
         :meth:`local_partials`, then per kept key its key values, rows, people, weighted
         people and two-word column totals (a pandas DataFrame), and per rank column the
@@ -252,8 +283,9 @@ class MultiPlan:
             frames[col] = pd.DataFrame(t)
         return (pd.DataFrame(out), frames), nrows
 
-    def merge(self, results: list[tuple[tuple[Any, dict[str, Any]], int]], cols: Columns
-              ) -> tuple[_inputs._Data, _rows.RowsBounded, dict[str, Any] | None]:
+    def merge(self, results: list[tuple[tuple[pd.DataFrame, dict[str, pd.DataFrame]], int]],
+              cols: Columns
+              ) -> tuple[_inputs._Data, _rows.RowsBounded, SlotTables | None]:
         """Sum the partitions' partials (:meth:`partition_partials`' results) per key --
         the keys coded as on one machine, the public domain's first -- in checked integer
         arithmetic: what :meth:`finish` takes, equal to :meth:`local_partials` of all the
@@ -272,7 +304,7 @@ class MultiPlan:
         codes = np.ascontiguousarray(codes, np.int64)
         data = _inputs._Data(codes, fk.size, fk.uniques, None, None, domain_codes,
                              tuple(names))
-        tables: dict[str, Any] | None = None
+        tables: SlotTables | None = None
         at = len(parts)
         if order:
             tables = {}
@@ -299,7 +331,7 @@ class MultiPlan:
         weighted = (checked_total(pc, parts[_WEIGHTED], n) if _WEIGHTED in parts else None)
         return data, _rows.RowsBounded(counts, ids, hi, lo, weighted=weighted), tables
 
-    def finish(self, partials: tuple[_inputs._Data, _rows.RowsBounded, Any],
+    def finish(self, partials: tuple[_inputs._Data, _rows.RowsBounded, SlotTables | None],
                gen: _random.Generator, release_id: int | None
                ) -> AggregateRelease | TableRelease | _rank_metrics.QuantileRelease:
         """Noise every part, select once, finish every metric (after the charge)."""
@@ -308,7 +340,7 @@ class MultiPlan:
         return rel if self.single is None else rel.metrics[self.single]
 
 
-def _candidates(spec: ReleaseSpec) -> dict[str, Any] | None:
+def _candidates(spec: ReleaseSpec) -> dict[str, int | npt.ArrayLike] | None:
     cands = spec.option("candidates")
     if cands is None:
         return None
@@ -328,8 +360,8 @@ def plan_of(spec: ReleaseSpec, source: Source, parts: Mapping[str, tuple[str, ..
         if s.column is None and _metrics.needs_column(parts.get(s.statistic, ())):
             values = VALUES  # a local release's values
             s = dataclasses.replace(s, column=VALUES)
-        metrics: Any = {single: _metric_of(s)}
-        bounds = {} if s.column is None else {s.column: spec.bounds}
+        metrics: dict[str, MetricSpec] = {single: _metric_of(s)}
+        bounds: dict[str, object] = {} if s.column is None else {s.column: spec.bounds}
     else:
         metrics = {s.name: _metric_of(s) for s in spec.statistics}
         assert not isinstance(spec.bounds, str)

@@ -12,7 +12,7 @@ unit-count rules of :mod:`dpfast.tables._select`) -> sample
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,9 @@ from dpfast.tables import run as _run
 from dpfast.tables import spec as _spec
 from dpfast.tables._ranks import zcdp_share
 from dpfast.tables.quantile_release import QuantileRelease
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["quantile", "median", "min", "max", "QuantileRelease", "zcdp_share", "rank_spec"]
 
@@ -43,7 +46,7 @@ def rank_spec(stat: str, *, q: npt.ArrayLike, bounds: tuple[float, float] | None
     _ranks.common(max_partitions, max_per_partition, has_ids)
     clamp = _ranks.grid_bounds(bounds, candidates)
     _inputs._bounds(clamp, False)  # a pair of finite reals, lo <= hi (named)
-    options: dict[str, Any] = {"float_grid": _ranks.float_grid(clamp)}
+    options: dict[str, object] = {"float_grid": _ranks.float_grid(clamp)}
     if candidates is None:
         options["n_candidates"] = _em._count_arg(n_candidates, "n_candidates")
     else:  # the validated public grid
@@ -56,11 +59,33 @@ def rank_spec(stat: str, *, q: npt.ArrayLike, bounds: tuple[float, float] | None
         selection=selection, bounding=bounding, options=options)
 
 
-def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *,
+class RankOptions(TypedDict, total=False):
+    """The keyword arguments :func:`median`, :func:`min` and :func:`max` pass on to
+    :func:`quantile` (all but ``q``)."""
+
+    bounds: tuple[float, float] | None
+    epsilon: float
+    delta: float
+    max_partitions: int
+    max_per_partition: int
+    n_candidates: int
+    candidates: npt.ArrayLike | None
+    domain: object
+    rng: RngLike
+    budget: _spec.Charger | None
+    note: str
+    dropna: bool
+    selection: str
+    bounding: str
+
+
+def _release(stat: str, values: npt.ArrayLike, keys: _keys.KeyColumns,
+             privacy_ids: npt.ArrayLike | None = None, *,
              q: npt.ArrayLike, bounds: tuple[float, float] | None = None, epsilon: float,
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
              n_candidates: int = 256, candidates: npt.ArrayLike | None = None,
-             domain: object = None, rng: RngLike = None, budget: object = None,
+             domain: object = None, rng: RngLike = None,
+             budget: _spec.Charger | None = None,
              note: str = "", dropna: bool = False, selection: str = "auto",
              bounding: str = "uniform") -> QuantileRelease:
     """A rank statistic's call (public checks first) through the pipeline."""
@@ -69,23 +94,27 @@ def _release(stat: str, values: Any, keys: Any, privacy_ids: Any = None, *,
     if values is None:
         raise TypeError("values must be an array of numbers, got None")
     # the NULL policy (whatever dropna): rows with a missing key, id or value leave first
-    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
+    kept, ids, (vals,) = _keys.drop_nulls(keys, privacy_ids, values)
     _spec.check_charger(budget, note)
     spec = rank_spec(stat, q=q, bounds=bounds, epsilon=epsilon, delta=delta,
                      max_partitions=max_partitions, max_per_partition=max_per_partition,
                      n_candidates=n_candidates, candidates=candidates, domain=domain,
                      selection=selection, bounding=bounding,
-                     has_ids=privacy_ids is not None)
-    rows = _run.Rows(keys, privacy_ids, values, domain=domain)
+                     has_ids=ids is not None)
+    # (the ids' and values' rows without the NULL ones: still array-likes)
+    rows = _run.Rows(kept, cast("npt.ArrayLike | None", ids), cast("npt.ArrayLike", vals),
+                     domain=domain)
     out: QuantileRelease = _run.release(spec, rows, budget=budget, note=note, rng=rng)
     return out
 
 
-def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
+def quantile(values: npt.ArrayLike, keys: _keys.KeyColumns,
+             privacy_ids: npt.ArrayLike | None = None, *, q: npt.ArrayLike,
              bounds: tuple[float, float] | None = None, epsilon: float,
              delta: float = 0.0, max_partitions: int = 1, max_per_partition: int = 1,
-             n_candidates: int = 256, candidates: Any = None, domain: Any = None,
-             rng: RngLike = None, budget: Any = None, note: str = "",
+             n_candidates: int = 256, candidates: npt.ArrayLike | None = None,
+             domain: object = None, rng: RngLike = None,
+             budget: _spec.Charger | None = None, note: str = "",
              dropna: bool = False, selection: str = "auto", bounding: str = "uniform"
              ) -> QuantileRelease:
     """Release the ``q``-quantile(s) of ``values`` per key (exponential mechanism).
@@ -186,7 +215,9 @@ def quantile(values: Any, keys: Any, privacy_ids: Any = None, *, q: Any,
                     dropna=dropna, selection=selection, bounding=bounding)
 
 
-def median(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any
+def median(values: npt.ArrayLike, keys: _keys.KeyColumns,
+           privacy_ids: npt.ArrayLike | None = None,
+           **kwargs: Unpack[RankOptions]
            ) -> QuantileRelease:
     """Release the median of ``values`` per key: :func:`quantile` with ``q = 0.5``.
 
@@ -199,7 +230,9 @@ def median(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any
     return _release("median", values, keys, privacy_ids, q=0.5, **kwargs)
 
 
-def min(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any  # noqa: A001
+def min(values: npt.ArrayLike, keys: _keys.KeyColumns,  # noqa: A001
+        privacy_ids: npt.ArrayLike | None = None,
+        **kwargs: Unpack[RankOptions]
         ) -> QuantileRelease:
     """Release the minimum of ``values`` per key: :func:`quantile` with ``q = 0``.
 
@@ -214,7 +247,9 @@ def min(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any  # noqa: 
     return _release("min", values, keys, privacy_ids, q=0.0, **kwargs)
 
 
-def max(values: Any, keys: Any, privacy_ids: Any = None, **kwargs: Any  # noqa: A001
+def max(values: npt.ArrayLike, keys: _keys.KeyColumns,  # noqa: A001
+        privacy_ids: npt.ArrayLike | None = None,
+        **kwargs: Unpack[RankOptions]
         ) -> QuantileRelease:
     """Release the maximum of ``values`` per key: :func:`quantile` with ``q = 1``.
 

@@ -23,15 +23,22 @@ their merge (:class:`Plan`), as PipelineDP's backends ask a combiner.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from dpfast import random as _random
+from dpfast.random import RngLike
 from dpfast.tables import _inputs, _usecase, bounding, keynoise
 from dpfast.tables._charge import charged
 from dpfast.tables.plan import plan as make_plan
-from dpfast.tables.spec import ReleaseSpec, check_charger
+from dpfast.tables.spec import Charger, ReleaseSpec, check_charger
+
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+    from dpfast.tables._keys import KeyColumns
 
 __all__ = ["Plan", "Source", "Backend", "ReleaseKeys", "LocalBackend", "LOCAL", "Rows",
            "Columns", "release"]
@@ -43,7 +50,7 @@ class Source(Protocol):
     def has_privacy_ids(self) -> bool:
         """Whether rows carry a privacy unit (else every row is its own person)."""
 
-    def public_domain(self) -> Any:
+    def public_domain(self) -> object:
         """The public keys the source was given (None: the keys are selected privately)."""
 
     def value_kind(self, column: str | None = None) -> str:
@@ -59,7 +66,7 @@ class Columns:
     by: tuple[str, ...]
     privacy_unit: str | None = None
     values: tuple[str, ...] = ()
-    domain: Any = None
+    domain: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,17 +76,17 @@ class Rows:
     a one-column statistic; ``columns``: named value columns (a many-metric release);
     ``domain``: the public keys (None: selected privately)."""
 
-    keys: Any
-    privacy_ids: Any = None
-    values: Any = None
-    columns: Any = None
-    domain: Any = None
+    keys: KeyColumns
+    privacy_ids: npt.ArrayLike | None = None
+    values: npt.ArrayLike | None = None
+    columns: Mapping[str, npt.ArrayLike] | None = None
+    domain: object = None
     key_names: tuple[str, ...] | None = None
 
     def has_privacy_ids(self) -> bool:
         return self.privacy_ids is not None
 
-    def public_domain(self) -> Any:
+    def public_domain(self) -> object:
         return self.domain
 
     def value_kind(self, column: str | None = None) -> str:
@@ -87,7 +94,8 @@ class Rows:
             if self.values is None:
                 raise TypeError("values must be an array of numbers, got None")
             return _inputs.number_kind(self.values)
-        return _inputs.number_kind(self.columns[column], f"column {column!r}")
+        cols = cast("Mapping[str, npt.ArrayLike]", self.columns)  # (None raises TypeError here)
+        return _inputs.number_kind(cols[column], f"column {column!r}")
 
 
 @runtime_checkable
@@ -95,10 +103,10 @@ class Plan(Protocol):
     """A planned release: its event (known before any row is read) and its steps."""
 
     @property
-    def event(self) -> Any:
+    def event(self) -> DpEvent:
         """The one privacy event the release is charged (add/remove one person)."""
 
-    def local_partials(self, source: Any, subkey: np.ndarray) -> Any:
+    def local_partials(self, source: Any, subkey: np.ndarray) -> object:
         """Validate ``source`` (public checks: ValueError / TypeError) and compute its exact
         per-key partial aggregates in this process, bounding with ``subkey``."""
 
@@ -123,18 +131,18 @@ class Backend(Protocol):
     def keys(self, rng: Any) -> ReleaseKeys:
         """The release's generator, release id and workers' key source."""
 
-    def partials(self, plan: Plan, source: Any, keys: ReleaseKeys) -> Any:
+    def partials(self, plan: Plan, source: Any, keys: ReleaseKeys) -> object:
         """The exact per-key partials of ``source`` under ``plan``."""
 
 
 class LocalBackend:
     """One process: the plan's own partials over the whole source."""
 
-    def keys(self, rng: Any) -> ReleaseKeys:
+    def keys(self, rng: RngLike) -> ReleaseKeys:
         gen, rid = keynoise.release_generator(rng)  # a raw key: a fresh release id
         return ReleaseKeys(gen, rid, bounding.subkey(gen))
 
-    def partials(self, plan: Plan, source: Any, keys: ReleaseKeys) -> Any:
+    def partials(self, plan: Plan, source: Source, keys: ReleaseKeys) -> object:
         return plan.local_partials(source, keys.worker)
 
 
@@ -143,7 +151,7 @@ LOCAL = LocalBackend()
 
 
 def release(spec: ReleaseSpec, source: Source, *, backend: Backend | None = None,
-            budget: Any = None, note: str = "", rng: Any = None,
+            budget: Charger | None = None, note: str = "", rng: object = None,
             use_case: str | None = None, plan: Plan | None = None) -> Any:
     """Run the release ``spec`` over ``source`` (see the module docstring).
 

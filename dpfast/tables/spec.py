@@ -19,21 +19,37 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, overload
 
 import numpy as np
 
 from dpfast.tables import _plan
 from dpfast.tables import bounding as _bounding
 
-__all__ = ["StatSpec", "ReleaseSpec", "canonical", "domain_fingerprint", "check_charger"]
+if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
+
+__all__ = ["StatSpec", "ReleaseSpec", "Charger", "canonical", "domain_fingerprint",
+           "check_charger"]
 
 #: A spec value: what canonical JSON can hold exactly.
 Scalar = None | bool | int | float | str | bytes | Fraction
+#: A frozen spec value (:func:`_frozen`): a scalar, or a tuple of frozen values.
+Frozen: TypeAlias = "Scalar | tuple[Frozen, ...]"
 
 
-def canonical(x: Any) -> Any:
+class Charger(Protocol):
+    """What a release charges (:func:`check_charger`): a :class:`dpfast.Budget`, or
+    anything that charges like one (``spend``; a ``charge`` context manager as well when it
+    records failures, :func:`dpfast.tables._charge.charged`)."""
+
+    def spend(self, event: DpEvent, *, note: str = "") -> object:
+        """Check that ``event`` fits and charge it (raise to refuse)."""
+
+
+def canonical(x: object) -> bool | str | None | dict[str, object] | list[object]:
     """A JSON-able, type-tagged form of ``x`` (equal values of different types differ)."""
     if x is None or isinstance(x, (bool, str)):
         return x
@@ -56,12 +72,12 @@ def canonical(x: Any) -> Any:
     raise TypeError(f"cannot put a {type(x).__name__} in a release spec")
 
 
-def _hash(obj: Any) -> str:
+def _hash(obj: object) -> str:
     text = json.dumps(canonical(obj), sort_keys=True, separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def domain_fingerprint(domain: Any) -> str | None:
+def domain_fingerprint(domain: object) -> str | None:
     """A hash of a public key domain, in its order (the release's key order), or None."""
     if domain is None:
         return None
@@ -70,7 +86,11 @@ def domain_fingerprint(domain: Any) -> str | None:
     return _hash(["one", list(np.asarray(domain, dtype=object).tolist())])
 
 
-def _frozen(x: Any) -> Any:
+@overload
+def _frozen(x: dict[str, object]) -> tuple[tuple[str, Frozen], ...]: ...
+@overload
+def _frozen(x: object) -> Frozen: ...
+def _frozen(x: object) -> Frozen:
     """``x`` as a hashable value (lists -> tuples, dicts -> sorted item tuples, arrays ->
     tuples); TypeError for anything a spec cannot hold."""
     if isinstance(x, dict):
@@ -82,10 +102,16 @@ def _frozen(x: Any) -> Any:
     if isinstance(x, np.generic):
         return x.item()
     canonical(x)  # TypeError for what a spec cannot hold
-    return x
+    return cast(Scalar, x)  # (what canonical() takes, past the containers above)
 
 
-def check_charger(budget: Any, note: Any) -> None:
+def _pair(x: Frozen) -> tuple[Frozen, ...]:
+    """``x`` as the tuple it is for a bound pair (statically: indexing ``x`` raises at run
+    time as before when it is not indexable)."""
+    return cast("tuple[Frozen, ...]", x)
+
+
+def check_charger(budget: object, note: object) -> None:
     """TypeError unless ``note`` is a str and ``budget`` is None or has ``spend`` (a
     :class:`dpfast.Budget`, or anything that charges like one)."""
     if not isinstance(note, str):
@@ -101,10 +127,10 @@ class StatSpec:
 
     statistic: str
     column: str | None = None
-    params: tuple[tuple[str, Any], ...] = ()
+    params: tuple[tuple[str, object], ...] = ()
     name: str = ""
 
-    def param(self, key: str, default: Any = None) -> Any:
+    def param(self, key: str, default: object = None) -> Any:
         """The parameter ``key`` (``default`` when the statistic was not given it)."""
         return dict(self.params).get(key, default)
 
@@ -130,20 +156,22 @@ class ReleaseSpec:
     noise: str | None = None
     max_partitions: int = 1
     max_per_partition: int = 1
-    bounds: tuple[tuple[str, Any, Any], ...] | str | None = None
+    bounds: tuple[tuple[str, object, object], ...] | str | None = None
     domain: str | None = None
     selection: str = "auto"
     bounding: str = "uniform"
-    options: tuple[tuple[str, Any], ...] = ()
+    options: tuple[tuple[str, object], ...] = ()
     rows: str | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def make(cls, statistics: Any, *, by: Any = (), privacy_unit: str | None = None,
-             epsilon: Any = None, delta: Any = 0.0, rho: Any = None, noise: Any = None,
-             max_partitions: Any = 1, max_per_partition: Any = 1, bounds: Any = None,
-             domain: Any = None, selection: Any = "auto", bounding: Any = "uniform",
-             options: dict[str, Any] | None = None, rows: str | None = None,
+    def make(cls, statistics: Iterable[StatSpec], *, by: Iterable[str] = (),
+             privacy_unit: str | None = None, epsilon: float | None = None,
+             delta: float = 0.0, rho: float | None = None, noise: str | None = None,
+             max_partitions: int = 1, max_per_partition: int = 1,
+             bounds: Mapping[str, Sequence[float]] | Sequence[float] | str | None = None,
+             domain: object = None, selection: str = "auto", bounding: str = "uniform",
+             options: Mapping[str, object] | None = None, rows: str | None = None,
              ) -> ReleaseSpec:
         """A checked spec (ValueError / TypeError naming the parameter).  ``domain``: the
         public keys themselves (fingerprinted here) or None; ``statistics``: StatSpecs."""
@@ -158,19 +186,21 @@ class ReleaseSpec:
         if not isinstance(selection, str):
             raise TypeError(f"selection must be a str, got {type(selection).__name__}")
         if isinstance(bounds, dict):
-            bnds: Any = tuple(sorted((str(c_), _frozen(b)[0], _frozen(b)[1])
-                                     for c_, b in bounds.items()))
+            # (a bound is a pair: indexing the frozen value of anything else raises)
+            bnds: tuple[tuple[str, object, object], ...] | str | None = tuple(sorted(
+                (str(c_), _pair(_frozen(b))[0], _pair(_frozen(b))[1])
+                for c_, b in bounds.items()))
         elif bounds is None or isinstance(bounds, str):
             bnds = bounds
         else:
-            bnds = _frozen(bounds)
+            bnds = cast("tuple[tuple[str, object, object], ...]", _frozen(bounds))
         return cls(stats, tuple(by), privacy_unit, privacy.epsilon, privacy.delta,
                    privacy.rho, noise, k, c, bnds,
                    domain_fingerprint(domain), selection, bounding,
                    tuple(sorted((str(n), _frozen(v)) for n, v in (options or {}).items())),
                    rows)
 
-    def option(self, key: str, default: Any = None) -> Any:
+    def option(self, key: str, default: object = None) -> Any:
         """The family option ``key`` (``default`` when not set)."""
         return dict(self.options).get(key, default)
 
@@ -180,7 +210,7 @@ class ReleaseSpec:
                              select=self.domain is None)
 
     # ------------------------------------------------------------------ identity
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """JSON-able (through :func:`canonical`) plain values; :meth:`from_dict` inverts."""
         d = dataclasses.asdict(self)
         d["statistics"] = [dataclasses.asdict(s) for s in self.statistics]
