@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -148,8 +148,10 @@ def _prepare(values: npt.ArrayLike | None, keys: npt.ArrayLike | tuple[npt.Array
         shape = np.shape(values)
         keys = np.zeros(shape[0] if len(shape) == 1 else 0, np.int64)
     # the NULL policy: rows with a missing key, id or value leave first
-    keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
-    raw = _inputs.as_numbers(values)
+    keys_in, ids_in, (values_in,) = _keys.drop_nulls(keys, privacy_ids, values)
+    keys = cast("npt.ArrayLike", keys_in)  # the same kinds, NULL rows dropped
+    privacy_ids = ids_in
+    raw = _inputs.as_numbers(values_in)
     integer = raw.dtype.kind in "iu"
     g = _grid_for(candidates, integer)
     wide: tuple[int, int] | tuple[float, float] = (

@@ -25,6 +25,7 @@ level (one person may move several coordinates of a level, so the scalar
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +47,8 @@ def bounded_leaf_counts(records: npt.ArrayLike, privacy_ids: npt.ArrayLike | Non
     index outside ``[0, n_leaves)`` (a unit the public hierarchy does not hold, like a key
     outside a public ``domain``), is dropped before bounding -- a per-record filter, never
     an error that would depend on the records."""
-    leaf_in, privacy_ids, _ = _keys.drop_nulls(records, privacy_ids)
+    leaf_in, ids_in, _ = _keys.drop_nulls(records, privacy_ids)
+    privacy_ids = cast("npt.ArrayLike | None", ids_in)  # the same kind, NULL rows dropped
     leaf = _keys.column(leaf_in, "leaf_counts") if np.ndim(leaf_in) == 1 else \
         np.asarray(leaf_in)
     if leaf.ndim == 1 and leaf.dtype.kind == "f":  # (an integer column with NULLs)

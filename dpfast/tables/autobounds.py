@@ -39,7 +39,7 @@ plateau.  Pass public ``bounds`` when the range is known.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from dpfast._core.validate import check_real
 from dpfast.random import RngLike
@@ -142,6 +142,8 @@ def auto_bounds(values: npt.ArrayLike,
         (_spec.StatSpec("auto_bounds", params=(("quantiles", qs),)),), epsilon=float(eps),
         options=(("candidates", None if plan.candidates is None
                   else tuple(plan.candidates.tolist())),))
-    out: AutoBounds = _run.release(spec, _run.Rows(keys, privacy_ids, values), budget=budget,
+    # keys None: the bounds plan's rows are one key (it reads the values' length)
+    rows = _run.Rows(cast("npt.ArrayLike", keys), privacy_ids, values)
+    out: AutoBounds = _run.release(spec, rows, budget=budget,
                                    note=note, rng=rng, plan=plan)
     return out

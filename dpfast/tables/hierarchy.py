@@ -26,7 +26,7 @@ import math
 import numbers
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -370,7 +370,8 @@ class TopDownPlan:
             return _leaf_values(_leaf_schema(rows.keys)[0])
         k, c, pol = self.per_person
         n_leaves = len(self.tree.ids[0])
-        return _units.bounded_leaf_counts(rows.keys, rows.privacy_ids, n_leaves, k, c,
+        leaves = cast("npt.ArrayLike", rows.keys)  # topdown's records: one leaf column
+        return _units.bounded_leaf_counts(leaves, rows.privacy_ids, n_leaves, k, c,
                                           subkey, pol).reshape(-1, 1)
 
     def finish(self, leaves: np.ndarray, gen: Generator, release_id: int | None
