@@ -209,3 +209,28 @@ def test_the_lock_settings_are_the_documented_ones() -> None:
                                     "autoinstall_known_extensions": "false",
                                     "autoload_known_extensions": "false",
                                     "lock_configuration": "true"}
+
+
+def test_a_duckdb_owner_table_is_read_without_pyarrow(monkeypatch) -> None:
+    """The ``demo`` extra has no pyarrow: an owner's DuckDB table is then copied into the
+    engine through pandas, and the release is the same (the demo failed on a fresh
+    ``pip install '.[demo]'`` with "No module named 'pyarrow'")."""
+    import sys
+
+    df = _frame()
+    answers = []
+    for arrow in (True, False):
+        if not arrow:
+            monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow: ImportError
+        owner = duckdb.connect()
+        owner.register("df", df)
+        owner.execute("CREATE TABLE t AS SELECT * FROM df")
+        s = dpfast.Session(owner, privacy_unit="pid", epsilon=10.0, name="t", table="t",
+                           domains={"k": range(4)}, bounds={"v": (0.0, 1.0)},
+                           rng=dpfast.default_rng(KEY))
+        rel = s.sql("SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t WHERE v > 0.2 GROUP BY k",
+                    epsilon=1.0)
+        answers.append((rel.releases["n"].values.tobytes(),
+                        rel.releases["s"].values.tobytes()))
+        owner.close()
+    assert answers[0] == answers[1]

@@ -106,11 +106,19 @@ def copy_table(owner: DuckDBPyConnection, table: str, con: DuckDBPyConnection, n
     """Copy the owner's table ``table`` (on the owner's connection ``owner``) into the
     locked connection ``con`` as table ``name``: all its rows, or (``rows=False``) none,
     only its columns and types.  The rows stream through Arrow record batches (types as
-    DuckDB maps them to Arrow and back: ``HUGEINT`` becomes ``DECIMAL(38,0)``)."""
+    DuckDB maps them to Arrow and back: ``HUGEINT`` becomes ``DECIMAL(38,0)``); without
+    pyarrow (the ``demo`` extra) through a pandas frame (types as DuckDB maps them to
+    pandas and back)."""
     sql = f"SELECT * FROM {_quote(table)}" + ("" if rows else " LIMIT 0")
     rel = owner.sql(sql)
-    reader = (rel.to_arrow_reader() if hasattr(rel, "to_arrow_reader")
-              else rel.fetch_record_batch())  # older DuckDB
+    reader: object
+    try:
+        import pyarrow  # noqa: F401  (DuckDB's Arrow export needs it)
+    except ImportError:  # the light install (the demo extra): through pandas instead
+        reader = rel.df()
+    else:
+        reader = (rel.to_arrow_reader() if hasattr(rel, "to_arrow_reader")
+                  else rel.fetch_record_batch())  # older DuckDB
     tmp = "__dpfast_copy"
     con.register(tmp, reader)
     try:
