@@ -6,7 +6,7 @@ other id (an integral float keyed bounding by its IEEE bits) and so everyone's k
 under the same key: the cells moved by up to 5 with a stated sensitivity of 1.  Now an
 integral float id is the integer, a partition whose ids turned float or object sends each
 id where the integer partitions send it, and a string id among integers is one more
-person (dpfast.tables._idhash).  (The audit also builds its Dask frames with
+person (dpfast._core.idhash).  (The audit also builds its Dask frames with
 ``dataframe.convert-string`` off: Dask's default turns an object id column into strings
 before dpfast sees it -- every id then *is* a different value.)
 """

@@ -1,4 +1,4 @@
-"""The thread's reusable scratch (dpfast.tables._scratch) and the code paths that lease it:
+"""The thread's reusable scratch (dpfast._core.scratch) and the code paths that lease it:
 arrays carved inside a lease never overlap, nothing leaks out of one, the pool stays within
 its cap, a later lease reuses the same pages, and what the leasing code returns is the
 same with the pool on and off."""
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpfast._core import scratch
 from dpfast._kernels import grouping as kg
 from dpfast.tables import _keys
-from dpfast.tables import _scratch as scratch
 
 
 def _span(a: np.ndarray) -> tuple[int, int]:

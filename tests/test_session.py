@@ -451,7 +451,7 @@ _ARRAYS = st.one_of(
 
 @given(_ARRAYS)
 def test_array_state_is_exact(a: np.ndarray) -> None:
-    from dpfast.tables._state import decode_array, encode_array
+    from dpfast.tables.state import decode_array, encode_array
 
     back = decode_array(json.loads(json.dumps(encode_array(a))))
     assert back.dtype == a.dtype and back.shape == a.shape

@@ -1,4 +1,4 @@
-"""Privacy ids are encoded element by element (dpfast.tables._idhash).
+"""Privacy ids are encoded element by element (dpfast._core.idhash).
 
 Found by the neighbour audit (issue 36): the randomness of contribution bounding is keyed
 by each id's 64-bit canonical value, and that value depended on the id *column's* dtype.
@@ -22,7 +22,7 @@ import pytest
 import dpfast
 import dpfast.testing as T
 from dpfast import tables as dpt
-from dpfast.tables._idhash import factorize_mixed, id_hash_one, id_hashes
+from dpfast._core.idhash import factorize_mixed, id_hash_one, id_hashes
 from tests.helpers import KEY
 
 DOM = {"domain": [0, 1, 2, 3]}

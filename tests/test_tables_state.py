@@ -1,4 +1,4 @@
-"""The release state codec (:mod:`dpfast.tables._state`) after the knot of issue 37 was
+"""The release state codec (:mod:`dpfast.tables.state`) after the knot of issue 37 was
 untied: the codec imports no release class, each release class writes its own state, and
 interval rules are a registry (``register_interval``; the variance / std interval is the
 kind of a stored interval without a ``"kind"`` key, so payloads already cached in ledgers
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import dpfast
-from dpfast.tables import TableRelease, _intervals, _state
+from dpfast.tables import TableRelease, _intervals
+from dpfast.tables import state as _state
 from dpfast.tables._law import NoiseLaw
 
 KEY = bytes(range(32))
@@ -58,7 +59,7 @@ def _hex(a: np.ndarray) -> list[str]:
 def test_codec_imports_no_release_module() -> None:
     """The codec is a leaf: it imports the noise law and nothing else of tables (the
     knot's root was _state importing every release class and they importing it back)."""
-    tree = ast.parse((ROOT / "_state.py").read_text())
+    tree = ast.parse((ROOT / "state.py").read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpfast"):

@@ -5,7 +5,7 @@ scheduler's task threads), the split of one partition into pieces -- pandas piec
 columns (:func:`split_arrays`, :func:`concat_arrays`) -- and the all-to-all as one
 hand-built graph (:func:`shuffle_graph`).  Every id's rows meet in one output; which output
 does not change a release.  The output of a row is a function of its id's *value* alone
-(:mod:`dpfast.tables._idhash`: the integer ``7``, the float ``7.0`` and an object ``7`` go
+(:mod:`dpfast._core.idhash`: the integer ``7``, the float ``7.0`` and an object ``7`` go
 to one output; a string by its own hash), never of the dtype its partition happens to give
 the id column -- a partition whose ids turned float (a missing id) or object (an id of
 another type) still sends every other id where the other partitions send it.
@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from dpfast._core import idhash as _idhash
+from dpfast._core import scratch
 from dpfast._kernels import grouping as _kg
-from dpfast.tables import _idhash
-from dpfast.tables import _scratch as scratch
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
@@ -104,7 +104,7 @@ def _bucket_dtype(nout: int) -> type:
 
 
 def _route(ids: np.ndarray) -> np.ndarray:
-    """Per row, a uint64 hash of its id's canonical value (:mod:`dpfast.tables._idhash`)."""
+    """Per row, a uint64 hash of its id's canonical value (:mod:`dpfast._core.idhash`)."""
     import pandas as pd
 
     kind = ids.dtype.kind
@@ -150,7 +150,7 @@ def split_arrays(pdf: pd.DataFrame, cols: list[str], id_col: str, nout: int) -> 
     ids go to the output partition of a mix of their value (:func:`_kernels.grouping.
     id_buckets`, one pass; then one stable counting-sort pass per column straight into its
     narrowed piece); float ids to that of their canonical value
-    (:func:`dpfast.tables._idhash.id_hashes`: an integral float as the integer, so a
+    (:func:`dpfast._core.idhash.id_hashes`: an integral float as the integer, so a
     partition whose ids turned float sends them where the integer ids go).  Every partition
     of one graph uses the same rule, so an id's rows meet in one output; which output does
     not change the release."""
@@ -206,14 +206,14 @@ def concat_frames_then(pieces: list, fn: Callable[..., _R], *args: object) -> _R
 def concat_arrays_then(pieces: list, fn: Callable[..., _R], *args: object) -> _R:
     """``fn(columns, *args)`` with one output's compact pieces (:func:`split_arrays`)
     concatenated into a dict of columns on this thread's scratch pages: ``fn`` runs inside
-    the lease (:func:`dpfast.tables._scratch.lease`) and must return only copies."""
+    the lease (:func:`dpfast._core.scratch.lease`) and must return only copies."""
     with scratch.lease():
         return fn(concat_arrays(pieces), *args)
 
 
 def concat_arrays(pieces: list) -> dict[str, np.ndarray]:
     """Concatenate one output's compact pieces (:func:`split_arrays`) into the current
-    scratch lease (:func:`dpfast.tables._scratch.lease`; plain numpy outside one), each
+    scratch lease (:func:`dpfast._core.scratch.lease`; plain numpy outside one), each
     column in the dtype of pandas' concatenation of the original columns: the values are
     unchanged."""
     first = next(iter(pieces[0][_DTYPES]))  # every piece has every column

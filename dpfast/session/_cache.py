@@ -109,7 +109,7 @@ def from_payload(payload: bytes) -> Answer:
     if d["kind"] == "topdown":
         return _tables.TopDownRelease.from_state(d["release"])
     if d["kind"] == "histogram":
-        from dpfast.tables._state import decode_array
+        from dpfast.tables.state import decode_array
 
         return (decode_array(d["hist"]), decode_array(d["edges"]),
                 _tables.TableRelease.from_state(d["release"]))

@@ -4,7 +4,7 @@ DuckDB types a pandas object column by its values: one that mixes ints and strin
 ``VARCHAR``, every int its decimal text.  For the privacy unit that is a sensitivity bug
 (an int ``1`` and a string ``"1"`` become one person) and a re-keying of everyone's
 contribution bounding by one person (a string id among integers turns every integer id
-into a string, whose canonical value, :mod:`dpfast.tables._idhash`, is another).
+into a string, whose canonical value, :mod:`dpfast._core.idhash`, is another).
 
 So the frame the session registers on its engine (:func:`frame_view`) carries a privacy-unit
 column of Python objects -- a pandas ``object`` column that is not all strings, or a Polars
@@ -17,7 +17,7 @@ and whatever the column's dtype (the encoding is invisible to contribution bound
 The encoding (``P`` is the reserved character ``"\\x1f"``): a string is itself unless it
 starts with ``P`` (then ``P + "s:" + s``); an integer (Python, numpy, bool) or a float
 that is an integer in ``[-2**63, 2**63)`` is ``P + "i:" + its hexadecimal digits`` (``7.0``
-is the id ``7``, as in :mod:`dpfast.tables._idhash`); any other float ``P + "f:" +
+is the id ``7``, as in :mod:`dpfast._core.idhash`); any other float ``P + "f:" +
 float.hex()``; bytes ``P + "b:" + hex``; a ``Decimal`` that equals an integer or a float
 is that number; a missing value (None, NaN, NA) stays missing (NULL), and so does a value
 of any other type (a timestamp, an object): its rows are dropped like those of a missing

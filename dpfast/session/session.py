@@ -412,8 +412,8 @@ class Session:
         """:func:`dpfast.histogram` of ``column`` (``bins``, ``range`` as numpy; the privacy
         unit and contribution bounds filled in), through the cache: ``(hist, bin_edges,
         release)``.  ``options``: those of :func:`dpfast.histogram` but ``weights``."""
-        from dpfast.tables._state import encode_array
         from dpfast.tables.histogram import histogram as _histogram
+        from dpfast.tables.state import encode_array
 
         src = self._source
         src.check_columns([column], "histogram column")

@@ -1,7 +1,7 @@
 """The interval rule of a released variance or standard deviation
 (:class:`VarianceInterval`, :func:`variance_interval`) and the variance estimate it goes
 with: post-processing of the noisy parts, kept (and cached) with the release.  The rule
-registers itself with the state codec (:func:`dpfast.tables._state.register_interval`)
+registers itself with the state codec (:func:`dpfast.tables.state.register_interval`)
 under the kind ``"variance"``, the kind of a stored interval without a ``"kind"`` key."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dpfast.tables import _state
+from dpfast.tables import state as _state
 from dpfast.tables._law import NoiseLaw, _alpha
 
 __all__ = ["VarianceInterval", "variance_estimate", "variance_interval"]
@@ -21,7 +21,7 @@ __all__ = ["VarianceInterval", "variance_estimate", "variance_interval"]
 class VarianceInterval:
     """The conservative intervals of a released variance (or, ``sqrt``, standard
     deviation): :func:`variance_interval` of the noisy parts; post-processing, so it is
-    kept (and cached, :mod:`dpfast.tables._state`) with the release."""
+    kept (and cached, :mod:`dpfast.tables.state`) with the release."""
 
     n: np.ndarray
     s1: np.ndarray

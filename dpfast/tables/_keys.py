@@ -9,7 +9,7 @@ step is a function of the keys' values, never of the row order.
 
 Privacy ids also get a 64-bit canonical value, a function of each id's value alone (the
 integer itself for integer ids and integral floats, a digest for other floats, strings and
-bytes: :mod:`dpfast.tables._idhash`) that keys the per-id randomness of contribution
+bytes: :mod:`dpfast._core.idhash`) that keys the per-id randomness of contribution
 bounding.  A privacy-id column may mix ints, floats, strings and bytes (one person's id of
 another type must not make a release fail or re-key everyone else); key columns may not.
 """
@@ -25,10 +25,10 @@ from typing import overload
 import numpy as np
 import numpy.typing as npt
 
+from dpfast._core import scratch
+from dpfast._core.idhash import factorize_mixed
+from dpfast._core.idhash import id_hashes as id_hashes  # the per-id canonical value
 from dpfast._kernels import grouping as _kg
-from dpfast.tables import _scratch as scratch
-from dpfast.tables._idhash import factorize_mixed
-from dpfast.tables._idhash import id_hashes as id_hashes  # the per-id canonical value
 
 _DENSE_MIN = 1 << 20  # dense integer codes when max - min < max(2n, this)
 #: below this many rows, factorizing, grouping and bounding run in numpy and serial
@@ -307,7 +307,7 @@ def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             remap = np.cumsum(present, dtype=np.int64) - 1
             return remap[x64 - lo], (np.flatnonzero(present) + lo).astype(x.dtype)
         # temporaries (and, when the caller holds a scratch lease, the codes) reuse the
-        # thread's scratch pages (:mod:`dpfast.tables._scratch`)
+        # thread's scratch pages (:mod:`dpfast._core.scratch`)
         present = scratch.zeros(hi - lo + 1, np.uint8)
         _kg.mark_present(x64, lo, present, _threads())
         remap = scratch.empty(hi - lo + 1, np.int64)

@@ -119,7 +119,8 @@ from dpfast.mechanisms._calibrate import zcdp_delta
 from dpfast.mechanisms._tails import _dg_normalizer_lower, _dg_tail_sum
 from dpfast.mechanisms.gaussian import _largest_rho
 from dpfast.noise import _addressed
-from dpfast.tables import _select_weighted, _state, keynoise
+from dpfast.tables import _select_weighted, keynoise
+from dpfast.tables import state as _state
 from dpfast.tables._law import NoiseLaw
 from dpfast.tables.partition import partition_threshold, selection_delta
 

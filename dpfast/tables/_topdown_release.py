@@ -12,8 +12,8 @@ import numpy as np
 
 from dpfast import mechanisms as _mechanisms
 from dpfast.accounting import events as _events
-from dpfast.tables import _state
 from dpfast.tables import metrics as _metrics
+from dpfast.tables import state as _state
 
 from ._law import _alpha as _alpha
 from .release import AccuracySummary

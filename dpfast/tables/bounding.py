@@ -34,11 +34,11 @@ import numpy as np
 import numpy.typing as npt
 
 from dpfast import random as _random
+from dpfast._core import scratch
 from dpfast._kernels import grouping as _kg
 from dpfast._kernels import tables as _kt
 from dpfast.random import RngLike
 from dpfast.tables import _keys
-from dpfast.tables import _scratch as scratch
 from dpfast.tables._fixed import FixedSums, saturated
 
 __all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG", "POLICIES"]

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dpfast import random as _random
+from dpfast._core import scratch
 from dpfast.tables import _fixed, _inputs, _merge, _plan, _select, bounding, keynoise
-from dpfast.tables import _scratch as scratch
 from dpfast.tables._inputs import _Data, _validate, check_int_summands
 from dpfast.tables.bounding import Bounded
 from dpfast.tables.release import TableRelease

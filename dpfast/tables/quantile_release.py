@@ -11,7 +11,8 @@ import numpy as np
 
 from dpfast.accounting import events as _events
 from dpfast.tables import _quantile_em as _em
-from dpfast.tables import _select, _state
+from dpfast.tables import _select
+from dpfast.tables import state as _state
 
 if TYPE_CHECKING:
     import pandas as pd

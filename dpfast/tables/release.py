@@ -14,9 +14,9 @@ from dpfast.accounting import events as _events
 from dpfast.tables import (
     _intervals,  # noqa: F401  (registers the variance interval's state)
     _select,
-    _state,
 )
 from dpfast.tables import metrics as _metrics
+from dpfast.tables import state as _state
 from dpfast.tables._law import NoiseLaw as NoiseLaw  # the public home stays this module
 from dpfast.tables._law import _alpha as _alpha
 

@@ -24,8 +24,9 @@ import numpy as np
 
 from dpfast._core.rounding import float_down
 from dpfast.accounting import events as _events
-from dpfast.tables import _inputs, _plan, _ranks, _state, keynoise
+from dpfast.tables import _inputs, _plan, _ranks, keynoise
 from dpfast.tables import _quantile_em as _em
+from dpfast.tables import state as _state
 from dpfast.tables.release import NoiseLaw, TableRelease, _alpha
 from dpfast.tables.statistics.base import COMMON, Statistic
 
