@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
     import numpy.typing as npt
 
-    from dpfast.dask._types import Charger
     from dpfast.dask.keys import WorkerKey
     from dpfast.random import RngLike
     from dpfast.tables.multi import AggregateRelease
+    from dpfast.tables.spec import Charger
 
 __all__ = ["aggregate"]
 

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
     from typing_extensions import Unpack
 
-    from dpfast.dask._types import Charger
     from dpfast.dask.keys import WorkerKey
     from dpfast.random import RngLike
+    from dpfast.tables.spec import Charger
 
 __all__ = ["quantile", "median", "min", "max"]
 

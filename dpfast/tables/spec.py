@@ -21,15 +21,16 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 import numpy as np
 
 from dpfast.tables import _plan
 from dpfast.tables import bounding as _bounding
+from dpfast.tables._charge import Charger as Charger  # the one Protocol; public here
 
 if TYPE_CHECKING:
-    from dpfast.accounting.events import DpEvent
+    pass
 
 __all__ = ["StatSpec", "ReleaseSpec", "Charger", "canonical", "domain_fingerprint",
            "check_charger"]
@@ -38,15 +39,6 @@ __all__ = ["StatSpec", "ReleaseSpec", "Charger", "canonical", "domain_fingerprin
 Scalar = None | bool | int | float | str | bytes | Fraction
 #: A frozen spec value (:func:`_frozen`): a scalar, or a tuple of frozen values.
 Frozen: TypeAlias = "Scalar | tuple[Frozen, ...]"
-
-
-class Charger(Protocol):
-    """What a release charges (:func:`check_charger`): a :class:`dpfast.Budget`, or
-    anything that charges like one (``spend``; a ``charge`` context manager as well when it
-    records failures, :func:`dpfast.tables._charge.charged`)."""
-
-    def spend(self, event: DpEvent, *, note: str = "") -> object:
-        """Check that ``event`` fits and charge it (raise to refuse)."""
 
 
 def canonical(x: object) -> bool | str | None | dict[str, object] | list[object]:
