@@ -176,7 +176,8 @@ def charging_lines(tree: ast.AST) -> list[int]:
             if (isinstance(f, ast.Name) and f.id in CHARGE_CALLS) or (
                     isinstance(f, ast.Attribute) and f.attr in CHARGE_CALLS | CHARGE_METHODS):
                 lines.append(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "dpfast.tables._charge":
+        elif (isinstance(node, ast.ImportFrom) and node.module == "dpfast.tables._charge"
+              and any(a.name == "charged" for a in node.names)):  # not the Charger type
             lines.append(node.lineno)
     return sorted(set(lines))
 

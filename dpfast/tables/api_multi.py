@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
-    from dpfast.tables._charge import Charger
+    from dpfast.tables.spec import Charger
 
 #: one metric: ``"count"``, ``("mean", "x")``, ``("quantile", "x", 0.9)``
 MetricSpec = str | tuple[str, str] | tuple[str, str, float]

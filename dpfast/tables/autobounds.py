@@ -62,7 +62,7 @@ from dpfast.tables._autobounds import (
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from dpfast.tables._charge import Charger
+    from dpfast.tables.spec import Charger
 
 __all__ = ["auto_bounds", "AutoBounds", "AUTO_SHARE", "default_grid", "bounds_event", "split"]
 

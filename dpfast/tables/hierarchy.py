@@ -46,7 +46,7 @@ from ._law import _alpha as _alpha
 from ._topdown_release import TopDownRelease
 
 if TYPE_CHECKING:
-    from ._charge import Charger
+    from .spec import Charger
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels", "TopDownPlan", "plan_topdown"]
 
