@@ -33,7 +33,21 @@ _SPREAD_PRIVACY = """
 """
 
 
-class Sum(Statistic):
+class _Bounded(Statistic):
+    """What sum and mean share (not registered: no name): the count / sum / mean plan
+    (:mod:`dpfast.tables.groupby`), or with ``bounds="auto"`` the two-phase plan that
+    chooses the bounds privately first (:mod:`dpfast.tables._autobounds`)."""
+
+    @classmethod
+    def plan(cls, spec: ReleaseSpec, source: Source) -> groupby.Plan | _autobounds.AutoPlan:
+        from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
+
+        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
+            return _autobounds.plan_auto(cls.name, spec, source)
+        return groupby.plan_of(cls.name, spec, source)
+
+
+class Sum(_Bounded):
     """The sum of the values per key, clamped to public bounds."""
 
     name = "sum"
@@ -98,16 +112,8 @@ class Sum(Statistic):
     """
     parts = ("sum",)
 
-    @classmethod
-    def plan(cls, spec: ReleaseSpec, source: Source) -> groupby.Plan | _autobounds.AutoPlan:
-        from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
 
-        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
-            return _autobounds.plan_auto("sum", spec, source)
-        return groupby.plan_of("sum", spec, source)
-
-
-class Mean(Statistic):
+class Mean(_Bounded):
     """The mean of the values per key: noisy centred sum over noisy count."""
 
     name = "mean"
@@ -148,14 +154,6 @@ class Mean(Statistic):
     (``Δ1 = k c``) and the centred sum (``Δ1 = k c (hi - lo)``); add/remove one person.
     """
     parts = ("count", "csum")
-
-    @classmethod
-    def plan(cls, spec: ReleaseSpec, source: Source) -> groupby.Plan | _autobounds.AutoPlan:
-        from dpfast.tables import _autobounds, groupby  # lazy: the registry imports no kernel
-
-        if spec.bounds == "auto":  # private bounds first (tables/_autobounds.py)
-            return _autobounds.plan_auto("mean", spec, source)
-        return groupby.plan_of("mean", spec, source)
 
 
 class _Spread(Statistic):
