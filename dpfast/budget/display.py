@@ -10,44 +10,18 @@ accounting's own figures stay on the event and in the ledger (``--detail``).
 
 from __future__ import annotations
 
-import decimal
 import math
 from typing import Any
+
+from ._format import down, up
+from .costs import event_costs
+from .rdp import DEFAULT_ORDERS, rdp_epsilon_delta
 
 __all__ = ["DISPLAY_DELTA", "down", "event_epsilon_delta", "privacy_text", "up"]
 
 #: The delta at which an event with no ``(epsilon, delta)`` bound of its own is shown when
 #: no budget's delta is given.
 DISPLAY_DELTA = 1e-6
-
-
-def _round(v: float | None, digits: int, rounding: str) -> str:
-    if v is None:
-        return "-"
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "unbounded" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
-    near = f"{v:.{digits}g}"
-    if abs(float(near) - v) <= 4 * math.ulp(v):  # the number given (0.1), not its double
-        return near
-    d = decimal.Decimal(v)  # exact
-    q = decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
-    r = d.quantize(q, rounding=rounding)
-    return f"{float(r):.{digits}g}"
-
-
-def up(v: float | None, digits: int = 4) -> str:
-    """``v`` with ``digits`` significant digits, rounded up (a cost, an epsilon spent:
-    never shown below what it is); ``unbounded`` for ``inf``."""
-    return _round(v, digits, decimal.ROUND_CEILING)
-
-
-def down(v: float | None, digits: int = 4) -> str:
-    """``v`` with ``digits`` significant digits, rounded down (what is left)."""
-    return _round(v, digits, decimal.ROUND_FLOOR)
 
 
 def event_epsilon_delta(event: Any, delta: float | None = None) -> tuple[float, float]:
@@ -59,9 +33,6 @@ def event_epsilon_delta(event: Any, delta: float | None = None) -> tuple[float, 
 
 
 def _epsilon_delta(event: Any, delta: float | None) -> tuple[float, float, bool]:
-    from .mixed import event_costs
-    from .rdp import DEFAULT_ORDERS, rdp_epsilon_delta
-
     finite = [a for a in DEFAULT_ORDERS if math.isfinite(a)]
     curve, r_inf, dlt = event_costs(event, finite)
     if math.isfinite(r_inf):

@@ -25,7 +25,8 @@ from dpfast._core.rounding import float_boundary
 from dpfast.accounting import events as _events
 
 from . import _exact
-from .display import down, up
+from ._format import down, up
+from .costs import event_costs
 from .records import Cost, Remaining
 
 __all__ = ["Filter", "Sums", "BasicFilter"]
@@ -209,8 +210,6 @@ class Filter(abc.ABC):
         (``"mixed"`` charges pure, approximate and Gaussian/zCDP events alike)."""
         if self.accounting == "mixed":
             return why
-        from .mixed import event_costs
-
         try:
             _, r_inf, _ = event_costs(event, (2.0, 32.0))
         except (ValueError, TypeError, MemoryError):
