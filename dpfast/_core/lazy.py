@@ -36,7 +36,7 @@ Standard library only: :mod:`dpfast._core` imports nothing else of dpfast.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -101,16 +101,15 @@ def attach(
     if both:
         raise ValueError(f"names and submodules both list {sorted(both)}")
 
-    modules: list[frozenset[str]] = []  # the package's own submodules, listed once
+    submodule: dict[str, bool] = {}  # name -> a module of the package (found, not imported)
 
     def _made(name: str) -> Callable[[], Any] | None:
         """The maker of a generated ``name`` (None: not one, or a submodule's name)."""
         if generated is None or name.startswith("_"):
             return None
-        if not modules:
-            path = getattr(sys.modules[package], "__path__", [])
-            modules.append(frozenset(m.name for m in pkgutil.iter_modules(path)))
-        return None if name in modules[0] else generated().get(name)
+        if name not in submodule:
+            submodule[name] = importlib.util.find_spec(f"{package}.{name}") is not None
+        return None if submodule[name] else generated().get(name)
 
     def __getattr__(name: str) -> Any:
         if name == "__all__" and generated is not None:

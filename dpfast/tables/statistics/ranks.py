@@ -12,13 +12,15 @@ candidate grid (``n_candidates``, or a public ``candidates`` grid instead of ``b
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from dpfast.tables import _inputs, _ranks
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables.statistics.base import REQUIRED, Statistic
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from dpfast.tables.run import Source
     from dpfast.tables.spec import ReleaseSpec
 
@@ -79,7 +81,8 @@ class _Rank(Statistic):
         if release.get("options"):
             raise TypeError(f"{cls.name} makes its spec's options from its parameters")
         release.pop("options", None)
-        qs, scalar = _ranks.quantiles(own.get("q", _ranks.FIXED_Q.get(cls.name)))
+        qs, scalar = _ranks.quantiles(cast("npt.ArrayLike",
+                                           own.get("q", _ranks.FIXED_Q.get(cls.name))))
         _ranks.common(release.get("max_partitions", 1), release.get("max_per_partition", 1),
                       True)
         bounds, candidates = release.get("bounds"), own["candidates"]
