@@ -323,7 +323,8 @@ def test_dpfast_release_quantile_takes_its_grid(grid: list[str], visits, capsys)
     if grid[0] == "--n-candidates":
         argv += ["--bounds", "0", "12"]
     assert _cli(argv) == 0
-    rows = list(csv.reader((visits / "q.csv").open()))
+    with (visits / "q.csv").open() as f:
+        rows = list(csv.reader(f))
     with (visits / "visits.csv").open() as f:
         recs = list(csv.DictReader(f))
     kw = ({"n_candidates": 13, "bounds": (0, 12)} if grid[0] == "--n-candidates"

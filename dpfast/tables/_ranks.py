@@ -6,8 +6,9 @@ from the spec and the source's schema; :class:`Plan` then bounds the rows and bu
 sparse ``(key, grid slot) -> rows`` table (:meth:`Plan.local_partials`, one process;
 :meth:`Plan.partition_partials` and :meth:`Plan.merge`, a cluster's partitions) and,
 after the charge, selects the keys and samples the per-key addressed exponential
-mechanisms (:meth:`Plan.finish`, :func:`release`).  The public functions are
-:mod:`dpfast.tables.quantiles` (local) and :mod:`dpfast.dask.quantiles`.
+mechanisms (:meth:`Plan.finish`, :func:`release`).  The public functions
+(``dpfast.tables.quantile`` ..., ``dpfast.dask.quantile`` ...) are generated from the
+registry (:mod:`dpfast.tables.statistics.ranks`, whose ``make_spec`` builds the spec).
 """
 
 from __future__ import annotations
