@@ -11,7 +11,8 @@ import dpfast
 import dpfast.tables as dpt
 from dpfast.tables import plan as plan_mod
 from dpfast.tables import run, spec
-from dpfast.tables.statistics import REGISTRY
+from dpfast.tables.quantiles import rank_spec
+from dpfast.tables.statistics import REGISTRY, REQUIRED
 
 from .helpers import KEY
 
@@ -50,11 +51,109 @@ def test_rank_statistics_are_registered():
     for name in ("quantile", "median", "min", "max"):
         cls = REGISTRY[name]
         assert cls.value and cls.bounds and not cls.gaussian
-    assert REGISTRY["quantile"].params == {"q": None}
+    assert REGISTRY["quantile"].params == {"q": REQUIRED, "n_candidates": 256,
+                                           "candidates": None}
+    assert REGISTRY["median"].params == {"n_candidates": 256, "candidates": None}
     assert REGISTRY["median"].sql_names == ("median",)
     assert {"quantile", "percentile_cont", "percentile_disc"} <= set(
         REGISTRY["quantile"].sql_names)
     assert REGISTRY["min"].sql_names == () and REGISTRY["max"].sql_names == ()
+
+
+def _old_rank_spec(stat, q, bounds, candidates, n_candidates=256, **kw):
+    """The spec the hand-written rank functions built (the former body of rank_spec)."""
+    from dpfast.tables import _quantile_em
+
+    scalar = np.ndim(q) == 0
+    qs = tuple(float(x) for x in np.atleast_1d(q))
+    clamp = bounds if candidates is None else (
+        (int(candidates[0]), int(candidates[-1])) if all(float(c).is_integer()
+                                                         for c in candidates)
+        else (float(candidates[0]), float(candidates[-1])))
+    options = {"float_grid": isinstance(clamp[0], float) or isinstance(clamp[1], float)}
+    if candidates is None:
+        options["n_candidates"] = n_candidates
+    else:
+        options["candidates"] = _quantile_em.grid(None, 1, candidates, False)
+    params = () if stat != "quantile" else (("q", qs[0] if scalar else qs),)
+    return spec.ReleaseSpec.make([spec.StatSpec(stat, kw.pop("value", None), params)],
+                                 bounds=bounds, options=options, **kw)
+
+
+RANK_CASES = [
+    ("quantile", 0.9, (0, 100), None, {}),
+    ("quantile", [0.25, 0.75], (0.0, 100.0), None, {"n_candidates": 64}),
+    ("median", 0.5, None, [0, 5, 10, 50, 100], {}),
+    ("min", 0.0, (0, 100.5), None, {"delta": 1e-6}),
+    ("max", 1.0, None, [0.5, 1.0, 7.25], {"max_partitions": 2}),
+]
+
+
+@pytest.mark.parametrize("stat,q,bounds,candidates,kw", RANK_CASES)
+def test_rank_spec_is_the_registrys_make_spec_and_unchanged(calls, stat, q, bounds,
+                                                            candidates, kw):
+    """The rank functions are generated from the registry (issue 37): ``_Rank.make_spec``
+    builds, from the public parameters alone, the spec the hand-written functions built
+    (the grid in the options: ``float_grid``, ``n_candidates`` or the validated
+    ``candidates``; ``q`` in the statistic's parameters), so the releases, their noise
+    and the session's cache keys (``query_id``) are unchanged; ``rank_spec`` keeps its
+    signature and returns that spec.  (Fails on the old code: the rank classes had no
+    ``make_spec`` of their own -- the base one put ``n_candidates`` / ``candidates`` in
+    the statistic's parameters, where the plan never reads them.)"""
+    common = dict(epsilon=1.0, delta=kw.get("delta", 0.0),
+                  max_partitions=kw.get("max_partitions", 1), max_per_partition=1,
+                  domain=DOM, selection="auto", bounding="uniform")
+    n = kw.get("n_candidates", 256)
+    want = _old_rank_spec(stat, q, bounds, candidates, n, **common)
+    own = {"n_candidates": n, "candidates": candidates} | ({"q": q} if stat == "quantile"
+                                                          else {})
+    made = REGISTRY[stat].make_spec(params=own, bounds=bounds, **common)
+    old = rank_spec(stat, q=q, bounds=bounds, n_candidates=n, candidates=candidates,
+                    has_ids=True, **common)
+    assert made == old == want and made.query_id() == want.query_id()
+    dask_kw = dict(by=("k",), privacy_unit="id", value="v")
+    assert (rank_spec(stat, q=q, bounds=bounds, n_candidates=n, candidates=candidates,
+                      has_ids=True, **common, **dask_kw)
+            == _old_rank_spec(stat, q, bounds, candidates, n, **common, **dask_kw))
+    args = {"q": q} if stat == "quantile" else {}
+    rel = getattr(dpt, stat)(VALS, KEYS, IDS, bounds=bounds, candidates=candidates,
+                             rng=_gen(), **{**common, **kw, **args})
+    assert [c[0] for c in calls] == [want]
+    ref = run.release(want, run.Rows(KEYS, IDS, VALS, domain=DOM), rng=_gen())
+    assert rel.values.tobytes() == ref.values.tobytes() and rel.event == ref.event
+
+
+def test_rank_make_spec_refuses_what_ranks_do_not_take():
+    """A rank spec made by a caller (the session, rank_spec) is checked like the public
+    functions' (TypeError / ValueError naming the parameter), before any budget is
+    charged: no ``rho`` / ``noise`` (pure ε-DP), no parameter it does not take, ``q`` for
+    the quantile, no options of the caller's (the statistic makes its own)."""
+    med, qua = REGISTRY["median"], REGISTRY["quantile"]
+    with pytest.raises(ValueError, match="not rho or noise"):
+        med.make_spec(bounds=(0, 1), epsilon=1.0, rho=0.5, domain=DOM)
+    with pytest.raises(ValueError, match="not rho or noise"):
+        med.make_spec(bounds=(0, 1), epsilon=1.0, noise="gaussian", domain=DOM)
+    with pytest.raises(TypeError, match="median takes no parameter q"):
+        med.make_spec(params={"q": 0.5}, bounds=(0, 1), epsilon=1.0, domain=DOM)
+    with pytest.raises(TypeError, match="needs its parameter q"):
+        qua.make_spec(bounds=(0, 1), epsilon=1.0, domain=DOM)
+    with pytest.raises(TypeError, match="options"):
+        med.make_spec(bounds=(0, 1), epsilon=1.0, domain=DOM, options={"n_candidates": 3})
+    with pytest.raises(ValueError, match="q must be in"):
+        qua.make_spec(params={"q": 1.5}, bounds=(0, 1), epsilon=1.0, domain=DOM)
+    with pytest.raises(ValueError, match="n_candidates must be in"):
+        med.make_spec(params={"n_candidates": 0}, bounds=(0, 1), epsilon=1.0, domain=DOM)
+    with pytest.raises(ValueError, match="bounds or candidates, not both"):
+        med.make_spec(params={"candidates": [0, 1]}, bounds=(0, 1), epsilon=1.0,
+                      domain=DOM)
+    with pytest.raises(ValueError, match="stat must be one of"):
+        rank_spec("sum", q=0.5, bounds=(0, 1), epsilon=1.0, delta=0.0, max_partitions=1,
+                  max_per_partition=1, n_candidates=256, candidates=None, domain=DOM,
+                  selection="auto", bounding="uniform", has_ids=True)
+    # the defaults of the public functions: the spec of the plain call
+    assert med.make_spec(bounds=(0, 1), epsilon=1.0, domain=DOM) == med.make_spec(
+        params={"n_candidates": 256, "candidates": None}, bounds=(0, 1), epsilon=1.0,
+        domain=DOM)
 
 
 @pytest.mark.parametrize("stat,q", [("quantile", (0.25, 0.75)), ("quantile", 0.9),
@@ -202,3 +301,22 @@ def test_a_rank_spec_without_options_is_the_default_grid():
     np.testing.assert_array_equal(got.values, ref.values)
     np.testing.assert_array_equal(got.grid, ref.grid)
     assert got.event == ref.event
+
+
+def test_nullable_integers_with_missing_values_on_a_fractional_range():
+    """The NULL policy first: a pandas nullable integer column (``Int64``) with missing
+    entries, ranked as floats (fractional bounds), releases what its rows without the
+    missing ones release, bit for bit.  (Guards the generated ``tables.median``: the
+    hand-written function dropped the NULL rows before planning; the generated one
+    hands the caller's column to the plan, which now drops them first too -- without
+    ``_ranks.Plan._inputs`` it refused such a column, "values changed type", a refusal
+    that depended on whether a value was missing.)"""
+    pd = pytest.importorskip("pandas")
+
+    vals = pd.Series(IVALS, dtype="Int64")
+    vals[::7] = pd.NA
+    keep = vals.notna().to_numpy()
+    kw = dict(bounds=(-20.0, 120.0), epsilon=1.0, domain=DOM, max_partitions=2)
+    ref = dpt.median(IVALS[keep], KEYS[keep], IDS[keep], rng=_gen(), **kw)
+    got = dpt.median(vals, KEYS, IDS, rng=_gen(), **kw)
+    assert got.values.tobytes() == ref.values.tobytes() and got.event == ref.event

@@ -18,12 +18,25 @@ to a module that *is* the value (``dpfast.metrics`` is the module
 test may add an entry.  A listed module that cannot be found is an ``AttributeError`` of
 the package, so ``hasattr`` and ``getattr(package, name, default)`` never raise.
 
+A package may also make names at run time (``generated``: ``dpfast.tables`` and
+``dpfast.dask`` offer a function per registered statistic, made from the registry when
+first asked for)::
+
+    __getattr__, __dir__, _ = attach(__name__, _PUBLIC, generated=_statistics)
+
+``generated()`` returns ``{name: make}``, each ``make()`` the value of ``name``; it is
+asked for names that are neither listed nor a submodule of the package (so ``from
+package import submodule`` never runs it), each time (the values are not stored: a name
+registered or removed later is seen), and its names are in ``__dir__`` and in
+``__all__``, which ``__getattr__`` then answers (the package defines no ``__all__``).
+
 Standard library only: :mod:`dpfast._core` imports nothing else of dpfast.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
@@ -52,7 +65,8 @@ def _import(package: str, module: str, name: str) -> ModuleType:
 
 
 def attach(
-    package: str, names: Mapping[str, str], submodules: Mapping[str, str] | None = None
+    package: str, names: Mapping[str, str], submodules: Mapping[str, str] | None = None,
+    *, generated: Callable[[], Mapping[str, Callable[[], Any]]] | None = None,
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
     """The lazy ``(__getattr__, __dir__, __all__)`` of ``package``.
 
@@ -65,6 +79,11 @@ def attach(
         ``package``); the value is that module's attribute of the same name.
     submodules : Mapping[str, str], optional
         Public name -> module that is the value itself (absolute, or relative).
+    generated : callable, optional
+        ``generated() -> {name: make}``: names made at run time, ``make()`` the value
+        (asked after ``names`` and ``submodules``, for a name that is not a submodule of
+        the package; never stored); with it, ``__getattr__("__all__")`` is the sorted
+        names of ``names`` and of ``generated()``.
 
     Returns
     -------
@@ -82,17 +101,33 @@ def attach(
     if both:
         raise ValueError(f"names and submodules both list {sorted(both)}")
 
+    submodule: dict[str, bool] = {}  # name -> a module of the package (found, not imported)
+
+    def _made(name: str) -> Callable[[], Any] | None:
+        """The maker of a generated ``name`` (None: not one, or a submodule's name)."""
+        if generated is None or name.startswith("_"):
+            return None
+        if name not in submodule:
+            submodule[name] = importlib.util.find_spec(f"{package}.{name}") is not None
+        return None if submodule[name] else generated().get(name)
+
     def __getattr__(name: str) -> Any:
+        if name == "__all__" and generated is not None:
+            return sorted(set(names) | set(generated()))
         if name in names:
             value = getattr(_import(package, _resolve(package, names[name]), name), name)
         elif name in subs:
             value = _import(package, _resolve(package, subs[name]), name)
         else:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            make = _made(name)
+            if make is None:
+                raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            return make()  # not stored: the registry decides each time
         setattr(sys.modules[package], name, value)
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(vars(sys.modules[package])) | set(names) | set(subs))
+        made = set(generated()) if generated is not None else set()
+        return sorted(set(vars(sys.modules[package])) | set(names) | set(subs) | made)
 
     return __getattr__, __dir__, sorted(names)

@@ -5,7 +5,7 @@ numba compiles each kernel the first time it runs and caches the machine code on
 installation pays that compilation.  ``dpfast warmup`` runs each family of releases once
 on a tiny input (samplers, every registered statistic of :mod:`dpfast.tables` -- one step
 ``tables.<name>`` each, from :data:`dpfast.tables.statistics.REGISTRY`: integer and float
-values, public keys and private key selection --, quantiles, the many-metric releases,
+values, public keys and private key selection --, the many-metric releases,
 TopDown, histograms, local DP, selection), the tables and TopDown once on inputs large
 enough for their parallel kernels, the inputs ``dpfast bench --quick`` times, and the demo
 (with the demo extra), so that later processes load every kernel from the cache -- e.g. as
@@ -77,17 +77,6 @@ def _registered() -> list[tuple[str, Callable[[], None]]]:
     from dpfast.tables.statistics import REGISTRY
 
     return [(f"tables.{name}", functools.partial(_statistic, name)) for name in REGISTRY]
-
-
-def _quantile() -> None:
-    import numpy as np
-
-    from dpfast import tables
-
-    keys = np.arange(60) % 3
-    for values in (np.arange(60) % 5, np.linspace(0.0, 4.0, 60)):
-        tables.median(values, keys, np.arange(60), bounds=(0, 4), epsilon=1.0,
-                      domain=[0, 1, 2], rng=_KEY)
 
 
 def _aggregate() -> None:
@@ -207,7 +196,6 @@ def _bench() -> None:
 
 #: the families besides the samplers and the registered statistics, in order
 _FAMILIES: list[tuple[str, Callable[[], None]]] = [
-    ("tables.quantile", _quantile),
     ("tables.aggregate", _aggregate),
     ("topdown", _topdown),
     ("large", _large),

@@ -23,7 +23,7 @@ from dpfast.tables.statistics import Statistic
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
-__all__ = ["dask_function", "release_dask", "dask_doc"]
+__all__ = ["dask_function", "dask_exports", "release_dask", "dask_doc"]
 
 _DASK_PARAMS = """    ddf : dask.dataframe.DataFrame
         The rows.
@@ -90,3 +90,9 @@ def dask_function(stat: type[Statistic]) -> Callable[..., object]:
     return facade.cached(stat, "dask", lambda: facade.make_function(
         stat.name, facade.parameters(stat, "dask"), body, doc=dask_doc(stat),
         module="dpfast.dask", returns=stat.returns))
+
+
+def dask_exports() -> dict[str, Callable[[], Callable[..., object]]]:
+    """The functions ``dpfast.dask`` generates (:func:`dpfast.tables.facade.exports`): each
+    registered statistic whose plans have the Dask steps -> a maker of its Dask form."""
+    return facade.exports(dask_function, dask=True)

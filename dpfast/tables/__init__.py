@@ -9,8 +9,9 @@ A release is a pipeline of separable steps, each a function of its own module:
 ``post-process`` (private partition selection, :mod:`dpfast.tables.partition`) ->
 ``report`` (:class:`dpfast.tables.TableRelease`, its confidence intervals and accuracy).
 
-Public names are loaded lazily (``import dpfast.tables`` imports no numba).  The release
-function of each registered statistic (``count``, ``sum``, ``mean``, ...: the
+Public names are loaded lazily (``import dpfast.tables`` imports no numba;
+:func:`dpfast._core.lazy.attach`).  The release function of each registered statistic
+(``count``, ``sum``, ``mean``, ``quantile``, ...: the
 :data:`~dpfast.tables.statistics.REGISTRY`) is generated from its
 :class:`~dpfast.tables.statistics.Statistic` class by :mod:`dpfast.tables.facade`; the
 other names come from the modules of :data:`_PUBLIC`.  Where to add: a new statistic is one
@@ -21,17 +22,16 @@ re-exported here.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Any
+from typing import TYPE_CHECKING
 
-# name -> module of this package that defines it (a registered statistic that states its
-# docstring takes precedence: generated; one listed here until then keeps this function)
+from dpfast._core.lazy import attach as _attach
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+# name -> module of this package that defines it (the registered statistics' functions are
+# not listed: generated from the registry, facade.local_exports)
 _PUBLIC: dict[str, str] = {
-    "quantile": "dpfast.tables.quantiles",
-    "median": "dpfast.tables.quantiles",
-    "min": "dpfast.tables.quantiles",
-    "max": "dpfast.tables.quantiles",
     "QuantileRelease": "dpfast.tables.quantile_release",
     "auto_bounds": "dpfast.tables.autobounds",
     "AutoBounds": "dpfast.tables.autobounds",
@@ -47,41 +47,10 @@ _PUBLIC: dict[str, str] = {
 }
 
 
-def _submodule(name: str) -> bool:
-    """``name`` is a module of this package (``from dpfast.tables import NAME`` asks this module's
-    ``__getattr__`` first: a submodule is imported, never looked up in the registry)."""
-    global _MODULES
-    if _MODULES is None:
-        _MODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
-    return name in _MODULES
+def _statistics() -> dict[str, Callable[[], Callable[..., object]]]:
+    from dpfast.tables import facade  # the registry loads on first use, not at import
+
+    return facade.local_exports()
 
 
-_MODULES: frozenset[str] | None = None
-
-
-def _registry() -> dict[str, Any]:
-    from dpfast.tables.statistics import REGISTRY  # loaded on first use, not at import
-
-    return REGISTRY
-
-
-def __getattr__(name: str) -> Any:
-    if name == "__all__":  # the registry's names too (a statistic may register later)
-        return sorted(set(_PUBLIC) | set(_registry()))
-    if not name.startswith("_") and not _submodule(name):
-        stat = _registry().get(name)
-        # generated (not cached here: the registry decides each time) once the statistic
-        # states its docstring; until then its hand-written function of _PUBLIC
-        if stat is not None and stat.doc:
-            from dpfast.tables.facade import local_function
-
-            return local_function(stat)
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(_PUBLIC[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dpfast.tables' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_PUBLIC) | set(_registry()))
+__getattr__, __dir__, _ = _attach(__name__, _PUBLIC, generated=_statistics)

@@ -6,8 +6,9 @@ from the spec and the source's schema; :class:`Plan` then bounds the rows and bu
 sparse ``(key, grid slot) -> rows`` table (:meth:`Plan.local_partials`, one process;
 :meth:`Plan.partition_partials` and :meth:`Plan.merge`, a cluster's partitions) and,
 after the charge, selects the keys and samples the per-key addressed exponential
-mechanisms (:meth:`Plan.finish`, :func:`release`).  The public functions are
-:mod:`dpfast.tables.quantiles` (local) and :mod:`dpfast.dask.quantiles`.
+mechanisms (:meth:`Plan.finish`, :func:`release`).  The public functions
+(``dpfast.tables.quantile`` ..., ``dpfast.dask.quantile`` ...) are generated from the
+registry (:mod:`dpfast.tables.statistics.ranks`, whose ``make_spec`` builds the spec).
 """
 
 from __future__ import annotations
@@ -145,14 +146,22 @@ class Plan:
                        ) -> tuple[_Data, Table, np.ndarray | None]:
         """Validate the rows, bound them and build the ``(key, slot)`` table (and the
         people per key, for the key selection)."""
-        data, _ = _validate(rows.keys, rows.privacy_ids, self._values(rows.values),
-                            self.bounds, rows.domain)
+        keys, ids, values = self._inputs(rows.keys, rows.privacy_ids, rows.values)
+        data, _ = _validate(keys, ids, values, self.bounds, rows.domain)
         assert data.values is not None
         if (data.values.dtype.kind == "i") != self.integer:
             raise TypeError("values changed type between the plan and the rows")
         table = table_of(self, data, subkey)
         units = units_of(self, data, subkey) if data.domain_codes is None else None
         return data, table, units
+
+    def _inputs(self, keys: _keys.KeyColumns, ids: object, values: object
+                ) -> tuple[_keys.KeyColumns, object, object]:
+        """The rows without the NULL ones (the NULL policy, first: a nullable integer
+        column's missing entries do not make its numbers objects), the values as
+        :meth:`_values` ranks them."""
+        keys, ids, (values,) = _keys.drop_nulls(keys, ids, values)
+        return keys, ids, self._values(values)
 
     def _values(self, values: object) -> object:
         """Integer values with a fractional grid are ranked as floats."""
@@ -177,8 +186,8 @@ class Plan:
         names = list(cols.by)
         keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
         ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
-        data, _ = _validate(keys, ids, self._values(pdf[cols.values[0]]), self.bounds,
-                            cols.domain)
+        keys, ids, values = self._inputs(keys, ids, pdf[cols.values[0]])
+        data, _ = _validate(keys, ids, values, self.bounds, cols.domain)
         tc, ts, tn = table_of(self, data, subkey)
         if self.select is not None:  # people per key after bounding, as slot -1 rows
             units = units_of(self, data, subkey)

@@ -18,6 +18,7 @@ function is called.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import keyword
 import types
 from collections.abc import Callable, Mapping
@@ -26,8 +27,8 @@ from typing import Any
 from dpfast.tables.statistics.base import COMMON, REQUIRED, Statistic
 
 __all__ = ["Param", "parameters", "make_function", "local_function", "release_local",
-           "release_kwargs", "cached", "registered", "reference", "expand_reference",
-           "REFERENCE_MARKER", "DEFAULTS"]
+           "release_kwargs", "cached", "registered", "exports", "local_exports", "reference",
+           "expand_reference", "REFERENCE_MARKER", "DEFAULTS"]
 
 #: default and annotation of each common release parameter (:data:`COMMON`)
 DEFAULTS: dict[str, tuple[object, str]] = {
@@ -212,6 +213,21 @@ def registered() -> dict[str, type[Statistic]]:
     from dpfast.tables.statistics import REGISTRY
 
     return REGISTRY
+
+
+def exports(make: Callable[[type[Statistic]], Callable[..., object]], *, dask: bool = False
+            ) -> dict[str, Callable[[], Callable[..., object]]]:
+    """The statistics' functions a facade package offers, for its lazy ``__getattr__``
+    (:func:`dpfast._core.lazy.attach`'s ``generated``): every registered statistic (with
+    ``dask``: those whose plans have the Dask steps) -> a maker of its function, ``make(stat)``
+    (:func:`local_function`; :func:`dpfast.dask._facade.dask_function`)."""
+    return {name: functools.partial(make, stat) for name, stat in registered().items()
+            if stat.dask or not dask}
+
+
+def local_exports() -> dict[str, Callable[[], Callable[..., object]]]:
+    """:func:`exports` of ``dpfast.tables``: each registered statistic's local function."""
+    return exports(local_function)
 
 
 #: the line of an API reference page that :func:`expand_reference` replaces
