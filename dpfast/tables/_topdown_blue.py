@@ -35,10 +35,10 @@ def discrete_gaussian_variance(sigma: float) -> float:
     ``sigma`` is read as the exact binary rational it encodes.  For ``sigma <= 8`` the
     series ``sum k^2 p(k) / sum p(k)`` over ``|k| <= 40 sigma + 1`` (the remaining mass is
     below ``exp(-800)`` relative) in 60-digit arithmetic, widened by ``1e-50`` relative
-    before rounding up (and capped at ``sigma^2`` rounded up: the variance is below
-    ``sigma^2``, Canonne, Kamath, Steinke 2020, Cor. 9); above, the variance is ``sigma^2`` minus a relative
-    ``< 1e-500`` (Poisson summation), so ``sigma^2`` computed exactly and rounded up is
-    the variance rounded up.
+    before rounding up, and capped at ``sigma^2`` rounded up (the variance is below
+    ``sigma^2``: Canonne, Kamath, Steinke 2020, Sec. 2).  Above, the variance is
+    ``sigma^2`` minus a relative ``< 1e-500`` (Poisson summation), so ``sigma^2`` computed
+    exactly and rounded up is the variance rounded up.
     """
     s = float(sigma)
     if not (math.isfinite(s) and s > 0):
@@ -58,7 +58,7 @@ def discrete_gaussian_variance(sigma: float) -> float:
         f = float(v)
         if mpmath.mpf(f) < v:
             f = math.nextafter(f, math.inf)
-    # the variance is below sigma^2 (CKS20, Cor. 9): the margin never needs to pass it
+    # the variance is below sigma^2 (CKS20, Sec. 2): the margin never needs to pass it
     return min(f, float_up(Fraction(s) ** 2))
 
 
