@@ -13,7 +13,11 @@ import dpfast
 from dpfast import tables
 from dpfast._core.rounding import float_up
 from dpfast.tables import hierarchy
-from dpfast.tables._topdown_blue import discrete_gaussian_variance, normal_quantile
+from dpfast.tables._topdown_blue import (
+    discrete_gaussian_variance,
+    level_variance,
+    normal_quantile,
+)
 
 from .helpers import KEY, dgauss_pmf_table
 from .test_topdown import _dense_gls, children_sums, random_tree
@@ -46,6 +50,22 @@ def test_discrete_gaussian_variance_large_sigma_and_small() -> None:
     with pytest.raises(ValueError, match="sigma"):
         discrete_gaussian_variance(0.0)
     assert abs(normal_quantile(0.05) - 1.959963984540054) < 1e-12
+    assert discrete_gaussian_variance(0.01) == 5e-324  # underflows: rounded up
+    assert level_variance(0.01) == 2.0 ** -200 and level_variance(2.0) == 4.0
+
+
+def test_blue_with_almost_no_noise_is_finite_and_exact() -> None:
+    """A level whose noise variance underflows float64 (sigma ~ 4e-4, rho large): the
+    BLUE's weights stay finite (no overflow warning, an error under the test settings)
+    and the estimates are the counts."""
+    g = np.random.default_rng(5)
+    levels = random_tree(g, [1, 4, 12])
+    counts = g.poisson(30, 12)
+    r = tables.topdown(counts, levels, rho=1e7, rng=_gen(), estimator="blue")
+    truth = tables.aggregate_levels(counts, levels)
+    for j in range(3):
+        np.testing.assert_allclose(r.estimates[j], truth[j], rtol=1e-12)
+        assert np.isfinite(r.variances[j]).all()
 
 
 # --------------------------------------------------------------------------- the BLUE
@@ -62,7 +82,7 @@ def test_blue_and_its_variances_are_the_dense_gls_with_exact_variances(seed: int
     counts = g.poisson(20, (levels[-1].shape[0], 2))
     rho = [0.05, 1.5, 0.4, 2.5]  # sigma 3.2, 0.58, 1.1, 0.45
     r = tables.topdown(counts, levels, rho=rho, rng=_gen(), estimator="blue")
-    var = [discrete_gaussian_variance(s) for s in r.sigma]
+    var = [level_variance(s) for s in r.sigma]
     assert var[3] < 0.9 * r.sigma[3] ** 2  # the default's weights would differ
     est, variances = _dense_gls(levels, r.noisy, var, 2)
     for j in range(len(levels)):

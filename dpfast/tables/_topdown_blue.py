@@ -13,6 +13,7 @@ as the weights and for the standard errors.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from fractions import Fraction
@@ -21,13 +22,14 @@ import mpmath
 
 from dpfast._core.rounding import float_up
 
-__all__ = ["discrete_gaussian_variance", "normal_quantile"]
+__all__ = ["discrete_gaussian_variance", "level_variance", "normal_quantile"]
 
 #: above this sigma the variance equals sigma^2 to far below float64's resolution
 #: (relative gap < 4 pi^2 sigma^2 exp(-2 pi^2 sigma^2) < 1e-500)
 _FLAT = 8.0
 
 
+@functools.lru_cache(maxsize=256)
 def discrete_gaussian_variance(sigma: float) -> float:
     """The exact variance of the discrete Gaussian ``P(k) ∝ exp(-k^2 / (2 sigma^2))`` on
     the integers, rounded up to a float64 (the safe side: intervals only widen).
@@ -60,6 +62,19 @@ def discrete_gaussian_variance(sigma: float) -> float:
             f = math.nextafter(f, math.inf)
     # the variance is below sigma^2 (CKS20, Sec. 2): the margin never needs to pass it
     return min(f, float_up(Fraction(s) ** 2))
+
+
+#: the smallest variance the least squares is given (see level_variance)
+_FLOOR = 2.0 ** -200
+
+
+def level_variance(sigma: float) -> float:
+    """The variance the BLUE weights a level of noise ``sigma`` with:
+    :func:`discrete_gaussian_variance`, raised to ``2^-200`` where it is smaller (``sigma``
+    below about 0.06: the noise is then 0 with probability ``> 1 - 2^-200``, and float64
+    weights of ``1 / variance`` would overflow).  Raising a variance is the safe side for
+    the standard errors and moves the estimate by a relative ``< 2^-150``."""
+    return max(discrete_gaussian_variance(sigma), _FLOOR)
 
 
 def normal_quantile(alpha: float) -> float:

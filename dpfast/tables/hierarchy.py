@@ -522,7 +522,7 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
     del tables
     blue = estimator == "blue"
     if blue:  # the noise's exact variances: the BLUE's weights and its exact variances
-        var = [0.0 if m is None else _blue.discrete_gaussian_variance(s)
+        var = [0.0 if m is None else _blue.level_variance(s)
                for m, s in zip(mechs, sigma)]
     else:
         var = [s * s for s in sigma]
