@@ -256,3 +256,26 @@ def test_blue_charges_the_same_budget_as_the_default() -> None:
     tables.topdown(counts, levels, rho=0.5, rng=_gen(), budget=b2, estimator="blue")
     (c1,), (c2,) = b1.history(), b2.history()
     assert c1.event == c2.event and c1.cost == c2.cost and c1.status == c2.status == "charged"
+
+
+def test_session_topdown_blue_is_cached_and_equal_to_direct() -> None:
+    """``Session.topdown(..., estimator="blue")``: the same measurements as the direct
+    call, one charge, and the cached answer is the BLUE with its intervals."""
+    import pandas as pd
+
+    r = np.random.default_rng(5)
+    geo = pd.DataFrame({"state": ["A", "A", "B", "B", "B"],
+                        "county": ["a1", "a2", "b1", "b2", "b3"]})
+    df = pd.DataFrame({"county": r.choice(geo.county, 3000), "pid": np.arange(3000)})
+    s = dpfast.Session(df, privacy_unit="pid", epsilon=10.0, delta=1e-5, rng=_gen())
+    rel = s.topdown(geo, ["state", "county"], rho=0.5, estimator="blue")
+    counts = df.county.value_counts().reindex(geo.county).to_numpy()
+    direct = tables.topdown(counts, [np.array([0, 0, 1, 1, 1]), np.arange(5)], rho=0.5,
+                            rng=_gen(), estimator="blue")
+    assert rel.estimator == "blue"
+    for a, b in zip(rel.estimates, direct.estimates):
+        assert a.tobytes() == b.tobytes()
+    again = s.topdown(geo, ["state", "county"], rho=0.5, estimator="blue")
+    assert len(s.budget.history()) == 1 and again.estimator == "blue"
+    for (lo, hi), (lo2, hi2) in zip(again.confidence_interval(), rel.confidence_interval()):
+        assert lo.tobytes() == lo2.tobytes() and hi.tobytes() == hi2.tobytes()

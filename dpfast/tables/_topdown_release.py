@@ -449,7 +449,8 @@ class TopDownRelease:
         for r in self.report(alpha, truth):
             s = (f"level {r['level']}: {r['units']} units, rho {r['rho']:.4g}, sigma "
                  f"{r['sigma']:.4g}, raw +-{r['noisy_halfwidth']} ({1 - alpha:.0%}), "
-                 f"consistent RMSE <= {r['consistent_rmse_bound']:.4g}")
+                 + (f"BLUE RMSE = {r['consistent_rmse_bound']:.4g}" if self.estimator == "blue"
+                    else f"consistent RMSE <= {r['consistent_rmse_bound']:.4g}"))
             if truth is not None:
                 s += (f"; measured RMSE raw {r['noisy_rmse']:.4g}, consistent "
                       f"{r['consistent_rmse']:.4g}, released {r['released_rmse']:.4g}")
