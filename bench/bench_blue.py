@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ def _rmse(a: np.ndarray, t: np.ndarray) -> float:
     return float(np.sqrt(np.mean(d * d)))
 
 
-def compare(counts, levels, rho, reps, **kw) -> dict[str, object]:
+def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
     """Per level RMSE of the four estimators (mean over reps of each rep's RMSE) and the
     interleaved time ratio blue / topdown."""
     per_person = "privacy_ids" in kw
@@ -114,7 +115,7 @@ def flights_hierarchy():
     return leaf, ids, levels
 
 
-def _table(name: str, res: dict[str, object]) -> str:
+def _table(name: str, res: dict[str, Any]) -> str:
     rm = res["rmse"]
     lines = [f"{name}: units per level {res['units']}, sigma "
              f"{[round(s, 4) for s in res['sigma']]}",

@@ -342,14 +342,14 @@ def topdown(
     >>> int(r.estimates[0][0]) == int(r.estimates[3].sum())
     True
     """
-    nonnegative, integer = _post_flags(estimator, nonnegative, integer)
-    for name, flag in (("nonnegative", nonnegative), ("integer", integer),
+    nonneg, integral = _post_flags(estimator, nonnegative, integer)
+    for name, flag in (("nonnegative", nonneg), ("integer", integral),
                        ("total_invariant", total_invariant)):
         if not isinstance(flag, bool | np.bool_):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if not isinstance(note, str):
         raise TypeError(f"note must be a string, got {type(note).__name__}")
-    plan = plan_topdown(leaf_counts, levels, rho, bool(nonnegative), bool(integer),
+    plan = plan_topdown(leaf_counts, levels, rho, bool(nonneg), bool(integral),
                         bool(total_invariant), privacy_ids is not None, max_partitions,
                         max_per_partition, bounding, estimator=estimator)
     out: TopDownRelease = _run.release(
@@ -548,7 +548,7 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
         estimates=estimates, noisy=noisy, consistent=x, variances=F, sigma=sigma, rho=rhos,
         event=event, total_invariant=bool(total_invariant), nonnegative=bool(nonnegative),
         integer=bool(integer), mechanisms=mechs, rho_total=rho_total, release_id=release_id,
-        **({"estimator": "blue"} if blue else {}),  # type: ignore[typeddict-item]
+        estimator="blue" if blue else "topdown",
     )
     rel._rounder = rounder
     return rel
