@@ -44,7 +44,7 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
     """Per level RMSE of the four estimators (mean over reps of each rep's RMSE) and the
     interleaved time ratio blue / topdown."""
     per_person = "privacy_ids" in kw
-    truth = None if per_person else tables.aggregate_levels(counts, levels)
+    truth: Any = None if per_person else tables.aggregate_levels(counts, levels)
     L = len(levels)
     names = ("topdown", "consistent", "blue", "blue_rounded")
     err = {n: np.zeros(L) for n in names}
