@@ -329,8 +329,9 @@ def topdown(
     is above about 2).  Its intervals are normal, ``x ± z_(1-alpha/2) sqrt(F)``: the
     variance is exact, the normal law an approximation (the error is a fixed linear
     combination of independent discrete Gaussians; coverage measured on a small tree over
-    200+ repetitions in the tests).  With ``privacy_ids`` the truth they cover is the
-    bounded leaf counts (per-person bounding is not noise).
+    200+ repetitions in the tests: 94-96% at 95% from ``sigma_j ~ 0.7`` up, about 92% at
+    ``sigma_j = 0.5``, where the discrete noise's lattice shows).  With ``privacy_ids``
+    the truth they cover is the bounded leaf counts (per-person bounding is not noise).
 
     Examples
     --------
