@@ -8,6 +8,8 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dpfast
 from dpfast import tables
@@ -20,7 +22,7 @@ from dpfast.tables._topdown_blue import (
 )
 
 from .helpers import KEY, dgauss_pmf_table
-from .test_topdown import _dense_gls, children_sums, random_tree
+from .test_topdown import _dense_gls, children_sums, random_tree, trees
 
 
 def _gen() -> dpfast.Generator:
@@ -130,6 +132,30 @@ def test_blue_with_an_exact_total_and_per_person() -> None:
     p = tables.topdown(leaf, levels, rho=1.0, privacy_ids=pid, rng=_gen(), estimator="blue")
     assert p.estimator == "blue" and p.privacy_unit.startswith("person")
     assert p.estimates[-1].dtype == np.float64 and p.confidence_interval()[2][0].shape == (9,)
+
+
+@settings(max_examples=30, deadline=None)
+@given(trees(), st.booleans(), st.integers(0, 2**31))
+def test_blue_is_consistent_on_any_tree(tree, invariant, seed) -> None:
+    """Any hierarchy (forests, shared finest units, 1-D and 2-D cells): the BLUE is
+    float64, consistent, its variances finite and non-negative, the interval centred on
+    it, and rounded() consistent and non-negative."""
+    counts, levels = tree
+    if invariant and len(levels) == 1:
+        levels = [np.zeros_like(levels[0])] + levels
+    rho = [0.0] + [0.3] * (len(levels) - 1) if invariant else 0.05
+    r = tables.topdown(counts, levels, rho=rho, total_invariant=invariant,
+                       rng=seed.to_bytes(32, "little"), estimator="blue")
+    for j, s in enumerate(children_sums(levels, r.estimates)):
+        np.testing.assert_allclose(s, r.estimates[j], rtol=1e-9, atol=1e-6)
+    for j, (low, high) in enumerate(r.confidence_interval()):
+        assert r.estimates[j].dtype == np.float64
+        assert np.isfinite(r.variances[j]).all() and (r.variances[j] >= 0).all()
+        np.testing.assert_allclose((low + high) / 2, r.estimates[j], rtol=1e-9, atol=1e-9)
+    q = r.rounded()
+    for j, s in enumerate(children_sums(levels, q.estimates)):
+        np.testing.assert_array_equal(s, q.estimates[j])
+        assert (q.estimates[j + 1] >= 0).all()
 
 
 # --------------------------------------------------------------------------- coverage
