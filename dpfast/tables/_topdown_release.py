@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, cast, overload
 
 import numpy as np
@@ -52,6 +52,7 @@ class TopDownFields(TypedDict):
     release_id: NotRequired[int | None]
     privacy_unit: NotRequired[str]
     sensitivity: NotRequired[list[float]]
+    estimator: NotRequired[str]
 
 
 class TopDownRelease:
@@ -68,10 +69,17 @@ class TopDownRelease:
         (``noisy[0]`` is None with ``total_invariant``: the root is not measured).
     consistent : list of ndarray
         The least-squares estimates (float64) before non-negativity and rounding; unbiased,
-        with error variance at most :attr:`variances`.
+        with error variance at most :attr:`variances`.  With ``estimator="blue"``: the
+        BLUE (weighted by the noise's exact variances).
     variances : list of ndarray
         Per unit, an upper bound on the error variance of :attr:`consistent` (exact for
         measurement variance ``sigma_j^2``; the discrete Gaussian's variance is below it).
+        With ``estimator="blue"``: the exact error variance of the BLUE (from the discrete
+        Gaussians' exact variances, rounded up; float rounding of the two passes aside).
+    estimator : {"topdown", "blue"}
+        How :attr:`consistent` was weighted and which intervals the release states
+        (:meth:`confidence_interval`).  A ``"blue"`` release's :attr:`estimates` are the
+        BLUE itself unless it was made by :meth:`rounded`.
     sigma, rho : list of float
         Per level: the noise parameter and the zCDP budget (0 for an unmeasured root).
     event : dpfast.accounting.events.Composed
@@ -117,6 +125,9 @@ class TopDownRelease:
         self.privacy_unit: str = kw.get("privacy_unit", "record")
         # per level, the L2 sensitivity the noise was calibrated for (1 per record)
         self.sensitivity: list[float] = kw.get("sensitivity", [1.0] * len(self.estimates))
+        self.estimator: str = kw.get("estimator", "topdown")
+        # (blue, as made by topdown) the tree's rounding, for rounded(): (nonneg, integer)
+        self._rounder: Callable[[bool, bool], list[np.ndarray]] | None = None
 
     def to_state(self) -> dict[str, object]:
         """The release as JSON-able data (no pickle); :meth:`from_state` rebuilds an
@@ -136,7 +147,8 @@ class TopDownRelease:
                 "mech_rho": [None if m is None else _state.encode_scalar(float(cast(float, m.rho)))
                              for m in self._mechs],
                 "privacy_unit": self.privacy_unit,
-                "sensitivity": [_state.encode_scalar(float(x)) for x in self.sensitivity]}
+                "sensitivity": [_state.encode_scalar(float(x)) for x in self.sensitivity],
+                **({} if self.estimator == "topdown" else {"estimator": self.estimator})}
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> TopDownRelease:
@@ -163,7 +175,8 @@ class TopDownRelease:
             total_invariant=state["total_invariant"], nonnegative=state["nonnegative"],
             integer=state["integer"], mechanisms=mechs, release_id=state["release_id"],
             privacy_unit=state.get("privacy_unit", "record"),
-            sensitivity=[dec(x) for x in state.get("sensitivity", [1.0] * len(rho))])
+            sensitivity=[dec(x) for x in state.get("sensitivity", [1.0] * len(rho))],
+            estimator=_estimator(state.get("estimator", "topdown")))
 
     @property
     def n_levels(self) -> int:
@@ -212,17 +225,35 @@ class TopDownRelease:
         alpha`` for every unit's raw measurement (0 for an unmeasured exact root)."""
         return [0 if m is None else m.confidence_interval(alpha) for m in self._mechs]
 
+    @property
+    def stderr(self) -> list[np.ndarray]:
+        """Per level and unit, the standard error ``sqrt(variances)`` of :attr:`consistent`
+        (exact for ``estimator="blue"``, an upper bound otherwise)."""
+        return [np.sqrt(f) for f in self.variances]
+
     def confidence_halfwidth(self, alpha: float = 0.05) -> list[np.ndarray]:
         """Per level and unit, a half-width ``h`` with ``P(|consistent - true| <= h) >= 1 -
         alpha`` for the least-squares estimates :attr:`consistent`.
 
-        Rigorous, not exact: the estimate's error is a fixed linear combination
-        ``sum_k a_k Z_k`` of independent discrete Gaussians, each ``sigma_k^2``-subgaussian
-        (CKS20, Sec. 2), so it is subgaussian with variance proxy ``F = sum a_k^2
-        sigma_k^2`` (:attr:`variances`) and ``P(|error| > h) <= 2 exp(-h^2 / (2F))``:
-        ``h = sqrt(2 F ln(2/alpha))``, rounded up.
+        ``estimator="topdown"``: rigorous, not exact: the estimate's error is a fixed
+        linear combination ``sum_k a_k Z_k`` of independent discrete Gaussians, each
+        ``sigma_k^2``-subgaussian (CKS20, Sec. 2), so it is subgaussian with variance proxy
+        ``F = sum a_k^2 sigma_k^2`` (:attr:`variances`) and ``P(|error| > h) <= 2 exp(-h^2
+        / (2F))``: ``h = sqrt(2 F ln(2/alpha))``, rounded up (conservative: about 99.3%
+        coverage at a nominal 95%).
+
+        ``estimator="blue"``: normal, ``h = z_(1 - alpha/2) sqrt(F)`` with the BLUE's exact
+        variance ``F``: the coverage is ``1 - alpha`` up to the normal approximation of a
+        sum of discrete Gaussians (measured 94-96% at 95% on a small tree, 200+
+        repetitions, for every ``sigma_j`` from about 0.7 up; below, the noise's lattice
+        shows: about 92% at ``sigma_j = 0.5``); not a guarantee.
         """
         a = float(_alpha(alpha))
+        if self.estimator == "blue":
+            from ._topdown_blue import normal_quantile
+
+            z = normal_quantile(a)
+            return [np.sqrt(f) * z for f in self.variances]
         c = 2.0 * math.log(2.0 / a) * (1.0 + 1e-12)
         return [np.sqrt(f * c) * (1.0 + 1e-12) for f in self.variances]
 
@@ -230,10 +261,15 @@ class TopDownRelease:
         """Per level, ``(low, high)`` arrays: each unit's true value lies in ``[low, high]``
         with probability ``>= 1 - alpha`` (over the noise, unit by unit).
 
-        ``consistent -/+ h`` with :meth:`confidence_halfwidth` (rigorous), widened to
-        contain the released estimate and clipped at 0 from below when ``nonnegative`` (the
-        truth is a count).  The released estimates differ from :attr:`consistent` by the
-        projection and rounding step only (each integer within 1 of its projected value).
+        ``consistent -/+ h`` with :meth:`confidence_halfwidth` (rigorous for
+        ``estimator="topdown"``, normal for ``"blue"``), widened to contain the released
+        estimate and clipped at 0 from below when ``nonnegative`` (the truth is a count).
+        The released estimates differ from :attr:`consistent` by the projection and
+        rounding step only (each integer within 1 of its projected value).  For the
+        unrounded BLUE the interval is exactly ``consistent ± h``; for a rounded BLUE
+        (:meth:`rounded`) it contains that interval, so its coverage is at least the
+        BLUE's (a bound: a conservative interval for the rounded values, which are
+        biased, have no exact variance of their own).
         """
         out = []
         for j, h in enumerate(self.confidence_halfwidth(alpha)):
@@ -246,6 +282,45 @@ class TopDownRelease:
                 low = np.maximum(low, 0.0)
             out.append((low, high))
         return out
+
+    def rounded(self, *, nonnegative: bool = True, integer: bool = True) -> TopDownRelease:
+        """The BLUE made non-negative and integral top down: a separate post-processing
+        step (no new noise, no new charge) of an ``estimator="blue"`` release.
+
+        The roots are rounded, then each parent's children projected onto ``{c >= 0, sum
+        c = parent}`` (weighted by their subtree variances) and rounded by largest
+        remainders, as the default ``topdown``, but from the BLUE.  The returned release's
+        :attr:`estimates` are the rounded tables; :attr:`consistent`, :attr:`variances`
+        and :attr:`stderr` stay the BLUE's, and :meth:`confidence_interval` is the BLUE's
+        normal interval widened to contain each rounded value and clipped at 0: an
+        interval *around* the rounded value whose coverage is at least the BLUE's (the
+        rounded values are biased and have no exact variance of their own).
+
+        Raises
+        ------
+        ValueError
+            Not a BLUE release as made by :func:`topdown` (the hierarchy is not part of a
+            release's state), or already rounded.
+        TypeError
+            ``nonnegative`` or ``integer`` not a bool.
+        """
+        for name, flag in (("nonnegative", nonnegative), ("integer", integer)):
+            if not isinstance(flag, bool | np.bool_):
+                raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        if self.estimator != "blue" or self._rounder is None:
+            raise ValueError("rounded() needs an estimator='blue' release as returned by "
+                             "topdown (not a rounded or rebuilt one)")
+        if not nonnegative and not integer:
+            est = self.consistent
+        else:
+            est = self._rounder(bool(nonnegative), bool(integer))
+        return TopDownRelease(
+            estimates=est, noisy=self.noisy, consistent=self.consistent,
+            variances=self.variances, sigma=self.sigma, rho=self.rho, event=self.event,
+            rho_total=self.rho_total, total_invariant=self.total_invariant,
+            nonnegative=bool(nonnegative), integer=bool(integer), mechanisms=self._mechs,
+            release_id=self.release_id, privacy_unit=self.privacy_unit,
+            sensitivity=self.sensitivity, estimator="blue")
 
     def accuracy(self, truth: Sequence[npt.ArrayLike] | None = None, *, alpha: float = 0.05,
                  floor: float = 1.0) -> list[AccuracySummary]:
@@ -375,7 +450,8 @@ class TopDownRelease:
         for r in self.report(alpha, truth):
             s = (f"level {r['level']}: {r['units']} units, rho {r['rho']:.4g}, sigma "
                  f"{r['sigma']:.4g}, raw +-{r['noisy_halfwidth']} ({1 - alpha:.0%}), "
-                 f"consistent RMSE <= {r['consistent_rmse_bound']:.4g}")
+                 + (f"BLUE RMSE = {r['consistent_rmse_bound']:.4g}" if self.estimator == "blue"
+                    else f"consistent RMSE <= {r['consistent_rmse_bound']:.4g}"))
             if truth is not None:
                 s += (f"; measured RMSE raw {r['noisy_rmse']:.4g}, consistent "
                       f"{r['consistent_rmse']:.4g}, released {r['released_rmse']:.4g}")
@@ -401,6 +477,12 @@ class TopDownRelease:
     def __repr__(self) -> str:
         sizes = ", ".join(str(e.shape[0]) for e in self.estimates)
         return f"TopDownRelease(units=[{sizes}], rho={self.rho_total!r})"
+
+
+def _estimator(name: object) -> str:
+    if name not in ("topdown", "blue"):
+        raise ValueError(f"state's estimator must be 'topdown' or 'blue', got {name!r}")
+    return str(name)
 
 
 def _arrays(xs: Sequence[np.ndarray | None]) -> list[dict[str, object] | None]:

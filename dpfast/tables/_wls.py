@@ -24,6 +24,13 @@ child ``x_c = z_c + (V_c / W)(x_v - S)``.  The estimate is linear and unbiased, 
 error variance (with measurement variances ``s^2``) is ``F_root = V_root`` (0 for an
 invariant) and ``F_c = V_c - V_c^2 / W + (V_c / W)^2 F_v`` (the variance given the
 subtree and the parent, plus the parent's uncertainty carried by the weight ``V_c / W``).
+
+This is the GLS (and by Gauss--Markov the BLUE) for the variances given, for any fan-out
+and any per-level variances (proof: :func:`dpfast.tables.topdown`, Notes); ``F`` is its
+exact error variance when ``var`` are the noise's true variances.  The default release
+passes ``sigma_j^2`` (an upper bound on the discrete Gaussian's variance, equal to it in
+float64 from ``sigma_j ~ 2``); ``estimator="blue"`` passes the exact variances
+(:mod:`dpfast.tables._topdown_blue`).
 """
 
 from __future__ import annotations

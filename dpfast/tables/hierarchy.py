@@ -38,6 +38,7 @@ from dpfast.accounting import events as _events
 from dpfast.random import Generator, RngLike
 
 from . import _keys, _wls
+from . import _topdown_blue as _blue
 from . import _topdown_units as _units
 from . import bounding as _bounding
 from . import run as _run
@@ -158,8 +159,8 @@ def topdown(
     levels: Sequence[npt.ArrayLike],
     *,
     rho: float | npt.ArrayLike,
-    nonnegative: bool = True,
-    integer: bool = True,
+    nonnegative: bool | None = None,
+    integer: bool | None = None,
     total_invariant: bool = False,
     rng: RngLike = None,
     budget: Charger | None = None,
@@ -169,6 +170,7 @@ def topdown(
     max_partitions: int = 1,
     max_per_partition: int = 1,
     bounding: str = "uniform",
+    estimator: str = "topdown",
 ) -> TopDownRelease:
     """Release a geographic hierarchy: noisy, then consistent, non-negative and integral.
 
@@ -185,10 +187,12 @@ def topdown(
         zCDP budget: one value per level, or a total split equally over the measured
         levels (rounded down so the parts never sum above it).  With ``total_invariant``
         ``rho[0]`` must be 0.
-    nonnegative : bool, default True
-        Released values are ``>= 0``.
-    integer : bool, default True
-        Released values are integers (int64).
+    nonnegative : bool, optional
+        Released values are ``>= 0`` (default True; with ``estimator="blue"`` the only
+        value allowed is False: round a BLUE release with :meth:`TopDownRelease.rounded`).
+    integer : bool, optional
+        Released values are integers (int64) (default True; as ``nonnegative`` for
+        ``estimator="blue"``).
     total_invariant : bool, default False
         Release the level-0 totals exactly (not measured, not private; see Privacy).
     rng : None, Generator or 32-byte key, optional
@@ -215,6 +219,15 @@ def topdown(
         The per-person bounds ``k`` and ``c`` (only with ``privacy_ids``).
     bounding : {"uniform", "frequent"}
         Which leaves a person keeps when they have more than ``max_partitions``.
+    estimator : {"topdown", "blue"}, default "topdown"
+        ``"topdown"``: the least-squares estimates made non-negative and integral top down
+        (``nonnegative``, ``integer``), with rigorous (conservative) intervals.
+        ``"blue"``: the best linear unbiased estimate (the tree GLS weighted by the noise's
+        exact variances), unrounded float64 and consistent, with its exact per-unit
+        standard errors :attr:`TopDownRelease.stderr` and normal intervals
+        :meth:`TopDownRelease.confidence_interval`; non-negative integer rounding is a
+        separate post-processing step, :meth:`TopDownRelease.rounded`.  The same
+        measurements, the same charge (see Privacy and Notes).
 
     Returns
     -------
@@ -250,7 +263,9 @@ def topdown(
     :class:`~dpfast.accounting.PldAccountant` accounts exactly (its tightest
     ``(epsilon, delta)``) and the RDP / zCDP accountants as ``sum_j 1 / (2 sigma_j^2)
     <= rho = sum_j rho_j``-zCDP (CKS20, Thm. 4; Bun & Steinke 2016, Lemma 2.3).  Every
-    later step reads only the noisy measurements (post-processing).  ``(epsilon, delta)``:
+    later step reads only the noisy measurements (post-processing; ``estimator="blue"``
+    and :meth:`TopDownRelease.rounded` included: the same measurements, the same event,
+    the same charge as the default).  ``(epsilon, delta)``:
     :meth:`TopDownRelease.epsilon` (CKS20 Cor. 13 on the total ``rho`` by default, or the
     PLD / RDP accountant on :attr:`~TopDownRelease.event`).  For a record that may *move*
     between leaves (replace-one neighbours) up to two units per level change, by 1 each
@@ -288,6 +303,36 @@ def topdown(
     on dense leaves with ``sigma_j`` near 1 rounding can cost up to about ``1/12`` in
     variance.  Linear time and memory in the number of leaves.
 
+    Notes
+    -----
+    **The least squares is the BLUE.**  Write every unit's measurement as ``y_v = x_v +
+    e_v``, ``e_v`` independent with variance ``s_v^2`` (per level), ``x`` consistent.  The
+    two passes of :mod:`dpfast.tables._wls` compute the GLS estimate for these variances,
+    for any fan-out (not only Hay et al.'s uniform ``k``-ary tree with equal variances):
+    by induction from the leaves, ``z_v`` (the inverse-variance combination of ``y_v`` and
+    ``S_v = sum_c z_c``) is the BLUE of ``x_v`` from the measurements of ``v``'s subtree
+    with variance ``V_v`` (the children's subtrees are disjoint, so their ``z_c`` are
+    independent and ``S_v`` is the BLUE of ``sum_c x_c = x_v`` from them, variance
+    ``W_v = sum_c V_c``); the downward step ``x_c = z_c + (V_c / W_v)(x_v - S_v)`` is the
+    GLS update of the children given the parent's full-data estimate (the
+    Rauch--Tung--Striebel smoother on the tree), and ``F_c = V_c - V_c^2 / W_v + (V_c /
+    W_v)^2 F_v`` its exact error variance (``z_c - (V_c/W_v) S_v`` is uncorrelated with
+    the parent's error).  A dense solve ``(A^T Σ^-1 A)^-1 A^T Σ^-1 y`` agrees to 1e-9
+    (tested), and Gauss--Markov makes the GLS the BLUE -- *for the variances it is
+    given*.  The default uses ``sigma_j^2``, while the discrete Gaussian's variance is
+    slightly smaller (relative gap ``~ 4 pi^2 sigma_j^2 exp(-2 pi^2 sigma_j^2)``: 1e-3 at
+    ``sigma_j = 0.7``, below float64 resolution from ``sigma_j ~ 1.9``); the default is
+    therefore the BLUE up to that gap in the weights and its
+    :attr:`~TopDownRelease.variances` are upper bounds.  ``estimator="blue"`` weights
+    with the exact variances (rounded up), so its estimate is the BLUE and its variances
+    are exact (equal to the default's consistent estimates wherever every ``sigma_j``
+    is above about 2).  Its intervals are normal, ``x ± z_(1-alpha/2) sqrt(F)``: the
+    variance is exact, the normal law an approximation (the error is a fixed linear
+    combination of independent discrete Gaussians; coverage measured on a small tree over
+    200+ repetitions in the tests: 94-96% at 95% from ``sigma_j ~ 0.7`` up, about 92% at
+    ``sigma_j = 0.5``, where the discrete noise's lattice shows).  With ``privacy_ids``
+    the truth they cover is the bounded leaf counts (per-person bounding is not noise).
+
     Examples
     --------
     >>> import numpy as np, dpfast.tables as tables
@@ -298,20 +343,37 @@ def topdown(
     >>> int(r.estimates[0][0]) == int(r.estimates[3].sum())
     True
     """
-    for name, flag in (("nonnegative", nonnegative), ("integer", integer),
+    nonneg, integral = _post_flags(estimator, nonnegative, integer)
+    for name, flag in (("nonnegative", nonneg), ("integer", integral),
                        ("total_invariant", total_invariant)):
         if not isinstance(flag, bool | np.bool_):
             raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
     if not isinstance(note, str):
         raise TypeError(f"note must be a string, got {type(note).__name__}")
-    plan = plan_topdown(leaf_counts, levels, rho, bool(nonnegative), bool(integer),
+    plan = plan_topdown(leaf_counts, levels, rho, bool(nonneg), bool(integral),
                         bool(total_invariant), privacy_ids is not None, max_partitions,
-                        max_per_partition, bounding)
+                        max_per_partition, bounding, estimator=estimator)
     out: TopDownRelease = _run.release(
         plan.spec(), _run.Rows(leaf_counts, privacy_ids), budget=budget,
         note=note or f"topdown: {len(plan.tree.sizes)} levels", rng=rng, use_case=use_case,
         plan=plan)
     return out
+
+
+def _post_flags(estimator: object, nonnegative: object, integer: object
+                ) -> tuple[object, object]:
+    """``nonnegative`` and ``integer`` for ``estimator`` (None: its default), checked."""
+    if estimator not in ("topdown", "blue"):
+        raise ValueError(f"estimator must be 'topdown' or 'blue', got {estimator!r}")
+    if estimator == "topdown":
+        return (True if nonnegative is None else nonnegative,
+                True if integer is None else integer)
+    for name, flag in (("nonnegative", nonnegative), ("integer", integer)):
+        if flag is not None and flag is not False:
+            raise ValueError(f"estimator='blue' releases the unrounded estimate: {name} "
+                             f"must be False or None, got {flag!r} (round it afterwards "
+                             "with TopDownRelease.rounded(), a post-processing step)")
+    return False, False
 
 
 # --------------------------------------------------------------------------- the plan
@@ -338,6 +400,7 @@ class TopDownPlan:
     unit: str
     per_person: tuple[int, int, int] | None  # (k, c, bounding policy code) with privacy_ids
     bounding: str = "uniform"
+    estimator: str = "topdown"
 
     def spec(self) -> _spec.ReleaseSpec:
         """The release's spec: the question (the hierarchy's level sizes, per-level
@@ -349,6 +412,8 @@ class TopDownPlan:
                    "integer": self.integer, "total_invariant": self.total_invariant,
                    "per_person": self.per_person is not None,
                    "level_sizes": tuple(self.tree.sizes)}
+        if self.estimator != "topdown":  # (the default's spec, and query id, unchanged)
+            options["estimator"] = self.estimator
         return _spec.ReleaseSpec(
             (_spec.StatSpec("topdown"),), rho=self.rho_total, max_partitions=k,
             max_per_partition=c, bounding=self.bounding,
@@ -378,7 +443,7 @@ class TopDownPlan:
                ) -> TopDownRelease:
         rel = _measure(self.tree, leaves, self.mechs, self.sigma, self.rhos, self.event,
                        self.rho_total, gen, self.nonnegative, self.integer,
-                       self.total_invariant, self.one_d, release_id)
+                       self.total_invariant, self.one_d, release_id, self.estimator)
         rel.privacy_unit = self.unit
         rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in self.l2sq]
         return rel
@@ -388,8 +453,14 @@ def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: obje
                  nonnegative: bool,
                  integer: bool, total_invariant: bool, per_person: bool,
                  max_partitions: object = 1, max_per_partition: object = 1,
-                 bounding: object = "uniform") -> TopDownPlan:
+                 bounding: object = "uniform", *, estimator: object = "topdown"
+                 ) -> TopDownPlan:
     """The plan of :func:`topdown` (ValueError / TypeError naming the parameter)."""
+    if estimator not in ("topdown", "blue"):
+        raise ValueError(f"estimator must be 'topdown' or 'blue', got {estimator!r}")
+    if estimator == "blue" and (nonnegative or integer):
+        raise ValueError("estimator='blue' releases the unrounded estimate: nonnegative "
+                         "and integer must be False")
     person = None
     if per_person:
         k = _bounding.positive_int(max_partitions, "max_partitions")
@@ -430,14 +501,14 @@ def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: obje
         l2sq = [1] * L
     return TopDownPlan(tree, rhos, mechs, sigma, l2sq, event, rho_total, nonnegative,
                        integer, total_invariant, one_d, unit, person,
-                       bounding if isinstance(bounding, str) else "uniform")
+                       bounding if isinstance(bounding, str) else "uniform", str(estimator))
 
 
 def _measure(tree: _wls.Tree, leaves: np.ndarray,
              mechs: list[_mechanisms.DiscreteGaussianMechanism | None], sigma: list[float],
              rhos: list[float], event: _events.Composed, rho_total: float, gen: Generator,
              nonnegative: bool, integer: bool, total_invariant: bool, one_d: bool,
-             release_id: int | None) -> TopDownRelease:
+             release_id: int | None, estimator: str = "topdown") -> TopDownRelease:
     """Noise every measured level, then post-process (the budget has been charged)."""
     L = len(tree.sizes)
     tables = _wls.aggregate(tree, leaves)
@@ -450,53 +521,81 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
             continue
         noisy.append(_noise.discrete_gaussian(tables[j], sigma[j], rng=gen, out=tables[j]))
     del tables
-    var = [s * s for s in sigma]
+    blue = estimator == "blue"
+    if blue:  # the noise's exact variances: the BLUE's weights and its exact variances
+        var = [0.0 if m is None else _blue.level_variance(s)
+               for m, s in zip(mechs, sigma)]
+    else:
+        var = [s * s for s in sigma]
     x, F, V = _wls.least_squares(tree, noisy, var, root_exact)
 
-    estimates: list[np.ndarray] = []
-    if not nonnegative and not integer:
+    estimates: list[np.ndarray]
+    if blue or (not nonnegative and not integer):
         estimates = x
     else:
-        if root_exact is not None:
-            top = root_exact.astype(np.float64)
-        else:
-            top = np.rint(x[0]) if integer else x[0].copy()
-            if nonnegative:
-                np.maximum(top, 0.0, out=top)
-        estimates.append(top.astype(np.int64) if integer else top)
-        prev: np.ndarray = top
-        for j in range(1, L):
-            par = tree.parent[j]
-            assert par is not None
-            n_par = tree.sizes[j - 1]
-            offsets = np.empty(n_par + 1, np.int64)
-            order = _NONE
-            if not _k.csr_offsets(par, n_par, offsets):  # children not in parent order
-                order = np.empty(tree.sizes[j], np.int64)
-                _k.csr_order(par, offsets, order)
-            # the finest level's weights are all its measurement variance (_wls)
-            w, wc = (_NO_WEIGHTS, var[j]) if j == L - 1 else (V[j], 0.0)
-            k = x[j].shape[1]
-            out_i = np.empty((tree.sizes[j], k) if integer else (0, k), np.int64)
-            out_f = np.empty((0, k) if integer else (tree.sizes[j], k), np.float64)
-            args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], w, float(wc),
-                    offsets, order, bool(nonnegative), bool(integer), out_f, out_i)
-            if tree.sizes[j] < _keys.SERIAL_ROWS:  # small: nothing parallel to compile
-                _k.split_children_serial(*args)
-            else:
-                _k.split_children(*args, _keys._threads())
-            est = out_i if integer else out_f
-            estimates.append(est)
-            prev = est
+        estimates = _round_tree(tree, x, V, var, root_exact, nonnegative, integer)
+    rounder = None
+    if blue:
+        xs = x  # (the 2-D estimates: x is rebound to 1-D views below)
+
+        def rounder(nonneg: bool, integral: bool) -> list[np.ndarray]:
+            est = _round_tree(tree, xs, V, var, root_exact, nonneg, integral)
+            return [e[:, 0] for e in est] if one_d else est
     if one_d:
         estimates = [e[:, 0] for e in estimates]
         noisy = [None if n is None else n[:, 0] for n in noisy]
         x = [e[:, 0] for e in x]
-    return TopDownRelease(
+    rel = TopDownRelease(
         estimates=estimates, noisy=noisy, consistent=x, variances=F, sigma=sigma, rho=rhos,
         event=event, total_invariant=bool(total_invariant), nonnegative=bool(nonnegative),
         integer=bool(integer), mechanisms=mechs, rho_total=rho_total, release_id=release_id,
+        estimator="blue" if blue else "topdown",
     )
+    rel._rounder = rounder
+    return rel
+
+
+def _round_tree(tree: _wls.Tree, x: list[np.ndarray], V: list[np.ndarray],
+                var: list[float], root_exact: np.ndarray | None, nonnegative: bool,
+                integer: bool) -> list[np.ndarray]:
+    """Non-negativity and integers, top down (post-processing of the least-squares
+    estimates ``x`` with subtree variances ``V``): the roots rounded (or exact), then each
+    parent's children projected onto ``{c >= 0, sum c = parent}`` (weights ``V``) and
+    rounded by largest remainders; every parent the exact sum of its children."""
+    L = len(tree.sizes)
+    estimates: list[np.ndarray] = []
+    if root_exact is not None:
+        top = root_exact.astype(np.float64)
+    else:
+        top = np.rint(x[0]) if integer else x[0].copy()
+        if nonnegative:
+            np.maximum(top, 0.0, out=top)
+    estimates.append(top.astype(np.int64) if integer else top)
+    prev: np.ndarray = top
+    for j in range(1, L):
+        par = tree.parent[j]
+        assert par is not None
+        n_par = tree.sizes[j - 1]
+        offsets = np.empty(n_par + 1, np.int64)
+        order = _NONE
+        if not _k.csr_offsets(par, n_par, offsets):  # children not in parent order
+            order = np.empty(tree.sizes[j], np.int64)
+            _k.csr_order(par, offsets, order)
+        # the finest level's weights are all its measurement variance (_wls)
+        w, wc = (_NO_WEIGHTS, var[j]) if j == L - 1 else (V[j], 0.0)
+        k = x[j].shape[1]
+        out_i = np.empty((tree.sizes[j], k) if integer else (0, k), np.int64)
+        out_f = np.empty((0, k) if integer else (tree.sizes[j], k), np.float64)
+        args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], w, float(wc),
+                offsets, order, bool(nonnegative), bool(integer), out_f, out_i)
+        if tree.sizes[j] < _keys.SERIAL_ROWS:  # small: nothing parallel to compile
+            _k.split_children_serial(*args)
+        else:
+            _k.split_children(*args, _keys._threads())
+        est = out_i if integer else out_f
+        estimates.append(est)
+        prev = est
+    return estimates
 
 
 def _level_events(mechs: Sequence[_mechanisms.DiscreteGaussianMechanism | None]

