@@ -2,9 +2,10 @@
  *
  * Each 32-bit state word is held as an L-lane vector (one lane per block, L = 8 or 16),
  * so the quarter-rounds are plain lane-wise adds, xors and rotates written once with
- * GCC/Clang vector extensions.  The same source is compiled several times:
- *   - 8 lanes, portable (SSE2 on x86-64, the baseline) and target("avx2");
- *   - 16 lanes, portable (any CPU: tested for equality everywhere) and
+ * GCC vector extensions (DEFINE_BLOCKS).  The same source is compiled several times:
+ *   - 8 lanes, portable (SSE2 on x86-64, the baseline; one set of 8 blocks) and
+ *     target("avx2") (two sets of 8 through the rounds together);
+ *   - 16 lanes, two sets, portable (any CPU: tested for equality everywhere) and
  *     target("avx512f") (rotates become vprold), chosen at run time with
  *     __builtin_cpu_supports.  No -march flags.
  * The environment variable DPFAST_SIMD ("avx2", "portable"; read once) caps the path
