@@ -53,6 +53,32 @@ void dpf_bitgen_init(dpf_bitgen_t *bg, dpf_bitgen_state *st) {
     bg->next_raw = dpf_bitgen_next_uint64;
 }
 
+/* n words, exactly as n calls of dpf_bitgen_next_uint64 give them.  The buffered words go
+ * one at a time; then, while whole refills are wanted, their blocks are written straight
+ * into out (a refill's words are its blocks' 32-bit words in pairs, little end first: the
+ * blocks' own bytes on a little-endian machine), many refills per call of the block
+ * function, up to the end of the stream's block counter; a refill that moves to the next
+ * extension, and the words after the last whole refill, go one at a time again. */
 void dpf_bitgen_fill(dpf_bitgen_state *st, uint64_t *out, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) out[i] = dpf_bitgen_next_uint64(st);
+    const uint32_t end = 16 * DPF_BITGEN_BLOCKS;   /* buffer size, 32-bit words */
+    const uint64_t per = 8 * DPF_BITGEN_BLOCKS;    /* 64-bit words per refill */
+    uint64_t i = 0;
+    while (i < n && st->pos + 2 <= end) out[i++] = dpf_bitgen_next_uint64(st);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n - i >= per) {
+        /* the buffer holds less than one word: the next draw refills */
+        uint64_t left = (((uint64_t)1 << 32) - st->counter) / DPF_BITGEN_BLOCKS;
+        uint64_t m = (n - i) / per < left ? (n - i) / per : left;
+        if (m == 0) { /* this refill moves to the next extension stream */
+            for (uint64_t k = 0; k < per; k++) out[i++] = dpf_bitgen_next_uint64(st);
+            continue;
+        }
+        dpf_chacha20_blocks(st->key, st->nonce, (uint32_t)st->counter, m * DPF_BITGEN_BLOCKS,
+                            (uint32_t *)(void *)(out + i));
+        st->counter += m * DPF_BITGEN_BLOCKS;
+        st->pos = end;
+        i += m * per;
+    }
+#endif
+    for (; i < n; i++) out[i] = dpf_bitgen_next_uint64(st);
 }

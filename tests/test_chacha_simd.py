@@ -147,3 +147,66 @@ def test_streams_portable_lanes_equal_the_simd_ones() -> None:
                            text=True, check=True).stdout.strip()
             for env in (base, {**base, "DPFAST_SIMD": "portable"})]
     assert runs[0] == runs[1] and len(runs[0]) == 64
+
+
+@pytest.mark.parametrize("impl", sorted(_native.BLOCK_IMPLS))
+@pytest.mark.parametrize("nblocks", [7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 47, 48, 49, 63,
+                                     64, 65, 95, 96, 100, 255, 256, 257])
+def test_block_paths_every_group_boundary(impl: str, nblocks: int) -> None:
+    """The SIMD kernels run two sets of lane groups through the rounds together (16 blocks
+    per pass with 8 lanes, 32 with 16), then one group, then scalar blocks: block counts
+    on each side of every boundary (and the refills' 256) give the RFC keystream."""
+    key = bytes(range(7, 39))
+    kw = np.frombuffer(key, "<u4").astype(np.uint32)
+    nw = np.array([0xDEADBEEF, 1, 2**32 - 1], np.uint32)
+    out = np.full(16 * nblocks + 16, 0xA5A5A5A5, np.uint32)
+    if not _native.chacha20_blocks_impl(impl, kw, nw, 1000, nblocks, out[:16 * nblocks]):
+        pytest.skip(f"this CPU cannot run the {impl} path")
+    np.testing.assert_array_equal(out[:16 * nblocks], reference(key, nw, 1000, nblocks))
+    assert np.all(out[16 * nblocks:] == 0xA5A5A5A5)  # nothing written past the end
+
+
+def _cpu_flags() -> set[str] | None:
+    """The CPU's feature flags as Linux reports them (None where it does not)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        return None
+    return None
+
+
+@pytest.mark.parametrize("cap", [None, "avx512", "avx2", "portable"])
+def test_dispatch_picks_the_widest_path_the_cpu_supports(cap: str | None) -> None:
+    """The run-time dispatch (``__builtin_cpu_supports``, no -march flags) uses AVX-512F
+    only on a CPU that reports avx512f and AVX2 only on one that reports avx2 (an
+    instruction the CPU lacks would kill the process), and the widest such path within
+    the ``DPFAST_SIMD`` cap; the chosen path's kernel runs and gives the RFC keystream."""
+    import platform
+    import subprocess
+    import sys
+
+    flags = _cpu_flags()
+    if flags is None or platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("needs an x86-64 CPU whose flags /proc/cpuinfo reports")
+    best = 3 if "avx512f" in flags else 2 if "avx2" in flags else 1
+    want = min(best, {None: 3, "avx512": 3, "avx2": 2, "portable": 1}[cap])
+    env = {k: v for k, v in os.environ.items() if k != "DPFAST_SIMD"}
+    if cap is not None:
+        env["DPFAST_SIMD"] = cap
+    code = ("import numpy as np; from dpfast import _native; "
+            "lvl = _native.simd_level(); "
+            "impl = {3: 'avx512', 2: 'avx2', 1: 'portable8'}[lvl]; "
+            "kw = np.arange(8, dtype=np.uint32); nw = np.array([1, 2, 3], np.uint32); "
+            "o = np.empty(16 * 40, np.uint32); d = np.empty(16 * 40, np.uint32); "
+            "ok = _native.chacha20_blocks_impl(impl, kw, nw, 5, 40, o); "
+            "_native.chacha20_blocks(kw, nw, 5, 40, d); "
+            "print(lvl, ok, o.tobytes().hex() == d.tobytes().hex(), o[:4].tolist())")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split(maxsplit=3)
+    assert int(out[0]) == want
+    assert out[1] == "True" and out[2] == "True"
+    ref = reference(np.arange(8, dtype="<u4").tobytes(), np.array([1, 2, 3], np.uint32), 5, 1)
+    assert out[3].strip() == str(ref[:4].tolist())

@@ -344,6 +344,27 @@ def test_numpy_bit_generator_moves_to_its_own_extension_stream() -> None:
     assert bg.state["stream"] == 1 + 8 * 2**64  # stays on id 1's extensions
 
 
+@pytest.mark.parametrize("counter", [0, 2**32 - 8 * 4])
+def test_numpy_bit_generator_bulk_fill_is_word_by_word(counter: int) -> None:
+    """``random_raw`` of many words writes whole refills straight from the block function
+    (many refills a call): the words, the state after, the 32-bit word a 64-bit draw
+    skips at the end of a refill, and the move to the extension stream at the end of the
+    block counter are those of one-word draws."""
+    bulk, single = dpfast.ChaCha20(KEY), dpfast.ChaCha20(KEY)
+    for bg in (bulk, single):
+        bg._state._state.counter = counter
+    # odd 32-bit draws leave a 32-bit word at the end of the first refill
+    a = np.random.Generator(bulk).integers(0, 2**32, 7, dtype=np.uint32)
+    b = np.random.Generator(single).integers(0, 2**32, 7, dtype=np.uint32)
+    assert np.array_equal(a, b)
+    for n in (3, 64 * 5 + 7, 1, 64 * 2, 64 * 9 + 63):
+        got = bulk.random_raw(n)
+        want = np.array([single.random_raw() for _ in range(n)], np.uint64)
+        assert np.array_equal(got, want)
+        assert bulk.state == single.state
+    assert bulk.state["stream"] == (1 if counter == 0 else 1 + 2**64)
+
+
 def test_numba_refill_moves_to_extension_stream_instead_of_wrapping() -> None:
     """Hardening item 7: a chunk that uses up its 2**32 blocks continues on its
     extension stream (never on block 0 of the same stream, which it already used)."""
