@@ -17,7 +17,6 @@ the registry).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
@@ -35,8 +34,8 @@ class Stat:
     ``value``: it reads a value column; ``bounds``: it needs public bounds for it;
     ``gaussian``: it takes ``rho=`` / ``noise=``; ``params``: its own parameters (name ->
     default, None: required); ``sql_names``: its SQL spellings (lower case);
-    ``per_partition``: its :mod:`dpfast.tables` function takes ``max_per_partition``
-    (else the release is made with 1, whatever the session's).
+    ``per_partition``: it takes ``max_per_partition`` (its registry class's ``common``
+    lists it; else the release is made with 1, whatever the session's).
     """
 
     name: str
@@ -63,20 +62,18 @@ def _session_name(name: str) -> str:
     return next((a for a, n in ALIASES.items() if n == name), name)
 
 
-def _per_partition(name: str) -> bool:
-    """Whether ``dpfast.tables.<name>`` takes ``max_per_partition`` (a statistic of people
-    per key does not: its release is made with 1, and so is the session's)."""
-    import dpfast.tables
-
-    fn = getattr(dpfast.tables, name, None)
-    return fn is None or "max_per_partition" in inspect.signature(fn).parameters
+def _per_partition(cls: type[Statistic]) -> bool:
+    """Whether the statistic takes ``max_per_partition`` (its :attr:`Statistic.common`
+    says so; a statistic of people per key does not: its release is made with 1, and so
+    is the session's)."""
+    return "max_per_partition" in cls.common
 
 
 def _of(cls: type[Statistic]) -> Stat:
     return Stat(cls.name, _session_name(cls.name), bool(cls.value), bool(cls.bounds),
                 bool(cls.gaussian), MappingProxyType(dict(cls.params)),
                 tuple(n.lower() for n in cls.sql_names), cls.summary,
-                per_partition=_per_partition(cls.name))
+                per_partition=_per_partition(cls))
 
 
 def lookup(name: object) -> Stat | None:
