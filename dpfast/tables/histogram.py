@@ -8,9 +8,13 @@ Drop-in replacements for :func:`numpy.histogram` / :func:`numpy.histogram2d` /
 data is an individual's value: the same bin edges and the same assignment of values to
 bins as numpy (values equal to the last edge go to the last bin, values outside the range
 -- NaN and ±inf included, never an error -- are dropped; NaN weights drop their row, ±inf
-weights are clamped to ``weight_bounds``), then exact discrete noise, released through
-:func:`dpfast.tables.count` / :func:`dpfast.tables.sum` with the bins as the public domain
-(so contribution bounding, the budget and the release object are the same as for tables).
+weights are clamped to ``weight_bounds``), then exact discrete noise, released as the
+registry's ``count`` / ``sum`` with the bins as the public domain (the spec
+:func:`dpfast.tables.count` / :func:`dpfast.tables.sum` would build, run by
+:func:`dpfast.tables.run.release`: contribution bounding, the budget and the release object
+are the same as for tables).  :func:`plan_histogram` plans a :func:`histogram` call from its
+public parameters and its columns' types alone -- its checks, edges and event, before any
+row is read (what a :class:`dpfast.Session` charges).
 
 The edges must not depend on the data: give ``range`` with an integer ``bins``, or the
 edges themselves (numpy would otherwise take the data's min and max, which is not
