@@ -236,3 +236,14 @@ def test_min_and_max_take_the_rank_familys_spec() -> None:
             domain=DESTS, rng=dpfast.default_rng(KEY))
         assert rel.event == direct.event
         assert rel.values.tobytes() == direct.values.tobytes()
+
+
+def test_auto_bounds_on_a_dask_source_is_refused_before_the_charge() -> None:
+    """``bounds="auto"`` is a local plan (:mod:`dpfast.dask` takes public bounds only): on
+    a Dask source it is refused before the charge (TypeError naming bounds); it was
+    charged, then failed (the probe ran the local release, the Dask one refused it)."""
+    dd = pytest.importorskip("dask.dataframe")
+    s = _session(dd.from_pandas(_frame(200), npartitions=2))
+    with pytest.raises(TypeError, match="bounds must be a pair"):
+        s.sum("delay", "dest", epsilon=1.0, bounds="auto")
+    assert s.budget.history() == []
