@@ -313,7 +313,7 @@ def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
 class HistogramPlan:
     """The plan of one :func:`histogram` call, made from its public parameters and its
     columns' types (:func:`plan_histogram`): the bin ``edges``, the release's ``spec``
-    (:func:`dpfast.tables.spec.ReleaseSpec`) and its ``plan``
+    (:class:`dpfast.tables.spec.ReleaseSpec`) and its ``plan``
     (:func:`dpfast.tables.plan.plan`), whose :attr:`event` the histogram charges."""
 
     edges: np.ndarray
