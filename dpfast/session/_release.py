@@ -44,6 +44,7 @@ from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
 from dpfast.tables.quantiles import rank_spec
 from dpfast.tables.spec import ReleaseSpec, StatSpec
+from dpfast.tables.statistics import REGISTRY
 from dpfast.tables.statistics import ranks as _ranks
 
 from . import _cache, _expr, _query
@@ -101,7 +102,8 @@ def spec_of(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float 
     # values); the statistic's own column stays None, as in dpfast.tables' specs of one
     # statistic (a plan reads a source's values then)
     if _rank(stat):  # the family's spec: its grid options, as dpfast.tables.quantile's
-        # (epsilon None, bounds not a pair: refused there, naming the parameter)
+        # (epsilon None, bounds not a pair: refused there, naming the parameter; the grid
+        # is dpfast.tables.quantile's default: a session offers no grid options)
         spec = rank_spec(stat.name, q=dict(agg.params).get("q", 0.5),
                          bounds=cast("tuple[float, float] | None", bounds),
                          epsilon=cast(float, epsilon), delta=delta, max_partitions=max_partitions,
@@ -125,8 +127,6 @@ _RANKS = (_ranks.Quantile, _ranks.Median, _ranks.Min, _ranks.Max)
 
 def _rank(stat: Stat) -> bool:
     """Whether ``stat`` is a rank statistic (its spec: :func:`rank_spec`'s)."""
-    from dpfast.tables.statistics import REGISTRY
-
     cls = REGISTRY.get(stat.name)
     return cls is not None and issubclass(cls, _RANKS)
 
