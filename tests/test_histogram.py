@@ -117,3 +117,66 @@ def test_public_names_and_callable_module() -> None:
     h, _ = dpfast.histogram([0.5], 2, range=(0, 1), epsilon=BIG, rng=KEY)
     assert h.tolist() == [0, 1]
     assert mod([0.5], 2, range=(0, 1), epsilon=BIG, rng=KEY)[0].tolist() == [0, 1]
+
+
+_PLAN_CASES = [
+    dict(bins=10, range=(0.0, 1.0), epsilon=1.0),
+    dict(bins=[0.0, 0.2, 0.5, 1.0], epsilon=0.5, delta=1e-6, noise="gaussian"),
+    dict(bins=4, range=(0, 1), rho=0.3, ids=True, max_partitions=3, max_per_partition=2),
+    dict(bins=6, range=(0, 1), epsilon=1.0, weights="int", weight_bounds=(0, 3)),
+    dict(bins=6, range=(0, 1), epsilon=1.0, weights="float", weight_bounds=(-1.0, 2.5),
+         ids=True),
+    dict(bins=3, range=(0, 1), epsilon=1.0, use_case="healthcare"),
+    # refused, before any work (the same error from both)
+    dict(bins="auto", epsilon=1.0),
+    dict(bins=4, epsilon=1.0),
+    dict(bins=4, range=(0, 1)),
+    dict(bins=4, range=(1, 0), epsilon=1.0),
+    dict(bins=4, range=(0, 1), epsilon=1.0, weight_bounds=(0, 1)),
+    dict(bins=4, range=(0, 1), epsilon=1.0, weights="int"),
+    dict(bins=4, range=(0, 1), epsilon=1.0, max_partitions=0, ids=True),
+    dict(bins=4, range=(0, 1), epsilon=1.0, use_case="nope"),
+    dict(bins=4, range=(0, 1), epsilon=1.0, note=5),
+]
+
+
+@pytest.mark.parametrize("case", _PLAN_CASES, ids=[str(i) for i in range(len(_PLAN_CASES))])
+def test_plan_histogram_is_the_histograms_plan(case: dict) -> None:
+    """:func:`plan_histogram` (what a Session charges) gives, from the parameters and the
+    columns' types alone, the event and edges :func:`dpfast.histogram` releases on the
+    rows, and refuses what it refuses with the same error: both build the release's spec
+    with one helper (the Session's probe ran the histogram on a synthetic row instead)."""
+    import warnings
+
+    from dpfast.tables.histogram import plan_histogram
+
+    case = dict(case)
+    r = np.random.default_rng(3)
+    a = r.random(300)
+    ids = r.integers(0, 100, 300) if case.pop("ids", False) else None
+    kind = case.pop("weights", None)
+    w = None if kind is None else (r.integers(0, 4, 300) if kind == "int" else r.random(300))
+    bins, rng_ = case.pop("bins"), case.pop("range", None)
+
+    def both() -> tuple[object, object]:
+        out = []
+        for f in (lambda: plan_histogram(a[:0], bins, rng_, None if w is None else w[:0],
+                                         privacy_ids=None if ids is None else ids[:0],
+                                         **case),
+                  lambda: dpfast.histogram(a, bins, rng_, w, privacy_ids=ids, rng=KEY,
+                                           return_release=True, **case)):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)  # a use case's guideline
+                    out.append(f())
+            except (ValueError, TypeError) as e:
+                out.append((type(e), str(e)))
+        return out[0], out[1]
+
+    plan, released = both()
+    if isinstance(released, tuple) and len(released) == 2:  # refused: alike
+        assert plan == released
+        return
+    _h, edges, rel = released
+    assert plan.event == rel.event
+    assert plan.edges.tobytes() == edges.tobytes()

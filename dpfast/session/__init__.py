@@ -12,8 +12,7 @@ analysts' sub-budgets, a usage report and aggregate SQL.
 * :mod:`._release`: one release of a method call or an SQL aggregate -- its
   :class:`dpfast.tables.spec.ReleaseSpec` (one format for both: the cache key is its
   ``query_id()``), its plan over the table's schema (the event, before any row) and
-  :func:`dpfast.tables.run.release`; :mod:`._legacy`: the event probe, only for the
-  releases without a plan yet;
+  :func:`dpfast.tables.run.release` (every release: nothing runs before the charge);
 * :mod:`._source` (the data source and its fingerprint), :mod:`._engine` (the locked
   DuckDB connection analysts' row queries run on), :mod:`._spec` (the key columns and the
   row filter), :mod:`._cache` (the query id, the ledger query, the payloads),

@@ -3,7 +3,8 @@
 A release's privacy event is data-independent -- a function of its spec and of the
 columns' types -- so the session learns it *before* touching the data: from the release's
 plan (:func:`dpfast.tables.plan.plan` over the table's schema, :mod:`dpfast.session._release`;
-the releases without a plan yet still use the probe of :mod:`dpfast.session._legacy`).
+a histogram's :func:`dpfast.tables.histogram.plan_histogram`, TopDown's
+:func:`dpfast.tables.hierarchy.plan_topdown`: no release is run before the charge).
 Then ``budget.query(query_id, event)`` either returns the stored answer (a hit: no data
 read, nothing charged) or charges the event, and the release runs on the real rows; its
 event must equal the planned one (else the computation fails, recorded as failed).

@@ -23,24 +23,31 @@ both build their release the same way (:func:`run`):
    was the charge), so the event released is the plan's by construction; a Dask source
    runs the :mod:`dpfast.dask` function of the statistic instead.
 
-The statistics without a plan yet (:data:`dpfast.session._stats.LEGACY`, and
-``bounds="auto"``) take the old probe path of :mod:`dpfast.session._legacy` at step 2.
+Every statistic takes this path: a rank statistic (quantile, median, min, max) with the
+spec of its family (:func:`dpfast.tables.quantiles.rank_spec`: the grid in its options,
+as :func:`dpfast.tables.quantile` makes it), ``bounds="auto"`` with its two-phase plan
+(:mod:`dpfast.tables._autobounds`, chosen by the statistic's own plan).  Nothing is run
+on any row, real or synthetic, before the charge.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
+from dpfast.tables.quantiles import rank_spec
 from dpfast.tables.spec import ReleaseSpec, StatSpec
+from dpfast.tables.statistics import REGISTRY
+from dpfast.tables.statistics import ranks as _ranks
 
-from . import _cache, _expr, _legacy, _query
+from . import _cache, _expr, _query
 from ._cache import Released
 from ._query import Agg, Query
 from ._stats import Stat
@@ -94,11 +101,34 @@ def spec_of(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float 
     # the value column is named by ``rows`` (the row query reads it as the release's
     # values); the statistic's own column stays None, as in dpfast.tables' specs of one
     # statistic (a plan reads a source's values then)
+    if _rank(stat):  # the family's spec: its grid options, as dpfast.tables.quantile's
+        # (epsilon None, bounds not a pair: refused there, naming the parameter; the grid
+        # is dpfast.tables.quantile's default: a session offers no grid options)
+        spec = rank_spec(stat.name, q=dict(agg.params).get("q", 0.5),
+                         bounds=cast("tuple[float, float] | None", bounds),
+                         epsilon=cast(float, epsilon), delta=delta, max_partitions=max_partitions,
+                         max_per_partition=max_per_partition, n_candidates=256,
+                         candidates=None, domain=domain, selection="auto",
+                         bounding=bounding, has_ids=pid is not None, by=_by(q),
+                         privacy_unit=pid)
+        return dataclasses.replace(spec, rows=rows)
     return ReleaseSpec.make(
         [StatSpec(stat.name, None, agg.params)], by=_by(q), privacy_unit=pid,
         epsilon=epsilon, delta=delta, rho=rho, noise=noise, max_partitions=max_partitions,
         max_per_partition=max_per_partition, bounds=bounds, domain=domain,
         bounding=bounding, rows=rows)
+
+
+#: the rank statistics of the registry: a spec of theirs carries their family's options
+#: (the candidate grid; whether integer values are ranked as floats, decided on the
+#: caller's bounds), made by :func:`dpfast.tables.quantiles.rank_spec`
+_RANKS = (_ranks.Quantile, _ranks.Median, _ranks.Min, _ranks.Max)
+
+
+def _rank(stat: Stat) -> bool:
+    """Whether ``stat`` is a rank statistic (its spec: :func:`rank_spec`'s)."""
+    cls = REGISTRY.get(stat.name)
+    return cls is not None and issubclass(cls, _RANKS)
 
 
 def _reader(session: Session, q: Query, agg: Agg, value: bool
@@ -187,27 +217,19 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
         for name, v in (("rho", rho), ("noise", noise)):
             if v is not None:
                 raise ValueError(f"{stat.name} is pure-DP: it takes no {name}= (got {v!r})")
+    if isinstance(bounds, str):  # "auto": the statistic's plan chooses them privately
+        if bounds != "auto":
+            raise ValueError(f"bounds must be a pair (lo, hi) or 'auto', got {bounds!r}")
+        if src.kind == "dask":  # (dpfast.dask takes public bounds only)
+            raise TypeError("bounds must be a pair (lo, hi)")
     spec = spec_of(session, q, agg, stat, epsilon=epsilon, delta=delta, rho=rho,
                    noise=noise, bounds=bounds, domain=domain, max_partitions=max_partitions,
                    max_per_partition=max_per_partition, bounding=bounding)
     read = _reader(session, q, agg, stat.value)
     n_keys = max(1, len(q.keys))
-    # the call of a dpfast.tables (LEGACY) or dpfast.dask function of the statistic
-    kwargs = dict(epsilon=epsilon, delta=delta, domain=domain,
-                  max_partitions=max_partitions, max_per_partition=max_per_partition,
-                  note=what, bounding=bounding, **dict(agg.params))
-    if stat.gaussian:
-        kwargs.update(rho=rho, noise=noise)
-    if bounds is not None:
-        kwargs["bounds"] = bounds
-    planned = stat.registered and not isinstance(bounds, str)
-    event: DpEvent
-    if planned:  # the event from the plan, over the schema: no row is read
-        plan = _plan.plan(spec, schema_rows(read(0), n_keys, domain))
-        event = plan.event
-    else:  # LEGACY: no plan yet -- the probe (dpfast.session._legacy)
-        event = _legacy.probe(lambda b: _legacy.call(
-            stat, kwargs, _data(_legacy.one_row(read(0)), n_keys), b, None))
+    # the event from the plan, over the schema: no row is read, nothing is run
+    plan = _plan.plan(spec, schema_rows(read(0), n_keys, domain))
+    event: DpEvent = plan.event
 
     compute: Callable[[], Released]
     if src.kind == "dask":
@@ -216,17 +238,21 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
         fn = getattr(_dask, stat.name)
         key = q.keys[0].name if len(q.keys) == 1 else [k.name for k in q.keys]
         args = (src.frame, key) + ((agg.column.name,) if stat.value and agg.column else ())
+        kwargs = dict(epsilon=epsilon, delta=delta, domain=domain,
+                      max_partitions=max_partitions, max_per_partition=max_per_partition,
+                      note=what, bounding=bounding, **dict(agg.params))
+        if stat.gaussian:
+            kwargs.update(rho=rho, noise=noise)
+        if bounds is not None:
+            kwargs["bounds"] = bounds
         kw = _accepted(fn, dict(kwargs, privacy_id=pid, budget=None, rng=session.rng))
 
         def compute() -> Released:
             return fn(*args, **kw)
-    elif planned:
+    else:
         def compute() -> Released:
             keys, ids, values = _data(read(None), n_keys)
             return _run.release(spec, _run.Rows(keys, ids, values, domain=domain),
                                 plan=plan, budget=None, note=what, rng=session.rng)
-    else:
-        def compute() -> Released:
-            return _legacy.call(stat, kwargs, _data(read(None), n_keys), None, session.rng)
     return _cache.cached(session, spec, what, event, compute, _cache.table_payload,
                          lambda r: r, need=need)

@@ -3,21 +3,23 @@
 A release's spec is :class:`dpfast.tables.spec.ReleaseSpec` -- the one spec format of
 method calls and SQL alike (:mod:`dpfast.session._release` builds it), whose
 :meth:`~dpfast.tables.spec.ReleaseSpec.query_id` is the result cache's key.  Here: the
-checked column list of ``by`` and the row filter ``where`` read into dpfast's whitelist.
+checked column list of ``by`` and the row filter ``where`` read into dpfast's whitelist,
+and :func:`cache_spec`, the cache's spec of a release that is not a statistic of the
+registry (a histogram, a TopDown hierarchy).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dpfast.tables.spec import domain_fingerprint
+from dpfast.tables.spec import ReleaseSpec, StatSpec, domain_fingerprint
 
 if TYPE_CHECKING:
     from ._expr import Expr
     from ._source import Source
 
-__all__ = ["column_names", "domain_fingerprint", "normalize_where", "render_where",
-           "where_condition"]
+__all__ = ["cache_spec", "column_names", "domain_fingerprint", "normalize_where",
+           "render_where", "where_condition"]
 
 
 def column_names(by: object, what: str = "by") -> list[str]:
@@ -62,3 +64,17 @@ def render_where(cond: Expr) -> str:
     from dpfast.session import _expr
 
     return _expr.render(cond, lambda table: None)
+
+
+def cache_spec(statistic: str, column: str | None, params: dict[str, object], *, rows: str,
+               privacy_unit: str | None, epsilon: float | None = None, delta: float = 0.0,
+               rho: float | None = None, options: dict[str, object] | None = None
+               ) -> ReleaseSpec:
+    """The :class:`~dpfast.tables.spec.ReleaseSpec` (the cache's one spec format) of a
+    release outside the registry (:meth:`dpfast.Session.histogram`,
+    :meth:`dpfast.Session.topdown`), as its cache key: made as given -- the caller checks
+    the parameters with the release's own plan (its event), before the charge; ``rows``:
+    :meth:`dpfast.session._source.Source.rows_fingerprint`."""
+    return ReleaseSpec((StatSpec(statistic, column, tuple(sorted(params.items()))),),
+                       privacy_unit=privacy_unit, epsilon=epsilon, delta=delta, rho=rho,
+                       options=tuple(sorted((options or {}).items())), rows=rows)

@@ -9,27 +9,20 @@ Every statistic registered in :data:`dpfast.tables.statistics.REGISTRY` is a
 (:func:`dpfast.tables.plan.plan`: the event before any row is read) and runs it with
 :func:`dpfast.tables.run.release`.
 
-Two small tables remain, each marked for deletion:
-
-* :data:`ALIASES`: a session name kept for compatibility (``stddev``, the session's name
-  of :func:`dpfast.tables.std` since before the registry);
-* :data:`LEGACY`: the statistics of :mod:`dpfast.tables` not registered when this module
-  was written (median, quantile: no plan yet): the session still calls their function and
-  learns the event by the old probe (:mod:`dpfast.session._legacy`).  An entry is deleted
-  when its statistic's spec can be made from its public parameters alone (see the
-  table).
+One small table remains, marked for deletion: :data:`ALIASES`, a session name kept for
+compatibility (``stddev``, the session's name of :func:`dpfast.tables.std` since before
+the registry).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 
 from dpfast.tables.statistics import REGISTRY, Statistic
 
-__all__ = ["ALIASES", "LEGACY", "STATISTICS", "Stat", "from_sql", "lookup", "names"]
+__all__ = ["ALIASES", "STATISTICS", "Stat", "from_sql", "lookup", "names"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,9 +34,8 @@ class Stat:
     ``value``: it reads a value column; ``bounds``: it needs public bounds for it;
     ``gaussian``: it takes ``rho=`` / ``noise=``; ``params``: its own parameters (name ->
     default, None: required); ``sql_names``: its SQL spellings (lower case);
-    ``registered``: planned through the registry (False: a :data:`LEGACY` statistic);
-    ``per_partition``: its :mod:`dpfast.tables` function takes ``max_per_partition``
-    (else the release is made with 1, whatever the session's).
+    ``per_partition``: it takes ``max_per_partition`` (its registry class's ``common``
+    lists it; else the release is made with 1, whatever the session's).
     """
 
     name: str
@@ -54,7 +46,6 @@ class Stat:
     params: Mapping[str, object]
     sql_names: tuple[str, ...]
     summary: str = ""
-    registered: bool = True
     per_partition: bool = True
 
     @property
@@ -67,51 +58,29 @@ class Stat:
 #: is retired)
 ALIASES: dict[str, str] = {"stddev": "std"}
 
-_EMPTY: Mapping[str, object] = MappingProxyType({})
-
-#: LEGACY -- the statistics of dpfast.tables without a registry entry (and so without a
-#: plan) when the session moved to the registry; each runs the old probe path
-#: (dpfast.session._legacy), calling its dpfast.tables function.  An entry is used even
-#: once its name is registered: the rank statistics' specs carry family options (their
-#: candidate grid) that only their facade makes, so the session's generic spec would not
-#: plan them as dpfast.tables.quantile does.  Delete an entry when its statistic's spec is
-#: made from its public parameters alone (then the registry's entry serves it).
-LEGACY: dict[str, Stat] = {s.name: s for s in (
-    Stat("median", "median", True, True, False, _EMPTY, ("median",), registered=False),
-    Stat("quantile", "quantile", True, True, False, MappingProxyType({"q": None}),
-         ("quantile", "percentile_cont", "percentile_disc", "approx_quantile"),
-         registered=False),
-)}
-
-
 def _session_name(name: str) -> str:
     return next((a for a, n in ALIASES.items() if n == name), name)
 
 
-def _per_partition(name: str) -> bool:
-    """Whether ``dpfast.tables.<name>`` takes ``max_per_partition`` (a statistic of people
-    per key does not: its release is made with 1, and so is the session's)."""
-    import dpfast.tables
-
-    fn = getattr(dpfast.tables, name, None)
-    return fn is None or "max_per_partition" in inspect.signature(fn).parameters
+def _per_partition(cls: type[Statistic]) -> bool:
+    """Whether the statistic takes ``max_per_partition`` (its :attr:`Statistic.common`
+    says so; a statistic of people per key does not: its release is made with 1, and so
+    is the session's)."""
+    return "max_per_partition" in cls.common
 
 
 def _of(cls: type[Statistic]) -> Stat:
     return Stat(cls.name, _session_name(cls.name), bool(cls.value), bool(cls.bounds),
                 bool(cls.gaussian), MappingProxyType(dict(cls.params)),
                 tuple(n.lower() for n in cls.sql_names), cls.summary,
-                per_partition=_per_partition(cls.name))
+                per_partition=_per_partition(cls))
 
 
 def lookup(name: object) -> Stat | None:
-    """The statistic a session calls ``name`` (a registry name, an alias or a legacy
-    statistic's session name), or None."""
+    """The statistic a session calls ``name`` (a registry name or an alias), or None."""
     if not isinstance(name, str) or name.startswith("_"):
         return None
     real = ALIASES.get(name, name)
-    if real in LEGACY:
-        return LEGACY[real]
     if real in REGISTRY:
         return _of(REGISTRY[real])
     return None
@@ -119,20 +88,16 @@ def lookup(name: object) -> Stat | None:
 
 def names() -> list[str]:
     """Every name :func:`lookup` answers (the session's statistic methods), sorted."""
-    got = set(REGISTRY) | {s.session_name for s in LEGACY.values()}
-    got |= {a for a, n in ALIASES.items() if n in REGISTRY or n in LEGACY}
+    got = set(REGISTRY) | {a for a, n in ALIASES.items() if n in REGISTRY}
     return sorted(got)
 
 
 def from_sql(spellings: set[str]) -> Stat | None:
     """The statistic an SQL aggregate function of one of ``spellings`` (lower case: the
-    names sqlglot knows the function by) releases: a :data:`LEGACY` one, else the
-    registered statistic declaring one of them in its ``sql_names``; None if none."""
-    for s in LEGACY.values():
-        if spellings & set(s.sql_names):
-            return s
+    names sqlglot knows the function by) releases: the registered statistic declaring
+    one of them in its ``sql_names``; None if none."""
     for cls in REGISTRY.values():
-        if cls.name not in LEGACY and spellings & {n.lower() for n in cls.sql_names}:
+        if spellings & {n.lower() for n in cls.sql_names}:
             return _of(cls)
     return None
 
@@ -158,5 +123,5 @@ class _Statistics(Mapping[str, Stat]):
 
 
 #: the session's statistics (``dpfast.session.STATISTICS``): a read-only, live view of
-#: the registry (and of :data:`LEGACY`), name -> :class:`Stat`
+#: the registry, name -> :class:`Stat`
 STATISTICS: Mapping[str, Stat] = _Statistics()

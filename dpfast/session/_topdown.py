@@ -19,7 +19,7 @@ from dpfast import tables as _tables
 from dpfast.tables import hierarchy as _hierarchy
 from dpfast.tables.spec import domain_fingerprint
 
-from . import _cache, _legacy
+from . import _cache
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -59,7 +59,7 @@ def _levels(geography: Geography, levels: list[str]) -> tuple[list[np.ndarray], 
 def topdown(session: Session, geography: Geography, levels: str | Sequence[str], *,
             rho: float, where: str | None = None, **options: object) -> TopDownRelease:
     """See :meth:`dpfast.Session.topdown`."""
-    from dpfast.session._spec import column_names, normalize_where
+    from dpfast.session._spec import cache_spec, column_names, normalize_where
 
     names = column_names(levels, "levels")
     src, pid = session._source, session.privacy_unit
@@ -70,7 +70,7 @@ def topdown(session: Session, geography: Geography, levels: str | Sequence[str],
     ids, leaf = _levels(geography, names)
     where_sql, where_cols = normalize_where(where, src)
     cols = [leaf_col] + ([pid] if pid else [])
-    spec = _legacy.spec(
+    spec = cache_spec(
         "topdown", None, {"levels": names, "geography": [domain_fingerprint(i) for i in ids]
                           + [domain_fingerprint(leaf)]},
         rows=src.rows_fingerprint(cols + where_cols, where_sql or ""), privacy_unit=pid,

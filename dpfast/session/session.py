@@ -14,7 +14,7 @@ from dpfast.budget import Budget
 from dpfast.tables import bounding as _bounding
 from dpfast.tables.statistics.base import REQUIRED
 
-from . import _cache, _colcache, _legacy, _release, _spec, _stats, _store
+from . import _cache, _colcache, _release, _spec, _stats, _store
 from ._expr import Col
 from ._query import Agg, Query
 from ._source import Source, make_source
@@ -412,7 +412,10 @@ class Session:
         """:func:`dpfast.histogram` of ``column`` (``bins``, ``range`` as numpy; the privacy
         unit and contribution bounds filled in), through the cache: ``(hist, bin_edges,
         release)``.  ``options``: those of :func:`dpfast.histogram` but ``weights``."""
+        import inspect
+
         from dpfast.tables.histogram import histogram as _histogram
+        from dpfast.tables.histogram import plan_histogram
         from dpfast.tables.state import encode_array
 
         src = self._source
@@ -421,7 +424,7 @@ class Session:
         pid = self.privacy_unit
         options.setdefault("max_partitions", self.max_partitions)
         options.setdefault("max_per_partition", self.max_per_partition)
-        spec = _legacy.spec(
+        spec = _spec.cache_spec(
             "histogram", column, {"bins": np.asarray(bins), "range": range},
             rows=src.rows_fingerprint([column] + ([pid] if pid else []) + where_cols,
                                       where_sql or ""),
@@ -431,24 +434,36 @@ class Session:
         options.setdefault("note", what)
         cols = [column] + ([pid] if pid else [])
 
-        def call(limit: int | None, budget: _legacy._Probe | None, rng: RngLike
-                 ) -> tuple[np.ndarray, np.ndarray, TableRelease]:
-            rows = src.select(cols, where_sql, limit)
-            if limit == 0:
-                rows = _legacy.one_row(rows)
+        # the event from the histogram's plan (dpfast.tables.histogram.plan_histogram),
+        # over the columns' types (the row query bound, no row read: limit 0), before the
+        # charge: the options are checked against histogram's parameters first (TypeError
+        # naming one), then the plan makes histogram's own checks
+        schema = src.select(cols, where_sql, 0)
+        ids = schema[pid] if pid else None
+        if "weights" in options:
+            raise TypeError("Session.histogram takes no weights= (a histogram of a column "
+                            "counts its rows)")
+        inspect.signature(_histogram).bind(schema[column], bins, range, epsilon=epsilon,
+                                           delta=delta, privacy_ids=ids, rng=None,
+                                           budget=None, return_release=True, **options)
+        own = inspect.signature(plan_histogram).parameters
+        event = plan_histogram(schema[column], bins, range, epsilon=epsilon, delta=delta,
+                               privacy_ids=ids,
+                               **{k: v for k, v in options.items() if k in own}).event
+
+        def compute() -> tuple[np.ndarray, np.ndarray, TableRelease]:
+            rows = src.select(cols, where_sql)
             return _histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
-                              privacy_ids=rows[pid] if pid else None, rng=rng,
-                              budget=budget, return_release=True, **options)
+                              privacy_ids=rows[pid] if pid else None, rng=self.rng,
+                              budget=None, return_release=True, **options)
 
         def payload(res: tuple[np.ndarray, np.ndarray, TableRelease]) -> dict[str, object]:
             h, e, rel = res
             return {"kind": "histogram", "hist": encode_array(h), "edges": encode_array(e),
                     "release": rel.to_state()}
 
-        # LEGACY: histograms have no plan yet -- the probe (dpfast.session._legacy)
-        event = _legacy.probe(lambda b: call(0, b, None))
-        return _cache.cached(self, spec, what, event, lambda: call(None, None, self.rng),
-                             payload, release_of=lambda r: r[2])
+        return _cache.cached(self, spec, what, event, compute, payload,
+                             release_of=lambda r: r[2])
 
     def topdown(self, geography: Geography, levels: str | Sequence[str], *, rho: float,
                 where: str | None = None, **options: object) -> TopDownRelease:

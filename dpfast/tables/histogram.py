@@ -8,9 +8,13 @@ Drop-in replacements for :func:`numpy.histogram` / :func:`numpy.histogram2d` /
 data is an individual's value: the same bin edges and the same assignment of values to
 bins as numpy (values equal to the last edge go to the last bin, values outside the range
 -- NaN and ±inf included, never an error -- are dropped; NaN weights drop their row, ±inf
-weights are clamped to ``weight_bounds``), then exact discrete noise, released through
-:func:`dpfast.tables.count` / :func:`dpfast.tables.sum` with the bins as the public domain
-(so contribution bounding, the budget and the release object are the same as for tables).
+weights are clamped to ``weight_bounds``), then exact discrete noise, released as the
+registry's ``count`` / ``sum`` with the bins as the public domain (the spec
+:func:`dpfast.tables.count` / :func:`dpfast.tables.sum` would build, run by
+:func:`dpfast.tables.run.release`: contribution bounding, the budget and the release object
+are the same as for tables).  :func:`plan_histogram` plans a :func:`histogram` call from its
+public parameters and its columns' types alone -- its checks, edges and event, before any
+row is read (what a :class:`dpfast.Session` charges).
 
 The edges must not depend on the data: give ``range`` with an integer ``bins``, or the
 edges themselves (numpy would otherwise take the data's min and max, which is not
@@ -20,28 +24,33 @@ private, and its string estimators look at the data too).
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 import numbers
 import sys
 import types
 from collections.abc import Sequence, Sized
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from dpfast import tables as _tables
 from dpfast.random import RngLike
-from dpfast.tables import _plan
+from dpfast.tables import _plan, _usecase
+from dpfast.tables import run as _run
+from dpfast.tables.plan import plan as _make_plan
+from dpfast.tables.spec import check_charger
+from dpfast.tables.statistics import get as _statistic
 
 if TYPE_CHECKING:
+    from dpfast.accounting.events import DpEvent
     from dpfast.tables.release import TableRelease
-    from dpfast.tables.spec import Charger
+    from dpfast.tables.spec import Charger, ReleaseSpec
 
 #: a histogram's ``range`` per dimension (None: that dimension's bins are edges)
 Ranges = Sequence["tuple[float, float] | None"]
 
-__all__ = ["histogram", "histogram2d", "histogramdd"]
+__all__ = ["histogram", "histogram2d", "histogramdd", "HistogramPlan", "plan_histogram"]
 
 _PRIVACY_DOC = """
     Privacy
@@ -119,6 +128,26 @@ def _cells(cols: list[np.ndarray], edges: list[np.ndarray]) -> tuple[np.ndarray,
     return cell, ok
 
 
+def _spec(n_cells: int, weighted: bool, kw: dict[str, object]) -> ReleaseSpec:
+    """The spec of a histogram's release over ``n_cells`` cells (the public domain
+    ``0 .. n_cells - 1``): the registry's ``count`` of the rows per cell, or with weights
+    its ``sum`` of the weights clamped to ``weight_bounds`` -- as
+    :func:`dpfast.tables.count` / :func:`dpfast.tables.sum` build it.  The one place a
+    histogram's release (and so its event, the plan's) is defined: :func:`histogram`,
+    :func:`histogramdd` and :func:`plan_histogram` all make it here."""
+    wb = kw["weight_bounds"]
+    if not weighted and wb is not None:
+        raise ValueError("weight_bounds applies to weights only")
+    if weighted and wb is None:
+        raise ValueError("weights need weight_bounds=(lo, hi): the sensitivity of a weighted "
+                         "histogram is max(|lo|, |hi|)")
+    stat = _statistic("sum" if weighted else "count")
+    common = {n: kw[n] for n in ("epsilon", "delta", "rho", "noise", "max_partitions",
+                                 "max_per_partition")}
+    return stat.make_spec(params={}, bounds=wb if weighted else None,
+                          domain=np.arange(n_cells), **common)
+
+
 def _release(cell: np.ndarray, ok: np.ndarray, shape: tuple[int, ...],
              weights: np.ndarray | None, privacy_ids: npt.ArrayLike | None,
              kw: dict[str, object]) -> TableRelease:
@@ -130,19 +159,19 @@ def _release(cell: np.ndarray, ok: np.ndarray, shape: tuple[int, ...],
             raise ValueError(f"privacy_ids has shape {ids.shape}, the data have "
                              f"{cell.shape[0]} rows")
         ids = ids[ok]
-    domain = np.arange(n_cells)
-    wb = kw.pop("weight_bounds")
-    if weights is None:
-        if wb is not None:
-            raise ValueError("weight_bounds applies to weights only")
-        return _tables.count(cell[ok], ids, domain=domain, **kw)
-    w = _check_data(weights, "weights")
-    if w.shape != cell.shape:
-        raise ValueError(f"weights has shape {w.shape}, the data have {cell.shape[0]} rows")
-    if wb is None:
-        raise ValueError("weights need weight_bounds=(lo, hi): the sensitivity of a weighted "
-                         "histogram is max(|lo|, |hi|)")
-    return _tables.sum(w[ok], cell[ok], ids, bounds=wb, domain=domain, **kw)
+    w = None
+    if weights is not None:
+        w = _check_data(weights, "weights")
+        if w.shape != cell.shape:
+            raise ValueError(f"weights has shape {w.shape}, the data have {cell.shape[0]} "
+                             "rows")
+        w = w[ok]
+    spec = _spec(n_cells, weights is not None, kw)
+    rows = _run.Rows(cell[ok], ids, w, domain=np.arange(n_cells))
+    out: TableRelease = _run.release(
+        spec, rows, budget=cast("Charger | None", kw["budget"]), note=cast("str", kw["note"]),
+        rng=kw["rng"], use_case=cast("str | None", kw["use_case"]))
+    return out
 
 
 def _post(rel: TableRelease, shape: tuple[int, ...], edges: list[np.ndarray], density: bool,
@@ -278,6 +307,57 @@ def histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
     rel = _release(cell, ok, (len(edges) - 1,), w, ids, kw)
     h = _post(rel, (len(edges) - 1,), [edges], density, nonnegative, integer)
     return (h, edges, rel) if return_release else (h, edges)
+
+
+@dataclasses.dataclass(frozen=True)
+class HistogramPlan:
+    """The plan of one :func:`histogram` call, made from its public parameters and its
+    columns' types (:func:`plan_histogram`): the bin ``edges``, the release's ``spec``
+    (:class:`dpfast.tables.spec.ReleaseSpec`) and its ``plan``
+    (:func:`dpfast.tables.plan.plan`), whose :attr:`event` the histogram charges."""
+
+    edges: np.ndarray
+    spec: ReleaseSpec
+    plan: _run.Plan
+
+    @property
+    def event(self) -> DpEvent:
+        """The privacy event :func:`histogram` charges for these parameters."""
+        return self.plan.event
+
+
+def plan_histogram(a: npt.ArrayLike, bins: int | npt.ArrayLike = 10,
+                   range: tuple[float, float] | None = None,  # noqa: A002
+                   weights: npt.ArrayLike | None = None, *, epsilon: float | None = None,
+                   delta: float = 0.0, rho: float | None = None,
+                   weight_bounds: tuple[float, float] | None = None,
+                   privacy_ids: npt.ArrayLike | None = None, max_partitions: int = 1,
+                   max_per_partition: int = 1, noise: str | None = None,
+                   note: str = "", use_case: str | None = None) -> HistogramPlan:
+    """The plan of :func:`histogram` with these arguments, **without reading a row**: the
+    checks :func:`histogram` makes before its charge (ValueError / TypeError naming the
+    parameter, in its order), the edges and the event.
+
+    Only the dtypes of ``a`` and ``weights`` and whether ``privacy_ids`` is given are read
+    (pass empty columns of the right types: a session passes its table's schema), so the
+    event is a function of public information.  :func:`histogram` charges exactly
+    ``plan_histogram(...).event`` for the same arguments (both make the release's spec
+    with one function).
+    """
+    _plan.privacy(epsilon, delta, rho, noise, False)
+    arr = _check_data(a, "a").reshape(-1)[:0]  # the dtype only
+    edges = _edges_1d(arr, bins, range, "bins")
+    w = None if weights is None else _check_data(weights, "weights").reshape(-1)[:0]
+    kw = _kwargs(epsilon, delta, rho, weight_bounds, max_partitions, max_per_partition,
+                 noise, None, None, note, use_case)
+    n_cells = len(edges) - 1
+    spec = _spec(n_cells, w is not None, kw)
+    ids = None if privacy_ids is None else np.asarray(privacy_ids).reshape(-1)[:0]
+    rows = _run.Rows(np.zeros(0, np.int64), ids, w, domain=np.arange(n_cells))
+    check_charger(None, note)
+    p = _make_plan(spec, rows)
+    _usecase.check(use_case, spec.epsilon, spec.delta, spec.rho)
+    return HistogramPlan(edges, spec, p)
 
 
 def _dd_edges(sample: np.ndarray, bins: int | npt.ArrayLike,

@@ -38,6 +38,9 @@ NOT_RELEASES = {
     "dpfast.tables.aggregate_levels": "sums public leaf counts (no noise)",
     "dpfast.tables.bound_contributions": "returns the bounded rows to the data holder",
     "dpfast.tables.partition_threshold": "public arithmetic on public parameters",
+    "dpfast.tables.histogram.plan_histogram": "plans from public parameters and column "
+                                              "types (no row is read; nothing released)",
+    "dpfast.tables.histogram.HistogramPlan": "a plan: edges, spec, event (public)",
     "dpfast.dask.aggregate_reports": "sums local-DP reports that are already private",
     "dpfast.dask.key_from_env": "loads a generator key",
     "dpfast.dask.key_from_file": "loads a generator key",
