@@ -23,29 +23,26 @@ both build their release the same way (:func:`run`):
    was the charge), so the event released is the plan's by construction; a Dask source
    runs the :mod:`dpfast.dask` function of the statistic instead.
 
-Every statistic takes this path: a rank statistic (quantile, median, min, max) with the
-spec of its family (:func:`dpfast.tables.quantiles.rank_spec`: the grid in its options,
-as :func:`dpfast.tables.quantile` makes it), ``bounds="auto"`` with its two-phase plan
+Every statistic takes this path, its spec made by its registry class's ``make_spec``
+(a rank statistic's -- quantile, median, min, max -- with its grid in the options, as
+:func:`dpfast.tables.quantile` makes it), ``bounds="auto"`` with its two-phase plan
 (:mod:`dpfast.tables._autobounds`, chosen by the statistic's own plan).  Nothing is run
 on any row, real or synthetic, before the charge.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
-from dpfast.tables.quantiles import rank_spec
-from dpfast.tables.spec import ReleaseSpec, StatSpec
+from dpfast.tables.spec import ReleaseSpec
 from dpfast.tables.statistics import REGISTRY
-from dpfast.tables.statistics import ranks as _ranks
 
 from . import _cache, _expr, _query
 from ._cache import Released
@@ -101,34 +98,13 @@ def spec_of(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float 
     # the value column is named by ``rows`` (the row query reads it as the release's
     # values); the statistic's own column stays None, as in dpfast.tables' specs of one
     # statistic (a plan reads a source's values then)
-    if _rank(stat):  # the family's spec: its grid options, as dpfast.tables.quantile's
-        # (epsilon None, bounds not a pair: refused there, naming the parameter; the grid
-        # is dpfast.tables.quantile's default: a session offers no grid options)
-        spec = rank_spec(stat.name, q=dict(agg.params).get("q", 0.5),
-                         bounds=cast("tuple[float, float] | None", bounds),
-                         epsilon=cast(float, epsilon), delta=delta, max_partitions=max_partitions,
-                         max_per_partition=max_per_partition, n_candidates=256,
-                         candidates=None, domain=domain, selection="auto",
-                         bounding=bounding, has_ids=pid is not None, by=_by(q),
-                         privacy_unit=pid)
-        return dataclasses.replace(spec, rows=rows)
-    return ReleaseSpec.make(
-        [StatSpec(stat.name, None, agg.params)], by=_by(q), privacy_unit=pid,
+    # the registry class makes its spec (a rank statistic's: its grid in the options, as
+    # dpfast.tables.quantile's; rho/noise refused there, naming the parameter)
+    return REGISTRY[stat.name].make_spec(
+        column=None, params=dict(agg.params), by=_by(q), privacy_unit=pid,
         epsilon=epsilon, delta=delta, rho=rho, noise=noise, max_partitions=max_partitions,
         max_per_partition=max_per_partition, bounds=bounds, domain=domain,
         bounding=bounding, rows=rows)
-
-
-#: the rank statistics of the registry: a spec of theirs carries their family's options
-#: (the candidate grid; whether integer values are ranked as floats, decided on the
-#: caller's bounds), made by :func:`dpfast.tables.quantiles.rank_spec`
-_RANKS = (_ranks.Quantile, _ranks.Median, _ranks.Min, _ranks.Max)
-
-
-def _rank(stat: Stat) -> bool:
-    """Whether ``stat`` is a rank statistic (its spec: :func:`rank_spec`'s)."""
-    cls = REGISTRY.get(stat.name)
-    return cls is not None and issubclass(cls, _RANKS)
 
 
 def _reader(session: Session, q: Query, agg: Agg, value: bool

@@ -90,7 +90,7 @@ def _params(stat: _stats.Stat, given: dict[str, object]) -> tuple[tuple[str, obj
     out = []
     for name, default in stat.params.items():
         v = given.get(name, default)
-        if v is None or v is REQUIRED:
+        if v is REQUIRED:
             raise TypeError(f"{name}= is for (and needed by) the {stat.session_name} "
                             "statistic")
         if isinstance(v, (list, tuple, np.ndarray)):

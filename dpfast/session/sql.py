@@ -214,7 +214,7 @@ def _params(text: str, stat: _stats.Stat, args: list[exp.Expr], columns: int = 0
     names = list(stat.params)
     # trailing parameters with a default may be left out (they take it, as in a method call)
     required = max((i + 1 for i, n in enumerate(names)
-                    if stat.params[n] is None or stat.params[n] is REQUIRED), default=0)
+                    if stat.params[n] is REQUIRED), default=0)
     if not required <= len(args) <= len(names):
         raise SqlRefusedError("aggregate_argument", f"{text}: {stat.label} takes "
                               f"{len(names) + columns} argument(s)")
