@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -447,9 +447,9 @@ class Session:
                                            delta=delta, privacy_ids=ids, rng=None,
                                            budget=None, return_release=True, **options)
         own = inspect.signature(plan_histogram).parameters
+        given: dict[str, Any] = {k: v for k, v in options.items() if k in own}
         event = plan_histogram(schema[column], bins, range, epsilon=epsilon, delta=delta,
-                               privacy_ids=ids,
-                               **{k: v for k, v in options.items() if k in own}).event
+                               privacy_ids=ids, **given).event
 
         def compute() -> tuple[np.ndarray, np.ndarray, TableRelease]:
             rows = src.select(cols, where_sql)

@@ -142,8 +142,8 @@ def _spec(n_cells: int, weighted: bool, kw: dict[str, object]) -> ReleaseSpec:
         raise ValueError("weights need weight_bounds=(lo, hi): the sensitivity of a weighted "
                          "histogram is max(|lo|, |hi|)")
     stat = _statistic("sum" if weighted else "count")
-    common = {n: kw[n] for n in ("epsilon", "delta", "rho", "noise", "max_partitions",
-                                 "max_per_partition")}
+    common: dict[str, Any] = {n: kw[n] for n in ("epsilon", "delta", "rho", "noise",
+                                                 "max_partitions", "max_per_partition")}
     return stat.make_spec(params={}, bounds=wb if weighted else None,
                           domain=np.arange(n_cells), **common)
 
