@@ -11,7 +11,7 @@ so a 1% error is ``>= 4.5`` standard errors away and is caught; the bands leave
 one release get independent noise (cell-addressed), questions of binary randomized
 response are answered independently, and the item estimates of one local-DP run are
 only weakly dependent through the shared number of reports (``1 / k`` correlation).
-``bench/coverage.py`` measures the same kinds at larger repetitions
+``bench/interval_coverage.py`` measures the same kinds at larger repetitions
 (docs/benchmarks.md, "Interval coverage").
 """
 
