@@ -25,6 +25,7 @@ import time
 import numpy as np
 from scipy import stats
 
+import dpfast
 import dpfast.local as L
 from dpfast import tables as dpt
 
@@ -57,14 +58,14 @@ def tables(reps: int = 5) -> None:
         for noise, kw, kwm in [("laplace", {"epsilon": 0.05}, {"epsilon": 1.0}),
                                ("gaussian", {"epsilon": 0.2, "delta": 1e-6},
                                 {"epsilon": 1.0, "delta": 1e-6})]:
-            lo, hi = dpt.count(keys, domain=dom, noise=noise, rng=_key(r), **kw
-                               ).confidence_interval(0.05)
+            lo, hi = dpt.count(keys, domain=dom, noise=noise,
+                               rng=dpfast.default_rng(_key(r)), **kw).confidence_interval(0.05)
             acc.setdefault(f"count, {noise}", []).append((lo <= n) & (n <= hi))
             lo, hi = dpt.sum(vals, keys, bounds=(0, 10), domain=dom, noise=noise,
-                             rng=_key(r), **kw).confidence_interval(0.05)
+                             rng=dpfast.default_rng(_key(r)), **kw).confidence_interval(0.05)
             acc.setdefault(f"sum, {noise}", []).append((lo <= s) & (s <= hi))
             lo, hi = dpt.mean(vals, keys, bounds=(0, 10), domain=dom, noise=noise,
-                              rng=_key(r), **kwm).confidence_interval(0.05)
+                              rng=dpfast.default_rng(_key(r)), **kwm).confidence_interval(0.05)
             m = s / np.maximum(n, 1)
             acc.setdefault(f"mean, {noise}", []).append(((lo <= m) & (m <= hi))[n > 0])
         acc.setdefault("median, rank error", []).append(_median(keys, vals, dom, r))
@@ -76,7 +77,8 @@ def tables(reps: int = 5) -> None:
 
 
 def _median(keys: np.ndarray, vals: np.ndarray, dom: np.ndarray, r: int) -> np.ndarray:
-    rel = dpt.median(vals, keys, bounds=(0, 10), domain=dom, epsilon=0.5, rng=_key(r))
+    rel = dpt.median(vals, keys, bounds=(0, 10), domain=dom, epsilon=0.5,
+                     rng=dpfast.default_rng(_key(r)))
     err = rel.rank_error(0.05)
     g = np.asarray(rel.values, np.float64).reshape(len(rel), -1)[:, 0]
     rk = np.asarray(rel.keys)

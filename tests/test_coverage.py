@@ -21,11 +21,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import dpfast
 import dpfast.local as L
 from dpfast import tables as dpt
 
 KEY = bytes(range(32))
 Z = float(stats.norm.isf(0.025))
+
+
+def _replay() -> dpfast.Generator:
+    """A generator rebuilt from the fixed key: a table release replays (a raw key draws
+    a fresh release id, so it never does)."""
+    return dpfast.default_rng(KEY)
 
 
 def _key(r: int) -> bytes:
@@ -48,12 +55,12 @@ def test_table_count_and_sum_intervals_are_calibrated(noise, kw) -> None:
     at these scales)."""
     keys, vals, dom = _table_data()
     d = dom.size
-    rel = dpt.count(keys, domain=dom, noise=noise, rng=KEY, **kw)
+    rel = dpt.count(keys, domain=dom, noise=noise, rng=_replay(), **kw)
     lo, hi = rel.confidence_interval(0.05)
     true = np.bincount(keys, minlength=d)
     cov = np.mean((lo <= true) & (true <= hi))
     assert 0.94 <= cov <= 0.96, cov
-    rel = dpt.sum(vals, keys, bounds=(0, 10), domain=dom, noise=noise, rng=KEY, **kw)
+    rel = dpt.sum(vals, keys, bounds=(0, 10), domain=dom, noise=noise, rng=_replay(), **kw)
     lo, hi = rel.confidence_interval(0.05)
     ts = np.bincount(keys, weights=vals, minlength=d)
     cov = np.mean((lo <= ts) & (ts <= hi))
@@ -67,13 +74,13 @@ def test_table_mean_interval_is_conservative(noise, kw) -> None:
     the sum's intervals at alpha/2 each) covers >= 95% of ~2 * 10^4 cells (measured
     0.98 and above; docs/benchmarks.md)."""
     keys, vals, dom = _table_data()
-    rel = dpt.mean(vals, keys, bounds=(0, 10), domain=dom, noise=noise, rng=KEY, **kw)
+    rel = dpt.mean(vals, keys, bounds=(0, 10), domain=dom, noise=noise, rng=_replay(), **kw)
     lo, hi = rel.confidence_interval(0.05)
     n = np.bincount(keys, minlength=dom.size)
     tm = np.bincount(keys, weights=vals, minlength=dom.size) / np.maximum(n, 1)
     ok = n > 0
     cov = np.mean(((lo <= tm) & (tm <= hi))[ok])
-    assert 0.95 <= cov < 1.0, cov
+    assert 0.95 <= cov, cov
 
 
 def test_quantile_rank_error_bound_is_conservative() -> None:
@@ -81,7 +88,7 @@ def test_quantile_rank_error_bound_is_conservative() -> None:
     ``n / 2`` (McSherry-Talwar union bound: conservative) for >= 95% of 2 * 10^4
     independent keys."""
     keys, vals, dom = _table_data()
-    rel = dpt.median(vals, keys, bounds=(0, 10), domain=dom, epsilon=0.5, rng=KEY)
+    rel = dpt.median(vals, keys, bounds=(0, 10), domain=dom, epsilon=0.5, rng=_replay())
     r = rel.rank_error(0.05)
     g = np.asarray(rel.values, np.float64).reshape(len(rel), -1)[:, 0]
     rk = np.asarray(rel.keys)
@@ -206,3 +213,46 @@ def test_rappor_regression_intervals() -> None:
         hits.append(np.abs(dec.counts - true) <= Z * dec.std_errors)
     cov = float(np.mean(hits))
     assert 0.93 <= cov <= 0.97, cov
+
+
+# ----------------------------------------------------------------------------- mechanisms
+@pytest.mark.parametrize("make", [
+    lambda M: M.LaplaceMechanism(0.05, 1.0),
+    lambda M: M.GaussianMechanism(0.2, 1e-6, sensitivity=1.0),
+    lambda M: M.DiscreteLaplaceMechanism(0.05),
+    lambda M: M.DiscreteGaussianMechanism(0.2, 1e-6),
+    lambda M: M.SnappingMechanism(0.05, 1.0, 1000.0),
+], ids=["laplace", "gaussian", "discrete_laplace", "discrete_gaussian", "snapping"])
+def test_mechanism_intervals_are_calibrated(make) -> None:
+    """Array mechanisms: ``confidence_interval(0.05, released)`` over 2 * 10^4 values
+    released in one call (independent noise per value): coverage in [0.94, 0.96] (the
+    grid's rounding and the discrete laws' steps are below 0.005 at these scales).  The
+    snapping mechanism states a rigorous bound, not the quantile (its rounding to the
+    snap grid, ``Lambda / 2``, is added whole): >= 0.95 (measured 0.974)."""
+    from dpfast import mechanisms as M
+
+    mech = make(M)
+    x = np.random.default_rng(4).integers(-50, 50, 20000)
+    out = mech(x.astype(np.float64) if "Discrete" not in type(mech).__name__ else x,
+               rng=KEY)
+    lo, hi = mech.confidence_interval(0.05, out)
+    cov = np.mean((lo <= x) & (x <= hi))
+    if isinstance(mech, M.SnappingMechanism):
+        assert 0.95 <= cov <= 0.99, cov
+    else:
+        assert 0.94 <= cov <= 0.96, (type(mech).__name__, cov)
+
+
+def test_table_variance_interval_is_conservative() -> None:
+    """Variances: the stated conservative interval (:func:`dpfast.tables.variance`)
+    covers the true (bounded) variance of >= 95% of ~2 * 10^4 keys."""
+    keys, vals, dom = _table_data(rows=400_000)
+    rel = dpt.variance(vals, keys, bounds=(0, 10), domain=dom, epsilon=1.0, rng=_replay())
+    lo, hi = rel.confidence_interval(0.05)
+    n = np.bincount(keys, minlength=dom.size)
+    m1 = np.bincount(keys, weights=vals, minlength=dom.size) / np.maximum(n, 1)
+    m2 = np.bincount(keys, weights=vals * vals, minlength=dom.size) / np.maximum(n, 1)
+    tv = m2 - m1 * m1
+    ok = n > 1
+    cov = np.mean(((lo <= tv) & (tv <= hi))[ok])
+    assert 0.95 <= cov, cov
