@@ -53,49 +53,67 @@ import numpy as np
 _TEST_LEVEL = 0.99  # the rows' excess spread counts when significant at this level
 
 
-def sketch_mse(vals: np.ndarray, cols: np.ndarray, fp: np.ndarray, counts: np.ndarray,
-               n: int, m: int, noise: float, hadamard: bool) -> tuple[np.ndarray, np.ndarray]:
+_BLOCK = 1 << 15  # candidates per block: bounds the (block, k) temporaries
+
+
+def row_values(matrix: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Mean over the rows of ``M[j, h_j(d)]`` per candidate (in blocks)."""
+    k = matrix.shape[0]
+    out = np.empty(cols.shape[0])
+    for a in range(0, cols.shape[0], _BLOCK):
+        out[a:a + _BLOCK] = matrix[np.arange(k)[None, :], cols[a:a + _BLOCK]].mean(axis=1)
+    return out
+
+
+def sketch_mse(matrix: np.ndarray, cols: np.ndarray, fp: np.ndarray, counts: np.ndarray,
+               n: int, noise: float, hadamard: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(noise_part, collision_part)`` of the fixed-hash mean squared errors.
 
-    ``vals (d, k)``: the row values ``M[j, h_j(d)]``; ``cols (d, k)``: the cells;
-    ``fp (d,)``: the candidates' fingerprints (duplicates count once); ``counts``: the
-    estimates; ``noise``: CMS ``(c^2 - 1) / 4``, HCMS ``c^2``.  The noise part grows as
-    ``n``, the collision part as ``n^2`` at fixed item fractions.
+    ``matrix (k, m)``: the sketch matrix; ``cols (d, k)``: the candidates' cells;
+    ``fp (d,)``: their fingerprints (duplicates count once); ``counts``: the estimates;
+    ``noise``: CMS ``(c^2 - 1) / 4``, HCMS ``c^2``.  The noise part grows as ``n``, the
+    collision part as ``n^2`` at fixed item fractions.
     """
-    d, k = vals.shape
+    k, m = matrix.shape
+    d = cols.shape[0]
     a2 = (m / (m - 1)) ** 2
     ch = np.clip(counts, 0, n)
     _, first, inv = np.unique(fp, return_index=True, return_inverse=True)
     cu = ch[first]
-    ucols = cols[first]
-    rows = np.arange(k)
     col_mass = np.zeros((k, m))
     for j in range(k):
-        col_mass[j] = np.bincount(ucols[:, j], weights=cu, minlength=m)
+        col_mass[j] = np.bincount(cols[first, j], weights=cu, minlength=m)
     own = cu[inv.reshape(-1)]
-    coll = col_mass[rows[None, :], cols] - own[:, None]  # (d, k) candidate mass in the cell
-    coll = np.maximum(coll, 0.0)
-    cbar = coll.mean(axis=1)
     total_d = float(cu.sum())
     rest = max(0.0, n - total_d)
-    bias = (m / (m - 1)) * (cbar - (total_d - own) / m)
     rest_var = a2 * rest * (1 - 1 / m) / (k * m)
-    s_other = (n - ch) / m
-    with np.errstate(over="ignore", invalid="ignore"):
-        if hadamard:
-            var = a2 * (n * noise - ch)
-            q = a2 * (n * noise - s_other / max(k - 1, 1))
-        else:
-            var = a2 * (n * noise + cbar + rest / m)
-            q = a2 * (n * noise + ch + s_other * (k - 2) / max(k - 1, 1))
-        extra = np.zeros(d)
-        if k > 1:
-            w = a2 * np.var(vals - coll, axis=1, ddof=1) / k
-            from scipy import stats
+    cut = 0.0
+    if k > 1:
+        from scipy import stats
 
-            cut = float(stats.chi2.ppf(_TEST_LEVEL, k - 1)) / (k - 1)
-            excess = np.nan_to_num(w - q - rest_var, nan=0.0, posinf=0.0)
-            extra = np.where(w > cut * (q + rest_var), np.maximum(excess, 0.0), 0.0)
-        collision = bias * bias + rest_var + extra
-        var = np.where(np.isfinite(var), np.maximum(var, 0.0), np.inf)
+        cut = float(stats.chi2.ppf(_TEST_LEVEL, k - 1)) / (k - 1)
+    var = np.empty(d)
+    collision = np.empty(d)
+    rows = np.arange(k)[None, :]
+    for a in range(0, d, _BLOCK):
+        b = slice(a, a + _BLOCK)
+        c = cols[b]
+        coll = np.maximum(col_mass[rows, c] - own[b, None], 0.0)  # candidate mass in cell
+        cbar = coll.mean(axis=1)
+        bias = (m / (m - 1)) * (cbar - (total_d - own[b]) / m)
+        s_other = (n - ch[b]) / m
+        with np.errstate(over="ignore", invalid="ignore"):
+            if hadamard:
+                v = a2 * (n * noise - ch[b])
+                q = a2 * (n * noise - s_other / max(k - 1, 1))
+            else:
+                v = a2 * (n * noise + cbar + rest / m)
+                q = a2 * (n * noise + ch[b] + s_other * (k - 2) / max(k - 1, 1))
+            extra = 0.0
+            if k > 1:
+                w = a2 * np.var(matrix[rows, c] - coll, axis=1, ddof=1) / k
+                excess = np.nan_to_num(w - q - rest_var, nan=0.0, posinf=0.0)
+                extra = np.where(w > cut * (q + rest_var), np.maximum(excess, 0.0), 0.0)
+            collision[b] = bias * bias + rest_var + extra
+            var[b] = np.where(np.isfinite(v), np.maximum(v, 0.0), np.inf)
     return var, collision

@@ -14,7 +14,7 @@ from dpfast._core.rounding import float_up
 from dpfast._kernels import local as _lk
 from dpfast._kernels import local_aggregate as _lka
 from dpfast.accounting import events
-from dpfast.local._collisions import sketch_mse
+from dpfast.local._collisions import row_values, sketch_mse
 from dpfast.local._lanes import (
     _chunk_for,
     _flip_threshold,
@@ -119,9 +119,6 @@ class _SketchBase:
                              "(e^eps + 1) / (e^eps - 1) exceeds the float64 range")
         return c
 
-    def _frequency(self, matrix: np.ndarray, n: int, candidates: Any) -> np.ndarray:
-        return self._parts(matrix, n, candidates)[0]
-
     def _parts(self, matrix: np.ndarray, n: int, candidates: Any
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Estimates and the two parts of their fixed-hash mean squared errors (noise,
@@ -130,9 +127,8 @@ class _SketchBase:
         fp = fingerprint(candidates)
         cols = np.empty((fp.size, k), np.int64)
         _lk.hash_buckets(self._tables, np.zeros(fp.size, np.int64), fp, m, cols)
-        rows = matrix[np.arange(k)[None, :], cols]
-        counts = m / (m - 1) * (rows.mean(axis=1) - n / m)
-        noise, coll = sketch_mse(rows, cols, fp, counts, n, m, self._noise_scale(),
+        counts = m / (m - 1) * (row_values(matrix, cols) - n / m)
+        noise, coll = sketch_mse(matrix, cols, fp, counts, n, self._noise_scale(),
                                  self._hadamard)
         return counts, noise, coll
 
