@@ -6,7 +6,8 @@ set of outputs ``S``: ``P[M(v) in S] <= e^epsilon P[M(v') in S]``.  Each client 
 here states its per-report epsilon (**Privacy** sections) and exposes it as a privacy
 event (:mod:`dpfast.accounting.events`) for the accountants.  The servers' estimators are
 unbiased and come with their variances (exact formulas, and plug-in estimates on the
-returned :class:`FrequencyEstimate`).
+returned :class:`FrequencyEstimate`; for the count-mean sketches an estimate of the mean
+squared error for the server's fixed hash functions, :mod:`dpfast.local._collisions`).
 
 Exactness
 ---------

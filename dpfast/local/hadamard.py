@@ -57,6 +57,7 @@ class HadamardCountMeanSketch(_SketchBase):
     def __init__(self, epsilon: float, num_hashes: int = 64, sketch_size: int = 1024, *,
                  hash_seed: Any = None) -> None:
         super().__init__(epsilon, num_hashes, sketch_size, hash_seed)
+        self._hadamard = True
         m = self.sketch_size
         if m & (m - 1):
             raise ValueError(f"sketch_size must be a power of two, got {m}")
@@ -124,10 +125,12 @@ class HadamardCountMeanSketch(_SketchBase):
         return _fwht(mat)
 
     def estimate(self, data: HcmsReports | Sketch, candidates: Any) -> FrequencyEstimate:
-        """Unbiased count estimates of ``candidates`` (plug-in variances as for CMS)."""
-        sk = self._sketch_of(data, True)
-        counts = self._frequency(self.matrix(sk), sk.n, candidates)
-        return FrequencyEstimate(counts, self._plugin(counts, sk.n), sk.n)
+        """Unbiased count estimates of ``candidates``, with the fixed-hash mean squared
+        errors as ``variance`` (as for :meth:`CountMeanSketch.estimate`)."""
+        return self._estimate(self._sketch_of(data, True), candidates)
+
+    def _noise_scale(self) -> float:
+        return self.c * self.c  # inf (not OverflowError) past the float range
 
     def variance(self, n: float, count: float = 0.0, sum_sq_others: float | None = None
                  ) -> float:

@@ -10,8 +10,9 @@ How the reports needed are computed: at fixed item fractions every protocol's co
 variance is ``A s + B s^2`` when the number of reports is scaled by ``s`` (``B = 0`` for
 randomized response, OUE and OLH; ``B > 0`` for the count-mean sketches, whose hash
 collisions add an error of the *frequency* that more reports do not remove).  ``A`` and
-``B`` come from the protocol's own variance formula evaluated at ``n`` and ``2 n`` with
-the plug-in counts; the frequency's standard error at ``n'`` reports is
+``B`` come from the protocol's own variance formula with the plug-in counts (for the
+sketches: the noise and the collision parts of the fixed-hash mean squared error,
+:mod:`dpfast.local._collisions`); the frequency's standard error at ``n'`` reports is
 ``sqrt(A / (n n') + B / n^2)``, and the reports needed for a target ``t`` are
 ``ceil(A / (n t^2 - B / n))`` (``inf`` when ``t`` is below the collision floor).  RAPPOR's
 regression standard errors are scaled as ``1 / sqrt(n)``.
@@ -135,12 +136,11 @@ def estimates(agg: Any, candidates: Sequence[Any] | None = None, *, alpha: float
         if name == "rappor":
             counts, se, model = _rappor(proto, st, n, items, a)
         else:
-            sk = Sketch(st["counts"], st["totals"], n)
-            fe = proto.estimate(sk, items)
-            counts, se = fe.counts, fe.std_error
-            v2 = proto._plugin(2 * counts, 2 * n) if n else fe.variance
-            b = (v2 - 2 * fe.variance) / 2
-            model = (fe.variance - b, b)
+            sk = proto._sketch_of(Sketch(st["counts"], st["totals"], n), name == "hcms")
+            counts, noise, coll = proto._parts(proto.matrix(sk), n, items)
+            with np.errstate(over="ignore"):
+                se = np.sqrt(noise + coll)
+            model = (noise, coll)
     else:
         counted = agg._items if agg._items is not None else np.arange(proto.k)
         fe = proto._rates.estimate(st["counts"], n)
