@@ -199,12 +199,12 @@ def test_the_probe_reads_no_row(tmp_path) -> None:
 def test_a_dask_release_failing_after_the_charge_is_fixed(tmp_path, monkeypatch) -> None:
     """Channel 1 on a Dask-backed source: the cluster's error text is dropped too."""
     dd = pytest.importorskip("dask.dataframe")
-    from dpfast import dask as _dask
+    from dpfast.dask import backend as _backend
 
-    def count(*a, **kw):
+    def partials(*a, **kw):  # the cluster computing the partials fails, naming a value
         raise ValueError(f"partition 3: value {SECRET}")
 
-    monkeypatch.setattr(_dask, "count", count)
+    monkeypatch.setattr(_backend.DaskBackend, "partials", partials)
     s = dpfast.Session(dd.from_pandas(_frame().drop(columns="name"), npartitions=2),
                        privacy_unit="pid", domains={"k": [0, 1, 2]}, epsilon=10.0,
                        ledger=os.path.join(tmp_path, "l.db"), rng=dpfast.default_rng(KEY))

@@ -21,7 +21,8 @@ both build their release the same way (:func:`run`):
    query (or answers from the cache), then reads the rows and runs
    :func:`dpfast.tables.run.release` with that plan (no second charge: the ledger query
    was the charge), so the event released is the plan's by construction; a Dask source
-   runs the :mod:`dpfast.dask` function of the statistic instead.
+   runs the same spec and plan over the frame with the Dask backend
+   (:class:`dpfast.dask.backend.DaskBackend`).
 
 Every statistic takes this path, its spec made by its registry class's ``make_spec``
 (a rank statistic's -- quantile, median, min, max -- with its grid in the options, as
@@ -32,7 +33,6 @@ on any row, real or synthetic, before the charge.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -172,15 +172,6 @@ def schema_rows(types: dict[str, np.ndarray], n_keys: int, domain: Domain) -> _r
     return _run.Rows(keys, ids, values, domain=domain)
 
 
-def _accepted(fn: Callable[..., object], kwargs: dict[str, object]) -> dict[str, object]:
-    """``kwargs`` less those ``fn`` does not take (``max_per_partition`` of a statistic
-    of people per key, ``bounds`` of one without bounds)."""
-    params = inspect.signature(fn).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return kwargs
-    return {k: v for k, v in kwargs.items() if k in params}
-
-
 def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | None,
         delta: float, rho: float | None, noise: str | None, bounds: Bounds, domain: Domain,
         max_partitions: int, max_per_partition: int, bounding: str, what: str,
@@ -203,32 +194,27 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
                    max_per_partition=max_per_partition, bounding=bounding)
     read = _reader(session, q, agg, stat.value)
     n_keys = max(1, len(q.keys))
-    # the event from the plan, over the schema: no row is read, nothing is run
-    plan = _plan.plan(spec, schema_rows(read(0), n_keys, domain))
-    event: DpEvent = plan.event
-
     compute: Callable[[], Released]
-    if src.kind == "dask":
-        from dpfast import dask as _dask
+    if src.kind == "dask":  # the same spec and plan over the frame, the Dask backend
+        from dpfast.dask.backend import DaskBackend, Frame
 
-        fn = getattr(_dask, stat.name)
-        key = q.keys[0].name if len(q.keys) == 1 else [k.name for k in q.keys]
-        args = (src.frame, key) + ((agg.column.name,) if stat.value and agg.column else ())
-        kwargs = dict(epsilon=epsilon, delta=delta, domain=domain,
-                      max_partitions=max_partitions, max_per_partition=max_per_partition,
-                      note=what, bounding=bounding, **dict(agg.params))
-        if stat.gaussian:
-            kwargs.update(rho=rho, noise=noise)
-        if bounds is not None:
-            kwargs["bounds"] = bounds
-        kw = _accepted(fn, dict(kwargs, privacy_id=pid, budget=None, rng=session.rng))
+        assert src.frame is not None  # a Dask source is its frame
+        frame = Frame.make(src.frame, [k.name for k in q.keys], pid,
+                           (agg.column.name,) if stat.value and agg.column else (), domain)
+        # the event from the plan, over the frame's schema (its dtypes: nothing computed)
+        plan = _plan.plan(spec, frame)
 
         def compute() -> Released:
-            return fn(*args, **kw)
+            return _run.release(spec, frame, backend=DaskBackend(None), plan=plan,
+                                budget=None, note=what, rng=session.rng)
     else:
+        # the event from the plan, over the schema: no row is read, nothing is run
+        plan = _plan.plan(spec, schema_rows(read(0), n_keys, domain))
+
         def compute() -> Released:
             keys, ids, values = _data(read(None), n_keys)
             return _run.release(spec, _run.Rows(keys, ids, values, domain=domain),
                                 plan=plan, budget=None, note=what, rng=session.rng)
+    event: DpEvent = plan.event
     return _cache.cached(session, spec, what, event, compute, _cache.table_payload,
                          lambda r: r, need=need)
