@@ -131,7 +131,7 @@ def _helpers() -> concurrent.futures.ThreadPoolExecutor:
 def ranges(n: int, threads: int) -> list[tuple[int, int]]:
     """The guided ranges ``[a, b)`` of a launch of ``n`` chunks on ``threads`` threads
     (see :data:`GUIDED`): contiguous, in order, covering ``[0, n)``."""
-    out = []
+    out: list[tuple[int, int]] = []
     a = 0
     while a < n:
         b = a + max(1, -(-(n - a) // (GUIDED * threads)))
@@ -179,8 +179,13 @@ class _Chunked:
             except BaseException as exc:  # re-raised in the calling thread
                 failed.append(exc)
 
-        pool = _helpers()
-        helpers = [pool.submit(work) for _ in range(nt - 1)]
+        helpers: list[concurrent.futures.Future[None]] = []
+        try:
+            pool = _helpers()
+            for _ in range(nt - 1):
+                helpers.append(pool.submit(work))
+        except RuntimeError:  # interpreter shutdown: no new threads, the caller does it all
+            pass
         work()
         for h in helpers:
             # a helper still queued (the pool busy with another launch) has nothing left
