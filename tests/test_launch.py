@@ -61,14 +61,14 @@ def test_a_busy_pool_does_not_hold_up_a_launch(monkeypatch) -> None:
     monkeypatch.setattr(_launch, "thread_count", lambda: 2)
     pool = _launch._helpers()
     release = threading.Event()
-    blockers = [pool.submit(release.wait) for _ in range(pool._max_workers)]
+    blockers = [pool.submit(release.wait) for _ in range(pool._size)]
     try:
         x = np.zeros(3 * dpfast.noise._drive.CHUNK, np.int64)
         got = dpfast.discrete_gaussian(x, 2.0, rng=KEY)  # would hang if it waited
     finally:
         release.set()
         for b in blockers:
-            b.result()
+            b.done.wait()
     monkeypatch.setattr(_launch, "thread_count", lambda: 1)
     assert np.array_equal(got, dpfast.discrete_gaussian(x, 2.0, rng=KEY))
 
