@@ -12,8 +12,12 @@ the grid ``laplace`` / ``gaussian``, the three ways of writing the output vs num
   cell that a fused in-place sampler cannot avoid; the *store*);
 * ``page faults``: filling a freshly allocated array minus filling a reused one (what a
   new output costs before a single sample: the first touch of every page);
+* ``x range pass``: the one read of x that a separate integer ``out`` costs before its
+  single writing pass (``dpfast.noise.integers._int_range``: the check that every cell lies
+  256 scales inside the dtype, so an overflow cannot leave ``out`` half written);
 * the sampler in place (``out=x``), into a separate warm ``out``, and allocating (numpy's
-  convention: a new output array);
+  convention: a new output array); x holds written values (a never-written ``np.zeros``
+  reads the kernel's shared zero page, which costs no memory traffic at all);
 * numpy's ``Generator.laplace`` (allocating; the issue's baseline).
 
 ``proposal + acceptance`` is the in-place time minus keystream and memory pass: the
@@ -38,7 +42,7 @@ import _timing as _t  # noqa: E402
 import dpfast  # noqa: E402
 from dpfast import _native  # noqa: E402
 from dpfast._kernels import chacha as _ck  # noqa: E402
-from dpfast.noise import _chunks, _drive  # noqa: E402
+from dpfast.noise import _chunks, _drive, integers  # noqa: E402
 
 KEY = bytes(range(32))
 
@@ -80,12 +84,12 @@ def keystream_fn(nwords: int):
 
 
 def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
-    x = np.zeros(n, np.int64)
-    y = np.zeros(n, np.int64)
-    out = np.zeros(n, np.int64)
+    x = (np.arange(n) % 64).astype(np.int64)  # written pages, as real data
+    y = x.copy()
+    out = np.ones(n, np.int64)
     npr = np.random.default_rng(1)
     gen = dpfast.default_rng(KEY)
-    words = words_used(fn, np.zeros(n, np.int64), param)
+    words = words_used(fn, x.copy(), param)
     fns = [
         lambda: npr.laplace(0.0, param, n),                 # 0 numpy (allocating)
         keystream_fn(words),                                # 1 keystream alone
@@ -95,6 +99,7 @@ def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
         lambda: fn(y, param, rng=gen, out=y),               # 5 in place
         lambda: fn(x, param, rng=gen, out=out),             # 6 separate warm out
         lambda: fn(x, param, rng=gen),                      # 7 allocating
+        lambda: integers._int_range(x),                     # 8 x range pass (separate out)
     ]
     for f in fns:
         f()
@@ -107,9 +112,11 @@ def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
         ("keystream (refills, same words)", ms[1], f"in place / keystream {p.describe(5, 1)}"),
         ("memory pass x += 1 (store)", ms[2], ""),
         ("proposal + acceptance (rest)", arith, ""),
-        ("page faults of a new output", faults, ""),
+        ("page faults of a new output", faults, "(allocating only)"),
+        ("x range pass", ms[8], "(separate out only)"),
         ("sampler in place (out=x)", ms[5], p.describe(0, 5) + " numpy"),
-        ("sampler into a separate out", ms[6], p.describe(0, 6) + " numpy"),
+        ("sampler into a separate out", ms[6], p.describe(0, 6) + " numpy; in place / separate "
+         + p.describe(5, 6)),
         ("sampler allocating", ms[7], p.describe(0, 7) + " numpy"),
         ("numpy Generator.laplace", ms[0], ""),
     ]
@@ -119,9 +126,9 @@ def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
 
 def profile_grid(name: str, fn, param: float, n: int, rounds: int) -> None:
     """The grid samplers (float64): in place, separate warm out, allocating, vs numpy."""
-    x = np.zeros(n)
-    y = np.zeros(n)
-    out = np.zeros(n)
+    x = (np.arange(n) % 64).astype(np.float64)
+    y = x.copy()
+    out = np.ones(n)
     npr = np.random.default_rng(1)
     gen = dpfast.default_rng(KEY)
     fns = [lambda: npr.laplace(0.0, param, n),

@@ -188,3 +188,36 @@ def test_save_baseline_keeps_the_other_levels(tmp_path) -> None:
     if simd_level(host_info()) != "portable":
         assert data["baselines"]["portable"] == other
     assert set(data["baselines"][simd_level(host_info())]["entries"]) == {"random_raw"}
+
+
+def test_every_sampler_with_out_is_gated_separate_vs_in_place() -> None:
+    """Issue 40: a separate ``out=`` must cost what ``out=x`` costs on every public sampler
+    with ``out=``; the gate holds one ``*_out_vs_in_place`` entry (ratio = in-place time /
+    separate-out time, measured in one run) per sampler and dtype kind, each with a floor
+    of at least 0.85 in every committed section.  Fails on the old code (four entries,
+    floor 0.7: the grid Gaussian, float32 and addressed samplers were not gated)."""
+    import inspect
+    import pathlib
+
+    import dpfast
+    from dpfast.noise import addressed
+
+    names = {e.name for e in ENTRIES}
+    funcs = {"discrete_laplace": dpfast.discrete_laplace,
+             "discrete_gaussian": dpfast.discrete_gaussian,
+             "laplace": dpfast.laplace, "gaussian": dpfast.gaussian,
+             "addressed.laplace": addressed.laplace, "addressed.gaussian": addressed.gaussian}
+    for fname, fn in funcs.items():
+        assert "out" in inspect.signature(fn).parameters
+        what = [e.what for e in ENTRIES if e.name.endswith("_out_vs_in_place")
+                and e.what.startswith(fname + " ")]
+        kinds = {"int64", "int32"} if fname.startswith("discrete") else (
+            {"float64"} if fname.startswith("addressed") else {"float64", "float32"})
+        for kind in kinds:
+            assert any(f", {kind}," in w for w in what), (fname, kind)
+    gated = {n for n in names if n.endswith("_out_vs_in_place")}
+    data = load_json(str(pathlib.Path(__file__).parents[1] / "bench" / "baseline.json"))
+    for section in data["baselines"].values():
+        for n in gated:
+            b = section["entries"][n]
+            assert b["ratio"] * (1 - b["tolerance"]) >= 0.85 - 1e-9, n

@@ -23,6 +23,7 @@ import json, threading
 import numpy as np
 import dpfast as dp
 from dpfast._kernels import _launch
+from dpfast.noise import addressed
 
 x = np.zeros(300_000, dtype=np.int64)   # several chunks: a parallel region per call
 f = np.zeros(300_000)
@@ -32,8 +33,10 @@ def run(i):
     a = dp.discrete_laplace(x, 3.0, rng=g)
     b = dp.discrete_gaussian(x, 2.5, rng=g)
     c = dp.laplace(f, 1.5, rng=g)
+    # a parallel=True kernel (the samplers' launches are chunked, no parallel region)
+    d = addressed.laplace(f, 1.5, rng=g, stream=i)
     return [int(a.sum()), int(np.abs(a).sum()), int(b.sum()), int((b * b).sum()),
-            float(c.sum()), float(np.abs(c).sum())]
+            float(c.sum()), float(np.abs(c).sum()), float(d.sum())]
 
 want = [run(i) for i in range(8)]       # one thread
 got = [None] * 8

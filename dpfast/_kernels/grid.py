@@ -7,7 +7,7 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import chunked, guarded
 from dpfast._kernels.chacha import next_u64
 
 GRID_BLOCK = 4096  # cells per parallel work item of grid_add
@@ -58,54 +58,71 @@ def grid_add(x, z, g, sat, out, nbig):
         nbig[b] = cnt
 
 
-MAXABS_BLOCK = 1 << 16  # cells per parallel work item of max_abs_bits
+MAXABS_BLOCK = 1 << 16  # cells per work item of max_abs_bits and int64_range
 
 
-@guarded
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def max_abs_bits(bits, part):
-    """The largest ``bits[i] & (2^63 - 1)``: for the IEEE bit patterns of a float64 array
-    (``x.view(np.uint64)``) the pattern of max |x| (non-negative doubles order as their
-    patterns; a NaN or an inf gives a pattern >= that of inf).  Integer max vectorizes;
-    ``part`` (uint64, >= ceil(n / MAXABS_BLOCK) entries) is scratch."""
+def _blocks(args):
+    """The blocks of ``MAXABS_BLOCK`` cells of a reduction's input (its first argument)."""
+    return -(-args[0].shape[0] // MAXABS_BLOCK)
+
+
+def _block_range(args, a, b):
+    return (a, b, *args)
+
+
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def _max_abs_blocks(a, b, bits, part):
+    """``part[k]`` = the largest ``bits[i] & (2^63 - 1)`` of block ``k``, blocks ``[a, b)``."""
     n = bits.shape[0]
-    nblk = (n + MAXABS_BLOCK - 1) // MAXABS_BLOCK
     mask = np.uint64(0x7FFFFFFFFFFFFFFF)
-    for b in nb.prange(nblk):
+    for k in range(a, b):
         m = np.uint64(0)
-        blk = bits[b * MAXABS_BLOCK:min(n, (b + 1) * MAXABS_BLOCK)]  # indices from 0 up
+        blk = bits[k * MAXABS_BLOCK:min(n, (k + 1) * MAXABS_BLOCK)]  # indices from 0 up
         for i in range(blk.shape[0]):
             m = max(m, blk[i] & mask)
-        part[b] = m
-    m = np.uint64(0)
-    for b in range(nblk):
-        m = max(m, part[b])
-    return m
+        part[k] = m
 
 
-@guarded
-@nb.njit(cache=True, parallel=True, _nrt=False)
-def int64_range(x, part):
-    """``(min, max)`` of a non-empty int64 array in one pass (numpy's ``min`` and ``max``
-    take two); ``part`` (int64, shape ``(>= ceil(n / MAXABS_BLOCK), 2)``) is scratch."""
+@nb.njit(cache=True, nogil=True, _nrt=False)
+def _range_blocks(a, b, x, part):
+    """``part[k] = (min, max)`` of block ``k`` of a non-empty int64 array, blocks ``[a, b)``."""
     n = x.shape[0]
-    nblk = (n + MAXABS_BLOCK - 1) // MAXABS_BLOCK
-    for b in nb.prange(nblk):
-        blk = x[b * MAXABS_BLOCK:min(n, (b + 1) * MAXABS_BLOCK)]
+    for k in range(a, b):
+        blk = x[k * MAXABS_BLOCK:min(n, (k + 1) * MAXABS_BLOCK)]
         lo = blk[0]
         hi = blk[0]
         for i in range(blk.shape[0]):
             v = blk[i]
             lo = min(lo, v)
             hi = max(hi, v)
-        part[b, 0] = lo
-        part[b, 1] = hi
-    lo = part[0, 0]
-    hi = part[0, 1]
-    for b in range(1, nblk):
-        lo = min(lo, part[b, 0])
-        hi = max(hi, part[b, 1])
-    return lo, hi
+        part[k, 0] = lo
+        part[k, 1] = hi
+
+
+# the blocks on ``numba.get_num_threads()`` threads (one serial compilation, no
+# ``parallel=True`` kernel to compile at a first large call)
+_MAX_ABS = chunked(_max_abs_blocks, _blocks, _block_range)
+_RANGE = chunked(_range_blocks, _blocks, _block_range)
+
+
+def max_abs_bits(bits, part):
+    """The largest ``bits[i] & (2^63 - 1)``: for the IEEE bit patterns of a float64 array
+    (``x.view(np.uint64)``) the pattern of max |x| (non-negative doubles order as their
+    patterns; a NaN or an inf gives a pattern >= that of inf).  Integer max vectorizes;
+    ``part`` (uint64, >= ceil(n / MAXABS_BLOCK) entries) is scratch.  Blocks of
+    ``MAXABS_BLOCK`` cells run on ``numba.get_num_threads()`` threads."""
+    nblk = _blocks((bits,))
+    _MAX_ABS(bits, part)
+    return part[:nblk].max()
+
+
+def int64_range(x, part):
+    """``(min, max)`` of a non-empty int64 array in one pass (numpy's ``min`` and ``max``
+    take two); ``part`` (int64, shape ``(>= ceil(n / MAXABS_BLOCK), 2)``) is scratch.
+    Blocks as :func:`max_abs_bits`."""
+    nblk = _blocks((x,))
+    _RANGE(x, part)
+    return part[:nblk, 0].min(), part[:nblk, 1].max()
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

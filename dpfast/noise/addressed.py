@@ -171,27 +171,47 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
         raise ValueError(f"{name} / granularity = {_drive.describe(t)} is below 2**-100; use "
                          "a finer granularity")
     gen = _random.as_generator(rng)
-    flat = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")
-    res = np.empty(flat.size, np.float64)
+    n = arr.size
+    if out is not None and np.shares_memory(out, arr) and not _inputs.same_buffer(out, arr):
+        arr = arr.copy()  # out overlaps x only in part: read x from a copy
+    # x read slice by slice (a float64 view, or one slice converted at a time); the grid
+    # values written straight into the result: a new float64 array, or out itself when
+    # it is C-contiguous (no full-size temporary and no copy into out: a separate out
+    # costs what allocating costs).  Each slice of x is read before its slice of out is
+    # written, so out may be x.
+    src = arr.reshape(-1) if arr.flags.c_contiguous else np.array(arr, np.float64).reshape(-1)
+    if out is None:
+        result = np.empty(arr.shape, np.float64)
+    elif out.flags.c_contiguous:
+        result = out
+    else:  # a strided out: the grid values in a new array, then copied into out
+        result = np.empty(arr.shape, np.float64)
+    dst = result.reshape(-1)
+    f32 = dst.dtype == np.float32
     sat = grid._DBL_MAX
     step = _SLICE
-    nbig = np.zeros(-(-max(1, min(step, flat.size)) // _gk.GRID_BLOCK), np.int64)
-    for lo in range(0, flat.size, step):
-        hi = min(flat.size, lo + step)
+    nbig = np.zeros(-(-max(1, min(step, n)) // _gk.GRID_BLOCK), np.int64)
+    tmp = np.empty(min(step, n), np.float64) if f32 else None
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        xs = np.ascontiguousarray(src[lo:hi], dtype=np.float64)
         z = np.ascontiguousarray(noise_cells(kind, t, gen._key, s, a + lo, hi - lo))
+        res = dst[lo:hi] if tmp is None else tmp[:hi - lo]
         with _drive.threads_for(-(-(hi - lo) // _drive.CHUNK), _drive.CHUNK // _gk.GRID_BLOCK):
-            _gk.grid_add(flat[lo:hi], z, g, sat, res[lo:hi], nbig)
+            _gk.grid_add(xs, z, g, sat, res, nbig)
         if nbig.any():
-            grid._grid_fix(flat[lo:hi], z, g, sat, res[lo:hi], nbig)
+            grid._grid_fix(xs, z, g, sat, res, nbig)
             nbig[:] = 0
-    shaped = res.reshape(arr.shape)
-    if out is None:
-        return shaped
+        if tmp is not None:  # rounded once more, saturated as dpfast.laplace does
+            np.clip(res, -grid._FLT_MAX, grid._FLT_MAX, out=res)
+            dst[lo:hi] = res
+    if out is None or result is out:
+        return result
     if out.dtype == np.float32:  # rounded once more, saturated as dpfast.laplace does
-        np.clip(shaped, -grid._FLT_MAX, grid._FLT_MAX, out=shaped)
-    out[...] = shaped  # a new array: out may alias x
+        np.clip(result, -grid._FLT_MAX, grid._FLT_MAX, out=result)
+    out[...] = result
     return out
 
 
