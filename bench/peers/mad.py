@@ -14,8 +14,9 @@ their other keys.  This script measures, at ε = 1, δ = 1e-5 and ``max_partitio
   the decision only): the weighted Gaussian rule (``wg_sim``, the reference for the two
   below), and adaptive re-routing with each person's freed L2 budget spread over their kept
   keys, every key's weight capped at ``T = tau + 2 sigma``, at two noise levels: ``S = 1``
-  (``adaptive_s1``: the paper's claim that re-routing costs no extra noise, taken on
-  trust; an upper bound on what such a rule can add) and ``S = sqrt(2) (1 + W(1) / T)``
+  (``adaptive_s1``: re-routing at no extra noise, as the paper's claim that MAD
+  stochastically dominates the standard algorithm suggests, taken on trust: an upper
+  bound on what such a rule can add) and ``S = sqrt(2) (1 + W(1) / T)``
   (``adaptive_proved``: the L2 sensitivity bound of this re-routing that could be proved
   here, docs/benchmarks.md).  Both use a threshold that covers a key only the added
   person holds at weight ``sqrt(2) W(t)`` (what re-routing can give it).  And a two-round
