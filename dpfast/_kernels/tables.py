@@ -144,21 +144,17 @@ def _most_frequent(a, s, n, raw, lo, d, k, key32, nonce, buf, st):
 # ----------------------------------------------------------------------------- the choice
 @nb.njit(cache=True)
 def _choose_rows(rows, j, m, c, h, q, key32, nonce, buf, st, pre, t, filled):
-    """The rows the id keeps of its ``q``-th key (canonical order): of the ``m`` candidate
-    rows ``rows[j:j + m]``, ``c`` chosen uniformly move to the front when ``m > c``
-    (stream ``(h, q + 1)``; ``filled``: its block 0 is ``pre[t]``).  Returns (kept rows,
-    next ``t``).  Without ``rows`` (a count) nothing is drawn: ``min(m, c)``."""
-    if m <= c:
-        return m, t
-    if rows is None:
-        return c, t
+    """The rows the id keeps of its ``q``-th key (canonical order) when it has ``m > c``
+    candidates ``rows[j:j + m]``: ``c`` chosen uniformly move to the front (stream
+    ``(h, q + 1)``; ``filled``: its block 0 is ``pre[t]``).  Returns the next ``t``.  (A
+    count keeps ``min(m, c)`` rows and draws none: it needs only how many.)"""
     _set_nonce(nonce, h, q + 1)
     if filled:
         for w in range(8):
             buf[w] = pre[t, w]
         t += 1
     _shuffle_from(rows, rows[:0], rows[:0], j, m, c, key32, nonce, buf, st, filled)
-    return c, t
+    return t
 
 
 @nb.njit(cache=True)
@@ -166,11 +162,9 @@ def _choose_keys(ukeys, pay, gcn, graw, lo, d, k, h, policy, key32, nonce, buf, 
                  filled):
     """The keys the id keeps: of its ``d`` keys ``ukeys[lo:lo + d]`` (with their payload
     ``pay`` -- value sums or run starts, if not empty -- and kept rows ``gcn``), ``k``
-    move to the front when ``d > k`` (stream ``(h, 0)``): uniformly (``policy`` None), or
+    move to the front (called when ``d > k``; stream ``(h, 0)``): uniformly (``policy`` None), or
     the ``k`` with the most rows ``graw`` (ties uniformly: :func:`_most_frequent`, which
     computes its own block 0).  Returns (kept keys, next ``t``)."""
-    if d <= k:
-        return d, t
     _set_nonce(nonce, h, 0)
     if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
         if filled:
@@ -253,36 +247,6 @@ def _sort_slots(a, ix, vals, lo, hi):
         width *= 2
 
 
-@nb.njit(cache=True)
-def _runs(lo, hi, gkeys, ukeys, rows, mat, distinct, gcn, graw):
-    """The id's distinct keys (rows ``[lo, hi)`` sorted): key ``q`` to ``ukeys[lo + q]``,
-    its rows to ``graw[lo + q]`` and its candidate rows to ``gcn[lo + q]`` (with
-    ``distinct``, one per distinct value tuple of ``mat``, compacted to the front of its
-    run of ``rows``).  Returns the number of keys."""
-    d = 0
-    j = lo
-    while j < hi:
-        kk = gkeys[j]
-        e = j + 1
-        while e < hi and gkeys[e] == kk:
-            e += 1
-        m = e - j
-        if mat is not None:
-            if distinct:  # one row per distinct value tuple (sorted: duplicates adjacent)
-                w = j + 1
-                for q in range(j + 1, e):
-                    if _before(gkeys, rows, mat, w - 1, q):
-                        rows[w] = rows[q]
-                        w += 1
-                m = w - j
-        ukeys[lo + d] = kk
-        graw[lo + d] = e - j
-        gcn[lo + d] = m
-        d += 1
-        j = e
-    return d
-
-
 @nb.njit(cache=True, nogil=True)
 def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, subkey, k, c,
                  gst, gcn, graw, nkeep, vsum, msum, mark, policy, sort):
@@ -319,7 +283,29 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                     _sort_pairs(gkeys, rows, lo, hi)
                 else:
                     _sort_keys(gkeys, lo, hi)
-            d = _runs(lo, hi, gkeys, ukeys, rows, mat, distinct, gcn, graw)
+            d = 0  # the distinct keys: key q to ukeys[lo + q], its rows to graw[lo + q],
+            j = lo  # its candidate rows to gcn[lo + q]
+            while j < hi:
+                kk = gkeys[j]
+                e = j + 1
+                while e < hi and gkeys[e] == kk:
+                    e += 1
+                r = e - j
+                if mat is not None:
+                    if distinct:  # one row per distinct value tuple (duplicates adjacent)
+                        w = j + 1
+                        for q in range(j + 1, e):
+                            if _before(gkeys, rows, mat, w - 1, q):
+                                rows[w] = rows[q]
+                                w += 1
+                        r = w - j
+                ukeys[lo + d] = kk
+                graw[lo + d] = e - j
+                if rows is None:  # a count: how many rows it keeps, none drawn
+                    r = min(r, c)
+                gcn[lo + d] = r
+                d += 1
+                j = e
             nkeep[i] = d
             need = 0
             if rows is not None:
@@ -344,30 +330,35 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
             lo = off[i]
             h = id_hash[i]
             filled = not own[i - b0]
-            j = lo
-            for q in range(d):  # the rows of each key, in canonical key order
-                r = graw[lo + q]
-                cnt, t = _choose_rows(rows, j, gcn[lo + q], c, h, q, subkey, nonce, buf, st,
-                                      pre, t, filled)
-                gcn[lo + q] = cnt
+            if rows is not None:  # the rows of each key, in canonical key order
+                j = lo
+                for q in range(d):
+                    r = graw[lo + q]
+                    cnt = gcn[lo + q]
+                    if cnt > c:  # (tested here: a call costs its arrays' reference counts)
+                        t = _choose_rows(rows, j, cnt, c, h, q, subkey, nonce, buf, st, pre, t,
+                                         filled)
+                        cnt = c
+                        gcn[lo + q] = c
+                    if vsum is not None:
+                        sm = rows[j]
+                        for u in range(j + 1, j + cnt):
+                            sm += rows[u]
+                        vsum[lo + q] = sm
+                    if gst is not None:
+                        gst[lo + q] = j
+                    j += r
+            if d > k:  # then the keys (their payload moved along)
                 if vsum is not None:
-                    sm = rows[j]
-                    for u in range(j + 1, j + cnt):
-                        sm += rows[u]
-                    vsum[lo + q] = sm
-                if gst is not None:
-                    gst[lo + q] = j
-                j += r
-            if vsum is not None:  # then the keys (their payload moved along)
-                d, t = _choose_keys(ukeys, vsum, gcn, graw, lo, d, k, h, policy, subkey,
-                                    nonce, buf, st, pre, t, filled)
-            elif gst is not None:
-                d, t = _choose_keys(ukeys, gst, gcn, graw, lo, d, k, h, policy, subkey,
-                                    nonce, buf, st, pre, t, filled)
-            else:
-                d, t = _choose_keys(ukeys, gcn[:0], gcn, graw, lo, d, k, h, policy, subkey,
-                                    nonce, buf, st, pre, t, filled)
-            nkeep[i] = d
+                    d, t = _choose_keys(ukeys, vsum, gcn, graw, lo, d, k, h, policy, subkey,
+                                        nonce, buf, st, pre, t, filled)
+                elif gst is not None:
+                    d, t = _choose_keys(ukeys, gst, gcn, graw, lo, d, k, h, policy, subkey,
+                                        nonce, buf, st, pre, t, filled)
+                else:
+                    d, t = _choose_keys(ukeys, gcn[:0], gcn, graw, lo, d, k, h, policy,
+                                        subkey, nonce, buf, st, pre, t, filled)
+                nkeep[i] = d
             if mark is not None:
                 for u in range(lo, off[i + 1]):
                     mark[u] = False
