@@ -152,7 +152,7 @@ def test_every_launch_keeps_what_the_reference_policy_keeps(case) -> None:
         else:
             kt.bound_values(off, gk, gv, hashes, skey, k, c, gsum, gcnt, nkeep, pol, graw,
                             threads)
-        got = _runs_of(off, nkeep, gk, gcnt, lambda g, m: int(gsum[g]))
+        got = _runs_of(off, nkeep, gk, gcnt, lambda g, m, s=gsum: int(s[g]))
         assert got == [[(key, sum(kept)) for key, kept in runs] for runs in want]
 
     # the summand matrix (x, x^2) and its kept-row mask

@@ -74,12 +74,13 @@ def _want(nonces, m, h, purpose):
     return m + 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, filled):
     """Partial Fisher-Yates: a uniformly random ordered k-subset of slots [lo, lo + d)
     moves to [lo, lo + k) (arrays ``a`` and, if not empty, ``b`` and ``e`` permuted
     together).  With ``filled``, ``buf`` (eight words) already holds block 0 of the stream
-    (computed in a batch): the same draws, that block not recomputed."""
+    (computed in a batch): the same draws, that block not recomputed.  Inlined into the two
+    choices (a call would cost its arrays' reference counts per id)."""
     st[0] = 0
     st[1] = 1 if filled else 0  # the block after the buffer, as a refill leaves it
     st[2] = 0
