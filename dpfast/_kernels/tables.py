@@ -158,14 +158,15 @@ def _choose_rows(rows, j, m, c, h, q, key32, nonce, buf, st, pre, t, filled):
     return t
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _choose_keys(ukeys, pay, gcn, graw, lo, d, k, h, policy, key32, nonce, buf, st, pre, t,
                  filled):
     """The keys the id keeps: of its ``d`` keys ``ukeys[lo:lo + d]`` (with their payload
     ``pay`` -- value sums or run starts, if not empty -- and kept rows ``gcn``), ``k``
     move to the front (called when ``d > k``; stream ``(h, 0)``): uniformly (``policy`` None), or
     the ``k`` with the most rows ``graw`` (ties uniformly: :func:`_most_frequent`, which
-    computes its own block 0).  Returns (kept keys, next ``t``)."""
+    computes its own block 0).  Returns (kept keys, next ``t``).  Inlined into the block
+    kernel (``policy`` None still prunes the frequent branch at compile time)."""
     _set_nonce(nonce, h, 0)
     if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
         if filled:
