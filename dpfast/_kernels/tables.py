@@ -264,7 +264,8 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
     On exit, for id ``i``: ``ukeys[off[i]:off[i] + nkeep[i]]`` its kept keys, ``gcn`` their
     kept rows; ``vsum`` the sums of the kept ``rows`` values; ``gst`` the starts of the
     kept rows' runs (``rows[gst:gst + gcn]``); ``msum[off[i] + t, :]`` the column sums of
-    ``mat`` over them; ``mark[r]`` whether row position ``r`` is kept."""
+    ``mat`` over them; ``mark[r]`` whether row position ``r`` is kept.  ``gst`` is empty
+    for a count and for value sums (their kept keys carry no run start)."""
     buf = np.empty(8, np.uint64)
     st = np.zeros(3, np.int64)
     nonce = np.zeros(3, np.uint32)
@@ -347,19 +348,16 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                         for u in range(j + 1, j + cnt):
                             sm += rows[u]
                         vsum[lo + q] = sm
-                    if gst is not None:
+                    if vsum is None:  # (the kinds that read the kept rows again)
                         gst[lo + q] = j
                     j += r
             if d > k:  # then the keys (their payload moved along)
                 if vsum is not None:
                     d, t = _choose_keys(ukeys, vsum, gcn, graw, lo, d, k, h, policy, subkey,
                                         nonce, buf, st, pre, t, filled)
-                elif gst is not None:
+                else:  # the run starts (empty for a count)
                     d, t = _choose_keys(ukeys, gst, gcn, graw, lo, d, k, h, policy, subkey,
                                         nonce, buf, st, pre, t, filled)
-                else:
-                    d, t = _choose_keys(ukeys, gcn[:0], gcn, graw, lo, d, k, h, policy,
-                                        subkey, nonce, buf, st, pre, t, filled)
                 nkeep[i] = d
             if mark is not None:
                 for u in range(lo, off[i + 1]):
@@ -395,6 +393,8 @@ def bound(off, gkeys, ukeys, rows, mat, distinct, id_hash, subkey, k, c, gst, gc
     ``nthreads`` threads (the ids are independent: the same output; no parallel region to
     compile).  ``sort=False``: the rows are sorted already (one serial call, the sort not
     compiled)."""
+    if gst is None:  # (not read by a count or a value sum)
+        gst = np.empty(0, np.int64)
     args = (off, gkeys, ukeys, rows, mat, distinct, id_hash, subkey, k, c, gst, gcn, graw,
             nkeep, vsum, msum, mark, policy, True if sort else None)
     _BLOCKS.launch(args, nthreads if sort else 1)
