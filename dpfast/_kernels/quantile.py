@@ -2,13 +2,11 @@
 
 Private (docs/design.md): numpy/numba/math only, validate nothing, cached.
 
-Bounding (:func:`bound_rows`) draws exactly what :func:`dpfast._kernels.tables.bound_values`
-draws: per privacy id, rows sorted by (key, value), at most ``c`` rows per key by a keyed
-partial Fisher-Yates shuffle on the id's stream ``(h, key index + 1)``, then at most ``k``
-keys on the stream ``(h, 0)`` (uniformly, or ``"frequent"``: the ``k`` keys with the most
-rows, ties broken by the same shuffle); but instead of summing the kept rows it marks them, so a
-quantile can rank them.  What an id keeps depends only on (key, its canonical value, its
-own rows).
+Bounding (:func:`bound_rows`) is the kept-row-mask launch of the one bounding core
+(:func:`dpfast._kernels.tables._bound_block`): per privacy id, rows sorted by (key, value),
+at most ``c`` rows per key, then at most ``k`` keys, by the draws of every other bounded
+statistic; instead of summing the kept rows it marks them, so a quantile can rank them.
+What an id keeps depends only on (key, its canonical value, its own rows).
 
 Utilities (:func:`fill_utilities`): a key's kept rows are given as a sparse histogram over
 *slots* of the public candidate grid ``g_0 < ... < g_{m-1}`` (slot ``2p + 1``: a value
@@ -28,66 +26,22 @@ import math
 import numba as nb
 import numpy as np
 
+from dpfast._kernels import tables as _kt
 from dpfast._kernels._launch import guarded
 from dpfast._kernels.grouping import _sort_pairs
-from dpfast._kernels.tables import _most_frequent, _set_nonce, _shuffle_prefix
 
 
-@guarded
-@nb.njit(cache=True, parallel=True)
 def bound_rows(off, gkeys, gvals, id_hash, subkey, k, c, gk2, gst, gcn, graw, keep, policy,
                nthreads):
-    """Bound each id's rows (grouped by :func:`~dpfast._kernels.tables.group_by_id`) and
+    """Bound each id's rows (grouped by :func:`~dpfast._kernels.grouping.group_by_id`) and
     mark the kept ones: on exit ``keep[j]`` says whether row ``j`` of the (sorted in place)
     ``gkeys`` / ``gvals`` is kept.  ``gk2`` / ``gst`` / ``gcn`` / ``graw`` are scratch
-    (length n).  ``policy``: the keys kept when an id has more than ``k`` -- uniformly (0)
-    or the ``k`` with the most rows (1, ties uniformly at random), the choice of
-    :func:`dpfast._kernels.tables.bound_values`."""
-    n_ids = off.shape[0] - 1
-    nt = max(1, nthreads)
-    nblk = min(n_ids, 4 * nt) if n_ids > 0 else 0
-    step = (n_ids + nblk - 1) // nblk if nblk else 0
-    for blk in nb.prange(nblk):
-        buf = np.empty(8, np.uint64)
-        st = np.zeros(3, np.int64)
-        nonce = np.zeros(3, np.uint32)
-        for i in range(blk * step, min(n_ids, (blk + 1) * step)):
-            lo = off[i]
-            hi = off[i + 1]
-            for j in range(lo, hi):
-                keep[j] = False
-            if hi == lo:
-                continue
-            _sort_pairs(gkeys, gvals, lo, hi)
-            d = 0
-            j = lo
-            while j < hi:
-                kk = gkeys[j]
-                e = j + 1
-                while e < hi and gkeys[e] == kk:
-                    e += 1
-                m = e - j
-                if m > c:
-                    _set_nonce(nonce, id_hash[i], d + 1)
-                    _shuffle_prefix(gvals, gvals[:0], gvals[:0], j, m, c, subkey, nonce, buf, st)
-                    m = c
-                gk2[lo + d] = kk
-                gst[lo + d] = j
-                gcn[lo + d] = m
-                graw[lo + d] = e - j
-                d += 1
-                j = e
-            if d > k:
-                _set_nonce(nonce, id_hash[i], 0)
-                if policy is None:  # uniform (frequent branch pruned at compile time)
-                    _shuffle_prefix(gk2, gst, gcn, lo, d, k, subkey, nonce, buf, st)
-                else:
-                    _most_frequent(gk2, gst, gcn, graw, lo, d, k, True, subkey, nonce, buf,
-                                   st)
-                d = k
-            for g in range(lo, lo + d):
-                for r in range(gst[g], gst[g] + gcn[g]):
-                    keep[r] = True
+    (length n).  ``policy``: the keys kept when an id has more than ``k`` -- uniformly (None)
+    or the ``k`` with the most rows (1, ties uniformly at random).  The kept-row-mask
+    launch of the one bounding core (:func:`dpfast._kernels.tables._bound_block`)."""
+    nkeep = np.empty(off.shape[0] - 1, np.int64)
+    _kt.bound(off, gkeys, gk2, gvals, None, False, id_hash, subkey, k, c, gst, gcn, graw,
+              nkeep, None, None, keep, policy, nthreads)
 
 
 @guarded

@@ -2,6 +2,26 @@
 
 Private (docs/design.md): numpy/numba/math only, validate nothing, cached.
 
+One core
+--------
+Every bounded statistic keeps rows through the one per-id choice of this module:
+:func:`_bound_block` walks each privacy id's rows (sorted by key, then value), takes its
+distinct keys, keeps at most ``c`` rows per key (:func:`_choose_rows`) and at most ``k``
+keys (:func:`_choose_keys`), and hands the choice to small accumulators.  What a statistic
+needs decides only which arrays it passes (numba compiles one specialisation per
+combination; an absent output is ``None``, pruned at compile time):
+
+* the count (``rows`` None): kept keys and ``min(rows, c)`` per key, no row drawn;
+* the value sums (``vsum``): the sum of the kept values per kept key;
+* the summand matrix (``mat``, ``msum``): column sums over the kept rows, optionally one
+  row per distinct value tuple (``distinct``);
+* the kept-row mask (``mark``, by row position) and the run starts (``gst``).
+
+:func:`bound_counts`, :func:`bound_values` (and their serial ``*_sorted`` twins),
+:func:`dpfast._kernels.rows.bound_rows` and :func:`dpfast._kernels.quantile.bound_rows`
+are launches of it.  The distinct (id, key) pairs are the kept keys themselves
+(``nkeep`` per id).
+
 Randomness of the bounding step
 -------------------------------
 Every privacy id draws from its own ChaCha20 streams under the release's bounding sub-key,
@@ -23,13 +43,13 @@ import numpy as np
 
 from dpfast._kernels._launch import chunked
 from dpfast._kernels.chacha import first_blocks
-from dpfast._kernels.grouping import _sort_keys, _sort_pairs
+from dpfast._kernels.grouping import SMALL, _sort_keys, _sort_pairs
 from dpfast._kernels.uniform import below
 
 M32 = np.uint64(0xFFFFFFFF)
 S32 = np.uint64(32)
-#: ids per batch of the parallel bounding kernels: the first keystream block of every
-#: stream the batch's ids need is computed in one SIMD call, 16 streams per ChaCha20 run
+#: ids per batch of the bounding kernel: the first keystream block of every stream the
+#: batch's ids need is computed in one SIMD call, 16 streams per ChaCha20 run
 #: (:func:`dpfast._kernels.chacha.first_blocks`), instead of one scalar block per id
 BATCH = 64
 #: at most this many streams per batch (an id whose streams do not fit draws its own)
@@ -45,20 +65,22 @@ def _set_nonce(nonce, h, purpose):
     nonce[2] = np.uint32(purpose)
 
 
-@nb.njit(cache=True)
-def _shuffle_prefix(a, b, e, lo, d, k, key32, nonce, buf, st):
-    """Partial Fisher-Yates: a uniformly random ordered k-subset of rows [lo, lo + d) moves
-    to [lo, lo + k) (arrays ``a`` and, if not empty, ``b`` and ``e`` permuted together).
+@nb.njit(cache=True, inline="always")
+def _want(nonces, m, h, purpose):
+    """Append the stream (id value ``h``, ``purpose``) to a batch's ``nonces``."""
+    nonces[m, 0] = np.uint32(h & M32)
+    nonces[m, 1] = np.uint32(h >> S32)
+    nonces[m, 2] = np.uint32(purpose)
+    return m + 1
 
-    One function for every use (a count's keys and contributions, a sum's rows of one key,
-    a sum's keys with their sums and counts): one compilation per dtype of ``b``."""
-    _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, False)
 
-
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, filled):
-    """:func:`_shuffle_prefix`; with ``filled``, ``buf`` (eight words) already holds block 0
-    of the stream (computed in a batch): the same draws, that block not recomputed."""
+    """Partial Fisher-Yates: a uniformly random ordered k-subset of slots [lo, lo + d)
+    moves to [lo, lo + k) (arrays ``a`` and, if not empty, ``b`` and ``e`` permuted
+    together).  With ``filled``, ``buf`` (eight words) already holds block 0 of the stream
+    (computed in a batch): the same draws, that block not recomputed.  Inlined into the two
+    choices (a call would cost its arrays' reference counts per id)."""
     st[0] = 0
     st[1] = 1 if filled else 0  # the block after the buffer, as a refill leaves it
     st[2] = 0
@@ -80,348 +102,10 @@ def _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, filled):
                 e[lo + r] = w
 
 
-# ----------------------------------------------------------------------------- bounding
-# Each bounding kernel comes twice: a serial one over rows already sorted per id (the
-# caller sorted them with numpy: small inputs, where a first call should compile little)
-# and a parallel one over rows grouped by :func:`group_by_id`, which sorts each id's rows
-# itself.  Both run the same per-id code (``_bound_*_sorted``) on the same sorted rows, so
-# they keep the same rows.
 @nb.njit(cache=True)
-def _bound_counts_sorted(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
-                         graw, buf, st, nonce):
-    """:func:`bound_counts` for ids ``[first, end)`` whose rows are sorted by key
-    (``buf``, ``st``, ``nonce``: scratch of the bit source)."""
-    for i in range(first, end):
-        lo = off[i]
-        hi = off[i + 1]
-        if hi == lo:
-            nkeep[i] = 0
-            continue
-        d = 0
-        j = lo
-        while j < hi:
-            kk = gkeys[j]
-            e = j + 1
-            while e < hi and gkeys[e] == kk:
-                e += 1
-            gkeys[lo + d] = kk
-            gcnt[lo + d] = min(e - j, c)
-            graw[lo + d] = e - j
-            d += 1
-            j = e
-        if d > k:
-            _set_nonce(nonce, id_hash[i], 0)
-            if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
-                _shuffle_prefix(gkeys, gcnt, gcnt[:0], lo, d, k, subkey, nonce, buf, st)
-            else:
-                _most_frequent(gkeys, gcnt, gcnt, graw, lo, d, k, False, subkey, nonce, buf,
-                               st)
-            d = k
-        nkeep[i] = d
-
-
-def _one_row_each(off, k, c):
-    """Whether every id has exactly one row and ``k``, ``c`` >= 1: nothing to bound (each
-    id keeps its row), nothing drawn."""
-    n_ids = off.shape[0] - 1
-    return k >= 1 and c >= 1 and off[n_ids] == n_ids and bool(np.all(np.diff(off) == 1))
-
-
-def bound_counts_sorted(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
-    """:func:`bound_counts` (serial) for rows already sorted by (id, key).  One row per id
-    (e.g. the one synthetic row on which a session probes a release's charge) keeps every
-    row, in numpy: the kernel's output without compiling it."""
-    if _one_row_each(off, k, c):
-        n = off.shape[0] - 1
-        nkeep[:n] = 1
-        gcnt[:n] = 1
-        graw[:n] = 1
-        return
-    _bound_counts_serial(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw)
-
-
-@nb.njit(cache=True)
-def _bound_counts_serial(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
-    _bound_counts_sorted(0, off.shape[0] - 1, off, gkeys, id_hash, subkey, k, c, gcnt,
-                         nkeep, policy, graw, np.empty(8, np.uint64), np.zeros(3, np.int64),
-                         np.zeros(3, np.uint32))
-
-
-@nb.njit(cache=True)
-def _distinct_counts(lo, hi, gkeys, c, gcnt, graw):
-    """The distinct keys of rows ``[lo, hi)`` (sorted by key) compacted to ``gkeys[lo:]``,
-    their contributions ``min(rows, c)`` to ``gcnt`` and rows to ``graw``; returns their
-    number (:func:`_bound_counts_sorted`'s first step)."""
-    d = 0
-    j = lo
-    while j < hi:
-        kk = gkeys[j]
-        e = j + 1
-        while e < hi and gkeys[e] == kk:
-            e += 1
-        gkeys[lo + d] = kk
-        gcnt[lo + d] = min(e - j, c)
-        graw[lo + d] = e - j
-        d += 1
-        j = e
-    return d
-
-
-@nb.njit(cache=True, inline="always")
-def _want(nonces, m, h, purpose):
-    """Append the stream (id value ``h``, ``purpose``) to a batch's ``nonces``."""
-    nonces[m, 0] = np.uint32(h & M32)
-    nonces[m, 1] = np.uint32(h >> S32)
-    nonces[m, 2] = np.uint32(purpose)
-    return m + 1
-
-
-@nb.njit(cache=True, inline="always")
-def _load(buf, pre, t):
-    for w in range(8):
-        buf[w] = pre[t, w]
-
-
-@nb.njit(cache=True, nogil=True)
-def _bound_counts_block(first, end, off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy,
-                        graw):
-    """:func:`_bound_counts_sorted` for ids ``[first, end)`` (each id's rows sorted here,
-    while they are in cache), in batches of :data:`BATCH` ids: first every id's distinct
-    keys, then block 0 of the key-choice stream of every id with more than ``k`` of them in
-    one SIMD call, then the choices (same draws as one id at a time)."""
-    buf = np.empty(8, np.uint64)
-    st = np.zeros(3, np.int64)
-    nonce = np.zeros(3, np.uint32)
-    nonces = np.zeros((BATCH, 3), np.uint32)
-    ctr = np.zeros(BATCH, np.uint32)
-    pre = np.empty((BATCH, 8), np.uint64)
-    for b0 in range(first, end, BATCH):
-        b1 = min(end, b0 + BATCH)
-        m = 0
-        for i in range(b0, b1):
-            _sort_keys(gkeys, off[i], off[i + 1])
-            d = _distinct_counts(off[i], off[i + 1], gkeys, c, gcnt, graw)
-            nkeep[i] = d
-            if d > k and policy is None:
-                m = _want(nonces, m, id_hash[i], 0)
-        first_blocks(subkey, nonces, ctr, pre, m)
-        t = 0
-        for i in range(b0, b1):
-            d = nkeep[i]
-            if d <= k:
-                continue
-            lo = off[i]
-            _set_nonce(nonce, id_hash[i], 0)
-            if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
-                _load(buf, pre, t)
-                t += 1
-                _shuffle_from(gkeys, gcnt, gcnt[:0], lo, d, k, subkey, nonce, buf, st, True)
-            else:
-                _most_frequent(gkeys, gcnt, gcnt, graw, lo, d, k, False, subkey, nonce, buf,
-                               st)
-            nkeep[i] = k
-
-
-def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, nthreads):
-    """Bound each id's rows (grouped by :func:`group_by_id`) for a count.
-
-    For id ``i``: its distinct keys (sorted) with row counts; if it has more than ``k``
-    distinct keys, ``k`` of them chosen (keyed, see module docstring): uniformly
-    (``policy`` 0), or the ``k`` with the most rows, ties in a uniformly random order
-    (``policy`` 1, :func:`_most_frequent`).  ``graw`` is scratch (the raw row counts).  On exit
-    ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys and ``gcnt[...]`` their
-    contributions ``min(rows, c)``.  Blocks of ids run :func:`_bound_counts_block` on up
-    to ``nthreads`` threads (the ids are independent: the same output; no parallel region
-    to compile).
-    """
-    _COUNTS_BLOCKS.launch((off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw),
-                          nthreads)
-
-
-@nb.njit(cache=True)
-def _bound_values_sorted(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
-                         nkeep, policy, graw, buf, st, nonce):
-    """:func:`bound_values` for ids ``[first, end)`` whose rows are sorted by (key,
-    value) (``buf``, ``st``, ``nonce``: scratch of the bit source)."""
-    for i in range(first, end):
-        lo = off[i]
-        hi = off[i + 1]
-        if hi == lo:
-            nkeep[i] = 0
-            continue
-        d = 0
-        j = lo
-        while j < hi:
-            kk = gkeys[j]
-            e = j + 1
-            while e < hi and gkeys[e] == kk:
-                e += 1
-            m = e - j
-            if m > c:
-                _set_nonce(nonce, id_hash[i], d + 1)
-                _shuffle_prefix(gvals, gsum[:0], gcnt[:0], j, m, c, subkey, nonce, buf, st)
-                m = c
-            s = gvals[j]
-            for q in range(j + 1, j + m):
-                s += gvals[q]
-            gkeys[lo + d] = kk
-            gsum[lo + d] = s
-            gcnt[lo + d] = m
-            graw[lo + d] = e - j
-            d += 1
-            j = e
-        if d > k:
-            _set_nonce(nonce, id_hash[i], 0)
-            if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
-                # permute keys, sums and counts together
-                _shuffle_prefix(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st)
-            else:
-                _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce, buf,
-                               st)
-            d = k
-        nkeep[i] = d
-
-
-def bound_values_sorted(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
-                        graw):
-    """:func:`bound_values` (serial) for rows already sorted by (id, key, value); one row
-    per id in numpy, as :func:`bound_counts_sorted`."""
-    if _one_row_each(off, k, c):
-        n = off.shape[0] - 1
-        nkeep[:n] = 1
-        gsum[:n] = gvals[:n]
-        gcnt[:n] = 1
-        graw[:n] = 1
-        return
-    _bound_values_serial(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
-                         graw)
-
-
-@nb.njit(cache=True)
-def _bound_values_serial(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
-                         policy, graw):
-    _bound_values_sorted(0, off.shape[0] - 1, off, gkeys, gvals, id_hash, subkey, k, c,
-                         gsum, gcnt, nkeep, policy, graw, np.empty(8, np.uint64),
-                         np.zeros(3, np.int64), np.zeros(3, np.uint32))
-
-
-@nb.njit(cache=True, nogil=True)
-def _bound_values_block(first, end, off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt,
-                        nkeep, policy, graw):
-    """:func:`_bound_values_sorted` for ids ``[first, end)`` (each id's rows sorted here),
-    in batches of :data:`BATCH` ids: first every id's distinct keys (their rows counted in
-    ``graw``), then block 0 of every stream the batch needs (the rows of a key with more
-    than ``c``, the keys of an id with more than ``k``) in one SIMD call, then the choices
-    and sums (same draws as one id at a time).  An id whose streams do not fit in the
-    batch's :data:`BATCH_STREAMS` draws its own (``pre`` not used for it)."""
-    buf = np.empty(8, np.uint64)
-    st = np.zeros(3, np.int64)
-    nonce = np.zeros(3, np.uint32)
-    nonces = np.zeros((BATCH_STREAMS, 3), np.uint32)
-    ctr = np.zeros(BATCH_STREAMS, np.uint32)
-    pre = np.empty((BATCH_STREAMS, 8), np.uint64)
-    own = np.zeros(BATCH, np.bool_)
-    for b0 in range(first, end, BATCH):
-        b1 = min(end, b0 + BATCH)
-        m = 0
-        for i in range(b0, b1):
-            lo = off[i]
-            hi = off[i + 1]
-            _sort_pairs(gkeys, gvals, lo, hi)
-            d = 0
-            need = 0
-            j = lo
-            while j < hi:
-                kk = gkeys[j]
-                e = j + 1
-                while e < hi and gkeys[e] == kk:
-                    e += 1
-                gkeys[lo + d] = kk
-                graw[lo + d] = e - j
-                if e - j > c:
-                    need += 1
-                d += 1
-                j = e
-            nkeep[i] = d
-            if d > k and policy is None:
-                need += 1
-            own[i - b0] = m + need > BATCH_STREAMS
-            if need and not own[i - b0]:
-                h = id_hash[i]
-                for q in range(d):
-                    if graw[lo + q] > c:
-                        m = _want(nonces, m, h, q + 1)
-                if d > k and policy is None:
-                    m = _want(nonces, m, h, 0)
-        first_blocks(subkey, nonces, ctr, pre, m)
-        t = 0
-        for i in range(b0, b1):
-            d = nkeep[i]
-            lo = off[i]
-            filled = not own[i - b0]
-            j = lo
-            for q in range(d):
-                r = graw[lo + q]
-                mm = r
-                if r > c:
-                    _set_nonce(nonce, id_hash[i], q + 1)
-                    if filled:
-                        _load(buf, pre, t)
-                        t += 1
-                    _shuffle_from(gvals, gsum[:0], gcnt[:0], j, r, c, subkey, nonce, buf, st,
-                                  filled)
-                    mm = c
-                sm = gvals[j]
-                for u in range(j + 1, j + mm):
-                    sm += gvals[u]
-                gsum[lo + q] = sm
-                gcnt[lo + q] = mm
-                j += r
-            if d > k:
-                _set_nonce(nonce, id_hash[i], 0)
-                if policy is None:  # uniform (pruned at compile time)
-                    if filled:
-                        _load(buf, pre, t)
-                        t += 1
-                    _shuffle_from(gkeys, gsum, gcnt, lo, d, k, subkey, nonce, buf, st, filled)
-                else:
-                    _most_frequent(gkeys, gsum, gcnt, graw, lo, d, k, True, subkey, nonce,
-                                   buf, st)
-                nkeep[i] = k
-
-
-def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw,
-                 nthreads):
-    """Bound each id's rows for a sum / mean: per distinct key at most ``c`` rows (chosen
-    uniformly among the id's rows of that key, sorted by value), then at most ``k`` keys
-    (uniformly, ``policy`` 0; the ``k`` with the most rows, ``policy`` 1).
-
-    On exit ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys, ``gsum`` the sums of the
-    kept (already clamped) values and ``gcnt`` the numbers of kept rows.  Blocks of ids
-    run :func:`_bound_values_block` on up to ``nthreads`` threads (as
-    :func:`bound_counts`).
-    """
-    _VALUES_BLOCKS.launch((off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
-                           policy, graw), nthreads)
-
-
-def _ids(args):
-    return args[0].shape[0] - 1
-
-
-def _id_range(args, a, b):
-    return (a, b, *args)
-
-
-# the bounding of blocks of ids [a, b) (``off`` first among the arguments) on threads
-_COUNTS_BLOCKS = chunked(_bound_counts_block, _ids, _id_range)
-_VALUES_BLOCKS = chunked(_bound_values_block, _ids, _id_range)
-
-
-@nb.njit(cache=True)
-def _most_frequent(a, s, n, raw, lo, d, k, has_s, key32, nonce, buf, st):
+def _most_frequent(a, s, n, raw, lo, d, k, key32, nonce, buf, st):
     """Move the ``k`` entries of ``[lo, lo + d)`` with the largest ``raw`` (row counts) to
-    ``[lo, lo + k)`` (``a``, ``n`` and, with ``has_s``, ``s`` moved together): the entries in
+    ``[lo, lo + k)`` (``a``, ``n`` and, if not empty, ``s`` moved together): the entries in
     a uniformly random order (a full Fisher-Yates shuffle of positions on the id's stream),
     then stably sorted by ``raw`` descending -- so ties are broken uniformly at random."""
     st[0] = 0
@@ -441,8 +125,9 @@ def _most_frequent(a, s, n, raw, lo, d, k, has_s, key32, nonce, buf, st):
         neg[i] = -raw[lo + perm[i]]
         rank[i] = i
     _sort_pairs(neg, rank, 0, d)  # by (-rows, random position): the ranks are distinct
+    has_s = s.shape[0] > 0
     ta = np.empty(k, a.dtype)
-    ts = np.empty(k, s.dtype)
+    ts = np.empty(k if has_s else 0, s.dtype)
     tn = np.empty(k, n.dtype)
     for j in range(k):
         q = lo + perm[rank[j]]
@@ -457,4 +142,333 @@ def _most_frequent(a, s, n, raw, lo, d, k, has_s, key32, nonce, buf, st):
             s[lo + j] = ts[j]
 
 
-# ----------------------------------------------------------------------------- aggregation
+# ----------------------------------------------------------------------------- the choice
+@nb.njit(cache=True)
+def _choose_rows(rows, j, m, c, h, q, key32, nonce, buf, st, pre, t, filled):
+    """The rows the id keeps of its ``q``-th key (canonical order) when it has ``m > c``
+    candidates ``rows[j:j + m]``: ``c`` chosen uniformly move to the front (stream
+    ``(h, q + 1)``; ``filled``: its block 0 is ``pre[t]``).  Returns the next ``t``.  (A
+    count keeps ``min(m, c)`` rows and draws none: it needs only how many.)"""
+    _set_nonce(nonce, h, q + 1)
+    if filled:
+        for w in range(8):
+            buf[w] = pre[t, w]
+        t += 1
+    _shuffle_from(rows, rows[:0], rows[:0], j, m, c, key32, nonce, buf, st, filled)
+    return t
+
+
+@nb.njit(cache=True, inline="always")
+def _choose_keys(ukeys, pay, gcn, graw, lo, d, k, h, policy, key32, nonce, buf, st, pre, t,
+                 filled):
+    """The keys the id keeps: of its ``d`` keys ``ukeys[lo:lo + d]`` (with their payload
+    ``pay`` -- value sums or run starts, if not empty -- and kept rows ``gcn``), ``k``
+    move to the front (called when ``d > k``; stream ``(h, 0)``): uniformly (``policy`` None), or
+    the ``k`` with the most rows ``graw`` (ties uniformly: :func:`_most_frequent`, which
+    computes its own block 0).  Returns (kept keys, next ``t``).  Inlined into the block
+    kernel (``policy`` None still prunes the frequent branch at compile time)."""
+    _set_nonce(nonce, h, 0)
+    if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
+        if filled:
+            for w in range(8):
+                buf[w] = pre[t, w]
+            t += 1
+        _shuffle_from(ukeys, pay, gcn, lo, d, k, key32, nonce, buf, st, filled)
+    else:
+        _most_frequent(ukeys, pay, gcn, graw, lo, d, k, key32, nonce, buf, st)
+    return k, t
+
+
+@nb.njit(cache=True, inline="always")
+def _before(a, ix, vals, i, j):
+    """Row slot i strictly before slot j: by key ``a``, then by the value tuple of the rows
+    ``ix[i]``, ``ix[j]`` of ``vals`` (lexicographic)."""
+    if a[i] != a[j]:
+        return a[i] < a[j]
+    ri = ix[i]
+    rj = ix[j]
+    for col in range(vals.shape[1]):
+        if vals[ri, col] != vals[rj, col]:
+            return vals[ri, col] < vals[rj, col]
+    return False
+
+
+@nb.njit(cache=True)
+def _sort_slots(a, ix, vals, lo, hi):
+    """Stable sort of slots [lo, hi) of (a, ix) by (key, value tuple): insertion sort of runs
+    of ``SMALL`` slots, then bottom-up merges through one scratch buffer (plain loops, as
+    :func:`dpfast._kernels.grouping._sort_rows`)."""
+    m = hi - lo
+    for s in range(lo, hi, SMALL):
+        e = min(s + SMALL, hi)
+        for i in range(s + 1, e):
+            j = i
+            while j > s and _before(a, ix, vals, j, j - 1):
+                t = a[j]
+                a[j] = a[j - 1]
+                a[j - 1] = t
+                u = ix[j]
+                ix[j] = ix[j - 1]
+                ix[j - 1] = u
+                j -= 1
+    if m <= SMALL:
+        return
+    ta = np.empty(m, a.dtype)
+    tx = np.empty(m, ix.dtype)
+    width = SMALL
+    while width < m:
+        for s in range(0, m, 2 * width):
+            i = lo + s
+            mid = lo + min(s + width, m)
+            end = lo + min(s + 2 * width, m)
+            j = mid
+            t = s
+            while i < mid and j < end:
+                if _before(a, ix, vals, j, i):  # strictly smaller on the right: stable
+                    ta[t] = a[j]
+                    tx[t] = ix[j]
+                    j += 1
+                else:
+                    ta[t] = a[i]
+                    tx[t] = ix[i]
+                    i += 1
+                t += 1
+            while i < mid:
+                ta[t] = a[i]
+                tx[t] = ix[i]
+                i += 1
+                t += 1
+            while j < end:
+                ta[t] = a[j]
+                tx[t] = ix[j]
+                j += 1
+                t += 1
+        for t in range(m):
+            a[lo + t] = ta[t]
+            ix[lo + t] = tx[t]
+        width *= 2
+
+
+@nb.njit(cache=True, nogil=True)
+def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, subkey, k, c,
+                 gst, gcn, graw, nkeep, vsum, msum, mark, policy, sort):
+    """Bound ids ``[first, end)``: the one per-id choice and its accumulators (module
+    docstring).  In batches of :data:`BATCH` ids: first every id's rows sorted (``sort``
+    not None: by key, by (key, ``rows``), or with ``mat`` by (key, value tuple of
+    ``mat[rows]``); None: sorted already) and its distinct keys, then block 0 of every
+    stream the batch needs (the rows of a key with more than ``c`` candidates, the keys of
+    an id with more than ``k``) in one SIMD call, then per id the choice (same draws as
+    one id at a time; an id whose streams do not fit in :data:`BATCH_STREAMS` draws its
+    own) and the accumulators.
+
+    On exit, for id ``i``: ``ukeys[off[i]:off[i] + nkeep[i]]`` its kept keys, ``gcn`` their
+    kept rows; ``vsum`` the sums of the kept ``rows`` values; ``gst`` the starts of the
+    kept rows' runs (``rows[gst:gst + gcn]``); ``msum[off[i] + t, :]`` the column sums of
+    ``mat`` over them; ``mark[r]`` whether row position ``r`` is kept.  ``gst`` is empty
+    for a count and for value sums (their kept keys carry no run start)."""
+    buf = np.empty(8, np.uint64)
+    st = np.zeros(3, np.int64)
+    nonce = np.zeros(3, np.uint32)
+    nonces = np.zeros((BATCH_STREAMS, 3), np.uint32)
+    ctr = np.zeros(BATCH_STREAMS, np.uint32)
+    pre = np.empty((BATCH_STREAMS, 8), np.uint64)
+    own = np.zeros(BATCH, np.bool_)
+    for b0 in range(first, end, BATCH):
+        b1 = min(end, b0 + BATCH)
+        m = 0
+        for i in range(b0, b1):
+            lo = off[i]
+            hi = off[i + 1]
+            if sort is not None:
+                if mat is not None:
+                    _sort_slots(gkeys, rows, mat, lo, hi)
+                elif rows is not None:
+                    _sort_pairs(gkeys, rows, lo, hi)
+                else:
+                    _sort_keys(gkeys, lo, hi)
+            d = 0  # the distinct keys: key q to ukeys[lo + q], its rows to graw[lo + q],
+            j = lo  # its candidate rows to gcn[lo + q]
+            while j < hi:
+                kk = gkeys[j]
+                e = j + 1
+                while e < hi and gkeys[e] == kk:
+                    e += 1
+                r = e - j
+                if mat is not None:
+                    if distinct:  # one row per distinct value tuple (duplicates adjacent)
+                        w = j + 1
+                        for q in range(j + 1, e):
+                            if _before(gkeys, rows, mat, w - 1, q):
+                                rows[w] = rows[q]
+                                w += 1
+                        r = w - j
+                ukeys[lo + d] = kk
+                graw[lo + d] = e - j
+                if rows is None:  # a count: how many rows it keeps, none drawn
+                    r = min(r, c)
+                gcn[lo + d] = r
+                d += 1
+                j = e
+            nkeep[i] = d
+            need = 0
+            if rows is not None:
+                for q in range(d):
+                    if gcn[lo + q] > c:
+                        need += 1
+            if d > k and policy is None:
+                need += 1
+            own[i - b0] = m + need > BATCH_STREAMS
+            if need and not own[i - b0]:
+                h = id_hash[i]
+                if rows is not None:
+                    for q in range(d):
+                        if gcn[lo + q] > c:
+                            m = _want(nonces, m, h, q + 1)
+                if d > k and policy is None:
+                    m = _want(nonces, m, h, 0)
+        first_blocks(subkey, nonces, ctr, pre, m)
+        t = 0
+        for i in range(b0, b1):
+            d = nkeep[i]
+            lo = off[i]
+            h = id_hash[i]
+            filled = not own[i - b0]
+            if rows is not None:  # the rows of each key, in canonical key order
+                j = lo
+                for q in range(d):
+                    r = graw[lo + q]
+                    cnt = gcn[lo + q]
+                    if cnt > c:  # (tested here: a call costs its arrays' reference counts)
+                        t = _choose_rows(rows, j, cnt, c, h, q, subkey, nonce, buf, st, pre, t,
+                                         filled)
+                        cnt = c
+                        gcn[lo + q] = c
+                    if vsum is not None:
+                        sm = rows[j]
+                        for u in range(j + 1, j + cnt):
+                            sm += rows[u]
+                        vsum[lo + q] = sm
+                    if vsum is None:  # (the kinds that read the kept rows again)
+                        gst[lo + q] = j
+                    j += r
+            if d > k:  # then the keys (their payload moved along)
+                if vsum is not None:
+                    d, t = _choose_keys(ukeys, vsum, gcn, graw, lo, d, k, h, policy, subkey,
+                                        nonce, buf, st, pre, t, filled)
+                else:  # the run starts (empty for a count)
+                    d, t = _choose_keys(ukeys, gst, gcn, graw, lo, d, k, h, policy, subkey,
+                                        nonce, buf, st, pre, t, filled)
+                nkeep[i] = d
+            if mark is not None:
+                for u in range(lo, off[i + 1]):
+                    mark[u] = False
+                for g in range(lo, lo + d):
+                    for u in range(gst[g], gst[g] + gcn[g]):
+                        mark[u] = True
+            if msum is not None:
+                for g in range(lo, lo + d):
+                    s0 = gst[g]
+                    for col in range(mat.shape[1]):
+                        acc = np.int64(0)
+                        for u in range(s0, s0 + gcn[g]):
+                            acc += mat[rows[u], col]
+                        msum[g, col] = acc
+
+
+def _ids(args):
+    return args[0].shape[0] - 1
+
+
+def _id_range(args, a, b):
+    return (a, b, *args)
+
+
+# the bounding of blocks of ids [a, b) (``off`` first among the arguments) on threads
+_BLOCKS = chunked(_bound_block, _ids, _id_range)
+
+
+def bound(off, gkeys, ukeys, rows, mat, distinct, id_hash, subkey, k, c, gst, gcn, graw,
+          nkeep, vsum, msum, mark, policy, nthreads, sort=True):
+    """The launch of :func:`_bound_block` over every id, blocks of ids on up to
+    ``nthreads`` threads (the ids are independent: the same output; no parallel region to
+    compile).  ``sort=False``: the rows are sorted already (one serial call, the sort not
+    compiled)."""
+    if gst is None:  # (not read by a count or a value sum)
+        gst = np.empty(0, np.int64)
+    args = (off, gkeys, ukeys, rows, mat, distinct, id_hash, subkey, k, c, gst, gcn, graw,
+            nkeep, vsum, msum, mark, policy, True if sort else None)
+    _BLOCKS.launch(args, nthreads if sort else 1)
+
+
+# ----------------------------------------------------------------------------- launches
+def _one_row_each(off, k, c):
+    """Whether every id has exactly one row and ``k``, ``c`` >= 1: nothing to bound (each
+    id keeps its row), nothing drawn."""
+    n_ids = off.shape[0] - 1
+    return k >= 1 and c >= 1 and off[n_ids] == n_ids and bool(np.all(np.diff(off) == 1))
+
+
+def bound_counts(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw, nthreads):
+    """Bound each id's rows (grouped by :func:`group_by_id`) for a count.
+
+    For id ``i``: its distinct keys (sorted) with row counts; if it has more than ``k``
+    distinct keys, ``k`` of them chosen (keyed, see module docstring): uniformly
+    (``policy`` None), or the ``k`` with the most rows, ties in a uniformly random order
+    (``policy`` 1, :func:`_most_frequent`).  ``graw`` is scratch (the raw row counts).  On exit
+    ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys and ``gcnt[...]`` their
+    contributions ``min(rows, c)``.
+    """
+    bound(off, gkeys, gkeys, None, None, False, id_hash, subkey, k, c, None, gcnt, graw,
+          nkeep, None, None, None, policy, nthreads)
+
+
+def bound_counts_sorted(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
+    """:func:`bound_counts` (serial) for rows already sorted by (id, key).  One row per id
+    (e.g. the one synthetic row on which a session probes a release's charge) keeps every
+    row, in numpy: the kernel's output without compiling it."""
+    if _one_row_each(off, k, c):
+        n = off.shape[0] - 1
+        nkeep[:n] = 1
+        gcnt[:n] = 1
+        graw[:n] = 1
+        return
+    _bound_counts_serial(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw)
+
+
+def _bound_counts_serial(off, gkeys, id_hash, subkey, k, c, gcnt, nkeep, policy, graw):
+    bound(off, gkeys, gkeys, None, None, False, id_hash, subkey, k, c, None, gcnt, graw,
+          nkeep, None, None, None, policy, 1, sort=False)
+
+
+def bound_values(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy, graw,
+                 nthreads):
+    """Bound each id's rows for a sum / mean: per distinct key at most ``c`` rows (chosen
+    uniformly among the id's rows of that key, sorted by value), then at most ``k`` keys
+    (uniformly, ``policy`` None; the ``k`` with the most rows, ``policy`` 1).
+
+    On exit ``gkeys[off[i]:off[i] + nkeep[i]]`` are the kept keys, ``gsum`` the sums of the
+    kept (already clamped) values and ``gcnt`` the numbers of kept rows.
+    """
+    bound(off, gkeys, gkeys, gvals, None, False, id_hash, subkey, k, c, None, gcnt, graw,
+          nkeep, gsum, None, None, policy, nthreads)
+
+
+def bound_values_sorted(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
+                        graw):
+    """:func:`bound_values` (serial) for rows already sorted by (id, key, value); one row
+    per id in numpy, as :func:`bound_counts_sorted`."""
+    if _one_row_each(off, k, c):
+        n = off.shape[0] - 1
+        nkeep[:n] = 1
+        gsum[:n] = gvals[:n]
+        gcnt[:n] = 1
+        graw[:n] = 1
+        return
+    _bound_values_serial(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep, policy,
+                         graw)
+
+
+def _bound_values_serial(off, gkeys, gvals, id_hash, subkey, k, c, gsum, gcnt, nkeep,
+                         policy, graw):
+    bound(off, gkeys, gkeys, gvals, None, False, id_hash, subkey, k, c, None, gcnt, graw,
+          nkeep, gsum, None, None, policy, 1, sort=False)
