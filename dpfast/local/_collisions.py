@@ -109,7 +109,7 @@ def sketch_mse(matrix: np.ndarray, cols: np.ndarray, fp: np.ndarray, counts: np.
             else:
                 v = a2 * (n * noise + cbar + rest / m)
                 q = a2 * (n * noise + ch[b] + s_other * (k - 2) / max(k - 1, 1))
-            extra = 0.0
+            extra: float | np.ndarray = 0.0
             if k > 1:
                 w = a2 * np.var(matrix[rows, c] - coll, axis=1, ddof=1) / k
                 excess = np.nan_to_num(w - q - rest_var, nan=0.0, posinf=0.0)

@@ -89,6 +89,10 @@ class _SketchBase:
     def aggregate(self, reports: Any) -> Sketch:
         raise NotImplementedError
 
+    def matrix(self, sketch: Sketch) -> np.ndarray:
+        """The sketch matrix of ``sketch`` (each sketch's own)."""
+        raise NotImplementedError
+
     def __init__(self, epsilon: float, num_hashes: int, sketch_size: int,
                  hash_seed: Any) -> None:
         self._eps = _epsilon(epsilon)

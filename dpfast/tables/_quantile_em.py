@@ -153,8 +153,8 @@ def bound_slots(codes: np.ndarray, ids: np.ndarray | None, k: int, c: int,
     _kg.group_by_id(id_codes, n_ids, codes, slots, True, off, gkeys, gvals,
                     np.empty(n, np.int32), _keys._threads())
     keep = np.empty(n, np.bool_)
-    scratch = [np.empty(n, np.int64) for _ in range(4)]
-    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, *scratch, keep,
+    gk2, gst, gcn, graw = (np.empty(n, np.int64) for _ in range(4))  # scratch
+    _kq.bound_rows(off, gkeys, gvals, hashes, skey, k, c, gk2, gst, gcn, graw, keep,
                    None if policy == 0 else np.int64(policy),
                    _keys._threads())
     return gkeys[keep], gvals[keep]
