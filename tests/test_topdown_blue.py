@@ -305,3 +305,20 @@ def test_session_topdown_blue_is_cached_and_equal_to_direct() -> None:
     assert len(s.budget.history()) == 1 and again.estimator == "blue"
     for (lo, hi), (lo2, hi2) in zip(again.confidence_interval(), rel.confidence_interval()):
         assert lo.tobytes() == lo2.tobytes() and hi.tobytes() == hi2.tobytes()
+
+
+def test_session_topdown_refuses_a_bad_estimator_before_the_charge() -> None:
+    """A bad ``estimator=`` (or ``estimator="blue"`` with rounding flags) is a public
+    parameter: the Session refuses it before the charge, naming it; it was charged, then
+    failed after the charge (the plan was made without the estimator)."""
+    import pandas as pd
+
+    geo = pd.DataFrame({"state": ["A", "B"], "county": ["a1", "b1"]})
+    df = pd.DataFrame({"county": ["a1", "b1"] * 50, "pid": np.arange(100)})
+    s = dpfast.Session(df, privacy_unit="pid", epsilon=10.0, delta=1e-5, rng=_gen())
+    for bad in ({"estimator": "bogus"}, {"estimator": "blue", "nonnegative": True}):
+        with pytest.raises(ValueError, match="estimator"):
+            s.topdown(geo, ["state", "county"], rho=0.5, **bad)
+    assert s.budget.history() == []
+    rel = s.topdown(geo, ["state", "county"], rho=0.5, estimator="blue", nonnegative=None)
+    assert rel.estimator == "blue"

@@ -97,10 +97,15 @@ def topdown(session: Session, geography: Geography, levels: str | Sequence[str],
     # the event from topdown's plan, before any row is read (no probe run): the options
     # are checked against tables.topdown's parameters first (TypeError naming one)
     inspect.signature(_tables.topdown).bind(np.zeros(n, np.int64), ids, rho=rho, **options)
+    # (the estimator and its rounding flags too: None is the estimator's default, rounded
+    # for "topdown", unrounded for "blue"; the plan refuses a bad one before the charge)
+    estimator = options.get("estimator", "topdown")
+    flags = [options.get(f) for f in ("nonnegative", "integer")]
+    nonnegative, integer = (estimator != "blue" if f is None else f for f in flags)
     event = _hierarchy.plan_topdown(
-        np.zeros(n, np.int64), ids, rho, bool(options.get("nonnegative", True)),
-        bool(options.get("integer", True)), bool(options.get("total_invariant", False)),
-        per_person=False).event
+        np.zeros(n, np.int64), ids, rho, bool(nonnegative), bool(integer),
+        bool(options.get("total_invariant", False)), per_person=False,
+        estimator=estimator).event
     return _cache.cached(
         session, spec, what, event,
         lambda: _tables.topdown(leaf_counts(), ids, rho=rho, rng=session.rng, **options),
