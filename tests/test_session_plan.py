@@ -247,3 +247,21 @@ def test_auto_bounds_on_a_dask_source_is_refused_before_the_charge() -> None:
     with pytest.raises(TypeError, match="bounds must be a pair"):
         s.sum("delay", "dest", epsilon=1.0, bounds="auto")
     assert s.budget.history() == []
+
+
+def test_a_rank_statistics_public_candidates_take_the_place_of_bounds() -> None:
+    """``candidates=`` (a public grid, the rank family's own parameter) works through the
+    session as through :func:`dpfast.tables.quantile`: it needs no bounds, and the
+    session's default bounds of the column do not apply (the session refused it: "needs
+    bounds" without them, "bounds or candidates, not both" with them)."""
+    df = _frame()
+    grid = [0.0, 50.0, 100.0, 150.0, 200.0, 250.0, 300.0]
+    bare = dpfast.Session(df, privacy_unit="pid", epsilon=50.0, delta=1e-5,
+                          domains={"dest": DESTS}, rng=dpfast.default_rng(KEY))
+    for s in (bare, _session(df)):  # no bounds for seats; the session's default bounds
+        rel = s.quantile("seats", "dest", q=0.5, epsilon=1.0, candidates=grid)
+        direct = dpfast.tables.quantile(
+            df.seats.to_numpy(), df.dest.to_numpy(dtype=object), df.pid.to_numpy(), q=0.5,
+            candidates=grid, epsilon=1.0, domain=DESTS, rng=dpfast.default_rng(KEY))
+        assert rel.event == direct.event
+        assert rel.values.tobytes() == direct.values.tobytes()

@@ -358,11 +358,14 @@ class Session:
         src = self._source
         src.check_columns(keys, "key column")
         own = _params(stat, params)
+        # a public grid of candidates (a rank statistic's) is the clamping range itself:
+        # no bounds are needed, and the session's default bounds do not apply
+        grid = dict(own).get("candidates") is not None
         if stat.value:
             if not isinstance(value, str):
                 raise TypeError(f"{statistic} needs value=, a column name")
             src.check_columns([value], "value column")
-            if bounds is None and stat.bounds:
+            if bounds is None and stat.bounds and not grid:
                 if value not in self.bounds:
                     raise ValueError(f"{statistic} of {value!r} needs bounds: give "
                                      f"bounds={{{value!r}: (lo, hi)}} to the session or "
