@@ -112,22 +112,9 @@ def _reader(session: Session, q: Query, agg: Agg, value: bool
     """``read(limit)``: the row query's columns ``__k0``..., ``__pid``, ``__v`` (at most
     ``limit`` rows; 0: none, only their types).  A plain query (no join, no filter) reads
     a pandas frame in place or a file's column cache (:meth:`Source.plain_rows`: the
-    arrays DuckDB would give), else DuckDB runs the generated row query."""
+    arrays DuckDB would give), else DuckDB runs the generated row query (not for a Dask
+    source: its rows are read by the Dask backend)."""
     src, pid = session._source, session.privacy_unit
-    if src.kind == "dask":
-        assert src.frame is not None  # a Dask source is its frame
-        meta = src.frame._meta
-
-        def dask_types(limit: int | None) -> dict[str, np.ndarray]:
-            assert limit == 0, "a Dask source's rows are read by dpfast.dask"
-            out = {f"__k{i}": np.asarray(meta[k.name]) for i, k in enumerate(q.keys)}
-            if pid:
-                out["__pid"] = np.asarray(meta[pid])
-            if value and agg.column is not None:
-                out["__v"] = np.asarray(meta[agg.column.name])
-            return out
-
-        return dask_types
     row_sql = _query.rows_sql(q, agg, pid, value)
     plain: dict[str, str] | None = None
     notnull: list[str] = []
@@ -192,7 +179,6 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
     spec = spec_of(session, q, agg, stat, epsilon=epsilon, delta=delta, rho=rho,
                    noise=noise, bounds=bounds, domain=domain, max_partitions=max_partitions,
                    max_per_partition=max_per_partition, bounding=bounding)
-    read = _reader(session, q, agg, stat.value)
     n_keys = max(1, len(q.keys))
     compute: Callable[[], Released]
     if src.kind == "dask":  # the same spec and plan over the frame, the Dask backend
@@ -208,6 +194,7 @@ def run(session: Session, q: Query, agg: Agg, stat: Stat, *, epsilon: float | No
             return _run.release(spec, frame, backend=DaskBackend(None), plan=plan,
                                 budget=None, note=what, rng=session.rng)
     else:
+        read = _reader(session, q, agg, stat.value)
         # the event from the plan, over the schema: no row is read, nothing is run
         plan = _plan.plan(spec, schema_rows(read(0), n_keys, domain))
 
