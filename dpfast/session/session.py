@@ -16,8 +16,9 @@ from dpfast.tables.statistics.base import REQUIRED
 
 from . import _cache, _colcache, _release, _spec, _stats, _store
 from ._expr import Col
+from ._open import make_source
 from ._query import Agg, Query
-from ._source import Source, make_source
+from ._source import Source
 from ._stats import STATISTICS
 
 if TYPE_CHECKING:
