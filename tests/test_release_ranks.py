@@ -320,3 +320,26 @@ def test_nullable_integers_with_missing_values_on_a_fractional_range():
     ref = dpt.median(IVALS[keep], KEYS[keep], IDS[keep], rng=_gen(), **kw)
     got = dpt.median(vals, KEYS, IDS, rng=_gen(), **kw)
     assert got.values.tobytes() == ref.values.tobytes() and got.event == ref.event
+
+
+@pytest.mark.parametrize("stat", ["median", "count_distinct"])
+def test_the_null_policy_scans_the_rows_once(monkeypatch, stat):
+    """The rank and count_distinct partials apply the NULL policy once (they dropped the
+    NULL rows, then the validation scanned them again); the release is unchanged."""
+    from dpfast.tables import _keys
+
+    vals = VALS.astype(object)
+    vals[::7] = None
+    kw = {"bounds": (0.0, 100.0)} if stat == "median" else {}
+    want = getattr(dpt, stat)(vals, KEYS, IDS, epsilon=1.0, domain=DOM, rng=_gen(), **kw)
+    scans: list[int] = []
+    real = _keys.drop_nulls
+
+    def counting(*a, **k):
+        scans.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(_keys, "drop_nulls", counting)
+    got = getattr(dpt, stat)(vals, KEYS, IDS, epsilon=1.0, domain=DOM, rng=_gen(), **kw)
+    assert len(scans) == 1
+    np.testing.assert_array_equal(got.values, want.values)

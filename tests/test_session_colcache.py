@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import dpfast  # noqa: E402
-from dpfast.session import _colcache, _source  # noqa: E402
+from dpfast.session import _colcache, _engine, _open, _source  # noqa: E402
 from tests.helpers import KEY, same_release  # noqa: E402
 
 #: column type -> values of a small table (None: NULL)
@@ -41,7 +41,7 @@ def _table(con: object, types: dict[str, str], rows: list[tuple]) -> None:
     cols = list(zip(*rows)) if rows else [()] * len(types)
     src = pa.table({c: pa.array(list(v)) for c, v in zip(types, cols)})
     con.register("src_rows", src)
-    sel = ", ".join(f"{_source.quote(c)}::{t} AS {_source.quote(c)}" for c, t in types.items())
+    sel = ", ".join(f"{_engine.quote(c)}::{t} AS {_engine.quote(c)}" for c, t in types.items())
     con.execute(f"CREATE TABLE t AS SELECT {sel} FROM src_rows")
     con.unregister("src_rows")
 
@@ -73,10 +73,10 @@ def _same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
 
 
 def _duckdb_rows(src: _source.Source, cols: dict[str, str]) -> dict[str, np.ndarray]:
-    sel = ", ".join(f"{_source.quote(c)} AS {_source.quote(n)}" for n, c in cols.items())
-    cond = " AND ".join(f"{_source.quote(c)} IS NOT NULL"
+    sel = ", ".join(f"{_engine.quote(c)} AS {_engine.quote(n)}" for n, c in cols.items())
+    cond = " AND ".join(f"{_engine.quote(c)} IS NOT NULL"
                         for c in dict.fromkeys(cols.values()))
-    return src.fetch_sql(f"SELECT {sel} FROM {_source.quote(src.name)} WHERE {cond}")
+    return src.fetch_sql(f"SELECT {sel} FROM {_engine.quote(src.name)} WHERE {cond}")
 
 
 
@@ -97,7 +97,7 @@ _TYPES = {"a": "BIGINT", "p": "UTINYINT", "d": "DOUBLE", "f": "FLOAT", "s": "VAR
 def test_cached_rows_equal_duckdbs(tmp_path, rows: list[tuple]) -> None:
     db, pq = _files(str(tmp_path), _TYPES, rows)
     for path in (db, pq):
-        src = _source.make_source(path)
+        src = _open.make_source(path)
         assert src.column_cache is not None
         for cols in ({"__k0": "a", "__pid": "p", "__v": "d"}, {"__k0": "s", "__v": "f"},
                      {"__k0": "b", "__k1": "s", "__pid": "p"}, {"x": "d", "y": "d"},
@@ -116,8 +116,8 @@ def test_cached_rows_equal_duckdbs(tmp_path, rows: list[tuple]) -> None:
 
 
 def _sql_of(src: _source.Source, cols: dict[str, str]) -> str:
-    sel = ", ".join(f"{_source.quote(c)} AS {_source.quote(n)}" for n, c in cols.items())
-    return f"SELECT {sel} FROM {_source.quote(src.name)}"
+    sel = ", ".join(f"{_engine.quote(c)} AS {_engine.quote(n)}" for n, c in cols.items())
+    return f"SELECT {sel} FROM {_engine.quote(src.name)}"
 
 
 def test_row_order_over_many_row_groups(tmp_path) -> None:
@@ -135,7 +135,7 @@ def test_row_order_over_many_row_groups(tmp_path) -> None:
     con.execute(f"COPY t TO '{pq}' (FORMAT parquet, ROW_GROUP_SIZE 20000)")
     con.close()
     for path in (db, pq):
-        src = _source.make_source(path)
+        src = _open.make_source(path)
         cols = {"__k0": "k", "__pid": "pid", "__v": "v"}
         got = src.plain_rows(cols, list(cols.values()))
         _same_arrays(got, _duckdb_rows(src, cols))
@@ -371,7 +371,7 @@ def test_frame_types_for_the_probe_equal_duckdbs() -> None:
                           "b": [True, False, True], "s": pd.array(["x", None, "y"],
                                                                   dtype="string"),
                           "o": pd.Series(["x", "y", "z"], dtype=object)})
-    src = _source.make_source(frame, name="t")
+    src = _open.make_source(frame, name="t")
     for cols in ({"__k0": "a", "__v": "f"}, {"__k0": "s", "__pid": "u", "__v": "f32"},
                  {"__k0": "b", "__k1": "a"}):
         got = src.plain_rows(cols, list(cols.values()), limit=0)

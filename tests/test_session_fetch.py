@@ -14,7 +14,7 @@ pytest.importorskip("sqlglot")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dpfast.session import _source  # noqa: E402
+from dpfast.session import _engine, _fetch, _open, _source  # noqa: E402
 
 _VALUES = {
     "BOOLEAN": "true, false, true",
@@ -52,7 +52,7 @@ def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
 
 def test_the_numpy_types_are_duckdbs_names() -> None:
     con = duckdb.connect()
-    for t in _source._NUMPY_TYPES:
+    for t in _fetch.NUMPY_TYPES:
         assert [str(x) for x in con.sql(f"SELECT NULL::{t} AS x").types] == [t]
 
 
@@ -63,8 +63,8 @@ def test_numpy_route_equals_arrow(sqltype: str) -> None:
                                    enumerate(_VALUES[sqltype].split(", "))) + ") v(x, i)")
     for sql in ("SELECT x, i FROM t", "SELECT x FROM t WHERE i > 0",
                 "SELECT x, i FROM t LIMIT 0"):
-        got = src._numpy(sql)
-        _same(got, src._via_arrow(sql))
+        got = _fetch.numpy_columns(src.con, sql)
+        _same(got, _fetch.arrow_columns(src.con, sql))
         _same(got, {c: np.asarray(a) for c, a in src.con.sql(sql).fetchnumpy().items()})
 
 
@@ -75,14 +75,15 @@ def test_other_types_go_through_arrow(sqltype: str) -> None:
            "DECIMAL(10,2)": "1.25", "HUGEINT": "7", "INTERVAL": "INTERVAL 3 DAY",
            "BLOB": "'\\xAA'::BLOB"}[sqltype]
     src = _source_with(f"CREATE TABLE t AS SELECT {lit}::{sqltype} AS x, 1 AS i")
-    _same(src._numpy("SELECT x, i FROM t"), src._via_arrow("SELECT x, i FROM t"))
+    sql = "SELECT x, i FROM t"
+    _same(_fetch.numpy_columns(src.con, sql), _fetch.arrow_columns(src.con, sql))
 
 
 def test_nulls_go_through_arrow() -> None:
     src = _source_with("CREATE TABLE t AS SELECT * FROM (VALUES (1, 'a'), (NULL, NULL)) "
                        "v(x, s)")
-    got = src._numpy("SELECT x, s FROM t")
-    _same(got, src._via_arrow("SELECT x, s FROM t"))
+    got = _fetch.numpy_columns(src.con, "SELECT x, s FROM t")
+    _same(got, _fetch.arrow_columns(src.con, "SELECT x, s FROM t"))
     assert np.isnan(got["x"][1]) and got["s"][1] is None
 
 
@@ -96,7 +97,8 @@ def test_numpy_route_equals_arrow_any_rows(rows: list[tuple[int, float, str]]) -
     if rows:
         con.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
     src = _source.Source("duckdb", "t", con=con, table="t")
-    _same(src._numpy("SELECT a, b, s FROM t"), src._via_arrow("SELECT a, b, s FROM t"))
+    sql = "SELECT a, b, s FROM t"
+    _same(_fetch.numpy_columns(src.con, sql), _fetch.arrow_columns(src.con, sql))
 
 
 # ------------------------------------------------------------------ pandas read in place
@@ -104,12 +106,12 @@ pd = pytest.importorskip("pandas")
 
 
 def _pandas_source(frame: pd.DataFrame) -> _source.Source:
-    return _source.make_source(frame, name="t")
+    return _open.make_source(frame, name="t")
 
 
 def _duckdb_rows(src: _source.Source, cols: dict[str, str]) -> dict[str, np.ndarray]:
-    sel = ", ".join(f"{_source.quote(c)} AS {_source.quote(n)}" for n, c in cols.items())
-    cond = " AND ".join(f"{_source.quote(c)} IS NOT NULL" for c in dict.fromkeys(cols.values()))
+    sel = ", ".join(f"{_engine.quote(c)} AS {_engine.quote(n)}" for n, c in cols.items())
+    cond = " AND ".join(f"{_engine.quote(c)} IS NOT NULL" for c in dict.fromkeys(cols.values()))
     return src.fetch_sql(f"SELECT {sel} FROM t WHERE {cond}")
 
 

@@ -21,7 +21,7 @@ duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
 import dpfast  # noqa: E402
-from dpfast.session import Session, _ids, _source  # noqa: E402
+from dpfast.session import Session, _ids, _open  # noqa: E402
 from tests.helpers import KEY  # noqa: E402
 
 
@@ -106,7 +106,7 @@ def test_frame_rows_and_duckdb_read_the_same_ids() -> None:
     frame = pd.DataFrame({"id": pd.Series(values, dtype=object),
                           "key": ["a"] * len(values)})
     before = frame.copy(deep=True)
-    src = _source.make_source(frame, name="t", privacy_unit="id")
+    src = _open.make_source(frame, name="t", privacy_unit="id")
     plain = src.frame_rows({"__pid": "id"}, ["id"])
     assert plain is not None
     via = src.fetch(["id"], where="key = 'a'", not_null=["id"])

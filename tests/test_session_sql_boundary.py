@@ -19,7 +19,7 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("duckdb")
 sqlglot = pytest.importorskip("sqlglot")
 
-from dpfast.session import SqlRefusedError, _source  # noqa: E402
+from dpfast.session import SqlRefusedError, _open, _source  # noqa: E402
 from tests.helpers import KEY  # noqa: E402
 
 DESTS = ["BOS", "LAX", "ORD", "SFO"]
@@ -405,7 +405,7 @@ def _cond(depth: int) -> st.SearchStrategy[str]:
 
 @functools.lru_cache(maxsize=1)
 def _adversarial_source() -> _source.Source:
-    return _source.make_source(ADVERSARIAL, name="t")
+    return _open.make_source(ADVERSARIAL, name="t")
 
 
 @hypothesis.settings(max_examples=300, deadline=None, derandomize=True,

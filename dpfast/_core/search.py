@@ -35,6 +35,24 @@ def _mid(lo: float, hi: float) -> float:
     return math.sqrt(lo) * math.sqrt(hi)  # lo * hi would overflow / underflow
 
 
+def _bisect(above: Callable[[float], bool], lo: float, hi: float, rtol: float
+            ) -> tuple[float, float]:
+    """The bracket ``lo < hi`` (``above(hi)`` true, ``above(lo)`` false) narrowed by
+    geometric bisection to ``rtol`` relative, at most :data:`MAX_BISECT` steps (a midpoint
+    that equals an end stops it: adjacent floats)."""
+    for _ in range(MAX_BISECT):
+        if not hi / lo > 1.0 + rtol:
+            break
+        mid = _mid(lo, hi)
+        if not lo < mid < hi:
+            break
+        if above(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
 def smallest_true(ok: Callable[[float], bool], guess: float, *, rtol: float, what: str,
                   hi_limit: float = math.inf, lo_limit: float | None = None) -> float:
     """Smallest ``x > 0`` (to ``rtol`` relative; an ``x`` with ``ok(x)`` true is returned)
@@ -70,17 +88,7 @@ def smallest_true(ok: Callable[[float], bool], guess: float, *, rtol: float, wha
             lo, hi = hi, hi * 2.0
         else:  # pragma: no cover - 2200 doublings overflow
             raise ValueError(f"{what}: no finite value meets the target")
-    for _ in range(MAX_BISECT):
-        if not hi / lo > 1.0 + rtol:
-            break
-        mid = _mid(lo, hi)
-        if not lo < mid < hi:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return _bisect(ok, lo, hi, rtol)[1]
 
 
 def largest_true(ok: Callable[[float], bool], guess: float, *, rtol: float,
@@ -112,17 +120,7 @@ def largest_true(ok: Callable[[float], bool], guess: float, *, rtol: float,
             hi, lo = lo, lo / 2.0
         else:  # pragma: no cover - 2200 halvings reach 0
             raise ValueError(f"{what}: no positive value meets the target")
-    for _ in range(MAX_BISECT):
-        if not hi / lo > 1.0 + rtol:
-            break
-        mid = _mid(lo, hi)
-        if not lo < mid < hi:
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _bisect(lambda x: not ok(x), lo, hi, rtol)[0]
 
 
 def smallest_true_int(ok: Callable[[int], bool], guess: int, *, floor: int, step: int = 1,

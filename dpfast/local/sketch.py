@@ -109,11 +109,15 @@ class _SketchBase:
 
     def buckets(self, items: Any) -> np.ndarray:
         """``(len(items), num_hashes)`` sketch columns ``h_j(item)`` (the public hashes)."""
+        return self._hashed(items)[1]
+
+    def _hashed(self, items: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The items' fingerprints and their ``(len(items), num_hashes)`` sketch columns."""
         fp = fingerprint(items)
         out = np.empty((fp.size, self.num_hashes), np.int64)
         _lk.hash_buckets(self._tables, np.zeros(fp.size, np.int64), fp, self.sketch_size,
                          out)
-        return out
+        return fp, out
 
     def _scale(self) -> float:
         """The debiasing factor ``c``, refused when it overflows (epsilon < ~1e-308)."""
@@ -127,10 +131,8 @@ class _SketchBase:
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Estimates and the two parts of their fixed-hash mean squared errors (noise,
         growing as ``n``; collisions, as ``n^2``): :mod:`dpfast.local._collisions`."""
-        k, m = self.num_hashes, self.sketch_size
-        fp = fingerprint(candidates)
-        cols = np.empty((fp.size, k), np.int64)
-        _lk.hash_buckets(self._tables, np.zeros(fp.size, np.int64), fp, m, cols)
+        m = self.sketch_size
+        fp, cols = self._hashed(candidates)
         counts = m / (m - 1) * (row_values(matrix, cols) - n / m)
         noise, coll = sketch_mse(matrix, cols, fp, counts, n, self._noise_scale(),
                                  self._hadamard)

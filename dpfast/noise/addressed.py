@@ -32,6 +32,7 @@ import numpy as np
 from dpfast import random as _random
 from dpfast._kernels import grid as _gk
 from dpfast.noise import _addressed, _drive, _inputs, grid
+from dpfast.noise.integers import _add_checked
 
 __all__ = ["discrete_laplace", "discrete_gaussian", "laplace", "gaussian", "noise_cells",
            "ADDRESSED_ARRAY_TAG"]
@@ -86,22 +87,8 @@ def _add(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, offset
     assert isinstance(parsed, Fraction)
     gen = _random.as_generator(rng)
     z = noise_cells(kind, parsed, gen._key, s, a, arr.size)
-    flat = arr.reshape(-1)
-    dt = arr.dtype
-    if dt.kind == "u" and dt.itemsize == 8:
-        xu = flat.astype(np.uint64)
-        res = xu + z.view(np.uint64)
-        bad = np.where(z >= 0, res < xu, res > xu)
-    else:
-        x64 = flat.astype(np.int64)
-        res = (x64.view(np.uint64) + z.view(np.uint64)).view(np.int64)
-        bad = ((x64 ^ res) & (z ^ res)) < 0
-        if dt.itemsize < 8:
-            info = np.iinfo(dt)
-            bad |= (res < info.min) | (res > info.max)
-    if bad.any():
-        raise OverflowError(f"noisy value does not fit the dtype {dt} of x")
-    return res.astype(dt).reshape(arr.shape)
+    # x + z in x's dtype, OverflowError if a cell does not fit (the integer samplers' add)
+    return _add_checked(arr.reshape(-1), z, arr.dtype).reshape(arr.shape)
 
 
 def discrete_laplace(x: Any, scale: Any, *, rng: Any = None, stream: int,
@@ -157,19 +144,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
     a = _index(offset, "offset", 1 << 62)
     if a + arr.size >= 1 << 62:
         raise ValueError("offset + x.size must be below 2**62")
-    parsed, pshape = _drive.parse_param(param, name, lower=grid.MIN_FLOAT_SCALE,
-                                        upper=grid.MAX_FLOAT_SCALE)
-    if pshape:
-        raise TypeError(f"{name} must be a scalar for the float mechanisms")
-    assert isinstance(parsed, Fraction)
-    g = grid.granularity(float(parsed)) if gran is None else grid._check_granularity(gran)
-    t = parsed / Fraction(g)
-    if t > _drive.MAX_SCALE:
-        raise ValueError(f"{name} / granularity = {_drive.describe(t)} exceeds 2**50; use a "
-                         "coarser granularity")
-    if t < _drive.MIN_SCALE:
-        raise ValueError(f"{name} / granularity = {_drive.describe(t)} is below 2**-100; use "
-                         "a finer granularity")
+    g, t = grid._grid_setup(param, name, gran)  # the grid mechanisms' own checks
     gen = _random.as_generator(rng)
     if not np.isfinite(big / g):  # big = max |x| (float_input_max)
         raise ValueError("x / granularity overflows; x is too large for this granularity")

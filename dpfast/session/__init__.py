@@ -13,8 +13,10 @@ analysts' sub-budgets, a usage report and aggregate SQL.
   :class:`dpfast.tables.spec.ReleaseSpec` (one format for both: the cache key is its
   ``query_id()``), its plan over the table's schema (the event, before any row) and
   :func:`dpfast.tables.run.release` (every release: nothing runs before the charge);
-* :mod:`._source` (the data source and its fingerprint), :mod:`._engine` (the locked
-  DuckDB connection analysts' row queries run on), :mod:`._spec` (the key columns and the
+* :mod:`._source` (the data source and its fingerprint; made by :mod:`._open`),
+  :mod:`._fetch` (a row query's result as numpy arrays), :mod:`._engine` (the locked
+  DuckDB connection analysts' row queries run on), :mod:`._histogram` and
+  :mod:`._topdown` (the histogram and TopDown releases), :mod:`._spec` (the key columns and the
   row filter), :mod:`._cache` (the query id, the ledger query, the payloads),
   :mod:`._store` (the adapter to the budget's cache and analysts:
   :meth:`dpfast.Budget.query`, :meth:`dpfast.Budget.analyst`, :meth:`dpfast.Budget.usage`).

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._fetch import NUMPY_TYPES
 from ._stamps import Stamp
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def resolve(schema: dict[str, str], name: str) -> str | None:
 
 
 def file_rows(src: Source, cache: ColumnCache, cols: dict[str, str], not_null: Sequence[str],
-              numpy_types: frozenset[str], limit: int | None = None
+              limit: int | None = None
               ) -> dict[str, np.ndarray] | None:
     """A file source's columns ``cols`` (output name -> column) of the rows whose
     ``not_null`` columns hold a value, from ``cache`` (decoding the missing columns
@@ -171,8 +172,8 @@ def file_rows(src: Source, cache: ColumnCache, cols: dict[str, str], not_null: S
     WHERE col IS NOT NULL ...`` in the table's order.  ``limit=0``: no rows, only the
     columns' types, and only from columns already cached (a cache hit of the result cache
     must read no rows).  None (then DuckDB answers) unless every column is in ``not_null``
-    and has one of ``numpy_types`` (those DuckDB's ``fetchnumpy`` returns as the row
-    query does), or for another ``limit``."""
+    and has one of :data:`~dpfast.session._fetch.NUMPY_TYPES` (those DuckDB's
+    ``fetchnumpy`` returns as the row query does), or for another ``limit``."""
     if limit not in (None, 0) or not set(cols.values()) <= set(not_null):
         return None
     stamp = src.stamps()
@@ -180,7 +181,7 @@ def file_rows(src: Source, cache: ColumnCache, cols: dict[str, str], not_null: S
     names: dict[str, str] = {}
     for c in dict.fromkeys(not_null):
         real = resolve(schema, c)
-        if real is None or schema[real] not in numpy_types:
+        if real is None or schema[real] not in NUMPY_TYPES:
             return None
         names[c] = real
     got = cache.get(stamp, list(dict.fromkeys(names.values())),

@@ -37,11 +37,13 @@ LOCKED = (("enable_external_access", "false"), ("autoinstall_known_extensions", 
           ("autoload_known_extensions", "false"), ("lock_configuration", "true"))
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """A SQL identifier, double-quoted."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _sql_str(s: str) -> str:
+def sql_str(s: str) -> str:
+    """A SQL string literal, single-quoted."""
     return "'" + s.replace("'", "''") + "'"
 
 
@@ -54,7 +56,7 @@ def connect(duckdb: types.ModuleType, allowed_paths: Iterable[str] = ()) -> Duck
     paths = sorted(set(allowed_paths))
     if paths:
         try:
-            con.execute(f"SET allowed_paths = [{', '.join(_sql_str(p) for p in paths)}]")
+            con.execute(f"SET allowed_paths = [{', '.join(sql_str(p) for p in paths)}]")
         except duckdb.Error as exc:  # DuckDB < 1.1 has no allowed_paths
             con.close()
             raise ImportError("a session over Parquet files needs DuckDB >= 1.1 to lock its "
@@ -109,7 +111,7 @@ def copy_table(owner: DuckDBPyConnection, table: str, con: DuckDBPyConnection, n
     DuckDB maps them to Arrow and back: ``HUGEINT`` becomes ``DECIMAL(38,0)``); without
     pyarrow (the ``demo`` extra) through a pandas frame (types as DuckDB maps them to
     pandas and back)."""
-    sql = f"SELECT * FROM {_quote(table)}" + ("" if rows else " LIMIT 0")
+    sql = f"SELECT * FROM {quote(table)}" + ("" if rows else " LIMIT 0")
     rel = owner.sql(sql)
     reader: object
     try:
@@ -122,6 +124,6 @@ def copy_table(owner: DuckDBPyConnection, table: str, con: DuckDBPyConnection, n
     tmp = "__dpfast_copy"
     con.register(tmp, reader)
     try:
-        con.execute(f"CREATE OR REPLACE TABLE {_quote(name)} AS SELECT * FROM {_quote(tmp)}")
+        con.execute(f"CREATE OR REPLACE TABLE {quote(name)} AS SELECT * FROM {quote(tmp)}")
     finally:
         con.unregister(tmp)

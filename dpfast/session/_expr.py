@@ -29,8 +29,8 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ._engine import quote, sql_str
 from ._refuse import SqlRefusedError
-from ._source import quote
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -105,7 +105,7 @@ Expr = Col | Lit | Call
 def _str_lit(s: str) -> str:
     if "\x00" in s:
         raise SqlRefusedError("expression", "a NUL character in a string literal")
-    return "'" + s.replace("'", "''") + "'"
+    return sql_str(s)
 
 
 # ------------------------------------------------------------------------- rendering

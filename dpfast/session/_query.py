@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from . import _expr
+from ._engine import quote
 from ._expr import Col, Expr
-from ._source import quote
 
 __all__ = ["Agg", "Join", "Query", "qualifier", "relation_sql", "rows_sql"]
 

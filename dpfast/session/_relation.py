@@ -17,10 +17,11 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from . import _expr
+from ._engine import quote
 from ._expr import Col
 from ._query import Join
 from ._refuse import SqlRefusedError
-from ._source import Source, quote
+from ._source import Source
 
 if TYPE_CHECKING:
     from sqlglot import exp

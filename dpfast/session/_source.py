@@ -34,16 +34,15 @@ place, a table changed, a file rewritten is a new source):
 * a Dask DataFrame: :func:`dask.base.tokenize` of the relevant columns (for a frame built
   from pandas data, a hash of the data; for files, of the files' names and metadata).
 
+A source is made from what the caller gives by :func:`dpfast.session._open.make_source`.
 DuckDB, pandas, Polars and Dask are imported here only when a source of that kind is made.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
-import re
 import threading
 import types
 from collections.abc import Sequence
@@ -51,7 +50,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _colcache, _engine, _frame, _ids
+from . import _colcache, _engine, _fetch, _frame, _ids
+from ._engine import quote
 from ._stamps import Stamp
 from ._stamps import file_stamp as _file_stamp
 
@@ -60,25 +60,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from duckdb import DuckDBPyConnection
 
-__all__ = ["Source", "make_source", "quote"]
-
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-#: DuckDB types whose ``fetchnumpy`` arrays equal Arrow's ``to_numpy`` (dtype and values)
-_NUMPY_TYPES = frozenset({"BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
-                          "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "VARCHAR"})
-
-
-def quote(name: str) -> str:
-    """A SQL identifier, double-quoted."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _table_name(name: object, what: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"{what} must be a plain SQL name (letters, digits, _), got {name!r}")
-    return name
-
+__all__ = ["Source"]
 
 def _duckdb() -> types.ModuleType:
     try:
@@ -88,25 +70,14 @@ def _duckdb() -> types.ModuleType:
     return duckdb
 
 
-def _is_pandas(x: object) -> bool:
-    return type(x).__module__.startswith("pandas") and hasattr(x, "columns")
-
-
-def _is_polars(x: object) -> bool:
-    return type(x).__module__.startswith("polars") and hasattr(x, "columns")
-
-
-def _is_dask(x: object) -> bool:
-    return type(x).__module__.startswith("dask") and hasattr(x, "columns")
-
-
 class Source:
     """One private table (see the module docstring)."""
 
     def __init__(self, kind: str, name: str, con: DuckDBPyConnection | None = None,
                  frame: pd.DataFrame | dd.DataFrame | None = None,
                  files: Sequence[str] = (), table: str | None = None,
-                 owner: DuckDBPyConnection | None = None) -> None:
+                 owner: DuckDBPyConnection | None = None, registered: object = None,
+                 unit: str | None = None) -> None:
         self.kind = kind
         self.name = name
         self._con = con           # the DuckDB connection rows are read on (None for Dask)
@@ -120,17 +91,19 @@ class Source:
         self._copy: tuple[object, bool] | None = None  # (version copied, with its rows)
         #: the owner's table's version at the last fingerprint (rows, content digest)
         self._owner_key: tuple[int, str] | None = None
-        #: a DataFrame registered on ``con`` (pandas or Polars): registered again before
-        #: every read, since DuckDB keeps the arrays it saw at registration
-        self.registered: object = None
+        #: a DataFrame registered on ``con`` (pandas or Polars): registered here and again
+        #: before every read, since DuckDB keeps the arrays it saw at registration
+        self.registered = registered
         #: the privacy-unit column: a DataFrame's column of Python objects is registered
         #: encoded id by id and its ids decoded when read (:mod:`dpfast.session._ids`)
-        self.unit: str | None = None
+        self.unit = unit
         self._sync_lock = threading.Lock()
         self._schema: tuple[list[Stamp], dict[str, str]] | None = None  # (stamps, types)
         self._frame_columns: tuple[tuple[object, ...], list[str]] | None = None
         #: the decoded columns of a file source (None: not a file source, or disabled)
         self.column_cache: _colcache.ColumnCache | None = None
+        if registered is not None:
+            self._register()
 
     @property
     def con(self) -> DuckDBPyConnection:
@@ -213,41 +186,6 @@ class Source:
             sql += " WHERE " + " AND ".join(conds)
         return self.fetch_sql(sql, limit, ids=[c for c in cols if c == self.unit])
 
-    def _numpy(self, sql: str) -> dict[str, np.ndarray]:
-        """The result columns of ``sql`` as numpy arrays.
-
-        When every result column has a type whose numpy form DuckDB and Arrow agree on
-        (:data:`_NUMPY_TYPES`: integers, floats, booleans, strings) and no value is NULL,
-        DuckDB writes the rows straight into numpy arrays (``fetchnumpy``: one copy, half
-        the time of the Arrow route at 10^7 rows); otherwise (dates, decimals, NULLs...)
-        through Arrow (:meth:`_via_arrow`).  Both give the same arrays for the first kind
-        (``tests/test_session_fetch.py``).
-        """
-        rel = self.con.sql(sql)
-        if all(str(t) in _NUMPY_TYPES for t in rel.types):
-            res = rel.fetchnumpy()
-            if not any(isinstance(a, np.ma.MaskedArray) and a.mask.any()
-                       for a in res.values()):
-                return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
-                        for c, a in res.items()}
-        return self._via_arrow(sql)
-
-    def _via_arrow(self, sql: str) -> dict[str, np.ndarray]:
-        """The result columns of ``sql`` through Arrow where pyarrow is installed (the
-        session extra), else DuckDB's ``fetchnumpy``."""
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:  # pragma: no cover - pyarrow is in the session extra
-            res = self.con.execute(sql).fetchnumpy()
-            return {c: np.asarray(a.data if isinstance(a, np.ma.MaskedArray) else a)
-                    for c, a in res.items()}
-        table = self.con.sql(sql).to_arrow_table()
-        out = {}
-        for name, col in zip(table.column_names, table.columns):
-            arr = col.combine_chunks()
-            out[name] = np.asarray(arr.to_numpy(zero_copy_only=False))
-        return out
-
     def fetch_sql(self, sql: str, limit: int | None = None,
                   ids: Sequence[str] = ()) -> dict[str, np.ndarray]:
         """The columns of a row query (built by :mod:`dpfast.session`) as arrays, read on
@@ -259,32 +197,22 @@ class Source:
         ``limit=0`` (the schema a release is planned on, before the charge) reads **no
         row**: the query is only bound (names and types resolved, nothing run), and the
         empty arrays come from a query of typed NULLs with no row and no table
-        (:meth:`_shape`) -- so no filter, cast or join is evaluated on a private row
-        before the charge."""
+        (:func:`~dpfast.session._fetch.empty_columns`) -- so no filter, cast or join is
+        evaluated on a private row before the charge."""
         if self.kind == "dask":
             raise ValueError("a Dask source has no SQL row access (use the release methods)")
         _engine.check_statement(self.con, sql)
         encoded = self._sync(rows=limit != 0)
         if limit == 0:
-            return self._shape(sql)
+            return _fetch.empty_columns(self.con, sql)
         if limit is not None:
             sql = f"SELECT * FROM ({sql}) LIMIT {int(limit)}"
-        got = self._numpy(sql)
+        got = _fetch.numpy_columns(self.con, sql)
         if encoded:
             for name in ids:
                 if name in got:
                     got[name] = _ids.decode(got[name])
         return got
-
-    def _shape(self, sql: str) -> dict[str, np.ndarray]:
-        """The empty result columns of ``sql`` with the dtypes its rows would have,
-        without running it: its relation is bound (DuckDB resolves names and types and
-        reads no row), then ``SELECT CAST(NULL AS type) AS name, ... LIMIT 0`` -- no
-        table -- goes through :meth:`_numpy` as the rows would."""
-        rel = self.con.sql(sql)
-        cells = ", ".join(("NULL" if str(t) == "NULL" else f"CAST(NULL AS {t})")
-                          + f" AS {quote(c)}" for c, t in zip(rel.columns, rel.types))
-        return self._numpy(f"SELECT {cells} LIMIT 0")
 
     def _sync(self, rows: bool) -> bool:
         """Make the engine's copy of a DuckDB table current (:attr:`owner`; nothing for
@@ -345,15 +273,15 @@ class Source:
             return self.frame_rows(cols, not_null, limit) if limit in (None, 0) else None
         if self.column_cache is None:
             return None
-        return _colcache.file_rows(self, self.column_cache, cols, not_null, _NUMPY_TYPES,
-                                   limit)
+        return _colcache.file_rows(self, self.column_cache, cols, not_null, limit)
 
     def load_columns(self, names: Sequence[str]
                      ) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
         """Whole columns of the private table, decoded by DuckDB in one scan, in the
         table's order: ``name -> (values, NULL mask or None)`` (values at NULL rows are
-        arbitrary; NaN is a value).  For columns of :data:`_NUMPY_TYPES`: the dtypes and
-        values ``fetchnumpy`` gives the row queries."""
+        arbitrary; NaN is a value).  For columns of
+        :data:`~dpfast.session._fetch.NUMPY_TYPES`: the dtypes and values ``fetchnumpy``
+        gives the row queries."""
         sql = f"SELECT {', '.join(quote(c) for c in names)} FROM {quote(self._meta_name)}"
         res = self._meta.sql(sql).fetchnumpy()
         out: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
@@ -456,101 +384,3 @@ class Source:
 def _digest(obj: object) -> str:
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-
-def make_source(source: object, *, table: str | None = None, name: str | None = None,
-                public: dict[str, object] | None = None,
-                column_cache: int = _colcache.DEFAULT_BUDGET,
-                privacy_unit: str | None = None) -> Source:
-    """Wrap ``source`` (see :class:`dpfast.Session`); ``public`` tables are registered on
-    the same (locked) DuckDB connection for SQL joins, under names that shadow no other
-    table (ValueError naming the public table); a file source gets a column cache of
-    ``column_cache`` bytes (0: none).  ``privacy_unit``: the column of the privacy unit
-    (a DataFrame's column of Python objects is read id by id, :attr:`Source.unit`)."""
-    column_cache = _colcache.check_budget(column_cache)
-    public = dict(public or {})
-    if _is_dask(source):
-        if public:
-            raise ValueError("public tables need a DuckDB-backed source, not a Dask one")
-        return Source("dask", _table_name(name or "data", "name"), frame=source)
-    duckdb = _duckdb()
-    for pname in public:
-        _table_name(pname, "public table name")
-    public_files = [os.path.abspath(os.fspath(f)) for f in public.values()
-                    if isinstance(f, (str, os.PathLike))]
-    if isinstance(source, duckdb.DuckDBPyConnection):
-        if table is None:
-            raise ValueError("a DuckDB connection needs table= (the private table's name)")
-        tname = _table_name(table, "table")
-        src = Source("duckdb", tname, con=_engine.connect(duckdb, public_files), table=tname,
-                     owner=source)
-    elif _is_pandas(source) or _is_polars(source):
-        con = _engine.connect(duckdb, public_files)
-        nm = _table_name(name or "data", "name")
-        src = Source("pandas" if _is_pandas(source) else "polars", nm, con=con,
-                     frame=source if _is_pandas(source) else None)
-        src.unit = privacy_unit if isinstance(privacy_unit, str) else None
-        src.registered = source
-        src._register()
-    elif isinstance(source, (str, os.PathLike)) or (
-            isinstance(source, (list, tuple)) and source
-            and all(isinstance(s, (str, os.PathLike)) for s in source)):
-        paths = [os.fspath(s) for s in (source if isinstance(source, (list, tuple))
-                                         else [source])]
-        src = _file_source(duckdb, paths, table, name, public_files)
-    else:
-        raise TypeError("source must be a pandas or Polars DataFrame, a Dask DataFrame, "
-                        "Parquet file(s), a DuckDB database file or connection, got "
-                        f"{type(source).__name__}")
-    _engine.check_names(src.name, public, src.con)
-    for pname, frame in public.items():
-        if isinstance(frame, (str, os.PathLike)):
-            src.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote(pname)} AS SELECT * FROM "
-                            f"read_parquet('{_sql_str(os.path.abspath(os.fspath(frame)))}')")
-        else:
-            src.con.register(pname, frame)
-    _engine.lock(src.con)
-    src.public = frozenset(public)
-    if src.files and column_cache:
-        src.column_cache = _colcache.ColumnCache(column_cache)
-    return src
-
-
-def _sql_str(s: str) -> str:
-    return s.replace("'", "''")
-
-
-def _file_source(duckdb: types.ModuleType, paths: list[str], table: str | None, name: str | None,
-                 public_files: list[str]) -> Source:
-    files: list[str] = []
-    for p in paths:
-        hits = sorted(glob.glob(p)) if any(ch in p for ch in "*?[") else [p]
-        if not hits:
-            raise FileNotFoundError(f"no file matches {p}")
-        files.extend(hits)
-    for f in files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"source file not found: {f}")
-    if all(f.endswith(".parquet") for f in files):
-        full = [os.path.abspath(f) for f in files]
-        con = _engine.connect(duckdb, full + public_files)
-        stem = os.path.splitext(os.path.basename(files[0]))[0]
-        nm = _table_name(name or (stem if _NAME.match(stem) else "data"), "name")
-        lst = ", ".join(f"'{_sql_str(f)}'" for f in full)
-        con.execute(f"CREATE VIEW {quote(nm)} AS SELECT * FROM read_parquet([{lst}])")
-        return Source("parquet", nm, con=con, files=files, table=nm)
-    if len(files) != 1:
-        raise ValueError("several source files must all be Parquet (.parquet)")
-    owner = duckdb.connect(files[0], read_only=True)
-    tables = [r[0] for r in owner.execute(
-        "SELECT table_name FROM information_schema.tables").fetchall()]
-    if table is None:
-        if len(tables) != 1:
-            raise ValueError(f"{files[0]} holds {len(tables)} tables; name one with table= "
-                             f"({', '.join(sorted(tables))})")
-        table = tables[0]
-    tname = _table_name(table, "table")
-    if tname not in tables:
-        raise ValueError(f"table {tname!r} is not in {files[0]} ({', '.join(sorted(tables))})")
-    return Source("duckdb-file", tname, con=_engine.connect(duckdb, public_files),
-                  files=files, table=tname, owner=owner)

@@ -5,9 +5,10 @@ Every statistic registered in :data:`dpfast.tables.statistics.REGISTRY` is a
 ``session.<name>(by, ...)`` for one that reads no value column) and an SQL aggregate of its
 ``sql_names`` (:mod:`dpfast.session.sql`), with no edit here: :func:`lookup` and
 :func:`from_sql` read the registry class's ``name``, ``sql_names``, ``value``, ``bounds``,
-``gaussian`` and ``params``.  The session plans each release from its spec
-(:func:`dpfast.tables.plan.plan`: the event before any row is read) and runs it with
-:func:`dpfast.tables.run.release`.
+``gaussian`` and ``params``; :meth:`Stat.method` makes the session's method of a
+statistic and :meth:`Stat.spec_params` checks its own parameters.  The session plans each
+release from its spec (:func:`dpfast.tables.plan.plan`: the event before any row is read)
+and runs it with :func:`dpfast.tables.run.release`.
 
 One small table remains, marked for deletion: :data:`ALIASES`, a session name kept for
 compatibility (``stddev``, the session's name of :func:`dpfast.tables.std` since before
@@ -17,10 +18,17 @@ the registry).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from dpfast.tables.statistics import REGISTRY, Statistic
+from dpfast.tables.statistics.base import REQUIRED
+
+if TYPE_CHECKING:
+    from ._cache import Released
 
 __all__ = ["ALIASES", "STATISTICS", "Stat", "from_sql", "lookup", "names"]
 
@@ -52,6 +60,49 @@ class Stat:
     def label(self) -> str:
         """The aggregate's SQL name as dpfast writes it (``AVG``), or the name."""
         return (self.sql_names[0] if self.sql_names else self.name).upper()
+
+    def spec_params(self, given: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+        """The statistic's own parameters (``q=`` of the quantile) as the spec holds them:
+        sorted ``(name, value)`` pairs, sequences as tuples; TypeError for a parameter the
+        statistic does not take or a required one not given (None: not given)."""
+        given = {k: v for k, v in given.items() if v is not None}
+        for name in given:
+            if name not in self.params:
+                owners = [n for n in names() if name in STATISTICS[n].params]
+                if not owners:
+                    raise TypeError(f"release() got an unexpected keyword argument {name!r}")
+                raise TypeError(f"{name}= is for (and needed by) the {' / '.join(owners)} "
+                                "statistic")
+        out = []
+        for name, default in self.params.items():
+            v = given.get(name, default)
+            if v is REQUIRED:
+                raise TypeError(f"{name}= is for (and needed by) the {self.session_name} "
+                                "statistic")
+            if isinstance(v, (list, tuple, np.ndarray)):
+                v = tuple(np.asarray(v).tolist())
+            elif isinstance(v, np.generic):
+                v = v.item()
+            out.append((name, v))
+        return tuple(sorted(out))
+
+    def method(self, name: str, release: Callable[..., Released]) -> Callable[..., Released]:
+        """``session.<name>``: ``release`` (:meth:`dpfast.Session.release`) of this
+        statistic, with its value column first where it reads one."""
+        # the options (the statistic's own parameters among them: q=, trim=...) are
+        # checked by release, whose keywords they are
+        if self.value:
+            def method(value: str, by: str | Sequence[str], **options: object) -> Released:
+                return release(name, by, value=value, **options)
+        else:
+            def method(by: str | Sequence[str], **options: object  # type: ignore[misc]
+                       ) -> Released:
+                return release(name, by, **options)
+        what = self.summary or f"the {self.name} statistic"
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = (f":func:`dpfast.tables.{self.name}` ({what}) per ``by`` key "
+                          "through the cache; the options of :meth:`Session.release`.")
+        return method
 
 
 #: session names kept for compatibility -> registry names (delete one when its old name

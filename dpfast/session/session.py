@@ -6,18 +6,18 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from dpfast.budget import Budget
 from dpfast.tables import bounding as _bounding
-from dpfast.tables.statistics.base import REQUIRED
 
 from . import _cache, _colcache, _release, _spec, _stats, _store
 from ._expr import Col
+from ._open import make_source
 from ._query import Agg, Query
-from ._source import Source, make_source
+from ._source import Source
 from ._stats import STATISTICS
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from ._answer import SqlRelease
     from ._cache import Released
+    from ._histogram import HistogramOptions
     from ._topdown import Geography
 
 __all__ = ["Analyst", "Session", "STATISTICS"]
@@ -50,22 +51,6 @@ class _Options(TypedDict, total=False):
     bounding: str
 
 
-class _HistogramOptions(TypedDict, total=False):
-    """The options of :meth:`Session.histogram` (those of :func:`dpfast.histogram` but
-    ``weights`` and what the session fills in)."""
-
-    density: bool
-    rho: float | None
-    weight_bounds: tuple[float, float] | None
-    max_partitions: int
-    max_per_partition: int
-    nonnegative: bool
-    integer: bool
-    noise: str | None
-    note: str
-    use_case: str | None
-
-
 class _SqlOptions(TypedDict, total=False):
     """The options of :meth:`Session.sql` (:func:`dpfast.session._answer.run`)."""
 
@@ -73,51 +58,6 @@ class _SqlOptions(TypedDict, total=False):
     noise: str | None
     max_partitions: int | None
     max_per_partition: int | None
-
-
-def _params(stat: _stats.Stat, given: dict[str, object]) -> tuple[tuple[str, object], ...]:
-    """The statistic's own parameters (``q=`` of the quantile) as the spec holds them:
-    sorted ``(name, value)`` pairs, sequences as tuples; TypeError for a parameter the
-    statistic does not take or a required one not given (None: not given)."""
-    given = {k: v for k, v in given.items() if v is not None}
-    for name in given:
-        if name not in stat.params:
-            owners = [n for n in _stats.names() if name in _stats.STATISTICS[n].params]
-            if not owners:
-                raise TypeError(f"release() got an unexpected keyword argument {name!r}")
-            raise TypeError(f"{name}= is for (and needed by) the {' / '.join(owners)} "
-                            "statistic")
-    out = []
-    for name, default in stat.params.items():
-        v = given.get(name, default)
-        if v is REQUIRED:
-            raise TypeError(f"{name}= is for (and needed by) the {stat.session_name} "
-                            "statistic")
-        if isinstance(v, (list, tuple, np.ndarray)):
-            v = tuple(np.asarray(v).tolist())
-        elif isinstance(v, np.generic):
-            v = v.item()
-        out.append((name, v))
-    return tuple(sorted(out))
-
-
-def _method(session: Session, name: str, stat: _stats.Stat) -> Callable[..., Released]:
-    """``session.<name>``: :meth:`Session.release` of the statistic ``stat``."""
-    # the options (the statistic's own parameters among them: q=, trim=...) are checked
-    # by release, whose keywords they are
-    release: Callable[..., Released] = session.release
-    if stat.value:
-        def method(value: str, by: str | Sequence[str], **options: object) -> Released:
-            return release(name, by, value=value, **options)
-    else:
-        def method(by: str | Sequence[str], **options: object  # type: ignore[misc]
-                   ) -> Released:
-            return release(name, by, **options)
-    what = stat.summary or f"the {stat.name} statistic"
-    method.__name__ = method.__qualname__ = name
-    method.__doc__ = (f":func:`dpfast.tables.{stat.name}` ({what}) per ``by`` key through "
-                      "the cache; the options of :meth:`Session.release`.")
-    return method
 
 
 class Session:
@@ -323,7 +263,7 @@ class Session:
         stat = _stats.lookup(name)
         if stat is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return _method(self, name, stat)
+        return stat.method(name, self.release)
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | set(_stats.names()))
@@ -357,7 +297,7 @@ class Session:
         keys = _spec.column_names(by)
         src = self._source
         src.check_columns(keys, "key column")
-        own = _params(stat, params)
+        own = stat.spec_params(params)
         # a public grid of candidates (a rank statistic's) is the clamping range itself:
         # no bounds are needed, and the session's default bounds do not apply
         grid = dict(own).get("candidates") is not None
@@ -410,62 +350,19 @@ class Session:
     def histogram(self, column: str, bins: int | str | npt.ArrayLike = 10,
                   range: tuple[float, float] | None = None, *,  # noqa: A002
                   epsilon: float | None = None, delta: float = 0.0, where: str | None = None,
-                  **options: Unpack[_HistogramOptions]
+                  **options: Unpack[HistogramOptions]
                   ) -> tuple[np.ndarray, np.ndarray, TableRelease]:
         """:func:`dpfast.histogram` of ``column`` (``bins``, ``range`` as numpy; the privacy
         unit and contribution bounds filled in), through the cache: ``(hist, bin_edges,
         release)``.  ``options``: those of :func:`dpfast.histogram` but ``weights``."""
-        import inspect
+        from dpfast.session import _histogram
 
-        from dpfast.tables.histogram import histogram as _histogram
-        from dpfast.tables.histogram import plan_histogram
-        from dpfast.tables.state import encode_array
-
-        src = self._source
-        src.check_columns([column], "histogram column")
-        where_sql, where_cols = _spec.normalize_where(where, src)
-        pid = self.privacy_unit
         options.setdefault("max_partitions", self.max_partitions)
         options.setdefault("max_per_partition", self.max_per_partition)
-        spec = _spec.cache_spec(
-            "histogram", column, {"bins": np.asarray(bins), "range": range},
-            rows=src.rows_fingerprint([column] + ([pid] if pid else []) + where_cols,
-                                      where_sql or ""),
-            privacy_unit=pid, epsilon=epsilon, delta=delta,
-            options={k: v for k, v in options.items() if k != "note"})
-        what = f"histogram({column})" + (f" where {where_sql}" if where_sql else "")
-        options.setdefault("note", what)
-        cols = [column] + ([pid] if pid else [])
-
-        # the event from the histogram's plan (dpfast.tables.histogram.plan_histogram),
-        # over the columns' types (the row query bound, no row read: limit 0), before the
-        # charge: the options are checked against histogram's parameters first (TypeError
-        # naming one), then the plan makes histogram's own checks
-        schema = src.select(cols, where_sql, 0)
-        ids = schema[pid] if pid else None
-        if "weights" in options:
-            raise TypeError("Session.histogram takes no weights= (a histogram of a column "
-                            "counts its rows)")
-        inspect.signature(_histogram).bind(schema[column], bins, range, epsilon=epsilon,
-                                           delta=delta, privacy_ids=ids, rng=None,
-                                           budget=None, return_release=True, **options)
-        own = inspect.signature(plan_histogram).parameters
-        given: dict[str, Any] = {k: v for k, v in options.items() if k in own}
-        event = plan_histogram(schema[column], bins, range, epsilon=epsilon, delta=delta,
-                               privacy_ids=ids, **given).event
-
-        def compute() -> tuple[np.ndarray, np.ndarray, TableRelease]:
-            rows = src.select(cols, where_sql)
-            return _histogram(rows[column], bins, range, epsilon=epsilon, delta=delta,
-                              privacy_ids=rows[pid] if pid else None, rng=self.rng,
-                              budget=None, return_release=True, **options)
-
-        def payload(res: tuple[np.ndarray, np.ndarray, TableRelease]) -> dict[str, object]:
-            h, e, rel = res
-            return {"kind": "histogram", "hist": encode_array(h), "edges": encode_array(e),
-                    "release": rel.to_state()}
-
-        return _cache.cached(self, spec, what, event, compute, payload,
+        q = _histogram.HistogramQuery(self._source, self.privacy_unit, self.rng, column, bins,
+                                      range, epsilon=epsilon, delta=delta, where=where,
+                                      options=options)
+        return _cache.cached(self, q.spec, q.what, q.event, q.compute, q.payload,
                              release_of=lambda r: r[2])
 
     def topdown(self, geography: Geography, levels: str | Sequence[str], *, rho: float,

@@ -46,11 +46,12 @@ from typing import TYPE_CHECKING
 from dpfast.tables.statistics.base import REQUIRED
 
 from . import _expr, _relation, _stats
+from ._engine import quote
 from ._expr import Col
 from ._query import Agg, Query
 from ._refuse import REASONS, SqlRefusedError  # noqa: F401 (re-exported)
 from ._relation import Scope, Table
-from ._source import Source, quote
+from ._source import Source
 
 if TYPE_CHECKING:
     from sqlglot import exp

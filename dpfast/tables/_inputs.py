@@ -130,8 +130,19 @@ def clamp(raw: np.ndarray, bnd: tuple[float, float]) -> np.ndarray:
 def _validate(keys: _keys.KeyColumns, privacy_ids: object,
               values: object, bounds: object, domain: object
               ) -> tuple[_Data, tuple[float, float] | None]:
-    # the NULL policy: rows with a missing key, id or value leave first (a per-row filter)
+    """The rows through the NULL policy (rows with a missing key, id or value leave
+    first, a per-row filter: :func:`~dpfast.tables._keys.drop_nulls`), then
+    :func:`_validate_present`."""
     keys, privacy_ids, (values,) = _keys.drop_nulls(keys, privacy_ids, values)
+    return _validate_present(keys, privacy_ids, values, bounds, domain)
+
+
+def _validate_present(keys: _keys.KeyColumns, privacy_ids: object,
+                      values: object, bounds: object, domain: object
+                      ) -> tuple[_Data, tuple[float, float] | None]:
+    """Rows that hold no NULL (the caller applied the NULL policy) checked, the values
+    clamped to the bounds and the keys factorized with the public domain: the
+    :class:`_Data` and the bounds."""
     cols, n, ids = _keys.keys_and_ids(keys, privacy_ids)
     check_rows(n)
     vals = None

@@ -28,7 +28,7 @@ from dpfast._core.rounding import float_down
 from dpfast.accounting import events as _events
 from dpfast.tables import _inputs, _keys, _merge, _plan, _select, bounding, keynoise
 from dpfast.tables import _quantile_em as _em
-from dpfast.tables._inputs import _Data, _validate
+from dpfast.tables._inputs import _Data, _validate_present
 from dpfast.tables.quantile_release import QuantileRelease
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ class Plan:
         """Validate the rows, bound them and build the ``(key, slot)`` table (and the
         people per key, for the key selection)."""
         keys, ids, values = self._inputs(rows.keys, rows.privacy_ids, rows.values)
-        data, _ = _validate(keys, ids, values, self.bounds, rows.domain)
+        data, _ = _validate_present(keys, ids, values, self.bounds, rows.domain)
         assert data.values is not None
         if (data.values.dtype.kind == "i") != self.integer:
             raise TypeError("values changed type between the plan and the rows")
@@ -159,7 +159,7 @@ class Plan:
                 ) -> tuple[_keys.KeyColumns, object, object]:
         """The rows without the NULL ones (the NULL policy, first: a nullable integer
         column's missing entries do not make its numbers objects), the values as
-        :meth:`_values` ranks them."""
+        :meth:`_values` ranks them; the validation that follows does not scan again."""
         keys, ids, (values,) = _keys.drop_nulls(keys, ids, values)
         return keys, ids, self._values(values)
 
@@ -187,7 +187,7 @@ class Plan:
         keys = pdf[names[0]] if len(names) == 1 else tuple(pdf[n] for n in names)
         ids = None if cols.privacy_unit is None else pdf[cols.privacy_unit]
         keys, ids, values = self._inputs(keys, ids, pdf[cols.values[0]])
-        data, _ = _validate(keys, ids, values, self.bounds, cols.domain)
+        data, _ = _validate_present(keys, ids, values, self.bounds, cols.domain)
         tc, ts, tn = table_of(self, data, subkey)
         if self.select is not None:  # people per key after bounding, as slot -1 rows
             units = units_of(self, data, subkey)

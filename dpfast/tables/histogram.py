@@ -142,10 +142,10 @@ def _spec(n_cells: int, weighted: bool, kw: dict[str, object]) -> ReleaseSpec:
         raise ValueError("weights need weight_bounds=(lo, hi): the sensitivity of a weighted "
                          "histogram is max(|lo|, |hi|)")
     stat = _statistic("sum" if weighted else "count")
-    common: dict[str, Any] = {n: kw[n] for n in ("epsilon", "delta", "rho", "noise",
-                                                 "max_partitions", "max_per_partition")}
     return stat.make_spec(params={}, bounds=wb if weighted else None,
-                          domain=np.arange(n_cells), **common)
+                          domain=np.arange(n_cells), epsilon=kw["epsilon"], delta=kw["delta"],
+                          rho=kw["rho"], noise=kw["noise"], max_partitions=kw["max_partitions"],
+                          max_per_partition=kw["max_per_partition"])
 
 
 def _release(cell: np.ndarray, ok: np.ndarray, shape: tuple[int, ...],
@@ -523,8 +523,7 @@ class _CallableModule(types.ModuleType):
     to :func:`histogram` (``dpfast.histogram``, through the top-level facade, is the
     function)."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return histogram(*args, **kwargs)
+    __call__ = staticmethod(histogram)
 
 
 sys.modules[__name__].__class__ = _CallableModule

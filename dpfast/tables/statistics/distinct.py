@@ -139,7 +139,8 @@ class DistinctPlan:
         if len(vcol) != n:
             raise ValueError(f"values has {len(vcol)} rows, keys have {n}")
         rows = np.arange(n, dtype=np.int64)
-        data, _ = _inputs._validate(keys, privacy_ids, rows, (0, max(n, 1)), domain)
+        data, _ = _inputs._validate_present(keys, privacy_ids, rows, (0, max(n, 1)),
+                                            domain)
         assert data.values is not None
         vals = vcol[data.values]
         data.values = None

@@ -157,7 +157,19 @@ class Mean(_Bounded):
 
 
 class _Spread(Statistic):
-    """What variance and std share (not registered: no name)."""
+    """What variance and std share (not registered: no name): a value column with bounds,
+    and the many-metric plan of the count, centred sum and centred sum of squares of the
+    same kept rows."""
+
+    value = True
+    bounds = True
+    parts = ("count", "csum", "csq")
+
+    @classmethod
+    def plan(cls, spec: ReleaseSpec, source: Source) -> multi.MultiPlan:
+        from dpfast.tables import multi  # lazy: the registry imports no kernel
+
+        return multi.plan_of(spec, source, {cls.name: cls.parts})
 
     @classmethod
     def make_spec(cls, *, column: str | None = None,
@@ -176,10 +188,7 @@ class Variance(_Spread):
 
     name = "variance"
     sql_names = ("var_pop",)
-    value = True
-    bounds = True
     summary = "population variance of a value column per key"
-    parts = ("count", "csum", "csq")
 
     doc = ("""Release the (population) variance of ``values`` per key, values clamped to
     ``bounds``.
@@ -208,12 +217,6 @@ class Variance(_Spread):
     a third of the budget each; add/remove one person).
     """
 
-    @classmethod
-    def plan(cls, spec: ReleaseSpec, source: Source) -> multi.MultiPlan:
-        from dpfast.tables import multi  # lazy: the registry imports no kernel
-
-        return multi.plan_of(spec, source, {cls.name: cls.parts})
-
 
 class Std(_Spread):
     """The population standard deviation per key: the square root of :class:`Variance`
@@ -221,10 +224,7 @@ class Std(_Spread):
 
     name = "std"
     sql_names = ("stddev_pop",)
-    value = True
-    bounds = True
     summary = "population standard deviation of a value column per key"
-    parts = ("count", "csum", "csq")
 
     doc = ("""Release the (population) standard deviation of ``values`` per key: the square root
     of :func:`variance` (post-processing; its intervals are the square roots of the
@@ -240,9 +240,3 @@ class Std(_Spread):
     -------
     That of :func:`dpfast.tables.std` (the square root of the variance release).
     """
-
-    @classmethod
-    def plan(cls, spec: ReleaseSpec, source: Source) -> multi.MultiPlan:
-        from dpfast.tables import multi  # lazy: the registry imports no kernel
-
-        return multi.plan_of(spec, source, {cls.name: cls.parts})
