@@ -74,6 +74,13 @@ class Estimates:
         One-sided test at level ``alpha / len(items)`` (Bonferroni over the candidates):
         ``count - z_(1 - alpha/len) std_error > min_count``.  Returns ``(item, count,
         std_error)`` by decreasing count, at most ``top`` of them.
+
+        The guarantee is a bound (conservative): with probability at least ``1 - alpha``
+        no candidate whose true count is at most ``min_count`` is returned (the
+        family-wise error; up to each estimate's normal approximation with its plug-in
+        standard error, as for the intervals).  Its coverage is measured in
+        ``tests/test_coverage.py`` in the least favourable case, every candidate at
+        ``min_count``.
         """
         a = self.alpha if alpha is None else float(alpha)
         if not 0 < a < 1:
