@@ -38,23 +38,47 @@ from dpfast import tables as dpt
 
 KEY = bytes(range(32))
 Z = float(stats.norm.isf(0.025))
-ROWS: list[tuple[str, float, int, str]] = []
+ROWS: list[tuple[str, float, int, str, float | None]] = []
 
 
 def _key(r: int) -> bytes:
     return r.to_bytes(4, "little") + KEY[4:]
 
 
-def _row(kind: str, hits: np.ndarray, claim: str) -> None:
+def _exact(kind: str, scale: float, granularity: float, w: float) -> float:
+    """``P(|noise| <= w)`` of an exact law (what a calibrated interval of half-width ``w``
+    covers: ``1 - alpha`` plus the law's mass at ``+-w``; the float grid laws' rounding of
+    the value to the grid is below ``g / 2`` and ignored)."""
+    t = scale / granularity
+    wk = math.floor(w / granularity + 1e-6)  # the half-width in steps of the law
+    if kind.endswith("laplace"):
+        return 1.0 - 2.0 * math.exp(-(wk + 1) / t) / (1.0 + math.exp(-1.0 / t))
+    if t > 1e4:  # the grid's discrete Gaussian of a huge scale: the continuous law
+        return math.erf((wk + 0.5) / (t * math.sqrt(2.0)))
+    k = np.arange(-(wk + int(40 * t) + 1), wk + int(40 * t) + 2, dtype=np.float64)
+    pmf = np.exp(-k * k / (2 * t * t))
+    return float(pmf[np.abs(k) <= wk].sum() / pmf.sum())
+
+
+def _law_exact(law, alpha: float = 0.05, w: float | None = None) -> float:
+    """:func:`_exact` of a release's :class:`~dpfast.tables._law.NoiseLaw` at its own
+    half-width (or ``w``)."""
+    return _exact(law.kind, law.scale, law.granularity,
+                  law.halfwidth(alpha) if w is None else w)
+
+
+def _row(kind: str, hits: np.ndarray, claim: str, exact: float | None = None) -> None:
     h = np.asarray(hits, bool).ravel()
-    ROWS.append((kind, float(h.mean()), int(h.size), claim))
-    print(f"  {kind}: {h.mean():.4f} ({h.size} trials)", file=sys.stderr)
+    ROWS.append((kind, float(h.mean()), int(h.size), claim, exact))
+    print(f"  {kind}: {h.mean():.4f} ({h.size} trials)"
+          + ("" if exact is None else f", exact {exact:.4f}"), file=sys.stderr)
 
 
 # ----------------------------------------------------------------------------- tables
 def tables(reps: int = 5) -> None:
     d, rows = 20000, 100_000
     acc: dict[str, list[np.ndarray]] = {}
+    exact: dict[str, float] = {}
     for r in range(reps):
         rng = np.random.default_rng(r)
         keys = rng.integers(0, d, rows)
@@ -65,12 +89,16 @@ def tables(reps: int = 5) -> None:
         for noise, kw, kwm in [("laplace", {"epsilon": 0.05}, {"epsilon": 1.0}),
                                ("gaussian", {"epsilon": 0.2, "delta": 1e-6},
                                 {"epsilon": 1.0, "delta": 1e-6})]:
-            lo, hi = dpt.count(keys, domain=dom, noise=noise,
-                               rng=dpfast.default_rng(_key(r)), **kw).confidence_interval(0.05)
+            rel = dpt.count(keys, domain=dom, noise=noise, rng=dpfast.default_rng(_key(r)),
+                            **kw)
+            lo, hi = rel.confidence_interval(0.05)
             acc.setdefault(f"count, {noise}", []).append((lo <= n) & (n <= hi))
-            lo, hi = dpt.sum(vals, keys, bounds=(0, 10), domain=dom, noise=noise,
-                             rng=dpfast.default_rng(_key(r)), **kw).confidence_interval(0.05)
+            exact[f"count, {noise}"] = _law_exact(rel.law)
+            rel = dpt.sum(vals, keys, bounds=(0, 10), domain=dom, noise=noise,
+                          rng=dpfast.default_rng(_key(r)), **kw)
+            lo, hi = rel.confidence_interval(0.05)
             acc.setdefault(f"sum, {noise}", []).append((lo <= s) & (s <= hi))
+            exact[f"sum, {noise}"] = _law_exact(rel.law)
             lo, hi = dpt.mean(vals, keys, bounds=(0, 10), domain=dom, noise=noise,
                               rng=dpfast.default_rng(_key(r)), **kwm).confidence_interval(0.05)
             m = s / np.maximum(n, 1)
@@ -80,7 +108,7 @@ def tables(reps: int = 5) -> None:
         claim = ("conservative (box of two intervals)" if kind.startswith("mean")
                  else "conservative (union bound)" if kind.startswith("median")
                  else "calibrated (exact noise law)")
-        _row(f"tables: {kind}", np.concatenate(hits), claim)
+        _row(f"tables: {kind}", np.concatenate(hits), claim, exact.get(kind))
 
 
 def _median(keys: np.ndarray, vals: np.ndarray, dom: np.ndarray, r: int) -> np.ndarray:
@@ -179,7 +207,10 @@ def mechanisms(reps: int = 5) -> None:
             hits.append((lo <= x) & (x <= hi))
         claim = ("conservative (rigorous bound, snap rounding added whole)"
                  if name == "snapping" else "calibrated (exact noise law)")
-        _row(f"mechanism: {name}", np.concatenate(hits), claim)
+        ex = None if name == "snapping" else _exact(
+            name.lower().replace(" ", "_"), getattr(mech, "sigma", getattr(mech, "scale", 0.0)),
+            getattr(mech, "granularity", 1.0), float(mech.confidence_interval(0.05)))
+        _row(f"mechanism: {name}", np.concatenate(hits), claim, ex)
 
 
 def variance(reps: int = 3) -> None:
@@ -223,6 +254,7 @@ def aggregate(reps: int = 5) -> None:
 
     d, rows = 20000, 100_000
     acc: dict[str, list[np.ndarray]] = {}
+    exact: dict[str, float] = {}
     for r in range(reps):
         rng = np.random.default_rng(100 + r)
         keys = rng.integers(0, d, rows)
@@ -251,6 +283,8 @@ def aggregate(reps: int = 5) -> None:
                         _rank_ok(keys, x, med, med.rank_error(0.05)))
                     continue
                 lo, hi = rel.confidence_interval(name, 0.05)
+                if name.startswith(("count", "privacy", "sum")):
+                    exact[f"{name}, {noise}"] = _law_exact(rel[name].law)
                 t = truth[name]
                 tol = 1e-9 * np.maximum(1.0, np.abs(t))
                 ok = (lo <= t + tol) & (t - tol <= hi)
@@ -269,13 +303,15 @@ def aggregate(reps: int = 5) -> None:
             lo, hi = rel.confidence_interval(name)
             acc.setdefault(f"{name}, private key selection (published keys)", []).append(
                 (lo <= t) & (t <= hi))
+            exact[f"{name}, private key selection (published keys)"] = _law_exact(
+                rel[name].law)
     for kind, hits in acc.items():
         claim = ("conservative (union bound)" if kind.startswith("median")
                  else "conservative (box of two intervals)" if kind.startswith("mean")
                  else "conservative (box of three intervals)"
                  if kind.startswith(("variance", "std"))
                  else "calibrated (exact noise law)")
-        _row(f"aggregate: {kind}", np.concatenate(hits), claim)
+        _row(f"aggregate: {kind}", np.concatenate(hits), claim, exact.get(kind))
 
 
 def auto_release(reps: int = 5) -> None:
@@ -295,8 +331,10 @@ def auto_release(reps: int = 5) -> None:
                 t = t / np.maximum(n, 1)
             lo, hi = rel.confidence_interval(0.05)
             acc.setdefault(stat, []).append(((lo <= t) & (t <= hi))[n > 0])
+            if stat == "sum":
+                ex = _law_exact(rel.law)
     _row("tables: sum, bounds='auto' (given the released bounds)",
-         np.concatenate(acc["sum"]), "calibrated (exact noise law)")
+         np.concatenate(acc["sum"]), "calibrated (exact noise law)", ex)
     _row("tables: mean, bounds='auto' (given the released bounds)",
          np.concatenate(acc["mean"]), "conservative (box of two intervals)")
 
@@ -309,6 +347,7 @@ def other_tables(reps: int = 5) -> None:
     d = 20000
     dom = np.arange(d)
     acc: dict[str, list[np.ndarray]] = {}
+    exact: dict[str, float] = {}
     for r in range(reps):
         rng = np.random.default_rng(300 + r)
         a = rng.integers(0, d, 100_000).astype(np.float64) + 0.5
@@ -320,6 +359,7 @@ def other_tables(reps: int = 5) -> None:
             lo, hi = rel.confidence_interval(0.05)
             acc.setdefault(f"histogram{', nonnegative' if nonneg else ''}", []).append(
                 (lo <= t) & (t <= hi))
+            exact["histogram"] = _law_exact(rel.law)
         keys = rng.integers(0, d, 100_000)
         vals = rng.uniform(0.0, 10.0, keys.size)
         v = rng.integers(0, 3, keys.size)
@@ -328,6 +368,7 @@ def other_tables(reps: int = 5) -> None:
         t = np.bincount(np.unique(keys * 3 + v) // 3, minlength=d)
         lo, hi = rel.confidence_interval(0.05)
         acc.setdefault("count_distinct", []).append((lo <= t) & (t <= hi))
+        exact["count_distinct"] = _law_exact(rel.law)
         rel = dpt.quantile(vals, keys, q=[0.1, 0.9], bounds=(0, 10), domain=dom,
                            epsilon=1.0, rng=dpfast.default_rng(_key(r)))
         for col, q in enumerate((0.1, 0.9)):
@@ -367,7 +408,8 @@ def other_tables(reps: int = 5) -> None:
                  else "conservative (box of two intervals)" if kind.startswith("trimmed")
                  else "calibrated (exact noise law)" if kind != "histogram, nonnegative"
                  else "calibrated; the clipping only moves towards the truth")
-        _row(f"tables: {kind}", np.concatenate(hits), claim)
+        _row(f"tables: {kind}", np.concatenate(hits), claim,
+             exact.get(kind) if kind != "histogram, nonnegative" else None)
 
 
 # ----------------------------------------------------------------------------- planning
@@ -409,13 +451,16 @@ def planning(reps: int = 5) -> None:
                 rel = dpt.sum(x, keys, ids, bounds=(0, 1), **common)
                 t = np.bincount(keys, weights=x, minlength=d)
             table.append(np.abs(rel.values - t) <= w)
+            ex_t = _law_exact(rel.law, w=w)
             x = rng.integers(-50, 50, 20000)
             out = m(x if mech.startswith("discrete") else x.astype(np.float64), rng=_key(r))
             single.append(np.abs(np.asarray(out, np.float64) - x) <= w1)
         _row(f"planning: {mech}, table release (3 keys x 2 rows; w = {w:.4g})",
-             np.concatenate(table), "calibrated (exact law's smallest w)")
+             np.concatenate(table), "calibrated (exact law's smallest w)", ex_t)
         _row(f"planning: {mech}, single query (w = {w1:.4g})", np.concatenate(single),
-             "calibrated (exact law's smallest w)")
+             "calibrated (exact law's smallest w)",
+             _exact(mech, getattr(m, "sigma", getattr(m, "scale", 0.0)),
+                    getattr(m, "granularity", 1.0), w1))
 
 
 # ----------------------------------------------------------------------------- autobounds
@@ -510,12 +555,13 @@ def main() -> None:
     host = f"{platform.node() or 'host'}, {platform.machine()}, {os.cpu_count()} CPUs"
     print(f"Coverage of 95% intervals; `python bench/interval_coverage.py`; {host}; "
           f"{time.time() - t0:.0f} s\n")
-    print("| release kind | measured coverage | trials | ± s.e. | claim |")
-    print("|---|---|---|---|---|")
-    for kind, cov, n, claim in ROWS:
+    print("| release kind | measured coverage | trials | ± s.e. | exact law's | claim |")
+    print("|---|---|---|---|---|---|")
+    for kind, cov, n, claim, ex in ROWS:
         se = math.sqrt(0.95 * 0.05 / n)
-        print(f"| {kind} | {cov:.4f} | {n} | {se:.4f} | {claim} |")
-    print("| TopDown | — see the BLUE section | | | |")
+        exs = "" if ex is None else f"{ex:.4f}"
+        print(f"| {kind} | {cov:.4f} | {n} | {se:.4f} | {exs} | {claim} |")
+    print("| TopDown | — see the BLUE section | | | | |")
 
 
 if __name__ == "__main__":
