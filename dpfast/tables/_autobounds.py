@@ -72,8 +72,8 @@ class AutoBounds:
         point)`` (McSherry & Talwar 2007, Thm 6, with the base measure: ``v_p = u_p - s d_p``
         is within ``r`` of its maximum).  Useful when it is well below ``q_lo n``.
 
-        A worst-case bound (conservative): it holds whatever the data, the union bound over
-        all ``n_candidates`` grid points; on typical data the excess is a few ranks."""
+        A worst-case bound (conservative): it holds whatever the data, a union bound over
+        all ``n_candidates`` grid points (docs/benchmarks.md, "Interval coverage")."""
         return _em.rank_error(_bem.split(self.epsilon)[2], self.sensitivity,
                               self.n_candidates, alpha)
 
