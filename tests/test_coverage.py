@@ -11,6 +11,14 @@ so a 1% error is ``>= 4.5`` standard errors away and is caught; the bands leave
 one release get independent noise (cell-addressed), questions of binary randomized
 response are answered independently, and the item estimates of one local-DP run are
 only weakly dependent through the shared number of reports (``1 / k`` correlation).
+A calibrated interval of an exact noise law covers ``P(|noise| <= w)`` exactly: at least
+``1 - alpha`` plus the law's mass at ``+-w`` (``_law_cover``), which the tests use where a
+discrete law's step is not small.  Covered: tables (count, sum, mean, variance, histogram,
+count_distinct, trimmed mean, ``bounds="auto"``), rank errors (median, quantiles, min,
+max), every metric of ``aggregate`` (and under private key selection), the planned
+half-widths, ``auto_bounds``' two guarantees, the array mechanisms, local DP (RR, k-ary
+RR, OUE, OLH, the sketches, RAPPOR's intervals and detection, heavy hitters, the
+monitor's predicted standard error); TopDown's in ``tests/test_topdown_blue.py``.
 ``bench/interval_coverage.py`` measures the same kinds at larger repetitions
 (docs/benchmarks.md, "Interval coverage").
 """
