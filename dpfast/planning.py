@@ -164,6 +164,16 @@ def epsilon_to_accuracy(
     Returns
     -------
     float or int
+
+    Notes
+    -----
+    The half-width is calibrated, not a loose bound: released at ``epsilon``, the noise
+    lies in ``[-w, w]`` with probability at least ``1 - alpha`` and at most that plus the
+    law's mass at ``±w`` (the tables' counts and float sums with the planned bounds and
+    the single-query mechanisms: ``tests/test_coverage.py``; docs/benchmarks.md,
+    "Interval coverage").  A table's float sum adds its
+    fixed-point rounding to the sensitivity (a relative ``~1e-11``), so its own stated
+    half-width can exceed ``w`` by that relative amount.
     """
     plan = _Plan(mechanism, sensitivity, delta, max_partitions, max_per_partition)
     eps = check_positive(epsilon, "epsilon")

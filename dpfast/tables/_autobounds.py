@@ -70,7 +70,10 @@ class AutoBounds:
         ``floor(q n)`` among the pooled kept rows exceeds that of the grid point whose rank
         is nearest it by at most ``r + s·(steps the bound lies closer to the centre than that
         point)`` (McSherry & Talwar 2007, Thm 6, with the base measure: ``v_p = u_p - s d_p``
-        is within ``r`` of its maximum).  Useful when it is well below ``q_lo n``."""
+        is within ``r`` of its maximum).  Useful when it is well below ``q_lo n``.
+
+        A worst-case bound (conservative): it holds whatever the data, a union bound over
+        all ``n_candidates`` grid points (docs/benchmarks.md, "Interval coverage")."""
         return _em.rank_error(_bem.split(self.epsilon)[2], self.sensitivity,
                               self.n_candidates, alpha)
 

@@ -82,8 +82,9 @@ def variance_interval(n: np.ndarray, s1: np.ndarray, s2: np.ndarray, cap: float,
     b2 = s2 + w2
     big = np.maximum(np.abs(a1), np.abs(b1))
     small = np.where((a1 <= 0) & (b1 >= 0), 0.0, np.minimum(np.abs(a1), np.abs(b1)))
-    low = np.clip(a2 / n_hi - (big / n_lo) ** 2, 0.0, cap)
-    high = np.clip(b2 / n_lo - (small / np.maximum(n_hi, 1)) ** 2, 0.0, cap)
-    bad = n_hi < 1
+    bad = n_hi < 1  # no row is certain: the whole range (divide only where n_hi >= 1)
+    n_hi1 = np.maximum(n_hi, 1.0)
+    low = np.clip(a2 / n_hi1 - (big / n_lo) ** 2, 0.0, cap)
+    high = np.clip(b2 / n_lo - (small / n_hi1) ** 2, 0.0, cap)
     low[bad], high[bad] = 0.0, cap
     return low, high
