@@ -109,11 +109,11 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
     score = 0.0
     for m, w in zip(mp.metrics, weights, strict=True):
         if m.kind == "count":
-            p = Prediction(-(n_all - n_kept) / kk, _var(plan, "count"), "rows",
+            p = Prediction(0.0 - (n_all - n_kept) / kk, _var(plan, "count"), "rows",
                            n_all / kk)
         elif m.kind == "privacy_id_count":
             pairs = summary.pairs()
-            p = Prediction(-(pairs - summary.pairs(k)) / kk, _var(plan, "ids"), "people",
+            p = Prediction(0.0 - (pairs - summary.pairs(k)) / kk, _var(plan, "ids"), "people",
                            pairs / kk)
         elif m.kind in ("sum", "mean"):
             assert m.column is not None
