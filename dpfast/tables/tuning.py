@@ -22,10 +22,10 @@ import numpy as np
 from dpfast._core.validate import check_real
 from dpfast.random import RngLike
 from dpfast.tables import _autobounds, _inputs, _keys, multi, statistics
-from dpfast.tables import bounding as _bounding
 from dpfast.tables import _tune_plan as _tp
 from dpfast.tables import _tune_predict as _pred
 from dpfast.tables import _tune_summary as _sum
+from dpfast.tables import bounding as _bounding
 from dpfast.tables import run as _run
 from dpfast.tables._tune_result import TuneResult
 from dpfast.tables.api_multi import MetricSpec, frame_keys
