@@ -15,12 +15,14 @@ With ``K`` keys, ``N`` rows, ``T(k, c)`` the rows uniform bounding keeps
 * ``sum``: bias ``-(N - T) / K · |mid|`` (the dropped rows valued at the bounds'
   midpoint), variance of its noise; relative to ``N / K · max(|lo|, |hi|)``;
 * ``mean``: bias 0 (rows are dropped without regard to their values), variance
-  ``Var(s) / (4 n²) + ((hi - lo)/4)² Var(n) / n²`` (first order, the noisy centred sum
-  ``s`` and count; a typical mean a quarter of the range from the midpoint); relative to
-  ``hi - lo``;
-* ``median`` / ``quantile`` / ``min`` / ``max``: bias 0, error the median rank error of the
-  exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at ``α = 1/2``, its
-  ``ε`` per key and sensitivity ``c``), in ranks; relative to ``n`` (a quantile error).
+  ``(Var(s)/4 + σ² Var(n)) / n² + σ² (1/n - 1/(N/K))`` (first order in the noisy centred
+  sum ``s`` and count; then the sampling of the kept rows), ``σ = (hi - lo)/4`` the
+  values' typical spread; relative to ``σ``;
+* ``median`` / ``quantile`` / ``min`` / ``max``: in quantiles (fractions of the key's
+  rows), bias 0, variance ``(r/n)² + q(1-q) (1/n - 1/(N/K))``: ``r`` the median rank
+  error of the exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at
+  ``α = 1/2``, its ``ε`` per key and sensitivity ``c``), then the sampling of the kept
+  rows; relative to ``1/2``.
 
 ``error = sqrt(bias² + variance)``; the score of a candidate is the metrics' weighted mean
 relative error.  The model is a prediction, not a guarantee: the summary is noisy (private)
@@ -103,6 +105,7 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
     kk = max(summary.n_keys, 1.0)
     n_all, n_kept = summary.rows(), summary.rows(k, c)
     n_key = max(n_kept / kk, 1.0)
+    n_full = max(n_all / kk, n_key)
     out: dict[str, Prediction] = {}
     weights = _metrics.parse_weights(None if spec.option("weights") is None
                                      else list(spec.option("weights")), mp.metrics)
@@ -113,29 +116,37 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
                            n_all / kk)
         elif m.kind == "privacy_id_count":
             pairs = summary.pairs()
-            p = Prediction(0.0 - (pairs - summary.pairs(k)) / kk, _var(plan, "ids"), "people",
-                           pairs / kk)
+            p = Prediction(0.0 - (pairs - summary.pairs(k)) / kk, _var(plan, "ids"),
+                           "people", pairs / kk)
         elif m.kind in ("sum", "mean"):
             assert m.column is not None
             col = mp.columns[m.column]
             lo, hi = float(col.lo), float(col.hi)
             if m.kind == "sum":
-                p = Prediction(-(n_all - n_kept) / kk * abs((lo + hi) / 2),
+                p = Prediction(0.0 - (n_all - n_kept) / kk * abs((lo + hi) / 2),
                                _var(plan, f"sum:{m.column}"), "value",
                                n_all / kk * max(abs(lo), abs(hi)))
             else:
-                v = (_var(plan, f"csum:{m.column}") / 4
-                     + ((hi - lo) / 4) ** 2 * _var(plan, "count")) / n_key ** 2
-                p = Prediction(0.0, v, "value", hi - lo)
-        else:  # a rank metric
+                sd = (hi - lo) / 4  # the values' typical spread
+                v = ((_var(plan, f"csum:{m.column}") / 4 + sd ** 2 * _var(plan, "count"))
+                     / n_key ** 2 + sd ** 2 * sampled(n_key, n_full))
+                p = Prediction(0.0, v, "value", sd)
+        else:  # a rank metric: in quantiles (fractions of the key's rows)
             assert m.column is not None
             rp = mp.ranks[_metrics.part_name("quantile", m.column, m.q)]
             g = mp.grids[m.column]
             r = _em.rank_error(rp.eps_q, c, int(g.shape[0]), 0.5, rp.q)
-            p = Prediction(0.0, float(r) ** 2, "ranks", n_key)
+            v = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
+            p = Prediction(0.0, v, "quantile", 0.5)
         out[m.name] = p
         score += float(w) * min(p.relative, 1e12)
     return Candidate(k, c, out, score / float(sum(weights)))
+
+
+def sampled(n: float, full: float) -> float:
+    """The sampling factor of keeping ``n`` of a key's ``full`` rows at random:
+    ``1/n - 1/full`` (a mean's variance is ``σ²`` times it, a quantile's ``q(1-q)``)."""
+    return max(0.0, 1.0 / n - 1.0 / full)
 
 
 def _statistics_parts() -> dict[str, tuple[str, ...]]:

@@ -14,11 +14,12 @@ before the charge (:func:`exact`) and released with discrete Laplace noise after
   domain gives their number.
 
 Adding or removing one person changes one bucket of ``l0``, one of ``linf`` and ``keys`` by
-at most 1 each (everyone else's keyed choices do not move): L1 sensitivity 3, so
-discrete Laplace of scale ``3 / ε_h`` on every cell is ``ε_h``-DP (CKS20; add/remove one
-person).  Negative cells are post-processed to 0, and cells below :func:`floor` (a public
-function of the scale and the number of cells) are set to 0, so that the empty buckets'
-noise does not invent people with huge contributions.  The last bucket holds everything
+at most 1 each (everyone else's keyed choices do not move): L1 sensitivity 3 (2 with a
+public domain, when ``keys`` is not released), so discrete Laplace of scale ``3 / ε_h``
+(``2 / ε_h``) on every cell is ``ε_h``-DP (CKS20; add/remove one person).  Negative cells
+are post-processed to 0, and cells below :func:`floor` (a public function of the scale and
+the number of cells) are set to 0, so that the empty buckets' noise does not invent many
+people with large contributions.  The last bucket holds everything
 from 256 (beyond the largest candidate bound, where every candidate drops the same: the
 rows beyond it are not counted in the predicted bias).
 """
@@ -44,9 +45,8 @@ __all__ = ["EDGES", "Exact", "Summary", "exact", "noisy", "from_sample", "floor"
 #: the public bucket edges (bucket ``j`` holds ``[EDGES[j], EDGES[j + 1])``, the last one
 #: everything from ``EDGES[-1]``)
 EDGES = np.array([1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256], np.int64)
-#: the chance that one empty cell's noise passes :func:`floor`, over all cells
-FLOOR_ALPHA = 0.05
-#: L1 sensitivity of the three histograms together (one unit per person in each)
+
+#: L1 sensitivity of the three parts together (one unit per person in each)
 SENSITIVITY = 3
 _L0_PART, _LINF_PART, _KEYS_PART = 1, 2, 3  # noise addresses
 
@@ -141,31 +141,33 @@ def exact(data: _Data, subkey: np.ndarray) -> Exact:
     return Exact(_buckets(l0), _buckets(linf), keys)
 
 
-def scale(eps_h: float) -> float:
-    """The discrete Laplace scale of every cell: ``3 / ε_h`` rounded up."""
-    return float_up(Fraction(SENSITIVITY) / Fraction(eps_h))
+def scale(eps_h: float, keys: bool = True) -> float:
+    """The discrete Laplace scale of every cell: ``3 / ε_h`` (``2 / ε_h`` without the key
+    count) rounded up."""
+    return float_up(Fraction(SENSITIVITY - (0 if keys else 1)) / Fraction(eps_h))
 
 
 def floor(t: float, cells: int = 2 * EDGES.shape[0]) -> float:
-    """Cells below ``t ln(cells / FLOOR_ALPHA)`` are taken as empty (post-processing): the
-    noise of some empty cell passes it with probability at most ``FLOOR_ALPHA / 2``."""
-    return t * math.log(cells / FLOOR_ALPHA)
+    """Cells below ``t ln(cells)`` are taken as empty (post-processing): an empty cell's
+    noise passes it with probability ``1 / (2 cells)``, so about a quarter of an empty cell
+    passes in all."""
+    return t * math.log(cells)
 
 
 def noisy(ex: Exact, eps_h: float, gen: _random.Generator, n_keys: int | None
           ) -> Summary:
     """The DP summary (after the charge): every cell plus discrete Laplace noise of scale
     :func:`scale`, each part on its own addressed streams of the release key; negative and
-    sub-:func:`floor` cells set to 0.  ``n_keys``: the public domain's size (then the
-    noisy key count is drawn but not used)."""
-    t = scale(eps_h)
+    sub-:func:`floor` cells set to 0.  ``n_keys``: the public domain's size (then no key
+    count is released)."""
+    t = scale(eps_h, n_keys is None)
     law = NoiseLaw("discrete_laplace", t)
     rkey = keynoise.release_key(gen._key, keynoise.release_stream(gen))
     cells = np.arange(EDGES.shape[0], dtype=np.int64)
     l0 = keynoise.noise_keys(law, ex.l0, rkey, cells, _L0_PART).astype(np.float64)
     linf = keynoise.noise_keys(law, ex.linf, rkey, cells, _LINF_PART).astype(np.float64)
-    k = keynoise.noise_keys(law, np.array([ex.keys], np.int64), rkey,
-                            np.zeros(1, np.int64), _KEYS_PART)
+    keys = float(n_keys) if n_keys is not None else float(max(int(keynoise.noise_keys(
+        law, np.array([ex.keys], np.int64), rkey, np.zeros(1, np.int64), _KEYS_PART)[0]), 1))
     lim = floor(t)
     l0[l0 < lim] = 0.0
     linf[linf < lim] = 0.0
@@ -174,7 +176,6 @@ def noisy(ex: Exact, eps_h: float, gen: _random.Generator, n_keys: int | None
     if not linf.any():
         linf[0] = 1.0
     reps = representatives()
-    keys = float(n_keys) if n_keys is not None else float(max(int(k[0]), 1))
     return Summary(reps, l0, reps.copy(), linf, keys, True)
 
 
