@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -21,12 +21,12 @@ from dpfast.accounting import events as _events
 from dpfast.tables import _autobounds, _inputs, _keys, bounding, multi
 from dpfast.tables import _tune_predict as _pred
 from dpfast.tables import _tune_summary as _sum
+from dpfast.tables._multi_release import AggregateRelease
 from dpfast.tables._tune_result import TuneResult
 from dpfast.tables.spec import ReleaseSpec
 
 if TYPE_CHECKING:
     from dpfast import random as _random
-    from dpfast.tables._multi_release import AggregateRelease
     from dpfast.tables.run import Rows, Source
 
 __all__ = ["TUNE_SHARE", "TunePlan", "AutoTunePlan", "plan_auto", "domain_size",
@@ -96,7 +96,8 @@ class TunePlan:
         data, _ = _inputs._validate(keys, ids, None, None, rows.domain)
         pools = []
         for name in self.unbounded:
-            one = type(rows)(keys, ids, taken[used.index(name)])
+            one = type(rows)(cast(Any, keys), cast(Any, ids),
+                             cast(Any, taken[used.index(name)]))
             pools.append(_autobounds._pooled_partials(one, subkey, None, rows.domain,
                                                       self.policy))
         return _sum.exact(data, subkey), pools
@@ -169,8 +170,8 @@ class AutoTunePlan:
         spec = dataclasses.replace(self.spec, max_partitions=tuning.max_partitions,
                                    max_per_partition=tuning.max_per_partition)
         plan = multi.plan_of(spec, self.source, _pred._statistics_parts())
-        rel: AggregateRelease = plan.finish(plan._bound(data, vals, bounding.subkey(gen)),
-                                            gen, release_id)
+        rel = plan.finish(plan._bound(data, vals, bounding.subkey(gen)), gen, release_id)
+        assert isinstance(rel, AggregateRelease)  # (an aggregate spec's plan: single None)
         rel.event = self.event  # the whole release: the tuning and the statistics
         for name, m in list(rel.metrics.items()):  # every metric states the whole event
             if dataclasses.is_dataclass(m):  # a QuantileRelease (frozen)

@@ -32,7 +32,7 @@ MetricSpec = str | tuple[str, str] | tuple[str, str, float]
 __all__ = ["aggregate", "frame_keys"]
 
 
-def frame_keys(df: object, by: object, privacy_id: object, name: str = "df"
+def frame_keys(df: object, by: object, privacy_id: str | None, name: str = "df"
                ) -> tuple[list[str], list[str], KeyColumns, npt.ArrayLike | None]:
     """``(column names, key column names, key column(s), privacy ids)`` of a table, the
     names checked (TypeError / ValueError naming the parameter)."""

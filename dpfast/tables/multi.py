@@ -187,7 +187,8 @@ def aggregate_spec(metrics: object, parts: Mapping[str, tuple[str, ...]], *,
         for n, a in zip(("max_partitions", "max_per_partition"), auto):
             if a:
                 kw[n] = 1  # type: ignore[literal-required]  # chosen after the charge
-    return ReleaseSpec.make(stat_specs(mets), bounds=used, options=options, **kw)
+    args: dict[str, Any] = dict(kw)  # (the bounds are integers now)
+    return ReleaseSpec.make(stat_specs(mets), bounds=used, options=options, **args)
 
 
 # ----------------------------------------------------------------------------- the plan

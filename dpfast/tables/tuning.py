@@ -209,8 +209,8 @@ def _from_sample(spec: Any, rows: _run.Rows, sample: Any, by: object, privacy_id
         if c not in names:
             raise ValueError(f"metrics use column {c!r}, which is not in public_sample")
     raw = [multi.frame_column(sample, c) for c in used]
-    skeys, sids, taken = _keys.drop_nulls(skeys, sids, *raw)
-    data, _ = _inputs._validate(skeys, sids, None, None, domain)
+    kept_keys, kept_ids, taken = _keys.drop_nulls(skeys, sids, *raw)
+    data, _ = _inputs._validate(kept_keys, kept_ids, None, None, domain)
     summary = _sum.from_sample(data, n_keys, f)
     chosen = {c: _sample_bounds(_inputs.as_numbers(taken[used.index(c)], f"column {c!r}"))
               for c in unbounded}
