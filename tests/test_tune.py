@@ -20,7 +20,7 @@ import dpfast
 from dpfast import tables
 from dpfast.accounting import PureDpAccountant
 from dpfast.accounting import events as ev
-from dpfast.tables import _tune_summary, multi, statistics
+from dpfast.tables import _tune_summary, bounding, multi, statistics
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
 from dpfast.tables.autobounds import split
@@ -313,3 +313,23 @@ def test_cli_tune_charges_the_ledger_and_writes_the_result(tmp_path, capsys) -> 
                "--metric", "quantile:x:0.9", "--epsilon", "1", "--delta", "1e-5",
                "--public-sample", str(tmp_path / "in.csv")])
     assert rc == 0 and "nothing charged" in capsys.readouterr().out
+
+
+def test_summary_sensitivity_on_neighbours() -> None:
+    """The summary's sensitivity (the Privacy section's L1 = 3): removing any one person
+    changes each part (keys per person, rows of the keyed chosen key, distinct chosen keys)
+    by at most 1, with the same bounding sub-key."""
+    df = _people(12, n_people=60)
+    sub = bounding.subkey(dpfast.default_rng(KEY))
+
+    def exact(d: pd.DataFrame) -> _tune_summary.Exact:
+        data, _ = tables._inputs._validate(d["key"].to_numpy(), d["person"].to_numpy(),
+                                           None, None, None)
+        return _tune_summary.exact(data, sub)
+
+    full = exact(df)
+    for p in range(60):
+        ex = exact(df[df["person"] != p])
+        assert np.abs(full.l0 - ex.l0).sum() == 1
+        assert np.abs(full.linf - ex.linf).sum() == 1
+        assert abs(full.keys - ex.keys) <= 1
