@@ -333,3 +333,17 @@ def test_summary_sensitivity_on_neighbours() -> None:
         assert np.abs(full.l0 - ex.l0).sum() == 1
         assert np.abs(full.linf - ex.linf).sum() == 1
         assert abs(full.keys - ex.keys) <= 1
+
+
+def test_tune_refuses_a_largest_candidate_beyond_exact_sums_before_the_charge() -> None:
+    df = _people(13, n_people=30)
+    df["x"] = df["x"].round().astype(np.int64)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    tables.tune(df, by="key", privacy_id="person", metrics=[("sum", "x")], epsilon=1.0,
+                bounds={"x": (0, 1 << 40)}, domain=[f"k{j}" for j in range(8)],
+                max_per_partition=[1, 2], public_sample=df)  # (1, 1) and (64, 2) run
+    with pytest.raises(ValueError, match="noise scale"):  # (64, 1024) cannot
+        tables.tune(df, by="key", privacy_id="person", metrics=[("sum", "x")], epsilon=1.0,
+                    bounds={"x": (0, 1 << 40)}, domain=[f"k{j}" for j in range(8)],
+                    max_per_partition=[1, 1024], rng=KEY, budget=budget)
+    assert budget.history() == []

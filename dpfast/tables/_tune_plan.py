@@ -201,6 +201,10 @@ def plan_auto(spec: ReleaseSpec, source: Source) -> AutoTunePlan:
         raise ValueError("max_partitions='auto' is for dpfast.tables.aggregate")
     ks = _pred.K_GRID if auto_k else (spec.max_partitions,)
     cs = _pred.C_GRID if auto_c else (spec.max_per_partition,)
+    # the largest candidate's plan too (c times a bound beyond exact int64 sums: refused
+    # now, not after the charge)
+    multi.plan_of(dataclasses.replace(rest, max_partitions=max(ks), max_per_partition=max(cs)),
+                  rows, _pred._statistics_parts())
     event = _events.with_neighbouring(
         _events.Composed((_events.Epsilon(eps_h), release_event(eps_rest, spec.delta))),
         _events.ADD_REMOVE)

@@ -163,9 +163,18 @@ def uses_rows(spec: ReleaseSpec) -> bool:
 def search(spec: ReleaseSpec, source: Source, summary: Summary, ks: Sequence[int],
            cs: Sequence[int]) -> tuple[Candidate, list[Candidate]]:
     """Every candidate's predictions and the recommended one (least score; ties: the
-    smaller ``k``, then the smaller ``c``)."""
-    table = [predict(spec, source, summary, k, c) for k in ks
-             for c in (cs if uses_rows(spec) else cs[:1])]
+    smaller ``k``, then the smaller ``c``).  A candidate the release could not run (its
+    plan refuses it: e.g. ``c`` times a privately chosen bound beyond exact int64 sums) is
+    left out -- a function of the public parameters and the DP bounds only."""
+    table = []
+    for k in ks:
+        for c in (cs if uses_rows(spec) else cs[:1]):
+            try:
+                table.append(predict(spec, source, summary, k, c))
+            except ValueError:
+                continue
+    if not table:
+        raise ValueError("no candidate bounds can be released with these value bounds")
     best = min(table, key=lambda t: (t.score, t.max_partitions, t.max_per_partition))
     return best, table
 

@@ -13,6 +13,7 @@ max_partitions="auto")`` runs the same tuning and the release under one charge
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -186,6 +187,9 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     values = {c: multi.frame_column(df, c) for c in used}
     rows = _run.Rows(keys, ids, columns=values, domain=domain, key_names=tuple(by_list))
     multi.plan_of(spec, rows, parts)  # every public check of the release, before a charge
+    if not unbounded:  # and of its largest candidate (c times a bound beyond int64 sums)
+        multi.plan_of(dataclasses.replace(spec, max_partitions=max(ks),
+                                          max_per_partition=max(cs)), rows, parts)
     if public_sample is not None:
         return _from_sample(spec, rows, public_sample, by, privacy_id, used, unbounded,
                             domain, n_keys, sample_fraction, ks, cs)
