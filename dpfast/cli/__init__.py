@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "mean": "dpfast.cli.mean",
     "histogram": "dpfast.cli.histogram",
     "topdown": "dpfast.cli.topdown",
+    "tune": "dpfast.cli.tune",
     "query": "dpfast.cli.query",
     "plan": "dpfast.cli.plan",
     "ledger": "dpfast.cli.ledger",

@@ -44,6 +44,8 @@ _PUBLIC: dict[str, str] = {
     "aggregate_levels": "dpfast.tables.hierarchy",
     "aggregate": "dpfast.tables.api_multi",
     "AggregateRelease": "dpfast.tables._multi_release",
+    "tune": "dpfast.tables.tuning",
+    "TuneResult": "dpfast.tables._tune_result",
 }
 
 

@@ -23,12 +23,35 @@ if TYPE_CHECKING:
     import polars as pl
     import pyarrow as pa
 
+    from dpfast.tables._keys import KeyColumns
     from dpfast.tables.spec import Charger
 
 #: one metric: ``"count"``, ``("mean", "x")``, ``("quantile", "x", 0.9)``
 MetricSpec = str | tuple[str, str] | tuple[str, str, float]
 
-__all__ = ["aggregate"]
+__all__ = ["aggregate", "frame_keys"]
+
+
+def frame_keys(df: object, by: object, privacy_id: str | None, name: str = "df"
+               ) -> tuple[list[str], list[str], KeyColumns, npt.ArrayLike | None]:
+    """``(column names, key column names, key column(s), privacy ids)`` of a table, the
+    names checked (TypeError / ValueError naming the parameter)."""
+    names = multi.frame_columns(df)
+    by_list = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
+        else None
+    if not by_list or not all(isinstance(b, str) for b in by_list):
+        raise TypeError("by must be a column name or a list of column names")
+    for label, cs in (("by", by_list), ("privacy_id", [privacy_id] if privacy_id else [])):
+        for cname in cs:
+            if not isinstance(cname, str):
+                raise TypeError(f"{label} must be a column name (str), got {cname!r}")
+            if cname not in names:
+                raise ValueError(f"{label} column {cname!r} is not in {name} "
+                                 f"(columns: {names})")
+    keys = multi.frame_column(df, by_list[0]) if len(by_list) == 1 else tuple(
+        multi.frame_column(df, b) for b in by_list)
+    ids = None if privacy_id is None else multi.frame_column(df, privacy_id)
+    return names, by_list, keys, ids
 
 
 def aggregate(df: pd.DataFrame | pl.DataFrame | pa.Table, by: str | list[str] | tuple[str, ...],
@@ -37,7 +60,7 @@ def aggregate(df: pd.DataFrame | pl.DataFrame | pa.Table, by: str | list[str] | 
               epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
               bounds: dict[str, tuple[float, float]] | None = None,
               weights: Mapping[str, float] | Sequence[float] | None = None,
-              max_partitions: int = 1, max_per_partition: int = 1,
+              max_partitions: int | str = 1, max_per_partition: int | str = 1,
               domain: npt.ArrayLike | None = None,
               noise: str | None = None, rng: RngLike = None,
               budget: Charger | None = None,
@@ -161,20 +184,7 @@ def aggregate(df: pd.DataFrame | pl.DataFrame | pa.Table, by: str | list[str] | 
     >>> med["median_age"].grid.shape, list(med.to_pandas().columns[3:])
     ((101,), ['median_age', 'median_age_rank_error'])
     """
-    names = multi.frame_columns(df)
-    by_list = [by] if isinstance(by, str) else list(by) if isinstance(by, (list, tuple)) \
-        else None
-    if not by_list or not all(isinstance(b, str) for b in by_list):
-        raise TypeError("by must be a column name or a list of column names")
-    for label, cs in (("by", by_list), ("privacy_id", [privacy_id] if privacy_id else [])):
-        for cname in cs:
-            if not isinstance(cname, str):
-                raise TypeError(f"{label} must be a column name (str), got {cname!r}")
-            if cname not in names:
-                raise ValueError(f"{label} column {cname!r} is not in df (columns: {names})")
-    keys = multi.frame_column(df, by_list[0]) if len(by_list) == 1 else tuple(
-        multi.frame_column(df, b) for b in by_list)
-    ids = None if privacy_id is None else multi.frame_column(df, privacy_id)
+    names, by_list, keys, ids = frame_keys(df, by, privacy_id)
     spec = multi.aggregate_spec(
         metrics, statistics.metric_parts(), bounds=bounds, weights=weights,
         candidates=candidates, available=names, by=tuple(by_list), privacy_unit=privacy_id,

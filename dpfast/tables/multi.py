@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection, Mapping
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
@@ -51,6 +52,10 @@ if TYPE_CHECKING:
 __all__ = ["MultiPlan", "plan_of", "aggregate_spec", "stat_specs", "frame_columns",
            "frame_column", "clamped", "mets_spec"]
 
+#: the share of ε that ``max_partitions="auto"`` spends on the tuning
+#: (:mod:`dpfast.tables._tune_plan`)
+TUNE_SHARE = Fraction(1, 20)
+
 #: the one value column of a single statistic (``variance(values, ...)``)
 VALUES = "values"
 
@@ -75,8 +80,8 @@ class SpecArgs(TypedDict, total=False):
     delta: float
     rho: float | None
     noise: str | None
-    max_partitions: int
-    max_per_partition: int
+    max_partitions: int | str
+    max_per_partition: int | str
     domain: object
     selection: str
     bounding: str
@@ -174,9 +179,16 @@ def aggregate_spec(metrics: object, parts: Mapping[str, tuple[str, ...]], *,
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"bounds for column {name!r}: {exc}") from None
         used[name] = tuple(bounds[name])
-    return ReleaseSpec.make(stat_specs(mets), bounds=used,
-                            options={"family": "aggregate", "weights": tuple(w),
-                                     "candidates": candidates}, **kw)
+    options: dict[str, object] = {"family": "aggregate", "weights": tuple(w),
+                                  "candidates": candidates}
+    auto = [kw.get(n) == "auto" for n in ("max_partitions", "max_per_partition")]
+    if any(auto):  # the bounds chosen by the tuning (tables/_tune_plan.py), one charge
+        options["tune"] = (TUNE_SHARE, auto[0], auto[1])
+        for n, a in zip(("max_partitions", "max_per_partition"), auto):
+            if a:
+                kw[n] = 1  # type: ignore[literal-required]  # chosen after the charge
+    args: dict[str, Any] = dict(kw)  # (the bounds are integers now)
+    return ReleaseSpec.make(stat_specs(mets), bounds=used, options=options, **args)
 
 
 # ----------------------------------------------------------------------------- the plan

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dpfast.tables import _tune_plan
 from dpfast.tables import multi as _multi
 from dpfast.tables import statistics as _statistics
 from dpfast.tables.spec import ReleaseSpec
@@ -24,6 +25,8 @@ def plan(spec: ReleaseSpec, source: Source) -> Plan:
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec, got {type(spec).__name__}")
     family = spec.option("family")
+    if spec.option("tune") is not None:  # max_partitions="auto": tuning, then the release
+        return _tune_plan.plan_auto(spec, source)
     if family == "aggregate" or (family is None and len(spec.statistics) > 1):
         # the many-metric release (one bounding, one selection, one charge): each
         # statistic's class says which parts it is finished from

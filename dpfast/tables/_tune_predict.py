@@ -1,0 +1,184 @@
+"""The error model of :func:`dpfast.tables.tune`: for each candidate
+``(max_partitions, max_per_partition)``, each statistic's predicted error per key, split
+into the bias of the dropped contributions (from the contribution summary,
+:mod:`dpfast.tables._tune_summary`) and the noise (exact, from the noise laws of the very
+plan the release would run: :func:`dpfast.tables.multi.plan_of` of the spec at that
+candidate), and the recommendation (the candidate of least weighted relative error).
+
+With ``K`` keys, ``N`` rows, ``T(k, c)`` the rows uniform bounding keeps
+(:meth:`Summary.rows`) and ``n = T / K`` the kept rows of a typical key:
+
+* ``count``: bias ``-(N - T) / K``, variance ``Var(noise of the count)``; relative to
+  ``N / K``;
+* ``privacy_id_count``: bias ``-(Σ L0 - Σ min(L0, k)) / K``, variance of its noise;
+  relative to ``Σ L0 / K``;
+* ``sum``: bias ``-(N - T) / K · |mid|`` (the dropped rows valued at the bounds'
+  midpoint), variance of its noise; relative to ``N / K · max(|lo|, |hi|)``;
+* ``mean``: bias 0 (rows are dropped without regard to their values), variance
+  ``(Var(s)/4 + σ² Var(n)) / n² + σ² (1/n - 1/(N/K))`` (first order in the noisy centred
+  sum ``s`` and count; then the sampling of the kept rows), ``σ = (hi - lo)/4`` the
+  values' typical spread; relative to ``σ``;
+* ``median`` / ``quantile`` / ``min`` / ``max``: in quantiles (fractions of the key's
+  rows), bias 0, variance ``(r/n)² + q(1-q) (1/n - 1/(N/K))``: ``r`` the median rank
+  error of the exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at
+  ``α = 1/2``, its ``ε`` per key and sensitivity ``c``), then the sampling of the kept
+  rows; relative to ``1/2``.
+
+``error = sqrt(bias² + variance)``; the score of a candidate is the metrics' weighted mean
+relative error.  The model is a prediction, not a guarantee: the summary is noisy (private)
+or a sample, and a person's number of keys and the rows of their keys are taken
+independent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from dpfast.tables import _metrics, _rank_metrics, multi
+from dpfast.tables import _quantile_em as _em
+from dpfast.tables._tune_summary import Summary
+
+if TYPE_CHECKING:
+    from dpfast.tables.run import Source
+    from dpfast.tables.spec import ReleaseSpec
+
+__all__ = ["Prediction", "Candidate", "K_GRID", "C_GRID", "TUNABLE", "predict", "search",
+           "check_metrics"]
+
+#: the default candidates
+K_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+C_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
+#: the metric kinds the model predicts
+TUNABLE = ("count", "privacy_id_count", "sum", "mean", "median", "quantile", "min", "max")
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """One statistic's predicted error per key: ``bias`` (signed), ``variance`` (of the
+    noise), ``error = sqrt(bias² + variance)``, in ``unit``; ``relative``: the error over
+    the statistic's typical size (see the module docstring)."""
+
+    bias: float
+    variance: float
+    unit: str
+    reference: float
+
+    @property
+    def error(self) -> float:
+        return math.sqrt(self.bias * self.bias + self.variance)
+
+    @property
+    def relative(self) -> float:
+        return self.error / self.reference if self.reference > 0 else math.inf
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One candidate's predictions (by metric name) and score."""
+
+    max_partitions: int
+    max_per_partition: int
+    predictions: dict[str, Prediction]
+    score: float
+
+
+def check_metrics(spec: ReleaseSpec, where: str = "metrics") -> None:
+    """ValueError unless every metric of ``spec`` is one the model predicts."""
+    bad = sorted({s.statistic for s in spec.statistics if s.statistic not in TUNABLE})
+    if bad:
+        raise ValueError(f"{where}: the tuning predicts {', '.join(TUNABLE)}; not {bad}")
+
+
+def _var(plan: multi.MultiPlan, part: str) -> float:
+    return plan.metrics.parts[part].part.law.std() ** 2
+
+
+def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
+            ) -> Candidate:
+    """The predictions of the release ``spec`` at ``(k, c)`` (its plan's laws)."""
+    plan = multi.plan_of(dataclasses.replace(spec, max_partitions=k, max_per_partition=c),
+                         source, _statistics_parts())
+    mp = plan.metrics
+    kk = max(summary.n_keys, 1.0)
+    n_all, n_kept = summary.rows(), summary.rows(k, c)
+    n_key = max(n_kept / kk, 1.0)
+    n_full = max(n_all / kk, n_key)
+    out: dict[str, Prediction] = {}
+    weights = _metrics.parse_weights(None if spec.option("weights") is None
+                                     else list(spec.option("weights")), mp.metrics)
+    score = 0.0
+    for m, w in zip(mp.metrics, weights, strict=True):
+        if m.kind == "count":
+            p = Prediction(0.0 - (n_all - n_kept) / kk, _var(plan, "count"), "rows",
+                           n_all / kk)
+        elif m.kind == "privacy_id_count":
+            pairs = summary.pairs()
+            p = Prediction(0.0 - (pairs - summary.pairs(k)) / kk, _var(plan, "ids"),
+                           "people", pairs / kk)
+        elif m.kind in ("sum", "mean"):
+            assert m.column is not None
+            col = mp.columns[m.column]
+            lo, hi = float(col.lo), float(col.hi)
+            if m.kind == "sum":
+                p = Prediction(0.0 - (n_all - n_kept) / kk * abs((lo + hi) / 2),
+                               _var(plan, f"sum:{m.column}"), "value",
+                               n_all / kk * max(abs(lo), abs(hi)))
+            else:
+                sd = (hi - lo) / 4  # the values' typical spread
+                v = ((_var(plan, f"csum:{m.column}") / 4 + sd ** 2 * _var(plan, "count"))
+                     / n_key ** 2 + sd ** 2 * sampled(n_key, n_full))
+                p = Prediction(0.0, v, "value", sd)
+        else:  # a rank metric: in quantiles (fractions of the key's rows)
+            assert m.column is not None
+            rp = mp.ranks[_metrics.part_name("quantile", m.column, m.q)]
+            g = mp.grids[m.column]
+            r = _em.rank_error(rp.eps_q, c, int(g.shape[0]), 0.5, rp.q)
+            v = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
+            p = Prediction(0.0, v, "quantile", 0.5)
+        out[m.name] = p
+        score += float(w) * min(p.relative, 1e12)
+    return Candidate(k, c, out, score / float(sum(weights)))
+
+
+def sampled(n: float, full: float) -> float:
+    """The sampling factor of keeping ``n`` of a key's ``full`` rows at random:
+    ``1/n - 1/full`` (a mean's variance is ``σ²`` times it, a quantile's ``q(1-q)``)."""
+    return max(0.0, 1.0 / n - 1.0 / full)
+
+
+def _statistics_parts() -> dict[str, tuple[str, ...]]:
+    from dpfast.tables import statistics  # lazy: the registry loads on first use
+
+    return statistics.metric_parts()
+
+
+def uses_rows(spec: ReleaseSpec) -> bool:
+    """Whether ``max_per_partition`` matters to any metric (not for privacy_id_count)."""
+    return any(s.statistic != "privacy_id_count" for s in spec.statistics)
+
+
+def search(spec: ReleaseSpec, source: Source, summary: Summary, ks: Sequence[int],
+           cs: Sequence[int]) -> tuple[Candidate, list[Candidate]]:
+    """Every candidate's predictions and the recommended one (least score; ties: the
+    smaller ``k``, then the smaller ``c``).  A candidate the release could not run (its
+    plan refuses it: e.g. ``c`` times a privately chosen bound beyond exact int64 sums) is
+    left out -- a function of the public parameters and the DP bounds only."""
+    table = []
+    for k in ks:
+        for c in (cs if uses_rows(spec) else cs[:1]):
+            try:
+                table.append(predict(spec, source, summary, k, c))
+            except ValueError:
+                continue
+    if not table:
+        raise ValueError("no candidate bounds can be released with these value bounds")
+    best = min(table, key=lambda t: (t.score, t.max_partitions, t.max_per_partition))
+    return best, table
+
+
+def rank_kinds() -> tuple[str, ...]:
+    """The rank metrics' kinds (their bounds matter only through the grid)."""
+    return tuple(_rank_metrics.RANK_KINDS)

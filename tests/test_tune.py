@@ -1,0 +1,349 @@
+"""Contribution bounds chosen for the user (issue 39, part 3): ``dpfast.tables.tune``,
+``aggregate(..., max_partitions="auto")`` and ``dpfast tune``.
+
+Exact formulas for the predictions (public-sample path: no noise), one charge and the
+composed event for "auto", refusals before any charge, the CLI, and the recommendation's
+measured gain on a heavy-tailed set at a fixed key."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpfast
+from dpfast import tables
+from dpfast.accounting import PureDpAccountant
+from dpfast.accounting import events as ev
+from dpfast.tables import _tune_summary, bounding, multi, statistics
+from dpfast.tables import plan as _plan
+from dpfast.tables import run as _run
+from dpfast.tables.autobounds import split
+from tests.helpers import KEY
+
+
+def _people(seed: int = 0, n_people: int = 400, n_keys: int = 8) -> pd.DataFrame:
+    """A small table: person i holds 1..n_keys keys with 1..6 rows each."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for p in range(n_people):
+        held = rng.choice(n_keys, size=int(rng.integers(1, n_keys + 1)), replace=False)
+        for k in held:
+            for _ in range(int(rng.integers(1, 7))):
+                rows.append((p, f"k{k}", float(rng.normal(50, 10))))
+    return pd.DataFrame(rows, columns=["person", "key", "x"])
+
+
+def _heavy(seed: int = 3) -> pd.DataFrame:
+    """Heavy-tailed contributions: Zipf number of keys and of rows per key."""
+    rng = np.random.default_rng(seed)
+    n_people, n_keys = 3000, 20
+    l0 = np.minimum(rng.zipf(1.6, n_people), n_keys)
+    rows = []
+    for p in range(n_people):
+        for k in rng.choice(n_keys, size=int(l0[p]), replace=False):
+            r = int(min(rng.zipf(1.8), 200))
+            rows += [(p, int(k))] * r
+    return pd.DataFrame(rows, columns=["person", "key"])
+
+
+def test_public_sample_predictions_are_the_exact_formulas_and_charge_nothing() -> None:
+    df = _people()
+    domain = [f"k{j}" for j in range(8)]
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    res = tables.tune(df, by="key", privacy_id="person",
+                      metrics=["count", "privacy_id_count", ("mean", "x")], epsilon=1.0,
+                      bounds={"x": (0.0, 100.0)}, domain=domain, public_sample=df,
+                      max_partitions=[2, 5], max_per_partition=[3], budget=budget)
+    assert budget.history() == [] and res.event is None and res.epsilon == 0.0
+    assert res.release_epsilon == 1.0
+    # the exact formulas, by hand
+    pair = df.groupby(["person", "key"]).size()
+    l0 = pair.groupby(level=0).size()
+    w = 1.0 / l0.reindex(pair.index.get_level_values(0)).to_numpy()
+    r = pair.to_numpy()
+    for cand in res.candidates:
+        k, c = cand.max_partitions, cand.max_per_partition
+        pairs_k = float(np.minimum(l0.to_numpy(), k).sum())
+        per_pair = float((np.minimum(r, c) * w).sum() / w.sum())
+        kept = pairs_k * per_pair
+        all_rows = float(l0.sum()) * float((r * w).sum() / w.sum())
+        spec = multi.aggregate_spec(
+            ["count", "privacy_id_count", ("mean", "x")], statistics.metric_parts(),
+            bounds={"x": (0.0, 100.0)}, weights=None, candidates=None,
+            available=list(df.columns), by=("key",), privacy_unit="person", epsilon=1.0,
+            max_partitions=k, max_per_partition=c, domain=domain)
+        rows = _run.Rows(df["key"], df["person"], columns={"x": df["x"]}, domain=domain)
+        parts = multi.plan_of(spec, rows, statistics.metric_parts()).metrics.parts
+        var_n = parts["count"].part.law.std() ** 2
+        var_s = parts["csum:x"].part.law.std() ** 2
+        p = cand.predictions
+        assert p["count"].bias == pytest.approx(-(all_rows - kept) / 8, rel=1e-12)
+        assert p["count"].variance == pytest.approx(var_n, rel=1e-12)
+        assert p["privacy_id_count"].bias == pytest.approx(
+            -(l0.sum() - pairs_k) / 8, rel=1e-12)
+        assert p["privacy_id_count"].variance == pytest.approx(
+            parts["ids"].part.law.std() ** 2, rel=1e-12)
+        n, full = max(kept / 8, 1.0), all_rows / 8  # kept and all rows of a typical key
+        assert p["mean_x"].bias == 0.0 and p["mean_x"].unit == "value"
+        assert p["mean_x"].variance == pytest.approx(  # noise, then sampling (sd = 100/4)
+            (var_s / 4 + 25.0 ** 2 * var_n) / n ** 2 + 25.0 ** 2 * (1 / n - 1 / full),
+            rel=1e-12)
+        assert p["count"].error == pytest.approx(math.hypot(p["count"].bias,
+                                                            math.sqrt(var_n)))
+    best = min(res.candidates, key=lambda t: t.score)
+    assert (res.max_partitions, res.max_per_partition) == (best.max_partitions,
+                                                           best.max_per_partition)
+    assert res.params == {"max_partitions": res.max_partitions,
+                          "max_per_partition": res.max_per_partition,
+                          "bounds": {"x": (0.0, 100.0)}}
+    table = res.to_pandas()
+    assert len(table) == 2 and {"count_error", "count_bias", "mean_x_std"} <= set(table)
+
+
+def test_private_tune_charges_its_share_once_with_its_event() -> None:
+    df = _people(1)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    res = tables.tune(df, by="key", privacy_id="person", metrics=["count", ("median", "x")],
+                      epsilon=1.0, share=0.1, bounds={"x": (0.0, 100.0)},
+                      domain=[f"k{j}" for j in range(8)], rng=dpfast.default_rng(KEY),
+                      budget=budget, note="t")
+    h = budget.history()
+    assert len(h) == 1 and h[0].event == res.event
+    assert res.event == ev.with_neighbouring(ev.Epsilon(res.epsilon), ev.ADD_REMOVE)
+    assert res.epsilon <= 0.1 and Fraction(res.epsilon) + Fraction(res.release_epsilon) <= 1
+    assert res.summary.private and res.summary.n_keys == 8.0
+    again = tables.tune(df, by="key", privacy_id="person", metrics=["count", ("median", "x")],
+                        epsilon=1.0, share=0.1, bounds={"x": (0.0, 100.0)},
+                        domain=[f"k{j}" for j in range(8)], rng=dpfast.default_rng(KEY))
+    np.testing.assert_array_equal(again.summary.l0_weights, res.summary.l0_weights)
+
+
+def test_private_tune_without_bounds_chooses_them_with_auto_bounds_share() -> None:
+    df = _people(2)
+    res = tables.tune(df, by="key", privacy_id="person", metrics=[("mean", "x")],
+                      epsilon=4.0, share=0.5, rng=KEY, domain=[f"k{j}" for j in range(8)])
+    eps_t = 2.0
+    first, second = res.event.events  # the histograms, then the bounds of x
+    assert first == ev.with_neighbouring(ev.Epsilon(eps_t / 2), ev.ADD_REMOVE)
+    assert PureDpAccountant().compose(res.event).get_epsilon(0.0) <= eps_t
+    lo, hi = res.bounds["x"]
+    assert lo < hi
+
+
+def test_summary_histograms_count_one_unit_per_person() -> None:
+    df = _people(4, n_people=50)
+    data, _ = tables._inputs._validate(df["key"], df["person"], None, None, None)
+    ex = _tune_summary.exact(data, np.zeros(8, np.uint32))
+    assert ex.l0.sum() == ex.linf.sum() == 50  # one unit per person in each
+    l0 = df.groupby("person")["key"].nunique().to_numpy()
+    expect = np.bincount(np.searchsorted(_tune_summary.EDGES, l0, side="right") - 1,
+                         minlength=_tune_summary.EDGES.shape[0])
+    np.testing.assert_array_equal(ex.l0, expect)
+    assert 1 <= ex.keys <= 8
+
+
+def test_auto_is_one_charge_of_the_composed_event_known_before_the_rows() -> None:
+    df = _people(5)
+    domain = [f"k{j}" for j in range(8)]
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    kw = dict(by="key", privacy_id="person", metrics=["count", ("mean", "x")], epsilon=1.0,
+              bounds={"x": (0.0, 100.0)}, domain=domain, max_partitions="auto",
+              max_per_partition="auto")
+    rel = tables.aggregate(df, **kw, rng=KEY, budget=budget, note="auto")
+    h = budget.history()
+    assert len(h) == 1 and h[0].event == rel.event
+    eps_h, eps_rest = split(1.0, multi.TUNE_SHARE)
+    assert rel.event == ev.with_neighbouring(
+        ev.Composed((ev.Epsilon(eps_h), ev.Epsilon(eps_rest))), ev.ADD_REMOVE)
+    assert PureDpAccountant().compose(rel.event).get_epsilon(0.0) <= 1.0
+    assert all(m.event == rel.event for m in rel.metrics.values())
+    t = rel.tuning
+    assert t.event == rel.event and t.epsilon == eps_h
+    assert rel["count"].sensitivity["max_partitions"] == t.max_partitions
+    # the event is the plan's, made from the spec and the schema: no row is read
+    spec = multi.aggregate_spec(
+        kw["metrics"], statistics.metric_parts(), bounds=kw["bounds"], weights=None,
+        candidates=None, available=list(df.columns), by=("key",), privacy_unit="person",
+        epsilon=1.0, max_partitions="auto", max_per_partition="auto", domain=domain)
+    empty = _run.Rows(np.array([], object), np.array([], np.int64),
+                      columns={"x": np.array([], np.float64)}, domain=domain)
+    assert _plan.plan(spec, empty).event == rel.event
+    assert spec.query_id() != dataclasses.replace(spec, options=tuple(
+        o for o in spec.options if o[0] != "tune")).query_id()
+
+
+def test_auto_with_a_fixed_max_per_partition_keeps_it() -> None:
+    df = _people(6)
+    rel = tables.aggregate(df, by="key", privacy_id="person", metrics=["count"],
+                           epsilon=1.0, domain=[f"k{j}" for j in range(8)],
+                           max_partitions="auto", max_per_partition=2, rng=KEY)
+    assert rel.tuning.max_per_partition == 2
+    assert {c.max_per_partition for c in rel.tuning.candidates} == {2}
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    ({"max_partitions": "all"}, TypeError, "max_partitions"),
+    ({"max_partitions": "auto", "rho": 0.5, "epsilon": None}, ValueError, "needs epsilon"),
+    ({"max_partitions": "auto", "metrics": [("variance", "x")]}, ValueError, "variance"),
+    ({"max_per_partition": "auto", "bounds": None}, ValueError, "bounds"),
+])
+def test_auto_refusals_come_before_the_charge(kw: dict, exc: type, words: str) -> None:
+    df = _people(7, n_people=30)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    args = dict(by="key", privacy_id="person", metrics=["count", ("mean", "x")],
+                epsilon=1.0, bounds={"x": (0.0, 100.0)}, domain=[f"k{j}" for j in range(8)],
+                rng=KEY, budget=budget)
+    args.update(kw)
+    with pytest.raises(exc, match=words):
+        tables.aggregate(df, **args)
+    assert budget.history() == []
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    ({"share": 1.5}, ValueError, "share"),
+    ({"share": "x"}, TypeError, "share"),
+    ({"epsilon": 0.0}, ValueError, "epsilon"),
+    ({"max_partitions": [0, 2]}, ValueError, "max_partitions"),
+    ({"max_per_partition": "auto"}, TypeError, "max_per_partition"),
+    ({"metrics": [("std", "x")]}, ValueError, "std"),
+    ({"metrics": [("mean", "nope")]}, ValueError, "nope"),
+    ({"bounds": [0, 1]}, TypeError, "bounds"),
+    ({"by": "nope"}, ValueError, "by"),
+    ({"public_sample": pd.DataFrame({"key": ["a"]}), "sample_fraction": 1.0}, ValueError,
+     "privacy_id"),
+    ({"public_sample": "same", "sample_fraction": 0.0}, ValueError, "sample_fraction"),
+])
+def test_tune_refusals_come_before_the_charge(kw: dict, exc: type, words: str) -> None:
+    df = _people(8, n_people=30)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    args = dict(by="key", privacy_id="person", metrics=["count", ("mean", "x")],
+                epsilon=1.0, bounds={"x": (0.0, 100.0)}, rng=KEY, budget=budget,
+                domain=[f"k{j}" for j in range(8)])
+    args.update(kw)
+    if isinstance(args.get("public_sample"), str):
+        args["public_sample"] = df
+    with pytest.raises(exc, match=words):
+        tables.tune(df, **args)
+    assert budget.history() == []
+
+
+def test_dask_aggregate_refuses_auto_before_the_charge() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    from dpfast import dask as dpdask
+
+    df = _people(9, n_people=30)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    with pytest.raises(ValueError, match="one machine"):
+        dpdask.aggregate(dd.from_pandas(df, npartitions=2), "key", "person",
+                         metrics=["count"], epsilon=1.0, max_partitions="auto",
+                         domain=[f"k{j}" for j in range(8)], rng=KEY, budget=budget)
+    assert budget.history() == []
+
+
+def test_the_recommendation_beats_the_defaults_on_heavy_tailed_contributions() -> None:
+    """Count MAE per key over the public domain, fixed key: the tuned release (its 5% of ε
+    included) against dpfast's defaults (max_partitions = max_per_partition = 1)."""
+    df = _heavy()
+    domain = list(range(20))
+    truth = df.groupby("key").size().reindex(domain).to_numpy(np.float64)
+    gen = dpfast.default_rng(KEY)
+    maes = {"auto": [], "default": []}
+    for _ in range(3):
+        auto = tables.aggregate(df, by="key", privacy_id="person", metrics=["count"],
+                                epsilon=1.0, domain=domain, max_partitions="auto",
+                                max_per_partition="auto", rng=gen)
+        base = tables.aggregate(df, by="key", privacy_id="person", metrics=["count"],
+                                epsilon=1.0, domain=domain, rng=gen)
+        maes["auto"].append(np.abs(auto["count"].values - truth).mean())
+        maes["default"].append(np.abs(base["count"].values - truth).mean())
+        assert auto.tuning.max_per_partition > 1
+    assert max(maes["auto"]) < min(maes["default"])
+    assert np.mean(maes["auto"]) < 0.9 * np.mean(maes["default"])
+
+
+def test_plot_draws_every_candidate_and_marks_the_recommendation(tmp_path) -> None:
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = _people(10, n_people=100)
+    res = tables.tune(df, by="key", privacy_id="person", metrics=["count"], epsilon=1.0,
+                      domain=[f"k{j}" for j in range(8)], public_sample=df,
+                      max_partitions=[1, 2, 4], max_per_partition=[1, 3])
+    ax = res.plot()
+    assert ax.get_xlabel() == "max_partitions" and "recommended" in ax.get_title()
+    assert len(ax.lines) == 3  # one line per max_per_partition, and the star
+    star = ax.lines[-1]
+    assert list(star.get_xdata()) == [res.max_partitions]
+    ax.figure.savefig(tmp_path / "tune.png", format="png", dpi=60)
+    plt.close(ax.figure)
+    assert (tmp_path / "tune.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_tune_charges_the_ledger_and_writes_the_result(tmp_path, capsys) -> None:
+    from dpfast.cli import main
+
+    df = _people(11, n_people=200)
+    df["x"] = df["x"].round().astype(int)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    pd.DataFrame({"key": [f"k{j}" for j in range(8)]}).to_csv(tmp_path / "dom.csv",
+                                                              index=False)
+    (tmp_path / "key").write_bytes(KEY)
+    out = tmp_path / "t.json"
+    rc = main(["tune", str(tmp_path / "in.csv"), "--key", "key", "--id", "person",
+               "--metric", "count", "--metric", "mean:x", "--bounds", "x", "0", "100",
+               "--epsilon", "1", "--domain", str(tmp_path / "dom.csv"),
+               "--ledger", str(tmp_path / "l.db"), "--budget-epsilon", "2",
+               "--seed-key-file", str(tmp_path / "key"), "-o", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "recommended: --max-partitions" in text and "spent epsilon 0.05" in text
+    got = json.loads(out.read_text())
+    assert got["bounds"] == {"x": [0, 100]} and got["epsilon"] == pytest.approx(0.05)
+    assert len(got["candidates"]) == len(got["candidates"]) > 1
+    assert dpfast.Budget.from_ledger(str(tmp_path / "l.db")).spent().epsilon == \
+        pytest.approx(0.05)
+    rc = main(["tune", str(tmp_path / "in.csv"), "--key", "key", "--id", "person",
+               "--metric", "quantile:x:0.9", "--epsilon", "1", "--delta", "1e-5",
+               "--public-sample", str(tmp_path / "in.csv")])
+    assert rc == 0 and "nothing charged" in capsys.readouterr().out
+
+
+def test_summary_sensitivity_on_neighbours() -> None:
+    """The summary's sensitivity (the Privacy section's L1 = 3): removing any one person
+    changes each part (keys per person, rows of the keyed chosen key, distinct chosen keys)
+    by at most 1, with the same bounding sub-key."""
+    df = _people(12, n_people=60)
+    sub = bounding.subkey(dpfast.default_rng(KEY))
+
+    def exact(d: pd.DataFrame) -> _tune_summary.Exact:
+        data, _ = tables._inputs._validate(d["key"].to_numpy(), d["person"].to_numpy(),
+                                           None, None, None)
+        return _tune_summary.exact(data, sub)
+
+    full = exact(df)
+    for p in range(60):
+        ex = exact(df[df["person"] != p])
+        assert np.abs(full.l0 - ex.l0).sum() == 1
+        assert np.abs(full.linf - ex.linf).sum() == 1
+        assert abs(full.keys - ex.keys) <= 1
+
+
+def test_tune_refuses_a_largest_candidate_beyond_exact_sums_before_the_charge() -> None:
+    df = _people(13, n_people=30)
+    df["x"] = df["x"].round().astype(np.int64)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    tables.tune(df, by="key", privacy_id="person", metrics=[("sum", "x")], epsilon=1.0,
+                bounds={"x": (0, 1 << 40)}, domain=[f"k{j}" for j in range(8)],
+                max_per_partition=[1, 2], public_sample=df)  # (1, 1) and (64, 2) run
+    with pytest.raises(ValueError, match="noise scale"):  # (64, 1024) cannot
+        tables.tune(df, by="key", privacy_id="person", metrics=[("sum", "x")], epsilon=1.0,
+                    bounds={"x": (0, 1 << 40)}, domain=[f"k{j}" for j in range(8)],
+                    max_per_partition=[1, 1024], rng=KEY, budget=budget)
+    assert budget.history() == []
