@@ -237,7 +237,7 @@ class MultiPlan:
         vals = {name: clamped(col, f"column {name!r}", n, self.metrics.columns[name])
                 for name, col in zip(self.used, taken)}
         index = np.arange(n, dtype=np.int64)  # which rows survive the domain filter
-        data, _ = _inputs._validate(keys, ids, index, (0, max(n, 1)), domain)
+        data, _ = _inputs._validate_present(keys, ids, index, (0, max(n, 1)), domain)
         return data, vals
 
     def _bound(self, data: _inputs._Data, vals: dict[str, np.ndarray], subkey: np.ndarray
