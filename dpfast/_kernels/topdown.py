@@ -21,6 +21,8 @@ argument; these kernels validate nothing and write into the caller's ``out`` arr
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
@@ -286,3 +288,35 @@ def min_max_identity(a: np.ndarray) -> tuple[np.int64, np.int64, bool]:
         if x != i:
             ident = False
     return lo, hi, ident
+
+
+@nb.njit(cache=True)
+def _lattice_miss(h: float, a: float, s: float, w: np.ndarray) -> float:
+    """``sum_z w[z] P(|a z + R| > h)``, ``R ~ N(0, s^2)`` (``s = 0``: ``R = 0``), over
+    ``z = 0 .. len(w) - 1`` (``w`` holds ``P(Z = 0)`` and ``2 P(Z = z)`` above)."""
+    m = 0.0
+    r2 = 1.0 / (s * math.sqrt(2.0)) if s > 0.0 else 0.0
+    for z in range(w.shape[0]):
+        d = h - a * z
+        if s > 0.0:
+            m += w[z] * 0.5 * (math.erfc(d * r2) + math.erfc((h + a * z) * r2))
+        elif d < 0.0:
+            m += w[z]
+    return m
+
+
+@nb.njit(cache=True)
+def lattice_halfwidth(a: np.ndarray, s: np.ndarray, hi: np.ndarray, w: np.ndarray,
+                      alpha: float, out: np.ndarray) -> None:
+    """Per entry, the smallest ``h`` in ``(0, hi]`` (bisection to ``2^-45`` relative, the
+    upper end kept) with ``_lattice_miss(h, a, s, w) <= alpha``; ``hi`` must satisfy it."""
+    for i in range(a.shape[0]):
+        lo = 0.0
+        up = hi[i]
+        for _ in range(45):
+            mid = 0.5 * (lo + up)
+            if _lattice_miss(mid, a[i], s[i], w) <= alpha:
+                up = mid
+            else:
+                lo = mid
+        out[i] = up

@@ -37,9 +37,10 @@ from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import Generator, RngLike
 
-from . import _keys, _wls
 from . import _topdown_blue as _blue
+from . import _topdown_round as _round
 from . import _topdown_units as _units
+from . import _wls
 from . import bounding as _bounding
 from . import run as _run
 from . import spec as _spec
@@ -50,10 +51,6 @@ if TYPE_CHECKING:
     from .spec import Charger
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels", "TopDownPlan", "plan_topdown"]
-
-_NONE = np.empty(0, np.int64)  # split_children: no order (children in parent order)
-_NO_WEIGHTS = np.empty(0, np.float64)  # split_children: one weight for every child
-
 
 # --------------------------------------------------------------------------- validation
 
@@ -533,14 +530,8 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
     if blue or (not nonnegative and not integer):
         estimates = x
     else:
-        estimates = _round_tree(tree, x, V, var, root_exact, nonnegative, integer)
-    rounder = None
-    if blue:
-        xs = x  # (the 2-D estimates: x is rebound to 1-D views below)
-
-        def rounder(nonneg: bool, integral: bool) -> list[np.ndarray]:
-            est = _round_tree(tree, xs, V, var, root_exact, nonneg, integral)
-            return [e[:, 0] for e in est] if one_d else est
+        estimates = _round.round_tree(tree.sizes, tree.parent, x, V, var, root_exact,
+                                      nonnegative, integer)
     if one_d:
         estimates = [e[:, 0] for e in estimates]
         noisy = [None if n is None else n[:, 0] for n in noisy]
@@ -551,51 +542,9 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
         integer=bool(integer), mechanisms=mechs, rho_total=rho_total, release_id=release_id,
         estimator="blue" if blue else "topdown",
     )
-    rel._rounder = rounder
+    if blue:  # what rounded() needs besides the release: the hierarchy (public)
+        rel._parents = list(tree.parent)
     return rel
-
-
-def _round_tree(tree: _wls.Tree, x: list[np.ndarray], V: list[np.ndarray],
-                var: list[float], root_exact: np.ndarray | None, nonnegative: bool,
-                integer: bool) -> list[np.ndarray]:
-    """Non-negativity and integers, top down (post-processing of the least-squares
-    estimates ``x`` with subtree variances ``V``): the roots rounded (or exact), then each
-    parent's children projected onto ``{c >= 0, sum c = parent}`` (weights ``V``) and
-    rounded by largest remainders; every parent the exact sum of its children."""
-    L = len(tree.sizes)
-    estimates: list[np.ndarray] = []
-    if root_exact is not None:
-        top = root_exact.astype(np.float64)
-    else:
-        top = np.rint(x[0]) if integer else x[0].copy()
-        if nonnegative:
-            np.maximum(top, 0.0, out=top)
-    estimates.append(top.astype(np.int64) if integer else top)
-    prev: np.ndarray = top
-    for j in range(1, L):
-        par = tree.parent[j]
-        assert par is not None
-        n_par = tree.sizes[j - 1]
-        offsets = np.empty(n_par + 1, np.int64)
-        order = _NONE
-        if not _k.csr_offsets(par, n_par, offsets):  # children not in parent order
-            order = np.empty(tree.sizes[j], np.int64)
-            _k.csr_order(par, offsets, order)
-        # the finest level's weights are all its measurement variance (_wls)
-        w, wc = (_NO_WEIGHTS, var[j]) if j == L - 1 else (V[j], 0.0)
-        k = x[j].shape[1]
-        out_i = np.empty((tree.sizes[j], k) if integer else (0, k), np.int64)
-        out_f = np.empty((0, k) if integer else (tree.sizes[j], k), np.float64)
-        args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], w, float(wc),
-                offsets, order, bool(nonnegative), bool(integer), out_f, out_i)
-        if tree.sizes[j] < _keys.SERIAL_ROWS:  # small: nothing parallel to compile
-            _k.split_children_serial(*args)
-        else:
-            _k.split_children(*args, _keys._threads())
-        est = out_i if integer else out_f
-        estimates.append(est)
-        prev = est
-    return estimates
 
 
 def _level_events(mechs: Sequence[_mechanisms.DiscreteGaussianMechanism | None]
