@@ -16,7 +16,8 @@ bounding (what the noise is added to; the same bounding for all four) -- over ``
 repetitions that share each
 repetition's measurements (one generator state per repetition, so the paired estimators
 see the same noise and the same bounding).  Time: the median over interleaved pairs of
-``t(blue) / t(topdown)``.
+``t(blue) / t(topdown)`` and of ``t(blue + rounded()) / t(topdown)`` (the BLUE's
+published integer release against today's).
 
 Run: ``python -m bench.bench_blue [--blocks N | --full] [--reps R] [--rho RHO]``.
 """
@@ -48,7 +49,7 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
     L = len(levels)
     names = ("topdown", "consistent", "blue", "blue_rounded")
     err = {n: np.zeros(L) for n in names}
-    ratios, t_td, t_bl = [], [], []
+    ratios, t_td, t_bl, rratios = [], [], [], []
     tables.topdown(counts, levels, rho=rho, rng=bytes(32), estimator="blue", **kw)  # warm
     for r in range(reps):
         key = bytes([r + 1]) * 32
@@ -61,6 +62,8 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
                            estimator="blue", **kw)
         t2 = time.perf_counter()
         q = b.rounded()
+        t3 = time.perf_counter()
+        rratios.append((t3 - t1) / (t1 - t0))
         t_td.append(t1 - t0)
         t_bl.append(t2 - t1)
         ratios.append((t2 - t1) / (t1 - t0))
@@ -74,7 +77,8 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
             "rmse": {n: e.tolist() for n, e in err.items()},
             "topdown_s": statistics.median(t_td), "blue_s": statistics.median(t_bl),
             "ratio": statistics.median(ratios), "ratio_min": min(ratios),
-            "ratio_max": max(ratios)}
+            "ratio_max": max(ratios), "rounded_ratio": statistics.median(rratios),
+            "rounded_ratio_min": min(rratios), "rounded_ratio_max": max(rratios)}
 
 
 def _bounded_truth(leaf, levels, key, kw) -> list[np.ndarray]:
@@ -125,7 +129,9 @@ def _table(name: str, res: dict[str, Any]) -> str:
                      f"{rm['blue'][j]:.4g} | {rm['blue_rounded'][j]:.4g}")
     lines.append(f"time: topdown {res['topdown_s']:.3f} s, blue {res['blue_s']:.3f} s, "
                  f"blue/topdown median {res['ratio']:.3f} (min {res['ratio_min']:.3f}, "
-                 f"max {res['ratio_max']:.3f})")
+                 f"max {res['ratio_max']:.3f}); (blue + rounded())/topdown median "
+                 f"{res['rounded_ratio']:.3f} (min {res['rounded_ratio_min']:.3f}, max "
+                 f"{res['rounded_ratio_max']:.3f})")
     return "\n".join(lines)
 
 

@@ -115,8 +115,10 @@ def lattice_halfwidth(F: np.ndarray, sigma: float, v: float, alpha: float) -> np
     with ``P(|aZ + R| > h) <= alpha`` under it, i.e. ``sum_z P(Z = z) [Phi(-(h - a z) / s)
     + Phi(-(h + a z) / s)] <= alpha``: bisection per distinct ``F`` (45 steps, the upper
     end kept) from the sub-Gaussian bound ``sqrt(2 (a^2 sigma^2 + s^2) ln(2/alpha))``,
-    where that sum is at most ``alpha`` (:func:`dpfast._kernels.topdown.lattice_halfwidth`).  An approximation (``R`` is itself a sum of
-    discrete Gaussians), not a bound: its coverage is measured in the tests.
+    where that sum is at most ``alpha`` (:func:`dpfast._kernels.topdown.lattice_halfwidth`).
+    An approximation
+    (``R`` is itself a sum of discrete Gaussians), not a bound: its coverage is measured
+    in the tests.
     """
     F = np.asarray(F, dtype=np.float64)
     out = np.zeros(F.shape, np.float64)
