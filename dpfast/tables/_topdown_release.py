@@ -129,6 +129,9 @@ class TopDownRelease:
         # (an unrounded blue release) the hierarchy's parent arrays, level by level
         # (parents[0] None), for rounded(); public, kept in the state
         self._parents: list[np.ndarray | None] | None = None
+        # and the upward pass's subtree variances (the rounding's weights; a rebuilt
+        # release recomputes them from the parents and the variances, the same bits)
+        self._subtree_var: list[np.ndarray] | None = None
         # the BLUE's half-widths per alpha (they depend on the variances and sigma only)
         self._halfwidths: dict[float, list[np.ndarray]] = {}
 
@@ -352,7 +355,9 @@ class TopDownRelease:
         one_d = self.consistent[0].ndim == 1
         x = [c.reshape(-1, 1) if one_d else c for c in self.consistent]
         var = [0.0 if s == 0.0 else level_variance(s) for s in self.sigma]
-        V = subtree_variances(self._parents, sizes, var)
+        V = self._subtree_var
+        if V is None:
+            V = subtree_variances(self._parents, sizes, var)
         root = x[0] if self.total_invariant else None
         est = round_tree(sizes, self._parents, x, V, var, root, nonnegative, integer)
         return [e[:, 0] for e in est] if one_d else est

@@ -544,6 +544,7 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
     )
     if blue:  # what rounded() needs besides the release: the hierarchy (public)
         rel._parents = list(tree.parent)
+        rel._subtree_var = V  # (rounded() rebuilds the same bits from the two above)
     return rel
 
 
