@@ -19,7 +19,11 @@ see the same noise and the same bounding).  Time: the median over interleaved pa
 ``t(blue) / t(topdown)`` and of ``t(blue + rounded()) / t(topdown)`` (the BLUE's
 published integer release against today's).
 
-Run: ``python -m bench.bench_blue [--blocks N | --full] [--reps R] [--rho RHO]``.
+``--coverage``: the measured coverage of the 95% intervals per level (default, the
+BLUE's normal and lattice-corrected intervals, the rounded BLUE's) on the tests' trees.
+
+Run: ``python -m bench.bench_blue [--blocks N | --full] [--reps R] [--rho RHO]
+[--no-flights] [--coverage]``.
 """
 
 from __future__ import annotations
@@ -132,6 +136,84 @@ def flights_hierarchy():
     return leaf, ids, levels
 
 
+def _random_tree(g: np.random.Generator, sizes: list[int]) -> list[np.ndarray]:
+    """The tests' random forest (``tests/test_topdown.py::random_tree``, shuffled, one leaf
+    per finest unit): level ``j``'s units spread over level ``j - 1``'s, every one used."""
+    parents = []
+    for j in range(1, len(sizes)):
+        p = np.concatenate([np.arange(sizes[j - 1]),
+                            g.integers(0, sizes[j - 1], sizes[j] - sizes[j - 1])])
+        g.shuffle(p)
+        parents.append(p)
+    finest = np.arange(sizes[-1])
+    g.shuffle(finest)
+    levels = [finest]
+    for p in reversed(parents):
+        levels.insert(0, p[levels[0]])
+    return levels
+
+
+#: (name, level sizes, rho, repetitions, per person) of the coverage table
+COVERAGE = [
+    ("forest, sigma 1.41", [24, 72, 288, 1152], 1.0, 250, False),
+    ("forest, sigma 0.5", [24, 72, 288, 1152], 8.0, 150, False),
+    ("forest, sigma 0.71", [24, 72, 288, 1152], 4.0, 150, False),
+    ("forest, sigma 3.5", [24, 72, 288, 1152], 4 / (2 * 3.5 ** 2), 150, False),
+    ("fan-out 25, sigma 0.71", [20, 200, 5000], 3.0, 60, False),
+    ("fan-out 25, sigma 1.58", [20, 200, 5000], 0.6, 60, False),
+    ("per person, sigma 1.58", [12, 36, 144], 0.6, 200, True),
+]
+
+
+def coverage() -> None:
+    """Per level, the share of cells whose 95% interval holds the truth: the default's
+    rigorous interval, the BLUE's normal interval (before issue 39's lattice rule), the
+    BLUE's interval as released (lattice-corrected below ``LATTICE_SIGMA``) and the
+    rounded BLUE's; the trees of the tests (seed 2, or 6 per person), their fixed key."""
+    from dpfast.tables._topdown_blue import normal_quantile
+
+    z = normal_quantile(0.05)
+    key = bytes(range(32))
+    for name, sizes, rho, reps, person in COVERAGE:
+        g = np.random.default_rng(6 if person else 2)
+        levels = _random_tree(g, sizes)
+        n = levels[-1].shape[0]
+        if person:
+            counts = g.poisson(3, n)
+        else:
+            counts = np.where(g.random(n) < 0.35, 0,
+                              np.rint(g.lognormal(2.0, 1.0, n))).astype(np.int64)
+        truth = tables.aggregate_levels(counts, levels)
+        L = len(levels)
+        kw: dict[str, Any] = {}
+        data: Any = counts
+        if person:
+            data = np.repeat(np.arange(n), counts)
+            kw = {"privacy_ids": np.arange(data.shape[0])}
+        hits = {k: np.zeros(L) for k in ("default", "normal", "blue", "rounded")}
+        cells = np.zeros(L)
+        gen, gen_d = dpfast.default_rng(key), dpfast.default_rng(key)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            b = tables.topdown(data, levels, rho=rho, rng=gen, estimator="blue", **kw)
+            d = tables.topdown(data, levels, rho=rho, rng=gen_d, **kw)
+            ints = {"default": d.confidence_interval(), "blue": b.confidence_interval(),
+                    "rounded": b.rounded().confidence_interval(),
+                    "normal": [(c - z * se, c + z * se)
+                               for c, se in zip(b.consistent, b.stderr)]}
+            for j in range(L):
+                for k, ci in ints.items():
+                    lo, hi = ci[j]
+                    hits[k][j] += np.count_nonzero((lo <= truth[j]) & (truth[j] <= hi))
+                cells[j] += truth[j].size
+        sig = round(float(b.sigma[-1]), 3)
+        print(f"{name} ({'/'.join(map(str, sizes))} units, sigma {sig}, {reps} reps, "
+              f"{time.perf_counter() - t0:.0f} s)")
+        for k, h in hits.items():
+            per = " | ".join(f"{100 * x:.2f}%" for x in h / cells)
+            print(f"  {k:8s} | {per} | all {100 * h.sum() / cells.sum():.2f}%", flush=True)
+
+
 def _table(name: str, res: dict[str, Any]) -> str:
     rm = res["rmse"]
     lines = [f"{name}: units per level {res['units']}, sigma "
@@ -157,7 +239,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rho", type=float, default=1.0)
     ap.add_argument("--no-flights", action="store_true")
+    ap.add_argument("--coverage", action="store_true",
+                    help="only the coverage of the 95%% intervals on the tests' small trees")
     a = ap.parse_args(argv)
+    if a.coverage:
+        coverage()
+        return
     n = CENSUS_SHAPE[-1] if a.full else a.blocks
     pop, levels = census_tree(n)
     print(_table(f"census-shaped tree, {n} blocks, rho {a.rho}",
