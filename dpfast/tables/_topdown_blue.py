@@ -25,7 +25,7 @@ from dpfast._core.rounding import float_up
 from dpfast._kernels import topdown as _k
 
 __all__ = ["discrete_gaussian_variance", "level_variance", "normal_quantile",
-           "halfwidths", "lattice_halfwidth", "LATTICE_SIGMA"]
+           "gls_weights", "halfwidths", "lattice_halfwidth", "LATTICE_SIGMA"]
 
 #: below this per-level sigma the BLUE's intervals use the lattice-corrected law
 #: (:func:`lattice_halfwidth`); from it on, normal (the lattice's steps in the error's
@@ -83,6 +83,28 @@ def level_variance(sigma: float) -> float:
     weights of ``1 / variance`` would overflow).  Raising a variance is the safe side for
     the standard errors and moves the estimate by a relative ``< 2^-150``."""
     return max(discrete_gaussian_variance(sigma), _FLOOR)
+
+
+def gls_weights(sigma: list[float], var: list[float]) -> tuple[list[float], float]:
+    """The variances the BLUE's least squares is run with, and the factor ``c`` that turns
+    its error variances into the exact ones: ``(var, 1.0)``, or ``([sigma_j^2], c)`` where
+    the exact variances ``var`` are proportional to ``sigma_j^2`` (the same ``c = v_j /
+    sigma_j^2`` at every measured level, to within ``2^-50`` relative, ``c`` the largest
+    rounded up; every ``sigma_j^2 >= 2^-200``).
+
+    The GLS depends on the variances only up to a common factor (the estimate is the same,
+    its error variances scale with the factor), so there the BLUE *is* the default's least
+    squares: computing it with the default's arithmetic makes it equal bit for bit (and its
+    rounding the default release), where exact variances differing from ``sigma^2`` by
+    float rounding alone would move it by ``~1e-13`` -- enough to break the many exact
+    ties of the largest-remainder rounding differently (siblings share one correction
+    and so one remainder)."""
+    ratios = [Fraction(v) / Fraction(s) ** 2 for s, v in zip(sigma, var) if s > 0.0]
+    sq = [s * s for s in sigma]
+    if ratios and max(ratios) <= min(ratios) * (1 + Fraction(1, 2 ** 50)) and \
+            min(q for q in sq if q > 0.0) >= _FLOOR:
+        return sq, float_up(max(ratios))
+    return list(var), 1.0
 
 
 def normal_quantile(alpha: float) -> float:

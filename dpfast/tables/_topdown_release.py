@@ -356,14 +356,15 @@ class TopDownRelease:
         """:func:`dpfast.tables._topdown_round.round_tree` on the BLUE: the weights rebuilt
         from the hierarchy and the noise's exact variances (public), the root exact with an
         invariant total (the BLUE's root is then the exact total)."""
-        from ._topdown_blue import level_variance
+        from ._topdown_blue import gls_weights, level_variance
         from ._topdown_round import round_tree, subtree_variances
 
         assert self._parents is not None
         sizes = [int(x.shape[0]) for x in self.consistent]
         one_d = self.consistent[0].ndim == 1
         x = [c.reshape(-1, 1) if one_d else c for c in self.consistent]
-        var = [0.0 if s == 0.0 else level_variance(s) for s in self.sigma]
+        var, _ = gls_weights(self.sigma, [0.0 if s == 0.0 else level_variance(s)
+                                          for s in self.sigma])  # as topdown weighted
         V = self._subtree_var
         if V is None:
             V = subtree_variances(self._parents, sizes, var)

@@ -533,12 +533,15 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
         noisy.append(_noise.discrete_gaussian(tables[j], sigma[j], rng=gen, out=tables[j]))
     del tables
     blue = estimator == "blue"
-    if blue:  # the noise's exact variances: the BLUE's weights and its exact variances
-        var = [0.0 if m is None else _blue.level_variance(s)
-               for m, s in zip(mechs, sigma)]
+    scale = 1.0
+    if blue:  # the noise's exact variances (up to a common factor): the BLUE's weights
+        var, scale = _blue.gls_weights(sigma, [0.0 if m is None else _blue.level_variance(s)
+                                               for m, s in zip(mechs, sigma)])
     else:
         var = [s * s for s in sigma]
     x, F, V = _wls.least_squares(tree, noisy, var, root_exact)
+    if scale != 1.0:  # the exact variances: F scales with the common factor
+        F = [f * scale for f in F]
 
     estimates: list[np.ndarray]
     if blue or (not nonnegative and not integer):
