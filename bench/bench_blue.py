@@ -53,7 +53,7 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
     L = len(levels)
     names = ("topdown", "consistent", "blue", "blue_rounded")
     err = {n: np.zeros(L) for n in names}
-    ratios, t_td, t_bl, rratios = [], [], [], []
+    ratios, t_td, t_bl, rratios, cratios = [], [], [], [], []
     diff = np.zeros((reps, L))  # per repetition: RMSE(blue rounded) - RMSE(topdown)
     w = tables.topdown(counts, levels, rho=rho, rng=bytes(32), estimator="blue", **kw)
     w.rounded()  # warm: every kernel loaded before the first timed call
@@ -66,17 +66,18 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
         # rounding, or the other way round
         for first in ((True, False) if r % 2 == 0 else (False, True)):
             if first:
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 d = tables.topdown(counts, levels, rho=rho, rng=dpfast.default_rng(key), **kw)
-                t1 = time.perf_counter()
+                c1, t1 = time.process_time(), time.perf_counter()
             else:
-                t1b = time.perf_counter()
+                c1b, t1b = time.process_time(), time.perf_counter()
                 b = tables.topdown(counts, levels, rho=rho, rng=dpfast.default_rng(key),
                                    estimator="blue", **kw)
                 t2 = time.perf_counter()
                 q = b.rounded()
-                t3 = time.perf_counter()
+                c3, t3 = time.process_time(), time.perf_counter()
         rratios.append((t3 - t1b) / (t1 - t0))
+        cratios.append((c3 - c1b) / (c1 - c0))
         t_td.append(t1 - t0)
         t_bl.append(t2 - t1b)
         ratios.append((t2 - t1b) / (t1 - t0))
@@ -95,7 +96,9 @@ def compare(counts, levels, rho, reps, **kw) -> dict[str, Any]:
             "topdown_s": statistics.median(t_td), "blue_s": statistics.median(t_bl),
             "ratio": statistics.median(ratios), "ratio_min": min(ratios),
             "ratio_max": max(ratios), "rounded_ratio": statistics.median(rratios),
-            "rounded_ratio_min": min(rratios), "rounded_ratio_max": max(rratios)}
+            "rounded_ratio_min": min(rratios), "rounded_ratio_max": max(rratios),
+            "rounded_cpu_ratio": statistics.median(cratios), "rounded_cpu_min": min(cratios),
+            "rounded_cpu_max": max(cratios)}
 
 
 def _bounded_truth(leaf, levels, key, kw) -> list[np.ndarray]:
@@ -228,7 +231,9 @@ def _table(name: str, res: dict[str, Any]) -> str:
                  f"blue/topdown median {res['ratio']:.3f} (min {res['ratio_min']:.3f}, "
                  f"max {res['ratio_max']:.3f}); (blue + rounded())/topdown median "
                  f"{res['rounded_ratio']:.3f} (min {res['rounded_ratio_min']:.3f}, max "
-                 f"{res['rounded_ratio_max']:.3f})")
+                 f"{res['rounded_ratio_max']:.3f}); CPU time (process, all threads) "
+                 f"{res['rounded_cpu_ratio']:.3f} (min {res['rounded_cpu_min']:.3f}, max "
+                 f"{res['rounded_cpu_max']:.3f})")
     return "\n".join(lines)
 
 
