@@ -313,7 +313,8 @@ class TopDownRelease:
         The roots are rounded, then each parent's children projected onto ``{c >= 0, sum
         c = parent}`` (weighted by their subtree variances) and rounded by largest
         remainders, as the default ``topdown`` (the same kernels), but from the BLUE: where
-        every ``sigma_j`` is above about 2 the result is the default release bit for bit.
+        the exact variances are proportional to ``sigma_j^2`` (every ``sigma_j`` equal, or
+        all above about 2) the result is the default release bit for bit.
         Works on a release rebuilt by :meth:`from_state` (the session's result cache): the
         state holds the hierarchy's parent arrays (public), and the rounding's weights are
         rebuilt from them and the noise's variances, the same bits.  The returned release's

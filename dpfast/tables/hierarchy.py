@@ -339,10 +339,14 @@ def topdown(
     at ``sigma_j = 0.71`` on a tree of fan-out 25.  With ``privacy_ids`` the truth they
     cover is the bounded leaf counts (per-person bounding is not noise).
     :meth:`TopDownRelease.rounded` rounds the BLUE with the default's rounding (the same
-    kernel, weighted by the BLUE's subtree variances): where every ``sigma_j`` is above
-    about 2 it is the default release bit for bit, elsewhere the same algorithm from
-    weights within ``1e-3`` relative.  It works on a release rebuilt from its state (the
-    state holds the hierarchy's parent arrays, which are public).
+    kernel, weighted by the BLUE's subtree variances).  Where the exact variances are
+    proportional to ``sigma_j^2`` (every ``sigma_j`` equal, as with a total ``rho``
+    split equally, or every ``sigma_j`` above about 2) the GLS is the same estimator and
+    is computed with the default's arithmetic, so the BLUE is the default's least squares
+    and its rounding the default release, bit for bit
+    (:func:`dpfast.tables._topdown_blue.gls_weights`); elsewhere they differ.  It works
+    on a release rebuilt from its state (the state holds the hierarchy's parent arrays,
+    which are public).
 
     Examples
     --------
