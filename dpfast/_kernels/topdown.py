@@ -21,11 +21,13 @@ argument; these kernels validate nothing and write into the caller's ``out`` arr
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 import numpy as np
 
 from dpfast._kernels import topdown_round as _r
-from dpfast._kernels._launch import guarded
+from dpfast._kernels._launch import chunked, guarded
 
 
 @nb.njit(cache=True)
@@ -286,3 +288,87 @@ def min_max_identity(a: np.ndarray) -> tuple[np.int64, np.int64, bool]:
         if x != i:
             ident = False
     return lo, hi, ident
+
+
+@nb.njit(cache=True, nogil=True)
+def _lattice_miss(h: float, a: float, s: float, w: np.ndarray) -> tuple[float, float]:
+    """``sum_z w[z] P(|a z + R| > h)``, ``R ~ N(0, s^2)`` (``s = 0``: ``R = 0``), over
+    ``z = 0 .. len(w) - 1`` (``w`` holds ``P(Z = 0)`` and ``2 P(Z = z)`` above), and its
+    derivative in ``h`` (0 when ``s = 0``)."""
+    m = 0.0
+    dm = 0.0
+    if s > 0.0:
+        r2 = 1.0 / (s * math.sqrt(2.0))
+        c = 1.0 / (s * math.sqrt(2.0 * math.pi))
+        for z in range(w.shape[0]):
+            u = (h - a * z) * r2
+            v = (h + a * z) * r2
+            m += w[z] * 0.5 * (math.erfc(u) + math.erfc(v))
+            dm -= w[z] * c * (math.exp(-u * u) + math.exp(-v * v))
+    else:
+        for z in range(w.shape[0]):
+            if h - a * z < 0.0:
+                m += w[z]
+    return m, dm
+
+
+#: the bracket of :func:`lattice_halfwidth` ends at 2^-36 of the bound
+LATTICE_TOL = 2.0 ** -36
+
+
+@nb.njit(cache=True, nogil=True)
+def _lattice_solve(a: float, s: float, hi: float, w: np.ndarray, alpha: float,
+                   x0: float) -> float:
+    """The smallest ``h`` in ``(0, hi]`` with ``miss(h) <= alpha`` (to ``alpha * 1e-12`` in
+    ``miss`` or ``LATTICE_TOL * hi`` in ``h``, from the safe side): Newton's steps from
+    ``x0``, kept inside the bracket ``miss(lo) > alpha >= miss(up)``, bisection where a
+    step leaves it (a near-lattice ``miss`` is a staircase)."""
+    lo = 0.0
+    up = hi
+    x = x0 if 0.0 < x0 < hi else 0.5 * hi
+    for _ in range(200):
+        m, dm = _lattice_miss(x, a, s, w)
+        if m <= alpha:
+            up = x
+            if alpha - m <= alpha * 1e-12:
+                return up
+        else:
+            lo = x
+        if up - lo <= hi * LATTICE_TOL:
+            return up
+        xn = -1.0
+        if dm < 0.0:
+            step = (m - alpha) / dm  # < 0 from the unsafe side: xn > x
+            if m > alpha and -step < hi * 1e-12:  # converged from below: cross over
+                step = -hi * 1e-12
+            xn = x - step
+        if not (lo < xn < up):
+            xn = 0.5 * (lo + up)
+        x = xn
+    return up
+
+
+@nb.njit(cache=True, nogil=True)
+def _lattice_rows(first, end, a, s, hi, w, alpha, x0, out):
+    for i in range(first, end):
+        out[i] = _lattice_solve(a[i], s[i], hi[i], w, alpha, x0[i])
+
+
+def _entries(args):
+    return args[0].shape[0]
+
+
+def _entry_range(args, first, end):
+    return (first, end, *args)
+
+
+_LATTICE = chunked(_lattice_rows, _entries, _entry_range)
+
+
+def lattice_halfwidth(a: np.ndarray, s: np.ndarray, hi: np.ndarray, w: np.ndarray,
+                      alpha: float, x0: np.ndarray, out: np.ndarray) -> None:
+    """Per entry, the smallest ``h`` in ``(0, hi]`` with ``_lattice_miss(h, a, s, w) <=
+    alpha`` (:func:`_lattice_solve` from ``x0``; ``hi`` must satisfy it).  On
+    ``numba.get_num_threads()`` threads over ranges of entries
+    (:func:`dpfast._kernels._launch.chunked`; each entry's result is its own)."""
+    _LATTICE(a, s, hi, w, float(alpha), x0, out)

@@ -37,9 +37,10 @@ from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import Generator, RngLike
 
-from . import _keys, _wls
 from . import _topdown_blue as _blue
+from . import _topdown_round as _round
 from . import _topdown_units as _units
+from . import _wls
 from . import bounding as _bounding
 from . import run as _run
 from . import spec as _spec
@@ -50,10 +51,6 @@ if TYPE_CHECKING:
     from .spec import Charger
 
 __all__ = ["topdown", "TopDownRelease", "aggregate_levels", "TopDownPlan", "plan_topdown"]
-
-_NONE = np.empty(0, np.int64)  # split_children: no order (children in parent order)
-_NO_WEIGHTS = np.empty(0, np.float64)  # split_children: one weight for every child
-
 
 # --------------------------------------------------------------------------- validation
 
@@ -265,7 +262,9 @@ def topdown(
     <= rho = sum_j rho_j``-zCDP (CKS20, Thm. 4; Bun & Steinke 2016, Lemma 2.3).  Every
     later step reads only the noisy measurements (post-processing; ``estimator="blue"``
     and :meth:`TopDownRelease.rounded` included: the same measurements, the same event,
-    the same charge as the default).  ``(epsilon, delta)``:
+    the same charge as the default; the BLUE's intervals read the variances and the
+    ``sigma_j`` only, and its state adds the hierarchy's parent arrays, which are the
+    public question, not data).  ``(epsilon, delta)``:
     :meth:`TopDownRelease.epsilon` (CKS20 Cor. 13 on the total ``rho`` by default, or the
     PLD / RDP accountant on :attr:`~TopDownRelease.event`).  For a record that may *move*
     between leaves (replace-one neighbours) up to two units per level change, by 1 each
@@ -326,12 +325,28 @@ def topdown(
     :attr:`~TopDownRelease.variances` are upper bounds.  ``estimator="blue"`` weights
     with the exact variances (rounded up), so its estimate is the BLUE and its variances
     are exact (equal to the default's consistent estimates wherever every ``sigma_j``
-    is above about 2).  Its intervals are normal, ``x ± z_(1-alpha/2) sqrt(F)``: the
-    variance is exact, the normal law an approximation (the error is a fixed linear
-    combination of independent discrete Gaussians; coverage measured on a small tree over
-    200+ repetitions in the tests: 94-96% at 95% from ``sigma_j ~ 0.7`` up, about 92% at
-    ``sigma_j = 0.5``, where the discrete noise's lattice shows).  With ``privacy_ids``
-    the truth they cover is the bounded leaf counts (per-person bounding is not noise).
+    is above about 2).  Its error is a fixed linear combination ``a Z + R`` of independent
+    discrete Gaussians, where ``a Z`` is the unit's own measurement's noise (``a = F /
+    v_j``, the GLS coefficient) and ``R`` the rest.  The intervals use the exact variance
+    ``F``; on a level with ``sigma_j >= 16`` they are normal, ``x ± z_(1-alpha/2)
+    sqrt(F)``; below (a data-independent rule), the law of ``a Z`` is taken exactly (its
+    lattice, which the normal law misses where the own measurement dominates: small
+    ``sigma_j``, wide fan-out) and ``R`` as normal with its exact variance ``F - a^2
+    v_j`` (:func:`dpfast.tables._topdown_blue.lattice_halfwidth`).  Both are
+    approximations of the error's law, not bounds; coverage measured in the tests (fixed
+    key, 60-250 repetitions): 94-96% at 95% per level from ``sigma_j = 0.5`` up, per
+    person too, where the normal interval covered about 91% at ``sigma_j = 0.5`` and 98%
+    at ``sigma_j = 0.71`` on a tree of fan-out 25.  With ``privacy_ids`` the truth they
+    cover is the bounded leaf counts (per-person bounding is not noise).
+    :meth:`TopDownRelease.rounded` rounds the BLUE with the default's rounding (the same
+    kernel, weighted by the BLUE's subtree variances).  Where the exact variances are
+    proportional to ``sigma_j^2`` (every ``sigma_j`` equal, as with a total ``rho``
+    split equally, or every ``sigma_j`` above about 2) the GLS is the same estimator and
+    is computed with the default's arithmetic, so the BLUE is the default's least squares
+    and its rounding the default release, bit for bit
+    (:func:`dpfast.tables._topdown_blue.gls_weights`); elsewhere they differ.  It works
+    on a release rebuilt from its state (the state holds the hierarchy's parent arrays,
+    which are public).
 
     Examples
     --------
@@ -522,25 +537,22 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
         noisy.append(_noise.discrete_gaussian(tables[j], sigma[j], rng=gen, out=tables[j]))
     del tables
     blue = estimator == "blue"
-    if blue:  # the noise's exact variances: the BLUE's weights and its exact variances
-        var = [0.0 if m is None else _blue.level_variance(s)
-               for m, s in zip(mechs, sigma)]
+    scale = 1.0
+    if blue:  # the noise's exact variances (up to a common factor): the BLUE's weights
+        var, scale = _blue.gls_weights(sigma, [0.0 if m is None else _blue.level_variance(s)
+                                               for m, s in zip(mechs, sigma)])
     else:
         var = [s * s for s in sigma]
     x, F, V = _wls.least_squares(tree, noisy, var, root_exact)
+    if scale != 1.0:  # the exact variances: F scales with the common factor
+        F = [f * scale for f in F]
 
     estimates: list[np.ndarray]
     if blue or (not nonnegative and not integer):
         estimates = x
     else:
-        estimates = _round_tree(tree, x, V, var, root_exact, nonnegative, integer)
-    rounder = None
-    if blue:
-        xs = x  # (the 2-D estimates: x is rebound to 1-D views below)
-
-        def rounder(nonneg: bool, integral: bool) -> list[np.ndarray]:
-            est = _round_tree(tree, xs, V, var, root_exact, nonneg, integral)
-            return [e[:, 0] for e in est] if one_d else est
+        estimates = _round.round_tree(tree.sizes, tree.parent, x, V, var, root_exact,
+                                      nonnegative, integer)
     if one_d:
         estimates = [e[:, 0] for e in estimates]
         noisy = [None if n is None else n[:, 0] for n in noisy]
@@ -551,51 +563,10 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
         integer=bool(integer), mechanisms=mechs, rho_total=rho_total, release_id=release_id,
         estimator="blue" if blue else "topdown",
     )
-    rel._rounder = rounder
+    if blue:  # what rounded() needs besides the release: the hierarchy (public)
+        rel._parents = list(tree.parent)
+        rel._subtree_var = V  # (rounded() rebuilds the same bits from the two above)
     return rel
-
-
-def _round_tree(tree: _wls.Tree, x: list[np.ndarray], V: list[np.ndarray],
-                var: list[float], root_exact: np.ndarray | None, nonnegative: bool,
-                integer: bool) -> list[np.ndarray]:
-    """Non-negativity and integers, top down (post-processing of the least-squares
-    estimates ``x`` with subtree variances ``V``): the roots rounded (or exact), then each
-    parent's children projected onto ``{c >= 0, sum c = parent}`` (weights ``V``) and
-    rounded by largest remainders; every parent the exact sum of its children."""
-    L = len(tree.sizes)
-    estimates: list[np.ndarray] = []
-    if root_exact is not None:
-        top = root_exact.astype(np.float64)
-    else:
-        top = np.rint(x[0]) if integer else x[0].copy()
-        if nonnegative:
-            np.maximum(top, 0.0, out=top)
-    estimates.append(top.astype(np.int64) if integer else top)
-    prev: np.ndarray = top
-    for j in range(1, L):
-        par = tree.parent[j]
-        assert par is not None
-        n_par = tree.sizes[j - 1]
-        offsets = np.empty(n_par + 1, np.int64)
-        order = _NONE
-        if not _k.csr_offsets(par, n_par, offsets):  # children not in parent order
-            order = np.empty(tree.sizes[j], np.int64)
-            _k.csr_order(par, offsets, order)
-        # the finest level's weights are all its measurement variance (_wls)
-        w, wc = (_NO_WEIGHTS, var[j]) if j == L - 1 else (V[j], 0.0)
-        k = x[j].shape[1]
-        out_i = np.empty((tree.sizes[j], k) if integer else (0, k), np.int64)
-        out_f = np.empty((0, k) if integer else (tree.sizes[j], k), np.float64)
-        args = (np.ascontiguousarray(prev, dtype=np.float64), x[j], w, float(wc),
-                offsets, order, bool(nonnegative), bool(integer), out_f, out_i)
-        if tree.sizes[j] < _keys.SERIAL_ROWS:  # small: nothing parallel to compile
-            _k.split_children_serial(*args)
-        else:
-            _k.split_children(*args, _keys._threads())
-        est = out_i if integer else out_f
-        estimates.append(est)
-        prev = est
-    return estimates
 
 
 def _level_events(mechs: Sequence[_mechanisms.DiscreteGaussianMechanism | None]
