@@ -274,6 +274,28 @@ def trace(case: str, cells: int, rounds: int) -> None:
           f"between two ranges of a thread {desc([v * 1e6 for v in gaps])} us "
           f"({len(gaps) / max(1, len(totals)):.0f} per launch); the threads end "
           f"{desc([v * 1e3 for v in apart])} ms apart")
+    # the share of a one-thread call spent in the sampler's kernel launches (the rest is
+    # serial: stream set-up, the finishing of pending cells, a grid's max |x| pass)
+    spent: list[float] = []
+
+    def timed(self, args, threads):  # type: ignore[no-untyped-def]
+        c = time.perf_counter()
+        CLAIM(self, args, threads)
+        spent.append(time.perf_counter() - c)
+
+    one = _one_thread(_with(timed, _call(case, x, dpfast.default_rng(KEY))))
+    share = []
+    for _ in range(rounds):
+        spent.clear()
+        c = time.perf_counter()
+        one()
+        share.append(sum(spent) / (time.perf_counter() - c))
+    nch = -(-cells // (1 << 16))
+    p = statistics.median(share)
+    best = nch / -(-nch // 2)
+    print(f"  kernel share of a one-thread call {desc(share)}: two-thread bound "
+          f"1 / ((1 - p) + p / {best:.3f}) = {1 / ((1 - p) + p / best):.3f} "
+          f"({nch} chunks on 2 threads)")
     # the Python cost of one range: an empty one (nothing to draw) dispatched
     cap: dict = {}
 
