@@ -1,7 +1,11 @@
 """The threaded samplers' launch strategies, alternated in one process (issues 37 and 40).
 
 Run: ``PYTHONPATH=. python bench/threads_ab.py [--cases all] [--cells 2000000]
-[--rounds 21] [--no-prange] [--trace]``.
+[--rounds 21] [--no-prange] [--trace]``, or, against another checkout (its compiled C
+module built), ``PYTHONPATH=. python bench/threads_ab.py --against ../pre [--pairs 3]``:
+the gate's ``*_threads`` entries (``python -m dpfast bench --quick --rounds 11 --only
+...``) run alternately in each checkout, each run importing its own tree (checked), and
+the per-pair ratio this / other printed per entry with its median and min-max.
 
 Each round times one sampler call (the gate's ``*_threads`` calls: in place into int64,
 or allocating a new float64 grid output) on one thread and then on all of numba's
@@ -316,6 +320,56 @@ def trace(case: str, cells: int, rounds: int) -> None:
         print(f"  one dispatch of the kernel (an empty range): {desc([v * 1e6 for v in ts])} us")
 
 
+GATE = ("discrete_laplace_10_threads", "discrete_laplace_1000_threads",
+        "discrete_gaussian_10_threads", "laplace_grid_threads", "gaussian_grid_threads")
+
+
+def _gate(root: str, entries: str, rounds: int) -> dict[str, float]:
+    """One quick-gate run of ``entries`` in the checkout ``root``: entry -> ratio."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = root
+    where = subprocess.run([sys.executable, "-c", "import dpfast; print(dpfast.__file__)"],
+                           env=env, cwd=root, capture_output=True, text=True, check=True)
+    if not os.path.realpath(where.stdout.strip()).startswith(os.path.realpath(root) + os.sep):
+        raise SystemExit(f"{root}: imports dpfast from {where.stdout.strip()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        subprocess.run([sys.executable, "-m", "dpfast", "bench", "--quick", "--rounds",
+                        str(rounds), "--only", entries, "--json", out], env=env, cwd=root,
+                       check=True, capture_output=True)
+        with open(out) as f:
+            data = json.load(f)
+    return {k: float(v["ratio"]) for k, v in data["entries"].items()}
+
+
+def against(other: str, pairs: int, rounds: int) -> None:
+    """The gate's threaded entries alternated between this checkout and ``other``."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    other = os.path.abspath(other)
+    entries = ",".join(GATE)
+    new: dict[str, list[float]] = {e: [] for e in GATE}
+    old: dict[str, list[float]] = {e: [] for e in GATE}
+    loads = [os.getloadavg()[0]]
+    for i in range(pairs):
+        order = [(here, new), (other, old)] if i % 2 == 0 else [(other, old), (here, new)]
+        for root, store in order:
+            for k, v in _gate(root, entries, rounds).items():
+                if k in store:
+                    store[k].append(v)
+        loads.append(os.getloadavg()[0])
+    print(f"{here} (new) against {other} (old): {pairs} alternated pairs of "
+          f"'dpfast bench --quick --rounds {rounds}', load {min(loads):.1f}-{max(loads):.1f}")
+    for e in GATE:
+        ratios = [a / b for a, b in zip(new[e], old[e])]
+        print(f"  {e:30s} new {' / '.join(f'{v:.2f}' for v in new[e])}; old "
+              f"{' / '.join(f'{v:.2f}' for v in old[e])}; new/old {desc(ratios)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="discrete_laplace_10,discrete_laplace_1000,"
@@ -325,7 +379,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--no-prange", action="store_true")
     ap.add_argument("--trace", action="store_true")
+    ap.add_argument("--against", metavar="CHECKOUT")
+    ap.add_argument("--pairs", type=int, default=3)
     a = ap.parse_args()
+    if a.against:
+        against(a.against, a.pairs, max(11, a.rounds if a.rounds != 21 else 11))
+        return
     cases = list(CASES) if a.cases == "all" else a.cases.split(",")
     if not a.no_prange:
         _compile_prange()
