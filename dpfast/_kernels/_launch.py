@@ -13,10 +13,10 @@ The wrapper forwards every attribute to the numba dispatcher (``_cache``,
 ``signatures``, ...); kernels call each other only as plain ``njit`` functions, never as
 guarded ones.
 
-A kernel whose work is independent chunks (the noise samplers: a stream and its own cells;
-the bounding: an id's rows; a grouping pass: a block of rows) needs no parallel region:
-:func:`chunked` runs its one serial ``nogil`` compilation on Python threads, each taking
-ranges of chunks as it becomes free.  One compilation serves the serial and the parallel
+A kernel whose work is independent chunks (the bounding: an id's rows; a grouping pass: a
+block of rows; the noise samplers, below: a stream and its own cells) needs no parallel
+region: :func:`chunked` runs its one serial ``nogil`` compilation on Python threads, each
+taking ranges of chunks as it becomes free.  One compilation serves the serial and the parallel
 launch (a ``parallel=True`` kernel compiles in about twice the time of the same code
 without it, and a process that launched both compiled both); no threading layer is
 involved, so these launches are thread-safe on every layer.  The helper threads are a
