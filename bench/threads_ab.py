@@ -61,6 +61,9 @@ CASES = {
 }
 
 CLAIM = _launch._Claimed.launch
+#: the sampler kernels whose launch the strategies replace (others, such as a grid call's
+#: max |x| pass, keep the claimed launch)
+SAMPLERS = (tk.table_kernel_serial, sk.discrete_kernel_serial, sk.bernoulli_exp_kernel_serial)
 
 
 def _split(streams_at: int) -> Callable:
@@ -77,6 +80,8 @@ def _split(streams_at: int) -> Callable:
 
 def ranges_launch(self, args, threads):  # type: ignore[no-untyped-def]
     """The launch before the claimed one: a kernel call per guided range."""
+    if self._kernel not in SAMPLERS:
+        return CLAIM(self, args, threads)
     if self._prepare is not None:
         args = self._prepare(args)
     at = 0 if self._kernel is sk.bernoulli_exp_kernel_serial else 1
@@ -124,6 +129,8 @@ def _compile_prange() -> None:
 
 def prange_launch(self, args, threads):  # type: ignore[no-untyped-def]
     """One ``parallel=True`` region over the chunks (numba's chunk size: the driver's 1)."""
+    if self._kernel not in SAMPLERS:
+        return CLAIM(self, args, threads)
     if self._prepare is not None:
         args = self._prepare(args)
     par = _PAR.get(self._kernel.__name__)
@@ -138,6 +145,8 @@ TRACE: list[tuple[float, list]] = []
 
 def traced_launch(self, args, threads):  # type: ignore[no-untyped-def]
     """``ranges_launch`` with a log: (thread, range, start, end) from the launch's start."""
+    if self._kernel not in SAMPLERS:
+        return CLAIM(self, args, threads)
     if self._prepare is not None:
         args = self._prepare(args)
     at = 0 if self._kernel is sk.bernoulli_exp_kernel_serial else 1
@@ -285,7 +294,8 @@ def trace(case: str, cells: int, rounds: int) -> None:
     def timed(self, args, threads):  # type: ignore[no-untyped-def]
         c = time.perf_counter()
         CLAIM(self, args, threads)
-        spent.append(time.perf_counter() - c)
+        if self._kernel in SAMPLERS:
+            spent.append(time.perf_counter() - c)
 
     one = _one_thread(_with(timed, _call(case, x, dpfast.default_rng(KEY))))
     share = []
@@ -304,6 +314,8 @@ def trace(case: str, cells: int, rounds: int) -> None:
     cap: dict = {}
 
     def capture(self, args, threads):  # type: ignore[no-untyped-def]
+        if self._kernel not in SAMPLERS:
+            return CLAIM(self, args, threads)
         cap["args"] = self._prepare(args) if self._prepare is not None else args
         cap["self"] = self
         return CLAIM(self, args, threads)
