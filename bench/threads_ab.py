@@ -336,8 +336,9 @@ GATE = ("discrete_laplace_10_threads", "discrete_laplace_1000_threads",
         "discrete_gaussian_10_threads", "laplace_grid_threads", "gaussian_grid_threads")
 
 
-def _gate(root: str, entries: str, rounds: int) -> dict[str, float]:
-    """One quick-gate run of ``entries`` in the checkout ``root``: entry -> ratio."""
+def _gate(root: str, entries: str, rounds: int) -> dict[str, tuple[float, float]]:
+    """One quick-gate run of ``entries`` in the checkout ``root``: entry -> (ratio, the
+    all-thread call's median seconds)."""
     import json
     import subprocess
     import sys
@@ -356,7 +357,7 @@ def _gate(root: str, entries: str, rounds: int) -> dict[str, float]:
                        check=True, capture_output=True)
         with open(out) as f:
             data = json.load(f)
-    return {k: float(v["ratio"]) for k, v in data["entries"].items()}
+    return {k: (float(v["ratio"]), float(v["seconds"])) for k, v in data["entries"].items()}
 
 
 def against(other: str, pairs: int, rounds: int) -> None:
@@ -364,8 +365,8 @@ def against(other: str, pairs: int, rounds: int) -> None:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     other = os.path.abspath(other)
     entries = ",".join(GATE)
-    new: dict[str, list[float]] = {e: [] for e in GATE}
-    old: dict[str, list[float]] = {e: [] for e in GATE}
+    new: dict[str, list[tuple[float, float]]] = {e: [] for e in GATE}
+    old: dict[str, list[tuple[float, float]]] = {e: [] for e in GATE}
     loads = [os.getloadavg()[0]]
     for i in range(pairs):
         order = [(here, new), (other, old)] if i % 2 == 0 else [(other, old), (here, new)]
@@ -377,9 +378,13 @@ def against(other: str, pairs: int, rounds: int) -> None:
     print(f"{here} (new) against {other} (old): {pairs} alternated pairs of "
           f"'dpfast bench --quick --rounds {rounds}', load {min(loads):.1f}-{max(loads):.1f}")
     for e in GATE:
-        ratios = [a / b for a, b in zip(new[e], old[e])]
-        print(f"  {e:30s} new {' / '.join(f'{v:.2f}' for v in new[e])}; old "
-              f"{' / '.join(f'{v:.2f}' for v in old[e])}; new/old {desc(ratios)}")
+        ratios = [a[0] / b[0] for a, b in zip(new[e], old[e])]
+        speed = [b[1] / a[1] for a, b in zip(new[e], old[e])]
+        print(f"  {e:30s} scaling new {' / '.join(f'{v[0]:.2f}' for v in new[e])}; old "
+              f"{' / '.join(f'{v[0]:.2f}' for v in old[e])}; new/old {desc(ratios)}")
+        print(f"  {'':30s} all-thread call new {' / '.join(f'{v[1] * 1e3:.1f}' for v in new[e])}"
+              f" ms; old {' / '.join(f'{v[1] * 1e3:.1f}' for v in old[e])} ms; new/old speed "
+              f"{desc(speed)}")
 
 
 def main() -> None:
