@@ -5,7 +5,9 @@ Run: ``PYTHONPATH=. python bench/threads_ab.py [--cases all] [--cells 2000000]
 module built), ``PYTHONPATH=. python bench/threads_ab.py --against ../pre [--pairs 3]``:
 the gate's ``*_threads`` entries (``python -m dpfast bench --quick --rounds 11 --only
 ...``) run alternately in each checkout, each run importing its own tree (checked), and
-the per-pair ratio this / other printed per entry with its median and min-max.
+the per-pair ratio this / other printed per entry with its median and min-max, and the
+speed ratio of the all-thread call (the gate's ``seconds``) and of the one-thread call (the
+matching ``*_1core`` entry's ``seconds``).
 
 Each round times one sampler call (the gate's ``*_threads`` calls: in place into int64,
 or allocating a new float64 grid output) on one thread and then on all of numba's
@@ -364,9 +366,10 @@ def against(other: str, pairs: int, rounds: int) -> None:
     """The gate's threaded entries alternated between this checkout and ``other``."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     other = os.path.abspath(other)
-    entries = ",".join(GATE)
-    new: dict[str, list[tuple[float, float]]] = {e: [] for e in GATE}
-    old: dict[str, list[tuple[float, float]]] = {e: [] for e in GATE}
+    ones = {e: e.replace("_threads", "_1core") for e in GATE}
+    entries = ",".join((*GATE, *ones.values()))
+    new: dict[str, list[tuple[float, float]]] = {e: [] for e in (*GATE, *ones.values())}
+    old: dict[str, list[tuple[float, float]]] = {e: [] for e in (*GATE, *ones.values())}
     loads = [os.getloadavg()[0]]
     for i in range(pairs):
         order = [(here, new), (other, old)] if i % 2 == 0 else [(other, old), (here, new)]
@@ -385,6 +388,9 @@ def against(other: str, pairs: int, rounds: int) -> None:
         print(f"  {'':30s} all-thread call new {' / '.join(f'{v[1] * 1e3:.1f}' for v in new[e])}"
               f" ms; old {' / '.join(f'{v[1] * 1e3:.1f}' for v in old[e])} ms; new/old speed "
               f"{desc(speed)}")
+        one = [b[1] / a[1] for a, b in zip(new[ones[e]], old[ones[e]])]
+        if one:
+            print(f"  {'':30s} one-thread call ({ones[e]}) new/old speed {desc(one)}")
 
 
 def main() -> None:
