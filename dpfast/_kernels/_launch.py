@@ -296,7 +296,7 @@ def _fetch_add_one(typingctx, ctr):  # type: ignore[no-untyped-def]
     return sig, codegen
 
 
-@numba.njit(cache=True, _nrt=False, inline="always")
+@numba.njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]
 def next_chunk(claim, c):  # type: ignore[no-untyped-def]
     """The chunk a kernel runs after chunk ``c`` (``c = -1``: its first): ``c + 1`` for
     an empty ``claim`` (:data:`NO_CLAIM`), else the next unclaimed chunk of the launch,
