@@ -269,3 +269,53 @@ def test_bounded_domain_scalar_path_is_the_rejection_sampler() -> None:
                     want.append(float(min(max(float(y[ok.argmax()]) * g, 0.0), upper)))
                     break
         assert got == want
+
+
+def test_small_sampler_calls_run_the_serial_kernels_on_the_calling_thread(monkeypatch) -> None:
+    """A small call of every sampler (one chunk, or few cells in all) runs its serial
+    kernel with the empty claim on the calling thread: no claimed launch, no helper
+    thread, so a first small call compiles and starts nothing parallel (the threaded
+    launch needs more than ``SERIAL_CELLS`` cells over several chunks)."""
+    import threading
+
+    from dpfast._kernels import _launch
+    from dpfast._kernels import samplers as sk
+    from dpfast._kernels import table as tk
+
+    calls: list[tuple[str, int, int]] = []
+
+    def counting(kernel, name):
+        def counted(*args):
+            calls.append((name, int(args[-1].shape[0]), threading.get_ident()))
+            return kernel(*args)
+        return counted
+
+    # the serial kernels as the small-call paths call them, and inside the launchers
+    for mod, name in ((tk, "table_kernel_serial"), (sk, "discrete_kernel_serial")):
+        monkeypatch.setattr(mod, name, counting(getattr(mod, name), name))
+    for launcher, name in ((tk.table_kernel, "table_kernel_serial"),
+                           (sk.discrete_kernel, "discrete_kernel_serial"),
+                           (sk.bernoulli_exp_kernel, "bernoulli_exp_kernel_serial")):
+        monkeypatch.setattr(launcher, "_kernel", counting(launcher._kernel, name))
+    real = _launch._Claimed.launch
+
+    def one_chunk_only(self, args, threads):  # a launcher reached with one chunk only
+        full = self._prepare(args) if self._prepare is not None else args
+        assert self._count(full) <= 1, "a small call took the threaded launch"
+        return real(self, args, threads)
+
+    monkeypatch.setattr(_launch._Claimed, "launch", one_chunk_only)
+    monkeypatch.setattr(_launch, "thread_count", lambda: 4)
+    gen = dpfast.default_rng(KEY)
+    n = 1000
+    dpfast.discrete_laplace(np.arange(n), 7.0, rng=gen)
+    dpfast.discrete_gaussian(np.arange(n), 3.5, rng=gen)
+    dpfast.discrete_laplace(np.arange(n), 0.4, rng=gen)
+    dpfast.discrete_gaussian(np.arange(n), np.linspace(0.5, 9.0, n), rng=gen)
+    dpfast.laplace(np.linspace(-3.0, 3.0, n), 2.0, rng=gen)
+    dpfast.gaussian(np.linspace(-3.0, 3.0, n), 2.0, rng=gen)
+    gen.bernoulli_exp(np.linspace(0.0, 3.0, n))
+    me = threading.get_ident()
+    assert {c[0] for c in calls} == {"table_kernel_serial", "discrete_kernel_serial",
+                                     "bernoulli_exp_kernel_serial"}
+    assert all(claim == 0 and tid == me for _, claim, tid in calls)

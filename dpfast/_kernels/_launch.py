@@ -13,16 +13,24 @@ The wrapper forwards every attribute to the numba dispatcher (``_cache``,
 ``signatures``, ...); kernels call each other only as plain ``njit`` functions, never as
 guarded ones.
 
-A kernel whose work is independent chunks (the noise samplers: a stream and its own cells;
-the bounding: an id's rows; a grouping pass: a block of rows) needs no parallel region:
-:func:`chunked` runs its one serial ``nogil`` compilation on Python threads, each taking
-ranges of chunks as it becomes free.  One compilation serves the serial and the parallel
+A kernel whose work is independent chunks (the bounding: an id's rows; a grouping pass: a
+block of rows; the noise samplers, below: a stream and its own cells) needs no parallel
+region: :func:`chunked` runs its one serial ``nogil`` compilation on Python threads, each
+taking ranges of chunks as it becomes free.  One compilation serves the serial and the parallel
 launch (a ``parallel=True`` kernel compiles in about twice the time of the same code
 without it, and a process that launched both compiled both); no threading layer is
 involved, so these launches are thread-safe on every layer.  The helper threads are a
 persistent pool (a thread started per launch cost 0.1-0.7 ms, a tenth of a threaded
 2*10^6-cell sampler call), and the ranges are guided: large first, one chunk at the end,
 so the threads finish together.
+
+The samplers' kernels go one step further (:func:`claimed`): a kernel takes a ``claim``
+argument, a one-cell int64 counter shared by the threads of a launch, and takes its
+chunks one at a time from it (:func:`next_chunk`, an atomic fetch-and-add) until none is
+left; an empty ``claim`` (:data:`NO_CLAIM`) runs every chunk in order.  Each thread of a
+launch makes one call of the kernel over the whole arguments: no per-range dispatch, no
+GIL hand-off between chunks, and single-chunk scheduling from the first chunk, as a
+``parallel=True`` loop with chunk size 1 has, from the same one serial compilation.
 """
 
 from __future__ import annotations
@@ -31,8 +39,12 @@ import threading
 from typing import Any
 
 import numba
+import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
 
-__all__ = ["guarded", "serialised", "reset_after_fork", "chunked"]
+__all__ = ["guarded", "serialised", "reset_after_fork", "chunked", "claimed", "NO_CLAIM",
+           "next_chunk"]
 
 THREAD_SAFE_LAYERS = ("tbb", "omp")
 
@@ -263,3 +275,99 @@ def chunked(kernel: Any, count: Any, split: Any) -> Any:
     ``count(args)`` chunks, ``split(args, a, b)`` the arguments of chunks ``[a, b)``
     (views: what the kernel writes lands in the caller's arrays)."""
     return _Chunked(kernel, count, split)
+
+
+#: the ``claim`` of a kernel run on the calling thread alone: every chunk, in order
+NO_CLAIM = np.zeros(0, np.int64)
+
+
+@intrinsic
+def _fetch_add_one(typingctx, ctr):  # type: ignore[no-untyped-def]
+    """``ctr[0] += 1`` atomically, returning the value before (an int64 array)."""
+    if not (isinstance(ctr, types.Array) and ctr.dtype == types.int64):
+        return None
+    sig = types.int64(ctr)
+
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        one = context.get_constant(types.int64, 1)
+        return builder.atomic_rmw("add", ary.data, one, "seq_cst")
+
+    return sig, codegen
+
+
+@numba.njit(cache=True, _nrt=False, inline="always")  # type: ignore[call-overload]
+def next_chunk(claim, c):  # type: ignore[no-untyped-def]
+    """The chunk a kernel runs after chunk ``c`` (``c = -1``: its first): ``c + 1`` for
+    an empty ``claim`` (:data:`NO_CLAIM`), else the next unclaimed chunk of the launch,
+    taken from the shared counter ``claim[0]`` (each chunk goes to exactly one thread).
+    The kernel stops at the first value >= its chunk count."""
+    if claim.shape[0] == 0:
+        return c + 1
+    return _fetch_add_one(claim)
+
+
+class _Claimed:
+    """A claimed launch: ``kernel(*prepare(args), claim)`` on up to
+    ``numba.get_num_threads()`` threads (the calling one included), each call taking the
+    ``count(args)`` chunks one at a time from the shared counter ``claim``.  Each chunk's
+    output depends on its own arguments only, so the output is that of one call over all
+    chunks, whatever the threads and whichever thread takes which chunk."""
+
+    def __init__(self, kernel: Any, count: Any, prepare: Any = None) -> None:
+        self._kernel = kernel
+        self._count = count
+        self._prepare = prepare
+        self.__wrapped__ = kernel
+        self.__name__ = getattr(kernel, "__name__", "kernel")
+        self.__doc__ = getattr(kernel, "__doc__", None)
+
+    def __call__(self, *args: Any) -> None:
+        self.launch(args, thread_count())
+
+    def launch(self, args: tuple, threads: int) -> None:
+        """The launch on at most ``threads`` threads."""
+        if self._prepare is not None:
+            args = self._prepare(args)
+        nt = min(threads, self._count(args))
+        if nt <= 1:
+            self._kernel(*args, NO_CLAIM)
+            return
+        claim = np.zeros(1, np.int64)
+        failed: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                self._kernel(*args, claim)
+            except BaseException as exc:  # re-raised in the calling thread
+                failed.append(exc)
+
+        helpers: list[_Job] = []
+        pool = _helpers()
+        try:
+            for _ in range(nt - 1):
+                helpers.append(pool.submit(work))
+        except RuntimeError:  # interpreter shutdown: no new threads, the caller does it all
+            pass
+        work()
+        for h in helpers:
+            # a helper still queued (the pool busy with another launch) would find every
+            # chunk claimed: cancelled, it is not waited for; one that started is waited
+            # for (it may still be running its last chunk)
+            if not pool.cancel(h):
+                h.done.wait()
+        if failed:
+            raise failed[0]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+    def __repr__(self) -> str:
+        return f"claimed({self._kernel!r})"
+
+
+def claimed(kernel: Any, count: Any, prepare: Any = None) -> Any:
+    """The parallel launch of a serial ``nogil`` kernel whose last argument is a
+    ``claim`` (see :func:`next_chunk`): ``count(args)`` chunks; ``prepare(args)`` (if
+    given) the arguments every call gets, the ``claim`` appended."""
+    return _Claimed(kernel, count, prepare)

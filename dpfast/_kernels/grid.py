@@ -7,7 +7,7 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import chunked, guarded
+from dpfast._kernels._launch import claimed, guarded, next_chunk
 from dpfast._kernels.chacha import next_u64
 
 GRID_BLOCK = 4096  # cells per parallel work item of grid_add
@@ -66,28 +66,31 @@ def _blocks(args):
     return -(-args[0].shape[0] // MAXABS_BLOCK)
 
 
-def _block_range(args, a, b):
-    return (a, b, *args)
-
-
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def _max_abs_blocks(a, b, bits, part):
-    """``part[k]`` = the largest ``bits[i] & (2^63 - 1)`` of block ``k``, blocks ``[a, b)``."""
+def _max_abs_blocks(bits, part, claim):
+    """``part[k]`` = the largest ``bits[i] & (2^63 - 1)`` of block ``k``, for the blocks
+    this call claims (:func:`dpfast._kernels._launch.next_chunk`)."""
     n = bits.shape[0]
+    nblk = -(-n // MAXABS_BLOCK)
     mask = np.uint64(0x7FFFFFFFFFFFFFFF)
-    for k in range(a, b):
+    k = next_chunk(claim, -1)
+    while k < nblk:
         m = np.uint64(0)
         blk = bits[k * MAXABS_BLOCK:min(n, (k + 1) * MAXABS_BLOCK)]  # indices from 0 up
         for i in range(blk.shape[0]):
             m = max(m, blk[i] & mask)
         part[k] = m
+        k = next_chunk(claim, k)
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def _range_blocks(a, b, x, part):
-    """``part[k] = (min, max)`` of block ``k`` of a non-empty int64 array, blocks ``[a, b)``."""
+def _range_blocks(x, part, claim):
+    """``part[k] = (min, max)`` of block ``k`` of a non-empty int64 array, for the blocks
+    this call claims."""
     n = x.shape[0]
-    for k in range(a, b):
+    nblk = -(-n // MAXABS_BLOCK)
+    k = next_chunk(claim, -1)
+    while k < nblk:
         blk = x[k * MAXABS_BLOCK:min(n, (k + 1) * MAXABS_BLOCK)]
         lo = blk[0]
         hi = blk[0]
@@ -97,12 +100,14 @@ def _range_blocks(a, b, x, part):
             hi = max(hi, v)
         part[k, 0] = lo
         part[k, 1] = hi
+        k = next_chunk(claim, k)
 
 
-# the blocks on ``numba.get_num_threads()`` threads (one serial compilation, no
-# ``parallel=True`` kernel to compile at a first large call)
-_MAX_ABS = chunked(_max_abs_blocks, _blocks, _block_range)
-_RANGE = chunked(_range_blocks, _blocks, _block_range)
+# the blocks on ``numba.get_num_threads()`` threads, each claiming blocks as it becomes
+# free (one serial compilation, no ``parallel=True`` kernel to compile at a first large
+# call)
+_MAX_ABS = claimed(_max_abs_blocks, _blocks)
+_RANGE = claimed(_range_blocks, _blocks)
 
 
 def max_abs_bits(bits, part):

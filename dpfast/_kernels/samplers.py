@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from dpfast._kernels._launch import chunked
+from dpfast._kernels._launch import NO_CLAIM, claimed, next_chunk
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -320,9 +320,11 @@ def either_io(io):
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def discrete_kernel_serial(kind, streams, io, params, force, pend):
-    """Discrete Laplace (kind 0) / Gaussian (kind 1, CKS20 Alg. 3) noise, per chunk, on
-    the calling thread (:data:`discrete_kernel` runs it on several threads).
+def discrete_kernel_serial(kind, streams, io, params, force, pend, claim):
+    """Discrete Laplace (kind 0) / Gaussian (kind 1, CKS20 Alg. 3) noise, per chunk:
+    every chunk in order for ``claim = NO_CLAIM``, else the chunks this thread claims
+    (:func:`dpfast._kernels._launch.next_chunk`; :data:`discrete_kernel` runs it so on
+    several threads).
 
     ``params = (p1, p2, pstride)``: kind 0 uses the scale p2[i]; kind 1 the sigma p1[i]
     and proposal scale p2[i] = floor(sigma) + 1; indexed ``i * pstride`` (0: scalar).
@@ -333,7 +335,9 @@ def discrete_kernel_serial(kind, streams, io, params, force, pend):
     p1, p2, pstride = params
     ints, u64s = pend
     cap = ints.shape[1]
-    for c in range(buf.shape[0]):
+    nch = buf.shape[0]
+    c = next_chunk(claim, -1)
+    while c < nch:
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
@@ -381,33 +385,20 @@ def discrete_kernel_serial(kind, streams, io, params, force, pend):
         s_[ST_POS] = pos
         s_[ST_SIGNS] = np.int64(signs)
         s_[ST_NSIGNS] = nsigns
+        c = next_chunk(claim, c)
 
 
 def chunk_count(streams_at):
     """The number of chunks of a sampler kernel's call, its ``streams`` argument at
-    position ``streams_at`` (for :func:`dpfast._kernels._launch.chunked`)."""
+    position ``streams_at`` (for :func:`dpfast._kernels._launch.claimed`)."""
     def count(args):
         return args[streams_at][0].shape[0]
     return count
 
 
-def chunk_split(streams_at):
-    """A sampler kernel's arguments restricted to chunks ``[a, b)``: the per-chunk rows of
-    ``streams`` (at ``streams_at``; not the key) and of ``pend`` (the last argument), as
-    views (for :func:`dpfast._kernels._launch.chunked`)."""
-    def split(args, a, b):
-        buf, st, key, nonces = args[streams_at]
-        ints, u64s = args[-1]
-        part = list(args)
-        part[streams_at] = (buf[a:b], st[a:b], key, nonces[a:b])
-        part[-1] = (ints[a:b], u64s[a:b])
-        return tuple(part)
-    return split
-
-
-#: :func:`discrete_kernel_serial` over the chunks on ``numba.get_num_threads()`` threads
-#: (the chunks are independent: the same output)
-discrete_kernel = chunked(discrete_kernel_serial, chunk_count(1), chunk_split(1))
+#: :func:`discrete_kernel_serial` over the chunks on ``numba.get_num_threads()`` threads,
+#: each claiming chunks as it becomes free (the chunks are independent: the same output)
+discrete_kernel = claimed(discrete_kernel_serial, chunk_count(1))
 
 #: a launch over at most this many cells in all runs on the calling thread alone
 SERIAL_CELLS = 1 << 16
@@ -427,19 +418,23 @@ def run_discrete_kernel(kind, streams, io, params, force, pend):
     """:data:`discrete_kernel`, or for a small launch (:func:`serial_launch`: nothing
     worth a thread) :func:`discrete_kernel_serial` on the calling thread; one compilation
     either way."""
-    kernel = discrete_kernel_serial if serial_launch(streams) else discrete_kernel
-    kernel(kind, streams, io, params, force, pend)
+    if serial_launch(streams):
+        discrete_kernel_serial(kind, streams, io, params, force, pend, NO_CLAIM)
+    else:
+        discrete_kernel(kind, streams, io, params, force, pend)
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def bernoulli_exp_kernel_serial(streams, out, gam, pstride, force, pend):
+def bernoulli_exp_kernel_serial(streams, out, gam, pstride, force, pend, claim):
     """out[i] = 1{U_i < exp(-gam[i * pstride])}; undecided cells become pending with
-    their word (u64s[..., U_W]).  On the calling thread (:data:`bernoulli_exp_kernel`
-    runs it on several threads)."""
+    their word (u64s[..., U_W]).  Chunks as :func:`discrete_kernel_serial`
+    (:data:`bernoulli_exp_kernel` runs it on several threads)."""
     buf, st, key, nonces = streams
     ints, u64s = pend
     cap = ints.shape[1]
-    for c in range(buf.shape[0]):
+    nch = buf.shape[0]
+    c = next_chunk(claim, -1)
+    while c < nch:
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
@@ -467,8 +462,9 @@ def bernoulli_exp_kernel_serial(streams, out, gam, pstride, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
+        c = next_chunk(claim, c)
 
 
 #: :func:`bernoulli_exp_kernel_serial` over the chunks on ``numba.get_num_threads()``
-#: threads
-bernoulli_exp_kernel = chunked(bernoulli_exp_kernel_serial, chunk_count(0), chunk_split(0))
+#: threads, each claiming chunks as it becomes free
+bernoulli_exp_kernel = claimed(bernoulli_exp_kernel_serial, chunk_count(0))

@@ -12,7 +12,7 @@ import math
 import numba as nb
 import numpy as np
 
-from dpfast._kernels._launch import chunked
+from dpfast._kernels._launch import NO_CLAIM, claimed, next_chunk
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
@@ -38,7 +38,6 @@ from dpfast._kernels.samplers import (
     U_W,
     U_W2,
     chunk_count,
-    chunk_split,
     either_io,
     serial_launch,
     store_either,
@@ -213,7 +212,7 @@ def _fast_run(law, b, pos, i, hi, x, out, fx, fout, mode, grid, pack, thresh, se
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def table_kernel_serial(law, streams, io, table, force, pend):
+def table_kernel_serial(law, streams, io, table, force, pend, claim):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
     rejection from the envelope table of ``dpfast.noise._envelope``:
     ``table = (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb,
@@ -244,8 +243,9 @@ def table_kernel_serial(law, streams, io, table, force, pend):
     with |v| >= 2^53, ints[..., P_A] = v.
 
     On the calling thread, with ``io = (x, out, fx, fout, mode, grid)``
-    (:func:`dpfast._kernels.samplers.either_io`: one compilation for both outputs);
-    :data:`table_kernel` runs it on several threads."""
+    (:func:`dpfast._kernels.samplers.either_io`: one compilation for both outputs).
+    Chunks as :func:`dpfast._kernels.samplers.discrete_kernel_serial` (``claim``;
+    :data:`table_kernel` runs it on several threads)."""
     buf, st, key, nonces = streams
     x, out, fx, fout, mode, grid = io
     pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, sel = table
@@ -267,7 +267,9 @@ def table_kernel_serial(law, streams, io, table, force, pend):
     uscale = math.ldexp(1.0, -ubits)
     forcing = force == FORCE_ACCEPT
     fast = force == FORCE_NONE and not two  # FORCE_GENERAL: the general loop only (tests)
-    for c in range(buf.shape[0]):
+    nch = buf.shape[0]
+    c = next_chunk(claim, -1)
+    while c < nch:
         b = buf[c]
         s_ = st[c]
         nonce = nonces[c]
@@ -393,20 +395,18 @@ def table_kernel_serial(law, streams, io, table, force, pend):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
+        c = next_chunk(claim, c)
 
 
-_split = chunk_split(1)
-
-
-def _split_either(args, a, b):
-    law, streams, io, table, force, pend = _split(args, a, b)
+def _either(args):
+    law, streams, io, table, force, pend = args
     return law, streams, either_io(io), table, force, pend
 
 
-#: :func:`table_kernel_serial` over the chunks on ``numba.get_num_threads()`` threads (the
-#: chunks are independent: the same output); ``io`` as the contract's ``(x, out, mode,
-#: grid)``
-table_kernel = chunked(table_kernel_serial, chunk_count(1), _split_either)
+#: :func:`table_kernel_serial` over the chunks on ``numba.get_num_threads()`` threads, each
+#: claiming chunks as it becomes free (the chunks are independent: the same output);
+#: ``io`` as the contract's ``(x, out, mode, grid)``
+table_kernel = claimed(table_kernel_serial, chunk_count(1), _either)
 
 
 def run_table_kernel(law, streams, io, table, force, pend):
@@ -414,6 +414,6 @@ def run_table_kernel(law, streams, io, table, force, pend):
     (:func:`dpfast._kernels.samplers.serial_launch`: nothing worth a thread)
     :func:`table_kernel_serial` on the calling thread; one compilation either way."""
     if serial_launch(streams):
-        table_kernel_serial(law, streams, either_io(io), table, force, pend)
+        table_kernel_serial(law, streams, either_io(io), table, force, pend, NO_CLAIM)
     else:
         table_kernel(law, streams, io, table, force, pend)
