@@ -20,16 +20,16 @@ over the keys (the prediction is the root mean square error over the keys):
 * ``sum``: bias ``-(N - T) / K · |mid|`` (the dropped rows valued at the bounds'
   midpoint), variance of its noise; relative to ``N / K · max(|lo|, |hi|)``;
 * ``mean``: bias 0 (rows are dropped without regard to their values; the clamping's bias
-  needs the values, which the summary does not hold), variance the mean over the keys of
-  ``min(v_j, 5σ²/2)``, ``v_j = (Var(s)/4 + σ² Var(n)) / n_j² + σ² (1/n_j - 1/F_j)``
+  needs the values, which the summary does not hold), variance ``v_j`` saturating at
+  ``5σ²/2``, ``v_j = (Var(s)/4 + σ² Var(n)) / n_j² + σ² (1/n_j - 1/F_j)``
   (first order in the noisy centred sum ``s`` and count; then the sampling of the kept
   rows), ``σ = (hi - lo)/4`` the values' typical spread (and the truth's distance from
   the midpoint); the cap (:data:`DROWNED`): a key drowned in noise releases the midpoint
   (its noisy count ``<= 0``, about half the time), ``σ`` from the truth, or a clamped
   bound, about ``2σ`` from it; relative to ``σ``;
 * ``median`` / ``quantile`` / ``min`` / ``max``: in quantiles (fractions of the key's
-  rows), bias 0, variance the mean over the keys of
-  ``min((r/n_j)² + q(1-q) (1/n_j - 1/F_j), 1/4)``: ``r`` the median rank error of the
+  rows), bias 0, variance ``(r/n_j)² + q(1-q) (1/n_j - 1/F_j)`` saturating at
+  :data:`DROWNED_Q` (a release near uniform over the bounds): ``r`` the median rank error of the
   exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at ``α = 1/2``,
   its ``ε`` per key and sensitivity ``c``) over the key's kept rows, then their sampling;
   relative to ``1/2``.
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["Prediction", "Candidate", "K_GRID", "C_GRID", "TUNABLE", "DROWNED", "predict",
-           "search", "check_metrics", "over_keys"]
+           "DROWNED_Q", "search", "check_metrics", "over_keys"]
 
 #: the default candidates
 K_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -66,6 +66,10 @@ C_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
 #: a drowned key's mean squared error of the mean, in ``σ²`` (``(1 + 4) / 2``: the
 #: midpoint or a clamped bound, equally likely)
 DROWNED = 2.5
+#: a drowned key's mean squared error of a quantile, in quantiles: the exponential
+#: mechanism's output near uniform over the bounds ``[m - 2σ, m + 2σ]``, the values
+#: ``N(m, σ²)``: ``E (Φ(Z) - 1/2)²``, ``Z`` uniform on ``[-2, 2]`` (quadrature)
+DROWNED_Q = 0.113147
 #: the metric kinds the model predicts
 TUNABLE = ("count", "privacy_id_count", "sum", "mean", "median", "quantile", "min", "max")
 
@@ -153,7 +157,7 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
             g = mp.grids[m.column]
             r = _em.rank_error(rp.eps_q, c, int(g.shape[0]), 0.5, rp.q)
             vj = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
-            p = Prediction(0.0, over_keys(vj, at, 0.25), "quantile", 0.5)
+            p = Prediction(0.0, over_keys(vj, at, DROWNED_Q), "quantile", 0.5)
         out[m.name] = p
         score += float(w) * min(p.relative, 1e12)
     return Candidate(k, c, out, score / float(sum(weights)))
@@ -166,9 +170,10 @@ def sampled(n: np.ndarray, full: np.ndarray) -> np.ndarray:
 
 
 def over_keys(v: np.ndarray, weights: np.ndarray, cap: float) -> float:
-    """The mean over the keys (``weights``: their shares) of each key's variance, capped
-    at ``cap`` (a key drowned in noise)."""
-    return float(np.dot(np.minimum(v, cap), weights))
+    """The mean over the keys (``weights``: their shares) of each key's variance ``v``
+    saturating at ``cap`` (a key drowned in noise): ``v cap / (v + cap)``, ``v`` where
+    ``v << cap`` and ``cap`` where ``v >> cap``."""
+    return float(np.dot(v * cap / (v + cap), weights))
 
 
 def _statistics_parts() -> dict[str, tuple[str, ...]]:
