@@ -95,9 +95,10 @@ def test_public_sample_predictions_are_the_exact_formulas_and_charge_nothing() -
         n = np.maximum(a * kept / 8, 1.0)  # kept and all rows of each key
         full = np.maximum(a * all_rows / 8, n)
         v = (var_s / 4 + 25.0 ** 2 * var_n) / n ** 2 + 25.0 ** 2 * (1 / n - 1 / full)
+        cap = 2.5 * 25.0 ** 2  # a drowned key's (the midpoint or a clamped bound)
         assert p["mean_x"].bias == 0.0 and p["mean_x"].unit == "value"
         assert p["mean_x"].variance == pytest.approx(  # noise, then sampling (sd = 100/4)
-            float(np.minimum(v, 2.5 * 25.0 ** 2).mean()), rel=1e-12)
+            float((v * cap / (v + cap)).mean()), rel=1e-12)
         assert p["count"].error == pytest.approx(math.hypot(p["count"].bias,
                                                             math.sqrt(var_n)))
     best = min(res.candidates, key=lambda t: t.score)
