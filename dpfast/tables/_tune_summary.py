@@ -217,10 +217,10 @@ def lognormal_shares(sigma: float, nodes: int = NODES) -> tuple[np.ndarray, np.n
     return rel / rel.mean(), np.full(nodes, 1.0 / nodes)
 
 
-def scale(eps_h: float, keys: bool = True) -> float:
-    """The discrete Laplace scale of every cell: ``3 / ε_h`` (``2 / ε_h`` without the key
-    count) rounded up."""
-    return float_up(Fraction(SENSITIVITY - (0 if keys else 1)) / Fraction(eps_h))
+def scale(eps_c: float, keys: bool = True) -> float:
+    """The discrete Laplace scale of every cell at the cells' share ``ε_c``: ``3 / ε_c``
+    (``2 / ε_c`` without the key count) rounded up."""
+    return float_up(Fraction(SENSITIVITY - (0 if keys else 1)) / Fraction(eps_c))
 
 
 def floor(t: float, cells: int = 2 * EDGES.shape[0]) -> float:
