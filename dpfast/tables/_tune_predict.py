@@ -76,9 +76,10 @@ TUNABLE = ("count", "privacy_id_count", "sum", "mean", "median", "quantile", "mi
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """One statistic's predicted error per key: ``bias`` (signed), ``variance`` (of the
-    noise), ``error = sqrt(bias² + variance)``, in ``unit``; ``relative``: the error over
-    the statistic's typical size (see the module docstring)."""
+    """One statistic's predicted error over the keys: ``bias`` (signed, their mean),
+    ``variance`` (the noise and sampling, their mean), ``error = sqrt(bias² + variance)``
+    (the root mean square), in ``unit``; ``relative``: the error over the statistic's
+    typical size (see the module docstring)."""
 
     bias: float
     variance: float
