@@ -11,8 +11,10 @@ total, the 104 destinations public.
   ``DPEngine.aggregate`` (COUNT, MEAN, PERCENTILE(50)), Laplace noise.
 
 Two releases: count, mean and median together (one ``aggregate``, one bounding for the
-three), then the count alone (the statistic PipelineDP's estimator is made for).  Run:
-``python -m bench.peers.tune [--reps 5]``.  Prints MAE per statistic over the public
+three), then the count alone (the statistic PipelineDP's estimator is made for).  With
+``--grid``, also the joint release at fixed bounds (:data:`FIXED`, ε = 0.95: the release's
+part of the tuned run), to show what any single bounding can reach.  Run:
+``python -m bench.peers.tune [--reps 5] [--grid]``.  Prints MAE per statistic over the public
 destinations (median over repetitions, and min-max).
 """
 
@@ -29,6 +31,8 @@ from . import flights as F
 
 GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 STATS = ("count", "mean", "median")
+#: the fixed bounds of ``--grid``
+FIXED = ((1, 1), (2, 1), (4, 2), (8, 2), (16, 4), (16, 12), (32, 8))
 
 
 def _mae(got: pd.Series, truth: pd.Series) -> float:
@@ -36,14 +40,18 @@ def _mae(got: pd.Series, truth: pd.Series) -> float:
     return float(np.abs(got.loc[j].to_numpy(float) - truth.loc[j].to_numpy(float)).mean())
 
 
-def dpfast_run(df: pd.DataFrame, keys: list, gen: object, auto: bool, stats: tuple[str, ...]
+def dpfast_run(df: pd.DataFrame, keys: list, gen: object, auto: bool, stats: tuple[str, ...],
+               fixed: tuple[int, int] | None = None, epsilon: float = F.EPSILON
                ) -> dict[str, pd.Series]:
     from dpfast import tables
 
-    extra = {"max_partitions": "auto", "max_per_partition": "auto"} if auto else {}
+    extra: dict[str, object] = (
+        {"max_partitions": "auto", "max_per_partition": "auto"} if auto else {})
+    if fixed is not None:
+        extra = {"max_partitions": fixed[0], "max_per_partition": fixed[1]}
     metrics = [s if s == "count" else (s, "arr_delay") for s in stats]
     rel = tables.aggregate(df, by="dest", privacy_id="tailnum", metrics=metrics,
-                           epsilon=F.EPSILON, bounds={"arr_delay": F.BOUNDS}, domain=keys,
+                           epsilon=epsilon, bounds={"arr_delay": F.BOUNDS}, domain=keys,
                            rng=gen, **extra)
     out = rel.to_pandas()
     res = {s: out[s if s == "count" else f"{s}_arr_delay"] for s in stats}
@@ -97,6 +105,7 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--grid", action="store_true")
     args = ap.parse_args()
     df = F.load()
     truth = F.truth(df)
@@ -126,6 +135,19 @@ def main() -> None:
             cells = [f"{np.median(v):.4g} ({min(v):.4g}-{max(v):.4g})"
                      for v in per.values()]
             print(f"| {name} | " + " | ".join(cells) + " |")
+    if args.grid:
+        print("\none release of count, mean, median at fixed bounds, epsilon 0.95 "
+              "(median over repetitions; min-max)")
+        print("| (max_partitions, max_per_partition) | count | mean | median |")
+        print("|---|---|---|---|")
+        for kc in FIXED:
+            got: dict[str, list[float]] = {s: [] for s in STATS}
+            for _ in range(args.reps):
+                r = dpfast_run(df, keys, gen, False, STATS, kc, F.EPSILON * 0.95)
+                for s in STATS:
+                    got[s].append(_mae(r[s], truth[s]))
+            print(f"| {kc} | " + " | ".join(f"{np.median(v):.4g} ({min(v):.4g}-{max(v):.4g})"
+                                             for v in got.values()) + " |")
     print(f"host: {platform.node()} {platform.processor() or platform.machine()}, "
           f"{time.time() - t0:.0f} s")
 

@@ -1,33 +1,43 @@
 """The error model of :func:`dpfast.tables.tune`: for each candidate
-``(max_partitions, max_per_partition)``, each statistic's predicted error per key, split
-into the bias of the dropped contributions (from the contribution summary,
-:mod:`dpfast.tables._tune_summary`) and the noise (exact, from the noise laws of the very
-plan the release would run: :func:`dpfast.tables.multi.plan_of` of the spec at that
-candidate), and the recommendation (the candidate of least weighted relative error).
+``(max_partitions, max_per_partition)``, each statistic's predicted error, split into the
+bias of the dropped contributions (from the contribution summary,
+:mod:`dpfast.tables._tune_summary`) and the variance (the noise exactly, from the noise
+laws of the very plan the release would run: :func:`dpfast.tables.multi.plan_of` of the
+spec at that candidate, then the sampling of the kept rows), and the recommendation (the
+candidate of least weighted relative error).
 
-With ``K`` keys, ``N`` rows, ``T(k, c)`` the rows uniform bounding keeps
-(:meth:`Summary.rows`) and ``n = T / K`` the kept rows of a typical key:
+With ``K`` keys, ``N`` rows and ``T(k, c)`` the rows uniform bounding keeps
+(:meth:`Summary.rows`), key ``j`` holds ``F_j = a_j N / K`` rows and keeps
+``n_j = a_j T / K``: every key keeps the same fraction ``T / N`` of its rows, ``a_j`` its
+size relative to the mean (``Summary.key_shares``: a public sample's own key sizes, or the
+log-normal of the DP summary's spread).  The variance of a mean or a quantile is averaged
+over the keys (the prediction is the root mean square error over the keys):
 
-* ``count``: bias ``-(N - T) / K``, variance ``Var(noise of the count)``; relative to
-  ``N / K``;
+* ``count``: bias ``-(N - T) / K`` (the mean over the keys of ``n_j - F_j``), variance
+  ``Var(noise of the count)``; relative to ``N / K``;
 * ``privacy_id_count``: bias ``-(Σ L0 - Σ min(L0, k)) / K``, variance of its noise;
   relative to ``Σ L0 / K``;
 * ``sum``: bias ``-(N - T) / K · |mid|`` (the dropped rows valued at the bounds'
   midpoint), variance of its noise; relative to ``N / K · max(|lo|, |hi|)``;
-* ``mean``: bias 0 (rows are dropped without regard to their values), variance
-  ``(Var(s)/4 + σ² Var(n)) / n² + σ² (1/n - 1/(N/K))`` (first order in the noisy centred
-  sum ``s`` and count; then the sampling of the kept rows), ``σ = (hi - lo)/4`` the
-  values' typical spread; relative to ``σ``;
+* ``mean``: bias 0 (rows are dropped without regard to their values; the clamping's bias
+  needs the values, which the summary does not hold), variance ``v_j`` saturating at
+  ``5σ²/2``, ``v_j = (Var(s)/4 + σ² Var(n)) / n_j² + σ² (1/n_j - 1/F_j)``
+  (first order in the noisy centred sum ``s`` and count; then the sampling of the kept
+  rows), ``σ = (hi - lo)/4`` the values' typical spread (and the truth's distance from
+  the midpoint); the cap (:data:`DROWNED`): a key drowned in noise releases the midpoint
+  (its noisy count ``<= 0``, about half the time), ``σ`` from the truth, or a clamped
+  bound, about ``2σ`` from it; relative to ``σ``;
 * ``median`` / ``quantile`` / ``min`` / ``max``: in quantiles (fractions of the key's
-  rows), bias 0, variance ``(r/n)² + q(1-q) (1/n - 1/(N/K))``: ``r`` the median rank
-  error of the exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at
-  ``α = 1/2``, its ``ε`` per key and sensitivity ``c``), then the sampling of the kept
-  rows; relative to ``1/2``.
+  rows), bias 0, variance ``(r/n_j)² + q(1-q) (1/n_j - 1/F_j)`` saturating at
+  :data:`DROWNED_Q` (a release near uniform over the bounds): ``r`` the median rank error of the
+  exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at ``α = 1/2``,
+  its ``ε`` per key and sensitivity ``c``) over the key's kept rows, then their sampling;
+  relative to ``1/2``.
 
 ``error = sqrt(bias² + variance)``; the score of a candidate is the metrics' weighted mean
 relative error.  The model is a prediction, not a guarantee: the summary is noisy (private)
-or a sample, and a person's number of keys and the rows of their keys are taken
-independent.
+or a sample, a person's number of keys and the rows of their keys are taken independent,
+and every key keeps the same share of its rows.
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from dpfast.tables import _metrics, _rank_metrics, multi
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._tune_summary import Summary
@@ -45,21 +57,29 @@ if TYPE_CHECKING:
     from dpfast.tables.run import Source
     from dpfast.tables.spec import ReleaseSpec
 
-__all__ = ["Prediction", "Candidate", "K_GRID", "C_GRID", "TUNABLE", "predict", "search",
-           "check_metrics"]
+__all__ = ["Prediction", "Candidate", "K_GRID", "C_GRID", "TUNABLE", "DROWNED", "predict",
+           "DROWNED_Q", "search", "check_metrics", "over_keys"]
 
 #: the default candidates
 K_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 C_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128)
+#: a drowned key's mean squared error of the mean, in ``σ²`` (``(1 + 4) / 2``: the
+#: midpoint or a clamped bound, equally likely)
+DROWNED = 2.5
+#: a drowned key's mean squared error of a quantile, in quantiles: the exponential
+#: mechanism's output near uniform over the bounds ``[m - 2σ, m + 2σ]``, the values
+#: ``N(m, σ²)``: ``E (Φ(Z) - 1/2)²``, ``Z`` uniform on ``[-2, 2]`` (quadrature)
+DROWNED_Q = 0.113147
 #: the metric kinds the model predicts
 TUNABLE = ("count", "privacy_id_count", "sum", "mean", "median", "quantile", "min", "max")
 
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-    """One statistic's predicted error per key: ``bias`` (signed), ``variance`` (of the
-    noise), ``error = sqrt(bias² + variance)``, in ``unit``; ``relative``: the error over
-    the statistic's typical size (see the module docstring)."""
+    """One statistic's predicted error over the keys: ``bias`` (signed, their mean),
+    ``variance`` (the noise and sampling, their mean), ``error = sqrt(bias² + variance)``
+    (the root mean square), in ``unit``; ``relative``: the error over the statistic's
+    typical size (see the module docstring)."""
 
     bias: float
     variance: float
@@ -104,8 +124,9 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
     mp = plan.metrics
     kk = max(summary.n_keys, 1.0)
     n_all, n_kept = summary.rows(), summary.rows(k, c)
-    n_key = max(n_kept / kk, 1.0)
-    n_full = max(n_all / kk, n_key)
+    shares, at = summary.key_shares, summary.key_weights
+    n_key = np.maximum(shares * (n_kept / kk), 1.0)  # kept rows of each key (at least 1)
+    n_full = np.maximum(shares * (n_all / kk), n_key)
     out: dict[str, Prediction] = {}
     weights = _metrics.parse_weights(None if spec.option("weights") is None
                                      else list(spec.option("weights")), mp.metrics)
@@ -128,25 +149,32 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
                                n_all / kk * max(abs(lo), abs(hi)))
             else:
                 sd = (hi - lo) / 4  # the values' typical spread
-                v = ((_var(plan, f"csum:{m.column}") / 4 + sd ** 2 * _var(plan, "count"))
-                     / n_key ** 2 + sd ** 2 * sampled(n_key, n_full))
-                p = Prediction(0.0, v, "value", sd)
+                vj = ((_var(plan, f"csum:{m.column}") / 4 + sd ** 2 * _var(plan, "count"))
+                      / n_key ** 2 + sd ** 2 * sampled(n_key, n_full))
+                p = Prediction(0.0, over_keys(vj, at, DROWNED * sd ** 2), "value", sd)
         else:  # a rank metric: in quantiles (fractions of the key's rows)
             assert m.column is not None
             rp = mp.ranks[_metrics.part_name("quantile", m.column, m.q)]
             g = mp.grids[m.column]
             r = _em.rank_error(rp.eps_q, c, int(g.shape[0]), 0.5, rp.q)
-            v = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
-            p = Prediction(0.0, v, "quantile", 0.5)
+            vj = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
+            p = Prediction(0.0, over_keys(vj, at, DROWNED_Q), "quantile", 0.5)
         out[m.name] = p
         score += float(w) * min(p.relative, 1e12)
     return Candidate(k, c, out, score / float(sum(weights)))
 
 
-def sampled(n: float, full: float) -> float:
+def sampled(n: np.ndarray, full: np.ndarray) -> np.ndarray:
     """The sampling factor of keeping ``n`` of a key's ``full`` rows at random:
     ``1/n - 1/full`` (a mean's variance is ``σ²`` times it, a quantile's ``q(1-q)``)."""
-    return max(0.0, 1.0 / n - 1.0 / full)
+    return np.maximum(0.0, 1.0 / n - 1.0 / full)
+
+
+def over_keys(v: np.ndarray, weights: np.ndarray, cap: float) -> float:
+    """The mean over the keys (``weights``: their shares) of each key's variance ``v``
+    saturating at ``cap`` (a key drowned in noise): ``v cap / (v + cap)``, ``v`` where
+    ``v << cap`` and ``cap`` where ``v >> cap``."""
+    return float(np.dot(v * cap / (v + cap), weights))
 
 
 def _statistics_parts() -> dict[str, tuple[str, ...]]:

@@ -30,8 +30,8 @@ class TuneResult:
         ``{column: (lo, hi)}``: the value bounds the predictions assume (the caller's, or
         chosen by private quantiles -- or read from the public sample -- where missing).
     predicted : dict of str to Prediction
-        Per statistic: ``bias``, ``variance``, ``error`` (per key, in ``unit``) and
-        ``relative``.
+        Per statistic: ``bias``, ``variance``, ``error`` (the root mean square over the
+        keys, in ``unit``) and ``relative``.
     candidates : list of Candidate
         Every candidate considered (:meth:`to_pandas` as a table).
     epsilon : float

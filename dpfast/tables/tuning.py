@@ -128,11 +128,16 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     nothing with ``public_sample`` (``df`` is not read).  The summary is three histograms
     over public buckets, each person adding one unit to each: their number of keys, the
     rows of one of their keys chosen by the release's keyed uniform bounding (``k = 1``),
-    and the number of distinct keys among those chosen keys (one per person).
-    One person changes one cell of each by at most 1 (the others' keyed choices do not
-    depend on them): L1 sensitivity 3, discrete Laplace of scale ``3 / ε_h`` per cell is
-    ``ε_h``-DP (Canonne, Kamath & Steinke 2020); with a public ``domain`` the key count is
-    not released (sensitivity 2, scale ``2 / ε_h``).  A value column without bounds adds
+    and the number of distinct keys among those chosen keys (one per person); and the sum
+    ``G = Σ_j floor(16 log2(1 + x_j))`` over the keys, ``x_j`` the people whose chosen key
+    is ``j`` (it gives the spread of the key sizes).  One person changes one cell of each
+    histogram by at most 1 and one term of ``G`` by at most 16 (the others' keyed choices
+    do not depend on them): L1 sensitivity 3 for the cells, discrete Laplace of scale
+    ``3 / ε_c`` per cell is ``ε_c``-DP (Canonne, Kamath & Steinke 2020), with a public
+    ``domain`` the key count is not released (sensitivity 2, scale ``2 / ε_c``); discrete
+    Laplace of scale ``16 / ε_g`` on ``G`` is ``ε_g``-DP; ``ε_g = ε_h / 3`` and
+    ``ε_c = ε_h - ε_g``, each rounded down, so the summary is ``ε_h``-DP (basic
+    composition).  A value column without bounds adds
     ``bounds="auto"``'s four exponential mechanisms at ``ε_b`` (:func:`auto_bounds`);
     ``ε_h = ε_b = share·ε / (1 + columns)``, basic composition.  The predictions, the
     search and the recommendation are post-processing of the summary and of public
