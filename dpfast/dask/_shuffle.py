@@ -368,7 +368,7 @@ def by_id(parts: list, id_col: str, fn: Callable[..., object], args: tuple,
     are given (every one of a numpy number dtype: :func:`numeric`), a dict of those
     columns on scratch pages (:func:`split_arrays`, :func:`concat_arrays_then`)."""
     nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
-    group = split_group(len(parts), nout)
+    group = split_group(len(parts), nout, MAX_PIECES)
     if cols is not None:
         return shuffle_graph(parts, Call(split_arrays, (cols, id_col, nout)),
                              Call(concat_arrays_then, (fn, *args)), nout,
