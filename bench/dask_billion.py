@@ -24,7 +24,7 @@ is the pytest wrapper, skipped unless the flag is set):
 Usage::
 
     DPFAST_BENCH_BILLION=1 python bench/dask_billion.py [--rows 1e9] [--data DIR]
-        [--runs 1] [--generate-only] [--delete]
+        [--runs 1] [--only both|private|public] [--generate-only] [--delete]
 """
 
 from __future__ import annotations
@@ -164,7 +164,21 @@ def _spilled(dask_worker) -> dict:  # noqa: ANN001 - distributed's Worker
     return {"-".join(map(str, k)): round(v, 3) for k, v in metrics.items()}
 
 
-def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print) -> dict:
+def _breakdown(events: list) -> dict:
+    """Seconds of the task stream by task kind (read, split, piece, combine) and by what
+    the workers did besides computing (transfers, spill reads and writes)."""
+    out: dict = {}
+    for e in events:
+        key = e["key"][0] if isinstance(e["key"], tuple) else e["key"]
+        kind = "-".join(str(key).split("-")[:2])
+        for s in e["startstops"]:
+            name = kind if s["action"] == "compute" else s["action"]
+            out[name] = out.get(name, 0.0) + s["stop"] - s["start"]
+    return {k: round(v, 1) for k, v in sorted(out.items())}
+
+
+def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
+        only: str = "both") -> dict:
     """The timed releases on a fresh 2-worker cluster (see the module docstring)."""
     import dask.dataframe as dd
     import pandas as pd
@@ -194,21 +208,28 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print) ->
         ddf = dd.read_parquet(str(path))
         out["input_partitions"] = ddf.npartitions
         domain = list(range(meta["keys"]))
+        from distributed import get_task_stream
+
         for name, kw in (("private_selection", {}), ("public_domain", {"domain": domain})):
+            if only not in ("both", name.split("_")[0]):
+                continue
             walls, loads, cpus = [], [], []
             for _ in range(runs):
                 loads.append(os.getloadavg())
                 c0 = sum(client.run(_cpu_seconds).values()) + time.process_time()
                 t = time.perf_counter()
-                rel = dkd.count(ddf, "region", "person", epsilon=EPS, delta=DELTA,
-                                max_partitions=K, rng=key, npartitions=npartitions, **kw)
+                with get_task_stream(client) as stream:
+                    rel = dkd.count(ddf, "region", "person", epsilon=EPS, delta=DELTA,
+                                    max_partitions=K, rng=key, npartitions=npartitions, **kw)
                 walls.append(time.perf_counter() - t)
+                log(f"task stream (worker seconds): {_breakdown(stream.data)}")
                 cpus.append(sum(client.run(_cpu_seconds).values()) + time.process_time() - c0)
                 log(f"{name}: {walls[-1]:.1f} s (CPU {cpus[-1]:.1f} s), {len(rel.values)} "
                     f"keys released, load {loads[-1][0]:.2f}")
             out[name] = {"wall_s": [round(w, 2) for w in walls],
                          "median_s": round(statistics.median(walls), 2),
                          "cpu_s": [round(c, 1) for c in cpus],
+                         "task_seconds": _breakdown(stream.data),
                          "keys_released": int(len(rel.values)),
                          "load_before": [round(x[0], 2) for x in loads]}
         peaks = client.run(_peak)
@@ -241,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", type=int, default=KEYS)
     ap.add_argument("--runs", type=int, default=1, help="timed runs of each release")
     ap.add_argument("--npartitions", type=int, default=None)
+    ap.add_argument("--only", choices=("both", "private", "public"), default="both",
+                    help="which release to time: private key selection, public domain")
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--delete", action="store_true", help="delete the dataset after the run")
     a = ap.parse_args(argv)
@@ -254,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"dataset: {path} ({meta['files']} files, {meta['bytes'] / 2 ** 30:.1f} GiB)")
     if a.generate_only:
         return 0
-    res = run(path, a.runs, a.npartitions, log=log)
+    res = run(path, a.runs, a.npartitions, log=log, only=a.only)
     res["data"] = str(path)
     res["command"] = " ".join([f"{FLAG}=1", "python", "bench/dask_billion.py", *(argv or
                                                                              sys.argv[1:])])
