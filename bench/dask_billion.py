@@ -121,32 +121,34 @@ def generate(path: Path, rows: int = ROWS, per_file: int = PER_FILE,
 
 
 # ----------------------------------------------------------------------------- workers
-_STATE: dict = {}
+# the sampler's state lives on the worker object: this file runs as __main__, so
+# client.run ships its functions by value, each call with its own copy of module globals
 
 
-def _start_sampler(period: float = 0.1) -> int:
+def _start_sampler(dask_worker, period: float = 0.1) -> int:  # noqa: ANN001 - a Worker
     """On a worker: sample this process's RSS every ``period`` s (peak kept)."""
     import psutil
 
     proc = psutil.Process()
-    old = _STATE.get("stop")
+    old = getattr(dask_worker, "_dpfast_rss", None)
     if old is not None:
-        old.set()
-    stop = threading.Event()
-    _STATE.update(peak=proc.memory_info().rss, stop=stop)
+        old["stop"].set()
+    state = {"peak": proc.memory_info().rss, "stop": threading.Event()}
+    dask_worker._dpfast_rss = state
 
     def loop() -> None:
-        while not stop.wait(period):
-            _STATE["peak"] = max(_STATE["peak"], proc.memory_info().rss)
+        while not state["stop"].wait(period):
+            state["peak"] = max(state["peak"], proc.memory_info().rss)
 
     threading.Thread(target=loop, daemon=True, name="dpfast-rss").start()
-    return int(_STATE["peak"])
+    return int(state["peak"])
 
 
-def _peak() -> int:
+def _peak(dask_worker) -> int:  # noqa: ANN001 - a Worker
     import psutil
 
-    return int(max(_STATE.get("peak", 0), psutil.Process().memory_info().rss))
+    state = getattr(dask_worker, "_dpfast_rss", None) or {"peak": 0}
+    return int(max(state["peak"], psutil.Process().memory_info().rss))
 
 
 def _cpu_seconds() -> float:
