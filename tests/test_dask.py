@@ -384,7 +384,7 @@ def test_compact_shuffle_id_dtypes_equal_tables() -> None:
 
     mixed = partials([df.iloc[:1200].astype({"id": np.int32}), df.iloc[1200:]])
     wide = partials([df.iloc[:1200], df.iloc[1200:]])
-    assert SH.split_arrays(df, ["k", "id"], "id", 2)[0]["id"].dtype == np.int32  # narrowed
+    assert SH.split_arrays(df, ["k", "id"], "id", 2)[0]["id"].dtype == np.int16  # narrowed
     for (a, na), (b, nb) in zip(mixed, wide, strict=True):
         pd.testing.assert_frame_equal(a, b)
         assert na == nb
@@ -463,3 +463,65 @@ def test_shuffle_buckets_are_a_function_of_the_id_and_the_scatter_is_stable() ->
         x = np.where(np.abs(ids) < 2 ** 31, ids, 5)
         kg.scatter_rows(x, bucket, bounds, out)
         np.testing.assert_array_equal(out, x[order].astype(dt))
+
+
+def test_split_group_bounds_the_pieces() -> None:
+    """Each input is split on its own while splits x outputs stay within MAX_PIECES; beyond,
+    a split takes a group of inputs (issue 40: 10^9 rows in 500 files made 83500 pieces)."""
+    assert SH.split_group(50, 17) == 1  # 850 pieces: as before
+    assert SH.split_group(500, 167) == 11
+    assert -(-500 // SH.split_group(500, 167)) * 167 <= SH.MAX_PIECES
+    assert SH.split_group(10, 10, max_pieces=7) == 10  # never more than the inputs
+    assert SH.split_group(10, 10, max_pieces=30) == 4
+
+
+@pytest.mark.parametrize("string_keys", [False, True])
+def test_grouped_splits_equal_tables(monkeypatch: pytest.MonkeyPatch,
+                                     string_keys: bool) -> None:
+    """Splits over groups of inputs (compact numpy pieces, or pandas pieces for string
+    keys; one input's ids int32, the others int64 and float) release what one machine
+    releases on the same rows (issue 40: the grouping must not move an id's rows apart)."""
+    import dask
+
+    df = _frame(4000, seed=21)
+    if not string_keys:
+        df = df.drop(columns="s")
+    shuffled = df.sample(frac=1, random_state=2)
+    parts = [shuffled.iloc[a:a + 600] for a in range(0, len(df), 600)]  # 7 partitions
+    parts[0] = parts[0].astype({"id": np.int32})
+    parts[3] = parts[3].astype({"id": np.float64})
+    key = "s" if string_keys else "k"
+    ref = dpt.count(df[key], df.id, epsilon=2.0, delta=1e-5, max_partitions=2,
+                    rng=_replay())
+    monkeypatch.setattr(SH, "MAX_PIECES", 6)  # 7 inputs, 3 outputs: 4 inputs a split
+    assert SH.split_group(7, 3, SH.MAX_PIECES) == 4
+    d = dd.from_delayed([dask.delayed(p) for p in parts], meta=parts[1].iloc[:0])
+    with dask.config.set(scheduler="synchronous"):
+        got = dkd.count(d, key, "id", epsilon=2.0, delta=1e-5, max_partitions=2,
+                        rng=_replay(), npartitions=3)
+    _same(got, ref)
+    assert len(ref) >= 3  # (three string keys)
+
+
+def test_grouped_split_arrays_is_the_split_of_the_concatenation() -> None:
+    """split_arrays of a list of partitions gives, piece by piece, the split of their
+    concatenation (same rows, same order, same restored dtypes); integer columns that fit
+    travel as int16, others as int32, the rest unchanged (issue 40)."""
+    r = np.random.default_rng(3)
+    a = pd.DataFrame({"id": r.integers(0, 900, 500), "k": r.integers(-40_000, 40_000, 500),
+                      "v": r.normal(size=500)})
+    b = a.iloc[:0].copy()  # an empty partition
+    c = pd.DataFrame({"id": r.integers(0, 900, 300).astype(np.int32),
+                      "k": r.integers(-5, 5, 300), "v": r.normal(size=300)})
+    cols = ["id", "k", "v"]
+    got = SH.split_arrays([a, b, c], cols, "id", 5)
+    ref = SH.split_arrays(pd.concat([a, b, c], ignore_index=True), cols, "id", 5)
+    assert got[0]["id"].dtype == np.int16 and got[0]["k"].dtype == np.int32
+    assert got[0]["v"].dtype == np.float64
+    for g, f in zip(got, ref, strict=True):
+        for col in cols:
+            assert g[col].tolist() == f[col].tolist()
+    whole = SH.concat_arrays(list(got))
+    assert {k: v.dtype for k, v in whole.items()} == {"id": np.int64, "k": np.int64,
+                                                       "v": np.float64}
+    assert sorted(whole["id"].tolist()) == sorted(a.id.tolist() + c.id.tolist())

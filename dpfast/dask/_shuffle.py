@@ -28,9 +28,10 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
     import pandas as pd
 
-__all__ = ["Call", "by_id", "columns_of", "concat_arrays", "concat_arrays_then",
-           "concat_frames_then", "numeric", "scheduler_threads",
-           "shuffle_graph", "shuffle_partitions", "split_arrays", "split_frame"]
+__all__ = ["Call", "MAX_PIECES", "by_id", "columns_of", "concat_arrays",
+           "concat_arrays_then", "concat_frames_then", "numeric", "scheduler_threads",
+           "shuffle_graph", "shuffle_partitions", "split_arrays", "split_frame",
+           "split_group"]
 
 _R = TypeVar("_R")
 
@@ -123,9 +124,14 @@ def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
     return np.argsort(h, kind="stable")  # radix sort for uint16
 
 
-def split_frame(pdf: pd.DataFrame, id_col: str, nout: int) -> tuple:
-    """Hash-partition one partition's rows by privacy id into ``nout`` pieces (piece j
-    holds the rows whose id hashes to j: every id's rows meet in one output)."""
+def split_frame(pdf: pd.DataFrame | list[pd.DataFrame], id_col: str, nout: int) -> tuple:
+    """Hash-partition one partition's rows (or a group of partitions', concatenated) by
+    privacy id into ``nout`` pieces (piece j holds the rows whose id hashes to j: every
+    id's rows meet in one output)."""
+    if isinstance(pdf, list):
+        import pandas as pd
+
+        pdf = pdf[0] if len(pdf) == 1 else pd.concat(pdf, ignore_index=True)
     ids = pdf[id_col]
     missing = ids.isna()
     if missing.any():  # the NULL policy (dpfast.tables._keys.drop_nulls): the row leaves
@@ -144,7 +150,20 @@ def numeric(ddf: dd.DataFrame, cols: list[str]) -> bool:
                for c in cols)
 
 
-def split_arrays(pdf: pd.DataFrame, cols: list[str], id_col: str, nout: int) -> tuple:
+def _numeric_columns(pdf: pd.DataFrame, cols: list[str], id_col: str
+                     ) -> dict[str, np.ndarray]:
+    """One partition's columns as numpy arrays, less the rows of a missing (NaN) id (the
+    NULL policy: those rows leave)."""
+    arrs = {c: pdf[c].to_numpy() for c in cols}
+    ids = arrs[id_col]
+    if ids.dtype.kind == "f" and np.isnan(ids).any():
+        keep = ~np.isnan(ids)
+        arrs = {c: a[keep] for c, a in arrs.items()}
+    return arrs
+
+
+def split_arrays(pdf: pd.DataFrame | list[pd.DataFrame], cols: list[str], id_col: str,
+                 nout: int) -> tuple:
     """:func:`split_frame` for numpy-dtype columns: the pieces are dicts of compact numpy
     columns (no index, no DataFrame), cheap to pickle between workers.  Integer and bool
     ids go to the output partition of a mix of their value (:func:`_kernels.grouping.
@@ -153,46 +172,96 @@ def split_arrays(pdf: pd.DataFrame, cols: list[str], id_col: str, nout: int) -> 
     (:func:`dpfast._core.idhash.id_hashes`: an integral float as the integer, so a
     partition whose ids turned float sends them where the integer ids go).  Every partition
     of one graph uses the same rule, so an id's rows meet in one output; which output does
-    not change the release."""
-    arrs = {c: pdf[c].to_numpy() for c in cols}
-    ids = arrs[id_col]
-    if ids.dtype.kind == "f" and np.isnan(ids).any():  # the NULL policy: those rows leave
-        keep = ~np.isnan(ids)
-        arrs = {c: a[keep] for c, a in arrs.items()}
-        ids = arrs[id_col]
-    kinds = {c: a.dtype for c, a in arrs.items()}  # each column's own dtype, restored
+    not change the release.  A list of partitions (a group of the shuffle's inputs,
+    :func:`split_group`) is split as their concatenation, each partition scattered
+    straight into the group's pieces (no concatenated copy)."""
+    frames = pdf if isinstance(pdf, list) else [pdf]
+    parts = [_numeric_columns(f, cols, id_col) for f in frames]
+    # each column's own dtype (pandas' concatenation of the group's), restored
+    kinds = {c: np.result_type(*[p[c].dtype for p in parts]) for c in cols}
     if nout == 1:
-        return ({_DTYPES: kinds, **{c: np.ascontiguousarray(a) for c, a in arrs.items()}},)
-    bounds = np.zeros(nout + 1, np.int64)
-    if ids.dtype.kind in "biuf":
-        route = (_idhash.id_hashes(ids).view(np.int64) if ids.dtype.kind == "f" else
-                 np.ascontiguousarray(ids, np.int64))
-        sorted_cols = {}
-        with scratch.lease():  # the buckets are a temporary; the pieces leave the task
-            bucket = scratch.empty(len(ids), _bucket_dtype(nout))
-            _kg.id_buckets(route, nout, bucket, bounds)
-            for c, a in arrs.items():
-                a = np.ascontiguousarray(a)
-                out = scratch.pages(a.shape[0], _narrow_dtype(a))  # huge pages if any
-                _kg.scatter_rows(a, bucket, bounds, out)
-                sorted_cols[c] = out
-    else:
+        return ({_DTYPES: kinds, **{c: _concat([p[c] for p in parts]) for c in cols}},)
+    ids = parts[0][id_col]
+    if len(parts) == 1 and ids.dtype.kind not in "biuf":  # object ids: by their hashes
+        bounds = np.zeros(nout + 1, np.int64)
         order = _hash_order(ids, nout, bounds)
-        sorted_cols = {c: a.astype(_narrow_dtype(a), copy=False).take(order)
-                       for c, a in arrs.items()}
+        sorted_cols = {c: a.astype(_narrow_dtype([a]), copy=False).take(order)
+                       for c, a in parts[0].items()}
+    elif any(p[id_col].dtype.kind not in "biuf" for p in parts):  # rare: one at a time
+        return _join_pieces([split_arrays(f, cols, id_col, nout) for f in frames], nout)
+    else:
+        with scratch.lease():  # the buckets are temporaries; the pieces leave the task
+            sorted_cols, bounds = _scatter_group(parts, cols, id_col, nout)
     return tuple({_DTYPES: kinds, **{c: a[bounds[j]:bounds[j + 1]]
                                      for c, a in sorted_cols.items()}}
                  for j in range(nout))
 
 
-def _narrow_dtype(a: np.ndarray) -> np.dtype:
-    """An int64 / uint64 column whose values all fit int32 travels as int32 (half the
-    bytes through the shuffle); :func:`concat_arrays` casts it back exactly."""
-    if a.dtype.kind in "iu" and a.dtype.itemsize > 4 and a.size:
-        lo, hi = int(a.min()), int(a.max())
-        if -(1 << 31) <= lo and hi < (1 << 31):
-            return np.dtype(np.int32)
-    return a.dtype
+def _concat(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.ascontiguousarray(arrays[0]) if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _route_ids(ids: np.ndarray) -> np.ndarray:
+    """The int64 an id is routed by: itself, or a float id's canonical value's hash."""
+    return (_idhash.id_hashes(ids).view(np.int64) if ids.dtype.kind == "f" else
+            np.ascontiguousarray(ids, np.int64))
+
+
+def _scatter_group(parts: list[dict[str, np.ndarray]], cols: list[str], id_col: str,
+                   nout: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The group's rows by output (stable: partition by partition, rows in order), each
+    column narrowed (:func:`_narrow_dtype`), and the outputs' offsets ``bounds``."""
+    counts = np.zeros((len(parts), nout), np.int64)
+    buckets = []
+    for i, p in enumerate(parts):
+        bucket = scratch.empty(len(p[id_col]), _bucket_dtype(nout))
+        pb = np.zeros(nout + 1, np.int64)
+        _kg.id_buckets(_route_ids(p[id_col]), nout, bucket, pb)
+        counts[i] = np.diff(pb)
+        buckets.append(bucket)
+    bounds = np.zeros(nout + 1, np.int64)
+    np.cumsum(counts.sum(axis=0), out=bounds[1:])
+    # where partition i's rows of output j start: after the earlier partitions' rows of j
+    starts = bounds[:-1] + np.cumsum(counts, axis=0) - counts
+    sorted_cols = {}
+    for c in cols:
+        out = scratch.pages(int(bounds[-1]), _narrow_dtype([p[c] for p in parts]))
+        for i, p in enumerate(parts):
+            at = np.empty(nout + 1, np.int64)
+            at[:-1] = starts[i]
+            at[-1] = bounds[-1]
+            _kg.scatter_rows(np.ascontiguousarray(p[c]), buckets[i], at, out)
+        sorted_cols[c] = out
+    return sorted_cols, bounds
+
+
+def _join_pieces(splits: list[tuple], nout: int) -> tuple:
+    """Output ``j``'s pieces of several splits as one piece (concatenated per column in
+    pandas' dtype; :func:`concat_arrays` restores the original dtypes)."""
+    out = []
+    for j in range(nout):
+        ps = [s[j] for s in splits]
+        kinds = {c: np.result_type(*[p[_DTYPES][c] for p in ps]) for c in ps[0][_DTYPES]}
+        out.append({_DTYPES: kinds, **{c: np.concatenate([p[c] for p in ps]).astype(
+            _narrow_dtype([p[c] for p in ps]), copy=False) for c in kinds}})
+    return tuple(out)
+
+
+def _narrow_dtype(arrays: list[np.ndarray]) -> np.dtype:
+    """The dtype a column travels in: an integer column whose values all fit int16 (or
+    int32) travels as int16 (int32), a half or a quarter of the bytes through the shuffle
+    and, out of core, the spill; :func:`concat_arrays` casts it back exactly.  ``arrays``:
+    the column's pieces from the partitions of one split (the widest dtype of them)."""
+    dt = np.result_type(*[a.dtype for a in arrays])
+    sized = [a for a in arrays if a.size]
+    if dt.kind in "iu" and dt.itemsize > 2 and sized:
+        lo = min(int(a.min()) for a in sized)
+        hi = max(int(a.max()) for a in sized)
+        for narrow in (np.int16, np.int32):
+            info = np.iinfo(narrow)
+            if narrow().itemsize < dt.itemsize and info.min <= lo and hi <= info.max:
+                return np.dtype(narrow)
+    return dt
 
 
 def concat_frames_then(pieces: list, fn: Callable[..., _R], *args: object) -> _R:
@@ -239,14 +308,32 @@ class Call:
         return self.fn(x, *self.args)
 
 
+#: at most about this many pieces (splits times outputs) in one shuffle: each piece is a
+#: task, a key in a worker's memory and a message, and the scheduler's work grows with
+#: their number; beyond it each split takes a group of inputs (:func:`split_group`)
+MAX_PIECES = 8192
+
+
+def split_group(nparts: int, nout: int, max_pieces: int = MAX_PIECES) -> int:
+    """Inputs per split task: 1 (each input split on its own) while ``nparts * nout``
+    pieces stay within ``max_pieces``, else as many as keep them there (10^9 rows in 500
+    Parquet files, 167 outputs: 11 files a split, 46 splits, 7682 pieces instead of
+    83500).  A group's rows travel in the same pieces as if split one by one; which split
+    an input is in does not change a release."""
+    if nparts * nout <= max_pieces:
+        return 1
+    return min(nparts, -(-nparts * nout // max_pieces))
+
+
 def shuffle_graph(parts: list, split: Call, combine: Call, nout: int, token: tuple,
-                  bare: bool = False) -> list:
+                  bare: bool = False, group: int = 1) -> list:
     """The all-to-all shuffle as one hand-built graph: ``split(partition)`` -> ``nout``
     pieces per input partition (``getitem`` tasks, or the split itself when ``bare``:
     one output), ``combine([piece j of every input])`` for each output ``j``; returns the
-    outputs as :class:`dask.delayed.Delayed`.  The same tasks ``dask.delayed`` would
-    make, built without its per-call argument traversal and tokenizing (10^7 rows in 8
-    partitions: 0.3 ms instead of 12-16 ms on the driver per release).  The splits are
+    outputs as :class:`dask.delayed.Delayed`.  ``group`` > 1: each split takes a list of
+    that many consecutive inputs (:func:`split_group`).  The same tasks ``dask.delayed``
+    would make, built without its per-call argument traversal and tokenizing (10^7 rows in
+    8 partitions: 0.3 ms instead of 12-16 ms on the driver per release).  The splits are
     named by the input keys and the split's arguments (a pure function of them); the
     combines by a fresh name per release (they carry the release's key source)."""
     import uuid
@@ -255,17 +342,18 @@ def shuffle_graph(parts: list, split: Call, combine: Call, nout: int, token: tup
     from dask.delayed import Delayed
     from dask.highlevelgraph import HighLevelGraph
 
-    sname = "dpfast-split-" + tokenize([p.key for p in parts], token, nout)
+    sname = "dpfast-split-" + tokenize([p.key for p in parts], token, nout, group)
     pname = "dpfast-piece-" + sname[len("dpfast-split-"):]
     cname = "dpfast-combine-" + uuid.uuid4().hex
     dsk: dict = {}
-    for i, p in enumerate(parts):
-        dsk[(sname, i)] = (split, p.key)
+    groups = [parts[a:a + group] for a in range(0, len(parts), group)]
+    for i, g in enumerate(groups):
+        dsk[(sname, i)] = (split, g[0].key) if group == 1 else (split, [p.key for p in g])
         if not bare:
             for j in range(nout):
                 dsk[(pname, i, j)] = (operator.getitem, (sname, i), j)
     for j in range(nout):
-        ins = [(sname, i) if bare else (pname, i, j) for i in range(len(parts))]
+        ins = [(sname, i) if bare else (pname, i, j) for i in range(len(groups))]
         dsk[(cname, j)] = (combine, ins)
     hlg = HighLevelGraph.from_collections(cname, dsk, dependencies=parts)
     return [Delayed((cname, j), hlg, layer=cname) for j in range(nout)]
@@ -280,10 +368,11 @@ def by_id(parts: list, id_col: str, fn: Callable[..., object], args: tuple,
     are given (every one of a numpy number dtype: :func:`numeric`), a dict of those
     columns on scratch pages (:func:`split_arrays`, :func:`concat_arrays_then`)."""
     nout = shuffle_partitions(len(parts), npartitions, scheduler_threads())
+    group = split_group(len(parts), nout, MAX_PIECES)
     if cols is not None:
         return shuffle_graph(parts, Call(split_arrays, (cols, id_col, nout)),
                              Call(concat_arrays_then, (fn, *args)), nout,
-                             ("arrays", cols, id_col))
+                             ("arrays", cols, id_col), group=group)
     return shuffle_graph(parts, Call(split_frame, (id_col, nout)),
                          Call(concat_frames_then, (fn, *args)), nout, ("frames", id_col),
-                         bare=nout == 1)
+                         bare=nout == 1, group=group)

@@ -316,6 +316,14 @@ def _factorize_int(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         codes = scratch.empty(n, np.int64)
         _kg.take_codes(x64, lo, remap, codes)
         return codes, uniques
+    if n >= SERIAL_ROWS:  # a sparse range: hash, then sort the uniques only (np.unique
+        try:              # sorts every row: 2-3x the time for 6*10^6 ids over 10^8)
+            import pandas as pd
+        except ImportError:  # pragma: no cover - pandas is in the test extra
+            pd = None
+        if pd is not None:
+            codes, uniques = pd.factorize(x, sort=True)
+            return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=x.dtype)
     uniques, codes = np.unique(x, return_inverse=True)
     return codes.astype(np.int64).reshape(-1), uniques
 
