@@ -48,7 +48,7 @@ import numpy as np
 from dpfast import random as _random
 from dpfast._kernels import grid as _grid
 from dpfast.dask.keys import WorkerKey
-from dpfast.noise import _addressed, _drive, _exact
+from dpfast.noise import _addressed, _drive, _exact, integers
 from dpfast.random import _streams
 from dpfast.tables import keynoise
 
@@ -201,24 +201,10 @@ def _generator(rng: RngLike | WorkerKey) -> tuple[_random.Generator, WorkerSourc
 
 
 def _add_int(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """``x + z`` in x's dtype, OverflowError if a cell does not fit (as dpfast.noise)."""
-    dt = x.dtype
+    """``x + z`` in x's dtype, OverflowError if a cell does not fit (the integer samplers'
+    own checked add, :func:`dpfast.noise.integers._add_checked`)."""
     flat = np.ascontiguousarray(x).reshape(-1)
-    zf = z.reshape(-1)
-    info = np.iinfo(dt)
-    if dt.kind == "u" and dt.itemsize == 8:
-        xu = flat.astype(np.uint64)
-        res = xu + zf.view(np.uint64)
-        bad = np.where(zf >= 0, res < xu, res > xu)
-    else:
-        x64 = flat.astype(np.int64)
-        res = (x64.view(np.uint64) + zf.view(np.uint64)).view(np.int64)
-        bad = ((x64 ^ res) & (zf ^ res)) < 0
-        if dt.itemsize < 8:
-            bad |= (res < info.min) | (res > info.max)
-    if bad.any():
-        raise OverflowError(f"noisy value does not fit the dtype {dt} of x")
-    return res.astype(dt).reshape(x.shape)
+    return integers._add_checked(flat, z.reshape(-1), x.dtype).reshape(x.shape)
 
 
 def _discrete(kind: int, darr: da.Array, param: npt.ArrayLike, name: str,
