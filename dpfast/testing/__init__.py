@@ -30,7 +30,7 @@ from dpfast.testing._audit import (
     check_refused,
     replay,
 )
-from dpfast.testing._observe import Cells, Observation, Raised, observe
+from dpfast.testing._observe import Cells, Chosen, Observation, Raised, observe
 from dpfast.testing._people import KINDS, Person, adversarial_people, with_person, without_person
 from dpfast.testing._rate import PublicationRate, publication_rate
 from dpfast.testing._registry import (
@@ -48,7 +48,7 @@ from dpfast.testing._registry import (
 
 __all__ = ["audit", "AuditReport", "AuditError", "DEFAULT_KEY", "replay", "check_refused",
            "observe",
-           "Observation", "Cells", "Raised", "adversarial_people", "Person", "KINDS",
+           "Observation", "Cells", "Chosen", "Raised", "adversarial_people", "Person", "KINDS",
            "with_person", "without_person", "publication_rate", "PublicationRate",
            "release_paths", "ReleasePath", "Case", "register", "public_release_names",
            "audit_records", "record_cases", "KEYS", "BOUNDS", "NOT_RELEASES"]
