@@ -100,11 +100,12 @@ class Chosen:
     it and stops there (:attr:`dpfast.testing.AuditReport.branched`): what follows is a
     release with other public parameters, audited where the choice agrees.
 
-    ``tables_before``: how many tables of the observation precede the choice."""
+    ``tables_before``: how many tables of the observation precede the choice (set by
+    :func:`observe`)."""
 
     name: str
     value: Any
-    tables_before: int
+    tables_before: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,6 +212,8 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
         obj = Raised.of(obj)
     if isinstance(obj, Raised):
         shape.append(obj)
+    elif isinstance(obj, Chosen):  # a choice the caller describes itself
+        shape.append(Chosen(name + obj.name, obj.value, len(tables)))
     elif isinstance(obj, Cells):  # a table the caller describes itself
         shape.append((name, "Cells", obj.name, obj.additive, obj.selected))
         tables.append(dataclasses.replace(obj, name=name + obj.name))

@@ -89,10 +89,13 @@ register(ReleasePath(
     "tables.aggregate/auto", ("dpfast.tables.aggregate",),
     lambda d, rng: _auto(d, rng, epsilon=40.0, domain=list(KEYS), max_partitions="auto",
                          max_per_partition="auto")))
+# private key selection at the recommended max_partitions (the Laplace rule: the
+# weighted Gaussian rule's exact threshold at each of the search's candidates costs about
+# a second each; its selection is audited on tables.aggregate/select)
 register(ReleasePath(
     "tables.aggregate/auto-select", ("dpfast.tables.aggregate",),
     lambda d, rng: _auto(d, rng, epsilon=40.0, delta=1e-2, max_partitions="auto",
-                         max_per_partition=2), selects_keys=True))
+                         max_per_partition=2, selection="laplace"), selects_keys=True))
 register(ReleasePath(
     "tables.aggregate/auto-per-partition", ("dpfast.tables.aggregate",),
     lambda d, rng: _auto(d, rng, epsilon=40.0, domain=list(KEYS), max_partitions=2,
