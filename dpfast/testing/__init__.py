@@ -16,6 +16,9 @@ person to change (Re:cord-play, 2026; see docs/security.md, "The neighbour audit
   clients), which dpfast's test suite audits; :func:`register` adds one;
 * :func:`check_refused` -- for a path whose query is an attack: both runs refused before
   the charge (the same exception, nothing published, nothing charged).
+* :class:`Chosen` -- a choice a release makes from its own DP output (a tuning's
+  recommended bounds): where D and D' choose differently the audit compares what was
+  published before it and not the release that follows (:attr:`AuditReport.branched`).
 
 Nothing in dpfast imports this module (it imports the release layers it audits).
 """
