@@ -345,6 +345,22 @@ def _first_epsilon(event: Any) -> float | None:
     return float(eps) if isinstance(eps, (int, float)) else None
 
 
+def _summary_floor(obj: Any) -> float:
+    """The public floor below which the tuning's noisy buckets are published as 0: the
+    summary's own ``floor`` where it states one, else the documented rule
+    (:func:`dpfast.tables.tune`, Privacy): discrete Laplace of scale ``3 / ε_h`` (at most:
+    ``2 / ε_h`` with a public domain) times ``ln`` of the two histograms' cells, taken on
+    the safe side (a larger floor only allows more)."""
+    stated = getattr(obj.summary, "floor", None)
+    if isinstance(stated, (int, float)) and not isinstance(stated, bool):
+        return float(stated)
+    eps_h = _first_epsilon(obj.event)
+    if eps_h is None or not eps_h > 0:
+        return math.inf
+    t = math.nextafter(3.0 / eps_h, math.inf)
+    return t * math.log(2 * len(obj.summary.l0_values)) * (1.0 + 1e-9)
+
+
 def _tune_result(obj: Any, name: str, shape: list[Any], tables: list[Cells]) -> None:
     """A tuning (:func:`dpfast.tables.tune`, or ``aggregate``'s ``.tuning``): its
     contribution summary is additive -- three histograms of one unit per person
@@ -361,12 +377,8 @@ def _tune_result(obj: Any, name: str, shape: list[Any], tables: list[Cells]) -> 
                   zip(s.linf_values.tolist(), s.linf_weights.tolist())})
     cells["n_keys"] = float(s.n_keys)
     if s.private:
-        from dpfast.tables import _tune_summary as _sum
-
-        eps_h = _first_epsilon(obj.event)
-        floor = math.inf if eps_h is None else _sum.floor(_sum.scale(eps_h, True))
         tables.append(Cells(f"{name}.summary", cells, additive=True, linf=1.0, l1=3.0,
-                            l2=math.sqrt(3.0), censored=floor))
+                            l2=math.sqrt(3.0), censored=_summary_floor(obj)))
     else:  # a public sample: the private data are not read
         tables.append(Cells(f"{name}.summary", cells, additive=True, linf=0.0, l1=0.0,
                             l2=0.0))
