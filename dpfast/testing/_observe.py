@@ -276,7 +276,7 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
 
 def _bits(arrays: Any) -> tuple[Any, ...]:
     """Arrays compared bit for bit (in the shape: what must not depend on the rows)."""
-    out = []
+    out: list[Any] = []
     for a in arrays:
         if a is None:
             out.append(None)
