@@ -332,3 +332,83 @@ def test_nothing_in_dpfast_imports_the_audit() -> None:
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             assert not any(n.startswith("dpfast.testing") for n in names), path
+
+
+# ------------------------------------------------ adaptive choices, censored cells, intervals
+
+def test_a_choice_from_the_release_own_output_stops_the_comparison() -> None:
+    """A release that chooses its later parameters from its own DP output (the tuning of
+    ``aggregate(max_partitions="auto")``) may choose differently on D and D': the audit
+    compares the tables published before the choice (and still finds their defects), not
+    the release that follows, and says where it branched."""
+    def tuned(moved: float) -> object:
+        def release(d: dict, rng: bytes) -> object:
+            n = float(len(d["id"]))
+            summary = T.Cells(".summary", {0: n * moved}, additive=True, linf=1.0)
+            after = T.Cells(".table", {0: float(np.sum(d["id"]))}, additive=True, linf=1.0)
+            return [summary, T.Chosen("k", int(n) % 2), after]
+        return release
+
+    D = _records()
+    (p,) = T.adversarial_people(D, kinds=["new_key"])
+    ok = T.audit(tuned(1.0), D, T.with_person(D, p))
+    assert ok.passed and ok.cells_checked == 1 and ok.branched == "[1]k: 0 on D != 1 on D'"
+    with pytest.raises(T.AuditError, match=r"\(b\) \[0\]\.summary\[0\] moved by 5.0"):
+        T.audit(tuned(5.0), D, T.with_person(D, p))
+    same = T.audit(tuned(1.0), D, T.with_person(T.without_person(D, 0), p), raises=False)
+    assert not same.branched and "[2].table[0] moved by 12.0" in same.findings[0]
+
+
+def test_censored_cells_move_by_the_sensitivity_across_the_floor() -> None:
+    """A DP summary publishes noisy cells below a public floor as 0: a cell published on
+    one side only must lie below the floor plus the sensitivity."""
+    def summary(v: float) -> object:
+        def release(d: dict, rng: bytes) -> object:
+            value = v if len(d["id"]) > 12 else 0.0
+            return T.Cells("", {0: value, 1: 7.0}, additive=True, linf=1.0, l1=3.0,
+                           censored=2.5)
+        return release
+
+    D = _records()
+    (p,) = T.adversarial_people(D, kinds=["huge"])
+    assert T.audit(summary(3.4), D, T.with_person(D, p)).passed
+    with pytest.raises(T.AuditError, match="censored below 2.5 on one side"):
+        T.audit(summary(3.6), D, T.with_person(D, p))
+
+
+def test_topdown_intervals_must_not_depend_on_the_data(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """The BLUE's half-widths (and standard errors) are functions of the hierarchy and the
+    noise parameters only: a half-width that reads the estimate is a channel, found by
+    the observation of the interval (the audit did not look at intervals before)."""
+    from dpfast.tables import TopDownRelease
+
+    (path,) = [p for p in PATHS if p.name == "tables.topdown/blue"]
+    case = next(c for c in path.cases() if c.name == "add-many_rows")
+    assert T.audit(path.run, case.D, case.D_prime).passed
+    honest = TopDownRelease.confidence_halfwidth
+
+    def leaky(self: TopDownRelease, alpha: float = 0.05) -> list:
+        return [h + 1e-3 * np.abs(c) for h, c in zip(honest(self, alpha), self.consistent)]
+
+    monkeypatch.setattr(TopDownRelease, "confidence_halfwidth", leaky)
+    report = T.audit(path.run, case.D, case.D_prime, raises=False)
+    assert any(f.startswith("(a) the shape") for f in report.findings), report.findings
+
+
+def test_the_tuning_is_audited_past_its_choice_and_its_summary_moves() -> None:
+    """Not vacuous: on the tuning paths the DP summary moves with the person (checked
+    against its sensitivity), and ``aggregate(max_partitions="auto")``'s release is
+    compared past the tuning's choice where the recommendation agrees."""
+    by = {p.name: p for p in PATHS}
+    tune = by["tables.tune/domain"]
+    case = next(c for c in tune.cases() if c.name == "add-many_rows")
+    report = T.audit(tune.run, case.D, case.D_prime, person_keys=case.person_keys)
+    (a,) = [t for t in report.on_d.tables if t.name == ".summary"]
+    (b,) = [t for t in report.on_d_prime.tables if t.name == ".summary"]
+    assert a.censored > 0 and sum(abs(a.cells[k] - b.cells[k]) for k in a.cells) >= 1
+    auto = by["tables.aggregate/auto"]
+    case = next(c for c in auto.cases() if c.name == "remove")
+    report = T.audit(auto.run, case.D, case.D_prime, person_keys=case.person_keys)
+    assert not report.branched
+    assert any(t.name.startswith("[0].count") for t in report.on_d.tables)

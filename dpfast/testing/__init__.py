@@ -16,6 +16,9 @@ person to change (Re:cord-play, 2026; see docs/security.md, "The neighbour audit
   clients), which dpfast's test suite audits; :func:`register` adds one;
 * :func:`check_refused` -- for a path whose query is an attack: both runs refused before
   the charge (the same exception, nothing published, nothing charged).
+* :class:`Chosen` -- a choice a release makes from its own DP output (a tuning's
+  recommended bounds): where D and D' choose differently the audit compares what was
+  published before it and not the release that follows (:attr:`AuditReport.branched`).
 
 Nothing in dpfast imports this module (it imports the release layers it audits).
 """
@@ -30,7 +33,7 @@ from dpfast.testing._audit import (
     check_refused,
     replay,
 )
-from dpfast.testing._observe import Cells, Observation, Raised, observe
+from dpfast.testing._observe import Cells, Chosen, Observation, Raised, observe
 from dpfast.testing._people import KINDS, Person, adversarial_people, with_person, without_person
 from dpfast.testing._rate import PublicationRate, publication_rate
 from dpfast.testing._registry import (
@@ -48,7 +51,7 @@ from dpfast.testing._registry import (
 
 __all__ = ["audit", "AuditReport", "AuditError", "DEFAULT_KEY", "replay", "check_refused",
            "observe",
-           "Observation", "Cells", "Raised", "adversarial_people", "Person", "KINDS",
+           "Observation", "Cells", "Chosen", "Raised", "adversarial_people", "Person", "KINDS",
            "with_person", "without_person", "publication_rate", "PublicationRate",
            "release_paths", "ReleasePath", "Case", "register", "public_release_names",
            "audit_records", "record_cases", "KEYS", "BOUNDS", "NOT_RELEASES"]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dpfast.tables import keynoise as _keynoise
-from dpfast.testing._observe import Cells, Observation, Raised, observe
+from dpfast.testing._observe import Cells, Chosen, Observation, Raised, observe
 
 __all__ = ["audit", "replay", "AuditReport", "AuditError", "DEFAULT_KEY", "run_observed",
            "check_refused"]
@@ -105,6 +105,10 @@ class AuditReport:
         Every violation, one line each (empty: the audit passed).
     cells_checked : int
         Number of published cells whose movement was checked against the sensitivity.
+    branched : str
+        Where the runs took different choices from their own DP output
+        (:class:`dpfast.testing.Chosen`: ``"name: value on D != value on D'"``), after
+        which nothing was compared; empty when they did not.
     """
 
     name: str
@@ -112,6 +116,7 @@ class AuditReport:
     on_d_prime: Observation
     findings: list[str]
     cells_checked: int = 0
+    branched: str = ""
 
     @property
     def passed(self) -> bool:
@@ -175,8 +180,9 @@ def audit(release: Callable[[Any, bytes], Any], D: Any, D_prime: Any, *,
     obs_d = run_observed(release, D, key, sensitivity)
     obs_p = run_observed(release, D_prime, key, sensitivity)
     findings: list[str] = []
-    checked = compare(obs_d, obs_p, set(_norm_keys(person_keys)), findings)
-    report = AuditReport(name, obs_d, obs_p, findings, checked)
+    branched: list[str] = []
+    checked = compare(obs_d, obs_p, set(_norm_keys(person_keys)), findings, branched)
+    report = AuditReport(name, obs_d, obs_p, findings, checked, "; ".join(branched))
     return report.check() if raises else report
 
 
@@ -212,9 +218,22 @@ def _norm_keys(keys: Any) -> list[Any]:
 
 
 def compare(a: Observation, b: Observation, person_keys: set[Any],
-            findings: list[str]) -> int:
+            findings: list[str], branched: list[str] | None = None) -> int:
     """Append to ``findings`` what distinguishes the two observations beyond what one
-    person holding ``person_keys`` may change; returns the number of cells checked."""
+    person holding ``person_keys`` may change; returns the number of cells checked.
+
+    Where the shapes first differ at a :class:`~dpfast.testing.Chosen` of the same name
+    (a choice made from the release's own DP output), the tables before it are compared
+    and the rest is not; the choice is appended to ``branched``."""
+    i = next((i for i, (x, y) in enumerate(zip(a.shape, b.shape)) if x != y), None)
+    if i is not None:
+        x, y = a.shape[i], b.shape[i]
+        if isinstance(x, Chosen) and isinstance(y, Chosen) and x.name == y.name and \
+                x.tables_before == y.tables_before:
+            if branched is not None:
+                branched.append(f"{x.name}: {x.value!r} on D != {y.value!r} on D'")
+            return sum(_compare_table(ta, tb, person_keys, findings) for ta, tb in
+                       zip(a.tables[:x.tables_before], b.tables[:y.tables_before]))
     if a.shape != b.shape:
         if a.raised or b.raised:
             findings.append(f"(a) control flow differs: on D {_outcome(a)}; on D' {_outcome(b)}")
@@ -256,6 +275,14 @@ def _compare_table(ta: Cells, tb: Cells, person_keys: set[Any], findings: list[s
         d = abs(va - vb)
         if not math.isfinite(d):
             findings.append(f"(b) {where}[{k!r}]: {va!r} on D, {vb!r} on D'")
+            continue
+        if ta.censored > 0.0 and 0.0 in (va, vb):  # below the floor on one side only
+            v = max(va, vb)
+            if ta.linf is not None and not v < ta.censored + ta.linf + ta.tolerance:
+                findings.append(f"(b) {where}[{k!r}]: {va!r} on D, {vb!r} on D': a cell "
+                                f"censored below {ta.censored!r} on one side moved beyond "
+                                f"the stated sensitivity {ta.linf!r}")
+            diffs.append(max(0.0, v - ta.censored))
             continue
         diffs.append(d)
         if ta.linf is not None and d > ta.linf + ta.tolerance:

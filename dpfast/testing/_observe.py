@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Cells", "Observation", "Raised", "observe"]
+__all__ = ["Cells", "Chosen", "Observation", "Raised", "observe"]
 
 
 
@@ -70,6 +70,12 @@ class Cells:
         on neighbours).
     delta : float
         The release's δ (what key selection may spend on publishing a person's own key).
+    censored : float
+        Post-processing that publishes a noisy cell below this public threshold as 0 (a
+        DP summary's empty buckets): a cell published on both sides moves by at most
+        ``linf``; published as 0 on one side and as ``v`` on the other, its noisy value
+        was below ``censored`` there, so ``v`` must be below ``censored + linf`` (it then
+        counts ``max(0, v - censored)`` towards the L1 and L2 movements).  0: none.
     """
 
     name: str
@@ -81,6 +87,25 @@ class Cells:
     tolerance: float = 0.0
     selected: bool = False
     delta: float = 0.0
+    censored: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Chosen:
+    """A choice the release makes from its own DP output (post-processing), which the rest
+    of the release depends on: the bounds that ``aggregate(max_partitions="auto")``'s
+    tuning recommends, the value bounds a tuning chooses privately.  Adaptive composition
+    allows it to differ on D and D' (the noise of the DP summary does not hide the person
+    from a replay with the same key); the audit then compares the tables published before
+    it and stops there (:attr:`dpfast.testing.AuditReport.branched`): what follows is a
+    release with other public parameters, audited where the choice agrees.
+
+    ``tables_before``: how many tables of the observation precede the choice (set by
+    :func:`observe`)."""
+
+    name: str
+    value: Any
+    tables_before: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +212,8 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
         obj = Raised.of(obj)
     if isinstance(obj, Raised):
         shape.append(obj)
+    elif isinstance(obj, Chosen):  # a choice the caller describes itself
+        shape.append(Chosen(name + obj.name, obj.value, len(tables)))
     elif isinstance(obj, Cells):  # a table the caller describes itself
         shape.append((name, "Cells", obj.name, obj.additive, obj.selected))
         tables.append(dataclasses.replace(obj, name=name + obj.name))
@@ -194,8 +221,17 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
         _table_release(obj, name, shape, tables, stated)
     elif kind == "AggregateRelease":
         shape.append((name, kind, repr(obj.event), obj.threshold))
+        tuning = getattr(obj, "tuning", None)  # aggregate(max_partitions="auto")
+        if tuning is not None:
+            _walk(tuning, f"{name}.tuning", shape, tables, None)
+            # the metrics are released at the bounds the DP summary recommends
+            shape.append(Chosen(f"{name}.tuning.used", (tuning.max_partitions,
+                                                        tuning.max_per_partition),
+                                len(tables)))
         for m, rel in obj.metrics.items():
             _walk(rel, f"{name}.{m}", shape, tables, stated)
+    elif kind == "TuneResult":
+        _tune_result(obj, name, shape, tables)
     elif kind == "SqlRelease":
         shape.append((name, kind, tuple(obj.key_names), obj.rule))
         for m, rel in obj.releases.items():
@@ -206,14 +242,7 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
                             selected=obj.selection is not None,
                             delta=_event_delta(obj.event, obj.selection)))
     elif kind == "TopDownRelease":
-        shape.append((name, kind, repr(obj.event), tuple(obj.sensitivity),
-                      tuple(a.shape for a in obj.noisy)))
-        for lev, (noisy, sens) in enumerate(zip(obj.noisy, obj.sensitivity)):
-            tables.append(Cells(f"{name}.noisy[{lev}]", dict(enumerate(map(_scalar, noisy))),
-                                additive=True, linf=float(sens), l2=float(sens)))
-        for lev, est in enumerate(obj.estimates):
-            tables.append(Cells(f"{name}.estimates[{lev}]",
-                                dict(enumerate(map(_scalar, est)))))
+        _topdown_release(obj, name, shape, tables)
     elif kind in ("AutoBounds",):
         shape.append((name, kind, repr(getattr(obj, "event", None))))
         tables.append(Cells(name, {"bounds": _scalar((obj.lo, obj.hi))}))
@@ -243,6 +272,127 @@ def _walk(obj: Any, name: str, shape: list[Any], tables: list[Cells],
     else:
         # anything else is compared whole (strings, None, public metadata)
         shape.append((name, kind, obj if _hashable(obj) else repr(obj)))
+
+
+def _bits(arrays: Any) -> tuple[Any, ...]:
+    """Arrays compared bit for bit (in the shape: what must not depend on the rows)."""
+    out: list[Any] = []
+    for a in arrays:
+        if a is None:
+            out.append(None)
+            continue
+        arr = np.ascontiguousarray(a)
+        out.append((arr.dtype.str, arr.shape, arr.tobytes()))
+    return tuple(out)
+
+
+#: the level of the intervals the audit observes
+_ALPHA = 0.05
+
+
+def _topdown_release(obj: Any, name: str, shape: list[Any], tables: list[Cells]) -> None:
+    """A TopDown release: the noisy measurements are additive (per level, the stated L2
+    sensitivity); every estimate is their post-processing (keys only); the per-unit error
+    variances (:attr:`stderr`) and the intervals' half-widths must be functions of the
+    hierarchy and the noise parameters alone (bit for bit in the shape), and the published
+    interval is ``consistent ± half-width`` where the estimate is not rounded (its
+    published half-widths are checked to move by nothing beyond float rounding), else
+    contains it and the estimate."""
+    half = obj.confidence_halfwidth(_ALPHA)
+    ci = obj.confidence_interval(_ALPHA)
+    contains = []
+    for c, est, h, (low, high) in zip(obj.consistent, obj.estimates, half, ci):
+        c = np.asarray(c, np.float64)
+        hh = h if c.ndim == 1 else h[:, None]
+        e = np.asarray(est, np.float64)
+        lo_needed = np.minimum(c - hh, e)
+        if obj.nonnegative:
+            lo_needed = np.maximum(lo_needed, 0.0)
+        contains.append(bool(np.all(low <= lo_needed) and np.all(high >= np.maximum(c + hh, e))))
+    shape.append((name, "TopDownRelease", repr(obj.event), tuple(obj.sensitivity),
+                  tuple(None if a is None else a.shape for a in obj.noisy), obj.estimator,
+                  obj.nonnegative, obj.integer, obj.total_invariant, _bits(obj.variances),
+                  _bits(obj.stderr), _bits(half), repr(obj.report(_ALPHA)),
+                  ("interval contains consistent ± half-width and the estimate",
+                   tuple(contains))))
+    for lev, (noisy, sens) in enumerate(zip(obj.noisy, obj.sensitivity)):
+        if noisy is None:  # an exact root (total_invariant): not measured
+            continue
+        tables.append(Cells(f"{name}.noisy[{lev}]", dict(enumerate(map(_scalar, noisy))),
+                            additive=True, linf=float(sens), l2=float(sens)))
+    for lev, est in enumerate(obj.estimates):
+        tables.append(Cells(f"{name}.estimates[{lev}]", dict(enumerate(map(_scalar, est)))))
+    for lev, c in enumerate(obj.consistent):
+        tables.append(Cells(f"{name}.consistent[{lev}]", dict(enumerate(map(_scalar, c)))))
+    rounded = obj.nonnegative or obj.integer
+    for lev, ((low, high), c) in enumerate(zip(ci, obj.consistent)):
+        tables.append(Cells(f"{name}.interval[{lev}]",
+                            dict(enumerate(map(_scalar, zip(low, high))))))
+        if not rounded:  # c ± h: the published half-width moves by float rounding only
+            width = (np.asarray(high, np.float64) - np.asarray(low, np.float64)) / 2.0
+            tol = 1e-12 * (1.0 + float(np.max(np.abs(c), initial=0.0))
+                           + float(np.max(width, initial=0.0)))
+            tables.append(Cells(f"{name}.interval_halfwidth[{lev}]",
+                                dict(enumerate(map(_scalar, width))), additive=True,
+                                linf=0.0, tolerance=tol))
+
+
+def _first_epsilon(event: Any) -> float | None:
+    """The ε of the first pure-DP part of ``event`` (the tuning's histograms)."""
+    while event is not None and type(event).__name__ == "Composed":
+        event = event.events[0] if event.events else None
+    eps = getattr(event, "epsilon", None)
+    return float(eps) if isinstance(eps, (int, float)) else None
+
+
+def _summary_floor(obj: Any) -> float:
+    """The public floor below which the tuning's noisy buckets are published as 0: the
+    summary's own ``floor`` where it states one, else the documented rule
+    (:func:`dpfast.tables.tune`, Privacy): discrete Laplace of scale ``3 / ε_h`` (at most:
+    ``2 / ε_h`` with a public domain) times ``ln`` of the two histograms' cells, taken on
+    the safe side (a larger floor only allows more)."""
+    stated = getattr(obj.summary, "floor", None)
+    if isinstance(stated, (int, float)) and not isinstance(stated, bool):
+        return float(stated)
+    eps_h = _first_epsilon(obj.event)
+    if eps_h is None or not eps_h > 0:
+        return math.inf
+    t = math.nextafter(3.0 / eps_h, math.inf)
+    return t * math.log(2 * len(obj.summary.l0_values)) * (1.0 + 1e-9)
+
+
+def _tune_result(obj: Any, name: str, shape: list[Any], tables: list[Cells]) -> None:
+    """A tuning (:func:`dpfast.tables.tune`, or ``aggregate``'s ``.tuning``): its
+    contribution summary is additive -- three histograms of one unit per person
+    (L∞ 1, L1 3 with the key count, L2 √3), censored below the public floor -- and exact
+    (moving by nothing) from a public sample; the bounds it chose privately are a
+    :class:`Chosen`; the recommendation, predictions and candidates are post-processing
+    (values free, the candidates' keys compared)."""
+    s = obj.summary
+    shape.append((name, "TuneResult", repr(obj.event), obj.epsilon, obj.release_epsilon,
+                  s.private, tuple(s.l0_values.tolist()), tuple(s.linf_values.tolist())))
+    cells: dict[Any, Any] = {("l0", float(v)): float(w) for v, w in
+                             zip(s.l0_values.tolist(), s.l0_weights.tolist())}
+    cells.update({("linf", float(v)): float(w) for v, w in
+                  zip(s.linf_values.tolist(), s.linf_weights.tolist())})
+    cells["n_keys"] = float(s.n_keys)
+    if s.private:
+        tables.append(Cells(f"{name}.summary", cells, additive=True, linf=1.0, l1=3.0,
+                            l2=math.sqrt(3.0), censored=_summary_floor(obj)))
+    else:  # a public sample: the private data are not read
+        tables.append(Cells(f"{name}.summary", cells, additive=True, linf=0.0, l1=0.0,
+                            l2=0.0))
+    shape.append(Chosen(f"{name}.bounds", tuple(sorted((c, _scalar(b)) for c, b in
+                                                       obj.bounds.items())), len(tables)))
+    tables.append(Cells(f"{name}.recommended", {"max_partitions": float(obj.max_partitions),
+                                                "max_per_partition":
+                                                    float(obj.max_per_partition)}))
+    tables.append(Cells(f"{name}.predicted", {
+        (m, f): float(getattr(p, f)) for m, p in obj.predicted.items()
+        for f in ("bias", "variance", "error")}))
+    tables.append(Cells(f"{name}.candidates", {
+        (float(c.max_partitions), float(c.max_per_partition)): float(c.score)
+        for c in obj.candidates}))
 
 
 def _hashable(obj: Any) -> bool:

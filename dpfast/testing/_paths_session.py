@@ -129,6 +129,18 @@ _path("session.histogram", "histogram",
 _path("session.topdown", "topdown",
       lambda s: s.topdown({"region": ["east", "east", "west", "west", "west"],
                            "key": list(KEYS)}, ["region", "key"], rho=0.5))
+def _topdown_blue(s: Any) -> Any:
+    """The BLUE (its stderr and intervals) and its rounding, through the session's cache
+    (the second call rebuilds the release from its state)."""
+    r = s.topdown({"region": ["east", "east", "west", "west", "west"], "key": list(KEYS)},
+                  ["region", "key"], rho=0.5, estimator="blue")
+    again = s.topdown({"region": ["east", "east", "west", "west", "west"],
+                       "key": list(KEYS)}, ["region", "key"], rho=0.5, estimator="blue")
+    return r, r.rounded(), again.rounded()
+
+
+_path("session.topdown/blue", "topdown", _topdown_blue)
+_path("analyst.topdown/blue", "topdown", _topdown_blue, analyst="alice", kinds=FEW)
 _path("session.sql/group-by", "sql",
       lambda s: s.sql("SELECT key, COUNT(*) AS n, SUM(value) AS total, AVG(value) AS m "
                       "FROM t GROUP BY key", epsilon=1.0))

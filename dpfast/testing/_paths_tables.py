@@ -94,14 +94,22 @@ def _topdown(d: Any, rng: bytes, **options: Any) -> Any:
     public = d["key"].isin(list(KEYS)).to_numpy()  # rows outside the public leaves: dropped
     leaves = np.asarray([leaf[k] for k in d["key"][public]], dtype=np.int64)
     levels = [np.array([0, 0, 0, 1, 1]), np.arange(len(KEYS))]
-    return _t().topdown(leaves, levels, rho=0.5, privacy_ids=d["id"].to_numpy()[public],
-                        rng=rng, **options)
+    options.setdefault("rho", 0.5)
+    return _t().topdown(leaves, levels, privacy_ids=d["id"].to_numpy()[public], rng=rng,
+                        **options)
 
 
 register(ReleasePath("tables.topdown/records", ("dpfast.tables.topdown",), _topdown))
 # estimator="blue": post-processing of the same measurements (the same event and charge)
 register(ReleasePath("tables.topdown/blue", ("dpfast.tables.topdown",),
                      lambda d, rng: _topdown(d, rng, estimator="blue")))
+# its rounding (TopDownRelease.rounded): post-processing of the BLUE, no new charge; the
+# BLUE's half-widths stay functions of the hierarchy and the noise parameters
+register(ReleasePath("tables.topdown/blue-rounded", ("dpfast.tables.topdown",),
+                     lambda d, rng: _topdown(d, rng, estimator="blue").rounded()))
+register(ReleasePath("tables.topdown/blue-rounded-signed", ("dpfast.tables.topdown",),
+                     lambda d, rng: _topdown(d, rng, estimator="blue", max_partitions=2,
+                                             rho=[0.2, 0.3]).rounded(nonnegative=False)))
 
 
 def _auto_bounds(d: Any, rng: bytes) -> Any:

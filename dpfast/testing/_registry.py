@@ -29,9 +29,9 @@ KEYS = ("a", "b", "c", "d", "e")
 BOUNDS = (0.0, 10.0)
 
 # the modules that register paths (imported by release_paths)
-_PATH_MODULES = ("dpfast.testing._paths_tables", "dpfast.testing._paths_session",
-                 "dpfast.testing._paths_dask", "dpfast.testing._paths_local",
-                 "dpfast.testing._paths_registry")
+_PATH_MODULES = ("dpfast.testing._paths_tables", "dpfast.testing._paths_tune",
+                 "dpfast.testing._paths_session", "dpfast.testing._paths_dask",
+                 "dpfast.testing._paths_local", "dpfast.testing._paths_registry")
 
 #: public callables that are not releases (no private data in, or post-processing only)
 NOT_RELEASES = {
