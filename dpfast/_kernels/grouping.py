@@ -293,39 +293,50 @@ def _counting_order(codes, n_codes, order, out):
 
 
 # ----------------------------------------------------------------------------- sorting
-@nb.njit(cache=True)
-def _less(a, v, i, j, pairs):
-    """Row i before row j: by key ``a``, then (``pairs``) by value ``v``."""
+@nb.njit(cache=True, _nrt=False)
+def _less(a, v, vals, i, j, pairs):
+    """Row i strictly before row j: by key ``a``, then (``vals`` given) by the value tuple
+    of the rows ``v[i]``, ``v[j]`` of ``vals`` (lexicographic), else (``pairs``) by value
+    ``v``.  (``vals`` None prunes the tuple branch at compile time.)"""
     if a[i] != a[j]:
         return a[i] < a[j]
+    if vals is not None:
+        ri = v[i]
+        rj = v[j]
+        for col in range(vals.shape[1]):
+            if vals[ri, col] != vals[rj, col]:
+                return vals[ri, col] < vals[rj, col]
+        return False
     return pairs and v[i] < v[j]
 
 
-@nb.njit(cache=True)
-def _sort_rows(a, v, lo, hi, pairs):
-    """Stable sort of rows [lo, hi) by ``a`` (and ``v`` with ``pairs``; ``v`` permuted
-    along): insertion sort of runs of ``SMALL`` rows, then bottom-up merges through one
-    scratch buffer.  Plain loops (no ``np.sort``/``np.argsort``): much less for numba
-    to compile on first use, and the same order as a stable sort by (a, v)."""
+@nb.njit(cache=True, _nrt=False)
+def sort_rows(a, v, vals, lo, hi, pairs, ta, tv):
+    """The one sort of an id's rows: a stable sort of rows [lo, hi) by :func:`_less` (key
+    ``a``, then the value tuple ``vals[v]`` or, with ``pairs``, the value ``v``; ``v``
+    permuted along unless ``pairs`` is False and ``vals`` None).  Insertion sort of runs of
+    :data:`SMALL` rows, then bottom-up merges through the caller's scratch ``ta``, ``tv``
+    (at least ``hi - lo`` entries when ``hi - lo > SMALL``; ``tv`` unused without
+    values).  Plain loops (no ``np.sort``/``np.argsort``: much less for numba to compile on
+    first use) and no allocation (``_nrt=False``: a call costs no reference counting of
+    its arrays).  Every stable sort by the same order gives the same output."""
+    along = pairs or vals is not None
     m = hi - lo
     for s in range(lo, hi, SMALL):
         e = min(s + SMALL, hi)
         for i in range(s + 1, e):
-            ka = a[i]
-            kv = v[i] if pairs else v[0]
-            j = i - 1
-            while j >= s and (a[j] > ka or (pairs and a[j] == ka and v[j] > kv)):
-                a[j + 1] = a[j]
-                if pairs:
-                    v[j + 1] = v[j]
+            j = i
+            while j > s and _less(a, v, vals, j, j - 1, pairs):
+                t = a[j]
+                a[j] = a[j - 1]
+                a[j - 1] = t
+                if along:
+                    u = v[j]
+                    v[j] = v[j - 1]
+                    v[j - 1] = u
                 j -= 1
-            a[j + 1] = ka
-            if pairs:
-                v[j + 1] = kv
     if m <= SMALL:
         return
-    ta = np.empty(m, a.dtype)
-    tv = np.empty(m if pairs else 0, v.dtype)
     width = SMALL
     while width < m:
         for s in range(0, m, 2 * width):
@@ -335,45 +346,48 @@ def _sort_rows(a, v, lo, hi, pairs):
             j = mid
             t = s
             while i < mid and j < end:
-                if _less(a, v, j, i, pairs):  # strictly smaller on the right: stable
+                if _less(a, v, vals, j, i, pairs):  # strictly smaller on the right: stable
                     ta[t] = a[j]
-                    if pairs:
+                    if along:
                         tv[t] = v[j]
                     j += 1
                 else:
                     ta[t] = a[i]
-                    if pairs:
+                    if along:
                         tv[t] = v[i]
                     i += 1
                 t += 1
             while i < mid:
                 ta[t] = a[i]
-                if pairs:
+                if along:
                     tv[t] = v[i]
                 i += 1
                 t += 1
             while j < end:
                 ta[t] = a[j]
-                if pairs:
+                if along:
                     tv[t] = v[j]
                 j += 1
                 t += 1
         for t in range(m):
             a[lo + t] = ta[t]
-            if pairs:
+            if along:
                 v[lo + t] = tv[t]
         width *= 2
 
 
 @nb.njit(cache=True)
 def _sort_keys(a, lo, hi):
-    _sort_rows(a, a, lo, hi, False)
+    """Sort rows [lo, hi) by key ``a`` (:func:`sort_rows` with its own scratch)."""
+    sort_rows(a, a, None, lo, hi, False, np.empty(hi - lo if hi - lo > SMALL else 0, a.dtype),
+              a[:0])
 
 
 @nb.njit(cache=True)
 def _sort_pairs(a, v, lo, hi):
-    """Sort rows [lo, hi) by (key a, value v)."""
-    _sort_rows(a, v, lo, hi, True)
+    """Sort rows [lo, hi) by (key a, value v) (:func:`sort_rows` with its own scratch)."""
+    m = hi - lo if hi - lo > SMALL else 0
+    sort_rows(a, v, None, lo, hi, True, np.empty(m, a.dtype), np.empty(m, v.dtype))
 
 
 # ----------------------------------------------------------------------------- per-key totals
