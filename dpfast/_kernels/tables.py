@@ -282,8 +282,8 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                 if d > k and policy is None:
                     m = _want(nonces, m, h, 0)
         # the lanes past m of the last SIMD run of 16 streams are computed and ignored: one
-        # more run costs less than the scalar blocks of a remainder of 4 or more
-        first_blocks(subkey, nonces, ctr, pre, m + (-m % 16 if m % 16 >= 4 else 0))
+        # more run costs less than the scalar blocks of a remainder of 3 or more
+        first_blocks(subkey, nonces, ctr, pre, m + (-m % 16 if m % 16 >= 3 else 0))
         t = 0
         for i in range(b0, b1):
             d = nkeep[i]
