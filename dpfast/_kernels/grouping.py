@@ -101,7 +101,7 @@ GROUP_PART_ROWS = 1 << 14
 GROUP_MAX_PARTS = 1 << 12
 
 
-def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads):
+def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads, lo=0):
     """Counting sort of rows by id code: the rows of id ``i`` go to
     ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries),
     in input order inside every id (a stable sort; the bounding kernels sort each
@@ -122,6 +122,9 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
     Each pass runs serial ``nogil`` kernels over blocks of rows (or of partitions) on up
     to ``nthreads`` threads (:func:`dpfast._kernels._launch.chunked`): no parallel region
     to compile, and the output does not depend on the threads.
+
+    ``lo``: the ids are ``ids - lo`` (raw integer ids in ``[lo, lo + n_ids)`` grouped by
+    value, without a dense code per row first: an absent value has an empty range).
     """
     n = ids.shape[0]
     nthr = max(1, nthreads)
@@ -130,10 +133,10 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
         nt1 = max(1, min(nthr, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
         step1 = (n + nt1 - 1) // nt1
         cnt1 = np.zeros((nt1, n_ids), np.int64)
-        _COUNT.launch((step1, ids, 0, cnt1), nthr)
+        _COUNT.launch((step1, ids, lo, 0, cnt1), nthr)
         _offsets(cnt1, off)  # id-major, thread-minor; off[n_ids] = n
-        _SCATTER.launch((step1, ids, 0, 0, keys, vals, use_vals, cnt1, gkeys, gvals, loc,
-                         False), nthr)
+        _SCATTER.launch((step1, ids, lo, 0, 0, keys, vals, use_vals, cnt1, gkeys, gvals,
+                         loc, False), nthr)
         return
     want = min(GROUP_MAX_PARTS, max(2, n // GROUP_PART_ROWS))
     shift = 0
@@ -144,11 +147,11 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
     nt = max(1, min(nthr, (n + 65535) // 65536))
     step = (n + nt - 1) // nt
     cnt = np.zeros((nt, n_parts), np.int64)
-    _COUNT.launch((step, ids, shift, cnt), nthr)
+    _COUNT.launch((step, ids, lo, shift, cnt), nthr)
     pstart = np.empty(n_parts + 1, np.int64)
     _offsets(cnt, pstart)
-    _SCATTER.launch((step, ids, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals, loc,
-                     True), nthr)
+    _SCATTER.launch((step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
+                     loc, True), nthr)
     biggest = int(np.diff(pstart).max())
     nblk = min(n_parts, 4 * nthr)
     pstep = (n_parts + nblk - 1) // nblk
@@ -158,13 +161,13 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
 
 
 @nb.njit(cache=True, nogil=True)
-def _count_blocks(b0, b1, step, ids, shift, cnt):
-    """``cnt[b, ids[i] >> shift] += 1`` over the rows of blocks ``[b0, b1)`` (block ``b``:
-    rows ``[b step, (b + 1) step)``)."""
+def _count_blocks(b0, b1, step, ids, lo, shift, cnt):
+    """``cnt[b, (ids[i] - lo) >> shift] += 1`` over the rows of blocks ``[b0, b1)`` (block
+    ``b``: rows ``[b step, (b + 1) step)``)."""
     n = ids.shape[0]
     for b in range(b0, b1):
         for i in range(b * step, min(n, (b + 1) * step)):
-            cnt[b, ids[i] >> shift] += 1
+            cnt[b, (ids[i] - lo) >> shift] += 1
 
 
 @nb.njit(cache=True)
@@ -183,15 +186,15 @@ def _offsets(cnt, starts):
 
 
 @nb.njit(cache=True, nogil=True)
-def _scatter_blocks(b0, b1, step, ids, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
-                    loc, with_loc):
+def _scatter_blocks(b0, b1, step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys,
+                    gvals, loc, with_loc):
     """Move the rows of blocks ``[b0, b1)`` to their places (``cnt`` from
     :func:`_offsets`), in input order; ``with_loc``: each row's id inside its part to
     ``loc``."""
     n = ids.shape[0]
     for b in range(b0, b1):
         for i in range(b * step, min(n, (b + 1) * step)):
-            j = ids[i]
+            j = ids[i] - lo
             p = j >> shift
             q = cnt[b, p]
             gkeys[q] = keys[i]
@@ -218,7 +221,7 @@ def _sort_blocks(b0, b1, pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, us
 
 def _row_blocks(args):
     """The blocks of rows of a counting or scattering pass: ``cnt``'s rows."""
-    return args[3].shape[0] if len(args) == 4 else args[7].shape[0]
+    return args[4].shape[0] if len(args) == 5 else args[8].shape[0]
 
 
 def _part_blocks(args):
