@@ -327,7 +327,21 @@ def sort_rows(a, v, vals, lo, hi, pairs, ta, tv):
     m = hi - lo
     for s in range(lo, hi, SMALL):
         e = min(s + SMALL, hi)
-        for i in range(s + 1, e):
+        if vals is None:  # by key, or (key, value): shift the larger rows up one slot
+            for i in range(s + 1, e):
+                ka = a[i]
+                kv = v[i]
+                j = i - 1
+                while j >= s and (a[j] > ka or (pairs and a[j] == ka and v[j] > kv)):
+                    a[j + 1] = a[j]
+                    if pairs:
+                        v[j + 1] = v[j]
+                    j -= 1
+                a[j + 1] = ka
+                if pairs:
+                    v[j + 1] = kv
+            continue
+        for i in range(s + 1, e):  # by (key, value tuple): swaps
             j = i
             while j > s and _less(a, v, vals, j, j - 1, pairs):
                 t = a[j]
