@@ -11,8 +11,10 @@ Usage (from the repository root)::
 Each round runs the dpfast call and the pandas pipeline (:mod:`dpfast.perf.suite_tables`,
 the gate's ``tables_count_pandas`` / ``tables_mean_pandas`` entries) back to back, in
 alternating order, and reports ``pandas time / dpfast time`` per round: the median and the
-min-max of the rounds' ratios, and the median times.  The load average is printed before
-and after (a shared host's load moves both sides of a pair alike, not the medians).
+min-max of the rounds' ratios, and the median times; also the ratio of process CPU times
+(pandas runs on one core, dpfast on all: the CPU ratio is the work ratio, steadier on a
+loaded host).  The load average is printed before and after (a shared host's load moves
+both sides of a pair alike, not the medians).
 
 ``--against DIR``: dpfast of this checkout against the checkout ``DIR`` (e.g. ``main``),
 each in its own worker process (the same rows), calls alternated.
@@ -58,20 +60,23 @@ def _pairs(rows: int, rounds: int) -> None:
         ours()
         theirs()
     for name, (ours, theirs) in cases.items():
-        t_us, t_pd, ratio = [], [], []
+        t_us, t_pd, ratio, ratio_cpu = [], [], [], []
         for r in range(rounds):
             order = (ours, theirs) if r % 2 == 0 else (theirs, ours)
-            got = {}
+            got, cpu = {}, {}
             for fn in order:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 fn()
                 got[fn is ours] = time.perf_counter() - t0
+                cpu[fn is ours] = time.process_time() - c0
             t_us.append(got[True])
             t_pd.append(got[False])
             ratio.append(got[False] / got[True])
+            ratio_cpu.append(cpu[False] / cpu[True])
         print(f"tables.{name} {rows:.0e} rows, {rounds} pairs: dpfast "
               f"{statistics.median(t_us):.3f} s, pandas {statistics.median(t_pd):.3f} s, "
-              f"ratio {_spread(ratio)}", flush=True)
+              f"ratio {_spread(ratio)}; process CPU time ratio {_spread(ratio_cpu)}",
+              flush=True)
 
 
 def _profile(rows: int, rounds: int) -> None:
