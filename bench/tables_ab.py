@@ -17,7 +17,8 @@ loaded host).  The load average is printed before and after (a shared host's loa
 both sides of a pair alike, not the medians).
 
 ``--against DIR``: dpfast of this checkout against the checkout ``DIR`` (e.g. ``main``),
-each in its own worker process (the same rows), calls alternated.
+each in its own worker process (the same rows), calls alternated; with ``--kernel`` the
+bounding kernel of a count alone (the rows grouped once, 1 and 2 threads).
 
 ``--profile``: the stages of one ``tables.count`` call (id and key encoding, grouping,
 the bounding kernel, the per-key totals, and the rest: selection, noise, the table),
@@ -148,12 +149,41 @@ for line in sys.stdin:
 """
 
 
-def _against(other: str, rows: int, rounds: int) -> None:
+_KERNEL_WORKER = r"""
+import sys, time
+import numpy as np
+import dpfast
+from dpfast._kernels import grouping as _kg, tables as _kt
+from dpfast.perf import suite_tables as st
+from dpfast.tables import _keys, bounding
+ids, keys, _ = st.records(int(sys.argv[1]))
+kc, _ = _keys.factorize_column(keys)
+ic, iu = _keys.factorize_column(ids)
+h, n, n_ids = _keys.id_hashes(iu), len(ids), len(iu)
+graw, off, g0 = np.zeros(n, np.int64), np.zeros(n_ids + 1, np.int64), np.zeros(n, np.int64)
+e = np.empty(0, np.int64)
+_kg.group_by_id(ic, n_ids, kc, e, False, off, g0, e, graw.view(np.int32), 1)
+sk = bounding.subkey(dpfast.default_rng(st.KEY))
+gcnt, nkeep, g = np.zeros(n, np.int64), np.zeros(n_ids, np.int64), g0.copy()
+def run(t):
+    g[:] = g0
+    t0 = time.perf_counter()
+    _kt.bound_counts(off, g, h, sk, st.K, 1, gcnt, nkeep, None, graw, t)
+    return time.perf_counter() - t0
+run(1), run(2)
+print("ready", flush=True)
+for line in sys.stdin:
+    print(run(int(line)), flush=True)
+"""
+
+
+def _against(other: str, rows: int, rounds: int, kernel: bool = False) -> None:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     procs = {}
     for name, root in (("this", here), ("other", os.path.abspath(other))):
         env = {**os.environ, "PYTHONPATH": root}
-        procs[name] = subprocess.Popen([sys.executable, "-c", _WORKER, str(rows)], env=env,
+        code = _KERNEL_WORKER if kernel else _WORKER
+        procs[name] = subprocess.Popen([sys.executable, "-c", code, str(rows)], env=env,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        text=True, cwd=root)
         assert procs[name].stdout is not None and procs[name].stdout.readline() == "ready\n"
@@ -165,7 +195,7 @@ def _against(other: str, rows: int, rounds: int) -> None:
         p.stdin.flush()
         return float(p.stdout.readline())
 
-    for stat in ("count", "mean"):
+    for stat in ("1", "2") if kernel else ("count", "mean"):
         mine, theirs, ratio = [], [], []
         for r in range(rounds):
             if r % 2:
@@ -175,7 +205,8 @@ def _against(other: str, rows: int, rounds: int) -> None:
             mine.append(a)
             theirs.append(b)
             ratio.append(b / a)
-        print(f"tables.{stat} {rows:.0e} rows, {rounds} pairs: this "
+        what = f"bound_counts on {stat} thread(s)" if kernel else f"tables.{stat}"
+        print(f"{what} {rows:.0e} rows, {rounds} pairs: this "
               f"{statistics.median(mine):.3f} s, {other} {statistics.median(theirs):.3f} s, "
               f"speed-up {_spread(ratio)}", flush=True)
     for p in procs.values():
@@ -191,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--against", default=None, metavar="DIR")
+    ap.add_argument("--kernel", action="store_true",
+                    help="with --against: the bounding kernel of a count alone, 1 and 2 threads")
     args = ap.parse_args(argv)
     if args.threads is not None:
         os.environ["NUMBA_NUM_THREADS"] = str(args.threads)  # (the --against workers)
@@ -201,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         _profile(args.rows, args.rounds)
     elif args.against:
-        _against(args.against, args.rows, args.rounds)
+        _against(args.against, args.rows, args.rounds, args.kernel)
     else:
         _pairs(args.rows, args.rounds)
     print(_load(), flush=True)
