@@ -15,6 +15,7 @@ import ast
 import pathlib
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,7 +102,7 @@ def test_ids_grouped_by_value_as_by_code(n: int, span: int, lo: int, dtype: str,
     ids = (lo + g.integers(0, span, n)).astype(dtype)
     keys = g.integers(0, 40, n).astype(np.int64)
     vals = g.integers(-10**9, 10**9, n).astype(np.int64)
-    off, gk, gv, uniq, codes = _grouped.group_ids(ids, keys, vals, threads)
+    off, gk, gv, uniq, codes = _grouped.group_ids(ids, keys, vals, threads, n_keys=40)
     assert (codes is None) == (_grouped.by_value(ids) is not None)
     want = _factorized(ids, keys, vals, threads)
     for got, exp in zip((off, gk, gv, uniq), want, strict=True):
@@ -109,15 +110,24 @@ def test_ids_grouped_by_value_as_by_code(n: int, span: int, lo: int, dtype: str,
     assert uniq.dtype == ids.dtype
 
 
-def test_many_ids_grouped_by_value_two_passes() -> None:
-    """Past :data:`GROUP_ONE_PASS_IDS` values the grouping partitions first: the same
-    arrays as the factorized path, with gaps in the ids."""
+@pytest.mark.parametrize("n_keys", [0, 1000, 2**31])
+@pytest.mark.parametrize("by_value", [True, False])
+def test_many_ids_grouped_two_passes(n_keys: int, by_value: bool) -> None:
+    """Past :data:`GROUP_ONE_PASS_IDS` ids the grouping partitions first (with a known key
+    range below ``2**31``, a row's key and its id inside its part packed in one word): the
+    same arrays as the factorized path, with gaps in the ids, keys up to the bound."""
     g = np.random.default_rng(3)
     n = 400_000
-    ids = g.integers(5, 5 + 300_000, n).astype(np.int64)
-    keys = g.integers(0, 1000, n).astype(np.int64)
+    span = 300_000 if by_value else 10**12
+    ids = (5 + g.integers(0, span, n)).astype(np.int64)
+    keys = g.integers(0, max(n_keys, 1000), n).astype(np.int64)
+    keys[:2] = [0, max(n_keys, 1000) - 1]
     vals = g.integers(0, 100, n).astype(np.int64)
-    assert _grouped.by_value(ids) is not None
-    got = _grouped.group_ids(ids, keys, vals, 2)
+    assert (_grouped.by_value(ids) is not None) == by_value
+    got = _grouped.group_ids(ids, keys, vals, 2, n_keys=n_keys)
     for a, b in zip(got[:4], _factorized(ids, keys, vals, 2), strict=True):
+        np.testing.assert_array_equal(a, b)
+    got = _grouped.group_ids(ids, keys, None, 1, n_keys=n_keys)  # no values
+    want = _factorized(ids, keys, vals, 1)
+    for a, b in ((got[0], want[0]), (got[1], want[1]), (got[3], want[3])):
         np.testing.assert_array_equal(a, b)

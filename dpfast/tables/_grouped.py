@@ -38,7 +38,7 @@ def by_value(ids: np.ndarray) -> tuple[int, int] | None:
 
 
 def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
-              nthreads: int, loc: np.ndarray | None = None
+              nthreads: int, loc: np.ndarray | None = None, n_keys: int = 0
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """``(off, gkeys, gvals, uniques, id_codes)``: the rows of the ``i``-th distinct id
     (``uniques[i]``) at ``[off[i], off[i+1])`` of ``gkeys`` (their key codes) and
@@ -46,6 +46,8 @@ def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
     (:func:`dpfast._kernels.grouping.group_by_id`).  ``id_codes``: the per-row codes when
     they were made (None when the ids were grouped by value).  ``loc``: int32 scratch of at
     least ``len(ids)`` entries for the grouping (a caller lends a later array's memory).
+    ``n_keys``: the key codes lie in ``[0, n_keys)`` (0: not known; see ``key_bound`` of
+    :func:`~dpfast._kernels.grouping.group_by_id`).
     The grouped arrays are scratch (:mod:`dpfast._core.scratch`) under a caller's lease."""
     n = ids.shape[0]
     use_vals = values is not None
@@ -60,7 +62,7 @@ def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
         full = scratch.empty(span + 1, np.int64)
         _kg.group_by_id(ids.astype(np.int64, copy=False), span, key_codes,
                         values if use_vals else gvals, use_vals, full, gkeys, gvals, loc,
-                        nthreads, lo)
+                        nthreads, lo, n_keys)
         present = np.flatnonzero(full[1:] != full[:-1])
         off = np.empty(present.shape[0] + 1, np.int64)
         off[:-1] = full[present]
@@ -69,5 +71,5 @@ def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
     id_codes, uniques = _keys.factorize_column(ids)
     off = scratch.empty(len(uniques) + 1, np.int64)
     _kg.group_by_id(id_codes, len(uniques), key_codes, values if use_vals else gvals,
-                    use_vals, off, gkeys, gvals, loc, nthreads)
+                    use_vals, off, gkeys, gvals, loc, nthreads, 0, n_keys)
     return off, gkeys, gvals, uniques, id_codes

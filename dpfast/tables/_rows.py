@@ -75,7 +75,7 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
         return RowsBounded(counts, counts.copy(), hi, lo, kept,
                            bounding.weighted_rows(counts, unit_weights))
     off, gkeys, gidx, id_uniques, _ = _grouped.group_ids(
-        ids, key_codes, np.arange(n, dtype=np.int64), _keys._threads())
+        ids, key_codes, np.arange(n, dtype=np.int64), _keys._threads(), n_keys=n_keys)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
     nkeep = np.empty(n_ids, np.int64)

@@ -172,7 +172,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
     else:  # encoded and grouped in parallel; the parallel kernels sort each id's rows
         # (graw's memory holds the grouping's int32 scratch until bounding writes it)
         off, gkeys, gvals, id_uniques, id_codes = _grouped.group_ids(
-            ids, key_codes, values, _keys._threads(), graw.view(np.int32))
+            ids, key_codes, values, _keys._threads(), graw.view(np.int32), n_keys)
         # id codes made here are no longer needed: reuse their memory (fresh pages cost
         # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
         reuse = id_codes is not None and id_codes.dtype == np.int64 and \
