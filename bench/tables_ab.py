@@ -48,7 +48,7 @@ def _spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):.2f}x (min {min(xs):.2f}, max {max(xs):.2f})"
 
 
-def _pairs(rows: int, rounds: int) -> None:
+def _pairs(rows: int, rounds: int, only: str | None = None) -> None:
     from dpfast.perf import suite_tables as st
 
     ids, keys, vals = st.records(rows)
@@ -57,6 +57,8 @@ def _pairs(rows: int, rounds: int) -> None:
         "count": (st.count_call(ids, keys), lambda: st.pandas_count(ids, keys, npr)),
         "mean": (st.mean_call(ids, keys, vals), lambda: st.pandas_mean(ids, keys, vals, npr)),
     }
+    if only:
+        cases = {only: cases[only]}
     for ours, theirs in cases.values():  # compile / load kernels, warm both
         ours()
         theirs()
@@ -221,6 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--threads", type=int, default=None, help="numba threads (default: all)")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--stat", choices=("count", "mean"), default=None,
+                    help="only this statistic against pandas")
     ap.add_argument("--against", default=None, metavar="DIR")
     ap.add_argument("--kernel", action="store_true",
                     help="with --against: the bounding kernel of a count alone, 1 and 2 threads")
@@ -236,7 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.against:
         _against(args.against, args.rows, args.rounds, args.kernel)
     else:
-        _pairs(args.rows, args.rounds)
+        _pairs(args.rows, args.rounds, args.stat)
     print(_load(), flush=True)
 
 
