@@ -218,18 +218,14 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
         big = max(big, off[i + 1] - off[i])
     wide = big if big > SMALL else 0
     sa = np.empty(wide, gkeys.dtype)
-    if rows is not None:
+    if rows is not None:  # (a variable of its own: rows' dtype is not gkeys')
         sv = np.empty(wide, rows.dtype)
-    else:
-        sv = np.empty(0, gkeys.dtype)
-    if vsum is not None:  # the payload of the kept keys: value sums
-        pay = vsum
-    else:  # or run starts (empty for a count)
-        pay = gst
     nf = big if policy is not None else 0  # the most frequent keys' scratch
     wk = np.empty((5, nf), np.int64)
     wa = np.empty(nf, ukeys.dtype)
-    wp = np.empty(nf, pay.dtype)
+    wg = np.empty(nf, gst.dtype)  # their payload: run starts (empty for a count)
+    if vsum is not None:  # or value sums (of the values' dtype)
+        wv = np.empty(nf, vsum.dtype)
     for b0 in range(first, end, BATCH):
         b1 = min(end, b0 + BATCH)
         m = 0
@@ -240,7 +236,7 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                 if rows is not None:  # by (key, value tuple of mat[rows]) or (key, rows)
                     sort_rows(gkeys, rows, mat, lo, hi, True, sa, sv)
                 else:
-                    sort_rows(gkeys, gkeys, None, lo, hi, False, sa, sv)
+                    sort_rows(gkeys, gkeys, None, lo, hi, False, sa, sa)
             d = 0  # the distinct keys: key q to ukeys[lo + q], its rows to graw[lo + q],
             j = lo  # its candidate rows to gcn[lo + q]
             while j < hi:
@@ -309,8 +305,12 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                         gst[lo + q] = j
                     j += r
             if d > k:  # then the keys (their payload moved along)
-                d, t = _choose_keys(ukeys, pay, gcn, graw, lo, d, k, h, policy, subkey,
-                                    nonce, buf, st, pre, t, filled, wk, wa, wp)
+                if vsum is not None:
+                    d, t = _choose_keys(ukeys, vsum, gcn, graw, lo, d, k, h, policy, subkey,
+                                        nonce, buf, st, pre, t, filled, wk, wa, wv)
+                else:
+                    d, t = _choose_keys(ukeys, gst, gcn, graw, lo, d, k, h, policy, subkey,
+                                        nonce, buf, st, pre, t, filled, wk, wa, wg)
                 nkeep[i] = d
             if mark is not None:
                 for u in range(lo, off[i + 1]):
