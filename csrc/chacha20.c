@@ -301,8 +301,39 @@ void dpf_chacha20_blocks(const uint32_t *key, const uint32_t *nonce, uint32_t co
 typedef void (*streams_fn)(const uint32_t *, const uint32_t *, const uint32_t *, uint32_t *);
 
 DEFINE_STREAMS16(streams16_avx512, __attribute__((target("avx512f"))))
-DEFINE_STREAMS16(streams16_avx2, __attribute__((target("avx2"))))
 DEFINE_STREAMS16(streams16_generic, NO_ATTR)
+
+/* AVX2: the 16 streams as two sets of 8 lanes through the rounds together, as
+ * blocks8_avx2 (a 16-lane vector under target("avx2") is two ymm registers per state word:
+ * its 32 rows spilled to the stack, and it ran at about the cost of 16 scalar blocks). */
+__attribute__((target("avx2"))) static void streams16_avx2(const uint32_t *key,
+                                                            const uint32_t *nonces,
+                                                            const uint32_t *counters,
+                                                            uint32_t *out) {
+    v8u x[16], y[16], s[16], t[16];
+    uint32_t w[4][16];
+    for (int j = 0; j < 16; j++) {
+        w[0][j] = counters[j];
+        for (int i = 0; i < 3; i++) w[1 + i][j] = nonces[3 * j + i];
+    }
+    for (int i = 0; i < 4; i++) s[i] = t[i] = (v8u){0} + SIGMA[i];
+    for (int i = 0; i < 8; i++) s[4 + i] = t[4 + i] = (v8u){0} + key[i];
+    for (int i = 0; i < 4; i++) {
+        memcpy(&s[12 + i], w[i], sizeof s[0]);
+        memcpy(&t[12 + i], w[i] + 8, sizeof t[0]);
+    }
+    for (int i = 0; i < 16; i++) {
+        x[i] = s[i];
+        y[i] = t[i];
+    }
+    ROUNDS2(VROT16, VROT8, x, y)
+    for (int i = 0; i < 16; i++) {
+        x[i] += s[i];
+        y[i] += t[i];
+    }
+    STORE8(x, out);
+    STORE8(y, out + 128);
+}
 
 void dpf_chacha20_streams(const uint32_t *key, const uint32_t *nonces, const uint32_t *counters,
                           uint64_t nstreams, uint64_t nblocks, uint32_t *out) {

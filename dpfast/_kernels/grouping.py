@@ -101,7 +101,8 @@ GROUP_PART_ROWS = 1 << 14
 GROUP_MAX_PARTS = 1 << 12
 
 
-def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads):
+def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthreads, lo=0,
+                key_bound=0):
     """Counting sort of rows by id code: the rows of id ``i`` go to
     ``[off[i], off[i+1])`` of ``gkeys``/``gvals`` (``off`` has ``n_ids + 1`` entries),
     in input order inside every id (a stable sort; the bounding kernels sort each
@@ -122,6 +123,12 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
     Each pass runs serial ``nogil`` kernels over blocks of rows (or of partitions) on up
     to ``nthreads`` threads (:func:`dpfast._kernels._launch.chunked`): no parallel region
     to compile, and the output does not depend on the threads.
+
+    ``lo``: the ids are ``ids - lo`` (raw integer ids in ``[lo, lo + n_ids)`` grouped by
+    value, without a dense code per row first: an absent value has an empty range).
+    ``key_bound``: the keys are known to lie in ``[0, key_bound)``; up to ``2**31`` the
+    first pass writes each row's key and its id inside its part as one int64 word (one
+    write stream per part instead of two; ``loc`` unused).
     """
     n = ids.shape[0]
     nthr = max(1, nthreads)
@@ -130,10 +137,10 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
         nt1 = max(1, min(nthr, (n + 65535) // 65536, (1 << 25) // max(n_ids, 1)))
         step1 = (n + nt1 - 1) // nt1
         cnt1 = np.zeros((nt1, n_ids), np.int64)
-        _COUNT.launch((step1, ids, 0, cnt1), nthr)
+        _COUNT.launch((step1, ids, lo, 0, cnt1), nthr)
         _offsets(cnt1, off)  # id-major, thread-minor; off[n_ids] = n
-        _SCATTER.launch((step1, ids, 0, 0, keys, vals, use_vals, cnt1, gkeys, gvals, loc,
-                         False), nthr)
+        _SCATTER.launch((step1, ids, lo, 0, 0, keys, vals, use_vals, cnt1, gkeys, gvals,
+                         loc, False, False), nthr)
         return
     want = min(GROUP_MAX_PARTS, max(2, n // GROUP_PART_ROWS))
     shift = 0
@@ -144,27 +151,28 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
     nt = max(1, min(nthr, (n + 65535) // 65536))
     step = (n + nt - 1) // nt
     cnt = np.zeros((nt, n_parts), np.int64)
-    _COUNT.launch((step, ids, shift, cnt), nthr)
+    _COUNT.launch((step, ids, lo, shift, cnt), nthr)
     pstart = np.empty(n_parts + 1, np.int64)
     _offsets(cnt, pstart)
-    _SCATTER.launch((step, ids, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals, loc,
-                     True), nthr)
+    pack = 0 < key_bound <= (1 << 31) and gkeys.dtype == np.int64 and shift < 32
+    _SCATTER.launch((step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
+                     loc, True, pack), nthr)
     biggest = int(np.diff(pstart).max())
     nblk = min(n_parts, 4 * nthr)
     pstep = (n_parts + nblk - 1) // nblk
     _SORT.launch((pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, use_vals, biggest,
-                  mask), nthr)
+                  mask, pack), nthr)
     off[n_ids] = n
 
 
 @nb.njit(cache=True, nogil=True)
-def _count_blocks(b0, b1, step, ids, shift, cnt):
-    """``cnt[b, ids[i] >> shift] += 1`` over the rows of blocks ``[b0, b1)`` (block ``b``:
-    rows ``[b step, (b + 1) step)``)."""
+def _count_blocks(b0, b1, step, ids, lo, shift, cnt):
+    """``cnt[b, (ids[i] - lo) >> shift] += 1`` over the rows of blocks ``[b0, b1)`` (block
+    ``b``: rows ``[b step, (b + 1) step)``)."""
     n = ids.shape[0]
     for b in range(b0, b1):
         for i in range(b * step, min(n, (b + 1) * step)):
-            cnt[b, ids[i] >> shift] += 1
+            cnt[b, (ids[i] - lo) >> shift] += 1
 
 
 @nb.njit(cache=True)
@@ -183,20 +191,23 @@ def _offsets(cnt, starts):
 
 
 @nb.njit(cache=True, nogil=True)
-def _scatter_blocks(b0, b1, step, ids, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
-                    loc, with_loc):
+def _scatter_blocks(b0, b1, step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys,
+                    gvals, loc, with_loc, pack):
     """Move the rows of blocks ``[b0, b1)`` to their places (``cnt`` from
     :func:`_offsets`), in input order; ``with_loc``: each row's id inside its part to
-    ``loc``."""
+    ``loc`` (``pack``: to the low 32 bits of ``gkeys``, the key to the high ones)."""
     n = ids.shape[0]
     for b in range(b0, b1):
         for i in range(b * step, min(n, (b + 1) * step)):
-            j = ids[i]
+            j = ids[i] - lo
             p = j >> shift
             q = cnt[b, p]
-            gkeys[q] = keys[i]
-            if with_loc:
-                loc[q] = j & mask
+            if pack:
+                gkeys[q] = (keys[i] << 32) | (j & mask)
+            else:
+                gkeys[q] = keys[i]
+                if with_loc:
+                    loc[q] = j & mask
             if use_vals:
                 gvals[q] = vals[i]
             cnt[b, p] = q + 1
@@ -204,7 +215,7 @@ def _scatter_blocks(b0, b1, step, ids, shift, mask, keys, vals, use_vals, cnt, g
 
 @nb.njit(cache=True, nogil=True)
 def _sort_blocks(b0, b1, pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, use_vals,
-                 biggest, mask):
+                 biggest, mask, pack):
     """:func:`_sort_partition` of the partitions of blocks ``[b0, b1)`` (block ``b``:
     partitions ``[b pstep, (b + 1) pstep)``), with scratch of ``biggest`` rows."""
     n_parts = pstart.shape[0] - 1
@@ -213,12 +224,12 @@ def _sort_blocks(b0, b1, pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, us
     lc = np.empty(mask + 2, np.int64)
     for p in range(b0 * pstep, min(n_parts, b1 * pstep)):
         _sort_partition(p, shift, n_ids, pstart[p], pstart[p + 1], loc, off, gkeys, gvals,
-                        use_vals, sk, sv, lc)
+                        use_vals, sk, sv, lc, pack)
 
 
 def _row_blocks(args):
     """The blocks of rows of a counting or scattering pass: ``cnt``'s rows."""
-    return args[3].shape[0] if len(args) == 4 else args[7].shape[0]
+    return args[4].shape[0] if len(args) == 5 else args[8].shape[0]
 
 
 def _part_blocks(args):
@@ -237,16 +248,21 @@ _SORT = chunked(_sort_blocks, _part_blocks, _block_range)
 
 
 @nb.njit(cache=True)
-def _sort_partition(p, shift, n_ids, a, e, loc, off, gkeys, gvals, use_vals, sk, sv, lc):
+def _sort_partition(p, shift, n_ids, a, e, loc, off, gkeys, gvals, use_vals, sk, sv, lc,
+                    pack):
     """Counting sort of partition ``p`` (rows ``[a, e)`` of ``gkeys``/``gvals``, ids
-    ``loc`` inside it) by id, in place through the scratch ``sk``/``sv``; fills ``off``
-    for the partition's ids."""
+    ``loc`` inside it, or with ``pack`` in the low 32 bits of ``gkeys``) by id, in place
+    through the scratch ``sk``/``sv``; fills ``off`` for the partition's ids."""
+    low = np.int64(0xFFFFFFFF)
     first = p << shift
     m = min(1 << shift, n_ids - first)
     for j in range(m + 1):
         lc[j] = 0
     for q in range(a, e):
-        lc[loc[q] + 1] += 1
+        if pack:
+            lc[(gkeys[q] & low) + 1] += 1
+        else:
+            lc[loc[q] + 1] += 1
     pos = a
     for j in range(m):
         c = lc[j + 1]
@@ -260,9 +276,14 @@ def _sort_partition(p, shift, n_ids, a, e, loc, off, gkeys, gvals, use_vals, sk,
         for t in range(r):
             sv[t] = gvals[a + t]
     for t in range(r):
-        j = loc[a + t]
+        x = sk[t]
+        if pack:
+            j = x & low
+            x = x >> 32
+        else:
+            j = loc[a + t]
         d = lc[j]
-        gkeys[a + d] = sk[t]
+        gkeys[a + d] = x
         if use_vals:
             gvals[a + d] = sv[t]
         lc[j] = d + 1
@@ -293,39 +314,64 @@ def _counting_order(codes, n_codes, order, out):
 
 
 # ----------------------------------------------------------------------------- sorting
-@nb.njit(cache=True)
-def _less(a, v, i, j, pairs):
-    """Row i before row j: by key ``a``, then (``pairs``) by value ``v``."""
+@nb.njit(cache=True, _nrt=False)
+def _less(a, v, vals, i, j, pairs):
+    """Row i strictly before row j: by key ``a``, then (``vals`` given) by the value tuple
+    of the rows ``v[i]``, ``v[j]`` of ``vals`` (lexicographic), else (``pairs``) by value
+    ``v``.  (``vals`` None prunes the tuple branch at compile time.)"""
     if a[i] != a[j]:
         return a[i] < a[j]
+    if vals is not None:
+        ri = v[i]
+        rj = v[j]
+        for col in range(vals.shape[1]):
+            if vals[ri, col] != vals[rj, col]:
+                return vals[ri, col] < vals[rj, col]
+        return False
     return pairs and v[i] < v[j]
 
 
-@nb.njit(cache=True)
-def _sort_rows(a, v, lo, hi, pairs):
-    """Stable sort of rows [lo, hi) by ``a`` (and ``v`` with ``pairs``; ``v`` permuted
-    along): insertion sort of runs of ``SMALL`` rows, then bottom-up merges through one
-    scratch buffer.  Plain loops (no ``np.sort``/``np.argsort``): much less for numba
-    to compile on first use, and the same order as a stable sort by (a, v)."""
+@nb.njit(cache=True, _nrt=False)
+def sort_rows(a, v, vals, lo, hi, pairs, ta, tv):
+    """The one sort of an id's rows: a stable sort of rows [lo, hi) by :func:`_less` (key
+    ``a``, then the value tuple ``vals[v]`` or, with ``pairs``, the value ``v``; ``v``
+    permuted along unless ``pairs`` is False and ``vals`` None).  Insertion sort of runs of
+    :data:`SMALL` rows, then bottom-up merges through the caller's scratch ``ta``, ``tv``
+    (at least ``hi - lo`` entries when ``hi - lo > SMALL``; ``tv`` unused without
+    values).  Plain loops (no ``np.sort``/``np.argsort``: much less for numba to compile on
+    first use) and no allocation (``_nrt=False``: a call costs no reference counting of
+    its arrays).  Every stable sort by the same order gives the same output."""
+    along = pairs or vals is not None
     m = hi - lo
     for s in range(lo, hi, SMALL):
         e = min(s + SMALL, hi)
-        for i in range(s + 1, e):
-            ka = a[i]
-            kv = v[i] if pairs else v[0]
-            j = i - 1
-            while j >= s and (a[j] > ka or (pairs and a[j] == ka and v[j] > kv)):
-                a[j + 1] = a[j]
+        if vals is None:  # by key, or (key, value): shift the larger rows up one slot
+            for i in range(s + 1, e):
+                ka = a[i]
+                kv = v[i]
+                j = i - 1
+                while j >= s and (a[j] > ka or (pairs and a[j] == ka and v[j] > kv)):
+                    a[j + 1] = a[j]
+                    if pairs:
+                        v[j + 1] = v[j]
+                    j -= 1
+                a[j + 1] = ka
                 if pairs:
-                    v[j + 1] = v[j]
+                    v[j + 1] = kv
+            continue
+        for i in range(s + 1, e):  # by (key, value tuple): swaps
+            j = i
+            while j > s and _less(a, v, vals, j, j - 1, pairs):
+                t = a[j]
+                a[j] = a[j - 1]
+                a[j - 1] = t
+                if along:
+                    u = v[j]
+                    v[j] = v[j - 1]
+                    v[j - 1] = u
                 j -= 1
-            a[j + 1] = ka
-            if pairs:
-                v[j + 1] = kv
     if m <= SMALL:
         return
-    ta = np.empty(m, a.dtype)
-    tv = np.empty(m if pairs else 0, v.dtype)
     width = SMALL
     while width < m:
         for s in range(0, m, 2 * width):
@@ -335,45 +381,48 @@ def _sort_rows(a, v, lo, hi, pairs):
             j = mid
             t = s
             while i < mid and j < end:
-                if _less(a, v, j, i, pairs):  # strictly smaller on the right: stable
+                if _less(a, v, vals, j, i, pairs):  # strictly smaller on the right: stable
                     ta[t] = a[j]
-                    if pairs:
+                    if along:
                         tv[t] = v[j]
                     j += 1
                 else:
                     ta[t] = a[i]
-                    if pairs:
+                    if along:
                         tv[t] = v[i]
                     i += 1
                 t += 1
             while i < mid:
                 ta[t] = a[i]
-                if pairs:
+                if along:
                     tv[t] = v[i]
                 i += 1
                 t += 1
             while j < end:
                 ta[t] = a[j]
-                if pairs:
+                if along:
                     tv[t] = v[j]
                 j += 1
                 t += 1
         for t in range(m):
             a[lo + t] = ta[t]
-            if pairs:
+            if along:
                 v[lo + t] = tv[t]
         width *= 2
 
 
 @nb.njit(cache=True)
 def _sort_keys(a, lo, hi):
-    _sort_rows(a, a, lo, hi, False)
+    """Sort rows [lo, hi) by key ``a`` (:func:`sort_rows` with its own scratch)."""
+    sort_rows(a, a, None, lo, hi, False, np.empty(hi - lo if hi - lo > SMALL else 0, a.dtype),
+              a[:0])
 
 
 @nb.njit(cache=True)
 def _sort_pairs(a, v, lo, hi):
-    """Sort rows [lo, hi) by (key a, value v)."""
-    _sort_rows(a, v, lo, hi, True)
+    """Sort rows [lo, hi) by (key a, value v) (:func:`sort_rows` with its own scratch)."""
+    m = hi - lo if hi - lo > SMALL else 0
+    sort_rows(a, v, None, lo, hi, True, np.empty(m, a.dtype), np.empty(m, v.dtype))
 
 
 # ----------------------------------------------------------------------------- per-key totals

@@ -43,7 +43,7 @@ import numpy as np
 
 from dpfast._kernels._launch import chunked
 from dpfast._kernels.chacha import first_blocks
-from dpfast._kernels.grouping import SMALL, _sort_keys, _sort_pairs
+from dpfast._kernels.grouping import SMALL, _less, sort_rows
 from dpfast._kernels.uniform import below
 
 M32 = np.uint64(0xFFFFFFFF)
@@ -57,7 +57,7 @@ BATCH_STREAMS = 4 * BATCH
 
 
 # ----------------------------------------------------------------------------- PRF streams
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False)
 def _set_nonce(nonce, h, purpose):
     """The id's stream for ``purpose``: nonce = (h mod 2^32, h >> 32, purpose)."""
     nonce[0] = np.uint32(h & M32)
@@ -65,7 +65,7 @@ def _set_nonce(nonce, h, purpose):
     nonce[2] = np.uint32(purpose)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False)
 def _want(nonces, m, h, purpose):
     """Append the stream (id value ``h``, ``purpose``) to a batch's ``nonces``."""
     nonces[m, 0] = np.uint32(h & M32)
@@ -74,13 +74,16 @@ def _want(nonces, m, h, purpose):
     return m + 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False)
 def _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, filled):
     """Partial Fisher-Yates: a uniformly random ordered k-subset of slots [lo, lo + d)
     moves to [lo, lo + k) (arrays ``a`` and, if not empty, ``b`` and ``e`` permuted
     together).  With ``filled``, ``buf`` (eight words) already holds block 0 of the stream
-    (computed in a batch): the same draws, that block not recomputed.  Inlined into the two
-    choices (a call would cost its arrays' reference counts per id)."""
+    (computed in a batch): the same draws, that block not recomputed.  Compiled without
+    numba's reference counting (``_nrt=False``: it allocates nothing), so a call costs no
+    atomic reference-count updates of its arrays -- inlined at numba's level it cost about
+    forty per id (each inlined argument is a new reference), the bounding's largest cost
+    (issue 40), and on two threads their shared counters bounced between the cores."""
     st[0] = 0
     st[1] = 1 if filled else 0  # the block after the buffer, as a refill leaves it
     st[2] = 0
@@ -102,33 +105,36 @@ def _shuffle_from(a, b, e, lo, d, k, key32, nonce, buf, st, filled):
                 e[lo + r] = w
 
 
-@nb.njit(cache=True)
-def _most_frequent(a, s, n, raw, lo, d, k, key32, nonce, buf, st):
+@nb.njit(cache=True, _nrt=False)
+def _most_frequent(a, s, n, raw, lo, d, k, key32, nonce, buf, st, w, ta, ts):
     """Move the ``k`` entries of ``[lo, lo + d)`` with the largest ``raw`` (row counts) to
     ``[lo, lo + k)`` (``a``, ``n`` and, if not empty, ``s`` moved together): the entries in
     a uniformly random order (a full Fisher-Yates shuffle of positions on the id's stream),
-    then stably sorted by ``raw`` descending -- so ties are broken uniformly at random."""
+    then stably sorted by ``raw`` descending -- so ties are broken uniformly at random.
+    ``w`` (int64, ``(5, >= d)``), ``ta`` (``a``'s dtype) and ``ts`` (``s``'s): the
+    caller's scratch (no allocation, no reference counting)."""
     st[0] = 0
     st[1] = 0
     st[2] = 0
     pos = buf.shape[0]
-    perm = np.arange(d)
+    perm = w[0]
+    neg = w[1]
+    rank = w[2]
+    for i in range(d):
+        perm[i] = i
     for j in range(d - 1):
         r, pos = below(buf, pos, st, key32, nonce, np.uint64(d - j))
         r = j + np.int64(r)
         t = perm[j]
         perm[j] = perm[r]
         perm[r] = t
-    neg = np.empty(d, np.int64)
-    rank = np.empty(d, np.int64)
     for i in range(d):
         neg[i] = -raw[lo + perm[i]]
         rank[i] = i
-    _sort_pairs(neg, rank, 0, d)  # by (-rows, random position): the ranks are distinct
+    # by (-rows, random position): the ranks are distinct
+    sort_rows(neg, rank, None, 0, d, True, w[3], w[4])
     has_s = s.shape[0] > 0
-    ta = np.empty(k, a.dtype)
-    ts = np.empty(k if has_s else 0, s.dtype)
-    tn = np.empty(k, n.dtype)
+    tn = w[3]  # (the sort's scratch is free again)
     for j in range(k):
         q = lo + perm[rank[j]]
         ta[j] = a[q]
@@ -143,12 +149,13 @@ def _most_frequent(a, s, n, raw, lo, d, k, key32, nonce, buf, st):
 
 
 # ----------------------------------------------------------------------------- the choice
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def _choose_rows(rows, j, m, c, h, q, key32, nonce, buf, st, pre, t, filled):
     """The rows the id keeps of its ``q``-th key (canonical order) when it has ``m > c``
     candidates ``rows[j:j + m]``: ``c`` chosen uniformly move to the front (stream
     ``(h, q + 1)``; ``filled``: its block 0 is ``pre[t]``).  Returns the next ``t``.  (A
-    count keeps ``min(m, c)`` rows and draws none: it needs only how many.)"""
+    count keeps ``min(m, c)`` rows and draws none: it needs only how many.)  No reference
+    counting (``_nrt=False``, as :func:`_shuffle_from`)."""
     _set_nonce(nonce, h, q + 1)
     if filled:
         for w in range(8):
@@ -158,15 +165,16 @@ def _choose_rows(rows, j, m, c, h, q, key32, nonce, buf, st, pre, t, filled):
     return t
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, _nrt=False)
 def _choose_keys(ukeys, pay, gcn, graw, lo, d, k, h, policy, key32, nonce, buf, st, pre, t,
-                 filled):
+                 filled, wk, wa, wp):
     """The keys the id keeps: of its ``d`` keys ``ukeys[lo:lo + d]`` (with their payload
     ``pay`` -- value sums or run starts, if not empty -- and kept rows ``gcn``), ``k``
-    move to the front (called when ``d > k``; stream ``(h, 0)``): uniformly (``policy`` None), or
-    the ``k`` with the most rows ``graw`` (ties uniformly: :func:`_most_frequent`, which
-    computes its own block 0).  Returns (kept keys, next ``t``).  Inlined into the block
-    kernel (``policy`` None still prunes the frequent branch at compile time)."""
+    move to the front (called when ``d > k``; stream ``(h, 0)``): uniformly (``policy``
+    None), or the ``k`` with the most rows ``graw`` (ties uniformly: :func:`_most_frequent`,
+    which computes its own block 0; ``wk``, ``wa``, ``wp`` its scratch).  Returns (kept
+    keys, next ``t``).  No reference counting (``_nrt=False``); ``policy`` None prunes the
+    frequent branch at compile time."""
     _set_nonce(nonce, h, 0)
     if policy is None:  # uniform (pruned at compile time: _most_frequent not built)
         if filled:
@@ -175,78 +183,8 @@ def _choose_keys(ukeys, pay, gcn, graw, lo, d, k, h, policy, key32, nonce, buf, 
             t += 1
         _shuffle_from(ukeys, pay, gcn, lo, d, k, key32, nonce, buf, st, filled)
     else:
-        _most_frequent(ukeys, pay, gcn, graw, lo, d, k, key32, nonce, buf, st)
+        _most_frequent(ukeys, pay, gcn, graw, lo, d, k, key32, nonce, buf, st, wk, wa, wp)
     return k, t
-
-
-@nb.njit(cache=True, inline="always")
-def _before(a, ix, vals, i, j):
-    """Row slot i strictly before slot j: by key ``a``, then by the value tuple of the rows
-    ``ix[i]``, ``ix[j]`` of ``vals`` (lexicographic)."""
-    if a[i] != a[j]:
-        return a[i] < a[j]
-    ri = ix[i]
-    rj = ix[j]
-    for col in range(vals.shape[1]):
-        if vals[ri, col] != vals[rj, col]:
-            return vals[ri, col] < vals[rj, col]
-    return False
-
-
-@nb.njit(cache=True)
-def _sort_slots(a, ix, vals, lo, hi):
-    """Stable sort of slots [lo, hi) of (a, ix) by (key, value tuple): insertion sort of runs
-    of ``SMALL`` slots, then bottom-up merges through one scratch buffer (plain loops, as
-    :func:`dpfast._kernels.grouping._sort_rows`)."""
-    m = hi - lo
-    for s in range(lo, hi, SMALL):
-        e = min(s + SMALL, hi)
-        for i in range(s + 1, e):
-            j = i
-            while j > s and _before(a, ix, vals, j, j - 1):
-                t = a[j]
-                a[j] = a[j - 1]
-                a[j - 1] = t
-                u = ix[j]
-                ix[j] = ix[j - 1]
-                ix[j - 1] = u
-                j -= 1
-    if m <= SMALL:
-        return
-    ta = np.empty(m, a.dtype)
-    tx = np.empty(m, ix.dtype)
-    width = SMALL
-    while width < m:
-        for s in range(0, m, 2 * width):
-            i = lo + s
-            mid = lo + min(s + width, m)
-            end = lo + min(s + 2 * width, m)
-            j = mid
-            t = s
-            while i < mid and j < end:
-                if _before(a, ix, vals, j, i):  # strictly smaller on the right: stable
-                    ta[t] = a[j]
-                    tx[t] = ix[j]
-                    j += 1
-                else:
-                    ta[t] = a[i]
-                    tx[t] = ix[i]
-                    i += 1
-                t += 1
-            while i < mid:
-                ta[t] = a[i]
-                tx[t] = ix[i]
-                i += 1
-                t += 1
-            while j < end:
-                ta[t] = a[j]
-                tx[t] = ix[j]
-                j += 1
-                t += 1
-        for t in range(m):
-            a[lo + t] = ta[t]
-            ix[lo + t] = tx[t]
-        width *= 2
 
 
 @nb.njit(cache=True, nogil=True)
@@ -273,6 +211,21 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
     ctr = np.zeros(BATCH_STREAMS, np.uint32)
     pre = np.empty((BATCH_STREAMS, 8), np.uint64)
     own = np.zeros(BATCH, np.bool_)
+    # scratch for the whole block, sized by its longest id (the sort's merges, the most
+    # frequent keys' order): the helpers allocate nothing and count no references
+    big = 0
+    for i in range(first, end):
+        big = max(big, off[i + 1] - off[i])
+    wide = big if big > SMALL else 0
+    sa = np.empty(wide, gkeys.dtype)
+    if rows is not None:  # (a variable of its own: rows' dtype is not gkeys')
+        sv = np.empty(wide, rows.dtype)
+    nf = big if policy is not None else 0  # the most frequent keys' scratch
+    wk = np.empty((5, nf), np.int64)
+    wa = np.empty(nf, ukeys.dtype)
+    wg = np.empty(nf, gst.dtype)  # their payload: run starts (empty for a count)
+    if vsum is not None:  # or value sums (of the values' dtype)
+        wv = np.empty(nf, vsum.dtype)
     for b0 in range(first, end, BATCH):
         b1 = min(end, b0 + BATCH)
         m = 0
@@ -280,12 +233,10 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
             lo = off[i]
             hi = off[i + 1]
             if sort is not None:
-                if mat is not None:
-                    _sort_slots(gkeys, rows, mat, lo, hi)
-                elif rows is not None:
-                    _sort_pairs(gkeys, rows, lo, hi)
+                if rows is not None:  # by (key, value tuple of mat[rows]) or (key, rows)
+                    sort_rows(gkeys, rows, mat, lo, hi, True, sa, sv)
                 else:
-                    _sort_keys(gkeys, lo, hi)
+                    sort_rows(gkeys, gkeys, None, lo, hi, False, sa, sa)
             d = 0  # the distinct keys: key q to ukeys[lo + q], its rows to graw[lo + q],
             j = lo  # its candidate rows to gcn[lo + q]
             while j < hi:
@@ -298,7 +249,7 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                     if distinct:  # one row per distinct value tuple (duplicates adjacent)
                         w = j + 1
                         for q in range(j + 1, e):
-                            if _before(gkeys, rows, mat, w - 1, q):
+                            if _less(gkeys, rows, mat, w - 1, q, True):
                                 rows[w] = rows[q]
                                 w += 1
                         r = w - j
@@ -326,7 +277,9 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
                             m = _want(nonces, m, h, q + 1)
                 if d > k and policy is None:
                     m = _want(nonces, m, h, 0)
-        first_blocks(subkey, nonces, ctr, pre, m)
+        # the lanes past m of the last SIMD run of 16 streams are computed and ignored: one
+        # more run costs less than the scalar blocks of a remainder of 3 or more
+        first_blocks(subkey, nonces, ctr, pre, m + (-m % 16 if m % 16 >= 3 else 0))
         t = 0
         for i in range(b0, b1):
             d = nkeep[i]
@@ -354,10 +307,10 @@ def _bound_block(first, end, off, gkeys, ukeys, rows, mat, distinct, id_hash, su
             if d > k:  # then the keys (their payload moved along)
                 if vsum is not None:
                     d, t = _choose_keys(ukeys, vsum, gcn, graw, lo, d, k, h, policy, subkey,
-                                        nonce, buf, st, pre, t, filled)
-                else:  # the run starts (empty for a count)
+                                        nonce, buf, st, pre, t, filled, wk, wa, wv)
+                else:
                     d, t = _choose_keys(ukeys, gst, gcn, graw, lo, d, k, h, policy, subkey,
-                                        nonce, buf, st, pre, t, filled)
+                                        nonce, buf, st, pre, t, filled, wk, wa, wg)
                 nkeep[i] = d
             if mark is not None:
                 for u in range(lo, off[i + 1]):

@@ -18,9 +18,8 @@ import dataclasses
 
 import numpy as np
 
-from dpfast._kernels import grouping as _kg
 from dpfast._kernels import rows as _kr
-from dpfast.tables import _keys, bounding
+from dpfast.tables import _grouped, _keys, bounding
 from dpfast.tables._fixed import FixedSums
 
 __all__ = ["RowsBounded", "bound_matrix"]
@@ -75,14 +74,10 @@ def bound_matrix(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: 
         kept = np.ones(n, np.bool_) if mark else None
         return RowsBounded(counts, counts.copy(), hi, lo, kept,
                            bounding.weighted_rows(counts, unit_weights))
-    id_codes, id_uniques = _keys.factorize_column(ids)
+    off, gkeys, gidx, id_uniques, _ = _grouped.group_ids(
+        ids, key_codes, np.arange(n, dtype=np.int64), _keys._threads(), n_keys=n_keys)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
-    off = np.empty(n_ids + 1, np.int64)
-    gkeys = np.empty(n, np.int64)
-    gidx = np.empty(n, np.int64)
-    _kg.group_by_id(id_codes, n_ids, key_codes, np.arange(n, dtype=np.int64), True, off,
-                    gkeys, gidx, np.empty(n, np.int32), _keys._threads())
     nkeep = np.empty(n_ids, np.int64)
     gcnt = np.empty(n, np.int64)
     gsum = np.empty((n, m), np.int64)

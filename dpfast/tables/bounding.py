@@ -38,7 +38,7 @@ from dpfast._core import scratch
 from dpfast._kernels import grouping as _kg
 from dpfast._kernels import tables as _kt
 from dpfast.random import RngLike
-from dpfast.tables import _keys
+from dpfast.tables import _grouped, _keys
 from dpfast.tables._fixed import FixedSums, saturated
 
 __all__ = ["bound_contributions", "Bounded", "BOUNDING_TAG", "POLICIES"]
@@ -162,28 +162,24 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
             sums = np.zeros(n_keys, values.dtype)
             np.add.at(sums, key_codes, values)
         return Bounded(counts, sums, counts, weighted_rows(counts, unit_weights))
-    id_codes, id_uniques = _keys.factorize_column(ids)
+    use_vals = values is not None
+    graw = scratch.empty(n, np.int64)  # scratch: raw rows per (id, key)
+    if small:  # sorted by (id, key[, value]) in numpy; serial kernels (little to compile)
+        id_codes, id_uniques = _keys.factorize_column(ids)
+        off, gkeys, gvals = _sorted_by_id(id_codes, len(id_uniques), key_codes, n_keys,
+                                          values)
+        gcnt = np.empty(n, np.int64)
+    else:  # encoded and grouped in parallel; the parallel kernels sort each id's rows
+        # (graw's memory holds the grouping's int32 scratch until bounding writes it)
+        off, gkeys, gvals, id_uniques, id_codes = _grouped.group_ids(
+            ids, key_codes, values, _keys._threads(), graw.view(np.int32), n_keys)
+        # id codes made here are no longer needed: reuse their memory (fresh pages cost
+        # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
+        reuse = id_codes is not None and id_codes.dtype == np.int64 and \
+            id_codes.flags.c_contiguous and id_codes.flags.writeable and id_codes.base is None
+        gcnt = id_codes if reuse else scratch.empty(n, np.int64)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
-    use_vals = values is not None
-    if small:  # sorted by (id, key[, value]) in numpy; serial kernels (little to compile)
-        off, gkeys, gvals = _sorted_by_id(id_codes, n_ids, key_codes, n_keys, values)
-    graw = scratch.empty(n, np.int64)  # scratch: raw rows per (id, key)
-    if small:
-        gcnt = np.empty(n, np.int64)
-    else:  # grouped in parallel; the parallel kernels sort each id's rows
-        off = scratch.empty(n_ids + 1, np.int64)
-        gkeys = scratch.empty(n, np.int64)
-        gvals = np.empty(n if values is not None else 0,
-                         values.dtype if values is not None else np.int64)
-        # graw's memory holds the grouping's int32 scratch until bounding writes it
-        _kg.group_by_id(id_codes, n_ids, key_codes, values if use_vals else gvals, use_vals,
-                        off, gkeys, gvals, graw.view(np.int32), _keys._threads())
-        # the id codes are ours and no longer needed: reuse their memory (fresh pages cost
-        # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
-        reuse = id_codes.dtype == np.int64 and id_codes.flags.c_contiguous and \
-            id_codes.flags.writeable and id_codes.base is None
-        gcnt = id_codes if reuse else scratch.empty(n, np.int64)
     nkeep = scratch.empty(n_ids, np.int64)
     counts = scratch.zeros(n_keys, np.int64)  # a lease's holder copies what it keeps
     units = scratch.zeros(n_keys, np.int64)
