@@ -42,6 +42,10 @@ class TuneResult:
         The tuning's event (None with a public sample: nothing charged).
     summary : Summary
         The contribution summary the predictions come from (DP, or the sample's).
+    beyond : dict of str to float
+        Per column whose bounds the tuning chose: the predicted fraction of the people
+        beyond each bound (the clamping the predictions include; 1.0: the bounds may miss
+        the data -- give public ``bounds`` or a larger ``share``).
     """
 
     max_partitions: int
@@ -53,6 +57,7 @@ class TuneResult:
     release_epsilon: float
     event: DpEvent | None
     summary: Summary
+    beyond: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def params(self) -> dict[str, object]:
@@ -75,6 +80,7 @@ class TuneResult:
             "epsilon": self.epsilon, "release_epsilon": self.release_epsilon,
             "event": None if self.event is None else str(self.event),
             "summary": self.summary.to_dict(),
+            "beyond": dict(self.beyond),
         }
 
     def to_pandas(self) -> pd.DataFrame:
