@@ -8,9 +8,10 @@ Example::
 
 Spends ``--share`` (default 5%, 10% more per column without ``--bounds``) of
 ``--epsilon`` on a private summary of how much each person contributes (charged to
-``--ledger`` when given), or reads ``--public-sample`` at no cost, and prints the recommended ``--max-partitions`` / ``--max-per-partition`` with
-each metric's predicted error per key (bias and noise); ``-o`` writes the whole result
-(every candidate) as JSON, ``--plot`` a PNG of the candidates' predicted error.
+``--ledger`` when given), or reads ``--public-sample`` at no cost, and prints the
+recommended ``--max-partitions`` / ``--max-per-partition`` with each metric's
+predicted error per key (bias and noise); ``-o`` writes the whole result (every
+candidate) as JSON, ``--plot`` a PNG of the candidates' predicted error.
 A metric is ``count``, ``privacy_id_count``, ``STAT:COLUMN`` (``sum``, ``mean``,
 ``median``, ``min``, ``max``) or ``quantile:COLUMN:Q``.
 """

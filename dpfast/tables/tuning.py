@@ -166,10 +166,11 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     ``ε_c = ε_h - ε_g``, each rounded down, so the summary is ``ε_h``-DP (basic
     composition).  A value column without bounds adds
     ``bounds="auto"``'s four exponential mechanisms at ``ε_b`` (:func:`auto_bounds`);
-    ``ε_h = share·ε / (1 + 2·columns)`` and ``ε_b = 2 ε_h`` (each rounded down), basic
-    composition.  The predictions (their clamping too: from ``ε_b``, the grid and the
-    summary's DP number of people), the search and the recommendation are
-    post-processing of the summary, the DP bounds and public parameters.  Proof sketch for tuning then releasing: the release that follows is
+    ``ε_h = share·ε / (1 + 2·columns)`` and ``ε_b = 2·share·ε / (1 + 2·columns)`` (each
+    rounded down), basic composition.  The predictions (their clamping too: from
+    ``ε_b``, the grid and the summary's DP number of people), the search and the
+    recommendation are post-processing of the summary, the DP bounds and public
+    parameters.  Proof sketch for tuning then releasing: the release that follows is
     ``(ε - share·ε, δ)``-DP whatever bounds it is given (its event depends on the stated
     ε and δ, not on the bounds), so by adaptive composition the two together are
     ``(ε, δ)``-DP; ``aggregate(..., max_partitions="auto")`` charges exactly that composed
