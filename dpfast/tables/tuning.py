@@ -60,12 +60,12 @@ def _share(share: object, n_bounds: int) -> float:
     (``1 + 2·n_bounds`` parts); ValueError naming ``bounds`` when that reaches ε."""
     if share is None:
         parts = _tp.parts(n_bounds)
-        s = Fraction(str(DEFAULT_SHARE)) * parts
-        if s >= 1:
+        total = Fraction(str(DEFAULT_SHARE)) * parts
+        if total >= 1:
             raise ValueError(f"{n_bounds} value columns without bounds: choosing their "
                              f"bounds would take {parts} x {DEFAULT_SHARE} of epsilon; pass "
                              "public bounds for some of them, or an explicit share")
-        return float(s)
+        return float(total)
     s = check_real(share, "share")
     if not 0.0 < s < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
