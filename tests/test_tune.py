@@ -497,7 +497,7 @@ def test_default_share_gives_missing_bounds_enough_epsilon() -> None:
         assert res.event == ev.with_neighbouring(
             ev.Composed((ev.Epsilon(eh), _autobounds.bounds_event(eb))), ev.ADD_REMOVE)
         assert 0.0 < res.beyond["x"] < 0.5  # the clamping is in the predictions
-        assert math.isfinite(res.predicted["mean_x"].error)
+        assert math.isfinite(res.predicted["mean_x"].error) and res.uninformative == []
     assert budget.spent().epsilon == pytest.approx(3 * 0.15)
     # with every column bounded the default share stays 5%
     res = tables.tune(df, "city", "p", metrics=[("mean", "x")], epsilon=1.0, delta=1e-5,
@@ -519,6 +519,7 @@ def test_junk_bounds_are_predicted_as_bad() -> None:
     assert res.predicted["sum_x"].error == math.inf
     assert res.predicted["median_x"].bias == pytest.approx(0.5)
     assert res.to_dict()["beyond"] == {"x": 1.0}
+    assert res.uninformative == ["x"] and "may miss the data" in repr(res)
 
 
 def test_outside_and_clamp_excess_are_the_stated_formulas() -> None:
@@ -555,3 +556,17 @@ def test_default_share_refuses_too_many_unbounded_columns_before_a_charge() -> N
         tables.tune(df, "k", "p", metrics=[("mean", f"v{j}") for j in range(10)],
                     epsilon=1.0, domain=["a", "b"], budget=budget, rng=KEY)
     assert budget.history() == []
+
+
+def test_cli_tune_says_when_chosen_bounds_may_miss_the_data(tmp_path, capsys) -> None:
+    """Closes: ``dpfast tune`` printed bounds that clamp every value with a tiny predicted
+    error; now it prints an infinite error and says to pass --bounds or a larger --share."""
+    from dpfast.cli import main
+
+    _normal_people().to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "key").write_bytes(KEY)
+    rc = main(["tune", str(tmp_path / "in.csv"), "--key", "city", "--id", "p",
+               "--metric", "mean:x", "--epsilon", "1", "--delta", "1e-5", "--share", "0.05",
+               "--seed-key-file", str(tmp_path / "key")])
+    text = capsys.readouterr().out
+    assert rc == 0 and "the bounds of x may miss the data" in text and "inf" in text

@@ -168,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
     for name, p in res.predicted.items():
         print(f"  {name}: predicted error per key {p.error:.4g} {p.unit} "
               f"(bias {p.bias:.4g}, noise std {p.variance ** 0.5:.4g})")
+    for c in res.uninformative:
+        print(f"  the bounds of {c} may miss the data (too few people for their share of "
+              "epsilon): pass --bounds or a larger --share")
     if opened is not None and opened.note:
         print(opened.note)
     if opened is not None and opened.budget is not None:

@@ -100,11 +100,21 @@ class TuneResult:
             rows.append(row)
         return pd.DataFrame(rows)
 
+    @property
+    def uninformative(self) -> list[str]:
+        """The columns whose chosen bounds may miss the data (half or more of the people
+        predicted beyond a bound: too few people for their share of ε); give them public
+        ``bounds`` or a larger ``share``."""
+        return sorted(c for c, p in self.beyond.items() if p >= 0.5)
+
     def __repr__(self) -> str:
         errs = ", ".join(f"{n}: {p.error:.4g} {p.unit}" for n, p in self.predicted.items())
+        bad = self.uninformative
+        note = (f"; the bounds of {', '.join(bad)} may miss the data: pass bounds or a larger "
+                "share" if bad else "")
         return (f"TuneResult(max_partitions={self.max_partitions}, max_per_partition="
                 f"{self.max_per_partition}, bounds={self.bounds}, predicted error per key: "
-                f"{errs}; tuning epsilon={self.epsilon})")
+                f"{errs}; tuning epsilon={self.epsilon}{note})")
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """The score (weighted mean relative error) of every candidate against
