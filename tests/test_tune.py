@@ -18,9 +18,10 @@ import pytest
 
 import dpfast
 from dpfast import tables
+from dpfast._core.rounding import float_down
 from dpfast.accounting import PureDpAccountant
 from dpfast.accounting import events as ev
-from dpfast.tables import _tune_summary, bounding, multi, statistics
+from dpfast.tables import _autobounds, _tune_predict, _tune_summary, bounding, multi, statistics
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
 from dpfast.tables.autobounds import split
@@ -135,7 +136,11 @@ def test_private_tune_without_bounds_chooses_them_with_auto_bounds_share() -> No
                       epsilon=4.0, share=0.5, rng=KEY, domain=[f"k{j}" for j in range(8)])
     eps_t = 2.0
     first, second = res.event.events  # the histograms, then the bounds of x
-    assert first == ev.with_neighbouring(ev.Epsilon(eps_t / 2), ev.ADD_REMOVE)
+    # one part for the histograms, two for the bounds of x: 3 parts of eps_t, rounded down
+    assert first == ev.with_neighbouring(ev.Epsilon(float_down(Fraction(2, 3))),
+                                         ev.ADD_REMOVE)
+    assert second == ev.with_neighbouring(_autobounds.bounds_event(float_down(Fraction(4, 3))),
+                                          ev.ADD_REMOVE)
     assert PureDpAccountant().compose(res.event).get_epsilon(0.0) <= eps_t
     lo, hi = res.bounds["x"]
     assert lo < hi
@@ -311,7 +316,8 @@ def test_cli_tune_charges_the_ledger_and_writes_the_result(tmp_path, capsys) -> 
     assert "recommended: --max-partitions" in text and "spent epsilon 0.05" in text
     got = json.loads(out.read_text())
     assert got["bounds"] == {"x": [0, 100]} and got["epsilon"] == pytest.approx(0.05)
-    assert len(got["candidates"]) == len(got["candidates"]) > 1
+    # every candidate of the default grid (count and a mean: max_per_partition matters)
+    assert len(got["candidates"]) == len(_tune_predict.K_GRID) * len(_tune_predict.C_GRID)
     assert dpfast.Budget.from_ledger(str(tmp_path / "l.db")).spent().epsilon == \
         pytest.approx(0.05)
     rc = main(["tune", str(tmp_path / "in.csv"), "--key", "key", "--id", "person",
@@ -463,3 +469,104 @@ def test_mean_and_median_predictions_match_a_direct_simulation_over_the_keys() -
         # the median: pessimistic (the exponential mechanism's rank error is its union
         # bound over the grid), within a factor 1.6 above the simulation
         assert sim_q <= new["median_x"].error <= 1.6 * sim_q
+
+
+def _normal_people(seed: int = 0) -> pd.DataFrame:
+    """2,000 people, 20,000 rows over 8 cities, ``x ~ N(10, 3)``: no bounds given."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    return pd.DataFrame({"p": rng.integers(0, 2000, n), "city": rng.choice(list("abcdefgh"), n),
+                         "x": rng.normal(10.0, 3.0, n)})
+
+
+def test_default_share_gives_missing_bounds_enough_epsilon() -> None:
+    """Closes: with the default share (5%, split equally) the bounds of a column without
+    them got ε = 0.025, far too little for 2,000 people, and clamped N(10, 3) to an
+    interval near 0 (e.g. ``(-9.3e-10, 7.5e-9)``) that ``res.params`` handed to aggregate.
+    Now they get two parts of a 15% share (ε_b = 0.1): the bounds hold most of the mass."""
+    df = _normal_people()
+    budget = dpfast.Budget(epsilon=5.0, delta=1e-5, accounting="basic")
+    for j in range(3):
+        res = tables.tune(df, "city", "p", metrics=["count", ("mean", "x")], epsilon=1.0,
+                          delta=1e-5, budget=budget, rng=bytes([j + 1]) * 32)
+        lo, hi = res.bounds["x"]
+        mass = float(np.mean((df["x"] >= lo) & (df["x"] <= hi)))
+        assert mass >= 0.9, (lo, hi)
+        assert res.epsilon == pytest.approx(0.15) and res.release_epsilon == pytest.approx(0.85)
+        eh, eb = float_down(Fraction(3, 20) / 3), float_down(Fraction(3, 20) * 2 / 3)
+        assert res.event == ev.with_neighbouring(
+            ev.Composed((ev.Epsilon(eh), _autobounds.bounds_event(eb))), ev.ADD_REMOVE)
+        assert 0.0 < res.beyond["x"] < 0.5  # the clamping is in the predictions
+        assert math.isfinite(res.predicted["mean_x"].error) and res.uninformative == []
+    assert budget.spent().epsilon == pytest.approx(3 * 0.15)
+    # with every column bounded the default share stays 5%
+    res = tables.tune(df, "city", "p", metrics=[("mean", "x")], epsilon=1.0, delta=1e-5,
+                      bounds={"x": (0.0, 20.0)}, rng=KEY)
+    assert res.epsilon == pytest.approx(0.05) and res.beyond == {}
+
+
+def test_junk_bounds_are_predicted_as_bad() -> None:
+    """Closes: the error model set the mean's bias to 0 and its spread to (hi - lo)/4, so
+    bounds that clamp every value (ε_b too small for the people) were predicted as a tiny
+    error.  Now the clamping the mechanism states is in the predictions: too few people
+    for its ε -> ``beyond`` 1.0 and an infinite predicted error of the mean and the sum,
+    a median clamped to a bound."""
+    df = _normal_people()
+    res = tables.tune(df, "city", "p", metrics=[("mean", "x"), ("sum", "x"), ("median", "x")],
+                      epsilon=1.0, delta=1e-5, share=0.05, rng=KEY)
+    assert res.beyond == {"x": 1.0}
+    assert res.predicted["mean_x"].error == math.inf
+    assert res.predicted["sum_x"].error == math.inf
+    assert res.predicted["median_x"].bias == pytest.approx(0.5)
+    assert res.to_dict()["beyond"] == {"x": 1.0}
+    assert res.uninformative == ["x"] and "may miss the data" in repr(res)
+
+
+def test_outside_and_clamp_excess_are_the_stated_formulas() -> None:
+    """``p = q_lo + r / n`` above the people the scale needs, 1 below; the excess of one
+    side of a normal with ``p`` beyond each bound."""
+    from statistics import NormalDist
+
+    from dpfast.tables import _bounds_em
+    from dpfast.tables import _quantile_em as em
+
+    m, eps_b = 187, 0.1
+    eps_s, _, eps_q = _bounds_em.split(eps_b)
+    need = 4.0 / eps_s * math.log(m / 0.5)
+    assert _tune_predict.outside(eps_b, m, math.floor(need), 0.01) == 1.0
+    n = 10_000.0
+    assert _tune_predict.outside(eps_b, m, n, 0.01) == pytest.approx(
+        0.01 + em.rank_error(eps_q, 1, m, 0.5) / n)
+    assert _tune_predict.clamp_excess(0.0, 0.0, 1.0) == 0.0
+    assert _tune_predict.clamp_excess(0.5, 0.0, 1.0) == math.inf
+    nd = NormalDist()
+    z = nd.inv_cdf(0.9)
+    assert _tune_predict.clamp_excess(0.1, 2.0, 6.0) == pytest.approx(
+        4.0 / (2 * z) * (nd.pdf(z) - z * 0.1))
+
+
+def test_default_share_refuses_too_many_unbounded_columns_before_a_charge() -> None:
+    """Ten columns without bounds would take the whole ε by default: a ValueError naming
+    ``bounds``, nothing charged."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"p": rng.integers(0, 50, 200), "k": rng.choice(list("ab"), 200),
+                       **{f"v{j}": rng.normal(size=200) for j in range(10)}})
+    budget = dpfast.Budget(epsilon=5.0, accounting="basic")
+    with pytest.raises(ValueError, match="bounds"):
+        tables.tune(df, "k", "p", metrics=[("mean", f"v{j}") for j in range(10)],
+                    epsilon=1.0, domain=["a", "b"], budget=budget, rng=KEY)
+    assert budget.history() == []
+
+
+def test_cli_tune_says_when_chosen_bounds_may_miss_the_data(tmp_path, capsys) -> None:
+    """Closes: ``dpfast tune`` printed bounds that clamp every value with a tiny predicted
+    error; now it prints an infinite error and says to pass --bounds or a larger --share."""
+    from dpfast.cli import main
+
+    _normal_people().to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "key").write_bytes(KEY)
+    rc = main(["tune", str(tmp_path / "in.csv"), "--key", "city", "--id", "p",
+               "--metric", "mean:x", "--epsilon", "1", "--delta", "1e-5", "--share", "0.05",
+               "--seed-key-file", str(tmp_path / "key")])
+    text = capsys.readouterr().out
+    assert rc == 0 and "the bounds of x may miss the data" in text and "inf" in text

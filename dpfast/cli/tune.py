@@ -6,11 +6,12 @@ Example::
         --metric median:arr_delay --bounds arr_delay -60 180 --epsilon 1 --delta 1e-5 \\
         --domain dests.csv -o tuning.json
 
-Spends ``--share`` (default 5%) of ``--epsilon`` on a private summary of how much each
-person contributes (charged to ``--ledger`` when given), or reads ``--public-sample`` at
-no cost, and prints the recommended ``--max-partitions`` / ``--max-per-partition`` with
-each metric's predicted error per key (bias and noise); ``-o`` writes the whole result
-(every candidate) as JSON, ``--plot`` a PNG of the candidates' predicted error.
+Spends ``--share`` (default 5%, 10% more per column without ``--bounds``) of
+``--epsilon`` on a private summary of how much each person contributes (charged to
+``--ledger`` when given), or reads ``--public-sample`` at no cost, and prints the
+recommended ``--max-partitions`` / ``--max-per-partition`` with each metric's
+predicted error per key (bias and noise); ``-o`` writes the whole result (every
+candidate) as JSON, ``--plot`` a PNG of the candidates' predicted error.
 A metric is ``count``, ``privacy_id_count``, ``STAT:COLUMN`` (``sum``, ``mean``,
 ``median``, ``min``, ``max``) or ``quantile:COLUMN:Q``.
 """
@@ -46,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the intended release's total epsilon (the tuning's included)")
     parser.add_argument("--delta", type=float, default=0.0,
                         help="its delta (needed without --domain: private key selection)")
-    parser.add_argument("--share", type=float, default=0.05,
-                        help="share of --epsilon the tuning spends (default 0.05)")
+    parser.add_argument("--share", type=float, default=None,
+                        help="share of --epsilon the tuning spends (default 0.05, and 0.10 "
+                             "more per value column without --bounds)")
     parser.add_argument("--domain", default=None, metavar="FILE",
                         help="CSV/Parquet file of the public keys (same column names as --key)")
     parser.add_argument("--public-sample", default=None, metavar="FILE",
@@ -166,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
     for name, p in res.predicted.items():
         print(f"  {name}: predicted error per key {p.error:.4g} {p.unit} "
               f"(bias {p.bias:.4g}, noise std {p.variance ** 0.5:.4g})")
+    for c in res.uninformative:
+        print(f"  the bounds of {c} may miss the data (too few people for their share of "
+              "epsilon): pass --bounds or a larger --share")
     if opened is not None and opened.note:
         print(opened.note)
     if opened is not None and opened.budget is not None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from dpfast.tables.run import Rows, Source
 
 __all__ = ["TUNE_SHARE", "TunePlan", "AutoTunePlan", "plan_auto", "domain_size",
-           "release_event", "split_tuning"]
+           "release_event", "split_tuning", "parts", "BOUNDS_PARTS"]
 
 TUNE_SHARE = multi.TUNE_SHARE
 
@@ -40,11 +40,23 @@ def release_event(eps: float, delta: float) -> _events.DpEvent:
     return _events.Epsilon(eps) if delta == 0.0 else _events.EpsilonDelta(eps, delta)
 
 
+#: the parts of the tuning's ε each column without bounds takes (the histograms take one):
+#: ``bounds="auto"``'s mechanism needs about ``(4 / ε_s) ln(m / α)`` people
+#: (:mod:`dpfast.tables.autobounds`), far more than the histograms
+BOUNDS_PARTS = 2
+
+
+def parts(n_bounds: int) -> int:
+    """The parts the tuning's ε is split into: one for the histograms,
+    :data:`BOUNDS_PARTS` for each of ``n_bounds`` columns' bounds."""
+    return 1 + BOUNDS_PARTS * n_bounds
+
+
 def split_tuning(eps_t: float, n_bounds: int) -> tuple[float, float]:
-    """``(ε of the histograms, ε of each column's bounds)``: equal shares, rounded down."""
-    e = Fraction(eps_t) / (1 + n_bounds)
-    eh = float_down(e)
-    return eh, eh
+    """``(ε of the histograms, ε of each column's bounds)``: one part and
+    :data:`BOUNDS_PARTS` parts of ``eps_t / parts(n_bounds)``, rounded down."""
+    e = Fraction(eps_t) / parts(n_bounds)
+    return float_down(e), float_down(e * BOUNDS_PARTS)
 
 
 def domain_size(domain: object) -> int | None:
@@ -107,11 +119,15 @@ class TunePlan:
         ex, pools = partials
         summary = _sum.noisy(ex, self.eps_h, gen, self.n_keys)
         chosen: dict[str, tuple[Any, Any]] = {}
+        beyond: dict[str, float] = {}
         for name, (_d, g, integer, kept) in zip(self.unbounded, pools, strict=True):
             chosen[name], _ = _autobounds.choose(kept, g, self.eps_b,
                                                  _autobounds.DEFAULT_QUANTILES, gen, integer)
+            # the clamping the mechanism states, from its ε, its grid and the DP people
+            beyond[name] = _pred.outside(self.eps_b, int(g.shape[0]), summary.people,
+                                         _autobounds.DEFAULT_QUANTILES[0])
         return result(self.spec, self.source, summary, chosen, self.ks, self.cs,
-                      self.spent, self.event)
+                      self.spent, self.event, beyond)
 
 
 def with_bounds(spec: ReleaseSpec, chosen: dict[str, tuple[Any, Any]]) -> ReleaseSpec:
@@ -125,15 +141,17 @@ def with_bounds(spec: ReleaseSpec, chosen: dict[str, tuple[Any, Any]]) -> Releas
 
 def result(spec: ReleaseSpec, source: Source, summary: _sum.Summary,
            chosen: dict[str, tuple[Any, Any]], ks: tuple[int, ...], cs: tuple[int, ...],
-           spent: float, event: _events.DpEvent | None) -> TuneResult:
-    """The search and its result (post-processing of the summary and the bounds)."""
+           spent: float, event: _events.DpEvent | None,
+           beyond: dict[str, float] | None = None) -> TuneResult:
+    """The search and its result (post-processing of the summary and the bounds;
+    ``beyond``: the fraction of the people predicted beyond each chosen bound)."""
     full = with_bounds(spec, chosen)
-    best, table = _pred.search(full, source, summary, ks, cs)
+    best, table = _pred.search(full, source, summary, ks, cs, beyond)
     assert not isinstance(full.bounds, str)
     bounds = {c: (lo, hi) for c, lo, hi in full.bounds or ()}
     return TuneResult(best.max_partitions, best.max_per_partition, bounds,  # type: ignore[arg-type]
                       best.predictions, table, spent, float(spec.epsilon or 0.0), event,
-                      summary)
+                      summary, dict(beyond or {}))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,10 +17,11 @@ over the keys (the prediction is the root mean square error over the keys):
   ``Var(noise of the count)``; relative to ``N / K``;
 * ``privacy_id_count``: bias ``-(Σ L0 - Σ min(L0, k)) / K``, variance of its noise;
   relative to ``Σ L0 / K``;
-* ``sum``: bias ``-(N - T) / K · |mid|`` (the dropped rows valued at the bounds'
-  midpoint), variance of its noise; relative to ``N / K · max(|lo|, |hi|)``;
-* ``mean``: bias 0 (rows are dropped without regard to their values; the clamping's bias
-  needs the values, which the summary does not hold), variance ``v_j`` saturating at
+* ``sum``: bias ``-(N - T) / K · |mid| - T / K · e`` (the dropped rows valued at the
+  bounds' midpoint; ``e`` the clamping's bias per row, below), variance of its noise;
+  relative to ``N / K · max(|lo|, |hi|)``;
+* ``mean``: bias ``e``, the clamping's (rows are dropped without regard to their values),
+  variance ``v_j`` saturating at
   ``5σ²/2``, ``v_j = (Var(s)/4 + σ² Var(n)) / n_j² + σ² (1/n_j - 1/F_j)``
   (first order in the noisy centred sum ``s`` and count; then the sampling of the kept
   rows), ``σ = (hi - lo)/4`` the values' typical spread (and the truth's distance from
@@ -32,7 +33,19 @@ over the keys (the prediction is the root mean square error over the keys):
   :data:`DROWNED_Q` (a release near uniform over the bounds): ``r`` the median rank error of the
   exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at ``α = 1/2``,
   its ``ε`` per key and sensitivity ``c``) over the key's kept rows, then their sampling;
-  relative to ``1/2``.
+  relative to ``1/2``; bias ``max(0, p - min(q, 1 - q))``: the quantile clamped to a
+  bound beyond it.
+
+The clamping: bounds chosen privately (``bounds="auto"``'s mechanism) leave a fraction
+``p`` of the people beyond each bound, predicted from what that mechanism states
+(:func:`outside`): ``p = q_lo + r / n``, ``r`` its median rank error, ``n`` the summary's
+people, and ``p = 1`` (the bounds may miss the data) where ``n`` is below the people its
+scale and centre need; with the values normal and ``p`` beyond each bound, the values'
+spread is ``σ_p = (hi - lo) / (2 z)``, ``z = Φ⁻¹(1 - p)``, and the clamping's bias is at
+most one side's excess ``e = σ_p (φ(z) - z p)`` (its sign unknown: its size is given;
+infinite where ``p >= 1/2``: bounds that carry no information).  Bounds the caller gives
+are taken as holding the values (``p = 0``); a public sample's percentiles hold all but
+``q_lo`` of it on each side.
 
 ``error = sqrt(bias² + variance)``; the score of a candidate is the metrics' weighted mean
 relative error.  The model is a prediction, not a guarantee: the summary is noisy (private)
@@ -45,10 +58,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpfast.tables import _bounds_em as _bem
 from dpfast.tables import _metrics, _rank_metrics, multi
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._tune_summary import Summary
@@ -58,7 +73,7 @@ if TYPE_CHECKING:
     from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["Prediction", "Candidate", "K_GRID", "C_GRID", "TUNABLE", "DROWNED", "predict",
-           "DROWNED_Q", "search", "check_metrics", "over_keys"]
+           "DROWNED_Q", "search", "check_metrics", "over_keys", "outside", "clamp_excess"]
 
 #: the default candidates
 K_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -70,6 +85,7 @@ DROWNED = 2.5
 #: mechanism's output near uniform over the bounds ``[m - 2σ, m + 2σ]``, the values
 #: ``N(m, σ²)``: ``E (Φ(Z) - 1/2)²``, ``Z`` uniform on ``[-2, 2]`` (quadrature)
 DROWNED_Q = 0.113147
+_NORMAL = NormalDist()
 #: the metric kinds the model predicts
 TUNABLE = ("count", "privacy_id_count", "sum", "mean", "median", "quantile", "min", "max")
 
@@ -116,9 +132,41 @@ def _var(plan: multi.MultiPlan, part: str) -> float:
     return plan.metrics.parts[part].part.law.std() ** 2
 
 
-def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
-            ) -> Candidate:
-    """The predictions of the release ``spec`` at ``(k, c)`` (its plan's laws)."""
+def outside(eps_b: float, n_candidates: int, people: float, q_lo: float) -> float:
+    """``p``: the predicted fraction of the people beyond each bound chosen by
+    ``bounds="auto"``'s mechanism at ``eps_b`` on a grid of ``n_candidates``, from what
+    :mod:`dpfast.tables.autobounds` states: ``q_lo + r / n`` (``r`` its median rank error,
+    :func:`dpfast.tables._quantile_em.rank_error` at ``ε_b / 3`` and ``α = 1/2``), and 1
+    (the bounds may miss the data) when the people ``n`` are not above
+    ``(4 / ε_s) ln(m / α)`` (``ε_s = ε_b / 6``), what its scale and centre need.  A
+    function of DP outputs and public parameters only."""
+    eps_s, _, eps_q = _bem.split(eps_b)
+    n = max(float(people), 0.0)
+    if eps_s <= 0.0 or n <= 4.0 / eps_s * math.log(n_candidates / 0.5):
+        return 1.0
+    r = _em.rank_error(eps_q, 1, n_candidates, 0.5)
+    return min(1.0, q_lo + r / n)
+
+
+def clamp_excess(p: float, lo: float, hi: float) -> float:
+    """``e``: the clamping's bias of a mean (its size, in values) when a fraction ``p`` of
+    normal values lies beyond each of the bounds ``(lo, hi)``: one side's excess
+    ``σ_p (φ(z) - z p)``, ``z = Φ⁻¹(1 - p)``, ``σ_p = (hi - lo) / (2 z)``; 0 at ``p = 0``,
+    infinite at ``p >= 1/2``."""
+    if p <= 0.0:
+        return 0.0
+    if p >= 0.5:
+        return math.inf
+    z = _NORMAL.inv_cdf(1.0 - p)
+    return (hi - lo) / (2.0 * z) * max(0.0, _NORMAL.pdf(z) - z * p)
+
+
+def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int,
+            beyond: dict[str, float] | None = None) -> Candidate:
+    """The predictions of the release ``spec`` at ``(k, c)`` (its plan's laws);
+    ``beyond``: per value column, the fraction ``p`` of the people beyond each bound
+    (:func:`outside`; 0 where absent)."""
+    beyond = beyond or {}
     plan = multi.plan_of(dataclasses.replace(spec, max_partitions=k, max_per_partition=c),
                          source, _statistics_parts())
     mp = plan.metrics
@@ -143,22 +191,26 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int
             assert m.column is not None
             col = mp.columns[m.column]
             lo, hi = float(col.lo), float(col.hi)
+            e = clamp_excess(beyond.get(m.column, 0.0), lo, hi)
             if m.kind == "sum":
-                p = Prediction(0.0 - (n_all - n_kept) / kk * abs((lo + hi) / 2),
+                p = Prediction(0.0 - (n_all - n_kept) / kk * abs((lo + hi) / 2)
+                               - (n_kept / kk * e if e > 0.0 else 0.0),
                                _var(plan, f"sum:{m.column}"), "value",
                                n_all / kk * max(abs(lo), abs(hi)))
             else:
                 sd = (hi - lo) / 4  # the values' typical spread
                 vj = ((_var(plan, f"csum:{m.column}") / 4 + sd ** 2 * _var(plan, "count"))
                       / n_key ** 2 + sd ** 2 * sampled(n_key, n_full))
-                p = Prediction(0.0, over_keys(vj, at, DROWNED * sd ** 2), "value", sd)
+                p = Prediction(e, over_keys(vj, at, DROWNED * sd ** 2), "value", sd)
         else:  # a rank metric: in quantiles (fractions of the key's rows)
             assert m.column is not None
             rp = mp.ranks[_metrics.part_name("quantile", m.column, m.q)]
             g = mp.grids[m.column]
             r = _em.rank_error(rp.eps_q, c, int(g.shape[0]), 0.5, rp.q)
             vj = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
-            p = Prediction(0.0, over_keys(vj, at, DROWNED_Q), "quantile", 0.5)
+            pb = beyond.get(m.column, 0.0)
+            p = Prediction(max(0.0, pb - min(rp.q, 1.0 - rp.q)), over_keys(vj, at, DROWNED_Q),
+                           "quantile", 0.5)
         out[m.name] = p
         score += float(w) * min(p.relative, 1e12)
     return Candidate(k, c, out, score / float(sum(weights)))
@@ -189,7 +241,8 @@ def uses_rows(spec: ReleaseSpec) -> bool:
 
 
 def search(spec: ReleaseSpec, source: Source, summary: Summary, ks: Sequence[int],
-           cs: Sequence[int]) -> tuple[Candidate, list[Candidate]]:
+           cs: Sequence[int], beyond: dict[str, float] | None = None
+           ) -> tuple[Candidate, list[Candidate]]:
     """Every candidate's predictions and the recommended one (least score; ties: the
     smaller ``k``, then the smaller ``c``).  A candidate the release could not run (its
     plan refuses it: e.g. ``c`` times a privately chosen bound beyond exact int64 sums) is
@@ -198,7 +251,7 @@ def search(spec: ReleaseSpec, source: Source, summary: Summary, ks: Sequence[int
     for k in ks:
         for c in (cs if uses_rows(spec) else cs[:1]):
             try:
-                table.append(predict(spec, source, summary, k, c))
+                table.append(predict(spec, source, summary, k, c, beyond))
             except ValueError:
                 continue
     if not table:

@@ -42,6 +42,10 @@ class TuneResult:
         The tuning's event (None with a public sample: nothing charged).
     summary : Summary
         The contribution summary the predictions come from (DP, or the sample's).
+    beyond : dict of str to float
+        Per column whose bounds the tuning chose: the predicted fraction of the people
+        beyond each bound (the clamping the predictions include; 1.0: the bounds may miss
+        the data -- give public ``bounds`` or a larger ``share``).
     """
 
     max_partitions: int
@@ -53,6 +57,7 @@ class TuneResult:
     release_epsilon: float
     event: DpEvent | None
     summary: Summary
+    beyond: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def params(self) -> dict[str, object]:
@@ -75,6 +80,7 @@ class TuneResult:
             "epsilon": self.epsilon, "release_epsilon": self.release_epsilon,
             "event": None if self.event is None else str(self.event),
             "summary": self.summary.to_dict(),
+            "beyond": dict(self.beyond),
         }
 
     def to_pandas(self) -> pd.DataFrame:
@@ -94,11 +100,21 @@ class TuneResult:
             rows.append(row)
         return pd.DataFrame(rows)
 
+    @property
+    def uninformative(self) -> list[str]:
+        """The columns whose chosen bounds may miss the data (half or more of the people
+        predicted beyond a bound: too few people for their share of ε); give them public
+        ``bounds`` or a larger ``share``."""
+        return sorted(c for c, p in self.beyond.items() if p >= 0.5)
+
     def __repr__(self) -> str:
         errs = ", ".join(f"{n}: {p.error:.4g} {p.unit}" for n, p in self.predicted.items())
+        bad = self.uninformative
+        note = (f"; the bounds of {', '.join(bad)} may miss the data: pass bounds or a larger "
+                "share" if bad else "")
         return (f"TuneResult(max_partitions={self.max_partitions}, max_per_partition="
                 f"{self.max_per_partition}, bounds={self.bounds}, predicted error per key: "
-                f"{errs}; tuning epsilon={self.epsilon})")
+                f"{errs}; tuning epsilon={self.epsilon}{note})")
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """The score (weighted mean relative error) of every candidate against

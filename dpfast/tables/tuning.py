@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["tune", "TuneResult", "DEFAULT_SHARE"]
 
-#: the default share of ε the tuning spends
+#: the default share of ε the tuning spends per part: one part for the histograms,
+#: :data:`~dpfast.tables._tune_plan.BOUNDS_PARTS` for each value column without bounds
 DEFAULT_SHARE = 0.05
 
 
@@ -54,7 +55,17 @@ def _grid(x: object, name: str, default: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(sorted({_bounding.positive_int(v, name) for v in x}))
 
 
-def _share(share: object) -> float:
+def _share(share: object, n_bounds: int) -> float:
+    """The tuning's share of ε: ``share``, or by default :data:`DEFAULT_SHARE` per part
+    (``1 + 2·n_bounds`` parts); ValueError naming ``bounds`` when that reaches ε."""
+    if share is None:
+        parts = _tp.parts(n_bounds)
+        total = Fraction(str(DEFAULT_SHARE)) * parts
+        if total >= 1:
+            raise ValueError(f"{n_bounds} value columns without bounds: choosing their "
+                             f"bounds would take {parts} x {DEFAULT_SHARE} of epsilon; pass "
+                             "public bounds for some of them, or an explicit share")
+        return float(total)
     s = check_real(share, "share")
     if not 0.0 < s < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
@@ -76,7 +87,7 @@ def _sample_bounds(values: np.ndarray) -> tuple[Any, Any]:
 def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
          privacy_id: str | None = None, *,
          metrics: Sequence[MetricSpec] | Mapping[str, MetricSpec],
-         epsilon: float, delta: float = 0.0, share: float = DEFAULT_SHARE,
+         epsilon: float, delta: float = 0.0, share: float | None = None,
          bounds: dict[str, tuple[float, float]] | None = None,
          weights: Mapping[str, float] | Sequence[float] | None = None,
          domain: npt.ArrayLike | None = None, public_sample: Any = None,
@@ -96,18 +107,31 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
         ``min``, ``max``).
     epsilon, delta : float
         The intended release's total target (the tuning's share included).
-    share : float
-        The share of ``epsilon`` the tuning spends on the private summary (default 5%);
-        the predictions are for a release at the rest.  Ignored with ``public_sample``.
+    share : float, optional
+        The share of ``epsilon`` the tuning spends; the predictions are for a release at
+        the rest.  It is split into parts: one for the contribution summary and two for
+        each value column without ``bounds`` (choosing bounds needs far more people than
+        the summary, :mod:`dpfast.tables.autobounds`).  Default: 5% per part (5% with every
+        column bounded, 15% with one column without bounds, 25% with two; a ValueError
+        naming ``bounds`` from ten).  Ignored with ``public_sample``.
     bounds : dict, optional
         ``{column: (lo, hi)}``; a value column without bounds gets them by the private
-        quantiles of ``bounds="auto"`` (:func:`dpfast.tables.auto_bounds`, an equal part of
-        the share), or from the public sample's 1st and 99th percentiles.
+        quantiles of ``bounds="auto"`` (:func:`dpfast.tables.auto_bounds`, two parts of the
+        share), or from the public sample's 1st and 99th percentiles.  The predictions
+        include the clamping such bounds cause (:attr:`TuneResult.beyond`): bounds chosen
+        with too few people for their ε are predicted as bad (an infinite error of a mean
+        or a sum), not as good.
     public_sample : DataFrame, optional
         A public table with the same columns (previous years, a synthetic twin, a sample
-        published with consent): the summary is read from it exactly, nothing is charged
-        and ``df`` is not read.  ``sample_fraction``: the share of the population it holds
-        (its people are scaled by ``1 / sample_fraction``).
+        published with consent), **never drawn from the private data** (a sample of ``df``
+        is private: its use would be a release without privacy).  The summary and the
+        missing bounds are read from it exactly and nothing is charged.  Of ``df`` only its
+        schema is read: its column names, whether it has ``privacy_id``, and the types of
+        its ``by`` and metric columns (the release's public checks, as
+        :func:`~dpfast.tables.aggregate` makes them before its charge); no row's value,
+        count or key reaches the result.
+        ``sample_fraction``: the share of the population it holds (its people are scaled by
+        ``1 / sample_fraction``).
     max_partitions, max_per_partition : int or list of int, optional
         The candidates (default ``1, 2, 3, 4, 6, ..., 64`` and ``1, 2, ..., 128``); an int
         fixes that bound.
@@ -125,7 +149,10 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     Privacy
     -------
     Guarantee: ``share·ε``-DP (rounded down) under add/remove one person (all their rows);
-    nothing with ``public_sample`` (``df`` is not read).  The summary is three histograms
+    nothing with ``public_sample`` (no row of ``df`` reaches the result: only the public
+    checks of the release read it, as before any charge).  The share and its split are
+    functions of the public parameters and the column names only, fixed before a row is
+    read.  The summary is three histograms
     over public buckets, each person adding one unit to each: their number of keys, the
     rows of one of their keys chosen by the release's keyed uniform bounding (``k = 1``),
     and the number of distinct keys among those chosen keys (one per person); and the sum
@@ -139,8 +166,10 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     ``ε_c = ε_h - ε_g``, each rounded down, so the summary is ``ε_h``-DP (basic
     composition).  A value column without bounds adds
     ``bounds="auto"``'s four exponential mechanisms at ``ε_b`` (:func:`auto_bounds`);
-    ``ε_h = ε_b = share·ε / (1 + columns)``, basic composition.  The predictions, the
-    search and the recommendation are post-processing of the summary and of public
+    ``ε_h = share·ε / (1 + 2·columns)`` and ``ε_b = 2·share·ε / (1 + 2·columns)`` (each
+    rounded down), basic composition.  The predictions (their clamping too: from
+    ``ε_b``, the grid and the summary's DP number of people), the search and the
+    recommendation are post-processing of the summary, the DP bounds and public
     parameters.  Proof sketch for tuning then releasing: the release that follows is
     ``(ε - share·ε, δ)``-DP whatever bounds it is given (its event depends on the stated
     ε and δ, not on the bounds), so by adaptive composition the two together are
@@ -154,17 +183,21 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     >>> rng = np.random.default_rng(0)
     >>> df = pd.DataFrame({"person": rng.integers(0, 3000, 30000),
     ...                    "city": rng.choice(list("abcdef"), 30000)})
+    >>> last_year = pd.DataFrame({"person": rng.integers(0, 2500, 25000),
+    ...                           "city": rng.choice(list("abcdef"), 25000)})
     >>> res = tables.tune(df, by="city", privacy_id="person", metrics=["count"],
-    ...                   epsilon=1.0, domain=list("abcdef"), public_sample=df)
+    ...                   epsilon=1.0, domain=list("abcdef"), public_sample=last_year)
     >>> res.epsilon, res.max_partitions >= 1
     (0.0, True)
+
+    ``last_year`` is public (published, or held with consent); a public sample must never
+    be drawn from the private data (``df.sample(...)`` is private).
     """
     names, by_list, keys, ids = frame_keys(df, by, privacy_id)
     check_charger(budget, note)
     eps = check_real(epsilon, "epsilon")
     if not 0.0 < eps < float("inf"):
         raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
-    sh = _share(share)
     ks = _grid(max_partitions, "max_partitions", _pred.K_GRID)
     cs = _grid(max_per_partition, "max_per_partition", _pred.C_GRID)
     if bounds is not None and not isinstance(bounds, dict):
@@ -178,6 +211,7 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
         raise ValueError(f"metrics use column {missing[0]!r}, which is not in df")
     unbounded = tuple(c for c in used if c not in (bounds or {}))
     placeholders = {c: (0, 1) for c in unbounded}
+    sh = _share(share, len(unbounded))  # public: the parameters and the column names
     if public_sample is None:
         eps_t, eps_rest = _autobounds.split(eps, Fraction(sh))
     else:
@@ -209,7 +243,8 @@ def _from_sample(spec: Any, rows: _run.Rows, sample: Any, by: object, privacy_id
                  used: list[str], unbounded: tuple[str, ...], domain: object,
                  n_keys: int | None, fraction: object, ks: tuple[int, ...],
                  cs: tuple[int, ...]) -> TuneResult:
-    """The tuning on a public sample: exact, free (nothing charged, ``df`` not read)."""
+    """The tuning on a public sample: exact, free (nothing charged; ``rows`` serve only
+    the release's public checks)."""
     f = check_real(fraction, "sample_fraction")
     if not 0.0 < f <= 1.0:
         raise ValueError(f"sample_fraction must be in (0, 1], got {fraction!r}")
@@ -223,4 +258,5 @@ def _from_sample(spec: Any, rows: _run.Rows, sample: Any, by: object, privacy_id
     summary = _sum.from_sample(data, n_keys, f)
     chosen = {c: _sample_bounds(_inputs.as_numbers(taken[used.index(c)], f"column {c!r}"))
               for c in unbounded}
-    return _tp.result(spec, rows, summary, chosen, ks, cs, 0.0, None)
+    beyond = {c: float(_autobounds.DEFAULT_QUANTILES[0]) for c in unbounded}
+    return _tp.result(spec, rows, summary, chosen, ks, cs, 0.0, None, beyond)
