@@ -6,6 +6,8 @@ rebuilt from its state)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -25,7 +27,7 @@ from dpfast.tables._topdown_blue import (
     normal_quantile,
 )
 from dpfast.tables._topdown_round import subtree_variances
-from dpfast.tables.state import encode_array
+from dpfast.tables.state import decode_array, encode_array
 
 from .helpers import KEY, dgauss_pmf_table
 from .test_topdown import _dense_gls, children_sums, random_tree, trees
@@ -489,3 +491,97 @@ def test_session_topdown_refuses_a_bad_estimator_before_the_charge() -> None:
     assert s.budget.history() == []
     rel = s.topdown(geo, ["state", "county"], rho=0.5, estimator="blue", nonnegative=None)
     assert rel.estimator == "blue"
+
+
+def _tamper_level(field: str, j: int, make: Callable[[np.ndarray], np.ndarray]
+                  ) -> Callable[[dict[str, Any]], None]:
+    def edit(state: dict[str, Any]) -> None:
+        arrays = list(state[field])
+        arrays[j] = encode_array(make(decode_array(state[field][j])))
+        state[field] = arrays
+    return edit
+
+
+def _set_entry(a: np.ndarray, index: tuple[int, ...], value: float) -> np.ndarray:
+    a = a.copy()
+    a[index] = value
+    return a
+
+
+# (name, edit of the state, the field the ValueError names); the comments say what the
+# old code did with the state on rounded() / confidence_interval()
+_TAMPERED = [
+    # 3 columns vs 2-column parents: rounded() read out of bounds (garbage)
+    ("columns3", _tamper_level("consistent", 2, lambda a: np.ones((12, 3))),
+     r"consistent\[2\]"),
+    # 50 columns: rounded() never returned
+    ("columns50", _tamper_level("consistent", 2, lambda a: np.ones((12, 50))),
+     r"consistent\[2\]"),
+    ("int64", _tamper_level("consistent", 1, lambda a: np.ones((3, 2), np.int64)),
+     r"consistent\[1\].*float64"),
+    # 3-D level: numba TypingError in rounded()
+    ("3d", _tamper_level("consistent", 2, lambda a: np.ones((12, 2, 2))),
+     r"consistent\[2\]"),
+    ("nan", _tamper_level("consistent", 2, lambda a: _set_entry(a, (0, 0), np.nan)),
+     r"consistent\[2\].*finite"),
+    ("inf", _tamper_level("consistent", 1, lambda a: _set_entry(a, (1, 1), np.inf)),
+     r"consistent\[1\].*finite"),
+    # 1e300 at the root: cast to INT64_MIN, then rounded() never returned
+    ("huge", _tamper_level("consistent", 0, lambda a: _set_entry(a, (0, 0), 1e300)),
+     r"consistent\[0\].*2\^53"),
+    ("2^53", _tamper_level("consistent", 0, lambda a: _set_entry(a, (0, 1), 2.0 ** 53)),
+     r"consistent\[0\].*2\^53"),
+    ("fewer_units", _tamper_level("consistent", 1, lambda a: a[:2]), r"estimates\[1\]"),
+    # every array of level 1 with 2 units: its parents (3) do not fit
+    ("level_sizes", lambda s: [_tamper_level(f, 1, lambda a: a[:2])(s) for f in
+                               ("consistent", "estimates", "noisy", "variances")],
+     r"parents\[1\]"),
+    # short sigma: IndexError in rounded(), fewer levels from confidence_interval()
+    ("short_sigma", lambda s: s.update(sigma=s["sigma"][:1]), "sigma"),
+    ("short_rho", lambda s: s.update(rho=s["rho"][:2]), "rho"),
+    ("short_variances", lambda s: s.update(variances=s["variances"][:2]), "variances"),
+    ("short_estimates", lambda s: s.update(estimates=s["estimates"][:2]), "estimates"),
+    ("short_sensitivity", lambda s: s.update(sensitivity=s["sensitivity"][:2]),
+     "sensitivity"),
+    ("variances_length", _tamper_level("variances", 2, lambda a: a[:5]), r"variances\[2\]"),
+    ("variances_nan", _tamper_level("variances", 1, lambda a: _set_entry(a, (0,), np.nan)),
+     r"variances\[1\].*finite"),
+    ("variances_negative",
+     _tamper_level("variances", 1, lambda a: _set_entry(a, (0,), -1.0)), r"variances\[1\]"),
+    ("estimates_shape", _tamper_level("estimates", 2, lambda a: a[:, :1].copy()),
+     r"estimates\[2\]"),
+    ("noisy_dtype", _tamper_level("noisy", 1, lambda a: a.astype(np.float64)),
+     r"noisy\[1\]"),
+    ("sigma_nan", lambda s: s.update(sigma=[*s["sigma"][:2], {"float": "nan"}]),
+     r"sigma\[2\]"),
+    ("flag", lambda s: s.update(integer="no"), "integer"),
+    ("not_an_array", lambda s: s.update(consistent=[*s["consistent"][:2], {"x": 1}]),
+     r"consistent\[2\]"),
+]
+
+
+@pytest.mark.parametrize("edit,field", [pytest.param(e, f, id=n) for n, e, f in _TAMPERED])
+@pytest.mark.parametrize("estimator", ["blue", "topdown"])
+def test_tampered_state_is_refused_before_any_kernel(
+        edit: Callable[[dict[str, Any]], None], field: str, estimator: str) -> None:
+    """Review of issue 39 (the channel closed: a state handed to ``from_state`` that
+    kernels read unchecked).  A rebuilt release's levels, per-level lists and flags are
+    checked in ``from_state`` (ValueError naming the field), for a BLUE release with its
+    parents as for the default one.  The old code checked the parent arrays only (the
+    ``level_sizes`` case, kept as a guard) and accepted all the others: ``rounded()`` then read out of bounds (garbage), never
+    returned (50 columns, a root of 1e300), raised a numba TypingError (3-D) or an
+    IndexError (short sigma), and ``confidence_interval()`` returned fewer levels.  The
+    test stops at ``from_state``, so it fails fast on the old code (no hang)."""
+    g = np.random.default_rng(9)
+    levels = [np.zeros(12, np.int64), np.repeat(np.arange(3), 4), np.arange(12)]
+    counts = g.poisson(5, (12, 2))
+    r = tables.topdown(counts, levels, rho=0.5, rng=_gen(), estimator=estimator)
+    state = r.to_state()
+    tables.TopDownRelease.from_state(state)  # the untouched state loads
+    if estimator == "topdown" and (r"2\^53" in field or "parents" in field):
+        pytest.skip("the magnitude bound and the parents are rounded()'s: only a BLUE "
+                    "state has them")
+    state = dict(state)
+    edit(state)
+    with pytest.raises(ValueError, match=field):
+        tables.TopDownRelease.from_state(state)
