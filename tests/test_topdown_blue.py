@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -22,9 +23,11 @@ from dpfast.tables import _wls, hierarchy
 from dpfast.tables._topdown_blue import (
     LATTICE_SIGMA,
     discrete_gaussian_variance,
+    gls_weights,
     lattice_halfwidth,
     level_variance,
     normal_quantile,
+    scale_up,
 )
 from dpfast.tables._topdown_round import subtree_variances
 from dpfast.tables.state import decode_array, encode_array
@@ -568,10 +571,11 @@ def test_tampered_state_is_refused_before_any_kernel(
     kernels read unchecked).  A rebuilt release's levels, per-level lists and flags are
     checked in ``from_state`` (ValueError naming the field), for a BLUE release with its
     parents as for the default one.  The old code checked the parent arrays only (the
-    ``level_sizes`` case, kept as a guard) and accepted all the others: ``rounded()`` then read out of bounds (garbage), never
-    returned (50 columns, a root of 1e300), raised a numba TypingError (3-D) or an
-    IndexError (short sigma), and ``confidence_interval()`` returned fewer levels.  The
-    test stops at ``from_state``, so it fails fast on the old code (no hang)."""
+    ``level_sizes`` case, kept as a guard) and accepted all the others: ``rounded()``
+    then read out of bounds (garbage), never returned (50 columns, a root of 1e300),
+    raised a numba TypingError (3-D) or an IndexError (short sigma), and
+    ``confidence_interval()`` returned fewer levels.  The test stops at
+    ``from_state``, so it fails fast on the old code (no hang)."""
     g = np.random.default_rng(9)
     levels = [np.zeros(12, np.int64), np.repeat(np.arange(3), 4), np.arange(12)]
     counts = g.poisson(5, (12, 2))
@@ -585,3 +589,53 @@ def test_tampered_state_is_refused_before_any_kernel(
     edit(state)
     with pytest.raises(ValueError, match=field):
         tables.TopDownRelease.from_state(state)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.just(0.0) | st.floats(1e-250, 1e250), min_size=1, max_size=20),
+       st.floats(1e-3, 1e3))
+def test_scale_up_is_the_product_rounded_up(F: list[float], c: float) -> None:
+    """Each product is the smallest float at or above the exact one (Dekker's error; the
+    range of the variances, far from overflow and underflow, where it is exact)."""
+    out = scale_up(np.array(F), c)
+    for f, o in zip(F, out):
+        exact = Fraction(f) * Fraction(c)
+        assert Fraction(float(o)) >= exact
+        assert o == 0.0 or Fraction(float(np.nextafter(o, -np.inf))) < exact
+
+
+def test_scale_up_is_safe_at_the_extremes() -> None:
+    """Beyond the exact range (underflow, near overflow) a product is never below the exact
+    one; 0 stays 0 and inf inf."""
+    F = np.array([0.0, 5e-324, 1e-300, 1e300, np.inf])
+    for c in (1.0000001, 1e-9, 3.0):
+        out = scale_up(F, c)
+        assert out[0] == 0.0 and out[-1] == np.inf
+        for f, o in zip(F[1:-1], out[1:-1]):
+            assert o > 0.0 and Fraction(float(o)) >= Fraction(float(f)) * Fraction(c)
+
+
+def test_blue_variances_are_scaled_up() -> None:
+    """Review of issue 39 (the channel closed: the BLUE's variances rounded *down* by the
+    common factor's float multiply).  Where the exact variances are proportional to
+    ``sigma_j^2``, the published variances are the least squares' error variances times
+    the factor ``c``, each product rounded up (the old plain multiply rounded about half
+    of them down: the stated variances fell below the exact ones by an ulp)."""
+    g = np.random.default_rng(12)
+    levels = random_tree(g, [2, 9, 60, 700])
+    counts = np.where(g.random(700) < 0.4, 0, g.poisson(3, 700))
+    rho = [0.002, 0.003, 0.004, 0.005]
+    b = tables.topdown(counts, levels, rho=rho, rng=_gen(), estimator="blue")
+    sq, c = gls_weights(b.sigma, [level_variance(s) for s in b.sigma])
+    assert c != 1.0  # the factor is applied
+    tree = _wls.build_tree(levels, 700)
+    noisy = [np.asarray(n).reshape(-1, 1) for n in b.noisy]
+    _, F, _ = _wls.least_squares(tree, noisy, sq, None)
+    inexact = 0
+    for j in range(4):
+        for f, v in zip(F[j], b.variances[j]):
+            exact = Fraction(float(f)) * Fraction(c)
+            assert Fraction(float(v)) >= exact
+            assert Fraction(float(np.nextafter(v, -np.inf))) < exact
+            inexact += Fraction(float(f * c)) < exact
+    assert inexact > 0  # the plain product rounded some of them down
