@@ -127,7 +127,7 @@ def scale_up(F: np.ndarray, c: float) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         p = F * c
         fh, fl = _split(F)
-        ch, cl = _split(np.float64(c))
+        ch, cl = _split(np.asarray(c, dtype=np.float64))
         err = ((fh * ch - p) + fh * cl + fl * ch) + fl * cl  # F * c - p, exactly
         # Dekker's error is exact away from overflow and underflow
         a = np.abs(p)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import binascii
 import math
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,7 +122,7 @@ def check_levels(state: dict[str, Any], integer: bool) -> LevelArrays:
     return LevelArrays(state, integer)
 
 
-def check_scalars(values: Sequence[object], name: str, n: int, *, allow_none: bool = False
+def check_scalars(values: object, name: str, n: int, *, allow_none: bool = False
                   ) -> list[Any]:
     """``values`` decoded: one finite number ``>= 0`` per level (``n``), or None where
     ``allow_none`` (ValueError naming ``name`` otherwise)."""
@@ -140,7 +139,7 @@ def check_scalars(values: Sequence[object], name: str, n: int, *, allow_none: bo
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"state's {name}[{j}] is not a number") from exc
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or \
-                not (math.isfinite(float(v)) and v >= 0):
+                not (math.isfinite(float(v)) and float(v) >= 0):
             raise ValueError(f"state's {name}[{j}] must be a finite number >= 0, got {v!r}")
         out.append(float(v))
     return out
