@@ -6,6 +6,9 @@ rebuilt from its state)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -20,12 +23,14 @@ from dpfast.tables import _wls, hierarchy
 from dpfast.tables._topdown_blue import (
     LATTICE_SIGMA,
     discrete_gaussian_variance,
+    gls_weights,
     lattice_halfwidth,
     level_variance,
     normal_quantile,
+    scale_up,
 )
 from dpfast.tables._topdown_round import subtree_variances
-from dpfast.tables.state import encode_array
+from dpfast.tables.state import decode_array, encode_array
 
 from .helpers import KEY, dgauss_pmf_table
 from .test_topdown import _dense_gls, children_sums, random_tree, trees
@@ -489,3 +494,148 @@ def test_session_topdown_refuses_a_bad_estimator_before_the_charge() -> None:
     assert s.budget.history() == []
     rel = s.topdown(geo, ["state", "county"], rho=0.5, estimator="blue", nonnegative=None)
     assert rel.estimator == "blue"
+
+
+def _tamper_level(field: str, j: int, make: Callable[[np.ndarray], np.ndarray]
+                  ) -> Callable[[dict[str, Any]], None]:
+    def edit(state: dict[str, Any]) -> None:
+        arrays = list(state[field])
+        arrays[j] = encode_array(make(decode_array(state[field][j])))
+        state[field] = arrays
+    return edit
+
+
+def _set_entry(a: np.ndarray, index: tuple[int, ...], value: float) -> np.ndarray:
+    a = a.copy()
+    a[index] = value
+    return a
+
+
+# (name, edit of the state, the field the ValueError names); the comments say what the
+# old code did with the state on rounded() / confidence_interval()
+_TAMPERED = [
+    # 3 columns vs 2-column parents: rounded() read out of bounds (garbage)
+    ("columns3", _tamper_level("consistent", 2, lambda a: np.ones((12, 3))),
+     r"consistent\[2\]"),
+    # 50 columns: rounded() never returned
+    ("columns50", _tamper_level("consistent", 2, lambda a: np.ones((12, 50))),
+     r"consistent\[2\]"),
+    ("int64", _tamper_level("consistent", 1, lambda a: np.ones((3, 2), np.int64)),
+     r"consistent\[1\].*float64"),
+    # 3-D level: numba TypingError in rounded()
+    ("3d", _tamper_level("consistent", 2, lambda a: np.ones((12, 2, 2))),
+     r"consistent\[2\]"),
+    ("nan", _tamper_level("consistent", 2, lambda a: _set_entry(a, (0, 0), np.nan)),
+     r"consistent\[2\].*finite"),
+    ("inf", _tamper_level("consistent", 1, lambda a: _set_entry(a, (1, 1), np.inf)),
+     r"consistent\[1\].*finite"),
+    # 1e300 at the root: cast to INT64_MIN, then rounded() never returned
+    ("huge", _tamper_level("consistent", 0, lambda a: _set_entry(a, (0, 0), 1e300)),
+     r"consistent\[0\].*2\^53"),
+    ("2^53", _tamper_level("consistent", 0, lambda a: _set_entry(a, (0, 1), 2.0 ** 53)),
+     r"consistent\[0\].*2\^53"),
+    ("fewer_units", _tamper_level("consistent", 1, lambda a: a[:2]), r"estimates\[1\]"),
+    # every array of level 1 with 2 units: its parents (3) do not fit
+    ("level_sizes", lambda s: [_tamper_level(f, 1, lambda a: a[:2])(s) for f in
+                               ("consistent", "estimates", "noisy", "variances")],
+     r"parents\[1\]"),
+    # short sigma: IndexError in rounded(), fewer levels from confidence_interval()
+    ("short_sigma", lambda s: s.update(sigma=s["sigma"][:1]), "sigma"),
+    ("short_rho", lambda s: s.update(rho=s["rho"][:2]), "rho"),
+    ("short_variances", lambda s: s.update(variances=s["variances"][:2]), "variances"),
+    ("short_estimates", lambda s: s.update(estimates=s["estimates"][:2]), "estimates"),
+    ("short_sensitivity", lambda s: s.update(sensitivity=s["sensitivity"][:2]),
+     "sensitivity"),
+    ("variances_length", _tamper_level("variances", 2, lambda a: a[:5]), r"variances\[2\]"),
+    ("variances_nan", _tamper_level("variances", 1, lambda a: _set_entry(a, (0,), np.nan)),
+     r"variances\[1\].*finite"),
+    ("variances_negative",
+     _tamper_level("variances", 1, lambda a: _set_entry(a, (0,), -1.0)), r"variances\[1\]"),
+    ("estimates_shape", _tamper_level("estimates", 2, lambda a: a[:, :1].copy()),
+     r"estimates\[2\]"),
+    ("noisy_dtype", _tamper_level("noisy", 1, lambda a: a.astype(np.float64)),
+     r"noisy\[1\]"),
+    ("sigma_nan", lambda s: s.update(sigma=[*s["sigma"][:2], {"float": "nan"}]),
+     r"sigma\[2\]"),
+    ("flag", lambda s: s.update(integer="no"), "integer"),
+    ("not_an_array", lambda s: s.update(consistent=[*s["consistent"][:2], {"x": 1}]),
+     r"consistent\[2\]"),
+]
+
+
+@pytest.mark.parametrize("edit,field", [pytest.param(e, f, id=n) for n, e, f in _TAMPERED])
+@pytest.mark.parametrize("estimator", ["blue", "topdown"])
+def test_tampered_state_is_refused_before_any_kernel(
+        edit: Callable[[dict[str, Any]], None], field: str, estimator: str) -> None:
+    """Review of issue 39 (the channel closed: a state handed to ``from_state`` that
+    kernels read unchecked).  A rebuilt release's levels, per-level lists and flags are
+    checked in ``from_state`` (ValueError naming the field), for a BLUE release with its
+    parents as for the default one.  The old code checked the parent arrays only (the
+    ``level_sizes`` case, kept as a guard) and accepted all the others: ``rounded()``
+    then read out of bounds (garbage), never returned (50 columns, a root of 1e300),
+    raised a numba TypingError (3-D) or an IndexError (short sigma), and
+    ``confidence_interval()`` returned fewer levels.  The test stops at
+    ``from_state``, so it fails fast on the old code (no hang)."""
+    g = np.random.default_rng(9)
+    levels = [np.zeros(12, np.int64), np.repeat(np.arange(3), 4), np.arange(12)]
+    counts = g.poisson(5, (12, 2))
+    r = tables.topdown(counts, levels, rho=0.5, rng=_gen(), estimator=estimator)
+    state = r.to_state()
+    tables.TopDownRelease.from_state(state)  # the untouched state loads
+    if estimator == "topdown" and (r"2\^53" in field or "parents" in field):
+        pytest.skip("the magnitude bound and the parents are rounded()'s: only a BLUE "
+                    "state has them")
+    state = dict(state)
+    edit(state)
+    with pytest.raises(ValueError, match=field):
+        tables.TopDownRelease.from_state(state)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.just(0.0) | st.floats(1e-250, 1e250), min_size=1, max_size=20),
+       st.floats(1e-3, 1e3))
+def test_scale_up_is_the_product_rounded_up(F: list[float], c: float) -> None:
+    """Each product is the smallest float at or above the exact one (Dekker's error; the
+    range of the variances, far from overflow and underflow, where it is exact)."""
+    out = scale_up(np.array(F), c)
+    for f, o in zip(F, out):
+        exact = Fraction(f) * Fraction(c)
+        assert Fraction(float(o)) >= exact
+        assert o == 0.0 or Fraction(float(np.nextafter(o, -np.inf))) < exact
+
+
+def test_scale_up_is_safe_at_the_extremes() -> None:
+    """Beyond the exact range (underflow, near overflow) a product is never below the exact
+    one; 0 stays 0 and inf inf."""
+    F = np.array([0.0, 5e-324, 1e-300, 1e300, np.inf])
+    for c in (1.0000001, 1e-9, 3.0):
+        out = scale_up(F, c)
+        assert out[0] == 0.0 and out[-1] == np.inf
+        for f, o in zip(F[1:-1], out[1:-1]):
+            assert o > 0.0 and Fraction(float(o)) >= Fraction(float(f)) * Fraction(c)
+
+
+def test_blue_variances_are_scaled_up() -> None:
+    """Review of issue 39 (the channel closed: the BLUE's variances rounded *down* by the
+    common factor's float multiply).  Where the exact variances are proportional to
+    ``sigma_j^2``, the published variances are the least squares' error variances times
+    the factor ``c``, each product rounded up (the old plain multiply rounded about half
+    of them down: the stated variances fell below the exact ones by an ulp)."""
+    g = np.random.default_rng(12)
+    levels = random_tree(g, [2, 9, 60, 700])
+    counts = np.where(g.random(700) < 0.4, 0, g.poisson(3, 700))
+    rho = [0.002, 0.003, 0.004, 0.005]
+    b = tables.topdown(counts, levels, rho=rho, rng=_gen(), estimator="blue")
+    sq, c = gls_weights(b.sigma, [level_variance(s) for s in b.sigma])
+    assert c != 1.0  # the factor is applied
+    tree = _wls.build_tree(levels, 700)
+    noisy = [np.asarray(n).reshape(-1, 1) for n in b.noisy]
+    _, F, _ = _wls.least_squares(tree, noisy, sq, None)
+    inexact = 0
+    for j in range(4):
+        for f, v in zip(F[j], b.variances[j]):
+            exact = Fraction(float(f)) * Fraction(c)
+            assert Fraction(float(v)) >= exact
+            assert Fraction(float(np.nextafter(v, -np.inf))) < exact
+            inexact += Fraction(float(f * c)) < exact
+    assert inexact > 0  # the plain product rounded some of them down

@@ -25,7 +25,7 @@ from dpfast._core.rounding import float_up
 from dpfast._kernels import topdown as _k
 
 __all__ = ["discrete_gaussian_variance", "level_variance", "normal_quantile",
-           "gls_weights", "halfwidths", "lattice_halfwidth", "LATTICE_SIGMA"]
+           "gls_weights", "scale_up", "halfwidths", "lattice_halfwidth", "LATTICE_SIGMA"]
 
 #: below this per-level sigma the BLUE's intervals use the lattice-corrected law
 #: (:func:`lattice_halfwidth`); from it on, normal (the lattice's steps in the error's
@@ -105,6 +105,35 @@ def gls_weights(sigma: list[float], var: list[float]) -> tuple[list[float], floa
             min(q for q in sq if q > 0.0) >= _FLOOR:
         return sq, float_up(max(ratios))
     return list(var), 1.0
+
+
+_SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's split of a float64 into two 26-bit halves
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c = _SPLIT * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def scale_up(F: np.ndarray, c: float) -> np.ndarray:
+    """``F * c`` elementwise, each product rounded up (the smallest float ``>=`` the exact
+    product): :func:`gls_weights`'s factor applied to the least squares' error variances
+    without rounding them down.  The rounding error of each product is computed exactly
+    (Dekker's two-product); where it cannot be (a product beyond about ``1e290`` or
+    below about ``1e-271``, non-finite aside) a non-zero product is raised by one ulp
+    regardless (the safe side)."""
+    F = np.asarray(F, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = F * c
+        fh, fl = _split(F)
+        ch, cl = _split(np.asarray(c, dtype=np.float64))
+        err = ((fh * ch - p) + fh * cl + fl * ch) + fl * cl  # F * c - p, exactly
+        # Dekker's error is exact away from overflow and underflow
+        a = np.abs(p)
+        exact = np.isfinite(err) & (a < 2.0 ** 966) & (a > 2.0 ** -900)
+        up = np.where(exact, err > 0, np.isfinite(p) & ((F != 0.0) & (c != 0.0)))
+    return np.where(up, np.nextafter(p, np.inf), p)
 
 
 def normal_quantile(alpha: float) -> float:

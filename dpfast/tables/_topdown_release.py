@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, cast, overload
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import numpy as np
 
@@ -162,28 +162,48 @@ class TopDownRelease:
     def from_state(cls, state: dict[str, Any]) -> TopDownRelease:
         """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
         state = _state.check_header(state, "TopDownRelease")
-        dec = _state.decode_scalar
-        rho = [dec(r) for r in state["rho"]]
-        mech_rho = [None if r is None else dec(r)
-                    for r in state.get("mech_rho", [None if r == 0.0 else _state.encode_scalar(r)
-                                                    for r in rho])]
-        mechs = [None if r is None
-                 else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1)
-                 for r in mech_rho]
-        sigma = [dec(s) for s in state["sigma"]]
-        for m, s in zip(mechs, sigma):
-            if m is not None and float(m.sigma) != s:
+        from ._topdown_state import check_flag, check_levels, check_scalars, decode_field
+
+        # every field checked before any kernel reads it (ValueError naming the field)
+        integer = check_flag(state, "integer")
+        lv = check_levels(state, integer)
+        L = len(lv.sizes)
+        rho = check_scalars(state.get("rho"), "rho", L)
+        mech_rho = check_scalars(
+            state.get("mech_rho", [None if r == 0.0 else _state.encode_scalar(r)
+                                   for r in rho]), "mech_rho", L, allow_none=True)
+        sigma = check_scalars(state.get("sigma"), "sigma", L)
+        sensitivity = check_scalars(state.get("sensitivity", [1.0] * L), "sensitivity", L)
+        mechs = []
+        for j, r in enumerate(mech_rho):
+            if r is not None and r <= 0.0:
+                raise ValueError(f"state's mech_rho[{j}] must be > 0 or None")
+            mechs.append(None if r is None
+                         else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1))
+        for j, (m, s, n) in enumerate(zip(mechs, sigma, lv.noisy)):
+            if m is None:
+                if s != 0.0 or n is not None:
+                    raise ValueError(f"state's level {j} is unmeasured: its sigma must be 0 "
+                                     "and its noisy None")
+            elif float(m.sigma) != s:
                 raise ValueError("state's sigma does not match its rho")
+            elif n is None:
+                raise ValueError(f"state's noisy[{j}] is missing for a measured level")
+        rid = state.get("release_id")
+        if rid is not None and (isinstance(rid, bool) or not isinstance(rid, int)):
+            raise ValueError(f"state's release_id must be an int or None, got {rid!r}")
+        unit = state.get("privacy_unit", "record")
+        if not isinstance(unit, str):
+            raise ValueError("state's privacy_unit must be a str")
         rel = cls(
-            estimates=_unarrays(state["estimates"]), noisy=_unarrays(state["noisy"]),
-            consistent=_unarrays(state["consistent"]), variances=_unarrays(state["variances"]),
-            sigma=sigma, rho=rho,
+            estimates=lv.estimates, noisy=lv.noisy, consistent=lv.consistent,
+            variances=lv.variances, sigma=sigma, rho=rho,
             event=cast("_events.Composed", _events.from_dict(state["event"])),
-            rho_total=dec(state["rho_total"]),
-            total_invariant=state["total_invariant"], nonnegative=state["nonnegative"],
-            integer=state["integer"], mechanisms=mechs, release_id=state["release_id"],
-            privacy_unit=state.get("privacy_unit", "record"),
-            sensitivity=[dec(x) for x in state.get("sensitivity", [1.0] * len(rho))],
+            rho_total=check_scalars([state.get("rho_total")], "rho_total", 1)[0],
+            total_invariant=check_flag(state, "total_invariant"),
+            nonnegative=check_flag(state, "nonnegative"),
+            integer=integer, mechanisms=mechs, release_id=rid,
+            privacy_unit=unit, sensitivity=sensitivity,
             estimator=_estimator(state.get("estimator", "topdown")))
         if "parents" in state:  # an unrounded BLUE: rounded() works on the rebuilt release
             if rel.estimator != "blue" or rel.nonnegative or rel.integer:
@@ -191,8 +211,12 @@ class TopDownRelease:
                                  "release")
             from ._topdown_round import check_parents
 
-            sizes = [int(x.shape[0]) for x in rel.consistent]
-            rel._parents = [None, *check_parents(_unarrays(state["parents"]), sizes)]
+            parents = state["parents"]
+            if not isinstance(parents, list):
+                raise ValueError("state's parents must be a list")
+            lv.check_roundable()  # rounded() casts the BLUE to int64
+            arrays = [decode_field(p, f"parents[{j}]") for j, p in enumerate(parents, 1)]
+            rel._parents = [None, *check_parents(arrays, lv.sizes)]
         return rel
 
     @property
@@ -538,12 +562,3 @@ def _estimator(name: object) -> str:
 
 def _arrays(xs: Sequence[np.ndarray | None]) -> list[dict[str, object] | None]:
     return [None if x is None else _state.encode_array(x) for x in xs]
-
-
-@overload
-def _unarrays(xs: Sequence[dict[str, Any]]) -> list[np.ndarray]: ...
-@overload
-def _unarrays(xs: Sequence[dict[str, Any] | None]) -> list[np.ndarray | None]: ...
-def _unarrays(xs: Sequence[dict[str, Any] | None]
-              ) -> list[np.ndarray] | list[np.ndarray | None]:
-    return [None if x is None else _state.decode_array(x) for x in xs]

@@ -324,7 +324,8 @@ def topdown(
     therefore the BLUE up to that gap in the weights and its
     :attr:`~TopDownRelease.variances` are upper bounds.  ``estimator="blue"`` weights
     with the exact variances (rounded up), so its estimate is the BLUE and its variances
-    are exact (equal to the default's consistent estimates wherever every ``sigma_j``
+    are exact up to float rounding, rounded up where they are scaled by the common factor
+    (its estimates equal to the default's consistent estimates wherever every ``sigma_j``
     is above about 2).  Its error is a fixed linear combination ``a Z + R`` of independent
     discrete Gaussians, where ``a Z`` is the unit's own measurement's noise (``a = F /
     v_j``, the GLS coefficient) and ``R`` the rest.  The intervals use the exact variance
@@ -544,8 +545,8 @@ def _measure(tree: _wls.Tree, leaves: np.ndarray,
     else:
         var = [s * s for s in sigma]
     x, F, V = _wls.least_squares(tree, noisy, var, root_exact)
-    if scale != 1.0:  # the exact variances: F scales with the common factor
-        F = [f * scale for f in F]
+    if scale != 1.0:  # the exact variances: F scales with the common factor (rounded up)
+        F = [_blue.scale_up(f, scale) for f in F]
 
     estimates: list[np.ndarray]
     if blue or (not nonnegative and not integer):
