@@ -69,6 +69,15 @@ def _table_releases() -> list[tuple[str, ev.DpEvent]]:
                 frame, "k", "id", metrics=["count", "privacy_id_count", ("mean", "v"),
                                            ("variance", "w"), ("sum", "v")],
                 bounds={"v": (0.0, 4.0), "w": (0, 4)}, **kws).event))
+            if noise == "laplace":  # the tuning's summary is pure DP (discrete Laplace)
+                out.append(("aggregate auto", tables.aggregate(
+                    frame, "k", "id", metrics=["count", ("mean", "v")],
+                    bounds={"v": (0.0, 4.0)}, **{**kws, "max_partitions": "auto",
+                                                 "max_per_partition": "auto"}).event))
+                tkw = {k: v for k, v in kws.items() if k not in ("rng", "max_partitions")}
+                out.append(("tune", tables.tune(
+                    frame, "k", "id", metrics=["count", ("mean", "v")],
+                    bounds={"v": (0.0, 4.0)}, rng=KEY, **tkw).event))
     *_, rel = dp.histogram(VALS, bins=4, range=(0.0, 4.0), epsilon=1.0, rng=KEY,
                            return_release=True)
     out.append(("histogram", rel.event))
@@ -181,7 +190,7 @@ def test_every_charging_release_function_is_walked() -> None:
 
     walked = {"dpfast.tables": {"count", "sum", "mean", "topdown", "variance", "std",
                                 "privacy_id_count", "count_distinct", "aggregate",
-                                "quantile", "auto_bounds"},
+                                "quantile", "auto_bounds", "tune"},
               "dpfast.dask": {"count", "sum", "mean", "aggregate", "variance", "std",
                               "privacy_id_count", "count_distinct", "quantile"},
               "dpfast.tables.histogram": {"histogram", "histogram2d", "histogramdd"}}

@@ -177,7 +177,7 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
         reuse = id_codes is not None and id_codes.dtype == np.int64 and \
             id_codes.flags.c_contiguous and id_codes.flags.writeable and id_codes.base is None
-        gcnt = id_codes if reuse else scratch.empty(n, np.int64)
+        gcnt = id_codes if reuse and id_codes is not None else scratch.empty(n, np.int64)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
     nkeep = scratch.empty(n_ids, np.int64)
