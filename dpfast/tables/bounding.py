@@ -171,13 +171,13 @@ def bound_codes(key_codes: np.ndarray, n_keys: int, ids: np.ndarray | None, k: i
         gcnt = np.empty(n, np.int64)
     else:  # encoded and grouped in parallel; the parallel kernels sort each id's rows
         # (graw's memory holds the grouping's int32 scratch until bounding writes it)
-        off, gkeys, gvals, id_uniques, id_codes = _grouped.group_ids(
+        off, gkeys, gvals, id_uniques, made = _grouped.group_ids(
             ids, key_codes, values, _keys._threads(), graw.view(np.int32), n_keys)
         # id codes made here are no longer needed: reuse their memory (fresh pages cost
         # the kernel a zeroing pass, a third of the bounding time at 10^7 rows)
-        reuse = id_codes is not None and id_codes.dtype == np.int64 and \
-            id_codes.flags.c_contiguous and id_codes.flags.writeable and id_codes.base is None
-        gcnt = id_codes if reuse and id_codes is not None else scratch.empty(n, np.int64)
+        reuse = made is not None and made.dtype == np.int64 and \
+            made.flags.c_contiguous and made.flags.writeable and made.base is None
+        gcnt = made if reuse and made is not None else scratch.empty(n, np.int64)
     n_ids = len(id_uniques)
     hashes = _keys.id_hashes(id_uniques)
     nkeep = scratch.empty(n_ids, np.int64)
