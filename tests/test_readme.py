@@ -101,8 +101,8 @@ def test_readme_is_a_short_users_guide() -> None:
     assert not re.search(r"^\|", README, re.M)  # no tables of figures
     assert "(docs/benchmarks.md)" in README
     bench = (ROOT / "docs" / "benchmarks.md").read_text()
-    for figure, command in [("3.07–3.13×", "bench/bench_noise.py"),
-                            ("6.3–6.4×", "bench/bench_tables.py -k vs_pandas"),
+    for figure, command in [("2.62× / 2.39× / 2.85×", "bench/profile_samplers.py"),
+                            ("12.7× (7.1–15.9)", "bench/tables_ab.py --rounds 11"),
                             ("| **dpfast** | **54.2**", "python -m bench.peers.compare"),
                             ("8.5× / 79–96×", "bench/bench_compat.py")]:
         assert figure in bench and command in bench, figure
