@@ -99,6 +99,9 @@ class Summary:
     key_shares: np.ndarray = dataclasses.field(default_factory=lambda: np.ones(1))
     key_weights: np.ndarray = dataclasses.field(default_factory=lambda: np.ones(1))
     key_spread: float | None = None
+    #: the public floor below which a DP summary's cells were published as 0
+    #: (:func:`floor` of the cells' scale); None for a public sample's exact counts
+    floor: float | None = None
 
     @property
     def people(self) -> float:
@@ -130,7 +133,7 @@ class Summary:
                 "n_keys": self.n_keys, "private": self.private,
                 "key_shares": dict(zip(self.key_shares.tolist(),
                                        self.key_weights.tolist())),
-                "key_spread": self.key_spread}
+                "key_spread": self.key_spread, "floor": self.floor}
 
 
 def _buckets(x: np.ndarray) -> np.ndarray:
@@ -259,7 +262,7 @@ def noisy(ex: Exact, eps_h: float, gen: _random.Generator, n_keys: int | None
     sigma = spread(g, float(l0.sum()), keys)
     shares, weights = lognormal_shares(sigma)
     reps = representatives()
-    return Summary(reps, l0, reps.copy(), linf, keys, True, shares, weights, sigma)
+    return Summary(reps, l0, reps.copy(), linf, keys, True, shares, weights, sigma, lim)
 
 
 def from_sample(data: _Data, n_keys: int | None, fraction: float) -> Summary:
