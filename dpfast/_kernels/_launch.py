@@ -208,6 +208,26 @@ def ranges(n: int, threads: int) -> list[tuple[int, int]]:
     return out
 
 
+def _fan_out(work: Any, nt: int, failed: list[BaseException]) -> None:
+    """Run ``work`` on the calling thread and on ``nt - 1`` helpers of the pool, then wait
+    and re-raise the first exception a thread recorded in ``failed``.  A helper still
+    queued (the pool busy with another launch) finds nothing left to take: cancelled, it is
+    not waited for; one that started is waited for (it may still run its last chunk)."""
+    helpers: list[_Job] = []
+    pool = _helpers()
+    try:
+        for _ in range(nt - 1):
+            helpers.append(pool.submit(work))
+    except RuntimeError:  # interpreter shutdown: no new threads, the caller does it all
+        pass
+    work()
+    for h in helpers:
+        if not pool.cancel(h):
+            h.done.wait()
+    if failed:
+        raise failed[0]
+
+
 class _Chunked:
     """A chunked launch: ``kernel(*split(args, a, b))`` over ranges ``[a, b)`` covering
     the ``count(args)`` chunks, on up to ``numba.get_num_threads()`` threads (the
@@ -247,21 +267,7 @@ class _Chunked:
             except BaseException as exc:  # re-raised in the calling thread
                 failed.append(exc)
 
-        helpers: list[_Job] = []
-        pool = _helpers()
-        try:
-            for _ in range(nt - 1):
-                helpers.append(pool.submit(work))
-        except RuntimeError:  # interpreter shutdown: no new threads, the caller does it all
-            pass
-        work()
-        for h in helpers:
-            # a helper still queued (the pool busy with another launch) has nothing left
-            # to take: cancelled, it is not waited for
-            if not pool.cancel(h):
-                h.done.wait()
-        if failed:
-            raise failed[0]
+        _fan_out(work, nt, failed)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)
@@ -342,22 +348,7 @@ class _Claimed:
             except BaseException as exc:  # re-raised in the calling thread
                 failed.append(exc)
 
-        helpers: list[_Job] = []
-        pool = _helpers()
-        try:
-            for _ in range(nt - 1):
-                helpers.append(pool.submit(work))
-        except RuntimeError:  # interpreter shutdown: no new threads, the caller does it all
-            pass
-        work()
-        for h in helpers:
-            # a helper still queued (the pool busy with another launch) would find every
-            # chunk claimed: cancelled, it is not waited for; one that started is waited
-            # for (it may still be running its last chunk)
-            if not pool.cancel(h):
-                h.done.wait()
-        if failed:
-            raise failed[0]
+        _fan_out(work, nt, failed)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)
