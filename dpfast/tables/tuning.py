@@ -26,6 +26,7 @@ from dpfast.tables import _autobounds, _inputs, _keys, multi, statistics
 from dpfast.tables import _tune_plan as _tp
 from dpfast.tables import _tune_predict as _pred
 from dpfast.tables import _tune_summary as _sum
+from dpfast.tables import _tune_values as _val
 from dpfast.tables import bounding as _bounding
 from dpfast.tables import run as _run
 from dpfast.tables._tune_result import TuneResult
@@ -59,29 +60,11 @@ def _share(share: object, n_bounds: int) -> float:
     """The tuning's share of ε: ``share``, or by default :data:`DEFAULT_SHARE` per part
     (``1 + 2·n_bounds`` parts); ValueError naming ``bounds`` when that reaches ε."""
     if share is None:
-        parts = _tp.parts(n_bounds)
-        total = Fraction(str(DEFAULT_SHARE)) * parts
-        if total >= 1:
-            raise ValueError(f"{n_bounds} value columns without bounds: choosing their "
-                             f"bounds would take {parts} x {DEFAULT_SHARE} of epsilon; pass "
-                             "public bounds for some of them, or an explicit share")
-        return float(total)
+        return float(_tp.default_share(n_bounds, Fraction(str(DEFAULT_SHARE))))
     s = check_real(share, "share")
     if not 0.0 < s < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
     return float(s)
-
-
-def _sample_bounds(values: np.ndarray) -> tuple[Any, Any]:
-    """The 1st and 99th percentiles of a public sample's column (widened when equal)."""
-    if values.size == 0:
-        raise ValueError("public_sample has no rows with a value")
-    lo, hi = np.quantile(values.astype(np.float64), list(_autobounds.DEFAULT_QUANTILES))
-    if values.dtype.kind in "iu":
-        a, b = int(np.floor(lo)), int(np.ceil(hi))
-        return (a, b if b > a else a + 1)
-    lo, hi = float(lo), float(hi)
-    return (lo, hi if hi > lo else lo + 1.0)
 
 
 def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
@@ -256,7 +239,10 @@ def _from_sample(spec: Any, rows: _run.Rows, sample: Any, by: object, privacy_id
     kept_keys, kept_ids, taken = _keys.drop_nulls(skeys, sids, *raw)
     data, _ = _inputs._validate(kept_keys, kept_ids, None, None, domain)
     summary = _sum.from_sample(data, n_keys, f)
-    chosen = {c: _sample_bounds(_inputs.as_numbers(taken[used.index(c)], f"column {c!r}"))
-              for c in unbounded}
-    beyond = {c: float(_autobounds.DEFAULT_QUANTILES[0]) for c in unbounded}
-    return _tp.result(spec, rows, summary, chosen, ks, cs, 0.0, None, beyond)
+    values = {}
+    for c in unbounded:
+        col = _inputs.as_numbers(taken[used.index(c)], f"column {c!r}")
+        if col.size == 0:
+            raise ValueError("public_sample has no rows with a value")
+        values[c] = _val.from_sample(col)
+    return _tp.result(spec, rows, summary, ks, cs, 0.0, None, values)
