@@ -21,9 +21,9 @@ from dpfast._core.rounding import float_down
 from dpfast.accounting import events as _events
 from dpfast.tables import _autobounds, _inputs, _keys, bounding, multi
 from dpfast.tables import _bounds_em as _bem
-from dpfast.tables import _tune_values as _val
 from dpfast.tables import _tune_predict as _pred
 from dpfast.tables import _tune_summary as _sum
+from dpfast.tables import _tune_values as _val
 from dpfast.tables._multi_release import AggregateRelease
 from dpfast.tables._tune_result import TuneResult
 from dpfast.tables.spec import ReleaseSpec
@@ -44,13 +44,13 @@ def release_event(eps: float, delta: float) -> _events.DpEvent:
     return _events.Epsilon(eps) if delta == 0.0 else _events.EpsilonDelta(eps, delta)
 
 
-#: the parts of the tuning's ε each column without bounds takes (the histograms take one):
-#: ``bounds="auto"``'s mechanism needs about ``(4 / ε_s) ln(m / α)`` people
-#: (:mod:`dpfast.tables.autobounds`), far more than the histograms
+#: the parts of the tuning's ε each column without bounds takes (its value histogram,
+#: :mod:`dpfast.tables._tune_values`: one cell per person, its bulk far above the floor)
 BOUNDS_PARTS = 1
 
 
-#: the parts of the tuning's ε the contribution summary takes
+#: the parts of the tuning's ε the contribution summary takes (its histograms' tails --
+#: the few people with many rows, who hold most rows -- need them above the floor)
 SUMMARY_PARTS = 2
 
 
@@ -280,8 +280,8 @@ def plan_auto(spec: ReleaseSpec, source: Source) -> AutoTunePlan:
     any charge."""
     share, auto_k, auto_c, auto = spec.option("tune")
     if spec.rho is not None or spec.epsilon is None:
-        raise ValueError("max_partitions='auto' / bounds 'auto' need epsilon (the tuning is "
-                         "pure-DP), not rho")
+        raise ValueError("max_partitions='auto' (or bounds 'auto') needs epsilon (the "
+                         "tuning is pure-DP), not rho")
     rows = _local(source)
     _pred.check_metrics(spec)
     eps_t, eps_rest = _autobounds.split(spec.epsilon, default_share(len(auto), share))

@@ -157,6 +157,8 @@ def _tuned(m: _metrics.Metric, plan: multi.MultiPlan, vals: Values, ab: tuple[in
     col = mp.columns[m.column]
     lo, hi = (float(x) for x in vals.bounds(a, b))
     mu, sd = vals.spread
+    if vals.empty:  # nothing above the noise: bounds that say nothing of the data
+        return Prediction(math.inf, 0.0, "value", sd)
     if m.kind in ("sum", "mean"):
         mc, vc = vals.moments(a, b)
         e = abs(mc - mu)  # the clamping's bias of a value (the keys' mean taken as all's)
