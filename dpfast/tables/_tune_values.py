@@ -10,9 +10,12 @@ integers), whatever the data; cell ``p`` holds ``[g_p, g_{p+1})`` (the last cell
 as ``bounds="auto"`` pools them; without privacy ids every row is its own person), so one
 person changes one cell by at most 1: L1 sensitivity 1, and discrete Laplace noise of scale
 ``1 / ε_b`` (rounded up) on every cell is ``ε_b``-DP under add/remove one person (Canonne,
-Kamath & Steinke 2020).  Negative cells and cells below :func:`floor` (the scale times
-``ln`` of the number of cells, public) are published as 0 (post-processing), so the many
-empty cells' noise does not invent far values.  The candidate bounds are grid points: the
+Kamath & Steinke 2020).  A cell is published if it reaches the upper floor (the scale
+times ``ln(m / BETA)``, ``m`` cells: some empty cell passes it with probability about
+``BETA / 2``), or the lower floor (the scale times ``ln m``) next to a published cell
+(:func:`publish`); the rest are published as 0 (post-processing), so the many empty cells'
+noise does not invent far values (one spurious far cell would move the values' mean
+anywhere).  The candidate bounds are grid points: the
 lower edges of the non-empty cells up to the median's cell, the upper edges from it.
 
 Read from a public sample (:func:`from_sample`) the histogram is the sample's exact one
@@ -34,10 +37,14 @@ from dpfast.tables import _autobounds, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._law import NoiseLaw
 
-__all__ = ["Values", "cells_of", "exact", "noisy", "from_sample", "floor", "scale", "PART"]
+__all__ = ["Values", "cells_of", "exact", "noisy", "from_sample", "floor", "scale", "PART",
+           "publish", "BETA"]
 
 #: the noise address of a value histogram's cells (each column on its own release key)
 PART = 5
+#: the chance that some empty cell passes the upper floor (:func:`publish`): about
+#: ``BETA / 2`` (a spurious far cell would move the values' mean anywhere)
+BETA = 0.05
 
 
 def scale(eps_b: float) -> float:
@@ -45,10 +52,30 @@ def scale(eps_b: float) -> float:
     return float_up(Fraction(1) / Fraction(eps_b))
 
 
-def floor(t: float, cells: int) -> float:
-    """Cells below ``t ln(cells)`` are published as 0 (an empty cell's noise passes it with
-    probability ``1 / (2 cells)``)."""
+def floor(t: float, cells: float) -> float:
+    """``t ln(cells)``: an empty cell's noise (scale ``t``) passes it with probability
+    ``1 / (2 cells)``."""
     return t * math.log(cells)
+
+
+def publish(w: np.ndarray, t: float) -> tuple[np.ndarray, float]:
+    """The published cells of the noisy cells ``w`` (post-processing): a cell stays if it
+    reaches the upper floor ``t ln(m / BETA)`` (``m`` cells), or reaches the lower floor
+    ``t ln(m)`` next to a cell that stays (repeated outwards); the rest are 0.  Returns
+    them and the upper floor (below which a cell may be published as 0)."""
+    m = w.shape[0]
+    upper, lower = floor(t, m / BETA), floor(t, m)
+    keep = w >= upper
+    low = w >= lower
+    while True:
+        near = np.zeros(m, np.bool_)
+        near[1:] |= keep[:-1]
+        near[:-1] |= keep[1:]
+        grown = keep | (low & near)
+        if (grown == keep).all():
+            break
+        keep = grown
+    return np.where(keep, w, 0.0), upper
 
 
 def cells_of(slots: np.ndarray, m: int) -> np.ndarray:
@@ -153,7 +180,7 @@ class Values:
         if self.empty:
             return 1.0
         w = self._w()
-        return float(max(w[:a].sum(), w[b + 1:].sum()))
+        return float(max(w[:a].sum(), w[b:].sum()))
 
     def candidates(self) -> list[tuple[int, int]]:
         """The candidate bounds ``(a, b)`` (grid indices): the lower edges of the non-empty
@@ -192,9 +219,8 @@ def noisy(counts: np.ndarray, g: np.ndarray, integer: bool, eps_b: float,
     cells = np.arange(g.shape[0], dtype=np.int64)
     w = keynoise.noise_keys(NoiseLaw("discrete_laplace", t), counts.astype(np.int64), rkey,
                             cells, PART).astype(np.float64)
-    lim = floor(t, g.shape[0])
-    w[w < lim] = 0.0
-    return Values(g, w, integer, True, lim)
+    out, lim = publish(w, t)
+    return Values(g, out, integer, True, lim)
 
 
 def from_sample(values: np.ndarray) -> Values:
