@@ -501,7 +501,8 @@ def test_default_share_gives_missing_bounds_a_histogram_of_their_values() -> Non
     budget = dpfast.Budget(epsilon=5.0, delta=1e-5, accounting="basic")
     for j in range(3):
         res = tables.tune(df, "city", "p", metrics=["count", ("mean", "x")], epsilon=1.0,
-                          delta=1e-5, budget=budget, rng=bytes([j + 1]) * 32)
+                          delta=1e-5, budget=budget, rng=bytes([j + 1]) * 32,
+                          max_partitions=[1, 4], max_per_partition=[1, 4])
         lo, hi = res.bounds["x"]
         mass = float(np.mean((df["x"] >= lo) & (df["x"] <= hi)))
         assert mass >= 0.5 and lo <= 10.0 <= hi, (lo, hi)
