@@ -16,7 +16,8 @@ The truth is the exact statistic of every row, unclamped (:func:`bench.peers.fli
 the clamping of any bounds, the tuned ones included, counts as error.
 
 Two releases: count, mean and median together (one ``aggregate``, one bounding for the
-three), then the count alone (the statistic PipelineDP's estimator is made for).  With
+three; also ``tuned_kc``: only ``max_partitions`` / ``max_per_partition`` tuned, the public
+bounds kept), then the count alone (the statistic PipelineDP's estimator is made for).  With
 ``--grid``, also the joint release at fixed bounds (:data:`FIXED`, ε = 0.95: the release's
 part of the tuned run), to show what any single bounding can reach.  Run:
 ``python -m bench.peers.tune [--reps 5] [--grid]``.  Prints MAE per statistic over the public
@@ -46,13 +47,13 @@ def _mae(got: pd.Series, truth: pd.Series) -> float:
 
 
 def dpfast_run(df: pd.DataFrame, keys: list, gen: object, auto: bool, stats: tuple[str, ...],
-               fixed: tuple[int, int] | None = None, epsilon: float = F.EPSILON
-               ) -> dict[str, pd.Series]:
+               fixed: tuple[int, int] | None = None, epsilon: float = F.EPSILON,
+               public_bounds: bool = False) -> dict[str, pd.Series]:
     from dpfast import tables
 
     extra: dict[str, object] = (
         {"max_partitions": "auto", "max_per_partition": "auto"} if auto else {})
-    bounds = {"arr_delay": "auto" if auto else F.BOUNDS}
+    bounds = {"arr_delay": "auto" if auto and not public_bounds else F.BOUNDS}
     if fixed is not None:
         extra = {"max_partitions": fixed[0], "max_per_partition": fixed[1]}
     metrics = [s if s == "count" else (s, "arr_delay") for s in stats]
@@ -122,19 +123,24 @@ def main() -> None:
     print(f"PipelineDP utility analysis recommends l0={l0}, linf={linf}")
     gen = dpfast.default_rng(b"bench.peers.tune".ljust(32, b"\0"))
     for stats in (STATS, ("count",)):
-        maes: dict[str, dict[str, list[float]]] = {
-            n: {s: [] for s in stats} for n in ("tuned", "defaults", "pipelinedp")}
-        chosen = []
+        names = ("tuned", "tuned_kc", "defaults", "pipelinedp") if len(stats) > 1 else (
+            "tuned", "defaults", "pipelinedp")
+        maes: dict[str, dict[str, list[float]]] = {n: {s: [] for s in stats} for n in names}
+        chosen, chosen_kc = [], []
         for _ in range(args.reps):
-            runs = {"tuned": dpfast_run(df, keys, gen, True, stats),
-                    "defaults": dpfast_run(df, keys, gen, False, stats),
-                    "pipelinedp": pipelinedp_run(df, keys, l0, linf, stats)}
+            runs = {"tuned": dpfast_run(df, keys, gen, True, stats)}
+            if "tuned_kc" in names:  # (k, c) tuned, the public value bounds kept
+                runs["tuned_kc"] = dpfast_run(df, keys, gen, True, stats, public_bounds=True)
+                chosen_kc.append(runs["tuned_kc"]["bounds"])
+            runs.update({"defaults": dpfast_run(df, keys, gen, False, stats),
+                         "pipelinedp": pipelinedp_run(df, keys, l0, linf, stats)})
             chosen.append(runs["tuned"]["bounds"])
             for name, r in runs.items():
                 for s in stats:
                     maes[name][s].append(_mae(r[s], truth[s]))
         print(f"\none release of {', '.join(stats)}; dpfast tuned (max_partitions, "
-              f"max_per_partition[, bounds]) per repetition: {chosen}")
+              f"max_per_partition[, bounds]) per repetition: {chosen}"
+              + (f"; with the public bounds: {chosen_kc}" if chosen_kc else ""))
         print("| release | " + " | ".join(f"{s} MAE (median; min-max)" for s in stats)
               + " |")
         print("|---|" + "---|" * len(stats))
