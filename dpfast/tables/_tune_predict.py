@@ -206,7 +206,7 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int,
     score = 0.0
     tuned: dict[str, list[tuple[_metrics.Metric, float]]] = {}
     for m, w in zip(mp.metrics, weights, strict=True):
-        if m.column in values:
+        if m.column is not None and m.column in values:
             tuned.setdefault(m.column, []).append((m, float(w)))
             continue
         if m.kind == "count":
