@@ -412,3 +412,19 @@ def test_the_tuning_is_audited_past_its_choice_and_its_summary_moves() -> None:
     report = T.audit(auto.run, case.D, case.D_prime, person_keys=case.person_keys)
     assert not report.branched
     assert any(t.name.startswith("[0].count") for t in report.on_d.tables)
+
+
+def test_the_value_histogram_of_the_tuning_is_audited_and_moves() -> None:
+    """Not vacuous: ``aggregate(bounds={"value": "auto"})``'s DP value histogram is a table
+    of the audit (one unit per person, censored below its upper floor) and moves with the
+    person on some neighbour."""
+    by = {p.name: p for p in PATHS}
+    path = by["tables.aggregate/auto-bounds"]
+    moved = 0.0
+    for case in path.cases():
+        report = T.audit(path.run, case.D, case.D_prime, person_keys=case.person_keys)
+        (a,) = [t for t in report.on_d.tables if t.name.endswith(".values[value]")]
+        (b,) = [t for t in report.on_d_prime.tables if t.name.endswith(".values[value]")]
+        assert a.l1 == 1.0 and a.censored > 0 and a.cells.keys() == b.cells.keys()
+        moved += sum(abs(a.cells[k] - b.cells[k]) for k in a.cells)
+    assert moved >= 1

@@ -18,10 +18,18 @@ import pytest
 
 import dpfast
 from dpfast import tables
-from dpfast._core.rounding import float_down
+from dpfast._core.rounding import float_down, float_up
 from dpfast.accounting import PureDpAccountant
 from dpfast.accounting import events as ev
-from dpfast.tables import _autobounds, _tune_predict, _tune_summary, bounding, multi, statistics
+from dpfast.tables import (
+    _quantile_em,
+    _tune_predict,
+    _tune_summary,
+    _tune_values,
+    bounding,
+    multi,
+    statistics,
+)
 from dpfast.tables import plan as _plan
 from dpfast.tables import run as _run
 from dpfast.tables.autobounds import split
@@ -130,20 +138,26 @@ def test_private_tune_charges_its_share_once_with_its_event() -> None:
     np.testing.assert_array_equal(again.summary.l0_weights, res.summary.l0_weights)
 
 
-def test_private_tune_without_bounds_chooses_them_with_auto_bounds_share() -> None:
+def test_private_tune_without_bounds_chooses_them_from_a_value_histogram() -> None:
     df = _people(2)
     res = tables.tune(df, by="key", privacy_id="person", metrics=[("mean", "x")],
                       epsilon=4.0, share=0.5, rng=KEY, domain=[f"k{j}" for j in range(8)])
     eps_t = 2.0
-    first, second = res.event.events  # the histograms, then the bounds of x
-    # one part for the histograms, two for the bounds of x: 3 parts of eps_t, rounded down
-    assert first == ev.with_neighbouring(ev.Epsilon(float_down(Fraction(2, 3))),
+    first, second = res.event.events  # the summary, then the value histogram of x
+    # two parts for the summary, one for the histogram of x: 3 parts of eps_t, rounded down
+    assert first == ev.with_neighbouring(ev.Epsilon(float_down(Fraction(4, 3))),
                                          ev.ADD_REMOVE)
-    assert second == ev.with_neighbouring(_autobounds.bounds_event(float_down(Fraction(4, 3))),
+    assert second == ev.with_neighbouring(ev.Epsilon(float_down(Fraction(2, 3))),
                                           ev.ADD_REMOVE)
     assert PureDpAccountant().compose(res.event).get_epsilon(0.0) <= eps_t
+    values = res.values["x"]
+    m = values.grid.shape[0]
+    assert values.private and values.floor == pytest.approx(  # the upper floor
+        float_up(Fraction(1) / Fraction(float_down(Fraction(2, 3))))
+        * math.log(m / _tune_values.BETA))
     lo, hi = res.bounds["x"]
-    assert lo < hi
+    assert lo < hi and any(c.bounds["x"] == (lo, hi) for c in res.candidates)
+    assert 0.0 <= res.beyond["x"] < 0.5 and lo <= 50.0 <= hi  # x ~ N(50, 10)
 
 
 def test_summary_histograms_count_one_unit_per_person() -> None:
@@ -168,7 +182,7 @@ def test_auto_is_one_charge_of_the_composed_event_known_before_the_rows() -> Non
     rel = tables.aggregate(df, **kw, rng=KEY, budget=budget, note="auto")
     h = budget.history()
     assert len(h) == 1 and h[0].event == rel.event
-    eps_h, eps_rest = split(1.0, multi.TUNE_SHARE)
+    eps_h, eps_rest = split(1.0, multi.TUNE_SHARE * 2)  # the summary's two parts
     assert rel.event == ev.with_neighbouring(
         ev.Composed((ev.Epsilon(eps_h), ev.Epsilon(eps_rest))), ev.ADD_REMOVE)
     assert PureDpAccountant().compose(rel.event).get_epsilon(0.0) <= 1.0
@@ -257,7 +271,7 @@ def test_dask_aggregate_refuses_auto_before_the_charge() -> None:
 
 
 def test_the_recommendation_beats_the_defaults_on_heavy_tailed_contributions() -> None:
-    """Count MAE per key over the public domain, fixed key: the tuned release (its 5% of ε
+    """Count MAE per key over the public domain, fixed key: the tuned release (its 10% of ε
     included) against dpfast's defaults (max_partitions = max_per_partition = 1)."""
     df = _heavy()
     domain = list(range(20))
@@ -313,13 +327,13 @@ def test_cli_tune_charges_the_ledger_and_writes_the_result(tmp_path, capsys) -> 
                "--seed-key-file", str(tmp_path / "key"), "-o", str(out)])
     assert rc == 0
     text = capsys.readouterr().out
-    assert "recommended: --max-partitions" in text and "spent epsilon 0.05" in text
+    assert "recommended: --max-partitions" in text and "spent epsilon 0.1" in text
     got = json.loads(out.read_text())
-    assert got["bounds"] == {"x": [0, 100]} and got["epsilon"] == pytest.approx(0.05)
+    assert got["bounds"] == {"x": [0, 100]} and got["epsilon"] == pytest.approx(0.1)
     # every candidate of the default grid (count and a mean: max_per_partition matters)
     assert len(got["candidates"]) == len(_tune_predict.K_GRID) * len(_tune_predict.C_GRID)
     assert dpfast.Budget.from_ledger(str(tmp_path / "l.db")).spent().epsilon == \
-        pytest.approx(0.05)
+        pytest.approx(0.1)
     rc = main(["tune", str(tmp_path / "in.csv"), "--key", "key", "--id", "person",
                "--metric", "quantile:x:0.9", "--epsilon", "1", "--delta", "1e-5",
                "--public-sample", str(tmp_path / "in.csv")])
@@ -479,81 +493,83 @@ def _normal_people(seed: int = 0) -> pd.DataFrame:
                          "x": rng.normal(10.0, 3.0, n)})
 
 
-def test_default_share_gives_missing_bounds_enough_epsilon() -> None:
-    """Closes: with the default share (5%, split equally) the bounds of a column without
-    them got ε = 0.025, far too little for 2,000 people, and clamped N(10, 3) to an
-    interval near 0 (e.g. ``(-9.3e-10, 7.5e-9)``) that ``res.params`` handed to aggregate.
-    Now they get two parts of a 15% share (ε_b = 0.1): the bounds hold most of the mass."""
+def test_default_share_gives_missing_bounds_a_histogram_of_their_values() -> None:
+    """The default share with one column without bounds: 15% (two parts of 5% for the
+    summary, one for the column's value histogram); the bounds hold the values' bulk and
+    their clamping is in the predictions; with every column bounded the share is 10%."""
     df = _normal_people()
     budget = dpfast.Budget(epsilon=5.0, delta=1e-5, accounting="basic")
     for j in range(3):
         res = tables.tune(df, "city", "p", metrics=["count", ("mean", "x")], epsilon=1.0,
-                          delta=1e-5, budget=budget, rng=bytes([j + 1]) * 32)
+                          delta=1e-5, budget=budget, rng=bytes([j + 1]) * 32,
+                          max_partitions=[1, 4], max_per_partition=[1, 4])
         lo, hi = res.bounds["x"]
         mass = float(np.mean((df["x"] >= lo) & (df["x"] <= hi)))
-        assert mass >= 0.9, (lo, hi)
+        assert mass >= 0.5 and lo <= 10.0 <= hi, (lo, hi)
         assert res.epsilon == pytest.approx(0.15) and res.release_epsilon == pytest.approx(0.85)
-        eh, eb = float_down(Fraction(3, 20) / 3), float_down(Fraction(3, 20) * 2 / 3)
+        eh, eb = float_down(Fraction(3, 20) * 2 / 3), float_down(Fraction(3, 20) / 3)
         assert res.event == ev.with_neighbouring(
-            ev.Composed((ev.Epsilon(eh), _autobounds.bounds_event(eb))), ev.ADD_REMOVE)
-        assert 0.0 < res.beyond["x"] < 0.5  # the clamping is in the predictions
+            ev.Composed((ev.Epsilon(eh), ev.Epsilon(eb))), ev.ADD_REMOVE)
+        assert 0.0 <= res.beyond["x"] < 0.5
         assert math.isfinite(res.predicted["mean_x"].error) and res.uninformative == []
     assert budget.spent().epsilon == pytest.approx(3 * 0.15)
-    # with every column bounded the default share stays 5%
+    # with every column bounded the default share is the summary's two parts
     res = tables.tune(df, "city", "p", metrics=[("mean", "x")], epsilon=1.0, delta=1e-5,
                       bounds={"x": (0.0, 20.0)}, rng=KEY)
-    assert res.epsilon == pytest.approx(0.05) and res.beyond == {}
+    assert res.epsilon == pytest.approx(0.1) and res.beyond == {} and res.values == {}
 
 
 def test_junk_bounds_are_predicted_as_bad() -> None:
-    """Closes: the error model set the mean's bias to 0 and its spread to (hi - lo)/4, so
-    bounds that clamp every value (ε_b too small for the people) were predicted as a tiny
-    error.  Now the clamping the mechanism states is in the predictions: too few people
-    for its ε -> ``beyond`` 1.0 and an infinite predicted error of the mean and the sum,
-    a median clamped to a bound."""
+    """Closes: bounds chosen with too few people for their ε were predicted as a tiny
+    error.  A value histogram with no cell above its noise (ε_b = 0.001 for 2,000 people)
+    gives an infinite predicted error of every metric of its column, ``beyond`` 1.0."""
     df = _normal_people()
     res = tables.tune(df, "city", "p", metrics=[("mean", "x"), ("sum", "x"), ("median", "x")],
-                      epsilon=1.0, delta=1e-5, share=0.05, rng=KEY)
-    assert res.beyond == {"x": 1.0}
+                      epsilon=1.0, delta=1e-5, share=0.003, rng=KEY)
+    assert res.values["x"].empty and res.beyond == {"x": 1.0}
     assert res.predicted["mean_x"].error == math.inf
     assert res.predicted["sum_x"].error == math.inf
-    assert res.predicted["median_x"].bias == pytest.approx(0.5)
+    assert res.predicted["median_x"].error == math.inf
     assert res.to_dict()["beyond"] == {"x": 1.0}
     assert res.uninformative == ["x"] and "may miss the data" in repr(res)
 
 
-def test_outside_and_clamp_excess_are_the_stated_formulas() -> None:
-    """``p = q_lo + r / n`` above the people the scale needs, 1 below; the excess of one
-    side of a normal with ``p`` beyond each bound."""
-    from statistics import NormalDist
-
-    from dpfast.tables import _bounds_em
-    from dpfast.tables import _quantile_em as em
-
-    m, eps_b = 187, 0.1
-    eps_s, _, eps_q = _bounds_em.split(eps_b)
-    need = 4.0 / eps_s * math.log(m / 0.5)
-    assert _tune_predict.outside(eps_b, m, math.floor(need), 0.01) == 1.0
-    n = 10_000.0
-    assert _tune_predict.outside(eps_b, m, n, 0.01) == pytest.approx(
-        0.01 + em.rank_error(eps_q, 1, m, 0.5) / n)
-    assert _tune_predict.clamp_excess(0.0, 0.0, 1.0) == 0.0
-    assert _tune_predict.clamp_excess(0.5, 0.0, 1.0) == math.inf
-    nd = NormalDist()
-    z = nd.inv_cdf(0.9)
-    assert _tune_predict.clamp_excess(0.1, 2.0, 6.0) == pytest.approx(
-        4.0 / (2 * z) * (nd.pdf(z) - z * 0.1))
+def test_value_histogram_formulas() -> None:
+    """The clamped moments, the quantiles (uniform within a cell), the candidates and the
+    share beyond the bounds of an exact histogram, by hand."""
+    g = np.array([-4.0, -2.0, 0.0, 2.0, 4.0, 8.0])
+    w = np.array([0.0, 10.0, 30.0, 40.0, 20.0, 0.0])  # cells [-2,0) [0,2) [2,4) [4,8)
+    v = _tune_values.Values(g, w, False, False)
+    mid, within = np.array([-1.0, 1.0, 3.0, 6.0]), np.array([4, 4, 4, 16]) / 12.0
+    p = w[1:5] / 100.0
+    mu = float(p @ mid)
+    assert v.spread[0] == pytest.approx(mu)
+    assert v.spread[1] == pytest.approx(math.sqrt(float(p @ ((mid - mu) ** 2 + within))))
+    # clamped to [0, 4] (indices 2, 4): [-2, 0) -> 0, [4, 8) -> 4
+    x = np.array([0.0, 1.0, 3.0, 4.0])
+    vin = np.array([0.0, 4 / 12, 4 / 12, 0.0])
+    mc = float(p @ x)
+    assert v.moments(2, 4) == pytest.approx((mc, float(p @ ((x - mc) ** 2 + vin))))
+    assert v.quantile(0.5) == pytest.approx(2.0 + (0.5 - 0.4) / 0.4 * 2.0)
+    assert v.quantile(0.05, 2, 4) == 0.0  # -1.0, clamped
+    assert v.beyond(2, 4) == pytest.approx(0.2)
+    # lower edges up to the median's cell [2, 4), upper edges from it
+    assert v.candidates() == [(a, b) for a in (1, 2, 3) for b in (4, 5)]
+    assert _tune_values.Values(g, np.zeros(6), False, True).candidates() == [(2, 3)]
+    # exact cells: a value at a grid point falls in the cell it starts
+    slots = _quantile_em.slots_of(np.array([-4.0, -3.0, 0.0, 1.5, 8.0]), g)
+    np.testing.assert_array_equal(_tune_values.exact(slots, 6), [2, 0, 2, 0, 0, 1])
 
 
 def test_default_share_refuses_too_many_unbounded_columns_before_a_charge() -> None:
-    """Ten columns without bounds would take the whole ε by default: a ValueError naming
-    ``bounds``, nothing charged."""
+    """Eighteen columns without bounds would take the whole ε by default (2 + 18 parts of
+    5%): a ValueError naming ``bounds``, nothing charged."""
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"p": rng.integers(0, 50, 200), "k": rng.choice(list("ab"), 200),
-                       **{f"v{j}": rng.normal(size=200) for j in range(10)}})
+                       **{f"v{j}": rng.normal(size=200) for j in range(18)}})
     budget = dpfast.Budget(epsilon=5.0, accounting="basic")
     with pytest.raises(ValueError, match="bounds"):
-        tables.tune(df, "k", "p", metrics=[("mean", f"v{j}") for j in range(10)],
+        tables.tune(df, "k", "p", metrics=[("mean", f"v{j}") for j in range(18)],
                     epsilon=1.0, domain=["a", "b"], budget=budget, rng=KEY)
     assert budget.history() == []
 
@@ -566,7 +582,126 @@ def test_cli_tune_says_when_chosen_bounds_may_miss_the_data(tmp_path, capsys) ->
     _normal_people().to_csv(tmp_path / "in.csv", index=False)
     (tmp_path / "key").write_bytes(KEY)
     rc = main(["tune", str(tmp_path / "in.csv"), "--key", "city", "--id", "p",
-               "--metric", "mean:x", "--epsilon", "1", "--delta", "1e-5", "--share", "0.05",
+               "--metric", "mean:x", "--epsilon", "1", "--delta", "1e-5", "--share", "0.003",
                "--seed-key-file", str(tmp_path / "key")])
     text = capsys.readouterr().out
     assert rc == 0 and "the bounds of x may miss the data" in text and "inf" in text
+
+
+def test_publish_keeps_the_bulk_and_drops_isolated_low_cells() -> None:
+    """Closes: one empty cell's noise above ``t ln m`` (about half the time somewhere among
+    187 cells) was published, a spurious far value that moves the values' mean anywhere.
+    Now an isolated cell needs the upper floor ``t ln(m / BETA)``; below it a cell is kept
+    only next to a kept one."""
+    t, m = 10.0, 20
+    lower, upper = t * math.log(m), t * math.log(m / _tune_values.BETA)
+    w = np.zeros(m)
+    w[[5, 6, 7]] = [upper + 1, lower + 1, lower + 1]  # the bulk and its low neighbours
+    w[15] = lower + 1  # isolated: noise of an empty cell, far out
+    w[9] = upper - 1  # isolated, just below the upper floor
+    out, lim = _tune_values.publish(w, t)
+    assert lim == pytest.approx(upper)
+    np.testing.assert_array_equal(np.flatnonzero(out), [5, 6, 7])
+    np.testing.assert_array_equal(out[[5, 6, 7]], w[[5, 6, 7]])
+
+
+def _skewed(seed: int = 12) -> pd.DataFrame:
+    """600 people over 12 keys of very different sizes, values ~ 10 + Exp(5): the public
+    bounds (-1000, 1000) are far too wide for the small keys."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([400, 300, 200, 150, 100, 60, 40, 30, 20, 10, 6, 4])
+    keys = np.repeat(np.arange(12), sizes)
+    people = rng.integers(0, 600, keys.shape[0])
+    return pd.DataFrame({"p": people, "k": keys, "x": 10.0 + rng.exponential(5.0, keys.size)})
+
+
+def test_aggregate_bounds_auto_is_one_charge_and_beats_wide_public_bounds() -> None:
+    """``bounds={"x": "auto"}`` with ``max_partitions="auto"``: one charge of the composed
+    event (the summary, the value histogram, the release), known before the rows; the
+    release is made at the bounds the tuning chose (its median on their grid); and at a
+    fixed key its mean and median beat those of the same release at wide public bounds
+    (the truth: the exact unclamped statistic)."""
+    df = _skewed()
+    domain = list(range(12))
+    budget = dpfast.Budget(epsilon=10.0, accounting="basic")
+    kw = dict(by="k", privacy_id="p", metrics=[("mean", "x"), ("median", "x")], epsilon=1.0,
+              domain=domain, max_partitions="auto", max_per_partition="auto")
+    gen = dpfast.default_rng(KEY)
+    rel = tables.aggregate(df, bounds={"x": "auto"}, rng=gen, budget=budget, **kw)
+    h = budget.history()
+    assert len(h) == 1 and h[0].event == rel.event
+    eps_t, eps_rest = split(1.0, multi.TUNE_SHARE * 3)  # two parts and one
+    e = Fraction(eps_t) / 3
+    assert rel.event == ev.with_neighbouring(ev.Composed((
+        ev.Epsilon(float_down(2 * e)), ev.Epsilon(float_down(e)), ev.Epsilon(eps_rest))),
+        ev.ADD_REMOVE)
+    t = rel.tuning
+    lo, hi = t.bounds["x"]
+    assert t.epsilon == eps_t and t.values["x"].private and lo < hi
+    med = np.asarray(rel["median_x"].values)
+    assert ((med >= lo) & (med <= hi)).all() and rel["median_x"].grid[0] == lo
+    spec = multi.aggregate_spec(
+        kw["metrics"], statistics.metric_parts(), bounds={"x": "auto"}, weights=None,
+        candidates=None, available=list(df.columns), by=("k",), privacy_unit="p",
+        epsilon=1.0, max_partitions="auto", max_per_partition="auto", domain=domain)
+    empty = _run.Rows(np.array([], np.int64), np.array([], np.int64),
+                      columns={"x": np.array([], np.float64)}, domain=domain)
+    assert _plan.plan(spec, empty).event == rel.event
+    g = df.groupby("k")["x"]
+    truth = {"mean_x": g.mean().to_numpy(), "median_x": g.median().to_numpy()}
+    err: dict[str, dict[str, list[float]]] = {"auto": {}, "wide": {}}
+    for _ in range(3):
+        runs = {"auto": tables.aggregate(df, bounds={"x": "auto"}, rng=gen, **kw),
+                "wide": tables.aggregate(df, bounds={"x": (-1000.0, 1000.0)}, rng=gen, **kw)}
+        for name, r in runs.items():
+            for m in truth:
+                err[name].setdefault(m, []).append(
+                    float(np.abs(np.asarray(r[m].values) - truth[m]).mean()))
+    for m in truth:
+        assert max(err["auto"][m]) < min(err["wide"][m]), (m, err)
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    ({"bounds": "all"}, TypeError, "bounds"),
+    ({"bounds": {"x": "some"}}, TypeError, "bounds"),
+    ({"bounds": {"x": "auto"}, "rho": 0.5, "epsilon": None}, ValueError, "needs epsilon"),
+    ({"bounds": "auto", "metrics": [("variance", "x")]}, ValueError, "variance"),
+])
+def test_bounds_auto_refusals_come_before_the_charge(kw: dict, exc: type, words: str) -> None:
+    df = _people(7, n_people=30)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    args = dict(by="key", privacy_id="person", metrics=["count", ("mean", "x")],
+                epsilon=1.0, domain=[f"k{j}" for j in range(8)], rng=KEY, budget=budget)
+    args.update(kw)
+    with pytest.raises(exc, match=words):
+        tables.aggregate(df, **args)
+    assert budget.history() == []
+
+
+def test_dask_aggregate_refuses_bounds_auto_before_the_charge() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    from dpfast import dask as dpdask
+
+    df = _people(9, n_people=30)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    with pytest.raises(ValueError, match="one machine"):
+        dpdask.aggregate(dd.from_pandas(df, npartitions=2), "key", "person",
+                         metrics=[("mean", "x")], epsilon=1.0, bounds={"x": "auto"},
+                         domain=[f"k{j}" for j in range(8)], rng=KEY, budget=budget)
+    assert budget.history() == []
+
+
+def test_value_histogram_counts_one_value_per_person() -> None:
+    """The exact histogram the tuning noises holds one value per person (sensitivity 1),
+    whatever their rows: the keyed pooling at ``k = c = 1``."""
+    df = _people(4, n_people=50)
+    res_rows = _run.Rows(df["key"], df["person"], columns={"x": df["x"]}, domain=None)
+    from dpfast.tables import _autobounds, _tune_plan
+
+    _d, g, integer, kept = _autobounds._pooled_partials(
+        _run.Rows(df["key"], df["person"], df["x"]), np.zeros(8, np.uint32), None, None, 0)
+    counts = _tune_plan.pooled_counts(kept, g)
+    assert counts.sum() == 50 and not integer and res_rows.columns is not None
+    # every value of N(50, 10) lies in the cells [16, 32), [32, 64) or [64, 128)
+    assert set(np.flatnonzero(counts).tolist()) <= {
+        int(np.searchsorted(g, x)) for x in (16.0, 32.0, 64.0)}

@@ -6,12 +6,14 @@ Example::
         --metric median:arr_delay --bounds arr_delay -60 180 --epsilon 1 --delta 1e-5 \\
         --domain dests.csv -o tuning.json
 
-Spends ``--share`` (default 5%, 10% more per column without ``--bounds``) of
-``--epsilon`` on a private summary of how much each person contributes (charged to
-``--ledger`` when given), or reads ``--public-sample`` at no cost, and prints the
-recommended ``--max-partitions`` / ``--max-per-partition`` with each metric's
-predicted error per key (bias and noise); ``-o`` writes the whole result (every
-candidate) as JSON, ``--plot`` a PNG of the candidates' predicted error.
+Spends ``--share`` (default 10%, 5% more per column without ``--bounds``) of
+``--epsilon`` on a private summary of how much each person contributes and a private
+histogram of each value column without ``--bounds`` (charged to ``--ledger`` when given), or
+reads ``--public-sample`` at no cost, and prints the recommended ``--max-partitions`` /
+``--max-per-partition`` (and ``--bounds`` for the columns without them: the pair of least
+predicted error) with each metric's predicted error per key (bias and noise); ``-o``
+writes the whole result (every candidate) as JSON, ``--plot`` a PNG of the candidates'
+predicted error.
 A metric is ``count``, ``privacy_id_count``, ``STAT:COLUMN`` (``sum``, ``mean``,
 ``median``, ``min``, ``max``) or ``quantile:COLUMN:Q``.
 """
@@ -42,13 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bounds", action="append", nargs=3, default=[],
                         metavar=("COL", "LOW", "HIGH"),
                         help="bounds of a value column (repeat); a column without them gets "
-                             "private ones from the tuning's share")
+                             "the bounds of least predicted error, from a private histogram "
+                             "of its values (part of the tuning's share)")
     parser.add_argument("--epsilon", type=float, required=True,
                         help="the intended release's total epsilon (the tuning's included)")
     parser.add_argument("--delta", type=float, default=0.0,
                         help="its delta (needed without --domain: private key selection)")
     parser.add_argument("--share", type=float, default=None,
-                        help="share of --epsilon the tuning spends (default 0.05, and 0.10 "
+                        help="share of --epsilon the tuning spends (default 0.10, and 0.05 "
                              "more per value column without --bounds)")
     parser.add_argument("--domain", default=None, metavar="FILE",
                         help="CSV/Parquet file of the public keys (same column names as --key)")

@@ -17,12 +17,12 @@ over the keys (the prediction is the root mean square error over the keys):
   ``Var(noise of the count)``; relative to ``N / K``;
 * ``privacy_id_count``: bias ``-(Σ L0 - Σ min(L0, k)) / K``, variance of its noise;
   relative to ``Σ L0 / K``;
-* ``sum``: bias ``-(N - T) / K · |mid| - T / K · e`` (the dropped rows valued at the
-  bounds' midpoint; ``e`` the clamping's bias per row, below), variance of its noise;
-  relative to ``N / K · max(|lo|, |hi|)``;
-* ``mean``: bias ``e``, the clamping's (rows are dropped without regard to their values),
-  variance ``v_j`` saturating at
-  ``5σ²/2``, ``v_j = (Var(s)/4 + σ² Var(n)) / n_j² + σ² (1/n_j - 1/F_j)``
+With public bounds ``(lo, hi)`` (taken as holding the values):
+
+* ``sum``: bias ``-(N - T) / K · |mid|`` (the dropped rows valued at the bounds'
+  midpoint), variance of its noise; relative to ``N / K · max(|lo|, |hi|)``;
+* ``mean``: bias 0 (rows are dropped without regard to their values), variance ``v_j``
+  saturating at ``5σ²/2``, ``v_j = (Var(s)/4 + σ² Var(n)) / n_j² + σ² (1/n_j - 1/F_j)``
   (first order in the noisy centred sum ``s`` and count; then the sampling of the kept
   rows), ``σ = (hi - lo)/4`` the values' typical spread (and the truth's distance from
   the midpoint); the cap (:data:`DROWNED`): a key drowned in noise releases the midpoint
@@ -30,22 +30,32 @@ over the keys (the prediction is the root mean square error over the keys):
   bound, about ``2σ`` from it; relative to ``σ``;
 * ``median`` / ``quantile`` / ``min`` / ``max``: in quantiles (fractions of the key's
   rows), bias 0, variance ``(r/n_j)² + q(1-q) (1/n_j - 1/F_j)`` saturating at
-  :data:`DROWNED_Q` (a release near uniform over the bounds): ``r`` the median rank error of the
-  exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at ``α = 1/2``,
-  its ``ε`` per key and sensitivity ``c``) over the key's kept rows, then their sampling;
-  relative to ``1/2``; bias ``max(0, p - min(q, 1 - q))``: the quantile clamped to a
-  bound beyond it.
+  :data:`DROWNED_Q` (a release near uniform over the bounds): ``r`` the median rank error
+  of the exponential mechanism (:func:`dpfast.tables._quantile_em.rank_error` at
+  ``α = 1/2``, its ``ε`` per key and sensitivity ``c``) over the key's kept rows, then
+  their sampling; relative to ``1/2``.
 
-The clamping: bounds chosen privately (``bounds="auto"``'s mechanism) leave a fraction
-``p`` of the people beyond each bound, predicted from what that mechanism states
-(:func:`outside`): ``p = q_lo + r / n``, ``r`` its median rank error, ``n`` the summary's
-people, and ``p = 1`` (the bounds may miss the data) where ``n`` is below the people its
-scale and centre need; with the values normal and ``p`` beyond each bound, the values'
-spread is ``σ_p = (hi - lo) / (2 z)``, ``z = Φ⁻¹(1 - p)``, and the clamping's bias is at
-most one side's excess ``e = σ_p (φ(z) - z p)`` (its sign unknown: its size is given;
-infinite where ``p >= 1/2``: bounds that carry no information).  Bounds the caller gives
-are taken as holding the values (``p = 0``); a public sample's percentiles hold all but
-``q_lo`` of it on each side.
+A column without public bounds has a value histogram (:mod:`dpfast.tables._tune_values`:
+DP, or a public sample's), and at each ``(k, c)`` the tuning picks its bounds among the
+histogram's candidates ``[g_a, g_b]`` (:meth:`Values.candidates`) to minimise the weighted
+relative error of the column's metrics, each predicted in values, relative to the values'
+standard deviation ``sd`` (the histogram's; the same for every candidate), with ``μ`` the
+values' mean and ``μ_c``, ``σ_c²`` the mean and variance of the values clamped to the
+candidate:
+
+* ``mean``: bias ``|μ_c - μ|`` (the clamping's), variance as above with the noise of the
+  centred sum scaled to the candidate's width (its sensitivity ``k c (hi - lo)``), ``σ_c²``
+  for the sampling and ``(μ_c - mid)²`` for the noisy count's term, saturating at the
+  drowned key's ``((mid - μ)² + ((lo - μ)² + (hi - μ)²)/2) / 2``;
+* ``sum``: bias ``-(N - T) / K · |μ| - T / K · |μ_c - μ|``, its noise scaled to
+  ``max(|lo|, |hi|)``; relative to ``N / K · (|μ| + sd)``;
+* a rank metric: the variance in quantiles above times the squared slope of the clamped
+  values' quantile function at ``q`` (a difference over ``q ± 0.1``), saturating at
+  ``E (U - m)²``, ``U`` uniform on ``[lo, hi]`` (the mechanism on a drowned key), ``m`` the
+  values' ``q`` quantile; bias ``m``'s distance to the candidate.
+
+The candidates' keys are not told apart: the clamping bias and the quantile's slope are
+the pooled values', every key taken as drawn from them.
 
 ``error = sqrt(bias² + variance)``; the score of a candidate is the metrics' weighted mean
 relative error.  The model is a prediction, not a guarantee: the summary is noisy (private)
@@ -57,23 +67,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
-from statistics import NormalDist
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpfast.tables import _bounds_em as _bem
 from dpfast.tables import _metrics, _rank_metrics, multi
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._tune_summary import Summary
+from dpfast.tables._tune_values import Values
 
 if TYPE_CHECKING:
     from dpfast.tables.run import Source
     from dpfast.tables.spec import ReleaseSpec
 
 __all__ = ["Prediction", "Candidate", "K_GRID", "C_GRID", "TUNABLE", "DROWNED", "predict",
-           "DROWNED_Q", "search", "check_metrics", "over_keys", "outside", "clamp_excess"]
+           "DROWNED_Q", "search", "check_metrics", "over_keys", "with_bounds"]
 
 #: the default candidates
 K_GRID = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -85,7 +94,8 @@ DROWNED = 2.5
 #: mechanism's output near uniform over the bounds ``[m - 2σ, m + 2σ]``, the values
 #: ``N(m, σ²)``: ``E (Φ(Z) - 1/2)²``, ``Z`` uniform on ``[-2, 2]`` (quadrature)
 DROWNED_Q = 0.113147
-_NORMAL = NormalDist()
+#: the half-width (in quantiles) of the difference that gives a quantile's slope
+SLOPE_STEP = 0.1
 #: the metric kinds the model predicts
 TUNABLE = ("count", "privacy_id_count", "sum", "mean", "median", "quantile", "min", "max")
 
@@ -119,6 +129,8 @@ class Candidate:
     max_per_partition: int
     predictions: dict[str, Prediction]
     score: float
+    #: the value bounds chosen at this candidate (the columns without public bounds)
+    bounds: dict[str, tuple[Any, Any]] = dataclasses.field(default_factory=dict)
 
 
 def check_metrics(spec: ReleaseSpec, where: str = "metrics") -> None:
@@ -132,41 +144,54 @@ def _var(plan: multi.MultiPlan, part: str) -> float:
     return plan.metrics.parts[part].part.law.std() ** 2
 
 
-def outside(eps_b: float, n_candidates: int, people: float, q_lo: float) -> float:
-    """``p``: the predicted fraction of the people beyond each bound chosen by
-    ``bounds="auto"``'s mechanism at ``eps_b`` on a grid of ``n_candidates``, from what
-    :mod:`dpfast.tables.autobounds` states: ``q_lo + r / n`` (``r`` its median rank error,
-    :func:`dpfast.tables._quantile_em.rank_error` at ``ε_b / 3`` and ``α = 1/2``), and 1
-    (the bounds may miss the data) when the people ``n`` are not above
-    ``(4 / ε_s) ln(m / α)`` (``ε_s = ε_b / 6``), what its scale and centre need.  A
-    function of DP outputs and public parameters only."""
-    eps_s, _, eps_q = _bem.split(eps_b)
-    n = max(float(people), 0.0)
-    if eps_s <= 0.0 or n <= 4.0 / eps_s * math.log(n_candidates / 0.5):
-        return 1.0
-    r = _em.rank_error(eps_q, 1, n_candidates, 0.5)
-    return min(1.0, q_lo + r / n)
-
-
-def clamp_excess(p: float, lo: float, hi: float) -> float:
-    """``e``: the clamping's bias of a mean (its size, in values) when a fraction ``p`` of
-    normal values lies beyond each of the bounds ``(lo, hi)``: one side's excess
-    ``σ_p (φ(z) - z p)``, ``z = Φ⁻¹(1 - p)``, ``σ_p = (hi - lo) / (2 z)``; 0 at ``p = 0``,
-    infinite at ``p >= 1/2``."""
-    if p <= 0.0:
-        return 0.0
-    if p >= 0.5:
-        return math.inf
-    z = _NORMAL.inv_cdf(1.0 - p)
-    return (hi - lo) / (2.0 * z) * max(0.0, _NORMAL.pdf(z) - z * p)
+def _tuned(m: _metrics.Metric, plan: multi.MultiPlan, vals: Values, ab: tuple[int, int],
+           k: int, c: int, n_key: np.ndarray, n_full: np.ndarray, n_all: float,
+           n_kept: float, kk: float, at: np.ndarray) -> Prediction:
+    """One metric's prediction on a column whose bounds are chosen: at the grid indices
+    ``ab`` of the column's value histogram ``vals`` (the plan's laws at its placeholder
+    bounds, the noise of the sums scaled by the bounds' sensitivity), in values, relative
+    to the values' standard deviation."""
+    assert m.column is not None
+    a, b = ab
+    mp = plan.metrics
+    col = mp.columns[m.column]
+    lo, hi = (float(x) for x in vals.bounds(a, b))
+    mu, sd = vals.spread
+    if vals.empty:  # nothing above the noise: bounds that say nothing of the data
+        return Prediction(math.inf, 0.0, "value", sd)
+    if m.kind in ("sum", "mean"):
+        mc, vc = vals.moments(a, b)
+        e = abs(mc - mu)  # the clamping's bias of a value (the keys' mean taken as all's)
+        if m.kind == "sum":
+            width0 = max(abs(float(col.lo)), abs(float(col.hi)))
+            ratio = (max(abs(lo), abs(hi)) / width0) ** 2
+            return Prediction(0.0 - (n_all - n_kept) / kk * abs(mu) - n_kept / kk * e,
+                              _var(plan, f"sum:{m.column}") * ratio, "value",
+                              n_all / kk * (abs(mu) + sd))
+        ratio = ((hi - lo) / (float(col.hi) - float(col.lo))) ** 2
+        mid = (lo + hi) / 2
+        vj = ((_var(plan, f"csum:{m.column}") * ratio / 4 + (mc - mid) ** 2
+               * _var(plan, "count")) / n_key ** 2 + vc * sampled(n_key, n_full))
+        drowned = ((mid - mu) ** 2 + ((lo - mu) ** 2 + (hi - mu) ** 2) / 2) / 2
+        return Prediction(e, over_keys(vj, at, max(drowned, 1e-300)), "value", sd)
+    rp = mp.ranks[_metrics.part_name("quantile", m.column, m.q)]
+    r = _em.rank_error(rp.eps_q, c, int(mp.grids[m.column].shape[0]), 0.5, rp.q)
+    vq = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
+    h = min(SLOPE_STEP, rp.q, 1.0 - rp.q) or SLOPE_STEP
+    slope = ((vals.quantile(min(rp.q + h, 1.0), a, b) - vals.quantile(max(rp.q - h, 0.0), a, b))
+             / (min(rp.q + h, 1.0) - max(rp.q - h, 0.0)))
+    m0 = vals.quantile(rp.q)  # the unclamped quantile
+    drowned = ((hi - m0) ** 3 - (lo - m0) ** 3) / (3.0 * (hi - lo))  # E(U - m0)², U on [lo, hi]
+    return Prediction(abs(m0 - min(max(m0, lo), hi)),
+                      over_keys(vq * slope ** 2, at, max(drowned, 1e-300)), "value", sd)
 
 
 def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int,
-            beyond: dict[str, float] | None = None) -> Candidate:
+            values: Mapping[str, Values] | None = None) -> Candidate:
     """The predictions of the release ``spec`` at ``(k, c)`` (its plan's laws);
-    ``beyond``: per value column, the fraction ``p`` of the people beyond each bound
-    (:func:`outside`; 0 where absent)."""
-    beyond = beyond or {}
+    ``values``: the value histograms of the columns whose bounds are chosen (each gets the
+    candidate bounds of least weighted relative error of its metrics at ``(k, c)``)."""
+    values = values or {}
     plan = multi.plan_of(dataclasses.replace(spec, max_partitions=k, max_per_partition=c),
                          source, _statistics_parts())
     mp = plan.metrics
@@ -179,7 +204,11 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int,
     weights = _metrics.parse_weights(None if spec.option("weights") is None
                                      else list(spec.option("weights")), mp.metrics)
     score = 0.0
+    tuned: dict[str, list[tuple[_metrics.Metric, float]]] = {}
     for m, w in zip(mp.metrics, weights, strict=True):
+        if m.column is not None and m.column in values:
+            tuned.setdefault(m.column, []).append((m, float(w)))
+            continue
         if m.kind == "count":
             p = Prediction(0.0 - (n_all - n_kept) / kk, _var(plan, "count"), "rows",
                            n_all / kk)
@@ -191,29 +220,40 @@ def predict(spec: ReleaseSpec, source: Source, summary: Summary, k: int, c: int,
             assert m.column is not None
             col = mp.columns[m.column]
             lo, hi = float(col.lo), float(col.hi)
-            e = clamp_excess(beyond.get(m.column, 0.0), lo, hi)
             if m.kind == "sum":
-                p = Prediction(0.0 - (n_all - n_kept) / kk * abs((lo + hi) / 2)
-                               - (n_kept / kk * e if e > 0.0 else 0.0),
+                p = Prediction(0.0 - (n_all - n_kept) / kk * abs((lo + hi) / 2),
                                _var(plan, f"sum:{m.column}"), "value",
                                n_all / kk * max(abs(lo), abs(hi)))
             else:
                 sd = (hi - lo) / 4  # the values' typical spread
                 vj = ((_var(plan, f"csum:{m.column}") / 4 + sd ** 2 * _var(plan, "count"))
                       / n_key ** 2 + sd ** 2 * sampled(n_key, n_full))
-                p = Prediction(e, over_keys(vj, at, DROWNED * sd ** 2), "value", sd)
+                p = Prediction(0.0, over_keys(vj, at, DROWNED * sd ** 2), "value", sd)
         else:  # a rank metric: in quantiles (fractions of the key's rows)
             assert m.column is not None
             rp = mp.ranks[_metrics.part_name("quantile", m.column, m.q)]
             g = mp.grids[m.column]
             r = _em.rank_error(rp.eps_q, c, int(g.shape[0]), 0.5, rp.q)
             vj = (r / n_key) ** 2 + rp.q * (1 - rp.q) * sampled(n_key, n_full)
-            pb = beyond.get(m.column, 0.0)
-            p = Prediction(max(0.0, pb - min(rp.q, 1.0 - rp.q)), over_keys(vj, at, DROWNED_Q),
-                           "quantile", 0.5)
+            p = Prediction(0.0, over_keys(vj, at, DROWNED_Q), "quantile", 0.5)
         out[m.name] = p
         score += float(w) * min(p.relative, 1e12)
-    return Candidate(k, c, out, score / float(sum(weights)))
+    chosen: dict[str, tuple[int, int]] = {}
+    for name, mets in tuned.items():
+        best: tuple[float, tuple[int, int], dict[str, Prediction]] | None = None
+        for ab in values[name].candidates():
+            preds = {m.name: _tuned(m, plan, values[name], ab, k, c, n_key, n_full, n_all,
+                                    n_kept, kk, at) for m, _ in mets}
+            s = sum(w * min(preds[m.name].relative, 1e12) for m, w in mets)
+            if best is None or s < best[0]:
+                best = (s, ab, preds)
+        assert best is not None  # (candidates() is never empty)
+        chosen[name] = best[1]
+        out.update(best[2])
+        score += best[0]
+    out = {m.name: out[m.name] for m in mp.metrics}
+    bounds = {n: values[n].bounds(*ab) for n, ab in chosen.items()}
+    return Candidate(k, c, out, score / float(sum(weights)), bounds)
 
 
 def sampled(n: np.ndarray, full: np.ndarray) -> np.ndarray:
@@ -241,23 +281,38 @@ def uses_rows(spec: ReleaseSpec) -> bool:
 
 
 def search(spec: ReleaseSpec, source: Source, summary: Summary, ks: Sequence[int],
-           cs: Sequence[int], beyond: dict[str, float] | None = None
+           cs: Sequence[int], values: Mapping[str, Values] | None = None
            ) -> tuple[Candidate, list[Candidate]]:
     """Every candidate's predictions and the recommended one (least score; ties: the
     smaller ``k``, then the smaller ``c``).  A candidate the release could not run (its
     plan refuses it: e.g. ``c`` times a privately chosen bound beyond exact int64 sums) is
-    left out -- a function of the public parameters and the DP bounds only."""
+    left out -- a function of the public parameters and the DP histograms only."""
     table = []
     for k in ks:
         for c in (cs if uses_rows(spec) else cs[:1]):
             try:
-                table.append(predict(spec, source, summary, k, c, beyond))
+                table.append(predict(spec, source, summary, k, c, values))
             except ValueError:
                 continue
-    if not table:
-        raise ValueError("no candidate bounds can be released with these value bounds")
-    best = min(table, key=lambda t: (t.score, t.max_partitions, t.max_per_partition))
-    return best, table
+    for best in sorted(table, key=lambda t: (t.score, t.max_partitions, t.max_per_partition)):
+        try:  # the release's own plan at the chosen value bounds (their sums' range)
+            multi.plan_of(dataclasses.replace(with_bounds(spec, best.bounds),
+                                              max_partitions=best.max_partitions,
+                                              max_per_partition=best.max_per_partition),
+                          source, _statistics_parts())
+        except ValueError:
+            continue
+        return best, table
+    raise ValueError("no candidate bounds can be released with these value bounds")
+
+
+def with_bounds(spec: ReleaseSpec, chosen: Mapping[str, tuple[Any, Any]]) -> ReleaseSpec:
+    """``spec`` with the ``chosen`` bounds added to its own (replacing them)."""
+    assert not isinstance(spec.bounds, str)
+    have = {c: (lo, hi) for c, lo, hi in spec.bounds or ()}
+    have.update(chosen)
+    return dataclasses.replace(spec, bounds=tuple(sorted((c, lo, hi)
+                                                         for c, (lo, hi) in have.items())))
 
 
 def rank_kinds() -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dpfast.tables._tune_predict import Candidate, Prediction
 from dpfast.tables._tune_summary import Summary
+from dpfast.tables._tune_values import Values
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,9 +44,13 @@ class TuneResult:
     summary : Summary
         The contribution summary the predictions come from (DP, or the sample's).
     beyond : dict of str to float
-        Per column whose bounds the tuning chose: the predicted fraction of the people
-        beyond each bound (the clamping the predictions include; 1.0: the bounds may miss
-        the data -- give public ``bounds`` or a larger ``share``).
+        Per column whose bounds the tuning chose: the larger fraction of the people its
+        value histogram puts below or above the bounds (the clamping the predictions
+        include; 1.0: the histogram is empty, too few people for its ε, and the bounds say
+        nothing of the data -- give public ``bounds`` or a larger ``share``).
+    values : dict of str to Values
+        Per column whose bounds the tuning chose: its value histogram (DP, or the public
+        sample's), from which the bounds and their clamping were predicted.
     """
 
     max_partitions: int
@@ -58,6 +63,7 @@ class TuneResult:
     event: DpEvent | None
     summary: Summary
     beyond: dict[str, float] = dataclasses.field(default_factory=dict)
+    values: dict[str, Values] = dataclasses.field(default_factory=dict)
 
     @property
     def params(self) -> dict[str, object]:
@@ -81,6 +87,7 @@ class TuneResult:
             "event": None if self.event is None else str(self.event),
             "summary": self.summary.to_dict(),
             "beyond": dict(self.beyond),
+            "values": {c: v.to_dict() for c, v in self.values.items()},
         }
 
     def to_pandas(self) -> pd.DataFrame:
@@ -103,8 +110,8 @@ class TuneResult:
     @property
     def uninformative(self) -> list[str]:
         """The columns whose chosen bounds may miss the data (half or more of the people
-        predicted beyond a bound: too few people for their share of ε); give them public
-        ``bounds`` or a larger ``share``."""
+        beyond a bound, or an empty value histogram: too few people for their share of ε);
+        give them public ``bounds`` or a larger ``share``."""
         return sorted(c for c, p in self.beyond.items() if p >= 0.5)
 
     def __repr__(self) -> str:

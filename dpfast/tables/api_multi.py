@@ -58,7 +58,7 @@ def aggregate(df: pd.DataFrame | pl.DataFrame | pa.Table, by: str | list[str] | 
               privacy_id: str | None = None, *,
               metrics: Sequence[MetricSpec] | Mapping[str, MetricSpec],
               epsilon: float | None = None, delta: float = 0.0, rho: float | None = None,
-              bounds: dict[str, tuple[float, float]] | None = None,
+              bounds: dict[str, tuple[float, float] | str] | str | None = None,
               weights: Mapping[str, float] | Sequence[float] | None = None,
               max_partitions: int | str = 1, max_per_partition: int | str = 1,
               domain: npt.ArrayLike | None = None,
@@ -100,7 +100,11 @@ def aggregate(df: pd.DataFrame | pl.DataFrame | pa.Table, by: str | list[str] | 
         ``{column: (lo, hi)}`` for every value column a metric uses (integer columns need
         integer bounds and get exact discrete noise on their sums).  A row with a missing
         key, privacy id or value in any column a metric uses is dropped for every metric
-        (listwise); ``±inf`` values are clamped to their column's bounds.
+        (listwise); ``±inf`` values are clamped to their column's bounds.  ``{column:
+        "auto"}`` (or ``bounds="auto"``: every value column) has the tuning choose them
+        (:func:`dpfast.tables.tune`: a DP histogram of the column's values, the bounds of
+        least predicted error), in the same one charge as ``max_partitions="auto"``
+        (either works alone; local only).
     weights : dict or list, optional
         Positive weights of the metrics (by output name, or aligned with ``metrics``);
         default equal.

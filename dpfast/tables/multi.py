@@ -161,6 +161,8 @@ def aggregate_spec(metrics: object, parts: Mapping[str, tuple[str, ...]], *,
     mets = _metrics.parse_metrics(metrics, parts)
     w = _metrics.parse_weights(weights, mets)
     bounds = {} if bounds is None else bounds
+    if isinstance(bounds, str) and bounds == "auto":  # every value column: the tuning's
+        bounds = {m.column: "auto" for m in mets if m.column is not None}
     if not isinstance(bounds, dict):
         raise TypeError(f"bounds must be a dict {{column: (lo, hi)}}, got "
                         f"{type(bounds).__name__}")
@@ -168,9 +170,14 @@ def aggregate_spec(metrics: object, parts: Mapping[str, tuple[str, ...]], *,
         raise TypeError("candidates must be None or a dict {column: n_candidates or grid}, "
                         f"got {type(candidates).__name__}")
     used: dict[str, tuple[float, ...]] = {}
+    chosen: list[str] = []  # the columns whose bounds the tuning chooses (_tune_plan.py)
     for name in sorted({m.column for m in mets if m.column is not None}):
         if name not in available:
             continue  # the plan names it (the table does not have it)
+        if isinstance(bounds.get(name), str) and bounds[name] == "auto":
+            chosen.append(name)
+            used[name] = (0, 1)  # a placeholder: chosen after the charge
+            continue
         if name not in bounds:
             raise ValueError(f"metrics use column {name!r}: give bounds={{{name!r}: (lo, "
                              "hi)}}")
@@ -182,8 +189,8 @@ def aggregate_spec(metrics: object, parts: Mapping[str, tuple[str, ...]], *,
     options: dict[str, object] = {"family": "aggregate", "weights": tuple(w),
                                   "candidates": candidates}
     auto = [kw.get(n) == "auto" for n in ("max_partitions", "max_per_partition")]
-    if any(auto):  # the bounds chosen by the tuning (tables/_tune_plan.py), one charge
-        options["tune"] = (TUNE_SHARE, auto[0], auto[1])
+    if any(auto) or chosen:  # the bounds chosen by the tuning (tables/_tune_plan.py),
+        options["tune"] = (TUNE_SHARE, auto[0], auto[1], tuple(chosen))  # one charge
         for n, a in zip(("max_partitions", "max_per_partition"), auto):
             if a:
                 kw[n] = 1  # type: ignore[literal-required]  # chosen after the charge

@@ -6,8 +6,10 @@ contributes (:mod:`dpfast.tables._tune_summary`; or reads a public sample at no 
 predicts the error of every metric for each candidate ``(max_partitions,
 max_per_partition)`` -- the bias of the dropped contributions from the summary, the noise
 exactly from the plan the release would run (:mod:`dpfast.tables._tune_predict`) -- and
-recommends the candidate of least predicted error.  ``aggregate(...,
-max_partitions="auto")`` runs the same tuning and the release under one charge
+recommends the candidate of least predicted error; a value column without bounds gets the
+bounds of least predicted error from a private histogram of its values
+(:mod:`dpfast.tables._tune_values`).  ``aggregate(..., max_partitions="auto")`` (and
+``bounds={column: "auto"}``) runs the same tuning and the release under one charge
 (:mod:`dpfast.tables._tune_plan`).
 """
 
@@ -26,6 +28,7 @@ from dpfast.tables import _autobounds, _inputs, _keys, multi, statistics
 from dpfast.tables import _tune_plan as _tp
 from dpfast.tables import _tune_predict as _pred
 from dpfast.tables import _tune_summary as _sum
+from dpfast.tables import _tune_values as _val
 from dpfast.tables import bounding as _bounding
 from dpfast.tables import run as _run
 from dpfast.tables._tune_result import TuneResult
@@ -40,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["tune", "TuneResult", "DEFAULT_SHARE"]
 
-#: the default share of ε the tuning spends per part: one part for the histograms,
+#: the default share of ε the tuning spends per part:
+#: :data:`~dpfast.tables._tune_plan.SUMMARY_PARTS` for the contribution summary,
 #: :data:`~dpfast.tables._tune_plan.BOUNDS_PARTS` for each value column without bounds
 DEFAULT_SHARE = 0.05
 
@@ -57,31 +61,14 @@ def _grid(x: object, name: str, default: tuple[int, ...]) -> tuple[int, ...]:
 
 def _share(share: object, n_bounds: int) -> float:
     """The tuning's share of ε: ``share``, or by default :data:`DEFAULT_SHARE` per part
-    (``1 + 2·n_bounds`` parts); ValueError naming ``bounds`` when that reaches ε."""
+    (:func:`dpfast.tables._tune_plan.parts`); ValueError naming ``bounds`` when that
+    reaches ε."""
     if share is None:
-        parts = _tp.parts(n_bounds)
-        total = Fraction(str(DEFAULT_SHARE)) * parts
-        if total >= 1:
-            raise ValueError(f"{n_bounds} value columns without bounds: choosing their "
-                             f"bounds would take {parts} x {DEFAULT_SHARE} of epsilon; pass "
-                             "public bounds for some of them, or an explicit share")
-        return float(total)
+        return float(_tp.default_share(n_bounds, Fraction(str(DEFAULT_SHARE))))
     s = check_real(share, "share")
     if not 0.0 < s < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
     return float(s)
-
-
-def _sample_bounds(values: np.ndarray) -> tuple[Any, Any]:
-    """The 1st and 99th percentiles of a public sample's column (widened when equal)."""
-    if values.size == 0:
-        raise ValueError("public_sample has no rows with a value")
-    lo, hi = np.quantile(values.astype(np.float64), list(_autobounds.DEFAULT_QUANTILES))
-    if values.dtype.kind in "iu":
-        a, b = int(np.floor(lo)), int(np.ceil(hi))
-        return (a, b if b > a else a + 1)
-    lo, hi = float(lo), float(hi)
-    return (lo, hi if hi > lo else lo + 1.0)
 
 
 def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
@@ -109,18 +96,19 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
         The intended release's total target (the tuning's share included).
     share : float, optional
         The share of ``epsilon`` the tuning spends; the predictions are for a release at
-        the rest.  It is split into parts: one for the contribution summary and two for
-        each value column without ``bounds`` (choosing bounds needs far more people than
-        the summary, :mod:`dpfast.tables.autobounds`).  Default: 5% per part (5% with every
-        column bounded, 15% with one column without bounds, 25% with two; a ValueError
-        naming ``bounds`` from ten).  Ignored with ``public_sample``.
+        the rest.  It is split into parts: two for the contribution summary and one for
+        each value column without ``bounds`` (its value histogram).  Default: 5% per part
+        (10% with every column bounded, 15% with one column without bounds, 20% with two;
+        a ValueError naming ``bounds`` from eighteen).  Ignored with ``public_sample``.
     bounds : dict, optional
-        ``{column: (lo, hi)}``; a value column without bounds gets them by the private
-        quantiles of ``bounds="auto"`` (:func:`dpfast.tables.auto_bounds`, two parts of the
-        share), or from the public sample's 1st and 99th percentiles.  The predictions
-        include the clamping such bounds cause (:attr:`TuneResult.beyond`): bounds chosen
-        with too few people for their ε are predicted as bad (an infinite error of a mean
-        or a sum), not as good.
+        ``{column: (lo, hi)}``, taken as holding the values.  A value column without bounds
+        gets the pair of least predicted error: a histogram of its values over a public
+        grid (0 and the signed powers of two; DP, one part of the share, or the public
+        sample's) gives the clamping's bias and the noise of every candidate pair of grid
+        points, chosen together with ``(max_partitions, max_per_partition)`` (their
+        metrics' errors predicted in values; :mod:`dpfast.tables._tune_predict`).  Too few
+        people for the histogram's ε (no cell above its noise) gives bounds that say
+        nothing of the data: an infinite predicted error, :attr:`TuneResult.uninformative`.
     public_sample : DataFrame, optional
         A public table with the same columns (previous years, a synthetic twin, a sample
         published with consent), **never drawn from the private data** (a sample of ``df``
@@ -164,17 +152,20 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     ``domain`` the key count is not released (sensitivity 2, scale ``2 / ε_c``); discrete
     Laplace of scale ``16 / ε_g`` on ``G`` is ``ε_g``-DP; ``ε_g = ε_h / 3`` and
     ``ε_c = ε_h - ε_g``, each rounded down, so the summary is ``ε_h``-DP (basic
-    composition).  A value column without bounds adds
-    ``bounds="auto"``'s four exponential mechanisms at ``ε_b`` (:func:`auto_bounds`);
-    ``ε_h = share·ε / (1 + 2·columns)`` and ``ε_b = 2·share·ε / (1 + 2·columns)`` (each
-    rounded down), basic composition.  The predictions (their clamping too: from
-    ``ε_b``, the grid and the summary's DP number of people), the search and the
-    recommendation are post-processing of the summary, the DP bounds and public
-    parameters.  Proof sketch for tuning then releasing: the release that follows is
-    ``(ε - share·ε, δ)``-DP whatever bounds it is given (its event depends on the stated
-    ε and δ, not on the bounds), so by adaptive composition the two together are
-    ``(ε, δ)``-DP; ``aggregate(..., max_partitions="auto")`` charges exactly that composed
-    event, once, before reading any noise.
+    composition).  A value column without bounds adds its value histogram: one value per
+    person (the release's keyed bounding at ``k = c = 1``, as ``bounds="auto"`` pools
+    them) in one cell of a public grid, so one person changes one cell by at most 1 (L1
+    sensitivity 1); discrete Laplace of scale ``1 / ε_b`` per cell is ``ε_b``-DP
+    (:mod:`dpfast.tables._tune_values`).  ``ε_h = 2·share·ε / (2 + columns)`` and
+    ``ε_b = share·ε / (2 + columns)`` (each rounded down), basic composition.  Cells below
+    a public floor are published as 0 (post-processing).  The predictions, the search, the
+    chosen value bounds and the recommendation are post-processing of the summary, the
+    value histograms and public parameters.  Proof sketch for tuning then releasing: the
+    release that follows is ``(ε - share·ε, δ)``-DP whatever bounds it is given (its event
+    depends on the stated ε and δ, not on the bounds), so by adaptive composition the two
+    together are ``(ε, δ)``-DP; ``aggregate(..., max_partitions="auto")`` (or a column's
+    bounds ``"auto"``) charges exactly that composed event, once, before reading any
+    noise.
 
     Examples
     --------
@@ -256,7 +247,10 @@ def _from_sample(spec: Any, rows: _run.Rows, sample: Any, by: object, privacy_id
     kept_keys, kept_ids, taken = _keys.drop_nulls(skeys, sids, *raw)
     data, _ = _inputs._validate(kept_keys, kept_ids, None, None, domain)
     summary = _sum.from_sample(data, n_keys, f)
-    chosen = {c: _sample_bounds(_inputs.as_numbers(taken[used.index(c)], f"column {c!r}"))
-              for c in unbounded}
-    beyond = {c: float(_autobounds.DEFAULT_QUANTILES[0]) for c in unbounded}
-    return _tp.result(spec, rows, summary, chosen, ks, cs, 0.0, None, beyond)
+    values = {}
+    for c in unbounded:
+        col = _inputs.as_numbers(taken[used.index(c)], f"column {c!r}")
+        if col.size == 0:
+            raise ValueError("public_sample has no rows with a value")
+        values[c] = _val.from_sample(col)
+    return _tp.result(spec, rows, summary, ks, cs, 0.0, None, values)

@@ -382,6 +382,12 @@ def _tune_result(obj: Any, name: str, shape: list[Any], tables: list[Cells]) -> 
     else:  # a public sample: the private data are not read
         tables.append(Cells(f"{name}.summary", cells, additive=True, linf=0.0, l1=0.0,
                             l2=0.0))
+    for col, v in sorted(getattr(obj, "values", {}).items()):  # a column's value histogram
+        cells = {float(x): float(w) for x, w in zip(v.grid.tolist(), v.weights.tolist())}
+        # one value per person: one cell moves by at most 1 (nothing from a public sample)
+        one = 1.0 if v.private else 0.0
+        tables.append(Cells(f"{name}.values[{col}]", cells, additive=True, linf=one, l1=one,
+                            l2=one, censored=float(v.floor or 0.0)))
     shape.append(Chosen(f"{name}.bounds", tuple(sorted((c, _scalar(b)) for c, b in
                                                        obj.bounds.items())), len(tables)))
     tables.append(Cells(f"{name}.recommended", {"max_partitions": float(obj.max_partitions),

@@ -4,8 +4,9 @@ summary of the contribution histogram, and the bounds and errors it recommends) 
 release under one charge); on Dask the latter is refused before the charge.
 
 What the audit checks (:mod:`dpfast.testing._observe`): the summary's cells move by at most
-one unit per person per histogram (L1 3), censoring at the public floor aside; the bounds
-chosen by private quantiles and the recommendation are post-processing (a
+one unit per person per histogram (L1 3), censoring at the public floor aside; a value
+column's histogram (its bounds chosen by the tuning) by one unit per person (L1 1); the
+bounds chosen from it and the recommendation are post-processing (a
 :class:`~dpfast.testing.Chosen` choice: where it differs on D and D' the release that
 follows is not compared, :attr:`~dpfast.testing.AuditReport.branched`); from a public
 sample nothing depends on the private rows at all.  ε is large on these paths so that the
@@ -79,9 +80,10 @@ def _ledger(b: Any) -> tuple[Any, ...]:
 def _auto(d: Any, rng: bytes, **options: Any) -> Any:
     """The release and the ledger of its one charge (the tuning and the release)."""
     b = _budget()
+    options.setdefault("bounds", {"value": BOUNDS})
     rel = _t().aggregate(d, "key", "id", metrics=["count", ("sum", "value"),
                                                   ("mean", "value"), ("median", "value")],
-                         bounds={"value": BOUNDS}, rng=rng, budget=b, **options)
+                         rng=rng, budget=b, **options)
     return rel, _ledger(b)
 
 
@@ -96,6 +98,12 @@ register(ReleasePath(
     "tables.aggregate/auto-select", ("dpfast.tables.aggregate",),
     lambda d, rng: _auto(d, rng, epsilon=40.0, delta=1e-2, max_partitions="auto",
                          max_per_partition=2, selection="laplace"), selects_keys=True))
+# the value bounds chosen by the tuning (a DP histogram of the values) with (k, c)
+register(ReleasePath(
+    "tables.aggregate/auto-bounds", ("dpfast.tables.aggregate",),
+    lambda d, rng: _auto(d, rng, epsilon=40.0, domain=list(KEYS), max_partitions="auto",
+                         max_per_partition=2, bounds={"value": "auto"}),
+    cases=lambda: record_cases(kinds=FEW)))
 register(ReleasePath(
     "tables.aggregate/auto-per-partition", ("dpfast.tables.aggregate",),
     lambda d, rng: _auto(d, rng, epsilon=40.0, domain=list(KEYS), max_partitions=2,
