@@ -171,14 +171,15 @@ static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206
 #if defined(__x86_64__) && defined(__GNUC__)
 /* AVX2, 8 blocks (one per 32-bit lane of a ymm register), the rounds in inline assembly
  * so that the state stays in registers: 15 of the 16 rows are held in ymm0-ymm10 and
- * ymm12-ymm15 for all 20 rounds, row 11 (one word of the c row) lives in memory, ymm11
- * is the one temporary (register renaming makes its reuse free), and the rotation masks
- * are memory operands of vpshufb.  The four quarter-rounds of a round are interleaved
- * step by step (four independent chains).  Two sets of 8 blocks through the rounds
- * together (the vector-extension kernel below, which the compiler spills to the stack:
- * about 50 stores and 50 loads per double round of 16 blocks) ran about as fast on an
- * idle core but lost 10% when the core's other hyperthread was busy; this kernel issues
- * about 14% fewer instructions per block (8 memory accesses per double round). */
+ * ymm12-ymm15 for all 20 rounds, row 11 (a word of the c row) lives in memory, ymm11 is
+ * the one temporary (register renaming makes its reuse free), and the rotation masks are
+ * memory operands of vpshufb.  The four quarter-rounds of a round are interleaved step by
+ * step (four independent chains); the input rows are loaded, and added back at the end,
+ * straight from the state s.  The vector-extension kernel with two sets of 8 blocks (the
+ * #else branch), which the compiler spills to the stack (about 50 stores and 50 loads per
+ * double round of 16 blocks), ran 2-4% slower on an idle core and about 10% slower while
+ * the core's other hyperthread was busy: this one issues about 14% fewer instructions per
+ * block (8 memory accesses per double round). */
 #define Y_(n) "%%ymm" #n
 #define YT_ Y_(11)
 #define CMEM_ "64(%[m])" /* row 11 */
@@ -215,27 +216,20 @@ static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206
 #define QR4_ASM(...)                                                                    \
     HALF4(__VA_ARGS__, "0(%[m])", "12", "20") HALF4(__VA_ARGS__, "32(%[m])", "7", "25")
 
-/* 20 rounds on x[16] (32-byte aligned rows) in place; m[0], m[1]: the rotation masks,
- * m[2]: scratch for row 11. */
-__attribute__((target("avx2"))) static void rounds8_avx2(v8u *x, v8u *m) {
+/* x[i] = s[i] + (20 rounds of s)[i] for the 16 rows (32-byte aligned); m[0], m[1]: the
+ * rotation masks, m[2]: scratch for row 11. */
+#define LOAD_ROW(i, r) "vmovdqa " #i "*32(%[s]), " Y_(r) "\n\t"
+#define ADD_STORE_ROW(i, r)                                                             \
+    "vpaddd " #i "*32(%[s]), " Y_(r) ", " Y_(r) "\n\t"                                  \
+    "vmovdqa " Y_(r) ", " #i "*32(%[x])\n\t"
+__attribute__((target("avx2"))) static void rounds8_avx2(v8u *x, const v8u *s, v8u *m) {
     uint64_t n = 10;
-    m[2] = x[11];
+    m[2] = s[11];
     __asm__ volatile(
-        "vmovdqa 0(%[x]), %%ymm0\n\t"
-        "vmovdqa 32(%[x]), %%ymm1\n\t"
-        "vmovdqa 64(%[x]), %%ymm2\n\t"
-        "vmovdqa 96(%[x]), %%ymm3\n\t"
-        "vmovdqa 128(%[x]), %%ymm4\n\t"
-        "vmovdqa 160(%[x]), %%ymm5\n\t"
-        "vmovdqa 192(%[x]), %%ymm6\n\t"
-        "vmovdqa 224(%[x]), %%ymm7\n\t"
-        "vmovdqa 256(%[x]), %%ymm8\n\t"
-        "vmovdqa 288(%[x]), %%ymm9\n\t"
-        "vmovdqa 320(%[x]), %%ymm10\n\t"
-        "vmovdqa 384(%[x]), %%ymm12\n\t"
-        "vmovdqa 416(%[x]), %%ymm13\n\t"
-        "vmovdqa 448(%[x]), %%ymm14\n\t"
-        "vmovdqa 480(%[x]), %%ymm15\n\t"
+        LOAD_ROW(0, 0) LOAD_ROW(1, 1) LOAD_ROW(2, 2) LOAD_ROW(3, 3)
+        LOAD_ROW(4, 4) LOAD_ROW(5, 5) LOAD_ROW(6, 6) LOAD_ROW(7, 7)
+        LOAD_ROW(8, 8) LOAD_ROW(9, 9) LOAD_ROW(10, 10)
+        LOAD_ROW(12, 12) LOAD_ROW(13, 13) LOAD_ROW(14, 14) LOAD_ROW(15, 15)
         ".p2align 4\n"
         "1:\n\t"
         /* columns (0,4,8,12) (1,5,9,13) (2,6,10,14) (3,7,11,15) */
@@ -246,26 +240,17 @@ __attribute__((target("avx2"))) static void rounds8_avx2(v8u *x, v8u *m) {
                 Y_(3), Y_(4), Y_(9), Y_(14), Y_(1), Y_(6), Y_(12))
         "dec %[n]\n\t"
         "jnz 1b\n\t"
-        "vmovdqa %%ymm0, 0(%[x])\n\t"
-        "vmovdqa %%ymm1, 32(%[x])\n\t"
-        "vmovdqa %%ymm2, 64(%[x])\n\t"
-        "vmovdqa %%ymm3, 96(%[x])\n\t"
-        "vmovdqa %%ymm4, 128(%[x])\n\t"
-        "vmovdqa %%ymm5, 160(%[x])\n\t"
-        "vmovdqa %%ymm6, 192(%[x])\n\t"
-        "vmovdqa %%ymm7, 224(%[x])\n\t"
-        "vmovdqa %%ymm8, 256(%[x])\n\t"
-        "vmovdqa %%ymm9, 288(%[x])\n\t"
-        "vmovdqa %%ymm10, 320(%[x])\n\t"
-        "vmovdqa %%ymm12, 384(%[x])\n\t"
-        "vmovdqa %%ymm13, 416(%[x])\n\t"
-        "vmovdqa %%ymm14, 448(%[x])\n\t"
-        "vmovdqa %%ymm15, 480(%[x])\n\t"
+        ADD_STORE_ROW(0, 0) ADD_STORE_ROW(1, 1) ADD_STORE_ROW(2, 2) ADD_STORE_ROW(3, 3)
+        ADD_STORE_ROW(4, 4) ADD_STORE_ROW(5, 5) ADD_STORE_ROW(6, 6) ADD_STORE_ROW(7, 7)
+        ADD_STORE_ROW(8, 8) ADD_STORE_ROW(9, 9) ADD_STORE_ROW(10, 10)
+        "vmovdqa " CMEM_ ", " Y_(11) "\n\t"
+        ADD_STORE_ROW(11, 11)
+        ADD_STORE_ROW(12, 12) ADD_STORE_ROW(13, 13) ADD_STORE_ROW(14, 14)
+        ADD_STORE_ROW(15, 15)
         : [n] "+r"(n)
-        : [x] "r"(x), [m] "r"(m)
+        : [x] "r"(x), [s] "r"(s), [m] "r"(m)
         : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
           "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc");
-    x[11] = m[2];
 }
 
 __attribute__((target("avx2"))) static uint64_t blocks8_avx2(const uint32_t *key,
@@ -273,7 +258,7 @@ __attribute__((target("avx2"))) static uint64_t blocks8_avx2(const uint32_t *key
                                                               uint32_t counter,
                                                               uint64_t nblocks,
                                                               uint32_t *out) {
-    v8u s[16], m[3];
+    v8u s[16], m[3], x[16];
     uint64_t b = 0;
     m[0] = (v8u)ROT16_MASK;
     m[1] = (v8u)ROT8_MASK;
@@ -282,10 +267,7 @@ __attribute__((target("avx2"))) static uint64_t blocks8_avx2(const uint32_t *key
     s[12] = (v8u){LANES8} + counter;
     for (int i = 0; i < 3; i++) s[13 + i] = (v8u){0} + nonce[i];
     for (; b + 8 <= nblocks; b += 8) {
-        v8u x[16];
-        for (int i = 0; i < 16; i++) x[i] = s[i];
-        rounds8_avx2(x, m);
-        for (int i = 0; i < 16; i++) x[i] += s[i];
+        rounds8_avx2(x, s, m);
         STORE8(x, out + 16 * b);
         s[12] += 8;
     }
