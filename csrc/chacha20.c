@@ -410,9 +410,10 @@ typedef void (*streams_fn)(const uint32_t *, const uint32_t *, const uint32_t *,
 DEFINE_STREAMS16(streams16_avx512, __attribute__((target("avx512f"))))
 DEFINE_STREAMS16(streams16_generic, NO_ATTR)
 
-/* AVX2: the 16 streams as two sets of 8 lanes through the rounds together, as
- * blocks8_avx2 (a 16-lane vector under target("avx2") is two ymm registers per state word:
- * its 32 rows spilled to the stack, and it ran at about the cost of 16 scalar blocks). */
+/* AVX2: the 16 streams as two sets of 8 lanes, each through blocks8_avx2's register
+ * rounds (elsewhere both sets through the vector-extension rounds together); a 16-lane
+ * vector under target("avx2") is two ymm registers per state word: its 32 rows spilled to
+ * the stack, and it ran at about the cost of 16 scalar blocks. */
 __attribute__((target("avx2"))) static void streams16_avx2(const uint32_t *key,
                                                             const uint32_t *nonces,
                                                             const uint32_t *counters,
@@ -429,6 +430,13 @@ __attribute__((target("avx2"))) static void streams16_avx2(const uint32_t *key,
         memcpy(&s[12 + i], w[i], sizeof s[0]);
         memcpy(&t[12 + i], w[i] + 8, sizeof t[0]);
     }
+#if defined(__x86_64__) && defined(__GNUC__)
+    v8u m[3];
+    m[0] = (v8u)ROT16_MASK;
+    m[1] = (v8u)ROT8_MASK;
+    rounds8_avx2(x, s, m);
+    rounds8_avx2(y, t, m);
+#else
     for (int i = 0; i < 16; i++) {
         x[i] = s[i];
         y[i] = t[i];
@@ -438,6 +446,7 @@ __attribute__((target("avx2"))) static void streams16_avx2(const uint32_t *key,
         x[i] += s[i];
         y[i] += t[i];
     }
+#endif
     STORE8(x, out);
     STORE8(y, out + 128);
 }
