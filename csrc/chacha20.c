@@ -177,9 +177,9 @@ static const uint32_t SIGMA[4] = {0x61707865u, 0x3320646eu, 0x79622d32u, 0x6b206
  * step (four independent chains); the input rows are loaded, and added back at the end,
  * straight from the state s.  The vector-extension kernel with two sets of 8 blocks (the
  * #else branch), which the compiler spills to the stack (about 50 stores and 50 loads per
- * double round of 16 blocks), ran 2-4% slower on an idle core and about 10% slower while
+ * double round of 16 blocks), ran 2-4% slower on an idle core and 10-20% slower while
  * the core's other hyperthread was busy: this one issues about 14% fewer instructions per
- * block (8 memory accesses per double round). */
+ * block (per double round, 4 loads and 4 stores of row 11 besides the masks' operands). */
 #define Y_(n) "%%ymm" #n
 #define YT_ Y_(11)
 #define CMEM_ "64(%[m])" /* row 11 */
