@@ -8,8 +8,10 @@ on AVX2 and on AVX-512 hosts (the path chosen at run time), and >= 1.0x numpy PC
 The same work on both sides: 16 MiB of keystream per call into a buffer allocated once
 (OpenSSL encrypts 16 MiB of zeros, so it also reads an input dpfast does not have);
 ``dpfast.keystream`` and ``Generator.random_raw`` (which return a new object) against
-cryptography's allocating ``update`` (a fresh output buffer each side).  Each call is one
-call into C, so the Python overhead per call (microseconds) is below 0.1% of a call.
+cryptography's allocating ``update`` (a fresh output buffer each side); and what the
+samplers run, the kernels' 16 KiB refills (a numba kernel calling the block function for
+256 blocks at a time and reading them), for the same 16 MiB.  Each call is one call into
+C (or numba), so the Python overhead per call (microseconds) is below 0.1% of a call.
 
 Every ratio is the median of interleaved pairs with its spread (``_timing.pairs``), in
 wall time and in this thread's CPU time (``time.thread_time``: on a shared host, time
@@ -38,6 +40,26 @@ def _dpfast_fill():
     nonce = dr._nonce_words([3])[0]
     out = np.empty(NBYTES // 4, np.uint32)
     return lambda: _native.chacha20_blocks(key_words, nonce, 0, NBYTES // 64, out)
+
+
+def _refill_fill():
+    """What the samplers run: a numba kernel refilling a 16 KiB buffer from its stream
+    (``dpf_chacha20_blocks`` called by name, 256 blocks a call) and reading it, for the
+    same 16 MiB (``dpfast.perf``'s ``kernel_refill`` entry)."""
+    from dpfast._kernels import chacha as ck
+    from dpfast.noise import _chunks
+
+    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
+    nonce = np.array([3, 0, 0], np.uint32)
+    buf = np.empty(_chunks.REFILL_WORDS, np.uint64)
+    st = np.zeros(ck.ST_COLS, np.int64)
+    st[ck.ST_FILL] = _native.blocks_address()
+
+    def run() -> None:
+        st[ck.ST_BLOCK], nonce[2] = 0, 0
+        ck.refills(buf, st, key_words, nonce, NBYTES // 8)
+
+    return run
 
 
 def _openssl_fill():
@@ -86,15 +108,15 @@ def test_keystream_throughput(benchmark, report) -> None:
     gen = dpfast.default_rng(KEY)
     fns, cpu_times = _cpu_timed([ours, _openssl_fill(), _pcg_fill(),
                                  lambda: gen.random_raw(NBYTES // 8), _openssl_alloc(),
-                                 lambda: dpfast.keystream(KEY, 3, NBYTES)])
+                                 lambda: dpfast.keystream(KEY, 3, NBYTES), _refill_fill()])
     for fn in fns:  # warm-up: first-touch page faults and lazy set-up, untimed
         fn()
     for rec in cpu_times:
         rec.clear()
     load = os.getloadavg()[0]
-    p = _t.pairs(fns, repeat=15)
+    p = _t.pairs(fns, repeat=21)
     cpu = _t.Pairs(cpu_times)
-    t_dp, t_ssl, t_pcg, t_gen, t_ssl_alloc, t_ks = (p.median(i) for i in range(6))
+    t_dp, t_ssl, t_pcg, t_gen, t_ssl_alloc, t_ks, t_refill = (p.median(i) for i in range(7))
     benchmark.pedantic(ours, rounds=5, iterations=1)
     r_ssl = p.ratio(1, 0)
     r_pcg = p.ratio(2, 0)
@@ -107,6 +129,9 @@ def test_keystream_throughput(benchmark, report) -> None:
         "ratio_vs_pcg64": r_pcg,
         "simd_level": _native.simd_level(),
         "keystream_GBps": NBYTES / t_ks / 1e9,
+        "kernel_refill_GBps": NBYTES / t_refill / 1e9,
+        **p.info(1, 6, "kernel_refill_ratio_vs_cryptography"),
+        **cpu.info(1, 6, "kernel_refill_cpu_ratio_vs_cryptography"),
         "keystream_ratio_vs_cryptography_alloc": p.ratio(4, 5),
         "random_raw_ratio_vs_cryptography_alloc": p.ratio(4, 3),
         **p.info(1, 0, "ratio_vs_cryptography"),
@@ -121,6 +146,8 @@ def test_keystream_throughput(benchmark, report) -> None:
            f"{info['generator_random_raw_GBps']:.2f} GB/s "
            f"({info['random_raw_ratio_vs_cryptography_alloc']:.2f}x cryptography update); "
            f"keystream {info['keystream_GBps']:.2f} GB/s "
-           f"({info['keystream_ratio_vs_cryptography_alloc']:.2f}x); path {path}; "
+           f"({info['keystream_ratio_vs_cryptography_alloc']:.2f}x); kernels' 16 KiB refills "
+           f"{info['kernel_refill_GBps']:.2f} GB/s = {p.describe(1, 6)} (CPU "
+           f"{cpu.describe(1, 6)}); path {path}; "
            f"thread CPU time: {cpu.describe(1, 0)} cryptography ChaCha20, keystream "
            f"{cpu.describe(4, 5)}; load average {load:.1f}")

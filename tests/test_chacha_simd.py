@@ -153,9 +153,10 @@ def test_streams_portable_lanes_equal_the_simd_ones() -> None:
 @pytest.mark.parametrize("nblocks", [7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 40, 47, 48, 49, 63,
                                      64, 65, 95, 96, 100, 255, 256, 257])
 def test_block_paths_every_group_boundary(impl: str, nblocks: int) -> None:
-    """The SIMD kernels run two sets of lane groups through the rounds together (16 blocks
-    per pass with 8 lanes, 32 with 16), then one group, then scalar blocks: block counts
-    on each side of every boundary (and the refills' 256) give the RFC keystream."""
+    """The 16-lane kernels run two sets of lane groups through the rounds together (32
+    blocks per pass), then one group; the 8-lane kernels (the AVX2 one in inline assembly)
+    one group of 8 per pass; then scalar blocks: block counts on each side of every
+    boundary (and the refills' 256) give the RFC keystream."""
     key = bytes(range(7, 39))
     kw = np.frombuffer(key, "<u4").astype(np.uint32)
     nw = np.array([0xDEADBEEF, 1, 2**32 - 1], np.uint32)
@@ -164,6 +165,24 @@ def test_block_paths_every_group_boundary(impl: str, nblocks: int) -> None:
         pytest.skip(f"this CPU cannot run the {impl} path")
     np.testing.assert_array_equal(out[:16 * nblocks], reference(key, nw, 1000, nblocks))
     assert np.all(out[16 * nblocks:] == 0xA5A5A5A5)  # nothing written past the end
+
+
+@pytest.mark.parametrize("impl", sorted(_native.BLOCK_IMPLS))
+@pytest.mark.parametrize("offset", [1, 3, 8])
+def test_block_paths_unaligned_output(impl: str, offset: int) -> None:
+    """The kernels keep their state in aligned scratch and store each block with unaligned
+    stores: an output that starts 4, 12 or 32 bytes into a buffer (a refill buffer need
+    only be 4-byte aligned) gets the RFC keystream, and the words around it are untouched."""
+    key = bytes(range(40, 72))
+    kw = np.frombuffer(key, "<u4").astype(np.uint32)
+    nw = np.array([3, 2**31, 77], np.uint32)
+    nblocks = 41
+    buf = np.full(16 * nblocks + 2 * offset, 0x5A5A5A5A, np.uint32)
+    out = buf[offset:offset + 16 * nblocks]
+    if not _native.chacha20_blocks_impl(impl, kw, nw, 5, nblocks, out):
+        pytest.skip(f"this CPU cannot run the {impl} path")
+    np.testing.assert_array_equal(out, reference(key, nw, 5, nblocks))
+    assert np.all(buf[:offset] == 0x5A5A5A5A) and np.all(buf[offset + 16 * nblocks:] == 0x5A5A5A5A)
 
 
 def _cpu_flags() -> set[str] | None:
