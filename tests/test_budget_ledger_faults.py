@@ -516,9 +516,8 @@ def test_table_releases_that_fail_after_the_charge_leave_a_failed_row(monkeypatc
 
     import numpy as np
 
-    from dpfast import tables
+    from dpfast import noise, tables  # (TopDown draws its noise from dpfast.noise)
     from dpfast.tables import groupby as aggregate  # the count / sum / mean module
-    from dpfast import noise  # (the module TopDown draws its noise from)
 
     budget = Budget(10.0)
     keys = np.array([0, 1, 1, 2])
