@@ -501,12 +501,12 @@ def test_heavy_hitters_family_wise_error_is_conservative() -> None:
     fixed), so under the normal law the clean rate is ``(1 - alpha / 10)^10 = 0.951``,
     and the plug-in standard error (it grows with the estimate) adds a little slack:
     measured 0.955 over 10^4 runs (0.957 with another key; the former test's 3000 runs
-    gave 0.955, which its docstring stated as 0.966).  Hence the calibrated bands of this file: 10^4 runs
-    (standard error 0.0022), the clean rate ``>= 0.945`` (0.95 less 2.3 standard
-    errors: a 1% excess of the family-wise error, 0.94, is 2.3 below it and caught) and
-    ``<= 0.97`` (a vacuous or doubly conservative test, e.g. two-sided, 0.975, is
-    caught).  The runs' reports are drawn in one call (independent reports), each run
-    aggregated on its own."""
+    gave 0.955, which its docstring stated as 0.966).  Hence the calibrated bands of
+    this file: 10^4 runs (standard error 0.0022), the clean rate ``>= 0.945`` (0.95 less
+    2.3 standard errors: a 1% excess of the family-wise error, 0.94, is 2.3 below it
+    and caught) and ``<= 0.97`` (a vacuous or doubly conservative test, e.g. two-sided,
+    0.975, is caught).  The runs' reports are drawn in one call (independent reports),
+    each run aggregated on its own."""
     k, m0, runs = 10, 100, 10_000
     proto = L.OptimizedUnaryEncoding(k, 1.0)
     vals = np.repeat(np.arange(k), m0)

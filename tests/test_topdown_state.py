@@ -223,10 +223,10 @@ def test_former_single_zcdp_event_still_loads() -> None:
 @pytest.mark.parametrize("kind", ["topdown", "person"])
 def test_the_event_is_the_function_of_sigma(kind: str) -> None:
     """The check and the release share one rule: the release's event and ``rho_total`` are
-    :func:`~dpfast.tables._topdown_measure.release_event` of its ``sigma`` and squared
+    :func:`~dpfast.tables._topdown_events.release_event` of its ``sigma`` and squared
     sensitivities."""
-    from dpfast.tables import _topdown_measure
+    from dpfast.tables import _topdown_events
 
     r = _release(kind)
     l2sq = [round(s * s) for s in r.sensitivity]
-    assert _topdown_measure.release_event(r.sigma, l2sq) == (r.event, r.rho_total)
+    assert _topdown_events.release_event(r.sigma, l2sq) == (r.event, r.rho_total)

@@ -8,14 +8,14 @@ event, the noise, and the estimate made from the noisy levels.
   equally over the measured levels, rounded down so the parts never sum above it.
 * **The mechanisms and the event** (:func:`record_mechanisms`; per person
   :func:`dpfast.tables._topdown_units.level_mechanisms`): level ``j``'s discrete Gaussian
-  of ``sigma_j``, and the release's event, one :func:`level_event` per measured level,
-  composed, with ``rho_total`` (:func:`release_event`).  The event is a function of the
-  ``sigma_j`` and the squared L2 sensitivities alone, so a release rebuilt from its state
-  is checked against it (:mod:`dpfast.tables._topdown_state`).
+  of ``sigma_j``, and the release's event and ``rho_total``, a function of the ``sigma_j``
+  and the squared L2 sensitivities alone (:mod:`dpfast.tables._topdown_events`, which a
+  release rebuilt from its state is checked against, :mod:`dpfast.tables._topdown_state`).
 * **The measurement and the estimator** (:func:`measure`): the noise (after the charge),
   then the least squares, weighted by ``sigma_j^2`` (``estimator="topdown"``) or by the
-  noise's exact variances (``"blue"``, :mod:`dpfast.tables._topdown_blue`), and for the
-  default the non-negative integer rounding (:mod:`dpfast.tables._topdown_round`).
+  noise's exact variances (``"blue"``;
+  :func:`dpfast.tables._topdown_blue.estimator_weights`), and for the default the
+  non-negative integer rounding (:mod:`dpfast.tables._topdown_round`).
 """
 
 from __future__ import annotations
@@ -29,20 +29,16 @@ import numpy as np
 
 from dpfast import mechanisms as _mechanisms
 from dpfast import noise as _noise
-from dpfast._core.rounding import float_up
 from dpfast.accounting import events as _events
 from dpfast.random import Generator
 
 from . import _topdown_blue as _blue
+from . import _topdown_events as _tevents
 from . import _topdown_round as _round
 from . import _wls
 from ._topdown_release import TopDownRelease
 
-__all__ = ["ESTIMATORS", "rho_levels", "post_flags", "level_event", "release_event",
-           "record_mechanisms", "estimator_weights", "measure"]
-
-#: the estimators of :func:`dpfast.tables.topdown`
-ESTIMATORS = ("topdown", "blue")
+__all__ = ["rho_levels", "post_flags", "record_mechanisms", "measure"]
 
 Mechs = list[_mechanisms.DiscreteGaussianMechanism | None]
 
@@ -91,7 +87,7 @@ def post_flags(estimator: object, nonnegative: object, integer: object
                ) -> tuple[object, object]:
     """``nonnegative`` and ``integer`` for ``estimator`` (None: its default), checked:
     the BLUE is released unrounded (ValueError naming the parameter)."""
-    if estimator not in ESTIMATORS:
+    if estimator not in _blue.ESTIMATORS:
         raise ValueError(f"estimator must be 'topdown' or 'blue', got {estimator!r}")
     if estimator == "topdown":
         return (True if nonnegative is None else nonnegative,
@@ -102,36 +98,6 @@ def post_flags(estimator: object, nonnegative: object, integer: object
                              f"must be False or None, got {flag!r} (round it afterwards "
                              "with TopDownRelease.rounded(), a post-processing step)")
     return False, False
-
-
-def level_event(sigma: float, l2sq: int) -> _events.DpEvent:
-    """The event of one measured level: noise ``N_Z(0, sigma^2)`` on a table that one
-    neighbour moves by at most ``sqrt(l2sq)`` in L2, add/remove one.
-
-    ``l2sq = 1`` (one coordinate by 1: per record, or per person with ``k = c = 1``): the
-    exact scalar pair, ``DiscreteGaussian(sigma, sensitivity=1)`` (CKS20, Thm. 7).
-    Above (one person may move several coordinates): ``Zcdp(l2sq / (2 sigma^2))``, rounded
-    up (CKS20, Thm. 14)."""
-    if l2sq == 1:
-        return _events.DiscreteGaussian(noise_multiplier=float(sigma), sensitivity=1,
-                                        neighbouring=_events.ADD_REMOVE)
-    return _events.Zcdp(float_up(Fraction(l2sq) / (2 * Fraction(sigma) ** 2)),
-                        neighbouring=_events.ADD_REMOVE)
-
-
-def release_event(sigma: Sequence[float], l2sq: Sequence[int]
-                  ) -> tuple[_events.Composed, float]:
-    """The release's event (one :func:`level_event` per measured level, ``sigma_j > 0``,
-    in level order, composed) and ``rho_total = sum_j l2sq_j / (2 sigma_j^2)`` (exact sum,
-    rounded up once)."""
-    evs: list[_events.DpEvent] = []
-    total = Fraction(0)
-    for s, d2 in zip(sigma, l2sq):
-        if s == 0.0:  # an unmeasured (invariant) root
-            continue
-        evs.append(level_event(s, d2))
-        total += Fraction(d2) / (2 * Fraction(s) ** 2)
-    return _events.Composed(tuple(evs)), float_up(total)
 
 
 def record_mechanisms(rhos: Sequence[float]
@@ -150,19 +116,8 @@ def record_mechanisms(rhos: Sequence[float]
         if m is not None and m.event != _events.DiscreteGaussian(
                 noise_multiplier=m.sigma, sensitivity=1):  # pragma: no cover - invariant
             raise RuntimeError(f"topdown: unexpected level event {m.event!r}")
-    event, rho_total = release_event(sigma, l2sq)
+    event, rho_total = _tevents.release_event(sigma, l2sq)
     return mechs, l2sq, event, rho_total
-
-
-def estimator_weights(sigma: Sequence[float], estimator: str) -> tuple[list[float], float]:
-    """The variances the least squares weights the levels with, and the factor that turns
-    its error variances into the stated ones: ``([sigma_j^2], 1.0)`` for the default;
-    for the BLUE the noise's exact variances, up to a common factor
-    (:func:`dpfast.tables._topdown_blue.gls_weights`)."""
-    if estimator == "blue":
-        return _blue.gls_weights(list(sigma), [0.0 if s == 0.0 else _blue.level_variance(s)
-                                               for s in sigma])
-    return [s * s for s in sigma], 1.0
 
 
 def measure(tree: _wls.Tree, leaves: np.ndarray, mechs: Mechs, sigma: list[float],
@@ -184,7 +139,7 @@ def measure(tree: _wls.Tree, leaves: np.ndarray, mechs: Mechs, sigma: list[float
         noisy.append(_noise.discrete_gaussian(tables[j], sigma[j], rng=gen, out=tables[j]))
     del tables
     blue = estimator == "blue"
-    var, scale = estimator_weights(sigma, estimator)
+    var, scale = _blue.estimator_weights(sigma, estimator)
     x, F, V = _wls.least_squares(tree, noisy, var, root_exact)
     if scale != 1.0:  # the exact variances: F scales with the common factor (rounded up)
         F = [_blue.scale_up(f, scale) for f in F]

@@ -335,7 +335,7 @@ class TopDownRelease:
         """:func:`dpfast.tables._topdown_round.round_tree` on the BLUE: the weights rebuilt
         from the hierarchy and the noise's exact variances (public), the root exact with an
         invariant total (the BLUE's root is then the exact total)."""
-        from ._topdown_measure import estimator_weights
+        from ._topdown_blue import estimator_weights
         from ._topdown_round import round_tree, subtree_variances
 
         assert self._parents is not None

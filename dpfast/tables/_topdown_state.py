@@ -8,7 +8,7 @@ value beyond int64 after rounding would read out of bounds, return garbage or ne
 
 The fields are also checked against each other (:func:`check_relations`), wherever one is
 a function of others: the privacy ``event`` and ``rho_total`` are what the per-level
-``sigma`` and sensitivities imply (:func:`dpfast.tables._topdown_measure.release_event`,
+``sigma`` and sensitivities imply (:func:`dpfast.tables._topdown_tevents.release_event`,
 the same rounding), each level's mechanism is the one its ``rho`` and sensitivity make,
 the measured levels are the ones the invariant leaves, the variances lie below the noise's,
 the estimates are the consistent ones where nothing post-processed them (non-negative where
@@ -34,7 +34,7 @@ from dpfast.accounting import events as _events
 from dpfast.tables import state as _state
 
 from . import _topdown_blue as _blue
-from . import _topdown_measure as _measure
+from . import _topdown_events as _tevents
 from . import _topdown_round as _round
 from . import _wls
 
@@ -220,7 +220,7 @@ def read_state(state: dict[str, Any]
     if not isinstance(unit, str):
         raise ValueError("state's privacy_unit must be a str")
     estimator = state.get("estimator", "topdown")
-    if estimator not in _measure.ESTIMATORS:
+    if estimator not in _blue.ESTIMATORS:
         raise ValueError(f"state's estimator must be 'topdown' or 'blue', got {estimator!r}")
     try:
         event = _events.from_dict(state["event"])
@@ -282,7 +282,7 @@ def check_relations(f: TopDownFields, mech_rho: list[float | None],
             raise ValueError(f"state's mech_rho[{j}] is not rho[{j}] / sensitivity[{j}]^2 "
                              "(rounded down), the level's mechanism")
     # the accounting record against the noise: the same function, the same rounding
-    event, rho_total = _measure.release_event(sigma, l2sq)
+    event, rho_total = _tevents.release_event(sigma, l2sq)
     if f["rho_total"] != rho_total:
         raise ValueError(f"state's rho_total ({f['rho_total']!r}) is not the one its sigma "
                          f"implies ({rho_total!r})")
@@ -357,7 +357,7 @@ def _check_least_squares(f: TopDownFields, parents: list[np.ndarray | None]) -> 
              np.ascontiguousarray(n.reshape(-1, 1) if one_d else n, np.int64)
              for n in f["noisy"]]
     root = (con[0].reshape(-1, 1) if one_d else con[0]) if f["total_invariant"] else None
-    var, scale = _measure.estimator_weights(f["sigma"], f.get("estimator", "topdown"))
+    var, scale = _blue.estimator_weights(f["sigma"], f.get("estimator", "topdown"))
     x, F, _ = _wls.least_squares(tree, noisy, var, root)
     for j in range(len(sizes)):
         xj = x[j][:, 0] if one_d else x[j]

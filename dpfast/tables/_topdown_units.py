@@ -35,7 +35,7 @@ from dpfast.accounting import events as _events
 from dpfast.mechanisms import DiscreteGaussianMechanism
 from dpfast.tables import _keys, bounding
 
-from ._topdown_measure import release_event
+from ._topdown_events import release_event
 
 __all__ = ["bounded_leaf_counts", "level_l2sq", "level_mechanisms"]
 

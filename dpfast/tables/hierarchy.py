@@ -34,6 +34,7 @@ from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import Generator, RngLike
 
+from . import _topdown_blue as _blue
 from . import _topdown_measure as _measure
 from . import _topdown_units as _units
 from . import _wls
@@ -416,7 +417,7 @@ def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: obje
                  bounding: object = "uniform", *, estimator: object = "topdown"
                  ) -> TopDownPlan:
     """The plan of :func:`topdown` (ValueError / TypeError naming the parameter)."""
-    if estimator not in _measure.ESTIMATORS:
+    if estimator not in _blue.ESTIMATORS:
         raise ValueError(f"estimator must be 'topdown' or 'blue', got {estimator!r}")
     if estimator == "blue" and (nonnegative or integer):
         raise ValueError("estimator='blue' releases the unrounded estimate: nonnegative "
