@@ -230,3 +230,28 @@ def test_the_event_is_the_function_of_sigma(kind: str) -> None:
     r = _release(kind)
     l2sq = [round(s * s) for s in r.sensitivity]
     assert _topdown_events.release_event(r.sigma, l2sq) == (r.event, r.rho_total)
+
+
+@pytest.mark.parametrize("estimator", ["topdown", "blue"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_states_of_random_trees_load(estimator: str, seed: int) -> None:
+    """The checks refuse no release: random trees, unequal ``rho`` per level (the BLUE's
+    exact variances then not proportional to ``sigma^2``), small ``sigma`` (the lattice),
+    with and without an invariant total, one cell or two, and with seed 0 a finest level
+    of ``2^15`` units (the fused least-squares kernels, which the recomputation of a
+    BLUE's state runs too); each rebuilt release writes the same state."""
+    from .test_topdown import random_tree
+
+    g = np.random.default_rng(seed)
+    sizes = [2, 30, 400, 1 << 15] if seed == 0 else [1, 7, 50, 300]
+    levels = random_tree(g, sizes, extra_leaves=40)
+    n = levels[0].shape[0]
+    counts = g.poisson(2, n) if seed != 1 else g.poisson(2, (n, 2))
+    invariant = seed == 2
+    rho = [0.0 if invariant else 0.3, 2.0, 0.05, 0.8]
+    r = tables.topdown(counts, levels, rho=rho, total_invariant=invariant,
+                       rng=dpfast.default_rng(KEY), estimator=estimator)
+    releases = [r, r.rounded()] if estimator == "blue" else [r]
+    for rel in releases:
+        state = rel.to_state()
+        assert tables.TopDownRelease.from_state(state).to_state() == state
