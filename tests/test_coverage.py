@@ -171,10 +171,12 @@ def test_sketch_intervals_hold_for_fixed_hash_functions(cls) -> None:
     """Closes the fixed-seed hole of issue 39: with ONE set of hash functions and a
     heavy-headed population (collisions dominate the noise) the old random-hash variance
     covered 0.91 of the items, and items sharing a cell with a heavy item in 0 of 40
-    runs.  The fixed-hash mean squared error (stated conservative) covers >= 0.95 of
-    2000 item-runs and every item in >= half of its runs."""
-    hits = _sketch_cover(cls, 4.0, 32, 256, 40000, 50, 1.5, 40)
-    assert hits.mean() >= 0.95, hits.mean()
+    runs.  The fixed-hash mean squared error (stated conservative) covers >= 0.945 of
+    10^4 item-runs (200 runs x 50 items: 0.95 less 2.3 binomial standard errors, so a 1%
+    shortfall is caught; measured 0.971 CMS, 0.960 HCMS, where the former 40 runs gave
+    0.955 for HCMS against a floor of 0.95) and every item in >= half of its runs."""
+    hits = _sketch_cover(cls, 4.0, 32, 256, 40000, 50, 1.5, 200)
+    assert hits.mean() >= 0.945, hits.mean()
     assert hits.mean(axis=0).min() >= 0.5, hits.mean(axis=0).min()
 
 
