@@ -157,6 +157,8 @@ _TAMPERED: list[tuple[str, list[str], Callable[[dict[str, Any]], None], str]] = 
      r"rho\[0\]"),
     ("sensitivity_not_a_root", ["person"],
      _set("sensitivity", lambda s: _scalars([1.5, 1.5, 1.5])), "sensitivity"),
+    ("sensitivity_huge", ["person"],
+     _set("sensitivity", lambda s: _scalars([1e300, 1e300, 1e300])), "sensitivity"),
     ("sensitivity_of_a_record", ["topdown"],
      _set("sensitivity", lambda s: _scalars([2.0, 2.0, 2.0])), "sensitivity"),
     # the variances above the level's noise (wider intervals than the noise gives, and

@@ -89,7 +89,9 @@ class TopDownRelease:
         Privacy), so
         :class:`~dpfast.accounting.PldAccountant` accounts it exactly, and RDP / zCDP
         accountants as ``sum_j 1 / (2 sigma_j^2)``-zCDP.  (Earlier versions: a single
-        ``Zcdp(rho_total)``; ledgers holding such records still load.)
+        ``Zcdp(rho_total)``; ledgers and states holding such records still load.)  A
+        release rebuilt by :meth:`from_state` carries the event its ``sigma`` and
+        :attr:`sensitivity` imply (a state whose event disagrees is refused).
     rho_total : float
         ``sum_j 1 / (2 sigma_j^2)``, the zCDP ``rho`` actually spent (exact sum, rounded up
         once; ``<= rho``): the ``rho`` of the former ``Zcdp`` event.

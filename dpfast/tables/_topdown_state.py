@@ -210,7 +210,8 @@ def read_state(state: dict[str, Any]
                 raise ValueError(f"state's level {j} is unmeasured: its sigma must be 0 "
                                  "and its noisy None")
         elif float(m.sigma) != s:
-            raise ValueError("state's sigma does not match its rho")
+            raise ValueError(f"state's sigma[{j}] does not match its rho (not the sigma of "
+                             f"mech_rho[{j}]'s mechanism)")
         elif n is None:
             raise ValueError(f"state's noisy[{j}] is missing for a measured level")
     rid = state.get("release_id")
@@ -255,7 +256,7 @@ def _l2sq(sensitivity: list[float]) -> list[int]:
     (the release states ``sqrt(l2sq_j)`` of an integer ``l2sq_j >= 1``)."""
     out = []
     for j, s in enumerate(sensitivity):
-        d2 = round(s * s)
+        d2 = round(s * s) if s * s < 2.0 ** 62 else 0
         if d2 < 1 or float(math.sqrt(d2)) != s:
             raise ValueError(f"state's sensitivity[{j}] must be the square root of an "
                              f"integer >= 1, got {s!r}")

@@ -16,6 +16,15 @@ the same, exactly and in linear time:
    their least-squares variances; Michelot's active-set algorithm) and rounded by largest
    remainders, which keeps ``sum c = parent`` exactly (numba kernels,
    :mod:`dpfast._kernels.topdown`).
+
+This module holds the public entry points (:func:`topdown`, :func:`aggregate_levels`), the
+checks of the public input and the plan (:class:`TopDownPlan`: the hierarchy, the per-level
+mechanisms and the event, before any count is read).  What follows from the plan -- the
+per-level budgets, mechanisms, noise and the estimator -- is
+:mod:`dpfast.tables._topdown_measure`; the event as a function of the noise,
+:mod:`dpfast.tables._topdown_events`; the release object,
+:mod:`dpfast.tables._topdown_release`, and the reading of its state,
+:mod:`dpfast.tables._topdown_state`.
 """
 
 from __future__ import annotations
