@@ -25,6 +25,8 @@ monitor's predicted standard error); TopDown's in ``tests/test_topdown_blue.py``
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -169,10 +171,12 @@ def test_sketch_intervals_hold_for_fixed_hash_functions(cls) -> None:
     """Closes the fixed-seed hole of issue 39: with ONE set of hash functions and a
     heavy-headed population (collisions dominate the noise) the old random-hash variance
     covered 0.91 of the items, and items sharing a cell with a heavy item in 0 of 40
-    runs.  The fixed-hash mean squared error (stated conservative) covers >= 0.95 of
-    2000 item-runs and every item in >= half of its runs."""
-    hits = _sketch_cover(cls, 4.0, 32, 256, 40000, 50, 1.5, 40)
-    assert hits.mean() >= 0.95, hits.mean()
+    runs.  The fixed-hash mean squared error (stated conservative) covers >= 0.945 of
+    10^4 item-runs (200 runs x 50 items: 0.95 less 2.3 binomial standard errors, so a 1%
+    shortfall is caught; measured 0.971 CMS, 0.960 HCMS, where the former 40 runs gave
+    0.955 for HCMS against a floor of 0.95) and every item in >= half of its runs."""
+    hits = _sketch_cover(cls, 4.0, 32, 256, 40000, 50, 1.5, 200)
+    assert hits.mean() >= 0.945, hits.mean()
     assert hits.mean(axis=0).min() >= 0.5, hits.mean(axis=0).min()
 
 
@@ -491,17 +495,29 @@ def test_auto_bounds_rank_error_and_steps_are_conservative() -> None:
 # ----------------------------------------------------------------------------- heavy hitters
 def test_heavy_hitters_family_wise_error_is_conservative() -> None:
     """``Aggregator.heavy_hitters`` (:meth:`dpfast.local.monitor.Estimates.heavy_hitters`,
-    one-sided Bonferroni over the candidates; a stated bound): in the least favourable
-    case, every one of 10 items held by exactly ``min_count`` = 100 users (OUE, epsilon
-    1), no item is returned in >= 95% of 3000 runs (the family-wise error is at most
-    ``alpha``; measured about 0.966: the Bonferroni slack over nearly independent items
-    and the plug-in standard error growing with the estimate)."""
-    k, m0 = 10, 100
+    one-sided Bonferroni over the candidates; a stated bound: family-wise error at most
+    ``alpha`` up to the normal approximation).  In the least favourable case, every one of
+    10 items held by exactly ``min_count`` = 100 users (OUE, epsilon 1), no item may be
+    returned in at least 95% of the runs.  The bound is nearly tight there: the items'
+    estimates are independent (OUE perturbs each bit independently, the values are
+    fixed), so under the normal law the clean rate is ``(1 - alpha / 10)^10 = 0.951``,
+    and the plug-in standard error (it grows with the estimate) adds a little slack:
+    measured 0.955 over 10^4 runs (0.957 with another key; the former test's 3000 runs
+    gave 0.955, which its docstring stated as 0.966).  Hence the calibrated bands of
+    this file: 10^4 runs (standard error 0.0022), the clean rate ``>= 0.945`` (0.95 less
+    2.3 standard errors: a 1% excess of the family-wise error, 0.94, is 2.3 below it
+    and caught) and ``<= 0.97`` (a vacuous or doubly conservative test, e.g. two-sided,
+    0.975, is caught).  The runs' reports are drawn in one call (independent reports),
+    each run aggregated on its own."""
+    k, m0, runs = 10, 100, 10_000
     proto = L.OptimizedUnaryEncoding(k, 1.0)
     vals = np.repeat(np.arange(k), m0)
-    clean = [not L.Aggregator(proto).add(L.randomize(proto, vals, rng=_key(r)))
-             .heavy_hitters(min_count=m0) for r in range(3000)]
-    assert np.mean(clean) >= 0.95, np.mean(clean)
+    reports = L.randomize(proto, np.tile(vals, runs), rng=KEY)
+    n = vals.size
+    clean = [not L.Aggregator(proto).add(dataclasses.replace(
+        reports, arrays={c: a[r * n:(r + 1) * n] for c, a in reports.arrays.items()}))
+        .heavy_hitters(min_count=m0) for r in range(runs)]
+    assert 0.945 <= np.mean(clean) <= 0.97, np.mean(clean)
 
 
 # ----------------------------------------------------------------------------- other tables

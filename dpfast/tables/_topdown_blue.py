@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
+from collections.abc import Sequence
 from fractions import Fraction
 
 import mpmath
@@ -24,8 +25,13 @@ import numpy as np
 from dpfast._core.rounding import float_up
 from dpfast._kernels import topdown as _k
 
-__all__ = ["discrete_gaussian_variance", "level_variance", "normal_quantile",
-           "gls_weights", "scale_up", "halfwidths", "lattice_halfwidth", "LATTICE_SIGMA"]
+__all__ = ["ESTIMATORS", "estimator_weights", "discrete_gaussian_variance", "level_variance",
+           "normal_quantile", "gls_weights", "scale_up", "halfwidths", "lattice_halfwidth",
+           "LATTICE_SIGMA"]
+
+#: the estimators of :func:`dpfast.tables.topdown`: the default's least squares weighted by
+#: ``sigma_j^2`` (then rounded), and the BLUE
+ESTIMATORS = ("topdown", "blue")
 
 #: below this per-level sigma the BLUE's intervals use the lattice-corrected law
 #: (:func:`lattice_halfwidth`); from it on, normal (the lattice's steps in the error's
@@ -105,6 +111,17 @@ def gls_weights(sigma: list[float], var: list[float]) -> tuple[list[float], floa
             min(q for q in sq if q > 0.0) >= _FLOOR:
         return sq, float_up(max(ratios))
     return list(var), 1.0
+
+
+def estimator_weights(sigma: Sequence[float], estimator: str) -> tuple[list[float], float]:
+    """The variances the least squares weights the levels with, and the factor that turns
+    its error variances into the stated ones: ``([sigma_j^2], 1.0)`` for the default;
+    for the BLUE the noise's exact variances, up to a common factor
+    (:func:`gls_weights`)."""
+    if estimator == "blue":
+        return gls_weights(list(sigma), [0.0 if s == 0.0 else level_variance(s)
+                                         for s in sigma])
+    return [s * s for s in sigma], 1.0
 
 
 _SPLIT = 134217729.0  # 2^27 + 1: Veltkamp's split of a float64 into two 26-bit halves

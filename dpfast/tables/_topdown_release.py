@@ -89,7 +89,9 @@ class TopDownRelease:
         Privacy), so
         :class:`~dpfast.accounting.PldAccountant` accounts it exactly, and RDP / zCDP
         accountants as ``sum_j 1 / (2 sigma_j^2)``-zCDP.  (Earlier versions: a single
-        ``Zcdp(rho_total)``; ledgers holding such records still load.)
+        ``Zcdp(rho_total)``; ledgers and states holding such records still load.)  A
+        release rebuilt by :meth:`from_state` carries the event its ``sigma`` and
+        :attr:`sensitivity` imply (a state whose event disagrees is refused).
     rho_total : float
         ``sum_j 1 / (2 sigma_j^2)``, the zCDP ``rho`` actually spent (exact sum, rounded up
         once; ``<= rho``): the ``rho`` of the former ``Zcdp`` event.
@@ -160,63 +162,17 @@ class TopDownRelease:
 
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> TopDownRelease:
-        """Rebuild a release from :meth:`to_state` (ValueError for anything else)."""
+        """Rebuild a release from :meth:`to_state` (ValueError for anything else, naming
+        the field: :func:`dpfast.tables._topdown_state.read_state` checks every field alone
+        and against the others, e.g. the ``event`` against the ``sigma``)."""
         state = _state.check_header(state, "TopDownRelease")
-        from ._topdown_state import check_flag, check_levels, check_scalars, decode_field
+        from ._topdown_state import read_state
 
-        # every field checked before any kernel reads it (ValueError naming the field)
-        integer = check_flag(state, "integer")
-        lv = check_levels(state, integer)
-        L = len(lv.sizes)
-        rho = check_scalars(state.get("rho"), "rho", L)
-        mech_rho = check_scalars(
-            state.get("mech_rho", [None if r == 0.0 else _state.encode_scalar(r)
-                                   for r in rho]), "mech_rho", L, allow_none=True)
-        sigma = check_scalars(state.get("sigma"), "sigma", L)
-        sensitivity = check_scalars(state.get("sensitivity", [1.0] * L), "sensitivity", L)
-        mechs = []
-        for j, r in enumerate(mech_rho):
-            if r is not None and r <= 0.0:
-                raise ValueError(f"state's mech_rho[{j}] must be > 0 or None")
-            mechs.append(None if r is None
-                         else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1))
-        for j, (m, s, n) in enumerate(zip(mechs, sigma, lv.noisy)):
-            if m is None:
-                if s != 0.0 or n is not None:
-                    raise ValueError(f"state's level {j} is unmeasured: its sigma must be 0 "
-                                     "and its noisy None")
-            elif float(m.sigma) != s:
-                raise ValueError("state's sigma does not match its rho")
-            elif n is None:
-                raise ValueError(f"state's noisy[{j}] is missing for a measured level")
-        rid = state.get("release_id")
-        if rid is not None and (isinstance(rid, bool) or not isinstance(rid, int)):
-            raise ValueError(f"state's release_id must be an int or None, got {rid!r}")
-        unit = state.get("privacy_unit", "record")
-        if not isinstance(unit, str):
-            raise ValueError("state's privacy_unit must be a str")
-        rel = cls(
-            estimates=lv.estimates, noisy=lv.noisy, consistent=lv.consistent,
-            variances=lv.variances, sigma=sigma, rho=rho,
-            event=cast("_events.Composed", _events.from_dict(state["event"])),
-            rho_total=check_scalars([state.get("rho_total")], "rho_total", 1)[0],
-            total_invariant=check_flag(state, "total_invariant"),
-            nonnegative=check_flag(state, "nonnegative"),
-            integer=integer, mechanisms=mechs, release_id=rid,
-            privacy_unit=unit, sensitivity=sensitivity,
-            estimator=_estimator(state.get("estimator", "topdown")))
-        if "parents" in state:  # an unrounded BLUE: rounded() works on the rebuilt release
-            if rel.estimator != "blue" or rel.nonnegative or rel.integer:
-                raise ValueError("state's parents belong to an unrounded estimator='blue' "
-                                 "release")
-            from ._topdown_round import check_parents
-
-            parents = state["parents"]
-            if not isinstance(parents, list):
-                raise ValueError("state's parents must be a list")
-            lv.check_roundable()  # rounded() casts the BLUE to int64
-            arrays = [decode_field(p, f"parents[{j}]") for j, p in enumerate(parents, 1)]
-            rel._parents = [None, *check_parents(arrays, lv.sizes)]
+        # every field checked, alone and against the others, before any kernel reads it
+        # (ValueError naming the field)
+        fields, parents = read_state(state)
+        rel = cls(**fields)
+        rel._parents = parents  # (an unrounded BLUE's hierarchy: rounded() works)
         return rel
 
     @property
@@ -381,15 +337,14 @@ class TopDownRelease:
         """:func:`dpfast.tables._topdown_round.round_tree` on the BLUE: the weights rebuilt
         from the hierarchy and the noise's exact variances (public), the root exact with an
         invariant total (the BLUE's root is then the exact total)."""
-        from ._topdown_blue import gls_weights, level_variance
+        from ._topdown_blue import estimator_weights
         from ._topdown_round import round_tree, subtree_variances
 
         assert self._parents is not None
         sizes = [int(x.shape[0]) for x in self.consistent]
         one_d = self.consistent[0].ndim == 1
         x = [c.reshape(-1, 1) if one_d else c for c in self.consistent]
-        var, _ = gls_weights(self.sigma, [0.0 if s == 0.0 else level_variance(s)
-                                          for s in self.sigma])  # as topdown weighted
+        var, _ = estimator_weights(self.sigma, "blue")  # as topdown weighted
         V = self._subtree_var
         if V is None:
             V = subtree_variances(self._parents, sizes, var)
@@ -552,12 +507,6 @@ class TopDownRelease:
     def __repr__(self) -> str:
         sizes = ", ".join(str(e.shape[0]) for e in self.estimates)
         return f"TopDownRelease(units=[{sizes}], rho={self.rho_total!r})"
-
-
-def _estimator(name: object) -> str:
-    if name not in ("topdown", "blue"):
-        raise ValueError(f"state's estimator must be 'topdown' or 'blue', got {name!r}")
-    return str(name)
 
 
 def _arrays(xs: Sequence[np.ndarray | None]) -> list[dict[str, object] | None]:

@@ -1,28 +1,58 @@
-"""The checks of a :class:`~dpfast.tables.TopDownRelease` state (:meth:`from_state`): every
-field a user or the session's result cache hands in is checked here, before any kernel
-(the rounding of :meth:`~dpfast.tables.TopDownRelease.rounded`, the lattice half-widths of
+"""The reading of a :class:`~dpfast.tables.TopDownRelease` state
+(:meth:`~dpfast.tables.TopDownRelease.from_state`, :func:`read_state`): every field a user
+or the session's result cache hands in is checked here, before any kernel (the rounding of
+:meth:`~dpfast.tables.TopDownRelease.rounded`, the lattice half-widths of
 :meth:`~dpfast.tables.TopDownRelease.confidence_halfwidth`) reads it.  Those numba kernels
 do no bounds checks: a level with more columns than its parents, a non-finite value, or a
-value beyond int64 after rounding would read out of bounds, return garbage or never end."""
+value beyond int64 after rounding would read out of bounds, return garbage or never end.
+
+The fields are also checked against each other (:func:`check_relations`), wherever one is
+a function of others: the privacy ``event`` and ``rho_total`` are what the per-level
+``sigma`` and sensitivities imply (:func:`dpfast.tables._topdown_tevents.release_event`,
+the same rounding), each level's mechanism is the one its ``rho`` and sensitivity make,
+the measured levels are the ones the invariant leaves, the variances lie below the noise's,
+the estimates are the consistent ones where nothing post-processed them (non-negative where
+stated, and with integer estimates every level sums to the same total), and a state with
+the hierarchy (an unrounded BLUE) holds the least squares of its own noisy measurements.
+A state whose published standard errors and intervals (from ``sigma`` and the variances)
+disagree with the accounting record (``event``) is refused, as is any other such mismatch.
+"""
 
 from __future__ import annotations
 
 import binascii
 import math
 import numbers
-from typing import Any
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpfast import mechanisms as _mechanisms
+from dpfast._core.rounding import float_down
+from dpfast.accounting import events as _events
 from dpfast.tables import state as _state
 
+from . import _topdown_blue as _blue
+from . import _topdown_events as _tevents
+from . import _topdown_round as _round
+from . import _wls
+
+if TYPE_CHECKING:
+    from ._topdown_release import TopDownFields
+
 __all__ = ["LevelArrays", "check_levels", "check_flag", "check_scalars", "decode_field",
-           "MAX_EXACT"]
+           "check_relations", "read_state", "MAX_EXACT", "RTOL"]
 
 #: values that :meth:`~dpfast.tables.TopDownRelease.rounded` casts to int64 must lie below
 #: this in magnitude (every integer up to it is a float64, and the rounding's sums stay
 #: far from int64's range)
 MAX_EXACT = 2.0 ** 53
+
+#: the relative tolerance of the checks that recompute floats another way (the variances'
+#: bound, the least squares of a state with its hierarchy): float rounding of the two
+#: passes is ~1e-15 relative, a tampered value is off by far more
+RTOL = 1e-9
 
 
 def decode_field(d: object, name: str) -> np.ndarray:
@@ -151,3 +181,191 @@ def check_flag(state: dict[str, Any], name: str) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"state's {name} must be a bool, got {v!r}")
     return v
+
+
+def read_state(state: dict[str, Any]
+               ) -> tuple[TopDownFields, list[np.ndarray | None] | None]:
+    """The fields of a release (:class:`~dpfast.tables._topdown_release.TopDownFields`) and
+    its hierarchy's parent arrays (``parents[0]`` None; None when the state holds none),
+    from a state of :meth:`~dpfast.tables.TopDownRelease.to_state` whose header is checked:
+    every field alone, then the fields against each other (ValueError naming the field)."""
+    integer = check_flag(state, "integer")
+    lv = check_levels(state, integer)
+    L = len(lv.sizes)
+    rho = check_scalars(state.get("rho"), "rho", L)
+    mech_rho = check_scalars(
+        state.get("mech_rho", [None if r == 0.0 else _state.encode_scalar(r)
+                               for r in rho]), "mech_rho", L, allow_none=True)
+    sigma = check_scalars(state.get("sigma"), "sigma", L)
+    sensitivity = check_scalars(state.get("sensitivity", [1.0] * L), "sensitivity", L)
+    mechs = []
+    for j, r in enumerate(mech_rho):
+        if r is not None and r <= 0.0:
+            raise ValueError(f"state's mech_rho[{j}] must be > 0 or None")
+        mechs.append(None if r is None
+                     else _mechanisms.DiscreteGaussianMechanism(rho=r, max_changed=1))
+    for j, (m, s, n) in enumerate(zip(mechs, sigma, lv.noisy)):
+        if m is None:
+            if s != 0.0 or n is not None:
+                raise ValueError(f"state's level {j} is unmeasured: its sigma must be 0 "
+                                 "and its noisy None")
+        elif float(m.sigma) != s:
+            raise ValueError(f"state's sigma[{j}] does not match its rho (not the sigma of "
+                             f"mech_rho[{j}]'s mechanism)")
+        elif n is None:
+            raise ValueError(f"state's noisy[{j}] is missing for a measured level")
+    rid = state.get("release_id")
+    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, int)):
+        raise ValueError(f"state's release_id must be an int or None, got {rid!r}")
+    unit = state.get("privacy_unit", "record")
+    if not isinstance(unit, str):
+        raise ValueError("state's privacy_unit must be a str")
+    estimator = state.get("estimator", "topdown")
+    if estimator not in _blue.ESTIMATORS:
+        raise ValueError(f"state's estimator must be 'topdown' or 'blue', got {estimator!r}")
+    try:
+        event = _events.from_dict(state["event"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError("state's event is not a valid event") from exc
+    fields: TopDownFields = {
+        "estimates": lv.estimates, "noisy": lv.noisy, "consistent": lv.consistent,
+        "variances": lv.variances, "sigma": sigma, "rho": rho,
+        "event": event,  # type: ignore[typeddict-item]  # (a legacy Zcdp: see below)
+        "rho_total": check_scalars([state.get("rho_total")], "rho_total", 1)[0],
+        "total_invariant": check_flag(state, "total_invariant"),
+        "nonnegative": check_flag(state, "nonnegative"), "integer": integer,
+        "mechanisms": mechs, "release_id": rid, "privacy_unit": unit,
+        "sensitivity": sensitivity, "estimator": str(estimator)}
+    parents: list[np.ndarray | None] | None = None
+    if "parents" in state:  # an unrounded BLUE: rounded() works on the rebuilt release
+        if estimator != "blue" or fields["nonnegative"] or integer:
+            raise ValueError("state's parents belong to an unrounded estimator='blue' "
+                             "release")
+        raw = state["parents"]
+        if not isinstance(raw, list):
+            raise ValueError("state's parents must be a list")
+        lv.check_roundable()  # rounded() casts the BLUE to int64
+        arrays = [decode_field(p, f"parents[{j}]") for j, p in enumerate(raw, 1)]
+        parents = [None, *_round.check_parents(arrays, lv.sizes)]
+    check_relations(fields, mech_rho, parents)
+    return fields, parents
+
+
+def _l2sq(sensitivity: list[float]) -> list[int]:
+    """The squared L2 sensitivities the stated ``sensitivity`` are the square roots of
+    (the release states ``sqrt(l2sq_j)`` of an integer ``l2sq_j >= 1``)."""
+    out = []
+    for j, s in enumerate(sensitivity):
+        d2 = round(s * s) if s * s < 2.0 ** 62 else 0
+        if d2 < 1 or float(math.sqrt(d2)) != s:
+            raise ValueError(f"state's sensitivity[{j}] must be the square root of an "
+                             f"integer >= 1, got {s!r}")
+        out.append(d2)
+    return out
+
+
+def check_relations(f: TopDownFields, mech_rho: list[float | None],
+                    parents: list[np.ndarray | None] | None) -> None:
+    """The fields of a state against each other (ValueError naming the field that
+    disagrees): what the module's docstring lists, each with the release's own rule."""
+    sigma, rho, L = f["sigma"], f["rho"], len(f["sigma"])
+    l2sq = _l2sq(f.get("sensitivity", [1.0] * L))
+    if f.get("privacy_unit", "record") == "record" and any(d != 1 for d in l2sq):
+        raise ValueError("state's sensitivity must be 1 at every level for privacy_unit "
+                         "'record'")
+    for j in range(L):
+        unmeasured = f["total_invariant"] and j == 0  # the only level that may be
+        if (mech_rho[j] is None) != unmeasured or (rho[j] == 0.0) != unmeasured:
+            raise ValueError(f"state's rho[{j}] must be {'0' if unmeasured else '> 0'} "
+                             f"(total_invariant={f['total_invariant']}): only an invariant "
+                             "root is unmeasured")
+        if not unmeasured and mech_rho[j] != float_down(Fraction(rho[j]) / l2sq[j]):
+            raise ValueError(f"state's mech_rho[{j}] is not rho[{j}] / sensitivity[{j}]^2 "
+                             "(rounded down), the level's mechanism")
+    # the accounting record against the noise: the same function, the same rounding
+    event, rho_total = _tevents.release_event(sigma, l2sq)
+    if f["rho_total"] != rho_total:
+        raise ValueError(f"state's rho_total ({f['rho_total']!r}) is not the one its sigma "
+                         f"implies ({rho_total!r})")
+    legacy = isinstance(f["event"], _events.Zcdp) and f["event"].rho == rho_total
+    if f["event"] != event and not legacy:  # (legacy: the former single Zcdp(rho_total))
+        raise ValueError("state's event does not match its sigma (the noise of its "
+                         "levels, from which its standard errors and intervals are "
+                         "computed)")
+    _check_estimates(f)
+    blue = f.get("estimator", "topdown") == "blue"
+    for j, (v, s) in enumerate(zip(f["variances"], sigma)):
+        if s == 0.0:
+            if v.any():
+                raise ValueError(f"state's variances[{j}] must be 0 (an exact invariant "
+                                 "level)")
+            continue
+        # the least squares is at least as good as the level's own measurement
+        bound = (_blue.level_variance(s) if blue else s * s) * (1.0 + RTOL)
+        if v.size and float(v.max()) > bound:
+            raise ValueError(f"state's variances[{j}] exceed level {j}'s noise variance "
+                             f"(sigma[{j}]^2 = {s * s!r})")
+    if parents is not None:
+        _check_least_squares(f, parents)
+
+
+def _check_estimates(f: TopDownFields) -> None:
+    """The released estimates against the consistent ones and each other."""
+    est, con = f["estimates"], f["consistent"]
+    if f["total_invariant"]:
+        c0 = con[0]
+        if not (np.array_equal(c0, np.rint(c0)) and np.array_equal(est[0], c0)):
+            raise ValueError("state's estimates[0] and consistent[0] must be the exact "
+                             "(integer) totals of an invariant root")
+    if not f["nonnegative"] and not f["integer"]:  # nothing post-processed them
+        for j, (e, c) in enumerate(zip(est, con)):
+            if e.tobytes() != c.tobytes():
+                raise ValueError(f"state's estimates[{j}] must equal consistent[{j}] "
+                                 "(neither nonnegative nor integer)")
+        return
+    if f["nonnegative"]:
+        for j, e in enumerate(est):
+            if e.size and e.min() < 0:
+                raise ValueError(f"state's estimates[{j}] must be >= 0 (nonnegative)")
+    if f["integer"]:  # every parent the exact sum of its children: equal level totals
+        totals = [_column_totals(e) for e in est]
+        for j, t in enumerate(totals[1:], 1):
+            if t != totals[0]:
+                raise ValueError(f"state's estimates[{j}] must sum to the totals of "
+                                 "estimates[0] (each parent the sum of its children)")
+
+
+def _column_totals(e: np.ndarray) -> list[int]:
+    """Per column, the exact sum of an int64 level (Python ints: no overflow)."""
+    e2 = e.reshape(e.shape[0], -1)
+    if e2.shape[0] == 0:
+        return [0] * e2.shape[1]
+    big = int(np.abs(e2).max()) if e2.size else 0
+    if big * e2.shape[0] < 2 ** 62:  # the int64 sum is exact
+        return [int(x) for x in e2.sum(axis=0)]
+    return [sum(int(v) for v in e2[:, c].tolist()) for c in range(e2.shape[1])]
+
+
+def _check_least_squares(f: TopDownFields, parents: list[np.ndarray | None]) -> None:
+    """A state with its hierarchy (an unrounded BLUE): ``consistent`` and ``variances``
+    are the least squares of its ``noisy`` measurements with its ``sigma``'s weights
+    (recomputed with :func:`dpfast.tables._wls.least_squares`, to :data:`RTOL`)."""
+    con = f["consistent"]
+    sizes = [int(c.shape[0]) for c in con]
+    one_d = con[0].ndim == 1
+    tree = _wls.Tree(ids=[], sizes=sizes, parent=parents)
+    noisy = [None if n is None else
+             np.ascontiguousarray(n.reshape(-1, 1) if one_d else n, np.int64)
+             for n in f["noisy"]]
+    root = (con[0].reshape(-1, 1) if one_d else con[0]) if f["total_invariant"] else None
+    var, scale = _blue.estimator_weights(f["sigma"], f.get("estimator", "topdown"))
+    x, F, _ = _wls.least_squares(tree, noisy, var, root)
+    for j in range(len(sizes)):
+        xj = x[j][:, 0] if one_d else x[j]
+        tol = RTOL * max(1.0, float(np.abs(xj).max(initial=0.0)))
+        if not np.allclose(con[j], xj, rtol=RTOL, atol=tol):
+            raise ValueError(f"state's consistent[{j}] is not the least squares of its "
+                             "noisy measurements")
+        if not np.allclose(f["variances"][j], F[j] * scale, rtol=RTOL, atol=0.0):
+            raise ValueError(f"state's variances[{j}] are not the least squares' error "
+                             "variances for its sigma")

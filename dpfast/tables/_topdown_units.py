@@ -30,10 +30,12 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-from dpfast._core.rounding import float_down, float_up
+from dpfast._core.rounding import float_down
 from dpfast.accounting import events as _events
 from dpfast.mechanisms import DiscreteGaussianMechanism
 from dpfast.tables import _keys, bounding
+
+from ._topdown_events import release_event
 
 __all__ = ["bounded_leaf_counts", "level_l2sq", "level_mechanisms"]
 
@@ -97,20 +99,14 @@ def level_mechanisms(levels: list[np.ndarray], rhos: list[float], k: int, c: int
     squared L2 sensitivity; the release's event and ``rho_total`` (rounded up)."""
     mechs: list[DiscreteGaussianMechanism | None] = []
     l2sq: list[int] = []
-    evs = []
-    total = Fraction(0)
     for lev, r in zip(levels, rhos):
         d2 = level_l2sq(lev, k, c)
         l2sq.append(d2)
-        if r == 0.0:
-            mechs.append(None)
-            continue
         # the unit-sensitivity sigma at rho / Δ²: Δ² / (2 sigma²) <= rho
-        m = DiscreteGaussianMechanism(rho=float_down(Fraction(r) / d2), max_changed=1)
-        mechs.append(m)
-        spent = Fraction(d2) / (2 * Fraction(m.sigma) ** 2)
-        total += spent
-        # Δ² = 1 (k = c = 1): one coordinate by 1, the exact scalar pair as per record
-        ev = m.event if d2 == 1 else _events.Zcdp(float_up(spent))
-        evs.append(_events.with_neighbouring(ev, _events.ADD_REMOVE))
-    return mechs, l2sq, _events.Composed(tuple(evs)), float_up(total)
+        mechs.append(None if r == 0.0 else
+                     DiscreteGaussianMechanism(rho=float_down(Fraction(r) / d2), max_changed=1))
+    # Δ² = 1 (k = c = 1): one coordinate by 1, the exact scalar pair as per record; above,
+    # Zcdp(Δ² / (2 sigma²)) per level
+    event, rho_total = release_event([0.0 if m is None else float(m.sigma) for m in mechs],
+                                     l2sq)
+    return mechs, l2sq, event, rho_total

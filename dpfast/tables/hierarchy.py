@@ -16,6 +16,15 @@ the same, exactly and in linear time:
    their least-squares variances; Michelot's active-set algorithm) and rounded by largest
    remainders, which keeps ``sum c = parent`` exactly (numba kernels,
    :mod:`dpfast._kernels.topdown`).
+
+This module holds the public entry points (:func:`topdown`, :func:`aggregate_levels`), the
+checks of the public input and the plan (:class:`TopDownPlan`: the hierarchy, the per-level
+mechanisms and the event, before any count is read).  What follows from the plan -- the
+per-level budgets, mechanisms, noise and the estimator -- is
+:mod:`dpfast.tables._topdown_measure`; the event as a function of the noise,
+:mod:`dpfast.tables._topdown_events`; the release object,
+:mod:`dpfast.tables._topdown_release`, and the reading of its state,
+:mod:`dpfast.tables._topdown_state`.
 """
 
 from __future__ import annotations
@@ -23,22 +32,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import numbers
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dpfast import mechanisms as _mechanisms
-from dpfast import noise as _noise
 from dpfast._kernels import topdown as _k
 from dpfast.accounting import events as _events
 from dpfast.random import Generator, RngLike
 
 from . import _topdown_blue as _blue
-from . import _topdown_round as _round
+from . import _topdown_measure as _measure
 from . import _topdown_units as _units
 from . import _wls
 from . import bounding as _bounding
@@ -95,43 +101,6 @@ def _leaf_values(arr: np.ndarray) -> np.ndarray:
 def _leaf_array(leaf_counts: object) -> tuple[np.ndarray, bool]:
     arr, one_d = _leaf_schema(leaf_counts)
     return _leaf_values(arr), one_d
-
-
-def _rho_levels(rho: object, n_levels: int, total_invariant: bool) -> list[float]:
-    measured = list(range(1 if total_invariant else 0, n_levels))
-    if not measured:
-        raise ValueError("total_invariant=True needs at least one level below the root")
-    if isinstance(rho, numbers.Real) and not isinstance(rho, bool):
-        r = float(rho)
-        if not (math.isfinite(r) and r > 0):
-            raise ValueError(f"rho must be a finite number > 0, got {rho!r}")
-        share = r / len(measured)
-        while Fraction(share) * len(measured) > Fraction(r):  # never spend more than rho
-            share = math.nextafter(share, 0.0)
-        if share == 0.0:
-            raise ValueError(f"rho={rho!r} is too small to split over {len(measured)} levels")
-        out = [0.0] * n_levels
-        for j in measured:
-            out[j] = share
-        return out
-    if isinstance(rho, str | bytes) or not isinstance(rho, Sequence | np.ndarray):
-        raise TypeError("rho must be a number or a sequence with one value per level")
-    vals = list(np.asarray(rho, dtype=object).reshape(-1))
-    if len(vals) != n_levels:
-        raise ValueError(f"rho must have one value per level ({n_levels}), got {len(vals)}")
-    out = []
-    for j, v in enumerate(vals):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"rho[{j}] must be a real number, got {type(v).__name__}")
-        f = float(v)
-        if j == 0 and total_invariant:
-            if f != 0.0:
-                raise ValueError("with total_invariant=True level 0 is not measured: rho[0] "
-                                 f"must be 0, got {v!r}")
-        elif not (math.isfinite(f) and f > 0):
-            raise ValueError(f"rho[{j}] must be a finite number > 0, got {v!r}")
-        out.append(f)
-    return out
 
 
 def aggregate_levels(leaf_counts: npt.ArrayLike, levels: Sequence[npt.ArrayLike]
@@ -359,7 +328,7 @@ def topdown(
     >>> int(r.estimates[0][0]) == int(r.estimates[3].sum())
     True
     """
-    nonneg, integral = _post_flags(estimator, nonnegative, integer)
+    nonneg, integral = _measure.post_flags(estimator, nonnegative, integer)
     for name, flag in (("nonnegative", nonneg), ("integer", integral),
                        ("total_invariant", total_invariant)):
         if not isinstance(flag, bool | np.bool_):
@@ -374,22 +343,6 @@ def topdown(
         note=note or f"topdown: {len(plan.tree.sizes)} levels", rng=rng, use_case=use_case,
         plan=plan)
     return out
-
-
-def _post_flags(estimator: object, nonnegative: object, integer: object
-                ) -> tuple[object, object]:
-    """``nonnegative`` and ``integer`` for ``estimator`` (None: its default), checked."""
-    if estimator not in ("topdown", "blue"):
-        raise ValueError(f"estimator must be 'topdown' or 'blue', got {estimator!r}")
-    if estimator == "topdown":
-        return (True if nonnegative is None else nonnegative,
-                True if integer is None else integer)
-    for name, flag in (("nonnegative", nonnegative), ("integer", integer)):
-        if flag is not None and flag is not False:
-            raise ValueError(f"estimator='blue' releases the unrounded estimate: {name} "
-                             f"must be False or None, got {flag!r} (round it afterwards "
-                             "with TopDownRelease.rounded(), a post-processing step)")
-    return False, False
 
 
 # --------------------------------------------------------------------------- the plan
@@ -457,9 +410,10 @@ class TopDownPlan:
 
     def finish(self, leaves: np.ndarray, gen: Generator, release_id: int | None
                ) -> TopDownRelease:
-        rel = _measure(self.tree, leaves, self.mechs, self.sigma, self.rhos, self.event,
-                       self.rho_total, gen, self.nonnegative, self.integer,
-                       self.total_invariant, self.one_d, release_id, self.estimator)
+        rel = _measure.measure(self.tree, leaves, self.mechs, self.sigma, self.rhos,
+                               self.event, self.rho_total, gen, self.nonnegative,
+                               self.integer, self.total_invariant, self.one_d, release_id,
+                               self.estimator)
         rel.privacy_unit = self.unit
         rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in self.l2sq]
         return rel
@@ -472,7 +426,7 @@ def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: obje
                  bounding: object = "uniform", *, estimator: object = "topdown"
                  ) -> TopDownPlan:
     """The plan of :func:`topdown` (ValueError / TypeError naming the parameter)."""
-    if estimator not in ("topdown", "blue"):
+    if estimator not in _blue.ESTIMATORS:
         raise ValueError(f"estimator must be 'topdown' or 'blue', got {estimator!r}")
     if estimator == "blue" and (nonnegative or integer):
         raise ValueError("estimator='blue' releases the unrounded estimate: nonnegative "
@@ -489,103 +443,18 @@ def plan_topdown(leaf_counts: object, levels: Sequence[npt.ArrayLike], rho: obje
         leaves, one_d = _leaf_schema(leaf_counts)
         tree = _wls.build_tree(levels, leaves.shape[0])
     L = len(tree.sizes)
-    rhos = _rho_levels(rho, L, bool(total_invariant))
+    rhos = _measure.rho_levels(rho, L, bool(total_invariant))
     unit = "record"
     if person is not None:
         k, c, _ = person
         lv = [np.asarray(x, np.int64) for x in levels]
         mechs, l2sq, event, rho_total = _units.level_mechanisms(lv, rhos, k, c)
-        sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
         one_d = True
         unit = (f"person (privacy_ids; max_partitions={k}, max_per_partition={c}, "
                 f"bounding={bounding!r})")
     else:
-        mechs = []
-        for j in range(L):
-            # max_changed=1: one record changes one cell of one unit per level, by 1 (see
-            # Privacy); with rho it only fills the event's sensitivity, sigma is the same
-            mechs.append(None if rhos[j] == 0.0 else
-                         _mechanisms.DiscreteGaussianMechanism(rho=rhos[j], max_changed=1))
-        sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
-        spent = [Fraction(0) if m is None else 1 / (2 * Fraction(m.sigma) ** 2)
-                 for m in mechs]
-        total = sum(spent, Fraction(0))
-        rho_total = float(total)
-        if Fraction(rho_total) < total:
-            rho_total = math.nextafter(rho_total, math.inf)
-        event = _level_events(mechs)
-        l2sq = [1] * L
+        mechs, l2sq, event, rho_total = _measure.record_mechanisms(rhos)
+    sigma = [0.0 if m is None else float(m.sigma) for m in mechs]
     return TopDownPlan(tree, rhos, mechs, sigma, l2sq, event, rho_total, nonnegative,
                        integer, total_invariant, one_d, unit, person,
                        bounding if isinstance(bounding, str) else "uniform", str(estimator))
-
-
-def _measure(tree: _wls.Tree, leaves: np.ndarray,
-             mechs: list[_mechanisms.DiscreteGaussianMechanism | None], sigma: list[float],
-             rhos: list[float], event: _events.Composed, rho_total: float, gen: Generator,
-             nonnegative: bool, integer: bool, total_invariant: bool, one_d: bool,
-             release_id: int | None, estimator: str = "topdown") -> TopDownRelease:
-    """Noise every measured level, then post-process (the budget has been charged)."""
-    L = len(tree.sizes)
-    tables = _wls.aggregate(tree, leaves)
-    root_exact = tables[0].copy() if total_invariant else None
-    noisy: list[np.ndarray | None] = []
-    for j in range(L):
-        if mechs[j] is None:
-            noisy.append(None)
-            tables[j] = np.empty((0, 0), np.int64)
-            continue
-        noisy.append(_noise.discrete_gaussian(tables[j], sigma[j], rng=gen, out=tables[j]))
-    del tables
-    blue = estimator == "blue"
-    scale = 1.0
-    if blue:  # the noise's exact variances (up to a common factor): the BLUE's weights
-        var, scale = _blue.gls_weights(sigma, [0.0 if m is None else _blue.level_variance(s)
-                                               for m, s in zip(mechs, sigma)])
-    else:
-        var = [s * s for s in sigma]
-    x, F, V = _wls.least_squares(tree, noisy, var, root_exact)
-    if scale != 1.0:  # the exact variances: F scales with the common factor (rounded up)
-        F = [_blue.scale_up(f, scale) for f in F]
-
-    estimates: list[np.ndarray]
-    if blue or (not nonnegative and not integer):
-        estimates = x
-    else:
-        estimates = _round.round_tree(tree.sizes, tree.parent, x, V, var, root_exact,
-                                      nonnegative, integer)
-    if one_d:
-        estimates = [e[:, 0] for e in estimates]
-        noisy = [None if n is None else n[:, 0] for n in noisy]
-        x = [e[:, 0] for e in x]
-    rel = TopDownRelease(
-        estimates=estimates, noisy=noisy, consistent=x, variances=F, sigma=sigma, rho=rhos,
-        event=event, total_invariant=bool(total_invariant), nonnegative=bool(nonnegative),
-        integer=bool(integer), mechanisms=mechs, rho_total=rho_total, release_id=release_id,
-        estimator="blue" if blue else "topdown",
-    )
-    if blue:  # what rounded() needs besides the release: the hierarchy (public)
-        rel._parents = list(tree.parent)
-        rel._subtree_var = V  # (rounded() rebuilds the same bits from the two above)
-    return rel
-
-
-def _level_events(mechs: Sequence[_mechanisms.DiscreteGaussianMechanism | None]
-                  ) -> _events.Composed:
-    """The release's event: one ``DiscreteGaussian(sigma_j, sensitivity=1,
-    neighbouring="add_remove")`` per measured level, in level order, composed (see the
-    Privacy section of :func:`topdown` for the relation).
-
-    ``noise_multiplier`` is exactly the ``sigma_j`` the level's noise is drawn with (the
-    sensitivity is 1, so the mechanism's rounding down of ``sigma_j / 1`` is exact).
-    """
-    evs = []
-    for m in mechs:
-        if m is None:
-            continue
-        e = m.event
-        if not (isinstance(e, _events.DiscreteGaussian) and e.sensitivity == 1
-                and e.noise_multiplier == m.sigma):  # pragma: no cover - a broken invariant
-            raise RuntimeError(f"topdown: unexpected level event {e!r} (sigma {m.sigma!r})")
-        evs.append(_events.with_neighbouring(e, _events.ADD_REMOVE))
-    return _events.Composed(tuple(evs))
