@@ -18,6 +18,7 @@ import numpy as np
 
 from dpfast._core import scratch
 from dpfast._kernels import grouping as _kg
+from dpfast._kernels import sparse_group as _ks
 from dpfast.tables import _keys
 
 __all__ = ["group_ids", "by_value"]
@@ -35,6 +36,20 @@ def by_value(ids: np.ndarray) -> tuple[int, int] | None:
     if hi - lo + 1 > n or lo <= -_SAFE or hi >= _SAFE:
         return None
     return lo, hi - lo + 1
+
+
+def _sparse(ids: np.ndarray, n_keys: int) -> tuple[int, int, int] | None:
+    """``(lo, span, shift)`` when integer ids too spread for :func:`by_value` are grouped
+    by :func:`dpfast._kernels.sparse_group.group_sparse_ids` (a range of up to 2**42
+    values, key codes known to fit 31 bits), else None (factorized first)."""
+    n = ids.shape[0]
+    if ids.dtype.kind not in "iu" or n < _keys.SERIAL_ROWS or not 0 < n_keys <= 1 << 31:
+        return None
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo <= -_SAFE or hi >= _SAFE:
+        return None
+    shift = _ks.sparse_shift(n, hi - lo + 1)
+    return None if shift < 0 else (lo, hi - lo + 1, shift)
 
 
 def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
@@ -68,6 +83,15 @@ def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
         off[:-1] = full[present]
         off[-1] = n
         return off, gkeys, gvals, (present + lo).astype(ids.dtype), None
+    sparse = _sparse(ids, n_keys)
+    if sparse is not None:  # a wide range of integer ids: radix-sorted by value
+        lo, span, shift = sparse
+        uniq = scratch.empty(n, np.int64)
+        full = scratch.empty(n + 1, np.int64)
+        u = _ks.group_sparse_ids(ids.astype(np.int64, copy=False), lo, span, shift,
+                                 key_codes, values if use_vals else gvals, use_vals, gkeys,
+                                 gvals, uniq, full, nthreads)
+        return full[:u + 1], gkeys, gvals, uniq[:u].astype(ids.dtype), None
     id_codes, uniques = _keys.factorize_column(ids)
     off = scratch.empty(len(uniques) + 1, np.int64)
     _kg.group_by_id(id_codes, len(uniques), key_codes, values if use_vals else gvals,
