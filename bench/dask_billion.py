@@ -19,12 +19,19 @@ is the pytest wrapper, skipped unless the flag is set):
   (``max_partitions=3``) and private key selection, and the same with the keys as a public
   domain, each ``--runs`` times (median wall time reported); each worker's peak resident
   memory is sampled every 0.1 s by a thread started in the worker (``psutil``); prints one
-  JSON summary (wall times, peaks, rows, files, host, load average).
+  JSON summary (wall times, peaks, rows, files, host, load average) with the CPU per row
+  of each run (``cpu_ns_per_row``: every process; the driver, which runs the scheduler;
+  the workers' task threads and their other threads -- the event loop's transfers and
+  messages, arrow's reader threads; the task threads' CPU by task kind -- read, split,
+  piece, combine -- from distributed's own ``execute ... thread-cpu`` metrics).  CPU time
+  is far less disturbed by a loaded host than wall time: below 10^9 rows (``--rows 1e8``)
+  it is the figure to compare and to project from.
 
 Usage::
 
     DPFAST_BENCH_BILLION=1 python bench/dask_billion.py [--rows 1e9] [--data DIR]
-        [--runs 1] [--only both|private|public] [--generate-only] [--delete]
+        [--runs 1] [--only both|private|public] [--task-stream] [--generate-only]
+        [--delete]
 """
 
 from __future__ import annotations
@@ -152,12 +159,6 @@ def _peak(dask_worker) -> int:  # noqa: ANN001 - a Worker
     return int(max(state["peak"], psutil.Process().memory_info().rss))
 
 
-def _profiler_on() -> bool:
-    import dask
-
-    return bool(dask.config.get("distributed.worker.profile.enabled"))
-
-
 def _cpu_seconds() -> float:
     """This process's CPU time (user + system; a worker's, via ``client.run``)."""
     import psutil
@@ -221,7 +222,7 @@ def _breakdown(events: list) -> dict:
 
 
 def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
-        only: str = "both", profiler: bool = False, task_stream: bool = False) -> dict:
+        only: str = "both", task_stream: bool = False) -> dict:
     """The timed releases on a fresh 2-worker cluster (see the module docstring)."""
     import dask.dataframe as dd
     import pandas as pd
@@ -232,15 +233,12 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
     meta = json.loads((Path(path) / "_DONE.json").read_text())
     key = os.urandom(32)  # a fresh key: nothing here is replayed
     env = {"NUMBA_NUM_THREADS": "1"}
-    if not profiler:  # distributed's statistical profiler samples every thread's stack
-        env["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"  # every 10 ms
     out: dict = {"rows": meta["rows"], "files": meta["files"], "people": meta["people"],
                  "keys": meta["keys"], "data_bytes": meta["bytes"], "host": _host(),
-                 "workers": 2, "memory_limit": "2GiB", "worker_profiler": profiler}
+                 "workers": 2, "memory_limit": "2GiB"}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="2GiB",
                       dashboard_address=":0", env=env) as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
-        out["worker_profiler"] = all(client.run(_profiler_on).values())
         client.run(_start_sampler)
         t = time.perf_counter()
         # past the serial-kernel size per output, with the dataset's dtypes: the workers
@@ -327,8 +325,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", type=int, default=KEYS)
     ap.add_argument("--runs", type=int, default=1, help="timed runs of each release")
     ap.add_argument("--npartitions", type=int, default=None)
-    ap.add_argument("--worker-profiler", action="store_true",
-                    help="keep distributed's statistical profiler on in the workers")
     ap.add_argument("--task-stream", action="store_true",
                     help="also record the task stream (seconds by task kind, transfers, "
                          "spill; costs the scheduler a little per task)")
@@ -347,8 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"dataset: {path} ({meta['files']} files, {meta['bytes'] / 2 ** 30:.1f} GiB)")
     if a.generate_only:
         return 0
-    res = run(path, a.runs, a.npartitions, log=log, only=a.only, profiler=a.worker_profiler,
-              task_stream=a.task_stream)
+    res = run(path, a.runs, a.npartitions, log=log, only=a.only, task_stream=a.task_stream)
     res["data"] = str(path)
     res["command"] = " ".join([f"{FLAG}=1", "python", "bench/dask_billion.py", *(argv or
                                                                              sys.argv[1:])])
