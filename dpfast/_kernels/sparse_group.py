@@ -164,14 +164,15 @@ _SORT = chunked(_sort_parts, _part_blocks, _block_range)
 
 
 def group_sparse_ids(ids, lo, span, shift, keys, vals, use_vals, gkeys, gvals, uniq, off,
-                     nthreads):
+                     nthreads, first=None):
     """Group the rows by id value (module docstring): ``ids`` int64 in ``[lo, lo + span)``,
     ``shift`` from :func:`sparse_shift` (>= 0), ``keys`` int64 in ``[0, 2**31)``.  Fills
     ``gkeys`` (int64, ``n``) with the keys and ``gvals`` (``n`` when ``use_vals``) with the
     values in the order of (id, input position); ``uniq`` (int64, ``n``) and ``off``
     (int64, ``n + 1``) get the distinct ids ascending and their first rows (``off[u]`` =
     the number of rows after the last).  Returns the number of distinct ids ``u``:
-    ``uniq[:u]``, ``off[:u + 1]``."""
+    ``uniq[:u]``, ``off[:u + 1]``.  ``first``: scratch of at least ``n`` entries (int64,
+    or int32 when ``n < 2**31``) for the parts' first rows (None: allocated here)."""
     n = ids.shape[0]
     nthr = max(1, nthreads)
     n_parts = ((span - 1) >> shift) + 1
@@ -187,7 +188,8 @@ def group_sparse_ids(ids, lo, span, shift, keys, vals, use_vals, gkeys, gvals, u
     biggest = int(np.diff(pstart).max()) if n else 0
     nblk = min(n_parts, 4 * nthr)
     pstep = (n_parts + nblk - 1) // nblk
-    first = np.empty(n, np.int64)
+    if first is None:
+        first = np.empty(n, np.int64)
     nuniq = np.zeros(n_parts, np.int64)
     _SORT.launch((pstep, shift, pstart, gkeys, gvals, use_vals, biggest, uniq, first, nuniq,
                   np.int64(lo)), nthr)

@@ -100,7 +100,8 @@ def group_ids(ids: np.ndarray, key_codes: np.ndarray, values: np.ndarray | None,
         full = scratch.empty(n + 1, np.int64)
         u = _ks.group_sparse_ids(ids.astype(np.int64, copy=False), lo, span, shift,
                                  key_codes, values if use_vals else gvals, use_vals, gkeys,
-                                 gvals, uniq, full, nthreads)
+                                 gvals, uniq, full, nthreads,
+                                 loc[:n] if n < 1 << 31 else None)  # loc: free here
         return full[:u + 1], gkeys, gvals, uniq[:u].astype(ids.dtype), None
     id_codes, uniques = _keys.factorize_column(ids)
     off = scratch.empty(len(uniques) + 1, np.int64)
