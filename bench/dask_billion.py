@@ -19,17 +19,25 @@ is the pytest wrapper, skipped unless the flag is set):
   (``max_partitions=3``) and private key selection, and the same with the keys as a public
   domain, each ``--runs`` times (median wall time reported); each worker's peak resident
   memory is sampled every 0.1 s by a thread started in the worker (``psutil``); prints one
-  JSON summary (wall times, peaks, rows, files, host, load average).
+  JSON summary (wall times, peaks, rows, files, host, load average) with the CPU per row
+  of each run (``cpu_ns_per_row``: every process; the driver, which runs the scheduler;
+  the workers' task threads and their other threads -- the event loop's transfers and
+  messages, arrow's reader threads; the task threads' CPU by task kind -- read, split,
+  piece, combine -- from distributed's own ``execute ... thread-cpu`` metrics).  CPU time
+  is far less disturbed by a loaded host than wall time: below 10^9 rows (``--rows 1e8``)
+  it is the figure to compare and to project from.
 
 Usage::
 
     DPFAST_BENCH_BILLION=1 python bench/dask_billion.py [--rows 1e9] [--data DIR]
-        [--runs 1] [--only both|private|public] [--generate-only] [--delete]
+        [--runs 1] [--only both|private|public] [--task-stream] [--generate-only]
+        [--delete]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -166,6 +174,40 @@ def _spilled(dask_worker) -> dict:  # noqa: ANN001 - distributed's Worker
     return {"-".join(map(str, k)): round(v, 3) for k, v in metrics.items()}
 
 
+def _threads_cpu() -> dict:
+    """This process's CPU seconds by thread kind (a worker's, via ``client.run``): the
+    task threads (``Dask-Default-Threads``) and the rest (the event loop: transfers,
+    the scheduler's messages; the profiler, the memory monitor)."""
+    import threading
+
+    import psutil
+
+    tasks = {t.native_id for t in threading.enumerate()
+             if "Dask-Default-Threads" in t.name}
+    out = {"tasks": 0.0, "other": 0.0}
+    for t in psutil.Process().threads():
+        out["tasks" if t.id in tasks else "other"] += t.user_time + t.system_time
+    return out
+
+
+def _execute_cpu(dask_scheduler) -> dict:  # noqa: ANN001 - distributed's Scheduler
+    """The cluster's own accounting: CPU seconds of the task threads by task kind
+    (distributed's cumulative ``("execute", prefix, "thread-cpu", "seconds")`` metrics)."""
+    out: dict = {}
+    for k, v in dask_scheduler.cumulative_worker_metrics.items():
+        if isinstance(k, tuple) and len(k) == 4 and k[0] == "execute" and \
+                k[2] == "thread-cpu" and k[3] == "seconds":
+            name = "-".join(str(k[1]).split("-")[:2])
+            out[name] = out.get(name, 0.0) + v
+    return out
+
+
+def _per_row(before: dict, after: dict, rows: int) -> dict:
+    """``after - before`` per key, in nanoseconds a row."""
+    return {k: round((v - before.get(k, 0.0)) / rows * 1e9, 1) for k, v in sorted(after.items())
+            if v - before.get(k, 0.0) > 0}
+
+
 def _breakdown(events: list) -> dict:
     """Seconds of the task stream by task kind (read, split, piece, combine) and by what
     the workers did besides computing (transfers, spill reads and writes)."""
@@ -180,7 +222,7 @@ def _breakdown(events: list) -> dict:
 
 
 def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
-        only: str = "both") -> dict:
+        only: str = "both", task_stream: bool = False) -> dict:
     """The timed releases on a fresh 2-worker cluster (see the module docstring)."""
     import dask.dataframe as dd
     import pandas as pd
@@ -201,11 +243,21 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
         t = time.perf_counter()
         # past the serial-kernel size per output, with the dataset's dtypes: the workers
         # load every kernel the timed releases run
-        warm = pd.DataFrame({"person": np.arange(400_000, dtype=np.int64) % 90_001,
-                             "region": (np.arange(400_000) % 7).astype(np.int32)})
-        for kw in ({}, {"domain": list(range(7))}):
-            dkd.count(dd.from_pandas(warm, npartitions=4), "region", "person", epsilon=EPS,
-                      delta=DELTA, max_partitions=K, rng=key, **kw)
+        # (ids dense in their range, and spread over a range wider than the rows: both
+        # groupings, dpfast.tables._grouped)
+        for spread in (1, 1009):
+            warm = pd.DataFrame({"person": np.arange(400_000, dtype=np.int64) % 90_001
+                                 * spread, "region": (np.arange(400_000) % 7).astype(np.int32)})
+            for kw in ({}, {"domain": list(range(7))}):
+                dkd.count(dd.from_pandas(warm, npartitions=4), "region", "person",
+                          epsilon=EPS, delta=DELTA, max_partitions=K, rng=key, **kw)
+        # and the dataset's first two files through the same reader: its arrays (read-only,
+        # from Arrow) are another type to numba, whose kernels would otherwise compile
+        # inside the first timed release
+        files = sorted(str(f) for f in Path(path).glob("*.parquet"))[:2]
+        for kw in ({}, {"domain": list(range(meta["keys"]))}):
+            dkd.count(dd.read_parquet(files), "region", "person", epsilon=EPS, delta=DELTA,
+                      max_partitions=K, rng=key, **kw)
         out["warmup_s"] = round(time.perf_counter() - t, 2)
         ddf = dd.read_parquet(str(path))
         out["input_partitions"] = ddf.npartitions
@@ -215,23 +267,39 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
         for name, kw in (("private_selection", {}), ("public_domain", {"domain": domain})):
             if only not in ("both", name.split("_")[0]):
                 continue
-            walls, loads, cpus = [], [], []
+            walls, loads, cpus, per_row = [], [], [], []
+            rows = meta["rows"]
             for _ in range(runs):
                 loads.append(os.getloadavg())
-                c0 = sum(client.run(_cpu_seconds).values()) + time.process_time()
+                m0 = client.run_on_scheduler(_execute_cpu)
+                th0 = client.run(_threads_cpu)
+                d0 = time.process_time()
+                c0 = sum(client.run(_cpu_seconds).values()) + d0
                 t = time.perf_counter()
-                with get_task_stream(client) as stream:
+                with (get_task_stream(client) if task_stream
+                      else contextlib.nullcontext()) as stream:
                     rel = dkd.count(ddf, "region", "person", epsilon=EPS, delta=DELTA,
                                     max_partitions=K, rng=key, npartitions=npartitions, **kw)
                 walls.append(time.perf_counter() - t)
-                log(f"task stream (worker seconds): {_breakdown(stream.data)}")
-                cpus.append(sum(client.run(_cpu_seconds).values()) + time.process_time() - c0)
+                d1 = time.process_time()
+                cpus.append(sum(client.run(_cpu_seconds).values()) + d1 - c0)
+                th1 = client.run(_threads_cpu)
+                m1 = client.run_on_scheduler(_execute_cpu)
+                threads = {k: sum(th1[w][k] - th0[w][k] for w in th1) for k in ("tasks", "other")}
+                per_row.append({"all": round(cpus[-1] / rows * 1e9, 1),
+                                "driver": round((d1 - d0) / rows * 1e9, 1),
+                                "worker_task_threads": round(threads["tasks"] / rows * 1e9, 1),
+                                "worker_other_threads": round(threads["other"] / rows * 1e9, 1),
+                                "tasks_by_kind": _per_row(m0, m1, rows)})
+                if stream is not None:
+                    log(f"task stream (worker seconds): {_breakdown(stream.data)}")
                 log(f"{name}: {walls[-1]:.1f} s (CPU {cpus[-1]:.1f} s), {len(rel.values)} "
-                    f"keys released, load {loads[-1][0]:.2f}")
+                    f"keys released, load {loads[-1][0]:.2f}; CPU ns a row: {per_row[-1]}")
             out[name] = {"wall_s": [round(w, 2) for w in walls],
                          "median_s": round(statistics.median(walls), 2),
                          "cpu_s": [round(c, 1) for c in cpus],
-                         "task_seconds": _breakdown(stream.data),
+                         "cpu_ns_per_row": per_row,
+                         "task_seconds": None if stream is None else _breakdown(stream.data),
                          "keys_released": int(len(rel.values)),
                          "load_before": [round(x[0], 2) for x in loads]}
         peaks = client.run(_peak)
@@ -264,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keys", type=int, default=KEYS)
     ap.add_argument("--runs", type=int, default=1, help="timed runs of each release")
     ap.add_argument("--npartitions", type=int, default=None)
+    ap.add_argument("--task-stream", action="store_true",
+                    help="also record the task stream (seconds by task kind, transfers, "
+                         "spill; costs the scheduler a little per task)")
     ap.add_argument("--only", choices=("both", "private", "public"), default="both",
                     help="which release to time: private key selection, public domain")
     ap.add_argument("--generate-only", action="store_true")
@@ -279,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"dataset: {path} ({meta['files']} files, {meta['bytes'] / 2 ** 30:.1f} GiB)")
     if a.generate_only:
         return 0
-    res = run(path, a.runs, a.npartitions, log=log, only=a.only)
+    res = run(path, a.runs, a.npartitions, log=log, only=a.only, task_stream=a.task_stream)
     res["data"] = str(path)
     res["command"] = " ".join([f"{FLAG}=1", "python", "bench/dask_billion.py", *(argv or
                                                                              sys.argv[1:])])

@@ -106,7 +106,7 @@ def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
 KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "topdown_round", "local",
                   "local_aggregate", "local_tally", "quantile",
                   "selection", "grid", "table", "uniform", "dpsgd", "rappor", "chacha",
-                  "convex", "fixed", "rows"]
+                  "convex", "fixed", "rows", "sparse_group"]
 # modules of the kernel package that hold no kernel (the parallel-launch guard)
 NOT_KERNELS = {"__init__", "_launch"}
 

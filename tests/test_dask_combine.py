@@ -1,0 +1,129 @@
+"""The combine of the Dask shuffle on sparse integer ids (issue 40): a combine holds the
+rows of the ids hashed to it, a few ids spread over the whole id range, so its ids are
+grouped by :func:`dpfast._kernels.sparse_group.group_sparse_ids` (a radix sort on the id
+value) instead of a factorization.  The grouping is the same arrays, so every release is
+bit for bit what it was and what one machine releases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpfast._core import scratch
+from dpfast._kernels import sparse_group as KS
+from dpfast.tables import _grouped, _keys
+
+from .helpers import KEY
+
+
+def _reference(ids: np.ndarray, keys: np.ndarray, vals: np.ndarray | None):
+    """The factorize-then-group arrays: ids ascending, rows stably sorted by id."""
+    uniq, codes = np.unique(ids, return_inverse=True)
+    order = np.argsort(codes.reshape(-1), kind="stable")
+    off = np.zeros(len(uniq) + 1, np.int64)
+    np.cumsum(np.bincount(codes.reshape(-1), minlength=len(uniq)), out=off[1:])
+    return off, keys[order], None if vals is None else vals[order], uniq
+
+
+@pytest.mark.parametrize("shift", [0, 5, 11, 12, 22, 23, 30])
+def test_sparse_kernel_is_a_stable_sort_by_id_for_every_digit_count(shift: int) -> None:
+    """One, two and three LSD digits per part (and none): the rows stably sorted by id,
+    the distinct ids ascending with their offsets, values carried along; the digits never
+    reach the key packed above the id's low bits (keys up to ``2**31 - 1``)."""
+    rng = np.random.default_rng(shift)
+    n = 5000
+    span = min(1 << 40, (1 << shift) * 7 + 3)
+    lo = -(1 << 35) + shift
+    pool = lo + rng.integers(0, span, 400)
+    ids = pool[rng.integers(0, len(pool), n)].astype(np.int64)
+    ids[:50] = lo + span - 1  # the top of the range
+    keys = rng.integers(0, 1 << 31, n).astype(np.int64)
+    keys[::3] = (1 << 31) - 1
+    vals = rng.normal(size=n)
+    for use_vals in (False, True):
+        gk = np.empty(n, np.int64)
+        gv = np.empty(n if use_vals else 0, np.float64)
+        uq = np.empty(n, np.int64)
+        off = np.empty(n + 1, np.int64)
+        u = KS.group_sparse_ids(ids, lo, span, shift, keys, vals if use_vals else gv,
+                                use_vals, gk, gv, uq, off, 2)
+        r_off, r_keys, r_vals, r_uniq = _reference(ids, keys, vals if use_vals else None)
+        np.testing.assert_array_equal(off[:u + 1], r_off)
+        np.testing.assert_array_equal(uq[:u], r_uniq)
+        np.testing.assert_array_equal(gk, r_keys)
+        if use_vals:
+            np.testing.assert_array_equal(gv, r_vals)
+
+
+@pytest.mark.parametrize("dtype,span", [(np.int64, 10 ** 9), (np.int32, 10 ** 7),
+                                        (np.uint64, 3 * 10 ** 5), (np.int64, 1 << 50)])
+def test_group_ids_sparse_path_equals_the_factorized_path(monkeypatch: pytest.MonkeyPatch,
+                                                           dtype: type, span: int) -> None:
+    """``group_ids`` on ids spread over a range wider than the rows: the radix path gives
+    the arrays the factorizing path gives (ids of the caller's dtype, rows in input order
+    inside an id), with and without values, on one and two threads; a range too wide for
+    the packed word (``1 << 50``) factorizes."""
+    rng = np.random.default_rng(span % 1000)
+    n = 3 * _keys.SERIAL_ROWS
+    pool = rng.integers(0, span, n // 9)
+    ids = pool[rng.integers(0, len(pool), n)].astype(dtype)
+    ids[: n // 4] = ids[0]  # one busy id
+    keys = rng.integers(0, 700, n).astype(np.int64)
+    vals = rng.integers(-5, 5, n).astype(np.int64)
+    assert (_grouped._sparse(ids, 700) is None) == (span == 1 << 50)
+    for v in (None, vals):
+        for threads in (1, 2):
+            with scratch.lease():
+                got = [np.copy(a) for a in _grouped.group_ids(ids, keys, v, threads, None,
+                                                              700)[:4]]
+            with monkeypatch.context() as m, scratch.lease():
+                m.setattr(_grouped, "_sparse", lambda *a: None)
+                ref = [np.copy(a) for a in _grouped.group_ids(ids, keys, v, threads, None,
+                                                              700)[:4]]
+            for a, b in zip(got, ref, strict=True):
+                assert a.dtype == b.dtype
+                np.testing.assert_array_equal(a, b)
+
+
+def test_count_and_mean_on_sparse_ids_are_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The releases over sparse ids (the combine's case, here on one machine and through
+    the compact shuffle's combine) are bit for bit those of the factorizing path: the
+    bounding sees the same arrays."""
+    import dask
+    import pandas as pd
+
+    dd = pytest.importorskip("dask.dataframe")
+    import dpfast
+    import dpfast.dask as dkd
+    import dpfast.tables as dpt
+
+    rng = np.random.default_rng(3)
+    n = 80_000
+    people = rng.choice(10 ** 9, 9000, replace=False) - 5 * 10 ** 8
+    df = pd.DataFrame({"id": people[(len(people) * rng.random(n) ** 2).astype(np.int64)],
+                       "k": np.minimum((50 * rng.random(n) ** 3).astype(np.int32), 49),
+                       "v": rng.integers(0, 10, n)})
+    kw = dict(epsilon=1.0, delta=1e-6, max_partitions=3)
+
+    def releases() -> list:  # each from a generator rebuilt from one key: one release id
+        with dask.config.set(scheduler="synchronous"):
+            return [dpt.count(df.k, df.id, rng=dpfast.default_rng(KEY), **kw),
+                    dpt.mean(df.v, df.k, df.id, bounds=(0, 9), rng=dpfast.default_rng(KEY),
+                             **kw),
+                    dkd.count(dd.from_pandas(df, npartitions=3), "k", "id",
+                              rng=dpfast.default_rng(KEY), npartitions=1, **kw)]
+
+    seen = []
+    sparse = _grouped._sparse
+    monkeypatch.setattr(_grouped, "_sparse",
+                        lambda *a: seen.append(sparse(*a)) or seen[-1])
+    new = releases()
+    assert len(seen) == 3 and all(x is not None for x in seen)  # the radix path ran
+    monkeypatch.setattr(_grouped, "_sparse", lambda *a: None)
+    old = releases()
+    for a, b in zip(new, old, strict=True):
+        np.testing.assert_array_equal(a.keys, b.keys)
+        np.testing.assert_array_equal(a.values, b.values)
+    assert len(new[0]) > 10
+    np.testing.assert_array_equal(new[2].keys, new[0].keys)  # Dask = one machine
+    np.testing.assert_array_equal(new[2].values, new[0].values)
