@@ -222,7 +222,7 @@ def _breakdown(events: list) -> dict:
 
 
 def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
-        only: str = "both", task_stream: bool = False) -> dict:
+        only: str = "both", task_stream: bool = False, threads: int = 1) -> dict:
     """The timed releases on a fresh 2-worker cluster (see the module docstring)."""
     import dask.dataframe as dd
     import pandas as pd
@@ -235,8 +235,8 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
     env = {"NUMBA_NUM_THREADS": "1"}
     out: dict = {"rows": meta["rows"], "files": meta["files"], "people": meta["people"],
                  "keys": meta["keys"], "data_bytes": meta["bytes"], "host": _host(),
-                 "workers": 2, "memory_limit": "2GiB"}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="2GiB",
+                 "workers": 2, "threads_per_worker": threads, "memory_limit": "2GiB"}
+    with LocalCluster(n_workers=2, threads_per_worker=threads, processes=True, memory_limit="2GiB",
                       dashboard_address=":0", env=env) as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
         client.run(_start_sampler)
@@ -337,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                          "spill; costs the scheduler a little per task)")
     ap.add_argument("--only", choices=("both", "private", "public"), default="both",
                     help="which release to time: private key selection, public domain")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="threads per worker (default 1; numba keeps one thread each)")
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--delete", action="store_true", help="delete the dataset after the run")
     a = ap.parse_args(argv)
@@ -350,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     log(f"dataset: {path} ({meta['files']} files, {meta['bytes'] / 2 ** 30:.1f} GiB)")
     if a.generate_only:
         return 0
-    res = run(path, a.runs, a.npartitions, log=log, only=a.only, task_stream=a.task_stream)
+    res = run(path, a.runs, a.npartitions, log=log, only=a.only, task_stream=a.task_stream,
+              threads=a.threads)
     res["data"] = str(path)
     res["command"] = " ".join([f"{FLAG}=1", "python", "bench/dask_billion.py", *(argv or
                                                                              sys.argv[1:])])
