@@ -44,6 +44,24 @@ def run_forked(jobs: list[dict[str, Any]], *, preload: list[str], env: dict[str,
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+ROOT = os.path.dirname(os.path.dirname(SCRIPT))
+
+
+def forked_cli(argvs: list[list[str]], *, cwd: str, env: dict[str, str] | None = None,
+               preload: tuple[str, ...] = ("dpfast", "dpfast.cli"),
+               timeout: float = 1200) -> list[subprocess.CompletedProcess[str]]:
+    """``python -m dpfast ARGV`` for each of ``argvs``, one after the other in ``cwd``, each
+    a forked process of its own (:func:`run_forked`); ``env`` defaults to this process's
+    environment with this checkout on ``PYTHONPATH``."""
+    if env is None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    done = run_forked([{"module": "dpfast", "args": list(a)} for a in argvs],
+                      preload=list(preload), env=env, cwd=cwd, timeout=timeout)
+    return [subprocess.CompletedProcess(["dpfast", *a], r["returncode"], r["stdout"],
+                                        r["stderr"]) for a, r in zip(argvs, done, strict=True)]
+
+
 def _child(job: dict[str, Any], out: str, err: str) -> None:
     """Run ``job`` in this (forked) process and leave with its exit status."""
     code = 1

@@ -23,6 +23,7 @@ import pytest
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, BudgetExceededError, LedgerError
+from tests.forkrun import forked_cli
 from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 STEP = 2.0**-10  # exact binary charge: capacity of epsilon=1 is exactly 1024 charges
@@ -628,6 +629,10 @@ def test_cli_ledger_show_and_verify(tmp_path):
     with pytest.raises(ArithmeticError):
         b.release(Boom(), 1)
     b.close()
+    bad = tmp_path / "not.sqlite"
+    bad.write_bytes(b"hello")
+    # the first three commands fresh interpreters; the last four processes forked from one
+    # parent that imported dpfast once (tests/forkrun.py)
     r = _cli("ledger", "show", str(path))
     assert r.returncode == 0, r.stderr
     out = r.stdout
@@ -646,17 +651,14 @@ def test_cli_ledger_show_and_verify(tmp_path):
     con.execute("DELETE FROM charges WHERE id = 1")
     con.commit()
     con.close()
-    v = _cli("ledger", "verify", str(path))
+    v, s, r, none = forked_cli([["ledger", "verify", str(path)], ["ledger", "show", str(path)],
+                                ["ledger", "show", str(bad)], ["ledger"]], cwd=str(tmp_path))
     assert v.returncode == 1 and v.stdout == ""
     assert v.stderr.count("\n") == 1 and "tampered" in v.stderr
-    s = _cli("ledger", "show", str(path))
     assert s.returncode == 1 and "tampered" in s.stderr
-    bad = tmp_path / "not.sqlite"
-    bad.write_bytes(b"hello")
-    r = _cli("ledger", "show", str(bad))
     assert r.returncode == 2 and r.stderr.startswith("dpfast: error:") and "Traceback" not in (
         r.stderr)
-    assert _cli("ledger").returncode == 2  # an action is required
+    assert none.returncode == 2  # an action is required
 
 
 def test_relative_ledger_path_survives_chdir(tmp_path, monkeypatch):
