@@ -81,7 +81,7 @@ def cold(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
-def test_notice_once_when_compiling_and_never_from_the_cache(cold, tmp_path) -> None:
+def test_notice_once_when_compiling_and_never_from_the_cache(cold) -> None:
     """A fresh cache directory: the first process compiles (many kernels, the int64 and
     int32 samplers among them) and says so once; the second loads from the cache and says
     nothing; the variable silences a new specialization's compile."""
