@@ -62,6 +62,25 @@ def forked_cli(argvs: list[list[str]], *, cwd: str, env: dict[str, str] | None =
                                         r["stderr"]) for a, r in zip(argvs, done, strict=True)]
 
 
+def cli_here(*argv: str) -> subprocess.CompletedProcess[str]:
+    """``dpfast ARGV`` through :func:`dpfast.cli.main` in this process, stdout and stderr
+    captured, the exit status as the process's would be: for read-only commands (``ledger
+    show`` / ``verify``) whose test is about what they report, not about the process."""
+    import contextlib
+    import io
+
+    from dpfast.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    return subprocess.CompletedProcess(["dpfast", *argv], code, out.getvalue(),
+                                       err.getvalue())
+
+
 def _child(job: dict[str, Any], out: str, err: str) -> None:
     """Run ``job`` in this (forked) process and leave with its exit status."""
     code = 1
