@@ -23,7 +23,7 @@ import pytest
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, BudgetExceededError, LedgerError
-from tests.forkrun import forked_cli
+from tests.forkrun import cli_here
 from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 STEP = 2.0**-10  # exact binary charge: capacity of epsilon=1 is exactly 1024 charges
@@ -606,9 +606,14 @@ def test_ledgers_writable_by_others_are_refused(tmp_path, mode):
 # --------------------------------------------------------------------------- command line
 
 
-def _cli(*args):
+def _cli(*args, fresh=False):
+    """``dpfast ARGS``: the CLI's ``main`` in this process (tests/forkrun.cli_here: these
+    are read-only ledger commands, checked for what they report); ``fresh``: a fresh
+    interpreter, ``python -m dpfast ARGS``."""
     import subprocess
 
+    if not fresh:
+        return cli_here(*args)
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
                           text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
@@ -631,9 +636,8 @@ def test_cli_ledger_show_and_verify(tmp_path):
     b.close()
     bad = tmp_path / "not.sqlite"
     bad.write_bytes(b"hello")
-    # the first three commands fresh interpreters; the last four processes forked from one
-    # parent that imported dpfast once (tests/forkrun.py)
-    r = _cli("ledger", "show", str(path))
+    # a fresh interpreter first (the command as a user runs it), then the CLI's main here
+    r = _cli("ledger", "show", str(path), fresh=True)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     for needle in ("accounting='mixed'", "weekly counts", "ana", "eve", "refused", "failed",
@@ -651,8 +655,10 @@ def test_cli_ledger_show_and_verify(tmp_path):
     con.execute("DELETE FROM charges WHERE id = 1")
     con.commit()
     con.close()
-    v, s, r, none = forked_cli([["ledger", "verify", str(path)], ["ledger", "show", str(path)],
-                                ["ledger", "show", str(bad)], ["ledger"]], cwd=str(tmp_path))
+    v = _cli("ledger", "verify", str(path))
+    s = _cli("ledger", "show", str(path))
+    r = _cli("ledger", "show", str(bad))
+    none = _cli("ledger")
     assert v.returncode == 1 and v.stdout == ""
     assert v.stderr.count("\n") == 1 and "tampered" in v.stderr
     assert s.returncode == 1 and "tampered" in s.stderr

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, LedgerError, checkpoint, inspect_ledger, schema
+from tests.forkrun import cli_here
 from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 STEP = 2.0**-10
@@ -33,9 +34,14 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
-def _cli(*args, timeout=SUBPROCESS_TIMEOUT_S, env=None):
+def _cli(*args, fresh=False):
+    """``dpfast ARGS``: the CLI's ``main`` in this process (tests/forkrun.cli_here: these
+    are read-only ledger commands, checked for what they report); ``fresh``: a fresh
+    interpreter, ``python -m dpfast ARGS`` (with a hang guard: a FIFO)."""
+    if not fresh:
+        return cli_here(*args)
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def _ledger(path, n=0, **kw):
@@ -131,7 +137,7 @@ def test_open_and_verify_while_other_processes_charge(tmp_path):
     b = Budget(1.0, ledger=path)
     assert len(b.history()) == len(rep.records) > 0
     b.close()
-    r = _cli("ledger", "verify", path)
+    r = _cli("ledger", "verify", path, fresh=True)
     assert r.returncode == 0, r.stderr
 
 
@@ -475,7 +481,7 @@ def test_links_directories_fifos_and_damaged_rows(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True,
                        text=True, timeout=SUBPROCESS_TIMEOUT_S)
     assert r.stdout.startswith("refused:") and "FIFO" in r.stdout, r.stderr
-    r = _cli("ledger", "verify", str(fifo), timeout=SUBPROCESS_TIMEOUT_S)
+    r = _cli("ledger", "verify", str(fifo), fresh=True)
     assert r.returncode == 2 and "FIFO" in r.stderr
     # 0660: Budget refuses it, and so does verify (one contract)
     os.chmod(mine, 0o660)
