@@ -1,17 +1,21 @@
 """Run many short Python programs as separate processes without paying the interpreter's
-start and dpfast's imports for each one.
+start and dpfast's imports for each one; and the CLI's ``main`` in the test process.
 
 ``python tests/forkrun.py`` (started by :func:`run_forked` with the environment the
-programs need) imports the ``preload`` modules once, then forks one child per job: the
-child changes to the job's directory, points its file descriptors 1 and 2 at files of its
-own, and runs the job as ``python -c CODE`` or ``python -m MODULE ARGS...`` would (a
-``__main__`` namespace, ``sys.argv`` as the interpreter sets it, ``SystemExit`` and an
-uncaught exception turned into the exit status and traceback the interpreter gives).
-Each job is a fresh process: nothing one job does (a kernel compiled, a module imported,
-a global changed) is seen by the next, and the parent never runs a job itself.  What a
-child shares with the parent is what it imported before forking (``preload``).
+programs need) imports the ``preload`` modules once, then forks one child per job, one
+after the other: the child changes to the job's directory, points its file descriptors 1
+and 2 at files of its own, and runs the job as ``python -c CODE`` or ``python -m MODULE
+ARGS...`` would (a ``__main__`` namespace, ``sys.argv`` as the interpreter sets it,
+``SystemExit`` and an uncaught exception turned into the exit status and traceback the
+interpreter gives, the exit handlers run).  Each job is a process of its own: nothing one
+job does in memory (a module imported, a kernel loaded, a global changed) is seen by the
+next, and the parent never runs a job itself.  What a child shares with the parent is
+what the parent imported before forking (``preload``).
 
-The tests that use it keep at least one true ``subprocess`` run of the same kind.
+:func:`cli_here` runs ``dpfast ARGV`` through :func:`dpfast.cli.main` in the calling
+process, for read-only commands checked for what they print.
+
+The tests that use either keep at least one true ``subprocess`` run of the same kind.
 """
 
 from __future__ import annotations
@@ -115,6 +119,9 @@ def _child(job: dict[str, Any], out: str, err: str) -> None:
             code = 1
     finally:
         try:
+            import atexit
+
+            atexit._run_exitfuncs()  # as the interpreter does when it exits
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
