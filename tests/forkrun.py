@@ -7,10 +7,10 @@ after the other: the child changes to the job's directory, points its file descr
 and 2 at files of its own, and runs the job as ``python -c CODE`` or ``python -m MODULE
 ARGS...`` would (a ``__main__`` namespace, ``sys.argv`` as the interpreter sets it,
 ``SystemExit`` and an uncaught exception turned into the exit status and traceback the
-interpreter gives, the exit handlers run).  Each job is a process of its own: nothing one
-job does in memory (a module imported, a kernel loaded, a global changed) is seen by the
-next, and the parent never runs a job itself.  What a child shares with the parent is
-what the parent imported before forking (``preload``).
+interpreter gives, the exit handlers the job registered run).  Each job is a process of
+its own: nothing one job does in memory (a module imported, a kernel loaded, a global
+changed) is seen by the next, and the parent never runs a job itself.  What a child
+shares with the parent is what the parent imported before forking (``preload``).
 
 :func:`cli_here` runs ``dpfast ARGV`` through :func:`dpfast.cli.main` in the calling
 process, for read-only commands checked for what they print.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,9 @@ def cli_here(*argv: str) -> subprocess.CompletedProcess[str]:
 
 def _child(job: dict[str, Any], out: str, err: str) -> None:
     """Run ``job`` in this (forked) process and leave with its exit status."""
+    import atexit
+
+    atexit._clear()  # the parent's exit handlers are the parent's (its files, its pools)
     code = 1
     try:
         os.chdir(job.get("cwd") or os.getcwd())
@@ -119,9 +123,7 @@ def _child(job: dict[str, Any], out: str, err: str) -> None:
             code = 1
     finally:
         try:
-            import atexit
-
-            atexit._run_exitfuncs()  # as the interpreter does when it exits
+            atexit._run_exitfuncs()  # the job's own, as the interpreter runs them at exit
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
@@ -134,7 +136,8 @@ def main() -> None:
     for name in spec["preload"]:
         __import__(name)
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
+    tmp = tempfile.mkdtemp(prefix="forkrun-")
+    try:
         for i, job in enumerate(spec["jobs"]):
             out, err = os.path.join(tmp, f"{i}.out"), os.path.join(tmp, f"{i}.err")
             sys.stdout.flush()
@@ -146,6 +149,8 @@ def main() -> None:
             with open(out) as fo, open(err) as fe:
                 results.append({"returncode": os.waitstatus_to_exitcode(status),
                                 "stdout": fo.read(), "stderr": fe.read()})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(results))
 
 
