@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from dpfast.accounting import PldAccountant, calibrate_noise_multiplier, dpsgd_epsilon
 from dpfast.accounting import events as ev
 from dpfast.accounting.pld import UnsupportedEventError
+from tests.forkrun import cli_here
 from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -290,7 +291,11 @@ def test_pld_calibration_is_conservative(target: float, q: float, steps: int) ->
 # ----------------------------------------------------------------- command line
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
+def _cli(*args: str, fresh: bool = False) -> subprocess.CompletedProcess:
+    """``dpfast epsilon ARGS``: the CLI's ``main`` in this process (tests/forkrun.cli_here,
+    a computation checked for what it prints); ``fresh``: ``python -m dpfast``."""
+    if not fresh:
+        return cli_here("epsilon", *args)
     return subprocess.run([sys.executable, "-m", "dpfast", "epsilon", *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=SUBPROCESS_TIMEOUT_S)
 
@@ -312,7 +317,7 @@ def test_cli_plot_writes_png(tmp_path: pathlib.Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "curve.png"
     r = _cli("--sampling-rate", "0.02", "--noise-multiplier", "1.0", "--steps", "200",
-             "--delta", "1e-5", "--plot", str(out))
+             "--delta", "1e-5", "--plot", str(out), fresh=True)
     assert r.returncode == 0, r.stderr
     data = out.read_bytes()
     assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"

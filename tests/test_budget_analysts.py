@@ -17,6 +17,7 @@ import pytest
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Analyst, Budget, BudgetExceededError, LedgerError, Usage, schema
+from tests.forkrun import cli_here
 from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 Q = 2.0**-3  # exact binary charges
@@ -28,10 +29,15 @@ def _context():
     return multiprocessing.get_context("spawn")
 
 
-def _cli(*args, cwd=None):
+def _cli(*args, fresh=False):
+    """``dpfast ARGS``: the CLI's ``main`` in this process (tests/forkrun.cli_here: these
+    are read-only ledger commands, checked for what they report); ``fresh``: a fresh
+    interpreter, ``python -m dpfast ARGS``."""
+    if not fresh:
+        return cli_here(*args)
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
-                          text=True, env=env, cwd=cwd, timeout=SUBPROCESS_TIMEOUT_S)
+                          text=True, env=env, timeout=SUBPROCESS_TIMEOUT_S)
 
 
 def _raw(path):
@@ -87,7 +93,7 @@ def test_analyst_sub_budgets_and_refusals(tmp_path):
     with pytest.raises(BudgetExceededError, match="analyst 'alice'"):
         again.spend(ev.Epsilon(Q), analyst="alice")
     again.close()
-    assert _cli("ledger", "verify", str(tmp_path / "l.sqlite")).returncode == 0
+    assert _cli("ledger", "verify", str(tmp_path / "l.sqlite"), fresh=True).returncode == 0
 
 
 def test_fits_is_what_spend_would_decide(tmp_path):

@@ -23,6 +23,7 @@ import pytest
 
 from dpfast.accounting import events as ev
 from dpfast.budget import Budget, BudgetExceededError, LedgerError
+from tests.forkrun import cli_here
 from tests.helpers import SUBPROCESS_TIMEOUT_S
 
 STEP = 2.0**-10  # exact binary charge: capacity of epsilon=1 is exactly 1024 charges
@@ -605,9 +606,14 @@ def test_ledgers_writable_by_others_are_refused(tmp_path, mode):
 # --------------------------------------------------------------------------- command line
 
 
-def _cli(*args):
+def _cli(*args, fresh=False):
+    """``dpfast ARGS``: the CLI's ``main`` in this process (tests/forkrun.cli_here: these
+    are read-only ledger commands, checked for what they report); ``fresh``: a fresh
+    interpreter, ``python -m dpfast ARGS``."""
     import subprocess
 
+    if not fresh:
+        return cli_here(*args)
     return subprocess.run([sys.executable, "-m", "dpfast", *args], capture_output=True,
                           text=True, timeout=SUBPROCESS_TIMEOUT_S)
 
@@ -628,7 +634,10 @@ def test_cli_ledger_show_and_verify(tmp_path):
     with pytest.raises(ArithmeticError):
         b.release(Boom(), 1)
     b.close()
-    r = _cli("ledger", "show", str(path))
+    bad = tmp_path / "not.sqlite"
+    bad.write_bytes(b"hello")
+    # a fresh interpreter first (the command as a user runs it), then the CLI's main here
+    r = _cli("ledger", "show", str(path), fresh=True)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     for needle in ("accounting='mixed'", "weekly counts", "ana", "eve", "refused", "failed",
@@ -647,16 +656,15 @@ def test_cli_ledger_show_and_verify(tmp_path):
     con.commit()
     con.close()
     v = _cli("ledger", "verify", str(path))
+    s = _cli("ledger", "show", str(path))
+    r = _cli("ledger", "show", str(bad))
+    none = _cli("ledger")
     assert v.returncode == 1 and v.stdout == ""
     assert v.stderr.count("\n") == 1 and "tampered" in v.stderr
-    s = _cli("ledger", "show", str(path))
     assert s.returncode == 1 and "tampered" in s.stderr
-    bad = tmp_path / "not.sqlite"
-    bad.write_bytes(b"hello")
-    r = _cli("ledger", "show", str(bad))
     assert r.returncode == 2 and r.stderr.startswith("dpfast: error:") and "Traceback" not in (
         r.stderr)
-    assert _cli("ledger").returncode == 2  # an action is required
+    assert none.returncode == 2  # an action is required
 
 
 def test_relative_ledger_path_survives_chdir(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -23,22 +24,76 @@ def _python(code: str, cache: str, **env: str) -> subprocess.CompletedProcess[st
                           text=True, timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
 
 
+# numba's compile event, recorded in a subprocess: (function, parallel=True?, the part of
+# the program running when it compiled)
+LISTENER = ("import json\n"
+            "from numba.core import event\n"
+            "seen = []\n"
+            "PART = ['']\n"
+            "class L(event.Listener):\n"
+            "    def on_start(self, ev):\n"
+            "        d = ev.data.get('dispatcher')\n"
+            "        f = getattr(d, 'py_func', None)\n"
+            "        seen.append((f'{f.__module__}.{f.__qualname__}' if f else '?',\n"
+            "                     bool(getattr(d, 'targetoptions', {}).get('parallel')),\n"
+            "                     PART[0]))\n"
+            "    def on_end(self, ev):\n"
+            "        pass\n"
+            "event.register('numba:compile', L())\n")
+
+
+def _cold_code() -> str:
+    """One first-use program: the first calls of bench/coldstart.py's TARGETED (small
+    inputs), a second sampler specialization (int32), then a first call on 2*10^5 cells of
+    the grid Laplace and of the discrete Laplace into a separate ``out``; it prints what
+    compiled in which part."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import coldstart as bc
+    finally:
+        sys.path.pop(0)
+    return (LISTENER + "PART[0] = 'small'\n"
+            + bc.PRELUDE + "\n".join(bc.CASES[name] for name in bc.TARGETED) + "\n"
+            "dpfast.discrete_laplace(np.zeros(4, np.int32), 2.0, rng=K)\n"
+            "PART[0] = 'large'\n"
+            "x = np.arange(200_000) % 50\n"
+            "dpfast.laplace(x.astype(float), 2.0, rng=K)\n"
+            "dpfast.discrete_laplace(x, 2.0, rng=K, out=np.empty_like(x))\n"
+            "print(json.dumps(seen))\n")
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory) -> dict:
+    """The first-use program run twice on one fresh cache directory (the notice on, a
+    progress line due every 0.2 s): ``first`` compiles every kernel it calls, for real;
+    ``second`` loads them all from the cache ``first`` filled.  The tests of the notice,
+    of the progress lines and of what a first call compiles read these two runs (one cold
+    compile for all of them, not one each)."""
+    cache = str(tmp_path_factory.mktemp("cold") / "cache")
+    code = _cold_code()
+    first = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
+    listed = os.listdir(cache) if os.path.isdir(cache) else []
+    second = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
+    seen = (json.loads(first.stdout.strip().splitlines()[-1])
+            if first.returncode == 0 else [])
+    return {"cache": cache, "code": code, "first": first, "second": second,
+            "listed": listed, "seen": seen}
+
+
 @pytest.mark.slow
-def test_notice_once_when_compiling_and_never_from_the_cache(tmp_path) -> None:
-    """A fresh cache directory: the first process compiles and says so once (two kernels
-    compile); the second loads from the cache and says nothing; the variable silences."""
-    code = ("import numpy as np, dpfast\n"
-            "dpfast.discrete_laplace(np.zeros(4, np.int64), 2.0, rng=bytes(32))\n"
-            "dpfast.discrete_laplace(np.zeros(4, np.int32), 2.0, rng=bytes(32))\n")
-    cache = str(tmp_path / "cache")
-    first = _python(code, cache)
+def test_notice_once_when_compiling_and_never_from_the_cache(cold) -> None:
+    """A fresh cache directory: the first process compiles (many kernels, the int64 and
+    int32 samplers among them) and says so once; the second loads from the cache and says
+    nothing; the variable silences a new specialization's compile."""
+    first, second = cold["first"], cold["second"]
     assert first.returncode == 0, first.stderr
     assert first.stderr.count(NOTICE) == 1
-    assert os.listdir(cache)  # numba wrote its cache there
-    second = _python(code, cache)
+    assert cold["listed"]  # numba wrote its cache there
     assert second.returncode == 0, second.stderr
     assert NOTICE not in second.stderr
-    quiet = _python(code.replace("np.int32", "np.int16"), cache,
+    code = ("import numpy as np, dpfast\n"
+            "dpfast.discrete_laplace(np.zeros(4, np.int16), 2.0, rng=bytes(32))\n")
+    quiet = _python(code, cold["cache"],
                     **{_parallel.NOTICE_ENV: "1"})  # a new specialization compiles: silenced
     assert quiet.returncode == 0, quiet.stderr
     assert NOTICE not in quiet.stderr
@@ -65,42 +120,37 @@ SAMPLER_SERIAL = {"dpfast._kernels.table.table_kernel_serial",
 
 
 @pytest.mark.slow
-def test_a_first_small_call_compiles_no_parallel_kernel(tmp_path) -> None:
+def test_a_first_small_call_compiles_no_parallel_kernel(cold) -> None:
     """The five first calls the cold-start target is for, in a fresh cache directory:
     nothing they compile is a ``parallel=True`` kernel (each costs seconds of LLVM; the
     noise samplers have none since issue 41), and neither the
     numba ChaCha20 copy nor a numba hash (the refills and the keys' BLAKE2b are C).  What
     compiles, not how long (no timing in unit tests)."""
-    import json
-
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    try:
-        import coldstart as bc
-    finally:
-        sys.path.pop(0)
-    code = ("import json\n"
-            "from numba.core import event\n"
-            "seen = []\n"
-            "class L(event.Listener):\n"
-            "    def on_start(self, ev):\n"
-            "        d = ev.data.get('dispatcher')\n"
-            "        f = getattr(d, 'py_func', None)\n"
-            "        seen.append((f'{f.__module__}.{f.__qualname__}' if f else '?',\n"
-            "                     bool(getattr(d, 'targetoptions', {}).get('parallel'))))\n"
-            "    def on_end(self, ev):\n"
-            "        pass\n"
-            "event.register('numba:compile', L())\n"
-            + bc.PRELUDE + "\n".join(bc.CASES[name] for name in bc.TARGETED)
-            + "\nprint(json.dumps(seen))\n")
-    done = _python(code, str(tmp_path), **{_parallel.NOTICE_ENV: "1"})
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert cold["first"].returncode == 0, cold["first"].stderr
+    seen = [(name, par) for name, par, part in cold["seen"] if part == "small"]
     ours = [name for name, _ in seen if name.startswith("dpfast.")]
     assert "dpfast._kernels.table.table_kernel_serial" in ours  # it did compile, for real
     assert {name for name, par in seen if par} == set()
     assert set(ours) & SAMPLER_SERIAL
     assert not [n for n in ours if n.endswith(("chacha_words", "block_into"))
                 or ".blake2b." in n]
+
+
+@pytest.mark.slow
+def test_a_first_large_out_call_compiles_no_parallel_kernel(cold) -> None:
+    """A first call on 2*10^5 cells of the grid Laplace and of the discrete Laplace into a
+    separate ``out``, in a fresh cache directory, compiles no ``parallel=True`` kernel.
+    Fails on the old code: the max |x| check of the grid samplers and the x range pass of
+    a separate integer ``out`` were ``parallel=True`` kernels (seconds of LLVM at first
+    use); now they are chunked launches of serial kernels, as the samplers are.  (The
+    small first calls ran before it in the same process: nothing of either part is
+    ``parallel=True``.)"""
+    assert cold["first"].returncode == 0, cold["first"].stderr
+    ours = {name for name, _, part in cold["seen"]
+            if part == "large" and name.startswith("dpfast.")}
+    assert {"dpfast._kernels.grid._max_abs_blocks",
+            "dpfast._kernels.grid._range_blocks"} <= ours  # they did compile, for real
+    assert {name for name, par, _ in cold["seen"] if par} == set()
 
 
 KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "topdown_round", "local",
@@ -111,16 +161,42 @@ KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "topdown_round", 
 NOT_KERNELS = {"__init__", "_launch"}
 
 
-@pytest.mark.parametrize("module", KERNEL_MODULES)
-def test_every_kernel_module_installs_the_notice(tmp_path, module: str) -> None:
-    """Importing any kernel module (they all load through the dpfast._kernels package)
-    registers the listener before its first kernel can compile."""
-    code = (f"import dpfast._kernels.{module}\n"
+def _installs_the_notice(module: str) -> str:
+    return (f"import dpfast._kernels.{module}\n"
             "from dpfast import _parallel\n"
             "from numba.core import event\n"
             "assert _parallel._LISTENER, 'not installed'\n"
             "assert _parallel._LISTENER[0] in event._registered['numba:compile']\n")
-    done = _python(code, str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def module_imports(tmp_path_factory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Each kernel module imported first in a process of its own (a fresh cache directory):
+    one forked child per module of a parent that imported numpy and numba only (never
+    dpfast: the first job checks it), as ``python -c`` would run it (tests/forkrun.py);
+    :data:`KERNEL_MODULES`' first module also in a true fresh interpreter."""
+    from tests.forkrun import run_forked
+
+    cache = str(tmp_path_factory.mktemp("imports"))
+    env = {k: v for k, v in os.environ.items() if k != _parallel.NOTICE_ENV}
+    env.update(NUMBA_CACHE_DIR=cache, PYTHONPATH=ROOT)
+    clean = ("import sys\n"
+             "assert not [m for m in sys.modules if m.split('.')[0] == 'dpfast'], 'imported'\n")
+    jobs = [{"code": clean}] + [{"code": _installs_the_notice(m)} for m in KERNEL_MODULES]
+    res = run_forked(jobs, preload=["numpy", "numba", "numba.core.event"], env=env, cwd=ROOT,
+                     timeout=SUBPROCESS_TIMEOUT_S)
+    assert res[0]["returncode"] == 0, res[0]["stderr"]
+    out = {m: subprocess.CompletedProcess([], r["returncode"], r["stdout"], r["stderr"])
+           for m, r in zip(KERNEL_MODULES, res[1:], strict=True)}
+    out["(subprocess)"] = _python(_installs_the_notice(KERNEL_MODULES[0]), cache)
+    return out
+
+
+@pytest.mark.parametrize("module", [*KERNEL_MODULES, "(subprocess)"])
+def test_every_kernel_module_installs_the_notice(module_imports, module: str) -> None:
+    """Importing any kernel module (they all load through the dpfast._kernels package)
+    registers the listener before its first kernel can compile."""
+    done = module_imports[module]
     assert done.returncode == 0, done.stderr
 
 
@@ -185,9 +261,12 @@ def test_install_is_idempotent() -> None:
     assert len(mine) == 1
 
 
-def test_warmup_progress_lines_and_only(tmp_path) -> None:
+def test_warmup_progress_lines_and_only(tmp_path, capsys) -> None:
     """``dpfast warmup --only``: one progress line per family, a summary, exit 0; an
-    unknown family is a one-line error (the full run is timed by bench/coldstart.py)."""
+    unknown family is a one-line error, refused before anything runs (the CLI's ``main`` in
+    this process: nothing compiles) (the full run is timed by bench/coldstart.py)."""
+    from dpfast.cli import main
+
     env = dict(os.environ, PYTHONPATH=ROOT, NUMBA_CACHE_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "histogram"],
                           env=env, capture_output=True, text=True,
@@ -197,11 +276,11 @@ def test_warmup_progress_lines_and_only(tmp_path) -> None:
     assert "dpfast warmup: [1/1] histogram done, " in done.stderr
     assert "1 kernel families compiled and cached" in done.stdout
     assert NOTICE not in done.stderr  # the progress line says it already
-    bad = subprocess.run([sys.executable, "-m", "dpfast", "warmup", "--only", "nope"],
-                         env=env, capture_output=True, text=True,
-                         timeout=SUBPROCESS_TIMEOUT_S, cwd=ROOT)
-    assert bad.returncode == 2
-    assert bad.stderr.strip().count("\n") == 0 and "unknown family nope" in bad.stderr
+    capsys.readouterr()
+    assert main(["warmup", "--only", "nope"]) == 2
+    bad = capsys.readouterr()
+    assert bad.out == ""
+    assert bad.err.strip().count("\n") == 0 and "unknown family nope" in bad.err
 
 
 def test_sort_rows_is_a_stable_sort_by_key_then_value() -> None:
@@ -336,18 +415,15 @@ def test_progress_thread_is_silenced_by_the_notice_variable(monkeypatch) -> None
 
 
 @pytest.mark.slow
-def test_a_real_first_compile_prints_progress_and_a_cached_run_does_not(tmp_path) -> None:
-    """A first tables.count in a fresh cache directory compiles for seconds: with a short
-    interval, progress lines come; the same call from the cache prints none."""
-    code = ("import numpy as np\nfrom dpfast import tables\n"
-            "tables.count(np.arange(50) % 3, np.arange(50), epsilon=1.0, domain=[0, 1, 2], "
-            "rng=bytes(32))\n")
-    cache = str(tmp_path / "cache")
-    first = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
+def test_a_real_first_compile_prints_progress_and_a_cached_run_does_not(cold) -> None:
+    """A first tables.count (among the first calls) in a fresh cache directory compiles
+    for seconds: with a short interval, progress lines come; the same calls from the cache
+    print none (nothing at all on stderr)."""
+    first, second = cold["first"], cold["second"]
     assert first.returncode == 0, first.stderr
+    assert "tables.count(" in cold["code"]
     assert first.stderr.count(NOTICE) == 1
     assert "dpfast: compiling kernels, " in first.stderr
-    second = _python(code, cache, **{_parallel.PROGRESS_ENV: "0.2"})
     assert second.returncode == 0 and second.stderr == ""
 
 

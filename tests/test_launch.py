@@ -73,52 +73,6 @@ def test_a_busy_pool_does_not_hold_up_a_launch(monkeypatch) -> None:
     assert np.array_equal(got, dpfast.discrete_gaussian(x, 2.0, rng=KEY))
 
 
-@pytest.mark.slow
-def test_a_first_large_out_call_compiles_no_parallel_kernel(tmp_path) -> None:
-    """A first call on 2*10^5 cells of the grid Laplace and of the discrete Laplace into a
-    separate ``out``, in a fresh cache directory, compiles no ``parallel=True`` kernel.
-    Fails on the old code: the max |x| check of the grid samplers and the x range pass of
-    a separate integer ``out`` were ``parallel=True`` kernels (seconds of LLVM at first
-    use); now they are chunked launches of serial kernels, as the samplers are."""
-    import json
-    import subprocess
-    import sys
-
-    from dpfast import _parallel
-
-    from .helpers import SUBPROCESS_TIMEOUT_S
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    code = ("import json\n"
-            "import numpy as np\n"
-            "from numba.core import event\n"
-            "seen = []\n"
-            "class L(event.Listener):\n"
-            "    def on_start(self, ev):\n"
-            "        d = ev.data.get('dispatcher')\n"
-            "        f = getattr(d, 'py_func', None)\n"
-            "        seen.append((f'{f.__module__}.{f.__qualname__}' if f else '?',\n"
-            "                     bool(getattr(d, 'targetoptions', {}).get('parallel'))))\n"
-            "    def on_end(self, ev):\n"
-            "        pass\n"
-            "event.register('numba:compile', L())\n"
-            "import dpfast\n"
-            "x = np.arange(200_000) % 50\n"
-            "dpfast.laplace(x.astype(float), 2.0, rng=bytes(32))\n"
-            "dpfast.discrete_laplace(x, 2.0, rng=bytes(32), out=np.empty_like(x))\n"
-            "print(json.dumps(seen))\n")
-    env = {k: v for k, v in os.environ.items() if k != _parallel.NOTICE_ENV}
-    env.update(NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=root, **{_parallel.NOTICE_ENV: "1"})
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=SUBPROCESS_TIMEOUT_S, cwd=root)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.strip().splitlines()[-1])
-    ours = {name for name, _ in seen if name.startswith("dpfast.")}
-    assert {"dpfast._kernels.grid._max_abs_blocks",
-            "dpfast._kernels.grid._range_blocks"} <= ours  # they did compile, for real
-    assert {name for name, par in seen if par} == set()
-
-
 # --- claimed launches (the samplers): chunks taken one at a time from a shared counter --
 
 #: (sampler, dtype of x / out, how) covering every sampler kernel (envelope table, discrete

@@ -349,13 +349,16 @@ def test_extreme_but_supported_scales_stay_finite_and_on_grid() -> None:
 @pytest.mark.parametrize("forced", [0, 1, 3])
 def test_in_place_overflow_leaves_x_unchanged(fn, scale, forced) -> None:
     """Item 6: an OverflowError in an in-place call (after other chunks, in parallel,
-    already wrote) restores every written cell; a separate out is left untouched."""
+    already wrote) restores every written cell; a separate out is left untouched.  (The
+    first overflow is in the second of six chunks: with the exact continuation forced, the
+    chunks before it are drawn one sample at a time in Python.)"""
     from dpfast.noise import _exact
 
-    n = 5 * 65536 + 123
+    chunk = dpfast.noise._drive.CHUNK
+    n = 5 * chunk + 123
     x = np.arange(n, dtype=np.int64) * 7 - 1000
-    x[3 * 65536 + 10] = np.iinfo(np.int64).max  # overflows with probability ~1/2
-    x[3 * 65536 + 11:3 * 65536 + 60] = np.iinfo(np.int64).max
+    x[chunk + 10] = np.iinfo(np.int64).max  # overflows with probability ~1/2
+    x[chunk + 11:chunk + 60] = np.iinfo(np.int64).max
     x[-5:] = np.iinfo(np.int64).min
     before = x.copy()
     ctx = _exact.force_exact(forced) if forced else contextlib.nullcontext()

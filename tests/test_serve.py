@@ -89,6 +89,22 @@ def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return out
 
 
+def _tokens(config: str, who: dict[str, list[str]]) -> dict[str, str]:
+    """``dpfast serve token CONFIG ARGS`` for each entry of ``who``, one after the other,
+    each a process of its own forked from one parent that imported dpfast's CLI once
+    (tests/forkrun.py); ``_cli`` runs the command as a fresh interpreter (the revocation
+    test)."""
+    from tests.forkrun import run_forked
+
+    jobs = [{"module": "dpfast", "args": ["serve", "token", config, *args]}
+            for args in who.values()]
+    done = run_forked(jobs, preload=["dpfast", "dpfast.cli", "dpfast.cli.serve"], env=_env(),
+                      cwd=ROOT, timeout=600)
+    for r in done:
+        assert r["returncode"] == 0, r["stderr"]
+    return {name: r["stdout"].strip() for name, r in zip(who, done, strict=True)}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -105,14 +121,10 @@ class Server:
         shutil.copy(os.path.join(EXAMPLE, "people.csv"), directory)
         with open(self.config, "w") as fh:
             fh.write(config.format(port=self.port, workers=workers))
-        self.tokens = {
-            "alice": _cli("token", self.config, "--analyst", "alice").stdout.strip(),
-            "bob": _cli("token", self.config, "--analyst", "bob").stdout.strip(),
-            "carol": _cli("token", self.config, "--analyst", "carol").stdout.strip(),
-            "admin": _cli("token", self.config, "--admin").stdout.strip(),
-            "apps": _cli("token", self.config, "--collection", "apps").stdout.strip(),
-            "sites": _cli("token", self.config, "--collection", "sites").stdout.strip(),
-        }
+        self.tokens = _tokens(self.config, {
+            "alice": ["--analyst", "alice"], "bob": ["--analyst", "bob"],
+            "carol": ["--analyst", "carol"], "admin": ["--admin"],
+            "apps": ["--collection", "apps"], "sites": ["--collection", "sites"]})
         self.url = f"http://127.0.0.1:{self.port}"
         self.start()
 

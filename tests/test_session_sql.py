@@ -17,6 +17,7 @@ pytest.importorskip("duckdb")
 pytest.importorskip("sqlglot")
 
 from dpfast.session import REASONS, SqlRefusedError  # noqa: E402
+from tests.forkrun import forked_cli  # noqa: E402
 from tests.helpers import KEY, SUBPROCESS_TIMEOUT_S  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -211,13 +212,6 @@ def test_multi_aggregate_query_refused_whole_before_any_charge() -> None:
     assert len(s.budget.history()) == 2
 
 
-def _cli(*args: str, cwd: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "dpfast", "query", *args],
-                          capture_output=True, text=True,
-                          timeout=SUBPROCESS_TIMEOUT_S, cwd=cwd, env=env)
-
-
 def test_cli_query(tmp_path: object) -> None:
     tmp = str(tmp_path)
     _frame(1000).to_parquet(os.path.join(tmp, "flights.parquet"))
@@ -230,19 +224,24 @@ def test_cli_query(tmp_path: object) -> None:
                           "alice", "--epsilon", "2", "--budget-epsilon", "3"],
                          capture_output=True, text=True, timeout=300, cwd=tmp, env=env)
     assert reg.returncode == 0, reg.stderr
-    first = _cli(*common, q, "--epsilon", "1", "-o", "out.csv", cwd=tmp)
+    # the four queries one after the other, each a process forked from one parent that
+    # imported dpfast once (tests/forkrun.py; the registration above is a fresh interpreter)
+    first, again, bad, over = forked_cli([
+        ["query", *common, q, "--epsilon", "1", "-o", "out.csv"],
+        ["query", *common, q, "--epsilon", "1"],
+        ["query", *common, "SELECT * FROM flights", "--epsilon", "1"],
+        ["query", *common, q.replace("n,", "m,"), "--epsilon", "1.5", "-o", "x.csv"]],
+        cwd=tmp, env=env, preload=("dpfast", "dpfast.cli", "dpfast.session", "duckdb"),
+        timeout=SUBPROCESS_TIMEOUT_S)
     assert first.returncode == 0, first.stderr
     table = pd.read_csv(os.path.join(tmp, "out.csv"))
     assert list(table.columns) == ["dest", "n", "delay"] and len(table) == 4
-    again = _cli(*common, q, "--epsilon", "1", cwd=tmp)
     assert again.returncode == 0, again.stderr
     assert "2 of 2 aggregates from the cache" in again.stderr
     printed = again.stdout.split()
     assert [str(v) for v in table["n"]] == [printed[printed.index(d) + 1] for d in DESTS]
-    bad = _cli(*common, "SELECT * FROM flights", "--epsilon", "1", cwd=tmp)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert "refused (raw_rows)" in bad.stderr
-    over = _cli(*common, q.replace("n,", "m,"), "--epsilon", "1.5", "-o", "x.csv", cwd=tmp)
     assert over.returncode == 1 and "refused" in over.stderr
     assert not os.path.exists(os.path.join(tmp, "x.csv"))
     b = dpfast.Budget.from_ledger(os.path.join(tmp, "b.db"))
