@@ -153,7 +153,9 @@ def _compact(pstart, nuniq, uniq, first, off):
 
 
 def _part_blocks(args):
-    return -(-(args[3].shape[0] - 1) // args[0])
+    """The blocks of parts of the sorting pass, ``ceil(n_parts / pstep)`` (``args``: the
+    launch's tuple, ``pstep`` first and ``pstart`` third)."""
+    return -(-(args[2].shape[0] - 1) // args[0])
 
 
 def _block_range(args, a, b):
