@@ -19,7 +19,11 @@ sort on the raw value ``id - lo``:
    written compactly (the output is sized by the rows, never by the range).
 
 Parts are independent: step 2 runs over blocks of parts on up to ``nthreads`` threads
-(:func:`dpfast._kernels._launch.chunked`); the output does not depend on the threads.
+(:func:`dpfast._kernels._launch.chunked`), each call's scratch sized by the largest part of
+its blocks; the output does not depend on the threads.  Parts are ranges of id *values*:
+ids clustered far from one outlier put most rows in one part, sorted by one thread out of
+cache in a few streaming passes -- still no hash lookup per row, so such ids stay here
+rather than go to the factorization, whose hashing pass is serial as well.
 """
 
 from __future__ import annotations
