@@ -127,3 +127,67 @@ def test_count_and_mean_on_sparse_ids_are_unchanged(monkeypatch: pytest.MonkeyPa
     assert len(new[0]) > 10
     np.testing.assert_array_equal(new[2].keys, new[0].keys)  # Dask = one machine
     np.testing.assert_array_equal(new[2].values, new[0].values)
+
+
+def _sparse_vs_factorized(monkeypatch: pytest.MonkeyPatch, ids: np.ndarray,
+                          keys: np.ndarray, vals: np.ndarray, threads: int) -> None:
+    """``group_ids`` on ``ids`` gives the factorizing path's arrays."""
+    with scratch.lease():
+        got = [np.copy(a) for a in _grouped.group_ids(ids, keys, vals, threads, None, 50)[:4]]
+    with monkeypatch.context() as m, scratch.lease():
+        m.setattr(_grouped, "_sparse", lambda *a: None)
+        ref = [np.copy(a) for a in _grouped.group_ids(ids, keys, vals, threads, None, 50)[:4]]
+    for a, b in zip(got, ref, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sparse_sort_pass_spreads_its_blocks_over_the_threads(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sort pass of the radix path is launched over its blocks of parts,
+    ``ceil(n_parts / pstep)``, not over ``ceil((n - 1) / pstep)`` (the old count, read from
+    the packed rows instead of the parts' offsets): every range of the launch holds real
+    parts, there are several (the threads share the parts instead of one thread sorting
+    them all in the guided first range), and they cover every block exactly once.  The
+    arrays are the factorizing path's."""
+    rng = np.random.default_rng(40)
+    n = 4 * _keys.SERIAL_ROWS
+    ids = rng.integers(-10 ** 9, 10 ** 9, n // 4)[rng.integers(0, n // 4, n)]
+    keys = rng.integers(0, 50, n).astype(np.int64)
+    vals = rng.normal(size=n)
+    assert _grouped._sparse(ids, 50) is not None
+    calls: list[tuple[int, int, int]] = []
+    kernel = KS._SORT._kernel
+
+    def recording(b0, b1, pstep, shift, pstart, *rest):
+        calls.append((b0, b1, max(0, min(pstart.shape[0] - 1, b1 * pstep) - b0 * pstep)))
+        return kernel(b0, b1, pstep, shift, pstart, *rest)
+
+    monkeypatch.setattr(KS._SORT, "_kernel", recording)
+    for threads in (1, 4):
+        calls.clear()
+        with scratch.lease():
+            _grouped.group_ids(ids, keys, vals, threads, None, 50)
+        assert calls and all(real > 0 for _, _, real in calls)  # no empty range
+        blocks = sorted((b0, b1) for b0, b1, _ in calls)
+        assert blocks[0][0] == 0
+        assert all(x[1] == y[0] for x, y in zip(blocks, blocks[1:], strict=False))
+        assert len(calls) == 1 if threads == 1 else len(calls) > 1
+        _sparse_vs_factorized(monkeypatch, ids, keys, vals, threads)
+
+
+def test_sparse_ids_clustered_with_one_far_outlier_group_as_factorized(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids clustered at the bottom of the range with one far outlier put (almost) every
+    row in one part: that part is sorted in one call with three digits and the arrays are
+    still the factorizing path's (the radix path is kept: it is faster and smaller than
+    the factorization on this input)."""
+    rng = np.random.default_rng(41)
+    n = 4 * _keys.SERIAL_ROWS
+    ids = rng.integers(0, n // 2, n)
+    ids[n // 3] = 10 ** 9
+    keys = rng.integers(0, 50, n).astype(np.int64)
+    vals = rng.normal(size=n)
+    assert _grouped._sparse(ids, 50) is not None
+    for threads in (1, 3):
+        _sparse_vs_factorized(monkeypatch, ids, keys, vals, threads)

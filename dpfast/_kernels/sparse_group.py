@@ -19,7 +19,11 @@ sort on the raw value ``id - lo``:
    written compactly (the output is sized by the rows, never by the range).
 
 Parts are independent: step 2 runs over blocks of parts on up to ``nthreads`` threads
-(:func:`dpfast._kernels._launch.chunked`); the output does not depend on the threads.
+(:func:`dpfast._kernels._launch.chunked`), each call's scratch sized by the largest part of
+its blocks; the output does not depend on the threads.  Parts are ranges of id *values*:
+ids clustered far from one outlier put most rows in one part, sorted by one thread out of
+cache in a few streaming passes -- still no hash lookup per row, so such ids stay here
+rather than go to the factorization, whose hashing pass is serial as well.
 """
 
 from __future__ import annotations
@@ -73,15 +77,20 @@ def _digit_pass(src, dst, sv, dv, a_src, a_dst, r, sh, m, c, use_vals):
 
 
 @nb.njit(cache=True, nogil=True)
-def _sort_parts(b0, b1, pstep, shift, pstart, gkeys, gvals, use_vals, biggest, uniq, first,
-                nuniq, lo):
+def _sort_parts(b0, b1, pstep, shift, pstart, gkeys, gvals, use_vals, uniq, first, nuniq,
+                lo):
     """Parts of blocks ``[b0, b1)`` (block ``b``: parts ``[b pstep, (b + 1) pstep)``): each
     part's packed words ``gkeys[a:e]`` (key << 32 | id's low bits) stably sorted by the low
     ``shift`` bits (LSD in ``nd`` digits of ``db`` bits, ``nd * db <= 32``, ping-pong
-    through in-cache scratch), unpacked to the key, and its distinct ids written to
-    ``uniq[a:]`` (values) and ``first[a:]`` (their first rows), their number to
-    ``nuniq[p]``."""
+    through scratch sized by the largest of these parts), unpacked to the key, and its
+    distinct ids written to ``uniq[a:]`` (values) and ``first[a:]`` (their first rows),
+    their number to ``nuniq[p]``."""
     n_parts = pstart.shape[0] - 1
+    p0 = b0 * pstep
+    p1 = min(n_parts, b1 * pstep)
+    biggest = 0
+    for p in range(p0, p1):
+        biggest = max(biggest, pstart[p + 1] - pstart[p])
     low = np.int64(0xFFFFFFFF)
     nd = (shift + DIGIT_BITS - 1) // DIGIT_BITS
     db = (shift + nd - 1) // nd if nd else 0
@@ -92,7 +101,7 @@ def _sort_parts(b0, b1, pstep, shift, pstart, gkeys, gvals, use_vals, biggest, u
     c0 = np.zeros(nb_ + 1, np.int64)
     c1 = np.zeros(nb_ + 1, np.int64)
     c2 = np.zeros(nb_ + 1, np.int64)
-    for p in range(b0 * pstep, min(n_parts, b1 * pstep)):
+    for p in range(p0, p1):
         a = pstart[p]
         e = pstart[p + 1]
         r = e - a
@@ -153,7 +162,9 @@ def _compact(pstart, nuniq, uniq, first, off):
 
 
 def _part_blocks(args):
-    return -(-(args[3].shape[0] - 1) // args[0])
+    """The blocks of parts of the sorting pass, ``ceil(n_parts / pstep)`` (``args``: the
+    launch's tuple, ``pstep`` first and ``pstart`` third)."""
+    return -(-(args[2].shape[0] - 1) // args[0])
 
 
 def _block_range(args, a, b):
@@ -185,12 +196,11 @@ def group_sparse_ids(ids, lo, span, shift, keys, vals, use_vals, gkeys, gvals, u
     _offsets(cnt, pstart)
     _SCATTER.launch((step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
                      gkeys[:0].view(np.int32), True, True), nthr)
-    biggest = int(np.diff(pstart).max()) if n else 0
     nblk = min(n_parts, 4 * nthr)
     pstep = (n_parts + nblk - 1) // nblk
     if first is None:
         first = np.empty(n, np.int64)
     nuniq = np.zeros(n_parts, np.int64)
-    _SORT.launch((pstep, shift, pstart, gkeys, gvals, use_vals, biggest, uniq, first, nuniq,
+    _SORT.launch((pstep, shift, pstart, gkeys, gvals, use_vals, uniq, first, nuniq,
                   np.int64(lo)), nthr)
     return int(_compact(pstart, nuniq, uniq, first, off))
