@@ -705,3 +705,88 @@ def test_value_histogram_counts_one_value_per_person() -> None:
     # every value of N(50, 10) lies in the cells [16, 32), [32, 64) or [64, 128)
     assert set(np.flatnonzero(counts).tolist()) <= {
         int(np.searchsorted(g, x)) for x in (16.0, 32.0, 64.0)}
+
+
+def test_candidates_are_never_empty_at_the_grid_edges() -> None:
+    """Closes a failure after the charge: every published value in the grid's last cell
+    (an integer column at or beyond ``2**40``) left no candidate pair and an
+    AssertionError inside ``finish`` (the whole ε lost).  The last cell alone gives its
+    lower edge and the edge, flagged as clamped at the edge; the first cell alone and one
+    middle cell alone give their cell, the first flagged too."""
+    g = np.array([-4.0, -2.0, 0.0, 2.0, 4.0, 8.0])
+    m = g.shape[0]
+    for cell, want, edge in ((m - 1, (m - 2, m - 1), True), (0, (0, 1), True),
+                             (3, (3, 4), False)):
+        w = np.zeros(m)
+        w[cell] = 50.0
+        v = _tune_values.Values(g, w, False, True)
+        assert v.candidates() == [want]
+        assert v.at_edge(*want) is edge
+    w = np.zeros(m)
+    w[[2, m - 1]] = 50.0  # a cell below the last: no fallback needed, (2, m-1) at the edge
+    v = _tune_values.Values(g, w, False, True)
+    assert v.candidates() == [(2, 3), (2, m - 1)] and v.at_edge(2, m - 1)
+    assert not v.at_edge(2, 3)
+
+
+def _epoch_ms(n: int = 3000, people: int = 500) -> pd.DataFrame:
+    """Epoch milliseconds (about ``2**40.6``: beyond the integer grid's edge)."""
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"person": rng.integers(0, people, n),
+                         "key": rng.choice(list("abcd"), n),
+                         "x": (1_700_000_000_000 + rng.integers(0, 10**9, n)).astype(np.int64)})
+
+
+def test_bounds_auto_with_every_value_beyond_the_grid_ends_in_a_dp_answer() -> None:
+    """Closes a failure after the charge (AssertionError, a ``failed`` ledger row with the
+    whole ε): ``bounds="auto"`` and ``tune`` on a column whose every value lies beyond the
+    integer grid's edge release, and say the column was clamped at the edge."""
+    df = _epoch_ms()
+    budget = dpfast.Budget(epsilon=100.0, accounting="basic")
+    rel = tables.aggregate(df, "key", "person", metrics=[("mean", "x")], epsilon=10.0,
+                           bounds={"x": "auto"}, domain=list("abcd"), rng=KEY, budget=budget)
+    tuning = rel.tuning  # type: ignore[attr-defined]
+    assert tuning.bounds["x"] == (1 << 39, 1 << 40) and tuning.at_edge == ["x"]
+    assert "x" in tuning.uninformative and "grid's edge" in repr(tuning)
+    assert np.isfinite(np.asarray(rel["mean_x"].values, dtype=float)).all()
+    res = tables.tune(df, by="key", privacy_id="person", metrics=[("mean", "x")],
+                      epsilon=10.0, domain=list("abcd"), rng=KEY, budget=budget)
+    assert res.at_edge == ["x"] and res.to_dict()["at_edge"] == ["x"]
+    assert [h.status for h in budget.history()] == ["charged", "charged"]
+
+
+def test_tune_with_an_unbounded_column_checks_its_candidates_before_the_charge() -> None:
+    """Closes a refusal on public parameters after the charge: with a column left without
+    bounds the largest candidate's plan was not checked, so candidates no bound could
+    release ended in ValueError after ``share·ε`` was charged (a ``failed`` row).  Now
+    refused before any charge (nothing in the ledger), for ``tune`` and ``aggregate``."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"person": rng.integers(0, 300, 3000),
+                       "key": rng.choice(list("abcd"), 3000),
+                       "x": rng.integers(0, 100, 3000), "y": rng.normal(50, 10, 3000)})
+    budget = dpfast.Budget(epsilon=10.0, accounting="basic")
+    with pytest.raises(ValueError, match="noise scale"):
+        tables.tune(df, by="key", privacy_id="person", metrics=[("sum", "x"), ("mean", "y")],
+                    epsilon=1.0, bounds={"x": (0, 1 << 40)}, domain=list("abcd"),
+                    max_partitions=[64], max_per_partition=[1024], rng=KEY, budget=budget)
+    assert budget.history() == []
+    with pytest.raises(ValueError, match="noise scale"):
+        tables.aggregate(df, "key", "person", metrics=[("sum", "x"), ("mean", "y")],
+                         epsilon=1.0, bounds={"x": (0, 1 << 40), "y": "auto"},
+                         domain=list("abcd"), max_partitions=64, max_per_partition=1024,
+                         rng=KEY, budget=budget)
+    assert budget.history() == []
+
+
+def test_an_unbounded_integer_sum_no_bound_of_the_grid_can_release_is_refused_first() -> None:
+    """The check of the candidates with the columns without bounds at the widest bounds
+    the tuning can choose (``±2**40``): the smallest candidate must release at them, so
+    the search after the charge always has one; where it cannot, refused before the
+    charge, naming the column and what to pass."""
+    df = _people(13, n_people=30)
+    df["x"] = df["x"].round().astype(np.int64)
+    budget = dpfast.Budget(epsilon=1.0, accounting="basic")
+    with pytest.raises(ValueError, match="may choose for x.*pass public bounds"):
+        tables.tune(df, by="key", privacy_id="person", metrics=[("sum", "x")],
+                    epsilon=1e-4, domain=[f"k{j}" for j in range(8)], rng=KEY, budget=budget)
+    assert budget.history() == []

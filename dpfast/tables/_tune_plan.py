@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TUNE_SHARE", "TunePlan", "AutoTunePlan", "plan_auto", "domain_size",
            "release_event", "split_tuning", "parts", "BOUNDS_PARTS", "tuning_event",
-           "default_share", "result", "noisy_values", "pooled_counts"]
+           "default_share", "result", "noisy_values", "pooled_counts", "check_widest",
+           "grid_range"]
 
 TUNE_SHARE = multi.TUNE_SHARE
 
@@ -170,14 +171,54 @@ def result(spec: ReleaseSpec, source: Source, summary: _sum.Summary, ks: tuple[i
     full = _pred.with_bounds(spec, best.bounds)
     assert not isinstance(full.bounds, str)
     bounds = {c: (lo, hi) for c, lo, hi in full.bounds or ()}
-    beyond = {}
+    beyond, edge = {}, []
     for name, v in values.items():
         lo, hi = best.bounds[name]
-        beyond[name] = v.beyond(int(np.searchsorted(v.grid, lo)),
-                                int(np.searchsorted(v.grid, hi)))
+        a, b = int(np.searchsorted(v.grid, lo)), int(np.searchsorted(v.grid, hi))
+        beyond[name] = v.beyond(a, b)
+        if v.at_edge(a, b):
+            edge.append(name)
     return TuneResult(best.max_partitions, best.max_per_partition, bounds,  # type: ignore[arg-type]
                       best.predictions, table, spent, float(spec.epsilon or 0.0), event,
-                      summary, beyond, dict(values))
+                      summary, beyond, dict(values), sorted(edge))
+
+
+def grid_range(integer: bool) -> tuple[int | float, int | float]:
+    """The widest bounds the tuning can choose for a column: its value grid's range."""
+    g = _autobounds._grid_for(None, integer)
+    return (int(g[0]), int(g[-1])) if integer else (float(g[0]), float(g[-1]))
+
+
+def check_widest(spec: ReleaseSpec, source: Source, check: multi.MultiPlan,
+                 names: tuple[str, ...], ks: tuple[int, ...], cs: tuple[int, ...]) -> None:
+    """The public checks the search relies on, before any charge (a function of the public
+    parameters and the columns' types only; ValueError naming the parameters).
+
+    The release's plan at its largest candidate ``(max(ks), max(cs))`` at the caller's
+    bounds (``c`` times a bound beyond exact int64 sums); and, with the columns ``names``
+    (bounds chosen after the charge; ``check``: the release's plan at any bounds) at
+    :func:`grid_range`, the widest bounds the tuning can choose for them, at the smallest
+    candidate ``(min(ks), min(cs))``.  Every check of the plan grows with ``k``, ``c`` and
+    the bounds' width (a bound beyond exact int64 sums, a noise scale beyond the
+    samplers'), so the smallest candidate passes at whatever bounds the tuning chooses:
+    the search (:func:`dpfast.tables._tune_predict.search`, after the charge) always has
+    a candidate to recommend and never refuses."""
+    parts = _pred._statistics_parts()
+    multi.plan_of(dataclasses.replace(spec, max_partitions=max(ks), max_per_partition=max(cs)),
+                  source, parts)
+    if not names:
+        return
+    wide = {n: grid_range(bool(check.metrics.columns[n].integer)) for n in names}
+    k, c = min(ks), min(cs)
+    try:
+        multi.plan_of(dataclasses.replace(_pred.with_bounds(spec, wide), max_partitions=k,
+                                          max_per_partition=c),
+                      source, parts)
+    except ValueError as e:
+        raise ValueError(f"the smallest candidate (max_partitions={k}, max_per_partition="
+                         f"{c}) with the bounds the tuning may choose for "
+                         f"{', '.join(names)} (up to {wide}) cannot be released: {e}; "
+                         "pass public bounds for them, or a larger epsilon") from None
 
 
 def _wide(check: multi.MultiPlan, names: tuple[str, ...]) -> multi.MultiPlan:
@@ -186,8 +227,7 @@ def _wide(check: multi.MultiPlan, names: tuple[str, ...]) -> multi.MultiPlan:
     cols = dict(check.metrics.columns)
     for name in names:
         col = cols[name]
-        g = _autobounds._grid_for(None, col.integer)
-        lo, hi = (int(g[0]), int(g[-1])) if col.integer else (float(g[0]), float(g[-1]))
+        lo, hi = grid_range(bool(col.integer))
         cols[name] = dataclasses.replace(col, lo=lo, hi=hi)
     return dataclasses.replace(check, metrics=dataclasses.replace(check.metrics,
                                                                   columns=cols))
@@ -293,11 +333,9 @@ def plan_auto(spec: ReleaseSpec, source: Source) -> AutoTunePlan:
         raise ValueError("max_partitions='auto' is for dpfast.tables.aggregate")
     ks = _pred.K_GRID if auto_k else (spec.max_partitions,)
     cs = _pred.C_GRID if auto_c else (spec.max_per_partition,)
-    if not auto:  # the largest candidate's plan too (c times a bound beyond exact int64
-        # sums: refused now, not after the charge)
-        multi.plan_of(dataclasses.replace(rest, max_partitions=max(ks),
-                                          max_per_partition=max(cs)),
-                      rows, _pred._statistics_parts())
+    # the candidates' plans too, the "auto" columns at their widest bounds (c times a bound
+    # beyond exact int64 sums: refused now, not after the charge)
+    check_widest(rest, rows, check, tuple(auto), ks, cs)
     event = _events.with_neighbouring(
         _events.Composed((*tuning_parts(eps_h, eps_b, len(auto)),
                           release_event(eps_rest, spec.delta))), _events.ADD_REMOVE)

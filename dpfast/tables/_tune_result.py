@@ -51,6 +51,11 @@ class TuneResult:
     values : dict of str to Values
         Per column whose bounds the tuning chose: its value histogram (DP, or the public
         sample's), from which the bounds and their clamping were predicted.
+    at_edge : list of str
+        The columns whose chosen bounds reach the value grid's edge (``±2**40`` for an
+        integer column, ``±2**62`` for floats) with people in the edge cell: their values
+        beyond the grid are clamped to its edge (e.g. epoch milliseconds, about ``2**40.6``),
+        so the bounds may miss the data -- give them public ``bounds``.
     """
 
     max_partitions: int
@@ -64,6 +69,7 @@ class TuneResult:
     summary: Summary
     beyond: dict[str, float] = dataclasses.field(default_factory=dict)
     values: dict[str, Values] = dataclasses.field(default_factory=dict)
+    at_edge: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def params(self) -> dict[str, object]:
@@ -87,6 +93,7 @@ class TuneResult:
             "event": None if self.event is None else str(self.event),
             "summary": self.summary.to_dict(),
             "beyond": dict(self.beyond),
+            "at_edge": list(self.at_edge),
             "values": {c: v.to_dict() for c, v in self.values.items()},
         }
 
@@ -119,6 +126,9 @@ class TuneResult:
         bad = self.uninformative
         note = (f"; the bounds of {', '.join(bad)} may miss the data: pass bounds or a larger "
                 "share" if bad else "")
+        if self.at_edge:
+            note += (f"; {', '.join(self.at_edge)} clamped at the value grid's edge: pass "
+                     "bounds")
         return (f"TuneResult(max_partitions={self.max_partitions}, max_per_partition="
                 f"{self.max_per_partition}, bounds={self.bounds}, predicted error per key: "
                 f"{errs}; tuning epsilon={self.epsilon}{note})")

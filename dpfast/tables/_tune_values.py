@@ -185,7 +185,8 @@ class Values:
     def candidates(self) -> list[tuple[int, int]]:
         """The candidate bounds ``(a, b)`` (grid indices): the lower edges of the non-empty
         cells up to the median's cell, the upper edges from it; the empty: the cell of 0
-        and the next grid point."""
+        and the next grid point; all in the last cell (the grid's edge): its lower edge and
+        the edge."""
         g = self.grid
         m = g.shape[0]
         if self.empty:
@@ -196,7 +197,17 @@ class Values:
         full = np.flatnonzero(self.weights > 0)
         los = sorted({int(p) for p in full if p <= med})
         his = sorted({min(int(p) + 1, m - 1) for p in full if p >= med})
-        return [(a, b) for a in los for b in his if a < b]
+        pairs = [(a, b) for a in los for b in his if a < b]
+        # every value in the last cell (at the grid's edge, clamped there): no pair above;
+        # its lower edge and the edge (never empty: the search after the charge needs one)
+        return pairs or [(m - 2, m - 1)]
+
+    def at_edge(self, a: int, b: int) -> bool:
+        """Whether the bounds ``(a, b)`` reach the grid's edge where its edge cell holds
+        people: values beyond the grid are clamped there, the bounds may cut them."""
+        m = self.grid.shape[0]
+        return bool((a == 0 and self.weights[0] > 0)
+                    or (b == m - 1 and self.weights[m - 1] > 0))
 
     def bounds(self, a: int, b: int) -> tuple[int | float, int | float]:
         """The bounds of grid indices ``(a, b)`` (ints for an integer column)."""

@@ -15,7 +15,6 @@ bounds of least predicted error from a private histogram of its values
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -216,10 +215,10 @@ def tune(df: pd.DataFrame | Any, by: str | list[str] | tuple[str, ...],
     n_keys = _tp.domain_size(domain)
     values = {c: multi.frame_column(df, c) for c in used}
     rows = _run.Rows(keys, ids, columns=values, domain=domain, key_names=tuple(by_list))
-    multi.plan_of(spec, rows, parts)  # every public check of the release, before a charge
-    if not unbounded:  # and of its largest candidate (c times a bound beyond int64 sums)
-        multi.plan_of(dataclasses.replace(spec, max_partitions=max(ks),
-                                          max_per_partition=max(cs)), rows, parts)
+    check = multi.plan_of(spec, rows, parts)  # every public check of the release
+    # and of its candidates, the columns without bounds at the widest the tuning can choose
+    # (c times a bound beyond int64 sums): refused now, not after the charge
+    _tp.check_widest(spec, rows, check, unbounded, ks, cs)
     if public_sample is not None:
         return _from_sample(spec, rows, public_sample, by, privacy_id, used, unbounded,
                             domain, n_keys, sample_fraction, ks, cs)
