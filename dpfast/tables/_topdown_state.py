@@ -8,8 +8,10 @@ value beyond int64 after rounding would read out of bounds, return garbage or ne
 
 The fields are also checked against each other (:func:`check_relations`), wherever one is
 a function of others: the privacy ``event`` and ``rho_total`` are what the per-level
-``sigma`` and sensitivities imply (:func:`dpfast.tables._topdown_tevents.release_event`,
-the same rounding), each level's mechanism is the one its ``rho`` and sensitivity make,
+``sigma`` and sensitivities imply (:func:`dpfast.tables._topdown_events.release_event`,
+the same rounding; the squared sensitivities are the state's exact ``l2sq``, whose roots
+the stated ``sensitivity`` must be, or for an older state without it those recovered by
+:func:`_recover_l2sq`), each level's mechanism is the one its ``rho`` and sensitivity make,
 the measured levels are the ones the invariant leaves, the variances lie below the noise's,
 the estimates are the consistent ones where nothing post-processed them (non-negative where
 stated, and with integer estimates every level sums to the same total), and a state with
