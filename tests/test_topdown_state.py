@@ -273,7 +273,7 @@ def _wide(c: int) -> tables.TopDownRelease:
                           max_per_partition=c, rng=dpfast.default_rng(KEY))
 
 
-@pytest.mark.parametrize("c", [10_000, 10 ** 6])
+@pytest.mark.parametrize("c", [10_000, 12_345, 10 ** 6, 2 ** 26 + 1, 987_654_321_987])
 def test_per_person_state_with_large_sensitivities_round_trips(c: int) -> None:
     """A genuine per-person state whose ``l2sq`` is not ``round(sensitivity^2)`` (above
     ``2^52``; the old reading took that square and refused the state, "mech_rho[1] is not
@@ -286,7 +286,8 @@ def test_per_person_state_with_large_sensitivities_round_trips(c: int) -> None:
     assert tables.TopDownRelease.from_state(state).to_state() == state
 
 
-@pytest.mark.parametrize("c", [1, 7, 10_000, 10 ** 6, 10 ** 9])
+@pytest.mark.parametrize("c", [1, 7, 10_000, 12_345, 10 ** 6, 2 ** 26 + 1, 10 ** 9,
+                               987_654_321_987])
 def test_state_without_l2sq_still_loads(c: int) -> None:
     """A state written before ``l2sq`` was stored (the field absent) loads: of the
     integers whose root is the stated sensitivity, one whose mechanism and event match is
