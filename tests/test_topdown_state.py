@@ -24,7 +24,7 @@ import pytest
 import dpfast
 from dpfast import tables
 from dpfast.accounting import events as ev
-from dpfast.tables.state import decode_array, encode_array, encode_scalar
+from dpfast.tables.state import decode_array, decode_scalar, encode_array, encode_scalar
 
 from .helpers import KEY
 
@@ -230,7 +230,8 @@ def test_the_event_is_the_function_of_sigma(kind: str) -> None:
     from dpfast.tables import _topdown_events
 
     r = _release(kind)
-    l2sq = [round(s * s) for s in r.sensitivity]
+    l2sq = r.to_state()["l2sq"]
+    assert l2sq == [round(s * s) for s in r.sensitivity]  # (small: the float's square)
     assert _topdown_events.release_event(r.sigma, l2sq) == (r.event, r.rho_total)
 
 
@@ -257,3 +258,99 @@ def test_states_of_random_trees_load(estimator: str, seed: int) -> None:
     for rel in releases:
         state = rel.to_state()
         assert tables.TopDownRelease.from_state(state).to_state() == state
+
+
+def _wide(c: int) -> tables.TopDownRelease:
+    """A per-person release whose squared sensitivities are not a float's square: 10,003
+    leaves, a middle level of units of 5000, 5000 and 3 leaves, ``k = 10,003`` and
+    ``max_per_partition = c`` (``l2sq`` of the middle level ``(2 * 5000^2 + 9) c^2``,
+    above ``2^52`` from ``c = 10^4``, above ``2^62`` from ``c = 10^6``)."""
+    n = 10_003
+    mid = np.concatenate([np.zeros(5000), np.ones(5000), np.full(3, 2)]).astype(np.int64)
+    g = np.random.default_rng(0)
+    return tables.topdown(g.integers(0, n, 2000), [np.zeros(n, np.int64), mid, np.arange(n)],
+                          rho=1e3, privacy_ids=g.integers(0, 300, 2000), max_partitions=n,
+                          max_per_partition=c, rng=dpfast.default_rng(KEY))
+
+
+@pytest.mark.parametrize("c", [10_000, 12_345, 10 ** 6, 2 ** 26 + 1, 987_654_321_987])
+def test_per_person_state_with_large_sensitivities_round_trips(c: int) -> None:
+    """A genuine per-person state whose ``l2sq`` is not ``round(sensitivity^2)`` (above
+    ``2^52``; the old reading took that square and refused the state, "mech_rho[1] is not
+    rho[1] / sensitivity[1]^2", and refused ``l2sq >= 2^62`` outright): FAILS on the old
+    code.  The state now holds the exact ``l2sq`` and rebuilds the same release."""
+    r = _wide(c)
+    state = r.to_state()
+    assert state["l2sq"] == [(10_003 * c) ** 2, (2 * 5000 ** 2 + 9) * c ** 2, 10_003 * c ** 2]
+    assert state["l2sq"][1] != round(r.sensitivity[1] ** 2)
+    assert tables.TopDownRelease.from_state(state).to_state() == state
+
+
+@pytest.mark.parametrize("c", [1, 7, 10_000, 12_345, 10 ** 6, 2 ** 26 + 1, 10 ** 9,
+                               987_654_321_987])
+def test_state_without_l2sq_still_loads(c: int) -> None:
+    """A state written before ``l2sq`` was stored (the field absent) loads: of the
+    integers whose root is the stated sensitivity, one whose mechanism and event match is
+    found (several above ``2^52``; the release's event is the same); it is written back
+    without the field.  With ``c >= 10^4`` this FAILS on the old code."""
+    r = _wide(c) if c != 7 else _release("person")
+    state = r.to_state()
+    del state["l2sq"]
+    back = tables.TopDownRelease.from_state(state)
+    assert back.event == r.event and back.rho_total == r.rho_total
+    assert back.to_state() == state
+
+
+@pytest.mark.parametrize("name,edit,field", [
+    ("event_rho", _scale_event(1, 0.5), "event"),
+    ("rho_total", _set("rho_total", lambda s: encode_scalar(
+        math.nextafter(tables.TopDownRelease.from_state(s).rho_total, 0.0))), "rho_total"),
+    ("mech_rho", _set("mech_rho", lambda s: [encode_scalar(decode_scalar(m) * 0.5)
+                                             for m in s["mech_rho"]]), r"mech_rho\[0\]"),
+    ("sensitivity_not_a_root", _set("sensitivity", lambda s: _scalars([1.5, 1.5, 1.5])),
+     "sensitivity"),
+    ("sensitivity_huge", _set("sensitivity", lambda s: _scalars([1e300, 1e300, 1e300])),
+     "sensitivity")])
+def test_tampered_state_without_l2sq_is_refused(name: str, edit: Callable[[dict[str, Any]],
+                                                                          None],
+                                                field: str) -> None:
+    """An older state (no ``l2sq``) whose fields disagree is refused as before: no
+    integer near ``sensitivity^2`` makes them agree."""
+    state = dict(_wide(10_000).to_state())
+    del state["l2sq"]
+    tables.TopDownRelease.from_state(state)  # (untouched: loads)
+    edit(state)
+    with pytest.raises(ValueError, match=field):
+        tables.TopDownRelease.from_state(state)
+
+
+def _l2sq_edit(j: int, delta: int) -> Callable[[dict[str, Any]], None]:
+    def edit(state: dict[str, Any]) -> None:
+        state["l2sq"] = [d + delta if i == j else d for i, d in enumerate(state["l2sq"])]
+    return edit
+
+
+@pytest.mark.parametrize("c,edit,field", [
+    # another l2sq: a different root, or above 2^52 the same root and another mechanism,
+    # event or rho_total
+    (7, _l2sq_edit(1, -1), r"sensitivity\[1\]"),
+    (10_000, _l2sq_edit(1, -(10 ** 4)), r"sensitivity\[1\]"),
+    (10_000, _l2sq_edit(1, 1), r"mech_rho\[1\]"),
+    (10_000, _l2sq_edit(0, 1), r"mech_rho\[0\]"),
+    (10_000, _l2sq_edit(0, -1), "rho_total"),
+    (10 ** 6, _l2sq_edit(2, -1), "event"),
+    (7, _set("l2sq", lambda s: s["l2sq"][:2]), "l2sq"),
+    (7, _set("l2sq", lambda s: [0, *s["l2sq"][1:]]), r"l2sq\[0\]"),
+    (7, _set("l2sq", lambda s: [True, *s["l2sq"][1:]]), r"l2sq\[0\]"),
+    (7, _set("l2sq", lambda s: [float(d) for d in s["l2sq"]]), r"l2sq\[0\]"),
+    (7, _set("l2sq", lambda s: "441"), "l2sq")])
+def test_tampered_l2sq_is_refused(c: int, edit: Callable[[dict[str, Any]], None],
+                                  field: str) -> None:
+    """A stored ``l2sq`` that is not the one the sensitivity, the mechanisms and the event
+    were made with (or not one int ``>= 1`` per level) is refused, naming the field.  (Far
+    above ``2^53`` neighbouring integers can share every one of those floats: such an
+    ``l2sq`` is as consistent with the accounting record as the true one, and loads.)"""
+    state = dict((_wide(c) if c != 7 else _release("person")).to_state())
+    edit(state)
+    with pytest.raises(ValueError, match=field):
+        tables.TopDownRelease.from_state(state)

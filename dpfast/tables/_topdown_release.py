@@ -52,6 +52,7 @@ class TopDownFields(TypedDict):
     release_id: NotRequired[int | None]
     privacy_unit: NotRequired[str]
     sensitivity: NotRequired[list[float]]
+    l2sq: NotRequired[list[int]]
     estimator: NotRequired[str]
 
 
@@ -127,6 +128,9 @@ class TopDownRelease:
         self.privacy_unit: str = kw.get("privacy_unit", "record")
         # per level, the L2 sensitivity the noise was calibrated for (1 per record)
         self.sensitivity: list[float] = kw.get("sensitivity", [1.0] * len(self.estimates))
+        # per level, the exact squared L2 sensitivity (sensitivity[j] its float(sqrt)),
+        # kept in the state; None where unknown (a state written before it was stored)
+        self._l2sq: list[int] | None = kw.get("l2sq")
         self.estimator: str = kw.get("estimator", "topdown")
         # (an unrounded blue release) the hierarchy's parent arrays, level by level
         # (parents[0] None), for rounded(); public, kept in the state
@@ -156,6 +160,9 @@ class TopDownRelease:
                              for m in self._mechs],
                 "privacy_unit": self.privacy_unit,
                 "sensitivity": [_state.encode_scalar(float(x)) for x in self.sensitivity],
+                # the exact integers the sensitivities are the roots of (a float's square
+                # does not give them back above 2^52); older states: recovered on load
+                **({} if self._l2sq is None else {"l2sq": [int(d) for d in self._l2sq]}),
                 **({} if self.estimator == "topdown" else {"estimator": self.estimator}),
                 **({} if self._parents is None else
                    {"parents": _arrays(self._parents[1:])})}
@@ -330,6 +337,7 @@ class TopDownRelease:
             nonnegative=bool(nonnegative), integer=bool(integer), mechanisms=self._mechs,
             release_id=self.release_id, privacy_unit=self.privacy_unit,
             sensitivity=self.sensitivity, estimator="blue")
+        out._l2sq = self._l2sq
         out._halfwidths = self._halfwidths  # the same variances: the same half-widths
         return out
 

@@ -6,16 +6,19 @@ or the session's result cache hands in is checked here, before any kernel (the r
 do no bounds checks: a level with more columns than its parents, a non-finite value, or a
 value beyond int64 after rounding would read out of bounds, return garbage or never end.
 
-The fields are also checked against each other (:func:`check_relations`), wherever one is
-a function of others: the privacy ``event`` and ``rho_total`` are what the per-level
-``sigma`` and sensitivities imply (:func:`dpfast.tables._topdown_tevents.release_event`,
-the same rounding), each level's mechanism is the one its ``rho`` and sensitivity make,
-the measured levels are the ones the invariant leaves, the variances lie below the noise's,
-the estimates are the consistent ones where nothing post-processed them (non-negative where
-stated, and with integer estimates every level sums to the same total), and a state with
-the hierarchy (an unrounded BLUE) holds the least squares of its own noisy measurements.
-A state whose published standard errors and intervals (from ``sigma`` and the variances)
-disagree with the accounting record (``event``) is refused, as is any other such mismatch.
+The fields are also checked against each other (:func:`check_relations`), wherever one is a
+function of others: the privacy ``event`` and ``rho_total`` are what the per-level ``sigma``
+and sensitivities imply (:func:`dpfast.tables._topdown_events.release_event`, the same
+rounding; the squared sensitivities are the state's exact ``l2sq``, whose roots the stated
+``sensitivity`` must be, or for an older state without it those recovered by
+:func:`dpfast.tables._topdown_l2sq.recover_l2sq`), each level's mechanism is the one its
+``rho`` and sensitivity make, the measured levels are the ones the invariant leaves, the
+variances lie below the noise's, the estimates are the consistent ones where nothing
+post-processed them (non-negative where stated, and with integer estimates every level sums to
+the same total), and a state with the hierarchy (an unrounded BLUE) holds the least squares
+of its own noisy measurements. A state whose published standard errors and intervals (from
+``sigma`` and the variances) disagree with the accounting record (``event``) is refused, as
+is any other such mismatch.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from . import _topdown_blue as _blue
 from . import _topdown_events as _tevents
 from . import _topdown_round as _round
 from . import _wls
+from ._topdown_l2sq import check_l2sq, l2sq_of
 
 if TYPE_CHECKING:
     from ._topdown_release import TopDownFields
@@ -236,6 +240,8 @@ def read_state(state: dict[str, Any]
         "nonnegative": check_flag(state, "nonnegative"), "integer": integer,
         "mechanisms": mechs, "release_id": rid, "privacy_unit": unit,
         "sensitivity": sensitivity, "estimator": str(estimator)}
+    if "l2sq" in state:  # (written since the field exists; older states: recovered)
+        fields["l2sq"] = check_l2sq(state["l2sq"], L)
     parents: list[np.ndarray | None] | None = None
     if "parents" in state:  # an unrounded BLUE: rounded() works on the rebuilt release
         if estimator != "blue" or fields["nonnegative"] or integer:
@@ -251,25 +257,12 @@ def read_state(state: dict[str, Any]
     return fields, parents
 
 
-def _l2sq(sensitivity: list[float]) -> list[int]:
-    """The squared L2 sensitivities the stated ``sensitivity`` are the square roots of
-    (the release states ``sqrt(l2sq_j)`` of an integer ``l2sq_j >= 1``)."""
-    out = []
-    for j, s in enumerate(sensitivity):
-        d2 = round(s * s) if s * s < 2.0 ** 62 else 0
-        if d2 < 1 or float(math.sqrt(d2)) != s:
-            raise ValueError(f"state's sensitivity[{j}] must be the square root of an "
-                             f"integer >= 1, got {s!r}")
-        out.append(d2)
-    return out
-
-
 def check_relations(f: TopDownFields, mech_rho: list[float | None],
                     parents: list[np.ndarray | None] | None) -> None:
     """The fields of a state against each other (ValueError naming the field that
     disagrees): what the module's docstring lists, each with the release's own rule."""
     sigma, rho, L = f["sigma"], f["rho"], len(f["sigma"])
-    l2sq = _l2sq(f.get("sensitivity", [1.0] * L))
+    l2sq = l2sq_of(f, mech_rho)
     if f.get("privacy_unit", "record") == "record" and any(d != 1 for d in l2sq):
         raise ValueError("state's sensitivity must be 1 at every level for privacy_unit "
                          "'record'")

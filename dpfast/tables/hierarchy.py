@@ -416,6 +416,7 @@ class TopDownPlan:
                                self.estimator)
         rel.privacy_unit = self.unit
         rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in self.l2sq]
+        rel._l2sq = list(self.l2sq)  # (exact, kept in the state)
         return rel
 
 
