@@ -148,21 +148,37 @@ def group_by_id(ids, n_ids, keys, vals, use_vals, off, gkeys, gvals, loc, nthrea
         shift += 1
     n_parts = ((n_ids - 1) >> shift) + 1
     mask = (1 << shift) - 1
-    nt = max(1, min(nthr, (n + 65535) // 65536))
-    step = (n + nt - 1) // nt
-    cnt = np.zeros((nt, n_parts), np.int64)
-    _COUNT.launch((step, ids, lo, shift, cnt), nthr)
-    pstart = np.empty(n_parts + 1, np.int64)
-    _offsets(cnt, pstart)
     pack = 0 < key_bound <= (1 << 31) and gkeys.dtype == np.int64 and shift < 32
-    _SCATTER.launch((step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
-                     loc, True, pack), nthr)
+    pstart = partition_rows(ids, lo, shift, n_parts, keys, vals, use_vals, gkeys, gvals,
+                            loc, pack, nthr)
     biggest = int(np.diff(pstart).max())
     nblk = min(n_parts, 4 * nthr)
     pstep = (n_parts + nblk - 1) // nblk
     _SORT.launch((pstep, shift, n_ids, pstart, loc, off, gkeys, gvals, use_vals, biggest,
                   mask, pack), nthr)
     off[n_ids] = n
+
+
+def partition_rows(ids, lo, shift, n_parts, keys, vals, use_vals, gkeys, gvals, loc, pack,
+                   nthr):
+    """The rows scattered into ``n_parts`` parts of ``2**shift`` consecutive ids each
+    (``(ids[i] - lo) >> shift``), stable, on up to ``nthr`` threads: a count per block of
+    rows, the parts' offsets, then the scatter of ``keys`` (and ``vals`` when
+    ``use_vals``) into ``gkeys`` / ``gvals`` with each row's id bits in ``loc`` (packed
+    into ``gkeys`` when ``pack``).  Returns the parts' first rows ``pstart`` (int64,
+    ``n_parts + 1``; ``pstart[-1]`` = the number of rows).  Shared by the dense grouping
+    and :mod:`dpfast._kernels.sparse_group`."""
+    n = ids.shape[0]
+    mask = (1 << shift) - 1
+    nt = max(1, min(nthr, (n + 65535) // 65536))
+    step = (n + nt - 1) // nt
+    cnt = np.zeros((nt, n_parts), np.int64)
+    _COUNT.launch((step, ids, lo, shift, cnt), nthr)
+    pstart = np.empty(n_parts + 1, np.int64)
+    _offsets(cnt, pstart)
+    _SCATTER.launch((step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
+                     loc, True, pack), nthr)
+    return pstart
 
 
 @nb.njit(cache=True, nogil=True)

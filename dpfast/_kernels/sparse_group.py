@@ -32,13 +32,7 @@ import numba as nb
 import numpy as np
 
 from dpfast._kernels._launch import chunked
-from dpfast._kernels.grouping import (
-    _COUNT,
-    _SCATTER,
-    GROUP_MAX_PARTS,
-    GROUP_PART_ROWS,
-    _offsets,
-)
+from dpfast._kernels.grouping import GROUP_MAX_PARTS, GROUP_PART_ROWS, partition_rows
 
 __all__ = ["DIGIT_BITS", "MAX_SHIFT", "sparse_shift", "group_sparse_ids"]
 
@@ -187,15 +181,8 @@ def group_sparse_ids(ids, lo, span, shift, keys, vals, use_vals, gkeys, gvals, u
     n = ids.shape[0]
     nthr = max(1, nthreads)
     n_parts = ((span - 1) >> shift) + 1
-    mask = (1 << shift) - 1
-    nt = max(1, min(nthr, (n + 65535) // 65536))
-    step = (n + nt - 1) // nt
-    cnt = np.zeros((nt, n_parts), np.int64)
-    _COUNT.launch((step, ids, lo, shift, cnt), nthr)
-    pstart = np.empty(n_parts + 1, np.int64)
-    _offsets(cnt, pstart)
-    _SCATTER.launch((step, ids, lo, shift, mask, keys, vals, use_vals, cnt, gkeys, gvals,
-                     gkeys[:0].view(np.int32), True, True), nthr)
+    pstart = partition_rows(ids, lo, shift, n_parts, keys, vals, use_vals, gkeys, gvals,
+                            gkeys[:0].view(np.int32), True, nthr)
     nblk = min(n_parts, 4 * nthr)
     pstep = (n_parts + nblk - 1) // nblk
     if first is None:
