@@ -228,22 +228,44 @@ def _fan_out(work: Any, nt: int, failed: list[BaseException]) -> None:
         raise failed[0]
 
 
-class _Chunked:
-    """A chunked launch: ``kernel(*split(args, a, b))`` over ranges ``[a, b)`` covering
-    the ``count(args)`` chunks, on up to ``numba.get_num_threads()`` threads (the
-    calling one included).  Each chunk's output depends on its own arguments only, so
-    the output is that of one call over all chunks, whatever the threads."""
+class _Launch:
+    """What the chunked and the claimed launches share: they stand in for the serial
+    ``nogil`` kernel they launch (its name, docstring and attributes; ``__wrapped__`` is the
+    kernel), and a plain call launches on ``numba.get_num_threads()`` threads."""
 
-    def __init__(self, kernel: Any, count: Any, split: Any) -> None:
+    _what = "launch"
+
+    def __init__(self, kernel: Any, count: Any) -> None:
         self._kernel = kernel
         self._count = count
-        self._split = split
         self.__wrapped__ = kernel
         self.__name__ = getattr(kernel, "__name__", "kernel")
         self.__doc__ = getattr(kernel, "__doc__", None)
 
     def __call__(self, *args: Any) -> None:
         self.launch(args, thread_count())
+
+    def launch(self, args: tuple, threads: int) -> None:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+    def __repr__(self) -> str:
+        return f"{self._what}({self._kernel!r})"
+
+
+class _Chunked(_Launch):
+    """A chunked launch: ``kernel(*split(args, a, b))`` over ranges ``[a, b)`` covering
+    the ``count(args)`` chunks, on up to ``numba.get_num_threads()`` threads (the
+    calling one included).  Each chunk's output depends on its own arguments only, so
+    the output is that of one call over all chunks, whatever the threads."""
+
+    _what = "chunked"
+
+    def __init__(self, kernel: Any, count: Any, split: Any) -> None:
+        super().__init__(kernel, count)
+        self._split = split
 
     def launch(self, args: tuple, threads: int) -> None:
         """The launch on at most ``threads`` threads."""
@@ -269,11 +291,6 @@ class _Chunked:
 
         _fan_out(work, nt, failed)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._kernel, name)
-
-    def __repr__(self) -> str:
-        return f"chunked({self._kernel!r})"
 
 
 def chunked(kernel: Any, count: Any, split: Any) -> Any:
@@ -313,23 +330,18 @@ def next_chunk(claim, c):  # type: ignore[no-untyped-def]
     return _fetch_add_one(claim)
 
 
-class _Claimed:
+class _Claimed(_Launch):
     """A claimed launch: ``kernel(*prepare(args), claim)`` on up to
     ``numba.get_num_threads()`` threads (the calling one included), each call taking the
     ``count(args)`` chunks one at a time from the shared counter ``claim``.  Each chunk's
     output depends on its own arguments only, so the output is that of one call over all
     chunks, whatever the threads and whichever thread takes which chunk."""
 
-    def __init__(self, kernel: Any, count: Any, prepare: Any = None) -> None:
-        self._kernel = kernel
-        self._count = count
-        self._prepare = prepare
-        self.__wrapped__ = kernel
-        self.__name__ = getattr(kernel, "__name__", "kernel")
-        self.__doc__ = getattr(kernel, "__doc__", None)
+    _what = "claimed"
 
-    def __call__(self, *args: Any) -> None:
-        self.launch(args, thread_count())
+    def __init__(self, kernel: Any, count: Any, prepare: Any = None) -> None:
+        super().__init__(kernel, count)
+        self._prepare = prepare
 
     def launch(self, args: tuple, threads: int) -> None:
         """The launch on at most ``threads`` threads."""
@@ -349,12 +361,6 @@ class _Claimed:
                 failed.append(exc)
 
         _fan_out(work, nt, failed)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._kernel, name)
-
-    def __repr__(self) -> str:
-        return f"claimed({self._kernel!r})"
 
 
 def claimed(kernel: Any, count: Any, prepare: Any = None) -> Any:
