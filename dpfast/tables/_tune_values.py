@@ -27,12 +27,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from fractions import Fraction
 
 import numpy as np
 
 from dpfast import random as _random
-from dpfast._core.rounding import float_up
+from dpfast._core.rounding import recip_up
 from dpfast.tables import _autobounds, keynoise
 from dpfast.tables import _quantile_em as _em
 from dpfast.tables._law import NoiseLaw
@@ -49,7 +48,7 @@ BETA = 0.05
 
 def scale(eps_b: float) -> float:
     """The discrete Laplace scale of every cell: ``1 / ε_b`` rounded up."""
-    return float_up(Fraction(1) / Fraction(eps_b))
+    return recip_up(eps_b)
 
 
 def floor(t: float, cells: float) -> float:
