@@ -24,7 +24,7 @@ from . import _topdown_events as _tevents
 if TYPE_CHECKING:
     from ._topdown_release import TopDownFields
 
-__all__ = ["check_l2sq", "l2sq_of", "recover_l2sq"]
+__all__ = ["check_l2sq", "l2sq_of", "recover_l2sq", "stated_root"]
 
 
 def check_l2sq(values: object, n: int) -> list[int]:
@@ -41,12 +41,18 @@ def check_l2sq(values: object, n: int) -> list[int]:
     return out
 
 
+def stated_root(d: int) -> float:
+    """The sensitivity a release states for the squared L2 sensitivity ``d``
+    (:meth:`dpfast.tables.hierarchy.TopDownPlan.finish` states it with this function):
+    ``float(math.sqrt(d))``."""
+    return float(math.sqrt(d))
+
+
 def _root(d: int) -> float:
-    """The sensitivity a release states for the squared L2 sensitivity ``d``: exactly
-    :meth:`dpfast.tables.hierarchy.TopDownPlan.finish`'s ``float(math.sqrt(d))``."""
+    """:func:`stated_root`, ``inf`` beyond the float range (no release states it)."""
     try:
-        return float(math.sqrt(d))
-    except OverflowError:  # (beyond the float range: no release states it)
+        return stated_root(d)
+    except OverflowError:
         return math.inf
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -44,6 +43,7 @@ from dpfast.accounting import events as _events
 from dpfast.random import Generator, RngLike
 
 from . import _topdown_blue as _blue
+from . import _topdown_l2sq as _l2sq
 from . import _topdown_measure as _measure
 from . import _topdown_units as _units
 from . import _wls
@@ -415,7 +415,7 @@ class TopDownPlan:
                                self.integer, self.total_invariant, self.one_d, release_id,
                                self.estimator)
         rel.privacy_unit = self.unit
-        rel.sensitivity = [float(math.sqrt(d)) if d else 0.0 for d in self.l2sq]
+        rel.sensitivity = [_l2sq.stated_root(d) if d else 0.0 for d in self.l2sq]
         rel._l2sq = list(self.l2sq)  # (exact, kept in the state)
         return rel
 
