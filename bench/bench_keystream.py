@@ -45,21 +45,10 @@ def _dpfast_fill():
 def _refill_fill():
     """What the samplers run: a numba kernel refilling a 16 KiB buffer from its stream
     (``dpf_chacha20_blocks`` called by name, 256 blocks a call) and reading it, for the
-    same 16 MiB (``dpfast.perf``'s ``kernel_refill`` entry)."""
-    from dpfast._kernels import chacha as ck
-    from dpfast.noise import _chunks
+    same 16 MiB (``dpfast.perf``'s ``kernel_refill`` entry, the same call)."""
+    from dpfast.perf.suite import kernel_refills
 
-    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
-    nonce = np.array([3, 0, 0], np.uint32)
-    buf = np.empty(_chunks.REFILL_WORDS, np.uint64)
-    st = np.zeros(ck.ST_COLS, np.int64)
-    st[ck.ST_FILL] = _native.blocks_address()
-
-    def run() -> None:
-        st[ck.ST_BLOCK], nonce[2] = 0, 0
-        ck.refills(buf, st, key_words, nonce, NBYTES // 8)
-
-    return run
+    return kernel_refills(NBYTES // 8)
 
 
 def _openssl_fill():

@@ -40,7 +40,6 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _timing as _t  # noqa: E402
 
 import dpfast  # noqa: E402
-from dpfast import _native  # noqa: E402
 from dpfast._kernels import chacha as _ck  # noqa: E402
 from dpfast.noise import _chunks, _drive, integers  # noqa: E402
 
@@ -70,17 +69,11 @@ def words_used(fn, x: np.ndarray, param: float) -> int:
 
 
 def keystream_fn(nwords: int):
-    key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
-    nonce = np.array([3, 0, 0], np.uint32)
-    buf = np.empty(_chunks.REFILL_WORDS, np.uint64)
-    st = np.zeros(_ck.ST_COLS, np.int64)
-    st[_ck.ST_FILL] = _native.blocks_address()
+    """The kernels' refill path producing ``nwords`` words (``dpfast.perf``'s
+    ``kernel_refill`` call)."""
+    from dpfast.perf.suite import kernel_refills
 
-    def run() -> None:
-        st[_ck.ST_BLOCK], nonce[2] = 0, 0
-        _ck.refills(buf, st, key_words, nonce, nwords)
-
-    return run
+    return kernel_refills(nwords)
 
 
 def profile(name: str, fn, param: float, n: int, rounds: int) -> None:

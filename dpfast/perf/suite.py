@@ -61,26 +61,36 @@ def _keystream(quick: bool):
     return base, lambda: dpfast.keystream(KEY, 3, nbytes), _nothing
 
 
-def _kernel_refill(quick: bool):
-    """The kernels' buffer refills: a numba kernel refilling a 16 KiB buffer from its
-    stream (C ChaCha20 through ``st[ST_FILL]``) and reading it, vs OpenSSL on the same
-    number of bytes."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
-
+def kernel_refills(nwords: int) -> Callable[[], None]:
+    """A call that runs what the samplers run for ``nwords`` words: a numba kernel
+    refilling a 16 KiB buffer (the samplers' ``REFILL_WORDS``) from its stream (C ChaCha20
+    through ``st[ST_FILL]``, ``KEY``, nonce 3) and reading it, from block 0 each call.
+    Shared by the ``kernel_refill`` entry and the keystream and sampler benches."""
     from dpfast import _native
     from dpfast._kernels import chacha as ck
+    from dpfast.noise import _chunks
 
-    nbytes = (4 if quick else 16) << 20
-    src, dst = bytes(nbytes), bytearray(nbytes)
     key_words = np.frombuffer(KEY, "<u4").astype(np.uint32)
     nonce = np.array([3, 0, 0], np.uint32)
-    buf = np.empty(2048, np.uint64)
+    buf = np.empty(_chunks.REFILL_WORDS, np.uint64)
     st = np.zeros(ck.ST_COLS, np.int64)
     st[ck.ST_FILL] = _native.blocks_address()
 
-    def cand() -> None:
+    def run() -> None:
         st[ck.ST_BLOCK], nonce[2] = 0, 0
-        ck.refills(buf, st, key_words, nonce, nbytes // 8)
+        ck.refills(buf, st, key_words, nonce, nwords)
+
+    return run
+
+
+def _kernel_refill(quick: bool):
+    """The kernels' buffer refills (:func:`kernel_refills`) vs OpenSSL on the same number
+    of bytes."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    nbytes = (4 if quick else 16) << 20
+    src, dst = bytes(nbytes), bytearray(nbytes)
+    cand = kernel_refills(nbytes // 8)
 
     def base() -> None:
         Cipher(algorithms.ChaCha20(KEY, bytes(16)), mode=None).encryptor().update_into(src, dst)
