@@ -306,8 +306,8 @@ static void block1(const uint32_t *key, const uint32_t *nonce, uint32_t counter,
 typedef uint64_t (*blocks_fn)(const uint32_t *, const uint32_t *, uint32_t, uint64_t,
                               uint32_t *);
 
-/* The cap set by DPFAST_SIMD: 3 (none), 2 ("avx2": no AVX-512), 1 ("portable"). */
-static int simd_cap(void) {
+/* The cap set by DPFAST_SIMD (dpfast.h). */
+int dpf_simd_cap(void) {
     const char *v = getenv("DPFAST_SIMD");
     if (!v) return 3;
     if (strcmp(v, "avx2") == 0) return 2;
@@ -320,7 +320,7 @@ static int simd_cap(void) {
 static blocks_fn pick_blocks8(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (simd_cap() >= 2 && __builtin_cpu_supports("avx2")) return blocks8_avx2;
+    if (dpf_simd_cap() >= 2 && __builtin_cpu_supports("avx2")) return blocks8_avx2;
 #endif
     return blocks8_generic;
 }
@@ -328,7 +328,7 @@ static blocks_fn pick_blocks8(void) {
 static blocks_fn pick_blocks16(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
-    if (simd_cap() >= 3 && __builtin_cpu_supports("avx512f")) return blocks16_avx512;
+    if (dpf_simd_cap() >= 3 && __builtin_cpu_supports("avx512f")) return blocks16_avx512;
 #endif
     return 0;
 }

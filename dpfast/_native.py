@@ -57,8 +57,8 @@ def blocks_address() -> int:
 
 
 #: C functions the numba kernels call by name (``dpfast._kernels.chacha._c_blocks``,
-#: ``_c_streams``)
-KERNEL_SYMBOLS = ("dpf_chacha20_blocks", "dpf_chacha20_streams")
+#: ``_c_streams``; ``dpfast._kernels.table._c_fast``)
+KERNEL_SYMBOLS = ("dpf_chacha20_blocks", "dpf_chacha20_streams", "dpf_table_fast")
 
 
 def register_kernel_symbols() -> None:
@@ -174,6 +174,12 @@ def simd_level() -> int:
     """3 if the 16-lane AVX-512F keystream path runs on this CPU, 2 for 8-lane AVX2, 1
     portable (within the cap of the environment variable ``DPFAST_SIMD``, if set)."""
     return int(lib.dpf_chacha20_simd_level())
+
+
+def table_simd() -> int:
+    """1 if the envelope-table kernel's common case runs its four-word AVX2 loop
+    (``csrc/table.c``), 0 for its scalar loop (no AVX2, or ``DPFAST_SIMD=portable``)."""
+    return int(lib.dpf_table_simd())
 
 
 class BitgenState:

@@ -1,10 +1,14 @@
-"""The envelope-table kernel's fast loop (``_kernels/table._fast_run``) against its general
-loop, and the wide-bin acceptance floor it uses (``_envelope.bin_accept_floor``).
+"""The envelope-table kernel's fast loops (``csrc/table.c``, called as
+``_kernels/table._c_fast``) against its general loop, the direct table they read
+(``_envelope.Table.direct_table``), and the wide-bin acceptance floor
+(``_envelope.bin_accept_floor``).
 
-The fast loop takes the common case of a proposal (one-word layout, decided by the squeeze)
-out of line; by construction it reads the same words and takes the same decisions as the
-general loop, which handles every case.  ``FORCE_GENERAL`` runs the general loop alone, so
-the two are compared bit for bit on real keystreams: every output cell and every chunk's
+The fast loops take the common case of a proposal (one-word layout, decided by the squeeze)
+in C; by construction they read the same words and take the same decisions as the general
+loop, which handles every case.  ``FORCE_GENERAL`` runs the general loop alone,
+``FORCE_SCALAR`` the C step loop, ``FORCE_PORTABLE`` the direct table without AVX2, and
+``FORCE_NONE`` what this CPU runs (the AVX2 loop here), so all are compared bit for bit on
+real keystreams: every output cell and every chunk's
 state (words used, block counter, next cell, pending rows, overflow flag), in every store
 mode, with buffers small enough that ties of the alias value fall on a buffer's last word.
 """
@@ -64,43 +68,51 @@ def _io(mode: str, rng: np.random.Generator) -> tuple:
     if mode == "grid64":
         x = rng.normal(0, 100, n)
         return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max)))
+    if mode == "grid64to32":  # float64 in, a separate float32 out
+        x = rng.normal(0, 100, n)
+        out32 = np.full(n, np.nan, np.float32)
+        return (x, out32, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max)))
     x = rng.normal(0, 100, n).astype(np.float32)  # float32 in and out
     return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max)))
 
 
 @pytest.mark.parametrize("words", [16, 2048])
-@pytest.mark.parametrize("mode", ["write", "add", "grid64", "grid32"])
+@pytest.mark.parametrize("mode", ["write", "add", "grid64", "grid32", "grid64to32"])
 @pytest.mark.parametrize("law,param", TABLES)
 def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: int) -> None:
     tab = _envelope.table(law, Fraction(param))
     res = []
-    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL):
+    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL, sk.FORCE_SCALAR, sk.FORCE_PORTABLE):
         io = _io(mode, np.random.default_rng(3))
         st, pend = _call(tab, words, io, force)
         res.append((io[1], st, pend))
-    (out_f, st_f, pend_f), (out_g, st_g, pend_g) = res
-    assert out_f.tobytes() == out_g.tobytes()
-    assert np.array_equal(st_f, st_g)
-    assert np.array_equal(pend_f[0], pend_g[0]) and np.array_equal(pend_f[1], pend_g[1])
+    (out_f, st_f, pend_f), (out_g, st_g, pend_g) = res[:2]
+    for out_o, st_o, pend_o in res[1:]:
+        assert out_f.tobytes() == out_o.tobytes()
+        assert np.array_equal(st_f, st_o)
+        assert np.array_equal(pend_f[0], pend_o[0]) and np.array_equal(pend_f[1], pend_o[1])
     if mode == "add":
         assert st_f[:, ck.ST_OVERFLOW].any()  # the overflow stop was exercised
     else:
         assert np.all(st_f[:, ck.ST_CELL] == st_f[:, ck.ST_END])
 
 
-def test_tie_on_a_buffer_end() -> None:
+@pytest.mark.parametrize("law,param", [("gauss", 2**40), ("laplace", 10)])
+def test_tie_on_a_buffer_end(law: str, param: int) -> None:
     """A proposal whose alias value ties with its column's threshold on the buffer's last
     word: its other bits are the next buffer's first word (the fast loop leaves it to the
-    general loop, which refills); constructed words, both loops, bit for bit."""
-    tab = _envelope.table("gauss", Fraction(2**40))
+    general loop, which refills); constructed words, every loop, bit for bit.  Wide bins
+    (6 top bits of the alias value: a tie in 64 proposals) and bins of width 1 (the
+    direct table's loops)."""
+    tab = _envelope.table(law, Fraction(param))
     vb, two, _, _, ubits = tab.lay
-    assert vb == 6 and not two  # 6 top bits of the alias value: a tie in 64 proposals
+    assert not two
     lo = 64 - tab.cbits - vb
     col = next(c for c in range(len(tab.thresh)) if 0 < int(tab.thresh[c]) < 1 << (64 - tab.cbits))
     tie = (col << (64 - tab.cbits)) | ((int(tab.thresh[col]) >> lo) << lo) | (1 << (ubits - 1))
     words = 16
     rows = []
-    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL):
+    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL, sk.FORCE_SCALAR, sk.FORCE_PORTABLE):
         buf = np.zeros((1, words), np.uint64)
         buf[0, -1] = tie  # words 0..14: zero words, accepted at once (item of column 0, U = 0)
         st = np.zeros((1, ck.ST_COLS), np.int64)
@@ -112,7 +124,8 @@ def test_tie_on_a_buffer_end() -> None:
         tk.table_kernel(tab.law_code, (buf, st, KEY_WORDS, np.zeros((1, 3), np.uint32)),
                         (out, out, sk.MODE_WRITE, sk.NO_GRID), tab.kernel_args, force, pend)
         rows.append((out, st))
-    assert np.array_equal(rows[0][0], rows[1][0]) and np.array_equal(rows[0][1], rows[1][1])
+    for out, st in rows[1:]:
+        assert np.array_equal(rows[0][0], out) and np.array_equal(rows[0][1], st)
     assert rows[0][1][0, ck.ST_BLOCK] > words // 8  # the tie's word came from a refill
 
 
@@ -140,7 +153,7 @@ def test_column_selection(law: str, param: int) -> None:
     ``ta >> (64 - ubits)``, then its alias and the alias's; threshold 0 for the tail and
     padding items (sorted out before U is looked at)."""
     tab = _envelope.table(law, Fraction(param))
-    *_, ubits, sel = tab.kernel_args
+    *_, ubits, sel, _, _ = tab.kernel_args
     ta = tab.squeeze[0]
 
     def want(item: int) -> int:
@@ -151,3 +164,65 @@ def test_column_selection(law: str, param: int) -> None:
     for col in range(len(tab.thresh)):
         ali = int(tab.alias[col])
         assert [int(v) for v in rows[col]] == [col, want(col), ali, want(ali)]
+
+
+@pytest.mark.parametrize("law,param", [t for t in TABLES if _envelope.table(*t).p == 0])
+def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
+    """The direct table (``Table.direct_table``, the AVX2 and portable loops of
+    ``csrc/table.c``) against the alias rule and the squeeze it shortcuts, on random words
+    and on words whose alias value sits just below, at and above its column's threshold:
+    a decided item is the alias rule's item (``v < threshold``: the column's own, ``v >
+    threshold``: its alias); ``u < A`` only where ``U < ta 2^-64`` (the squeeze accepts) and
+    ``u > R`` only where ``U 2^64 > trm1`` (it rejects); an undecided entry is exactly a
+    range of values holding the threshold's top bits."""
+    tab = _envelope.table(law, Fraction(param))
+    pack, thresh, *_, direct, dbits = tab.kernel_args
+    vb, _, _, _, ubits = tab.lay
+    ta, trm1, _, _ = tab.squeeze
+    assert dbits > tab.cbits and direct.size == 1 << dbits
+    rng = np.random.default_rng(11)
+    words = rng.integers(0, 2**63, 200_000, dtype=np.uint64) * np.uint64(2) + rng.integers(
+        0, 2, 200_000, dtype=np.uint64)
+    # words at the thresholds: v's top vb bits = th - 1, th, th + 1 (within range)
+    col = rng.integers(0, len(thresh), 30_000).astype(np.uint64)
+    th = (pack[col] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    vtop = np.clip(th + rng.integers(-1, 2, col.size), 0, (1 << vb) - 1).astype(np.uint64)
+    low = rng.integers(0, 2**63, col.size, dtype=np.uint64) >> np.uint64(tab.cbits + vb - 1)
+    edge = (col << np.uint64(64 - tab.cbits)) | (vtop << np.uint64(64 - tab.cbits - vb)) | low
+    words = np.concatenate([words, edge])
+    e = direct[words >> np.uint64(64 - dbits)]
+    item = (e >> np.uint64(40)).astype(np.int64)
+    a_thr, r_thr = (e >> np.uint64(20)) & np.uint64(0xFFFFF), e & np.uint64(0xFFFFF)
+    c = (words >> np.uint64(64 - tab.cbits)).astype(np.int64)
+    vh = ((words >> np.uint64(64 - tab.cbits - vb)) & np.uint64((1 << vb) - 1)).astype(np.int64)
+    t = (pack[c] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+    rule = np.where(vh < t, c, tab.alias[c])
+    decided = item != tab.nb
+    assert np.array_equal(item[decided], rule[decided])
+    # undecided entries: the tail item, or the value's top bits reach the threshold's
+    s = dbits - tab.cbits
+    jlo = (vh >> (vb - s)) << (vb - s)
+    straddle = (jlo <= t) & (t <= jlo + (1 << (vb - s)) - 1)
+    assert np.array_equal(~decided, straddle | (rule == tab.nb))
+    u = words & np.uint64((1 << ubits) - 1)
+    k = min(ubits, 20)
+    ut = u >> np.uint64(ubits - k)
+    real = item < tab.nb
+    it = np.minimum(item, tab.nb - 1)
+    acc = real & (ut < a_thr)
+    rej = real & (ut > r_thr)
+    assert np.all((u[acc] << np.uint64(64 - ubits)) < ta[it[acc]])
+    assert np.all((u[rej] << np.uint64(64 - ubits)) > trm1[it[rej]])
+    assert acc[:200_000].mean() > 0.9  # the table accepts most random proposals
+    assert (~decided[200_000:]).mean() > 0.3  # the edge words reach undecided entries
+    pad = item == tab.nb + 1
+    assert np.all(a_thr[pad] == 0) and np.all(r_thr[pad] == 0)
+    assert np.all(a_thr[~real] == 0)
+
+
+def test_direct_table_only_for_bins_of_width_one() -> None:
+    """Wide bins (and two-word layouts) get no direct table: the kernel's step loop."""
+    for law, param in TABLES:
+        tab = _envelope.table(law, Fraction(param))
+        *_, direct, dbits = tab.kernel_args
+        assert (dbits > 0) == (tab.p == 0 and not tab.lay[1])

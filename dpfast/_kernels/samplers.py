@@ -97,6 +97,8 @@ FORCE_INVERSION = 1
 FORCE_REJECTION = 2
 FORCE_ACCEPT = 3
 FORCE_GENERAL = 4  # table kernel only: no fast loop, every proposal in the general one (tests)
+FORCE_SCALAR = 5  # table kernel only: the common case on its step-by-step C loop (tests)
+FORCE_PORTABLE = 6  # table kernel only: the common case's direct table without AVX2 (tests)
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

@@ -11,6 +11,9 @@ import math
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 from dpfast._kernels._launch import NO_CLAIM, claimed, next_chunk
 from dpfast._kernels.chacha import (
@@ -24,6 +27,8 @@ from dpfast._kernels.chacha import (
 from dpfast._kernels.samplers import (
     FORCE_ACCEPT,
     FORCE_NONE,
+    FORCE_PORTABLE,
+    FORCE_SCALAR,
     INV64,
     P_A,
     P_B,
@@ -94,121 +99,69 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
     return dec, pos, ubits, np.uint64(0)
 
 
-@nb.njit(cache=True, _nrt=False)
-def _fast_run(law, b, pos, i, hi, x, out, fx, fout, mode, grid, pack, thresh, sel, trm1, flo,
-              fhi, nbins, p, cbits, vb, ubits, coef):
-    """The table kernel's common case, in a tight loop of its own: one-word proposals
-    (``two`` false) decided without the full certificate, while the chunk's buffer has
-    words.  Kept out of line, so the hot loop has the registers to itself.
+#: the C function of the common case (csrc/table.c); registered by dpfast._native
+C_FAST_SYMBOL = "dpf_table_fast"
 
-    Takes exactly the decisions of the general loop of :func:`table_kernel`: same words,
-    same order (a tie of the alias value's top bits reads the next word, as there), and
-    only certified decisions that the general loop also takes on the same bits, so both
-    read the same words and write the same values.  It stops *before* a proposal's first
-    word at anything else (the tail item, a proposal its tests leave open, a tie whose next
-    word is in the next buffer) and the general loop takes that proposal.  Acceptance:
-    ``u < sel[...]`` (``ta >> (64 - ubits)`` of the item: U is below the bin's smallest
-    acceptance probability, :func:`dpfast.noise._envelope.bin_accept_floor` for wide bins),
-    then for ``p = 0`` the rejection threshold ``trm1`` and for ``p > 0`` cubic / quartic
-    bounds of exp(-g) with a 2^-47 margin (tighter than the general loop's squeeze, within
-    its certificate's).
+# _c_fast's argument kinds, in order: i (int64), a (array: its data pointer), f (float64)
+_C_FAST_ARGS = "iiaiiiaaaaifffaaaaaaiiiiifai"
 
-    Returns ``(pos, i, r, v, sg, item, ux)``: ``r = 1`` stopped as above (or the buffer or
-    the chunk's cells ran out); ``r = 0`` the store of cell ``i`` overflowed; ``r = -1``
-    (MODE_GRID) cell ``i``'s value ``v`` is too large for the float store (the word
-    consumed, nothing written, as ``_store`` reports it; a one-word layout keeps
-    ``|v| < 2^53``, so this is defensive)."""
-    one = np.uint64(1)
-    two_ = np.uint64(2)
-    cshift = np.uint64(64 - cbits)
-    vshift = np.uint64(64 - cbits - vb)
-    vmask = (one << np.uint64(vb)) - one
-    lomask = (one << vshift) - one
-    zshift = np.uint64(cbits + vb)
-    sshift = vshift - one
-    oshift = sshift - np.uint64(p)
-    omask = (one << np.uint64(p)) - one
-    umask = np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(64 - ubits)
-    tshift = np.uint64(64 - ubits)
-    m32 = np.uint64(0xFFFFFFFF)
-    uscale = math.ldexp(1.0, -ubits)
-    n = b.shape[0]
-    unb = np.uint64(nbins)
-    # a word gives at most one cell: stopping after hi - i words keeps i <= hi without a
-    # test of i (the caller comes back for the rest)
-    lim = min(n, pos + (hi - i))
-    while pos < lim:
-        start = pos
-        xw = b[np.uint64(pos)]  # unsigned indices: no negative-index wraparound code
-        col = xw >> cshift
-        th = pack[col] & m32
-        vh = (xw >> vshift) & vmask
-        # the column's own item (vh < th) or its alias: an index, not a branch (a select of
-        # two loads becomes a mispredicted branch)
-        k4 = (col << two_) | (np.uint64(vh >= th) << one)
-        item = sel[k4]
-        tu = sel[k4 + one]
-        if vh == th:  # a tie: v's other bits are the top of the next word
-            if pos + 1 >= lim:
-                pos = start
-                break  # (in the next buffer: the general loop)
-            pos += 1
-            if (b[np.uint64(pos)] >> zshift) < (thresh[col] & lomask):
-                item = sel[col << two_]
-                tu = sel[(col << two_) + one]
-        if item >= unb:
-            if item == unb:
-                pos = start
-                break  # the tail item: pending, in the general loop
-            pos += 1
-            continue  # padding: reject
-        sg = np.int64((xw >> sshift) & one)
-        off = np.int64((xw >> oshift) & omask)
-        ux = xw & umask
-        a = np.int64(item) << p
-        m = a + off
-        if (m | (sg ^ 1)) == 0:
-            pos += 1
-            continue  # (negative, 0): reject
-        if ux < tu:
-            pass  # accepted: U < ta 2^-64 <= the bin's smallest acceptance probability
-        elif p == 0:
-            if (ux << tshift) > trm1[item]:
-                pos += 1
-                continue  # rejected
-            pos = start
-            break  # open: the general loop's full certificate
-        else:
-            g0 = np.float64(off) * coef
-            if law == 1:
-                g0 *= np.float64(m + a)
-            gh = g0 * (1.0 + 2.0 ** -48)
-            if gh >= 0.5:
-                pos = start
-                break
-            uf = np.float64(ux)
-            u_hi = (uf + 1.0) * uscale * (1.0 + 2.0 ** -50)
-            # exp(-g) >= 1 - gh + gh^2/2 - gh^3/6 (alternating series, 0 <= g <= gh < 1/2;
-            # the polynomial's roundings < 2^-50, it is >= 0.6); the factor 1 - 2^-47 keeps
-            # every decision one the general loop's certificate on the same bits also takes
-            lo = 1.0 - gh * (1.0 - gh * (0.5 - gh * (1.0 / 6.0))) - 2.0 ** -50
-            if u_hi > flo[item] * lo * (1.0 - 2.0 ** -47):
-                # exp(-g) <= 1 - gl + gl^2/2 - gl^3/6 + gl^4/24
-                gl = g0 * (1.0 - 2.0 ** -48)
-                u_lo = uf * uscale * (1.0 - 2.0 ** -50)
-                up = 1.0 - gl * (1.0 - gl * (0.5 - gl * (1.0 / 6.0 - gl * (1.0 / 24.0))))
-                if u_lo >= fhi[item] * (up + 2.0 ** -50) * (1.0 + 2.0 ** -47):
-                    pos += 1
-                    continue  # rejected
-                pos = start
-                break
-        pos += 1
-        v = (m ^ -sg) + sg
-        r = store_either(x, out, fx, fout, mode, grid, np.uint64(i), v)
-        if r != 1:
-            return pos, i, r, v, sg, np.int64(item), ux
-        i += 1
-    return pos, i, 1, np.int64(0), np.int64(0), np.int64(0), np.uint64(0)
+
+def _grid_format(fx, fout) -> int:
+    """``DPF_TABLE_F64`` / ``F32`` / ``F64_F32`` (csrc/dpfast.h) of the grid store's
+    input and output dtypes."""
+    pair = (str(fx.dtype), str(fout.dtype))
+    formats = {("float64", "float64"): 1, ("float32", "float32"): 2, ("float64", "float32"): 3}
+    if pair not in formats:
+        raise nb.core.errors.TypingError(f"grid store of {pair[0]} into {pair[1]}")
+    return formats[pair]
+
+
+@intrinsic
+def _c_fast(typingctx, impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g, sat, pack,
+            thresh, sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits):
+    """Call ``dpf_table_fast`` (csrc/table.c) by its symbol name: the common case of the
+    table kernel from word ``pos`` of ``b`` and cell ``i`` (< ``hi``).  Returns
+    ``(r, pos, i, v, sg, item, ux)`` as int64 (``ux``: the word's bits): ``r = 1`` stopped
+    before a proposal the general loop takes (or the words ran out); ``r = 0`` the store of
+    cell ``i`` overflowed; ``r = -1`` (MODE_GRID) cell ``i``'s value ``v`` is too large
+    for the float store (its word consumed, nothing written)."""
+    args = (impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g, sat, pack, thresh,
+            sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits)
+    fmt = _grid_format(fx, fout)
+    sig = types.UniTuple(types.int64, 7)(*args)
+
+    def codegen(context, builder, signature, cargs):
+        i64 = ir.IntType(64)
+        i8p = ir.IntType(8).as_pointer()
+        vals, tys = [], []
+        for kind, a, t in zip(_C_FAST_ARGS, cargs, signature.args):
+            if kind == "a":
+                vals.append(builder.bitcast(context.make_array(t)(context, builder, a).data,
+                                            i8p))
+                tys.append(i8p)
+            elif kind == "f":
+                vals.append(context.cast(builder, a, t, types.float64))
+                tys.append(ir.DoubleType())
+            else:
+                vals.append(context.cast(builder, a, t, types.int64))
+                tys.append(i64)
+        # the C argument order: b's length after b, the grid format after fout
+        vals.insert(3, builder.extract_value(
+            context.make_array(signature.args[2])(context, builder, cargs[2]).shape, 0))
+        tys.insert(3, i64)
+        vals.insert(11, ir.Constant(i64, fmt))
+        tys.insert(11, i64)
+        res = cgutils.alloca_once(builder, i64, size=6)
+        vals.append(builder.bitcast(res, i64.as_pointer()))
+        tys.append(i64.as_pointer())
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, tys),
+                                            C_FAST_SYMBOL)
+        r = builder.call(fn, vals)
+        items = [r] + [builder.load(builder.gep(res, [ir.Constant(i64, k)]))
+                       for k in range(6)]
+        return context.make_tuple(builder, signature.return_type, items)
+
+    return sig, codegen
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
@@ -216,8 +169,10 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     """Discrete Laplace (law 0, coef = 1/t) or Gaussian (law 1, coef = 1/(2 sigma^2)) by
     rejection from the envelope table of ``dpfast.noise._envelope``:
     ``table = (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb,
-    ubits, sel)`` (``sel``: per alias column its own item, that item's ``ta >> (64 - ubits)``,
-    its alias and the alias's, for :func:`_fast_run`).
+    ubits, sel, direct, dbits)`` (``sel``: per alias column its own item, that item's
+    ``ta >> (64 - ubits)``, its alias and the alias's; ``direct``: the direct table of
+    ``dbits`` index bits, ``dbits = 0`` for none; both for the common case in C,
+    :func:`_c_fast`).
 
     One proposal per loop turn, from one keystream word (two when the bin width 2^p
     leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  Word A, from its
@@ -248,7 +203,8 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     :data:`table_kernel` runs it on several threads)."""
     buf, st, key, nonces = streams
     x, out, fx, fout, mode, grid = io
-    pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, sel = table
+    (pack, thresh, f, nbins, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, sel,
+     direct, dbits) = table
     ints, u64s = pend
     cap = ints.shape[1]
     one = np.uint64(1)
@@ -266,7 +222,11 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     m32 = np.uint64(0xFFFFFFFF)
     uscale = math.ldexp(1.0, -ubits)
     forcing = force == FORCE_ACCEPT
-    fast = force == FORCE_NONE and not two  # FORCE_GENERAL: the general loop only (tests)
+    # FORCE_GENERAL: the general loop only; FORCE_SCALAR / FORCE_PORTABLE: the common
+    # case's step-by-step / direct-table C loop, whatever the CPU (tests)
+    fast = (force == FORCE_NONE or force == FORCE_SCALAR or force == FORCE_PORTABLE) and not two
+    impl = 1 if force == FORCE_SCALAR else (2 if force == FORCE_PORTABLE else 0)
+    ginv, gstep, gsat = grid
     nch = buf.shape[0]
     c = next_chunk(claim, -1)
     while c < nch:
@@ -280,10 +240,11 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
         first = True  # the next acceptance test is the cell's first (FORCE_ACCEPT)
         while i < hi and k < cap:
             if fast:
-                pos, i, r, v, sg, item, ux = _fast_run(law, b, pos, i, hi, x, out, fx, fout,
-                                                       mode, grid, pack, thresh, sel, trm1,
-                                                       flo, fhi, nbins, p, cbits, vb, ubits,
-                                                       coef)
+                r, pos, i, v, sg, item, uxi = _c_fast(impl, law, b, pos, i, hi, x, out, fx,
+                                                      fout, mode, ginv, gstep, gsat, pack,
+                                                      thresh, sel, trm1, flo, fhi, nbins, p,
+                                                      cbits, vb, ubits, coef, direct, dbits)
+                ux = np.uint64(uxi)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break

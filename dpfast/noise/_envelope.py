@@ -47,6 +47,8 @@ VB = 20  # top bits of the alias value in a proposal's word, at most
 VB_MIN = 6  # ... and at least (a tie, which reads one more word, has probability 2^-vb)
 UMIN = 8  # fewest bits of U a one-word proposal carries (else two words)
 U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
+DIRECT_BITS = 15  # the direct table's index bits, at most (2^15 uint64: 256 KiB)
+R_NEVER = (1 << 20) - 1  # a rejection threshold on 20 bits of U that never rejects
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,50 @@ class Table:
         sel[:, 1] = tas[np.minimum(own, self.nb)]
         sel[:, 2] = self.alias
         sel[:, 3] = tas[np.minimum(self.alias, self.nb)]
+        direct, dbits = self.direct_table(hi)
         return (pack, self.thresh, self.f, self.nb, self.p, self.cbits, self.coef, *self.squeeze,
-                *self.lay, sel.reshape(-1))
+                *self.lay, sel.reshape(-1), direct, dbits)
+
+    def direct_table(self, th: np.ndarray) -> tuple[np.ndarray, int]:
+        """The common case's direct table (``csrc/table.c``), indexed by a one-word
+        proposal's top ``dbits`` bits (the alias column and the top ``dbits - cbits`` bits
+        of its alias value): ``(item << 40) | (A << 20) | R`` -- the item those bits
+        choose, and on U's top ``k = min(ubits, 20)`` bits ``u`` (U rounded down to k
+        bits) the thresholds ``u < A`` accept, ``u > R`` reject (:func:`fast_thresholds`).
+        Where the value's top bits straddle the column's threshold ``th`` (its top ``vb``
+        bits, as ``pack`` holds them: ``v < th`` keeps the column's own item, ``v > th``
+        takes the alias, ``v = th`` reads the next word) the item is undecided:
+        ``(nb << 40) | R_NEVER`` (A = 0), as for the tail item; padding is
+        ``((nb + 1) << 40)`` (A = R = 0: reject unless u = 0).  Built for bins of width 1
+        (``p = 0``, one word); ``(one zero, 0)`` otherwise: wide bins leave U between the
+        bin's thresholds too often for the table to pay, and the kernel's scalar loop
+        takes them."""
+        vb, two, _, _, _ = self.lay
+        if two or self.p > 0 or self.nb + 2 > 1 << 12:
+            return np.zeros(1, np.uint64), 0
+        s = max(0, min(DIRECT_BITS - self.cbits, vb))
+        ncol = len(self.thresh)
+        col = np.repeat(np.arange(ncol, dtype=np.int64), 1 << s)
+        j = np.tile(np.arange(1 << s, dtype=np.int64), ncol)
+        t = th.astype(np.int64)[col]
+        lo = j << (vb - s)  # the alias value's top vb bits run over [lo, hi]
+        hi = ((j + 1) << (vb - s)) - 1
+        item = np.where(hi < t, col, self.alias[col])
+        item[(lo <= t) & (t <= hi)] = self.nb  # undecided: the scalar step's case
+        acc, rej = self.fast_thresholds()
+        acc = np.append(acc, [0, 0]).astype(np.uint64)
+        rej = np.append(rej, [R_NEVER, 0]).astype(np.uint64)
+        return ((item.astype(np.uint64) << np.uint64(40)) | (acc[item] << np.uint64(20))
+                | rej[item]), self.cbits + s
+
+    def fast_thresholds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per bin ``(A, R)`` on U's top ``k = min(ubits, 20)`` bits ``u`` (``U >= u
+        2^-k``, ``U < (u + 1) 2^-k``), for bins of width 1: ``u < A`` only where the
+        general loop's first squeeze accepts (``A = ta >> (64 - k)``: U < ta 2^-64), and
+        ``u > R`` only where it rejects (``R = trm1 >> (64 - k)``: U 2^64 > trm1)."""
+        k = np.uint64(64 - min(self.lay[4], 20))
+        ta, trm1, _, _ = self.squeeze
+        return ta >> k, trm1 >> k
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""

@@ -1,0 +1,505 @@
+/* The envelope-table kernel's common case (dpfast/_kernels/table.py): one-word proposals
+ * decided by the squeeze, written to the output, while the chunk's keystream buffer has
+ * words.  Called by name from the numba kernel (table_kernel_serial), which handles
+ * everything else (ties across a buffer end, the tail item, proposals the squeeze leaves
+ * open, pending rows) in its general loop.
+ *
+ * Contract (the same as the numba general loop, word for word): it takes exactly the
+ * decisions of the general loop on the same words -- same words, same order (a tie of the
+ * alias value's top bits reads the next word), and only decisions certified on the same
+ * bits -- and it stops *before* a proposal's first word at anything else, so the general
+ * loop takes that proposal.  A word gives at most one cell, so stopping after hi - i
+ * words keeps i <= hi without a test of i.
+ *
+ * Three loops (docs/design.md): the step loop (step(): the alias test, the column's
+ * selection table sel, the squeeze; wide bins), the direct table's loop (bins of width 1:
+ * one load of a word's item and its thresholds on U's top bits decides most words; the
+ * rest go through step()), and on x86-64 with AVX2 (chosen at run time, no -march flags)
+ * the direct table four words at a time, decisions and stores as vectors.  All give the
+ * same output; dpf_table_fast's `impl` argument forces one (tests).  Floating-point
+ * expressions are written in the numba kernel's order and compiled with
+ * -ffp-contract=off (no fused multiply-adds), so
+ * every rounding is the one the certificates were written for. */
+#include "dpfast.h"
+
+#include <math.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+enum { MODE_WRITE = 0, MODE_ADD = 1, MODE_SUB = 2, MODE_GRID = 3 };
+#define GRID_EXACT 9007199254740992.0 /* 2^53: |v| below it converts to double exactly */
+
+typedef struct {
+    const uint64_t *pack, *thresh, *sel, *trm1, *direct;
+    const double *flo, *fhi;
+    int64_t dbits; /* the direct table's index bits; 0: no direct table (scalar loop) */
+    uint64_t dshift; /* U's bits below the direct table's thresholds (ubits - 20, or 0) */
+    int vgrid; /* every value of the table is below 2^51 (the vector grid store) */
+    uint64_t cshift, vshift, vmask, lomask, zshift, sshift, oshift, omask, umask, tshift;
+    uint64_t nbins;
+    int64_t p, law;
+    double coef, uscale;
+} tab_t;
+
+typedef struct {
+    const int64_t *x;
+    int64_t *out;
+    const void *fx;
+    void *fout;
+    int64_t fmt; /* grid: DPF_TABLE_F64, DPF_TABLE_F32 or DPF_TABLE_F64_F32 */
+    double ginv, g, sat;
+} io_t;
+
+/* One proposal's outcome. */
+enum { STEP_STOP = -1, STEP_REJECT = 0, STEP_ACCEPT = 1 };
+
+/* The proposal whose first word is b[*pos] (< lim): STEP_ACCEPT (*v, *sg, *item, *ux set,
+ * *pos past its words), STEP_REJECT (*pos past its words) or STEP_STOP (*pos unchanged:
+ * the general loop's case). */
+static inline __attribute__((always_inline)) int step(const tab_t *t, const uint64_t *b,
+                                                        int64_t *pos, int64_t lim, int64_t *v,
+                                                        int64_t *sg, int64_t *item,
+                                                        uint64_t *ux) {
+    int64_t at = *pos;
+    uint64_t xw = b[at];
+    uint64_t col = xw >> t->cshift;
+    uint64_t th = t->pack[col] & 0xFFFFFFFFu;
+    uint64_t vh = (xw >> t->vshift) & t->vmask;
+    uint64_t k4 = (col << 2) | ((uint64_t)(vh >= th) << 1);
+    uint64_t it = t->sel[k4];
+    uint64_t tu = t->sel[k4 + 1];
+    if (vh == th) { /* a tie: v's other bits are the top of the next word */
+        if (at + 1 >= lim) return STEP_STOP; /* (in the next buffer: the general loop) */
+        at += 1;
+        if ((b[at] >> t->zshift) < (t->thresh[col] & t->lomask)) {
+            it = t->sel[col << 2];
+            tu = t->sel[(col << 2) + 1];
+        }
+    }
+    if (it >= t->nbins) {
+        if (it == t->nbins) return STEP_STOP; /* the tail item: pending, general loop */
+        *pos = at + 1;
+        return STEP_REJECT; /* padding */
+    }
+    int64_t s = (int64_t)((xw >> t->sshift) & 1u);
+    int64_t off = (int64_t)((xw >> t->oshift) & t->omask);
+    uint64_t u = xw & t->umask;
+    int64_t a = (int64_t)it << t->p;
+    int64_t m = a + off;
+    if ((m | (s ^ 1)) == 0) {
+        *pos = at + 1;
+        return STEP_REJECT; /* (negative, 0) */
+    }
+    if (u < tu) {
+        /* accepted: U < ta 2^-64 <= the bin's smallest acceptance probability */
+    } else if (t->p == 0) {
+        if ((u << t->tshift) > t->trm1[it]) {
+            *pos = at + 1;
+            return STEP_REJECT;
+        }
+        return STEP_STOP; /* open: the general loop's full certificate */
+    } else {
+        double g0 = (double)off * t->coef;
+        if (t->law == 1) g0 *= (double)(m + a);
+        double gh = g0 * (1.0 + 0x1p-48);
+        if (gh >= 0.5) return STEP_STOP;
+        double uf = (double)u;
+        double u_hi = (uf + 1.0) * t->uscale * (1.0 + 0x1p-50);
+        /* exp(-g) >= 1 - gh + gh^2/2 - gh^3/6 (alternating series, 0 <= g <= gh < 1/2);
+         * the factor 1 - 2^-47 keeps every decision one the general loop's certificate
+         * on the same bits also takes */
+        double lo = 1.0 - gh * (1.0 - gh * (0.5 - gh * (1.0 / 6.0))) - 0x1p-50;
+        if (u_hi > t->flo[it] * lo * (1.0 - 0x1p-47)) {
+            /* exp(-g) <= 1 - gl + gl^2/2 - gl^3/6 + gl^4/24 */
+            double gl = g0 * (1.0 - 0x1p-48);
+            double u_lo = uf * t->uscale * (1.0 - 0x1p-50);
+            double up = 1.0 - gl * (1.0 - gl * (0.5 - gl * (1.0 / 6.0 - gl * (1.0 / 24.0))));
+            if (u_lo >= t->fhi[it] * (up + 0x1p-50) * (1.0 + 0x1p-47)) {
+                *pos = at + 1;
+                return STEP_REJECT;
+            }
+            return STEP_STOP;
+        }
+    }
+    *pos = at + 1;
+    *v = (m ^ -s) + s; /* -m if s else m, without a branch on the random sign */
+    *sg = s;
+    *item = (int64_t)it;
+    *ux = u;
+    return STEP_ACCEPT;
+}
+
+/* rint in the default rounding mode (to nearest, ties to even) without a libm call: for
+ * |x| < 2^52, (|x| + 2^52) - 2^52 is |x| rounded to an integer by the addition itself;
+ * larger doubles are integers already. */
+static inline __attribute__((always_inline)) double rint_even(double x) {
+    double a = fabs(x);
+    if (!(a < 0x1p52)) return x;
+    return copysign((a + 0x1p52) - 0x1p52, x);
+}
+
+/* Write cell i (dpfast/_kernels/samplers.py _store): 1 written, 0 overflow (nothing
+ * written), -1 (MODE_GRID) |v| too large for the float path (nothing written).  mode and
+ * fmt are constants where it is inlined. */
+static inline __attribute__((always_inline)) int store(const io_t *io, int64_t mode,
+                                                         int64_t fmt, int64_t i, int64_t v) {
+    if (mode == MODE_GRID) {
+        if (v >= (int64_t)GRID_EXACT || v <= -(int64_t)GRID_EXACT) return -1;
+        double xi = fmt == DPF_TABLE_F32 ? (double)((const float *)io->fx)[i]
+                                         : ((const double *)io->fx)[i];
+        /* rint(x/g) g and v g are exact doubles (g a power of two, |v| < 2^53), so one
+         * correctly rounded addition gives the exact grid value rounded once */
+        double q = io->ginv != 0.0 ? rint_even(xi * io->ginv) : rint_even(xi / io->g);
+        double r = q * io->g + (double)v * io->g;
+        r = r > -io->sat ? r : -io->sat;
+        r = io->sat > r ? r : io->sat;
+        if (fmt == DPF_TABLE_F64)
+            ((double *)io->fout)[i] = r;
+        else
+            ((float *)io->fout)[i] = (float)r;
+        return 1;
+    }
+    if (mode == MODE_ADD) {
+        int64_t xi = io->x[i];
+        /* wrapping add, then the two's-complement overflow test */
+        int64_t r = (int64_t)((uint64_t)xi + (uint64_t)v);
+        if (((xi ^ r) & (v ^ r)) < 0) return 0;
+        io->out[i] = r;
+    } else if (mode == MODE_SUB) {
+        io->out[i] = (int64_t)((uint64_t)io->out[i] - (uint64_t)v);
+    } else {
+        io->out[i] = v;
+    }
+    return 1;
+}
+
+/* The run's result: res[0] pos, res[1] i, res[2] v, res[3] sg, res[4] item, res[5] ux. */
+static inline __attribute__((always_inline)) int64_t finish(int64_t *res, int64_t pos,
+                                                             int64_t i, int64_t r, int64_t v,
+                                                             int64_t sg, int64_t item,
+                                                             uint64_t ux) {
+    res[0] = pos;
+    res[1] = i;
+    res[2] = v;
+    res[3] = sg;
+    res[4] = item;
+    res[5] = (int64_t)ux;
+    return r;
+}
+
+/* Scalar steps from *pos while *pos < end (and the proposal does not stop): 1 to go on,
+ * else the run's result is in res and the return value is r + 2 (r in {-1, 0, 1}). */
+static inline __attribute__((always_inline)) int64_t scalar_steps(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t *pos, int64_t *i, int64_t end, int64_t lim, int64_t *res) {
+    while (*pos < end) {
+        int64_t v = 0, sg = 0, item = 0;
+        uint64_t ux = 0;
+        int s = step(t, b, pos, lim, &v, &sg, &item, &ux);
+        if (s == STEP_STOP) return finish(res, *pos, *i, 1, 0, 0, 0, 0) + 2;
+        if (s == STEP_REJECT) continue;
+        int r = store(io, mode, fmt, *i, v);
+        if (r != 1) return finish(res, *pos, *i, r, v, sg, item, ux) + 2;
+        *i += 1;
+    }
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int64_t run_scalar(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
+    if (r != 1) return r - 2;
+    return finish(res, pos, i, 1, 0, 0, 0, 0);
+}
+
+/* The direct table's steps from *pos while *pos < end: one load decodes a word's item and
+ * its thresholds on U's top bits u; u < A accepts (unless the proposal is (negative, 0)),
+ * u > R rejects, anything else goes through the scalar step, which takes the decision
+ * the general loop takes.  Returns as scalar_steps. */
+static inline __attribute__((always_inline)) int64_t direct_steps(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t *pos, int64_t *i, int64_t end, int64_t lim, int64_t *res) {
+    const uint64_t ds = (uint64_t)(64 - t->dbits);
+    const uint64_t us = t->dshift;
+    while (*pos < end) {
+        uint64_t w = b[*pos];
+        uint64_t e = t->direct[w >> ds];
+        uint64_t u = w & t->umask;
+        uint64_t ut = u >> us;
+        if (__builtin_expect(ut >= ((e >> 20) & 0xFFFFFu), 0)) {
+            if (ut > (e & 0xFFFFFu)) {
+                *pos += 1;
+                continue; /* rejected */
+            }
+            int64_t r = scalar_steps(t, io, mode, fmt, b, pos, i, *pos + 1, lim, res);
+            if (r != 1) return r;
+            continue;
+        }
+        int64_t sg = (int64_t)((w >> t->sshift) & 1u);
+        int64_t m = (int64_t)(((e >> 40) << t->p) + ((w >> t->oshift) & t->omask));
+        *pos += 1;
+        if (__builtin_expect((m | (sg ^ 1)) == 0, 0)) continue; /* (negative, 0) */
+        int64_t v = (m ^ -sg) + sg;
+        int r = store(io, mode, fmt, *i, v);
+        if (__builtin_expect(r != 1, 0))
+            return finish(res, *pos, *i, r, v, sg, (int64_t)(e >> 40), u) + 2;
+        *i += 1;
+    }
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int64_t run_direct(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    int64_t r = direct_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
+    if (r != 1) return r - 2;
+    return finish(res, pos, i, 1, 0, 0, 0, 0);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DPF_TABLE_AVX2 1
+/* vpermd indices that move the 64-bit lanes set in a 4-bit mask to the front, in order */
+static const int32_t COMPACT[16][8] __attribute__((aligned(32))) = {
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {2, 3, 0, 1, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {4, 5, 0, 1, 2, 3, 6, 7},
+    {0, 1, 4, 5, 2, 3, 6, 7},
+    {2, 3, 4, 5, 0, 1, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {6, 7, 0, 1, 2, 3, 4, 5},
+    {0, 1, 6, 7, 2, 3, 4, 5},
+    {2, 3, 6, 7, 0, 1, 4, 5},
+    {0, 1, 2, 3, 6, 7, 4, 5},
+    {4, 5, 6, 7, 0, 1, 2, 3},
+    {0, 1, 4, 5, 6, 7, 2, 3},
+    {2, 3, 4, 5, 6, 7, 0, 1},
+    {0, 1, 2, 3, 4, 5, 6, 7}};
+
+/* Four words at a time, on the direct table: the four entries by scalar loads (AVX2
+ * gathers are slower than four loads on AMD cores), the decisions as vectors, and when
+ * every word is decided by its thresholds (accepted or rejected), the accepted values
+ * moved to the front and written to the next cells as vectors (no branch per word).  A
+ * group with an undecided word in it (an undecided item, the tail item, U between the
+ * thresholds), an overflow, or a grid value outside the vector conversion's range goes
+ * word by word through direct_steps, which takes the same decisions. */
+static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_avx2(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    const uint64_t ds = (uint64_t)(64 - t->dbits);
+    const __m128i us = _mm_cvtsi64_si128((long long)t->dshift);
+    const __m128i ss = _mm_cvtsi64_si128((long long)t->sshift);
+    const __m128i os = _mm_cvtsi64_si128((long long)t->oshift);
+    const __m128i ps = _mm_cvtsi64_si128((long long)t->p);
+    const __m256i omask = _mm256_set1_epi64x((long long)t->omask);
+    const __m256i umask = _mm256_set1_epi64x((long long)t->umask);
+    const __m256i m20 = _mm256_set1_epi64x(0xFFFFF);
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
+    /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
+    const int vgrid = mode == MODE_GRID && t->vgrid;
+    const __m256i bias_i = _mm256_set1_epi64x(0x4338000000000000ll);
+    const __m256d bias_d = _mm256_set1_pd(0x1.8p52);
+    const __m256d ginv = _mm256_set1_pd(io->ginv), gstep = _mm256_set1_pd(io->g);
+    const __m256d sat = _mm256_set1_pd(io->sat), nsat = _mm256_set1_pd(-io->sat);
+    if (mode == MODE_GRID && !vgrid) return run_direct(t, io, mode, fmt, b, pos, i, lim, res);
+    while (pos + 4 <= lim) {
+        const uint64_t *q = b + pos;
+        __m256i e = _mm256_set_epi64x(
+            (long long)t->direct[q[3] >> ds], (long long)t->direct[q[2] >> ds],
+            (long long)t->direct[q[1] >> ds], (long long)t->direct[q[0] >> ds]);
+        __m256i w = _mm256_loadu_si256((const __m256i *)q);
+        __m256i ut = _mm256_srl_epi64(_mm256_and_si256(w, umask), us);
+        __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, ss), one);
+        __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, os), omask);
+        __m256i m = _mm256_add_epi64(_mm256_sll_epi64(_mm256_srli_epi64(e, 40), ps), off);
+        /* thresholds and U's top bits are < 2^20: signed comparisons are exact */
+        __m256i acc = _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_srli_epi64(e, 20), m20), ut);
+        __m256i rej = _mm256_cmpgt_epi64(ut, _mm256_and_si256(e, m20));
+        __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
+                                        _mm256_cmpeq_epi64(sg, one));
+        int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
+        if (__builtin_expect(decided == 15, 1)) {
+            int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(negz, acc)));
+            int cnt = __builtin_popcount((unsigned)keep);
+            __m256i nsg = _mm256_sub_epi64(zero, sg);
+            __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, nsg), sg);
+            v = _mm256_permutevar8x32_epi32(
+                v, _mm256_load_si256((const __m256i *)COMPACT[keep]));
+            __m256i first = _mm256_cmpgt_epi64(_mm256_set1_epi64x(cnt), lanes);
+            /* all four: plain stores; else masked ones (slow on some cores, and rarer) */
+            if (mode == MODE_WRITE) {
+                if (cnt == 4)
+                    _mm256_storeu_si256((__m256i *)(io->out + i), v);
+                else
+                    _mm256_maskstore_epi64((long long *)(io->out + i), first, v);
+            } else if (mode == MODE_SUB) {
+                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)), v);
+                if (cnt == 4)
+                    _mm256_storeu_si256((__m256i *)(io->out + i), o);
+                else
+                    _mm256_maskstore_epi64((long long *)(io->out + i), first, o);
+            } else if (mode == MODE_ADD) {
+                __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
+                __m256i r = _mm256_add_epi64(xi, v);
+                __m256i ovf = _mm256_and_si256(
+                    first, _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(v, r)));
+                if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) goto lanes;
+                if (cnt == 4)
+                    _mm256_storeu_si256((__m256i *)(io->out + i), r);
+                else
+                    _mm256_maskstore_epi64((long long *)(io->out + i), first, r);
+            } else {
+                __m256d xd = fmt == DPF_TABLE_F32
+                                 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)io->fx + i))
+                                 : _mm256_loadu_pd((const double *)io->fx + i);
+                __m256d qd = io->ginv != 0.0 ? _mm256_mul_pd(xd, ginv)
+                                             : _mm256_div_pd(xd, gstep);
+                qd = _mm256_round_pd(qd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                __m256d vd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(v, bias_i)),
+                                           bias_d);
+                __m256d r = _mm256_add_pd(_mm256_mul_pd(qd, gstep), _mm256_mul_pd(vd, gstep));
+                r = _mm256_min_pd(_mm256_max_pd(r, nsat), sat);
+                if (fmt == DPF_TABLE_F64 && cnt == 4)
+                    _mm256_storeu_pd((double *)io->fout + i, r);
+                else if (fmt == DPF_TABLE_F64)
+                    _mm256_maskstore_pd((double *)io->fout + i, first, r);
+                else if (cnt == 4)
+                    _mm_storeu_ps((float *)io->fout + i, _mm256_cvtpd_ps(r));
+                else
+                    _mm_maskstore_ps((float *)io->fout + i,
+                                     _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                                         first, _mm256_set_epi32(7, 7, 7, 7, 6, 4, 2, 0))),
+                                     _mm256_cvtpd_ps(r));
+            }
+            i += cnt;
+            pos += 4;
+            continue;
+        }
+    lanes: {
+        int64_t r = direct_steps(t, io, mode, fmt, b, &pos, &i, pos + 4, lim, res);
+        if (r != 1) return r - 2;
+    }
+    }
+    return run_direct(t, io, mode, fmt, b, pos, i, lim, res);
+}
+#endif
+
+/* Each (mode, output format) as its own loop: the store is a constant where inlined. */
+#define DISPATCH(RUN)                                                                  \
+    switch (mode) {                                                                   \
+    case MODE_WRITE: return RUN(&t, &io, MODE_WRITE, 0, b, pos, i, lim, res);          \
+    case MODE_ADD: return RUN(&t, &io, MODE_ADD, 0, b, pos, i, lim, res);              \
+    case MODE_SUB: return RUN(&t, &io, MODE_SUB, 0, b, pos, i, lim, res);              \
+    default:                                                                          \
+        if (fmt == DPF_TABLE_F64) return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64, b, pos, i, \
+                                             lim, res);                               \
+        if (fmt == DPF_TABLE_F32) return RUN(&t, &io, MODE_GRID, DPF_TABLE_F32, b, pos, i, \
+                                             lim, res);                               \
+        return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64_F32, b, pos, i, lim, res);       \
+    }
+
+static int64_t fast_direct(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt,
+                           const uint64_t *b, int64_t pos, int64_t i, int64_t lim,
+                           int64_t *res) {
+    const tab_t t = *tp;
+    const io_t io = *iop;
+    DISPATCH(run_direct)
+}
+
+#ifdef DPF_TABLE_AVX2
+__attribute__((target("avx2,popcnt"))) static int64_t fast_avx2(const tab_t *tp, const io_t *iop,
+                                                          int64_t mode, int64_t fmt,
+                                                          const uint64_t *b, int64_t pos,
+                                                          int64_t i, int64_t lim,
+                                                          int64_t *res) {
+    const tab_t t = *tp;
+    const io_t io = *iop;
+    DISPATCH(run_avx2)
+}
+#endif
+
+static int64_t fast_scalar(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt,
+                           const uint64_t *b, int64_t pos, int64_t i, int64_t lim,
+                           int64_t *res) {
+    const tab_t t = *tp;
+    const io_t io = *iop;
+    DISPATCH(run_scalar)
+}
+
+
+/* 1 when the direct table runs four words at a time (AVX2), 0 for its portable loop
+ * (DPFAST_SIMD=portable or a CPU without AVX2). */
+int dpf_table_simd(void) {
+#ifdef DPF_TABLE_AVX2
+    static int level = -1;
+    if (level < 0) {
+        __builtin_cpu_init();
+        level = dpf_simd_cap() >= 2 && __builtin_cpu_supports("avx2") ? 1 : 0;
+    }
+    return level;
+#else
+    return 0;
+#endif
+}
+
+int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, int64_t pos,
+                       int64_t i, int64_t hi, const int64_t *x, int64_t *out, const void *fx,
+                       void *fout, int64_t fmt, int64_t mode, double ginv, double g,
+                       double sat, const uint64_t *pack, const uint64_t *thresh,
+                       const uint64_t *sel, const uint64_t *trm1, const double *flo,
+                       const double *fhi, int64_t nbins, int64_t p, int64_t cbits, int64_t vb,
+                       int64_t ubits, double coef, const uint64_t *direct, int64_t dbits,
+                       int64_t *res) {
+    tab_t t;
+    t.direct = direct;
+    t.dbits = dbits;
+    t.dshift = ubits > 20 ? (uint64_t)(ubits - 20) : 0u;
+    /* |v| < (nbins + 1) 2^p for the items the fast loops write (the tail is never one) */
+    t.vgrid = p < 40 && ((uint64_t)(nbins + 1) << p) <= (1ull << 51);
+    t.pack = pack;
+    t.thresh = thresh;
+    t.sel = sel;
+    t.trm1 = trm1;
+    t.flo = flo;
+    t.fhi = fhi;
+    t.cshift = (uint64_t)(64 - cbits);
+    t.vshift = (uint64_t)(64 - cbits - vb);
+    t.vmask = (1ull << vb) - 1u;
+    t.lomask = (1ull << t.vshift) - 1u;
+    t.zshift = (uint64_t)(cbits + vb);
+    t.sshift = t.vshift - 1u;
+    t.oshift = t.sshift - (uint64_t)p;
+    t.omask = (1ull << p) - 1u;
+    t.umask = ~0ull >> (64 - ubits);
+    t.tshift = (uint64_t)(64 - ubits);
+    t.nbins = (uint64_t)nbins;
+    t.p = p;
+    t.law = law;
+    t.coef = coef;
+    t.uscale = ldexp(1.0, (int)-ubits);
+    io_t io;
+    io.x = x;
+    io.out = out;
+    io.fx = fx;
+    io.fout = fout;
+    io.fmt = fmt;
+    io.ginv = ginv;
+    io.g = g;
+    io.sat = sat;
+    /* a word gives at most one cell: stopping after hi - i words keeps i <= hi */
+    int64_t lim = pos + (hi - i) < n ? pos + (hi - i) : n;
+#ifdef DPF_TABLE_AVX2
+    if (impl == 0 && dbits > 0 && dpf_table_simd())
+        return fast_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
+#endif
+    if ((impl == 0 || impl == 2) && dbits > 0) /* no AVX2 (or impl 2, tests) */
+        return fast_direct(&t, &io, mode, fmt, b, pos, i, lim, res);
+    (void)impl;
+    return fast_scalar(&t, &io, mode, fmt, b, pos, i, lim, res);
+}
