@@ -153,8 +153,9 @@ static inline __attribute__((always_inline)) int store(const io_t *io, int64_t m
          * correctly rounded addition gives the exact grid value rounded once */
         double q = io->ginv != 0.0 ? rint_even(xi * io->ginv) : rint_even(xi / io->g);
         double r = q * io->g + (double)v * io->g;
-        r = r > -io->sat ? r : -io->sat;
-        r = io->sat > r ? r : io->sat;
+        /* numba's min(max(r, -sat), sat): a NaN passes through (x is finite here) */
+        r = -io->sat > r ? -io->sat : r;
+        r = io->sat < r ? io->sat : r;
         if (fmt == DPF_TABLE_F64)
             ((double *)io->fout)[i] = r;
         else
@@ -364,7 +365,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
                 __m256d vd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(v, bias_i)),
                                            bias_d);
                 __m256d r = _mm256_add_pd(_mm256_mul_pd(qd, gstep), _mm256_mul_pd(vd, gstep));
-                r = _mm256_min_pd(_mm256_max_pd(r, nsat), sat);
+                r = _mm256_min_pd(sat, _mm256_max_pd(nsat, r)); /* as the scalar store */
                 if (fmt == DPF_TABLE_F64 && cnt == 4)
                     _mm256_storeu_pd((double *)io->fout + i, r);
                 else if (fmt == DPF_TABLE_F64)

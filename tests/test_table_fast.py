@@ -226,3 +226,41 @@ def test_direct_table_only_for_bins_of_width_one() -> None:
         tab = _envelope.table(law, Fraction(param))
         *_, direct, dbits = tab.kernel_args
         assert (dbits > 0) == (tab.p == 0 and not tab.lay[1])
+
+
+def _one_chunk(tab: _envelope.Table, io: tuple, force: int, cells: int) -> np.ndarray:
+    buf = np.zeros((1, 64), np.uint64)
+    st = np.zeros((1, ck.ST_COLS), np.int64)
+    st[0, ck.ST_POS] = 64
+    st[0, ck.ST_FILL] = _native.blocks_address()
+    st[0, ck.ST_END] = cells
+    pend = (np.zeros((1, 64, sk.P_COLS), np.int64), np.zeros((1, 64, sk.U_COLS), np.uint64))
+    tk.table_kernel_serial(tab.law_code, (buf, st, KEY_WORDS, np.zeros((1, 3), np.uint32)),
+                           sk.either_io(io), tab.kernel_args, force, pend, tk.NO_CLAIM)
+    return st
+
+
+def test_grid_store_keeps_a_nan_as_the_general_loop() -> None:
+    """The C stores clamp as numba's ``min(max(r, -sat), sat)`` does, NaN included (the
+    public samplers refuse a NaN ``x``; the kernels agree anyway)."""
+    tab = _envelope.table("laplace", Fraction(10))
+    outs = []
+    for force in (sk.FORCE_GENERAL, sk.FORCE_NONE, sk.FORCE_SCALAR, sk.FORCE_PORTABLE):
+        x = np.full(40, np.nan)
+        x[::3] = 1e308  # saturates at sat
+        _one_chunk(tab, (x, x, sk.MODE_GRID, (8.0, 0.125, 1e308)), force, 40)
+        outs.append(x)
+    for x in outs[1:]:
+        assert x.tobytes() == outs[0].tobytes()
+    assert np.isnan(outs[0]).sum() > 20
+
+
+def test_c_loop_refuses_arrays_it_cannot_address() -> None:
+    """The C loops read raw data pointers: a strided output is a compile-time error, not
+    cells written in the wrong places."""
+    import numba
+
+    tab = _envelope.table("laplace", Fraction(10))
+    out = np.zeros(16, np.int64)[::2]
+    with pytest.raises(numba.core.errors.TypingError, match="C-contiguous"):
+        _one_chunk(tab, (out, out, sk.MODE_WRITE, sk.NO_GRID), sk.FORCE_NONE, 8)

@@ -127,6 +127,17 @@ def _c_fast(typingctx, impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g
     for the float store (its word consumed, nothing written)."""
     args = (impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g, sat, pack, thresh,
             sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits)
+    # the C code reads raw data pointers: only C-contiguous arrays of the dtypes it expects
+    want = {"b": "uint64", "x": "int64", "out": "int64", "pack": "uint64", "thresh": "uint64",
+            "sel": "uint64", "trm1": "uint64", "flo": "float64", "fhi": "float64",
+            "direct": "uint64", "fx": None, "fout": None}
+    named = dict(b=b, x=x, out=out, fx=fx, fout=fout, pack=pack, thresh=thresh, sel=sel,
+                 trm1=trm1, flo=flo, fhi=fhi, direct=direct)
+    for name, arr in named.items():
+        if not isinstance(arr, types.Array) or arr.ndim != 1 or arr.layout != "C" or (
+                want[name] is not None and str(arr.dtype) != want[name]):
+            raise nb.core.errors.TypingError(f"_c_fast: {name} must be a C-contiguous 1-d "
+                                             f"{want[name] or 'float'} array, got {arr}")
     fmt = _grid_format(fx, fout)
     sig = types.UniTuple(types.int64, 7)(*args)
 
