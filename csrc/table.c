@@ -50,6 +50,7 @@ typedef struct {
     void *fout;
     int64_t fmt; /* grid: DPF_TABLE_F64, DPF_TABLE_F32 or DPF_TABLE_F64_F32 */
     double ginv, g, sat;
+    int sse41; /* 1 in the AVX2 loops: rint is one roundsd (a constant where inlined) */
 } io_t;
 
 /* One proposal's outcome. */
@@ -151,7 +152,8 @@ static inline __attribute__((always_inline)) int store(const io_t *io, int64_t m
                                          : ((const double *)io->fx)[i];
         /* rint(x/g) g and v g are exact doubles (g a power of two, |v| < 2^53), so one
          * correctly rounded addition gives the exact grid value rounded once */
-        double q = io->ginv != 0.0 ? rint_even(xi * io->ginv) : rint_even(xi / io->g);
+        double y = io->ginv != 0.0 ? xi * io->ginv : xi / io->g;
+        double q = io->sse41 ? __builtin_rint(y) : rint_even(y);
         double r = q * io->g + (double)v * io->g;
         /* numba's min(max(r, -sat), sat): a NaN passes through (x is finite here) */
         r = -io->sat > r ? -io->sat : r;
@@ -262,6 +264,78 @@ static inline __attribute__((always_inline)) int64_t run_direct(
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DPF_TABLE_AVX2 1
+/* The grid store of four cells i.. (the first `cnt`, by `first`) from values v with
+ * |v| < 2^51, as store() writes each: x / g (or x * ginv) rounded to an integer, times g,
+ * plus v g, clamped to [-sat, sat] as numba's min(max(r, -sat), sat) (a NaN passes). */
+static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
+    const io_t *io, int64_t fmt, int64_t i, __m256i v, int cnt, __m256i first) {
+    const __m256d gstep = _mm256_set1_pd(io->g);
+    const __m256d sat = _mm256_set1_pd(io->sat), nsat = _mm256_set1_pd(-io->sat);
+    __m256d xd = fmt == DPF_TABLE_F32 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)io->fx + i))
+                                      : _mm256_loadu_pd((const double *)io->fx + i);
+    __m256d qd = io->ginv != 0.0 ? _mm256_mul_pd(xd, _mm256_set1_pd(io->ginv))
+                                 : _mm256_div_pd(xd, gstep);
+    qd = _mm256_round_pd(qd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* v converts exactly through the 2^52 + 2^51 bias */
+    __m256d vd = _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_add_epi64(v, _mm256_set1_epi64x(0x4338000000000000ll))),
+        _mm256_set1_pd(0x1.8p52));
+    __m256d r = _mm256_add_pd(_mm256_mul_pd(qd, gstep), _mm256_mul_pd(vd, gstep));
+    r = _mm256_min_pd(sat, _mm256_max_pd(nsat, r)); /* as the scalar store */
+    if (fmt == DPF_TABLE_F64 && cnt == 4)
+        _mm256_storeu_pd((double *)io->fout + i, r);
+    else if (fmt == DPF_TABLE_F64)
+        _mm256_maskstore_pd((double *)io->fout + i, first, r);
+    else if (cnt == 4)
+        _mm_storeu_ps((float *)io->fout + i, _mm256_cvtpd_ps(r));
+    else
+        _mm_maskstore_ps((float *)io->fout + i,
+                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                             first, _mm256_set_epi32(7, 7, 7, 7, 6, 4, 2, 0))),
+                         _mm256_cvtpd_ps(r));
+}
+
+/* The step loop with its grid stores four at a time (wide bins on an AVX2 CPU): the
+ * accepted values of up to GRID_BATCH proposals are kept with the position after each,
+ * then written in cell order; a value the vector store cannot convert goes through
+ * store(), and a failing store returns the state after that proposal, as the step loop
+ * would. */
+#define GRID_BATCH 64
+static inline __attribute__((always_inline, target("avx2"))) int64_t run_scalar_grid(
+    const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
+    int64_t lim, int64_t *res) {
+    int64_t vs[GRID_BATCH] __attribute__((aligned(32)));
+    int64_t ps[GRID_BATCH], sgs[GRID_BATCH], its[GRID_BATCH];
+    uint64_t uxs[GRID_BATCH];
+    const __m256i big = _mm256_set1_epi64x((1ll << 51) - 1);
+    for (;;) {
+        int cnt = 0, stop = 0;
+        while (cnt < GRID_BATCH && pos < lim) {
+            int s = step(t, b, &pos, lim, &vs[cnt], &sgs[cnt], &its[cnt], &uxs[cnt]);
+            if (s == STEP_STOP) {
+                stop = 1;
+                break;
+            }
+            if (s == STEP_ACCEPT) ps[cnt++] = pos;
+        }
+        int k = 0;
+        for (; k + 4 <= cnt; k += 4) {
+            __m256i v = _mm256_load_si256((const __m256i *)(vs + k));
+            /* |v| < 2^51 in every lane (else store() for the rest) */
+            __m256i av = _mm256_sub_epi64(_mm256_setzero_si256(), v);
+            av = _mm256_or_si256(_mm256_cmpgt_epi64(v, big), _mm256_cmpgt_epi64(av, big));
+            if (_mm256_movemask_pd(_mm256_castsi256_pd(av))) break;
+            grid_store4(io, fmt, i + k, v, 4, _mm256_setzero_si256());
+        }
+        for (; k < cnt; k++) {
+            int r = store(io, MODE_GRID, fmt, i + k, vs[k]);
+            if (r != 1) return finish(res, ps[k], i + k, r, vs[k], sgs[k], its[k], uxs[k]);
+        }
+        i += cnt;
+        if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
+    }
+}
+
 /* vpermd indices that move the 64-bit lanes set in a 4-bit mask to the front, in order */
 static const int32_t COMPACT[16][8] __attribute__((aligned(32))) = {
     {0, 1, 2, 3, 4, 5, 6, 7},
@@ -304,10 +378,6 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
     /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
     const int vgrid = mode == MODE_GRID && t->vgrid;
-    const __m256i bias_i = _mm256_set1_epi64x(0x4338000000000000ll);
-    const __m256d bias_d = _mm256_set1_pd(0x1.8p52);
-    const __m256d ginv = _mm256_set1_pd(io->ginv), gstep = _mm256_set1_pd(io->g);
-    const __m256d sat = _mm256_set1_pd(io->sat), nsat = _mm256_set1_pd(-io->sat);
     if (mode == MODE_GRID && !vgrid) return run_direct(t, io, mode, fmt, b, pos, i, lim, res);
     while (pos + 4 <= lim) {
         const uint64_t *q = b + pos;
@@ -356,27 +426,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
                 else
                     _mm256_maskstore_epi64((long long *)(io->out + i), first, r);
             } else {
-                __m256d xd = fmt == DPF_TABLE_F32
-                                 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)io->fx + i))
-                                 : _mm256_loadu_pd((const double *)io->fx + i);
-                __m256d qd = io->ginv != 0.0 ? _mm256_mul_pd(xd, ginv)
-                                             : _mm256_div_pd(xd, gstep);
-                qd = _mm256_round_pd(qd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                __m256d vd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(v, bias_i)),
-                                           bias_d);
-                __m256d r = _mm256_add_pd(_mm256_mul_pd(qd, gstep), _mm256_mul_pd(vd, gstep));
-                r = _mm256_min_pd(sat, _mm256_max_pd(nsat, r)); /* as the scalar store */
-                if (fmt == DPF_TABLE_F64 && cnt == 4)
-                    _mm256_storeu_pd((double *)io->fout + i, r);
-                else if (fmt == DPF_TABLE_F64)
-                    _mm256_maskstore_pd((double *)io->fout + i, first, r);
-                else if (cnt == 4)
-                    _mm_storeu_ps((float *)io->fout + i, _mm256_cvtpd_ps(r));
-                else
-                    _mm_maskstore_ps((float *)io->fout + i,
-                                     _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
-                                         first, _mm256_set_epi32(7, 7, 7, 7, 6, 4, 2, 0))),
-                                     _mm256_cvtpd_ps(r));
+                grid_store4(io, fmt, i, v, cnt, first);
             }
             i += cnt;
             pos += 4;
@@ -420,8 +470,27 @@ __attribute__((target("avx2,popcnt"))) static int64_t fast_avx2(const tab_t *tp,
                                                           int64_t i, int64_t lim,
                                                           int64_t *res) {
     const tab_t t = *tp;
-    const io_t io = *iop;
+    io_t io = *iop;
+    io.sse41 = 1;
     DISPATCH(run_avx2)
+}
+
+/* The step loop on an AVX2 CPU (wide bins): the same code, its grid stores four at a
+ * time (run_scalar_grid) and rint one roundsd. */
+__attribute__((target("avx2,popcnt"))) static int64_t fast_scalar_avx2(
+    const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    const tab_t t = *tp;
+    io_t io = *iop;
+    io.sse41 = 1;
+    if (mode == MODE_GRID) {
+        if (fmt == DPF_TABLE_F64)
+            return run_scalar_grid(&t, &io, DPF_TABLE_F64, b, pos, i, lim, res);
+        if (fmt == DPF_TABLE_F32)
+            return run_scalar_grid(&t, &io, DPF_TABLE_F32, b, pos, i, lim, res);
+        return run_scalar_grid(&t, &io, DPF_TABLE_F64_F32, b, pos, i, lim, res);
+    }
+    DISPATCH(run_scalar)
 }
 #endif
 
@@ -493,11 +562,14 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
     io.ginv = ginv;
     io.g = g;
     io.sat = sat;
+    io.sse41 = 0;
     /* a word gives at most one cell: stopping after hi - i words keeps i <= hi */
     int64_t lim = pos + (hi - i) < n ? pos + (hi - i) : n;
 #ifdef DPF_TABLE_AVX2
-    if (impl == 0 && dbits > 0 && dpf_table_simd())
-        return fast_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
+    if (impl == 0 && dpf_table_simd()) {
+        if (dbits > 0) return fast_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
+        return fast_scalar_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
+    }
 #endif
     if ((impl == 0 || impl == 2) && dbits > 0) /* no AVX2 (or impl 2, tests) */
         return fast_direct(&t, &io, mode, fmt, b, pos, i, lim, res);
