@@ -210,14 +210,6 @@ static inline __attribute__((always_inline)) int64_t scalar_steps(
     return 1;
 }
 
-static inline __attribute__((always_inline)) int64_t run_scalar(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
-    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
-    int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
-    if (r != 1) return r - 2;
-    return finish(res, pos, i, 1, 0, 0, 0, 0);
-}
-
 /* The direct table's steps from *pos while *pos < end: one load decodes a word's item and
  * its thresholds on U's top bits u; u < A accepts (unless the proposal is (negative, 0)),
  * u > R rejects, anything else goes through the scalar step, which takes the decision
@@ -254,16 +246,29 @@ static inline __attribute__((always_inline)) int64_t direct_steps(
     return 1;
 }
 
-static inline __attribute__((always_inline)) int64_t run_direct(
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DPF_TABLE_AVX2 1
+static int64_t run_scalar_grid(const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b,
+                               int64_t pos, int64_t i, int64_t lim, int64_t *res);
+#endif
+
+/* The loop from pos to lim: the direct table's (t->dbits > 0) or the step loop; on an
+ * AVX2 CPU (io->sse41, a constant where inlined) the step loop's grid stores go four at a
+ * time (run_scalar_grid). */
+static inline __attribute__((always_inline)) int64_t run_loop(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
     int64_t pos, int64_t i, int64_t lim, int64_t *res) {
-    int64_t r = direct_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
+#ifdef DPF_TABLE_AVX2
+    if (io->sse41 && mode == MODE_GRID && t->dbits == 0)
+        return run_scalar_grid(t, io, fmt, b, pos, i, lim, res);
+#endif
+    int64_t r = t->dbits > 0 ? direct_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res)
+                             : scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
     if (r != 1) return r - 2;
     return finish(res, pos, i, 1, 0, 0, 0, 0);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define DPF_TABLE_AVX2 1
+#ifdef DPF_TABLE_AVX2
 /* The grid store of four cells i.. (the first `cnt`, by `first`) from values v with
  * |v| < 2^51, as store() writes each: x / g (or x * ginv) rounded to an integer, times g,
  * plus v g, clamped to [-sat, sat] as numba's min(max(r, -sat), sat) (a NaN passes). */
@@ -301,9 +306,14 @@ static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
  * store(), and a failing store returns the state after that proposal, as the step loop
  * would. */
 #define GRID_BATCH 64
-static inline __attribute__((always_inline, target("avx2"))) int64_t run_scalar_grid(
-    const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
+static __attribute__((noinline, target("avx2"))) int64_t run_scalar_grid(
+    const tab_t *tp, const io_t *iop, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
     int64_t lim, int64_t *res) {
+    /* local copies: the stores cannot alias them, so nothing is reloaded per word */
+    const tab_t tl = *tp;
+    const io_t il = *iop;
+    const tab_t *t = &tl;
+    const io_t *io = &il;
     int64_t vs[GRID_BATCH] __attribute__((aligned(32)));
     int64_t ps[GRID_BATCH], sgs[GRID_BATCH], its[GRID_BATCH];
     uint64_t uxs[GRID_BATCH];
@@ -378,7 +388,8 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
     /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
     const int vgrid = mode == MODE_GRID && t->vgrid;
-    if (mode == MODE_GRID && !vgrid) return run_direct(t, io, mode, fmt, b, pos, i, lim, res);
+    if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
+        return run_loop(t, io, mode, fmt, b, pos, i, lim, res);
     while (pos + 4 <= lim) {
         const uint64_t *q = b + pos;
         __m256i e = _mm256_set_epi64x(
@@ -437,7 +448,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
         if (r != 1) return r - 2;
     }
     }
-    return run_direct(t, io, mode, fmt, b, pos, i, lim, res);
+    return run_loop(t, io, mode, fmt, b, pos, i, lim, res);
 }
 #endif
 
@@ -455,53 +466,22 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
         return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64_F32, b, pos, i, lim, res);       \
     }
 
-static int64_t fast_direct(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt,
-                           const uint64_t *b, int64_t pos, int64_t i, int64_t lim,
-                           int64_t *res) {
-    const tab_t t = *tp;
-    const io_t io = *iop;
-    DISPATCH(run_direct)
-}
-
-#ifdef DPF_TABLE_AVX2
-__attribute__((target("avx2,popcnt"))) static int64_t fast_avx2(const tab_t *tp, const io_t *iop,
-                                                          int64_t mode, int64_t fmt,
-                                                          const uint64_t *b, int64_t pos,
-                                                          int64_t i, int64_t lim,
-                                                          int64_t *res) {
-    const tab_t t = *tp;
-    io_t io = *iop;
-    io.sse41 = 1;
-    DISPATCH(run_avx2)
-}
-
-/* The step loop on an AVX2 CPU (wide bins): the same code, its grid stores four at a
- * time (run_scalar_grid) and rint one roundsd. */
-__attribute__((target("avx2,popcnt"))) static int64_t fast_scalar_avx2(
-    const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
-    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
-    const tab_t t = *tp;
-    io_t io = *iop;
-    io.sse41 = 1;
-    if (mode == MODE_GRID) {
-        if (fmt == DPF_TABLE_F64)
-            return run_scalar_grid(&t, &io, DPF_TABLE_F64, b, pos, i, lim, res);
-        if (fmt == DPF_TABLE_F32)
-            return run_scalar_grid(&t, &io, DPF_TABLE_F32, b, pos, i, lim, res);
-        return run_scalar_grid(&t, &io, DPF_TABLE_F64_F32, b, pos, i, lim, res);
+/* A dispatcher: the loop RUN on a copy of the tables and io, SSE41 (a constant) telling
+ * the stores whether rint is one instruction here. */
+#define DEFINE_FAST(NAME, ATTR, SSE41, RUN)                                              \
+    ATTR static int64_t NAME(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, \
+                             const uint64_t *b, int64_t pos, int64_t i, int64_t lim,     \
+                             int64_t *res) {                                             \
+        const tab_t t = *tp;                                                             \
+        io_t io = *iop;                                                                  \
+        io.sse41 = SSE41;                                                                \
+        DISPATCH(RUN)                                                                    \
     }
-    DISPATCH(run_scalar)
-}
+
+DEFINE_FAST(fast_portable, , 0, run_loop)
+#ifdef DPF_TABLE_AVX2
+DEFINE_FAST(fast_avx2, __attribute__((target("avx2,popcnt"))), 1, run_avx2)
 #endif
-
-static int64_t fast_scalar(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt,
-                           const uint64_t *b, int64_t pos, int64_t i, int64_t lim,
-                           int64_t *res) {
-    const tab_t t = *tp;
-    const io_t io = *iop;
-    DISPATCH(run_scalar)
-}
-
 
 /* 1 when the direct table runs four words at a time (AVX2), 0 for its portable loop
  * (DPFAST_SIMD=portable or a CPU without AVX2). */
@@ -562,17 +542,11 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
     io.ginv = ginv;
     io.g = g;
     io.sat = sat;
-    io.sse41 = 0;
     /* a word gives at most one cell: stopping after hi - i words keeps i <= hi */
     int64_t lim = pos + (hi - i) < n ? pos + (hi - i) : n;
+    if (impl == 1) t.dbits = 0; /* the step loop (tests) */
 #ifdef DPF_TABLE_AVX2
-    if (impl == 0 && dpf_table_simd()) {
-        if (dbits > 0) return fast_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
-        return fast_scalar_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
-    }
+    if (impl == 0 && dpf_table_simd()) return fast_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
 #endif
-    if ((impl == 0 || impl == 2) && dbits > 0) /* no AVX2 (or impl 2, tests) */
-        return fast_direct(&t, &io, mode, fmt, b, pos, i, lim, res);
-    (void)impl;
-    return fast_scalar(&t, &io, mode, fmt, b, pos, i, lim, res);
+    return fast_portable(&t, &io, mode, fmt, b, pos, i, lim, res);
 }
