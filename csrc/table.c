@@ -192,8 +192,10 @@ static inline __attribute__((always_inline)) int64_t finish(int64_t *res, int64_
     return r;
 }
 
-/* Scalar steps from *pos while *pos < end (and the proposal does not stop): 1 to go on,
- * else the run's result is in res and the return value is r + 2 (r in {-1, 0, 1}). */
+/* Scalar steps from *pos while *pos < end (and the proposal does not stop): GO_ON to go
+ * on, else the run's result is in res and the return value is r + 2 (r in {-1, 0, 1}, so
+ * 1..3: never GO_ON). */
+#define GO_ON 0
 static inline __attribute__((always_inline)) int64_t scalar_steps(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
     int64_t *pos, int64_t *i, int64_t end, int64_t lim, int64_t *res) {
@@ -207,7 +209,7 @@ static inline __attribute__((always_inline)) int64_t scalar_steps(
         if (r != 1) return finish(res, *pos, *i, r, v, sg, item, ux) + 2;
         *i += 1;
     }
-    return 1;
+    return GO_ON;
 }
 
 /* The direct table's steps from *pos while *pos < end: one load decodes a word's item and
@@ -230,7 +232,7 @@ static inline __attribute__((always_inline)) int64_t direct_steps(
                 continue; /* rejected */
             }
             int64_t r = scalar_steps(t, io, mode, fmt, b, pos, i, *pos + 1, lim, res);
-            if (r != 1) return r;
+            if (r != GO_ON) return r;
             continue;
         }
         int64_t sg = (int64_t)((w >> t->sshift) & 1u);
@@ -243,7 +245,7 @@ static inline __attribute__((always_inline)) int64_t direct_steps(
             return finish(res, *pos, *i, r, v, sg, (int64_t)(e >> 40), u) + 2;
         *i += 1;
     }
-    return 1;
+    return GO_ON;
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -264,7 +266,7 @@ static inline __attribute__((always_inline)) int64_t run_loop(
 #endif
     int64_t r = t->dbits > 0 ? direct_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res)
                              : scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
-    if (r != 1) return r - 2;
+    if (r != GO_ON) return r - 2;
     return finish(res, pos, i, 1, 0, 0, 0, 0);
 }
 
@@ -280,7 +282,7 @@ static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
                                       : _mm256_loadu_pd((const double *)io->fx + i);
     __m256d qd = io->ginv != 0.0 ? _mm256_mul_pd(xd, _mm256_set1_pd(io->ginv))
                                  : _mm256_div_pd(xd, gstep);
-    qd = _mm256_round_pd(qd, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    qd = _mm256_round_pd(qd, _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
     /* v converts exactly through the 2^52 + 2^51 bias */
     __m256d vd = _mm256_sub_pd(
         _mm256_castsi256_pd(_mm256_add_epi64(v, _mm256_set1_epi64x(0x4338000000000000ll))),
@@ -445,7 +447,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
         }
     lanes: {
         int64_t r = direct_steps(t, io, mode, fmt, b, &pos, &i, pos + 4, lim, res);
-        if (r != 1) return r - 2;
+        if (r != GO_ON) return r - 2;
     }
     }
     return run_loop(t, io, mode, fmt, b, pos, i, lim, res);

@@ -264,3 +264,41 @@ def test_c_loop_refuses_arrays_it_cannot_address() -> None:
     out = np.zeros(16, np.int64)[::2]
     with pytest.raises(numba.core.errors.TypingError, match="C-contiguous"):
         _one_chunk(tab, (out, out, sk.MODE_WRITE, sk.NO_GRID), sk.FORCE_NONE, 8)
+
+
+def test_grid_value_too_large_is_returned_by_every_loop() -> None:
+    """A grid value ``|v| >= 2^53`` (no real one-word table reaches it: |v| < 2^49) is
+    returned to the kernel as pending (r = -1, its word consumed, nothing written) by every
+    C loop alike, not dropped: a synthetic table of 8 columns with bins of width 2^51,
+    called directly (``dpf_table_fast``, csrc/table.c)."""
+    ffi, lib = _native.ffi, _native.lib
+    cbits, vb, p, ubits, nbins = 3, 2, 51, 7, 6
+    alias = [1, 0, 3, 2, 5, 4, 6, 7]
+    pack = np.array([(4 if c % 2 == 0 else 2) | (alias[c] << 32) for c in range(8)], np.uint64)
+    thresh = np.array([((4 if c % 2 == 0 else 2) << (64 - cbits - vb)) for c in range(8)],
+                      np.uint64)
+    sel = np.array([[c, 128, alias[c], 128] for c in range(8)], np.uint64).reshape(-1)
+    trm1 = np.zeros(8, np.uint64)
+    flo = fhi = np.full(8, 0.5)
+    direct = np.zeros(1, np.uint64)
+    # column 4 (its own item 4: m = 4 2^51 + 5 >= 2^53), sign 0, U = 0 (accepted)
+    word = np.array([(4 << 61) | (5 << ubits)], np.uint64)
+
+    def ptr(a: np.ndarray, t: str) -> object:
+        return ffi.cast(t, a.ctypes.data)
+
+    got = []
+    for impl in (0, 1, 2):
+        fx = np.zeros(4)
+        fo = np.full(4, 7.0)
+        res = np.zeros(6, np.int64)
+        r = lib.dpf_table_fast(impl, 0, ptr(word, "uint64_t *"), 1, 0, 0, 4,
+                               ffi.NULL, ffi.NULL, ptr(fx, "void *"), ptr(fo, "void *"), 1, 3,
+                               1.0, 1.0, 1e308, ptr(pack, "uint64_t *"),
+                               ptr(thresh, "uint64_t *"), ptr(sel, "uint64_t *"),
+                               ptr(trm1, "uint64_t *"), ptr(flo, "double *"),
+                               ptr(fhi, "double *"), nbins, p, cbits, vb, ubits, 0.0,
+                               ptr(direct, "uint64_t *"), 0, ptr(res, "int64_t *"))
+        got.append((r, res.tolist(), fo.tolist()))
+    assert got[0] == (-1, [1, 0, (4 << 51) + 5, 0, 4, 0], [7.0] * 4)
+    assert got[1] == got[0] and got[2] == got[0]
