@@ -23,6 +23,7 @@
 #include "dpfast.h"
 
 #include <math.h>
+#include <string.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -132,13 +133,20 @@ static inline __attribute__((always_inline)) int step(const tab_t *t, const uint
     return STEP_ACCEPT;
 }
 
-/* rint in the default rounding mode (to nearest, ties to even) without a libm call: for
- * |x| < 2^52, (|x| + 2^52) - 2^52 is |x| rounded to an integer by the addition itself;
- * larger doubles are integers already. */
+/* rint in the default rounding mode (to nearest, ties to even) without a libm call and
+ * without a branch on x (a private value: no timing that depends on it): for |x| < 2^52,
+ * (|x| + 2^52) - 2^52 is |x| rounded to an integer by the addition itself; larger doubles
+ * (and NaN) are kept as they are, by a bit mask. */
 static inline __attribute__((always_inline)) double rint_even(double x) {
     double a = fabs(x);
-    if (!(a < 0x1p52)) return x;
-    return copysign((a + 0x1p52) - 0x1p52, x);
+    double r = copysign((a + 0x1p52) - 0x1p52, x);
+    uint64_t rb, xb;
+    memcpy(&rb, &r, sizeof rb);
+    memcpy(&xb, &x, sizeof xb);
+    uint64_t keep = -(uint64_t)(a < 0x1p52); /* all ones where the addition rounds */
+    rb = (rb & keep) | (xb & ~keep);
+    memcpy(&r, &rb, sizeof r);
+    return r;
 }
 
 /* Write cell i (dpfast/_kernels/samplers.py _store): 1 written, 0 overflow (nothing
