@@ -302,3 +302,18 @@ def test_grid_value_too_large_is_returned_by_every_loop() -> None:
         got.append((r, res.tolist(), fo.tolist()))
     assert got[0] == (-1, [1, 0, (4 << 51) + 5, 0, 4, 0], [7.0] * 4)
     assert got[1] == got[0] and got[2] == got[0]
+
+
+def test_the_avx2_loop_is_chosen_at_run_time() -> None:
+    """``dpf_table_simd``: the four-word loop where the keystream's AVX2 path runs (the same
+    CPU check and ``DPFAST_SIMD`` cap), the portable loop under ``DPFAST_SIMD=portable``."""
+    import os
+    import subprocess
+    import sys
+
+    assert _native.table_simd() == int(_native.simd_level() >= 2)
+    code = "from dpfast import _native; print(_native.table_simd(), _native.simd_level())"
+    env = {**os.environ, "DPFAST_SIMD": "portable"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["0", "1"]
