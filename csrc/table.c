@@ -516,42 +516,21 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
                        const double *fhi, int64_t nbins, int64_t p, int64_t cbits, int64_t vb,
                        int64_t ubits, double coef, const uint64_t *direct, int64_t dbits,
                        int64_t *res) {
-    tab_t t;
-    t.direct = direct;
-    t.dbits = dbits;
-    t.dshift = ubits > 20 ? (uint64_t)(ubits - 20) : 0u;
-    /* |v| < (nbins + 1) 2^p for the items the fast loops write (the tail is never one) */
-    t.vgrid = p < 40 && ((uint64_t)(nbins + 1) << p) <= (1ull << 51);
-    t.pack = pack;
-    t.thresh = thresh;
-    t.sel = sel;
-    t.trm1 = trm1;
-    t.flo = flo;
-    t.fhi = fhi;
-    t.cshift = (uint64_t)(64 - cbits);
-    t.vshift = (uint64_t)(64 - cbits - vb);
-    t.vmask = (1ull << vb) - 1u;
-    t.lomask = (1ull << t.vshift) - 1u;
-    t.zshift = (uint64_t)(cbits + vb);
-    t.sshift = t.vshift - 1u;
-    t.oshift = t.sshift - (uint64_t)p;
-    t.omask = (1ull << p) - 1u;
-    t.umask = ~0ull >> (64 - ubits);
-    t.tshift = (uint64_t)(64 - ubits);
-    t.nbins = (uint64_t)nbins;
-    t.p = p;
-    t.law = law;
-    t.coef = coef;
-    t.uscale = ldexp(1.0, (int)-ubits);
-    io_t io;
-    io.x = x;
-    io.out = out;
-    io.fx = fx;
-    io.fout = fout;
-    io.fmt = fmt;
-    io.ginv = ginv;
-    io.g = g;
-    io.sat = sat;
+    const uint64_t vshift = (uint64_t)(64 - cbits - vb);
+    tab_t t = {
+        .pack = pack, .thresh = thresh, .sel = sel, .trm1 = trm1, .direct = direct,
+        .flo = flo, .fhi = fhi, .dbits = dbits,
+        .dshift = ubits > 20 ? (uint64_t)(ubits - 20) : 0u,
+        /* |v| < (nbins + 1) 2^p for the items the fast loops write (never the tail) */
+        .vgrid = p < 40 && ((uint64_t)(nbins + 1) << p) <= (1ull << 51),
+        .cshift = (uint64_t)(64 - cbits), .vshift = vshift, .vmask = (1ull << vb) - 1u,
+        .lomask = (1ull << vshift) - 1u, .zshift = (uint64_t)(cbits + vb),
+        .sshift = vshift - 1u, .oshift = vshift - 1u - (uint64_t)p,
+        .omask = (1ull << p) - 1u, .umask = ~0ull >> (64 - ubits),
+        .tshift = (uint64_t)(64 - ubits), .nbins = (uint64_t)nbins, .p = p, .law = law,
+        .coef = coef, .uscale = ldexp(1.0, (int)-ubits)};
+    io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,
+               .sat = sat, .sse41 = 0};
     /* a word gives at most one cell: stopping after hi - i words keeps i <= hi */
     int64_t lim = pos + (hi - i) < n ? pos + (hi - i) : n;
     if (impl == 1) t.dbits = 0; /* the step loop (tests) */
