@@ -12,9 +12,6 @@ the grid ``laplace`` / ``gaussian``, the three ways of writing the output vs num
   cell that a fused in-place sampler cannot avoid; the *store*);
 * ``page faults``: filling a freshly allocated array minus filling a reused one (what a
   new output costs before a single sample: the first touch of every page);
-* ``x range pass``: the one read of x that a separate integer ``out`` costs before its
-  single writing pass (``dpfast.noise.integers._int_range``: the check that every cell lies
-  256 scales inside the dtype, so an overflow cannot leave ``out`` half written);
 * the sampler in place (``out=x``), into a separate warm ``out``, and allocating (numpy's
   convention: a new output array); x holds written values (a never-written ``np.zeros``
   reads the kernel's shared zero page, which costs no memory traffic at all);
@@ -41,7 +38,7 @@ import _timing as _t  # noqa: E402
 
 import dpfast  # noqa: E402
 from dpfast._kernels import chacha as _ck  # noqa: E402
-from dpfast.noise import _chunks, _drive, integers  # noqa: E402
+from dpfast.noise import _chunks, _drive  # noqa: E402
 
 KEY = bytes(range(32))
 
@@ -92,7 +89,6 @@ def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
         lambda: fn(y, param, rng=gen, out=y),               # 5 in place
         lambda: fn(x, param, rng=gen, out=out),             # 6 separate warm out
         lambda: fn(x, param, rng=gen),                      # 7 allocating
-        lambda: integers._int_range(x),                     # 8 x range pass (separate out)
     ]
     for f in fns:
         f()
@@ -106,7 +102,6 @@ def profile(name: str, fn, param: float, n: int, rounds: int) -> None:
         ("memory pass x += 1 (store)", ms[2], ""),
         ("proposal + acceptance (rest)", arith, ""),
         ("page faults of a new output", faults, "(allocating only)"),
-        ("x range pass", ms[8], "(separate out only)"),
         ("sampler in place (out=x)", ms[5], p.describe(0, 5) + " numpy"),
         ("sampler into a separate out", ms[6], p.describe(0, 6) + " numpy; in place / separate "
          + p.describe(5, 6)),

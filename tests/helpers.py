@@ -224,3 +224,12 @@ def same_release(a: Any, b: Any, *, release_id: bool = True) -> None:
     if release_id:
         assert a.release_id == b.release_id
 
+
+
+def assert_partly_written(out: np.ndarray, fill: int, x: np.ndarray, noise: np.ndarray) -> None:
+    """A separate integer ``out`` after an ``OverflowError`` (numpy's ``out=`` semantics):
+    each cell holds what it held (``fill``) or its noisy value ``x + noise`` (exact, in
+    Python integers), never anything else (a wrapped sum, another cell's value)."""
+    got = out.reshape(-1).tolist()
+    want = [int(a) + int(b) for a, b in zip(x.reshape(-1).tolist(), noise.reshape(-1).tolist())]
+    assert all(g == fill or g == w for g, w in zip(got, want))

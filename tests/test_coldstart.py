@@ -140,16 +140,14 @@ def test_a_first_small_call_compiles_no_parallel_kernel(cold) -> None:
 def test_a_first_large_out_call_compiles_no_parallel_kernel(cold) -> None:
     """A first call on 2*10^5 cells of the grid Laplace and of the discrete Laplace into a
     separate ``out``, in a fresh cache directory, compiles no ``parallel=True`` kernel.
-    Fails on the old code: the max |x| check of the grid samplers and the x range pass of
-    a separate integer ``out`` were ``parallel=True`` kernels (seconds of LLVM at first
-    use); now they are chunked launches of serial kernels, as the samplers are.  (The
-    small first calls ran before it in the same process: nothing of either part is
-    ``parallel=True``.)"""
+    Fails on the old code: the max |x| check of the grid samplers was a ``parallel=True``
+    kernel (seconds of LLVM at first use); now it is a chunked launch of a serial kernel,
+    as the samplers are.  (The small first calls ran before it in the same process:
+    nothing of either part is ``parallel=True``.)"""
     assert cold["first"].returncode == 0, cold["first"].stderr
     ours = {name for name, _, part in cold["seen"]
             if part == "large" and name.startswith("dpfast.")}
-    assert {"dpfast._kernels.grid._max_abs_blocks",
-            "dpfast._kernels.grid._range_blocks"} <= ours  # they did compile, for real
+    assert "dpfast._kernels.grid._max_abs_blocks" in ours  # it did compile, for real
     assert {name for name, par, _ in cold["seen"] if par} == set()
 
 

@@ -16,6 +16,7 @@ import dpfast
 from dpfast import noise
 
 from .conftest import KEY
+from .helpers import assert_partly_written
 
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
               ">i4", ">i8", "<i2"]
@@ -349,9 +350,10 @@ def test_extreme_but_supported_scales_stay_finite_and_on_grid() -> None:
 @pytest.mark.parametrize("forced", [0, 1, 3])
 def test_in_place_overflow_leaves_x_unchanged(fn, scale, forced) -> None:
     """Item 6: an OverflowError in an in-place call (after other chunks, in parallel,
-    already wrote) restores every written cell; a separate out is left untouched.  (The
-    first overflow is in the second of six chunks: with the exact continuation forced, the
-    chunks before it are drawn one sample at a time in Python.)"""
+    already wrote) restores every written cell; a separate out holds, cell by cell, what
+    it held or the cell's noisy value (numpy's ``out=`` semantics), and x is unchanged.
+    (The first overflow is in the second of six chunks: with the exact continuation
+    forced, the chunks before it are drawn one sample at a time in Python.)"""
     from dpfast.noise import _exact
 
     chunk = dpfast.noise._drive.CHUNK
@@ -369,7 +371,9 @@ def test_in_place_overflow_leaves_x_unchanged(fn, scale, forced) -> None:
         other = np.full(n, 7, np.int64)
         with pytest.raises(OverflowError):
             fn(x, scale, rng=KEY, out=other)
-        assert np.all(other == 7)
+        assert np.array_equal(x, before)
+        assert_partly_written(other, 7, x, fn(np.zeros(n, np.int64), scale, rng=KEY))
+        assert np.any(other[:chunk] != 7)  # written in one pass, up to the overflow
 
 
 @pytest.mark.parametrize("fn,dtype", [(dpfast.discrete_laplace, np.int64),

@@ -1,11 +1,11 @@
 """A separate preallocated ``out`` is written in one pass, like ``out=x`` (issue 40).
 
 Into a separate ``out`` the integer samplers used to draw every cell's noise twice (a
-checking pass, then a replay that writes), so ``out=`` ran slower than allocating.  Now
-x's range is read first (one pass over x); when every cell lies ``DIRECT_MARGIN`` scales
-inside the dtype, out is written in one pass, bit for bit what allocating gives.  Near
-the dtype's limits (int8 / uint8 always, for scales >= 0.5) the check-first path (out
-untouched on overflow) stays.
+checking pass, then a replay that writes), so ``out=`` ran slower than allocating.  Then
+x's range was read first, to keep ``out`` untouched on an overflow (one more pass over x,
+the one cost ``out=`` kept over ``out=x``).  Now a separate ``out`` is written in one pass,
+as numpy's ``out=`` is: bit for bit what allocating gives, and on an overflow each cell
+holds what it held or its noisy value (x itself is never changed).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import dpfast
-from dpfast.noise import _drive, _windows, addressed, integers
+from dpfast.noise import _drive, _windows, addressed
 
-from .helpers import KEY
+from .helpers import KEY, assert_partly_written
 
 
 def _count(monkeypatch, owner, name: str) -> list[int]:
@@ -54,27 +54,32 @@ def test_separate_out_is_written_in_one_pass(monkeypatch, fn, param, dtype) -> N
         assert len(runs) == 1  # straight into out, no window buffer
 
 
-def test_near_the_limits_out_is_checked_first(monkeypatch) -> None:
-    """x within DIRECT_MARGIN scales of its dtype's limit: the check-first path (the noise
-    drawn, checked, then replayed into out), so an overflow leaves out untouched."""
-    x = np.full(100_000, 50, np.int16)
-    x[-1] = np.iinfo(np.int16).max - integers.DIRECT_MARGIN * 3 + 1
+@pytest.mark.parametrize("dtype", ["i2", "i8", ">i8", "u1"])
+def test_near_the_limits_out_is_written_in_one_pass(monkeypatch, dtype) -> None:
+    """x next to its dtype's limit: still one pass (no x range read, no replay), bit for
+    bit the allocating call; when it overflows, x is unchanged and out partly written."""
+    info = np.iinfo(dtype)
+    n = 100_000
+    x = np.full(n, (int(info.min) + int(info.max)) // 2, dtype)
+    x[-1] = info.max - 1
     replays = _count(monkeypatch, _windows.WindowedNoise, "replay")
     out = np.empty_like(x)
-    dpfast.discrete_laplace(x, 3.0, rng=KEY, out=out)
-    assert len(replays) == 1
-    assert np.array_equal(out, dpfast.discrete_laplace(x, 3.0, rng=KEY))
-    x[-1] -= 1  # now exactly DIRECT_MARGIN scales inside: one pass
-    dpfast.discrete_laplace(x, 3.0, rng=KEY, out=out)
-    assert len(replays) == 1
-
-
-@pytest.mark.parametrize("dtype", ["i8", "i4", "u1"])
-def test_int_range(dtype) -> None:
-    for n in (1, 5, 70_000, 200_001):
-        x = np.random.default_rng(n).integers(np.iinfo(dtype).min, np.iinfo(dtype).max,
-                                              n, dtype=dtype, endpoint=True)
-        assert integers._int_range(x) == (int(x.min()), int(x.max()))
+    for k in range(60):  # a key whose last noise fits, and one where it overflows
+        key = bytes([k]) * 32
+        z = dpfast.discrete_laplace(np.zeros(n, np.int64), 3.0, rng=key)
+        if z[-1] <= 1:
+            dpfast.discrete_laplace(x, 3.0, rng=key, out=out)
+            assert np.array_equal(out, dpfast.discrete_laplace(x, 3.0, rng=key))
+        else:
+            keep = x.copy()
+            out[:] = 5
+            with pytest.raises(OverflowError):
+                dpfast.discrete_laplace(x, 3.0, rng=key, out=out)
+            assert np.array_equal(x, keep)
+            assert_partly_written(out, 5, x, z)
+    assert not replays
+    assert any(dpfast.discrete_laplace(np.zeros(n, np.int64), 3.0, rng=bytes([k]) * 32)[-1]
+               > 1 for k in range(60))  # the overflow branch ran
 
 
 # --- every sampler with out=: the three ways of writing agree bit for bit ---------------

@@ -58,7 +58,7 @@ def grid_add(x, z, g, sat, out, nbig):
         nbig[b] = cnt
 
 
-MAXABS_BLOCK = 1 << 16  # cells per work item of max_abs_bits and int64_range
+MAXABS_BLOCK = 1 << 16  # cells per work item of max_abs_bits
 
 
 def _blocks(args):
@@ -83,31 +83,10 @@ def _max_abs_blocks(bits, part, claim):
         k = next_chunk(claim, k)
 
 
-@nb.njit(cache=True, nogil=True, _nrt=False)
-def _range_blocks(x, part, claim):
-    """``part[k] = (min, max)`` of block ``k`` of a non-empty int64 array, for the blocks
-    this call claims."""
-    n = x.shape[0]
-    nblk = -(-n // MAXABS_BLOCK)
-    k = next_chunk(claim, -1)
-    while k < nblk:
-        blk = x[k * MAXABS_BLOCK:min(n, (k + 1) * MAXABS_BLOCK)]
-        lo = blk[0]
-        hi = blk[0]
-        for i in range(blk.shape[0]):
-            v = blk[i]
-            lo = min(lo, v)
-            hi = max(hi, v)
-        part[k, 0] = lo
-        part[k, 1] = hi
-        k = next_chunk(claim, k)
-
-
 # the blocks on ``numba.get_num_threads()`` threads, each claiming blocks as it becomes
 # free (one serial compilation, no ``parallel=True`` kernel to compile at a first large
 # call)
 _MAX_ABS = claimed(_max_abs_blocks, _blocks)
-_RANGE = claimed(_range_blocks, _blocks)
 
 
 def max_abs_bits(bits, part):
@@ -119,15 +98,6 @@ def max_abs_bits(bits, part):
     nblk = _blocks((bits,))
     _MAX_ABS(bits, part)
     return part[:nblk].max()
-
-
-def int64_range(x, part):
-    """``(min, max)`` of a non-empty int64 array in one pass (numpy's ``min`` and ``max``
-    take two); ``part`` (int64, shape ``(>= ceil(n / MAXABS_BLOCK), 2)``) is scratch.
-    Blocks as :func:`max_abs_bits`."""
-    nblk = _blocks((x,))
-    _RANGE(x, part)
-    return part[:nblk, 0].min(), part[:nblk, 1].max()
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")

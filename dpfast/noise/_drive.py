@@ -149,7 +149,8 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
     With ``undo`` (the ``out`` array of an in-place ``mode=ADD`` call) an overflow is
     undone before ``OverflowError`` propagates: the call's batches are regenerated bit for
     bit and every cell written so far gets its noise subtracted again, so ``out`` is
-    left exactly as it was.
+    left exactly as it was.  A separate ``out`` (``x`` given, not ``out``) is left as the
+    failing chunk and the others wrote it (:mod:`dpfast.noise.integers`).
     """
     force = _exact.forced_mode()
     cap = CHUNK if force else 64

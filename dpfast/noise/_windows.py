@@ -1,8 +1,8 @@
 """Integer noise in bounded windows: peak extra memory O(window), not O(n).
 
 :func:`dpfast.noise._drive.run_discrete` writes the int64 noise (or ``x + noise``) of a
-whole call into one int64 array.  For any other dtype, byte order or layout, and for a
-separate ``out``, that array, and the conversions around it, cost several times the data.
+whole call into one int64 array.  For any other dtype, byte order or layout, that
+array, and the conversions around it, cost several times the data.
 Here the call's noise is produced *window by window* (``WINDOW_CHUNKS`` chunks of
 ``CHUNK`` cells, relative cell indices into one small int64 buffer) and handed to the
 caller range by range, so the caller converts, checks and stores each range and drops it.
@@ -17,8 +17,7 @@ changes.
 
 A :class:`WindowedNoise` can :meth:`~WindowedNoise.replay` its noise: the same batches
 are regenerated from their streams and the finished pending values are taken from a log.
-That is how an in-place call that overflows is undone, and how a separate ``out`` is
-written only once every cell is known to fit (a checking pass, then a writing replay).
+That is how an in-place call that overflows is undone.
 """
 
 from __future__ import annotations

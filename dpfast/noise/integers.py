@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from dpfast._kernels import grid as _gk
 from dpfast.noise import _drive, _inputs, _progress, _windows, _wrap
 from dpfast.random import as_generator
 
@@ -42,71 +41,27 @@ def _noised_into(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, out: Any
         arr = arr.copy()  # out overlaps x only in part: read x from a copy
     in_place = out is not None and _inputs.same_buffer(out, arr)
     native64 = dt.kind == "i" and dt.itemsize == 8 and dt.isnative
-    # a separate out is written in one pass, as in place, when x lies so far inside its
-    # dtype's range that no cell can overflow short of a noise beyond DIRECT_MARGIN
-    # scales; else every cell is checked before out is first written (two passes)
-    direct = out is not None and not in_place and n > 0 and _far_inside(arr, p)
-    if direct and native64 and arr.flags.c_contiguous and out.flags.c_contiguous:
-        _drive.run_discrete(gen, kind, p, n, out.reshape(-1), x=arr.reshape(-1),
-                            progress=tick)
-        return out
-    if native64 and arr.flags.c_contiguous and (out is None or in_place):
-        # the kernel adds the noise straight into the result (no buffer)
-        if in_place:
-            # on overflow the cells written so far are restored (out unchanged)
-            if n:
-                _drive.run_discrete(gen, kind, p, n, out.reshape(-1), x=arr.reshape(-1),
-                                    in_place=True, progress=tick)
-            return out
-        result = np.empty(arr.shape, np.int64)
+    if native64 and arr.flags.c_contiguous and (out is None or out.flags.c_contiguous):
+        # the kernel adds the noise straight into the result (no buffer), in one pass; in
+        # place, on overflow the cells written so far are restored (x unchanged)
+        target = np.empty(arr.shape, np.int64) if out is None else out
         if n:
-            _drive.run_discrete(gen, kind, p, n, result.reshape(-1), x=arr.reshape(-1),
-                                progress=tick)
-        return result
-    # other dtypes / byte orders / layouts, and a separate out: the noise window by window
-    # (bounded memory), each range added with an exact range check in x's dtype
+            _drive.run_discrete(gen, kind, p, n, target.reshape(-1), x=arr.reshape(-1),
+                                in_place=in_place, progress=tick)
+        return target
+    # other dtypes / byte orders / layouts: the noise window by window (bounded memory),
+    # each range added with an exact range check in x's dtype
     target = np.empty(arr.shape, dt) if out is None else out
     if n:
-        _windowed_add(kind, gen, p, arr, target, in_place,
-                      out is not None and not in_place and not direct, tick)
+        _windowed_add(kind, gen, p, arr, target, in_place, tick)
     return target
 
 
-#: A separate ``out`` is written in one pass when every cell of x lies at least this many
-#: noise scales (the largest scale or sigma) inside x's dtype: an overflow then needs a
-#: noise of more than 256 scales, an event of probability below 2**-368 (discrete
-#: Laplace: ``P(|Z| >= 256 t) < 2 e**-256``; the discrete Gaussian's tail is lighter).
-DIRECT_MARGIN = 256
-
-
-def _far_inside(arr: np.ndarray, p: _drive.Param) -> bool:
-    """True if every cell of x is at least ``DIRECT_MARGIN`` scales inside its dtype's
-    range (one read of x; exact integer comparison)."""
-    info = np.iinfo(arr.dtype)
-    lo, hi = _int_range(arr)
-    margin = min(info.max - hi, lo - info.min)
-    return margin >= DIRECT_MARGIN * float(np.max(p.values))
-
-
-def _int_range(arr: np.ndarray) -> tuple[int, int]:
-    """(min x, max x) as Python ints: one parallel pass for large native int64 arrays,
-    numpy's min and max else."""
-    dt = arr.dtype
-    if (dt.kind == "i" and dt.itemsize == 8 and dt.isnative and arr.flags.c_contiguous
-            and arr.size >= _gk.MAXABS_BLOCK):
-        part = np.empty((-(-arr.size // _gk.MAXABS_BLOCK), 2), np.int64)
-        with _drive.threads_for(part.shape[0], 1):
-            lo, hi = _gk.int64_range(arr.reshape(-1), part)
-        return int(lo), int(hi)
-    return int(np.min(arr)), int(np.max(arr))
-
-
 def _windowed_add(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, target: np.ndarray,
-                  in_place: bool, separate: bool, tick: Any) -> None:
-    """``target = arr + noise`` (flat C order) in windows; OverflowError if a cell does not
-    fit, with ``target`` then left as it was when it is ``arr`` itself (the written
-    ranges are undone from a replay) or a separate ``out`` (checked in a first pass,
-    written in a replay)."""
+                  in_place: bool, tick: Any) -> None:
+    """``target = arr + noise`` (flat C order) in windows, in one pass; OverflowError if a
+    cell does not fit, with ``target`` then left as it was when it is ``arr`` itself (the
+    written ranges are undone from a replay)."""
     wn = _windows.WindowedNoise(gen, kind, p, arr.size)
     src = arr.reshape(-1) if arr.flags.c_contiguous else None  # a view, or read .flat
     dst = target.reshape(-1) if target.flags.c_contiguous else None
@@ -126,22 +81,12 @@ def _windowed_add(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, target:
     def write_cell(i: int, v: int) -> None:
         put(i, i + 1, _add_cell(read(i, i + 1), v, arr.dtype))
 
-    def check_range(a: int, b: int, z: np.ndarray) -> None:
-        _add_checked(read(a, b), z, arr.dtype)
-
-    def check_cell(i: int, v: int) -> None:
-        _add_cell(read(i, i + 1), v, arr.dtype)
-
     def undo_range(a: int, b: int, z: np.ndarray) -> None:
         put(a, b, _sub(read(a, b), z, arr.dtype))
 
     def undo_cell(i: int, v: int) -> None:
         put(i, i + 1, _add_cell(read(i, i + 1), -v, arr.dtype))
 
-    if separate:  # a separate out is written only once every cell is known to fit
-        wn.run(check_range, check_cell, progress=tick)
-        wn.replay(write_range, write_cell)
-        return
     try:
         wn.run(write_range, write_cell, progress=tick)
     except OverflowError:
@@ -224,12 +169,11 @@ def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
     Raises
     ------
     OverflowError
-        If a noisy value does not fit the dtype (it never wraps).  ``out`` (also
-        ``out=x``) is then left exactly as it was: an in-place call undoes the cells it
-        already wrote; a separate ``out`` is written only once every cell is known to
-        fit when x comes within 256 scales of its dtype's limits, and else in one pass
-        (an overflow then needs a noise beyond 256 scales, probability below 2**-368,
-        and would leave such an ``out`` partly written).
+        If a noisy value does not fit the dtype (it never wraps).  ``x`` is then left
+        exactly as it was, also with ``out=x`` (an in-place call undoes the cells it
+        already wrote).  A separate ``out`` is written in one pass, as numpy's ``out=``
+        is, so an overflow may leave it partly written (some cells hold their noisy
+        values, the others what they held).
     ValueError
         If ``scale`` is outside its supported range.
 
@@ -280,7 +224,8 @@ def discrete_gaussian(x: Any, sigma: Any, *, rng: Any = None,
     Raises
     ------
     OverflowError
-        As in :func:`discrete_laplace` (``out=x`` is restored; a separate ``out`` as there).
+        As in :func:`discrete_laplace` (``out=x`` is restored; a separate ``out`` may be
+        partly written).
 
     Privacy
     -------
