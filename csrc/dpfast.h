@@ -69,24 +69,27 @@ void dpf_bitgen_init(dpf_bitgen_t *bg, dpf_bitgen_state *st);
 void dpf_bitgen_fill(dpf_bitgen_state *st, uint64_t *out, uint64_t n);
 
 /* The envelope-table kernel's common case (table.c), called by name from the numba
- * kernel: one-word proposals decided by the squeeze, from b[pos] while pos < n, written
- * to cells i.. < hi in `mode` (0 write int64 out, 1 add x to it, 2 subtract from out,
- * 3 the grid store of a float `fx` into `fout` in format `fmt`), on the direct table
- * `direct` (2^dbits entries; dbits 0: none, the step loop).  Returns r (1 stopped
- * before a proposal it leaves to the general loop, or the words ran out; 0 overflow of
- * cell i; -1 grid value too large) and res[0..5] = pos, i, v, sg, item, ux.  impl 0: the
- * best loop for this CPU; 1 the step loop; 2 the direct table's portable loop (tests). */
+ * kernel: proposals decided by the squeeze, from b[pos] (and the saved low half hv of
+ * word pos - 1 first when hh is 1) while pos < n, written to cells i.. < hi in `mode`
+ * (0 write int64 out, 1 add x to it, 2 subtract from out, 3 the grid store of a float
+ * `fx` into `fout` in format `fmt`).  A table with a direct table `direct` (2^dbits
+ * entries) has the half-word layout: a proposal takes one 32-bit half where the direct
+ * table decides it, two else; dbits 0: one word a proposal, the step loop.  Returns r
+ * (1 stopped before a proposal it leaves to the general loop, or the words ran out; 0
+ * overflow of cell i; -1 grid value too large) and res[0..7] = pos, i, v, sg, item, ux,
+ * hh, hv.  impl 0: the best loop for this CPU; 1 every decision by the step (tests);
+ * 2 the direct table's portable loop (tests). */
 #define DPF_TABLE_F64 1
 #define DPF_TABLE_F32 2
 #define DPF_TABLE_F64_F32 3
 int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, int64_t pos,
-                       int64_t i, int64_t hi, const int64_t *x, int64_t *out, const void *fx,
-                       void *fout, int64_t fmt, int64_t mode, double ginv, double g,
-                       double sat, const uint64_t *pack, const uint64_t *thresh,
-                       const uint64_t *sel, const uint64_t *trm1, const double *flo,
-                       const double *fhi, int64_t nbins, int64_t p, int64_t cbits, int64_t vb,
-                       int64_t ubits, double coef, const uint64_t *direct, int64_t dbits,
-                       int64_t *res);
+                       int64_t hh, uint64_t hv, int64_t i, int64_t hi, const int64_t *x,
+                       int64_t *out, const void *fx, void *fout, int64_t fmt, int64_t mode,
+                       double ginv, double g, double sat, const uint64_t *pack,
+                       const uint64_t *thresh, const uint64_t *sel, const uint64_t *trm1,
+                       const double *flo, const double *fhi, int64_t nbins, int64_t p,
+                       int64_t cbits, int64_t vb, int64_t ubits, double coef,
+                       const uint64_t *direct, int64_t dbits, int64_t *res);
 
 /* 1 when dpf_table_fast runs the direct table four words at a time (AVX2), else 0. */
 int dpf_table_simd(void);

@@ -36,13 +36,25 @@ typedef struct {
     const uint64_t *pack, *thresh, *sel, *trm1, *direct;
     const double *flo, *fhi;
     int64_t dbits; /* the direct table's index bits; 0: no direct table (scalar loop) */
-    uint64_t dshift; /* U's bits below the direct table's thresholds (ubits - 20, or 0) */
     int vgrid; /* every value of the table is below 2^51 (the vector grid store) */
     uint64_t cshift, vshift, vmask, lomask, zshift, sshift, oshift, omask, umask, tshift;
     uint64_t nbins;
     int64_t p, law;
     double coef, uscale;
+    /* the half-word layout of a table with a direct table (dbits > 0): a proposal's first
+     * half is the index (hshift = 32 - dbits), the sign (bit k1) and U's top k1 bits, of
+     * which the thresholds read the top ones (>> hus); q = the alias value's bits below
+     * the index, from the second half (virtual_word) */
+    uint64_t hshift, hus, q, k1;
+    int by_step; /* decide every proposal by step() on its virtual word (impl 1, tests) */
 } tab_t;
+
+/* The position in a chunk's keystream buffer: the next word, and a saved low half. */
+typedef struct {
+    int64_t pos;
+    int64_t hh; /* 1: hv, the low half of word pos - 1, is the next half */
+    uint64_t hv;
+} half_t;
 
 typedef struct {
     const int64_t *x;
@@ -57,15 +69,15 @@ typedef struct {
 /* One proposal's outcome. */
 enum { STEP_STOP = -1, STEP_REJECT = 0, STEP_ACCEPT = 1 };
 
-/* The proposal whose first word is b[*pos] (< lim): STEP_ACCEPT (*v, *sg, *item, *ux set,
- * *pos past its words), STEP_REJECT (*pos past its words) or STEP_STOP (*pos unchanged:
- * the general loop's case). */
-static inline __attribute__((always_inline)) int step(const tab_t *t, const uint64_t *b,
-                                                        int64_t *pos, int64_t lim, int64_t *v,
-                                                        int64_t *sg, int64_t *item,
-                                                        uint64_t *ux) {
-    int64_t at = *pos;
-    uint64_t xw = b[at];
+/* The proposal of word xw = b[*at]: STEP_ACCEPT (*v, *sg, *item, *ux set), STEP_REJECT or
+ * STEP_STOP (the general loop's case).  A tie of the alias value's top bits with the
+ * threshold reads the next word b[*at + 1] (*at moves to it), or stops where that is not
+ * below lim (the half-word loops pass lim 0: the general loop takes every tie). */
+static inline __attribute__((always_inline)) int step_core(const tab_t *t, uint64_t xw,
+                                                             const uint64_t *b, int64_t *at,
+                                                             int64_t lim, int64_t *v,
+                                                             int64_t *sg, int64_t *item,
+                                                             uint64_t *ux) {
     uint64_t col = xw >> t->cshift;
     uint64_t th = t->pack[col] & 0xFFFFFFFFu;
     uint64_t vh = (xw >> t->vshift) & t->vmask;
@@ -73,16 +85,15 @@ static inline __attribute__((always_inline)) int step(const tab_t *t, const uint
     uint64_t it = t->sel[k4];
     uint64_t tu = t->sel[k4 + 1];
     if (vh == th) { /* a tie: v's other bits are the top of the next word */
-        if (at + 1 >= lim) return STEP_STOP; /* (in the next buffer: the general loop) */
-        at += 1;
-        if ((b[at] >> t->zshift) < (t->thresh[col] & t->lomask)) {
+        if (*at + 1 >= lim) return STEP_STOP; /* (in the next buffer: the general loop) */
+        *at += 1;
+        if ((b[*at] >> t->zshift) < (t->thresh[col] & t->lomask)) {
             it = t->sel[col << 2];
             tu = t->sel[(col << 2) + 1];
         }
     }
     if (it >= t->nbins) {
         if (it == t->nbins) return STEP_STOP; /* the tail item: pending, general loop */
-        *pos = at + 1;
         return STEP_REJECT; /* padding */
     }
     int64_t s = (int64_t)((xw >> t->sshift) & 1u);
@@ -90,17 +101,11 @@ static inline __attribute__((always_inline)) int step(const tab_t *t, const uint
     uint64_t u = xw & t->umask;
     int64_t a = (int64_t)it << t->p;
     int64_t m = a + off;
-    if ((m | (s ^ 1)) == 0) {
-        *pos = at + 1;
-        return STEP_REJECT; /* (negative, 0) */
-    }
+    if ((m | (s ^ 1)) == 0) return STEP_REJECT; /* (negative, 0) */
     if (u < tu) {
         /* accepted: U < ta 2^-64 <= the bin's smallest acceptance probability */
     } else if (t->p == 0) {
-        if ((u << t->tshift) > t->trm1[it]) {
-            *pos = at + 1;
-            return STEP_REJECT;
-        }
+        if ((u << t->tshift) > t->trm1[it]) return STEP_REJECT;
         return STEP_STOP; /* open: the general loop's full certificate */
     } else {
         double g0 = (double)off * t->coef;
@@ -118,19 +123,28 @@ static inline __attribute__((always_inline)) int step(const tab_t *t, const uint
             double gl = g0 * (1.0 - 0x1p-48);
             double u_lo = uf * t->uscale * (1.0 - 0x1p-50);
             double up = 1.0 - gl * (1.0 - gl * (0.5 - gl * (1.0 / 6.0 - gl * (1.0 / 24.0))));
-            if (u_lo >= t->fhi[it] * (up + 0x1p-50) * (1.0 + 0x1p-47)) {
-                *pos = at + 1;
-                return STEP_REJECT;
-            }
+            if (u_lo >= t->fhi[it] * (up + 0x1p-50) * (1.0 + 0x1p-47)) return STEP_REJECT;
             return STEP_STOP;
         }
     }
-    *pos = at + 1;
     *v = (m ^ -s) + s; /* -m if s else m, without a branch on the random sign */
     *sg = s;
     *item = (int64_t)it;
     *ux = u;
     return STEP_ACCEPT;
+}
+
+/* The proposal whose first word is b[*pos] (< lim): STEP_ACCEPT (*v, *sg, *item, *ux set,
+ * *pos past its words), STEP_REJECT (*pos past its words) or STEP_STOP (*pos unchanged:
+ * the general loop's case). */
+static inline __attribute__((always_inline)) int step(const tab_t *t, const uint64_t *b,
+                                                        int64_t *pos, int64_t lim, int64_t *v,
+                                                        int64_t *sg, int64_t *item,
+                                                        uint64_t *ux) {
+    int64_t at = *pos;
+    int s = step_core(t, b[at], b, &at, lim, v, sg, item, ux);
+    if (s != STEP_STOP) *pos = at + 1;
+    return s;
 }
 
 /* rint in the default rounding mode (to nearest, ties to even) without a libm call and
@@ -220,37 +234,89 @@ static inline __attribute__((always_inline)) int64_t scalar_steps(
     return GO_ON;
 }
 
-/* The direct table's steps from *pos while *pos < end: one load decodes a word's item and
- * its thresholds on U's top bits u; u < A accepts (unless the proposal is (negative, 0)),
- * u > R rejects, anything else goes through the scalar step, which takes the decision
- * the general loop takes.  Returns as scalar_steps. */
-static inline __attribute__((always_inline)) int64_t direct_steps(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
-    int64_t *pos, int64_t *i, int64_t end, int64_t lim, int64_t *res) {
-    const uint64_t ds = (uint64_t)(64 - t->dbits);
-    const uint64_t us = t->dshift;
-    while (*pos < end) {
-        uint64_t w = b[*pos];
-        uint64_t e = t->direct[w >> ds];
-        uint64_t u = w & t->umask;
-        uint64_t ut = u >> us;
-        if (__builtin_expect(ut >= ((e >> 20) & 0xFFFFFu), 0)) {
-            if (ut > (e & 0xFFFFFu)) {
-                *pos += 1;
-                continue; /* rejected */
+/* The next half-word of the buffer (the high half of a word first, then its low half):
+ * 0 when none is left before word lim. */
+static inline __attribute__((always_inline)) int next_half(half_t *h, const uint64_t *b,
+                                                             int64_t lim, uint64_t *half) {
+    if (h->hh) {
+        h->hh = 0;
+        *half = h->hv;
+        h->hv = 0; /* no half saved: hv 0, as the general loop keeps it */
+        return 1;
+    }
+    if (h->pos >= lim) return 0;
+    uint64_t w = b[h->pos++];
+    h->hh = 1;
+    h->hv = w & 0xFFFFFFFFu;
+    *half = w >> 32;
+    return 1;
+}
+
+/* A proposal's word in the one-word layout (dpfast/_kernels/table.py _virtual_word) from
+ * its halves: the index (the alias column and the alias value's top bits), the value's
+ * other q bits (top of h2), the sign, U's top k1 bits (h1), U's other bits (h2). */
+static inline __attribute__((always_inline)) uint64_t virtual_word(const tab_t *t, uint64_t h1,
+                                                                     uint64_t h2) {
+    const uint64_t d = 32 - t->hshift; /* dbits */
+    uint64_t idx = h1 >> t->hshift;
+    uint64_t sgn = (h1 >> t->k1) & 1u;
+    uint64_t ut = h1 & ((1ull << t->k1) - 1u);
+    uint64_t vlo = h2 >> (32 - t->q);
+    uint64_t ulo = h2 & ((1ull << (32 - t->q)) - 1u);
+    return (idx << (64 - d)) | (vlo << (64 - d - t->q)) | (sgn << (63 - d - t->q)) |
+           (ut << (32 - t->q)) | ulo;
+}
+
+/* Proposals of the half-word layout (a table with a direct table) while cells are left
+ * (*i < hi) and the next one's first half lies before word end (or is a saved half).  A
+ * proposal's first half h1 indexes the direct table: its item and its thresholds on U's
+ * top bits u decide most (u < A accepts unless the proposal is (negative, 0), u > R
+ * rejects) and the proposal takes that one half; any other takes the next half too, and
+ * step_core decides on their virtual word (a tie stops: the general loop reads the next
+ * two halves).  t->by_step (tests): every decision by step_core, on the virtual word of
+ * h1 and zeros where the thresholds decide.  Returns as scalar_steps; on a stop *h is the
+ * proposal's start. */
+static inline __attribute__((always_inline)) int64_t half_steps(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *h,
+    int64_t *i, int64_t hi, int64_t end, int64_t lim, int64_t *res) {
+    while (*i < hi && (h->hh || h->pos < end)) {
+        const half_t at = *h;
+        uint64_t h1, h2 = 0;
+        if (!next_half(h, b, lim, &h1)) break;
+        uint64_t e = t->direct[h1 >> t->hshift];
+        uint64_t u = (h1 & ((1ull << t->k1) - 1u)) >> t->hus;
+        int64_t v = 0, sg = 0, item = 0;
+        uint64_t ux = 0;
+        int s;
+        if (u < ((e >> 20) & 0xFFFFFu) || u > (e & 0xFFFFFu)) {
+            if (t->by_step) {
+                int64_t at = 0;
+                s = step_core(t, virtual_word(t, h1, 0), NULL, &at, 0, &v, &sg, &item, &ux);
+            } else if (u > (e & 0xFFFFFu)) {
+                s = STEP_REJECT;
+            } else {
+                int64_t m = (int64_t)(e >> 40);
+                sg = (int64_t)((h1 >> t->k1) & 1u);
+                item = m;
+                ux = u;
+                s = (m | (sg ^ 1)) == 0 ? STEP_REJECT : STEP_ACCEPT; /* (negative, 0) */
+                v = (m ^ -sg) + sg;
             }
-            int64_t r = scalar_steps(t, io, mode, fmt, b, pos, i, *pos + 1, lim, res);
-            if (r != GO_ON) return r;
-            continue;
+        } else {
+            if (!next_half(h, b, lim, &h2)) {
+                *h = at;
+                return finish(res, h->pos, *i, 1, 0, 0, 0, 0) + 2;
+            }
+            int64_t at = 0;
+            s = step_core(t, virtual_word(t, h1, h2), NULL, &at, 0, &v, &sg, &item, &ux);
         }
-        int64_t sg = (int64_t)((w >> t->sshift) & 1u);
-        int64_t m = (int64_t)(((e >> 40) << t->p) + ((w >> t->oshift) & t->omask));
-        *pos += 1;
-        if (__builtin_expect((m | (sg ^ 1)) == 0, 0)) continue; /* (negative, 0) */
-        int64_t v = (m ^ -sg) + sg;
+        if (s == STEP_STOP) {
+            *h = at;
+            return finish(res, h->pos, *i, 1, 0, 0, 0, 0) + 2;
+        }
+        if (s == STEP_REJECT) continue;
         int r = store(io, mode, fmt, *i, v);
-        if (__builtin_expect(r != 1, 0))
-            return finish(res, *pos, *i, r, v, sg, (int64_t)(e >> 40), u) + 2;
+        if (__builtin_expect(r != 1, 0)) return finish(res, h->pos, *i, r, v, sg, item, ux) + 2;
         *i += 1;
     }
     return GO_ON;
@@ -262,18 +328,22 @@ static int64_t run_scalar_grid(const tab_t *t, const io_t *io, int64_t fmt, cons
                                int64_t pos, int64_t i, int64_t lim, int64_t *res);
 #endif
 
-/* The loop from pos to lim: the direct table's (t->dbits > 0) or the step loop; on an
- * AVX2 CPU (io->sse41, a constant where inlined) the step loop's grid stores go four at a
- * time (run_scalar_grid). */
+/* The loop from h to lim (cells below hi): the half-word loop of a table with a direct
+ * table (t->dbits > 0), else the step loop; on an AVX2 CPU (io->sse41, a constant where
+ * inlined) the step loop's grid stores go four at a time (run_scalar_grid). */
 static inline __attribute__((always_inline)) int64_t run_loop(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
-    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *h,
+    int64_t i, int64_t hi, int64_t lim, int64_t *res) {
+    if (t->dbits > 0) {
+        int64_t r = half_steps(t, io, mode, fmt, b, h, &i, hi, lim, lim, res);
+        if (r != GO_ON) return r - 2;
+        return finish(res, h->pos, i, 1, 0, 0, 0, 0);
+    }
 #ifdef DPF_TABLE_AVX2
-    if (io->sse41 && mode == MODE_GRID && t->dbits == 0)
-        return run_scalar_grid(t, io, fmt, b, pos, i, lim, res);
+    if (io->sse41 && mode == MODE_GRID) return run_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
 #endif
-    int64_t r = t->dbits > 0 ? direct_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res)
-                             : scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
+    int64_t pos = h->pos;
+    int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
     if (r != GO_ON) return r - 2;
     return finish(res, pos, i, 1, 0, 0, 0, 0);
 }
@@ -375,49 +445,67 @@ static const int32_t COMPACT[16][8] __attribute__((aligned(32))) = {
     {2, 3, 4, 5, 6, 7, 0, 1},
     {0, 1, 2, 3, 4, 5, 6, 7}};
 
-/* Four words at a time, on the direct table: the four entries by scalar loads (AVX2
- * gathers are slower than four loads on AMD cores), the decisions as vectors, and when
- * every word is decided by its thresholds (accepted or rejected), the accepted values
- * moved to the front and written to the next cells as vectors (no branch per word).  A
- * group with an undecided word in it (an undecided item, the tail item, U between the
- * thresholds), an overflow, or a grid value outside the vector conversion's range goes
- * word by word through direct_steps, which takes the same decisions. */
+/* The half-word loop four proposals at a time (two words, aligned: no saved half): the
+ * four direct-table entries by scalar loads (AVX2 gathers are slower than four loads on
+ * AMD cores), the decisions as vectors, and when every half is decided by its thresholds
+ * (accepted or rejected), the accepted values moved to the front and written to the next
+ * cells as vectors (no branch per proposal).  A group with an undecided half in it (an
+ * undecided item, the tail item, U between the thresholds), an overflow, or a grid value
+ * outside the vector conversion's range goes proposal by proposal through half_steps,
+ * which takes the same decisions (and realigns to a whole word). */
 static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_avx2(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
-    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
-    const uint64_t ds = (uint64_t)(64 - t->dbits);
-    const __m128i us = _mm_cvtsi64_si128((long long)t->dshift);
-    const __m128i ss = _mm_cvtsi64_si128((long long)t->sshift);
-    const __m128i os = _mm_cvtsi64_si128((long long)t->oshift);
-    const __m128i ps = _mm_cvtsi64_si128((long long)t->p);
-    const __m256i omask = _mm256_set1_epi64x((long long)t->omask);
-    const __m256i umask = _mm256_set1_epi64x((long long)t->umask);
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *hp,
+    int64_t i, int64_t hi, int64_t lim, int64_t *res) {
+    /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
+    const int vgrid = mode == MODE_GRID && t->vgrid;
+    if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
+        return run_loop(t, io, mode, fmt, b, hp, i, hi, lim, res);
+    /* a local copy: the stores to out cannot alias it, so it stays in registers */
+    half_t hl = *hp;
+    half_t *h = &hl;
+    int64_t r;
+    const uint64_t hs = t->hshift;
+    const __m128i us = _mm_cvtsi64_si128((long long)t->hus);
+    const __m128i ks = _mm_cvtsi64_si128((long long)t->k1);
+    const __m256i kmask = _mm256_set1_epi64x((long long)((1ull << t->k1) - 1u));
     const __m256i m20 = _mm256_set1_epi64x(0xFFFFF);
     const __m256i one = _mm256_set1_epi64x(1);
     const __m256i zero = _mm256_setzero_si256();
     const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
-    /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
-    const int vgrid = mode == MODE_GRID && t->vgrid;
-    if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
-        return run_loop(t, io, mode, fmt, b, pos, i, lim, res);
-    while (pos + 4 <= lim) {
-        const uint64_t *q = b + pos;
+    for (;;) {
+        if (h->hh) { /* the saved half first, one proposal at a time */
+            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res);
+            if (r != GO_ON) {
+                *hp = hl;
+                return r - 2;
+            }
+            if (h->hh) break; /* no cell left */
+        }
+        if (h->pos + 2 > lim || i + 4 > hi) break;
+        const uint64_t w0 = b[h->pos], w1 = b[h->pos + 1];
+        const uint64_t q0 = w0 >> 32, q1 = w0 & 0xFFFFFFFFu, q2 = w1 >> 32, q3 = w1 & 0xFFFFFFFFu;
+        /* the halves in stream order (high, low, high, low) as four 64-bit lanes */
+        __m256i hv = _mm256_cvtepu32_epi64(_mm_shuffle_epi32(
+            _mm_loadu_si128((const __m128i *)(b + h->pos)), _MM_SHUFFLE(2, 3, 0, 1)));
         __m256i e = _mm256_set_epi64x(
-            (long long)t->direct[q[3] >> ds], (long long)t->direct[q[2] >> ds],
-            (long long)t->direct[q[1] >> ds], (long long)t->direct[q[0] >> ds]);
-        __m256i w = _mm256_loadu_si256((const __m256i *)q);
-        __m256i ut = _mm256_srl_epi64(_mm256_and_si256(w, umask), us);
-        __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, ss), one);
-        __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, os), omask);
-        __m256i m = _mm256_add_epi64(_mm256_sll_epi64(_mm256_srli_epi64(e, 40), ps), off);
+            (long long)t->direct[q3 >> hs], (long long)t->direct[q2 >> hs],
+            (long long)t->direct[q1 >> hs], (long long)t->direct[q0 >> hs]);
+        __m256i ut = _mm256_srl_epi64(_mm256_and_si256(hv, kmask), us);
+        __m256i sg = _mm256_and_si256(_mm256_srl_epi64(hv, ks), one);
+        __m256i m = _mm256_srli_epi64(e, 40); /* bins of width 1: the item */
         /* thresholds and U's top bits are < 2^20: signed comparisons are exact */
         __m256i acc = _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_srli_epi64(e, 20), m20), ut);
         __m256i rej = _mm256_cmpgt_epi64(ut, _mm256_and_si256(e, m20));
         __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
                                         _mm256_cmpeq_epi64(sg, one));
         int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
-        if (__builtin_expect(decided == 15, 1)) {
-            int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(negz, acc)));
+        {
+            /* the halves before the first undecided one are proposals the thresholds
+             * decide (an undecided one reads the half after it: the lanes after it are
+             * not proposals of their own) */
+            int nvalid = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
+            int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(negz, acc))) &
+                       ((1 << nvalid) - 1);
             int cnt = __builtin_popcount((unsigned)keep);
             __m256i nsg = _mm256_sub_epi64(zero, sg);
             __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, nsg), sg);
@@ -450,38 +538,57 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
                 grid_store4(io, fmt, i, v, cnt, first);
             }
             i += cnt;
-            pos += 4;
+            if (__builtin_expect(nvalid == 4, 1)) {
+                h->pos += 2;
+                continue;
+            }
+            /* the undecided half next: its proposal (and any up to a whole word) one by
+             * one */
+            h->pos += (nvalid + 1) >> 1;
+            if (nvalid & 1) {
+                h->hh = 1;
+                h->hv = nvalid == 1 ? q1 : q3;
+            }
+            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + (h->hh ? 0 : 1), lim, res);
+            if (r != GO_ON) {
+                *hp = hl;
+                return r - 2;
+            }
             continue;
         }
-    lanes: {
-        int64_t r = direct_steps(t, io, mode, fmt, b, &pos, &i, pos + 4, lim, res);
-        if (r != GO_ON) return r - 2;
+    lanes:
+        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + 2, lim, res);
+        if (r != GO_ON) {
+            *hp = hl;
+            return r - 2;
+        }
     }
-    }
-    return run_loop(t, io, mode, fmt, b, pos, i, lim, res);
+    r = run_loop(t, io, mode, fmt, b, h, i, hi, lim, res);
+    *hp = hl;
+    return r;
 }
 #endif
 
 /* Each (mode, output format) as its own loop: the store is a constant where inlined. */
 #define DISPATCH(RUN)                                                                  \
     switch (mode) {                                                                   \
-    case MODE_WRITE: return RUN(&t, &io, MODE_WRITE, 0, b, pos, i, lim, res);          \
-    case MODE_ADD: return RUN(&t, &io, MODE_ADD, 0, b, pos, i, lim, res);              \
-    case MODE_SUB: return RUN(&t, &io, MODE_SUB, 0, b, pos, i, lim, res);              \
+    case MODE_WRITE: return RUN(&t, &io, MODE_WRITE, 0, b, h, i, hi, lim, res);        \
+    case MODE_ADD: return RUN(&t, &io, MODE_ADD, 0, b, h, i, hi, lim, res);            \
+    case MODE_SUB: return RUN(&t, &io, MODE_SUB, 0, b, h, i, hi, lim, res);            \
     default:                                                                          \
-        if (fmt == DPF_TABLE_F64) return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64, b, pos, i, \
-                                             lim, res);                               \
-        if (fmt == DPF_TABLE_F32) return RUN(&t, &io, MODE_GRID, DPF_TABLE_F32, b, pos, i, \
-                                             lim, res);                               \
-        return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64_F32, b, pos, i, lim, res);       \
+        if (fmt == DPF_TABLE_F64) return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64, b, h, i,  \
+                                             hi, lim, res);                           \
+        if (fmt == DPF_TABLE_F32) return RUN(&t, &io, MODE_GRID, DPF_TABLE_F32, b, h, i,  \
+                                             hi, lim, res);                           \
+        return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64_F32, b, h, i, hi, lim, res);     \
     }
 
 /* A dispatcher: the loop RUN on a copy of the tables and io, SSE41 (a constant) telling
  * the stores whether rint is one instruction here. */
 #define DEFINE_FAST(NAME, ATTR, SSE41, RUN)                                              \
     ATTR static int64_t NAME(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, \
-                             const uint64_t *b, int64_t pos, int64_t i, int64_t lim,     \
-                             int64_t *res) {                                             \
+                             const uint64_t *b, half_t *h, int64_t i, int64_t hi,        \
+                             int64_t lim, int64_t *res) {                                \
         const tab_t t = *tp;                                                             \
         io_t io = *iop;                                                                  \
         io.sse41 = SSE41;                                                                \
@@ -509,18 +616,20 @@ int dpf_table_simd(void) {
 }
 
 int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, int64_t pos,
-                       int64_t i, int64_t hi, const int64_t *x, int64_t *out, const void *fx,
-                       void *fout, int64_t fmt, int64_t mode, double ginv, double g,
-                       double sat, const uint64_t *pack, const uint64_t *thresh,
-                       const uint64_t *sel, const uint64_t *trm1, const double *flo,
-                       const double *fhi, int64_t nbins, int64_t p, int64_t cbits, int64_t vb,
-                       int64_t ubits, double coef, const uint64_t *direct, int64_t dbits,
-                       int64_t *res) {
+                       int64_t hh, uint64_t hv, int64_t i, int64_t hi, const int64_t *x,
+                       int64_t *out, const void *fx, void *fout, int64_t fmt, int64_t mode,
+                       double ginv, double g, double sat, const uint64_t *pack,
+                       const uint64_t *thresh, const uint64_t *sel, const uint64_t *trm1,
+                       const double *flo, const double *fhi, int64_t nbins, int64_t p,
+                       int64_t cbits, int64_t vb, int64_t ubits, double coef,
+                       const uint64_t *direct, int64_t dbits, int64_t *res) {
     const uint64_t vshift = (uint64_t)(64 - cbits - vb);
+    /* the half-word layout (dbits > 0): U's top k1 bits in the first half, the thresholds
+     * on the top min(k1, 20) of them */
+    const int64_t k1 = dbits > 0 ? 31 - dbits : 0;
     tab_t t = {
         .pack = pack, .thresh = thresh, .sel = sel, .trm1 = trm1, .direct = direct,
         .flo = flo, .fhi = fhi, .dbits = dbits,
-        .dshift = ubits > 20 ? (uint64_t)(ubits - 20) : 0u,
         /* |v| < (nbins + 1) 2^p for the items the fast loops write (never the tail) */
         .vgrid = p < 40 && ((uint64_t)(nbins + 1) << p) <= (1ull << 51),
         .cshift = (uint64_t)(64 - cbits), .vshift = vshift, .vmask = (1ull << vb) - 1u,
@@ -528,14 +637,24 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
         .sshift = vshift - 1u, .oshift = vshift - 1u - (uint64_t)p,
         .omask = (1ull << p) - 1u, .umask = ~0ull >> (64 - ubits),
         .tshift = (uint64_t)(64 - ubits), .nbins = (uint64_t)nbins, .p = p, .law = law,
-        .coef = coef, .uscale = ldexp(1.0, (int)-ubits)};
+        .coef = coef, .uscale = ldexp(1.0, (int)-ubits),
+        .hshift = (uint64_t)(32 - dbits), .k1 = (uint64_t)k1,
+        .hus = (uint64_t)(k1 > 20 ? k1 - 20 : 0),
+        .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1};
     io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,
                .sat = sat, .sse41 = 0};
-    /* a word gives at most one cell: stopping after hi - i words keeps i <= hi */
-    int64_t lim = pos + (hi - i) < n ? pos + (hi - i) : n;
-    if (impl == 1) t.dbits = 0; /* the step loop (tests) */
+    half_t h = {.pos = pos, .hh = hh, .hv = hv};
+    /* one-word layout: a word gives at most one cell, so stopping after hi - i words keeps
+     * i <= hi; the half-word loops test i < hi themselves */
+    int64_t lim = dbits > 0 || pos + (hi - i) > n ? n : pos + (hi - i);
+    int64_t r;
 #ifdef DPF_TABLE_AVX2
-    if (impl == 0 && dpf_table_simd()) return fast_avx2(&t, &io, mode, fmt, b, pos, i, lim, res);
+    if (impl == 0 && dpf_table_simd())
+        r = fast_avx2(&t, &io, mode, fmt, b, &h, i, hi, lim, res);
+    else
 #endif
-    return fast_portable(&t, &io, mode, fmt, b, pos, i, lim, res);
+        r = fast_portable(&t, &io, mode, fmt, b, &h, i, hi, lim, res);
+    res[6] = h.hh;
+    res[7] = (int64_t)h.hv;
+    return r;
 }

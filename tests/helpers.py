@@ -233,3 +233,40 @@ def assert_partly_written(out: np.ndarray, fill: int, x: np.ndarray, noise: np.n
     got = out.reshape(-1).tolist()
     want = [int(a) + int(b) for a, b in zip(x.reshape(-1).tolist(), noise.reshape(-1).tolist())]
     assert all(g == fill or g == w for g, w in zip(got, want))
+
+
+def table_halves(tab: Any, words: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A table with a direct table reads the keystream in 32-bit halves
+    (:func:`dpfast._kernels.table.table_kernel_serial`): the two halves ``(h1, h2)`` whose
+    virtual word is each one-word-layout word in ``words``, and whether the direct table
+    decides the proposal on ``h1`` alone (it then reads no ``h2``).  The first half holds
+    the top ``dbits`` bits, the sign and U's top ``k1 = 31 - dbits`` bits; the second the
+    alias value's other ``q`` bits and U's other bits."""
+    u = np.uint64
+    words = np.asarray(words, dtype=np.uint64)
+    *_, direct, dbits = tab.kernel_args
+    assert dbits > 0, "a table without a direct table reads whole words"
+    vb, _, _, _, ubits = tab.lay
+    q, k1 = tab.cbits + vb - dbits, 31 - dbits
+    idx = words >> u(64 - dbits)
+    vlo = (words >> u(64 - dbits - q)) & u((1 << q) - 1)
+    sgn = (words >> u(63 - dbits - q)) & u(1)
+    uu = words & u((1 << ubits) - 1)
+    h1 = (idx << u(32 - dbits)) | (sgn << u(k1)) | (uu >> u(ubits - k1))
+    h2 = (vlo << u(32 - q)) | (uu & u((1 << (32 - q)) - 1))
+    e = direct[h1 >> u(32 - dbits)]
+    top = (h1 & u((1 << k1) - 1)) >> u(max(k1 - 20, 0))
+    decided = (top < ((e >> u(20)) & u(0xFFFFF))) | (top > (e & u(0xFFFFF)))
+    return h1, h2, decided
+
+
+def table_word(tab: Any, word: int) -> int:
+    """The keystream word that gives a proposal the one-word-layout word ``word`` when it
+    starts on a whole word: ``word`` itself for a table without a direct table, else its
+    two halves (:func:`table_halves`; the proposal must be one the first half does not
+    decide, or it would read one half only)."""
+    if tab.kernel_args[-1] == 0:
+        return int(word)
+    h1, h2, decided = table_halves(tab, [word])
+    assert not decided[0], "decided on its first half: the proposal reads one half"
+    return (int(h1[0]) << 32) | int(h2[0])

@@ -23,6 +23,8 @@ from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
 from dpfast.noise import _drive, _envelope, _exact
 
+from .helpers import table_word
+
 
 @pytest.fixture(autouse=True)
 def _mp_precision():
@@ -169,7 +171,8 @@ def _proposal_words(tab: _envelope.Table, item: int, off: int = 0, ux: int = 0,
         else:
             continue
         word = (col << (64 - tab.cbits)) | (vh << lo) | (sign << (lo - 1))
-        return [word | (off << ubits) | ux, *tie]
+        # (bins of width 1 read halves: the word that gives this one as its virtual word)
+        return [table_word(tab, word | (off << ubits) | ux), *tie]
     raise AssertionError("item not reachable")
 
 

@@ -31,7 +31,7 @@ from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
 from dpfast.noise import _drive, _envelope
 
-from .helpers import KEY, chisquare_pvalue
+from .helpers import KEY, chisquare_pvalue, table_halves, table_word
 from .test_continuation import PREC, RESTART, F, below_above, exact_with
 
 P_MIN = 1e-6
@@ -92,6 +92,31 @@ def _run(tab: _envelope.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     tk.table_kernel(tab.law_code, (buf, st, np.zeros(8, np.uint32), np.zeros((n, 3), np.uint32)),
                     (out, out, sk.MODE_WRITE, sk.NO_GRID), tab.kernel_args, sk.FORCE_NONE, pend)
     return out, st, pend
+
+
+def _half_rows(tab: _envelope.Table, words: list, sent: list) -> np.ndarray:
+    """The rows of keystream words of a table with the half-word layout
+    (``helpers.table_halves``) for ``words`` (a proposal's word per row, then its tie
+    words) followed by sentinels: the proposal's first half, its second unless the first
+    decides it, each tie word's two halves, then the sentinel's halves as often as they
+    fit in ``W`` words."""
+    h1, h2, dec = table_halves(tab, words[0])
+    n = h1.size
+    m32 = np.uint64(0xFFFFFFFF)
+    tail = []
+    for t in words[1:]:
+        t = np.asarray(t, np.uint64) + np.zeros(n, np.uint64)
+        tail += [t >> np.uint64(32), t & m32]
+    s1, s2, sdec = table_halves(tab, [sent[0]])
+    sh = [int(s1[0])] + ([] if sdec[0] else [int(s2[0])])
+    sh += [x for w in sent[1:] for x in (int(w) >> 32, int(w) & 0xFFFFFFFF)]
+    halves = np.zeros((n, 2 * W), np.uint64)
+    for rows, head in ((dec, [h1]), (~dec, [h1, h2])):
+        cols = [c[rows] for c in head + tail]
+        while len(cols) + len(sh) <= 2 * W:
+            cols += [np.full(int(rows.sum()), x, np.uint64) for x in sh]
+        halves[rows, :len(cols)] = np.stack(cols, axis=1)
+    return (halves[:, 0::2] << np.uint64(32)) | halves[:, 1::2]
 
 
 def _sentinel(tab: _envelope.Table) -> list:
@@ -221,12 +246,18 @@ def test_far_bins_accept_at_the_exact_rate_with_the_exact_law(law, param, items)
         # then sentinels: the first one is U's refinement word when the kernel needs one
         # (rarely: its fixed bits bias nothing measurable), else the next proposal
         sent = _sentinel(tab)
-        cols = [*words]
-        while len(cols) + len(sent) <= W:
-            cols += [np.full(n, s, np.uint64) for s in sent]
-        cols += [np.zeros(n, np.uint64)] * (W - len(cols))
-        out, st, pend = _run(tab, np.stack(cols, axis=1))
-        first = len(words) + 1
+        halves = tab.kernel_args[-1] > 0
+        if halves:  # bins of width 1: the rejected proposal is told by the sentinel's 0
+            rows = _half_rows(tab, words, sent)
+            first = 2 * W
+        else:
+            cols = [*words]
+            while len(cols) + len(sent) <= W:
+                cols += [np.full(n, s, np.uint64) for s in sent]
+            cols += [np.zeros(n, np.uint64)] * (W - len(cols))
+            rows = np.stack(cols, axis=1)
+            first = len(words) + 1
+        out, st, pend = _run(tab, rows)
         got = out.copy()
         inbin = (np.abs(out) >= a) & (np.abs(out) < a + width)
         got[(st[:, ck.ST_POS] > first) | ~inbin] = RESTART  # rejected: the sentinel's 0
@@ -262,6 +293,7 @@ TAILS = [("laplace", Fraction(20)), ("laplace", Fraction(1000)), ("gauss", Fract
 def test_the_kernel_hands_the_tail_item_over(law, param) -> None:
     tab = _envelope.table(law, param)
     words = [int(w) for w in _proposal(tab, tab.nb, 0, 0, 1)]  # item nb = the tail
+    words[0] = table_word(tab, words[0])
     out, st, pend = _run(tab, np.array([(words + [0] * W)[:W]], dtype=np.uint64))
     ints = pend[0][0, 0]
     assert st[0, ck.ST_PENDING] == 1 and ints[sk.P_STATUS] == sk.PENDING_ENV_TAIL

@@ -168,7 +168,10 @@ def test_an_overflowing_claimed_launch_restores_the_input(monkeypatch) -> None:
     monkeypatch.setattr(_launch, "thread_count", lambda: 3)
     n = 6 * (1 << 16)
     x = np.zeros(n, np.int64)
-    x[4 * (1 << 16) + 17] = np.iinfo(np.int64).max
+    z = dpfast.discrete_laplace(x, 50.0, rng=KEY)  # the noise this call will add
+    cell = 4 * (1 << 16) + 17 + int(np.argmax(z[4 * (1 << 16) + 17:] > 0))  # in chunk 4
+    assert cell < 5 * (1 << 16) and z[cell] > 0
+    x[cell] = np.iinfo(np.int64).max
     before = x.copy()
     with pytest.raises(OverflowError):
         dpfast.discrete_laplace(x, 50.0, rng=KEY, out=x)

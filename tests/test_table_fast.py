@@ -27,6 +27,8 @@ from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
 from dpfast.noise import _envelope
 
+from .helpers import table_halves
+
 KEY_WORDS = (np.arange(8, dtype=np.uint64) * np.uint64(0x9E3779B9) + np.uint64(7)).astype(
     np.uint32)
 NCH = 4  # chunks per kernel call
@@ -168,13 +170,15 @@ def test_column_selection(law: str, param: int) -> None:
 
 @pytest.mark.parametrize("law,param", [t for t in TABLES if _envelope.table(*t).p == 0])
 def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
-    """The direct table (``Table.direct_table``, the AVX2 and portable loops of
-    ``csrc/table.c``) against the alias rule and the squeeze it shortcuts, on random words
-    and on words whose alias value sits just below, at and above its column's threshold:
-    a decided item is the alias rule's item (``v < threshold``: the column's own, ``v >
-    threshold``: its alias); ``u < A`` only where ``U < ta 2^-64`` (the squeeze accepts) and
-    ``u > R`` only where ``U 2^64 > trm1`` (it rejects); an undecided entry is exactly a
-    range of values holding the threshold's top bits."""
+    """The direct table (``Table.direct_table``, the half-word loops of ``csrc/table.c``
+    and the general loop) against the alias rule and the squeeze it shortcuts, on random
+    words and on words whose alias value sits just below, at and above its column's
+    threshold, each split into its two halves: a decided item is the alias rule's item
+    (``v < threshold``: the column's own, ``v > threshold``: its alias); on U's top bits
+    ``u`` in the first half, ``u < A`` only where the squeeze accepts (``U < ta 2^-64``)
+    and ``u > R`` only where it rejects (``U 2^64 > trm1``) *whatever the second half
+    holds* (a proposal they decide reads no more); an undecided entry is exactly a range of
+    values holding the threshold's top bits; the halves give back the word."""
     tab = _envelope.table(law, Fraction(param))
     pack, thresh, *_, direct, dbits = tab.kernel_args
     vb, _, _, _, ubits = tab.lay
@@ -190,7 +194,12 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     low = rng.integers(0, 2**63, col.size, dtype=np.uint64) >> np.uint64(tab.cbits + vb - 1)
     edge = (col << np.uint64(64 - tab.cbits)) | (vtop << np.uint64(64 - tab.cbits - vb)) | low
     words = np.concatenate([words, edge])
-    e = direct[words >> np.uint64(64 - dbits)]
+    h1, h2, _ = table_halves(tab, words)
+    q, k1 = tab.cbits + vb - dbits, 31 - dbits
+    back = [tk._virtual_word(np.uint64(a), np.uint64(b), dbits, q, k1)
+            for a, b in zip(h1[:2000].tolist(), h2[:2000].tolist())]
+    assert np.array_equal(np.array(back, np.uint64), words[:2000])
+    e = direct[h1 >> np.uint64(32 - dbits)]
     item = (e >> np.uint64(40)).astype(np.int64)
     a_thr, r_thr = (e >> np.uint64(20)) & np.uint64(0xFFFFF), e & np.uint64(0xFFFFF)
     c = (words >> np.uint64(64 - tab.cbits)).astype(np.int64)
@@ -204,15 +213,18 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     jlo = (vh >> (vb - s)) << (vb - s)
     straddle = (jlo <= t) & (t <= jlo + (1 << (vb - s)) - 1)
     assert np.array_equal(~decided, straddle | (rule == tab.nb))
-    u = words & np.uint64((1 << ubits) - 1)
-    k = min(ubits, 20)
-    ut = u >> np.uint64(ubits - k)
+    k = min(k1, 20)
+    ut = (h1 & np.uint64((1 << k1) - 1)) >> np.uint64(k1 - k)
+    # U's bits the first half leaves open: all ones (U's largest) or all zeros (smallest)
+    rest = np.uint64(ubits - k)
+    u_hi = (ut << rest) | np.uint64((1 << (ubits - k)) - 1)
+    u_lo = ut << rest
     real = item < tab.nb
     it = np.minimum(item, tab.nb - 1)
     acc = real & (ut < a_thr)
     rej = real & (ut > r_thr)
-    assert np.all((u[acc] << np.uint64(64 - ubits)) < ta[it[acc]])
-    assert np.all((u[rej] << np.uint64(64 - ubits)) > trm1[it[rej]])
+    assert np.all((u_hi[acc] << np.uint64(64 - ubits)) < ta[it[acc]])
+    assert np.all((u_lo[rej] << np.uint64(64 - ubits)) > trm1[it[rej]])
     assert acc[:200_000].mean() > 0.9  # the table accepts most random proposals
     assert (~decided[200_000:]).mean() > 0.3  # the edge words reach undecided entries
     pad = item == tab.nb + 1
@@ -291,8 +303,8 @@ def test_grid_value_too_large_is_returned_by_every_loop() -> None:
     for impl in (0, 1, 2):
         fx = np.zeros(4)
         fo = np.full(4, 7.0)
-        res = np.zeros(6, np.int64)
-        r = lib.dpf_table_fast(impl, 0, ptr(word, "uint64_t *"), 1, 0, 0, 4,
+        res = np.zeros(8, np.int64)
+        r = lib.dpf_table_fast(impl, 0, ptr(word, "uint64_t *"), 1, 0, 0, 0, 0, 4,
                                ffi.NULL, ffi.NULL, ptr(fx, "void *"), ptr(fo, "void *"), 1, 3,
                                1.0, 1.0, 1e308, ptr(pack, "uint64_t *"),
                                ptr(thresh, "uint64_t *"), ptr(sel, "uint64_t *"),
@@ -300,7 +312,7 @@ def test_grid_value_too_large_is_returned_by_every_loop() -> None:
                                ptr(fhi, "double *"), nbins, p, cbits, vb, ubits, 0.0,
                                ptr(direct, "uint64_t *"), 0, ptr(res, "int64_t *"))
         got.append((r, res.tolist(), fo.tolist()))
-    assert got[0] == (-1, [1, 0, (4 << 51) + 5, 0, 4, 0], [7.0] * 4)
+    assert got[0] == (-1, [1, 0, (4 << 51) + 5, 0, 4, 0, 0, 0], [7.0] * 4)
     assert got[1] == got[0] and got[2] == got[0]
 
 

@@ -19,9 +19,11 @@ from dpfast._kernels._launch import NO_CLAIM, claimed, next_chunk
 from dpfast._kernels.chacha import (
     ST_CELL,
     ST_END,
+    ST_NSIGNS,
     ST_OVERFLOW,
     ST_PENDING,
     ST_POS,
+    ST_SIGNS,
     next_u64,
 )
 from dpfast._kernels.samplers import (
@@ -103,7 +105,7 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 C_FAST_SYMBOL = "dpf_table_fast"
 
 # _c_fast's argument kinds, in order: i (int64), a (array: its data pointer), f (float64)
-_C_FAST_ARGS = "iiaiiiaaaaifffaaaaaaiiiiifai"
+_C_FAST_ARGS = "iiaiiiiiaaaaifffaaaaaaiiiiifai"
 
 
 def _grid_format(fx, fout) -> int:
@@ -117,16 +119,17 @@ def _grid_format(fx, fout) -> int:
 
 
 @intrinsic
-def _c_fast(typingctx, impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g, sat, pack,
-            thresh, sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits):
+def _c_fast(typingctx, impl, law, b, pos, hh, hv, i, hi, x, out, fx, fout, mode, ginv, g, sat,
+            pack, thresh, sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits):
     """Call ``dpf_table_fast`` (csrc/table.c) by its symbol name: the common case of the
-    table kernel from word ``pos`` of ``b`` and cell ``i`` (< ``hi``).  Returns
-    ``(r, pos, i, v, sg, item, ux)`` as int64 (``ux``: the word's bits): ``r = 1`` stopped
-    before a proposal the general loop takes (or the words ran out); ``r = 0`` the store of
-    cell ``i`` overflowed; ``r = -1`` (MODE_GRID) cell ``i``'s value ``v`` is too large
-    for the float store (its word consumed, nothing written)."""
-    args = (impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g, sat, pack, thresh,
-            sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits)
+    table kernel from word ``pos`` of ``b`` (after the saved half ``hv`` when ``hh`` is 1)
+    and cell ``i`` (< ``hi``).  Returns ``(r, pos, i, v, sg, item, ux, hh, hv)`` as int64
+    (``ux``: the word's bits): ``r = 1`` stopped before a proposal the general loop takes
+    (or the words ran out); ``r = 0`` the store of cell ``i`` overflowed; ``r = -1``
+    (MODE_GRID) cell ``i``'s value ``v`` is too large for the float store (its word
+    consumed, nothing written)."""
+    args = (impl, law, b, pos, hh, hv, i, hi, x, out, fx, fout, mode, ginv, g, sat, pack,
+            thresh, sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct, dbits)
     # the C code reads raw data pointers: only C-contiguous arrays of the dtypes it expects
     want = {"b": "uint64", "x": "int64", "out": "int64", "pack": "uint64", "thresh": "uint64",
             "sel": "uint64", "trm1": "uint64", "flo": "float64", "fhi": "float64",
@@ -139,7 +142,7 @@ def _c_fast(typingctx, impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g
             raise nb.core.errors.TypingError(f"_c_fast: {name} must be a C-contiguous 1-d "
                                              f"{want[name] or 'float'} array, got {arr}")
     fmt = _grid_format(fx, fout)
-    sig = types.UniTuple(types.int64, 7)(*args)
+    sig = types.UniTuple(types.int64, 9)(*args)
 
     def codegen(context, builder, signature, cargs):
         i64 = ir.IntType(64)
@@ -160,19 +163,61 @@ def _c_fast(typingctx, impl, law, b, pos, i, hi, x, out, fx, fout, mode, ginv, g
         vals.insert(3, builder.extract_value(
             context.make_array(signature.args[2])(context, builder, cargs[2]).shape, 0))
         tys.insert(3, i64)
-        vals.insert(11, ir.Constant(i64, fmt))
-        tys.insert(11, i64)
-        res = cgutils.alloca_once(builder, i64, size=6)
+        vals.insert(13, ir.Constant(i64, fmt))
+        tys.insert(13, i64)
+        res = cgutils.alloca_once(builder, i64, size=8)
         vals.append(builder.bitcast(res, i64.as_pointer()))
         tys.append(i64.as_pointer())
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, tys),
                                             C_FAST_SYMBOL)
         r = builder.call(fn, vals)
         items = [r] + [builder.load(builder.gep(res, [ir.Constant(i64, k)]))
-                       for k in range(6)]
+                       for k in range(8)]
         return context.make_tuple(builder, signature.return_type, items)
 
     return sig, codegen
+
+
+@nb.njit(cache=True, _nrt=False, inline="always")
+def _half(b, pos, st, key, nonce, hh, hv):
+    """The next 32-bit half of the chunk's keystream: the saved low half ``hv`` when ``hh``
+    is 1, else the next word's high half (its low half saved).  Returns ``(half, pos, hh,
+    hv)``; ``hv`` is 0 when no half is saved (so a chunk's state does not depend on the
+    loop that read it)."""
+    if hh:
+        return hv, pos, 0, np.uint64(0)
+    w, pos = next_u64(b, pos, st, key, nonce)
+    return w >> np.uint64(32), pos, 1, w & np.uint64(0xFFFFFFFF)
+
+
+@nb.njit(cache=True, _nrt=False, inline="always")
+def _next_word(b, pos, st, key, nonce, hh, hv):
+    """The next 64 bits in the half-word layout: two halves (with no saved half, exactly
+    the next word).  Returns ``(word, pos, hh, hv)``."""
+    if not hh:
+        w, pos = next_u64(b, pos, st, key, nonce)
+        return w, pos, hh, hv
+    w, pos = next_u64(b, pos, st, key, nonce)
+    return (hv << np.uint64(32)) | (w >> np.uint64(32)), pos, 1, w & np.uint64(0xFFFFFFFF)
+
+
+@nb.njit(cache=True, _nrt=False, inline="always")
+def _virtual_word(h1, h2, dbits, q, k1):
+    """A proposal's word in the one-word layout from its two halves (csrc/table.c
+    ``virtual_word``): the first half holds the index (the alias column and the alias
+    value's top bits, ``dbits``), the sign and U's top ``k1 = 31 - dbits`` bits; the second
+    the value's other ``q`` bits and U's other ``32 - q`` bits."""
+    one = np.uint64(1)
+    d = np.uint64(dbits)
+    qq = np.uint64(q)
+    kk = np.uint64(k1)
+    idx = h1 >> (np.uint64(32) - d)
+    sgn = (h1 >> kk) & one
+    ut = h1 & ((one << kk) - one)
+    vlo = h2 >> (np.uint64(32) - qq)
+    ulo = h2 & ((one << (np.uint64(32) - qq)) - one)
+    return ((idx << (np.uint64(64) - d)) | (vlo << (np.uint64(64) - d - qq))
+            | (sgn << (np.uint64(63) - d - qq)) | (ut << (np.uint64(32) - qq)) | ulo)
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
@@ -186,7 +231,15 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     :func:`_c_fast`).
 
     One proposal per loop turn, from one keystream word (two when the bin width 2^p
-    leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  Word A, from its
+    leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  A table with a
+    direct table (bins of width 1, ``dbits > 0``) reads the keystream in 32-bit halves
+    (each word's high half, then its low half; a saved half is kept in the chunk's
+    ``ST_SIGNS`` / ``ST_NSIGNS``): a proposal's first half holds the index of the direct
+    table (``dbits`` bits), the sign and U's top ``k1 = 31 - dbits`` bits; where the
+    entry's thresholds on those bits decide it, the proposal takes that half alone (its
+    word below is that half and zeros), else the next half too (:func:`_virtual_word`).
+    The decision on the word is the same for every value of the bits not read, so the
+    sampler stays exact, and two proposals take one word in the common case.  Word A, from its
     top bit down: the alias column (``cbits``), the top ``vb`` bits of the alias value v
     (the column keeps its own item when ``v < thresh``; ``pack`` holds the threshold's
     top bits and the alias; on a tie of the top bits v's other bits are the top of the
@@ -232,6 +285,13 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     tshift = np.uint64(64 - ubits)  # U's bits as a 64-bit fraction (p = 0: one word)
     m32 = np.uint64(0xFFFFFFFF)
     uscale = math.ldexp(1.0, -ubits)
+    halves = dbits > 0
+    k1 = 31 - dbits if halves else 0
+    hq = cbits + vb - dbits if halves else 0
+    hshift = np.uint64(32 - dbits)
+    hus = np.uint64(max(k1 - 20, 0))
+    kmask = (one << np.uint64(k1)) - one
+    m20 = np.uint64(0xFFFFF)
     forcing = force == FORCE_ACCEPT
     # FORCE_GENERAL: the general loop only; FORCE_SCALAR / FORCE_PORTABLE: the common
     # case's step-by-step / direct-table C loop, whatever the CPU (tests)
@@ -245,17 +305,20 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
         s_ = st[c]
         nonce = nonces[c]
         pos = s_[ST_POS]
+        hh = s_[ST_NSIGNS]  # the half-word layout's saved half
+        hv = np.uint64(s_[ST_SIGNS])
         k = s_[ST_PENDING]
         i = s_[ST_CELL]
         hi = s_[ST_END]
         first = True  # the next acceptance test is the cell's first (FORCE_ACCEPT)
         while i < hi and k < cap:
             if fast:
-                r, pos, i, v, sg, item, uxi = _c_fast(impl, law, b, pos, i, hi, x, out, fx,
-                                                      fout, mode, ginv, gstep, gsat, pack,
-                                                      thresh, sel, trm1, flo, fhi, nbins, p,
-                                                      cbits, vb, ubits, coef, direct, dbits)
+                r, pos, i, v, sg, item, uxi, hh, hvi = _c_fast(
+                    impl, law, b, pos, hh, hv, i, hi, x, out, fx, fout, mode, ginv, gstep, gsat,
+                    pack, thresh, sel, trm1, flo, fhi, nbins, p, cbits, vb, ubits, coef, direct,
+                    dbits)
                 ux = np.uint64(uxi)
+                hv = np.uint64(hvi)
                 if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break
@@ -273,14 +336,23 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
                     continue
                 if i >= hi:
                     break
-            xw, pos = next_u64(b, pos, s_, key, nonce)
+            if halves:  # one half where the direct table decides, else two
+                h1, pos, hh, hv = _half(b, pos, s_, key, nonce, hh, hv)
+                e = direct[h1 >> hshift]
+                uh = (h1 & kmask) >> hus
+                h2 = np.uint64(0)
+                if not (uh < ((e >> np.uint64(20)) & m20) or uh > (e & m20)):
+                    h2, pos, hh, hv = _half(b, pos, s_, key, nonce, hh, hv)
+                xw = _virtual_word(h1, h2, dbits, hq, k1)
+            else:
+                xw, pos = next_u64(b, pos, s_, key, nonce)
             col = np.int64(xw >> cshift)
             e = pack[col]
             vh = (xw >> vshift) & vmask
             th = e & m32
             item = col if vh < th else np.int64(e >> np.uint64(32))
             if vh == th:  # v's top bits tie with the threshold's: its other bits decide
-                zw, pos = next_u64(b, pos, s_, key, nonce)
+                zw, pos, hh, hv = _next_word(b, pos, s_, key, nonce, hh, hv)
                 if (zw >> zshift) < (thresh[col] & lomask):
                     item = col
             sg = np.int64((xw >> sshift) & one)
@@ -367,6 +439,8 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos
+        s_[ST_NSIGNS] = hh
+        s_[ST_SIGNS] = np.int64(hv)
         c = next_chunk(claim, c)
 
 

@@ -49,6 +49,7 @@ UMIN = 8  # fewest bits of U a one-word proposal carries (else two words)
 U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 DIRECT_BITS = 15  # the direct table's index bits, at most (2^15 uint64: 256 KiB)
 R_NEVER = (1 << 20) - 1  # a rejection threshold on 20 bits of U that never rejects
+DIRECT_ITEMS = 1 << 12  # tables with more items (and padding, tail) have no direct table
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,14 @@ class Table:
                 *self.lay, sel.reshape(-1), direct, dbits)
 
     def direct_table(self, th: np.ndarray) -> tuple[np.ndarray, int]:
-        """The common case's direct table (``csrc/table.c``), indexed by a one-word
-        proposal's top ``dbits`` bits (the alias column and the top ``dbits - cbits`` bits
-        of its alias value): ``(item << 40) | (A << 20) | R`` -- the item those bits
-        choose, and on U's top ``k = min(ubits, 20)`` bits ``u`` (U rounded down to k
-        bits) the thresholds ``u < A`` accept, ``u > R`` reject (:func:`fast_thresholds`).
+        """The common case's direct table (``csrc/table.c``), indexed by a proposal's top
+        ``dbits`` bits (the alias column and the top ``dbits - cbits`` bits of its alias
+        value), which with the sign and U's top ``31 - dbits`` bits make its first 32-bit
+        half (the half-word layout, :func:`dpfast._kernels.table.table_kernel_serial`):
+        ``(item << 40) | (A << 20) | R`` -- the item those bits choose, and on U's top ``k =
+        min(31 - dbits, 20)`` bits ``u`` (U rounded down to k bits) the thresholds ``u <
+        A`` accept, ``u > R`` reject (:func:`fast_thresholds`); a proposal they decide
+        takes that half alone.
         Where the value's top bits straddle the column's threshold ``th`` (its top ``vb``
         bits, as ``pack`` holds them: ``v < th`` keeps the column's own item, ``v > th``
         takes the alias, ``v = th`` reads the next word) the item is undecided:
@@ -114,7 +118,7 @@ class Table:
         bin's thresholds too often for the table to pay, and the kernel's scalar loop
         takes them."""
         vb, two, _, _, _ = self.lay
-        if two or self.p > 0 or self.nb + 2 > 1 << 12:
+        if two or self.p > 0 or self.nb + 2 > DIRECT_ITEMS:
             return np.zeros(1, np.uint64), 0
         s = max(0, min(DIRECT_BITS - self.cbits, vb))
         ncol = len(self.thresh)
@@ -125,20 +129,21 @@ class Table:
         hi = ((j + 1) << (vb - s)) - 1
         item = np.where(hi < t, col, self.alias[col])
         item[(lo <= t) & (t <= hi)] = self.nb  # undecided: the scalar step's case
-        acc, rej = self.fast_thresholds()
+        acc, rej = self.fast_thresholds(min(31 - self.cbits - s, 20))
         acc = np.append(acc, [0, 0]).astype(np.uint64)
         rej = np.append(rej, [R_NEVER, 0]).astype(np.uint64)
         return ((item.astype(np.uint64) << np.uint64(40)) | (acc[item] << np.uint64(20))
                 | rej[item]), self.cbits + s
 
-    def fast_thresholds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per bin ``(A, R)`` on U's top ``k = min(ubits, 20)`` bits ``u`` (``U >= u
+    def fast_thresholds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per bin ``(A, R)`` on U's top ``k`` (<= 20, <= ubits) bits ``u`` (``U >= u
         2^-k``, ``U < (u + 1) 2^-k``), for bins of width 1: ``u < A`` only where the
         general loop's first squeeze accepts (``A = ta >> (64 - k)``: U < ta 2^-64), and
         ``u > R`` only where it rejects (``R = trm1 >> (64 - k)``: U 2^64 > trm1)."""
-        k = np.uint64(64 - min(self.lay[4], 20))
+        assert 0 < k <= min(self.lay[4], 20)
+        sh = np.uint64(64 - k)
         ta, trm1, _, _ = self.squeeze
-        return ta >> k, trm1 >> k
+        return ta >> sh, trm1 >> sh
 
     def x(self, m: int) -> Fraction:
         """w(m) = exp(-x(m))."""
@@ -252,11 +257,14 @@ def _table(law: str, param: Fraction) -> Table:
     fnum = q * one << p
     fden = total << (WORK + 1)
     f = np.array([((los[i] + his_w[i]) * fnum) / (fden * weights[i]) for i in range(nb)])
-    # a proposal costs one word (two for wide bins); m = 0 (probability ~ one / total of
-    # the envelope) loses half its proposals to the sign; the envelope is ~96-100% tight
+    # a proposal costs one word (two for wide bins; about half a word for bins of width
+    # 1, whose direct table decides ~97% of the proposals on one 32-bit half); m = 0
+    # (probability ~ one / total of the envelope) loses half its proposals to the sign;
+    # the envelope is ~96-100% tight
     lay = layout(cbits, p)
     p0 = min(one / total, 1.0)
-    words = (2.0 if lay[1] else 1.0) / (1.0 - p0 / 2.0) / 0.96
+    per = 2.0 if lay[1] else (0.53 if p == 0 and nb + 2 <= DIRECT_ITEMS else 1.0)
+    words = per / (1.0 - p0 / 2.0) / 0.96
     sq = squeeze_bounds(f)
     if p > 0:  # wide bins: ta[i] bounds the acceptance probability over the whole bin
         sq = (bin_accept_floor(law, param, p, nb, sq[2]), *sq[1:])
