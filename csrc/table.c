@@ -512,28 +512,26 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
             v = _mm256_permutevar8x32_epi32(
                 v, _mm256_load_si256((const __m256i *)COMPACT[keep]));
             __m256i first = _mm256_cmpgt_epi64(_mm256_set1_epi64x(cnt), lanes);
-            /* all four: plain stores; else masked ones (slow on some cores, and rarer) */
+            /* integer stores: always all four cells i..i+3 (< hi), the lanes past cnt with
+             * v = 0, so no masked store (microcoded, slow on AMD cores) and no branch on
+             * cnt.  Those cells are written again by the proposals that follow (or by the
+             * exact finisher of a pending cell) before the chunk ends; until then they hold
+             * 0 (MODE_WRITE), x (MODE_ADD: x itself in place) or what they held (MODE_SUB).
+             * On an overflow a separate out may keep x in up to three cells after the
+             * failing one (its contents are unspecified then, dpfast.noise.integers). */
             if (mode == MODE_WRITE) {
-                if (cnt == 4)
-                    _mm256_storeu_si256((__m256i *)(io->out + i), v);
-                else
-                    _mm256_maskstore_epi64((long long *)(io->out + i), first, v);
+                _mm256_storeu_si256((__m256i *)(io->out + i), _mm256_and_si256(v, first));
             } else if (mode == MODE_SUB) {
-                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)), v);
-                if (cnt == 4)
-                    _mm256_storeu_si256((__m256i *)(io->out + i), o);
-                else
-                    _mm256_maskstore_epi64((long long *)(io->out + i), first, o);
+                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)),
+                                             _mm256_and_si256(v, first));
+                _mm256_storeu_si256((__m256i *)(io->out + i), o);
             } else if (mode == MODE_ADD) {
                 __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
-                __m256i r = _mm256_add_epi64(xi, v);
-                __m256i ovf = _mm256_and_si256(
-                    first, _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(v, r)));
+                __m256i vz = _mm256_and_si256(v, first);
+                __m256i r = _mm256_add_epi64(xi, vz);
+                __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(vz, r));
                 if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) goto lanes;
-                if (cnt == 4)
-                    _mm256_storeu_si256((__m256i *)(io->out + i), r);
-                else
-                    _mm256_maskstore_epi64((long long *)(io->out + i), first, r);
+                _mm256_storeu_si256((__m256i *)(io->out + i), r);
             } else {
                 grid_store4(io, fmt, i, v, cnt, first);
             }

@@ -172,8 +172,8 @@ def discrete_laplace(x: Any, scale: Any, *, rng: Any = None,
         If a noisy value does not fit the dtype (it never wraps).  ``x`` is then left
         exactly as it was, also with ``out=x`` (an in-place call undoes the cells it
         already wrote).  A separate ``out`` is written in one pass, as numpy's ``out=``
-        is, so an overflow may leave it partly written (some cells hold their noisy
-        values, the others what they held).
+        is, so an overflow leaves its contents unspecified: cells hold their noisy
+        values, what they held, or (a few next to the failing cell) x's values.
     ValueError
         If ``scale`` is outside its supported range.
 
