@@ -298,7 +298,8 @@ static inline __attribute__((always_inline)) int64_t half_steps(
                 int64_t m = (int64_t)(e >> 40);
                 sg = (int64_t)((h1 >> t->k1) & 1u);
                 item = m;
-                ux = u;
+                /* U's bits as the step returns them (the unread ones 0) */
+                ux = (h1 & ((1ull << t->k1) - 1u)) << (32 - t->q);
                 s = (m | (sg ^ 1)) == 0 ? STEP_REJECT : STEP_ACCEPT; /* (negative, 0) */
                 v = (m ^ -sg) + sg;
             }

@@ -94,12 +94,12 @@ def _run(tab: _envelope.Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return out, st, pend
 
 
-def _half_rows(tab: _envelope.Table, words: list, sent: list) -> np.ndarray:
+def _half_rows(tab: _envelope.Table, words: list, sent: list) -> tuple:
     """The rows of keystream words of a table with the half-word layout
     (``helpers.table_halves``) for ``words`` (a proposal's word per row, then its tie
     words) followed by sentinels: the proposal's first half, its second unless the first
     decides it, each tie word's two halves, then the sentinel's halves as often as they
-    fit in ``W`` words."""
+    fit in ``W`` words; and per row the halves the proposal takes."""
     h1, h2, dec = table_halves(tab, words[0])
     n = h1.size
     m32 = np.uint64(0xFFFFFFFF)
@@ -116,7 +116,8 @@ def _half_rows(tab: _envelope.Table, words: list, sent: list) -> np.ndarray:
         while len(cols) + len(sh) <= 2 * W:
             cols += [np.full(int(rows.sum()), x, np.uint64) for x in sh]
         halves[rows, :len(cols)] = np.stack(cols, axis=1)
-    return (halves[:, 0::2] << np.uint64(32)) | halves[:, 1::2]
+    taken = np.where(dec, 1, 2) + len(tail)
+    return (halves[:, 0::2] << np.uint64(32)) | halves[:, 1::2], taken
 
 
 def _sentinel(tab: _envelope.Table) -> list:
@@ -247,9 +248,8 @@ def test_far_bins_accept_at_the_exact_rate_with_the_exact_law(law, param, items)
         # (rarely: its fixed bits bias nothing measurable), else the next proposal
         sent = _sentinel(tab)
         halves = tab.kernel_args[-1] > 0
-        if halves:  # bins of width 1: the rejected proposal is told by the sentinel's 0
-            rows = _half_rows(tab, words, sent)
-            first = 2 * W
+        if halves:  # bins of width 1: halves taken, the proposal's own (P) or a sentinel's
+            rows, taken = _half_rows(tab, words, sent)
         else:
             cols = [*words]
             while len(cols) + len(sent) <= W:
@@ -258,13 +258,19 @@ def test_far_bins_accept_at_the_exact_rate_with_the_exact_law(law, param, items)
             rows = np.stack(cols, axis=1)
             first = len(words) + 1
         out, st, pend = _run(tab, rows)
+        if halves:  # on the proposal itself: its P halves, or P + 2 with a refinement word
+            used = 2 * st[:, ck.ST_POS] - st[:, ck.ST_NSIGNS]
+            own = (used == taken) | (used == taken + 2)
+            assert own.any() and not own.all()  # the count tells the two apart
+        else:
+            own = st[:, ck.ST_POS] <= first
         got = out.copy()
         inbin = (np.abs(out) >= a) & (np.abs(out) < a + width)
-        got[(st[:, ck.ST_POS] > first) | ~inbin] = RESTART  # rejected: the sentinel's 0
+        got[~own | ~inbin] = RESTART  # rejected: the sentinel's 0
         for c in np.flatnonzero(st[:, ck.ST_PENDING]):  # undecided: finished exactly
             more = rng.integers(0, 2**64, 8, dtype=np.uint64).tolist()
             v = _envelope.finish_pending(exact_with(more), tab, pend[0][c, 0], pend[1][c, 0])
-            got[c] = v if st[c, ck.ST_POS] <= first else RESTART
+            got[c] = v if own[c] else RESTART
         acc = got != RESTART
         m = np.abs(got[acc])
         assert np.all((m >= a) & (m < a + width)) and np.all((got[acc] < 0) == sign[acc])
