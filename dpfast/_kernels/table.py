@@ -194,11 +194,9 @@ def _half(b, pos, st, key, nonce, hh, hv):
 def _next_word(b, pos, st, key, nonce, hh, hv):
     """The next 64 bits in the half-word layout: two halves (with no saved half, exactly
     the next word).  Returns ``(word, pos, hh, hv)``."""
-    if not hh:
-        w, pos = next_u64(b, pos, st, key, nonce)
-        return w, pos, hh, hv
-    w, pos = next_u64(b, pos, st, key, nonce)
-    return (hv << np.uint64(32)) | (w >> np.uint64(32)), pos, 1, w & np.uint64(0xFFFFFFFF)
+    top, pos, hh, hv = _half(b, pos, st, key, nonce, hh, hv)
+    low, pos, hh, hv = _half(b, pos, st, key, nonce, hh, hv)
+    return (top << np.uint64(32)) | low, pos, hh, hv
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
