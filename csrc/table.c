@@ -84,7 +84,9 @@ static inline __attribute__((always_inline)) int step_core(const tab_t *t, uint6
     uint64_t k4 = (col << 2) | ((uint64_t)(vh >= th) << 1);
     uint64_t it = t->sel[k4];
     uint64_t tu = t->sel[k4 + 1];
-    if (vh == th) { /* a tie: v's other bits are the top of the next word */
+    /* a tie: v's other bits are the top of the next word (none is read where the threshold
+     * has no bits below its top ones: v >= the threshold, the alias) */
+    if (vh == th && (t->thresh[col] & t->lomask) != 0) {
         if (*at + 1 >= lim) return STEP_STOP; /* (in the next buffer: the general loop) */
         *at += 1;
         if ((b[*at] >> t->zshift) < (t->thresh[col] & t->lomask)) {

@@ -208,11 +208,18 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     rule = np.where(vh < t, c, tab.alias[c])
     decided = item != tab.nb
     assert np.array_equal(item[decided], rule[decided])
-    # undecided entries: the tail item, or the value's top bits reach the threshold's
+    # undecided entries: the tail item, or the value's top bits reach the threshold's --
+    # except where the threshold starts the range and has no bits below its top vb (a
+    # tie takes the alias then), which the quantized weights make of every threshold
     s = dbits - tab.cbits
     jlo = (vh >> (vb - s)) << (vb - s)
-    straddle = (jlo <= t) & (t <= jlo + (1 << (vb - s)) - 1)
+    flat = (thresh[c] & np.uint64((1 << (64 - tab.cbits - vb)) - 1)) == 0
+    straddle = (jlo <= t) & (t <= jlo + (1 << (vb - s)) - 1) & ~((jlo == t) & flat)
     assert np.array_equal(~decided, straddle | (rule == tab.nb))
+    # every threshold on the direct table's grid but the tail's, alone in its column
+    assert not straddle[c != tab.nb].any()
+    off_grid = np.flatnonzero(thresh % np.uint64(1 << (64 - dbits)))
+    assert off_grid.tolist() == [tab.nb] and tab.alias[tab.nb] == tab.nb + 1
     k = min(k1, 20)
     ut = (h1 & np.uint64((1 << k1) - 1)) >> np.uint64(k1 - k)
     # U's bits the first half leaves open: all ones (U's largest) or all zeros (smallest)
@@ -226,7 +233,8 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     assert np.all((u_hi[acc] << np.uint64(64 - ubits)) < ta[it[acc]])
     assert np.all((u_lo[rej] << np.uint64(64 - ubits)) > trm1[it[rej]])
     assert acc[:200_000].mean() > 0.9  # the table accepts most random proposals
-    assert (~decided[200_000:]).mean() > 0.3  # the edge words reach undecided entries
+    # the words at the thresholds: decided on their first half (the quantized weights)
+    assert decided[200_000:][c[200_000:] != tab.nb].all()
     pad = item == tab.nb + 1
     assert np.all(a_thr[pad] == 0) and np.all(r_thr[pad] == 0)
     assert np.all(a_thr[~real] == 0)

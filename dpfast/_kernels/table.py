@@ -349,7 +349,9 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
             vh = (xw >> vshift) & vmask
             th = e & m32
             item = col if vh < th else np.int64(e >> np.uint64(32))
-            if vh == th:  # v's top bits tie with the threshold's: its other bits decide
+            # v's top bits tie with the threshold's: its other bits decide, read from the
+            # next word -- unless the threshold has none (v >= thresh: the alias)
+            if vh == th and (thresh[col] & lomask) != 0:
                 zw, pos, hh, hv = _next_word(b, pos, s_, key, nonce, hh, hv)
                 if (zw >> zshift) < (thresh[col] & lomask):
                     item = col

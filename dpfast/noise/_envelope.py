@@ -16,7 +16,8 @@ Envelope, built once per sigma with rigorous integer interval arithmetic:
   Walker alias table of ``ncol`` columns with capacity 2^(64 - log2 ncol) each.
 
 A proposal is one 64-bit word holding the alias column, the top bits of the alias value
-(the rest from a fresh word only when they tie with the column's threshold), the sign,
+(the rest from a fresh word only when they tie with the column's threshold and it has bits
+below them), the sign,
 the uniform offset in the bin and the first bits of the acceptance uniform U (two words
 when the bin is too wide to leave ``UMIN`` bits for U: :func:`layout`); it is accepted
 with probability w(k) / ê'_i (ê'_i the effective density, >= ê_i).  All weights are
@@ -50,6 +51,7 @@ U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 DIRECT_BITS = 15  # the direct table's index bits, at most (2^15 uint64: 256 KiB)
 R_NEVER = (1 << 20) - 1  # a rejection threshold on 20 bits of U that never rejects
 DIRECT_ITEMS = 1 << 12  # tables with more items (and padding, tail) have no direct table
+DIRECT_MIN_CBITS = 9  # a direct table's alias columns, at least (its tail's column: 1 / 512)
 
 
 @dataclass(frozen=True)
@@ -111,24 +113,30 @@ class Table:
         takes that half alone.
         Where the value's top bits straddle the column's threshold ``th`` (its top ``vb``
         bits, as ``pack`` holds them: ``v < th`` keeps the column's own item, ``v > th``
-        takes the alias, ``v = th`` reads the next word) the item is undecided:
-        ``(nb << 40) | R_NEVER`` (A = 0), as for the tail item; padding is
+        takes the alias, ``v = th`` takes the alias where the threshold has no bits below
+        its top ``vb``, else reads the next word) the item is undecided:
+        ``(nb << 40) | R_NEVER`` (A = 0), as for the tail item -- which the weights of a
+        table with a direct table rule out (:func:`_weights`); padding is
         ``((nb + 1) << 40)`` (A = R = 0: reject unless u = 0).  Built for bins of width 1
         (``p = 0``, one word); ``(one zero, 0)`` otherwise: wide bins leave U between the
         bin's thresholds too often for the table to pay, and the kernel's scalar loop
         takes them."""
-        vb, two, _, _, _ = self.lay
-        if two or self.p > 0 or self.nb + 2 > DIRECT_ITEMS:
+        vb = self.lay[0]
+        dbits = direct_bits(self.cbits, self.p, self.nb, self.lay)
+        if not dbits:
             return np.zeros(1, np.uint64), 0
-        s = max(0, min(DIRECT_BITS - self.cbits, vb))
+        s = dbits - self.cbits
         ncol = len(self.thresh)
         col = np.repeat(np.arange(ncol, dtype=np.int64), 1 << s)
         j = np.tile(np.arange(1 << s, dtype=np.int64), ncol)
         t = th.astype(np.int64)[col]
         lo = j << (vb - s)  # the alias value's top vb bits run over [lo, hi]
         hi = ((j + 1) << (vb - s)) - 1
+        # a tie of the top bits (vh = t) takes the alias at once where the threshold has no
+        # bits below them (the quantized weights of _weights: every threshold)
+        low = (self.thresh & np.uint64((1 << (64 - self.cbits - vb)) - 1)) != 0
         item = np.where(hi < t, col, self.alias[col])
-        item[(lo <= t) & (t <= hi)] = self.nb  # undecided: the scalar step's case
+        item[(lo <= t) & (t <= hi) & ~((lo == t) & ~low[col])] = self.nb  # undecided
         acc, rej = self.fast_thresholds(min(31 - self.cbits - s, 20))
         acc = np.append(acc, [0, 0]).astype(np.uint64)
         rej = np.append(rej, [R_NEVER, 0]).astype(np.uint64)
@@ -157,7 +165,9 @@ def layout(cbits: int, p: int) -> tuple[int, bool, int, int, int]:
 
     Word A, from the top bit: alias column (``cbits``), the alias value's top ``vb`` bits
     (on a tie with the threshold's top bits, probability <= 2^-vb, its other
-    ``64 - cbits - vb`` bits are the top of a fresh word read right after A), sign (1),
+    ``64 - cbits - vb`` bits are the top of a fresh word read right after A -- unless the
+    threshold's own bits below its top ``vb`` are all 0: then the value is not below it
+    and no word is read), sign (1),
     then the offset in the bin (``pa`` bits).
     One word (when ``63 - cbits - p >= VB_MIN + UMIN``): ``pa = p`` and U's first
     ``ubits`` bits are the rest of A, with ``vb`` in ``[VB_MIN, VB]`` leaving U up to
@@ -172,14 +182,68 @@ def layout(cbits: int, p: int) -> tuple[int, bool, int, int, int]:
     return VB, True, pa, p - pa, 64 - (p - pa)
 
 
-def _vose(weights: list[int], ncol: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integer Walker/Vose alias table: sum(weights) == ncol * cap."""
+def direct_bits(cbits: int, p: int, nb: int, lay: tuple) -> int:
+    """The index bits of a table's direct table (:meth:`Table.direct_table`): the alias
+    column's ``cbits`` and the alias value's top ``min(DIRECT_BITS - cbits, vb)`` bits;
+    0 (no direct table) for wide bins, two-word proposals or more than ``DIRECT_ITEMS``
+    items (with the tail and padding)."""
+    if lay[1] or p > 0 or nb + 2 > DIRECT_ITEMS:
+        return 0
+    return cbits + max(0, min(DIRECT_BITS - cbits, lay[0]))
+
+
+def _weights(needs: list[int], total: int, mass: int, quantum: int) -> tuple[int, list[int]]:
+    """``(q, weights)``: the alias weights ``weights[i] >= needs[i] q / total``, each a
+    multiple of ``quantum`` (a power of two dividing a column's capacity), with the
+    largest ``q`` for which they fit in ``mass`` (the rest is padding).
+
+    With ``quantum = 2^(64 - dbits)`` every Vose threshold is a multiple of it (the
+    weights, the capacity and so every remainder are), so a proposal's top ``dbits`` bits
+    decide its item: no entry of the direct table straddles a column's threshold.  The
+    price is up to one quantum of padding per item (the bisection on ``q`` takes about
+    half of it back), i.e. slightly more rejected proposals -- far cheaper than the
+    kernel's fallback for a straddling entry, which it replaces.  ``quantum = 1``: the
+    plain proportional weights, rounded up, with ``q = mass - len(needs)``."""
+    def fit(q: int) -> list[int]:
+        return [-(-n * q // (total * quantum)) * quantum for n in needs]
+
+    k = len(needs)
+    lo = mass - k * quantum  # sum(fit(lo)) <= lo + k quantum = mass: always fits
+    if quantum == 1:
+        return lo, fit(lo)
+    # the largest q that fits, to within (mass - lo) / 2^16, bisected in floats (a
+    # vectorized set-up cost), then checked exactly (else the q that always fits)
+    a = np.array([n / (total * quantum) for n in needs])
+    qlo, qhi, room = float(lo), float(mass), mass // quantum
+    for _ in range(16):
+        mid = (qlo + qhi) / 2
+        if np.ceil(a * mid).sum() <= room:
+            qlo = mid
+        else:
+            qhi = mid
+    w = fit(int(qlo))
+    return (int(qlo), w) if sum(w) <= mass else (lo, fit(lo))
+
+
+def _vose(weights: list[int], ncol: int, cap: int, alone: int | None = None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer Walker/Vose alias table: sum(weights) == ncol * cap.  ``alone``: an
+    item whose column holds it and the padding (the last item) only, its threshold its
+    weight; the other columns are Vose's on what is left."""
     w = weights + [0] * (ncol - len(weights))
     assert sum(w) == ncol * cap
     thresh = [0] * ncol
     alias = list(range(ncol))
-    small = [j for j in range(ncol) if w[j] < cap]
-    large = [j for j in range(ncol) if w[j] >= cap]
+    cols: list[int] | range = range(ncol)
+    if alone is not None:
+        pad = len(weights) - 1
+        thresh[alone], alias[alone] = w[alone], pad
+        w[pad] -= cap - w[alone]
+        assert w[pad] >= 0
+        w[alone] = 0
+        cols = [j for j in range(ncol) if j != alone]
+    small = [j for j in cols if w[j] < cap]
+    large = [j for j in cols if w[j] >= cap]
     while small and large:
         s = small.pop()
         g = large[-1]
@@ -243,12 +307,25 @@ def _table(law: str, param: Fraction) -> Table:
     total = sum(needs)
     nitems = nb + 2
     cbits = max(1, (nitems - 1).bit_length())
+    if p == 0 and nitems <= DIRECT_ITEMS:  # a direct table's: its tail column costs 1 / ncol
+        cbits = max(cbits, DIRECT_MIN_CBITS)
     ncol = 1 << cbits
     cap = 1 << (64 - cbits)
-    q = ncol * cap - (nb + 1)
-    weights = [-(-n * q // total) for n in needs]  # proportional, rounded up
+    lay = layout(cbits, p)
+    dbits = direct_bits(cbits, p, nb, lay)
+    tail_col = None
+    if dbits:
+        # the bins' weights on the direct table's grid (no entry straddles a threshold),
+        # the tail's exact, alone in its own column with padding above it: the one
+        # threshold off the grid (a proposal reaches it with probability <= 2^-dbits)
+        q, weights = _weights(needs[:nb], total, (ncol - 1) * cap, 1 << (64 - dbits))
+        weights.append(-(-n_tail * q // total))
+        assert weights[nb] < cap
+        tail_col = nb
+    else:
+        q, weights = _weights(needs, total, ncol * cap, 1)
     weights.append(ncol * cap - sum(weights))  # padding: "reject"
-    thresh, alias = _vose(weights, ncol, cap)
+    thresh, alias = _vose(weights, ncol, cap, tail_col)
     # effective densities: C * weight / (ncol * cap * width) with C = ncol*cap*total/(q*2^P)
     ehat = _Densities(total, q * one, weights[:nb], p)
     ehat_tail = Fraction(total, q * one) * weights[nb]
@@ -261,7 +338,6 @@ def _table(law: str, param: Fraction) -> Table:
     # 1, whose direct table decides ~97% of the proposals on one 32-bit half); m = 0
     # (probability ~ one / total of the envelope) loses half its proposals to the sign;
     # the envelope is ~96-100% tight
-    lay = layout(cbits, p)
     p0 = min(one / total, 1.0)
     per = 2.0 if lay[1] else (0.53 if p == 0 and nb + 2 <= DIRECT_ITEMS else 1.0)
     words = per / (1.0 - p0 / 2.0) / 0.96
