@@ -329,6 +329,8 @@ static inline __attribute__((always_inline)) int64_t half_steps(
 #define DPF_TABLE_AVX2 1
 static int64_t run_scalar_grid(const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b,
                                int64_t pos, int64_t i, int64_t lim, int64_t *res);
+static int64_t run_wide_grid(const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b,
+                             int64_t pos, int64_t i, int64_t lim, int64_t *res);
 #endif
 
 /* The loop from h to lim (cells below hi): the half-word loop of a table with a direct
@@ -343,7 +345,9 @@ static inline __attribute__((always_inline)) int64_t run_loop(
         return finish(res, h->pos, i, 1, 0, 0, 0, 0);
     }
 #ifdef DPF_TABLE_AVX2
-    if (io->sse41 && mode == MODE_GRID) return run_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
+    if (io->sse41 && mode == MODE_GRID)
+        return t->vgrid ? run_wide_grid(t, io, fmt, b, h->pos, i, lim, res)
+                        : run_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
 #endif
     int64_t pos = h->pos;
     int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
@@ -424,6 +428,92 @@ static __attribute__((noinline, target("avx2"))) int64_t run_scalar_grid(
             int r = store(io, MODE_GRID, fmt, i + k, vs[k]);
             if (r != 1) return finish(res, ps[k], i + k, r, vs[k], sgs[k], its[k], uxs[k]);
         }
+        i += cnt;
+        if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
+    }
+}
+
+/* The step loop of a table whose values all convert through the vector grid store
+ * (t->vgrid: |v| < 2^51, so no grid store fails), four words at a time, its grid stores four
+ * at a time.  A word is *common* when it is a proposal of its own that the step accepts on
+ * its known bits: no tie of the alias value's top bits, a bin's item, U's known bits below
+ * the bin's acceptance floor, not (negative, 0).  The four words' alias columns and items
+ * are looked up by scalar loads, the rest is decided as vectors; the common words before
+ * the first other one are kept (a prefix: no compaction), and that other word goes through
+ * step(), which takes the same decisions on the same words (it may read the next word on a
+ * tie), before the next four. */
+static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_grid(
+    const tab_t *tp, const io_t *iop, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
+    int64_t lim, int64_t *res) {
+    const tab_t tl = *tp;
+    const io_t il = *iop;
+    const tab_t *t = &tl;
+    const io_t *io = &il;
+    int64_t vs[GRID_BATCH + 4] __attribute__((aligned(32)));
+    const uint64_t cshift = t->cshift, vshift = t->vshift, vmask = t->vmask;
+    const uint64_t *pack = t->pack, *sel = t->sel;
+    const __m128i ssh = _mm_cvtsi64_si128((long long)t->sshift);
+    const __m128i osh = _mm_cvtsi64_si128((long long)t->oshift);
+    const __m128i psh = _mm_cvtsi64_si128((long long)t->p);
+    const __m256i omask = _mm256_set1_epi64x((long long)t->omask);
+    const __m256i umask = _mm256_set1_epi64x((long long)t->umask);
+    const __m256i nbins = _mm256_set1_epi64x((long long)t->nbins);
+    const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
+    for (;;) {
+        int cnt = 0, stop = 0;
+        while (cnt <= GRID_BATCH - 4 && pos < lim) {
+            int nvalid = 0;
+            if (pos + 4 <= lim) {
+                uint64_t k[4];
+                int tie = 0;
+                for (int j = 0; j < 4; j++) {
+                    const uint64_t xw = b[pos + j];
+                    const uint64_t col = xw >> cshift;
+                    const uint64_t th = pack[col] & 0xFFFFFFFFu;
+                    const uint64_t vh = (xw >> vshift) & vmask;
+                    k[j] = (col << 2) | ((uint64_t)(vh >= th) << 1);
+                    tie |= (vh == th) << j;
+                }
+                const __m256i it = _mm256_set_epi64x((long long)sel[k[3]], (long long)sel[k[2]],
+                                                     (long long)sel[k[1]], (long long)sel[k[0]]);
+                const __m256i tu = _mm256_set_epi64x(
+                    (long long)sel[k[3] + 1], (long long)sel[k[2] + 1], (long long)sel[k[1] + 1],
+                    (long long)sel[k[0] + 1]);
+                const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
+                const __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, ssh), one);
+                const __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, osh), omask);
+                const __m256i u = _mm256_and_si256(w, umask);
+                const __m256i m = _mm256_add_epi64(_mm256_sll_epi64(it, psh), off);
+                /* items, U's known bits and thresholds are < 2^63: signed comparisons */
+                __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi64(nbins, it),
+                                              _mm256_cmpgt_epi64(tu, u));
+                ok = _mm256_andnot_si256(
+                    _mm256_and_si256(_mm256_cmpeq_epi64(m, zero), _mm256_cmpeq_epi64(sg, one)),
+                    ok);
+                const int common = _mm256_movemask_pd(_mm256_castsi256_pd(ok)) & ~tie & 15;
+                nvalid = common == 15 ? 4 : __builtin_ctz(~(unsigned)common & 15u);
+                /* -m if sg else m; all four lanes stored, the first nvalid kept */
+                const __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, _mm256_sub_epi64(zero, sg)),
+                                                   sg);
+                _mm256_storeu_si256((__m256i *)(vs + cnt), v);
+                cnt += nvalid;
+                pos += nvalid;
+                if (__builtin_expect(nvalid == 4, 1)) continue;
+            }
+            int64_t v = 0, s2 = 0, item = 0;
+            uint64_t ux = 0;
+            int r = step(t, b, &pos, lim, &v, &s2, &item, &ux);
+            if (r == STEP_STOP) {
+                stop = 1;
+                break;
+            }
+            if (r == STEP_ACCEPT) vs[cnt++] = v;
+        }
+        int kk = 0;
+        for (; kk + 4 <= cnt; kk += 4)
+            grid_store4(io, fmt, i + kk, _mm256_load_si256((const __m256i *)(vs + kk)), 4,
+                        _mm256_setzero_si256());
+        for (; kk < cnt; kk++) store(io, MODE_GRID, fmt, i + kk, vs[kk]); /* (never fails) */
         i += cnt;
         if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
     }
@@ -608,7 +698,10 @@ int dpf_table_simd(void) {
     static int level = -1;
     if (level < 0) {
         __builtin_cpu_init();
-        level = dpf_simd_cap() >= 2 && __builtin_cpu_supports("avx2") ? 1 : 0;
+        level = dpf_simd_cap() >= 2 && __builtin_cpu_supports("avx2") &&
+                        __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")
+                    ? 1
+                    : 0;
     }
     return level;
 #else

@@ -99,13 +99,14 @@ def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: i
         assert np.all(st_f[:, ck.ST_CELL] == st_f[:, ck.ST_END])
 
 
+@pytest.mark.parametrize("grid", [False, True])
 @pytest.mark.parametrize("law,param", [("gauss", 2**40), ("laplace", 10)])
-def test_tie_on_a_buffer_end(law: str, param: int) -> None:
+def test_tie_on_a_buffer_end(law: str, param: int, grid: bool) -> None:
     """A proposal whose alias value ties with its column's threshold on the buffer's last
     word: its other bits are the next buffer's first word (the fast loop leaves it to the
     general loop, which refills); constructed words, every loop, bit for bit.  Wide bins
     (6 top bits of the alias value: a tie in 64 proposals) and bins of width 1 (the
-    direct table's loops)."""
+    direct table's loops); integer and grid stores (the wide bins' four-word grid loop)."""
     tab = _envelope.table(law, Fraction(param))
     vb, two, _, _, ubits = tab.lay
     assert not two
@@ -121,10 +122,12 @@ def test_tie_on_a_buffer_end(law: str, param: int) -> None:
         st[0, ck.ST_BLOCK] = words // 8
         st[0, ck.ST_END] = 40
         st[0, ck.ST_FILL] = _native.blocks_address()
-        out = np.zeros(40, np.int64)
+        out = np.zeros(40, np.float64 if grid else np.int64)
+        io = ((out, out, sk.MODE_GRID, (1.0, 1.0, float(np.finfo(np.float64).max))) if grid
+              else (out, out, sk.MODE_WRITE, sk.NO_GRID))
         pend = (np.zeros((1, 64, sk.P_COLS), np.int64), np.zeros((1, 64, sk.U_COLS), np.uint64))
         tk.table_kernel(tab.law_code, (buf, st, KEY_WORDS, np.zeros((1, 3), np.uint32)),
-                        (out, out, sk.MODE_WRITE, sk.NO_GRID), tab.kernel_args, force, pend)
+                        io, tab.kernel_args, force, pend)
         rows.append((out, st))
     for out, st in rows[1:]:
         assert np.array_equal(rows[0][0], out) and np.array_equal(rows[0][1], st)
