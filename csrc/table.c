@@ -34,6 +34,11 @@ enum { MODE_WRITE = 0, MODE_ADD = 1, MODE_SUB = 2, MODE_GRID = 3 };
 
 typedef struct {
     const uint64_t *pack, *thresh, *sel, *trm1, *direct;
+    /* a table without a direct table: two words per alias column (threshold's top bits,
+     * own item, alias; their acceptance thresholds on U's top 32 known bits, which are U's
+     * known bits >> ucut), for the wide loop (dpfast/noise/_envelope.py column_records) */
+    const uint64_t *rec;
+    uint64_t ucut;
     const double *flo, *fhi;
     int64_t dbits; /* the direct table's index bits; 0: no direct table (scalar loop) */
     int vgrid; /* every value of the table is below 2^51 (the vector grid store) */
@@ -450,8 +455,12 @@ static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_gr
     const tab_t *t = &tl;
     const io_t *io = &il;
     int64_t vs[GRID_BATCH + 4] __attribute__((aligned(32)));
-    const uint64_t cshift = t->cshift, vshift = t->vshift, vmask = t->vmask;
-    const uint64_t *pack = t->pack, *sel = t->sel;
+    const uint64_t cshift = t->cshift, *rec = t->rec;
+    const __m128i vsh = _mm_cvtsi64_si128((long long)t->vshift);
+    const __m128i ucut = _mm_cvtsi64_si128((long long)t->ucut);
+    const __m256i vmk = _mm256_set1_epi64x((long long)t->vmask);
+    const __m256i m21 = _mm256_set1_epi64x((1ll << 21) - 1);
+    const __m256i m32 = _mm256_set1_epi64x(0xFFFFFFFFll);
     const __m128i ssh = _mm_cvtsi64_si128((long long)t->sshift);
     const __m128i osh = _mm_cvtsi64_si128((long long)t->oshift);
     const __m128i psh = _mm_cvtsi64_si128((long long)t->p);
@@ -464,33 +473,45 @@ static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_gr
         while (cnt <= GRID_BATCH - 4 && pos < lim) {
             int nvalid = 0;
             if (pos + 4 <= lim) {
-                uint64_t k[4];
-                int tie = 0;
-                for (int j = 0; j < 4; j++) {
-                    const uint64_t xw = b[pos + j];
-                    const uint64_t col = xw >> cshift;
-                    const uint64_t th = pack[col] & 0xFFFFFFFFu;
-                    const uint64_t vh = (xw >> vshift) & vmask;
-                    k[j] = (col << 2) | ((uint64_t)(vh >= th) << 1);
-                    tie |= (vh == th) << j;
-                }
-                const __m256i it = _mm256_set_epi64x((long long)sel[k[3]], (long long)sel[k[2]],
-                                                     (long long)sel[k[1]], (long long)sel[k[0]]);
-                const __m256i tu = _mm256_set_epi64x(
-                    (long long)sel[k[3] + 1], (long long)sel[k[2] + 1], (long long)sel[k[1] + 1],
-                    (long long)sel[k[0] + 1]);
+                /* the four columns' records: 16-byte loads, transposed into a vector of
+                 * first words (th | own << 21 | alias << 42) and one of second words */
+                const __m128i r0 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos] >> cshift)));
+                const __m128i r1 =
+                    _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 1] >> cshift)));
+                const __m128i r2 =
+                    _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 2] >> cshift)));
+                const __m128i r3 =
+                    _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 3] >> cshift)));
+                const __m256i e0 = _mm256_inserti128_si256(
+                    _mm256_castsi128_si256(_mm_unpacklo_epi64(r0, r1)), _mm_unpacklo_epi64(r2, r3),
+                    1);
+                const __m256i e1 = _mm256_inserti128_si256(
+                    _mm256_castsi128_si256(_mm_unpackhi_epi64(r0, r1)), _mm_unpackhi_epi64(r2, r3),
+                    1);
                 const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
+                const __m256i vh = _mm256_and_si256(_mm256_srl_epi64(w, vsh), vmk);
+                const __m256i th = _mm256_and_si256(e0, m21);
+                /* v's top bits below the threshold's: the column's own item (all < 2^21) */
+                const __m256i own = _mm256_cmpgt_epi64(th, vh);
+                const __m256i it = _mm256_blendv_epi8(
+                    _mm256_srli_epi64(e0, 42), _mm256_and_si256(_mm256_srli_epi64(e0, 21), m21),
+                    own);
+                const __m256i tu = _mm256_blendv_epi8(_mm256_srli_epi64(e1, 32),
+                                                      _mm256_and_si256(e1, m32), own);
                 const __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, ssh), one);
                 const __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, osh), omask);
-                const __m256i u = _mm256_and_si256(w, umask);
+                const __m256i u = _mm256_srl_epi64(_mm256_and_si256(w, umask), ucut);
                 const __m256i m = _mm256_add_epi64(_mm256_sll_epi64(it, psh), off);
-                /* items, U's known bits and thresholds are < 2^63: signed comparisons */
+                /* items, U's top 32 known bits and thresholds are < 2^33: signed comparisons;
+                 * u >> ucut < tu >> ucut only where u < tu */
                 __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi64(nbins, it),
                                               _mm256_cmpgt_epi64(tu, u));
                 ok = _mm256_andnot_si256(
-                    _mm256_and_si256(_mm256_cmpeq_epi64(m, zero), _mm256_cmpeq_epi64(sg, one)),
+                    _mm256_or_si256(_mm256_cmpeq_epi64(vh, th),
+                                    _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
+                                                     _mm256_cmpeq_epi64(sg, one))),
                     ok);
-                const int common = _mm256_movemask_pd(_mm256_castsi256_pd(ok)) & ~tie & 15;
+                const int common = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
                 nvalid = common == 15 ? 4 : __builtin_ctz(~(unsigned)common & 15u);
                 /* -m if sg else m; all four lanes stored, the first nvalid kept */
                 const __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, _mm256_sub_epi64(zero, sg)),
@@ -734,7 +755,8 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
         .coef = coef, .uscale = ldexp(1.0, (int)-ubits),
         .hshift = (uint64_t)(32 - dbits), .k1 = (uint64_t)k1,
         .hus = (uint64_t)(k1 > 20 ? k1 - 20 : 0),
-        .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1};
+        .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1,
+        .rec = dbits > 0 ? NULL : direct, .ucut = (uint64_t)(ubits > 32 ? ubits - 32 : 0)};
     io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,
                .sat = sat, .sse41 = 0};
     half_t h = {.pos = pos, .hh = hh, .hv = hv};

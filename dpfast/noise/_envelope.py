@@ -99,8 +99,27 @@ class Table:
         sel[:, 2] = self.alias
         sel[:, 3] = tas[np.minimum(self.alias, self.nb)]
         direct, dbits = self.direct_table(hi)
+        if not dbits:  # the wide loop's column records take the direct table's place
+            direct = self.column_records(hi, sel)
         return (pack, self.thresh, self.f, self.nb, self.p, self.cbits, self.coef, *self.squeeze,
                 *self.lay, sel.reshape(-1), direct, dbits)
+
+    def column_records(self, th: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        """Per alias column, for a table without a direct table (``csrc/table.c``'s
+        four-word wide loop): two words, ``th | own << 21 | alias << 42`` (the threshold's
+        top bits as ``pack`` holds them, the column's own item and its alias) and ``tu_own |
+        tu_alias << 32`` (``sel``'s acceptance thresholds on U's ``ubits`` known bits, cut
+        to their top 32 bits: ``u >> (ubits - 32) < tu`` only where ``u < `` the full one).
+        ``(one zero)`` for a two-word layout, whose proposals the C loops do not take."""
+        ubits = self.lay[4]
+        if self.lay[1]:
+            return np.zeros(1, np.uint64)
+        assert int(th.max()) < 1 << 21 and self.nb + 2 <= 1 << 21
+        cut = np.uint64(max(0, ubits - 32))
+        rec = np.empty((len(th), 2), np.uint64)
+        rec[:, 0] = th | (sel[:, 0] << np.uint64(21)) | (sel[:, 2] << np.uint64(42))
+        rec[:, 1] = (sel[:, 1] >> cut) | ((sel[:, 3] >> cut) << np.uint64(32))
+        return rec.reshape(-1)
 
     def direct_table(self, th: np.ndarray) -> tuple[np.ndarray, int]:
         """The common case's direct table (``csrc/table.c``), indexed by a proposal's top
