@@ -336,6 +336,8 @@ static int64_t run_scalar_grid(const tab_t *t, const io_t *io, int64_t fmt, cons
                                int64_t pos, int64_t i, int64_t lim, int64_t *res);
 static int64_t run_wide_grid(const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b,
                              int64_t pos, int64_t i, int64_t lim, int64_t *res);
+static int64_t run_wide_ints(const tab_t *t, const io_t *io, int64_t mode, const uint64_t *b,
+                             int64_t pos, int64_t i, int64_t hi, int64_t lim, int64_t *res);
 #endif
 
 /* The loop from h to lim (cells below hi): the half-word loop of a table with a direct
@@ -350,9 +352,12 @@ static inline __attribute__((always_inline)) int64_t run_loop(
         return finish(res, h->pos, i, 1, 0, 0, 0, 0);
     }
 #ifdef DPF_TABLE_AVX2
+    if (io->sse41 && mode == MODE_GRID && t->vgrid && fmt == DPF_TABLE_F64)
+        return run_wide_ints(t, io, mode, b, h->pos, i, hi, lim, res);
     if (io->sse41 && mode == MODE_GRID)
         return t->vgrid ? run_wide_grid(t, io, fmt, b, h->pos, i, lim, res)
                         : run_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
+    if (io->sse41) return run_wide_ints(t, io, mode, b, h->pos, i, hi, lim, res);
 #endif
     int64_t pos = h->pos;
     int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
@@ -438,15 +443,84 @@ static __attribute__((noinline, target("avx2"))) int64_t run_scalar_grid(
     }
 }
 
+/* The wide loops' constants (run_wide_grid, run_wide_int), as vectors. */
+typedef struct {
+    const uint64_t *rec;
+    uint64_t cshift;
+    __m128i vsh, ucut, ssh, osh, psh;
+    __m256i vmk, m21, m32, omask, umask, nbins, one, zero;
+} wide_t;
+
+static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide_t *c,
+                                                                           const tab_t *t) {
+    c->rec = t->rec;
+    c->cshift = t->cshift;
+    c->vsh = _mm_cvtsi64_si128((long long)t->vshift);
+    c->ucut = _mm_cvtsi64_si128((long long)t->ucut);
+    c->ssh = _mm_cvtsi64_si128((long long)t->sshift);
+    c->osh = _mm_cvtsi64_si128((long long)t->oshift);
+    c->psh = _mm_cvtsi64_si128((long long)t->p);
+    c->vmk = _mm256_set1_epi64x((long long)t->vmask);
+    c->m21 = _mm256_set1_epi64x((1ll << 21) - 1);
+    c->m32 = _mm256_set1_epi64x(0xFFFFFFFFll);
+    c->omask = _mm256_set1_epi64x((long long)t->omask);
+    c->umask = _mm256_set1_epi64x((long long)t->umask);
+    c->nbins = _mm256_set1_epi64x((long long)t->nbins);
+    c->one = _mm256_set1_epi64x(1);
+    c->zero = _mm256_setzero_si256();
+}
+
+/* Words b[pos..pos+3] of a one-word layout without a direct table: how many of them, from
+ * the first, are *common* -- a proposal of its own that the step accepts on its known bits:
+ * no tie of the alias value's top bits, a bin's item, U's known bits below the bin's
+ * acceptance floor, not (negative, 0) -- and the four values (*v; those past the count are
+ * not proposals' values).  The four alias columns' records (Table.column_records: the
+ * threshold's top bits, own item, alias; their floors on U's top 32 known bits) by one
+ * 16-byte load each, transposed into two vectors; the rest as vectors. */
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wide4(
+    const wide_t *c, const uint64_t *b, int64_t pos, __m256i *v) {
+    const uint64_t *rec = c->rec;
+    const uint64_t cs = c->cshift;
+    const __m128i r0 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos] >> cs)));
+    const __m128i r1 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 1] >> cs)));
+    const __m128i r2 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 2] >> cs)));
+    const __m128i r3 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 3] >> cs)));
+    const __m256i e0 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi64(r0, r1)),
+                                               _mm_unpacklo_epi64(r2, r3), 1);
+    const __m256i e1 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpackhi_epi64(r0, r1)),
+                                               _mm_unpackhi_epi64(r2, r3), 1);
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
+    const __m256i vh = _mm256_and_si256(_mm256_srl_epi64(w, c->vsh), c->vmk);
+    const __m256i th = _mm256_and_si256(e0, c->m21);
+    /* v's top bits below the threshold's: the column's own item (all < 2^21) */
+    const __m256i own = _mm256_cmpgt_epi64(th, vh);
+    const __m256i it = _mm256_blendv_epi8(
+        _mm256_srli_epi64(e0, 42), _mm256_and_si256(_mm256_srli_epi64(e0, 21), c->m21), own);
+    const __m256i tu =
+        _mm256_blendv_epi8(_mm256_srli_epi64(e1, 32), _mm256_and_si256(e1, c->m32), own);
+    const __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, c->ssh), c->one);
+    const __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, c->osh), c->omask);
+    const __m256i u = _mm256_srl_epi64(_mm256_and_si256(w, c->umask), c->ucut);
+    const __m256i m = _mm256_add_epi64(_mm256_sll_epi64(it, c->psh), off);
+    /* items, U's top 32 known bits and thresholds are < 2^33: signed comparisons;
+     * u >> ucut < tu >> ucut only where u < tu */
+    __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi64(c->nbins, it), _mm256_cmpgt_epi64(tu, u));
+    ok = _mm256_andnot_si256(
+        _mm256_or_si256(_mm256_cmpeq_epi64(vh, th),
+                        _mm256_and_si256(_mm256_cmpeq_epi64(m, c->zero),
+                                         _mm256_cmpeq_epi64(sg, c->one))),
+        ok);
+    const int common = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
+    /* -m if sg else m */
+    *v = _mm256_add_epi64(_mm256_xor_si256(m, _mm256_sub_epi64(c->zero, sg)), sg);
+    return common == 15 ? 4 : __builtin_ctz(~(unsigned)common & 15u);
+}
+
 /* The step loop of a table whose values all convert through the vector grid store
- * (t->vgrid: |v| < 2^51, so no grid store fails), four words at a time, its grid stores four
- * at a time.  A word is *common* when it is a proposal of its own that the step accepts on
- * its known bits: no tie of the alias value's top bits, a bin's item, U's known bits below
- * the bin's acceptance floor, not (negative, 0).  The four words' alias columns and items
- * are looked up by scalar loads, the rest is decided as vectors; the common words before
- * the first other one are kept (a prefix: no compaction), and that other word goes through
- * step(), which takes the same decisions on the same words (it may read the next word on a
- * tie), before the next four. */
+ * (t->vgrid: |v| < 2^51, so no grid store fails), four words at a time (wide4), its grid
+ * stores four at a time: the common words before the first other one are kept (a prefix:
+ * no compaction), and that other word goes through step(), which takes the same decisions
+ * on the same words (it may read the next word on a tie), before the next four. */
 static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_grid(
     const tab_t *tp, const io_t *iop, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
     int64_t lim, int64_t *res) {
@@ -454,69 +528,16 @@ static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_gr
     const io_t il = *iop;
     const tab_t *t = &tl;
     const io_t *io = &il;
+    wide_t c;
+    wide_init(&c, t);
     int64_t vs[GRID_BATCH + 4] __attribute__((aligned(32)));
-    const uint64_t cshift = t->cshift, *rec = t->rec;
-    const __m128i vsh = _mm_cvtsi64_si128((long long)t->vshift);
-    const __m128i ucut = _mm_cvtsi64_si128((long long)t->ucut);
-    const __m256i vmk = _mm256_set1_epi64x((long long)t->vmask);
-    const __m256i m21 = _mm256_set1_epi64x((1ll << 21) - 1);
-    const __m256i m32 = _mm256_set1_epi64x(0xFFFFFFFFll);
-    const __m128i ssh = _mm_cvtsi64_si128((long long)t->sshift);
-    const __m128i osh = _mm_cvtsi64_si128((long long)t->oshift);
-    const __m128i psh = _mm_cvtsi64_si128((long long)t->p);
-    const __m256i omask = _mm256_set1_epi64x((long long)t->omask);
-    const __m256i umask = _mm256_set1_epi64x((long long)t->umask);
-    const __m256i nbins = _mm256_set1_epi64x((long long)t->nbins);
-    const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256();
     for (;;) {
         int cnt = 0, stop = 0;
         while (cnt <= GRID_BATCH - 4 && pos < lim) {
-            int nvalid = 0;
             if (pos + 4 <= lim) {
-                /* the four columns' records: 16-byte loads, transposed into a vector of
-                 * first words (th | own << 21 | alias << 42) and one of second words */
-                const __m128i r0 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos] >> cshift)));
-                const __m128i r1 =
-                    _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 1] >> cshift)));
-                const __m128i r2 =
-                    _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 2] >> cshift)));
-                const __m128i r3 =
-                    _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 3] >> cshift)));
-                const __m256i e0 = _mm256_inserti128_si256(
-                    _mm256_castsi128_si256(_mm_unpacklo_epi64(r0, r1)), _mm_unpacklo_epi64(r2, r3),
-                    1);
-                const __m256i e1 = _mm256_inserti128_si256(
-                    _mm256_castsi128_si256(_mm_unpackhi_epi64(r0, r1)), _mm_unpackhi_epi64(r2, r3),
-                    1);
-                const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
-                const __m256i vh = _mm256_and_si256(_mm256_srl_epi64(w, vsh), vmk);
-                const __m256i th = _mm256_and_si256(e0, m21);
-                /* v's top bits below the threshold's: the column's own item (all < 2^21) */
-                const __m256i own = _mm256_cmpgt_epi64(th, vh);
-                const __m256i it = _mm256_blendv_epi8(
-                    _mm256_srli_epi64(e0, 42), _mm256_and_si256(_mm256_srli_epi64(e0, 21), m21),
-                    own);
-                const __m256i tu = _mm256_blendv_epi8(_mm256_srli_epi64(e1, 32),
-                                                      _mm256_and_si256(e1, m32), own);
-                const __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, ssh), one);
-                const __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, osh), omask);
-                const __m256i u = _mm256_srl_epi64(_mm256_and_si256(w, umask), ucut);
-                const __m256i m = _mm256_add_epi64(_mm256_sll_epi64(it, psh), off);
-                /* items, U's top 32 known bits and thresholds are < 2^33: signed comparisons;
-                 * u >> ucut < tu >> ucut only where u < tu */
-                __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi64(nbins, it),
-                                              _mm256_cmpgt_epi64(tu, u));
-                ok = _mm256_andnot_si256(
-                    _mm256_or_si256(_mm256_cmpeq_epi64(vh, th),
-                                    _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
-                                                     _mm256_cmpeq_epi64(sg, one))),
-                    ok);
-                const int common = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
-                nvalid = common == 15 ? 4 : __builtin_ctz(~(unsigned)common & 15u);
-                /* -m if sg else m; all four lanes stored, the first nvalid kept */
-                const __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, _mm256_sub_epi64(zero, sg)),
-                                                   sg);
-                _mm256_storeu_si256((__m256i *)(vs + cnt), v);
+                __m256i v;
+                const int nvalid = wide4(&c, b, pos, &v);
+                _mm256_storeu_si256((__m256i *)(vs + cnt), v); /* the first nvalid kept */
                 cnt += nvalid;
                 pos += nvalid;
                 if (__builtin_expect(nvalid == 4, 1)) continue;
@@ -538,6 +559,70 @@ static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_gr
         i += cnt;
         if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
     }
+}
+
+/* The same for the integer modes and float64 grid outputs: the common prefix of each four
+ * words is stored at once into four cells i..i+3 (below hi), the lanes past it with noise 0
+ * as run_avx2's stores (so 0, x, or the old value until the following proposals write
+ * those cells; a float64 grid cell gets rint(x/g) g, which a later proposal reading it in
+ * place rounds to the same grid point: the store is idempotent there, and float64 grid
+ * values never saturate); a group whose in-place addition overflows, and the other word,
+ * go through scalar_steps, which takes the same decisions and returns the state of a
+ * failing store. */
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide_int(
+    const tab_t *t, const io_t *io, int64_t mode, const uint64_t *b, int64_t pos, int64_t i,
+    int64_t hi, int64_t lim, int64_t *res) {
+    const int64_t fmt = mode == MODE_GRID ? DPF_TABLE_F64 : 0;
+    wide_t c;
+    wide_init(&c, t);
+    const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
+    int64_t r;
+    while (pos < lim) {
+        if (pos + 4 <= lim && i + 4 <= hi) {
+            __m256i v;
+            const int nvalid = wide4(&c, b, pos, &v);
+            const __m256i vz =
+                _mm256_and_si256(v, _mm256_cmpgt_epi64(_mm256_set1_epi64x(nvalid), lanes));
+            if (mode == MODE_WRITE) {
+                _mm256_storeu_si256((__m256i *)(io->out + i), vz);
+            } else if (mode == MODE_SUB) {
+                _mm256_storeu_si256(
+                    (__m256i *)(io->out + i),
+                    _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)), vz));
+            } else if (mode == MODE_GRID) {
+                grid_store4(io, DPF_TABLE_F64, i, vz, 4, c.zero);
+            } else {
+                const __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
+                const __m256i s = _mm256_add_epi64(xi, vz);
+                const __m256i ovf =
+                    _mm256_and_si256(_mm256_xor_si256(xi, s), _mm256_xor_si256(vz, s));
+                if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) {
+                    r = scalar_steps(t, io, mode, fmt, b, &pos, &i, pos + nvalid, lim, res);
+                    if (r != GO_ON) return r - 2;
+                    continue;
+                }
+                _mm256_storeu_si256((__m256i *)(io->out + i), s);
+            }
+            i += nvalid;
+            pos += nvalid;
+            if (__builtin_expect(nvalid == 4, 1)) continue;
+        }
+        r = scalar_steps(t, io, mode, fmt, b, &pos, &i, pos + 1, lim, res);
+        if (r != GO_ON) return r - 2;
+    }
+    return finish(res, pos, i, 1, 0, 0, 0, 0);
+}
+
+/* run_wide_int with its mode a constant. */
+static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_ints(
+    const tab_t *tp, const io_t *iop, int64_t mode, const uint64_t *b, int64_t pos, int64_t i,
+    int64_t hi, int64_t lim, int64_t *res) {
+    const tab_t tl = *tp; /* local copies: the stores cannot alias them */
+    const io_t il = *iop;
+    if (mode == MODE_WRITE) return run_wide_int(&tl, &il, MODE_WRITE, b, pos, i, hi, lim, res);
+    if (mode == MODE_ADD) return run_wide_int(&tl, &il, MODE_ADD, b, pos, i, hi, lim, res);
+    if (mode == MODE_GRID) return run_wide_int(&tl, &il, MODE_GRID, b, pos, i, hi, lim, res);
+    return run_wide_int(&tl, &il, MODE_SUB, b, pos, i, hi, lim, res);
 }
 
 /* vpermd indices that move the 64-bit lanes set in a 4-bit mask to the front, in order */

@@ -66,10 +66,17 @@ def _io(mode: str, rng: np.random.Generator) -> tuple:
         x[rng.random(n) < 1e-3] = 2**63 - 1  # any positive noise overflows
         x[rng.random(n) < 1e-3] = -2**63  # any negative noise overflows
         return (x, x, sk.MODE_ADD, sk.NO_GRID)
+    if mode == "sub":  # the undo of an in-place call: out -= noise
+        x = rng.integers(-2**40, 2**40, n)
+        return (x, x, sk.MODE_SUB, sk.NO_GRID)
     g = 2.0 ** -10
     if mode == "grid64":
         x = rng.normal(0, 100, n)
         return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max)))
+    if mode == "grid64sep":  # float64 in, a separate float64 out
+        x = rng.normal(0, 100, n)
+        out64 = np.full(n, np.nan)
+        return (x, out64, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max)))
     if mode == "grid64to32":  # float64 in, a separate float32 out
         x = rng.normal(0, 100, n)
         out32 = np.full(n, np.nan, np.float32)
@@ -79,7 +86,8 @@ def _io(mode: str, rng: np.random.Generator) -> tuple:
 
 
 @pytest.mark.parametrize("words", [16, 2048])
-@pytest.mark.parametrize("mode", ["write", "add", "grid64", "grid32", "grid64to32"])
+@pytest.mark.parametrize("mode", ["write", "add", "sub", "grid64", "grid64sep", "grid32",
+                                  "grid64to32"])
 @pytest.mark.parametrize("law,param", TABLES)
 def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: int) -> None:
     tab = _envelope.table(law, Fraction(param))
