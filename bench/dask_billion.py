@@ -267,7 +267,7 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
         for name, kw in (("private_selection", {}), ("public_domain", {"domain": domain})):
             if only not in ("both", name.split("_")[0]):
                 continue
-            walls, loads, cpus, per_row = [], [], [], []
+            walls, loads, cpus, per_row, restarts = [], [], [], [], []
             rows = meta["rows"]
             for _ in range(runs):
                 loads.append(os.getloadavg())
@@ -285,7 +285,12 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
                 cpus.append(sum(client.run(_cpu_seconds).values()) + d1 - c0)
                 th1 = client.run(_threads_cpu)
                 m1 = client.run_on_scheduler(_execute_cpu)
-                threads = {k: sum(th1[w][k] - th0[w][k] for w in th1) for k in ("tasks", "other")}
+                # a worker the nanny restarted (memory) has a new address and fresh counters:
+                # counted from 0, and the run reports the restart
+                restarted = sorted(set(th1) - set(th0))
+                restarts.append(len(restarted))
+                threads = {k: sum(th1[w][k] - th0.get(w, {k: 0.0})[k] for w in th1)
+                           for k in ("tasks", "other")}
                 per_row.append({"all": round(cpus[-1] / rows * 1e9, 1),
                                 "driver": round((d1 - d0) / rows * 1e9, 1),
                                 "worker_task_threads": round(threads["tasks"] / rows * 1e9, 1),
@@ -294,8 +299,10 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
                 if stream is not None:
                     log(f"task stream (worker seconds): {_breakdown(stream.data)}")
                 log(f"{name}: {walls[-1]:.1f} s (CPU {cpus[-1]:.1f} s), {len(rel.values)} "
-                    f"keys released, load {loads[-1][0]:.2f}; CPU ns a row: {per_row[-1]}")
-            out[name] = {"wall_s": [round(w, 2) for w in walls],
+                    f"keys released, load {loads[-1][0]:.2f}; CPU ns a row: {per_row[-1]}"
+                    + (f"; {restarts[-1]} worker restart(s) during the run (its CPU figures "
+                       "undercount)" if restarts[-1] else ""))
+            out[name] = {"wall_s": [round(w, 2) for w in walls], "worker_restarts": restarts,
                          "median_s": round(statistics.median(walls), 2),
                          "cpu_s": [round(c, 1) for c in cpus],
                          "cpu_ns_per_row": per_row,
