@@ -138,8 +138,9 @@ class Table:
         table with a direct table rule out (:func:`_weights`); padding is
         ``((nb + 1) << 40)`` (A = R = 0: reject unless u = 0).  Built for bins of width 1
         (``p = 0``, one word); ``(one zero, 0)`` otherwise: wide bins leave U between the
-        bin's thresholds too often for the table to pay, and the kernel's scalar loop
-        takes them."""
+        bin's thresholds too often for the table to pay, and the kernel's step and
+        four-word wide loops take them (:attr:`kernel_args` passes
+        :meth:`column_records` in this table's place)."""
         vb = self.lay[0]
         dbits = direct_bits(self.cbits, self.p, self.nb, self.lay)
         if not dbits:
