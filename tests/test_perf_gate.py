@@ -18,6 +18,7 @@ from dpfast.perf import (
     Result,
     baseline_for,
     check,
+    confirmed,
     host_info,
     load_json,
     simd_level,
@@ -78,6 +79,7 @@ def test_live_check_against_far_baselines(measured: dict, tmp_path) -> None:
     assert low.returncode == 0, low.stdout + low.stderr
     high = cli("--quick", "--only", ONLY, "--check", _scaled(measured, 50.0, tmp_path))
     assert high.returncode == 1 and "REGRESSION" in high.stdout
+    assert "re-timing 2 benchmark(s)" in high.stdout and "first timing" in high.stdout
 
 
 def test_per_entry_tolerance_wins() -> None:
@@ -89,6 +91,22 @@ def test_per_entry_tolerance_wins() -> None:
     ok = {v.name: v.ok for v in verdicts}
     assert ok == {"a": True, "b": False, "c": True}  # c was skipped: never fails
     assert warnings == []
+
+
+def test_a_regression_fails_both_timings() -> None:
+    """A failing entry is timed once more (a live ``--check``): it stays a regression only
+    when the second timing fails too, and its verdict shows both ratios."""
+    base = {"host": host_info(), "entries": {n: {"ratio": 1.0, "tolerance": 0.25}
+                                             for n in ("a", "b", "c")}}
+    first, _ = check([Result("a", "", "", 0.5), Result("b", "", "", 0.5),
+                      Result("c", "", "", 0.9)], base, tolerance=0.25)
+    again, _ = check([Result("a", "", "", 0.6), Result("b", "", "", 0.95)], base,
+                     tolerance=0.25)
+    out = {v.name: v for v in confirmed(first, again)}
+    assert [out[n].ok for n in "abc"] == [False, True, True]
+    assert out["a"].ratio == 0.6 and "first timing 0.5" in out["a"].text
+    assert out["b"].ratio == 0.95 and "re-timed" in out["b"].text
+    assert out["c"].ratio == 0.9 and "re-timed" not in out["c"].text
 
 
 def test_foreign_host_is_reported() -> None:

@@ -14,6 +14,7 @@ from dpfast.perf.runner import (
     baseline_for,
     baseline_sections,
     check,
+    confirmed,
     host_info,
     load_json,
     results_from_json,
@@ -25,5 +26,6 @@ from dpfast.perf.runner import (
 from dpfast.perf.suite import ENTRIES
 
 __all__ = ["ENTRIES", "Entry", "Result", "baseline_for", "baseline_sections", "check",
+           "confirmed",
            "host_info", "load_json", "results_from_json", "results_to_json", "run_suite",
            "simd_level", "with_section"]

@@ -221,6 +221,25 @@ class Verdict:
     text: str
 
 
+def confirmed(first: Sequence[Verdict], again: Sequence[Verdict]) -> list[Verdict]:
+    """The verdicts once the entries that failed were timed a second time (``again``): an
+    entry is a regression only when its second timing falls below its floor too (a burst
+    of load on a shared host moves one timing, a regression moves both); the second
+    timing's verdict replaces the first, with the first ratio in its text.  Entries not
+    re-timed keep their verdict."""
+    second = {v.name: v for v in again}
+    out = []
+    for v in first:
+        w = second.get(v.name)
+        if v.ok or w is None:
+            out.append(v)
+            continue
+        first_ratio = "skipped" if v.ratio is None else f"{v.ratio:.3g}"
+        out.append(Verdict(w.name, w.ratio, w.baseline_ratio, w.tolerance, w.ok,
+                           f"{w.text} (re-timed; first timing {first_ratio})"))
+    return out
+
+
 def check(results: Sequence[Result], baseline: dict[str, object], *,
           tolerance: float) -> tuple[list[Verdict], list[str]]:
     """Compare ``results`` with a baseline JSON; returns verdicts and warnings.
