@@ -334,10 +334,8 @@ static inline __attribute__((always_inline)) int64_t half_steps(
 #define DPF_TABLE_AVX2 1
 static int64_t run_scalar_grid(const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b,
                                int64_t pos, int64_t i, int64_t lim, int64_t *res);
-static int64_t run_wide_grid(const tab_t *t, const io_t *io, int64_t fmt, const uint64_t *b,
-                             int64_t pos, int64_t i, int64_t lim, int64_t *res);
-static int64_t run_wide_ints(const tab_t *t, const io_t *io, int64_t mode, const uint64_t *b,
-                             int64_t pos, int64_t i, int64_t hi, int64_t lim, int64_t *res);
+static int64_t run_wides(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt,
+                         const uint64_t *b, int64_t pos, int64_t i, int64_t lim, int64_t *res);
 #endif
 
 /* The loop from h to lim (cells below hi): the half-word loop of a table with a direct
@@ -352,12 +350,9 @@ static inline __attribute__((always_inline)) int64_t run_loop(
         return finish(res, h->pos, i, 1, 0, 0, 0, 0);
     }
 #ifdef DPF_TABLE_AVX2
-    if (io->sse41 && mode == MODE_GRID && t->vgrid && fmt == DPF_TABLE_F64)
-        return run_wide_ints(t, io, mode, b, h->pos, i, hi, lim, res);
-    if (io->sse41 && mode == MODE_GRID)
-        return t->vgrid ? run_wide_grid(t, io, fmt, b, h->pos, i, lim, res)
-                        : run_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
-    if (io->sse41) return run_wide_ints(t, io, mode, b, h->pos, i, hi, lim, res);
+    if (io->sse41 && (mode != MODE_GRID || t->vgrid))
+        return run_wides(t, io, mode, fmt, b, h->pos, i, lim, res);
+    if (io->sse41) return run_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
 #endif
     int64_t pos = h->pos;
     int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
@@ -443,188 +438,6 @@ static __attribute__((noinline, target("avx2"))) int64_t run_scalar_grid(
     }
 }
 
-/* The wide loops' constants (run_wide_grid, run_wide_int), as vectors. */
-typedef struct {
-    const uint64_t *rec;
-    uint64_t cshift;
-    __m128i vsh, ucut, ssh, osh, psh;
-    __m256i vmk, m21, m32, omask, umask, nbins, one, zero;
-} wide_t;
-
-static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide_t *c,
-                                                                           const tab_t *t) {
-    c->rec = t->rec;
-    c->cshift = t->cshift;
-    c->vsh = _mm_cvtsi64_si128((long long)t->vshift);
-    c->ucut = _mm_cvtsi64_si128((long long)t->ucut);
-    c->ssh = _mm_cvtsi64_si128((long long)t->sshift);
-    c->osh = _mm_cvtsi64_si128((long long)t->oshift);
-    c->psh = _mm_cvtsi64_si128((long long)t->p);
-    c->vmk = _mm256_set1_epi64x((long long)t->vmask);
-    c->m21 = _mm256_set1_epi64x((1ll << 21) - 1);
-    c->m32 = _mm256_set1_epi64x(0xFFFFFFFFll);
-    c->omask = _mm256_set1_epi64x((long long)t->omask);
-    c->umask = _mm256_set1_epi64x((long long)t->umask);
-    c->nbins = _mm256_set1_epi64x((long long)t->nbins);
-    c->one = _mm256_set1_epi64x(1);
-    c->zero = _mm256_setzero_si256();
-}
-
-/* Words b[pos..pos+3] of a one-word layout without a direct table: how many of them, from
- * the first, are *common* -- a proposal of its own that the step accepts on its known bits:
- * no tie of the alias value's top bits, a bin's item, U's known bits below the bin's
- * acceptance floor, not (negative, 0) -- and the four values (*v; those past the count are
- * not proposals' values).  The four alias columns' records (Table.column_records: the
- * threshold's top bits, own item, alias; their floors on U's top 32 known bits) by one
- * 16-byte load each, transposed into two vectors; the rest as vectors. */
-static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wide4(
-    const wide_t *c, const uint64_t *b, int64_t pos, __m256i *v) {
-    const uint64_t *rec = c->rec;
-    const uint64_t cs = c->cshift;
-    const __m128i r0 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos] >> cs)));
-    const __m128i r1 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 1] >> cs)));
-    const __m128i r2 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 2] >> cs)));
-    const __m128i r3 = _mm_loadu_si128((const __m128i *)(rec + 2 * (b[pos + 3] >> cs)));
-    const __m256i e0 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi64(r0, r1)),
-                                               _mm_unpacklo_epi64(r2, r3), 1);
-    const __m256i e1 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpackhi_epi64(r0, r1)),
-                                               _mm_unpackhi_epi64(r2, r3), 1);
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
-    const __m256i vh = _mm256_and_si256(_mm256_srl_epi64(w, c->vsh), c->vmk);
-    const __m256i th = _mm256_and_si256(e0, c->m21);
-    /* v's top bits below the threshold's: the column's own item (all < 2^21) */
-    const __m256i own = _mm256_cmpgt_epi64(th, vh);
-    const __m256i it = _mm256_blendv_epi8(
-        _mm256_srli_epi64(e0, 42), _mm256_and_si256(_mm256_srli_epi64(e0, 21), c->m21), own);
-    const __m256i tu =
-        _mm256_blendv_epi8(_mm256_srli_epi64(e1, 32), _mm256_and_si256(e1, c->m32), own);
-    const __m256i sg = _mm256_and_si256(_mm256_srl_epi64(w, c->ssh), c->one);
-    const __m256i off = _mm256_and_si256(_mm256_srl_epi64(w, c->osh), c->omask);
-    const __m256i u = _mm256_srl_epi64(_mm256_and_si256(w, c->umask), c->ucut);
-    const __m256i m = _mm256_add_epi64(_mm256_sll_epi64(it, c->psh), off);
-    /* items, U's top 32 known bits and thresholds are < 2^33: signed comparisons;
-     * u >> ucut < tu >> ucut only where u < tu */
-    __m256i ok = _mm256_and_si256(_mm256_cmpgt_epi64(c->nbins, it), _mm256_cmpgt_epi64(tu, u));
-    ok = _mm256_andnot_si256(
-        _mm256_or_si256(_mm256_cmpeq_epi64(vh, th),
-                        _mm256_and_si256(_mm256_cmpeq_epi64(m, c->zero),
-                                         _mm256_cmpeq_epi64(sg, c->one))),
-        ok);
-    const int common = _mm256_movemask_pd(_mm256_castsi256_pd(ok));
-    /* -m if sg else m */
-    *v = _mm256_add_epi64(_mm256_xor_si256(m, _mm256_sub_epi64(c->zero, sg)), sg);
-    return common == 15 ? 4 : __builtin_ctz(~(unsigned)common & 15u);
-}
-
-/* The step loop of a table whose values all convert through the vector grid store
- * (t->vgrid: |v| < 2^51, so no grid store fails), four words at a time (wide4), its grid
- * stores four at a time: the common words before the first other one are kept (a prefix:
- * no compaction), and that other word goes through step(), which takes the same decisions
- * on the same words (it may read the next word on a tie), before the next four. */
-static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_grid(
-    const tab_t *tp, const io_t *iop, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
-    int64_t lim, int64_t *res) {
-    const tab_t tl = *tp;
-    const io_t il = *iop;
-    const tab_t *t = &tl;
-    const io_t *io = &il;
-    wide_t c;
-    wide_init(&c, t);
-    int64_t vs[GRID_BATCH + 4] __attribute__((aligned(32)));
-    for (;;) {
-        int cnt = 0, stop = 0;
-        while (cnt <= GRID_BATCH - 4 && pos < lim) {
-            if (pos + 4 <= lim) {
-                __m256i v;
-                const int nvalid = wide4(&c, b, pos, &v);
-                _mm256_storeu_si256((__m256i *)(vs + cnt), v); /* the first nvalid kept */
-                cnt += nvalid;
-                pos += nvalid;
-                if (__builtin_expect(nvalid == 4, 1)) continue;
-            }
-            int64_t v = 0, s2 = 0, item = 0;
-            uint64_t ux = 0;
-            int r = step(t, b, &pos, lim, &v, &s2, &item, &ux);
-            if (r == STEP_STOP) {
-                stop = 1;
-                break;
-            }
-            if (r == STEP_ACCEPT) vs[cnt++] = v;
-        }
-        int kk = 0;
-        for (; kk + 4 <= cnt; kk += 4)
-            grid_store4(io, fmt, i + kk, _mm256_load_si256((const __m256i *)(vs + kk)), 4,
-                        _mm256_setzero_si256());
-        for (; kk < cnt; kk++) store(io, MODE_GRID, fmt, i + kk, vs[kk]); /* (never fails) */
-        i += cnt;
-        if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
-    }
-}
-
-/* The same for the integer modes and float64 grid outputs: the common prefix of each four
- * words is stored at once into four cells i..i+3 (below hi), the lanes past it with noise 0
- * as run_avx2's stores (so 0, x, or the old value until the following proposals write
- * those cells; a float64 grid cell gets rint(x/g) g, which a later proposal reading it in
- * place rounds to the same grid point: the store is idempotent there, and float64 grid
- * values never saturate); a group whose in-place addition overflows, and the other word,
- * go through scalar_steps, which takes the same decisions and returns the state of a
- * failing store. */
-static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide_int(
-    const tab_t *t, const io_t *io, int64_t mode, const uint64_t *b, int64_t pos, int64_t i,
-    int64_t hi, int64_t lim, int64_t *res) {
-    const int64_t fmt = mode == MODE_GRID ? DPF_TABLE_F64 : 0;
-    wide_t c;
-    wide_init(&c, t);
-    const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
-    int64_t r;
-    while (pos < lim) {
-        if (pos + 4 <= lim && i + 4 <= hi) {
-            __m256i v;
-            const int nvalid = wide4(&c, b, pos, &v);
-            const __m256i vz =
-                _mm256_and_si256(v, _mm256_cmpgt_epi64(_mm256_set1_epi64x(nvalid), lanes));
-            if (mode == MODE_WRITE) {
-                _mm256_storeu_si256((__m256i *)(io->out + i), vz);
-            } else if (mode == MODE_SUB) {
-                _mm256_storeu_si256(
-                    (__m256i *)(io->out + i),
-                    _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)), vz));
-            } else if (mode == MODE_GRID) {
-                grid_store4(io, DPF_TABLE_F64, i, vz, 4, c.zero);
-            } else {
-                const __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
-                const __m256i s = _mm256_add_epi64(xi, vz);
-                const __m256i ovf =
-                    _mm256_and_si256(_mm256_xor_si256(xi, s), _mm256_xor_si256(vz, s));
-                if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) {
-                    r = scalar_steps(t, io, mode, fmt, b, &pos, &i, pos + nvalid, lim, res);
-                    if (r != GO_ON) return r - 2;
-                    continue;
-                }
-                _mm256_storeu_si256((__m256i *)(io->out + i), s);
-            }
-            i += nvalid;
-            pos += nvalid;
-            if (__builtin_expect(nvalid == 4, 1)) continue;
-        }
-        r = scalar_steps(t, io, mode, fmt, b, &pos, &i, pos + 1, lim, res);
-        if (r != GO_ON) return r - 2;
-    }
-    return finish(res, pos, i, 1, 0, 0, 0, 0);
-}
-
-/* run_wide_int with its mode a constant. */
-static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wide_ints(
-    const tab_t *tp, const io_t *iop, int64_t mode, const uint64_t *b, int64_t pos, int64_t i,
-    int64_t hi, int64_t lim, int64_t *res) {
-    const tab_t tl = *tp; /* local copies: the stores cannot alias them */
-    const io_t il = *iop;
-    if (mode == MODE_WRITE) return run_wide_int(&tl, &il, MODE_WRITE, b, pos, i, hi, lim, res);
-    if (mode == MODE_ADD) return run_wide_int(&tl, &il, MODE_ADD, b, pos, i, hi, lim, res);
-    if (mode == MODE_GRID) return run_wide_int(&tl, &il, MODE_GRID, b, pos, i, hi, lim, res);
-    return run_wide_int(&tl, &il, MODE_SUB, b, pos, i, hi, lim, res);
-}
-
 /* vpermd indices that move the 64-bit lanes set in a 4-bit mask to the front, in order */
 static const int32_t COMPACT[16][8] __attribute__((aligned(32))) = {
     {0, 1, 2, 3, 4, 5, 6, 7},
@@ -643,6 +456,218 @@ static const int32_t COMPACT[16][8] __attribute__((aligned(32))) = {
     {0, 1, 4, 5, 6, 7, 2, 3},
     {2, 3, 4, 5, 6, 7, 0, 1},
     {0, 1, 2, 3, 4, 5, 6, 7}};
+
+/* The wide loop's constants (run_wide), as vectors.  Shift counts are vectors for the
+ * per-lane shifts (vpsrlvq: one micro-op; a shift by an xmm count is two on AMD cores). */
+typedef struct {
+    const uint64_t *rec;
+    uint64_t cshift;
+    __m256i vsh, ucut, osh, hsh, qs, psh, c21, c42, c32;
+    __m256i vmk, m21, m32, hmask, umask, omask, sbit, zero;
+} wide_t;
+
+static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide_t *c,
+                                                                           const tab_t *t) {
+    c->rec = t->rec;
+    c->cshift = t->cshift;
+    /* the records' trailer (Table.column_records): the lines' qs and q */
+    const uint64_t trailer = t->rec[4ull << (64 - t->cshift)];
+    const uint64_t q = (trailer >> 8) & 0xFF;
+    c->vsh = _mm256_set1_epi64x((long long)t->vshift);
+    c->ucut = _mm256_set1_epi64x((long long)t->ucut);
+    c->osh = _mm256_set1_epi64x((long long)t->oshift);
+    c->hsh = _mm256_set1_epi64x((long long)(t->oshift + (uint64_t)t->p - q));
+    c->qs = _mm256_set1_epi64x((long long)(trailer & 0xFF));
+    c->psh = _mm256_set1_epi64x((long long)t->p);
+    c->c21 = _mm256_set1_epi64x(21);
+    c->c42 = _mm256_set1_epi64x(42);
+    c->c32 = _mm256_set1_epi64x(32);
+    c->vmk = _mm256_set1_epi64x((long long)t->vmask);
+    c->m21 = _mm256_set1_epi64x((1ll << 21) - 1);
+    c->m32 = _mm256_set1_epi64x(0xFFFFFFFFll);
+    c->hmask = _mm256_set1_epi64x((long long)((1ull << q) - 1u));
+    c->umask = _mm256_set1_epi64x((long long)t->umask);
+    c->omask = _mm256_set1_epi64x((long long)t->omask);
+    c->sbit = _mm256_set1_epi64x((long long)(1ull << t->sshift));
+    c->zero = _mm256_setzero_si256();
+}
+
+/* Words b[pos..pos+3] of a one-word layout without a direct table, each as the step
+ * decides it as a proposal of its own.  Returns how many of them, from the first, are
+ * decided here -- every proposal but those of the tail item (its column's records name it
+ * as the alias too: that column's threshold is the one with bits below its top ones, where
+ * a tie reads the next word; every other tie is the alias) and those between a bin's lines
+ * -- with *keep the accepted ones among them (a lane mask) and their values moved to the
+ * front of *v (the lanes past them: not values).  Padding and (negative, 0) reject; a bin's
+ * lines (Table.wide_lines) on U's top known bits u and the offset's top bits h accept (u
+ * below A - (h S >> qs)) or reject (u at or above R - (h S >> qs)), decisions the step's
+ * and the general loop's certificates take on the same bits.  The four alias columns'
+ * 32-byte records (Table.column_records) by one load each, transposed into four vectors;
+ * the rest as vectors, without a branch. */
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wide4(
+    const wide_t *c, const uint64_t *b, int64_t pos, __m256i *v, int *keep) {
+    const uint64_t *rec = c->rec;
+    const uint64_t cs = c->cshift;
+    const __m256i r0 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos] >> cs)));
+    const __m256i r1 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + 1] >> cs)));
+    const __m256i r2 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + 2] >> cs)));
+    const __m256i r3 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + 3] >> cs)));
+    const __m256i t0 = _mm256_unpacklo_epi64(r0, r1), t1 = _mm256_unpackhi_epi64(r0, r1);
+    const __m256i t2 = _mm256_unpacklo_epi64(r2, r3), t3 = _mm256_unpackhi_epi64(r2, r3);
+    const __m256i e0 = _mm256_permute2x128_si256(t0, t2, 0x20);   /* th | own | alias */
+    const __m256i lown = _mm256_permute2x128_si256(t1, t3, 0x20); /* own item's S | A */
+    const __m256i lali = _mm256_permute2x128_si256(t0, t2, 0x31); /* alias's S | A */
+    const __m256i rr = _mm256_permute2x128_si256(t1, t3, 0x31);   /* R_own | R_alias */
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
+    const __m256i vh = _mm256_and_si256(_mm256_srlv_epi64(w, c->vsh), c->vmk);
+    const __m256i th = _mm256_and_si256(e0, c->m21);
+    /* v's top bits below the threshold's: the column's own item (all < 2^21) */
+    const __m256i own = _mm256_cmpgt_epi64(th, vh);
+    const __m256i it =
+        _mm256_and_si256(_mm256_srlv_epi64(e0, _mm256_blendv_epi8(c->c42, c->c21, own)), c->m21);
+    const __m256i line = _mm256_blendv_epi8(lali, lown, own);
+    const __m256i rl =
+        _mm256_and_si256(_mm256_srlv_epi64(rr, _mm256_andnot_si256(own, c->c32)), c->m32);
+    const __m256i sgm = _mm256_cmpeq_epi64(_mm256_and_si256(w, c->sbit), c->sbit);
+    const __m256i off = _mm256_and_si256(_mm256_srlv_epi64(w, c->osh), c->omask);
+    const __m256i h = _mm256_and_si256(_mm256_srlv_epi64(w, c->hsh), c->hmask);
+    const __m256i u = _mm256_srlv_epi64(_mm256_and_si256(w, c->umask), c->ucut);
+    const __m256i m = _mm256_add_epi64(_mm256_sllv_epi64(it, c->psh), off);
+    /* h S: a 32 x 32-bit product (h < 2^16, S < 2^32 the line word's low half) */
+    const __m256i drop = _mm256_srlv_epi64(_mm256_mul_epu32(h, line), c->qs);
+    const __m256i ta = _mm256_sub_epi64(_mm256_srli_epi64(line, 32), drop);
+    const __m256i tr = _mm256_sub_epi64(rl, drop);
+    /* U's top 31 known bits and the lines are < 2^33: signed comparisons.  The tail's
+     * lines decide nothing, the padding's reject; (negative, 0) (m = 0: a bin's item)
+     * rejects */
+    const __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, c->zero), sgm);
+    const __m256i acc = _mm256_andnot_si256(negz, _mm256_cmpgt_epi64(ta, u));
+    const __m256i rej = _mm256_or_si256(negz, _mm256_cmpeq_epi64(_mm256_cmpgt_epi64(tr, u), c->zero));
+    const int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
+    const int n = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
+    const int k = _mm256_movemask_pd(_mm256_castsi256_pd(acc)) & ((1 << n) - 1);
+    *keep = k;
+    /* -m if the sign bit is set, else m; the accepted ones to the front */
+    const __m256i val = _mm256_sub_epi64(_mm256_xor_si256(m, sgm), sgm);
+    *v = _mm256_permutevar8x32_epi32(val, _mm256_load_si256((const __m256i *)COMPACT[k]));
+    return n;
+}
+
+/* Four values to cells i..i+3 (run_wide): 0 where an in-place addition overflows (nothing
+ * written), else 1. */
+static inline __attribute__((always_inline, target("avx2"))) int store4(const io_t *io,
+                                                                        int64_t mode,
+                                                                        int64_t fmt, int64_t i,
+                                                                        __m256i v) {
+    if (mode == MODE_GRID) {
+        grid_store4(io, fmt, i, v, 4, _mm256_setzero_si256());
+    } else if (mode == MODE_WRITE) {
+        _mm256_storeu_si256((__m256i *)(io->out + i), v);
+    } else if (mode == MODE_SUB) {
+        _mm256_storeu_si256(
+            (__m256i *)(io->out + i),
+            _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)), v));
+    } else {
+        const __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
+        const __m256i sm = _mm256_add_epi64(xi, v);
+        const __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, sm), _mm256_xor_si256(v, sm));
+        if (__builtin_expect(_mm256_movemask_pd(_mm256_castsi256_pd(ovf)) != 0, 0)) return 0;
+        _mm256_storeu_si256((__m256i *)(io->out + i), sm);
+    }
+    return 1;
+}
+
+/* A batch whose values from the k-th on were not all written (an overflow of an in-place
+ * addition): its proposals decided again from its first word `start` by step(), without
+ * stores, up to the k-th accepted one, then scalar_steps from there (cell i + k) writes on
+ * and returns the failing store's state, as the step loop would. */
+static inline __attribute__((always_inline)) int64_t redo(const tab_t *t, const io_t *io,
+                                                          int64_t mode, int64_t fmt,
+                                                          const uint64_t *b, int64_t start,
+                                                          int64_t lim, int64_t i, int k,
+                                                          int64_t *res) {
+    int64_t p2 = start;
+    for (int got = 0; got < k;) {
+        int64_t v = 0, s2 = 0, item = 0;
+        uint64_t ux = 0;
+        if (step(t, b, &p2, lim, &v, &s2, &item, &ux) == STEP_ACCEPT) got++;
+    }
+    int64_t ii = i + k;
+    const int64_t r = scalar_steps(t, io, mode, fmt, b, &p2, &ii, lim, lim, res);
+    if (r != GO_ON) return r - 2;
+    return finish(res, p2, ii, 1, 0, 0, 0, 0);
+}
+
+/* The step loop of a table without a direct table, on an AVX2 CPU, in batches: the
+ * decisions first, four words at a time (wide4; the accepted values kept in order in vs),
+ * a word wide4 leaves through step(), which takes the same decisions on the same words (it
+ * may read the next word on a tie); then the batch's values written to their cells four at
+ * a time, at a fixed stride (no store waits on the decisions).  A proposal gives at most
+ * one value and lim keeps the words below the cells left, so the batch fits.  An in-place
+ * addition that overflows: redo() from the batch's first word.  Grid stores need t->vgrid
+ * (|v| < 2^51: none fails). */
+#define WIDE_BATCH 64
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, int64_t pos,
+    int64_t i, int64_t lim, int64_t *res) {
+    wide_t c;
+    wide_init(&c, t);
+    int64_t vs[WIDE_BATCH + 4] __attribute__((aligned(32)));
+    for (;;) {
+        const int64_t start = pos;
+        int cnt = 0, stop = 0;
+        while (cnt <= WIDE_BATCH - 4 && pos < lim) {
+            if (pos + 4 <= lim) {
+                __m256i v;
+                int keep;
+                const int n = wide4(&c, b, pos, &v, &keep);
+                _mm256_storeu_si256((__m256i *)(vs + cnt), v); /* the accepted ones kept */
+                cnt += __builtin_popcount((unsigned)keep);
+                if (__builtin_expect(n == 4, 1)) {
+                    pos += 4;
+                    continue;
+                }
+                pos += n;
+            }
+            int64_t v = 0, s2 = 0, item = 0;
+            uint64_t ux = 0;
+            const int r = step(t, b, &pos, lim, &v, &s2, &item, &ux);
+            if (r == STEP_STOP) {
+                stop = 1;
+                break;
+            }
+            if (r == STEP_ACCEPT) vs[cnt++] = v;
+        }
+        int k = 0;
+        for (; k + 4 <= cnt; k += 4)
+            if (!store4(io, mode, fmt, i + k, _mm256_load_si256((const __m256i *)(vs + k))))
+                return redo(t, io, mode, fmt, b, start, lim, i, k, res);
+        for (; k < cnt; k++)
+            if (store(io, mode, fmt, i + k, vs[k]) != 1)
+                return redo(t, io, mode, fmt, b, start, lim, i, k, res);
+        i += cnt;
+        if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
+    }
+}
+
+/* run_wide with its mode and output format constants. */
+static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wides(
+    const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    const tab_t tl = *tp; /* local copies: the stores cannot alias them */
+    const io_t il = *iop;
+    switch (mode) {
+    case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, b, pos, i, lim, res);
+    case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, b, pos, i, lim, res);
+    case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, b, pos, i, lim, res);
+    default:
+        if (fmt == DPF_TABLE_F64)
+            return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, b, pos, i, lim, res);
+        if (fmt == DPF_TABLE_F32)
+            return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, b, pos, i, lim, res);
+        return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, b, pos, i, lim, res);
+    }
+}
 
 /* The half-word loop four proposals at a time (two words, aligned: no saved half): the
  * four direct-table entries by scalar loads (AVX2 gathers are slower than four loads on
@@ -664,8 +689,10 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     half_t *h = &hl;
     int64_t r;
     const uint64_t hs = t->hshift;
-    const __m128i us = _mm_cvtsi64_si128((long long)t->hus);
-    const __m128i ks = _mm_cvtsi64_si128((long long)t->k1);
+    /* per-lane shift counts (vpsrlvq: one micro-op; a shift by an xmm count is two on
+     * AMD cores) */
+    const __m256i us = _mm256_set1_epi64x((long long)t->hus);
+    const __m256i ks = _mm256_set1_epi64x((long long)t->k1);
     const __m256i kmask = _mm256_set1_epi64x((long long)((1ull << t->k1) - 1u));
     const __m256i m20 = _mm256_set1_epi64x(0xFFFFF);
     const __m256i one = _mm256_set1_epi64x(1);
@@ -689,8 +716,8 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
         __m256i e = _mm256_set_epi64x(
             (long long)t->direct[q3 >> hs], (long long)t->direct[q2 >> hs],
             (long long)t->direct[q1 >> hs], (long long)t->direct[q0 >> hs]);
-        __m256i ut = _mm256_srl_epi64(_mm256_and_si256(hv, kmask), us);
-        __m256i sg = _mm256_and_si256(_mm256_srl_epi64(hv, ks), one);
+        __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, kmask), us);
+        __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, ks), one);
         __m256i m = _mm256_srli_epi64(e, 40); /* bins of width 1: the item */
         /* thresholds and U's top bits are < 2^20: signed comparisons are exact */
         __m256i acc = _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_srli_epi64(e, 20), m20), ut);
@@ -841,7 +868,7 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
         .hshift = (uint64_t)(32 - dbits), .k1 = (uint64_t)k1,
         .hus = (uint64_t)(k1 > 20 ? k1 - 20 : 0),
         .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1,
-        .rec = dbits > 0 ? NULL : direct, .ucut = (uint64_t)(ubits > 32 ? ubits - 32 : 0)};
+        .rec = dbits > 0 ? NULL : direct, .ucut = (uint64_t)(ubits > 31 ? ubits - 31 : 0)};
     io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,
                .sat = sat, .sse41 = 0};
     half_t h = {.pos = pos, .hh = hh, .hv = hv};

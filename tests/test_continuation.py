@@ -224,22 +224,31 @@ def test_table_acceptance_continues() -> None:
 
 def test_table_proposal_layout_tie_and_two_words() -> None:
     """Where the kernel takes a proposal's bits (``_envelope.layout``): a tie of the alias
-    value's top bits reads its other bits from the next word; a wide bin's offset
-    continues in a second word whose remaining bits start U."""
+    value's top bits reads its other bits from the next word -- only in the tail's column,
+    whose threshold is the one off the grid of the top bits (every other tie is the
+    alias, reading nothing); a wide bin's offset continues in a second word whose remaining
+    bits start U."""
     tab = _envelope.table("laplace", Fraction(100))
     vb, _, _, _, ubits = tab.lay
     lo = 64 - tab.cbits - vb
     cap = 1 << (64 - tab.cbits)
-    col = next(c for c in range(len(tab.thresh))
-               if 0 < int(tab.thresh[c]) < cap and int(tab.thresh[c]) & ((1 << lo) - 1))
+    cols = [c for c in range(len(tab.thresh))
+            if 0 < int(tab.thresh[c]) < cap and int(tab.thresh[c]) & ((1 << lo) - 1)]
+    assert cols == [tab.nb]  # the tail's own column
+    col = tab.nb
     t = int(tab.thresh[col])
     a_word = (col << (64 - tab.cbits)) | ((t >> lo) << lo) | 12345  # tie, sign 0, U 12345
-    for vl, item in ((t % (1 << lo) - 1, col), (t % (1 << lo), int(tab.alias[col]))):
-        st_, p, _ = _run_table(tab, [a_word, vl << (64 - lo)], sk.FORCE_ACCEPT)
-        ints, u64s = p[0][0, 0], p[1][0, 0]
-        assert st_[0, ck.ST_POS] == 2 and ints[sk.P_STATUS] == sk.PENDING_ENV_ACCEPT
-        assert ints[sk.P_B] == item and int(u64s[sk.U_W]) == 12345
-        assert ints[sk.P_BITS] == ubits and ints[sk.P_A] == item << tab.p
+    # the value below the threshold: the tail item, pending after both words
+    st_, p, _ = _run_table(tab, [a_word, (t % (1 << lo) - 1) << (64 - lo)], sk.FORCE_ACCEPT)
+    ints = p[0][0, 0]
+    assert st_[0, ck.ST_POS] == 2 and ints[sk.P_STATUS] == sk.PENDING_ENV_TAIL
+    assert ints[sk.P_B] == tab.nb
+    # not below: the alias (padding), rejected; the next proposal starts at the third word
+    st_, p, _ = _run_table(tab, [a_word, (t % (1 << lo)) << (64 - lo)], sk.FORCE_ACCEPT)
+    ints = p[0][0, 0]
+    assert int(tab.alias[col]) == tab.nb + 1
+    assert st_[0, ck.ST_POS] == 3 and ints[sk.P_STATUS] == sk.PENDING_ENV_ACCEPT
+    assert ints[sk.P_B] < tab.nb and ints[sk.P_BITS] == ubits
     wide = _envelope.table("laplace", Fraction(2**45))
     vb, two, pa, pb, ubits = wide.lay
     assert two and pb > 0 and ubits == 64 - pb

@@ -160,6 +160,88 @@ def test_wide_bin_acceptance_floor(law: str, param: int) -> None:
             assert acc - lo <= acc * mp.mpf(2) ** -30 + mp.mpf(2) ** -60
 
 
+WIDE = [("laplace", 1000), ("gauss", 1000), ("gauss", 2**40), ("laplace", 2**40),
+        ("gauss", 3**20)]
+
+
+@pytest.mark.parametrize("law,param", WIDE)
+def test_wide_lines_decide_exactly_with_a_margin(law: str, param: int) -> None:
+    """The wide loop's lines (``Table.wide_lines``): on every cell of the offset's top bits
+    h, ``A - (h S >> qs)`` is at most the cell's smallest exact acceptance probability
+    ``w(m) / ê_i`` (mpmath, 200 bits) times ``2^ub (1 - 2^-31)``, less one unit (so
+    ``u < A - ...`` means U below it), and ``R - (h S >> qs)`` at least its largest times
+    ``2^ub (1 + 2^-31)``; and they are useful: most bins have them, and between them lies
+    under 1% of U's range at the first cell."""
+    tab = _envelope.table(law, Fraction(param))
+    acc, rej, slope, qs = tab.wide_lines()
+    ub = min(tab.lay[4], 31)
+    q = min(tab.p, _envelope.LINE_BITS)
+    width = 1 << (tab.p - q)
+    has = np.flatnonzero(slope)
+    assert has.size >= 0.9 * tab.nb
+    assert float(np.median((rej[has].astype(float) - acc[has]) / 2.0 ** ub)) < 0.01
+    rng = np.random.default_rng(5)
+    items = sorted({0, 1, int(has[-1]), *rng.choice(has, 12).tolist()})
+    with mp.workprec(200):
+        def prob(i: int, m: int) -> mp.mpf:
+            x, e = tab.x(m), tab.ehat[i]
+            return mp.exp(-mp.mpf(x.numerator) / x.denominator) * e.denominator / e.numerator
+
+        for i in items:
+            a = i << tab.p
+            for h in sorted({0, 1, (1 << q) // 2, (1 << q) - 1}):
+                drop = (h * int(slope[i])) >> qs
+                lo = prob(i, a + (h + 1) * width - 1)
+                hi = prob(i, a + h * width)
+                ta = int(acc[i]) - drop
+                tr = int(rej[i]) - drop
+                assert ta + 1 <= lo * mp.mpf(2) ** ub * (1 - mp.mpf(2) ** -31) or ta <= 0
+                assert tr >= hi * mp.mpf(2) ** ub * (1 + mp.mpf(2) ** -31)
+
+
+@pytest.mark.parametrize("grid", [False, True])
+@pytest.mark.parametrize("law,param", [("laplace", 2**40), ("gauss", 2**40), ("laplace", 1000)])
+def test_tie_in_the_tail_column(law: str, param: int, grid: bool) -> None:
+    """The tail's column holds the one threshold off the grid of the alias value's top
+    bits, so a tie there reads the next word (every other tie is the alias): constructed
+    ties in that column, with next words below and above the threshold's other bits, in
+    the middle of a buffer; every loop, bit for bit."""
+    tab = _envelope.table(law, Fraction(param))
+    vb, two, _, _, ubits = tab.lay
+    assert not two and tab.p > 0
+    lo = 64 - tab.cbits - vb
+    col = tab.nb  # the tail's own column
+    th = int(tab.thresh[col])
+    assert th & ((1 << lo) - 1)  # off the grid
+    tie = (col << (64 - tab.cbits)) | ((th >> lo) << lo) | 5
+    low = th & ((1 << lo) - 1)
+    nxt = [(low - 1) << (tab.cbits + vb), (low + 1) << (tab.cbits + vb)]  # below, above
+    words = 32
+    for after in nxt:
+        rows = []
+        for force in (sk.FORCE_NONE, sk.FORCE_GENERAL, sk.FORCE_SCALAR, sk.FORCE_PORTABLE):
+            buf = np.zeros((1, words), np.uint64)
+            buf[0, 9] = tie
+            buf[0, 10] = after
+            buf[0, 17] = tie
+            buf[0, 18] = after
+            st = np.zeros((1, ck.ST_COLS), np.int64)
+            st[0, ck.ST_BLOCK] = words // 8
+            st[0, ck.ST_END] = 40
+            st[0, ck.ST_FILL] = _native.blocks_address()
+            out = np.zeros(40, np.float64 if grid else np.int64)
+            io = ((out, out, sk.MODE_GRID, (1.0, 1.0, float(np.finfo(np.float64).max)))
+                  if grid else (out, out, sk.MODE_WRITE, sk.NO_GRID))
+            pend = (np.zeros((1, 64, sk.P_COLS), np.int64),
+                    np.zeros((1, 64, sk.U_COLS), np.uint64))
+            tk.table_kernel(tab.law_code, (buf, st, KEY_WORDS, np.zeros((1, 3), np.uint32)),
+                            io, tab.kernel_args, force, pend)
+            rows.append((out, st, pend[0][0, :2].copy()))
+        for out, st, pd in rows[1:]:
+            assert np.array_equal(rows[0][0], out) and np.array_equal(rows[0][1], st)
+            assert np.array_equal(rows[0][2], pd)
+
+
 @pytest.mark.parametrize("law,param", TABLES)
 def test_column_selection(law: str, param: int) -> None:
     """The fast loop's per-column selection ``sel``: the column's own item and its

@@ -51,6 +51,7 @@ U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 DIRECT_BITS = 15  # the direct table's index bits, at most (2^15 uint64: 256 KiB)
 R_NEVER = (1 << 20) - 1  # a rejection threshold on 20 bits of U that never rejects
 DIRECT_ITEMS = 1 << 12  # tables with more items (and padding, tail) have no direct table
+LINE_BITS = 16  # the offset's top bits the wide loop's acceptance lines read
 DIRECT_MIN_CBITS = 9  # a direct table's alias columns, at least (its tail's column: 1 / 512)
 
 
@@ -106,20 +107,102 @@ class Table:
 
     def column_records(self, th: np.ndarray, sel: np.ndarray) -> np.ndarray:
         """Per alias column, for a table without a direct table (``csrc/table.c``'s
-        four-word wide loop): two words, ``th | own << 21 | alias << 42`` (the threshold's
-        top bits as ``pack`` holds them, the column's own item and its alias) and ``tu_own |
-        tu_alias << 32`` (``sel``'s acceptance thresholds on U's ``ubits`` known bits, cut
-        to their top 32 bits: ``u >> (ubits - 32) < tu`` only where ``u < `` the full one).
-        ``(one zero)`` for a two-word layout, whose proposals the C loops do not take."""
-        ubits = self.lay[4]
+        four-word wide loop), four words:
+
+        * ``th | own << 21 | alias << 42``: the threshold's top bits as ``pack`` holds them,
+          the column's own item and its alias -- in the tail's column, the tail as its
+          alias too (that column's threshold is the one off the grid of the top bits, so
+          a tie there reads a word: the loop leaves the whole column to the step);
+        * ``S | A << 32`` for the own item, the same for the alias (:meth:`wide_lines`);
+        * ``R_own | R_alias << 32``;
+
+        then one word more, ``qs | q << 8`` of the lines.  ``(five zeros)`` for a two-word
+        layout, whose proposals the C loops do not take."""
         if self.lay[1]:
-            return np.zeros(1, np.uint64)
+            return np.zeros(5, np.uint64)
         assert int(th.max()) < 1 << 21 and self.nb + 2 <= 1 << 21
-        cut = np.uint64(max(0, ubits - 32))
-        rec = np.empty((len(th), 2), np.uint64)
-        rec[:, 0] = th | (sel[:, 0] << np.uint64(21)) | (sel[:, 2] << np.uint64(42))
-        rec[:, 1] = (sel[:, 1] >> cut) | ((sel[:, 3] >> cut) << np.uint64(32))
-        return rec.reshape(-1)
+        acc, rej, slope, _ = self.wide_lines()
+        # the items past the bins: the tail's lines decide nothing (the step takes it),
+        # the padding's reject every proposal (as the step does)
+        acc = np.concatenate([acc, np.zeros(2, np.uint64)])
+        rej = np.concatenate([rej, np.array([2**32 - 1, 0], np.uint64)])
+        slope = np.concatenate([slope, np.zeros(2, np.uint64)])
+        own = np.minimum(sel[:, 0], np.uint64(self.nb + 1)).astype(np.int64)
+        ali = np.minimum(sel[:, 2], np.uint64(self.nb + 1)).astype(np.int64)
+        # every threshold but the tail column's is on the grid of the top bits (_table)
+        low = (self.thresh & np.uint64((1 << (64 - self.cbits - self.lay[0])) - 1)) != 0
+        tail_col = own == self.nb
+        assert not (low & ~tail_col).any()
+        alias = np.where(tail_col, np.uint64(self.nb), sel[:, 2])
+        ali = np.where(tail_col, self.nb, ali)
+        rec = np.empty((len(th), 4), np.uint64)
+        rec[:, 0] = th | (sel[:, 0] << np.uint64(21)) | (alias << np.uint64(42))
+        rec[:, 1] = slope[own] | (acc[own] << np.uint64(32))
+        rec[:, 2] = slope[ali] | (acc[ali] << np.uint64(32))
+        rec[:, 3] = rej[own] | (rej[ali] << np.uint64(32))
+        trailer = np.array([self.line_shift | min(self.p, LINE_BITS) << 8], np.uint64)
+        return np.concatenate([rec.reshape(-1), trailer])
+
+    @functools.cached_property
+    def line_shift(self) -> int:
+        """``qs`` of :meth:`wide_lines`."""
+        return self.wide_lines()[3]
+
+    def wide_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """``(A, R, S, qs)``: the wide loop's acceptance and rejection lines per bin.
+
+        With U's top ``ub = min(ubits, 31)`` known bits ``u`` (U's known bits
+        ``>> (ubits - ub)``) and ``h`` the offset's top ``q = min(p, LINE_BITS)`` bits, a
+        proposal of bin ``i`` is accepted where ``u < A_i - (h S_i >> qs)`` and rejected
+        where ``u >= R_i - (h S_i >> qs)`` (else the step decides; ``A_i`` holds the line's
+        drop over ``h``'s own cell, ``ceil(S_i / 2^qs) + 1``, so one product serves both).
+
+        Both are exact decisions with a margin: the acceptance line lies below
+        ``f_i (1 - g) 2^ub <= f_i exp(-g) 2^ub`` (``g`` bounded above over the offsets of
+        ``h``'s cell, linearly: ``off / t``, or ``off (2 a_i + 2^p) / (2 sigma^2)``)
+        by ``2^-30`` relative and one unit of ``u``, the rejection line above
+        ``f_i (1 - y + y^2 / 2) 2^ub >= f_i exp(-y) 2^ub`` (``y <= g`` the cell's smallest
+        ``g``, linearly) by as much -- far outside the kernel's and the general loop's
+        certificates' margins (``2^-47``, ``2^-50``), so both take the same decision on the
+        same bits, and the same words are read.  Bins whose ``g`` reaches ``0.45`` over
+        their offsets (where the step's squeeze stops) get lines that decide nothing.
+        Vectorized: part of a new scale's set-up cost."""
+        nb, p = self.nb, self.p
+        ub = min(self.lay[4], 31)
+        q = min(p, LINE_BITS)
+        unit = 2.0 ** ub
+        f = np.asarray(self.f, dtype=np.float64)
+        f_lo = f * (1.0 - 2.0 ** -40)
+        f_hi = f * (1.0 + 2.0 ** -40)
+        if self.law == "laplace":
+            c = float(1 / self.param)
+            k_up = np.full(nb, c * (1.0 + 2.0 ** -40))
+            k_lo = np.full(nb, c * (1.0 - 2.0 ** -40))
+        else:
+            c = float(1 / (2 * self.param * self.param))
+            a2 = np.arange(nb, dtype=np.float64) * float(2 << p)  # 2 a_i, exact
+            k_up = (a2 + float(1 << p)) * c * (1.0 + 2.0 ** -40)
+            k_lo = a2 * c * (1.0 - 2.0 ** -40)
+        ok = float(1 << p) * k_up < 0.45
+        width = float(1 << (p - q))  # offsets per cell of h
+        cell = f_hi * unit * width * k_up * (1.0 + 2.0 ** -30)  # the drop per cell, in u
+        top = float(cell[ok].max()) if ok.any() else 1.0
+        qs = max(0, min(48, math.floor(math.log2((2.0 ** 32 - 1) / top)) - 1))
+        slope = np.ceil(np.ldexp(cell, qs))
+        acc = np.floor(f_lo * unit * (1.0 - 2.0 ** -30)) - 2.0
+        # R >= max over h of f_hi (1 - y + y^2/2) unit (1 + 2^-30) + h S / 2^qs, y = h w k_lo
+        # (convex in h: at h = 0 or h = 2^q - 1)
+        hm = float((1 << q) - 1)
+        y = hm * width * k_lo
+        far = f_hi * unit * (1.0 + 2.0 ** -30) * (1.0 - y + y * y / 2) + hm * np.ldexp(slope, -qs)
+        rej = np.ceil(np.maximum(f_hi * unit * (1.0 + 2.0 ** -30), far) * (1.0 + 2.0 ** -40)) + 2.0
+        # (h + 1) S >> qs <= (h S >> qs) + ceil(S / 2^qs): the line at h's far end
+        acc = acc - np.ceil(np.ldexp(slope, -qs)) - 1.0
+        acc = np.where(ok, np.maximum(acc, 0.0), 0.0)
+        slope = np.where(ok, slope, 0.0)
+        rej = np.where(ok, rej, 2.0 ** 32 - 1)
+        assert float(slope.max(initial=0.0)) < 2.0 ** 32 and float(rej.max()) < 2.0 ** 32
+        return (acc.astype(np.uint64), rej.astype(np.uint64), slope.astype(np.uint64), qs)
 
     def direct_table(self, th: np.ndarray) -> tuple[np.ndarray, int]:
         """The common case's direct table (``csrc/table.c``), indexed by a proposal's top
@@ -334,11 +417,16 @@ def _table(law: str, param: Fraction) -> Table:
     lay = layout(cbits, p)
     dbits = direct_bits(cbits, p, nb, lay)
     tail_col = None
-    if dbits:
-        # the bins' weights on the direct table's grid (no entry straddles a threshold),
-        # the tail's exact, alone in its own column with padding above it: the one
-        # threshold off the grid (a proposal reaches it with probability <= 2^-dbits)
-        q, weights = _weights(needs[:nb], total, (ncol - 1) * cap, 1 << (64 - dbits))
+    # the bins' weights on a grid (the tail's exact, alone in its own column with padding
+    # above it: the one threshold off the grid): the direct table's (no entry straddles a
+    # threshold; a proposal reaches the tail's column with probability <= 2^-dbits), or
+    # for the wide loops (one-word proposals without a direct table) the grid of the top
+    # cbits + vb bits, so a tie of the alias value's top bits with a threshold reads no
+    # word (the value is not below it) except in the tail's column
+    quantum = 1 << (64 - dbits) if dbits else (
+        1 << (64 - cbits - lay[0]) if not lay[1] and p > 0 else 0)
+    if quantum:
+        q, weights = _weights(needs[:nb], total, (ncol - 1) * cap, quantum)
         weights.append(-(-n_tail * q // total))
         assert weights[nb] < cap
         tail_col = nb
