@@ -598,21 +598,27 @@ static inline __attribute__((always_inline)) int64_t redo(const tab_t *t, const 
     return finish(res, p2, ii, 1, 0, 0, 0, 0);
 }
 
-/* The step loop of a table without a direct table, on an AVX2 CPU, in batches: the
- * decisions first, four words at a time (wide4; the accepted values kept in order in vs),
- * a word wide4 leaves through step(), which takes the same decisions on the same words (it
- * may read the next word on a tie); then the batch's values written to their cells four at
- * a time, at a fixed stride (no store waits on the decisions).  A proposal gives at most
- * one value and lim keeps the words below the cells left, so the batch fits.  An in-place
- * addition that overflows: redo() from the batch's first word.  Grid stores need t->vgrid
- * (|v| < 2^51: none fails). */
+/* The step loop of a table without a direct table, on an AVX2 CPU: the decisions four
+ * words at a time (wide4; the accepted values kept in order in a batch of WIDE_BATCH), a
+ * word wide4 leaves through step(), which takes the same decisions on the same words (it
+ * may read the next word on a tie); the values written to their cells four at a time at a
+ * fixed stride (store4), one batch behind the decisions: while a batch is decided, the one
+ * before it is written, four cells per four words (two independent streams of work, and
+ * no value read back right after its store), the rest of it after -- except for a float
+ * grid written in place, where each batch is written right after its decisions (measured
+ * faster there).  A proposal gives at most one value and lim keeps the words below the cells left,
+ * so every batch fits.  An in-place addition that overflows: redo() from that batch's
+ * first word.  Grid stores need t->vgrid (|v| < 2^51: none fails). */
 #define WIDE_BATCH 64
 static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, int64_t pos,
-    int64_t i, int64_t lim, int64_t *res) {
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, int along, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
     wide_t c;
     wide_init(&c, t);
-    int64_t vs[WIDE_BATCH + 4] __attribute__((aligned(32)));
+    int64_t bufs[2][WIDE_BATCH + 4] __attribute__((aligned(32)));
+    int64_t *cur = bufs[0], *prev = bufs[1];
+    int pcnt = 0, pdone = 0; /* the previous batch: its values, and those written */
+    int64_t pstart = pos, pi = i; /* ... its first word and first cell */
     for (;;) {
         const int64_t start = pos;
         int cnt = 0, stop = 0;
@@ -621,8 +627,14 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t
                 __m256i v;
                 int keep;
                 const int n = wide4(&c, b, pos, &v, &keep);
-                _mm256_storeu_si256((__m256i *)(vs + cnt), v); /* the accepted ones kept */
+                _mm256_storeu_si256((__m256i *)(cur + cnt), v); /* the accepted ones kept */
                 cnt += __builtin_popcount((unsigned)keep);
+                if (along && pdone + 4 <= pcnt) {
+                    if (!store4(io, mode, fmt, pi + pdone,
+                                _mm256_load_si256((const __m256i *)(prev + pdone))))
+                        return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
+                    pdone += 4;
+                }
                 if (__builtin_expect(n == 4, 1)) {
                     pos += 4;
                     continue;
@@ -636,36 +648,52 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t
                 stop = 1;
                 break;
             }
-            if (r == STEP_ACCEPT) vs[cnt++] = v;
+            if (r == STEP_ACCEPT) cur[cnt++] = v;
         }
-        int k = 0;
-        for (; k + 4 <= cnt; k += 4)
-            if (!store4(io, mode, fmt, i + k, _mm256_load_si256((const __m256i *)(vs + k))))
-                return redo(t, io, mode, fmt, b, start, lim, i, k, res);
-        for (; k < cnt; k++)
-            if (store(io, mode, fmt, i + k, vs[k]) != 1)
-                return redo(t, io, mode, fmt, b, start, lim, i, k, res);
-        i += cnt;
-        if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
+        /* the previous batch's rest, then this batch becomes the previous one; at the end
+         * (a stop, or the words ran out) it is written too */
+        const int end = stop || pos >= lim;
+        for (int last = 0; last <= (end || !along); last++) {
+            for (; pdone + 4 <= pcnt; pdone += 4)
+                if (!store4(io, mode, fmt, pi + pdone,
+                            _mm256_load_si256((const __m256i *)(prev + pdone))))
+                    return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
+            for (; pdone < pcnt; pdone++)
+                if (store(io, mode, fmt, pi + pdone, prev[pdone]) != 1)
+                    return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
+            int64_t *tmp = prev;
+            prev = cur;
+            cur = tmp;
+            pi += pcnt;
+            pcnt = cnt;
+            pdone = 0;
+            pstart = start;
+            cnt = 0;
+        }
+        if (end) return finish(res, pos, pi, 1, 0, 0, 0, 0);
     }
 }
 
-/* run_wide with its mode and output format constants. */
+/* run_wide with its mode, output format and store schedule constants (a float grid
+ * written in place: each batch right after its decisions). */
 static __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t run_wides(
     const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
     int64_t pos, int64_t i, int64_t lim, int64_t *res) {
     const tab_t tl = *tp; /* local copies: the stores cannot alias them */
     const io_t il = *iop;
+    const int sep = il.fout != il.fx;
     switch (mode) {
-    case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, b, pos, i, lim, res);
-    case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, b, pos, i, lim, res);
-    case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, b, pos, i, lim, res);
+    case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, 1, b, pos, i, lim, res);
+    case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, 1, b, pos, i, lim, res);
+    case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, 1, b, pos, i, lim, res);
     default:
         if (fmt == DPF_TABLE_F64)
-            return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, b, pos, i, lim, res);
+            return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 1, b, pos, i, lim, res)
+                       : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 0, b, pos, i, lim, res);
         if (fmt == DPF_TABLE_F32)
-            return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, b, pos, i, lim, res);
-        return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, b, pos, i, lim, res);
+            return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 1, b, pos, i, lim, res)
+                       : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 0, b, pos, i, lim, res);
+        return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, 1, b, pos, i, lim, res);
     }
 }
 
