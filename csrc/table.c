@@ -11,12 +11,14 @@
  * loop takes that proposal.  A word gives at most one cell, so stopping after hi - i
  * words keeps i <= hi without a test of i.
  *
- * Three loops (docs/design.md): the step loop (step(): the alias test, the column's
+ * The loops (docs/design.md): the step loop (step(): the alias test, the column's
  * selection table sel, the squeeze; wide bins), the direct table's loop (bins of width 1:
  * one load of a word's item and its thresholds on U's top bits decides most words; the
  * rest go through step()), and on x86-64 with AVX2 (chosen at run time, no -march flags)
- * the direct table four words at a time, decisions and stores as vectors.  All give the
- * same output; dpf_table_fast's `impl` argument forces one (tests).  Floating-point
+ * the direct table four words at a time (run_avx2) and the wide bins four words at a time
+ * (run_wide: per-column records with each item's acceptance and rejection lines), their
+ * decisions and stores as vectors.  All give the same output; dpf_table_fast's `impl`
+ * argument forces one (tests).  Floating-point
  * expressions are written in the numba kernel's order and compiled with
  * -ffp-contract=off (no fused multiply-adds), so
  * every rounding is the one the certificates were written for. */
