@@ -199,6 +199,30 @@ def test_wide_lines_decide_exactly_with_a_margin(law: str, param: int) -> None:
                 assert tr >= hi * mp.mpf(2) ** ub * (1 + mp.mpf(2) ** -31)
 
 
+@pytest.mark.parametrize("words", [16, 2048])
+@pytest.mark.parametrize("law,param", WIDE)
+def test_wide_loop_add_into_a_separate_out_stops_as_the_general_loop(law: str, param: int,
+                                                                      words: int) -> None:
+    """x + noise into a separate out with cells near the int64 limits: the wide loop (its
+    values written one batch behind its decisions) stops at the same overflow with the
+    same state, and writes no cell after it -- every cell equal to the general loop's."""
+    tab = _envelope.table(law, Fraction(param))
+    res = []
+    for force in (sk.FORCE_NONE, sk.FORCE_GENERAL, sk.FORCE_SCALAR):
+        rng = np.random.default_rng(4)
+        n = NCH * CELLS
+        x = rng.integers(-2**40, 2**40, n)
+        x[rng.random(n) < 3e-4] = 2**63 - 1
+        x[rng.random(n) < 3e-4] = -2**63
+        out = np.full(n, 7, np.int64)
+        st, pend = _call(tab, words, (x, out, sk.MODE_ADD, sk.NO_GRID), force)
+        res.append((out, st, pend))
+    for out, st, pend in res[1:]:
+        assert np.array_equal(res[0][0], out) and np.array_equal(res[0][1], st)
+        assert np.array_equal(res[0][2][0], pend[0]) and np.array_equal(res[0][2][1], pend[1])
+    assert res[0][1][:, ck.ST_OVERFLOW].any()
+
+
 @pytest.mark.parametrize("grid", [False, True])
 @pytest.mark.parametrize("law,param", [("laplace", 2**40), ("gauss", 2**40), ("laplace", 1000)])
 def test_tie_in_the_tail_column(law: str, param: int, grid: bool) -> None:
