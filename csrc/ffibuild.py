@@ -13,7 +13,8 @@ import re
 from cffi import FFI
 
 HERE = pathlib.Path(__file__).resolve().parent
-SOURCES = ["csrc/chacha20.c", "csrc/bitgen.c", "csrc/blake2b.c", "csrc/table.c"]
+SOURCES = ["csrc/chacha20.c", "csrc/bitgen.c", "csrc/blake2b.c", "csrc/table.c",
+           "csrc/table_avx2.c"]
 
 def header_cdef(text: str) -> str:
     """The declarations of ``dpfast.h`` in the form cffi's ``cdef`` accepts.

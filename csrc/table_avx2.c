@@ -1,0 +1,484 @@
+/* The envelope-table kernel's AVX2 loops (docs/design.md), chosen at run time (no -march
+ * flags): the step loop's grid stores four at a time (dpf_table_scalar_grid), the wide
+ * bins four words at a time (dpf_table_wides: per-column records with each item's
+ * acceptance and rejection lines), and the direct table four half-words at a time
+ * (run_avx2, behind dpf_table_fast_avx2).  Each takes exactly the decisions of the step
+ * (csrc/table_core.h) on the same words. */
+#include "table_core.h"
+
+#ifdef DPF_TABLE_AVX2
+/* The grid store of four cells i.. (the first `cnt`, by `first`) from values v with
+ * |v| < 2^51, as store() writes each: x / g (or x * ginv) rounded to an integer, times g,
+ * plus v g, clamped to [-sat, sat] as numba's min(max(r, -sat), sat) (a NaN passes). */
+static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
+    const io_t *io, int64_t fmt, int64_t i, __m256i v, int cnt, __m256i first) {
+    const __m256d gstep = _mm256_set1_pd(io->g);
+    const __m256d sat = _mm256_set1_pd(io->sat), nsat = _mm256_set1_pd(-io->sat);
+    __m256d xd = fmt == DPF_TABLE_F32 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)io->fx + i))
+                                      : _mm256_loadu_pd((const double *)io->fx + i);
+    __m256d qd = io->ginv != 0.0 ? _mm256_mul_pd(xd, _mm256_set1_pd(io->ginv))
+                                 : _mm256_div_pd(xd, gstep);
+    qd = _mm256_round_pd(qd, _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
+    /* v converts exactly through the 2^52 + 2^51 bias */
+    __m256d vd = _mm256_sub_pd(
+        _mm256_castsi256_pd(_mm256_add_epi64(v, _mm256_set1_epi64x(0x4338000000000000ll))),
+        _mm256_set1_pd(0x1.8p52));
+    __m256d r = _mm256_add_pd(_mm256_mul_pd(qd, gstep), _mm256_mul_pd(vd, gstep));
+    r = _mm256_min_pd(sat, _mm256_max_pd(nsat, r)); /* as the scalar store */
+    if (fmt == DPF_TABLE_F64 && cnt == 4)
+        _mm256_storeu_pd((double *)io->fout + i, r);
+    else if (fmt == DPF_TABLE_F64)
+        _mm256_maskstore_pd((double *)io->fout + i, first, r);
+    else if (cnt == 4)
+        _mm_storeu_ps((float *)io->fout + i, _mm256_cvtpd_ps(r));
+    else
+        _mm_maskstore_ps((float *)io->fout + i,
+                         _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
+                             first, _mm256_set_epi32(7, 7, 7, 7, 6, 4, 2, 0))),
+                         _mm256_cvtpd_ps(r));
+}
+
+/* The step loop with its grid stores four at a time (wide bins on an AVX2 CPU): the
+ * accepted values of up to GRID_BATCH proposals are kept with the position after each,
+ * then written in cell order; a value the vector store cannot convert goes through
+ * store(), and a failing store returns the state after that proposal, as the step loop
+ * would. */
+#define GRID_BATCH 64
+DPF_HIDDEN __attribute__((noinline, target("avx2"))) int64_t dpf_table_scalar_grid(
+    const tab_t *tp, const io_t *iop, int64_t fmt, const uint64_t *b, int64_t pos, int64_t i,
+    int64_t lim, int64_t *res) {
+    /* local copies: the stores cannot alias them, so nothing is reloaded per word */
+    const tab_t tl = *tp;
+    const io_t il = *iop;
+    const tab_t *t = &tl;
+    const io_t *io = &il;
+    int64_t vs[GRID_BATCH] __attribute__((aligned(32)));
+    int64_t ps[GRID_BATCH], sgs[GRID_BATCH], its[GRID_BATCH];
+    uint64_t uxs[GRID_BATCH];
+    const __m256i big = _mm256_set1_epi64x((1ll << 51) - 1);
+    for (;;) {
+        int cnt = 0, stop = 0;
+        while (cnt < GRID_BATCH && pos < lim) {
+            int s = step(t, b, &pos, lim, &vs[cnt], &sgs[cnt], &its[cnt], &uxs[cnt]);
+            if (s == STEP_STOP) {
+                stop = 1;
+                break;
+            }
+            if (s == STEP_ACCEPT) ps[cnt++] = pos;
+        }
+        int k = 0;
+        for (; k + 4 <= cnt; k += 4) {
+            __m256i v = _mm256_load_si256((const __m256i *)(vs + k));
+            /* |v| < 2^51 in every lane (else store() for the rest) */
+            __m256i av = _mm256_sub_epi64(_mm256_setzero_si256(), v);
+            av = _mm256_or_si256(_mm256_cmpgt_epi64(v, big), _mm256_cmpgt_epi64(av, big));
+            if (_mm256_movemask_pd(_mm256_castsi256_pd(av))) break;
+            grid_store4(io, fmt, i + k, v, 4, _mm256_setzero_si256());
+        }
+        for (; k < cnt; k++) {
+            int r = store(io, MODE_GRID, fmt, i + k, vs[k]);
+            if (r != 1) return finish(res, ps[k], i + k, r, vs[k], sgs[k], its[k], uxs[k]);
+        }
+        i += cnt;
+        if (stop || pos >= lim) return finish(res, pos, i, 1, 0, 0, 0, 0);
+    }
+}
+
+/* vpermd indices that move the 64-bit lanes set in a 4-bit mask to the front, in order */
+static const int32_t COMPACT[16][8] __attribute__((aligned(32))) = {
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {2, 3, 0, 1, 4, 5, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {4, 5, 0, 1, 2, 3, 6, 7},
+    {0, 1, 4, 5, 2, 3, 6, 7},
+    {2, 3, 4, 5, 0, 1, 6, 7},
+    {0, 1, 2, 3, 4, 5, 6, 7},
+    {6, 7, 0, 1, 2, 3, 4, 5},
+    {0, 1, 6, 7, 2, 3, 4, 5},
+    {2, 3, 6, 7, 0, 1, 4, 5},
+    {0, 1, 2, 3, 6, 7, 4, 5},
+    {4, 5, 6, 7, 0, 1, 2, 3},
+    {0, 1, 4, 5, 6, 7, 2, 3},
+    {2, 3, 4, 5, 6, 7, 0, 1},
+    {0, 1, 2, 3, 4, 5, 6, 7}};
+
+/* The wide loop's constants (run_wide), as vectors.  Shift counts are vectors for the
+ * per-lane shifts (vpsrlvq: one micro-op; a shift by an xmm count is two on AMD cores). */
+typedef struct {
+    const uint64_t *rec;
+    uint64_t cshift;
+    __m256i vsh, ucut, osh, hsh, qs, psh, c21, c42, c32;
+    __m256i vmk, m21, m32, hmask, umask, omask, sbit, zero;
+} wide_t;
+
+static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide_t *c,
+                                                                           const tab_t *t) {
+    c->rec = t->rec;
+    c->cshift = t->cshift;
+    /* the records' trailer (Table.column_records): the lines' qs and q */
+    const uint64_t trailer = t->rec[4ull << (64 - t->cshift)];
+    const uint64_t q = (trailer >> 8) & 0xFF;
+    c->vsh = _mm256_set1_epi64x((long long)t->vshift);
+    c->ucut = _mm256_set1_epi64x((long long)t->ucut);
+    c->osh = _mm256_set1_epi64x((long long)t->oshift);
+    c->hsh = _mm256_set1_epi64x((long long)(t->oshift + (uint64_t)t->p - q));
+    c->qs = _mm256_set1_epi64x((long long)(trailer & 0xFF));
+    c->psh = _mm256_set1_epi64x((long long)t->p);
+    c->c21 = _mm256_set1_epi64x(21);
+    c->c42 = _mm256_set1_epi64x(42);
+    c->c32 = _mm256_set1_epi64x(32);
+    c->vmk = _mm256_set1_epi64x((long long)t->vmask);
+    c->m21 = _mm256_set1_epi64x((1ll << 21) - 1);
+    c->m32 = _mm256_set1_epi64x(0xFFFFFFFFll);
+    c->hmask = _mm256_set1_epi64x((long long)((1ull << q) - 1u));
+    c->umask = _mm256_set1_epi64x((long long)t->umask);
+    c->omask = _mm256_set1_epi64x((long long)t->omask);
+    c->sbit = _mm256_set1_epi64x((long long)(1ull << t->sshift));
+    c->zero = _mm256_setzero_si256();
+}
+
+/* Words b[pos..pos+3] of a one-word layout without a direct table, each as the step
+ * decides it as a proposal of its own.  Returns how many of them, from the first, are
+ * decided here -- every proposal but those of the tail item (its column's records name it
+ * as the alias too: that column's threshold is the one with bits below its top ones, where
+ * a tie reads the next word; every other tie is the alias) and those between a bin's lines
+ * -- with *keep the accepted ones among them (a lane mask) and their values moved to the
+ * front of *v (the lanes past them: not values).  Padding and (negative, 0) reject; a bin's
+ * lines (Table.wide_lines) on U's top known bits u and the offset's top bits h accept (u
+ * below A - (h S >> qs)) or reject (u at or above R - (h S >> qs)), decisions the step's
+ * and the general loop's certificates take on the same bits.  The four alias columns'
+ * 32-byte records (Table.column_records) by one load each, transposed into four vectors;
+ * the rest as vectors, without a branch. */
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wide4(
+    const wide_t *c, const uint64_t *b, int64_t pos, __m256i *v, int *keep) {
+    const uint64_t *rec = c->rec;
+    const uint64_t cs = c->cshift;
+    const __m256i r0 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos] >> cs)));
+    const __m256i r1 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + 1] >> cs)));
+    const __m256i r2 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + 2] >> cs)));
+    const __m256i r3 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + 3] >> cs)));
+    const __m256i t0 = _mm256_unpacklo_epi64(r0, r1), t1 = _mm256_unpackhi_epi64(r0, r1);
+    const __m256i t2 = _mm256_unpacklo_epi64(r2, r3), t3 = _mm256_unpackhi_epi64(r2, r3);
+    const __m256i e0 = _mm256_permute2x128_si256(t0, t2, 0x20);   /* th | own | alias */
+    const __m256i lown = _mm256_permute2x128_si256(t1, t3, 0x20); /* own item's S | A */
+    const __m256i lali = _mm256_permute2x128_si256(t0, t2, 0x31); /* alias's S | A */
+    const __m256i rr = _mm256_permute2x128_si256(t1, t3, 0x31);   /* R_own | R_alias */
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(b + pos));
+    const __m256i vh = _mm256_and_si256(_mm256_srlv_epi64(w, c->vsh), c->vmk);
+    const __m256i th = _mm256_and_si256(e0, c->m21);
+    /* v's top bits below the threshold's: the column's own item (all < 2^21) */
+    const __m256i own = _mm256_cmpgt_epi64(th, vh);
+    const __m256i it =
+        _mm256_and_si256(_mm256_srlv_epi64(e0, _mm256_blendv_epi8(c->c42, c->c21, own)), c->m21);
+    const __m256i line = _mm256_blendv_epi8(lali, lown, own);
+    const __m256i rl =
+        _mm256_and_si256(_mm256_srlv_epi64(rr, _mm256_andnot_si256(own, c->c32)), c->m32);
+    const __m256i sgm = _mm256_cmpeq_epi64(_mm256_and_si256(w, c->sbit), c->sbit);
+    const __m256i off = _mm256_and_si256(_mm256_srlv_epi64(w, c->osh), c->omask);
+    const __m256i h = _mm256_and_si256(_mm256_srlv_epi64(w, c->hsh), c->hmask);
+    const __m256i u = _mm256_srlv_epi64(_mm256_and_si256(w, c->umask), c->ucut);
+    const __m256i m = _mm256_add_epi64(_mm256_sllv_epi64(it, c->psh), off);
+    /* h S: a 32 x 32-bit product (h < 2^16, S < 2^32 the line word's low half) */
+    const __m256i drop = _mm256_srlv_epi64(_mm256_mul_epu32(h, line), c->qs);
+    const __m256i ta = _mm256_sub_epi64(_mm256_srli_epi64(line, 32), drop);
+    const __m256i tr = _mm256_sub_epi64(rl, drop);
+    /* U's top 31 known bits and the lines are < 2^33: signed comparisons.  The tail's
+     * lines decide nothing, the padding's reject; (negative, 0) (m = 0: a bin's item)
+     * rejects */
+    const __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, c->zero), sgm);
+    const __m256i acc = _mm256_andnot_si256(negz, _mm256_cmpgt_epi64(ta, u));
+    const __m256i rej = _mm256_or_si256(negz, _mm256_cmpeq_epi64(_mm256_cmpgt_epi64(tr, u), c->zero));
+    const int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
+    const int n = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
+    const int k = _mm256_movemask_pd(_mm256_castsi256_pd(acc)) & ((1 << n) - 1);
+    *keep = k;
+    /* -m if the sign bit is set, else m; the accepted ones to the front */
+    const __m256i val = _mm256_sub_epi64(_mm256_xor_si256(m, sgm), sgm);
+    *v = _mm256_permutevar8x32_epi32(val, _mm256_load_si256((const __m256i *)COMPACT[k]));
+    return n;
+}
+
+/* Four values to cells i..i+3 (run_wide): 0 where an in-place addition overflows (nothing
+ * written), else 1. */
+static inline __attribute__((always_inline, target("avx2"))) int store4(const io_t *io,
+                                                                        int64_t mode,
+                                                                        int64_t fmt, int64_t i,
+                                                                        __m256i v) {
+    if (mode == MODE_GRID) {
+        grid_store4(io, fmt, i, v, 4, _mm256_setzero_si256());
+    } else if (mode == MODE_WRITE) {
+        _mm256_storeu_si256((__m256i *)(io->out + i), v);
+    } else if (mode == MODE_SUB) {
+        _mm256_storeu_si256(
+            (__m256i *)(io->out + i),
+            _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)), v));
+    } else {
+        const __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
+        const __m256i sm = _mm256_add_epi64(xi, v);
+        const __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, sm), _mm256_xor_si256(v, sm));
+        if (__builtin_expect(_mm256_movemask_pd(_mm256_castsi256_pd(ovf)) != 0, 0)) return 0;
+        _mm256_storeu_si256((__m256i *)(io->out + i), sm);
+    }
+    return 1;
+}
+
+/* A batch whose values from the k-th on were not all written (an overflow of an in-place
+ * addition): its proposals decided again from its first word `start` by step(), without
+ * stores, up to the k-th accepted one, then scalar_steps from there (cell i + k) writes on
+ * and returns the failing store's state, as the step loop would. */
+static inline __attribute__((always_inline)) int64_t redo(const tab_t *t, const io_t *io,
+                                                          int64_t mode, int64_t fmt,
+                                                          const uint64_t *b, int64_t start,
+                                                          int64_t lim, int64_t i, int k,
+                                                          int64_t *res) {
+    int64_t p2 = start;
+    for (int got = 0; got < k;) {
+        int64_t v = 0, s2 = 0, item = 0;
+        uint64_t ux = 0;
+        if (step(t, b, &p2, lim, &v, &s2, &item, &ux) == STEP_ACCEPT) got++;
+    }
+    int64_t ii = i + k;
+    const int64_t r = scalar_steps(t, io, mode, fmt, b, &p2, &ii, lim, lim, res);
+    if (r != GO_ON) return r - 2;
+    return finish(res, p2, ii, 1, 0, 0, 0, 0);
+}
+
+/* The step loop of a table without a direct table, on an AVX2 CPU: the decisions four
+ * words at a time (wide4; the accepted values kept in order in a batch of WIDE_BATCH), a
+ * word wide4 leaves through step(), which takes the same decisions on the same words (it
+ * may read the next word on a tie); the values written to their cells four at a time at a
+ * fixed stride (store4), one batch behind the decisions: while a batch is decided, the one
+ * before it is written, four cells per four words (two independent streams of work, and
+ * no value read back right after its store), the rest of it after -- except for a float
+ * grid written in place, where each batch is written right after its decisions (measured
+ * faster there).  A proposal gives at most one value and lim keeps the words below the cells left,
+ * so every batch fits.  An in-place addition that overflows: redo() from that batch's
+ * first word.  Grid stores need t->vgrid (|v| < 2^51: none fails). */
+#define WIDE_BATCH 64
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, int along, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    wide_t c;
+    wide_init(&c, t);
+    int64_t bufs[2][WIDE_BATCH + 4] __attribute__((aligned(32)));
+    int64_t *cur = bufs[0], *prev = bufs[1];
+    int pcnt = 0, pdone = 0; /* the previous batch: its values, and those written */
+    int64_t pstart = pos, pi = i; /* ... its first word and first cell */
+    for (;;) {
+        const int64_t start = pos;
+        int cnt = 0, stop = 0;
+        while (cnt <= WIDE_BATCH - 4 && pos < lim) {
+            if (pos + 4 <= lim) {
+                __m256i v;
+                int keep;
+                const int n = wide4(&c, b, pos, &v, &keep);
+                _mm256_storeu_si256((__m256i *)(cur + cnt), v); /* the accepted ones kept */
+                cnt += __builtin_popcount((unsigned)keep);
+                if (along && pdone + 4 <= pcnt) {
+                    if (!store4(io, mode, fmt, pi + pdone,
+                                _mm256_load_si256((const __m256i *)(prev + pdone))))
+                        return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
+                    pdone += 4;
+                }
+                if (__builtin_expect(n == 4, 1)) {
+                    pos += 4;
+                    continue;
+                }
+                pos += n;
+            }
+            int64_t v = 0, s2 = 0, item = 0;
+            uint64_t ux = 0;
+            const int r = step(t, b, &pos, lim, &v, &s2, &item, &ux);
+            if (r == STEP_STOP) {
+                stop = 1;
+                break;
+            }
+            if (r == STEP_ACCEPT) cur[cnt++] = v;
+        }
+        /* the previous batch's rest, then this batch becomes the previous one; at the end
+         * (a stop, or the words ran out) it is written too */
+        const int end = stop || pos >= lim;
+        if (!along) { /* this batch now (cur is always the first buffer here) */
+            int k = 0;
+            for (; k + 4 <= cnt; k += 4)
+                if (!store4(io, mode, fmt, pi + k, _mm256_load_si256((const __m256i *)(cur + k))))
+                    return redo(t, io, mode, fmt, b, start, lim, pi, k, res);
+            for (; k < cnt; k++)
+                if (store(io, mode, fmt, pi + k, cur[k]) != 1)
+                    return redo(t, io, mode, fmt, b, start, lim, pi, k, res);
+            pi += cnt;
+            if (end) return finish(res, pos, pi, 1, 0, 0, 0, 0);
+            continue;
+        }
+        for (int last = 0; last <= end; last++) {
+            for (; pdone + 4 <= pcnt; pdone += 4)
+                if (!store4(io, mode, fmt, pi + pdone,
+                            _mm256_load_si256((const __m256i *)(prev + pdone))))
+                    return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
+            for (; pdone < pcnt; pdone++)
+                if (store(io, mode, fmt, pi + pdone, prev[pdone]) != 1)
+                    return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
+            int64_t *tmp = prev;
+            prev = cur;
+            cur = tmp;
+            pi += pcnt;
+            pcnt = cnt;
+            pdone = 0;
+            pstart = start;
+            cnt = 0;
+        }
+        if (end) return finish(res, pos, pi, 1, 0, 0, 0, 0);
+    }
+}
+
+/* run_wide (dpf_table_wides) with its mode, output format and store schedule constants (a float grid
+ * written in place: each batch right after its decisions). */
+DPF_HIDDEN __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t dpf_table_wides(
+    const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
+    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
+    const tab_t tl = *tp; /* local copies: the stores cannot alias them */
+    const io_t il = *iop;
+    const int sep = il.fout != il.fx;
+    switch (mode) {
+    case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, 1, b, pos, i, lim, res);
+    case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, 1, b, pos, i, lim, res);
+    case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, 1, b, pos, i, lim, res);
+    default:
+        if (fmt == DPF_TABLE_F64)
+            return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 1, b, pos, i, lim, res)
+                       : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 0, b, pos, i, lim, res);
+        if (fmt == DPF_TABLE_F32)
+            return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 1, b, pos, i, lim, res)
+                       : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 0, b, pos, i, lim, res);
+        return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, 1, b, pos, i, lim, res);
+    }
+}
+
+/* The half-word loop four proposals at a time (two words, aligned: no saved half): the
+ * four direct-table entries by scalar loads (AVX2 gathers are slower than four loads on
+ * AMD cores), the decisions as vectors, and when every half is decided by its thresholds
+ * (accepted or rejected), the accepted values moved to the front and written to the next
+ * cells as vectors (no branch per proposal).  A group with an undecided half in it (an
+ * undecided item, the tail item, U between the thresholds), an overflow, or a grid value
+ * outside the vector conversion's range goes proposal by proposal through half_steps,
+ * which takes the same decisions (and realigns to a whole word). */
+static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_avx2(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *hp,
+    int64_t i, int64_t hi, int64_t lim, int64_t *res) {
+    /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
+    const int vgrid = mode == MODE_GRID && t->vgrid;
+    if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
+        return run_loop(t, io, mode, fmt, b, hp, i, hi, lim, res);
+    /* a local copy: the stores to out cannot alias it, so it stays in registers */
+    half_t hl = *hp;
+    half_t *h = &hl;
+    int64_t r;
+    const uint64_t hs = t->hshift;
+    /* per-lane shift counts (vpsrlvq: one micro-op; a shift by an xmm count is two on
+     * AMD cores) */
+    const __m256i us = _mm256_set1_epi64x((long long)t->hus);
+    const __m256i ks = _mm256_set1_epi64x((long long)t->k1);
+    const __m256i kmask = _mm256_set1_epi64x((long long)((1ull << t->k1) - 1u));
+    const __m256i m20 = _mm256_set1_epi64x(0xFFFFF);
+    const __m256i one = _mm256_set1_epi64x(1);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
+    for (;;) {
+        if (h->hh) { /* the saved half first, one proposal at a time */
+            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res);
+            if (r != GO_ON) {
+                *hp = hl;
+                return r - 2;
+            }
+            if (h->hh) break; /* no cell left */
+        }
+        if (h->pos + 2 > lim || i + 4 > hi) break;
+        const uint64_t w0 = b[h->pos], w1 = b[h->pos + 1];
+        const uint64_t q0 = w0 >> 32, q1 = w0 & 0xFFFFFFFFu, q2 = w1 >> 32, q3 = w1 & 0xFFFFFFFFu;
+        /* the halves in stream order (high, low, high, low) as four 64-bit lanes */
+        __m256i hv = _mm256_cvtepu32_epi64(_mm_shuffle_epi32(
+            _mm_loadu_si128((const __m128i *)(b + h->pos)), _MM_SHUFFLE(2, 3, 0, 1)));
+        __m256i e = _mm256_set_epi64x(
+            (long long)t->direct[q3 >> hs], (long long)t->direct[q2 >> hs],
+            (long long)t->direct[q1 >> hs], (long long)t->direct[q0 >> hs]);
+        __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, kmask), us);
+        __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, ks), one);
+        __m256i m = _mm256_srli_epi64(e, 40); /* bins of width 1: the item */
+        /* thresholds and U's top bits are < 2^20: signed comparisons are exact */
+        __m256i acc = _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_srli_epi64(e, 20), m20), ut);
+        __m256i rej = _mm256_cmpgt_epi64(ut, _mm256_and_si256(e, m20));
+        __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
+                                        _mm256_cmpeq_epi64(sg, one));
+        int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
+        {
+            /* the halves before the first undecided one are proposals the thresholds
+             * decide (an undecided one reads the half after it: the lanes after it are
+             * not proposals of their own) */
+            int nvalid = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
+            int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(negz, acc))) &
+                       ((1 << nvalid) - 1);
+            int cnt = __builtin_popcount((unsigned)keep);
+            __m256i nsg = _mm256_sub_epi64(zero, sg);
+            __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, nsg), sg);
+            v = _mm256_permutevar8x32_epi32(
+                v, _mm256_load_si256((const __m256i *)COMPACT[keep]));
+            __m256i first = _mm256_cmpgt_epi64(_mm256_set1_epi64x(cnt), lanes);
+            /* integer stores: always all four cells i..i+3 (< hi), the lanes past cnt with
+             * v = 0, so no masked store (microcoded, slow on AMD cores) and no branch on
+             * cnt.  Those cells are written again by the proposals that follow (or by the
+             * exact finisher of a pending cell) before the chunk ends; until then they hold
+             * 0 (MODE_WRITE), x (MODE_ADD: x itself in place) or what they held (MODE_SUB).
+             * On an overflow a separate out may keep x in up to three cells after the
+             * failing one (its contents are unspecified then, dpfast.noise.integers). */
+            if (mode == MODE_WRITE) {
+                _mm256_storeu_si256((__m256i *)(io->out + i), _mm256_and_si256(v, first));
+            } else if (mode == MODE_SUB) {
+                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)),
+                                             _mm256_and_si256(v, first));
+                _mm256_storeu_si256((__m256i *)(io->out + i), o);
+            } else if (mode == MODE_ADD) {
+                __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
+                __m256i vz = _mm256_and_si256(v, first);
+                __m256i r = _mm256_add_epi64(xi, vz);
+                __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(vz, r));
+                if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) goto lanes;
+                _mm256_storeu_si256((__m256i *)(io->out + i), r);
+            } else {
+                grid_store4(io, fmt, i, v, cnt, first);
+            }
+            i += cnt;
+            if (__builtin_expect(nvalid == 4, 1)) {
+                h->pos += 2;
+                continue;
+            }
+            /* the undecided half next: its proposal (and any up to a whole word) one by
+             * one */
+            h->pos += (nvalid + 1) >> 1;
+            if (nvalid & 1) {
+                h->hh = 1;
+                h->hv = nvalid == 1 ? q1 : q3;
+            }
+            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + (h->hh ? 0 : 1), lim, res);
+            if (r != GO_ON) {
+                *hp = hl;
+                return r - 2;
+            }
+            continue;
+        }
+    lanes:
+        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + 2, lim, res);
+        if (r != GO_ON) {
+            *hp = hl;
+            return r - 2;
+        }
+    }
+    r = run_loop(t, io, mode, fmt, b, h, i, hi, lim, res);
+    *hp = hl;
+    return r;
+}
+
+DEFINE_FAST(dpf_table_fast_avx2, DPF_HIDDEN __attribute__((target("avx2,popcnt"))), 1, run_avx2)
+#else
+typedef int dpf_table_avx2_unused; /* (an empty translation unit is not ISO C) */
+#endif
