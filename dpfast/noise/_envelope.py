@@ -121,7 +121,7 @@ class Table:
         if self.lay[1]:
             return np.zeros(5, np.uint64)
         assert int(th.max()) < 1 << 21 and self.nb + 2 <= 1 << 21
-        acc, rej, slope, _ = self.wide_lines()
+        acc, rej, slope, qs = self.wide_lines()
         # the items past the bins: the tail's lines decide nothing (the step takes it),
         # the padding's reject every proposal (as the step does)
         acc = np.concatenate([acc, np.zeros(2, np.uint64)])
@@ -140,13 +140,8 @@ class Table:
         rec[:, 1] = slope[own] | (acc[own] << np.uint64(32))
         rec[:, 2] = slope[ali] | (acc[ali] << np.uint64(32))
         rec[:, 3] = rej[own] | (rej[ali] << np.uint64(32))
-        trailer = np.array([self.line_shift | min(self.p, LINE_BITS) << 8], np.uint64)
+        trailer = np.array([qs | min(self.p, LINE_BITS) << 8], np.uint64)
         return np.concatenate([rec.reshape(-1), trailer])
-
-    @functools.cached_property
-    def line_shift(self) -> int:
-        """``qs`` of :meth:`wide_lines`."""
-        return self.wide_lines()[3]
 
     def wide_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """``(A, R, S, qs)``: the wide loop's acceptance and rejection lines per bin.
