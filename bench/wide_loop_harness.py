@@ -7,7 +7,8 @@ needs gcc).  For each checkout it dumps the case's table as that checkout builds
 ``bench/wide_loop_harness.c`` against that checkout's ``csrc/table.c`` with the extension's
 flags (``-O3 -ffp-contract=off``, no ``-march``), and times ``dpf_table_fast`` over 10^7
 cells, a xorshift keystream refilling 2048-word buffers: no numba, ChaCha20 or Python in
-the way.  The two binaries alternate, pinned to one core (``taskset`` where present); the
+the way.  The two binaries alternate (which runs first alternates too), pinned to one core
+(``taskset`` where present); the
 report is the median of the per-pair ratios (other / this) with their spread, per mode
 (``add``: x + noise in place; ``grid``: the float64 grid in place; ``grid_sep``: into a
 separate output).  Cases: ``gl`` grid Laplace 10 (its table: scale 10 / 2^-36), ``gg`` grid
@@ -94,9 +95,15 @@ def main() -> None:
         modes = ["add"] if a.case == "dl" else ["grid", "grid_sep"]
         for mode in modes:
             ratios, mine, theirs = [], [], []
-            for _ in range(a.pairs):
-                t_other = time_one(*other, mode, a.reps)
-                t_this = time_one(*this, mode, a.reps)
+            for k in range(a.pairs):
+                # the order within a pair alternates (the second run of a pair can be
+                # systematically slower or faster on a shared host)
+                if k % 2:
+                    t_this = time_one(*this, mode, a.reps)
+                    t_other = time_one(*other, mode, a.reps)
+                else:
+                    t_other = time_one(*other, mode, a.reps)
+                    t_this = time_one(*this, mode, a.reps)
                 ratios.append(t_other / t_this)
                 mine.append(t_this)
                 theirs.append(t_other)

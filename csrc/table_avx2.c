@@ -188,7 +188,8 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wid
      * rejects */
     const __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, c->zero), sgm);
     const __m256i acc = _mm256_andnot_si256(negz, _mm256_cmpgt_epi64(ta, u));
-    const __m256i rej = _mm256_or_si256(negz, _mm256_cmpeq_epi64(_mm256_cmpgt_epi64(tr, u), c->zero));
+    const __m256i rej =
+        _mm256_or_si256(negz, _mm256_cmpeq_epi64(_mm256_cmpgt_epi64(tr, u), c->zero));
     const int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
     const int n = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
     const int k = _mm256_movemask_pd(_mm256_castsi256_pd(acc)) & ((1 << n) - 1);
@@ -252,9 +253,9 @@ static inline __attribute__((always_inline)) int64_t redo(const tab_t *t, const 
  * before it is written, four cells per four words (two independent streams of work, and
  * no value read back right after its store), the rest of it after -- except for a float
  * grid written in place, where each batch is written right after its decisions (measured
- * faster there).  A proposal gives at most one value and lim keeps the words below the cells left,
- * so every batch fits.  An in-place addition that overflows: redo() from that batch's
- * first word.  Grid stores need t->vgrid (|v| < 2^51: none fails). */
+ * faster there).  A proposal gives at most one value and lim keeps the words below the
+ * cells left, so every batch fits.  An in-place addition that overflows: redo() from that
+ * batch's first word.  Grid stores need t->vgrid (|v| < 2^51: none fails). */
 #define WIDE_BATCH 64
 static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, int along, const uint64_t *b,
@@ -332,8 +333,8 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t
     }
 }
 
-/* run_wide (dpf_table_wides) with its mode, output format and store schedule constants (a float grid
- * written in place: each batch right after its decisions). */
+/* run_wide (dpf_table_wides) with its mode, output format and store schedule constants
+ * (a float grid written in place: each batch right after its decisions). */
 DPF_HIDDEN __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t dpf_table_wides(
     const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
     int64_t pos, int64_t i, int64_t lim, int64_t *res) {
