@@ -20,9 +20,10 @@ enum { MODE_WRITE = 0, MODE_ADD = 1, MODE_SUB = 2, MODE_GRID = 3 };
 
 typedef struct {
     const uint64_t *pack, *thresh, *sel, *trm1, *direct;
-    /* a table without a direct table: two words per alias column (threshold's top bits,
-     * own item, alias; their acceptance thresholds on U's top 32 known bits, which are U's
-     * known bits >> ucut), for the wide loop (dpfast/noise/_envelope.py column_records) */
+    /* a table without a direct table: four words per alias column (threshold's top bits,
+     * own item, alias; each item's acceptance and rejection lines on U's top 31 known
+     * bits, which are U's known bits >> ucut) and a trailer, for the wide loop
+     * (dpfast/noise/_envelope.py column_records) */
     const uint64_t *rec;
     uint64_t ucut;
     const double *flo, *fhi;

@@ -105,6 +105,13 @@ class Table:
         return (pack, self.thresh, self.f, self.nb, self.p, self.cbits, self.coef, *self.squeeze,
                 *self.lay, sel.reshape(-1), direct, dbits)
 
+    @functools.cached_property
+    def tie_reads(self) -> np.ndarray:
+        """Per alias column: its threshold has bits below the alias value's top ``vb`` bits,
+        so a tie of those bits reads the next word (with the weights on a grid, ``_table``:
+        the tail's column only)."""
+        return (self.thresh & np.uint64((1 << (64 - self.cbits - self.lay[0])) - 1)) != 0
+
     def column_records(self, th: np.ndarray, sel: np.ndarray) -> np.ndarray:
         """Per alias column, for a table without a direct table (``csrc/table.c``'s
         four-word wide loop), four words:
@@ -130,9 +137,8 @@ class Table:
         own = np.minimum(sel[:, 0], np.uint64(self.nb + 1)).astype(np.int64)
         ali = np.minimum(sel[:, 2], np.uint64(self.nb + 1)).astype(np.int64)
         # every threshold but the tail column's is on the grid of the top bits (_table)
-        low = (self.thresh & np.uint64((1 << (64 - self.cbits - self.lay[0])) - 1)) != 0
         tail_col = own == self.nb
-        assert not (low & ~tail_col).any()
+        assert not (self.tie_reads & ~tail_col).any()
         alias = np.where(tail_col, np.uint64(self.nb), sel[:, 2])
         ali = np.where(tail_col, self.nb, ali)
         rec = np.empty((len(th), 4), np.uint64)
@@ -232,7 +238,7 @@ class Table:
         hi = ((j + 1) << (vb - s)) - 1
         # a tie of the top bits (vh = t) takes the alias at once where the threshold has no
         # bits below them (the quantized weights of _weights: every threshold)
-        low = (self.thresh & np.uint64((1 << (64 - self.cbits - vb)) - 1)) != 0
+        low = self.tie_reads
         item = np.where(hi < t, col, self.alias[col])
         item[(lo <= t) & (t <= hi) & ~((lo == t) & ~low[col])] = self.nb  # undecided
         acc, rej = self.fast_thresholds(min(31 - self.cbits - s, 20))
