@@ -14,7 +14,7 @@ import dpfast
 from dpfast import noise
 from dpfast._kernels import grid as _gk
 from dpfast._kernels import samplers as _sk
-from dpfast.noise import _drive, _exact
+from dpfast.noise import _chunks, _drive, _exact
 
 KEY = bytes(range(32))
 DBL_MAX = float(np.finfo(np.float64).max)
@@ -39,9 +39,11 @@ def _inputs(n: int) -> np.ndarray:
 
 @pytest.mark.parametrize("fn,law,scale", [(dpfast.laplace, "discrete_laplace", 10.0),
                                           (dpfast.gaussian, "discrete_gaussian", 3.0)])
-def test_fused_grid_output_equals_noise_then_grid_addition(fn, law, scale) -> None:
+def test_fused_grid_output_equals_noise_then_grid_addition(monkeypatch, fn, law,
+                                                          scale) -> None:
     """Over two batches of chunks (128 chunks of 2^16 cells, then a part of one), with
     the default grid: out of place, into ``out`` and in place (``out=x``)."""
+    monkeypatch.setattr(_chunks, "REFILL_BATCH", 128)
     n = 128 * 65536 + 70_001
     x = _inputs(n)
     g = noise.granularity(scale)

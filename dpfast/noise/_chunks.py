@@ -34,7 +34,9 @@ from dpfast.random import _streams
 CHUNK = 1 << 16  # cells per chunk (fixed: part of the output definition for a key)
 BATCH_WORDS = 1 << 21  # uint64 words of pre-filled keystream per batch (16 MiB)
 REFILL_WORDS = 2048  # words of a chunk's refilled buffer (16 KiB: 256 blocks per refill)
-REFILL_BATCH = 128  # chunks per batch without prefill (128 x 16 KiB of buffers; few barriers)
+#: chunks per batch without prefill: 512 x 16 KiB of buffers (8 MiB); a call of up to
+#: 2^25 cells is one launch (each launch costs a thread hand-off and an uneven last chunk)
+REFILL_BATCH = 512
 
 _pool_lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None

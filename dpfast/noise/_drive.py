@@ -129,10 +129,11 @@ Store = Callable[[int, Any], None]
 def _pending_rows(b: Batch, pend: tuple[np.ndarray, np.ndarray]
                   ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     ints, u64s = pend
-    for c in range(b.st.shape[0]):
-        for k in range(int(b.st[c, _ck.ST_PENDING])):
+    counts = b.st[:, _ck.ST_PENDING]
+    for c in np.flatnonzero(counts).tolist():  # the chunks with pending cells, in order
+        for k in range(int(counts[c])):
             yield int(ints[c, k, _sk.P_CELL]), ints[c, k], u64s[c, k]
-    b.st[:, _ck.ST_PENDING] = 0
+    counts[:] = 0
 
 
 def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish: Finish,
