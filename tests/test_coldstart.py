@@ -45,8 +45,8 @@ LISTENER = ("import json\n"
 def _cold_code() -> str:
     """One first-use program: the first calls of bench/coldstart.py's TARGETED (small
     inputs), a second sampler specialization (int32), then a first call on 2*10^5 cells of
-    the grid Laplace and of the discrete Laplace into a separate ``out``; it prints what
-    compiled in which part."""
+    the grid Laplace (new output, then in place) and of the discrete Laplace into a
+    separate ``out``; it prints what compiled in which part."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     try:
         import coldstart as bc
@@ -58,6 +58,8 @@ def _cold_code() -> str:
             "PART[0] = 'large'\n"
             "x = np.arange(200_000) % 50\n"
             "dpfast.laplace(x.astype(float), 2.0, rng=K)\n"
+            "y = x.astype(float)\n"
+            "dpfast.laplace(y, 2.0, rng=K, out=y)\n"  # in place: the max |x| pass first
             "dpfast.discrete_laplace(x, 2.0, rng=K, out=np.empty_like(x))\n"
             "print(json.dumps(seen))\n")
 
@@ -138,8 +140,9 @@ def test_a_first_small_call_compiles_no_parallel_kernel(cold) -> None:
 
 @pytest.mark.slow
 def test_a_first_large_out_call_compiles_no_parallel_kernel(cold) -> None:
-    """A first call on 2*10^5 cells of the grid Laplace and of the discrete Laplace into a
-    separate ``out``, in a fresh cache directory, compiles no ``parallel=True`` kernel.
+    """A first call on 2*10^5 cells of the grid Laplace (new output, in place) and of the
+    discrete Laplace into a separate ``out``, in a fresh cache directory, compiles no
+    ``parallel=True`` kernel.
     Fails on the old code: the max |x| check of the grid samplers was a ``parallel=True``
     kernel (seconds of LLVM at first use); now it is a chunked launch of a serial kernel,
     as the samplers are.  (The small first calls ran before it in the same process:

@@ -94,7 +94,7 @@ def test_huge_noise_of_the_geometric_kernel_becomes_pending() -> None:
     x = _inputs(n)
     out = np.full(n, np.nan)
     _drive.run_discrete(dpfast.default_rng(KEY), _drive.LAPLACE, p, n, out, x,
-                        grid=(1.0, DBL_MAX))
+                        grid=(1.0, DBL_MAX, -1.0))
     assert np.array_equal(out, _reference(x, z, 1.0))
     exact = [float(int(np.rint(a)) + int(b)) for a, b in zip(x, z)]  # Python: rounded once
     assert out.tolist() == exact

@@ -72,22 +72,33 @@ def _io(mode: str, rng: np.random.Generator) -> tuple:
     g = 2.0 ** -10
     if mode == "grid64":
         x = rng.normal(0, 100, n)
-        return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max)))
+        return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max), -1))
     if mode == "grid64sep":  # float64 in, a separate float64 out
         x = rng.normal(0, 100, n)
         out64 = np.full(n, np.nan)
-        return (x, out64, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float64).max)))
+        dmax = float(np.finfo(np.float64).max)
+        top = sk.unfit_top(dmax * g, x.dtype)
+        return (x, out64, sk.MODE_GRID, (1.0 / g, g, dmax, top))  # x checked as read
+    if mode == "grid64unfit":  # a separate out, x checked as read: unfit cells in chunk 1, 3
+        x = rng.normal(0, 100, n)
+        dmax = float(np.finfo(np.float64).max)
+        x[CELLS + 17], x[3 * CELLS + 3999] = np.nan, dmax * g * 2  # x / g overflows
+        x[3 * CELLS + 5] = -np.inf
+        x[2 * CELLS + 9], x[2 * CELLS + 10] = dmax * g, -dmax * g  # at lim: fit
+        top = sk.unfit_top(dmax * g, x.dtype)
+        return (x, np.full(n, np.nan), sk.MODE_GRID, (1.0 / g, g, dmax, top))
     if mode == "grid64to32":  # float64 in, a separate float32 out
         x = rng.normal(0, 100, n)
         out32 = np.full(n, np.nan, np.float32)
-        return (x, out32, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max)))
+        top = sk.unfit_top(float(np.finfo(np.float64).max) * g, x.dtype)
+        return (x, out32, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max), top))
     x = rng.normal(0, 100, n).astype(np.float32)  # float32 in and out
-    return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max)))
+    return (x, x, sk.MODE_GRID, (1.0 / g, g, float(np.finfo(np.float32).max), -1))
 
 
 @pytest.mark.parametrize("words", [16, 2048])
 @pytest.mark.parametrize("mode", ["write", "add", "sub", "grid64", "grid64sep", "grid32",
-                                  "grid64to32"])
+                                  "grid64to32", "grid64unfit"])
 @pytest.mark.parametrize("law,param", TABLES)
 def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: int) -> None:
     tab = _envelope.table(law, Fraction(param))
@@ -105,6 +116,10 @@ def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: i
         assert st_f[:, ck.ST_OVERFLOW].any()  # the overflow stop was exercised
     else:
         assert np.all(st_f[:, ck.ST_CELL] == st_f[:, ck.ST_END])
+    # the chunks that passed an unfit cell, and only those, are flagged (and go on)
+    unfit = [0, sk.UNFIT, 0, sk.UNFIT] if mode == "grid64unfit" else [0] * NCH
+    if mode != "add":
+        assert st_f[:, ck.ST_OVERFLOW].tolist() == unfit
 
 
 @pytest.mark.parametrize("grid", [False, True])
@@ -131,7 +146,7 @@ def test_tie_on_a_buffer_end(law: str, param: int, grid: bool) -> None:
         st[0, ck.ST_END] = 40
         st[0, ck.ST_FILL] = _native.blocks_address()
         out = np.zeros(40, np.float64 if grid else np.int64)
-        io = ((out, out, sk.MODE_GRID, (1.0, 1.0, float(np.finfo(np.float64).max))) if grid
+        io = ((out, out, sk.MODE_GRID, (1.0, 1.0, float(np.finfo(np.float64).max), -1)) if grid
               else (out, out, sk.MODE_WRITE, sk.NO_GRID))
         pend = (np.zeros((1, 64, sk.P_COLS), np.int64), np.zeros((1, 64, sk.U_COLS), np.uint64))
         tk.table_kernel(tab.law_code, (buf, st, KEY_WORDS, np.zeros((1, 3), np.uint32)),
@@ -254,7 +269,7 @@ def test_tie_in_the_tail_column(law: str, param: int, grid: bool) -> None:
             st[0, ck.ST_END] = 40
             st[0, ck.ST_FILL] = _native.blocks_address()
             out = np.zeros(40, np.float64 if grid else np.int64)
-            io = ((out, out, sk.MODE_GRID, (1.0, 1.0, float(np.finfo(np.float64).max)))
+            io = ((out, out, sk.MODE_GRID, (1.0, 1.0, float(np.finfo(np.float64).max), -1))
                   if grid else (out, out, sk.MODE_WRITE, sk.NO_GRID))
             pend = (np.zeros((1, 64, sk.P_COLS), np.int64),
                     np.zeros((1, 64, sk.U_COLS), np.uint64))
@@ -385,7 +400,7 @@ def test_grid_store_keeps_a_nan_as_the_general_loop() -> None:
     for force in (sk.FORCE_GENERAL, sk.FORCE_NONE, sk.FORCE_SCALAR, sk.FORCE_PORTABLE):
         x = np.full(40, np.nan)
         x[::3] = 1e308  # saturates at sat
-        _one_chunk(tab, (x, x, sk.MODE_GRID, (8.0, 0.125, 1e308)), force, 40)
+        _one_chunk(tab, (x, x, sk.MODE_GRID, (8.0, 0.125, 1e308, -1)), force, 40)
         outs.append(x)
     for x in outs[1:]:
         assert x.tobytes() == outs[0].tobytes()

@@ -56,12 +56,15 @@ BIG_M = np.uint64(1 << 32)
 #                                      (checked: on overflow the chunk stops before i and
 #                                      sets ST_OVERFLOW); SUB out[i] -= v (undo of ADD);
 #                                      int64 x and out.  GRID (float64 x and out, grid =
-#                                      (1/g or 0, g, sat)): out[i] = the exact grid value
-#                                      (rint(x[i]/g) + v) g rounded once, saturated at
-#                                      +-sat; a cell with |v| >= 2^53 (whose float64(v)
+#                                      (1/g or 0, g, sat, top)): out[i] = the exact grid
+#                                      value (rint(x[i]/g) + v) g rounded once, saturated
+#                                      at +-sat; a cell with |v| >= 2^53 (whose float64(v)
 #                                      would round) becomes pending with status
-#                                      PENDING_GRID_BIG and v in P_A.  Other modes pass
-#                                      NO_GRID.
+#                                      PENDING_GRID_BIG and v in P_A.  top >= 0 (an int):
+#                                      every cell a chunk passes is checked (unfit: |x| <=
+#                                      lim, so x is finite and x/g too); one that is not
+#                                      sets ST_OVERFLOW to UNFIT (the chunk goes on: the
+#                                      output is not x).  Other modes pass NO_GRID.
 #   pend    = (ints, u64s)             pending cells: ints[c, k, P_*], u64s[c, k, U_*]
 # A chunk runs from st[c, ST_CELL] to st[c, ST_END] and stops early when its pending list
 # (capacity ints.shape[1]) is full; the driver finishes pending cells exactly and resumes.
@@ -69,7 +72,8 @@ MODE_WRITE = 0
 MODE_ADD = 1
 MODE_SUB = 2
 MODE_GRID = 3
-NO_GRID = (0.0, 1.0, 0.0)  # the grid element of io for the integer modes
+NO_GRID = (0.0, 1.0, 0.0, -1)  # the grid element of io for the integer modes
+UNFIT = 2  # ST_OVERFLOW of a chunk that passed an unfit cell (MODE_GRID with top >= 0)
 GRID_EXACT = 1 << 53  # |v| below this converts to float64 exactly
 
 P_CELL = 0  # ints columns of a pending cell
@@ -266,7 +270,7 @@ def _store_impl(x, out, mode, grid, i, v):
         def grid_store(x, out, mode, grid, i, v):
             if v >= GRID_EXACT or v <= -GRID_EXACT:
                 return -1
-            ginv, g, sat = grid
+            ginv, g, sat, _ = grid
             xi = x[i]
             # rint(x/g) g and v g are exact doubles (g a power of two, |v| < 2^53), so one
             # correctly rounded addition gives the exact grid value rounded once; x/g =
@@ -293,6 +297,54 @@ def _store_impl(x, out, mode, grid, i, v):
         return 1
 
     return int_store
+
+
+def unfit(x, a, b, top):  # pragma: no cover - numba only (overload below)
+    """Whether a cell of ``x[a:b]`` (float64 or float32) is not ``|x| <= lim``: a NaN, an
+    infinity, or beyond ``lim`` (with ``lim = max double * g``: ``x / g`` overflows).
+    ``top``: the bits of ``lim`` in x's format, rounded down (:func:`unfit_top`); for
+    non-negative floats the order of the bits is that of the values, with infinity and
+    NaN above every finite one, so one integer max of ``|x|``'s bits decides (vectorised,
+    no branch: a kernel checks the cells it just read while they are in cache)."""
+    raise NotImplementedError("unfit is compiled by numba only")
+
+
+@overload(unfit, jit_options={"_nrt": False})
+def _unfit_impl(x, a, b, top):
+    if x.dtype == nb.types.float64:
+        def unfit64(x, a, b, top):
+            w = x[a:b].view(np.uint64)
+            m = np.uint64(0)
+            for j in range(w.size):
+                m = max(m, w[j] & np.uint64(0x7FFFFFFFFFFFFFFF))
+            return m > np.uint64(top)
+
+        return unfit64
+    if x.dtype == nb.types.float32:
+        def unfit32(x, a, b, top):
+            w = x[a:b].view(np.uint32)
+            m = np.uint32(0)
+            for j in range(w.size):
+                m = max(m, w[j] & np.uint32(0x7FFFFFFF))
+            return np.uint64(m) > np.uint64(top)
+
+        return unfit32
+
+    def integers(x, a, b, top):  # the integer modes never check
+        return False
+
+    return integers
+
+
+def unfit_top(lim: float, dtype: np.dtype) -> int:
+    """``unfit``'s ``top`` for ``lim >= 0`` and x of ``dtype``: the bits of the largest
+    float64 / float32 at most ``lim``."""
+    if dtype == np.float32:
+        f = np.float32(min(lim, float(np.finfo(np.float32).max)))
+        if float(f) > lim:
+            f = np.nextafter(f, np.float32(0))
+        return int(np.array([f], np.float32).view(np.uint32)[0])
+    return int(np.array([lim], np.float64).view(np.uint64)[0])
 
 
 @nb.njit(cache=True, _nrt=False, inline="always")
@@ -352,6 +404,7 @@ def discrete_kernel_serial(kind, streams, io, params, force, pend, claim):
         t = p2[0]
         sigma = p1[0]
         j, th = split_scale(t)
+        i0 = i
         while i < hi:
             if k == cap:
                 break
@@ -382,6 +435,8 @@ def discrete_kernel_serial(kind, streams, io, params, force, pend, claim):
                 u64s[c, k, U_W] = w
                 k += 1
             i += 1
+        if mode == MODE_GRID and grid[3] >= 0 and unfit(x, i0, i, grid[3]):
+            s_[ST_OVERFLOW] = UNFIT
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos

@@ -32,6 +32,7 @@ from dpfast._kernels.samplers import (
     FORCE_PORTABLE,
     FORCE_SCALAR,
     INV64,
+    MODE_GRID,
     P_A,
     P_B,
     P_BITS,
@@ -44,10 +45,12 @@ from dpfast._kernels.samplers import (
     REL,
     U_W,
     U_W2,
+    UNFIT,
     chunk_count,
     either_io,
     serial_launch,
     store_either,
+    unfit,
 )
 
 
@@ -295,7 +298,8 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     # case's step-by-step / direct-table C loop, whatever the CPU (tests)
     fast = (force == FORCE_NONE or force == FORCE_SCALAR or force == FORCE_PORTABLE) and not two
     impl = 1 if force == FORCE_SCALAR else (2 if force == FORCE_PORTABLE else 0)
-    ginv, gstep, gsat = grid
+    ginv, gstep, gsat, gtop = grid
+    check = mode == MODE_GRID and gtop >= 0  # every cell passed is checked (unfit)
     nch = buf.shape[0]
     c = next_chunk(claim, -1)
     while c < nch:
@@ -309,6 +313,7 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
         i = s_[ST_CELL]
         hi = s_[ST_END]
         first = True  # the next acceptance test is the cell's first (FORCE_ACCEPT)
+        chk = i  # the cells from here on are not checked yet (check)
         while i < hi and k < cap:
             if fast:
                 r, pos, i, v, sg, item, uxi, hh, hvi = _c_fast(
@@ -317,6 +322,10 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
                     dbits)
                 ux = np.uint64(uxi)
                 hv = np.uint64(hvi)
+                if check:  # the cells the C loop just read, while they are in cache
+                    if unfit(fx, chk, i, gtop):
+                        s_[ST_OVERFLOW] = UNFIT
+                    chk = i
                 if r == 0:
                     s_[ST_OVERFLOW] = 1
                     break
@@ -436,6 +445,8 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
                 k += 1
             i += 1
             first = True
+        if check and unfit(fx, chk, i, gtop):
+            s_[ST_OVERFLOW] = UNFIT
         s_[ST_CELL] = i
         s_[ST_PENDING] = k
         s_[ST_POS] = pos

@@ -117,6 +117,13 @@ def _words_per_cell(kind: int, p: Param) -> float:
 
 
 _OVERFLOW = "noisy value does not fit the integer dtype of x"
+
+
+class UnfitInput(ValueError):
+    """A MODE_GRID call with a check found a cell of x that is not finite or whose
+    ``x / g`` overflows (``grid``'s ``lim`` in :func:`run_discrete`)."""
+
+
 TABLE_MIN_LAPLACE_SCALE = 1  # scalar Laplace scales >= 1 use the envelope table
 
 # Kernel = callable(streams, mode, force, pend) for one batch; Finish = callable(cell,
@@ -168,7 +175,10 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
                     kernel(streams, mode, force, pend)
                 if not one or b.st[0, _ck.ST_WRAP]:
                     check_wrap(b.st)
-                if (b.st[0, _ck.ST_OVERFLOW] if one else b.st[:, _ck.ST_OVERFLOW].any()):
+                flag = b.st[0, _ck.ST_OVERFLOW] if one else b.st[:, _ck.ST_OVERFLOW].max()
+                if flag == _sk.UNFIT:
+                    raise UnfitInput("x is not finite, or x / granularity overflows")
+                if flag:
                     raise OverflowError(_OVERFLOW)
                 if not one or b.st[0, _ck.ST_PENDING]:
                     for i, ints, u64s in _pending_rows(b, pend):
@@ -249,16 +259,20 @@ def _grid_store(out: np.ndarray, x: np.ndarray, g: float, sat: float) -> Store:
 def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
                  x: np.ndarray | None = None, *, in_place: bool = False,
                  progress: Callable[[int], None] | None = None,
-                 grid: tuple[float, float] | None = None) -> None:
+                 grid: tuple[float, float, float] | None = None) -> None:
     """Discrete Laplace (kind 0) / Gaussian (kind 1) noise into ``out`` (int64, 1-D),
     added to ``x`` (int64, 1-D) when given.  Raises OverflowError on int64 overflow;
     with ``in_place`` (``x is out``) the cells written so far are restored first.
 
-    ``grid = (g, sat)`` (``x`` and ``out`` float64 or float32, 1-D, ``out`` may be ``x``;
-    a float32 ``out`` gets the float64 value rounded once more): the noise
+    ``grid = (g, sat, lim)`` (``x`` and ``out`` float64 or float32, 1-D, ``out`` may be
+    ``x``; a float32 ``out`` gets the float64 value rounded once more): the noise
     ``Z`` is not stored but fused into the grid output, ``out[i]`` = the exact grid value
     ``(rint(x[i]/g) + Z_i) g`` rounded once and saturated at ``±sat`` (``g`` a power of
-    two, ``x / g`` finite), in one pass with no noise buffer.
+    two), in one pass with no noise buffer.  ``x / g`` must be finite: with ``lim < 0``
+    the caller checked it; with ``lim >= 0`` (``max double * g``, at most ``max double``)
+    the kernels check ``|x| <= lim`` on every cell as they read it and the call raises
+    :class:`UnfitInput` after the batch that found one (``out`` is then partly written:
+    only for an ``out`` that is not ``x``).
 
     Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 1, uses the envelope
     table (dpfast.noise._envelope: ~2 words and no log per sample; with the refills in the
@@ -269,9 +283,12 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     if grid is not None:
         if x is None:
             raise ValueError("internal: grid mode needs x")
-        g, sat = grid
+        g, sat, lim = grid
         mode = _sk.MODE_GRID
-        gp = (1.0 / g if g >= 2.0 ** -1022 else 0.0, float(g), float(sat))
+        if lim >= 0 and np.may_share_memory(x, out):  # the check would read outputs
+            raise ValueError("internal: grid lim >= 0 needs an out that is not x")
+        top = -1 if lim < 0 else _sk.unfit_top(lim, x.dtype)
+        gp = (1.0 / g if g >= 2.0 ** -1022 else 0.0, float(g), float(sat), top)
         store = _grid_store(out, x, g, sat)
         undo = None
     else:

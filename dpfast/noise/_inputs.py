@@ -46,8 +46,19 @@ def like_input(result: np.ndarray, arr: np.ndarray) -> np.ndarray:
     return result
 
 
-def float_input(x: Any, out: Any) -> tuple[np.ndarray, np.ndarray | None]:
-    arr, out, _ = float_input_max(x, out)
+def float_input(x: Any, out: Any, *,
+                float32_out: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """``x`` as a real array and ``out`` checked (x's values are not: see
+    :func:`float_input_max`); with ``float32_out`` a float32 ``out`` is accepted too."""
+    arr = _as_array(x)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
+        raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
+    if out is not None:
+        _check_out(out, arr.shape)
+        if out.dtype != np.float64 and not (float32_out and out.dtype == np.float32):
+            allowed = "float64 or float32" if float32_out else "float64"
+            raise TypeError(f"out must have dtype {allowed}, got {out.dtype}")
+        _check_writeable(out)
     return arr, out
 
 
@@ -71,20 +82,11 @@ def max_abs(arr: np.ndarray) -> float:
 
 def float_input_max(x: Any, out: Any, *,
                     float32_out: bool = False) -> tuple[np.ndarray, np.ndarray | None, float]:
-    """As :func:`float_input`, plus ``max |x|`` (finite) from the same pass; with
-    ``float32_out`` a float32 ``out`` is accepted too."""
-    arr = _as_array(x)
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
+    """As :func:`float_input`, plus ``max |x|``, which must be finite (ValueError)."""
+    arr, out = float_input(x, out, float32_out=float32_out)
     big = max_abs(arr)
     if not np.isfinite(big):
         raise ValueError("x must be finite (no NaN or inf)")
-    if out is not None:
-        _check_out(out, arr.shape)
-        if out.dtype != np.float64 and not (float32_out and out.dtype == np.float32):
-            allowed = "float64 or float32" if float32_out else "float64"
-            raise TypeError(f"out must have dtype {allowed}, got {out.dtype}")
-        _check_writeable(out)
     return arr, out, big
 
 

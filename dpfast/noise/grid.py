@@ -105,7 +105,7 @@ def _grid_scale(scale: Fraction, g: float, name: str) -> Fraction:
 def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
               gran: Any, progress: Any = False) -> Any:
     x, rewrap = _wrap.unwrap(x)
-    arr, out, big = _inputs.float_input_max(x, out, float32_out=True)
+    arr, out = _inputs.float_input(x, out, float32_out=True)
     new = out is None
     if new and arr.dtype == np.float32:
         # a float32 x gives a float32 result, written by the kernel itself (the float64
@@ -115,21 +115,49 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
         out = np.empty(arr.shape, np.float32, order="F" if fortran else "C")
     tick, close = _progress.ticker(progress, arr.size)
     try:
-        res = _grid_noised(kind, arr, param, name, rng, out, gran, tick, big)
+        res = _grid_noised(kind, arr, param, name, rng, out, gran, tick)
     finally:
         close()
     return rewrap(_inputs.like_input(res, arr)) if new else res
 
 
+def _check_fit(arr: np.ndarray, g: float) -> None:
+    """x finite and x / g finite, else ValueError (a pass over x: max |x|)."""
+    big = _inputs.max_abs(arr)
+    if not np.isfinite(big):
+        raise ValueError("x must be finite (no NaN or inf)")
+    if not np.isfinite(big / g):
+        raise ValueError("x / granularity overflows; x is too large for this granularity")
+
+
 def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, out: Any,
-                 gran: Any, tick: Any, big: float) -> np.ndarray:
+                 gran: Any, tick: Any) -> np.ndarray:
     if type(param) in _PLAIN and (gran is None or type(gran) in _PLAIN):
         g, t = _grid_setup_cached(param, name, gran)
     else:
         g, t = _grid_setup(param, name, gran)
     gen = as_generator(rng)
-    if not np.isfinite(big / g):  # big = max |x| (float_input_max)
-        raise ValueError("x / granularity overflows; x is too large for this granularity")
+    # x finite and x / g finite (_check_fit), checked in one of two ways.  Where the
+    # output may overwrite x (out shares memory with it), in a pass before anything is
+    # written, so x is never left half noised.  Else by the kernels, on every cell as they
+    # read it (lim: |x| <= lim exactly when x / g is finite, g a power of two), with no
+    # pass of its own: the call raises after the batch that found one, out (not x) then
+    # partly written (see _grid_run for the kernels' reads).
+    inplace = out is not None and np.may_share_memory(out, arr)
+    if inplace:
+        _check_fit(arr, g)
+    try:
+        return _grid_run(kind, gen, arr, g, t, out, not inplace, tick)
+    except _drive.UnfitInput:
+        _check_fit(arr, g)  # the precise reason
+        raise  # pragma: no cover - _check_fit raised
+
+
+def _grid_run(kind: int, gen: Any, arr: np.ndarray, g: float, t: Fraction, out: Any,
+              fused: bool, tick: Any) -> np.ndarray:
+    """The noised grid values of x into out (a new float64 array if None); ``fused``: x is
+    not checked yet (the kernels check the cells they read from an array they do not write,
+    else x is checked here first)."""
     p = _drive.Param(np.array([float(t)]), t)
     n = arr.size
     # the largest grid value: DBL_MAX = (2^53 - 1) 2^971 is a multiple of g (a float32 out
@@ -137,8 +165,7 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     f32 = out is not None and out.dtype == np.float32
     sat = _FLT_MAX if f32 else _DBL_MAX
     # The noise is fused into the grid output (no noise buffer), and the kernel reads each
-    # cell before it writes it, so x may be the output itself.  Nothing after the output
-    # is first written can fail, so out is never left half noised.  x is read as float64,
+    # cell before it writes it, so x may be the output itself.  x is read as float64,
     # or as it is when it is float32 going into a float32 out (float32 widens exactly);
     # memory: x of another dtype or layout is converted into the output and noised there
     # (no float64 copy of x) whenever the output has the dtype the kernel reads.
@@ -154,19 +181,31 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
         elif result.dtype == rd:
             if np.shares_memory(result, arr):
                 arr = arr.copy()
+            if fused:  # the kernel will read the output, noised as it goes: check x now
+                _check_fit(arr, g)
+                fused = False
             result[...] = arr  # x converted, the conversion the kernel saw before
             src = dst
         else:  # a float64 (or integer) x into a float32 out: read at full precision
             src = np.ascontiguousarray(arr, dtype=np.float64).reshape(-1)
         if n:
-            _drive.run_discrete(gen, kind, p, n, dst, src, grid=(g, sat), progress=tick)
+            _drive.run_discrete(gen, kind, p, n, dst, src, grid=(g, sat, _lim(g, fused)),
+                                progress=tick)
         return result
     # a non-contiguous out: noise a contiguous copy of x in place, then copy it out
+    if fused:
+        _check_fit(arr, g)
     flat = np.array(arr, dtype=np.float64, order="C").reshape(-1)
     if n:
-        _drive.run_discrete(gen, kind, p, n, flat, flat, grid=(g, sat), progress=tick)
+        _drive.run_discrete(gen, kind, p, n, flat, flat, grid=(g, sat, -1.0), progress=tick)
     out[...] = flat.reshape(arr.shape)
     return out
+
+
+def _lim(g: float, fused: bool) -> float:
+    """``run_discrete``'s ``lim``: ``max double * g`` (``max double`` for ``g > 1``), or
+    -1 (x checked already)."""
+    return min(_DBL_MAX * g, _DBL_MAX) if fused else -1.0
 
 
 def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = None,
@@ -186,7 +225,11 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
     out : ndarray of float64 or float32, optional
         Same shape as ``x``.  A float32 ``out`` receives the float64 result rounded once
         more to float32, written by the sampling kernel itself (no float64 buffer):
-        post-processing of the exact grid value, so the guarantee is unchanged.
+        post-processing of the exact grid value, so the guarantee is unchanged.  ``out``
+        may be ``x`` (in place); an ``out`` that shares no memory with ``x`` is left
+        partly written when the call raises ``ValueError`` for ``x`` (the kernels check
+        ``x`` as they read it: no separate pass over ``x``), while ``x`` itself is never
+        left half noised (where ``out`` may overwrite it, ``x`` is checked first).
     granularity : float, optional
         Output grid ``g`` (a power of two, at most ``2**960``).  Default
         :func:`dpfast.noise.granularity` ``(scale)``, the smallest power of two with
@@ -198,6 +241,14 @@ def laplace(x: Any, scale: Any, *, rng: Any = None, out: np.ndarray | None = Non
         ``round_g(x) + g * Z``, ``Z`` discrete Laplace with scale ``b / g``, i.e. the exact
         grid value rounded once to the nearest double (then to the nearest float32 for a
         float32 ``x``: post-processing, the guarantee is unchanged).
+
+    Raises
+    ------
+    ValueError
+        ``x`` holds a NaN or an infinity, or ``x / g`` overflows (``x`` too large for the
+        grid); also for a bad ``scale`` or ``granularity``.
+    TypeError
+        ``x`` is not real-valued, or ``out`` has another dtype than float64 / float32.
 
     Privacy
     -------
@@ -240,6 +291,11 @@ def gaussian(x: Any, sigma: Any, *, rng: Any = None, out: np.ndarray | None = No
     ndarray of float64 (float32 for a float32 ``x``; Fortran order kept)
         ``round_g(x) + g * Z``, ``Z`` discrete Gaussian with ``σ / g`` (rounded to float32
         for a float32 ``x``, as :func:`laplace`).
+
+    Raises
+    ------
+    ValueError, TypeError
+        As in :func:`laplace`.
 
     Privacy
     -------
