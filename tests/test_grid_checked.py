@@ -6,12 +6,14 @@ the same ``ValueError``; in place ``x`` is left as it was."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dpfast
+from dpfast._kernels import samplers as _sk
 from dpfast.noise import _chunks, _exact
 
 KEY = bytes(range(32))
@@ -116,3 +118,24 @@ def test_an_unfit_cell_anywhere_is_refused(at: int, bad, law, out32: bool) -> No
     out = np.empty(x.size, np.float32 if out32 else np.float64)
     with pytest.raises(ValueError, match=bad[1]):
         law(x, 1.0, rng=KEY, out=out)
+
+
+@numba.njit(cache=False)
+def _unfit(x, top):  # the kernels' check over a whole array
+    return _sk.unfit(x, 0, x.size, top)
+
+
+_FLOATS = st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_FLOATS, min_size=1, max_size=40),
+       lim=st.floats(0.0, DBL_MAX, allow_subnormal=True), f32=st.booleans())
+def test_unfit_is_abs_x_beyond_lim(values, lim: float, f32: bool) -> None:
+    """The bit-max check against its definition: some cell is NaN or has |x| > lim, in
+    float64 and in float32 (whose values widen exactly; lim rounded down to float32)."""
+    dt = np.float32 if f32 else np.float64
+    with np.errstate(over="ignore"):
+        x = np.array(values, np.float64).astype(dt)
+    expect = not bool(np.all(np.abs(x.astype(np.float64)) <= lim))
+    assert _unfit(x, _sk.unfit_top(lim, x.dtype)) == expect
