@@ -311,24 +311,18 @@ def unfit(x, a, b, top):  # pragma: no cover - numba only (overload below)
 
 @overload(unfit, jit_options={"_nrt": False})
 def _unfit_impl(x, a, b, top):
-    if x.dtype == nb.types.float64:
-        def unfit64(x, a, b, top):
-            w = x[a:b].view(np.uint64)
-            m = np.uint64(0)
-            for j in range(w.size):
-                m = max(m, w[j] & np.uint64(0x7FFFFFFFFFFFFFFF))
-            return m > np.uint64(top)
+    if isinstance(x.dtype, nb.types.Float) and x.dtype.bitwidth in (32, 64):
+        ut = np.uint64 if x.dtype.bitwidth == 64 else np.uint32  # x's bits
+        absmask = ut(np.iinfo(ut).max >> 1)  # all but the sign bit
 
-        return unfit64
-    if x.dtype == nb.types.float32:
-        def unfit32(x, a, b, top):
-            w = x[a:b].view(np.uint32)
-            m = np.uint32(0)
+        def floats(x, a, b, top):
+            w = x[a:b].view(ut)
+            m = ut(0)
             for j in range(w.size):
-                m = max(m, w[j] & np.uint32(0x7FFFFFFF))
+                m = max(m, w[j] & absmask)
             return np.uint64(m) > np.uint64(top)
 
-        return unfit32
+        return floats
 
     def integers(x, a, b, top):  # the integer modes never check
         return False
