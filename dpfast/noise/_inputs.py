@@ -49,7 +49,7 @@ def like_input(result: np.ndarray, arr: np.ndarray) -> np.ndarray:
 def float_input(x: Any, out: Any, *,
                 float32_out: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """``x`` as a real array and ``out`` checked (x's values are not: see
-    :func:`float_input_max`); with ``float32_out`` a float32 ``out`` is accepted too."""
+    :func:`check_fit`); with ``float32_out`` a float32 ``out`` is accepted too."""
     arr = _as_array(x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"x must be a real (float or integer) array, got dtype {arr.dtype}")
@@ -80,14 +80,14 @@ def max_abs(arr: np.ndarray) -> float:
     return max(abs(float(np.max(arr))), abs(float(np.min(arr))))
 
 
-def float_input_max(x: Any, out: Any, *,
-                    float32_out: bool = False) -> tuple[np.ndarray, np.ndarray | None, float]:
-    """As :func:`float_input`, plus ``max |x|``, which must be finite (ValueError)."""
-    arr, out = float_input(x, out, float32_out=float32_out)
+def check_fit(arr: np.ndarray, g: float) -> None:
+    """``x`` finite and ``x / g`` finite (``g`` a grid's power of two), else ValueError
+    naming which: a pass over ``x`` (:func:`max_abs`)."""
     big = max_abs(arr)
     if not np.isfinite(big):
         raise ValueError("x must be finite (no NaN or inf)")
-    return arr, out, big
+    if not np.isfinite(big / g):
+        raise ValueError("x / granularity overflows; x is too large for this granularity")
 
 
 def _check_out(out: Any, shape: tuple[int, ...]) -> None:

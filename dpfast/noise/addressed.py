@@ -139,15 +139,14 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, stream: Any, o
               gran: Any, out: Any) -> np.ndarray:
     """The law of :func:`dpfast.noise.grid.laplace` / ``gaussian``: ``(rint(x/g) + Z) g``
     rounded once, with ``Z`` the addressed integer noise of cells ``offset, ...``."""
-    arr, out, big = _inputs.float_input_max(x, out, float32_out=True)
+    arr, out = _inputs.float_input(x, out, float32_out=True)
     s = _index(stream, "stream", 1 << 64)
     a = _index(offset, "offset", 1 << 62)
     if a + arr.size >= 1 << 62:
         raise ValueError("offset + x.size must be below 2**62")
     g, t = grid._grid_setup(param, name, gran)  # the grid mechanisms' own checks
     gen = _random.as_generator(rng)
-    if not np.isfinite(big / g):  # big = max |x| (float_input_max)
-        raise ValueError("x / granularity overflows; x is too large for this granularity")
+    _inputs.check_fit(arr, g)
     n = arr.size
     if out is not None and np.shares_memory(out, arr) and not _inputs.same_buffer(out, arr):
         arr = arr.copy()  # out overlaps x only in part: read x from a copy

@@ -121,15 +121,6 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
     return rewrap(_inputs.like_input(res, arr)) if new else res
 
 
-def _check_fit(arr: np.ndarray, g: float) -> None:
-    """x finite and x / g finite, else ValueError (a pass over x: max |x|)."""
-    big = _inputs.max_abs(arr)
-    if not np.isfinite(big):
-        raise ValueError("x must be finite (no NaN or inf)")
-    if not np.isfinite(big / g):
-        raise ValueError("x / granularity overflows; x is too large for this granularity")
-
-
 def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, out: Any,
                  gran: Any, tick: Any) -> np.ndarray:
     if type(param) in _PLAIN and (gran is None or type(gran) in _PLAIN):
@@ -137,7 +128,7 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     else:
         g, t = _grid_setup(param, name, gran)
     gen = as_generator(rng)
-    # x finite and x / g finite (_check_fit), checked in one of two ways.  Where the
+    # x finite and x / g finite (_inputs.check_fit), checked in one of two ways.  Where the
     # output may overwrite x (out shares memory with it), in a pass before anything is
     # written, so x is never left half noised.  Else by the kernels, on every cell as they
     # read it (lim: |x| <= lim exactly when x / g is finite, g a power of two), with no
@@ -145,12 +136,12 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     # partly written (see _grid_run for the kernels' reads).
     inplace = out is not None and np.may_share_memory(out, arr)
     if inplace:
-        _check_fit(arr, g)
+        _inputs.check_fit(arr, g)
     try:
         return _grid_run(kind, gen, arr, g, t, out, not inplace, tick)
     except _drive.UnfitInput:
-        _check_fit(arr, g)  # the precise reason
-        raise  # pragma: no cover - _check_fit raised
+        _inputs.check_fit(arr, g)  # the precise reason
+        raise  # pragma: no cover - check_fit raised
 
 
 def _grid_run(kind: int, gen: Any, arr: np.ndarray, g: float, t: Fraction, out: Any,
@@ -182,7 +173,7 @@ def _grid_run(kind: int, gen: Any, arr: np.ndarray, g: float, t: Fraction, out: 
             if np.shares_memory(result, arr):
                 arr = arr.copy()
             if fused:  # the kernel will read the output, noised as it goes: check x now
-                _check_fit(arr, g)
+                _inputs.check_fit(arr, g)
                 fused = False
             result[...] = arr  # x converted, the conversion the kernel saw before
             src = dst
@@ -194,7 +185,7 @@ def _grid_run(kind: int, gen: Any, arr: np.ndarray, g: float, t: Fraction, out: 
         return result
     # a non-contiguous out: noise a contiguous copy of x in place, then copy it out
     if fused:
-        _check_fit(arr, g)
+        _inputs.check_fit(arr, g)
     flat = np.array(arr, dtype=np.float64, order="C").reshape(-1)
     if n:
         _drive.run_discrete(gen, kind, p, n, flat, flat, grid=(g, sat, -1.0), progress=tick)
