@@ -139,3 +139,28 @@ def test_unfit_is_abs_x_beyond_lim(values, lim: float, f32: bool) -> None:
         x = np.array(values, np.float64).astype(dt)
     expect = not bool(np.all(np.abs(x.astype(np.float64)) <= lim))
     assert _unfit(x, _sk.unfit_top(lim, x.dtype)) == expect
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, None])
+def test_max_abs_pass_of_both_widths(dtype, bad) -> None:
+    """The in-place pass (the blocks' bit max, float64 and float32 alike) against numpy."""
+    from dpfast.noise import _inputs
+
+    x = np.random.default_rng(3).normal(0.0, 1e3, 3 * CHUNK + 5).astype(dtype)
+    x[CHUNK + 7] = -7e4
+    if bad is not None:
+        x[2 * CHUNK + 1] = bad
+    got = _inputs.max_abs(x)
+    if bad is None:
+        assert got == float(np.max(np.abs(x))) == 7e4
+    else:
+        assert not np.isfinite(got)
+    before = x.copy()
+    if bad is None:
+        dpfast.laplace(x, 1.0, rng=KEY, out=x)  # fit: noised in place
+        assert not np.array_equal(x, before)
+        return
+    with pytest.raises(ValueError, match=NOT_FINITE):
+        dpfast.laplace(x, 1.0, rng=KEY, out=x)
+    assert np.array_equal(x, before, equal_nan=True)  # checked before anything was written

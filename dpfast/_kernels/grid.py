@@ -9,6 +9,7 @@ import numpy as np
 
 from dpfast._kernels._launch import claimed, guarded, next_chunk
 from dpfast._kernels.chacha import next_u64
+from dpfast._kernels.samplers import abs_bits_max
 
 GRID_BLOCK = 4096  # cells per parallel work item of grid_add
 EXACT_Z = 2.0 ** 53  # |z| below this converts to float64 exactly
@@ -67,19 +68,15 @@ def _blocks(args):
 
 
 @nb.njit(cache=True, nogil=True, _nrt=False)
-def _max_abs_blocks(bits, part, claim):
-    """``part[k]`` = the largest ``bits[i] & (2^63 - 1)`` of block ``k``, for the blocks
-    this call claims (:func:`dpfast._kernels._launch.next_chunk`)."""
-    n = bits.shape[0]
+def _max_abs_blocks(x, part, claim):
+    """``part[k]`` = the largest bit pattern of ``|x|`` in block ``k``
+    (:func:`dpfast._kernels.samplers.abs_bits_max`), for the blocks this call claims
+    (:func:`dpfast._kernels._launch.next_chunk`)."""
+    n = x.shape[0]
     nblk = -(-n // MAXABS_BLOCK)
-    mask = np.uint64(0x7FFFFFFFFFFFFFFF)
     k = next_chunk(claim, -1)
     while k < nblk:
-        m = np.uint64(0)
-        blk = bits[k * MAXABS_BLOCK:min(n, (k + 1) * MAXABS_BLOCK)]  # indices from 0 up
-        for i in range(blk.shape[0]):
-            m = max(m, blk[i] & mask)
-        part[k] = m
+        part[k] = abs_bits_max(x, k * MAXABS_BLOCK, min(n, (k + 1) * MAXABS_BLOCK))
         k = next_chunk(claim, k)
 
 
@@ -89,14 +86,13 @@ def _max_abs_blocks(bits, part, claim):
 _MAX_ABS = claimed(_max_abs_blocks, _blocks)
 
 
-def max_abs_bits(bits, part):
-    """The largest ``bits[i] & (2^63 - 1)``: for the IEEE bit patterns of a float64 array
-    (``x.view(np.uint64)``) the pattern of max |x| (non-negative doubles order as their
-    patterns; a NaN or an inf gives a pattern >= that of inf).  Integer max vectorizes;
-    ``part`` (uint64, >= ceil(n / MAXABS_BLOCK) entries) is scratch.  Blocks of
-    ``MAXABS_BLOCK`` cells run on ``numba.get_num_threads()`` threads."""
-    nblk = _blocks((bits,))
-    _MAX_ABS(bits, part)
+def max_abs_bits(x, part):
+    """The bit pattern of max |x| for a 1-D C-contiguous float64 or float32 ``x`` (a uint64
+    holding x's format; a NaN or an inf gives a pattern >= that of inf).  ``part``
+    (uint64, >= ceil(n / MAXABS_BLOCK) entries) is scratch.  Blocks of ``MAXABS_BLOCK``
+    cells run on ``numba.get_num_threads()`` threads."""
+    nblk = _blocks((x,))
+    _MAX_ABS(x, part)
     return part[:nblk].max()
 
 

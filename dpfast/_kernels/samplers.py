@@ -299,35 +299,44 @@ def _store_impl(x, out, mode, grid, i, v):
     return int_store
 
 
-def unfit(x, a, b, top):  # pragma: no cover - numba only (overload below)
-    """Whether a cell of ``x[a:b]`` (float64 or float32) is not ``|x| <= lim``: a NaN, an
-    infinity, or beyond ``lim`` (with ``lim = max double * g``: ``x / g`` overflows).
-    ``top``: the bits of ``lim`` in x's format, rounded down (:func:`unfit_top`); for
-    non-negative floats the order of the bits is that of the values, with infinity and
-    NaN above every finite one, so one integer max of ``|x|``'s bits decides (vectorised,
-    no branch: a kernel checks the cells it just read while they are in cache)."""
-    raise NotImplementedError("unfit is compiled by numba only")
+def abs_bits_max(x, a, b):  # pragma: no cover - numba only (overload below)
+    """The largest bit pattern of ``|x|`` over ``x[a:b]`` (float64 or float32; 0 if
+    empty), as a uint64: for non-negative floats the order of the bits is that of the
+    values, with infinity and NaN above every finite one, so this is the pattern of
+    ``max |x|`` (at least infinity's when ``x`` holds a NaN or an infinity).  One unsigned
+    max over the bits: vectorised, no branch.  Integer ``x`` (the integer modes, compiled
+    but never checked): 0."""
+    raise NotImplementedError("abs_bits_max is compiled by numba only")
 
 
-@overload(unfit, jit_options={"_nrt": False})
-def _unfit_impl(x, a, b, top):
+@overload(abs_bits_max, jit_options={"_nrt": False})
+def _abs_bits_max_impl(x, a, b):
     if isinstance(x.dtype, nb.types.Float) and x.dtype.bitwidth in (32, 64):
         ut = np.uint64 if x.dtype.bitwidth == 64 else np.uint32  # x's bits
         absmask = ut(np.iinfo(ut).max >> 1)  # all but the sign bit
 
-        def floats(x, a, b, top):
+        def floats(x, a, b):
             w = x[a:b].view(ut)
             m = ut(0)
             for j in range(w.size):
                 m = max(m, w[j] & absmask)
-            return np.uint64(m) > np.uint64(top)
+            return np.uint64(m)
 
         return floats
 
-    def integers(x, a, b, top):  # the integer modes never check
-        return False
+    def integers(x, a, b):
+        return np.uint64(0)
 
     return integers
+
+
+@nb.njit(cache=True, _nrt=False, inline="always")
+def unfit(x, a, b, top):
+    """Whether a cell of ``x[a:b]`` is not ``|x| <= lim``: a NaN, an infinity, or beyond
+    ``lim`` (with ``lim = max double * g``: ``x / g`` overflows); ``top`` >= 0, the bits of
+    ``lim`` in x's format rounded down (:func:`unfit_top`).  A kernel checks the cells it
+    just read while they are in cache (:func:`abs_bits_max`)."""
+    return abs_bits_max(x, a, b) > np.uint64(top)
 
 
 def unfit_top(lim: float, dtype: np.dtype) -> int:

@@ -62,20 +62,22 @@ def float_input(x: Any, out: Any, *,
     return arr, out
 
 
-_PARALLEL_MAX = 1 << 16  # float64 arrays from this size get max |x| from a parallel kernel
+_PARALLEL_MAX = 1 << 16  # float arrays from this size get max |x| from a parallel kernel
 
 
 def max_abs(arr: np.ndarray) -> float:
-    """max |x| as a float (NaN if x holds a NaN, inf if an inf; 0 for an empty array):
-    one parallel pass for large C-contiguous float64 arrays, numpy's max and min else."""
+    """max |x| as a float (NaN or inf if x holds one; 0 for an empty array): one parallel
+    pass over the bits for large C-contiguous float64 / float32 arrays, numpy's max and
+    min else."""
     if arr.size == 0:
         return 0.0
-    if arr.dtype == np.float64 and arr.flags.c_contiguous and arr.size >= _PARALLEL_MAX:
-        bits = arr.reshape(-1).view(np.uint64)
-        part = np.empty(-(-bits.size // _gk.MAXABS_BLOCK), np.uint64)
+    if arr.dtype in (np.float64, np.float32) and arr.flags.c_contiguous and (
+            arr.size >= _PARALLEL_MAX):
+        part = np.empty(-(-arr.size // _gk.MAXABS_BLOCK), np.uint64)
         with _drive.threads_for(part.size, 1):
-            top = _gk.max_abs_bits(bits, part)
-        return float(np.array([top], np.uint64).view(np.float64)[0])
+            top = _gk.max_abs_bits(arr.reshape(-1), part)
+        ut = np.uint64 if arr.dtype == np.float64 else np.uint32
+        return float(np.array([top], ut).view(arr.dtype)[0])
     # max/min propagate NaN and see inf, without allocating a mask of x's size
     return max(abs(float(np.max(arr))), abs(float(np.min(arr))))
 
