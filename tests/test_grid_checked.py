@@ -164,3 +164,16 @@ def test_max_abs_pass_of_both_widths(dtype, bad) -> None:
     with pytest.raises(ValueError, match=NOT_FINITE):
         dpfast.laplace(x, 1.0, rng=KEY, out=x)
     assert np.array_equal(x, before, equal_nan=True)  # checked before anything was written
+
+
+@pytest.mark.parametrize("fn,scale,gran", PATHS)
+def test_an_unfit_cell_fails_the_call_after_every_batch(monkeypatch, fn, scale, gran) -> None:
+    """An unfit cell in the first batch: the later batches still run (when the call fails
+    does not depend on where the cell lies), so the separate out's last batch is written."""
+    monkeypatch.setattr(_chunks, "REFILL_BATCH", 2)
+    g = _granularity(scale, gran)
+    x = _x(3 * CHUNK + 100, 5, np.nan, g)
+    out = np.full(x.size, np.nan)  # the kernels write no NaN for a fit x
+    with pytest.raises(ValueError, match=NOT_FINITE):
+        fn(x, scale, rng=KEY, out=out, granularity=gran)
+    assert np.count_nonzero(np.isnan(out[2 * CHUNK:])) < 10  # the last batch ran

@@ -165,6 +165,7 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
     calls = CallStreams(gen, n, words_per_cell, prefill=False)
     log: dict[int, Any] | None = {} if undo is not None else None
     b = None
+    unfit = False  # a kernel passed an unfit x (MODE_GRID with a check): raised at the end
     try:
         for b in calls:
             pend = _pending_arrays(b.st.shape[0], cap)
@@ -177,11 +178,13 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
                     check_wrap(b.st)
                 flag = b.st[0, _ck.ST_OVERFLOW] if one else b.st[:, _ck.ST_OVERFLOW].max()
                 if flag == _sk.UNFIT:
-                    raise UnfitInput("x is not finite, or x / granularity overflows")
-                if flag:
+                    unfit = True
+                elif flag:
                     raise OverflowError(_OVERFLOW)
                 if not one or b.st[0, _ck.ST_PENDING]:
                     for i, ints, u64s in _pending_rows(b, pend):
+                        if unfit:  # the call fails: pending cells are left, not finished
+                            continue
                         v = finish(i, ints, u64s)
                         store(i, v)
                         if log is not None:
@@ -191,6 +194,8 @@ def _run_pending(gen: Any, n: int, words_per_cell: float, kernel: Kernel, finish
                     break
             if progress is not None:
                 progress(b.hi - b.lo)
+        if unfit:  # after every batch: the failure's timing does not depend on where x is
+            raise UnfitInput("x is not finite, or x / granularity overflows")
     except OverflowError:
         if undo is not None and b is not None:
             _undo(calls, b, kernel, force, cap, log or {}, undo)
@@ -271,8 +276,9 @@ def run_discrete(gen: Any, kind: int, p: Param, n: int, out: np.ndarray,
     two), in one pass with no noise buffer.  ``x / g`` must be finite: with ``lim < 0``
     the caller checked it; with ``lim >= 0`` (``max double * g``, at most ``max double``)
     the kernels check ``|x| <= lim`` on every cell as they read it and the call raises
-    :class:`UnfitInput` after the batch that found one (``out`` is then partly written:
-    only for an ``out`` that is not ``x``).
+    :class:`UnfitInput` once every batch has run (so when it fails does not depend on
+    where the unfit cell lies; ``out``, never ``x`` here, is then written but for the
+    pending cells).
 
     Samplers: a scalar Gaussian sigma, or a scalar Laplace scale >= 1, uses the envelope
     table (dpfast.noise._envelope: ~2 words and no log per sample; with the refills in the

@@ -132,8 +132,9 @@ def _grid_noised(kind: int, arr: np.ndarray, param: Any, name: str, rng: Any, ou
     # output may overwrite x (out shares memory with it), in a pass before anything is
     # written, so x is never left half noised.  Else by the kernels, on every cell as they
     # read it (lim: |x| <= lim exactly when x / g is finite, g a power of two), with no
-    # pass of its own: the call raises after the batch that found one, out (not x) then
-    # partly written (see _grid_run for the kernels' reads).
+    # pass of its own: the call raises after its last batch (a failure whose timing does
+    # not depend on where the unfit cell is), out (not x) then written but for a few
+    # cells (see _grid_run for the kernels' reads).
     inplace = out is not None and np.may_share_memory(out, arr)
     if inplace:
         _inputs.check_fit(arr, g)
