@@ -56,9 +56,11 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
                        int64_t cbits, int64_t vb, int64_t ubits, double coef,
                        const uint64_t *direct, int64_t dbits, int64_t *res) {
     const uint64_t vshift = (uint64_t)(64 - cbits - vb);
-    /* the half-word layout (dbits > 0): U's top k1 bits in the first half, the thresholds
-     * on the top min(k1, 20) of them */
+    /* the half-word layout (dbits > 0): the offset's p bits and U's top ku = k1 - p bits
+     * after the sign in the first half, the lines on the top min(ku, 16) of U's; the lines'
+     * shift after the direct table's entries */
     const int64_t k1 = dbits > 0 ? 31 - dbits : 0;
+    const int64_t ku = dbits > 0 ? k1 - p : 0;
     tab_t t = {
         .pack = pack, .thresh = thresh, .sel = sel, .trm1 = trm1, .direct = direct,
         .flo = flo, .fhi = fhi, .dbits = dbits,
@@ -70,8 +72,9 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
         .omask = (1ull << p) - 1u, .umask = ~0ull >> (64 - ubits),
         .tshift = (uint64_t)(64 - ubits), .nbins = (uint64_t)nbins, .p = p, .law = law,
         .coef = coef, .uscale = ldexp(1.0, (int)-ubits),
-        .hshift = (uint64_t)(32 - dbits), .k1 = (uint64_t)k1,
-        .hus = (uint64_t)(k1 > 20 ? k1 - 20 : 0),
+        .hshift = (uint64_t)(32 - dbits), .k1 = (uint64_t)k1, .ku = (uint64_t)ku,
+        .hus = (uint64_t)(ku > 16 ? ku - 16 : 0),
+        .dqs = dbits > 0 ? direct[(size_t)1 << dbits] : 0u,
         .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1,
         .rec = dbits > 0 ? NULL : direct, .ucut = (uint64_t)(ubits > 31 ? ubits - 31 : 0)};
     io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,

@@ -364,9 +364,9 @@ DPF_HIDDEN __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t dpf_tab
  * undecided item, the tail item, U between the thresholds), an overflow, or a grid value
  * outside the vector conversion's range goes proposal by proposal through half_steps,
  * which takes the same decisions (and realigns to a whole word). */
-static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_avx2(
+static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_halves(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *hp,
-    int64_t i, int64_t hi, int64_t lim, int64_t *res) {
+    int64_t i, int64_t hi, int64_t lim, int64_t *res, const int wide) {
     /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
     const int vgrid = mode == MODE_GRID && t->vgrid;
     if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
@@ -380,8 +380,14 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
      * AMD cores) */
     const __m256i us = _mm256_set1_epi64x((long long)t->hus);
     const __m256i ks = _mm256_set1_epi64x((long long)t->k1);
-    const __m256i kmask = _mm256_set1_epi64x((long long)((1ull << t->k1) - 1u));
-    const __m256i m20 = _mm256_set1_epi64x(0xFFFFF);
+    const __m256i kmask = _mm256_set1_epi64x((long long)((1ull << t->ku) - 1u));
+    /* wide bins: the offset's p bits above U's in the first half */
+    const __m256i kus = _mm256_set1_epi64x((long long)t->ku);
+    const __m256i omask = _mm256_set1_epi64x((long long)t->omask);
+    const __m256i ps = _mm256_set1_epi64x((long long)t->p);
+    const __m256i m17 = _mm256_set1_epi64x(0x1FFFF);
+    const __m256i m16 = _mm256_set1_epi64x(0xFFFF);
+    const __m256i dqs = _mm256_set1_epi64x((long long)t->dqs);
     const __m256i one = _mm256_set1_epi64x(1);
     const __m256i zero = _mm256_setzero_si256();
     const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
@@ -405,10 +411,23 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
             (long long)t->direct[q1 >> hs], (long long)t->direct[q0 >> hs]);
         __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, kmask), us);
         __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, ks), one);
-        __m256i m = _mm256_srli_epi64(e, 40); /* bins of width 1: the item */
-        /* thresholds and U's top bits are < 2^20: signed comparisons are exact */
-        __m256i acc = _mm256_cmpgt_epi64(_mm256_and_si256(_mm256_srli_epi64(e, 20), m20), ut);
-        __m256i rej = _mm256_cmpgt_epi64(ut, _mm256_and_si256(e, m20));
+        __m256i m = _mm256_srli_epi64(e, D_ITEM); /* the item: bins of width 1, the value */
+        __m256i ta = _mm256_and_si256(_mm256_srli_epi64(e, D_ACC), m17);
+        __m256i tr = _mm256_and_si256(e, m17);
+        if (wide) {
+            /* the offset: the bin's first value plus it, and the lines' drop at it */
+            __m256i off = _mm256_and_si256(_mm256_srlv_epi64(hv, kus), omask);
+            m = _mm256_or_si256(_mm256_sllv_epi64(m, ps), off);
+            __m256i drop = _mm256_srlv_epi64(
+                _mm256_mul_epu32(off, _mm256_and_si256(_mm256_srli_epi64(e, D_SLOPE), m16)),
+                dqs);
+            ta = _mm256_sub_epi64(ta, drop);
+            tr = _mm256_sub_epi64(tr, drop);
+        }
+        /* the lines and U's top bits are below 2^17 (the lines may be negative): signed
+         * comparisons are exact */
+        __m256i acc = _mm256_cmpgt_epi64(ta, ut);
+        __m256i rej = _mm256_cmpgt_epi64(ut, tr);
         __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
                                         _mm256_cmpeq_epi64(sg, one));
         int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
@@ -477,6 +496,15 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     r = run_loop(t, io, mode, fmt, b, h, i, hi, lim, res);
     *hp = hl;
     return r;
+}
+
+/* run_halves for bins of width 1 or wide bins (the offset's bits a constant where
+ * inlined). */
+static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_avx2(
+    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *hp,
+    int64_t i, int64_t hi, int64_t lim, int64_t *res) {
+    if (t->p > 0) return run_halves(t, io, mode, fmt, b, hp, i, hi, lim, res, 1);
+    return run_halves(t, io, mode, fmt, b, hp, i, hi, lim, res, 0);
 }
 
 DEFINE_FAST(dpf_table_fast_avx2, DPF_HIDDEN __attribute__((target("avx2,popcnt"))), 1, run_avx2)

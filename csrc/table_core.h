@@ -16,6 +16,9 @@
 #endif
 
 enum { MODE_WRITE = 0, MODE_ADD = 1, MODE_SUB = 2, MODE_GRID = 3 };
+/* a direct table's entry: item << D_ITEM | S << D_SLOPE | A << D_ACC | R (A, R: 17 bits,
+ * S: 16; dpfast/_kernels/table.py D_ITEM, D_SLOPE, D_ACC) */
+enum { D_ITEM = 50, D_SLOPE = 34, D_ACC = 17 };
 #define GRID_EXACT 9007199254740992.0 /* 2^53: |v| below it converts to double exactly */
 
 typedef struct {
@@ -34,10 +37,12 @@ typedef struct {
     int64_t p, law;
     double coef, uscale;
     /* the half-word layout of a table with a direct table (dbits > 0): a proposal's first
-     * half is the index (hshift = 32 - dbits), the sign (bit k1) and U's top k1 bits, of
-     * which the thresholds read the top ones (>> hus); q = the alias value's bits below
-     * the index, from the second half (virtual_word) */
-    uint64_t hshift, hus, q, k1;
+     * half is the index (hshift = 32 - dbits), the sign (bit k1), the offset in the bin
+     * (p bits, omask) and U's top ku = k1 - p bits, of which the thresholds read the top
+     * ones (>> hus); q = the alias value's bits below the index, from the second half
+     * (virtual_word) */
+    uint64_t hshift, hus, q, k1, ku;
+    uint64_t dqs; /* the entries' lines: the drop at offset h is (h S) >> dqs */
     int by_step; /* decide every proposal by step() on its virtual word (impl 1, tests) */
 } tab_t;
 
@@ -264,8 +269,9 @@ static inline __attribute__((always_inline)) uint64_t virtual_word(const tab_t *
 /* Proposals of the half-word layout (a table with a direct table) while cells are left
  * (*i < hi) and the next one's first half lies before word end (or is a saved half).  A
  * proposal's first half h1 indexes the direct table: its item and its thresholds on U's
- * top bits u decide most (u < A accepts unless the proposal is (negative, 0), u > R
- * rejects) and the proposal takes that one half; any other takes the next half too, and
+ * top bits u (the same for every offset in the bin) decide most (u < A accepts unless the
+ * proposal is (negative, 0), u > R rejects) and the proposal takes that one half; any
+ * other takes the next half too, and
  * step_core decides on their virtual word (a tie stops: the general loop reads the next
  * two halves).  t->by_step (tests): every decision by step_core, on the virtual word of
  * h1 and zeros where the thresholds decide.  Returns as scalar_steps; on a stop *h is the
@@ -278,22 +284,28 @@ static inline __attribute__((always_inline)) int64_t half_steps(
         uint64_t h1, h2 = 0;
         if (!next_half(h, b, lim, &h1)) break;
         uint64_t e = t->direct[h1 >> t->hshift];
-        uint64_t u = (h1 & ((1ull << t->k1) - 1u)) >> t->hus;
+        int64_t u = (int64_t)((h1 & ((1ull << t->ku) - 1u)) >> t->hus);
+        /* the entry's lines at the offset (0 for bins of width 1) */
+        int64_t drop = (int64_t)((((h1 >> t->ku) & t->omask) * ((e >> D_SLOPE) & 0xFFFFu)) >>
+                                 t->dqs);
+        int64_t acc = (int64_t)((e >> D_ACC) & 0x1FFFFu) - drop;
+        int64_t rej = (int64_t)(e & 0x1FFFFu) - drop;
         int64_t v = 0, sg = 0, item = 0;
         uint64_t ux = 0;
         int s;
-        if (u < ((e >> 20) & 0xFFFFFu) || u > (e & 0xFFFFFu)) {
+        if (u < acc || u > rej) {
             if (t->by_step) {
                 int64_t at = 0;
                 s = step_core(t, virtual_word(t, h1, 0), NULL, &at, 0, &v, &sg, &item, &ux);
-            } else if (u > (e & 0xFFFFFu)) {
+            } else if (u > rej) {
                 s = STEP_REJECT;
             } else {
-                int64_t m = (int64_t)(e >> 40);
+                /* the bin's first value and the offset in it (wide bins) */
+                item = (int64_t)(e >> D_ITEM);
+                int64_t m = (int64_t)(((uint64_t)item << t->p) | ((h1 >> t->ku) & t->omask));
                 sg = (int64_t)((h1 >> t->k1) & 1u);
-                item = m;
                 /* U's bits as the step returns them (the unread ones 0) */
-                ux = (h1 & ((1ull << t->k1) - 1u)) << (32 - t->q);
+                ux = (h1 & ((1ull << t->ku) - 1u)) << (32 - t->q);
                 s = (m | (sg ^ 1)) == 0 ? STEP_REJECT : STEP_ACCEPT; /* (negative, 0) */
                 v = (m ^ -sg) + sg;
             }

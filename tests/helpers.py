@@ -245,24 +245,45 @@ def table_halves(tab: Any, words: Any) -> tuple[np.ndarray, np.ndarray, np.ndarr
     (:func:`dpfast._kernels.table.table_kernel_serial`): the two halves ``(h1, h2)`` whose
     virtual word is each one-word-layout word in ``words``, and whether the direct table
     decides the proposal on ``h1`` alone (it then reads no ``h2``).  The first half holds
-    the top ``dbits`` bits, the sign and U's top ``k1 = 31 - dbits`` bits; the second the
-    alias value's other ``q`` bits and U's other bits."""
+    the top ``dbits`` bits, the sign and the next ``k1 = 31 - dbits`` bits (the offset's
+    ``p``, then U's top ``k1 - p``); the second the alias value's other ``q`` bits and U's
+    other bits."""
     u = np.uint64
     words = np.asarray(words, dtype=np.uint64)
     *_, direct, dbits = tab.kernel_args
     assert dbits > 0, "a table without a direct table reads whole words"
     vb, _, _, _, ubits = tab.lay
     q, k1 = tab.cbits + vb - dbits, 31 - dbits
+    ku = k1 - tab.p
     idx = words >> u(64 - dbits)
     vlo = (words >> u(64 - dbits - q)) & u((1 << q) - 1)
     sgn = (words >> u(63 - dbits - q)) & u(1)
-    uu = words & u((1 << ubits) - 1)
-    h1 = (idx << u(32 - dbits)) | (sgn << u(k1)) | (uu >> u(ubits - k1))
+    rest = tab.p + ubits  # the offset and U: the bits after the sign
+    uu = words & u((1 << rest) - 1)
+    h1 = (idx << u(32 - dbits)) | (sgn << u(k1)) | (uu >> u(rest - k1))
     h2 = (vlo << u(32 - q)) | (uu & u((1 << (32 - q)) - 1))
-    e = direct[h1 >> u(32 - dbits)]
-    top = (h1 & u((1 << k1) - 1)) >> u(max(k1 - 20, 0))
-    decided = (top < ((e >> u(20)) & u(0xFFFFF))) | (top > (e & u(0xFFFFF)))
+    acc, rej = direct_lines(tab, h1)
+    top = ((h1 & u((1 << ku) - 1)) >> u(max(ku - 16, 0))).astype(np.int64)
+    decided = (top < acc) | (top > rej)
     return h1, h2, decided
+
+
+def direct_lines(tab: Any, h1: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The acceptance and rejection lines ``A - drop``, ``R - drop`` (int64) of the first
+    halves ``h1`` of a table with a direct table, at their offsets (``drop = (h S) >>
+    qs``, 0 for bins of width 1; :meth:`dpfast.noise._envelope.Table.direct_table`)."""
+    from dpfast.noise import _envelope
+
+    u = np.uint64
+    *_, direct, dbits = tab.kernel_args
+    h1 = np.asarray(h1, dtype=np.uint64)
+    ku = 31 - dbits - tab.p
+    e = direct[h1 >> u(32 - dbits)]
+    off = (h1 >> u(ku)) & u((1 << tab.p) - 1)
+    drop = ((off * ((e >> u(_envelope.D_SLOPE)) & u(0xFFFF))) >> direct[-1]).astype(np.int64)
+    acc = ((e >> u(_envelope.D_ACC)) & u(0x1FFFF)).astype(np.int64) - drop
+    rej = (e & u(0x1FFFF)).astype(np.int64) - drop
+    return acc, rej
 
 
 def table_word(tab: Any, word: int) -> int:

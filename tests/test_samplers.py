@@ -162,9 +162,11 @@ def check_fit(x: np.ndarray, law, *, nbins: int = 60, bins_from_cdf: bool = True
 
 
 # ----------------------------------------------------------------------------- tests
+# 100, 1000, 5000: wide bins with a direct table (the offset in the proposal's first half);
 # 10 * 2^36: the float grid's default scale (one-word proposals with the fewest bits);
 # 2^45: two-word proposals (dpfast.noise._envelope.layout)
-LAPLACE_SCALES = [0.1, 0.5, 1.0, 3.7, 100.0, 1e6, Fraction(7, 3), 10 * 2.0**36, 2.0**45]
+LAPLACE_SCALES = [0.1, 0.5, 1.0, 3.7, 100.0, 1000.0, 5000.0, 1e6, Fraction(7, 3),
+                  10 * 2.0**36, 2.0**45]
 
 
 @pytest.mark.parametrize("scale", LAPLACE_SCALES, ids=str)
@@ -173,7 +175,7 @@ def test_discrete_laplace_fit(scale) -> None:
     check_fit(x, DiscreteLaplaceLaw(Fraction(scale)))
 
 
-GAUSS_SIGMAS = [0.3, 1.0, 2.3, 100.0, 1e4]
+GAUSS_SIGMAS = [0.3, 1.0, 2.3, 100.0, 1000.0, 1e4]
 
 
 @pytest.mark.parametrize("sigma", GAUSS_SIGMAS, ids=str)

@@ -27,17 +27,20 @@ from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
 from dpfast.noise import _envelope
 
-from .helpers import table_halves
+from .helpers import direct_lines, table_halves
 
 KEY_WORDS = (np.arange(8, dtype=np.uint64) * np.uint64(0x9E3779B9) + np.uint64(7)).astype(
     np.uint32)
 NCH = 4  # chunks per kernel call
 CELLS = 4000  # cells per chunk
 
-# (law, parameter): one-word layouts with bins of width 1 (p = 0) and wide bins (p > 0,
-# where the alias value has only 6 top bits in the word, so ties are frequent), and one
-# two-word layout (the fast loop is off there: both runs are the general loop)
-TABLES = [("laplace", 1), ("laplace", 10), ("gauss", 10), ("laplace", 1000), ("gauss", 1000),
+# (law, parameter): one-word layouts with bins of width 1 (p = 0), wide bins with a direct
+# table (p = 1 to 7: the half-word layout with the offset in the first half), wide bins
+# without one (p = 9, and p = 34 where the alias value has only 6 top bits in the word, so
+# ties are frequent), and one two-word layout (the fast loop is off there: both runs are
+# the general loop)
+TABLES = [("laplace", 1), ("laplace", 10), ("gauss", 10), ("laplace", 100), ("laplace", 1000),
+          ("gauss", 1000), ("laplace", 5000), ("gauss", 3000), ("laplace", 20000),
           ("gauss", 2**40), ("laplace", 2**40), ("gauss", 2**46)]
 
 
@@ -175,8 +178,10 @@ def test_wide_bin_acceptance_floor(law: str, param: int) -> None:
             assert acc - lo <= acc * mp.mpf(2) ** -30 + mp.mpf(2) ** -60
 
 
-WIDE = [("laplace", 1000), ("gauss", 1000), ("gauss", 2**40), ("laplace", 2**40),
-        ("gauss", 3**20)]
+WIDE = [("laplace", 1000), ("gauss", 1000), ("laplace", 20000), ("gauss", 2**40),
+        ("laplace", 2**40), ("gauss", 3**20)]
+# the wide tables the four-word wide loop takes (no direct table)
+WIDE_LOOP = [t for t in WIDE if not _envelope.table(t[0], Fraction(t[1])).kernel_args[-1]]
 
 
 @pytest.mark.parametrize("law,param", WIDE)
@@ -214,8 +219,59 @@ def test_wide_lines_decide_exactly_with_a_margin(law: str, param: int) -> None:
                 assert tr >= hi * mp.mpf(2) ** ub * (1 + mp.mpf(2) ** -31)
 
 
+DIRECT_WIDE = [("laplace", 100), ("laplace", 1000), ("gauss", 1000), ("laplace", 5000),
+               ("gauss", 3000)]
+
+
+@pytest.mark.parametrize("law,param", DIRECT_WIDE)
+def test_direct_lines_of_wide_bins_decide_exactly_with_a_margin(law: str, param: int) -> None:
+    """A direct table of wide bins (the half-word layout with the offset ``h`` in the first
+    half): its entries' lines ``A - (h S >> qs)`` and ``R - (h S >> qs)`` on U's top ``k``
+    bits, at every offset of a bin, against the exact acceptance probability ``w(m) /
+    ê_i`` (mpmath, 200 bits): ``u < A - drop`` only where U lies below it times ``1 -
+    2^-31``, ``u > R - drop`` only where U lies above it times ``1 + 2^-31``; every entry
+    of an item holds the same lines; the padding rejects, the undecided entries decide
+    nothing."""
+    tab = _envelope.table(law, Fraction(param))
+    *_, direct, dbits = tab.kernel_args
+    assert dbits and tab.p > 0
+    k = min(31 - dbits - tab.p, 16)
+    u = np.uint64
+    e, qs = direct[:-1], int(direct[-1])
+    item = (e >> u(_envelope.D_ITEM)).astype(np.int64)
+    lines = e & u((1 << _envelope.D_ITEM) - 1)
+    for i in np.unique(item).tolist():  # one set of lines per item
+        assert np.unique(lines[item == i]).size == 1
+    first = {int(i): int(lines[np.flatnonzero(item == i)[0]]) for i in np.unique(item)}
+    assert first[tab.nb + 1] == 0  # padding: A = R = 0 (rejects unless u = 0)
+    if tab.nb in first:  # undecided: A = 0, R never rejects, no slope
+        assert first[tab.nb] == _envelope.R_NEVER
+    rng = np.random.default_rng(6)
+    real = [i for i in first if i < tab.nb]
+    items = sorted({min(real), max(real), *rng.choice(real, 10).tolist()})
+    top = mp.mpf(2) ** k
+    with mp.workprec(200):
+        def prob(i: int, m: int) -> mp.mpf:
+            x, ex = tab.x(m), tab.ehat[i]
+            return mp.exp(-mp.mpf(x.numerator) / x.denominator) * ex.denominator / ex.numerator
+
+        for i in items:
+            w = first[i]
+            slope = (w >> _envelope.D_SLOPE) & 0xFFFF
+            acc = (w >> _envelope.D_ACC) & 0x1FFFF
+            rej = w & 0x1FFFF
+            a = i << tab.p
+            for h in range(1 << tab.p):
+                drop = (h * slope) >> qs
+                pr = prob(i, a + h)
+                assert acc - drop <= 0 or acc - drop <= pr * top * (1 - mp.mpf(2) ** -31)
+                assert rej - drop + 1 >= pr * top * (1 + mp.mpf(2) ** -31)
+                if rej != _envelope.R_NEVER:  # (not a bin the squeeze leaves, g >= 0.45)
+                    assert rej + 1 - acc <= 12  # a few units of u between the lines
+
+
 @pytest.mark.parametrize("words", [16, 2048])
-@pytest.mark.parametrize("law,param", WIDE)
+@pytest.mark.parametrize("law,param", WIDE_LOOP)
 def test_wide_loop_add_into_a_separate_out_stops_as_the_general_loop(law: str, param: int,
                                                                       words: int) -> None:
     """x + noise into a separate out with cells near the int64 limits: the wide loop (its
@@ -239,7 +295,7 @@ def test_wide_loop_add_into_a_separate_out_stops_as_the_general_loop(law: str, p
 
 
 @pytest.mark.parametrize("grid", [False, True])
-@pytest.mark.parametrize("law,param", [("laplace", 2**40), ("gauss", 2**40), ("laplace", 1000)])
+@pytest.mark.parametrize("law,param", [("laplace", 2**40), ("gauss", 2**40), ("laplace", 20000)])
 def test_tie_in_the_tail_column(law: str, param: int, grid: bool) -> None:
     """The tail's column holds the one threshold off the grid of the alias value's top
     bits, so a tie there reads the next word (every other tie is the alias): constructed
@@ -300,22 +356,25 @@ def test_column_selection(law: str, param: int) -> None:
         assert [int(v) for v in rows[col]] == [col, want(col), ali, want(ali)]
 
 
-@pytest.mark.parametrize("law,param", [t for t in TABLES if _envelope.table(*t).p == 0])
+@pytest.mark.parametrize("law,param", [t for t in TABLES
+                                       if _envelope.table(t[0], Fraction(t[1])).kernel_args[-1]])
 def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     """The direct table (``Table.direct_table``, the half-word loops of ``csrc/table.c``
     and the general loop) against the alias rule and the squeeze it shortcuts, on random
     words and on words whose alias value sits just below, at and above its column's
     threshold, each split into its two halves: a decided item is the alias rule's item
     (``v < threshold``: the column's own, ``v > threshold``: its alias); on U's top bits
-    ``u`` in the first half, ``u < A`` only where the squeeze accepts (``U < ta 2^-64``)
-    and ``u > R`` only where it rejects (``U 2^64 > trm1``) *whatever the second half
-    holds* (a proposal they decide reads no more); an undecided entry is exactly a range of
-    values holding the threshold's top bits; the halves give back the word."""
+    ``u`` in the first half (after the offset's ``p`` bits), ``u < A`` only where the
+    squeeze accepts (``U < ta 2^-64``: for wide bins the bin's smallest acceptance
+    probability) and ``u > R`` only where it rejects (``U 2^64 > trm1``; wide bins ``U >
+    fhi (1 + 2^-30)``, above every offset's acceptance probability) *whatever the second
+    half holds* (a proposal they decide reads no more); an undecided entry is exactly a
+    range of values holding the threshold's top bits; the halves give back the word."""
     tab = _envelope.table(law, Fraction(param))
     pack, thresh, *_, direct, dbits = tab.kernel_args
     vb, _, _, _, ubits = tab.lay
     ta, trm1, _, _ = tab.squeeze
-    assert dbits > tab.cbits and direct.size == 1 << dbits
+    assert dbits > tab.cbits and direct.size == (1 << dbits) + 1  # and the lines' shift
     rng = np.random.default_rng(11)
     words = rng.integers(0, 2**63, 200_000, dtype=np.uint64) * np.uint64(2) + rng.integers(
         0, 2, 200_000, dtype=np.uint64)
@@ -332,8 +391,8 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
             for a, b in zip(h1[:2000].tolist(), h2[:2000].tolist())]
     assert np.array_equal(np.array(back, np.uint64), words[:2000])
     e = direct[h1 >> np.uint64(32 - dbits)]
-    item = (e >> np.uint64(40)).astype(np.int64)
-    a_thr, r_thr = (e >> np.uint64(20)) & np.uint64(0xFFFFF), e & np.uint64(0xFFFFF)
+    item = (e >> np.uint64(_envelope.D_ITEM)).astype(np.int64)
+    a_thr, r_thr = direct_lines(tab, h1)  # at each proposal's offset
     c = (words >> np.uint64(64 - tab.cbits)).astype(np.int64)
     vh = ((words >> np.uint64(64 - tab.cbits - vb)) & np.uint64((1 << vb) - 1)).astype(np.int64)
     t = (pack[c] & np.uint64(0xFFFFFFFF)).astype(np.int64)
@@ -352,8 +411,9 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     assert not straddle[c != tab.nb].any()
     off_grid = np.flatnonzero(thresh % np.uint64(1 << (64 - dbits)))
     assert off_grid.tolist() == [tab.nb] and tab.alias[tab.nb] == tab.nb + 1
-    k = min(k1, 20)
-    ut = (h1 & np.uint64((1 << k1) - 1)) >> np.uint64(k1 - k)
+    ku = k1 - tab.p  # U's bits in the first half, after the offset's
+    k = min(ku, 16)
+    ut = (h1 & np.uint64((1 << ku) - 1)) >> np.uint64(ku - k)
     # U's bits the first half leaves open: all ones (U's largest) or all zeros (smallest)
     rest = np.uint64(ubits - k)
     u_hi = (ut << rest) | np.uint64((1 << (ubits - k)) - 1)
@@ -362,9 +422,25 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     it = np.minimum(item, tab.nb - 1)
     acc = real & (ut < a_thr)
     rej = real & (ut > r_thr)
-    assert np.all((u_hi[acc] << np.uint64(64 - ubits)) < ta[it[acc]])
-    assert np.all((u_lo[rej] << np.uint64(64 - ubits)) > trm1[it[rej]])
+    if tab.p == 0:
+        assert np.all((u_hi[acc] << np.uint64(64 - ubits)) < ta[it[acc]])
+        assert np.all((u_lo[rej] << np.uint64(64 - ubits)) > trm1[it[rej]])
+    else:  # against the acceptance probability at the proposal's offset, with a margin
+        off = ((h1 >> np.uint64(ku)) & np.uint64((1 << tab.p) - 1)).astype(np.float64)
+        if law == "laplace":
+            g = off / param
+        else:
+            g = off * (2.0 * np.ldexp(it.astype(np.float64), tab.p) + off) / (2.0 * param**2)
+        prob = tab.f[it] * np.exp(-g)
+        # U's bounds (u_hi + 1 and u_lo are below 2^34: exact as doubles)
+        assert np.all(np.ldexp(u_hi[acc].astype(np.float64) + 1.0, -ubits)
+                      < prob[acc] * (1.0 - 2.0 ** -36))
+        assert np.all(np.ldexp(u_lo[rej].astype(np.float64), -ubits)
+                      > prob[rej] * (1.0 + 2.0 ** -36))
+        assert rej[:200_000].any()
     assert acc[:200_000].mean() > 0.9  # the table accepts most random proposals
+    # the lines leave few proposals to the second half
+    assert (acc | rej)[:200_000][real[:200_000]].mean() > 0.99
     # the words at the thresholds: decided on their first half (the quantized weights)
     assert decided[200_000:][c[200_000:] != tab.nb].all()
     pad = item == tab.nb + 1
@@ -372,12 +448,20 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
     assert np.all(a_thr[~real] == 0)
 
 
-def test_direct_table_only_for_bins_of_width_one() -> None:
-    """Wide bins (and two-word layouts) get no direct table: the kernel's step loop."""
+def test_direct_table_where_the_first_half_keeps_enough_of_u() -> None:
+    """A one-word table gets a direct table where its first half keeps at least
+    ``DIRECT_MIN_UBITS`` bits of U after the index, the sign and the offset's ``p`` bits
+    (bins of width 1 to 2^8 here); wider bins and two-word layouts get the step and wide
+    loops."""
+    seen = set()
     for law, param in TABLES:
         tab = _envelope.table(law, Fraction(param))
         *_, direct, dbits = tab.kernel_args
-        assert (dbits > 0) == (tab.p == 0 and not tab.lay[1])
+        want = not tab.lay[1] and 31 - _envelope.DIRECT_BITS - tab.p >= (
+            _envelope.DIRECT_MIN_UBITS)
+        assert (dbits > 0) == want and (dbits in (0, _envelope.DIRECT_BITS))
+        seen.add((tab.p == 0, dbits > 0))
+    assert seen == {(True, True), (False, True), (False, False)}
 
 
 def _one_chunk(tab: _envelope.Table, io: tuple, force: int, cells: int) -> np.ndarray:

@@ -104,6 +104,10 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
     return dec, pos, ubits, np.uint64(0)
 
 
+#: a direct table's entry (dpfast.noise._envelope.Table.direct_table):
+#: ``item << D_ITEM | S << D_SLOPE | A << D_ACC | R`` (csrc/table_core.h reads the same)
+D_ITEM, D_SLOPE, D_ACC = 50, 34, 17
+
 #: the C function of the common case (csrc/table.c); registered by dpfast._native
 C_FAST_SYMBOL = "dpf_table_fast"
 
@@ -206,8 +210,9 @@ def _next_word(b, pos, st, key, nonce, hh, hv):
 def _virtual_word(h1, h2, dbits, q, k1):
     """A proposal's word in the one-word layout from its two halves (csrc/table.c
     ``virtual_word``): the first half holds the index (the alias column and the alias
-    value's top bits, ``dbits``), the sign and U's top ``k1 = 31 - dbits`` bits; the second
-    the value's other ``q`` bits and U's other ``32 - q`` bits."""
+    value's top bits, ``dbits``), the sign and the ``k1 = 31 - dbits`` bits after it (the
+    offset in the bin, then U's top bits); the second the value's other ``q`` bits and U's
+    other ``32 - q`` bits."""
     one = np.uint64(1)
     d = np.uint64(dbits)
     qq = np.uint64(q)
@@ -233,10 +238,11 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
 
     One proposal per loop turn, from one keystream word (two when the bin width 2^p
     leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  A table with a
-    direct table (bins of width 1, ``dbits > 0``) reads the keystream in 32-bit halves
+    direct table (``dbits > 0``) reads the keystream in 32-bit halves
     (each word's high half, then its low half; a saved half is kept in the chunk's
     ``ST_SIGNS`` / ``ST_NSIGNS``): a proposal's first half holds the index of the direct
-    table (``dbits`` bits), the sign and U's top ``k1 = 31 - dbits`` bits; where the
+    table (``dbits`` bits), the sign and the next ``k1 = 31 - dbits`` bits of the word
+    (the offset's ``p`` bits, then U's top ``k1 - p``); where the
     entry's thresholds on those bits decide it, the proposal takes that half alone (its
     word below is that half and zeros), else the next half too (:func:`_virtual_word`).
     The decision on the word is the same for every value of the bits not read, so the
@@ -290,9 +296,14 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     k1 = 31 - dbits if halves else 0
     hq = cbits + vb - dbits if halves else 0
     hshift = np.uint64(32 - dbits)
-    hus = np.uint64(max(k1 - 20, 0))
-    kmask = (one << np.uint64(k1)) - one
-    m20 = np.uint64(0xFFFFF)
+    # U's top bits in the first half: after the offset's p bits (wide bins)
+    ku = k1 - p if halves else 0
+    hus = np.uint64(max(ku - 16, 0))
+    kmask = (one << np.uint64(ku)) - one
+    pmask = (one << np.uint64(p)) - one
+    m17 = np.uint64(0x1FFFF)
+    m16 = np.uint64(0xFFFF)
+    dqs = direct[direct.shape[0] - 1] if halves else np.uint64(0)  # the lines' shift
     forcing = force == FORCE_ACCEPT
     # FORCE_GENERAL: the general loop only; FORCE_SCALAR / FORCE_PORTABLE: the common
     # case's step-by-step / direct-table C loop, whatever the CPU (tests)
@@ -346,9 +357,13 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
             if halves:  # one half where the direct table decides, else two
                 h1, pos, hh, hv = _half(b, pos, s_, key, nonce, hh, hv)
                 e = direct[h1 >> hshift]
-                uh = (h1 & kmask) >> hus
+                uh = np.int64((h1 & kmask) >> hus)
+                # the entry's lines at the offset (0 for bins of width 1)
+                drop = np.int64((((h1 >> np.uint64(ku)) & pmask)
+                                 * ((e >> np.uint64(D_SLOPE)) & m16)) >> dqs)
                 h2 = np.uint64(0)
-                if not (uh < ((e >> np.uint64(20)) & m20) or uh > (e & m20)):
+                if not (uh < np.int64((e >> np.uint64(D_ACC)) & m17) - drop
+                        or uh > np.int64(e & m17) - drop):
                     h2, pos, hh, hv = _half(b, pos, s_, key, nonce, hh, hv)
                 xw = _virtual_word(h1, h2, dbits, hq, k1)
             else:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from dpfast._kernels import samplers as sk
+from dpfast._kernels import table as tk
 from dpfast.noise._exact import Exact, LazyUniform, exp_neg_bounds, u_less_than
 
 K_SIGMAS = 8  # Gaussian: the tail item starts at >= 8 sigma (mass ~1e-15)
@@ -49,10 +50,15 @@ VB_MIN = 6  # ... and at least (a tie, which reads one more word, has probabilit
 UMIN = 8  # fewest bits of U a one-word proposal carries (else two words)
 U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 DIRECT_BITS = 15  # the direct table's index bits, at most (2^15 uint64: 256 KiB)
-R_NEVER = (1 << 20) - 1  # a rejection threshold on 20 bits of U that never rejects
+# a direct table's entry (Table.direct_table): its layout is the kernels'
+D_ITEM, D_SLOPE, D_ACC = tk.D_ITEM, tk.D_SLOPE, tk.D_ACC
+D_UBITS = 16  # U's top bits the entry's lines read, at most
+D_SBITS = 16  # the slope's bits
+R_NEVER = (1 << 17) - 1  # a rejection threshold on at most 16 bits of U that never rejects
 DIRECT_ITEMS = 1 << 12  # tables with more items (and padding, tail) have no direct table
 LINE_BITS = 16  # the offset's top bits the wide loop's acceptance lines read
 DIRECT_MIN_CBITS = 9  # a direct table's alias columns, at least (its tail's column: 1 / 512)
+DIRECT_MIN_UBITS = 8  # U's top bits a direct table's first half keeps, at least (wide bins)
 
 
 @dataclass(frozen=True)
@@ -149,8 +155,10 @@ class Table:
         trailer = np.array([qs | min(self.p, LINE_BITS) << 8], np.uint64)
         return np.concatenate([rec.reshape(-1), trailer])
 
-    def wide_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """``(A, R, S, qs)``: the wide loop's acceptance and rejection lines per bin.
+    def wide_lines(self, ub: int | None = None, q: int | None = None, sbits: int = 32
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """``(A, R, S, qs)``: the wide loop's acceptance and rejection lines per bin (and,
+        with ``ub``, ``q = p`` and ``sbits = 16``, the direct table's of wide bins).
 
         With U's top ``ub = min(ubits, 31)`` known bits ``u`` (U's known bits
         ``>> (ubits - ub)``) and ``h`` the offset's top ``q = min(p, LINE_BITS)`` bits, a
@@ -169,8 +177,8 @@ class Table:
         their offsets (where the step's squeeze stops) get lines that decide nothing.
         Vectorized: part of a new scale's set-up cost."""
         nb, p = self.nb, self.p
-        ub = min(self.lay[4], 31)
-        q = min(p, LINE_BITS)
+        ub = min(self.lay[4], 31) if ub is None else ub
+        q = min(p, LINE_BITS) if q is None else q
         unit = 2.0 ** ub
         f = np.asarray(self.f, dtype=np.float64)
         f_lo = f * (1.0 - 2.0 ** -40)
@@ -188,7 +196,7 @@ class Table:
         width = float(1 << (p - q))  # offsets per cell of h
         cell = f_hi * unit * width * k_up * (1.0 + 2.0 ** -30)  # the drop per cell, in u
         top = float(cell[ok].max()) if ok.any() else 1.0
-        qs = max(0, min(48, math.floor(math.log2((2.0 ** 32 - 1) / top)) - 1))
+        qs = max(0, min(48, math.floor(math.log2((2.0 ** sbits - 1) / top)) - 1))
         slope = np.ceil(np.ldexp(cell, qs))
         acc = np.floor(f_lo * unit * (1.0 - 2.0 ** -30)) - 2.0
         # R >= max over h of f_hi (1 - y + y^2/2) unit (1 + 2^-30) + h S / 2^qs, y = h w k_lo
@@ -197,34 +205,39 @@ class Table:
         y = hm * width * k_lo
         far = f_hi * unit * (1.0 + 2.0 ** -30) * (1.0 - y + y * y / 2) + hm * np.ldexp(slope, -qs)
         rej = np.ceil(np.maximum(f_hi * unit * (1.0 + 2.0 ** -30), far) * (1.0 + 2.0 ** -40)) + 2.0
-        # (h + 1) S >> qs <= (h S >> qs) + ceil(S / 2^qs): the line at h's far end
-        acc = acc - np.ceil(np.ldexp(slope, -qs)) - 1.0
+        # (h + 1) S >> qs <= (h S >> qs) + ceil(S / 2^qs): the line at h's far end (a
+        # cell of one offset, q = p, has its far end at h)
+        if width > 1.0:
+            acc = acc - np.ceil(np.ldexp(slope, -qs)) - 1.0
         acc = np.where(ok, np.maximum(acc, 0.0), 0.0)
         slope = np.where(ok, slope, 0.0)
         rej = np.where(ok, rej, 2.0 ** 32 - 1)
-        assert float(slope.max(initial=0.0)) < 2.0 ** 32 and float(rej.max()) < 2.0 ** 32
+        assert float(slope.max(initial=0.0)) < 2.0 ** sbits and float(rej.max()) < 2.0 ** 32
         return (acc.astype(np.uint64), rej.astype(np.uint64), slope.astype(np.uint64), qs)
 
     def direct_table(self, th: np.ndarray) -> tuple[np.ndarray, int]:
         """The common case's direct table (``csrc/table.c``), indexed by a proposal's top
         ``dbits`` bits (the alias column and the top ``dbits - cbits`` bits of its alias
-        value), which with the sign and U's top ``31 - dbits`` bits make its first 32-bit
-        half (the half-word layout, :func:`dpfast._kernels.table.table_kernel_serial`):
-        ``(item << 40) | (A << 20) | R`` -- the item those bits choose, and on U's top ``k =
-        min(31 - dbits, 20)`` bits ``u`` (U rounded down to k bits) the thresholds ``u <
-        A`` accept, ``u > R`` reject (:func:`fast_thresholds`); a proposal they decide
-        takes that half alone.
+        value), which with the sign, the offset in the bin (``p`` bits) and U's top ``ku =
+        31 - dbits - p`` bits make its first 32-bit half (the half-word layout,
+        :func:`dpfast._kernels.table.table_kernel_serial`):
+        ``(item << D_ITEM) | (S << D_SLOPE) | (A << D_ACC) | R`` -- the item those bits
+        choose, and on U's top ``k = min(ku, 16)`` bits ``u`` (U rounded down to k bits)
+        and the offset ``h`` the lines ``u < A - (h S >> qs)`` accept, ``u > R - (h S >>
+        qs)`` reject (bins of width 1: ``S = 0``, :func:`fast_thresholds`; wide bins
+        :meth:`wide_lines` on those bits); a proposal they decide takes that half alone.
+        One word more, after the ``2^dbits`` entries, holds ``qs``.
         Where the value's top bits straddle the column's threshold ``th`` (its top ``vb``
         bits, as ``pack`` holds them: ``v < th`` keeps the column's own item, ``v > th``
         takes the alias, ``v = th`` takes the alias where the threshold has no bits below
         its top ``vb``, else reads the next word) the item is undecided:
-        ``(nb << 40) | R_NEVER`` (A = 0), as for the tail item -- which the weights of a
-        table with a direct table rule out (:func:`_weights`); padding is
-        ``((nb + 1) << 40)`` (A = R = 0: reject unless u = 0).  Built for bins of width 1
-        (``p = 0``, one word); ``(one zero, 0)`` otherwise: wide bins leave U between the
-        bin's thresholds too often for the table to pay, and the kernel's step and
-        four-word wide loops take them (:attr:`kernel_args` passes
-        :meth:`column_records` in this table's place)."""
+        ``(nb << D_ITEM) | R_NEVER`` (A = 0), as for the tail item -- which the weights of
+        a table with a direct table rule out (:func:`_weights`); padding is
+        ``((nb + 1) << D_ITEM)`` (A = R = 0: reject unless u = 0).  ``(one zero, 0)``
+        without a direct table (:func:`direct_bits`: bins too wide for U's bits in the
+        first half, two-word layouts, too many items): the kernel's step and four-word
+        wide loops take those (:attr:`kernel_args` passes :meth:`column_records` in this
+        table's place)."""
         vb = self.lay[0]
         dbits = direct_bits(self.cbits, self.p, self.nb, self.lay)
         if not dbits:
@@ -241,18 +254,28 @@ class Table:
         low = self.tie_reads
         item = np.where(hi < t, col, self.alias[col])
         item[(lo <= t) & (t <= hi) & ~((lo == t) & ~low[col])] = self.nb  # undecided
-        acc, rej = self.fast_thresholds(min(31 - self.cbits - s, 20))
+        k = min(31 - dbits - self.p, D_UBITS)
+        if self.p == 0:
+            acc, rej = self.fast_thresholds(k)
+            slope, qs = np.zeros(self.nb, np.uint64), 0
+        else:  # u >= R_line - drop rejects: u > R_line - 1 - drop
+            acc, rej_line, slope, qs = self.wide_lines(ub=k, q=self.p, sbits=D_SBITS)
+            rej = np.minimum(rej_line.astype(np.int64) - 1, R_NEVER).astype(np.uint64)
         acc = np.append(acc, [0, 0]).astype(np.uint64)
         rej = np.append(rej, [R_NEVER, 0]).astype(np.uint64)
-        return ((item.astype(np.uint64) << np.uint64(40)) | (acc[item] << np.uint64(20))
-                | rej[item]), self.cbits + s
+        slope = np.append(slope, [0, 0]).astype(np.uint64)
+        assert int(acc.max()) <= R_NEVER and int(slope.max()) < 1 << D_SBITS
+        u = np.uint64
+        entries = ((item.astype(np.uint64) << u(D_ITEM)) | (slope[item] << u(D_SLOPE))
+                   | (acc[item] << u(D_ACC)) | rej[item])
+        return np.append(entries, u(qs)), dbits
 
     def fast_thresholds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per bin ``(A, R)`` on U's top ``k`` (<= 20, <= ubits) bits ``u`` (``U >= u
+        """Per bin ``(A, R)`` on U's top ``k`` (<= 16, <= ubits) bits ``u`` (``U >= u
         2^-k``, ``U < (u + 1) 2^-k``), for bins of width 1: ``u < A`` only where the
         general loop's first squeeze accepts (``A = ta >> (64 - k)``: U < ta 2^-64), and
         ``u > R`` only where it rejects (``R = trm1 >> (64 - k)``: U 2^64 > trm1)."""
-        assert 0 < k <= min(self.lay[4], 20)
+        assert 0 < k <= min(self.lay[4], D_UBITS)
         sh = np.uint64(64 - k)
         ta, trm1, _, _ = self.squeeze
         return ta >> sh, trm1 >> sh
@@ -289,11 +312,13 @@ def layout(cbits: int, p: int) -> tuple[int, bool, int, int, int]:
 def direct_bits(cbits: int, p: int, nb: int, lay: tuple) -> int:
     """The index bits of a table's direct table (:meth:`Table.direct_table`): the alias
     column's ``cbits`` and the alias value's top ``min(DIRECT_BITS - cbits, vb)`` bits;
-    0 (no direct table) for wide bins, two-word proposals or more than ``DIRECT_ITEMS``
-    items (with the tail and padding)."""
-    if lay[1] or p > 0 or nb + 2 > DIRECT_ITEMS:
+    0 (no direct table) for two-word proposals, more than ``DIRECT_ITEMS`` items (with the
+    tail and padding), or bins so wide that the first half would keep fewer than
+    ``DIRECT_MIN_UBITS`` bits of U after the offset's ``p``."""
+    if lay[1] or nb + 2 > DIRECT_ITEMS:
         return 0
-    return cbits + max(0, min(DIRECT_BITS - cbits, lay[0]))
+    dbits = cbits + max(0, min(DIRECT_BITS - cbits, lay[0]))
+    return dbits if 31 - dbits - p >= DIRECT_MIN_UBITS else 0
 
 
 def _weights(needs: list[int], total: int, mass: int, quantum: int) -> tuple[int, list[int]]:
@@ -411,11 +436,12 @@ def _table(law: str, param: Fraction) -> Table:
     total = sum(needs)
     nitems = nb + 2
     cbits = max(1, (nitems - 1).bit_length())
-    if p == 0 and nitems <= DIRECT_ITEMS:  # a direct table's: its tail column costs 1 / ncol
+    lay = layout(cbits, p)
+    if direct_bits(cbits, p, nb, lay):  # a direct table's: its tail column costs 1 / ncol
         cbits = max(cbits, DIRECT_MIN_CBITS)
+        lay = layout(cbits, p)
     ncol = 1 << cbits
     cap = 1 << (64 - cbits)
-    lay = layout(cbits, p)
     dbits = direct_bits(cbits, p, nb, lay)
     tail_col = None
     # the bins' weights on a grid (the tail's exact, alone in its own column with padding
@@ -443,12 +469,12 @@ def _table(law: str, param: Fraction) -> Table:
     fnum = q * one << p
     fden = total << (WORK + 1)
     f = np.array([((los[i] + his_w[i]) * fnum) / (fden * weights[i]) for i in range(nb)])
-    # a proposal costs one word (two for wide bins; about half a word for bins of width
-    # 1, whose direct table decides ~97% of the proposals on one 32-bit half); m = 0
+    # a proposal costs one word (two for very wide bins; about half a word for a table
+    # with a direct table, which decides most proposals on one 32-bit half); m = 0
     # (probability ~ one / total of the envelope) loses half its proposals to the sign;
     # the envelope is ~96-100% tight
     p0 = min(one / total, 1.0)
-    per = 2.0 if lay[1] else (0.53 if p == 0 and nb + 2 <= DIRECT_ITEMS else 1.0)
+    per = 2.0 if lay[1] else (0.53 if dbits else 1.0)
     words = per / (1.0 - p0 / 2.0) / 0.96
     sq = squeeze_bounds(f)
     if p > 0:  # wide bins: ta[i] bounds the acceptance probability over the whole bin
