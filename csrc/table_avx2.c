@@ -376,6 +376,11 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     half_t *h = &hl;
     int64_t r;
     const uint64_t hs = t->hshift;
+    /* the arrays' addresses and the direct table as locals: not reloaded after each store
+     * (the stores may alias io and t otherwise, -fno-strict-aliasing) */
+    const int64_t *const xa = io->x;
+    int64_t *const oa = io->out;
+    const uint64_t *const dt = t->direct;
     /* per-lane shift counts (vpsrlvq: one micro-op; a shift by an xmm count is two on
      * AMD cores) */
     const __m256i us = _mm256_set1_epi64x((long long)t->hus);
@@ -393,7 +398,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
     for (;;) {
         if (h->hh) { /* the saved half first, one proposal at a time */
-            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res);
+            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res, wide);
             if (r != GO_ON) {
                 *hp = hl;
                 return r - 2;
@@ -407,8 +412,8 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
         __m256i hv = _mm256_cvtepu32_epi64(_mm_shuffle_epi32(
             _mm_loadu_si128((const __m128i *)(b + h->pos)), _MM_SHUFFLE(2, 3, 0, 1)));
         __m256i e = _mm256_set_epi64x(
-            (long long)t->direct[q3 >> hs], (long long)t->direct[q2 >> hs],
-            (long long)t->direct[q1 >> hs], (long long)t->direct[q0 >> hs]);
+            (long long)dt[q3 >> hs], (long long)dt[q2 >> hs],
+            (long long)dt[q1 >> hs], (long long)dt[q0 >> hs]);
         __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, kmask), us);
         __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, ks), one);
         __m256i m = _mm256_srli_epi64(e, D_ITEM); /* the item: bins of width 1, the value */
@@ -452,18 +457,18 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
              * On an overflow a separate out may keep x in up to three cells after the
              * failing one (its contents are unspecified then, dpfast.noise.integers). */
             if (mode == MODE_WRITE) {
-                _mm256_storeu_si256((__m256i *)(io->out + i), _mm256_and_si256(v, first));
+                _mm256_storeu_si256((__m256i *)(oa + i), _mm256_and_si256(v, first));
             } else if (mode == MODE_SUB) {
-                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(io->out + i)),
+                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(oa + i)),
                                              _mm256_and_si256(v, first));
-                _mm256_storeu_si256((__m256i *)(io->out + i), o);
+                _mm256_storeu_si256((__m256i *)(oa + i), o);
             } else if (mode == MODE_ADD) {
-                __m256i xi = _mm256_loadu_si256((const __m256i *)(io->x + i));
+                __m256i xi = _mm256_loadu_si256((const __m256i *)(xa + i));
                 __m256i vz = _mm256_and_si256(v, first);
                 __m256i r = _mm256_add_epi64(xi, vz);
                 __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(vz, r));
                 if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) goto lanes;
-                _mm256_storeu_si256((__m256i *)(io->out + i), r);
+                _mm256_storeu_si256((__m256i *)(oa + i), r);
             } else {
                 grid_store4(io, fmt, i, v, cnt, first);
             }
@@ -479,7 +484,8 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
                 h->hh = 1;
                 h->hv = nvalid == 1 ? q1 : q3;
             }
-            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + (h->hh ? 0 : 1), lim, res);
+            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + (h->hh ? 0 : 1), lim, res,
+                           wide);
             if (r != GO_ON) {
                 *hp = hl;
                 return r - 2;
@@ -487,7 +493,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
             continue;
         }
     lanes:
-        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + 2, lim, res);
+        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + 2, lim, res, wide);
         if (r != GO_ON) {
             *hp = hl;
             return r - 2;

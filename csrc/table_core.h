@@ -278,7 +278,7 @@ static inline __attribute__((always_inline)) uint64_t virtual_word(const tab_t *
  * proposal's start. */
 static inline __attribute__((always_inline)) int64_t half_steps(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *h,
-    int64_t *i, int64_t hi, int64_t end, int64_t lim, int64_t *res) {
+    int64_t *i, int64_t hi, int64_t end, int64_t lim, int64_t *res, const int wide) {
     while (*i < hi && (h->hh || h->pos < end)) {
         const half_t at = *h;
         uint64_t h1, h2 = 0;
@@ -286,8 +286,9 @@ static inline __attribute__((always_inline)) int64_t half_steps(
         uint64_t e = t->direct[h1 >> t->hshift];
         int64_t u = (int64_t)((h1 & ((1ull << t->ku) - 1u)) >> t->hus);
         /* the entry's lines at the offset (0 for bins of width 1) */
-        int64_t drop = (int64_t)((((h1 >> t->ku) & t->omask) * ((e >> D_SLOPE) & 0xFFFFu)) >>
-                                 t->dqs);
+        int64_t drop = wide ? (int64_t)((((h1 >> t->ku) & t->omask) *
+                                         ((e >> D_SLOPE) & 0xFFFFu)) >> t->dqs)
+                            : 0;
         int64_t acc = (int64_t)((e >> D_ACC) & 0x1FFFFu) - drop;
         int64_t rej = (int64_t)(e & 0x1FFFFu) - drop;
         int64_t v = 0, sg = 0, item = 0;
@@ -302,7 +303,9 @@ static inline __attribute__((always_inline)) int64_t half_steps(
             } else {
                 /* the bin's first value and the offset in it (wide bins) */
                 item = (int64_t)(e >> D_ITEM);
-                int64_t m = (int64_t)(((uint64_t)item << t->p) | ((h1 >> t->ku) & t->omask));
+                int64_t m = wide ? (int64_t)(((uint64_t)item << t->p) |
+                                             ((h1 >> t->ku) & t->omask))
+                                 : item;
                 sg = (int64_t)((h1 >> t->k1) & 1u);
                 /* U's bits as the step returns them (the unread ones 0) */
                 ux = (h1 & ((1ull << t->ku) - 1u)) << (32 - t->q);
@@ -351,7 +354,8 @@ static inline __attribute__((always_inline)) int64_t run_loop(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *h,
     int64_t i, int64_t hi, int64_t lim, int64_t *res) {
     if (t->dbits > 0) {
-        int64_t r = half_steps(t, io, mode, fmt, b, h, &i, hi, lim, lim, res);
+        int64_t r = t->p > 0 ? half_steps(t, io, mode, fmt, b, h, &i, hi, lim, lim, res, 1)
+                             : half_steps(t, io, mode, fmt, b, h, &i, hi, lim, lim, res, 0);
         if (r != GO_ON) return r - 2;
         return finish(res, h->pos, i, 1, 0, 0, 0, 0);
     }
