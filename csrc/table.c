@@ -29,8 +29,10 @@
 
 DEFINE_FAST(fast_portable, static, 0, run_loop)
 
-/* 1 when the direct table runs four words at a time (AVX2), 0 for its portable loop
- * (DPFAST_SIMD=portable or a CPU without AVX2). */
+/* 1 when the direct table runs four words at a time (AVX2), 2 when besides the wide loop
+ * runs its AVX-512VL build (its 32 vector registers; within DPFAST_SIMD's cap, as the
+ * keystream's 16-lane path), 0 for the portable loops (DPFAST_SIMD=portable or a CPU
+ * without AVX2). */
 int dpf_table_simd(void) {
 #ifdef DPF_TABLE_AVX2
     static int level = -1;
@@ -40,6 +42,9 @@ int dpf_table_simd(void) {
                         __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")
                     ? 1
                     : 0;
+        if (level && dpf_simd_cap() >= 3 && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512vl"))
+            level = 2;
     }
     return level;
 #else
@@ -76,6 +81,7 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
         .hus = (uint64_t)(ku > 16 ? ku - 16 : 0),
         .dqs = dbits > 0 ? direct[(size_t)1 << dbits] : 0u,
         .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1,
+        .wide512 = impl == 0 && dpf_table_simd() == 2,
         .rec = dbits > 0 ? NULL : direct, .ucut = (uint64_t)(ubits > 31 ? ubits - 31 : 0)};
     io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,
                .sat = sat, .sse41 = 0};

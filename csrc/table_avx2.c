@@ -334,27 +334,39 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t
 }
 
 /* run_wide (dpf_table_wides) with its mode, output format and store schedule constants
- * (a float grid written in place: each batch right after its decisions). */
-DPF_HIDDEN __attribute__((noinline, target("avx2,bmi2,popcnt"))) int64_t dpf_table_wides(
-    const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,
-    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
-    const tab_t tl = *tp; /* local copies: the stores cannot alias them */
-    const io_t il = *iop;
-    const int sep = il.fout != il.fx;
-    switch (mode) {
-    case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, 1, b, pos, i, lim, res);
-    case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, 1, b, pos, i, lim, res);
-    case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, 1, b, pos, i, lim, res);
-    default:
-        if (fmt == DPF_TABLE_F64)
-            return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 1, b, pos, i, lim, res)
-                       : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 0, b, pos, i, lim, res);
-        if (fmt == DPF_TABLE_F32)
-            return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 1, b, pos, i, lim, res)
-                       : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 0, b, pos, i, lim, res);
-        return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, 1, b, pos, i, lim, res);
+ * (a float grid written in place: each batch right after its decisions).  Defined twice:
+ * for AVX2, and with AVX-512VL enabled (dpf_table_wides512: the same intrinsics, EVEX
+ * encoded where that helps, and 32 vector registers, so the loop's two dozen constants and
+ * its values stay in registers instead of spilling to the stack); the same decisions and
+ * stores, bit for bit. */
+#define DEFINE_WIDES(NAME, TARGET)                                                            \
+    DPF_HIDDEN __attribute__((noinline, target(TARGET))) int64_t NAME(                        \
+        const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,      \
+        int64_t pos, int64_t i, int64_t lim, int64_t *res) {                                  \
+        const tab_t tl = *tp; /* local copies: the stores cannot alias them */                \
+        const io_t il = *iop;                                                                 \
+        const int sep = il.fout != il.fx;                                                     \
+        switch (mode) {                                                                       \
+        case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, 1, b, pos, i, lim, res);    \
+        case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, 1, b, pos, i, lim, res);        \
+        case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, 1, b, pos, i, lim, res);        \
+        default:                                                                              \
+            if (fmt == DPF_TABLE_F64)                                                         \
+                return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 1, b, pos, i, lim,  \
+                                      res)                                                    \
+                           : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 0, b, pos, i, lim,  \
+                                      res);                                                   \
+            if (fmt == DPF_TABLE_F32)                                                         \
+                return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 1, b, pos, i, lim,  \
+                                      res)                                                    \
+                           : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 0, b, pos, i, lim,  \
+                                      res);                                                   \
+            return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, 1, b, pos, i, lim, res);  \
+        }                                                                                     \
     }
-}
+
+DEFINE_WIDES(dpf_table_wides, "avx2,bmi2,popcnt")
+DEFINE_WIDES(dpf_table_wides512, "avx2,bmi2,popcnt,avx512f,avx512vl")
 
 /* The half-word loop four proposals at a time (two words, aligned: no saved half): the
  * four direct-table entries by scalar loads (AVX2 gathers are slower than four loads on

@@ -44,6 +44,7 @@ typedef struct {
     uint64_t hshift, hus, q, k1, ku;
     uint64_t dqs; /* the entries' lines: the drop at offset h is (h S) >> dqs */
     int by_step; /* decide every proposal by step() on its virtual word (impl 1, tests) */
+    int wide512; /* the wide loop's AVX-512VL build (dpf_table_simd() == 2) */
 } tab_t;
 
 /* The position in a chunk's keystream buffer: the next word, and a saved low half. */
@@ -342,6 +343,9 @@ DPF_HIDDEN int64_t dpf_table_scalar_grid(const tab_t *t, const io_t *io, int64_t
 DPF_HIDDEN int64_t dpf_table_wides(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt,
                                    const uint64_t *b, int64_t pos, int64_t i, int64_t lim,
                                    int64_t *res);
+DPF_HIDDEN int64_t dpf_table_wides512(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt,
+                                      const uint64_t *b, int64_t pos, int64_t i, int64_t lim,
+                                      int64_t *res);
 DPF_HIDDEN int64_t dpf_table_fast_avx2(const tab_t *tp, const io_t *iop, int64_t mode,
                                        int64_t fmt, const uint64_t *b, half_t *h, int64_t i,
                                        int64_t hi, int64_t lim, int64_t *res);
@@ -361,7 +365,8 @@ static inline __attribute__((always_inline)) int64_t run_loop(
     }
 #ifdef DPF_TABLE_AVX2
     if (io->sse41 && (mode != MODE_GRID || t->vgrid))
-        return dpf_table_wides(t, io, mode, fmt, b, h->pos, i, lim, res);
+        return t->wide512 ? dpf_table_wides512(t, io, mode, fmt, b, h->pos, i, lim, res)
+                          : dpf_table_wides(t, io, mode, fmt, b, h->pos, i, lim, res);
     if (io->sse41) return dpf_table_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
 #endif
     int64_t pos = h->pos;

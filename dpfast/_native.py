@@ -177,8 +177,10 @@ def simd_level() -> int:
 
 
 def table_simd() -> int:
-    """1 if the envelope-table kernel's common case runs its four-word AVX2 loop
-    (``csrc/table.c``), 0 for its scalar loop (no AVX2, or ``DPFAST_SIMD=portable``)."""
+    """2 if the envelope-table kernel's common case runs its four-word AVX2 loops and the
+    wide loop's AVX-512VL build (``csrc/table_avx2.c``; not under ``DPFAST_SIMD=avx2``), 1
+    for the AVX2 loops alone, 0 for its scalar loops (no AVX2, or
+    ``DPFAST_SIMD=portable``).  Every level gives the same output."""
     return int(lib.dpf_table_simd())
 
 

@@ -27,7 +27,7 @@ from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
 from dpfast.noise import _envelope
 
-from .helpers import direct_lines, table_halves
+from .helpers import SUBPROCESS_TIMEOUT_S, direct_lines, table_halves
 
 KEY_WORDS = (np.arange(8, dtype=np.uint64) * np.uint64(0x9E3779B9) + np.uint64(7)).astype(
     np.uint32)
@@ -541,15 +541,72 @@ def test_grid_value_too_large_is_returned_by_every_loop() -> None:
 
 
 def test_the_avx2_loop_is_chosen_at_run_time() -> None:
-    """``dpf_table_simd``: the four-word loop where the keystream's AVX2 path runs (the same
-    CPU check and ``DPFAST_SIMD`` cap), the portable loop under ``DPFAST_SIMD=portable``."""
+    """``dpf_table_simd``: the four-word loops where the keystream's AVX2 path runs (the same
+    CPU check and ``DPFAST_SIMD`` cap), besides the wide loop's AVX-512VL build only where
+    the keystream's 16-lane path runs too (not under ``DPFAST_SIMD=avx2``), the portable
+    loops under ``DPFAST_SIMD=portable``."""
     import os
     import subprocess
     import sys
 
-    assert _native.table_simd() == int(_native.simd_level() >= 2)
+    level = _native.table_simd()
+    assert (level > 0) == (_native.simd_level() >= 2)
+    assert level < 2 or _native.simd_level() == 3
     code = "from dpfast import _native; print(_native.table_simd(), _native.simd_level())"
-    env = {**os.environ, "DPFAST_SIMD": "portable"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True, timeout=120).stdout.split()
-    assert out == ["0", "1"]
+    for cap, want in (("portable", ["0", "1"]), ("avx2", ["1", "2"])):
+        env = {**os.environ, "DPFAST_SIMD": cap}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True, timeout=120).stdout.split()
+        assert out == want or (cap == "avx2" and level == 0 and out == ["0", "1"])
+
+
+_SIMD_SCRIPT = """
+import hashlib, numpy as np, dpfast
+h = hashlib.sha256()
+key = bytes(range(32))
+x = np.random.default_rng(3).normal(0, 100, 300_001)
+for fn in (dpfast.laplace, dpfast.gaussian):
+    h.update(fn(x, 10.0, rng=key).tobytes())  # a new output
+    out = np.full_like(x, np.nan)
+    h.update(fn(x, 10.0, rng=key, out=out).tobytes())  # a separate out
+    y = x.copy()
+    h.update(fn(y, 10.0, rng=key, out=y).tobytes())  # in place
+    y32 = x.astype(np.float32)
+    h.update(fn(y32, 10.0, rng=key, out=y32).tobytes())  # float32 in place
+    h.update(fn(x, 10.0, rng=key, out=np.empty(x.size, np.float32)).tobytes())
+xi = np.random.default_rng(4).integers(-2**40, 2**40, 300_001)
+for fn, s in ((dpfast.discrete_laplace, 20000.0), (dpfast.discrete_gaussian, 30000.0),
+              (dpfast.discrete_laplace, 1000.0)):
+    h.update(fn(np.zeros(300_001, np.int64), s, rng=key).tobytes())
+    y = xi.copy()
+    h.update(fn(y, s, rng=key, out=y).tobytes())
+    y[::7] = 2**63 - 1  # overflows: the call fails and undoes what it wrote
+    try:
+        fn(y, s, rng=key, out=y)
+    except OverflowError:
+        pass
+    h.update(y.tobytes())
+print(dpfast._native.table_simd(), h.hexdigest())
+"""
+
+
+def test_every_simd_level_gives_the_same_output() -> None:
+    """The table kernel's loops at each level this CPU runs (the wide loop's AVX-512VL
+    build, the AVX2 loops, the portable loops): the grid samplers (new, separate and in-place
+    outputs, float64 and float32) and the discrete ones through the wide loop and the
+    wide-bin direct table (write, in-place addition, an overflow undone), bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    got = {}
+    for cap in ("", "avx2", "portable"):
+        env = {k: v for k, v in os.environ.items() if k != "DPFAST_SIMD"}
+        if cap:
+            env["DPFAST_SIMD"] = cap
+        out = subprocess.run([sys.executable, "-c", _SIMD_SCRIPT], env=env,
+                             capture_output=True, text=True, check=True,
+                             timeout=SUBPROCESS_TIMEOUT_S).stdout.split()
+        got[cap] = out
+    assert got["portable"][0] == "0"
+    assert len({v[1] for v in got.values()}) == 1, got
