@@ -29,8 +29,8 @@
 
 DEFINE_FAST(fast_portable, static, 0, run_loop)
 
-/* 1 when the direct table runs four words at a time (AVX2), 2 when besides the wide loop
- * runs its AVX-512VL build (its 32 vector registers; within DPFAST_SIMD's cap, as the
+/* 1 when the direct table runs four words at a time (AVX2), 2 when its loops and the wide
+ * loop run their AVX-512VL builds (32 vector registers; within DPFAST_SIMD's cap, as the
  * keystream's 16-lane path), 0 for the portable loops (DPFAST_SIMD=portable or a CPU
  * without AVX2). */
 int dpf_table_simd(void) {
@@ -91,7 +91,9 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
     int64_t lim = dbits > 0 || pos + (hi - i) > n ? n : pos + (hi - i);
     int64_t r;
 #ifdef DPF_TABLE_AVX2
-    if (impl == 0 && dpf_table_simd())
+    if (impl == 0 && dpf_table_simd() == 2)
+        r = dpf_table_fast_avx512(&t, &io, mode, fmt, b, &h, i, hi, lim, res);
+    else if (impl == 0 && dpf_table_simd())
         r = dpf_table_fast_avx2(&t, &io, mode, fmt, b, &h, i, hi, lim, res);
     else
 #endif

@@ -349,6 +349,9 @@ DPF_HIDDEN int64_t dpf_table_wides512(const tab_t *t, const io_t *io, int64_t mo
 DPF_HIDDEN int64_t dpf_table_fast_avx2(const tab_t *tp, const io_t *iop, int64_t mode,
                                        int64_t fmt, const uint64_t *b, half_t *h, int64_t i,
                                        int64_t hi, int64_t lim, int64_t *res);
+DPF_HIDDEN int64_t dpf_table_fast_avx512(const tab_t *tp, const io_t *iop, int64_t mode,
+                                         int64_t fmt, const uint64_t *b, half_t *h, int64_t i,
+                                         int64_t hi, int64_t lim, int64_t *res);
 #endif
 
 /* The loop from h to lim (cells below hi): the half-word loop of a table with a direct

@@ -574,9 +574,12 @@ for fn in (dpfast.laplace, dpfast.gaussian):
     y32 = x.astype(np.float32)
     h.update(fn(y32, 10.0, rng=key, out=y32).tobytes())  # float32 in place
     h.update(fn(x, 10.0, rng=key, out=np.empty(x.size, np.float32)).tobytes())
+    # a grid of 1/4: 40 steps a scale, a direct table's grid stores
+    h.update(fn(x, 10.0, rng=key, granularity=0.25).tobytes())
 xi = np.random.default_rng(4).integers(-2**40, 2**40, 300_001)
 for fn, s in ((dpfast.discrete_laplace, 20000.0), (dpfast.discrete_gaussian, 30000.0),
-              (dpfast.discrete_laplace, 1000.0)):
+              (dpfast.discrete_laplace, 1000.0), (dpfast.discrete_laplace, 10.0),
+              (dpfast.discrete_gaussian, 10.0)):
     h.update(fn(np.zeros(300_001, np.int64), s, rng=key).tobytes())
     y = xi.copy()
     h.update(fn(y, s, rng=key, out=y).tobytes())
@@ -593,8 +596,9 @@ print(dpfast._native.table_simd(), h.hexdigest())
 def test_every_simd_level_gives_the_same_output() -> None:
     """The table kernel's loops at each level this CPU runs (the wide loop's AVX-512VL
     build, the AVX2 loops, the portable loops): the grid samplers (new, separate and in-place
-    outputs, float64 and float32) and the discrete ones through the wide loop and the
-    wide-bin direct table (write, in-place addition, an overflow undone), bit for bit."""
+    outputs, float64 and float32; the default grid's wide loop and a coarse grid's direct
+    table) and the discrete ones through the wide loop and the direct tables of wide bins
+    and of bins of width 1 (write, in-place addition, an overflow undone), bit for bit."""
     import os
     import subprocess
     import sys
