@@ -12,10 +12,11 @@
  * words keeps i <= hi without a test of i.
  *
  * The loops (docs/design.md): the step loop (step(): the alias test, the column's
- * selection table sel, the squeeze; wide bins), the direct table's loop (bins of width 1:
- * one load of a word's item and its thresholds on U's top bits decides most words; the
- * rest go through step()), and on x86-64 with AVX2 (chosen at run time, no -march flags)
- * the direct table four words at a time (run_avx2) and the wide bins four words at a time
+ * selection table sel, the squeeze; bins wider than 2^8), the direct table's loop (bins
+ * of width 1 to 2^8, in half-words: one load of a half's item and its lines on U's top
+ * bits at the offset decides most proposals; the rest go through step()), and on x86-64
+ * with AVX2 (chosen at run time, no -march flags; each also built with AVX-512VL) the
+ * direct table four halves at a time (run_avx2) and the wider bins four words at a time
  * (run_wide: per-column records with each item's acceptance and rejection lines), their
  * decisions and stores as vectors.  All give the same output; dpf_table_fast's `impl`
  * argument forces one (tests).  Floating-point expressions are written in the numba

@@ -2,8 +2,9 @@
  * flags): the step loop's grid stores four at a time (dpf_table_scalar_grid), the wide
  * bins four words at a time (dpf_table_wides: per-column records with each item's
  * acceptance and rejection lines), and the direct table four half-words at a time
- * (run_avx2, behind dpf_table_fast_avx2).  Each takes exactly the decisions of the step
- * (csrc/table_core.h) on the same words. */
+ * (run_avx2, behind dpf_table_fast_avx2); the last two also built with AVX-512VL
+ * (dpf_table_wides512, dpf_table_fast_avx512).  Each takes exactly the decisions of the
+ * step (csrc/table_core.h) on the same words. */
 #include "table_core.h"
 
 #ifdef DPF_TABLE_AVX2
