@@ -155,10 +155,11 @@ class Table:
         trailer = np.array([qs | min(self.p, LINE_BITS) << 8], np.uint64)
         return np.concatenate([rec.reshape(-1), trailer])
 
-    def wide_lines(self, ub: int | None = None, q: int | None = None, sbits: int = 32
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    def wide_lines(self, ub: int | None = None, q: int | None = None, sbits: int = 32,
+                   spare: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """``(A, R, S, qs)``: the wide loop's acceptance and rejection lines per bin (and,
-        with ``ub``, ``q = p`` and ``sbits = 16``, the direct table's of wide bins).
+        with ``ub``, ``q = p``, ``sbits = 16`` and ``spare = False``, the direct table's of
+        wide bins).
 
         With U's top ``ub = min(ubits, 31)`` known bits ``u`` (U's known bits
         ``>> (ubits - ub)``) and ``h`` the offset's top ``q = min(p, LINE_BITS)`` bits, a
@@ -173,9 +174,12 @@ class Table:
         ``f_i (1 - y + y^2 / 2) 2^ub >= f_i exp(-y) 2^ub`` (``y <= g`` the cell's smallest
         ``g``, linearly) by as much -- far outside the kernel's and the general loop's
         certificates' margins (``2^-47``, ``2^-50``), so both take the same decision on the
-        same bits, and the same words are read.  Bins whose ``g`` reaches ``0.45`` over
-        their offsets (where the step's squeeze stops) get lines that decide nothing.
-        Vectorized: part of a new scale's set-up cost."""
+        same bits, and the same words are read.  The unit of ``u`` (two for the rejection
+        line) is spare, kept where ``ub`` is 31 bits (it costs nothing there); ``spare =
+        False`` drops it, for the direct table's few bits of U, where a unit is 0.4% of U's
+        range at 8 bits (the relative margin alone makes the certificates agree).  Bins
+        whose ``g`` reaches ``0.45`` over their offsets (where the step's squeeze stops) get
+        lines that decide nothing.  Vectorized: part of a new scale's set-up cost."""
         nb, p = self.nb, self.p
         ub = min(self.lay[4], 31) if ub is None else ub
         q = min(p, LINE_BITS) if q is None else q
@@ -198,13 +202,15 @@ class Table:
         top = float(cell[ok].max()) if ok.any() else 1.0
         qs = max(0, min(48, math.floor(math.log2((2.0 ** sbits - 1) / top)) - 1))
         slope = np.ceil(np.ldexp(cell, qs))
-        acc = np.floor(f_lo * unit * (1.0 - 2.0 ** -30)) - 2.0
+        # - 1: (h S >> qs) >= h S / 2^qs - 1; the other unit is spare
+        acc = np.floor(f_lo * unit * (1.0 - 2.0 ** -30)) - (2.0 if spare else 1.0)
         # R >= max over h of f_hi (1 - y + y^2/2) unit (1 + 2^-30) + h S / 2^qs, y = h w k_lo
         # (convex in h: at h = 0 or h = 2^q - 1)
         hm = float((1 << q) - 1)
         y = hm * width * k_lo
         far = f_hi * unit * (1.0 + 2.0 ** -30) * (1.0 - y + y * y / 2) + hm * np.ldexp(slope, -qs)
-        rej = np.ceil(np.maximum(f_hi * unit * (1.0 + 2.0 ** -30), far) * (1.0 + 2.0 ** -40)) + 2.0
+        rej = np.ceil(np.maximum(f_hi * unit * (1.0 + 2.0 ** -30), far) * (1.0 + 2.0 ** -40)) + (
+            2.0 if spare else 0.0)
         # (h + 1) S >> qs <= (h S >> qs) + ceil(S / 2^qs): the line at h's far end (a
         # cell of one offset, q = p, has its far end at h)
         if width > 1.0:
@@ -259,7 +265,8 @@ class Table:
             acc, rej = self.fast_thresholds(k)
             slope, qs = np.zeros(self.nb, np.uint64), 0
         else:  # u >= R_line - drop rejects: u > R_line - 1 - drop
-            acc, rej_line, slope, qs = self.wide_lines(ub=k, q=self.p, sbits=D_SBITS)
+            acc, rej_line, slope, qs = self.wide_lines(ub=k, q=self.p, sbits=D_SBITS,
+                                                       spare=False)
             rej = np.minimum(rej_line.astype(np.int64) - 1, R_NEVER).astype(np.uint64)
         acc = np.append(acc, [0, 0]).astype(np.uint64)
         rej = np.append(rej, [R_NEVER, 0]).astype(np.uint64)
