@@ -11,14 +11,13 @@
 /* The grid store of four cells i.. (the first `cnt`, by `first`) from values v with
  * |v| < 2^51, as store() writes each: x / g (or x * ginv) rounded to an integer, times g,
  * plus v g, clamped to [-sat, sat] as numba's min(max(r, -sat), sat) (a NaN passes). */
-static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
-    const io_t *io, int64_t fmt, int64_t i, __m256i v, int cnt, __m256i first) {
+static inline __attribute__((always_inline, target("avx2"))) void grid_store4_by(
+    const io_t *io, int64_t fmt, int64_t i, __m256i v, int cnt, __m256i first, int mul) {
     const __m256d gstep = _mm256_set1_pd(io->g);
     const __m256d sat = _mm256_set1_pd(io->sat), nsat = _mm256_set1_pd(-io->sat);
     __m256d xd = fmt == DPF_TABLE_F32 ? _mm256_cvtps_pd(_mm_loadu_ps((const float *)io->fx + i))
                                       : _mm256_loadu_pd((const double *)io->fx + i);
-    __m256d qd = io->ginv != 0.0 ? _mm256_mul_pd(xd, _mm256_set1_pd(io->ginv))
-                                 : _mm256_div_pd(xd, gstep);
+    __m256d qd = mul ? _mm256_mul_pd(xd, _mm256_set1_pd(io->ginv)) : _mm256_div_pd(xd, gstep);
     qd = _mm256_round_pd(qd, _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
     /* v converts exactly through the 2^52 + 2^51 bias */
     __m256d vd = _mm256_sub_pd(
@@ -37,6 +36,12 @@ static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
                          _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(
                              first, _mm256_set_epi32(7, 7, 7, 7, 6, 4, 2, 0))),
                          _mm256_cvtpd_ps(r));
+}
+
+/* grid_store4_by with x / g as x (1/g) where 1/g is a normal double (ginv != 0). */
+static inline __attribute__((always_inline, target("avx2"))) void grid_store4(
+    const io_t *io, int64_t fmt, int64_t i, __m256i v, int cnt, __m256i first) {
+    grid_store4_by(io, fmt, i, v, cnt, first, io->ginv != 0.0);
 }
 
 /* The step loop with its grid stores four at a time (wide bins on an AVX2 CPU): the
@@ -207,8 +212,8 @@ static inline __attribute__((always_inline, target("avx2"))) int store4(const io
                                                                         int64_t mode,
                                                                         int64_t fmt, int64_t i,
                                                                         __m256i v) {
-    if (mode == MODE_GRID) {
-        grid_store4(io, fmt, i, v, 4, _mm256_setzero_si256());
+    if (mode == MODE_GRID) { /* the wide loop's grids have ginv != 0 (run_loop) */
+        grid_store4_by(io, fmt, i, v, 4, _mm256_setzero_si256(), 1);
     } else if (mode == MODE_WRITE) {
         _mm256_storeu_si256((__m256i *)(io->out + i), v);
     } else if (mode == MODE_SUB) {

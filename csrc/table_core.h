@@ -367,7 +367,9 @@ static inline __attribute__((always_inline)) int64_t run_loop(
         return finish(res, h->pos, i, 1, 0, 0, 0, 0);
     }
 #ifdef DPF_TABLE_AVX2
-    if (io->sse41 && (mode != MODE_GRID || t->vgrid))
+    /* the wide loop's grid stores multiply by ginv (a grid whose 1/g is not a normal
+     * double takes the step loop) */
+    if (io->sse41 && (mode != MODE_GRID || (t->vgrid && io->ginv != 0.0)))
         return t->wide512 ? dpf_table_wides512(t, io, mode, fmt, b, h->pos, i, lim, res)
                           : dpf_table_wides(t, io, mode, fmt, b, h->pos, i, lim, res);
     if (io->sse41) return dpf_table_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);

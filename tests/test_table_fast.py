@@ -90,6 +90,11 @@ def _io(mode: str, rng: np.random.Generator) -> tuple:
         x[2 * CELLS + 9], x[2 * CELLS + 10] = dmax * g, -dmax * g  # at lim: fit
         top = sk.unfit_top(dmax * g, x.dtype)
         return (x, np.full(n, np.nan), sk.MODE_GRID, (1.0 / g, g, dmax, top))
+    if mode == "grid64tiny":  # a grid whose 1/g is not a normal double: ginv 0, x / g
+        gt = 2.0 ** -1060  # (the wide loop leaves such grids to the step loop)
+        x = rng.normal(0, 100, n) * 2.0 ** -1040
+        dmax = float(np.finfo(np.float64).max)
+        return (x, np.full(n, np.nan), sk.MODE_GRID, (0.0, gt, dmax, -1))
     if mode == "grid64to32":  # float64 in, a separate float32 out
         x = rng.normal(0, 100, n)
         out32 = np.full(n, np.nan, np.float32)
@@ -101,7 +106,7 @@ def _io(mode: str, rng: np.random.Generator) -> tuple:
 
 @pytest.mark.parametrize("words", [16, 2048])
 @pytest.mark.parametrize("mode", ["write", "add", "sub", "grid64", "grid64sep", "grid32",
-                                  "grid64to32", "grid64unfit"])
+                                  "grid64to32", "grid64unfit", "grid64tiny"])
 @pytest.mark.parametrize("law,param", TABLES)
 def test_fast_loop_equals_general_loop(law: str, param: int, mode: str, words: int) -> None:
     tab = _envelope.table(law, Fraction(param))
