@@ -164,8 +164,9 @@ class Table:
         With U's top ``ub = min(ubits, 31)`` known bits ``u`` (U's known bits
         ``>> (ubits - ub)``) and ``h`` the offset's top ``q = min(p, LINE_BITS)`` bits, a
         proposal of bin ``i`` is accepted where ``u < A_i - (h S_i >> qs)`` and rejected
-        where ``u >= R_i - (h S_i >> qs)`` (else the step decides; ``A_i`` holds the line's
-        drop over ``h``'s own cell, ``ceil(S_i / 2^qs) + 1``, so one product serves both).
+        where ``u >= R_i - (h S_i >> qs)`` (else the step decides; where ``h``'s cell holds
+        more than one offset, ``A_i`` holds the line's drop over it, ``ceil(S_i / 2^qs) +
+        1``, so one product serves both).
 
         Both are exact decisions with a margin: the acceptance line lies below
         ``f_i (1 - g) 2^ub <= f_i exp(-g) 2^ub`` (``g`` bounded above over the offsets of
