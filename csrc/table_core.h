@@ -269,10 +269,11 @@ static inline __attribute__((always_inline)) uint64_t virtual_word(const tab_t *
 
 /* Proposals of the half-word layout (a table with a direct table) while cells are left
  * (*i < hi) and the next one's first half lies before word end (or is a saved half).  A
- * proposal's first half h1 indexes the direct table: its item and its thresholds on U's
- * top bits u (the same for every offset in the bin) decide most (u < A accepts unless the
- * proposal is (negative, 0), u > R rejects) and the proposal takes that one half; any
- * other takes the next half too, and
+ * proposal's first half h1 indexes the direct table: its item and its lines on U's top
+ * bits u at the proposal's offset (wide bins; A and R themselves for bins of width 1)
+ * decide most (u below the acceptance line accepts unless the proposal is (negative, 0),
+ * u above the rejection line rejects) and the proposal takes that one half; any other
+ * takes the next half too, and
  * step_core decides on their virtual word (a tie stops: the general loop reads the next
  * two halves).  t->by_step (tests): every decision by step_core, on the virtual word of
  * h1 and zeros where the thresholds decide.  Returns as scalar_steps; on a stop *h is the

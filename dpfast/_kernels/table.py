@@ -105,8 +105,10 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
 
 
 #: a direct table's entry (dpfast.noise._envelope.Table.direct_table):
-#: ``item << D_ITEM | S << D_SLOPE | A << D_ACC | R`` (csrc/table_core.h reads the same)
+#: ``item << D_ITEM | S << D_SLOPE | A << D_ACC | R`` (csrc/table_core.h reads the same),
+#: its lines on U's top ``D_UBITS`` bits of the first half at most
 D_ITEM, D_SLOPE, D_ACC = 50, 34, 17
+D_UBITS = 16
 
 #: the C function of the common case (csrc/table.c); registered by dpfast._native
 C_FAST_SYMBOL = "dpf_table_fast"
@@ -243,7 +245,7 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     ``ST_SIGNS`` / ``ST_NSIGNS``): a proposal's first half holds the index of the direct
     table (``dbits`` bits), the sign and the next ``k1 = 31 - dbits`` bits of the word
     (the offset's ``p`` bits, then U's top ``k1 - p``); where the
-    entry's thresholds on those bits decide it, the proposal takes that half alone (its
+    entry's lines on those bits at that offset decide it, the proposal takes that half alone (its
     word below is that half and zeros), else the next half too (:func:`_virtual_word`).
     The decision on the word is the same for every value of the bits not read, so the
     sampler stays exact, and two proposals take one word in the common case.  Word A, from its
@@ -298,11 +300,11 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     hshift = np.uint64(32 - dbits)
     # U's top bits in the first half: after the offset's p bits (wide bins)
     ku = k1 - p if halves else 0
-    hus = np.uint64(max(ku - 16, 0))
+    hus = np.uint64(max(ku - D_UBITS, 0))
     kmask = (one << np.uint64(ku)) - one
     pmask = (one << np.uint64(p)) - one
-    m17 = np.uint64(0x1FFFF)
-    m16 = np.uint64(0xFFFF)
+    m17 = np.uint64((1 << D_ACC) - 1)  # A and R
+    m16 = np.uint64((1 << (D_ITEM - D_SLOPE)) - 1)  # S
     dqs = direct[direct.shape[0] - 1] if halves else np.uint64(0)  # the lines' shift
     forcing = force == FORCE_ACCEPT
     # FORCE_GENERAL: the general loop only; FORCE_SCALAR / FORCE_PORTABLE: the common

@@ -51,10 +51,9 @@ UMIN = 8  # fewest bits of U a one-word proposal carries (else two words)
 U_PREF = 24  # U's bits in one word before the alias value gets more than VB_MIN
 DIRECT_BITS = 15  # the direct table's index bits, at most (2^15 uint64: 256 KiB)
 # a direct table's entry (Table.direct_table): its layout is the kernels'
-D_ITEM, D_SLOPE, D_ACC = tk.D_ITEM, tk.D_SLOPE, tk.D_ACC
-D_UBITS = 16  # U's top bits the entry's lines read, at most
-D_SBITS = 16  # the slope's bits
-R_NEVER = (1 << 17) - 1  # a rejection threshold on at most 16 bits of U that never rejects
+D_ITEM, D_SLOPE, D_ACC, D_UBITS = tk.D_ITEM, tk.D_SLOPE, tk.D_ACC, tk.D_UBITS
+D_SBITS = D_ITEM - D_SLOPE  # the slope's bits
+R_NEVER = (1 << D_ACC) - 1  # a rejection threshold on at most 16 bits of U that never rejects
 DIRECT_ITEMS = 1 << 12  # tables with more items (and padding, tail) have no direct table
 LINE_BITS = 16  # the offset's top bits the wide loop's acceptance lines read
 DIRECT_MIN_CBITS = 9  # a direct table's alias columns, at least (its tail's column: 1 / 512)
