@@ -82,10 +82,9 @@ int64_t dpf_table_fast(int64_t impl, int64_t law, const uint64_t *b, int64_t n, 
         .hus = (uint64_t)(ku > 16 ? ku - 16 : 0),
         .dqs = dbits > 0 ? direct[(size_t)1 << dbits] : 0u,
         .q = dbits > 0 ? (uint64_t)(cbits + vb - dbits) : 0u, .by_step = impl == 1,
-        .wide512 = impl == 0 && dpf_table_simd() == 2,
         .rec = dbits > 0 ? NULL : direct, .ucut = (uint64_t)(ubits > 31 ? ubits - 31 : 0)};
     io_t io = {.x = x, .out = out, .fx = fx, .fout = fout, .fmt = fmt, .ginv = ginv, .g = g,
-               .sat = sat, .sse41 = 0};
+               .sat = sat, .simd = 0};
     half_t h = {.pos = pos, .hh = hh, .hv = hv};
     /* one-word layout: a word gives at most one cell, so stopping after hi - i words keeps
      * i <= hi; the half-word loops test i < hi themselves */

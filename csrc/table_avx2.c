@@ -535,7 +535,7 @@ DEFINE_FAST(dpf_table_fast_avx2, DPF_HIDDEN __attribute__((target("avx2,popcnt")
 /* ... and its AVX-512VL build (dpf_table_simd() == 2), as the wide loop's: the same
  * intrinsics with 32 vector registers */
 DEFINE_FAST(dpf_table_fast_avx512,
-            DPF_HIDDEN __attribute__((target("avx2,popcnt,avx512f,avx512vl"))), 1, run_avx2)
+            DPF_HIDDEN __attribute__((target("avx2,popcnt,avx512f,avx512vl"))), 2, run_avx2)
 #else
 typedef int dpf_table_avx2_unused; /* (an empty translation unit is not ISO C) */
 #endif

@@ -44,7 +44,6 @@ typedef struct {
     uint64_t hshift, hus, q, k1, ku;
     uint64_t dqs; /* the entries' lines: the drop at offset h is (h S) >> dqs */
     int by_step; /* decide every proposal by step() on its virtual word (impl 1, tests) */
-    int wide512; /* the wide loop's AVX-512VL build (dpf_table_simd() == 2) */
 } tab_t;
 
 /* The position in a chunk's keystream buffer: the next word, and a saved low half. */
@@ -61,7 +60,9 @@ typedef struct {
     void *fout;
     int64_t fmt; /* grid: DPF_TABLE_F64, DPF_TABLE_F32 or DPF_TABLE_F64_F32 */
     double ginv, g, sat;
-    int sse41; /* 1 in the AVX2 loops: rint is one roundsd (a constant where inlined) */
+    /* the build of the loop running (a constant where inlined): 0 portable, 1 AVX2 (rint
+     * is one roundsd), 2 AVX-512VL (the wide loop's AVX-512VL build too) */
+    int simd;
 } io_t;
 
 /* One proposal's outcome. */
@@ -175,7 +176,7 @@ static inline __attribute__((always_inline)) int store(const io_t *io, int64_t m
         /* rint(x/g) g and v g are exact doubles (g a power of two, |v| < 2^53), so one
          * correctly rounded addition gives the exact grid value rounded once */
         double y = io->ginv != 0.0 ? xi * io->ginv : xi / io->g;
-        double q = io->sse41 ? __builtin_rint(y) : rint_even(y);
+        double q = io->simd ? __builtin_rint(y) : rint_even(y);
         double r = q * io->g + (double)v * io->g;
         /* numba's min(max(r, -sat), sat): a NaN passes through (x is finite here) */
         r = -io->sat > r ? -io->sat : r;
@@ -356,7 +357,7 @@ DPF_HIDDEN int64_t dpf_table_fast_avx512(const tab_t *tp, const io_t *iop, int64
 #endif
 
 /* The loop from h to lim (cells below hi): the half-word loop of a table with a direct
- * table (t->dbits > 0), else the step loop; on an AVX2 CPU (io->sse41, a constant where
+ * table (t->dbits > 0), else the step loop; on an AVX2 CPU (io->simd, a constant where
  * inlined) the step loop's grid stores go four at a time (run_scalar_grid). */
 static inline __attribute__((always_inline)) int64_t run_loop(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *h,
@@ -370,10 +371,10 @@ static inline __attribute__((always_inline)) int64_t run_loop(
 #ifdef DPF_TABLE_AVX2
     /* the wide loop's grid stores multiply by ginv (a grid whose 1/g is not a normal
      * double takes the step loop) */
-    if (io->sse41 && (mode != MODE_GRID || (t->vgrid && io->ginv != 0.0)))
-        return t->wide512 ? dpf_table_wides512(t, io, mode, fmt, b, h->pos, i, lim, res)
-                          : dpf_table_wides(t, io, mode, fmt, b, h->pos, i, lim, res);
-    if (io->sse41) return dpf_table_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
+    if (io->simd && (mode != MODE_GRID || (t->vgrid && io->ginv != 0.0)))
+        return io->simd == 2 ? dpf_table_wides512(t, io, mode, fmt, b, h->pos, i, lim, res)
+                             : dpf_table_wides(t, io, mode, fmt, b, h->pos, i, lim, res);
+    if (io->simd) return dpf_table_scalar_grid(t, io, fmt, b, h->pos, i, lim, res);
 #endif
     int64_t pos = h->pos;
     int64_t r = scalar_steps(t, io, mode, fmt, b, &pos, &i, lim, lim, res);
@@ -396,15 +397,16 @@ static inline __attribute__((always_inline)) int64_t run_loop(
         return RUN(&t, &io, MODE_GRID, DPF_TABLE_F64_F32, b, h, i, hi, lim, res);     \
     }
 
-/* A dispatcher: the loop RUN on a copy of the tables and io, SSE41 (a constant) telling
- * the stores whether rint is one instruction here. */
-#define DEFINE_FAST(NAME, ATTR, SSE41, RUN)                                              \
+/* A dispatcher: the loop RUN on a copy of the tables and io, SIMD (a constant: io.simd)
+ * telling the stores whether rint is one instruction here and run_loop which wide loop
+ * build to call. */
+#define DEFINE_FAST(NAME, ATTR, SIMD, RUN)                                              \
     ATTR int64_t NAME(const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, \
                              const uint64_t *b, half_t *h, int64_t i, int64_t hi,        \
                              int64_t lim, int64_t *res) {                                \
         const tab_t t = *tp;                                                             \
         io_t io = *iop;                                                                  \
-        io.sse41 = SSE41;                                                                \
+        io.simd = SIMD;                                                                  \
         DISPATCH(RUN)                                                                    \
     }
 
