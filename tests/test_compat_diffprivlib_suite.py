@@ -51,10 +51,14 @@ def suite_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """``{node id: outcome}`` of the whole suite run under ``install()``."""
     report = tmp_path_factory.mktemp("dpl_suite") / "report.xml"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    # tests/peer_plugins: the numpy seeding plugin (a name of its own: the suite's cwd has
+    # its own ``tests`` package)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "peer_plugins"),
+                                         *filter(None, [env.get("PYTHONPATH")])])
     cmd = [sys.executable, "-m", "pytest", "tests", "-p", "no:cacheprovider",
            "-c", "pytest.ini", "--confcutdir", ".",
-           "-p", "dpfast.compat.diffprivlib._pytest_plugin", f"--junitxml={report}"]
+           "-p", "dpfast.compat.diffprivlib._pytest_plugin", "-p", "dpfast_peer_seed",
+           f"--junitxml={report}"]
     proc = subprocess.run(cmd, cwd=SUITE, env=env, capture_output=True, text=True,
                           timeout=max(1800, SUBPROCESS_TIMEOUT_S))
     assert report.exists(), proc.stdout[-4000:] + proc.stderr[-4000:]

@@ -75,11 +75,15 @@ def suite_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """``{node id: outcome}`` of the suite run under ``install()``."""
     report = tmp_path_factory.mktemp("pdp_suite") / "report.xml"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    # tests/peer_plugins: the numpy seeding plugin (a name of its own: the suite's cwd has
+    # its own ``tests`` package)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "peer_plugins"),
+                                         *filter(None, [env.get("PYTHONPATH")])])
     skip = [*pdp.NOT_APPLICABLE, *([] if FULL else SLOW)]
     cmd = [sys.executable, "-m", "pytest", "tests", "analysis", "-p", "no:cacheprovider",
            "-c", "pytest.ini", "--confcutdir", ".",
-           "-p", "dpfast.compat.pipeline_dp._pytest_plugin", f"--junitxml={report}"]
+           "-p", "dpfast.compat.pipeline_dp._pytest_plugin", "-p", "dpfast_peer_seed",
+           f"--junitxml={report}"]
     for node in skip:
         cmd += ["--ignore", node] if "::" not in node else ["--deselect", node]
     proc = subprocess.run(cmd, cwd=SUITE, env=env, capture_output=True, text=True, timeout=1800)
