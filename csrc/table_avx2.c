@@ -149,15 +149,15 @@ static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide
  * decided here -- every proposal but those of the tail item (its column's records name it
  * as the alias too: that column's threshold is the one with bits below its top ones, where
  * a tie reads the next word; every other tie is the alias) and those between a bin's lines
- * -- with *keep the accepted ones among them (a lane mask) and their values moved to the
- * front of *v (the lanes past them: not values).  Padding and (negative, 0) reject; a bin's
+ * -- with the accepted ones' values among them written in order to dst (four words
+ * written: the ones past them are not values) and their count to *kept.  Padding and (negative, 0) reject; a bin's
  * lines (Table.wide_lines) on U's top known bits u and the offset's top bits h accept (u
  * below A - (h S >> qs)) or reject (u at or above R - (h S >> qs)), decisions the step's
  * and the general loop's certificates take on the same bits.  The four alias columns'
  * 32-byte records (Table.column_records) by one load each, transposed into four vectors;
  * the rest as vectors, without a branch. */
 static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wide4(
-    const wide_t *c, const uint64_t *b, int64_t pos, __m256i *v, int *keep) {
+    const wide_t *c, const uint64_t *b, int64_t pos, int64_t *dst, int *kept) {
     const uint64_t *rec = c->rec;
     const uint64_t cs = c->cshift;
     const __m256i r0 = _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos] >> cs)));
@@ -199,10 +199,11 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wid
     const int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
     const int n = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
     const int k = _mm256_movemask_pd(_mm256_castsi256_pd(acc)) & ((1 << n) - 1);
-    *keep = k;
     /* -m if the sign bit is set, else m; the accepted ones to the front */
     const __m256i val = _mm256_sub_epi64(_mm256_xor_si256(m, sgm), sgm);
-    *v = _mm256_permutevar8x32_epi32(val, _mm256_load_si256((const __m256i *)COMPACT[k]));
+    _mm256_storeu_si256((__m256i *)dst, _mm256_permutevar8x32_epi32(
+                                            val, _mm256_load_si256((const __m256i *)COMPACT[k])));
+    *kept = __builtin_popcount((unsigned)k);
     return n;
 }
 
@@ -251,93 +252,159 @@ static inline __attribute__((always_inline)) int64_t redo(const tab_t *t, const 
     return finish(res, p2, ii, 1, 0, 0, 0, 0);
 }
 
-/* The step loop of a table without a direct table, on an AVX2 CPU: the decisions four
- * words at a time (wide4; the accepted values kept in order in a batch of WIDE_BATCH), a
- * word wide4 leaves through step(), which takes the same decisions on the same words (it
- * may read the next word on a tie); the values written to their cells four at a time at a
- * fixed stride (store4), one batch behind the decisions: while a batch is decided, the one
- * before it is written, four cells per four words (two independent streams of work, and
- * no value read back right after its store), the rest of it after -- except for a float
- * grid written in place, where each batch is written right after its decisions (measured
- * faster there).  A proposal gives at most one value and lim keeps the words below the
- * cells left, so every batch fits.  An in-place addition that overflows: redo() from that
- * batch's first word.  Grid stores need t->vgrid (|v| < 2^51: none fails). */
-#define WIDE_BATCH 64
-static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_wide(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, int along, const uint64_t *b,
-    int64_t pos, int64_t i, int64_t lim, int64_t *res) {
-    wide_t c;
-    wide_init(&c, t);
-    int64_t bufs[2][WIDE_BATCH + 4] __attribute__((aligned(32)));
-    int64_t *cur = bufs[0], *prev = bufs[1];
-    int pcnt = 0, pdone = 0; /* the previous batch: its values, and those written */
-    int64_t pstart = pos, pi = i; /* ... its first word and first cell */
-    for (;;) {
-        const int64_t start = pos;
-        int cnt = 0, stop = 0;
-        while (cnt <= WIDE_BATCH - 4 && pos < lim) {
-            if (pos + 4 <= lim) {
-                __m256i v;
-                int keep;
-                const int n = wide4(&c, b, pos, &v, &keep);
-                _mm256_storeu_si256((__m256i *)(cur + cnt), v); /* the accepted ones kept */
-                cnt += __builtin_popcount((unsigned)keep);
-                if (along && pdone + 4 <= pcnt) {
-                    if (!store4(io, mode, fmt, pi + pdone,
-                                _mm256_load_si256((const __m256i *)(prev + pdone))))
-                        return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
-                    pdone += 4;
-                }
-                if (__builtin_expect(n == 4, 1)) {
-                    pos += 4;
-                    continue;
-                }
-                pos += n;
-            }
-            int64_t v = 0, s2 = 0, item = 0;
-            uint64_t ux = 0;
-            const int r = step(t, b, &pos, lim, &v, &s2, &item, &ux);
-            if (r == STEP_STOP) {
-                stop = 1;
-                break;
-            }
-            if (r == STEP_ACCEPT) cur[cnt++] = v;
-        }
-        /* the previous batch's rest, then this batch becomes the previous one; at the end
-         * (a stop, or the words ran out) it is written too */
-        const int end = stop || pos >= lim;
-        if (!along) { /* this batch now (cur is always the first buffer here) */
-            int k = 0;
-            for (; k + 4 <= cnt; k += 4)
-                if (!store4(io, mode, fmt, pi + k, _mm256_load_si256((const __m256i *)(cur + k))))
-                    return redo(t, io, mode, fmt, b, start, lim, pi, k, res);
-            for (; k < cnt; k++)
-                if (store(io, mode, fmt, pi + k, cur[k]) != 1)
-                    return redo(t, io, mode, fmt, b, start, lim, pi, k, res);
-            pi += cnt;
-            if (end) return finish(res, pos, pi, 1, 0, 0, 0, 0);
-            continue;
-        }
-        for (int last = 0; last <= end; last++) {
-            for (; pdone + 4 <= pcnt; pdone += 4)
-                if (!store4(io, mode, fmt, pi + pdone,
-                            _mm256_load_si256((const __m256i *)(prev + pdone))))
-                    return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
-            for (; pdone < pcnt; pdone++)
-                if (store(io, mode, fmt, pi + pdone, prev[pdone]) != 1)
-                    return redo(t, io, mode, fmt, b, pstart, lim, pi, pdone, res);
-            int64_t *tmp = prev;
-            prev = cur;
-            cur = tmp;
-            pi += pcnt;
-            pcnt = cnt;
-            pdone = 0;
-            pstart = start;
-            cnt = 0;
-        }
-        if (end) return finish(res, pos, pi, 1, 0, 0, 0, 0);
-    }
+/* Four values from src to cells i..i+3 (store4): 4, or 0 where an in-place addition
+ * overflows (nothing written). */
+static inline __attribute__((always_inline, target("avx2"))) int store4s(const io_t *io,
+                                                                         int64_t mode,
+                                                                         int64_t fmt, int64_t i,
+                                                                         const int64_t *src) {
+    return store4(io, mode, fmt, i, _mm256_load_si256((const __m256i *)src)) ? 4 : 0;
 }
+
+/* The wide loop, four words a group (AVX2; dpf_table_wides). */
+#define WIDE_BATCH 64
+#define WL_NAME run_wide
+#define WL_TARGET "avx2,bmi2,popcnt"
+#define WL_LANES 4
+#define WL_CTX wide_t
+#define WL_INIT wide_init
+#define WL_GROUP wide4
+#define WL_STORE store4s
+#include "table_wide_loop.h"
+#undef WL_NAME
+#undef WL_TARGET
+#undef WL_LANES
+#undef WL_CTX
+#undef WL_INIT
+#undef WL_GROUP
+#undef WL_STORE
+
+/* The wide loop's constants as 8-lane vectors (run_wide8, AVX-512F). */
+typedef struct {
+    const uint64_t *rec;
+    uint64_t cshift;
+    __m512i vsh, ucut, osh, hsh, qs, psh, c21, c42, c32;
+    __m512i vmk, m21, m32, hmask, umask, omask, sbit, zero, lo, hi;
+} wide8_t;
+
+static inline __attribute__((always_inline, target("avx512f"))) void wide8_init(
+    wide8_t *c, const tab_t *t) {
+    wide_t w;
+    wide_init(&w, t);
+    c->rec = w.rec;
+    c->cshift = w.cshift;
+#define WIDEN_(f) c->f = _mm512_broadcastq_epi64(_mm256_castsi256_si128(w.f))
+    WIDEN_(vsh); WIDEN_(ucut); WIDEN_(osh); WIDEN_(hsh); WIDEN_(qs); WIDEN_(psh);
+    WIDEN_(c21); WIDEN_(c42); WIDEN_(c32); WIDEN_(vmk); WIDEN_(m21); WIDEN_(m32);
+    WIDEN_(hmask); WIDEN_(umask); WIDEN_(omask); WIDEN_(sbit); WIDEN_(zero);
+#undef WIDEN_
+    /* the records' words 0 and 2 (1 and 3) of lanes 0..7 after the unpacks */
+    c->lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    c->hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+}
+
+/* wide4 on eight words b[pos..pos+7] (AVX-512F; dpf_table_wides512): the same decisions
+ * lane by lane, as mask registers; the records of lanes j and j + 4 in one 64-byte vector,
+ * transposed by two unpacks and two two-source permutes per pair of fields, the accepted
+ * values moved to the front by vpcompressq (eight words written to dst). */
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt,avx512f"))) int wide8(
+    const wide8_t *c, const uint64_t *b, int64_t pos, int64_t *dst, int *kept) {
+    const uint64_t *rec = c->rec;
+    const uint64_t cs = c->cshift;
+#define REC2_(j)                                                                            \
+    _mm512_inserti64x4(                                                                     \
+        _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + (j)] >> cs)))), \
+        _mm256_loadu_si256((const __m256i *)(rec + 4 * (b[pos + (j) + 4] >> cs))), 1)
+    const __m512i z0 = REC2_(0), z1 = REC2_(1), z2 = REC2_(2), z3 = REC2_(3);
+#undef REC2_
+    const __m512i t0 = _mm512_unpacklo_epi64(z0, z1), t1 = _mm512_unpackhi_epi64(z0, z1);
+    const __m512i t2 = _mm512_unpacklo_epi64(z2, z3), t3 = _mm512_unpackhi_epi64(z2, z3);
+    const __m512i e0 = _mm512_permutex2var_epi64(t0, c->lo, t2);   /* th | own | alias */
+    const __m512i lali = _mm512_permutex2var_epi64(t0, c->hi, t2); /* alias's S | A */
+    const __m512i lown = _mm512_permutex2var_epi64(t1, c->lo, t3); /* own item's S | A */
+    const __m512i rr = _mm512_permutex2var_epi64(t1, c->hi, t3);   /* R_own | R_alias */
+    const __m512i w = _mm512_loadu_si512((const void *)(b + pos));
+    const __m512i vh = _mm512_and_si512(_mm512_srlv_epi64(w, c->vsh), c->vmk);
+    const __m512i th = _mm512_and_si512(e0, c->m21);
+    const __mmask8 own = _mm512_cmpgt_epi64_mask(th, vh);
+    const __m512i it = _mm512_and_si512(
+        _mm512_srlv_epi64(e0, _mm512_mask_blend_epi64(own, c->c42, c->c21)), c->m21);
+    const __m512i line = _mm512_mask_blend_epi64(own, lali, lown);
+    const __m512i rl = _mm512_and_si512(
+        _mm512_srlv_epi64(rr, _mm512_maskz_mov_epi64((__mmask8)~own, c->c32)), c->m32);
+    const __mmask8 sg = _mm512_test_epi64_mask(w, c->sbit);
+    const __m512i off = _mm512_and_si512(_mm512_srlv_epi64(w, c->osh), c->omask);
+    const __m512i h = _mm512_and_si512(_mm512_srlv_epi64(w, c->hsh), c->hmask);
+    const __m512i u = _mm512_srlv_epi64(_mm512_and_si512(w, c->umask), c->ucut);
+    const __m512i m = _mm512_add_epi64(_mm512_sllv_epi64(it, c->psh), off);
+    const __m512i drop = _mm512_srlv_epi64(_mm512_mul_epu32(h, line), c->qs);
+    const __m512i ta = _mm512_sub_epi64(_mm512_srli_epi64(line, 32), drop);
+    const __m512i tr = _mm512_sub_epi64(rl, drop);
+    const __mmask8 negz = (__mmask8)(_mm512_cmpeq_epi64_mask(m, c->zero) & sg);
+    const unsigned acc = (unsigned)(_mm512_cmpgt_epi64_mask(ta, u) & (__mmask8)~negz);
+    const unsigned rej = (unsigned)(negz | (__mmask8)~_mm512_cmpgt_epi64_mask(tr, u));
+    const unsigned decided = (acc | rej) & 0xFFu;
+    const int n = decided == 0xFFu ? 8 : __builtin_ctz(~decided);
+    const __mmask8 k = (__mmask8)(acc & ((1u << n) - 1u));
+    *kept = __builtin_popcount((unsigned)k);
+    /* -m if the sign bit is set, else m; the accepted ones to the front */
+    const __m512i val = _mm512_mask_sub_epi64(m, sg, c->zero, m);
+    _mm512_storeu_si512((void *)dst, _mm512_maskz_compress_epi64(k, val));
+    return n;
+}
+
+/* grid_store4_by (ginv != 0, every lane) on eight cells i..i+7 (AVX-512F): the same
+ * operations in the same order on eight lanes (vrndscalepd with the same rounding
+ * control as vroundpd's; vminpd / vmaxpd with the same operand order). */
+static inline __attribute__((always_inline, target("avx2,avx512f"))) void grid_store8(
+    const io_t *io, int64_t fmt, int64_t i, __m512i v) {
+    const __m512d gstep = _mm512_set1_pd(io->g);
+    const __m512d sat = _mm512_set1_pd(io->sat), nsat = _mm512_set1_pd(-io->sat);
+    const __m512d xd = fmt == DPF_TABLE_F32
+                           ? _mm512_cvtps_pd(_mm256_loadu_ps((const float *)io->fx + i))
+                           : _mm512_loadu_pd((const double *)io->fx + i);
+    __m512d qd = _mm512_mul_pd(xd, _mm512_set1_pd(io->ginv));
+    qd = _mm512_roundscale_pd(qd, _MM_FROUND_CUR_DIRECTION | _MM_FROUND_NO_EXC);
+    const __m512d vd = _mm512_sub_pd(
+        _mm512_castsi512_pd(_mm512_add_epi64(v, _mm512_set1_epi64(0x4338000000000000ll))),
+        _mm512_set1_pd(0x1.8p52));
+    __m512d r = _mm512_add_pd(_mm512_mul_pd(qd, gstep), _mm512_mul_pd(vd, gstep));
+    r = _mm512_min_pd(sat, _mm512_max_pd(nsat, r));
+    if (fmt == DPF_TABLE_F64)
+        _mm512_storeu_pd((double *)io->fout + i, r);
+    else
+        _mm256_storeu_ps((float *)io->fout + i, _mm512_cvtpd_ps(r));
+}
+
+/* Eight values from src to cells i..i+7: a grid's by grid_store8, the others' as two
+ * store4 (8, or the 0 or 4 written before an in-place addition that overflows). */
+static inline __attribute__((always_inline, target("avx2,avx512f"))) int store8(
+    const io_t *io, int64_t mode, int64_t fmt, int64_t i, const int64_t *src) {
+    if (mode == MODE_GRID) { /* the wide loop's grids have ginv != 0 (run_loop) */
+        grid_store8(io, fmt, i, _mm512_load_si512((const void *)src));
+        return 8;
+    }
+    if (!store4(io, mode, fmt, i, _mm256_load_si256((const __m256i *)src))) return 0;
+    if (!store4(io, mode, fmt, i + 4, _mm256_load_si256((const __m256i *)(src + 4)))) return 4;
+    return 8;
+}
+
+/* The wide loop, eight words a group (AVX-512F; dpf_table_wides512). */
+#define WL_NAME run_wide8
+#define WL_TARGET "avx2,bmi2,popcnt,avx512f,avx512vl"
+#define WL_LANES 8
+#define WL_CTX wide8_t
+#define WL_INIT wide8_init
+#define WL_GROUP wide8
+#define WL_STORE store8
+#include "table_wide_loop.h"
+#undef WL_NAME
+#undef WL_TARGET
+#undef WL_LANES
+#undef WL_CTX
+#undef WL_INIT
+#undef WL_GROUP
+#undef WL_STORE
 
 /* run_wide (dpf_table_wides) with its mode, output format and store schedule constants
  * (a float grid written in place: each batch right after its decisions).  Defined twice:
@@ -345,7 +412,7 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t
  * encoded where that helps, and 32 vector registers, so the loop's two dozen constants and
  * its values stay in registers instead of spilling to the stack); the same decisions and
  * stores, bit for bit. */
-#define DEFINE_WIDES(NAME, TARGET)                                                            \
+#define DEFINE_WIDES(NAME, TARGET, RUN)                                                            \
     DPF_HIDDEN __attribute__((noinline, target(TARGET))) int64_t NAME(                        \
         const tab_t *tp, const io_t *iop, int64_t mode, int64_t fmt, const uint64_t *b,      \
         int64_t pos, int64_t i, int64_t lim, int64_t *res) {                                  \
@@ -353,26 +420,26 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t
         const io_t il = *iop;                                                                 \
         const int sep = il.fout != il.fx;                                                     \
         switch (mode) {                                                                       \
-        case MODE_WRITE: return run_wide(&tl, &il, MODE_WRITE, 0, 1, b, pos, i, lim, res);    \
-        case MODE_ADD: return run_wide(&tl, &il, MODE_ADD, 0, 1, b, pos, i, lim, res);        \
-        case MODE_SUB: return run_wide(&tl, &il, MODE_SUB, 0, 1, b, pos, i, lim, res);        \
+        case MODE_WRITE: return RUN(&tl, &il, MODE_WRITE, 0, 1, b, pos, i, lim, res);    \
+        case MODE_ADD: return RUN(&tl, &il, MODE_ADD, 0, 1, b, pos, i, lim, res);        \
+        case MODE_SUB: return RUN(&tl, &il, MODE_SUB, 0, 1, b, pos, i, lim, res);        \
         default:                                                                              \
             if (fmt == DPF_TABLE_F64)                                                         \
-                return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 1, b, pos, i, lim,  \
+                return sep ? RUN(&tl, &il, MODE_GRID, DPF_TABLE_F64, 1, b, pos, i, lim,  \
                                       res)                                                    \
-                           : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64, 0, b, pos, i, lim,  \
+                           : RUN(&tl, &il, MODE_GRID, DPF_TABLE_F64, 0, b, pos, i, lim,  \
                                       res);                                                   \
             if (fmt == DPF_TABLE_F32)                                                         \
-                return sep ? run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 1, b, pos, i, lim,  \
+                return sep ? RUN(&tl, &il, MODE_GRID, DPF_TABLE_F32, 1, b, pos, i, lim,  \
                                       res)                                                    \
-                           : run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F32, 0, b, pos, i, lim,  \
+                           : RUN(&tl, &il, MODE_GRID, DPF_TABLE_F32, 0, b, pos, i, lim,  \
                                       res);                                                   \
-            return run_wide(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, 1, b, pos, i, lim, res);  \
+            return RUN(&tl, &il, MODE_GRID, DPF_TABLE_F64_F32, 1, b, pos, i, lim, res);  \
         }                                                                                     \
     }
 
-DEFINE_WIDES(dpf_table_wides, "avx2,bmi2,popcnt")
-DEFINE_WIDES(dpf_table_wides512, "avx2,bmi2,popcnt,avx512f,avx512vl")
+DEFINE_WIDES(dpf_table_wides, "avx2,bmi2,popcnt", run_wide)
+DEFINE_WIDES(dpf_table_wides512, "avx2,bmi2,popcnt,avx512f,avx512vl", run_wide8)
 
 /* The half-word loop four proposals at a time (two words, aligned: no saved half): the
  * four direct-table entries by scalar loads (AVX2 gathers are slower than four loads on
