@@ -157,7 +157,7 @@ def test_a_first_large_out_call_compiles_no_parallel_kernel(cold) -> None:
 KERNEL_MODULES = ["samplers", "tables", "grouping", "topdown", "topdown_round", "local",
                   "local_aggregate", "local_tally", "quantile",
                   "selection", "grid", "table", "uniform", "dpsgd", "rappor", "chacha",
-                  "convex", "fixed", "rows", "sparse_group"]
+                  "convex", "fixed", "rows", "sparse_group", "pages"]
 # modules of the kernel package that hold no kernel (the parallel-launch guard)
 NOT_KERNELS = {"__init__", "_launch"}
 

@@ -43,6 +43,9 @@ def _samplers() -> None:
     dpfast.discrete_laplace(big, 2.0, rng=_KEY, out=np.empty_like(big))
     dpfast.laplace(np.zeros(8), 2.0, rng=_KEY)
     dpfast.gaussian(np.zeros(8), 2.0, rng=_KEY)
+    from dpfast._kernels import pages  # a large new output's first touch, on threads
+
+    pages.touch_pages(np.zeros(2 * pages.PAGE, np.uint8), 1)
 
 
 def _statistic(name: str) -> None:

@@ -21,13 +21,14 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import numba
 import numpy as np
 
 from dpfast import _native, _parallel
 from dpfast._kernels import chacha as _ck
+from dpfast._kernels import pages as _pk
 from dpfast._kernels import uniform as _uk
 from dpfast.random import _streams
 
@@ -121,6 +122,31 @@ def _threads_parallel(per_task: int) -> Iterator[None]:
                 yield
         else:
             yield
+
+
+#: a new output of at least this many bytes has its pages touched first on the call's
+#: threads (:func:`new_output`); smaller ones are mostly reused heap memory
+TOUCH_BYTES = 1 << 24
+
+
+def new_output(shape: tuple[int, ...], dtype: Any,
+               order: Literal["C", "F"] = "C") -> np.ndarray:
+    """``np.empty(shape, dtype, order=order)`` for a sampler's result, its pages touched
+    first on the threads the call's batches will use, each a contiguous range of whole
+    2 MiB regions (:mod:`dpfast._kernels.pages`).  The samplers' threads take 512 KiB
+    chunks in turn, so without it both fault in the same regions of the new array and
+    wait for each other (grid Laplace, 10^7 cells, two threads: 1.61-1.66x one thread's
+    speed allocating against 1.83-1.91x into an existing output; 1.87-1.95x with the pages
+    touched first).  One thread, or under :data:`TOUCH_BYTES`: just ``np.empty``."""
+    out = np.empty(shape, dtype, order=order)
+    if out.nbytes < TOUCH_BYTES:
+        return out
+    cap = _parallel.thread_cap()
+    threads = numba.get_num_threads() if cap is None else min(cap, numba.get_num_threads())
+    if threads > 1:
+        _parallel.check_fork_safe()
+        _pk.touch_pages(out.reshape(-1, order="A").view(np.uint8), threads)
+    return out
 
 
 @functools.lru_cache(maxsize=1)

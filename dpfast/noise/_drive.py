@@ -37,6 +37,7 @@ from dpfast.noise._chunks import (  # noqa: F401  (re-exported for the other dri
     batches,
     check_wrap,
     fill_streams,
+    new_output,
     source_of,
     threads_for,
     uniform_below,

@@ -112,7 +112,7 @@ def _add_grid(kind: int, x: Any, param: Any, name: str, rng: Any, out: Any,
         # grid value rounded once more, saturated at FLT_MAX: post-processing) -- no
         # float64 result to convert
         fortran = arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous
-        out = np.empty(arr.shape, np.float32, order="F" if fortran else "C")
+        out = _drive.new_output(arr.shape, np.float32, order="F" if fortran else "C")
     tick, close = _progress.ticker(progress, arr.size)
     try:
         res = _grid_noised(kind, arr, param, name, rng, out, gran, tick)
@@ -162,7 +162,7 @@ def _grid_run(kind: int, gen: Any, arr: np.ndarray, g: float, t: Fraction, out: 
     # memory: x of another dtype or layout is converted into the output and noised there
     # (no float64 copy of x) whenever the output has the dtype the kernel reads.
     if out is None or out.flags.c_contiguous:
-        result = np.empty(arr.shape, np.float64) if out is None else out
+        result = _drive.new_output(arr.shape, np.float64) if out is None else out
         dst = result.reshape(-1)
         rd = np.float32 if f32 and arr.dtype == np.float32 else np.float64
         if arr.dtype == rd and arr.flags.c_contiguous:

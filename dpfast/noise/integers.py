@@ -44,7 +44,7 @@ def _noised_into(kind: int, gen: Any, p: _drive.Param, arr: np.ndarray, out: Any
     if native64 and arr.flags.c_contiguous and (out is None or out.flags.c_contiguous):
         # the kernel adds the noise straight into the result (no buffer), in one pass; in
         # place, on overflow the cells written so far are restored (x unchanged)
-        target = np.empty(arr.shape, np.int64) if out is None else out
+        target = _drive.new_output(arr.shape, np.int64) if out is None else out
         if n:
             _drive.run_discrete(gen, kind, p, n, target.reshape(-1), x=arr.reshape(-1),
                                 in_place=in_place, progress=tick)
