@@ -101,7 +101,7 @@ def test_readme_is_a_short_users_guide() -> None:
     assert not re.search(r"^\|", README, re.M)  # no tables of figures
     assert "(docs/benchmarks.md)" in README
     bench = (ROOT / "docs" / "benchmarks.md").read_text()
-    for figure, command in [("4.72–5.11× / 4.33–4.81× / 4.85–5.01× / 3.80–3.94×",
+    for figure, command in [("5.20–5.60× / 4.56–4.91× / 5.02–6.13× / 3.61–3.84×",
                              "bench/profile_samplers.py"),
                             ("12.7× (7.1–15.9)", "bench/tables_ab.py --rounds 11"),
                             ("| **dpfast** | **54.2**", "python -m bench.peers.compare"),
