@@ -36,11 +36,18 @@ def test_regions_cover_the_buffer_in_order_at_region_boundaries(head, size) -> N
 
 
 @pytest.mark.parametrize("threads", [1, 2, 5])
-def test_every_page_is_touched_and_nothing_else(threads) -> None:
+@pytest.mark.parametrize("start", [0, 333, 4095])
+@pytest.mark.parametrize("tail", [0, 1, 777, 4095])
+def test_every_page_is_touched_and_nothing_else(threads, start, tail) -> None:
     """A zero byte in every 4 KiB page the buffer reaches, about one a page (a range's
-    first byte and every 4 KiB from it), no other byte changed."""
-    raw = np.full(5 * pages.REGION + 777, 0xAB, np.uint8)
-    buf = raw[333:]  # not page-aligned
+    first byte, every 4 KiB from it and its last byte), no other byte changed, wherever
+    the buffer starts and ends within its pages.  Failed before the range's last byte
+    was touched: one thread runs one range from an unaligned first byte, which missed
+    the buffer's last page when the buffer ended before that offset in it."""
+    raw = np.full(5 * pages.REGION + 2 * pages.PAGE, 0xAB, np.uint8)
+    off = (-raw.ctypes.data) % pages.PAGE + start  # the first byte at `start` in its page
+    end = off + 5 * pages.REGION - start + tail  # the last page holds `tail` bytes (or all)
+    buf = raw[off:end]
     pages.touch_pages(buf, threads)
     assert set(np.unique(buf).tolist()) == {0, 0xAB}
     zeros = np.flatnonzero(buf == 0)

@@ -23,8 +23,12 @@ PAGE = 1 << 12
 
 @nb.njit(cache=True, nogil=True)
 def _touch(buf, lo, hi):  # pragma: no cover - compiled
+    # every PAGE bytes from lo, and the last byte: a range that does not start on a page
+    # boundary would otherwise miss its last page when it ends before lo's offset in it
     for i in range(lo, hi, PAGE):
         buf[i] = 0
+    if hi > lo:
+        buf[hi - 1] = 0
 
 
 def _regions(args: tuple) -> int:
@@ -49,6 +53,7 @@ _TOUCH = chunked(_touch, _regions, _region_range)
 def touch_pages(buf: np.ndarray, threads: int) -> None:
     """Write a zero byte to every 4 KiB page of ``buf`` (a contiguous uint8 view of a new
     array, its contents not yet defined) on up to ``threads`` threads, in ranges of whole
-    2 MiB regions of the address space (region 0: the bytes before the first boundary)."""
+    2 MiB regions of the address space (region 0: the bytes before the first boundary;
+    one thread: a single range from the first byte)."""
     head = (-buf.ctypes.data) % REGION
     _TOUCH.launch((buf, head), threads)
