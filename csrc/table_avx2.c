@@ -441,153 +441,130 @@ static inline __attribute__((always_inline, target("avx2,avx512f"))) int store8(
 DEFINE_WIDES(dpf_table_wides, "avx2,bmi2,popcnt", run_wide)
 DEFINE_WIDES(dpf_table_wides512, "avx2,bmi2,popcnt,avx512f,avx512vl", run_wide8)
 
-/* The half-word loop four proposals at a time (two words, aligned: no saved half): the
- * four direct-table entries by scalar loads (AVX2 gathers are slower than four loads on
- * AMD cores), the decisions as vectors, and when every half is decided by its thresholds
- * (accepted or rejected), the accepted values moved to the front and written to the next
- * cells as vectors (no branch per proposal).  A group with an undecided half in it (an
- * undecided item, the tail item, U between the thresholds), an overflow, or a grid value
- * outside the vector conversion's range goes proposal by proposal through half_steps,
- * which takes the same decisions (and realigns to a whole word). */
-static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_halves(
-    const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *hp,
-    int64_t i, int64_t hi, int64_t lim, int64_t *res, const int wide) {
-    /* grid: v converts exactly through the 2^52 + 2^51 bias when |v| < 2^51 */
-    const int vgrid = mode == MODE_GRID && t->vgrid;
-    if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
-        return run_loop(t, io, mode, fmt, b, hp, i, hi, lim, res);
-    /* a local copy: the stores to out cannot alias it, so it stays in registers */
-    half_t hl = *hp;
-    half_t *h = &hl;
-    int64_t r;
-    const uint64_t hs = t->hshift;
-    /* the arrays' addresses and the direct table as locals: not reloaded after each store
-     * (the stores may alias io and t otherwise, -fno-strict-aliasing) */
-    const int64_t *const xa = io->x;
-    int64_t *const oa = io->out;
-    const uint64_t *const dt = t->direct;
-    /* per-lane shift counts (vpsrlvq: one micro-op; a shift by an xmm count is two on
-     * AMD cores) */
-    const __m256i us = _mm256_set1_epi64x((long long)t->hus);
-    const __m256i ks = _mm256_set1_epi64x((long long)t->k1);
-    const __m256i kmask = _mm256_set1_epi64x((long long)((1ull << t->ku) - 1u));
-    /* wide bins: the offset's p bits above U's in the first half */
-    const __m256i kus = _mm256_set1_epi64x((long long)t->ku);
-    const __m256i omask = _mm256_set1_epi64x((long long)t->omask);
-    const __m256i ps = _mm256_set1_epi64x((long long)t->p);
-    const __m256i m17 = _mm256_set1_epi64x(0x1FFFF);
-    const __m256i m16 = _mm256_set1_epi64x(0xFFFF);
-    const __m256i dqs = _mm256_set1_epi64x((long long)t->dqs);
-    const __m256i one = _mm256_set1_epi64x(1);
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
-    for (;;) {
-        if (h->hh) { /* the saved half first, one proposal at a time */
-            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res, wide);
-            if (r != GO_ON) {
-                *hp = hl;
-                return r - 2;
-            }
-            if (h->hh) break; /* no cell left */
-        }
-        if (h->pos + 2 > lim || i + 4 > hi) break;
-        const uint64_t w0 = b[h->pos], w1 = b[h->pos + 1];
-        const uint64_t q0 = w0 >> 32, q1 = w0 & 0xFFFFFFFFu, q2 = w1 >> 32, q3 = w1 & 0xFFFFFFFFu;
-        /* the halves in stream order (high, low, high, low) as four 64-bit lanes */
-        __m256i hv = _mm256_cvtepu32_epi64(_mm_shuffle_epi32(
-            _mm_loadu_si128((const __m128i *)(b + h->pos)), _MM_SHUFFLE(2, 3, 0, 1)));
-        __m256i e = _mm256_set_epi64x(
-            (long long)dt[q3 >> hs], (long long)dt[q2 >> hs],
-            (long long)dt[q1 >> hs], (long long)dt[q0 >> hs]);
-        __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, kmask), us);
-        __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, ks), one);
-        __m256i m = _mm256_srli_epi64(e, D_ITEM); /* the item: bins of width 1, the value */
-        __m256i ta = _mm256_and_si256(_mm256_srli_epi64(e, D_ACC), m17);
-        __m256i tr = _mm256_and_si256(e, m17);
-        if (wide) {
-            /* the offset: the bin's first value plus it, and the lines' drop at it */
-            __m256i off = _mm256_and_si256(_mm256_srlv_epi64(hv, kus), omask);
-            m = _mm256_or_si256(_mm256_sllv_epi64(m, ps), off);
-            __m256i drop = _mm256_srlv_epi64(
-                _mm256_mul_epu32(off, _mm256_and_si256(_mm256_srli_epi64(e, D_SLOPE), m16)),
-                dqs);
-            ta = _mm256_sub_epi64(ta, drop);
-            tr = _mm256_sub_epi64(tr, drop);
-        }
-        /* the lines and U's top bits are below 2^17 (the lines may be negative): signed
-         * comparisons are exact */
-        __m256i acc = _mm256_cmpgt_epi64(ta, ut);
-        __m256i rej = _mm256_cmpgt_epi64(ut, tr);
-        __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, zero),
-                                        _mm256_cmpeq_epi64(sg, one));
-        int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
-        {
-            /* the halves before the first undecided one are proposals the thresholds
-             * decide (an undecided one reads the half after it: the lanes after it are
-             * not proposals of their own) */
-            int nvalid = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
-            int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(negz, acc))) &
-                       ((1 << nvalid) - 1);
-            int cnt = __builtin_popcount((unsigned)keep);
-            __m256i nsg = _mm256_sub_epi64(zero, sg);
-            __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, nsg), sg);
-            v = _mm256_permutevar8x32_epi32(
-                v, _mm256_load_si256((const __m256i *)COMPACT[keep]));
-            __m256i first = _mm256_cmpgt_epi64(_mm256_set1_epi64x(cnt), lanes);
-            /* integer stores: always all four cells i..i+3 (< hi), the lanes past cnt with
-             * v = 0, so no masked store (microcoded, slow on AMD cores) and no branch on
-             * cnt.  Those cells are written again by the proposals that follow (or by the
-             * exact finisher of a pending cell) before the chunk ends; until then they hold
-             * 0 (MODE_WRITE), x (MODE_ADD: x itself in place) or what they held (MODE_SUB).
-             * On an overflow a separate out may keep x in up to three cells after the
-             * failing one (its contents are unspecified then, dpfast.noise.integers). */
-            if (mode == MODE_WRITE) {
-                _mm256_storeu_si256((__m256i *)(oa + i), _mm256_and_si256(v, first));
-            } else if (mode == MODE_SUB) {
-                __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(oa + i)),
-                                             _mm256_and_si256(v, first));
-                _mm256_storeu_si256((__m256i *)(oa + i), o);
-            } else if (mode == MODE_ADD) {
-                __m256i xi = _mm256_loadu_si256((const __m256i *)(xa + i));
-                __m256i vz = _mm256_and_si256(v, first);
-                __m256i r = _mm256_add_epi64(xi, vz);
-                __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(vz, r));
-                if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) goto lanes;
-                _mm256_storeu_si256((__m256i *)(oa + i), r);
-            } else {
-                grid_store4(io, fmt, i, v, cnt, first);
-            }
-            i += cnt;
-            if (__builtin_expect(nvalid == 4, 1)) {
-                h->pos += 2;
-                continue;
-            }
-            /* the undecided half next: its proposal (and any up to a whole word) one by
-             * one */
-            h->pos += (nvalid + 1) >> 1;
-            if (nvalid & 1) {
-                h->hh = 1;
-                h->hv = nvalid == 1 ? q1 : q3;
-            }
-            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + (h->hh ? 0 : 1), lim, res,
-                           wide);
-            if (r != GO_ON) {
-                *hp = hl;
-                return r - 2;
-            }
-            continue;
-        }
-    lanes:
-        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + 2, lim, res, wide);
-        if (r != GO_ON) {
-            *hp = hl;
-            return r - 2;
-        }
-    }
-    r = run_loop(t, io, mode, fmt, b, h, i, hi, lim, res);
-    *hp = hl;
-    return r;
+/* The half loop's constants (run_halves), as 4-lane vectors, and the arrays' addresses
+ * as values (not reloaded after each store: with -fno-strict-aliasing the stores may alias
+ * io and t).  Shift counts are vectors for the per-lane shifts (vpsrlvq: one micro-op; a
+ * shift by an xmm count is two on AMD cores). */
+typedef struct {
+    const int64_t *xa;
+    int64_t *oa;
+    const uint64_t *dt;
+    uint64_t hs;
+    __m256i us, ks, kmask, kus, omask, ps, m17, m16, dqs, one, zero, lanes;
+} half4_t;
+
+static inline __attribute__((always_inline, target("avx2"))) void half4_init(
+    half4_t *c, const tab_t *t, const io_t *io) {
+    c->xa = io->x;
+    c->oa = io->out;
+    c->dt = t->direct;
+    c->hs = t->hshift;
+    c->us = _mm256_set1_epi64x((long long)t->hus);
+    c->ks = _mm256_set1_epi64x((long long)t->k1);
+    c->kmask = _mm256_set1_epi64x((long long)((1ull << t->ku) - 1u));
+    c->kus = _mm256_set1_epi64x((long long)t->ku); /* wide bins: the offset above U's bits */
+    c->omask = _mm256_set1_epi64x((long long)t->omask);
+    c->ps = _mm256_set1_epi64x((long long)t->p);
+    c->m17 = _mm256_set1_epi64x(0x1FFFF);
+    c->m16 = _mm256_set1_epi64x(0xFFFF);
+    c->dqs = _mm256_set1_epi64x((long long)t->dqs);
+    c->one = _mm256_set1_epi64x(1);
+    c->zero = _mm256_setzero_si256();
+    c->lanes = _mm256_set_epi64x(3, 2, 1, 0);
 }
+
+/* Four proposals from the halves of w[0], w[1] (high, low, high, low): the four
+ * direct-table entries by scalar loads (AVX2 gathers are slower than four loads on AMD
+ * cores), the decisions as vectors; the accepted values of the proposals before the first
+ * undecided half moved to the front and written to cells i.. as vectors (no branch per
+ * proposal), their count to *cnt.  Returns how many halves are decided (4: all), or -1
+ * when an in-place addition overflows (nothing written). */
+static inline __attribute__((always_inline, target("avx2,popcnt"))) int half4(
+    const half4_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
+    int64_t i, const int wide, int *cnt) {
+    const uint64_t hs = c->hs;
+    const uint64_t *const dt = c->dt;
+    const uint64_t q0 = w[0] >> 32, q1 = w[0] & 0xFFFFFFFFu, q2 = w[1] >> 32,
+                   q3 = w[1] & 0xFFFFFFFFu;
+    /* the halves in stream order (high, low, high, low) as four 64-bit lanes */
+    __m256i hv = _mm256_cvtepu32_epi64(
+        _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)w), _MM_SHUFFLE(2, 3, 0, 1)));
+    __m256i e = _mm256_set_epi64x((long long)dt[q3 >> hs], (long long)dt[q2 >> hs],
+                                  (long long)dt[q1 >> hs], (long long)dt[q0 >> hs]);
+    __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, c->kmask), c->us);
+    __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, c->ks), c->one);
+    __m256i m = _mm256_srli_epi64(e, D_ITEM); /* the item: bins of width 1, the value */
+    __m256i ta = _mm256_and_si256(_mm256_srli_epi64(e, D_ACC), c->m17);
+    __m256i tr = _mm256_and_si256(e, c->m17);
+    if (wide) {
+        /* the offset: the bin's first value plus it, and the lines' drop at it */
+        __m256i off = _mm256_and_si256(_mm256_srlv_epi64(hv, c->kus), c->omask);
+        m = _mm256_or_si256(_mm256_sllv_epi64(m, c->ps), off);
+        __m256i drop = _mm256_srlv_epi64(
+            _mm256_mul_epu32(off, _mm256_and_si256(_mm256_srli_epi64(e, D_SLOPE), c->m16)),
+            c->dqs);
+        ta = _mm256_sub_epi64(ta, drop);
+        tr = _mm256_sub_epi64(tr, drop);
+    }
+    /* the lines and U's top bits are below 2^17 (the lines may be negative): signed
+     * comparisons are exact */
+    __m256i acc = _mm256_cmpgt_epi64(ta, ut);
+    __m256i rej = _mm256_cmpgt_epi64(ut, tr);
+    __m256i negz = _mm256_and_si256(_mm256_cmpeq_epi64(m, c->zero),
+                                    _mm256_cmpeq_epi64(sg, c->one));
+    int decided = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_or_si256(acc, rej)));
+    /* the halves before the first undecided one are proposals the thresholds decide (an
+     * undecided one reads the half after it: the lanes after it are not proposals of
+     * their own) */
+    int nvalid = decided == 15 ? 4 : __builtin_ctz(~(unsigned)decided & 15u);
+    int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_andnot_si256(negz, acc))) &
+               ((1 << nvalid) - 1);
+    int n = __builtin_popcount((unsigned)keep);
+    __m256i nsg = _mm256_sub_epi64(c->zero, sg);
+    __m256i v = _mm256_add_epi64(_mm256_xor_si256(m, nsg), sg);
+    v = _mm256_permutevar8x32_epi32(v, _mm256_load_si256((const __m256i *)COMPACT[keep]));
+    __m256i first = _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), c->lanes);
+    /* integer stores: always all four cells i..i+3 (< hi), the lanes past n with v = 0,
+     * so no masked store (microcoded, slow on AMD cores) and no branch on n.  Those cells
+     * are written again by the proposals that follow (or by the exact finisher of a
+     * pending cell) before the chunk ends; until then they hold 0 (MODE_WRITE), x
+     * (MODE_ADD: x itself in place) or what they held (MODE_SUB).  On an overflow a
+     * separate out may keep x in up to three cells after the failing one (its contents
+     * are unspecified then, dpfast.noise.integers). */
+    if (mode == MODE_WRITE) {
+        _mm256_storeu_si256((__m256i *)(c->oa + i), _mm256_and_si256(v, first));
+    } else if (mode == MODE_SUB) {
+        __m256i o = _mm256_sub_epi64(_mm256_loadu_si256((const __m256i *)(c->oa + i)),
+                                     _mm256_and_si256(v, first));
+        _mm256_storeu_si256((__m256i *)(c->oa + i), o);
+    } else if (mode == MODE_ADD) {
+        __m256i xi = _mm256_loadu_si256((const __m256i *)(c->xa + i));
+        __m256i vz = _mm256_and_si256(v, first);
+        __m256i r = _mm256_add_epi64(xi, vz);
+        __m256i ovf = _mm256_and_si256(_mm256_xor_si256(xi, r), _mm256_xor_si256(vz, r));
+        if (_mm256_movemask_pd(_mm256_castsi256_pd(ovf))) return -1;
+        _mm256_storeu_si256((__m256i *)(c->oa + i), r);
+    } else {
+        grid_store4(io, fmt, i, v, n, first);
+    }
+    *cnt = n;
+    return nvalid;
+}
+
+/* The half loop, four halves a group (AVX2; dpf_table_fast_avx2). */
+#define HL_NAME run_halves
+#define HL_TARGET "avx2,popcnt"
+#define HL_HALVES 4
+#define HL_CTX half4_t
+#define HL_INIT half4_init
+#define HL_GROUP half4
+#include "table_half_loop.h"
+#undef HL_NAME
+#undef HL_TARGET
+#undef HL_HALVES
+#undef HL_CTX
+#undef HL_INIT
+#undef HL_GROUP
 
 /* run_halves for bins of width 1 or wide bins (the offset's bits a constant where
  * inlined). */
@@ -598,10 +575,40 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
     return run_halves(t, io, mode, fmt, b, hp, i, hi, lim, res, 0);
 }
 
-/* run_halves eight proposals at a time (four words; AVX-512F, dpf_table_fast_avx512): the
- * same decisions lane by lane, as mask registers, the accepted values moved to the front
- * by vpcompressq, the integer modes' eight cells i..i+7 written as one vector (the lanes
- * past the accepted ones 0, as run_halves' four), a grid's as two grid_store4.  The direct
+/* The half loop's constants as 8-lane vectors (run_halves8, AVX-512F). */
+typedef struct {
+    const int64_t *xa;
+    int64_t *oa;
+    const uint64_t *dt;
+    uint64_t hs;
+    __m512i us, kmask, sbit, kus, omask, ps, m17, m16, dqs, zero, hsv;
+    __m256i lanes;
+} half8_t;
+
+static inline __attribute__((always_inline, target("avx2,avx512f"))) void half8_init(
+    half8_t *c, const tab_t *t, const io_t *io) {
+    c->xa = io->x;
+    c->oa = io->out;
+    c->dt = t->direct;
+    c->hs = t->hshift;
+    c->us = _mm512_set1_epi64((long long)t->hus);
+    c->kmask = _mm512_set1_epi64((long long)((1ull << t->ku) - 1u));
+    c->sbit = _mm512_set1_epi64((long long)(1ull << t->k1));
+    c->kus = _mm512_set1_epi64((long long)t->ku);
+    c->omask = _mm512_set1_epi64((long long)t->omask);
+    c->ps = _mm512_set1_epi64((long long)t->p);
+    c->m17 = _mm512_set1_epi64(0x1FFFF);
+    c->m16 = _mm512_set1_epi64(0xFFFF);
+    c->dqs = _mm512_set1_epi64((long long)t->dqs);
+    c->zero = _mm512_setzero_si512();
+    c->hsv = _mm512_set1_epi64((long long)t->hshift);
+    c->lanes = _mm256_set_epi64x(3, 2, 1, 0);
+}
+
+/* half4 on the eight halves of w[0..3] (AVX-512F; dpf_table_fast_avx512): the same
+ * decisions lane by lane, as mask registers, the accepted values moved to the front by
+ * vpcompressq, the integer modes' eight cells i..i+7 written as one vector (the lanes
+ * past the accepted ones 0, as half4's four), a grid's as two grid_store4.  The direct
  * table's eight entries by one vpgatherqq (the loop harness on a Xeon, discrete Laplace
  * 1000: 1.25-1.31x the four-half loop, against 1.16-1.19x with eight scalar loads);
  * -DDPF_HALVES8_GATHER=0 builds the scalar loads, for a CPU whose gathers are slow (not
@@ -609,126 +616,84 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_
 #ifndef DPF_HALVES8_GATHER
 #define DPF_HALVES8_GATHER 1
 #endif
-static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) int64_t
-run_halves8(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
-            half_t *hp, int64_t i, int64_t hi, int64_t lim, int64_t *res, const int wide) {
-    const int vgrid = mode == MODE_GRID && t->vgrid;
-    if (t->dbits == 0 || (mode == MODE_GRID && !vgrid))
-        return run_loop(t, io, mode, fmt, b, hp, i, hi, lim, res);
-    half_t hl = *hp;
-    half_t *h = &hl;
-    int64_t r;
-    const uint64_t hs = t->hshift;
-    const int64_t *const xa = io->x;
-    int64_t *const oa = io->out;
-    const uint64_t *const dt = t->direct;
-    const __m512i us = _mm512_set1_epi64((long long)t->hus);
-    const __m512i kmask = _mm512_set1_epi64((long long)((1ull << t->ku) - 1u));
-    const __m512i sbit = _mm512_set1_epi64((long long)(1ull << t->k1));
-    const __m512i kus = _mm512_set1_epi64((long long)t->ku);
-    const __m512i omask = _mm512_set1_epi64((long long)t->omask);
-    const __m512i ps = _mm512_set1_epi64((long long)t->p);
-    const __m512i m17 = _mm512_set1_epi64(0x1FFFF);
-    const __m512i m16 = _mm512_set1_epi64(0xFFFF);
-    const __m512i dqs = _mm512_set1_epi64((long long)t->dqs);
-    const __m512i zero = _mm512_setzero_si512();
+static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) int half8(
+    const half8_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
+    int64_t i, const int wide, int *cnt) {
+    /* the halves in stream order (high, low of each word) as eight 64-bit lanes */
+    const __m512i hv = _mm512_cvtepu32_epi64(
+        _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)w), _MM_SHUFFLE(2, 3, 0, 1)));
 #if DPF_HALVES8_GATHER
-    const __m512i hsv = _mm512_set1_epi64((long long)hs);
-#endif
-    const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
-    for (;;) {
-        if (h->hh) { /* the saved half first, one proposal at a time */
-            r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res, wide);
-            if (r != GO_ON) {
-                *hp = hl;
-                return r - 2;
-            }
-            if (h->hh) break; /* no cell left */
-        }
-        if (h->pos + 4 > lim || i + 8 > hi) break;
-        const uint64_t *const w = b + h->pos;
-        /* the halves in stream order (high, low of each word) as eight 64-bit lanes */
-        const __m512i hv = _mm512_cvtepu32_epi64(
-            _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)w), _MM_SHUFFLE(2, 3, 0, 1)));
-#if DPF_HALVES8_GATHER
-        const __m512i e = _mm512_i64gather_epi64(_mm512_srlv_epi64(hv, hsv), (const void *)dt, 8);
+    const __m512i e =
+        _mm512_i64gather_epi64(_mm512_srlv_epi64(hv, c->hsv), (const void *)c->dt, 8);
 #else
-        const __m512i e = _mm512_set_epi64(
-            (long long)dt[(w[3] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[3] >> 32) >> hs],
-            (long long)dt[(w[2] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[2] >> 32) >> hs],
-            (long long)dt[(w[1] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[1] >> 32) >> hs],
-            (long long)dt[(w[0] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[0] >> 32) >> hs]);
+    const uint64_t hs = c->hs;
+    const uint64_t *const dt = c->dt;
+    const __m512i e = _mm512_set_epi64(
+        (long long)dt[(w[3] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[3] >> 32) >> hs],
+        (long long)dt[(w[2] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[2] >> 32) >> hs],
+        (long long)dt[(w[1] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[1] >> 32) >> hs],
+        (long long)dt[(w[0] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[0] >> 32) >> hs]);
 #endif
-        const __m512i ut = _mm512_srlv_epi64(_mm512_and_si512(hv, kmask), us);
-        const __mmask8 sg = _mm512_test_epi64_mask(hv, sbit);
-        __m512i m = _mm512_srli_epi64(e, D_ITEM);
-        __m512i ta = _mm512_and_si512(_mm512_srli_epi64(e, D_ACC), m17);
-        __m512i tr = _mm512_and_si512(e, m17);
-        if (wide) {
-            const __m512i off = _mm512_and_si512(_mm512_srlv_epi64(hv, kus), omask);
-            m = _mm512_or_si512(_mm512_sllv_epi64(m, ps), off);
-            const __m512i drop = _mm512_srlv_epi64(
-                _mm512_mul_epu32(off, _mm512_and_si512(_mm512_srli_epi64(e, D_SLOPE), m16)), dqs);
-            ta = _mm512_sub_epi64(ta, drop);
-            tr = _mm512_sub_epi64(tr, drop);
-        }
-        const unsigned acc = _mm512_cmpgt_epi64_mask(ta, ut);
-        const unsigned rej = _mm512_cmpgt_epi64_mask(ut, tr);
-        const unsigned negz = _mm512_cmpeq_epi64_mask(m, zero) & sg;
-        const unsigned decided = (acc | rej) & 0xFFu;
-        const int nvalid = decided == 0xFFu ? 8 : __builtin_ctz(~decided);
-        const __mmask8 keep = (__mmask8)(acc & ~negz & ((1u << nvalid) - 1u));
-        const int cnt = __builtin_popcount((unsigned)keep);
-        const __m512i v = _mm512_maskz_compress_epi64(keep, _mm512_mask_sub_epi64(m, sg, zero, m));
-        /* integer stores: all eight cells i..i+7 (< hi), the lanes past cnt 0 (as
-         * run_halves' four; the cells past cnt are written again before the chunk ends) */
-        if (mode == MODE_WRITE) {
-            _mm512_storeu_si512((void *)(oa + i), v);
-        } else if (mode == MODE_SUB) {
-            _mm512_storeu_si512((void *)(oa + i),
-                                _mm512_sub_epi64(_mm512_loadu_si512((const void *)(oa + i)), v));
-        } else if (mode == MODE_ADD) {
-            const __m512i xi = _mm512_loadu_si512((const void *)(xa + i));
-            const __m512i rs = _mm512_add_epi64(xi, v);
-            const __m512i ovf = _mm512_and_si512(_mm512_xor_si512(xi, rs), _mm512_xor_si512(v, rs));
-            if (_mm512_cmplt_epi64_mask(ovf, zero)) goto lanes;
-            _mm512_storeu_si512((void *)(oa + i), rs);
-        } else {
-            const int c0 = cnt < 4 ? cnt : 4;
-            grid_store4(io, fmt, i, _mm512_castsi512_si256(v), c0,
-                        _mm256_cmpgt_epi64(_mm256_set1_epi64x(c0), lanes));
-            if (cnt > 4)
-                grid_store4(io, fmt, i + 4, _mm512_extracti64x4_epi64(v, 1), cnt - 4,
-                            _mm256_cmpgt_epi64(_mm256_set1_epi64x(cnt - 4), lanes));
-        }
-        i += cnt;
-        if (__builtin_expect(nvalid == 8, 1)) {
-            h->pos += 4;
-            continue;
-        }
-        /* the undecided half next: its proposal (and any up to a whole word) one by one */
-        if (nvalid & 1) {
-            h->hh = 1;
-            h->hv = w[nvalid >> 1] & 0xFFFFFFFFu;
-        }
-        h->pos += (nvalid + 1) >> 1;
-        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + (h->hh ? 0 : 1), lim, res, wide);
-        if (r != GO_ON) {
-            *hp = hl;
-            return r - 2;
-        }
-        continue;
-    lanes:
-        r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos + 4, lim, res, wide);
-        if (r != GO_ON) {
-            *hp = hl;
-            return r - 2;
-        }
+    const __m512i ut = _mm512_srlv_epi64(_mm512_and_si512(hv, c->kmask), c->us);
+    const __mmask8 sg = _mm512_test_epi64_mask(hv, c->sbit);
+    __m512i m = _mm512_srli_epi64(e, D_ITEM);
+    __m512i ta = _mm512_and_si512(_mm512_srli_epi64(e, D_ACC), c->m17);
+    __m512i tr = _mm512_and_si512(e, c->m17);
+    if (wide) {
+        const __m512i off = _mm512_and_si512(_mm512_srlv_epi64(hv, c->kus), c->omask);
+        m = _mm512_or_si512(_mm512_sllv_epi64(m, c->ps), off);
+        const __m512i drop = _mm512_srlv_epi64(
+            _mm512_mul_epu32(off, _mm512_and_si512(_mm512_srli_epi64(e, D_SLOPE), c->m16)),
+            c->dqs);
+        ta = _mm512_sub_epi64(ta, drop);
+        tr = _mm512_sub_epi64(tr, drop);
     }
-    r = run_loop(t, io, mode, fmt, b, h, i, hi, lim, res);
-    *hp = hl;
-    return r;
+    const unsigned acc = _mm512_cmpgt_epi64_mask(ta, ut);
+    const unsigned rej = _mm512_cmpgt_epi64_mask(ut, tr);
+    const unsigned negz = _mm512_cmpeq_epi64_mask(m, c->zero) & sg;
+    const unsigned decided = (acc | rej) & 0xFFu;
+    const int nvalid = decided == 0xFFu ? 8 : __builtin_ctz(~decided);
+    const __mmask8 keep = (__mmask8)(acc & ~negz & ((1u << nvalid) - 1u));
+    const int n = __builtin_popcount((unsigned)keep);
+    const __m512i v =
+        _mm512_maskz_compress_epi64(keep, _mm512_mask_sub_epi64(m, sg, c->zero, m));
+    if (mode == MODE_WRITE) {
+        _mm512_storeu_si512((void *)(c->oa + i), v);
+    } else if (mode == MODE_SUB) {
+        _mm512_storeu_si512((void *)(c->oa + i),
+                            _mm512_sub_epi64(_mm512_loadu_si512((const void *)(c->oa + i)), v));
+    } else if (mode == MODE_ADD) {
+        const __m512i xi = _mm512_loadu_si512((const void *)(c->xa + i));
+        const __m512i rs = _mm512_add_epi64(xi, v);
+        const __m512i ovf = _mm512_and_si512(_mm512_xor_si512(xi, rs), _mm512_xor_si512(v, rs));
+        if (_mm512_cmplt_epi64_mask(ovf, c->zero)) return -1;
+        _mm512_storeu_si512((void *)(c->oa + i), rs);
+    } else {
+        const int c0 = n < 4 ? n : 4;
+        grid_store4(io, fmt, i, _mm512_castsi512_si256(v), c0,
+                    _mm256_cmpgt_epi64(_mm256_set1_epi64x(c0), c->lanes));
+        if (n > 4)
+            grid_store4(io, fmt, i + 4, _mm512_extracti64x4_epi64(v, 1), n - 4,
+                        _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - 4), c->lanes));
+    }
+    *cnt = n;
+    return nvalid;
 }
+
+/* The half loop, eight halves a group (AVX-512F; dpf_table_fast_avx512). */
+#define HL_NAME run_halves8
+#define HL_TARGET "avx2,popcnt,avx512f,avx512vl"
+#define HL_HALVES 8
+#define HL_CTX half8_t
+#define HL_INIT half8_init
+#define HL_GROUP half8
+#include "table_half_loop.h"
+#undef HL_NAME
+#undef HL_TARGET
+#undef HL_HALVES
+#undef HL_CTX
+#undef HL_INIT
+#undef HL_GROUP
 
 static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) int64_t
 run_avx512(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,
