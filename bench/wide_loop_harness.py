@@ -57,8 +57,8 @@ with open(path, "wb") as fh:
 """
 
 
-def build(tree: str, case: str, work: str, tag: str) -> tuple[str, str]:
-    """(binary, table file) for the checkout ``tree``."""
+def build(tree: str, case: str, work: str, tag: str, cflags: list[str]) -> tuple[str, str]:
+    """(binary, table file) for the checkout ``tree``, compiled with ``cflags`` too."""
     table = os.path.join(work, f"{tag}.bin")
     subprocess.run([sys.executable, "-c", DUMP, tree, case, table], check=True)
     exe = os.path.join(work, tag)
@@ -68,7 +68,7 @@ def build(tree: str, case: str, work: str, tag: str) -> tuple[str, str]:
         os.path.join(csrc, f) for f in ("chacha20.c", "bitgen.c", "blake2b.c", "table_avx2.c")
         if os.path.exists(os.path.join(csrc, f))]
     subprocess.run(["gcc", "-O3", "-std=gnu11", "-fno-strict-aliasing", "-ffp-contract=off",
-                    f"-I{csrc}", f'-DTABLE_C="{os.path.join(csrc, "table.c")}"', "-o", exe,
+                    f"-I{csrc}", f'-DTABLE_C="{os.path.join(csrc, "table.c")}"', *cflags, "-o", exe,
                     *srcs, "-lm"], check=True)
     return exe, table
 
@@ -86,12 +86,15 @@ def main() -> None:
     ap.add_argument("--case", choices=["gl", "gg", "dl"], default="gl")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--reps", type=int, default=7, help="timings per run (median)")
+    ap.add_argument("--cflags", default="", help="more compiler flags for this checkout's "
+                    "build (a -D of a build option: -DDPF_HALVES8_GATHER=0)")
+    ap.add_argument("--other-cflags", default="", help="... and for the other's")
     a = ap.parse_args()
     if shutil.which("gcc") is None:
         raise SystemExit("wide_loop_harness: needs gcc")
     with tempfile.TemporaryDirectory() as work:
-        this = build(ROOT, a.case, work, "this")
-        other = build(os.path.abspath(a.against), a.case, work, "other")
+        this = build(ROOT, a.case, work, "this", a.cflags.split())
+        other = build(os.path.abspath(a.against), a.case, work, "other", a.other_cflags.split())
         modes = ["add"] if a.case == "dl" else ["grid", "grid_sep"]
         for mode in modes:
             ratios, mine, theirs = [], [], []

@@ -122,7 +122,7 @@ static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide
                                                                            const tab_t *t) {
     c->rec = t->rec;
     c->cshift = t->cshift;
-    /* the records' trailer (Table.column_records): the lines' qs and q */
+    /* the records' trailer (KernelTable.column_records): the lines' qs and q */
     const uint64_t trailer = t->rec[4ull << (64 - t->cshift)];
     const uint64_t q = (trailer >> 8) & 0xFF;
     c->vsh = _mm256_set1_epi64x((long long)t->vshift);
@@ -151,10 +151,10 @@ static inline __attribute__((always_inline, target("avx2"))) void wide_init(wide
  * a tie reads the next word; every other tie is the alias) and those between a bin's lines
  * -- with the accepted ones' values among them written in order to dst (four words
  * written: the ones past them are not values) and their count to *kept.  Padding and (negative, 0) reject; a bin's
- * lines (Table.wide_lines) on U's top known bits u and the offset's top bits h accept (u
+ * lines (KernelTable.wide_lines) on U's top known bits u and the offset's top bits h accept (u
  * below A - (h S >> qs)) or reject (u at or above R - (h S >> qs)), decisions the step's
  * and the general loop's certificates take on the same bits.  The four alias columns'
- * 32-byte records (Table.column_records) by one load each, transposed into four vectors;
+ * 32-byte records (KernelTable.column_records) by one load each, transposed into four vectors;
  * the rest as vectors, without a branch. */
 static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int wide4(
     const wide_t *c, const uint64_t *b, int64_t pos, int64_t *dst, int *kept) {

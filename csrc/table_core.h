@@ -26,7 +26,7 @@ typedef struct {
     /* a table without a direct table: four words per alias column (threshold's top bits,
      * own item, alias; each item's acceptance and rejection lines on U's top 31 known
      * bits, which are U's known bits >> ucut) and a trailer, for the wide loop
-     * (dpfast/noise/_envelope.py column_records) */
+     * (dpfast/noise/_kernel_table.py, column_records) */
     const uint64_t *rec;
     uint64_t ucut;
     const double *flo, *fhi;

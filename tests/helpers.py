@@ -271,8 +271,9 @@ def table_halves(tab: Any, words: Any) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def direct_lines(tab: Any, h1: Any) -> tuple[np.ndarray, np.ndarray]:
     """The acceptance and rejection lines ``A - drop``, ``R - drop`` (int64) of the first
     halves ``h1`` of a table with a direct table, at their offsets (``drop = (h S) >>
-    qs``, 0 for bins of width 1; :meth:`dpfast.noise._envelope.Table.direct_table`)."""
-    from dpfast.noise import _envelope
+    qs``, 0 for bins of width 1;
+    :meth:`dpfast.noise._kernel_table.KernelTable.direct_table`)."""
+    from dpfast.noise import _kernel_table
 
     u = np.uint64
     *_, direct, dbits = tab.kernel_args
@@ -280,8 +281,8 @@ def direct_lines(tab: Any, h1: Any) -> tuple[np.ndarray, np.ndarray]:
     ku = 31 - dbits - tab.p
     e = direct[h1 >> u(32 - dbits)]
     off = (h1 >> u(ku)) & u((1 << tab.p) - 1)
-    drop = ((off * ((e >> u(_envelope.D_SLOPE)) & u(0xFFFF))) >> direct[-1]).astype(np.int64)
-    acc = ((e >> u(_envelope.D_ACC)) & u(0x1FFFF)).astype(np.int64) - drop
+    drop = ((off * ((e >> u(_kernel_table.D_SLOPE)) & u(0xFFFF))) >> direct[-1]).astype(np.int64)
+    acc = ((e >> u(_kernel_table.D_ACC)) & u(0x1FFFF)).astype(np.int64) - drop
     rej = (e & u(0x1FFFF)).astype(np.int64) - drop
     return acc, rej
 

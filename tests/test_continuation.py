@@ -154,7 +154,7 @@ def test_bernoulli_exp_continues() -> None:
 # ----------------------------------------------------------------------------- table
 def _proposal_words(tab: _envelope.Table, item: int, off: int = 0, ux: int = 0,
                     sign: int = 0) -> list[int]:
-    """The words of a one-word proposal (layout of ``_envelope.layout``) whose alias
+    """The words of a one-word proposal (layout of ``_kernel_table.layout``) whose alias
     column selects ``item`` -- plus the fresh word of a tie when the item is reachable
     only through one -- with the given offset in the bin, sign and U bits."""
     vb, two, pa, pb, ubits = tab.lay
@@ -223,7 +223,7 @@ def test_table_acceptance_continues() -> None:
 
 
 def test_table_proposal_layout_tie_and_two_words() -> None:
-    """Where the kernel takes a proposal's bits (``_envelope.layout``): a tie of the alias
+    """Where the kernel takes a proposal's bits (``_kernel_table.layout``): a tie of the alias
     value's top bits reads its other bits from the next word -- only in the tail's column,
     whose threshold is the one off the grid of the top bits (every other tie is the
     alias, reading nothing); a wide bin's offset continues in a second word whose remaining

@@ -64,7 +64,7 @@ def _column(tab: _envelope.Table, item: int) -> tuple[int, int, list[int]]:
 
 
 def _proposal(tab: _envelope.Table, item: int, off, ux, sign) -> list:
-    """The words of a proposal of ``item`` (``_envelope.layout``): word A, a tie's fresh
+    """The words of a proposal of ``item`` (``_kernel_table.layout``): word A, a tie's fresh
     word if any, word B of a two-word layout; ``off``, ``ux``, ``sign`` may be numpy
     uint64 arrays (one proposal per row)."""
     vb, two, pa, pb, ubits = tab.lay

@@ -34,6 +34,7 @@ RANKS: list[tuple[str, int]] = [
     ("dpfast.noise._exact", 2),  # exact continuation (pure Python, imports nothing)
     ("dpfast.random._streams", 3),  # stream ids, stream sources (C keystream)
     ("dpfast.noise._envelope", 3),
+    ("dpfast.noise._kernel_table", 3),  # the envelope's encoding for the table kernel
     ("dpfast.noise._params", 4),  # the samplers' drivers sit below the generators
     ("dpfast.noise._chunks", 4),
     ("dpfast.noise._drive", 4),

@@ -164,7 +164,7 @@ def check_fit(x: np.ndarray, law, *, nbins: int = 60, bins_from_cdf: bool = True
 # ----------------------------------------------------------------------------- tests
 # 100, 1000, 5000: wide bins with a direct table (the offset in the proposal's first half);
 # 10 * 2^36: the float grid's default scale (one-word proposals with the fewest bits);
-# 2^45: two-word proposals (dpfast.noise._envelope.layout)
+# 2^45: two-word proposals (dpfast.noise._kernel_table.layout)
 LAPLACE_SCALES = [0.1, 0.5, 1.0, 3.7, 100.0, 1000.0, 5000.0, 1e6, Fraction(7, 3),
                   10 * 2.0**36, 2.0**45]
 

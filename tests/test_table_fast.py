@@ -1,6 +1,6 @@
 """The envelope-table kernel's fast loops (``csrc/table.c``, called as
 ``_kernels/table._c_fast``) against its general loop, the direct table they read
-(``_envelope.Table.direct_table``), and the wide-bin acceptance floor
+(``_kernel_table.KernelTable.direct_table``), and the wide-bin acceptance floor
 (``_envelope.bin_accept_floor``).
 
 The fast loops take the common case of a proposal (one-word layout, decided by the squeeze)
@@ -25,7 +25,7 @@ from dpfast import _native
 from dpfast._kernels import chacha as ck
 from dpfast._kernels import samplers as sk
 from dpfast._kernels import table as tk
-from dpfast.noise import _envelope
+from dpfast.noise import _envelope, _kernel_table
 
 from .helpers import SUBPROCESS_TIMEOUT_S, direct_lines, table_halves
 
@@ -198,9 +198,9 @@ def test_wide_lines_decide_exactly_with_a_margin(law: str, param: int) -> None:
     ``2^ub (1 + 2^-31)``; and they are useful: most bins have them, and between them lies
     under 1% of U's range at the first cell."""
     tab = _envelope.table(law, Fraction(param))
-    acc, rej, slope, qs = tab.wide_lines()
+    acc, rej, slope, qs = tab.kernel.wide_lines()
     ub = min(tab.lay[4], 31)
-    q = min(tab.p, _envelope.LINE_BITS)
+    q = min(tab.p, _kernel_table.LINE_BITS)
     width = 1 << (tab.p - q)
     has = np.flatnonzero(slope)
     assert has.size >= 0.9 * tab.nb
@@ -243,14 +243,14 @@ def test_direct_lines_of_wide_bins_decide_exactly_with_a_margin(law: str, param:
     k = min(31 - dbits - tab.p, 16)
     u = np.uint64
     e, qs = direct[:-1], int(direct[-1])
-    item = (e >> u(_envelope.D_ITEM)).astype(np.int64)
-    lines = e & u((1 << _envelope.D_ITEM) - 1)
+    item = (e >> u(_kernel_table.D_ITEM)).astype(np.int64)
+    lines = e & u((1 << _kernel_table.D_ITEM) - 1)
     for i in np.unique(item).tolist():  # one set of lines per item
         assert np.unique(lines[item == i]).size == 1
     first = {int(i): int(lines[np.flatnonzero(item == i)[0]]) for i in np.unique(item)}
     assert first[tab.nb + 1] == 0  # padding: A = R = 0 (rejects unless u = 0)
     if tab.nb in first:  # undecided: A = 0, R never rejects, no slope
-        assert first[tab.nb] == _envelope.R_NEVER
+        assert first[tab.nb] == _kernel_table.R_NEVER
     rng = np.random.default_rng(6)
     real = [i for i in first if i < tab.nb]
     items = sorted({min(real), max(real), *rng.choice(real, 10).tolist()})
@@ -262,8 +262,8 @@ def test_direct_lines_of_wide_bins_decide_exactly_with_a_margin(law: str, param:
 
         for i in items:
             w = first[i]
-            slope = (w >> _envelope.D_SLOPE) & 0xFFFF
-            acc = (w >> _envelope.D_ACC) & 0x1FFFF
+            slope = (w >> _kernel_table.D_SLOPE) & 0xFFFF
+            acc = (w >> _kernel_table.D_ACC) & 0x1FFFF
             rej = w & 0x1FFFF
             a = i << tab.p
             for h in range(1 << tab.p):
@@ -271,7 +271,7 @@ def test_direct_lines_of_wide_bins_decide_exactly_with_a_margin(law: str, param:
                 pr = prob(i, a + h)
                 assert acc - drop <= 0 or acc - drop <= pr * top * (1 - mp.mpf(2) ** -31)
                 assert rej - drop + 1 >= pr * top * (1 + mp.mpf(2) ** -31)
-                if rej != _envelope.R_NEVER:  # (not a bin the squeeze leaves, g >= 0.45)
+                if rej != _kernel_table.R_NEVER:  # (not a bin the squeeze leaves, g >= 0.45)
                     assert rej + 1 - acc <= 12  # a few units of u between the lines
 
 
@@ -364,7 +364,7 @@ def test_column_selection(law: str, param: int) -> None:
 @pytest.mark.parametrize("law,param", [t for t in TABLES
                                        if _envelope.table(t[0], Fraction(t[1])).kernel_args[-1]])
 def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
-    """The direct table (``Table.direct_table``, the half-word loops of ``csrc/table.c``
+    """The direct table (``KernelTable.direct_table``, the half-word loops of ``csrc/table.c``
     and the general loop) against the alias rule and the squeeze it shortcuts, on random
     words and on words whose alias value sits just below, at and above its column's
     threshold, each split into its two halves: a decided item is the alias rule's item
@@ -396,7 +396,7 @@ def test_direct_table_decides_as_the_alias_rule(law: str, param: int) -> None:
             for a, b in zip(h1[:2000].tolist(), h2[:2000].tolist())]
     assert np.array_equal(np.array(back, np.uint64), words[:2000])
     e = direct[h1 >> np.uint64(32 - dbits)]
-    item = (e >> np.uint64(_envelope.D_ITEM)).astype(np.int64)
+    item = (e >> np.uint64(_kernel_table.D_ITEM)).astype(np.int64)
     a_thr, r_thr = direct_lines(tab, h1)  # at each proposal's offset
     c = (words >> np.uint64(64 - tab.cbits)).astype(np.int64)
     vh = ((words >> np.uint64(64 - tab.cbits - vb)) & np.uint64((1 << vb) - 1)).astype(np.int64)
@@ -462,9 +462,9 @@ def test_direct_table_where_the_first_half_keeps_enough_of_u() -> None:
     for law, param in TABLES:
         tab = _envelope.table(law, Fraction(param))
         *_, direct, dbits = tab.kernel_args
-        want = not tab.lay[1] and 31 - _envelope.DIRECT_BITS - tab.p >= (
-            _envelope.DIRECT_MIN_UBITS)
-        assert (dbits > 0) == want and (dbits in (0, _envelope.DIRECT_BITS))
+        want = not tab.lay[1] and 31 - _kernel_table.DIRECT_BITS - tab.p >= (
+            _kernel_table.DIRECT_MIN_UBITS)
+        assert (dbits > 0) == want and (dbits in (0, _kernel_table.DIRECT_BITS))
         seen.add((tab.p == 0, dbits > 0))
     assert seen == {(True, True), (False, True), (False, False)}
 

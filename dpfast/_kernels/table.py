@@ -104,7 +104,7 @@ def _decide_slow(law, b, pos, s_, key, nonce, f, item, off, m, a, ux, coef, ubit
     return dec, pos, ubits, np.uint64(0)
 
 
-#: a direct table's entry (dpfast.noise._envelope.Table.direct_table):
+#: a direct table's entry (dpfast.noise._kernel_table.KernelTable.direct_table):
 #: ``item << D_ITEM | S << D_SLOPE | A << D_ACC | R`` (csrc/table_core.h reads the same),
 #: its lines on U's top ``D_UBITS`` bits of the first half at most
 D_ITEM, D_SLOPE, D_ACC = 50, 34, 17
@@ -239,7 +239,7 @@ def table_kernel_serial(law, streams, io, table, force, pend, claim):
     :func:`_c_fast`).
 
     One proposal per loop turn, from one keystream word (two when the bin width 2^p
-    leaves too few bits for U; see ``dpfast.noise._envelope.layout``).  A table with a
+    leaves too few bits for U; see ``dpfast.noise._kernel_table.layout``).  A table with a
     direct table (``dbits > 0``) reads the keystream in 32-bit halves
     (each word's high half, then its low half; a saved half is kept in the chunk's
     ``ST_SIGNS`` / ``ST_NSIGNS``): a proposal's first half holds the index of the direct
