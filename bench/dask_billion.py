@@ -19,7 +19,8 @@ is the pytest wrapper, skipped unless the flag is set):
   (``max_partitions=3``) and private key selection, and the same with the keys as a public
   domain, each ``--runs`` times (median wall time reported); each worker's peak resident
   memory is sampled every 0.1 s by a thread started in the worker (``psutil``); prints one
-  JSON summary (wall times, peaks, rows, files, host, load average) with the CPU per row
+  JSON summary (wall times, peaks, each worker's resident memory after the warm-up,
+  rows, files, host, load average) with the CPU per row
   of each run (``cpu_ns_per_row``: every process; the driver, which runs the scheduler;
   the workers' task threads and their other threads -- the event loop's transfers and
   messages, arrow's reader threads; the task threads' CPU by task kind -- read, split,
@@ -30,8 +31,8 @@ is the pytest wrapper, skipped unless the flag is set):
 Usage::
 
     DPFAST_BENCH_BILLION=1 python bench/dask_billion.py [--rows 1e9] [--data DIR]
-        [--runs 1] [--only both|private|public] [--task-stream] [--generate-only]
-        [--delete]
+        [--runs 1] [--only both|private|public] [--threads 1] [--task-stream]
+        [--worker-env NAME=VALUE] [--generate-only] [--delete]
 """
 
 from __future__ import annotations
@@ -134,29 +135,51 @@ def generate(path: Path, rows: int = ROWS, per_file: int = PER_FILE,
 
 
 def _start_sampler(dask_worker, period: float = 0.1) -> int:  # noqa: ANN001 - a Worker
-    """On a worker: sample this process's RSS every ``period`` s (peak kept)."""
+    """On a worker: sample this process's RSS every ``period`` s (peak kept, with the
+    bytes of Dask's managed data in memory at that moment: the rest of the peak is the
+    worker's unmanaged memory -- imports, kernels, allocator pools, tasks' temporaries)."""
     import psutil
 
     proc = psutil.Process()
     old = getattr(dask_worker, "_dpfast_rss", None)
     if old is not None:
         old["stop"].set()
-    state = {"peak": proc.memory_info().rss, "stop": threading.Event()}
+    state = {"peak": proc.memory_info().rss, "managed": 0, "stop": threading.Event()}
     dask_worker._dpfast_rss = state
+
+    def managed() -> int:
+        fast = getattr(dask_worker.data, "fast", None)  # a SpillBuffer's in-memory part
+        return int(getattr(fast, "total_weight", 0) or 0)
 
     def loop() -> None:
         while not state["stop"].wait(period):
-            state["peak"] = max(state["peak"], proc.memory_info().rss)
+            rss = proc.memory_info().rss
+            if rss > state["peak"]:
+                state["peak"], state["managed"] = rss, managed()
 
     threading.Thread(target=loop, daemon=True, name="dpfast-rss").start()
     return int(state["peak"])
 
 
-def _peak(dask_worker) -> int:  # noqa: ANN001 - a Worker
+def _keep_arrow_pool(dask_worker=None) -> None:  # noqa: ANN001 - a Worker
+    """The A/B switch ``--keep-arrow-pool``: the shuffle's tasks leave Arrow's pool as it
+    is (dpfast.dask._shuffle._arrow_pool_back a no-op in this process)."""
+    from dpfast.dask import _shuffle
+
+    _shuffle._arrow_pool_back = lambda: None
+
+
+def _rss(dask_worker) -> int:  # noqa: ANN001 - a Worker
     import psutil
 
-    state = getattr(dask_worker, "_dpfast_rss", None) or {"peak": 0}
-    return int(max(state["peak"], psutil.Process().memory_info().rss))
+    return int(psutil.Process().memory_info().rss)
+
+
+def _peak(dask_worker) -> tuple[int, int]:  # noqa: ANN001 - a Worker
+    """(peak RSS, managed bytes in memory at that peak) of this worker."""
+    state = getattr(dask_worker, "_dpfast_rss", None) or {"peak": 0, "managed": 0}
+    rss = _rss(dask_worker)
+    return (rss, 0) if rss > state["peak"] else (int(state["peak"]), int(state["managed"]))
 
 
 def _cpu_seconds() -> float:
@@ -222,7 +245,8 @@ def _breakdown(events: list) -> dict:
 
 
 def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
-        only: str = "both", task_stream: bool = False, threads: int = 1) -> dict:
+        only: str = "both", task_stream: bool = False, threads: int = 1,
+        worker_env: dict[str, str] | None = None, keep_arrow_pool: bool = False) -> dict:
     """The timed releases on a fresh 2-worker cluster (see the module docstring)."""
     import dask.dataframe as dd
     import pandas as pd
@@ -232,14 +256,17 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
 
     meta = json.loads((Path(path) / "_DONE.json").read_text())
     key = os.urandom(32)  # a fresh key: nothing here is replayed
-    env = {"NUMBA_NUM_THREADS": "1"}
+    env = {"NUMBA_NUM_THREADS": "1", **(worker_env or {})}
     out: dict = {"rows": meta["rows"], "files": meta["files"], "people": meta["people"],
                  "keys": meta["keys"], "data_bytes": meta["bytes"], "host": _host(),
-                 "workers": 2, "threads_per_worker": threads, "memory_limit": "2GiB"}
+                 "workers": 2, "threads_per_worker": threads, "memory_limit": "2GiB",
+                 "worker_env": env, "keep_arrow_pool": keep_arrow_pool}
     with LocalCluster(n_workers=2, threads_per_worker=threads, processes=True, memory_limit="2GiB",
                       dashboard_address=":0", env=env) as cluster, Client(cluster) as client:
         client.wait_for_workers(2)
         client.run(_start_sampler)
+        if keep_arrow_pool:
+            client.run(_keep_arrow_pool)
         t = time.perf_counter()
         # past the serial-kernel size per output, with the dataset's dtypes: the workers
         # load every kernel the timed releases run
@@ -259,6 +286,10 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
             dkd.count(dd.read_parquet(files), "region", "person", epsilon=EPS, delta=DELTA,
                       max_partitions=K, rng=key, **kw)
         out["warmup_s"] = round(time.perf_counter() - t, 2)
+        # each worker's resident memory at rest with every kernel loaded: the floor under
+        # the releases' data (imports, numba's compiled kernels, allocator pools)
+        out["rss_after_warmup_gib"] = {w: round(r / 2 ** 30, 3)
+                                       for w, r in client.run(_rss).items()}
         ddf = dd.read_parquet(str(path))
         out["input_partitions"] = ddf.npartitions
         domain = list(range(meta["keys"]))
@@ -310,7 +341,8 @@ def run(path: Path, runs: int = 1, npartitions: int | None = None, log=print,
                          "keys_released": int(len(rel.values)),
                          "load_before": [round(x[0], 2) for x in loads]}
         peaks = client.run(_peak)
-        out["peak_rss_gib"] = {w: round(p / 2 ** 30, 3) for w, p in peaks.items()}
+        out["peak_rss_gib"] = {w: round(p[0] / 2 ** 30, 3) for w, p in peaks.items()}
+        out["managed_at_peak_gib"] = {w: round(p[1] / 2 ** 30, 3) for w, p in peaks.items()}
         out["spilled_bytes"] = client.run(_spilled)
     out["load_after"] = [round(x, 2) for x in os.getloadavg()]
     return out
@@ -346,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="which release to time: private key selection, public domain")
     ap.add_argument("--threads", type=int, default=1,
                     help="threads per worker (default 1; numba keeps one thread each)")
+    ap.add_argument("--worker-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment variable of the workers (repeatable), for "
+                    "instance ARROW_DEFAULT_MEMORY_POOL=system")
+    ap.add_argument("--keep-arrow-pool", action="store_true",
+                    help="A/B: the shuffle's tasks do not hand Arrow's kept memory back")
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--delete", action="store_true", help="delete the dataset after the run")
     a = ap.parse_args(argv)
@@ -360,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.generate_only:
         return 0
     res = run(path, a.runs, a.npartitions, log=log, only=a.only, task_stream=a.task_stream,
-              threads=a.threads)
+              threads=a.threads, worker_env=dict(v.split("=", 1) for v in a.worker_env),
+              keep_arrow_pool=a.keep_arrow_pool)
     res["data"] = str(path)
     res["command"] = " ".join([f"{FLAG}=1", "python", "bench/dask_billion.py", *(argv or
                                                                              sys.argv[1:])])

@@ -191,3 +191,69 @@ def test_sparse_ids_clustered_with_one_far_outlier_group_as_factorized(
     assert _grouped._sparse(ids, 50) is not None
     for threads in (1, 3):
         _sparse_vs_factorized(monkeypatch, ids, keys, vals, threads)
+
+
+class _Pool:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def release_unused(self) -> None:
+        self.calls += 1
+
+
+def test_split_and_combine_tasks_hand_arrows_kept_memory_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every split and combine task of the shuffle starts by handing back the memory
+    Arrow's pool keeps from the reads (``release_unused``: unmanaged memory to Dask, which
+    pauses and restarts workers on it out of core), through a pyarrow already loaded --
+    never importing it -- and is a no-op without one."""
+    import sys
+    import types
+
+    import pandas as pd
+
+    from dpfast.dask import _shuffle
+
+    pool = _Pool()
+    fake = types.ModuleType("pyarrow")
+    fake.default_memory_pool = lambda: pool  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyarrow", fake)
+    frame = pd.DataFrame({"person": np.arange(40, dtype=np.int64) % 7,
+                          "region": np.arange(40, dtype=np.int32) % 3})
+    pieces = _shuffle.split_arrays([frame, frame], ["person", "region"], "person", 4)
+    assert pool.calls == 1
+    rows = _shuffle.concat_arrays_then([p for p in pieces], lambda cols: len(cols["person"]))
+    assert pool.calls == 2 and rows == 80
+    frames = _shuffle.split_frame(frame, "person", 3)
+    assert pool.calls == 3
+    assert _shuffle.concat_frames_then(list(frames), len) == 40 and pool.calls == 4
+    monkeypatch.delitem(sys.modules, "pyarrow")
+    assert len(_shuffle.split_arrays(frame, ["person", "region"], "person", 2)) == 2
+
+
+def test_arrows_kept_memory_leaves_the_process(tmp_path) -> None:  # noqa: ANN001
+    """With the real pyarrow: what a Parquet read freed stays in Arrow's pool (mimalloc
+    keeps it) until a split starts; then the process's resident memory drops by most of
+    it."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    psutil = pytest.importorskip("psutil")
+    import pandas as pd
+
+    from dpfast.dask import _shuffle
+
+    if pa.default_memory_pool().backend_name == "system":
+        pytest.skip("Arrow on the system allocator keeps nothing")
+    proc = psutil.Process()
+    frame = pd.DataFrame({"person": np.arange(10, dtype=np.int64), "region": np.ones(10)})
+    _shuffle.split_arrays(frame, ["person", "region"], "person", 2)  # its kernels loaded
+    n = 1 << 22
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"person": np.arange(n, dtype=np.int64),
+                             "region": (np.arange(n) % 5000).astype(np.int32)}), path)
+    read = pd.read_parquet(path)  # 48 MiB of rows in Arrow's pool, and its decoding
+    assert len(read) == n
+    del read
+    kept = proc.memory_info().rss
+    _shuffle.split_arrays(frame, ["person", "region"], "person", 2)
+    assert kept - proc.memory_info().rss > 48 * 2 ** 20
