@@ -125,14 +125,13 @@ def _hash_order(ids: np.ndarray, nout: int, bounds: np.ndarray) -> np.ndarray:
     return np.argsort(h, kind="stable")  # radix sort for uint16
 
 
-
 def _arrow_pool_back() -> None:
-    """Hand back to the OS the memory Arrow's allocator keeps from the reads that ran on
-    this thread: the task threads of a worker read the Parquet inputs through Arrow, whose
-    pool (mimalloc in pyarrow's wheels) keeps what a finished read freed -- unmanaged
-    memory to Dask, about 0.1-0.4 GiB a worker out of core at 2 GiB, against which Dask
-    pauses and restarts workers.  Called as each split and combine task starts (a
-    millisecond or two); nothing when pyarrow is not loaded (never imported here)."""
+    """Hand back to the OS the memory Arrow's allocator keeps after the Parquet reads:
+    its pool (mimalloc in pyarrow's wheels) keeps what a finished read freed, which Dask
+    counts as unmanaged memory against its pause and restart thresholds out of core.
+    Called as each split and combine task starts; a call reaches this thread's heap and
+    the pool's free arenas, not what Arrow's reader threads keep in their own heaps.
+    Nothing when pyarrow is not loaded (never imported here)."""
     pool = getattr(sys.modules.get("pyarrow"), "default_memory_pool", None)
     if pool is not None:
         pool().release_unused()
