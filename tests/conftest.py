@@ -2,9 +2,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pathlib
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import hypothesis
@@ -29,37 +26,6 @@ hypothesis.settings.load_profile("dpfast")
 os.environ["DPFAST_NO_COMPILE_NOTICE"] = "1"
 
 __all__ = ["KEY"]
-
-#: the warm-up's heaviest families (about half of a cold warm-up), compiled in one process
-#: while the other compiles the rest (:func:`pytest_configure`)
-_WARM_FIRST = ("bench", "tables.quantile", "tables.count", "demo")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Under pytest-xdist, the controller has every kernel compiled once, by ``dpfast
-    warmup`` in two processes, before it starts the workers.  numba's cache is shared, but
-    otherwise each worker compiles the kernels it meets first itself -- the same ones on
-    both workers, spread over whichever tests come first (a cold run: a clean clone in
-    CI).  Skipped where numba's cache already holds a kernel of dpfast's (a warm-up would
-    only load them, seconds a run).  A failing warm-up changes nothing: the tests compile
-    what they need, as before."""
-    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
-        return
-    root = pathlib.Path(__file__).resolve().parents[1]
-    where = os.environ.get("NUMBA_CACHE_DIR")
-    cached = pathlib.Path(where).rglob("*.nbi") if where else root.glob("dpfast/**/*.nbi")
-    if next(iter(cached), None) is not None:
-        return
-    from dpfast.cli.warmup import steps
-
-    names = [name for name, _ in steps()]
-    first = [n for n in names if n in _WARM_FIRST]
-    rest = [n for n in names if n not in _WARM_FIRST]
-    procs = [subprocess.Popen([sys.executable, "-m", "dpfast", "warmup", "--only", ",".join(g)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-             for g in (first, rest) if g]
-    for proc in procs:
-        proc.wait()
 
 
 @pytest.fixture
