@@ -76,9 +76,10 @@ class Table:
         """The table kernel's encoding of this table (:mod:`dpfast.noise._kernel_table`)."""
         return KernelTable(self)
 
-    @functools.cached_property
+    @property
     def kernel_args(self) -> tuple:
-        """The ``table`` tuple of :func:`dpfast._kernels.table.table_kernel`."""
+        """The ``table`` tuple of :func:`dpfast._kernels.table.table_kernel` (built once, by
+        :attr:`kernel`)."""
         return self.kernel.args
 
     def x(self, m: int) -> Fraction:
