@@ -3,8 +3,9 @@
  * file against a checkout's csrc/table.c (TABLE_C), so two checkouts can be compared on
  * the same tables without numba, the keystream or Python in the way.
  *
- * Usage: harness TABLE_FILE MODE REPS, MODE 1 (x + noise in place, int64), 3 (the float64
- * grid in place) or 4 (the float64 grid into a separate output).  10^7 cells; the
+ * Usage: harness TABLE_FILE MODE REPS, MODE 1 (x + noise in place, int64), 2 (x + noise
+ * into a separate int64 output), 3 (the float64 grid in place) or 4 (the float64 grid
+ * into a separate output).  10^7 cells; the
  * keystream is a xorshift generator refilling a 2048-word buffer (the kernels' refill
  * size), whose cost is part of every figure.  A word the C loop leaves to the general
  * loop is skipped.  Prints the median of REPS timings in milliseconds. */
@@ -41,9 +42,10 @@ int main(int argc, char **argv) {
     FILE *f = fopen(argv[1], "rb");
     int mode = atoi(argv[2]);
     const int reps = atoi(argv[3]);
-    if (!f || reps < 1 || reps > 64 || (mode != 1 && mode != 3 && mode != 4)) return 2;
-    const int sep = mode == 4;
-    if (sep) mode = 3;
+    if (!f || reps < 1 || reps > 64 || (mode != 1 && mode != 2 && mode != 3 && mode != 4)) return 2;
+    const int sep = mode == 4 || mode == 2;
+    if (mode == 4) mode = 3;
+    if (mode == 2) mode = 1;
     int64_t h[14];
     double coef, g;
     if (fread(h, 8, 14, f) != 14 || fread(&coef, 8, 1, f) != 1 || fread(&g, 8, 1, f) != 1)
@@ -54,12 +56,13 @@ int main(int argc, char **argv) {
     const uint64_t *direct = load(f, h[13]);
     const int64_t n = 10000000, nb = 2048;
     double *xd = aligned_alloc(64, n * 8), *od = aligned_alloc(64, n * 8);
-    int64_t *xi = aligned_alloc(64, n * 8);
+    int64_t *xi = aligned_alloc(64, n * 8), *oi = aligned_alloc(64, n * 8);
     uint64_t *b = aligned_alloc(64, nb * 8);
     for (int64_t k = 0; k < n; k++) {
         xd[k] = (double)(k % 1000) * 0.37;
         xi[k] = k % 1000;
         od[k] = 1.0;
+        oi[k] = 1;
     }
     double ms[64];
     int64_t res[8];
@@ -71,7 +74,7 @@ int main(int argc, char **argv) {
             for (int64_t k = 0; k < nb; k++) b[k] = xorshift();
             int64_t pos = 0;
             while (pos < nb && i < n) {
-                dpf_table_fast(0, h[0], b, nb, pos, 0, 0, i, n, xi, xi, xd, sep ? od : xd,
+                dpf_table_fast(0, h[0], b, nb, pos, 0, 0, i, n, xi, sep ? oi : xi, xd, sep ? od : xd,
                                mode == 3 ? DPF_TABLE_F64 : 0, mode, 1.0 / g, g, 1.79e308, pack,
                                thresh, sel, trm1, flo, fhi, h[1], h[2], h[3], h[4], h[5], coef,
                                direct, h[6], res);

@@ -1,6 +1,6 @@
 """The table kernel's C common case alone, this checkout against another (issue 40).
 
-Run: ``python bench/wide_loop_harness.py --against PATH [--case gl|gg|dl] [--pairs N]``
+Run: ``python bench/wide_loop_harness.py --against PATH [--case gl|gg|dl|d10] [--pairs N]``
 (``PATH``: another checkout of dpfast, for instance a ``git worktree`` of an older commit;
 needs gcc).  For each checkout it dumps the case's table as that checkout builds it
 (``Table.kernel_args``, in a subprocess with that checkout first on ``sys.path``), compiles
@@ -10,9 +10,11 @@ cells, a xorshift keystream refilling 2048-word buffers: no numba, ChaCha20 or P
 the way.  The two binaries alternate (which runs first alternates too), pinned to one core
 (``taskset`` where present); the
 report is the median of the per-pair ratios (other / this) with their spread, per mode
-(``add``: x + noise in place; ``grid``: the float64 grid in place; ``grid_sep``: into a
-separate output).  Cases: ``gl`` grid Laplace 10 (its table: scale 10 / 2^-36), ``gg`` grid
-Gaussian 10, ``dl`` discrete Laplace 1000.  The harness's own keystream is part of every
+(``add``: x + noise in place; ``add_sep``: x + noise into a separate output; ``grid``: the
+float64 grid in place; ``grid_sep``: into a separate output).  Cases: ``gl`` grid Laplace
+10 (its table: scale 10 / 2^-36), ``gg`` grid Gaussian 10, ``dl`` discrete Laplace 1000
+(wide bins, a direct table), ``d10`` discrete Laplace 10 (bins of width 1, a direct
+table).  The harness's own keystream is part of every
 timing, so the ratios understate the loops' difference.
 """
 
@@ -28,7 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MODES = {"add": "1", "grid": "3", "grid_sep": "4"}
+MODES = {"add": "1", "add_sep": "2", "grid": "3", "grid_sep": "4"}
 
 DUMP = r"""
 import sys
@@ -40,7 +42,7 @@ case, path = sys.argv[2], sys.argv[3]
 g = grid.granularity(10.0)
 law, param = {"gl": ("laplace", Fraction(10.0) / Fraction(g)),
               "gg": ("gauss", Fraction(10.0) / Fraction(g)),
-              "dl": ("laplace", Fraction(1000))}[case]
+              "dl": ("laplace", Fraction(1000)), "d10": ("laplace", Fraction(10))}[case]
 tab = _envelope.table(law, param)
 (pack, thresh, f, nb, p, cbits, coef, ta, trm1, flo, fhi, vb, two, pa, pb, ubits, sel, direct,
  dbits) = tab.kernel_args
@@ -83,7 +85,7 @@ def time_one(exe: str, table: str, mode: str, reps: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--against", required=True, help="another checkout of dpfast")
-    ap.add_argument("--case", choices=["gl", "gg", "dl"], default="gl")
+    ap.add_argument("--case", choices=["gl", "gg", "dl", "d10"], default="gl")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--reps", type=int, default=7, help="timings per run (median)")
     ap.add_argument("--cflags", default="", help="more compiler flags for this checkout's "
@@ -95,7 +97,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         this = build(ROOT, a.case, work, "this", a.cflags.split())
         other = build(os.path.abspath(a.against), a.case, work, "other", a.other_cflags.split())
-        modes = ["add"] if a.case == "dl" else ["grid", "grid_sep"]
+        modes = ["add", "add_sep"] if a.case in ("dl", "d10") else ["grid", "grid_sep"]
         for mode in modes:
             ratios, mine, theirs = [], [], []
             for k in range(a.pairs):
