@@ -479,7 +479,7 @@ static inline __attribute__((always_inline, target("avx2"))) void half4_init(
  * undecided half moved to the front and written to cells i.. as vectors (no branch per
  * proposal), their count to *cnt.  Returns how many halves are decided (4: all), or -1
  * when an in-place addition overflows (nothing written). */
-static inline __attribute__((always_inline, target("avx2,popcnt"))) int half4(
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int half4(
     const half4_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
     int64_t i, const int wide, int *cnt) {
     const uint64_t hs = c->hs;
@@ -553,7 +553,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int half4(
 
 /* The half loop, four halves a group (AVX2; dpf_table_fast_avx2). */
 #define HL_NAME run_halves
-#define HL_TARGET "avx2,popcnt"
+#define HL_TARGET "avx2,bmi2,popcnt"
 #define HL_HALVES 4
 #define HL_CTX half4_t
 #define HL_INIT half4_init
@@ -568,7 +568,7 @@ static inline __attribute__((always_inline, target("avx2,popcnt"))) int half4(
 
 /* run_halves for bins of width 1 or wide bins (the offset's bits a constant where
  * inlined). */
-static inline __attribute__((always_inline, target("avx2,popcnt"))) int64_t run_avx2(
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int64_t run_avx2(
     const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b, half_t *hp,
     int64_t i, int64_t hi, int64_t lim, int64_t *res) {
     if (t->p > 0) return run_halves(t, io, mode, fmt, b, hp, i, hi, lim, res, 1);
@@ -702,7 +702,7 @@ run_avx512(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint
     return run_halves8(t, io, mode, fmt, b, hp, i, hi, lim, res, 0);
 }
 
-DEFINE_FAST(dpf_table_fast_avx2, DPF_HIDDEN __attribute__((target("avx2,popcnt"))), 1, run_avx2)
+DEFINE_FAST(dpf_table_fast_avx2, DPF_HIDDEN __attribute__((target("avx2,bmi2,popcnt"))), 1, run_avx2)
 /* ... and its AVX-512VL build (dpf_table_simd() == 2), as the wide loop's: the same
  * intrinsics with 32 vector registers */
 DEFINE_FAST(dpf_table_fast_avx512,
