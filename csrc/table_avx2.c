@@ -478,19 +478,24 @@ static inline __attribute__((always_inline, target("avx2"))) void half4_init(
  * cores), the decisions as vectors; the accepted values of the proposals before the first
  * undecided half moved to the front and written to cells i.. as vectors (no branch per
  * proposal), their count to *cnt.  Returns how many halves are decided (4: all), or -1
- * when an in-place addition overflows (nothing written). */
-static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int half4(
-    const half4_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
-    int64_t i, const int wide, int *cnt) {
+ * when an in-place addition overflows (nothing written).  The entries e are
+ * half4_entries(c, w), loaded a group ahead by the loop. */
+static inline __attribute__((always_inline, target("avx2,bmi2"))) __m256i half4_entries(
+    const half4_t *c, const uint64_t *w) {
     const uint64_t hs = c->hs;
     const uint64_t *const dt = c->dt;
     const uint64_t q0 = w[0] >> 32, q1 = w[0] & 0xFFFFFFFFu, q2 = w[1] >> 32,
                    q3 = w[1] & 0xFFFFFFFFu;
+    return _mm256_set_epi64x((long long)dt[q3 >> hs], (long long)dt[q2 >> hs],
+                             (long long)dt[q1 >> hs], (long long)dt[q0 >> hs]);
+}
+
+static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int half4(
+    const half4_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
+    const __m256i e, int64_t i, const int wide, int *cnt) {
     /* the halves in stream order (high, low, high, low) as four 64-bit lanes */
     __m256i hv = _mm256_cvtepu32_epi64(
         _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)w), _MM_SHUFFLE(2, 3, 0, 1)));
-    __m256i e = _mm256_set_epi64x((long long)dt[q3 >> hs], (long long)dt[q2 >> hs],
-                                  (long long)dt[q1 >> hs], (long long)dt[q0 >> hs]);
     __m256i ut = _mm256_srlv_epi64(_mm256_and_si256(hv, c->kmask), c->us);
     __m256i sg = _mm256_and_si256(_mm256_srlv_epi64(hv, c->ks), c->one);
     __m256i m = _mm256_srli_epi64(e, D_ITEM); /* the item: bins of width 1, the value */
@@ -558,6 +563,13 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int hal
 #define HL_CTX half4_t
 #define HL_INIT half4_init
 #define HL_GROUP half4
+#define HL_ENTRIES half4_entries
+#define HL_ETYPE __m256i
+#define HL_EZERO _mm256_setzero_si256()
+#ifndef DPF_HALVES_PIPE
+#define DPF_HALVES_PIPE 1
+#endif
+#define HL_PIPE DPF_HALVES_PIPE
 #include "table_half_loop.h"
 #undef HL_NAME
 #undef HL_TARGET
@@ -565,6 +577,10 @@ static inline __attribute__((always_inline, target("avx2,bmi2,popcnt"))) int hal
 #undef HL_CTX
 #undef HL_INIT
 #undef HL_GROUP
+#undef HL_ENTRIES
+#undef HL_ETYPE
+#undef HL_EZERO
+#undef HL_PIPE
 
 /* run_halves for bins of width 1 or wide bins (the offset's bits a constant where
  * inlined). */
@@ -616,24 +632,29 @@ static inline __attribute__((always_inline, target("avx2,avx512f"))) void half8_
 #ifndef DPF_HALVES8_GATHER
 #define DPF_HALVES8_GATHER 1
 #endif
-static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) int half8(
-    const half8_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
-    int64_t i, const int wide, int *cnt) {
-    /* the halves in stream order (high, low of each word) as eight 64-bit lanes */
+static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) __m512i
+half8_entries(const half8_t *c, const uint64_t *w) {
+#if DPF_HALVES8_GATHER
     const __m512i hv = _mm512_cvtepu32_epi64(
         _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)w), _MM_SHUFFLE(2, 3, 0, 1)));
-#if DPF_HALVES8_GATHER
-    const __m512i e =
-        _mm512_i64gather_epi64(_mm512_srlv_epi64(hv, c->hsv), (const void *)c->dt, 8);
+    return _mm512_i64gather_epi64(_mm512_srlv_epi64(hv, c->hsv), (const void *)c->dt, 8);
 #else
     const uint64_t hs = c->hs;
     const uint64_t *const dt = c->dt;
-    const __m512i e = _mm512_set_epi64(
+    return _mm512_set_epi64(
         (long long)dt[(w[3] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[3] >> 32) >> hs],
         (long long)dt[(w[2] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[2] >> 32) >> hs],
         (long long)dt[(w[1] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[1] >> 32) >> hs],
         (long long)dt[(w[0] & 0xFFFFFFFFu) >> hs], (long long)dt[(w[0] >> 32) >> hs]);
 #endif
+}
+
+static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) int half8(
+    const half8_t *c, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *w,
+    const __m512i e, int64_t i, const int wide, int *cnt) {
+    /* the halves in stream order (high, low of each word) as eight 64-bit lanes */
+    const __m512i hv = _mm512_cvtepu32_epi64(
+        _mm256_shuffle_epi32(_mm256_loadu_si256((const __m256i *)w), _MM_SHUFFLE(2, 3, 0, 1)));
     const __m512i ut = _mm512_srlv_epi64(_mm512_and_si512(hv, c->kmask), c->us);
     const __mmask8 sg = _mm512_test_epi64_mask(hv, c->sbit);
     __m512i m = _mm512_srli_epi64(e, D_ITEM);
@@ -687,6 +708,13 @@ static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl
 #define HL_CTX half8_t
 #define HL_INIT half8_init
 #define HL_GROUP half8
+#define HL_ENTRIES half8_entries
+#define HL_ETYPE __m512i
+#define HL_EZERO _mm512_setzero_si512()
+#ifndef DPF_HALVES8_PIPE
+#define DPF_HALVES8_PIPE 1
+#endif
+#define HL_PIPE DPF_HALVES8_PIPE
 #include "table_half_loop.h"
 #undef HL_NAME
 #undef HL_TARGET
@@ -694,6 +722,10 @@ static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl
 #undef HL_CTX
 #undef HL_INIT
 #undef HL_GROUP
+#undef HL_ENTRIES
+#undef HL_ETYPE
+#undef HL_EZERO
+#undef HL_PIPE
 
 static inline __attribute__((always_inline, target("avx2,popcnt,avx512f,avx512vl"))) int64_t
 run_avx512(const tab_t *t, const io_t *io, int64_t mode, int64_t fmt, const uint64_t *b,

@@ -1,12 +1,15 @@
 /* The direct table's half-word loop (run_halves) as a template: included by
  * csrc/table_avx2.c once per build, with HL_NAME (the function), HL_TARGET (its target
  * attribute), HL_HALVES (halves decided per group: 4 with AVX2, 8 with AVX-512F; two
- * halves a word), HL_CTX / HL_INIT(c, t, io) (the group's constants) and
- * HL_GROUP(c, io, mode, fmt, w, i, wide, cnt) (the proposals of the halves of words
- * w[0..HL_HALVES/2): returns how many halves, from the first, its thresholds decide
- * (HL_HALVES: all), writing the accepted values of those to cells i.. and their count to
- * *cnt, or -1 when an in-place addition overflows, nothing written).  Not a header of its
- * own: no include guard.
+ * halves a word), HL_CTX / HL_INIT(c, t, io) (the group's constants),
+ * HL_ENTRIES(c, w) (the direct-table entries of the halves of words w[0..HL_HALVES/2), an
+ * HL_ETYPE; HL_EZERO a zero one), HL_GROUP(c, io, mode, fmt, w, e, i, wide, cnt) (the
+ * proposals of those halves, e their entries: returns how many halves, from the first,
+ * its thresholds decide (HL_HALVES: all), writing the accepted values of those to cells
+ * i.. and their count to *cnt, or -1 when an in-place addition overflows, nothing
+ * written) and HL_PIPE (1: the entries of the next group are loaded while this group is
+ * decided, so the table's load latency overlaps the decisions; 0: each group loads its
+ * own).  Not a header of its own: no include guard.
  *
  * The loop takes HL_HALVES halves at a time from whole words (aligned: no saved half).
  * When every half of a group is decided (accepted or rejected), its accepted values are
@@ -28,6 +31,10 @@ static inline __attribute__((always_inline, target(HL_TARGET))) int64_t HL_NAME(
     int64_t r;
     HL_CTX c;
     HL_INIT(&c, t, io);
+#if HL_PIPE
+    HL_ETYPE enext = HL_EZERO;
+    int64_t epos = -1;
+#endif
     for (;;) {
         if (h->hh) { /* the saved half first, one proposal at a time */
             r = half_steps(t, io, mode, fmt, b, h, &i, hi, h->pos, lim, res, wide);
@@ -40,7 +47,18 @@ static inline __attribute__((always_inline, target(HL_TARGET))) int64_t HL_NAME(
         if (h->pos + HL_HALVES / 2 > lim || i + HL_HALVES > hi) break;
         const uint64_t *const w = b + h->pos;
         int cnt;
-        const int nvalid = HL_GROUP(&c, io, mode, fmt, w, i, wide, &cnt);
+#if HL_PIPE
+        /* the next group's entries loaded a group ahead (their loads start while this
+         * group's decisions wait), unless a step in between moved the position */
+        const HL_ETYPE e = epos == h->pos ? enext : HL_ENTRIES(&c, w);
+        if (h->pos + HL_HALVES <= lim) {
+            enext = HL_ENTRIES(&c, w + HL_HALVES / 2);
+            epos = h->pos + HL_HALVES / 2;
+        }
+        const int nvalid = HL_GROUP(&c, io, mode, fmt, w, e, i, wide, &cnt);
+#else
+        const int nvalid = HL_GROUP(&c, io, mode, fmt, w, HL_ENTRIES(&c, w), i, wide, &cnt);
+#endif
         if (nvalid >= 0) {
             i += cnt;
             if (__builtin_expect(nvalid == HL_HALVES, 1)) {
